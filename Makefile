@@ -1,0 +1,37 @@
+# r2med: `make demo` sets up and runs the main job; `make test` sets up and runs the whole suite.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# CPU build of torch (lies on this machine's disk); override for a CUDA build: make test TORCH_SPEC=torch
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS ?= dev,dense,llm,scale,lucene,rerank
+
+.PHONY: demo test install install-dev bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
+	$(BIN)/r2med demo
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bm25_speed.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

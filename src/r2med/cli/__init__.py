@@ -1,0 +1,56 @@
+"""The ``r2med`` command line: a thin typer layer over the Python API.
+
+Each group of commands lives in its own module (``core``: tasks/evaluate/score/demo);
+every module registers its commands on the shared ``app``.  Errors the user can fix
+(:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from ..errors import R2MedError
+
+app = typer.Typer(
+    name="r2med",
+    help="R2MED benchmark toolkit: load tasks, retrieve, expand, rerank, evaluate like trec_eval, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+#: Modules that register commands on ``app`` (one per concept).
+COMMAND_MODULES = ["core"]
+
+
+@app.callback()
+def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors.")) -> None:
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
+                        handlers=[RichHandler(console=err_console, show_path=False, markup=False)], force=True)
+    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
+
+def main() -> None:
+    try:
+        app()
+    except R2MedError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; finished tasks are kept and a re-run resumes from them")
+        sys.exit(130)

@@ -1,0 +1,197 @@
+"""Core commands: ``tasks``, ``evaluate``, ``score`` and ``demo``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..data.hub import HubUnavailable
+from ..errors import R2MedError
+from ..metrics import HEADLINE, canonical, evaluate
+from ..pipeline import TaskResult, resolve_collections, run_collection
+from ..protocol import published_ndcg10
+from ..tasks import TASKS, parse_tasks
+from . import app, console
+
+log = logging.getLogger(__name__)
+
+
+@app.command("tasks")
+def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List the 8 R2MED tasks with their published sizes."""
+    if as_json:
+        console.print_json(json.dumps([vars(t) for t in TASKS.values()]))
+        return
+    table = Table(title="R2MED tasks")
+    for col in ("task", "hub id", "scenario", "retrieval", "queries", "docs", "pos/query", "q len", "d len"):
+        table.add_column(col, justify="right" if col in ("queries", "docs", "pos/query", "q len", "d len") else "left")
+    for t in TASKS.values():
+        table.add_row(t.name, t.hub_id, t.scenario, t.retrieval_type, f"{t.queries:,}", f"{t.docs:,}",
+                      f"{t.avg_positives:.1f}", f"{t.avg_query_length:.0f}", f"{t.avg_doc_length:.0f}")
+    console.print(table)
+    console.print(f"{sum(t.queries for t in TASKS.values())} queries in all.")
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=console, transient=True)
+
+
+def evaluate_many(loaders, names, retriever: str, options: dict, k: int, out: Optional[Path],
+                  measures, count_missing: bool, overwrite: bool = False, label: Optional[str] = None,
+                  query_builder=None) -> list[TaskResult]:
+    results = []
+    with _progress() as progress:
+        bar = progress.add_task(f"{retriever}", total=len(loaders))
+        for name, load in zip(names, loaders):
+            progress.update(bar, description=f"{retriever} · {name}: loading")
+            collection = load()
+            progress.update(bar, description=f"{retriever} · {collection.name}: retrieving")
+            result = run_collection(collection, retriever, options, k=k, out=out, measures=measures,
+                                    count_missing=count_missing, overwrite=overwrite, label=label,
+                                    query_builder=query_builder)
+            log.info("%s: nDCG@10 = %.4f%s", result.task, result.headline, " (reused)" if result.reused else "")
+            results.append(result)
+            progress.advance(bar)
+    return results
+
+
+def summary_table(results: list[TaskResult], retriever: str, measure: str = HEADLINE,
+                  published_key: tuple[str, str, str] | None = None, title: str | None = None) -> Table:
+    """Tasks x (measure, published nDCG@10, delta, time) with an average row (x100 like the paper)."""
+    published = published_ndcg10(*published_key) if published_key else {}
+    table = Table(title=title or f"{retriever}: {measure} (x100)")
+    table.add_column("task")
+    table.add_column("queries", justify="right")
+    table.add_column(measure, justify="right")
+    if published:
+        table.add_column("published", justify="right")
+        table.add_column("delta", justify="right")
+    table.add_column("time (s)", justify="right")
+    values = []
+    for r in results:
+        value = 100 * r.metrics.aggregate[measure]
+        values.append(value)
+        row = [r.task, str(len(r.metrics.per_query)), f"{value:.2f}"]
+        if published:
+            pub = published.get(r.task)
+            row += [f"{pub:.2f}" if pub is not None else "-", f"{value - pub:+.2f}" if pub is not None else "-"]
+        row.append("reused" if r.reused else f"{r.timing.get('total_s', 0):.1f}")
+        table.add_row(*row)
+    if len(results) > 1:
+        avg = sum(values) / len(values)
+        row = ["[bold]Average", "", f"[bold]{avg:.2f}"]
+        if published:
+            pub = published.get("Average")
+            full = len(results) == 8 and pub is not None
+            row += [f"{pub:.2f}" if pub is not None else "-", f"{avg - pub:+.2f}" if full else "-"]
+        row.append("")
+        table.add_row(*row)
+    return table
+
+
+def parse_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
+    from ..metrics import DEFAULT_MEASURES
+
+    return tuple(canonical(m) for m in measures) if measures else DEFAULT_MEASURES
+
+
+@app.command("evaluate")
+def evaluate_command(
+    retriever: str = typer.Option("bm25", "--retriever", "-r", help="Retriever name (see `r2med models`)."),
+    tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
+                                            help="Local data: one collection folder, or a folder of task folders."),
+    out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run folder: OUT/<retriever>/<task>/ is written."),
+    top_k: int = typer.Option(100, "--top-k", "-k", min=1, help="Docs kept per query."),
+    k1: float = typer.Option(0.9, "--k1", help="BM25 k1."),
+    b: float = typer.Option(0.4, "--b", help="BM25 b."),
+    analyzer: str = typer.Option("english", "--analyzer", help="BM25 analyzer: english (pure Python) or lucene."),
+    measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures to compute (repeatable)."),
+    count_missing: bool = typer.Option(False, "--count-missing", help="Average over all judged queries (0 if unanswered)."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision (commit or tag)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Recompute tasks whose results already exist."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write cached indexes."),
+) -> None:
+    """Run a retriever over tasks, write OUT/<retriever>/<task>/{run.trec,metrics.json} and print a table."""
+    if top_k < 1:
+        raise R2MedError("--top-k must be at least 1")
+    names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
+    loaders = resolve_collections(names, data_dir, revision)
+    options: dict = {"cache": not no_cache}
+    if retriever.startswith("bm25"):
+        options.update(k1=k1, b=b, analyzer=analyzer)
+    measures = parse_measures(measure)
+    results = evaluate_many(loaders, names, retriever, options, top_k, out / retriever, measures, count_missing,
+                            overwrite=overwrite)
+    paper_defaults = retriever == "bm25" and k1 == 0.9 and b == 0.4
+    console.print(summary_table(results, retriever, published_key=("bm25", "none", "none") if paper_defaults else None))
+    console.print(f"results: {out / retriever}")
+
+
+@app.command("demo")
+def demo_command(
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where results are written."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision."),
+) -> None:
+    """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when offline."""
+    from ..data.hub import download
+    from ..tasks import TASK_NAMES, get_task
+
+    try:
+        download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision)
+    except HubUnavailable:
+        console.print("[yellow]The Hugging Face hub cannot be reached: running the same pipeline on the "
+                      "built-in demo collection instead.[/]")
+        from ..data.loaders import load_demo
+
+        results = evaluate_many([load_demo], ["demo"], "bm25", {}, 100, out / "bm25",
+                                parse_measures(None), False, overwrite=True)
+        console.print(summary_table(results, "bm25", title="bm25 on the built-in demo collection: nDCG@10 (x100)"))
+        console.print(f"results: {out / 'bm25'}")
+        return
+    loaders = resolve_collections(list(TASK_NAMES), None, revision)
+    results = evaluate_many(loaders, list(TASK_NAMES), "bm25", {}, 100, out / "bm25", parse_measures(None), False)
+    console.print(summary_table(results, "bm25", published_key=("bm25", "none", "none")))
+    console.print(f"results: {out / 'bm25'}")
+
+
+@app.command("score")
+def score_command(
+    qrels: Path = typer.Argument(..., help="Judgments: TREC qrels, R2MED qrels.jsonl or BEIR .tsv."),
+    run: Path = typer.Argument(..., help="TREC run file."),
+    measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (repeatable)."),
+    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also print per-query values."),
+    count_missing: bool = typer.Option(False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Score a run file against judgments, trec_eval style."""
+    from ..data import read_qrels
+    from ..run import read_trec
+
+    judged = read_qrels(qrels)
+    ranked = read_trec(run)
+    unknown = sum(1 for q in ranked if q not in judged)
+    if unknown:
+        log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
+    measures = parse_measures(measure)
+    metrics = evaluate(ranked, judged, measures=measures, count_missing=count_missing)
+    if as_json:
+        payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
+        if per_query:
+            payload["per_query"] = metrics.per_query
+        typer.echo(json.dumps(payload, indent=1))
+        return
+    if per_query:
+        for qid in sorted(metrics.per_query):
+            for m in metrics.measures:
+                typer.echo(f"{m:<16}\t{qid}\t{metrics.per_query[qid][m]:.4f}")
+    typer.echo(f"{'num_q':<16}\tall\t{len(metrics.per_query)}")
+    for m in metrics.measures:
+        typer.echo(f"{m:<16}\tall\t{metrics.aggregate[m]:.4f}")

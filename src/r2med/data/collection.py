@@ -1,0 +1,96 @@
+"""The ``Collection``: one retrieval task's corpus, queries, judgments and expansion files."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..cache import fingerprint_texts
+
+log = logging.getLogger(__name__)
+
+Qrels = dict[str, dict[str, int]]
+"""Relevance judgments: query id -> doc id -> grade (pytrec_eval's form)."""
+
+
+@dataclass
+class QrelsCheck:
+    """Judgments that point outside the collection (counted, not fatal)."""
+
+    unknown_docs: int = 0
+    unknown_queries: int = 0
+    queries_without_qrels: int = 0
+
+    def message(self, name: str) -> str | None:
+        parts = []
+        if self.unknown_docs:
+            parts.append(f"{self.unknown_docs} judgment(s) name docs not in the corpus")
+        if self.unknown_queries:
+            parts.append(f"{self.unknown_queries} judgment(s) name unknown queries")
+        if self.queries_without_qrels:
+            parts.append(f"{self.queries_without_qrels} query(ies) have no judgments")
+        return f"{name}: " + "; ".join(parts) if parts else None
+
+
+@dataclass
+class Collection:
+    """A retrieval task in memory.
+
+    ``corpus`` and ``queries`` map ids to texts in file order; ``qrels`` is
+    pytrec_eval's nested dict; ``query_meta`` keeps extra query fields (R2MED's
+    ``answer``, ``body_system``, ``doc_id``...); ``expansion_files`` maps
+    ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data.
+    """
+
+    name: str
+    corpus: dict[str, str]
+    queries: dict[str, str]
+    qrels: Qrels
+    source: str = ""
+    query_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    expansion_files: dict[str, Path] = field(default_factory=dict)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Content hash of the corpus (ids and texts, in order): the key of every index built on it."""
+        return fingerprint_texts(self.corpus.items())
+
+    @cached_property
+    def qrels_check(self) -> QrelsCheck:
+        check = QrelsCheck()
+        for qid, docs in self.qrels.items():
+            if qid not in self.queries:
+                check.unknown_queries += len(docs)
+            check.unknown_docs += sum(1 for d in docs if d not in self.corpus)
+        check.queries_without_qrels = sum(1 for q in self.queries if q not in self.qrels)
+        return check
+
+    def warn_about_qrels(self) -> None:
+        msg = self.qrels_check.message(self.name)
+        if msg:
+            log.warning("%s (evaluation goes on)", msg)
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return list(self.corpus)
+
+    def stats(self) -> dict[str, float]:
+        nq = len(self.queries)
+        pos = sum(sum(1 for g in d.values() if g > 0) for d in self.qrels.values())
+        return {
+            "queries": nq,
+            "docs": len(self.corpus),
+            "qrels": sum(len(d) for d in self.qrels.values()),
+            "avg_positives": pos / max(len(self.qrels), 1),
+            "avg_query_words": sum(len(t.split()) for t in self.queries.values()) / max(nq, 1),
+            "avg_doc_words": sum(len(t.split()) for t in self.corpus.values()) / max(len(self.corpus), 1),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Collection({self.name!r}, docs={len(self.corpus)}, queries={len(self.queries)}, "
+            f"qrels={sum(len(d) for d in self.qrels.values())})"
+        )

@@ -1,0 +1,76 @@
+"""Loading R2MED tasks from the Hugging Face hub (``R2MED/<Task>``), cached under the r2med home.
+
+The task files are plain JSONL (``corpus.jsonl``, ``query.jsonl``, ``qrels.jsonl`` and
+``<method>/<llm>/query_with_hydoc.jsonl``), so they are fetched with
+``huggingface_hub.hf_hub_download`` and parsed by r2med's own validated readers,
+which is faster than ``datasets.load_dataset`` and works offline from a filled
+cache (``HF_HUB_OFFLINE=1``).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..cache import home
+from ..errors import R2MedError
+from ..protocol import hub_configs
+from .collection import Collection
+from .loaders import load_r2med_folder
+
+log = logging.getLogger(__name__)
+
+
+class HubUnavailable(R2MedError):
+    """The hub could not be reached and the files are not cached."""
+
+
+def hub_cache_dir() -> Path:
+    return home() / "hub"
+
+
+def expansion_path(method: str, split: str) -> str:
+    """The file path of a hub expansion config/split, e.g. ``("hyde", "qwen_7b")`` -> ``hyde/qwen-7b/...``."""
+    configs = hub_configs()["configs"]
+    if method not in configs or method in ("corpus", "query", "qrels"):
+        methods = [m for m in configs if m not in ("corpus", "query", "qrels")]
+        raise R2MedError(f"unknown expansion method {method!r}; choose from: {', '.join(methods)}")
+    splits = configs[method]
+    key = split.replace("-", "_")
+    if key not in splits:
+        raise R2MedError(f"unknown {method} split {split!r}; choose from: {', '.join(splits)}")
+    return splits[key]
+
+
+def download(repo_id: str, filename: str, revision: str | None = None) -> Path:
+    """One file of a hub dataset repo, from the cache when present."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+
+    try:
+        return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset",
+                                    revision=revision, cache_dir=hub_cache_dir()))
+    except (EntryNotFoundError, RepositoryNotFoundError) as exc:
+        raise R2MedError(f"hub: {repo_id} has no file {filename!r} ({type(exc).__name__})") from None
+    except Exception as exc:  # connection errors come in many types (requests, httpx, OSError)
+        raise HubUnavailable(
+            f"hub: cannot fetch {repo_id}/{filename} and it is not cached ({type(exc).__name__}); "
+            "check the network, or pass --data-dir with a local copy"
+        ) from None
+
+
+def load_from_hub(task: str, revision: str | None = None) -> Collection:
+    from ..tasks import get_task
+
+    spec = get_task(task)
+    files = {name: download(spec.hub_id, name, revision) for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
+    folder = files["query.jsonl"].parent
+    coll = load_r2med_folder(folder, name=spec.name)
+    coll.source = f"hf://datasets/{spec.hub_id}" + (f"@{revision}" if revision else "")
+    return coll
+
+
+def download_expansion(task: str, method: str, split: str, revision: str | None = None) -> Path:
+    from ..tasks import get_task
+
+    return download(get_task(task).hub_id, expansion_path(method, split), revision)

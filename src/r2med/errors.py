@@ -1,0 +1,31 @@
+"""User-facing error types: one line of text, exit code 2 at the CLI."""
+
+from __future__ import annotations
+
+import os
+
+
+class R2MedError(Exception):
+    """An error caused by the user's input or environment; the CLI prints it in one line and exits 2."""
+
+    exit_code = 2
+
+
+class DataError(R2MedError):
+    """Bad input data, located at ``file:line``."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class MissingExtraError(R2MedError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str, purpose: str):
+        super().__init__(
+            f"{purpose} needs the '{package}' package: pip install 'r2med[{extra}]'"
+        )

@@ -1,0 +1,88 @@
+"""The single entry point to trec_eval measures (via pytrec_eval), per query and aggregate.
+
+Measures are named as pytrec_eval names them (``ndcg_cut_10``, ``map_cut_10``,
+``recall_100``, ``P_10``, ``recip_rank``); friendlier spellings (``nDCG@10``,
+``R@100``, ``MRR``) are accepted everywhere a measure is asked for.
+Averages follow the R2MED paper: the mean over queries that are both judged and
+answered by the run, unless ``count_missing`` (then unanswered judged queries
+count as 0, as ``trec_eval -c`` does).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .errors import R2MedError
+
+CUTOFFS = (1, 10, 25, 50, 100)
+FAMILIES = ("ndcg_cut", "map_cut", "recall", "P")
+DEFAULT_MEASURES: tuple[str, ...] = tuple(
+    f"{family}_{k}" for family in FAMILIES for k in CUTOFFS
+) + ("recip_rank",)
+HEADLINE = "ndcg_cut_10"
+
+_ALIASES = {
+    "ndcg": "ndcg_cut", "ndcg_cut": "ndcg_cut", "map": "map_cut", "map_cut": "map_cut",
+    "r": "recall", "recall": "recall", "p": "P", "precision": "P",
+}
+_RR = {"mrr", "rr", "recip_rank", "mrr@all"}
+
+
+def canonical(measure: str) -> str:
+    """``nDCG@10`` / ``ndcg_cut.10`` / ``ndcg_cut_10`` -> ``ndcg_cut_10``; ``MRR`` -> ``recip_rank``."""
+    text = measure.strip()
+    if text.lower() in _RR:
+        return "recip_rank"
+    m = re.fullmatch(r"([A-Za-z_]+?)[@._](\d+)", text)
+    if m and m.group(1).lower() in _ALIASES:
+        return f"{_ALIASES[m.group(1).lower()]}_{int(m.group(2))}"
+    raise R2MedError(f"unknown measure {measure!r}; use e.g. ndcg_cut_10, nDCG@10, map_cut_100, R@100, P@10, MRR")
+
+
+def _engine_spec(measures: Iterable[str]) -> set[str]:
+    groups: dict[str, set[int]] = {}
+    spec = set()
+    for m in measures:
+        if m == "recip_rank":
+            spec.add("recip_rank")
+            continue
+        family, k = m.rsplit("_", 1)
+        groups.setdefault(family, set()).add(int(k))
+    for family, ks in groups.items():
+        spec.add(f"{family}.{','.join(str(k) for k in sorted(ks))}")
+    return spec
+
+
+@dataclass
+class Metrics:
+    """Per-query and averaged measures of one run against one set of judgments."""
+
+    per_query: dict[str, dict[str, float]]
+    aggregate: dict[str, float]
+    measures: tuple[str, ...]
+    missing_queries: list[str] = field(default_factory=list)
+
+    def __getitem__(self, measure: str) -> float:
+        return self.aggregate[canonical(measure)]
+
+
+def evaluate(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
+             measures: Iterable[str] | None = None, count_missing: bool = False) -> Metrics:
+    """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine)."""
+    import pytrec_eval
+
+    wanted = tuple(dict.fromkeys(canonical(m) for m in (measures or DEFAULT_MEASURES)))
+    qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
+    run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
+    raw = evaluator.evaluate(run_clean)
+    per_query = {q: {m: float(vals[m]) for m in wanted} for q, vals in raw.items()}
+    missing = [q for q in qrels_clean if q not in per_query]
+    if count_missing:
+        for q in missing:
+            per_query[q] = {m: 0.0 for m in wanted}
+    n = len(per_query)
+    aggregate = {m: (sum(v[m] for v in per_query.values()) / n if n else 0.0) for m in wanted}
+    return Metrics(per_query=per_query, aggregate=aggregate, measures=wanted, missing_queries=missing)

@@ -1,0 +1,76 @@
+"""Package data carried over from the R2MED paper and repository, with typed access.
+
+Files (each names its source inside): ``r2med_protocol.json`` (instructions and
+generation prompts per task), ``r2med_models.json`` (retriever/reranker/LLM
+settings), ``r2med_hub_configs.json`` (hub configs, splits, task sizes) and
+``r2med_published_ndcg10.csv`` (every published nDCG@10 figure with its source).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+
+def _read(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def protocol() -> dict[str, Any]:
+    return json.loads(_read("r2med_protocol.json"))
+
+
+@cache
+def models() -> dict[str, Any]:
+    return json.loads(_read("r2med_models.json"))
+
+
+@cache
+def hub_configs() -> dict[str, Any]:
+    return json.loads(_read("r2med_hub_configs.json"))
+
+
+@dataclass(frozen=True)
+class PublishedFigure:
+    setting: str
+    retriever: str
+    expansion: str
+    llm: str
+    task: str
+    ndcg10: float
+    source: str
+
+
+@cache
+def published_figures() -> tuple[PublishedFigure, ...]:
+    rows = csv.DictReader(_read("r2med_published_ndcg10.csv").splitlines())
+    return tuple(
+        PublishedFigure(
+            setting=r["setting"], retriever=r["retriever"], expansion=r["expansion"],
+            llm=r["llm"], task=r["task"], ndcg10=float(r["ndcg10"]), source=r["source"],
+        )
+        for r in rows
+    )
+
+
+def published_ndcg10(retriever: str, expansion: str = "none", llm: str = "none",
+                     setting: str | None = None) -> dict[str, float]:
+    """Published nDCG@10 (x100) per task (plus ``Average``) for one configuration.
+
+    When several settings publish the same configuration, the paper's own
+    (``base``/``gar``/``reranker...``) rows are preferred over leaderboards.
+    """
+    found: dict[str, dict[str, float]] = {}
+    for f in published_figures():
+        if f.retriever == retriever and f.expansion == expansion and f.llm == llm:
+            if setting is None or f.setting == setting:
+                found.setdefault(f.setting, {})[f.task] = f.ndcg10
+    if not found:
+        return {}
+    order = sorted(found, key=lambda s: ("leaderboard" in s, "later" in s, s))
+    return found[order[0]]

@@ -1,0 +1,77 @@
+"""The registry of R2MED's 8 tasks: hub ids, published sizes, scenario and retrieval type.
+
+Sizes come from the R2MED dataset card (``protocol/r2med_hub_configs.json``);
+scenarios follow the R2MED paper (arXiv 2505.14558, Table 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import R2MedError
+from .protocol import hub_configs
+
+_SCENARIO = {
+    "Biology": ("Q&A reference retrieval", "question -> reference passage"),
+    "Bioinformatics": ("Q&A reference retrieval", "question -> reference passage"),
+    "Medical-Sciences": ("Q&A reference retrieval", "question -> reference passage"),
+    "MedXpertQA-Exam": ("Clinical evidence retrieval", "exam case -> evidence passage"),
+    "MedQA-Diag": ("Clinical evidence retrieval", "patient case -> diagnosis evidence"),
+    "PMC-Treatment": ("Clinical evidence retrieval", "patient case -> treatment evidence"),
+    "PMC-Clinical": ("Clinical case retrieval", "patient case -> similar case"),
+    "IIYi-Clinical": ("Clinical case retrieval", "patient case -> similar case"),
+}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    display_name: str
+    hub_id: str
+    queries: int
+    docs: int
+    avg_positives: float
+    avg_query_length: float
+    avg_doc_length: float
+    scenario: str
+    retrieval_type: str
+
+
+def _build() -> dict[str, TaskSpec]:
+    specs = {}
+    for row in hub_configs()["tasks"]:
+        scenario, rtype = _SCENARIO[row["name"]]
+        specs[row["name"]] = TaskSpec(
+            name=row["name"],
+            display_name=row["display_name"],
+            hub_id=row["hub_id"],
+            queries=row["queries"],
+            docs=row["docs"],
+            avg_positives=row["avg_positives_per_query"],
+            avg_query_length=row["avg_query_length"],
+            avg_doc_length=row["avg_doc_length"],
+            scenario=scenario,
+            retrieval_type=rtype,
+        )
+    return specs
+
+
+TASKS: dict[str, TaskSpec] = _build()
+TASK_NAMES: list[str] = list(TASKS)
+
+
+def get_task(name: str) -> TaskSpec:
+    """Look a task up by its hub name, case-insensitively (``biology`` -> ``Biology``)."""
+    if name in TASKS:
+        return TASKS[name]
+    lowered = {k.lower(): k for k in TASKS}
+    if name.lower() in lowered:
+        return TASKS[lowered[name.lower()]]
+    raise R2MedError(f"unknown task {name!r}; choose from: {', '.join(TASK_NAMES)}")
+
+
+def parse_tasks(spec: str | None) -> list[str]:
+    """``"all"``/None -> all 8; ``"Biology,MedQA-Diag"`` -> those (validated)."""
+    if not spec or spec.strip().lower() == "all":
+        return list(TASK_NAMES)
+    return [get_task(part.strip()).name for part in spec.split(",") if part.strip()]
