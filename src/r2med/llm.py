@@ -1,0 +1,453 @@
+"""One OpenAI-compatible LLM client for all of r2med (query expansion, LLM reranking).
+
+It talks to any endpoint that speaks OpenAI's ``/v1/chat/completions`` (OpenAI, vLLM,
+Ollama, llama.cpp server) through the ``openai`` package (extra ``llm``) and adds what a
+benchmark run needs on top:
+
+* **bounded concurrency** -- ``chat_many`` runs up to ``concurrency`` requests at once
+  (threads; the openai client is thread-safe), results come back in input order;
+* **retries** -- 408/409/429/5xx, timeouts and dropped connections are retried with
+  exponential backoff and full jitter, honouring ``Retry-After`` / ``retry-after-ms``;
+  401/403/404 and an endpoint that never answered are fatal (:class:`LLMError`);
+* **an on-disk request cache** -- every successful answer is appended (one JSON line,
+  flushed and fsync'd) to ``cache_dir("llm")/<model>-<hash>.jsonl`` *before* it is
+  returned, keyed by (model, messages, sampling params).  A re-run costs no request and
+  an interrupted run resumes where it stopped; a torn last line (a crash mid-write) is
+  skipped on reload.  Identical requests within one batch are sent once;
+* **usage counters** -- requests, cache hits, retries, failures, prompt/completion tokens.
+
+API (stable; used by ``r2med.expansion`` and ``r2med.rerank``)::
+
+    client = LLMClient("gpt-4o", base_url=None, api_key=None, concurrency=16, timeout=120,
+                       max_retries=6, cache=True)
+    results = client.chat_many([[{"role": "user", "content": "hi"}], ...], temperature=0.8)
+    for r in results:
+        r.ok, r.text, r.error, r.cached, r.attempts, r.usage
+    client.usage.as_dict()
+
+``chat_many`` never raises for one failed item: the item's ``Result`` carries ``error``.
+It raises :class:`LLMError` (an ``R2MedError``) only for problems no retry can fix
+(bad API key, unknown model, unreachable endpoint).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cache import cache_dir, fingerprint
+from .errors import MissingExtraError, R2MedError
+
+log = logging.getLogger(__name__)
+
+Message = Mapping[str, str]
+Messages = Sequence[Message]
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+FATAL_STATUS = {401: "the endpoint rejected the API key (401); set OPENAI_API_KEY or pass --api-key",
+                403: "the endpoint refused access (403); check the API key's permissions",
+                404: "the endpoint has no such model or route (404); check --model and --base-url"}
+CACHE_FORMAT = 1
+
+
+class LLMError(R2MedError):
+    """A problem no retry can fix (credentials, unknown model, unreachable endpoint)."""
+
+
+@dataclass
+class Result:
+    """The outcome of one request: ``text`` when ``ok``, otherwise ``error`` (one line)."""
+
+    text: str | None = None
+    error: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str | None = None
+    key: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.text is not None
+
+
+@dataclass
+class Usage:
+    """Counters over the client's life (thread-safe updates through :meth:`add`)."""
+
+    requests: int = 0  # HTTP requests sent (including retries)
+    succeeded: int = 0  # answers received from the endpoint
+    cache_hits: int = 0
+    retries: int = 0
+    failed: int = 0  # items given up on
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+
+
+def request_key(model: str, messages: Messages, sampling: Mapping[str, Any]) -> str:
+    """Cache key of one request: (model, messages, sampling params), order-insensitive in the params."""
+    return fingerprint("chat", CACHE_FORMAT, model, [dict(m) for m in messages],
+                       {k: v for k, v in sorted(sampling.items()) if v is not None})
+
+
+class RequestCache:
+    """Append-only JSONL store of answers: ``{"key", "text", "usage", "finish_reason"}`` per line.
+
+    Appends are single ``write`` calls on an ``O_APPEND`` descriptor followed by ``fsync``,
+    so concurrent writers (threads or processes) never interleave inside a line and a line
+    that was returned to a caller survives a crash.  Unparseable lines (a torn tail) are
+    skipped on load; before the first append a missing final newline is restored so the
+    torn fragment stays on its own line.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._fd: int | None = None
+        self.skipped_lines = 0
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as handle:
+            for raw in handle:
+                try:
+                    entry = json.loads(raw)
+                    self._entries[entry["key"]] = entry
+                except (ValueError, KeyError, TypeError):
+                    self.skipped_lines += 1
+        if self.skipped_lines:
+            log.warning("%s: skipped %d unreadable line(s) (an interrupted write)", self.path, self.skipped_lines)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._entries.get(key)
+
+    def put(self, key: str, text: str, usage: Mapping[str, int] | None = None,
+            finish_reason: str | None = None, **extra: Any) -> None:
+        entry = {"key": key, "text": text, "usage": dict(usage or {}), "finish_reason": finish_reason,
+                 "time": round(time.time(), 3), **extra}
+        data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                size = os.fstat(self._fd).st_size
+                if size:
+                    with open(self.path, "rb") as handle:
+                        handle.seek(size - 1)
+                        if handle.read(1) != b"\n":
+                            os.write(self._fd, b"\n")
+            os.write(self._fd, data)
+            os.fsync(self._fd)
+            self._entries[key] = entry
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def default_cache_path(model: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:60] or "model"
+    return cache_dir("llm") / f"{safe}-{fingerprint(model)[:8]}.jsonl"
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), if given."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lower:
+        try:
+            return max(0.0, float(lower["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Exponential backoff with jitter: uniform in [d/2, d] where d = min(cap, base * 2**attempt)."""
+    d = min(cap, base * (2 ** attempt))
+    return d * (0.5 + 0.5 * rng.random())
+
+
+class _Transient(Exception):
+    def __init__(self, message: str, retry_after: float | None = None, connect: bool = False):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.connect = connect
+
+
+class LLMClient:
+    """An OpenAI-compatible chat client with bounded concurrency, retries and an on-disk cache.
+
+    ``base_url=None`` means OpenAI itself (then an API key is required: ``api_key`` or
+    ``$OPENAI_API_KEY``); a local endpoint (``http://localhost:8000/v1``) needs no key.
+    ``cache`` is ``True`` (the default file for the model under the r2med home), ``False``
+    (no cache) or a path.
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 concurrency: int = 16, timeout: float = 120.0, max_retries: int = 6,
+                 cache: bool | str | os.PathLike[str] = True, backoff_base: float = 1.0,
+                 backoff_max: float = 60.0, seed: int | None = None):
+        if not model:
+            raise R2MedError("an LLM model name is required (--model)")
+        if concurrency < 1:
+            raise R2MedError("--concurrency must be at least 1")
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url is None:
+                raise LLMError("no API key for the OpenAI API: set OPENAI_API_KEY or pass --api-key "
+                               "(or --base-url for a local endpoint)")
+            key = "EMPTY"  # local servers (vLLM, Ollama, llama.cpp) ignore it
+        self._api_key = key
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self._rng = random.Random(seed)
+        self._rng_lock = threading.Lock()
+        self.usage = Usage()
+        if cache is True:
+            self.cache: RequestCache | None = RequestCache(default_cache_path(model))
+        elif cache:
+            self.cache = RequestCache(cache)  # type: ignore[arg-type]
+        else:
+            self.cache = None
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._ever_connected = False
+
+    # -- the underlying openai client -------------------------------------------------------------
+    def _openai(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    import openai
+                except ImportError:
+                    raise MissingExtraError("openai", "llm", "LLM generation") from None
+                self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url,
+                                             timeout=self.timeout, max_retries=0)
+            return self._client
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": self.base_url or "https://api.openai.com/v1"}
+
+    # -- one request --------------------------------------------------------------------------------
+    def key(self, messages: Messages, **sampling: Any) -> str:
+        return request_key(self.model, messages, sampling)
+
+    def cached(self, messages: Messages, **sampling: Any) -> Result | None:
+        """The cached answer for a request, or None (no request is made)."""
+        if self.cache is None:
+            return None
+        key = self.key(messages, **sampling)
+        entry = self.cache.get(key)
+        if entry is None:
+            return None
+        return Result(text=entry["text"], cached=True, usage=dict(entry.get("usage") or {}),
+                      finish_reason=entry.get("finish_reason"), key=key)
+
+    def chat(self, messages: Messages, **sampling: Any) -> Result:
+        """One chat request (cache, retries); raises :class:`LLMError` only for fatal problems."""
+        return self.chat_many([messages], **sampling)[0]
+
+    def _send(self, messages: Messages, sampling: Mapping[str, Any]) -> tuple[str, dict[str, int], str | None]:
+        import openai
+
+        client = self._openai()
+        params = {k: v for k, v in sampling.items() if v is not None}
+        self.usage.add(requests=1)
+        try:
+            response = client.chat.completions.create(model=self.model, messages=[dict(m) for m in messages],
+                                                      **params)
+        except openai.APITimeoutError:
+            raise _Transient(f"timed out after {self.timeout:g}s") from None
+        except openai.APIConnectionError as exc:
+            raise _Transient(f"cannot connect to {self.describe()['base_url']} ({exc.__cause__ or exc})",
+                             connect=True) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            headers = dict(exc.response.headers) if exc.response is not None else {}
+            self._ever_connected = True
+            if status in FATAL_STATUS:
+                raise LLMError(f"{self.describe()['base_url']}: {FATAL_STATUS[status]} "
+                               f"[model {self.model!r}]") from None
+            detail = _short(exc.message)
+            if status in RETRY_STATUS or status >= 500:
+                raise _Transient(f"HTTP {status}: {detail}", retry_after=parse_retry_after(headers)) from None
+            raise _Permanent(f"HTTP {status}: {detail}") from None
+        self._ever_connected = True
+        choice = response.choices[0] if response.choices else None
+        text = getattr(getattr(choice, "message", None), "content", None) if choice else None
+        if text is None:
+            raise _Transient("the endpoint returned no message content")
+        usage = {}
+        if getattr(response, "usage", None) is not None:
+            usage = {"prompt_tokens": int(response.usage.prompt_tokens or 0),
+                     "completion_tokens": int(response.usage.completion_tokens or 0)}
+        return text, usage, getattr(choice, "finish_reason", None)
+
+    def _run_one(self, messages: Messages, sampling: Mapping[str, Any], key: str,
+                 on_retry: Callable[[str], None] | None, stop: threading.Event) -> Result:
+        attempts = 0
+        last_error = ""
+        while True:
+            if stop.is_set():
+                return Result(error="cancelled", attempts=attempts, key=key)
+            attempts += 1
+            try:
+                text, usage, finish = self._send(messages, sampling)
+            except _Permanent as exc:
+                self.usage.add(failed=1)
+                return Result(error=str(exc), attempts=attempts, key=key)
+            except _Transient as exc:
+                last_error = str(exc)
+                if exc.connect and not self._ever_connected and attempts >= min(self.max_retries + 1, 2):
+                    raise LLMError(f"LLM endpoint unreachable: {last_error}; check --base-url") from None
+                if attempts > self.max_retries:
+                    self.usage.add(failed=1)
+                    return Result(error=f"gave up after {attempts} attempts: {last_error}",
+                                  attempts=attempts, key=key)
+                with self._rng_lock:
+                    delay = backoff_delay(attempts - 1, self.backoff_base, self.backoff_max, self._rng)
+                if exc.retry_after is not None:
+                    delay = min(max(delay, exc.retry_after), max(self.backoff_max, exc.retry_after))
+                self.usage.add(retries=1)
+                if on_retry is not None:
+                    on_retry(last_error)
+                log.debug("retrying in %.2fs after: %s", delay, last_error)
+                if stop.wait(delay):
+                    return Result(error="cancelled", attempts=attempts, key=key)
+                continue
+            self.usage.add(succeeded=1, prompt_tokens=usage.get("prompt_tokens", 0),
+                           completion_tokens=usage.get("completion_tokens", 0))
+            if self.cache is not None:
+                self.cache.put(key, text, usage, finish, model=self.model)  # before anyone uses it
+            return Result(text=text, attempts=attempts, usage=usage, finish_reason=finish, key=key)
+
+    # -- many requests ------------------------------------------------------------------------------
+    def chat_many(self, batch: Sequence[Messages], on_result: Callable[[int, Result], None] | None = None,
+                  on_retry: Callable[[str], None] | None = None, **sampling: Any) -> list[Result]:
+        """Answer every message list in ``batch`` (same sampling), in input order.
+
+        Cached answers come back without a request; identical requests are sent once.
+        ``on_result(i, result)`` is called as each item finishes (cached ones first),
+        ``on_retry(error)`` on each retry -- e.g. to drive a progress bar.
+        """
+        results: list[Result | None] = [None] * len(batch)
+        pending: dict[str, list[int]] = {}
+        for i, messages in enumerate(batch):
+            key = self.key(messages, **sampling)
+            hit = self.cached(messages, **sampling)
+            if hit is not None:
+                self.usage.add(cache_hits=1)
+                results[i] = hit
+                if on_result:
+                    on_result(i, hit)
+            else:
+                pending.setdefault(key, []).append(i)
+        if pending:
+            stop = threading.Event()
+            fatal: LLMError | None = None
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(pending)),
+                                    thread_name_prefix="r2med-llm") as pool:
+                futures = {pool.submit(self._run_one, batch[idx[0]], sampling, key, on_retry, stop): key
+                           for key, idx in pending.items()}
+                remaining = set(futures)
+                try:
+                    while remaining:
+                        done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                        for fut in done:
+                            key = futures[fut]
+                            try:
+                                res = fut.result()
+                            except LLMError as exc:
+                                fatal = fatal or exc
+                                stop.set()
+                                continue
+                            for j, i in enumerate(pending[key]):
+                                item = res if j == 0 else Result(**{**res.__dict__, "cached": res.ok})
+                                results[i] = item
+                                if on_result:
+                                    on_result(i, item)
+                except BaseException:
+                    stop.set()
+                    raise
+            if fatal is not None:
+                raise fatal
+        return [r if r is not None else Result(error="cancelled") for r in results]
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # pragma: no cover
+                pass
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _Permanent(Exception):
+    """A request the endpoint will never accept (e.g. HTTP 400): reported per item, not retried."""
+
+
+def _short(text: Any, limit: int = 200) -> str:
+    one = " ".join(str(text).split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
