@@ -35,8 +35,13 @@ COMMAND_MODULES = ["core"]
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
           quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors.")) -> None:
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
-                        handlers=[RichHandler(console=err_console, show_path=False, markup=False)], force=True)
+    if err_console.is_terminal:
+        handler: logging.Handler = RichHandler(console=err_console, show_path=False, markup=False)
+        handler.setFormatter(logging.Formatter("%(message)s", datefmt="[%X]"))
+    else:  # logs piped to a file stay one line per message
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
     for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 

@@ -42,21 +42,51 @@ def expansion_path(method: str, split: str) -> str:
     return splits[key]
 
 
-def download(repo_id: str, filename: str, revision: str | None = None) -> Path:
-    """One file of a hub dataset repo, from the cache when present."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub endpoint answers a TCP connection (False at once when HF_HUB_OFFLINE is set)."""
+    import socket
+    from urllib.parse import urlparse
 
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
     try:
-        return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset",
-                                    revision=revision, cache_dir=hub_cache_dir()))
+        socket.create_connection((url.hostname, port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def cached_file(repo_id: str, filename: str, revision: str | None = None) -> Path | None:
+    """The cached copy of a hub file, if the cache holds one."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, filename, cache_dir=hub_cache_dir(), revision=revision,
+                                   repo_type="dataset")
+    return Path(found) if isinstance(found, str) else None
+
+
+def download(repo_id: str, filename: str, revision: str | None = None) -> Path:
+    """One file of a hub dataset repo, from the cache when present (no network call when offline)."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    online = hub_reachable()
+    try:
+        return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset", revision=revision,
+                                    cache_dir=hub_cache_dir(), local_files_only=not online))
+    except LocalEntryNotFoundError:
+        raise HubUnavailable(
+            f"hub: cannot reach the Hugging Face hub and {repo_id}/{filename} is not cached under "
+            f"{hub_cache_dir()}; check the network, or pass --data-dir with a local copy"
+        ) from None
     except (EntryNotFoundError, RepositoryNotFoundError) as exc:
         raise R2MedError(f"hub: {repo_id} has no file {filename!r} ({type(exc).__name__})") from None
     except Exception as exc:  # connection errors come in many types (requests, httpx, OSError)
-        raise HubUnavailable(
-            f"hub: cannot fetch {repo_id}/{filename} and it is not cached ({type(exc).__name__}); "
-            "check the network, or pass --data-dir with a local copy"
-        ) from None
+        raise HubUnavailable(f"hub: cannot fetch {repo_id}/{filename} ({type(exc).__name__}: {exc})") from None
 
 
 def load_from_hub(task: str, revision: str | None = None) -> Collection:

@@ -1,0 +1,5 @@
+"""``python -m r2med`` runs the CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,139 @@
+"""The core CLI: tasks, evaluate (outputs, resume, errors), score, demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from r2med import evaluate, load_folder, read_trec
+from r2med.data import read_qrels
+
+from conftest import shared_collection
+from test_data import make_r2med
+
+
+def r2med(*args: str, cwd: Path | None = None, env_home: Path | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    env = dict(os.environ)
+    if env_home is not None:
+        env["R2MED_HOME"] = str(env_home)
+    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+
+
+def test_tasks_lists_all_eight():
+    res = r2med("tasks", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    assert [r["name"] for r in rows] == ["Biology", "Bioinformatics", "Medical-Sciences", "MedXpertQA-Exam",
+                                         "MedQA-Diag", "PMC-Treatment", "PMC-Clinical", "IIYi-Clinical"]
+    assert sum(r["queries"] for r in rows) == 876
+
+
+def test_evaluate_writes_run_folder_and_resumes(tmp_path):
+    data = shared_collection("medline-med")
+    out = tmp_path / "out"
+    res = r2med("evaluate", "--retriever", "bm25", "--data-dir", str(data), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    folder = out / "bm25" / "medline-med"
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert set(metrics) >= {"task", "retriever", "config", "aggregate", "per_query", "timing", "versions",
+                            "dataset_fingerprint"}
+    # The written run re-scores to the stored figures (independent path: file -> pytrec_eval).
+    coll = load_folder(data)
+    run = read_trec(folder / "run.trec")
+    assert all(len(docs) == 100 for docs in run.values())
+    rescored = evaluate(run, coll.qrels)
+    assert rescored.aggregate["ndcg_cut_10"] == pytest.approx(metrics["aggregate"]["ndcg_cut_10"], abs=1e-9)
+    assert metrics["per_query"]["Q1"]["ndcg_cut_10"] == pytest.approx(rescored.per_query["Q1"]["ndcg_cut_10"])
+    export = json.loads((folder / "r2med_results.json").read_text())
+    assert export["dataset_name"] == "medline-med" and export["model_name"] == "bm25"
+    assert export["test"]["ndcg_at_10"] == pytest.approx(metrics["aggregate"]["ndcg_cut_10"])
+    assert "mrr" in export["test"] and "recall_at_100" in export["test"]
+    # A second run reuses the finished task (no rewrite).
+    mtime = (folder / "run.trec").stat().st_mtime_ns
+    res2 = r2med("evaluate", "--retriever", "bm25", "--data-dir", str(data), "--out", str(out))
+    assert res2.returncode == 0 and "reused" in res2.stdout
+    assert (folder / "run.trec").stat().st_mtime_ns == mtime
+    # score: trec_eval-like output over the written run agrees.
+    res3 = r2med("score", str(data / "qrels.jsonl"), str(folder / "run.trec"), "-m", "nDCG@10", "--json")
+    assert res3.returncode == 0, res3.stderr
+    assert json.loads(res3.stdout)["aggregate"]["ndcg_cut_10"] == pytest.approx(
+        metrics["aggregate"]["ndcg_cut_10"], abs=1e-9)
+
+
+def test_bm25_index_is_cached_and_reused(tmp_path):
+    from r2med import BM25
+
+    coll = load_folder(make_r2med(tmp_path / "c"))
+    first = BM25().index(coll.corpus, corpus_fingerprint=coll.fingerprint)
+    second = BM25().index(coll.corpus, corpus_fingerprint=coll.fingerprint)
+    assert not first.built_from_cache and second.built_from_cache
+    assert first.index_path == second.index_path
+    other = BM25(k1=1.2).index(coll.corpus, corpus_fingerprint=coll.fingerprint)
+    assert other.index_path != first.index_path and not other.built_from_cache
+    params = json.loads((first.index_path / "params.json").read_text())
+    assert params["k1"] == 0.9 and params["n_docs"] == 2 and params["corpus_fingerprint"] == coll.fingerprint
+    q = {"q1": "glucose lowering"}
+    assert first.search(q) == second.search(q)
+
+
+@pytest.mark.parametrize("file,content,where", [
+    ("corpus.jsonl", '{"id": "d1", "text": "ok"}\n{"id": "d2" "text": "x"}\n', "corpus.jsonl:2:"),
+    ("query.jsonl", '{"id": "q1"}\n', "query.jsonl:1:"),
+    ("qrels.jsonl", '{"q_id": "q1", "p_id": "d1", "score": 1}\nnot json\n', "qrels.jsonl:2:"),
+])
+def test_bad_input_exits_2_with_file_line_and_no_output(tmp_path, file, content, where):
+    root = make_r2med(tmp_path / "coll")
+    (root / file).write_text(content, encoding="utf-8")
+    out = tmp_path / "out"
+    res = r2med("evaluate", "--data-dir", str(root), "--out", str(out))
+    assert res.returncode == 2
+    assert where in res.stderr and "Traceback" not in res.stderr
+    assert len([line for line in res.stderr.strip().splitlines() if line.strip()]) <= 2
+    assert not (out / "bm25" / "coll").exists()
+
+
+def test_unknown_retriever_and_task(tmp_path):
+    res = r2med("evaluate", "--retriever", "nope", "--data-dir", str(make_r2med(tmp_path / "c")))
+    assert res.returncode == 2 and "unknown retriever 'nope'" in res.stderr
+    res = r2med("evaluate", "--tasks", "Cardiology")
+    assert res.returncode == 2 and "unknown task" in res.stderr
+
+
+def test_qrels_pointing_outside_are_a_counted_warning(tmp_path):
+    data = shared_collection("r2med-biology-demo")
+    res = r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stderr
+    assert "2 judgment(s) name docs not in the corpus" in res.stderr
+    assert (tmp_path / "o" / "bm25" / "r2med-biology-demo" / "metrics.json").exists()
+
+
+def test_score_matches_trec_format(tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n1 0 b 2\n2 0 x 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text("1 Q0 b 1 2.0 t\n1 Q0 c 2 1.0 t\n2 Q0 y 1 1.0 t\n")
+    res = r2med("score", str(qrels), str(run), "-m", "P@1", "-m", "MRR")
+    assert res.returncode == 0, res.stderr
+    lines = {tuple(line.split()[:2]): line.split()[2] for line in res.stdout.splitlines()}
+    assert lines[("P_1", "all")] == "0.5000" and lines[("recip_rank", "all")] == "0.5000"
+    assert lines[("num_q", "all")] == "2"
+    bad = tmp_path / "bad.trec"
+    bad.write_text("1 Q0 b 1 high t\n")
+    res = r2med("score", str(qrels), str(bad))
+    assert res.returncode == 2 and "bad.trec:1: score 'high' is not a number" in res.stderr
+    assert read_qrels(qrels)["1"] == {"a": 1, "b": 2}
+
+
+def test_demo_falls_back_to_builtin_collection(tmp_path):
+    res = r2med("demo", "--out", str(tmp_path / "demo"))
+    assert res.returncode == 0, res.stderr
+    assert "cannot be reached" in res.stdout and "demo" in res.stdout
+    metrics = json.loads((tmp_path / "demo" / "bm25" / "demo" / "metrics.json").read_text())
+    assert 0.3 < metrics["aggregate"]["ndcg_cut_10"] < 0.95

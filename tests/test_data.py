@@ -1,0 +1,165 @@
+"""Loading collections: R2MED and BEIR folders, TREC qrels, the hub cache, validation errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from r2med.data import load_demo, load_folder, load_task, read_qrels
+from r2med.errors import DataError, R2MedError
+
+from conftest import shared_collection
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def make_r2med(root: Path, corpus=None, queries=None, qrels=None) -> Path:
+    write_jsonl(root / "corpus.jsonl", corpus or [{"id": "d1", "text": "aspirin inhibits cox"},
+                                                  {"id": "d2", "text": "insulin lowers glucose"}])
+    write_jsonl(root / "query.jsonl", queries or [{"id": "q1", "text": "what lowers glucose", "answer": "insulin"}])
+    write_jsonl(root / "qrels.jsonl", qrels or [{"q_id": "q1", "p_id": "d2", "score": 1}])
+    return root
+
+
+def test_r2med_biology_demo_layout_and_inconsistency():
+    coll = load_folder(shared_collection("r2med-biology-demo"))
+    assert len(coll.corpus) == 2 and len(coll.queries) == 2
+    assert set(coll.query_meta["0"]) >= {"doc_id", "answer", "body_system"}
+    assert coll.expansion_files["hyde:qwen-7b"].name == "query_with_hydoc.jsonl"
+    check = coll.qrels_check
+    assert check.unknown_docs == 2 and check.unknown_queries == 0 and check.queries_without_qrels == 1
+
+
+def test_shared_counts():
+    coll = load_folder(shared_collection("nfcorpus-test"))
+    assert (len(coll.corpus), len(coll.queries), sum(map(len, coll.qrels.values()))) == (3162, 323, 12334)
+    med = load_folder(shared_collection("medline-med"))
+    assert (len(med.corpus), len(med.queries), sum(map(len, med.qrels.values()))) == (1033, 30, 696)
+    assert med.queries["Q1"].startswith("the crystalline lens in vertebrates")
+
+
+def test_beir_layout(tmp_path):
+    root = tmp_path / "mybeir"
+    write_jsonl(root / "corpus.jsonl", [{"_id": "d1", "title": "Aspirin", "text": "inhibits cox"},
+                                        {"_id": "d2", "title": "", "text": "insulin"}])
+    write_jsonl(root / "queries.jsonl", [{"_id": "q1", "text": "cox"}, {"_id": "q9", "text": "train only"}])
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    coll = load_folder(root)
+    assert coll.corpus == {"d1": "Aspirin inhibits cox", "d2": "insulin"}
+    assert coll.queries == {"q1": "cox"} and coll.qrels == {"q1": {"d1": 1}}
+
+
+def test_trec_qrels(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\n", encoding="utf-8")
+    assert read_qrels(path) == {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1}}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("q1 0 d1 2\nq1 0 d2\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad.txt:2: expected 4 fields"):
+        read_qrels(bad)
+
+
+@pytest.mark.parametrize("file,content,message", [
+    ("corpus.jsonl", b'{"id": "d1", "text": "ok"}\n{"id": "d2", "text": \n', r"corpus.jsonl:2: malformed JSON"),
+    ("corpus.jsonl", b'{"id": "d1", "text": "ok"}\n{"id": "d1", "text": "again"}\n', r"corpus.jsonl:2: duplicate id 'd1'"),
+    ("corpus.jsonl", b'{"id": "d1"}\n', r"corpus.jsonl:1: missing field 'text'"),
+    ("corpus.jsonl", b'{"id": "d1", "text": "caf\xe9"}\n', r"corpus.jsonl:1: not valid UTF-8"),
+    ("corpus.jsonl", b"", r"corpus.jsonl: no records"),
+    ("query.jsonl", b'{"id": "q1", "text": 5}\n', r"query.jsonl:1: field 'text' must be a string"),
+    ("qrels.jsonl", b'{"q_id": "q1", "p_id": "d1", "score": "high"}\n', r"qrels.jsonl:1: relevance 'high'"),
+    ("qrels.jsonl", b'{"q_id": "q1", "score": 1}\n', r"qrels.jsonl:1: missing field 'p_id'"),
+    ("qrels.jsonl", b'[1, 2]\n', r"qrels.jsonl:1: expected a JSON object"),
+])
+def test_validation_errors_name_file_and_line(tmp_path, file, content, message):
+    root = make_r2med(tmp_path / "c")
+    (root / file).write_bytes(content)
+    with pytest.raises(DataError, match=message):
+        load_folder(root)
+
+
+def test_not_a_collection(tmp_path):
+    with pytest.raises(DataError, match="not a collection folder"):
+        load_folder(tmp_path)
+    with pytest.raises(R2MedError, match="no such folder"):
+        load_folder(tmp_path / "missing")
+
+
+def test_builtin_demo_is_consistent():
+    coll = load_demo()
+    assert len(coll.corpus) >= 30 and len(coll.queries) >= 10
+    check = coll.qrels_check
+    assert (check.unknown_docs, check.unknown_queries, check.queries_without_qrels) == (0, 0, 0)
+    assert "hyde:demo-llm" in coll.expansion_files
+
+
+def _fill_hub_cache(home: Path, task: str, source: Path, revision: str = "0123456789abcdef0123456789abcdef01234567"):
+    """Lay files out as huggingface_hub's cache does: datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}."""
+    repo = home / "hub" / f"datasets--R2MED--{task}"
+    snap = repo / "snapshots" / revision
+    snap.mkdir(parents=True)
+    for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl"):
+        (snap / name).write_bytes((source / name).read_bytes())
+    (snap / "hyde" / "qwen-7b").mkdir(parents=True)
+    (snap / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl").write_text('{"id": "q1", "text": "t", "hy_doc": "h"}\n')
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    return revision
+
+
+def test_hub_loading_from_a_filled_cache(r2med_home, tmp_path):
+    from r2med.data.hub import download_expansion
+
+    src = make_r2med(tmp_path / "src")
+    _fill_hub_cache(r2med_home, "Biology", src)
+    coll = load_task("biology")  # case-insensitive task name, hub source, offline cache
+    assert coll.name == "Biology" and coll.source == "hf://datasets/R2MED/Biology"
+    assert coll.qrels == {"q1": {"d2": 1}}
+    path = download_expansion("Biology", "hyde", "qwen_7b")
+    assert path.parts[-3:] == ("hyde", "qwen-7b", "query_with_hydoc.jsonl")
+
+
+def test_hub_download_call_replaced_at_the_boundary(monkeypatch, tmp_path):
+    """With a network, r2med asks huggingface_hub for exactly these files of R2MED/<Task>."""
+    import huggingface_hub
+
+    from r2med.data import hub
+
+    src = make_r2med(tmp_path / "remote")
+    calls = []
+
+    def fake_download(repo_id, filename, repo_type, revision, cache_dir, local_files_only):
+        calls.append((repo_id, filename, repo_type, revision, local_files_only))
+        return str(src / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: True)
+    coll = load_task("PMC-Treatment", revision="v1")
+    assert coll.source == "hf://datasets/R2MED/PMC-Treatment@v1"
+    assert sorted(c[1] for c in calls) == ["corpus.jsonl", "qrels.jsonl", "query.jsonl"]
+    assert {c[0] for c in calls} == {"R2MED/PMC-Treatment"} and all(c[2] == "dataset" for c in calls)
+    assert all(c[3] == "v1" and c[4] is False for c in calls)
+
+
+def test_hub_unavailable_is_one_clear_error(r2med_home):
+    from r2med.data.hub import HubUnavailable
+
+    with pytest.raises(HubUnavailable, match="not cached"):
+        load_task("IIYi-Clinical")
+
+
+def test_unknown_task_and_expansion_split():
+    from r2med.data.hub import expansion_path
+
+    with pytest.raises(R2MedError, match="unknown task 'Cardiology'"):
+        load_task("Cardiology")
+    assert expansion_path("hyde", "huatuo_o1_70b") == "hyde/huatuo-o1-70b/query_with_hydoc.jsonl"
+    assert expansion_path("search-r1", "qwen-7b-ins") == "search-r1/qwen-7b-ins/query_with_hydoc.jsonl"
+    with pytest.raises(R2MedError, match="unknown hyde split 'gpt5'"):
+        expansion_path("hyde", "gpt5")
