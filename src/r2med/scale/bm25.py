@@ -1,0 +1,184 @@
+"""BM25 over sharded indexes whose scores equal the unsharded index's.
+
+Building is two passes over contiguous shards (each pass a Ray task per shard with ``ray=True``):
+
+1. **analyse** -- each shard turns its texts into term ids in a shard-local vocabulary and
+   reports that vocabulary, its document frequencies and its total length;
+2. the driver merges the collection-wide statistics: one vocabulary in first-seen corpus order
+   (the order the unsharded index assigns term ids), document frequencies, N and the average
+   document length, hence the idf;
+3. **weigh** -- each shard maps its term ids to the global ones and computes
+   ``idf_t * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with those global statistics.
+
+Every shard's weights are therefore bit-for-bit the unsharded weights of its documents, a query
+vector is built once with the global statistics, and each shard's top-k (ties by corpus order)
+merges into the global top-k.  With Ray, shard matrices stay in the object store where they were
+built and search tasks run next to them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import R2MedError
+from ..retrieval.base import QueryText, as_text
+from ..retrieval.bm25 import BM25
+from ..run import Run
+from ..text import get_analyzer
+from .cluster import map_tasks, remote_refs, require_ray
+from .shards import Shard, merge_topk, plan_shards, to_run, topk_rows
+
+log = logging.getLogger(__name__)
+
+#: Dense score block per shard search step (queries x shard docs), in float32 cells.
+SCORE_BLOCK = 1 << 25
+
+
+# -- per-shard work (plain functions, so they run the same in-process or as Ray tasks) -----------
+
+def analyse_shard(texts: Sequence[str], analyzer: str) -> tuple[tuple[list[str], np.ndarray, int, int],
+                                                             tuple[np.ndarray, np.ndarray]]:
+    """Pass 1: ((local vocab, local df, total length, n docs), (local term ids, lengths))."""
+    vocab, ids, lengths = get_analyzer(analyzer).encode(texts)  # type: ignore[attr-defined]
+    counts = _count_matrix(ids, lengths, len(vocab))
+    df = np.bincount(counts.indices, minlength=len(vocab)).astype(np.int64)
+    return (vocab, df, int(lengths.sum()), len(lengths)), (ids, lengths)
+
+
+def weigh_shard(encoded: tuple[np.ndarray, np.ndarray], mapping: np.ndarray, idf: np.ndarray, avgdl: float,
+                k1: float, b: float) -> sp.csr_matrix:
+    """Pass 2: the shard's (global terms x shard docs) BM25 weight matrix, as the unsharded index computes it."""
+    ids, lengths = encoded
+    counts = _count_matrix(mapping[ids] if len(ids) else ids, lengths, len(idf))
+    tf = counts.data.astype(np.float64)
+    dl = np.repeat(lengths.astype(np.float64), np.diff(counts.indptr))
+    norm = k1 * (1.0 - b + b * dl / avgdl) if avgdl > 0 else np.full_like(tf, k1)
+    counts.data = (idf[counts.indices] * tf / (tf + norm)).astype(np.float32)
+    return counts.T.tocsr()
+
+
+def search_shard(weights_t: sp.csr_matrix, query_vectors: sp.csr_matrix, k: int, offset: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` of one shard for every query: (global positions, float32 scores)."""
+    n_docs = weights_t.shape[1]
+    step = max(1, SCORE_BLOCK // max(n_docs, 1))
+    parts = []
+    for start in range(0, query_vectors.shape[0], step):
+        scores = (query_vectors[start:start + step] @ weights_t).toarray()
+        parts.append(topk_rows(scores, k, offset))
+    return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])
+
+
+def _count_matrix(ids: np.ndarray, lengths: np.ndarray, n_terms: int) -> sp.csr_matrix:
+    rows = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
+    counts = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), (rows, ids)), shape=(len(lengths), n_terms))
+    counts.sum_duplicates()
+    return counts
+
+
+# -- the retriever --------------------------------------------------------------------------------
+
+class ShardedBM25:
+    """BM25 split over ``shards`` index shards, run in-process or (``ray=True``) as Ray tasks.
+
+    ``ShardedBM25(shards=8, ray=True).index(corpus).search(queries, k=100)`` returns the same
+    top-k and scores as ``BM25().index(corpus).search(queries, k=100)`` (ties by corpus order).
+    """
+
+    family = "lexical"
+
+    def __init__(self, k1: float = 0.9, b: float = 0.4, flavour: str = "paper", analyzer: str = "english",
+                 shards: int = 4, shard_size: int | None = None, ray: bool = False,
+                 resources: dict[str, float] | None = None):
+        # The head holds the collection-wide statistics and builds query vectors; it has no weights.
+        self.head = BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=False)
+        self.name = f"{self.head.name}-sharded"
+        self.analyzer_name = analyzer
+        self.n_shards, self.shard_size = shards, shard_size
+        self.ray = ray
+        self.resources = resources
+        self.plan: list[Shard] = []
+        self.doc_ids: list[str] = []
+        self.shards: list[Any] = []  # csr matrices, or Ray ObjectRefs to them
+        self.timing: dict[str, float] = {}
+
+    def config(self) -> dict[str, Any]:
+        return {**self.head.config(), "retriever": self.name, "shards": len(self.plan) or self.n_shards}
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return {"n_docs": len(self.doc_ids), "n_terms": len(self.head.vocab), "avgdl": self.head.avgdl}
+
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> ShardedBM25:
+        if not corpus:
+            raise R2MedError("cannot index an empty corpus")
+        t0 = time.perf_counter()
+        self.doc_ids = list(corpus)
+        texts = list(corpus.values())
+        self.plan = plan_shards(len(texts), self.n_shards, self.shard_size)
+        args = [(texts[s.start:s.stop], self.analyzer_name) for s in self.plan]
+        if self.ray:
+            ray = require_ray()
+            pairs = remote_refs(analyse_shard, args, num_returns=2, resources=self.resources)
+            stats = ray.get([p[0] for p in pairs])
+            encoded: list[Any] = [p[1] for p in pairs]  # stays in the object store, next to its shard
+        else:
+            results = map_tasks(analyse_shard, args)
+            stats, encoded = [r[0] for r in results], [r[1] for r in results]
+        t1 = time.perf_counter()
+        mappings, idf, avgdl = self._merge_statistics(stats)
+        t2 = time.perf_counter()
+        head = self.head
+        if self.ray:
+            ray = require_ray()
+            idf_ref = ray.put(idf)
+            self.shards = remote_refs(weigh_shard, [(e, m, idf_ref, avgdl, head.k1, head.b)
+                                                    for e, m in zip(encoded, mappings)], resources=self.resources)
+            ray.wait(self.shards, num_returns=len(self.shards))
+        else:
+            self.shards = [weigh_shard(e, m, idf, avgdl, head.k1, head.b) for e, m in zip(encoded, mappings)]
+        self.timing = {"analyse_s": t1 - t0, "merge_s": t2 - t1, "weigh_s": time.perf_counter() - t2}
+        log.info("sharded BM25: %d docs in %d shards, %d terms (%.2fs)", len(texts), len(self.plan),
+                 len(idf), time.perf_counter() - t0)
+        return self
+
+    def _merge_statistics(self, stats: Sequence[tuple[list[str], np.ndarray, int, int]]
+                          ) -> tuple[list[np.ndarray], np.ndarray, float]:
+        vocab: dict[str, int] = {}
+        mappings = []
+        for local_vocab, _, _, _ in stats:  # first-seen order over contiguous shards = the unsharded order
+            mappings.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in local_vocab),
+                                        dtype=np.int32, count=len(local_vocab)))
+        df = np.zeros(len(vocab), dtype=np.int64)
+        for mapping, (_, local_df, _, _) in zip(mappings, stats):
+            np.add.at(df, mapping, local_df)
+        n_docs = sum(s[3] for s in stats)
+        total_length = sum(s[2] for s in stats)
+        avgdl = float(total_length) / n_docs
+        idf = np.log(n_docs + 1.0) - np.log(df.astype(np.float64) + 0.5)
+        head = self.head
+        head.vocab = vocab
+        head.idf, head.avgdl, head.doc_ids = idf, avgdl, self.doc_ids
+        return mappings, idf, avgdl
+
+    def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run:
+        """Global top-``k`` per query: per-shard top-``k`` merged (ties by corpus order)."""
+        if not self.shards:
+            raise R2MedError("ShardedBM25.search() called before index()")
+        qids = list(queries)
+        qv = self.head.query_vectors([as_text(queries[q]) for q in qids])
+        if self.ray:
+            ray = require_ray()
+            qv_ref = ray.put(qv)
+            parts = map_tasks(search_shard, [(w, qv_ref, k, s.start) for w, s in zip(self.shards, self.plan)],
+                              use_ray=True, resources=self.resources)
+        else:
+            parts = [search_shard(w, qv, k, s.start) for w, s in zip(self.shards, self.plan)]
+        positions, scores = merge_topk(parts, k)
+        return to_run(qids, self.doc_ids, positions, scores)

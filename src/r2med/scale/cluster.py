@@ -1,0 +1,73 @@
+"""Connecting to Ray and mapping a function over shards, in this process or as Ray tasks.
+
+``connect(address)`` accepts what ``--ray [ADDRESS]`` accepts: ``local`` (start a private local
+cluster), ``auto`` (the cluster this machine belongs to, e.g. after ``ray start --head``) or a
+``ray://host:port`` / ``host:port`` address.  An already-initialised Ray session is reused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import MissingExtraError, R2MedError
+
+log = logging.getLogger(__name__)
+
+LOCAL = "local"
+
+
+def require_ray():
+    """The ``ray`` module, or a one-line error naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("ray", "scale", "running on a Ray cluster") from None
+    return ray
+
+
+def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwargs: Any):
+    """Initialise Ray once (``local`` starts a private cluster) and return the ``ray`` module."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
+    try:
+        if address in (None, "", LOCAL):
+            ray.init(num_cpus=num_cpus, **kwargs)
+        else:
+            ray.init(address=address, **kwargs)
+    except ConnectionError as exc:
+        raise R2MedError(f"cannot reach the Ray cluster at {address!r} ({exc}); start one with "
+                         "`ray start --head` or use `--ray local`") from None
+    log.info("Ray: %s", {k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")})
+    return ray
+
+
+def cluster_gpus() -> float:
+    """GPUs the connected cluster offers (0 when Ray is not initialised)."""
+    ray = require_ray()
+    return float(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0.0
+
+
+def map_tasks(fn: Callable[..., Any], args: Sequence[tuple], use_ray: bool = False,
+              resources: dict[str, float] | None = None) -> list[Any]:
+    """``[fn(*a) for a in args]``, or the same as parallel Ray tasks (results in order).
+
+    Ray tasks receive ``ObjectRef`` arguments resolved, and Ray schedules each next to the
+    objects it reads, so shard data stays where it was built.
+    """
+    if not use_ray:
+        return [fn(*a) for a in args]
+    ray = require_ray()
+    remote = ray.remote(fn).options(**(resources or {"num_cpus": 1}))
+    return ray.get([remote.remote(*a) for a in args])
+
+
+def remote_refs(fn: Callable[..., Any], args: Sequence[tuple], num_returns: int = 1,
+                resources: dict[str, float] | None = None) -> list[Any]:
+    """Launch ``fn(*a)`` as Ray tasks and return their ``ObjectRef`` s without fetching results."""
+    ray = require_ray()
+    remote = ray.remote(fn).options(num_returns=num_returns, **(resources or {"num_cpus": 1}))
+    return [remote.remote(*a) for a in args]

@@ -1,0 +1,106 @@
+"""Sharding without Ray: shard plans, deterministic top-k and its merge, sharded BM25 vs the unsharded index.
+
+References are computed independently: a full-row lexicographic sort for top-k, and the
+unsharded :class:`r2med.retrieval.bm25.BM25` (itself checked against gensim) for BM25.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from r2med import load_folder
+from r2med.errors import R2MedError
+from r2med.retrieval.bm25 import BM25
+from r2med.scale import ShardedBM25
+from r2med.scale.shards import merge_topk, plan_shards, topk_rows
+
+from conftest import shared_collection
+
+
+def reference_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Brute force: sort every row fully by (score desc, position asc)."""
+    order = np.array([sorted(range(len(row)), key=lambda i: (-row[i], i))[:k] for row in scores], dtype=np.int64)
+    return order, np.take_along_axis(scores, order, axis=1)
+
+
+@given(n=st.integers(1, 500), shards=st.integers(1, 40), size=st.none() | st.integers(1, 60))
+def test_plan_covers_corpus_contiguously(n, shards, size):
+    plan = plan_shards(n, shards=shards, shard_size=size)
+    assert plan[0].start == 0 and plan[-1].stop == n
+    assert all(a.stop == b.start for a, b in zip(plan, plan[1:]))
+    assert all(len(s) > 0 for s in plan)
+    if size is None:
+        assert len(plan) == min(shards, n)
+        assert max(map(len, plan)) - min(map(len, plan)) <= 1
+
+
+def test_plan_rejects_bad_input():
+    with pytest.raises(R2MedError):
+        plan_shards(0, 2)
+    with pytest.raises(R2MedError):
+        plan_shards(10, shard_size=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 120), k=st.integers(1, 40), shards=st.integers(1, 9),
+       levels=st.integers(1, 6))
+def test_sharded_topk_equals_full_sort(seed, n_docs, k, shards, levels):
+    rng = np.random.default_rng(seed)
+    # Few distinct values -> many ties, also at the cut-off.
+    scores = rng.integers(0, levels, size=(5, n_docs)).astype(np.float32) * 0.5
+    ref_pos, ref_val = reference_topk(scores, k)
+    pos, val = topk_rows(scores, k)
+    np.testing.assert_array_equal(pos, ref_pos)
+    np.testing.assert_array_equal(val, ref_val)
+    parts = [topk_rows(scores[:, s.start:s.stop], k, offset=s.start) for s in plan_shards(n_docs, shards)]
+    mpos, mval = merge_topk(parts, k)
+    np.testing.assert_array_equal(mpos, ref_pos)
+    np.testing.assert_array_equal(mval, ref_val)
+
+
+@pytest.fixture(scope="module", params=["nfcorpus-test", "medline-med"])
+def collection(request):
+    return load_folder(shared_collection(request.param))
+
+
+@pytest.mark.parametrize("flavour", ["paper", "standard"])
+def test_sharded_bm25_equals_unsharded(collection, flavour):
+    ref = BM25(flavour=flavour, cache=False).index(collection.corpus)
+    qids = list(collection.queries)
+    texts = [collection.queries[q] for q in qids]
+    full = ref.score_matrix(texts)
+    ref_pos, ref_val = reference_topk(full, 100)
+    unsharded_run = ref.search(collection.queries, k=100)
+    doc_ids = list(collection.corpus)
+
+    for shards in (1, 4, 7):
+        sb = ShardedBM25(flavour=flavour, shards=shards).index(collection.corpus)
+        # Collection-wide statistics are the unsharded index's.
+        assert list(sb.head.vocab) == list(ref.vocab)
+        np.testing.assert_array_equal(sb.head.idf, ref.idf)
+        assert sb.head.avgdl == ref.avgdl
+        # Each shard's weights are exactly the unsharded columns of its documents.
+        for w, s in zip(sb.shards, sb.plan):
+            diff = w - ref.weights_t[:, s.start:s.stop]
+            assert diff.count_nonzero() == 0
+        run = sb.search(collection.queries, k=100)
+        for row, qid in enumerate(qids):
+            got = list(run[qid].items())
+            # Same docs, order and scores as a full sort of the unsharded scores (ties by corpus order)...
+            assert [d for d, _ in got] == [doc_ids[i] for i in ref_pos[row]], qid
+            assert [s for _, s in got] == [float(v) for v in ref_val[row]], qid
+            # ...and the same score list as BM25.search, whose docs differ at most inside tied groups.
+            base = unsharded_run[qid]
+            assert [s for _, s in got] == list(base.values()), qid
+            cut = min(base.values())
+            assert {d for d, s in got if s > cut} == {d for d, s in base.items() if s > cut}, qid
+
+
+def test_sharded_bm25_rejects_misuse():
+    with pytest.raises(R2MedError):
+        ShardedBM25().index({})
+    with pytest.raises(R2MedError):
+        ShardedBM25().search({"q": "x"})
