@@ -1,0 +1,199 @@
+"""Pointwise cross-encoder rerankers: bge-reranker, monoBERT and any sequence-classification model.
+
+A cross-encoder reads ``(query, document)`` together and outputs logits; the score is the
+single logit of a one-label model (bge-reranker-v2-m3, sentence-transformers ``CrossEncoder``
+folders) or the logit of the relevant class (index 1) of a two-label model (monoBERT), as the
+R2MED paper scores them.  Inference is batched over pairs sorted by token length (little
+padding), on GPU in fp16 when one is present, otherwise on CPU in fp32, with a progress bar.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingExtraError, R2MedError
+from .base import Candidates, register_reranker
+
+log = logging.getLogger(__name__)
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "bge-reranker": {"model": "BAAI/bge-reranker-v2-m3", "max_length": 512},
+    "monobert": {"model": "castorini/monobert-large-msmarco", "max_length": 512, "label": 1},
+}
+
+
+def _torch():
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError(exc.name or "torch", "dense", "cross-encoder reranking") from None
+    return torch
+
+
+def pick_device(device: str | None) -> str:
+    torch = _torch()
+    if device:
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(dtype: str, device: str):
+    """``auto`` -> fp16 on GPU, fp32 on CPU; or ``fp16``/``bf16``/``fp32``."""
+    torch = _torch()
+    table = {"fp16": torch.float16, "float16": torch.float16, "bf16": torch.bfloat16,
+             "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32}
+    if dtype == "auto":
+        return torch.float16 if device.startswith(("cuda", "mps")) else torch.float32
+    if dtype not in table:
+        raise R2MedError(f"unknown dtype {dtype!r}; use auto, fp16, bf16 or fp32")
+    return table[dtype]
+
+
+def progress_bar():
+    """A transient rich progress bar (``description``, bar, done/total, elapsed)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), transient=True)
+
+
+class PointwiseReranker:
+    """Shared machinery: (query, doc) pairs -> tokenized -> length-sorted batches -> scores."""
+
+    name = "pointwise"
+    family = "pointwise"
+
+    def __init__(self, max_length: int = 512, batch_size: int = 32, device: str | None = None,
+                 dtype: str = "auto", label: int | None = None):
+        if batch_size < 1:
+            raise R2MedError("--batch-size must be at least 1")
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.device_option = device
+        self.dtype_option = dtype
+        self.label = label
+        self._model = None
+        self._tokenizer = None
+
+    # -- subclasses provide these --------------------------------------------------------------
+    def _load(self) -> tuple[Any, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def format_pair(self, query: str, doc: str) -> tuple[str, str]:
+        return query, doc
+
+    # -- shared --------------------------------------------------------------------------------
+    def load(self) -> None:
+        if self._model is None:
+            self.device = pick_device(self.device_option)
+            model, tokenizer = self._load()
+            model.to(device=self.device, dtype=pick_dtype(self.dtype_option, self.device))
+            model.eval()
+            self._model, self._tokenizer = model, tokenizer
+            accepted = inspect.signature(model.forward).parameters
+            self._input_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in accepted]
+
+    def _select(self, logits):
+        """One score per row: the only logit, or the logit of the relevant class."""
+        n = logits.shape[-1]
+        if self.label is not None:
+            if not 0 <= self.label < n:
+                raise R2MedError(f"{self.name}: label {self.label} out of range for a model with {n} outputs")
+            return logits[:, self.label]
+        if n == 1:
+            return logits[:, 0]
+        if n == 2:
+            return logits[:, 1]
+        raise R2MedError(f"{self.name}: the model has {n} output labels; say which one means relevant (label=...)")
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]], description: str | None = None) -> np.ndarray:
+        """Scores of ``(query, doc)`` pairs, in the order given."""
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        torch = _torch()
+        self.load()
+        tok = self._tokenizer
+        firsts, seconds = zip(*(self.format_pair(q, d) for q, d in pairs))
+        encoded = tok(list(firsts), list(seconds), truncation=True, max_length=self.max_length, padding=False)
+        lengths = np.array([len(ids) for ids in encoded["input_ids"]])
+        order = np.argsort(-lengths, kind="stable")  # longest first: a memory error shows up at once
+        keys = [k for k in self._input_keys if k in encoded]
+        scores = np.empty(len(pairs), dtype=np.float64)
+        with progress_bar() as progress, torch.inference_mode():
+            bar = progress.add_task(description or self.name, total=len(pairs))
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start:start + self.batch_size]
+                features = [{k: encoded[k][i] for k in keys} for i in idx]
+                batch = tok.pad(features, padding=True, return_tensors="pt")
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                logits = self._model(**batch).logits
+                scores[idx] = self._select(logits).float().cpu().numpy()
+                progress.advance(bar, len(idx))
+        return scores
+
+    def rerank(self, queries: Mapping[str, str], candidates: Candidates,
+               corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
+        pairs, keys = [], []
+        for qid, docs in candidates.items():
+            for did, _ in docs:
+                pairs.append((queries[qid], corpus[did]))
+                keys.append((qid, did))
+        scores = self.score_pairs(pairs, description=f"{self.name}: {len(pairs)} pairs")
+        out: dict[str, dict[str, float]] = {qid: {} for qid in candidates}
+        for (qid, did), s in zip(keys, scores):
+            out[qid][did] = float(s)
+        return out
+
+
+class CrossEncoderReranker(PointwiseReranker):
+    """A ``transformers`` sequence-classification model (hub id or local folder) as a reranker."""
+
+    def __init__(self, model: str, name: str | None = None, tokenizer: str | None = None,
+                 revision: str | None = None, max_length: int = 512, batch_size: int = 32,
+                 device: str | None = None, dtype: str = "auto", label: int | None = None):
+        super().__init__(max_length=max_length, batch_size=batch_size, device=device, dtype=dtype, label=label)
+        self.model_id = model
+        self.tokenizer_id = tokenizer or model
+        self.revision = revision
+        self.name = name or model
+
+    def _load(self):
+        _torch()
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
+            model = AutoModelForSequenceClassification.from_pretrained(self.model_id, revision=self.revision)
+        except OSError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise R2MedError(f"cannot load reranker model {self.model_id!r}: {first}") from None
+        return model, tokenizer
+
+    def config(self) -> dict[str, Any]:
+        return {"reranker": self.name, "model": self.model_id, "tokenizer": self.tokenizer_id,
+                "revision": self.revision, "max_length": self.max_length, "label": self.label,
+                "kind": "cross-encoder"}
+
+
+def _preset(name: str):
+    def factory(**options: Any) -> CrossEncoderReranker:
+        settings = {**PRESETS[name], **options}
+        return CrossEncoderReranker(name=name, **settings)
+
+    return factory
+
+
+register_reranker("bge-reranker", _preset("bge-reranker"), "BAAI/bge-reranker-v2-m3 cross-encoder (paper)")
+register_reranker("monobert", _preset("monobert"), "castorini/monobert-large-msmarco, logit of the relevant class (paper)")
+register_reranker("cross-encoder", lambda **o: CrossEncoderReranker(**o),
+                  "any sequence-classification model: model=<hub id or folder>")
