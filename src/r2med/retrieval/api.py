@@ -1,0 +1,154 @@
+"""Embedding APIs (OpenAI ``text-embedding-3-large``, Voyage ``voyage-3``) as encoders.
+
+Both speak JSON over HTTPS (``POST {base_url}/embeddings``) and are called with the standard
+library, so no SDK is needed.  Texts are truncated to the preset's token limit (OpenAI:
+6,000 ``cl100k_base`` tokens, as the paper did; Voyage: the API's own truncation), sent in
+batches, and retried with exponential backoff (honouring ``Retry-After``) on 429/5xx and
+connection errors.  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
+``base_url`` points at any compatible endpoint (a local server in the tests).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import R2MedError
+from ..llm import backoff_delay, parse_retry_after
+from .encoders import BaseEncoder, EncoderSettings
+
+log = logging.getLogger(__name__)
+
+PROVIDERS = {
+    "openai": {"env": "OPENAI_API_KEY", "base_url": "https://api.openai.com/v1", "base_env": "OPENAI_BASE_URL"},
+    "voyage": {"env": "VOYAGE_API_KEY", "base_url": "https://api.voyageai.com/v1", "base_env": "VOYAGE_BASE_URL"},
+}
+RETRY_STATUS = {408, 409, 425, 429}
+
+
+class EmbeddingAPIError(R2MedError):
+    """The embedding endpoint refused the request for good (bad key, bad model, retries exhausted)."""
+
+
+@cache
+def _tiktoken(encoding: str = "cl100k_base"):
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(encoding)
+    except Exception as exc:  # not installed, or its BPE file cannot be downloaded offline
+        log.warning("tiktoken %s is unavailable (%s); truncating by an estimate of 0.75 words per token",
+                    encoding, type(exc).__name__)
+        return None
+
+
+def truncate_tokens(text: str, limit: int | None) -> str:
+    """Cut ``text`` to ``limit`` ``cl100k_base`` tokens (an estimate without tiktoken)."""
+    if not limit:
+        return text
+    enc = _tiktoken()
+    if enc is not None:
+        ids = enc.encode(text, disallowed_special=())
+        return text if len(ids) <= limit else enc.decode(ids[:limit])
+    words = text.split(" ")
+    keep = max(1, int(limit * 0.75))
+    return text if len(words) <= keep else " ".join(words[:keep])
+
+
+class APIEncoder(BaseEncoder):
+    """An embedding API as an :class:`~r2med.retrieval.encoders.Encoder`."""
+
+    def __init__(self, settings: EncoderSettings, api_key: str | None = None, base_url: str | None = None,
+                 batch_size: int = 128, timeout: float = 60.0, max_retries: int = 6, backoff_base: float = 1.0,
+                 backoff_max: float = 60.0, seed: int | None = None):
+        provider = settings.loader
+        if provider not in PROVIDERS:
+            raise R2MedError(f"unknown embedding API {provider!r}; choose from {', '.join(PROVIDERS)}")
+        spec = PROVIDERS[provider]
+        self.provider = provider
+        self.settings = settings
+        self.batch_size = batch_size
+        self.base_url = (base_url or os.environ.get(spec["base_env"]) or spec["base_url"]).rstrip("/")
+        self.api_key = api_key or os.environ.get(spec["env"])
+        if not self.api_key:
+            raise R2MedError(f"the {provider} embedding API needs a key: set {spec['env']} (or pass api_key)")
+        self.timeout, self.max_retries = timeout, max_retries
+        self.backoff_base, self.backoff_max = backoff_base, backoff_max
+        self._rng = random.Random(seed)
+        self.requests = 0  # HTTP requests sent (including retries)
+        self.texts_encoded = 0
+
+    def config(self) -> dict[str, Any]:
+        return {**self.settings.key(), "provider": self.provider}
+
+    def _payload(self, texts: list[str], role: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"input": texts, "model": self.settings.model}
+        if self.provider == "voyage":
+            body["input_type"] = "document" if role == "doc" else "query"
+            body["truncation"] = True
+        else:
+            body["encoding_format"] = "float"
+        return body
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        data = json.dumps(body).encode("utf-8")
+        attempt = 0
+        while True:
+            req = urllib.request.Request(f"{self.base_url}/embeddings", data=data, method="POST", headers={
+                "Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"})
+            self.requests += 1
+            retry_after = None
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+                detail = exc.read()[:200].decode("utf-8", "replace")
+                if status in (401, 403):
+                    raise EmbeddingAPIError(f"{self.base_url}: the API key was refused (HTTP {status}); "
+                                            f"check {PROVIDERS[self.provider]['env']}") from None
+                if status not in RETRY_STATUS and status < 500:
+                    raise EmbeddingAPIError(f"{self.base_url}: HTTP {status}: {detail}") from None
+                retry_after = parse_retry_after(dict(exc.headers or {}))
+                problem = f"HTTP {status}"
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                problem = f"connection problem ({getattr(exc, 'reason', exc)})"
+            if attempt >= self.max_retries:
+                raise EmbeddingAPIError(f"{self.base_url}: giving up after {attempt + 1} attempts ({problem})")
+            delay = retry_after if retry_after is not None else backoff_delay(
+                attempt, self.backoff_base, self.backoff_max, self._rng)
+            log.info("%s embeddings: %s; retrying in %.1fs", self.provider, problem, delay)
+            time.sleep(min(delay, self.backoff_max))
+            attempt += 1
+
+    def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
+        prefix = self.instruction(role)
+        limit = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
+        inputs = [truncate_tokens((prefix + t).replace("\n", " ") or " ", limit) for t in texts]
+        rows: list[np.ndarray] = []
+        for start in range(0, len(inputs), batch_size):
+            batch = inputs[start:start + batch_size]
+            out = self._post(self._payload(batch, role))
+            data = sorted(out.get("data") or [], key=lambda d: d.get("index", 0))
+            if len(data) != len(batch):
+                raise EmbeddingAPIError(f"{self.base_url}: asked for {len(batch)} embeddings, got {len(data)}")
+            rows.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))
+        self.texts_encoded += len(inputs)
+        emb = np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+        if self.settings.normalize and len(emb):
+            emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        return emb
+
+
+def make_api_encoder(settings: EncoderSettings, batch_size: int = 128, **options: Any) -> APIEncoder:
+    return APIEncoder(settings, batch_size=batch_size, **options)

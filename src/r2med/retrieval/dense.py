@@ -1,0 +1,275 @@
+"""Dense retrieval: encode the corpus once (cached), embed queries, exact or FAISS top-k search.
+
+Registers ``dense`` (any embedding model: ``model=<hub id or folder>``) and the R2MED paper's
+dense retrievers as presets (``contriever``, ``medcpt``, ``inst-l``, ``inst-xl``, ``bmr-410m``,
+``bmr-2b``, ``bmr-7b``, ``bge``, ``e5``, ``grit``, ``sfr``, ``nv``, ``openai``, ``voyage``; see
+:mod:`r2med.retrieval.presets`).
+
+* Document embeddings go through :class:`~r2med.retrieval.embedding_cache.EmbeddingCache`
+  (keyed by every vector-defining setting and the corpus fingerprint; resumable).
+* A query given as a tuple ``(query, expansion)`` is embedded part by part and averaged.
+* Exact search: chunked ``Q @ D.T`` with a running ``argpartition`` top-k (torch on GPU, numpy
+  on CPU); ``faiss="<index factory string>"`` (e.g. ``"HNSW32"``, ``"IVF1024,Flat"``) uses FAISS
+  instead.  ``ignore_identical_ids`` (on by default, as BEIR and the paper) never returns a doc
+  whose id equals the query id.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..cache import fingerprint_texts
+from ..errors import R2MedError
+from ..run import Run
+from .base import QueryText, register_retriever
+from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
+from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder
+from .presets import DENSE_PRESETS, get_preset
+
+log = logging.getLogger(__name__)
+
+
+class DenseRetriever:
+    """``DenseRetriever(settings).index(corpus).search(queries, k)`` over one embedding model."""
+
+    family = "dense"
+
+    def __init__(self, settings: EncoderSettings, name: str = "dense", batch_size: int = 32,
+                 device: str | None = None, cache: bool = True, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                 ignore_identical_ids: bool = True, faiss: str | None = None, token_budget: int | None = None,
+                 encoder: Encoder | None = None, search_chunk: int = 65536, **api_options: Any):
+        self.settings = settings
+        self.name = name
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise R2MedError("--batch-size must be at least 1")
+        self.device = device
+        self.cache = cache
+        self.chunk_size = int(chunk_size)
+        self.ignore_identical_ids = bool(ignore_identical_ids)
+        self.faiss = faiss
+        self.token_budget = token_budget
+        self.search_chunk = int(search_chunk)
+        self._api_options = api_options
+        self._encoder = encoder
+        self.doc_ids: list[str] = []
+        self.embeddings: np.ndarray | None = None
+        self.cache_entry: EmbeddingCache | None = None
+        #: docs that went through the model in the last index() (0 when the cache had them all)
+        self.docs_encoded = 0
+        self._faiss_index = None
+
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            self._encoder = make_encoder(self.settings, device=self.device, batch_size=self.batch_size,
+                                         token_budget=self.token_budget, **self._api_options)
+        return self._encoder
+
+    def config(self) -> dict[str, Any]:
+        return {"retriever": self.name, "encoder": self.settings.key(),
+                "ignore_identical_ids": self.ignore_identical_ids, "search": self.faiss or "exact"}
+
+    # -- indexing --------------------------------------------------------------------------------
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> DenseRetriever:
+        """Embed ``corpus`` (doc id -> text), or load its embeddings from the r2med home."""
+        if not corpus:
+            raise R2MedError("cannot index an empty corpus")
+        self.doc_ids = list(corpus)
+        texts = list(corpus.values())
+        start = time.perf_counter()
+        if self.cache:
+            fp = corpus_fingerprint or fingerprint_texts(corpus.items())
+            self.cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size)
+            self.embeddings = self.cache_entry.get_or_encode(
+                texts, lambda chunk: self.encoder.encode_corpus(chunk, batch_size=self.batch_size))
+            self.docs_encoded = self.cache_entry.encoded_docs
+        else:
+            self.embeddings = np.asarray(self.encoder.encode_corpus(texts, batch_size=self.batch_size),
+                                         dtype=np.float32)
+            self.docs_encoded = len(texts)
+        self._faiss_index = None
+        log.info("%s: %d docs indexed (%d encoded) in %.1fs", self.name, len(texts), self.docs_encoded,
+                 time.perf_counter() - start)
+        return self
+
+    def _cache_config(self) -> dict[str, Any]:
+        return self.encoder.config()  # building an encoder is cheap: models load on first use
+
+    # -- search ----------------------------------------------------------------------------------
+    def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run:
+        if self.embeddings is None:
+            raise R2MedError("DenseRetriever.search() called before index()")
+        qids = list(queries)
+        if not qids:
+            return {}
+        q = np.asarray(self.encoder.encode_queries([queries[i] for i in qids], batch_size=self.batch_size),
+                       dtype=np.float32)
+        exclude = None
+        if self.ignore_identical_ids:
+            pos = {d: i for i, d in enumerate(self.doc_ids)}
+            exclude = np.array([pos.get(qid, -1) for qid in qids], dtype=np.int64)
+        if self.faiss:
+            scores, idx = self._faiss_search(q, k, exclude)
+        else:
+            scores, idx = exact_top_k(q, self.embeddings, k, exclude=exclude, chunk=self.search_chunk,
+                                      device=self.device)
+        run: Run = {}
+        for row, qid in enumerate(qids):
+            run[qid] = {self.doc_ids[j]: float(s) for s, j in zip(scores[row], idx[row]) if j >= 0}
+        return run
+
+    def _faiss_search(self, q: np.ndarray, k: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            import faiss
+        except ImportError as exc:  # pragma: no cover
+            from ..errors import MissingExtraError
+
+            raise MissingExtraError("faiss-cpu", "dense", "FAISS search") from exc
+        d = np.ascontiguousarray(self.embeddings, dtype=np.float32)
+        if self._faiss_index is None:
+            index = faiss.index_factory(d.shape[1], self.faiss, faiss.METRIC_INNER_PRODUCT)
+            if not index.is_trained:
+                index.train(d)
+            index.add(d)
+            self._faiss_index = index
+        extra = 1 if exclude is not None else 0
+        scores, idx = self._faiss_index.search(np.ascontiguousarray(q), min(k + extra, len(d)))
+        if exclude is None:
+            return scores[:, :k], idx[:, :k]
+        out_s = np.full((len(q), k), -np.inf, dtype=np.float32)
+        out_i = np.full((len(q), k), -1, dtype=np.int64)
+        for r in range(len(q)):
+            keep = idx[r] != exclude[r]
+            s, i = scores[r][keep][:k], idx[r][keep][:k]
+            out_s[r, :len(s)], out_i[r, :len(i)] = s, i
+        return out_s, out_i
+
+
+def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude: np.ndarray | None = None,
+                chunk: int = 65536, device: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index.
+
+    Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
+    running top-k, so memory stays at ``n_queries * (chunk + k)``.  ``exclude[i]`` is a doc
+    index query ``i`` must not get (-1 for none).  On a CUDA device the products run in torch.
+    """
+    n_q, n_d = len(queries), len(docs)
+    k = min(k, n_d)
+    if _use_torch(device):
+        return _exact_top_k_torch(queries, docs, k, exclude, chunk, device)
+    best_s = np.full((n_q, 0), -np.inf, dtype=np.float32)
+    best_i = np.zeros((n_q, 0), dtype=np.int64)
+    rows = np.arange(n_q)
+    for lo in range(0, n_d, chunk):
+        block = np.asarray(docs[lo:lo + chunk], dtype=np.float32)
+        s = queries @ block.T
+        if exclude is not None:
+            hit = (exclude >= lo) & (exclude < lo + len(block))
+            s[rows[hit], exclude[hit] - lo] = -np.inf
+        kk = min(k, s.shape[1])
+        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk] if kk < s.shape[1] else np.tile(np.arange(s.shape[1]), (n_q, 1))
+        cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
+        cand_i = np.concatenate([best_i, part + lo], axis=1)
+        if cand_s.shape[1] > k:
+            keep = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
+            cand_s, cand_i = np.take_along_axis(cand_s, keep, 1), np.take_along_axis(cand_i, keep, 1)
+        best_s, best_i = cand_s, cand_i
+    order = np.lexsort((best_i, -best_s), axis=1) if n_q else np.zeros((0, k), dtype=np.int64)
+    best_s, best_i = np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
+    best_i = np.where(np.isneginf(best_s), -1, best_i)  # an excluded doc never comes back
+    return best_s, best_i
+
+
+def _use_torch(device: str | None) -> bool:
+    if device is not None and not str(device).startswith(("cuda", "auto")):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def _exact_top_k_torch(queries, docs, k, exclude, chunk, device):
+    import torch
+
+    dev = torch.device("cuda" if device in (None, "auto") else device)
+    q = torch.as_tensor(np.ascontiguousarray(queries), device=dev)
+    n_q = len(queries)
+    best_s = torch.full((n_q, 0), -float("inf"), device=dev)
+    best_i = torch.zeros((n_q, 0), dtype=torch.long, device=dev)
+    rows = torch.arange(n_q, device=dev)
+    ex = torch.as_tensor(exclude, device=dev) if exclude is not None else None
+    for lo in range(0, len(docs), chunk):
+        block = torch.as_tensor(np.ascontiguousarray(docs[lo:lo + chunk], dtype=np.float32), device=dev)
+        s = q @ block.T
+        if ex is not None:
+            hit = (ex >= lo) & (ex < lo + len(block))
+            s[rows[hit], ex[hit] - lo] = -float("inf")
+        ts, ti = torch.topk(s, min(k, s.shape[1]), dim=1)
+        cand_s, cand_i = torch.cat([best_s, ts], 1), torch.cat([best_i, ti + lo], 1)
+        if cand_s.shape[1] > k:
+            ts, pos = torch.topk(cand_s, k, dim=1)
+            cand_s, cand_i = ts, torch.gather(cand_i, 1, pos)
+        best_s, best_i = cand_s, cand_i
+    s, i = best_s.cpu().numpy(), best_i.cpu().numpy()
+    order = np.lexsort((i, -s), axis=1)
+    s, i = np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
+    return s, np.where(np.isneginf(s), -1, i)
+
+
+# -- registry --------------------------------------------------------------------------------------
+
+RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identical_ids", "faiss", "token_budget",
+                   "search_chunk", "api_key", "base_url")
+SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
+                   "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
+                   "trust_remote_code", "dtype", "loader")
+
+
+def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    unknown = set(options) - set(RUNTIME_OPTIONS) - set(SETTING_OPTIONS) - {"medcpt_published"}
+    if unknown:
+        raise R2MedError(f"{name} does not take option(s): {', '.join(sorted(unknown))}")
+    runtime = {k: v for k, v in options.items() if k in RUNTIME_OPTIONS and v is not None}
+    settings = {k: v for k, v in options.items() if k in SETTING_OPTIONS and v is not None}
+    return runtime, settings
+
+
+def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
+    """``dense``: any embedding model (``model=`` a hub id or a local folder)."""
+    runtime, settings = _split(options, "dense")
+    if options.get("medcpt_published"):
+        raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
+    if not settings.get("model"):
+        raise R2MedError("--retriever dense needs --model <hub id or local folder>")
+    if settings.get("pooling") not in (None, *POOLINGS):
+        raise R2MedError(f"unknown pooling {settings['pooling']!r}; choose from {', '.join(POOLINGS)}")
+    return DenseRetriever(EncoderSettings(**settings), name="dense", **runtime)
+
+
+def _preset_factory(name: str):
+    def make(task: str | None = None, **options: Any) -> DenseRetriever:
+        runtime, settings = _split(options, name)
+        medcpt_published = bool(options.get("medcpt_published"))
+        if medcpt_published and name != "medcpt":
+            raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
+        preset = get_preset(name)
+        runtime.setdefault("batch_size", preset.batch_size)
+        if name == "nv" and not settings.get("trust_remote_code"):
+            raise R2MedError("nv (NV-Embed-v2) runs its own code from the hub; opt in with --trust-remote-code")
+        return DenseRetriever(preset.settings(task, medcpt_published=medcpt_published, **settings), name=name,
+                              **runtime)
+    make.__doc__ = f"the R2MED paper's {name} retriever"
+    return make
+
+
+register_retriever("dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)")
+for _name in DENSE_PRESETS:
+    register_retriever(_name, _preset_factory(_name), f"paper preset: {get_preset(_name).hub_id}")

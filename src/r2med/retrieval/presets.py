@@ -1,0 +1,129 @@
+"""The R2MED paper's dense retrievers as presets: data, resolved per task into ``EncoderSettings``.
+
+Hub ids, max lengths, normalisation and instructions come from the package's protocol data
+(``r2med_models.json`` / ``r2med_protocol.json``, carried from the R2MED repository at commit
+62b7074); :data:`PRESET_FIELDS` adds what those files leave implicit (which loader, pooling
+name, batch size), as read from the published ``src/utils.py`` encoder classes.
+Instruction tables are keyed by the hub task names (``Biology``, ``PMC-Clinical``...).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import R2MedError
+from ..protocol import models, protocol
+from .encoders import EncoderSettings
+
+log = logging.getLogger(__name__)
+
+#: Per-preset fields that the protocol JSON does not spell out as values.
+PRESET_FIELDS: dict[str, dict[str, Any]] = {
+    # Contriever: mean pooling, unnormalised dot product (FlagDRESModel, pooling "mean").
+    "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "batch_size": 128},
+    # MedCPT: CLS of the Query encoder for queries and of the Article encoder for (title="", text).
+    "medcpt": {"loader": "transformers", "pooling": "cls", "normalize": False, "doc_as_pair": True,
+               "batch_size": 128},
+    # INSTRUCTOR via sentence-transformers with the prompt excluded from pooling; normalised.
+    "inst-l": {"loader": "sentence-transformers", "normalize": True, "max_length": 512,
+               "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
+    "inst-xl": {"loader": "sentence-transformers", "normalize": True, "max_length": 512,
+                "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
+    # BMRetriever: last token, EOS appended, left padding, not normalised ("BMR" mode).
+    "bmr-410m": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
+                 "batch_size": 64},
+    "bmr-2b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
+               "batch_size": 16},
+    "bmr-7b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
+               "batch_size": 8},
+    "bge": {"loader": "transformers", "pooling": "cls", "normalize": True, "batch_size": 128},
+    # E5-Mistral / SFR: last token of the right-padded batch, normalised (published "Base" mode: no EOS).
+    "e5": {"loader": "transformers", "pooling": "last-token", "normalize": True, "batch_size": 8},
+    "sfr": {"loader": "transformers", "pooling": "last-token", "normalize": True, "batch_size": 8},
+    "grit": {"loader": "gritlm", "normalize": False, "max_length": 2048, "query_max_length": 512,
+             "expansion_instruction": "query", "batch_size": 8},
+    "nv": {"loader": "remote-code", "normalize": True, "append_eos": True, "trust_remote_code": True,
+           "expansion_instruction": "query", "batch_size": 8},
+    "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
+    "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
+}
+
+DENSE_PRESETS = tuple(PRESET_FIELDS)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One paper retriever: its settings with per-task instructions still unresolved."""
+
+    name: str
+    hub_id: str
+    fields: dict[str, Any]
+    query_instructions: dict[str, str] | str | None
+    doc_instructions: dict[str, str] | str | None
+    note: str = ""
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.fields.get("batch_size", 32))
+
+    def per_task(self) -> bool:
+        return isinstance(self.query_instructions, dict) or isinstance(self.doc_instructions, dict)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able summary for ``r2med models``."""
+        f = {k: v for k, v in self.fields.items() if k not in ("extra",)}
+        return {"hub_id": self.hub_id, **f,
+                "query_instruction": "per task" if isinstance(self.query_instructions, dict) else self.query_instructions,
+                "doc_instruction": "per task" if isinstance(self.doc_instructions, dict) else self.doc_instructions,
+                **({"note": self.note} if self.note else {})}
+
+    def settings(self, task: str | None = None, medcpt_published: bool = False, **overrides: Any) -> EncoderSettings:
+        """The encoder settings for ``task`` (hub task name), with user overrides applied."""
+        fields = {k: v for k, v in self.fields.items() if k != "batch_size"}
+        fields["query_instruction"] = _instruction(self, self.query_instructions, task, "query")
+        fields["doc_instruction"] = _instruction(self, self.doc_instructions, task, "document")
+        if self.name == "medcpt":
+            spec = models()["retrievers"]["medcpt"]
+            fields["query_model"] = spec["hub_id_doc"] if medcpt_published else spec["hub_id_query"]
+        fields.update({k: v for k, v in overrides.items() if v is not None})
+        if self.name == "medcpt" and "model" in overrides and "query_model" not in overrides and overrides["model"]:
+            fields["query_model"] = None  # a user model replaces both encoders
+        fields.setdefault("model", self.hub_id)
+        return EncoderSettings(**fields)
+
+
+def _instruction(preset: Preset, table: dict[str, str] | str | None, task: str | None, kind: str) -> str:
+    if table is None or isinstance(table, str):
+        return table or ""
+    if task in table:
+        return table[task]
+    log.warning("%s has per-task %s instructions for the R2MED tasks only; %r gets none "
+                "(pass query_instruction/doc_instruction to choose one)", preset.name, kind, task)
+    return ""
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESET_FIELDS:
+        raise R2MedError(f"unknown dense preset {name!r}; choose from: {', '.join(DENSE_PRESETS)}")
+    spec = models()["retrievers"][name]
+    proto = protocol()
+    fields = dict(PRESET_FIELDS[name])
+    for key in ("max_length", "normalize", "batch_size"):
+        if spec.get(key) is not None:
+            fields.setdefault(key, spec[key])
+    if name in ("openai", "voyage"):
+        fields["extra"] = {"truncate_tokens": spec.get("truncate_tokens")}
+        fields.setdefault("max_length", int(spec.get("truncate_tokens") or 8000))
+    hub_id = spec.get("hub_id") or spec.get("hub_id_doc") or spec.get("api_model")
+    query_table = proto["query_instruction"].get(name, spec.get("query_instruction"))
+    doc_table = proto["doc_instruction"].get(name, spec.get("doc_instruction"))
+    if isinstance(query_table, str) and query_table.startswith("per task"):
+        raise R2MedError(f"protocol data lacks the {name} query instruction table")  # pragma: no cover
+    return Preset(name=name, hub_id=hub_id, fields=fields, query_instructions=query_table,
+                  doc_instructions=doc_table, note=spec.get("note", ""))
+
+
+def all_presets() -> dict[str, Preset]:
+    return {name: get_preset(name) for name in DENSE_PRESETS}
