@@ -1,0 +1,121 @@
+"""Reporting commands: ``report`` (leaderboard + HTML), ``compare`` (significance) and ``reproduce``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..cache import write_text_atomic
+from ..errors import R2MedError
+from . import app, console
+
+log = logging.getLogger(__name__)
+
+_FORMAT_HELP = "Output: table (terminal), markdown, csv, latex or json."
+
+
+def _out():
+    """The console for tables: wide enough when stdout is not a terminal (pipes, files, CI logs)."""
+    if console.is_terminal:
+        return console
+    from rich.console import Console
+
+    return Console(width=max(console.width, 160))
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(output, text)
+    console.print(f"written: {output}")
+
+
+def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        name, eq, label = item.partition("=")
+        if not eq or not name or not label:
+            raise R2MedError(f"--published {item!r}: expected SYSTEM=LABEL, e.g. myrun=bm25 or myrun=bm25+hyde-gpt4")
+        out[name] = label
+    return out
+
+
+def _check_format(fmt: str) -> str:
+    from ..report import FORMATS
+
+    fmt = {"md": "markdown", "tex": "latex"}.get(fmt.lower(), fmt.lower())
+    if fmt not in FORMATS:
+        raise R2MedError(f"unknown --format {fmt!r}; choose from: {', '.join(FORMATS)}")
+    return fmt
+
+
+@app.command("report")
+def report_command(
+    runs: list[Path] = typer.Argument(..., help="Run folders from `r2med evaluate` (OUT, OUT/<system> or task folders)."),
+    measure: str = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure to tabulate (nDCG@10, R@100, MRR...)."),
+    fmt: str = typer.Option("table", "--format", "-f", help=_FORMAT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the table to a file instead of stdout."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
+                                            help="Task data (folder of task folders, or one collection) for texts in the HTML."),
+    hub: bool = typer.Option(False, "--hub", help="Load texts for the HTML report from the Hugging Face hub."),
+    tolerance: Optional[float] = typer.Option(None, "--tolerance",
+                                              help="Allowed |delta| to the published figure (x100); default by retriever kind."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Mark cells significantly different from this system."),
+    published: Optional[list[str]] = typer.Option(None, "--published",
+                                                  help="SYSTEM=LABEL: compare SYSTEM with a published configuration (repeatable)."),
+    permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomisation test permutations."),
+    seed: int = typer.Option(42, "--seed", help="Seed of the randomisation test and bootstrap."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
+) -> None:
+    """Leaderboard of run folders (systems x tasks) beside the published R2MED figures; optional HTML report."""
+    from ..report import build_leaderboard, load_systems
+
+    fmt = _check_format(fmt)
+    systems = load_systems(runs, published=_published_overrides(published))
+    board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
+                              n_permutations=permutations, seed=seed)
+    if fmt == "table" and output is None:
+        _out().print(board.to_rich())
+    else:
+        _emit(board.render("markdown" if fmt == "table" else fmt), output)
+    if html is not None:
+        from ..report.html import load_collections, write_html
+
+        collections = load_collections(board.tasks, data_dir, hub=hub)
+        write_html(html, systems, board.measure, collections, board=board, title=title)
+        console.print(f"HTML report: {html}")
+
+
+@app.command("compare")
+def compare_command(
+    runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the baseline."),
+    measure: str = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure to compare."),
+    fmt: str = typer.Option("table", "--format", "-f", help=_FORMAT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to a file instead of stdout."),
+    permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomisation test permutations."),
+    seed: int = typer.Option(42, "--seed", help="Seed of the randomisation test and bootstrap."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+) -> None:
+    """Paired comparison against the first system: mean difference, t-test, randomisation test, bootstrap CI,
+    Holm-Bonferroni across tasks, wins/ties/losses."""
+    from ..report import compare_many, load_systems, render_comparisons
+
+    fmt = _check_format(fmt)
+    systems = load_systems(runs)
+    if len(systems) < 2:
+        raise R2MedError("compare needs at least two systems: r2med compare BASELINE OTHER [MORE...]")
+    comparisons = compare_many(systems, measure, n_permutations=permutations, seed=seed, alpha=alpha)
+    if fmt == "table" and output is None:
+        for c in comparisons:
+            _out().print(c.to_rich())
+            for note in c.notes:
+                console.print(f"[yellow]note:[/] {note}")
+    else:
+        _emit(render_comparisons(comparisons, "markdown" if fmt == "table" else fmt), output)

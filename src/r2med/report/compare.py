@@ -1,0 +1,185 @@
+"""Paired comparison of systems against a baseline, per task and over all queries.
+
+For each system ``B`` against baseline ``A`` and each task both ran: mean
+difference ``B - A``, paired t-test, paired randomisation test, bootstrap 95%
+confidence interval, wins/ties/losses; p-values corrected with Holm-Bonferroni
+across the tasks of the comparison.  The ``all queries`` line pools every query
+of every common task (query ids prefixed by task) and is not corrected.
+Values are reported x100 like the paper.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import R2MedError
+from ..metrics import HEADLINE, canonical
+from ..stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
+from .leaderboard import SIGNIFICANT, _measure_label, _tex
+from .systems import System, task_order
+
+
+@dataclass
+class ComparisonLine:
+    task: str
+    stats: PairedComparison
+    p_t_holm: float | None = None
+    p_rand_holm: float | None = None
+
+
+@dataclass
+class Comparison:
+    ALL: ClassVar[str] = "all queries"
+
+    baseline: str
+    system: str
+    measure: str
+    rows: list[ComparisonLine]
+    alpha: float = 0.05
+    n_permutations: int = DEFAULT_PERMUTATIONS
+    seed: int = DEFAULT_SEED
+    notes: list[str] = field(default_factory=list)
+
+    def significant(self, line: ComparisonLine) -> bool:
+        p = line.stats.p_randomization if line.task == self.ALL else line.p_rand_holm
+        return p is not None and p < self.alpha
+
+    HEADER: ClassVar[list[str]] = ["task", "n", "A", "B", "B-A", "95% CI", "p t-test", "p t Holm",
+                                   "p rand", "p rand Holm", "W/T/L", "sig"]
+
+    def grid(self) -> list[list[str]]:
+        out = []
+        for line in self.rows:
+            s = line.stats
+            out.append([
+                line.task, str(s.n), _f(100 * s.mean_a), _f(100 * s.mean_b), f"{100 * s.diff:+.2f}",
+                f"[{100 * s.ci_low:+.2f}, {100 * s.ci_high:+.2f}]", _p(s.p_ttest), _p(line.p_t_holm),
+                _p(s.p_randomization), _p(line.p_rand_holm), f"{s.wins}/{s.ties}/{s.losses}",
+                SIGNIFICANT if self.significant(line) else "",
+            ])
+        return out
+
+    def legend(self) -> str:
+        return (f"{_measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
+                f"randomisation test with {self.n_permutations:,} seeded sign flips (seed {self.seed}); "
+                f"bootstrap percentile CI; Holm-Bonferroni across tasks; {SIGNIFICANT} = Holm-corrected "
+                f"randomisation p < {self.alpha:g} (all queries: uncorrected).")
+
+    def records(self) -> list[dict[str, Any]]:
+        recs = []
+        for line in self.rows:
+            d = line.stats.to_dict()
+            d.pop("extra", None)
+            d.pop("p_holm", None)
+            recs.append({"baseline": self.baseline, "system": self.system, "measure": self.measure,
+                         "task": line.task, **d, "p_ttest_holm": line.p_t_holm,
+                         "p_randomization_holm": line.p_rand_holm, "significant": self.significant(line)})
+        return recs
+
+    def to_rich(self):
+        from rich.table import Table
+
+        table = Table(title=f"{self.system} vs {self.baseline}: {_measure_label(self.measure)}",
+                      caption=self.legend(), caption_justify="left")
+        for i, h in enumerate(self.HEADER):
+            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
+        for line, cells in zip(self.rows, self.grid()):
+            style = "bold" if line.task == self.ALL else None
+            diff = line.stats.diff
+            colour = "green" if diff > 0 else "red" if diff < 0 else "white"
+            cells[4] = f"[{colour}]{cells[4]}[/]"
+            table.add_row(*cells, style=style)
+        return table
+
+    def to_markdown(self) -> str:
+        out = [f"### {self.system} vs {self.baseline}", "",
+               "| " + " | ".join(self.HEADER) + " |", "|" + "|".join(["---"] + ["---:"] * (len(self.HEADER) - 1)) + "|"]
+        for line, cells in zip(self.rows, self.grid()):
+            if line.task == self.ALL:
+                cells[0] = f"**{cells[0]}**"
+            out.append("| " + " | ".join(cells) + " |")
+        return "\n".join(out) + f"\n\n_{self.legend()}_\n"
+
+    def to_latex(self) -> str:
+        cols = "l" + "r" * (len(self.HEADER) - 1)
+        out = [f"% {self.system} vs {self.baseline}", r"\begin{tabular}{" + cols + "}", r"\toprule",
+               " & ".join(_tex(h) for h in self.HEADER) + r" \\", r"\midrule"]
+        for line, cells in zip(self.rows, self.grid()):
+            if line.task == self.ALL:
+                out.append(r"\midrule")
+            out.append(" & ".join(_tex(c) for c in cells) + r" \\")
+        out += [r"\bottomrule", r"\end{tabular}", "% " + self.legend()]
+        return "\n".join(out) + "\n"
+
+
+def _f(v: float) -> str:
+    return "-" if v != v else f"{v:.2f}"
+
+
+def _p(p: float | None) -> str:
+    if p is None or p != p:
+        return "-"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutations: int = DEFAULT_PERMUTATIONS,
+                    seed: int = DEFAULT_SEED, alpha: float = 0.05) -> Comparison:
+    """``b`` against baseline ``a`` on every task both have, plus all their queries pooled."""
+    measure = canonical(measure)
+    tasks = [t for t in task_order([a, b]) if t in a.tasks and t in b.tasks]
+    if not tasks:
+        raise R2MedError(f"{a.name} and {b.name} share no task; compare runs of the same tasks")
+    lines = []
+    pooled_a: dict[str, float] = {}
+    pooled_b: dict[str, float] = {}
+    notes = []
+    for t in tasks:
+        sa, sb = a.tasks[t].scores(measure), b.tasks[t].scores(measure)
+        if not sa or not sb:
+            raise R2MedError(f"{t}: no per-query {measure} in {a.tasks[t].folder if not sa else b.tasks[t].folder}; "
+                             f"re-run `r2med evaluate --measure {measure}`")
+        stats = compare_paired(sa, sb, n_permutations=n_permutations, seed=seed)
+        if stats.only_a or stats.only_b:
+            notes.append(f"{t}: {stats.only_a} queries only in {a.name}, {stats.only_b} only in {b.name} (left out)")
+        lines.append(ComparisonLine(t, stats))
+        pooled_a.update({f"{t}/{q}": v for q, v in sa.items()})
+        pooled_b.update({f"{t}/{q}": v for q, v in sb.items()})
+    for attr, src in (("p_t_holm", "p_ttest"), ("p_rand_holm", "p_randomization")):
+        adjusted = holm([getattr(line.stats, src) for line in lines])
+        for line, p in zip(lines, adjusted):
+            setattr(line, attr, p)
+    if len(tasks) > 1:
+        lines.append(ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations,
+                                                                    seed=seed)))
+    return Comparison(a.name, b.name, measure, lines, alpha=alpha, n_permutations=n_permutations, seed=seed,
+                      notes=notes)
+
+
+def compare_many(systems: list[System], measure: str = HEADLINE, n_permutations: int = DEFAULT_PERMUTATIONS,
+                 seed: int = DEFAULT_SEED, alpha: float = 0.05) -> list[Comparison]:
+    """Every system after the first against the first (the baseline)."""
+    if len(systems) < 2:
+        raise R2MedError("compare needs at least two systems (baseline first)")
+    return [compare_systems(systems[0], s, measure, n_permutations, seed, alpha) for s in systems[1:]]
+
+
+def render_comparisons(comparisons: list[Comparison], fmt: str) -> str:
+    fmt = fmt.lower()
+    if fmt in ("md", "markdown"):
+        return "\n".join(c.to_markdown() for c in comparisons)
+    if fmt in ("latex", "tex"):
+        return "\n".join(c.to_latex() for c in comparisons)
+    recs = [r for c in comparisons for r in c.records()]
+    if fmt == "json":
+        return json.dumps(recs, indent=1) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(recs[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(recs)
+        return buf.getvalue()
+    raise R2MedError(f"unknown format {fmt!r}; choose from: table, markdown, csv, latex, json")

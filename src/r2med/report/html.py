@@ -1,0 +1,268 @@
+"""The static HTML report: one self-contained file, no network needed to open it.
+
+Owns the page's data (leaderboard, per-query values, each system's top-10, gold
+documents and texts) and its assembly: ``report.html`` (skeleton), ``report.css``
+and ``report.js`` (sortable table, scatter of two systems, per-query inspector)
+are package files inlined into the page; the per-task bar charts are inline SVG
+drawn here.  Query/doc texts and judgments come from the collections when given
+(``--data-dir`` or the hub); without them the page shows ids only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..cache import write_text_atomic
+from ..data import Collection
+from ..data.files import iter_jsonl
+from ..metrics import HEADLINE
+from ..run import ranked
+from .leaderboard import AVERAGE, FLAG, Leaderboard, _measure_label, build_leaderboard
+from .systems import System
+
+log = logging.getLogger(__name__)
+
+TOP = 10
+SNIPPET = 600
+EXPANSION_CHARS = 3000
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+           "#bab0ac"]
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def load_collections(tasks: list[str], data_dir: str | os.PathLike[str] | None = None, hub: bool = False,
+                     revision: str | None = None) -> dict[str, Collection]:
+    """The collections of ``tasks`` that can be found (a folder of task folders, one collection folder, the hub)."""
+    from ..data import load_task
+    from ..data.loaders import load_folder
+
+    found: dict[str, Collection] = {}
+    for task in tasks:
+        coll = None
+        try:
+            if data_dir is not None:
+                root = Path(data_dir)
+                if (root / task).is_dir():
+                    coll = load_folder(root / task, name=task)
+                elif root.name == task or (len(tasks) == 1 and (root / "corpus.jsonl").exists()):
+                    coll = load_folder(root, name=task)
+                elif task == "demo":
+                    coll = load_task("demo")
+            elif task == "demo":
+                coll = load_task("demo")
+            elif hub:
+                coll = load_task(task, revision=revision)
+        except Exception as exc:  # texts are optional: the page degrades to ids
+            log.warning("%s: texts unavailable (%s); the report shows ids only", task, exc)
+        if coll is not None:
+            found[task] = coll
+    return found
+
+
+def _expansion_texts(coll: Collection, system: System) -> dict[str, str]:
+    """The expansion texts a system used, when its name names one of the collection's expansion files."""
+    for key, path in coll.expansion_files.items():
+        method, _, llm = key.partition(":")
+        names = {f"+{method}-{llm}", f"+{method}:{llm}", f"+{method}-{llm.replace('_', '-')}"}
+        pub = system.published
+        if any(system.name.endswith(n) for n in names) or (
+                pub is not None and pub.expansion == method and pub.llm == llm.replace("_", "-")):
+            out = {}
+            for _, rec in iter_jsonl(path):
+                text = rec.get("hy_doc") or rec.get("expansion") or ""
+                out[str(rec.get("id"))] = str(text)[:EXPANSION_CHARS]
+            return out
+    return {}
+
+
+def report_data(systems: list[System], board: Leaderboard, collections: Mapping[str, Collection],
+                measure: str = HEADLINE, top: int = TOP) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-able dict."""
+    tasks = board.tasks
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    runs: dict[str, dict[str, dict[str, list]]] = {}
+    gold_ranks: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+    queries: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in tasks}
+    docs: dict[str, dict[str, str]] = {t: {} for t in tasks}
+    for s in systems:
+        per_query[s.name] = {t: r.scores(measure) for t, r in s.tasks.items()}
+        runs[s.name] = {}
+        gold_ranks[s.name] = {}
+        for t, r in s.tasks.items():
+            coll = collections.get(t)
+            gold = coll.qrels if coll else {}
+            runs[s.name][t] = {}
+            gold_ranks[s.name][t] = {}
+            for qid, scores in r.run.items():
+                order = ranked(scores)
+                runs[s.name][t][qid] = [[d, round(v, 4)] for d, v in order[:top]]
+                rel = {d for d, g in gold.get(qid, {}).items() if g > 0}
+                if rel:
+                    gold_ranks[s.name][t][qid] = {d: i + 1 for i, (d, _) in enumerate(order) if d in rel}
+                if coll:
+                    for d, _ in order[:top]:
+                        if d in coll.corpus:
+                            docs[t].setdefault(d, coll.corpus[d][:SNIPPET])
+            for qid in per_query[s.name][t]:
+                queries[t].setdefault(qid, {})
+            for qid in r.run:
+                queries[t].setdefault(qid, {})
+    for t in tasks:
+        coll = collections.get(t)
+        if coll is None:
+            continue
+        expansions = {s.name: _expansion_texts(coll, s) for s in systems if t in s.tasks}
+        for qid, entry in queries[t].items():
+            entry["text"] = coll.queries.get(qid, "")
+            gold = sorted(coll.qrels.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+            entry["gold"] = [[d, g] for d, g in gold if g > 0]
+            for d, _ in entry["gold"]:
+                if d in coll.corpus:
+                    docs[t].setdefault(d, coll.corpus[d][:SNIPPET])
+            exp = {name: texts[qid] for name, texts in expansions.items() if qid in texts}
+            if exp:
+                entry["expansion"] = exp
+    return {
+        "title": "R2MED results",
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "version": __version__,
+        "measure": measure,
+        "measureLabel": _measure_label(measure),
+        "tasks": tasks,
+        "systems": [s.name for s in systems],
+        "colors": {s.name: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)},
+        "leaderboard": board.to_dict(),
+        "perQuery": per_query,
+        "runs": runs,
+        "goldRanks": gold_ranks,
+        "queries": queries,
+        "docs": docs,
+        "hasTexts": {t: t in collections for t in tasks},
+    }
+
+
+# -- server-side pieces (work without JavaScript) -------------------------------------------------
+
+def leaderboard_html(board: Leaderboard) -> str:
+    e = html.escape
+    head = "".join(f'<th data-col="{i + 1}" title="click to sort">{e(c)}</th>' for i, c in enumerate(board.columns))
+    rows = []
+    for row in board.rows:
+        cells = [f'<td class="sys" data-value="{e(row.system)}">{e(row.system)}'
+                 + (f'<div class="pub">= {e(row.published.label)} (tol ±{row.tolerance:g})</div>'
+                    if row.published and any(c.published is not None for c in row.cells.values()) else "")
+                 + "</td>"]
+        for col in board.columns:
+            c = row.cells[col]
+            val = "" if c.value is None else f"{c.value:.2f}"
+            mark = ('<span class="sig" title="significantly different from the baseline">†</span>'
+                    if c.significant else "")
+            if col == AVERAGE and row.partial_average and c.value is not None:
+                mark += '<span title="average over the tasks this system has">*</span>'
+            extra = ""
+            if c.published is not None:
+                d = c.delta
+                within = row.within(col)
+                cls = "ok" if within else "bad"
+                extra = (f'<div class="pub">pub {c.published:.2f} · <span class="{cls}">'
+                         f'{"" if d is None else f"{d:+.2f}"}{"" if within else " " + FLAG}</span></div>')
+            sort_value = "" if c.value is None else f"{c.value:.6f}"
+            cells.append(f'<td data-value="{sort_value}">{val or "–"}{mark}{extra}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to sort">system</th>'
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            + "".join(f'<p class="legend">{e(line)}</p>' for line in board.legend()))
+
+
+def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
+    """One small horizontal bar chart per column (task or average); published figures as ticks."""
+    e = html.escape
+    charts = []
+    rows = board.rows
+    bar_h, gap, label_w, width = 16, 4, 150, 380
+    plot_w = width - label_w - 50
+    for col in board.columns:
+        vals = [r.cells[col].value for r in rows]
+        pubs = [r.cells[col].published for r in rows]
+        top = max([v for v in vals + pubs if v is not None] + [1e-9])
+        scale = plot_w / (top * 1.05)
+        height = 26 + len(rows) * (bar_h + gap) + 6
+        parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                 f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(col)}">',
+                 f'<text x="4" y="16" class="title">{e(col)}</text>']
+        for i, r in enumerate(rows):
+            y = 24 + i * (bar_h + gap)
+            v = r.cells[col].value
+            parts.append(f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="lab">{e(r.system[:22])}</text>')
+            if v is not None:
+                w = max(v * scale, 0.5)
+                parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(r.system, "#888")}">'
+                             f"<title>{e(r.system)}: {v:.2f}</title></rect>")
+                parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 4}" class="val">{v:.2f}</text>')
+            p = r.cells[col].published
+            if p is not None:
+                x = label_w + p * scale
+                parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + bar_h + 2}" class="pubtick">'
+                             f"<title>published {p:.2f}</title></line>")
+        parts.append("</svg>")
+        charts.append("".join(parts))
+    return "".join(charts)
+
+
+def _json_for_script(data: Any) -> str:
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def render_html(systems: list[System], measure: str = HEADLINE, collections: Mapping[str, Collection] | None = None,
+                board: Leaderboard | None = None, title: str = "R2MED results") -> str:
+    board = board or build_leaderboard(systems, measure)
+    data = report_data(systems, board, collections or {}, measure=board.measure)
+    data["title"] = title
+    page = _asset("report.html")
+    missing = [t for t in board.tasks if t not in (collections or {})]
+    note = ("" if not missing else
+            f'<p class="note">No texts or judgments for {html.escape(", ".join(missing))}: the inspector shows ids '
+            "only. Re-run with <code>--data-dir</code> (or <code>--hub</code>) for query and document texts.</p>")
+    replacements = {
+        "{{TITLE}}": html.escape(title),
+        "{{CSS}}": _asset("report.css"),
+        "{{JS}}": _asset("report.js"),
+        "{{DATA}}": _json_for_script(data),
+        "{{LEADERBOARD}}": leaderboard_html(board),
+        "{{BARS}}": bar_charts_svg(board, data["colors"]),
+        "{{MEASURE}}": html.escape(_measure_label(board.measure)),
+        "{{META}}": html.escape(f"{len(systems)} systems · {len(board.tasks)} tasks · generated {data['generated']} "
+                                f"by r2med {__version__}"),
+        "{{NOTE}}": note,
+    }
+    for key, value in replacements.items():
+        page = page.replace(key, value)
+    return page
+
+
+def write_html(path: str | os.PathLike[str], systems: list[System], measure: str = HEADLINE,
+               collections: Mapping[str, Collection] | None = None, board: Leaderboard | None = None,
+               title: str = "R2MED results") -> Path:
+    """Write the self-contained report page atomically."""
+    path = Path(path)
+    page = render_html(systems, measure, collections, board, title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, page)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)  # a page to share, not a private temp file
+    return path

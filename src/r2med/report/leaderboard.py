@@ -1,0 +1,317 @@
+"""The leaderboard: systems x tasks for one measure, beside the published figures.
+
+Rows are systems, columns the tasks (R2MED's 8 in the paper's order, then any
+others) and their macro average, values x100 like the paper.  A system that
+matches a published configuration (see :mod:`r2med.report.systems`) gets a
+``published`` row and a ``delta`` row; a delta beyond the tolerance is flagged.
+With a baseline, each cell is marked when it differs significantly from the
+baseline (paired randomisation test, Holm-Bonferroni across tasks).
+
+Renderers: rich table (terminal), Markdown, CSV (long form), LaTeX, JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import R2MedError
+from ..metrics import HEADLINE, canonical
+from ..tasks import TASK_NAMES
+from .systems import PublishedKey, System, task_order
+
+AVERAGE = "Average"
+SIGNIFICANT = "†"
+FLAG = "!"
+
+#: Default tolerance (nDCG@10 points x100) by kind of configuration: deterministic
+#: lexical runs should land within rounding; dense runs vary with hardware and
+#: precision (fp16/bf16, batch padding); API embedders with the provider's model version.
+TOLERANCES = {"lexical": 0.5, "dense": 1.0, "api": 2.0}
+API_RETRIEVERS = {"openai", "voyage"}
+
+
+def default_tolerance(key: PublishedKey | None) -> float | None:
+    if key is None:
+        return None
+    if key.retriever == "bm25":
+        return TOLERANCES["lexical"]
+    if key.retriever in API_RETRIEVERS:
+        return TOLERANCES["api"]
+    return TOLERANCES["dense"]
+
+
+@dataclass
+class Cell:
+    value: float | None = None  # x100
+    published: float | None = None
+    p_holm: float | None = None
+    significant: bool = False
+
+    @property
+    def delta(self) -> float | None:
+        if self.value is None or self.published is None:
+            return None
+        return self.value - self.published
+
+
+@dataclass
+class Row:
+    system: str
+    published: PublishedKey | None
+    tolerance: float | None
+    cells: dict[str, Cell]
+    partial_average: bool = False
+    published_average_note: str = ""
+
+    def within(self, task: str) -> bool | None:
+        d = self.cells[task].delta
+        if d is None or self.tolerance is None:
+            return None
+        return abs(d) <= self.tolerance + 1e-9
+
+
+@dataclass
+class Leaderboard:
+    measure: str
+    tasks: list[str]
+    rows: list[Row]
+    baseline: str | None = None
+    alpha: float = 0.05
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self.tasks, AVERAGE]
+
+    # -- a grid of strings shared by the text renderers -----------------------------------------
+    def grid(self, flag: str = FLAG) -> tuple[list[str], list[tuple[str, list[str]]]]:
+        header = ["system", *self.columns]
+        lines: list[tuple[str, list[str]]] = []
+        for row in self.rows:
+            vals = []
+            for col in self.columns:
+                c = row.cells[col]
+                text = "-" if c.value is None else f"{c.value:.2f}"
+                if c.significant:
+                    text += SIGNIFICANT
+                if col == AVERAGE and row.partial_average and c.value is not None:
+                    text += "*"
+                vals.append(text)
+            lines.append(("system", [row.system, *vals]))
+            if row.published is not None and any(row.cells[c].published is not None for c in self.columns):
+                pub = ["-" if row.cells[c].published is None else f"{row.cells[c].published:.2f}" for c in self.columns]
+                lines.append(("published", [f"  published {row.published.label}", *pub]))
+                deltas = []
+                for col in self.columns:
+                    d = row.cells[col].delta
+                    if d is None:
+                        deltas.append("-")
+                    else:
+                        deltas.append(f"{d:+.2f}" + ("" if row.within(col) else f" {flag}"))
+                lines.append(("delta", [f"  delta (tol ±{row.tolerance:g})", *deltas]))
+        return header, lines
+
+    def legend(self) -> list[str]:
+        out = [f"{_measure_label(self.measure)} x100; {AVERAGE} = mean over the columns' tasks."]
+        if any(r.partial_average for r in self.rows):
+            out.append("* average over the tasks this system has (not all columns).")
+        if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
+            out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        if self.baseline:
+            out.append(f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
+                       f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled).")
+        return out + self.notes
+
+    # -- renderers ---------------------------------------------------------------------------------
+    def to_rich(self):
+        from rich.table import Table
+
+        header, lines = self.grid()
+        table = Table(title=f"Leaderboard: {_measure_label(self.measure)} (x100)", caption="\n".join(self.legend()),
+                      caption_justify="left")
+        for i, h in enumerate(header):
+            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
+        for kind, cells in lines:
+            if kind == "system":
+                table.add_row(*cells, style="bold")
+            elif kind == "published":
+                table.add_row(*cells, style="dim")
+            else:
+                styled = [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c
+                                       for c in cells[1:]]
+                table.add_row(*styled)
+        return table
+
+    def to_markdown(self) -> str:
+        header, lines = self.grid()
+        out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        for kind, cells in lines:
+            first = f"**{cells[0]}**" if kind == "system" else cells[0].strip()
+            out.append("| " + " | ".join([first, *cells[1:]]) + " |")
+        return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in self.legend()) + "\n"
+
+    def to_latex(self) -> str:
+        header, lines = self.grid(flag="(!)")
+        cols = "l" + "r" * (len(header) - 1)
+        out = [r"\begin{tabular}{" + cols + "}", r"\toprule",
+               " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+        for kind, cells in lines:
+            if kind == "system":
+                row = [r"\textbf{" + _tex(cells[0]) + "}", *(_tex(c) for c in cells[1:])]
+            else:
+                row = [r"\quad " + _tex(cells[0].strip()),
+                       *(r"\textbf{" + _tex(c) + "}" if c.endswith("(!)") else _tex(c) for c in cells[1:])]
+                row = [r"{\small " + c + "}" for c in row]
+            out.append(" & ".join(row) + r" \\")
+        out += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(out) + "\n" + "\n".join("% " + line for line in self.legend()) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        """Long form: one record per system x column."""
+        recs = []
+        for row in self.rows:
+            for col in self.columns:
+                c = row.cells[col]
+                recs.append({
+                    "system": row.system, "task": col, "measure": self.measure,
+                    "value": _round(c.value), "published": c.published, "delta": _round(c.delta),
+                    "tolerance": row.tolerance if c.published is not None else None,
+                    "within_tolerance": row.within(col),
+                    "published_config": row.published.label if row.published and c.published is not None else None,
+                    "p_holm": c.p_holm, "significant": c.significant if self.baseline else None,
+                })
+        return recs
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        recs = self.records()
+        writer = csv.DictWriter(buf, fieldnames=list(recs[0]) if recs else ["system"], lineterminator="\n")
+        writer.writeheader()
+        for r in recs:
+            writer.writerow({k: "" if v is None else v for k, v in r.items()})
+        return buf.getvalue()
+
+    def to_dict(self) -> dict[str, Any]:
+        systems = []
+        for row in self.rows:
+            key = row.published
+            systems.append({
+                "name": row.system,
+                "published": None if key is None else {
+                    "retriever": key.retriever, "expansion": key.expansion, "llm": key.llm,
+                    "label": key.label, "setting": key.setting(), "source": key.source()},
+                "tolerance": row.tolerance,
+                "partial_average": row.partial_average,
+                "cells": {col: {"value": _round(row.cells[col].value), "published": row.cells[col].published,
+                                "delta": _round(row.cells[col].delta), "within_tolerance": row.within(col),
+                                "p_holm": row.cells[col].p_holm, "significant": row.cells[col].significant}
+                          for col in self.columns},
+            })
+        return {"measure": self.measure, "scale": 100, "tasks": self.tasks, "baseline": self.baseline,
+                "alpha": self.alpha, "systems": systems, "legend": self.legend()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    def render(self, fmt: str) -> str:
+        fmt = fmt.lower()
+        if fmt in ("md", "markdown"):
+            return self.to_markdown()
+        if fmt == "csv":
+            return self.to_csv()
+        if fmt in ("latex", "tex"):
+            return self.to_latex()
+        if fmt == "json":
+            return self.to_json()
+        raise R2MedError(f"unknown format {fmt!r}; choose from: table, markdown, csv, latex, json")
+
+
+FORMATS = ("table", "markdown", "csv", "latex", "json")
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
+
+
+def _measure_label(measure: str) -> str:
+    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}
+    if measure == "recip_rank":
+        return "MRR"
+    family, _, k = measure.rpartition("_")
+    return f"{names.get(family, family)}@{k}" if family in names else measure
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
+        "†": r"$^\dagger$"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance: float | None = None,
+                      baseline: str | None = None, alpha: float = 0.05, n_permutations: int = 10_000,
+                      seed: int = 42) -> Leaderboard:
+    """Tabulate ``systems`` for ``measure``; published deltas only for nDCG@10 (the published measure)."""
+    measure = canonical(measure)
+    if not systems:
+        raise R2MedError("no systems to report; pass run folders written by `r2med evaluate`")
+    if not any(measure in s.measures() for s in systems):
+        raise R2MedError(f"no run folder has {measure}; re-run `r2med evaluate --measure {measure}`")
+    tasks = task_order(systems)
+    base = None
+    if baseline is not None:
+        named = [s for s in systems if s.name == baseline]
+        if not named:
+            raise R2MedError(f"--baseline {baseline!r} is not one of the systems: {', '.join(s.name for s in systems)}")
+        base = named[0]
+    rows = []
+    for s in systems:
+        key = s.published if measure == HEADLINE else None
+        figures = key.figures() if key else {}
+        cells: dict[str, Cell] = {}
+        for t in tasks:
+            res = s.tasks.get(t)
+            v = res.value(measure) if res else None
+            cells[t] = Cell(value=None if v is None else 100 * v, published=figures.get(t))
+        present = [t for t in tasks if cells[t].value is not None]
+        avg = sum(cells[t].value for t in present) / len(present) if present else None  # type: ignore[misc]
+        note = ""
+        pub_avg = None
+        if figures:
+            r2 = [t for t in present if t in TASK_NAMES]
+            if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
+                pub_avg = figures.get(AVERAGE)
+            elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
+                pub_avg = sum(figures[t] for t in r2) / len(r2)
+                note = f"published average over the same {len(r2)} tasks"
+        cells[AVERAGE] = Cell(value=avg, published=pub_avg)
+        rows.append(Row(s.name, key if figures else None,
+                        tolerance if tolerance is not None else default_tolerance(key) if figures else None,
+                        cells, partial_average=0 < len(present) < len(tasks), published_average_note=note))
+    board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
+    if base is not None:
+        _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
+    return board
+
+
+def _mark_significance(board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float,
+                       n_permutations: int, seed: int) -> None:
+    from .compare import compare_systems
+
+    for row, s in zip(board.rows, systems):
+        if s is base:
+            continue
+        comparison = compare_systems(base, s, measure, n_permutations=n_permutations, seed=seed)
+        for line in comparison.rows:
+            col = AVERAGE if line.task == comparison.ALL else line.task
+            if col in row.cells:
+                p = line.p_rand_holm if line.task != comparison.ALL else line.stats.p_randomization
+                row.cells[col].p_holm = p
+                row.cells[col].significant = p is not None and p < alpha
