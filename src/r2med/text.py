@@ -104,36 +104,20 @@ class EnglishAnalyzer:
         analyse = self._analyse_surface
         return [t for token in _TOKEN.findall(text.lower()) for t in analyse(token)]
 
-    def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Term ids for many texts: (vocabulary, concatenated ids int32, per-text lengths int64)."""
-        vocab: dict[str, int] = {}
-        ids_of: dict[str, tuple[int, ...]] = {}
+    def analyse_surfaces(self, surfaces: Sequence[str]) -> list[tuple[str, ...]]:
+        """Terms for each distinct lowercased regex token."""
         analyse = self._analyse_surface
-        findall = _TOKEN.findall
-        ids = array("i")
-        lengths = array("q")
+        return [analyse(s) for s in surfaces]
 
-        def resolve(token: str) -> tuple[int, ...]:
-            out = []
-            for term in analyse(token):
-                tid = vocab.get(term)
-                if tid is None:
-                    tid = vocab[term] = len(vocab)
-                out.append(tid)
-            result = ids_of[token] = tuple(out)
-            return result
+    def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Term ids for many texts: (vocabulary, concatenated ids int32, per-text lengths int64).
 
-        get = ids_of.get
-        for text in texts:
-            doc = []
-            for token in findall(text.lower()):
-                tids = get(token)
-                if tids is None:
-                    tids = resolve(token)
-                doc.extend(tids)
-            lengths.append(len(doc))
-            ids.extend(doc)
-        return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
+        Texts are first cut into surface tokens with ids assigned at C speed (one dict lookup per
+        token); each distinct surface is then analysed once, and the surface ids are mapped to term
+        ids with vectorised numpy.
+        """
+        surfaces, surface_ids, lengths = surface_encode(texts)
+        return terms_from_surfaces(self.analyse_surfaces(surfaces), surface_ids, lengths)
 
 
 class LuceneAnalyzer:
@@ -194,38 +178,89 @@ def get_analyzer(name: str = "english") -> Analyzer:
     raise R2MedError(f"unknown analyzer {name!r}; choose 'english' (pure Python) or 'lucene' (pyserini)")
 
 
-# -- parallel encoding -------------------------------------------------------------------------
+# -- fast corpus encoding ----------------------------------------------------------------------
 
-def _encode_chunk(texts: Sequence[str]) -> tuple[list[str], bytes, bytes]:
-    vocab, ids, lengths = EnglishAnalyzer().encode(texts)
+class _Ids(dict):
+    """A dict that hands out the next integer id for an unseen key."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> int:
+        value = self[key] = len(self)
+        return value
+
+
+def surface_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Lowercased regex tokens of each text as ids into a surface vocabulary (no analysis yet)."""
+    vocab = _Ids()
+    get = vocab.__getitem__
+    findall = _TOKEN.findall
+    ids = array("i")
+    lengths = array("q")
+    for text in texts:
+        before = len(ids)
+        ids.extend(map(get, findall(text.lower())))
+        lengths.append(len(ids) - before)
+    return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
+
+
+def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: np.ndarray, lengths: np.ndarray,
+                        ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Map surface-token ids to term ids, given each surface's analysed terms (0, 1 or more)."""
+    vocab: dict[str, int] = {}
+    counts = np.fromiter((len(t) for t in surface_terms), dtype=np.int64, count=len(surface_terms))
+    flat = np.fromiter((vocab.setdefault(t, len(vocab)) for terms in surface_terms for t in terms),
+                       dtype=np.int32, count=int(counts.sum()))
+    if len(surface_ids) == 0:
+        return list(vocab), np.zeros(0, np.int32), np.asarray(lengths, dtype=np.int64)
+    if counts.min() == 1 and counts.max() == 1:
+        return list(vocab), flat[surface_ids], np.asarray(lengths, dtype=np.int64)
+    offsets = np.cumsum(counts) - counts
+    rep = counts[surface_ids]
+    ends = np.cumsum(rep)
+    within = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - rep, rep)
+    term_ids = flat[np.repeat(offsets[surface_ids], rep) + within]
+    doc_of_token = np.repeat(np.arange(len(lengths)), lengths)
+    new_lengths = np.bincount(doc_of_token, weights=rep, minlength=len(lengths)).astype(np.int64)
+    return list(vocab), term_ids, new_lengths
+
+
+def _surface_chunk(texts: Sequence[str]) -> tuple[list[str], bytes, bytes]:
+    vocab, ids, lengths = surface_encode(texts)
     return vocab, ids.tobytes(), lengths.tobytes()
 
 
-def merge_encoded(parts: Sequence[tuple[list[str], np.ndarray, np.ndarray]]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Merge per-chunk (vocab, ids, lengths) into one global vocabulary (first-seen order)."""
-    vocab: dict[str, int] = {}
-    all_ids, all_lengths = [], []
-    for local_vocab, ids, lengths in parts:
-        mapping = np.fromiter((vocab.setdefault(t, len(vocab)) for t in local_vocab),
-                              dtype=np.int32, count=len(local_vocab))
-        all_ids.append(mapping[ids] if len(ids) else ids)
-        all_lengths.append(lengths)
-    return (list(vocab), np.concatenate(all_ids) if all_ids else np.zeros(0, np.int32),
-            np.concatenate(all_lengths) if all_lengths else np.zeros(0, np.int64))
+def _analyse_chunk(surfaces: Sequence[str]) -> list[tuple[str, ...]]:
+    return EnglishAnalyzer().analyse_surfaces(surfaces)
 
 
 def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None = None,
                   min_parallel: int = 20_000) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Encode a corpus, splitting it across processes when it is large and the analyzer allows."""
+    """Encode a corpus to (vocabulary, term ids, lengths), using ``workers`` processes when it is large.
+
+    In parallel mode the texts are split into chunks tokenized in separate processes, their surface
+    vocabularies are merged, and the distinct surfaces are analysed (stemmed) once, split across
+    the processes, so no word is stemmed twice.
+    """
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
         return analyzer.encode(texts)  # type: ignore[attr-defined]
     import multiprocessing
 
-    size = -(-len(texts) // workers)
-    chunks = [list(texts[i:i + size]) for i in range(0, len(texts), size)]
     ctx = multiprocessing.get_context("fork")
+    size = -(-len(texts) // workers)
+    chunks = [texts[i:i + size] for i in range(0, len(texts), size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        results = list(pool.map(_encode_chunk, chunks))
-    parts = [(v, np.frombuffer(i, dtype=np.int32), np.frombuffer(n, dtype=np.int64)) for v, i, n in results]
-    return merge_encoded(parts)
+        parts = list(pool.map(_surface_chunk, chunks))
+        merged = _Ids()
+        get = merged.__getitem__
+        all_ids, all_lengths = [], []
+        for local_vocab, ids, lengths in parts:
+            mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
+            all_ids.append(mapping[np.frombuffer(ids, dtype=np.int32)])
+            all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
+        surfaces = list(merged)
+        step = -(-len(surfaces) // workers)
+        analysed = [t for part in pool.map(_analyse_chunk, [surfaces[i:i + step]
+                                                             for i in range(0, len(surfaces), step)]) for t in part]
+    return terms_from_surfaces(analysed, np.concatenate(all_ids), np.concatenate(all_lengths))

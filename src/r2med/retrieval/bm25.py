@@ -94,9 +94,9 @@ class BM25:
         start = time.perf_counter()
         terms, ids, lengths = encode_corpus(self.analyzer, texts, workers=self.workers)
         n_docs, n_terms = len(texts), len(terms)
-        rows = np.repeat(np.arange(n_docs, dtype=np.int32), lengths)
-        counts = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), (rows, ids)), shape=(n_docs, n_terms))
-        counts.sum_duplicates()
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        counts = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(n_docs, n_terms))
+        counts.sum_duplicates()  # one entry per (doc, term) with its term frequency
         df = np.bincount(counts.indices, minlength=n_terms).astype(np.float64)
         avgdl = float(lengths.sum()) / n_docs
         idf = np.log(n_docs + 1.0) - np.log(df + 0.5)
