@@ -1,0 +1,225 @@
+"""Leaderboard and system matching: real run folders from the pipeline, values checked by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from r2med.data.loaders import load_folder
+from r2med.pipeline import run_collection
+from r2med.protocol import published_ndcg10
+from r2med.report import build_leaderboard, load_systems, parse_label
+from r2med.report.systems import PublishedKey, match_published
+from r2med.run import read_trec, write_task_results
+
+DOCS = {
+    "d1": "insulin therapy lowers blood glucose in type 1 diabetes",
+    "d2": "diabetic ketoacidosis is treated with fluids insulin and potassium",
+    "d3": "metformin is first line therapy for type 2 diabetes",
+    "d4": "asthma attacks are relieved by inhaled salbutamol",
+    "d5": "inhaled corticosteroids prevent asthma exacerbations in children",
+    "d6": "pneumonia presents with fever cough and lobar consolidation",
+    "d7": "amoxicillin treats community acquired pneumonia in adults",
+    "d8": "migraine headaches respond to triptans and rest in a dark room",
+    "d9": "blood pressure control reduces stroke risk in hypertension",
+    "d10": "fever and cough in children are usually viral infections",
+}
+QUERIES = {
+    "q1": "treatment of diabetic ketoacidosis with insulin",
+    "q2": "asthma in children inhaled therapy",
+    "q3": "fever cough pneumonia antibiotic",
+    "q4": "headache relief",
+}
+QRELS = {"q1": {"d2": 1, "d1": 1}, "q2": {"d5": 2, "d4": 1}, "q3": {"d7": 1, "d6": 1}, "q4": {"d8": 1}}
+
+
+def write_collection(root: Path, name: str, docs=DOCS, queries=QUERIES, qrels=QRELS) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in docs.items()))
+    (folder / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in queries.items()))
+    (folder / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
+                                                for q, ds in qrels.items() for d, g in ds.items()))
+    return folder
+
+
+def make_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """Two systems (paper BM25, standard BM25) over two tasks named like R2MED's; returns (runs, data)."""
+    data = tmp_path / "data"
+    write_collection(data, "Biology")
+    # the second task: the same texts with different judgments, so the systems differ per task
+    write_collection(data, "MedQA-Diag", qrels={"q1": {"d1": 1}, "q2": {"d4": 1}, "q3": {"d10": 1, "d6": 1},
+                                                "q4": {"d8": 1, "d9": 1}})
+    runs = tmp_path / "runs"
+    for task in ("Biology", "MedQA-Diag"):
+        coll = load_folder(data / task)
+        for name in ("bm25", "bm25-standard"):
+            run_collection(coll, name, {"k1": 0.9, "b": 0.4}, k=10, out=runs / name)
+    return runs, data
+
+
+def hand_ndcg10(ranking: list[str], qrels: dict[str, int]) -> float:
+    """nDCG@10 with trec_eval's gain (grade) and log2 discount, written out by hand."""
+    dcg = sum(qrels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranking[:10]))
+    ideal = sorted(qrels.values(), reverse=True)
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:10]))
+    return dcg / idcg if idcg else 0.0
+
+
+def hand_task_mean(folder: Path, qrels: dict) -> float:
+    run = read_trec(folder / "run.trec")
+    vals = []
+    for q, docs in run.items():
+        ranking = [d for d, _ in sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+        vals.append(hand_ndcg10(ranking, qrels[q]))
+    return sum(vals) / len(vals)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Built once per module (with its own r2med home); tests only read it."""
+    root = tmp_path_factory.mktemp("report_runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("R2MED_HOME", str(root / "home"))
+        return make_runs(root)
+
+
+def test_two_system_leaderboard_columns_and_averages_by_hand(runs):
+    out, data = runs
+    systems = load_systems([out])
+    assert [s.name for s in systems] == ["bm25", "bm25-standard"]
+    board = build_leaderboard(systems)
+    assert board.tasks == ["Biology", "MedQA-Diag"]  # the paper's task order
+    qrels = {t: load_folder(data / t).qrels for t in board.tasks}
+    for row in board.rows:
+        expected = {t: 100 * hand_task_mean(out / row.system / t, qrels[t]) for t in board.tasks}
+        for t in board.tasks:
+            assert row.cells[t].value == pytest.approx(expected[t], abs=1e-9)
+        assert row.cells["Average"].value == pytest.approx(sum(expected.values()) / 2, abs=1e-9)
+        assert not row.partial_average
+    # paper BM25 matches the published (bm25, none, none) row; the standard flavour matches nothing
+    bm25, standard = board.rows
+    assert bm25.published == PublishedKey("bm25") and standard.published is None
+    pub = published_ndcg10("bm25")
+    assert bm25.cells["Biology"].published == pub["Biology"] == 19.19
+    assert bm25.cells["Biology"].delta == pytest.approx(bm25.cells["Biology"].value - 19.19)
+    # the average is compared with the published mean over the same two tasks
+    assert bm25.cells["Average"].published == pytest.approx((pub["Biology"] + pub["MedQA-Diag"]) / 2)
+    assert standard.cells["Biology"].published is None
+
+
+def test_results_equal_to_published_cell_report_delta_zero(tmp_path):
+    """A folder whose nDCG@10 equals the published Biology figure: delta 0, within tolerance."""
+    pub = published_ndcg10("bm25")["Biology"] / 100
+    run = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0}}
+    payload = {"task": "Biology", "retriever": "bm25",
+               "config": {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"},
+               "aggregate": {"ndcg_cut_10": pub},
+               "per_query": {"q1": {"ndcg_cut_10": pub - 0.05}, "q2": {"ndcg_cut_10": pub + 0.05}}}
+    write_task_results(tmp_path / "runs" / "my-bm25" / "Biology", run, payload)
+    systems = load_systems([tmp_path / "runs"])
+    assert systems[0].published == PublishedKey("bm25")  # matched through its stored config
+    board = build_leaderboard(systems)
+    cell = board.rows[0].cells["Biology"]
+    assert cell.delta == pytest.approx(0.0, abs=1e-9) and board.rows[0].within("Biology") is True
+    assert "+0.00" in board.to_markdown()
+
+
+def test_renderers_markdown_csv_latex_json(runs):
+    out, _ = runs
+    board = build_leaderboard(load_systems([out]))
+    md = board.to_markdown()
+    assert md.splitlines()[0] == "| system | Biology | MedQA-Diag | Average |"
+    assert "published bm25" in md and "delta (tol ±0.5)" in md
+    records = list(csv.DictReader(io.StringIO(board.to_csv())))
+    assert len(records) == 2 * 3 and {r["task"] for r in records} == {"Biology", "MedQA-Diag", "Average"}
+    row = next(r for r in records if r["system"] == "bm25" and r["task"] == "Biology")
+    assert float(row["value"]) == pytest.approx(board.rows[0].cells["Biology"].value, abs=1e-5)
+    assert float(row["published"]) == 19.19
+    payload = json.loads(board.to_json())
+    assert payload["systems"][0]["published"]["label"] == "bm25"
+    assert payload["systems"][0]["published"]["source"].startswith("github R2MED/R2MED")
+    tex = board.to_latex()
+    assert tex.startswith(r"\begin{tabular}{lrrr}") and r"\end{tabular}" in tex
+    assert "bm25-standard" in tex and r"$\pm$" in tex
+
+
+def test_delta_beyond_tolerance_is_flagged(runs):
+    out, _ = runs
+    board = build_leaderboard(load_systems([out]), tolerance=0.01)
+    bm25 = board.rows[0]
+    assert bm25.within("Biology") is False  # our tiny collection is far from the published 19.19
+    assert any(line[0] == "delta" and any(c.endswith("!") for c in line[1][1:]) for line in board.grid()[1])
+
+
+def test_other_measures_and_missing_measure(runs):
+    out, _ = runs
+    board = build_leaderboard(load_systems([out]), "R@10")
+    assert board.measure == "recall_10"
+    assert all(c.published is None for r in board.rows for c in r.cells.values())  # published = nDCG@10 only
+    from r2med.errors import R2MedError
+
+    with pytest.raises(R2MedError, match="ndcg_cut_1000"):
+        build_leaderboard(load_systems([out]), "ndcg_cut_1000")
+
+
+def test_baseline_marks_use_holm_corrected_randomisation(runs):
+    out, _ = runs
+    board = build_leaderboard(load_systems([out]), baseline="bm25", n_permutations=2000)
+    standard = board.rows[1]
+    for t in board.tasks:
+        assert standard.cells[t].p_holm is not None
+        assert standard.cells[t].significant == (standard.cells[t].p_holm < 0.05)
+    assert all(not c.significant for c in board.rows[0].cells.values())
+
+
+@pytest.mark.parametrize("label, key", [
+    ("bm25", PublishedKey("bm25")),
+    ("bm25+hyde-gpt4", PublishedKey("bm25", "hyde", "gpt4")),
+    ("nv+hyde:qwen_7b", PublishedKey("nv", "hyde", "qwen-7b")),
+    ("bge+query2doc-qwen-72b", PublishedKey("bge", "query2doc", "qwen-72b")),
+    ("bm25+hyde-r1-qwen-32b", PublishedKey("bm25", "hyde", "r1-qwen-32b")),
+    ("bm25-standard", None),
+    ("bm25+hyde-not-an-llm", None),
+    ("my-system", None),
+])
+def test_parse_label(label, key):
+    assert parse_label(label) == key
+
+
+def test_match_published_checks_bm25_parameters():
+    paper = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4}
+    assert match_published("bm25", [paper]) == PublishedKey("bm25")
+    assert match_published("bm25", [{**paper, "k1": 1.2}]) is None
+    assert match_published("bm25", [{**paper, "flavour": "standard"}]) is None
+    assert match_published("run7", [paper]) == PublishedKey("bm25")
+    assert match_published("run7", [{**paper, "queries": "hyde:gpt4"}]) is None
+
+
+def test_load_systems_accepts_roots_system_and_task_folders(runs):
+    out, _ = runs
+    assert [s.name for s in load_systems([out / "bm25"])] == ["bm25"]
+    single = load_systems([out / "bm25" / "Biology"])
+    assert single[0].name == "bm25" and list(single[0].tasks) == ["Biology"]
+    from r2med.errors import R2MedError
+
+    with pytest.raises(R2MedError, match="no such run folder"):
+        load_systems([out / "nope"])
+
+
+def test_cli_report_formats_and_errors(runs, tmp_path):
+    out, _ = runs
+    res = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(out),
+                          "--format", "csv"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0].startswith("system,task,measure,value,published,delta")
+    bad = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(tmp_path / "missing")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no such run folder" in bad.stderr
