@@ -1,0 +1,19 @@
+"""Generation-augmented retrieval: LLM-written expansions of queries, precomputed or live.
+
+* :mod:`.precomputed` -- load ``<method>/<llm>/query_with_hydoc.jsonl`` (file, folder, hub);
+  :class:`ExpansionQueries` is the ``QueryBuilder`` ``r2med evaluate --expansion`` uses.
+* :mod:`.traces` -- strip reasoning traces per model family.
+* :mod:`.combine` -- the paper's query + expansion combination per retriever family.
+* :mod:`.generate` -- live HyDE / Query2doc / LameR generation with the paper's prompts.
+* :mod:`.agentic` -- Search-R1 / Search-O1 style search loops over the task's own index.
+"""
+
+from __future__ import annotations
+
+from .combine import AGENTIC, METHODS, check_method, combine
+from .precomputed import ExpansionQueries, Expansions, load_expansions, parse_spec, read_expansion_file
+from .traces import REASONING_LLMS, family_of, normalize_llm, strip_for, strip_trace
+
+__all__ = ["AGENTIC", "METHODS", "REASONING_LLMS", "ExpansionQueries", "Expansions", "check_method", "combine",
+           "family_of", "load_expansions", "normalize_llm", "parse_spec", "read_expansion_file", "strip_for",
+           "strip_trace"]

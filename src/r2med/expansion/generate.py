@@ -1,0 +1,154 @@
+"""Live query expansion: HyDE, Query2doc and LameR with the paper's prompts, through :mod:`r2med.llm`.
+
+Prompts come from ``r2med.protocol.protocol()["generation_prompts"][method][task]`` (the
+Query2doc prompts carry their few-shot examples), sent as the paper does: a system message
+``"You are a helpful assistant."`` and the prompt as the user message.  LameR's prompt
+lists the top-10 passages of the paper's BM25 for the query, each with newlines replaced
+by spaces, cut to 512 whitespace tokens and numbered ``"\\n[i]. text"``.
+
+Sampling defaults are the paper's: API models ``temperature=0.8, top_p=0.8``; open models
+served by vLLM ``temperature=0.7, seed=42, max_tokens=10240``.
+
+Every answer goes through the client's on-disk cache, so a re-run costs no request and an
+interrupted run resumes; :func:`write_expansion_file` writes the R2MED layout atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cache import write_text_atomic
+from ..data.collection import Collection
+from ..errors import R2MedError
+from ..protocol import models, protocol
+
+log = logging.getLogger(__name__)
+
+GENERATIVE = ("hyde", "query2doc", "lamer")
+SYSTEM_PROMPT = "You are a helpful assistant."
+PAPER_SAMPLING: dict[str, dict[str, Any]] = {
+    "api": {"temperature": 0.8, "top_p": 0.8},
+    "open": {"temperature": 0.7, "seed": 42, "max_tokens": 10240},
+}
+LAMER_K = 10
+LAMER_WORDS = 512
+
+
+def system_prompt() -> str:
+    return models().get("generation", {}).get("system_prompt", SYSTEM_PROMPT)
+
+
+def prompt_task(name: str, override: str | None = None) -> str:
+    """The protocol's prompt key for a collection: its task name, or ``override`` (``--prompt-task``)."""
+    prompts = protocol()["generation_prompts"]["hyde"]
+    lowered = {k.lower(): k for k in prompts}
+    for cand in (override, name):
+        if cand and cand.lower() in lowered:
+            return lowered[cand.lower()]
+    if override:
+        raise R2MedError(f"unknown --prompt-task {override!r}; choose from: {', '.join(prompts)}")
+    raise R2MedError(f"no generation prompt for collection {name!r}; pass --prompt-task with one of: "
+                     f"{', '.join(prompts)}")
+
+
+def prompt_template(method: str, task: str) -> str:
+    prompts = protocol()["generation_prompts"]
+    if method not in prompts:
+        raise R2MedError(f"no generation prompts for method {method!r}; choose from: {', '.join(prompts)}")
+    return prompts[method][task]
+
+
+def cut_words(text: str, limit: int = LAMER_WORDS) -> str:
+    return " ".join(text.split()[:limit])
+
+
+def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_WORDS,
+                   retriever: Any | None = None) -> dict[str, str]:
+    """The ``{PASSAGE}`` block per query: top-``k`` paper-BM25 docs, flattened, cut and numbered."""
+    if retriever is None:
+        from ..retrieval.bm25 import BM25
+
+        retriever = BM25(k1=0.9, b=0.4, flavour="paper")
+        retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
+    run = retriever.search(collection.queries, k=k)
+    out = {}
+    for qid in collection.queries:
+        ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        out[qid] = "".join(f"\n[{i + 1}]. {cut_words(collection.corpus[did].replace(chr(10), ' '), words)}"
+                           for i, (did, _) in enumerate(ranked))
+    return out
+
+
+def build_messages(method: str, task: str, query: str, passages: str | None = None,
+                   system: str | None = None) -> list[dict[str, str]]:
+    """The chat messages the paper sends for one query."""
+    prompt = prompt_template(method, task).replace("{TEXT}", query)
+    if method == "lamer":
+        if passages is None:
+            raise R2MedError("LameR needs the retrieved passages for each query")
+        prompt = prompt.replace("{PASSAGE}", passages)
+    return [{"role": "system", "content": system or system_prompt()}, {"role": "user", "content": prompt}]
+
+
+def paper_sampling(api: bool, **overrides: Any) -> dict[str, Any]:
+    """The paper's sampling settings (``api``: OpenAI-style model, else open model on vLLM) plus overrides."""
+    base = dict(PAPER_SAMPLING["api" if api else "open"])
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    return base
+
+
+@dataclass
+class GenerationResult:
+    texts: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.errors
+
+
+def generate_expansions(collection: Collection, method: str, client: Any, sampling: Mapping[str, Any],
+                        task: str | None = None, on_result: Callable[[str, Any], None] | None = None,
+                        on_retry: Callable[[str], None] | None = None) -> GenerationResult:
+    """One expansion per query of ``collection`` (cached requests are free)."""
+    if method not in GENERATIVE:
+        raise R2MedError(f"live generation supports {', '.join(GENERATIVE)}; "
+                         f"{method!r} is agentic (see r2med.expansion.agentic)")
+    key = prompt_task(collection.name, task)
+    qids = list(collection.queries)
+    passages = lamer_passages(collection) if method == "lamer" else {}
+    batch = [build_messages(method, key, collection.queries[q], passages.get(q)) for q in qids]
+    results = client.chat_many(batch, on_result=(lambda i, r: on_result(qids[i], r)) if on_result else None,
+                               on_retry=on_retry, **dict(sampling))
+    out = GenerationResult()
+    for qid, res in zip(qids, results):
+        if res.ok:
+            out.texts[qid] = res.text
+        else:
+            out.errors[qid] = res.error or "failed"
+    return out
+
+
+def write_expansion_file(path: str | Path, collection: Collection, texts: Mapping[str, str],
+                         extra: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """Write ``query_with_hydoc.jsonl`` (``id``, ``text``, ``hy_doc``, ``doc_id`` when known) atomically."""
+    import json
+
+    missing = [q for q in collection.queries if q not in texts]
+    if missing:
+        raise R2MedError(f"refusing to write {path}: {len(missing)} queries have no expansion")
+    lines = []
+    for qid, text in collection.queries.items():
+        record: dict[str, Any] = {"id": qid, "text": text, "hy_doc": texts[qid]}
+        meta = collection.query_meta.get(qid, {})
+        if "doc_id" in meta:
+            record["doc_id"] = meta["doc_id"]
+        record.update((extra or {}).get(qid, {}))
+        lines.append(json.dumps(record, ensure_ascii=False))
+    path = Path(path)
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,182 @@
+"""Precomputed expansions: ``<method>/<llm>/query_with_hydoc.jsonl`` from a file, a folder or the hub.
+
+An expansion file has one record per query: ``{"id", "text", "hy_doc", ...}`` (R2MED's
+layout).  :func:`load_expansions` finds it for a collection -- an explicit file, an
+expansion folder (``DIR/<task>/<method>/<llm>/`` or ``DIR/<method>/<llm>/``), the files
+found beside the collection's data (``Collection.expansion_files``), or the hub config
+``<method>`` split ``<llm>`` of the task's repo -- and checks that every query has one.
+
+:class:`ExpansionQueries` is the pipeline's ``QueryBuilder``: ``(collection, retriever
+family) -> {qid: query text or (query, expansion)}`` under the paper's combination rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cache import fingerprint
+from ..data.collection import Collection
+from ..data.files import iter_jsonl
+from ..data.loaders import EXPANSION_FILE
+from ..errors import DataError, R2MedError
+from ..retrieval.base import QueryText
+from .combine import check_method, combine
+from .traces import FAMILIES, normalize_llm
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Expansions:
+    """One expansion file in memory: query id -> raw ``hy_doc`` (traces not yet stripped)."""
+
+    method: str
+    llm: str
+    texts: dict[str, str]
+    path: Path
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``"hyde:gpt4"`` -> ``("hyde", "gpt4")``; LLM in folder spelling (``qwen_7b`` -> ``qwen-7b``)."""
+    method, sep, llm = spec.partition(":")
+    if not sep or not method.strip() or not llm.strip():
+        raise R2MedError(f"--expansion wants METHOD:LLM (e.g. hyde:gpt4 or hyde:qwen_7b), got {spec!r}")
+    return check_method(method), normalize_llm(llm)
+
+
+def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Expansions:
+    """Read ``query_with_hydoc.jsonl`` with ``file:line`` errors (missing id/hy_doc, duplicates)."""
+    path = Path(path)
+    texts: dict[str, str] = {}
+    for number, record in iter_jsonl(path):
+        if "id" not in record:
+            raise DataError(path, number, "missing field 'id'")
+        qid = str(record["id"])
+        if "hy_doc" not in record:
+            raise DataError(path, number, "missing field 'hy_doc' (the expansion text)")
+        doc = record["hy_doc"]
+        if doc is None:
+            doc = ""
+        if not isinstance(doc, str):
+            raise DataError(path, number, f"field 'hy_doc' must be a string, got {type(doc).__name__}")
+        if qid in texts:
+            raise DataError(path, number, f"duplicate query id {qid!r}")
+        texts[qid] = doc
+    if not texts:
+        raise DataError(path, None, "no records (empty file)")
+    method = method or path.parent.parent.name
+    llm = llm or path.parent.name
+    return Expansions(method=method, llm=llm, texts=texts, path=path)
+
+
+def find_expansion_file(collection: Collection, method: str, llm: str, folders: list[Path] | None = None,
+                        revision: str | None = None) -> Path:
+    """Where the ``method:llm`` expansions of ``collection`` are (see the module docstring for the order)."""
+    rel = Path(method) / llm / EXPANSION_FILE
+    for folder in folders or []:
+        for cand in (folder / collection.name / rel, folder / rel):
+            if cand.exists():
+                return cand
+    key = f"{method}:{llm}"
+    if key in collection.expansion_files:
+        return collection.expansion_files[key]
+    from ..tasks import TASK_NAMES
+
+    if collection.name in TASK_NAMES:
+        from ..data.hub import download_expansion
+
+        return download_expansion(collection.name, method, llm, revision)
+    found = sorted(collection.expansion_files)
+    where = ", ".join(str(f) for f in folders or []) or collection.source or collection.name
+    raise R2MedError(f"no {key} expansions for {collection.name} (looked in {where}"
+                     + (f"; available: {', '.join(found)}" if found else "")
+                     + "); generate them with `r2med expand` or pass --expansion-file")
+
+
+def load_expansions(collection: Collection, method: str, llm: str, path: str | Path | None = None,
+                    folders: list[Path] | None = None, revision: str | None = None) -> Expansions:
+    """The expansions for every query of ``collection``; a query without one is a DataError."""
+    method, llm = check_method(method), normalize_llm(llm)
+    file = Path(path) if path else find_expansion_file(collection, method, llm, folders, revision)
+    if not file.exists():
+        raise R2MedError(f"{file}: expansion file not found")
+    exp = read_expansion_file(file, method, llm)
+    missing = [q for q in collection.queries if q not in exp.texts]
+    if missing:
+        raise DataError(file, None, f"{len(missing)} of {len(collection.queries)} queries of {collection.name} "
+                                    f"have no expansion (first: {missing[0]!r}); is this the right task's file?")
+    extra = sum(1 for q in exp.texts if q not in collection.queries)
+    if extra:
+        log.warning("%s: %d expansion(s) name queries not in %s (ignored)", file, extra, collection.name)
+    empty = sum(1 for q in collection.queries if not exp.texts[q].strip())
+    if empty:
+        log.warning("%s: %d expansion(s) are empty", file, empty)
+    return exp
+
+
+class ExpansionQueries:
+    """``QueryBuilder`` for ``run_collection``: the collection's queries combined with expansions.
+
+    ``ExpansionQueries("hyde", "gpt4")`` looks the file up per collection; ``path`` forces
+    one file (one task).  ``trace`` overrides the trace family (default: by LLM name).
+    """
+
+    def __init__(self, method: str, llm: str, path: str | Path | None = None,
+                 folders: list[str | Path] | None = None, revision: str | None = None,
+                 trace: str | None = None):
+        self.method, self.llm = check_method(method), normalize_llm(llm)
+        self.path = Path(path) if path else None
+        self.folders = [Path(f) for f in folders or []]
+        self.revision = revision
+        if trace is not None and trace not in FAMILIES:
+            raise R2MedError(f"unknown reasoning-trace family {trace!r}; choose from: {', '.join(FAMILIES)}")
+        self.trace = trace
+        self.loaded: dict[str, Expansions] = {}
+
+    @property
+    def label(self) -> str:
+        """The results folder suffix: ``<method>-<llm>``."""
+        return f"{self.method}-{self.llm}"
+
+    def describe(self) -> str:
+        """What decides the query texts (keys result reuse): method, LLM, trace rule, and the local files' stamps."""
+        stamps = []
+        roots = ([self.path] if self.path else []) + self.folders
+        for root in roots:
+            files = [root] if root.is_file() else sorted(root.glob(f"**/{self.method}/{self.llm}/{EXPANSION_FILE}"))
+            stamps += [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
+        return f"{self.method}:{self.llm} trace={self.trace or 'auto'} rule=paper-v1 files={fingerprint(stamps)}"
+
+    def __call__(self, collection: Collection, family: str) -> dict[str, QueryText]:
+        exp = load_expansions(collection, self.method, self.llm, self.path, self.folders, self.revision)
+        self.loaded[collection.name] = exp
+        log.info("%s: %d %s:%s expansions from %s", collection.name, len(exp), self.method, self.llm, exp.path)
+        return {qid: combine(text, exp.texts[qid], self.method, self.llm, family, self.trace)
+                for qid, text in collection.queries.items()}
+
+
+def expansion_builder(spec: str | None, file: str | Path | None = None, folder: str | Path | None = None,
+                      data_dir: str | Path | None = None, revision: str | None = None) -> ExpansionQueries:
+    """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front)."""
+    if spec:
+        method, llm = parse_spec(spec)
+    elif file:
+        path = Path(file)
+        method, llm = check_method(path.parent.parent.name), normalize_llm(path.parent.name)
+    else:
+        raise R2MedError("--expansion-dir needs --expansion METHOD:LLM")
+    if file is not None and not Path(file).is_file():
+        raise R2MedError(f"{file}: expansion file not found")
+    if folder is not None and not Path(folder).is_dir():
+        raise R2MedError(f"{folder}: no such expansion folder")
+    if file is None and folder is None and data_dir is None:
+        from ..data.hub import expansion_path
+
+        expansion_path(method, llm)  # unknown hub split -> one-line error listing the splits
+    folders = [Path(f) for f in (folder, data_dir) if f is not None]
+    return ExpansionQueries(method, llm, path=file, folders=folders, revision=revision)

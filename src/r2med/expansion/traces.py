@@ -1,0 +1,88 @@
+"""Reasoning-trace stripping: keep only the answer part of a reasoning LLM's output.
+
+The R2MED paper strips the reasoning trace of reasoning models before retrieval, per
+model family (``r2med_models.json`` -> ``gar_query_combination.reasoning_trace_stripping``):
+
+=================  ==========================================================================
+family             rule
+=================  ==========================================================================
+``think``          text after the first ``</think>`` (R1 distills, QwQ, Qwen3), stripped
+``final-response`` text after ``Final Response`` (HuatuoGPT-o1: "## Thinking ... ## Final Response")
+``solution``       text between ``<|begin_of_solution|>`` and ``<|end_of_solution|>`` (Sky-T1)
+``answer``         text inside the first ``<answer>...</answer>`` (Search-R1's Qwen "-ins" models)
+``none``           the text unchanged
+=================  ==========================================================================
+
+When a family's marker is missing the whole text is kept, unchanged (the paper's fallback).
+LLM names are matched in the hub-folder spelling (``r1-qwen-32b``; ``r1_qwen_32b`` is accepted).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import R2MedError
+
+FAMILIES = ("think", "final-response", "solution", "answer", "none")
+
+#: The paper's table: LLM name -> trace family (these are its "reasoning LLMs").
+REASONING_LLMS: dict[str, str] = {
+    "r1-llama-8b": "think", "r1-qwen-32b": "think", "r1-llama-70b": "think", "qwq-32b": "think",
+    "qwen3-32b": "think", "qwen3-8b": "think",
+    "huatuo-o1-8b": "final-response", "huatuo-o1-70b": "final-response",
+    "sky-32b": "solution",
+    "qwen-7b-ins": "answer", "qwen-3b-ins": "answer",
+}
+
+_FINAL = re.compile(r"Final Response\s*(.*)", re.DOTALL)
+_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*(.*?)\s*<\|end_of_solution\|>", re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def normalize_llm(name: str) -> str:
+    """Hub split names use underscores (``qwen_7b``), folders hyphens (``qwen-7b``): use the folder form."""
+    return name.strip().lower().replace("_", "-")
+
+
+def family_of(llm: str) -> str:
+    """The trace family of an LLM: the paper's table first, then name patterns, else ``none``."""
+    name = normalize_llm(llm)
+    if name in REASONING_LLMS:
+        return REASONING_LLMS[name]
+    if "huatuo" in name and "o1" in name:
+        return "final-response"
+    if "sky-t1" in name or name.startswith("sky-"):
+        return "solution"
+    if "searchr1" in name or "search-r1" in name:
+        return "answer"
+    if re.search(r"(^|[-/])(r1|qwq|qwen3|deepseek-r1)([-/.]|$)", name) or "thinking" in name:
+        return "think"
+    return "none"
+
+
+def is_reasoning_llm(llm: str) -> bool:
+    return family_of(llm) != "none"
+
+
+def strip_trace(text: str, family: str) -> str:
+    """Apply one family's rule to ``text`` (see the module table)."""
+    if family == "none":
+        return text
+    if family == "think":
+        head, sep, tail = text.partition("</think>")
+        return tail.strip() if sep else text
+    if family == "final-response":
+        m = _FINAL.search(text)
+        return m.group(1).strip() if m else text
+    if family == "solution":
+        m = _SOLUTION.search(text)
+        return m.group(1).strip() if m else text
+    if family == "answer":
+        m = _ANSWER.search(text)
+        return m.group(1).strip() if m else text
+    raise R2MedError(f"unknown reasoning-trace family {family!r}; choose from: {', '.join(FAMILIES)}")
+
+
+def strip_for(llm: str, text: str, family: str | None = None) -> str:
+    """Strip ``text`` as the paper does for ``llm`` (or with an explicit ``family``)."""
+    return strip_trace(text, family or family_of(llm))

@@ -1,0 +1,209 @@
+"""Precomputed expansions: trace stripping, the paper's combination rules, loading, and `evaluate --expansion`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import shared_collection
+from r2med.data import load_folder
+from r2med.errors import DataError, R2MedError
+from r2med.expansion import ExpansionQueries, combine, family_of, load_expansions, parse_spec, strip_for
+from r2med.expansion.precomputed import expansion_builder
+from r2med.pipeline import run_collection
+from r2med.retrieval.bm25 import BM25
+
+
+def r2med(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
+
+
+# -- reasoning traces -------------------------------------------------------------------------------
+@pytest.mark.parametrize("llm,text,expected", [
+    ("r1-qwen-32b", "<think>weigh the options</think>\n  The answer is DKA. ", "The answer is DKA."),
+    ("r1_llama_70b", "reasoning</think>final", "final"),
+    ("qwq-32b", "a</think>b</think>c", "b</think>c"),  # only the first marker splits
+    ("qwen3-32b", "no marker at all", "no marker at all"),  # fallback: whole text, untouched
+    ("huatuo-o1-70b", "## Thinking\nhmm, polyuria...\n\n## Final Response\n\nType 1 diabetes.\n", "Type 1 diabetes."),
+    ("huatuo-o1-8b", "just an answer", "just an answer"),
+    ("sky-32b", "<|begin_of_thought|>t<|end_of_thought|>\n<|begin_of_solution|>\n Solution S \n<|end_of_solution|>",
+     "Solution S"),
+    ("sky-32b", "<|begin_of_solution|> unterminated", "<|begin_of_solution|> unterminated"),
+    ("qwen-7b-ins", "<think>r</think><search>x</search><answer> A1 </answer> <answer>A2</answer>", "A1"),
+    ("qwen_3b_ins", "no answer tags", "no answer tags"),
+    ("gpt4", "<think>kept</think> as is", "<think>kept</think> as is"),  # not a reasoning LLM in the paper
+    ("qwen-7b", "Final Response: kept", "Final Response: kept"),
+])
+def test_trace_stripping_per_family(llm, text, expected):
+    assert strip_for(llm, text) == expected
+
+
+@pytest.mark.parametrize("model,family", [
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "think"),
+    ("Qwen/QwQ-32B", "think"),
+    ("Qwen/Qwen3-8B", "think"),
+    ("FreedomIntelligence/HuatuoGPT-o1-70B", "final-response"),
+    ("NovaSky-AI/Sky-T1-32B-Preview", "solution"),
+    ("PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo", "answer"),
+    ("Qwen/Qwen2.5-7B-Instruct", "none"),
+    ("gpt-4o-2024-11-20", "none"),
+    ("o3-mini", "none"),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "none"),
+])
+def test_family_from_model_ids(model, family):
+    assert family_of(model) == family
+
+
+# -- combination rules ------------------------------------------------------------------------------
+Q, E = "why insulin", "Insulin lowers glucose."
+
+
+@pytest.mark.parametrize("method,llm,family,expansion,expected", [
+    ("hyde", "gpt4", "lexical", E, E),
+    ("query2doc", "gpt4", "lexical", E, "why insulinwhy insulin " + E),  # the paper's text*2: no space between
+    ("lamer", "qwen-72b", "lexical", E, "why insulin " + E),
+    ("hyde", "r1-qwen-32b", "lexical", "<think>t</think>" + E, E),
+    ("lamer", "r1-qwen-32b", "lexical", "<think>t</think>" + E, E),  # reasoning LLMs: stripped expansion alone
+    ("search-r1", "qwen-7b-ins", "lexical", "<answer>" + E + "</answer>", E),
+    ("search-o1", "qwq-32b", "lexical", "plan</think>" + E, E),
+    ("hyde", "gpt4", "dense", E, (Q, E)),
+    ("query2doc", "gpt4", "dense", E, Q + "[SEP]" + E),
+    ("lamer", "gpt4", "dense", E, (Q, E)),
+    ("hyde", "huatuo-o1-70b", "dense", "## Thinking x ## Final Response " + E, (Q, E)),
+    ("search-r1", "qwen-3b-ins", "dense", "<answer>" + E + "</answer>", (Q, E)),
+])
+def test_combination_rules(method, llm, family, expansion, expected):
+    assert combine(Q, expansion, method, llm, family) == expected
+
+
+def test_combination_rejects_unknown_method_and_family():
+    with pytest.raises(R2MedError, match="unknown expansion method"):
+        combine(Q, E, "hyde2", "gpt4", "lexical")
+    with pytest.raises(R2MedError, match="retriever family"):
+        combine(Q, E, "hyde", "gpt4", "sparse")
+
+
+@pytest.mark.parametrize("spec,expected", [("hyde:gpt4", ("hyde", "gpt4")), ("hyde:qwen_7b", ("hyde", "qwen-7b")),
+                                           ("Search_R1:qwen_7b_ins", ("search-r1", "qwen-7b-ins"))])
+def test_parse_spec(spec, expected):
+    assert parse_spec(spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["hyde", "hyde:", ":gpt4", "magic:gpt4"])
+def test_parse_spec_errors(spec):
+    with pytest.raises(R2MedError):
+        parse_spec(spec)
+
+
+# -- the demo collection, checked by hand ------------------------------------------------------------
+def _raw_records(path: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+def test_biology_demo_combined_queries_by_hand():
+    folder = shared_collection("r2med-biology-demo")
+    coll = load_folder(folder)
+    raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
+    builder = ExpansionQueries("hyde", "qwen_7b")
+    lexical = builder(coll, "lexical")
+    dense = builder(coll, "dense")
+    assert set(lexical) == set(coll.queries) == {"0", "1"}
+    for qid in ("0", "1"):
+        # BM25 + HyDE: the expansion alone (qwen-7b is not a reasoning model: nothing stripped)
+        assert lexical[qid] == raw[qid]["hy_doc"]
+        assert dense[qid] == (coll.queries[qid], raw[qid]["hy_doc"])
+    assert lexical["0"].startswith("Certainly! Here’s a passage to help address the claim")
+    assert lexical["1"].startswith("The phenomenon of only breathing through one nostril")
+    # the same file read as Query2doc / LameR output combines differently
+    q2d = combine(coll.queries["1"], raw["1"]["hy_doc"], "query2doc", "qwen-7b", "lexical")
+    assert q2d == coll.queries["1"] + coll.queries["1"] + " " + raw["1"]["hy_doc"]
+    assert builder.loaded["r2med-biology-demo"].path == folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl"
+
+
+def test_expanded_bm25_run_equals_searching_the_expansions_directly(tmp_path):
+    folder = shared_collection("r2med-biology-demo")
+    coll = load_folder(folder)
+    raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
+    result = run_collection(coll, "bm25", {"cache": False}, k=10, out=tmp_path,
+                            query_builder=ExpansionQueries("hyde", "qwen-7b"), label="bm25+hyde-qwen-7b")
+    direct = BM25(cache=False).index(coll.corpus).search({q: raw[q]["hy_doc"] for q in coll.queries}, k=10)
+    assert result.run == direct
+    plain = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)
+    assert plain != direct  # the expansion changed the ranking
+    stored = json.loads((tmp_path / coll.name / "metrics.json").read_text())
+    assert stored["config"]["queries"].startswith("hyde:qwen-7b")
+
+
+# -- loading errors ----------------------------------------------------------------------------------
+def _write_collection(root: Path, n_queries: int = 3) -> Path:
+    root.mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps({"id": f"d{i}", "text": f"doc {i} insulin"})
+                                                 for i in range(5)) + "\n")
+    (root / "query.jsonl").write_text("\n".join(json.dumps({"id": f"q{i}", "text": f"query {i}"})
+                                                for i in range(n_queries)) + "\n")
+    (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q0", "p_id": "d0", "score": 1}) + "\n")
+    return root
+
+
+def test_missing_expansions_and_bad_lines_are_data_errors(tmp_path):
+    root = _write_collection(tmp_path / "c")
+    exp = root / "hyde" / "m" / "query_with_hydoc.jsonl"
+    exp.parent.mkdir(parents=True)
+    exp.write_text(json.dumps({"id": "q0", "hy_doc": "a"}) + "\n" + json.dumps({"id": "q1", "hy_doc": "b"}) + "\n")
+    coll = load_folder(root)
+    with pytest.raises(DataError, match=r"1 of 3 queries .* no expansion \(first: 'q2'\)"):
+        load_expansions(coll, "hyde", "m")
+    exp.write_text(json.dumps({"id": "q0", "hy_doc": "a"}) + "\n" + json.dumps({"id": "q1"}) + "\n")
+    with pytest.raises(DataError, match=r"query_with_hydoc.jsonl:2: missing field 'hy_doc'"):
+        load_expansions(coll, "hyde", "m")
+    exp.write_text(json.dumps({"id": "q0", "hy_doc": "a"}) + "\n" + json.dumps({"id": "q0", "hy_doc": "b"}) + "\n")
+    with pytest.raises(DataError, match=r":2: duplicate query id 'q0'"):
+        load_expansions(coll, "hyde", "m")
+    with pytest.raises(R2MedError, match=r"no hyde:other expansions .*available: hyde:m"):
+        load_expansions(coll, "hyde", "other")
+
+
+def test_builder_checks_inputs_up_front(tmp_path):
+    with pytest.raises(R2MedError, match="unknown hyde split 'gpt5'"):
+        expansion_builder("hyde:gpt5")
+    with pytest.raises(R2MedError, match="unknown expansion method"):
+        expansion_builder("hyde3:gpt4")
+    with pytest.raises(R2MedError, match="expansion file not found"):
+        expansion_builder("hyde:gpt4", file=tmp_path / "nope.jsonl")
+    with pytest.raises(R2MedError, match="needs --expansion"):
+        expansion_builder(None, folder=tmp_path)
+    assert expansion_builder("hyde:qwen_7b").label == "hyde-qwen-7b"
+
+
+def test_describe_changes_when_a_local_file_changes(tmp_path):
+    root = _write_collection(tmp_path / "c")
+    exp = root / "hyde" / "m" / "query_with_hydoc.jsonl"
+    exp.parent.mkdir(parents=True)
+    exp.write_text("".join(json.dumps({"id": f"q{i}", "hy_doc": "a"}) + "\n" for i in range(3)))
+    builder = expansion_builder("hyde:m", data_dir=root)
+    first = builder.describe()
+    exp.write_text("".join(json.dumps({"id": f"q{i}", "hy_doc": "longer text"}) + "\n" for i in range(3)))
+    assert builder.describe() != first
+
+
+# -- the CLI -----------------------------------------------------------------------------------------
+def test_evaluate_cli_with_expansion_writes_labelled_folder(tmp_path):
+    folder = shared_collection("r2med-biology-demo")
+    res = r2med("evaluate", "--data-dir", str(folder), "--expansion", "hyde:qwen_7b", "--out", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    task = tmp_path / "bm25+hyde-qwen-7b" / "r2med-biology-demo"
+    assert (task / "run.trec").exists() and (task / "metrics.json").exists()
+    assert "bm25+hyde-qwen-7b" in res.stdout
+
+
+def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
+    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "hyde:nonexistent", "--out", str(tmp_path))
+    assert res.returncode == 2
+    assert "unknown hyde split 'nonexistent'" in res.stderr and "Traceback" not in res.stderr
+    assert not any(tmp_path.iterdir())
+    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "rewrite:gpt4", "--out", str(tmp_path))
+    assert res.returncode == 2 and "unknown expansion method 'rewrite'" in res.stderr
