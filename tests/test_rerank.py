@@ -127,9 +127,9 @@ def test_unknown_reranker_is_a_one_line_error():
         make_reranker("nonsense")
 
 
-def test_unreachable_model_is_a_one_line_error(bert_one):
-    reranker = make_reranker("no-such-org/no-such-model")
-    with pytest.raises(R2MedError, match="cannot load reranker model 'no-such-org/no-such-model'"):
+def test_unloadable_model_is_a_one_line_error(tmp_path):
+    reranker = make_reranker(str(tmp_path))  # a folder without a model in it
+    with pytest.raises(R2MedError, match="cannot load reranker model"):
         reranker.score_pairs([("q", "d")])
 
 

@@ -4,7 +4,8 @@ A cross-encoder reads ``(query, document)`` together and outputs logits; the sco
 single logit of a one-label model (bge-reranker-v2-m3, sentence-transformers ``CrossEncoder``
 folders) or the logit of the relevant class (index 1) of a two-label model (monoBERT), as the
 R2MED paper scores them.  Inference is batched over pairs sorted by token length (little
-padding), on GPU in fp16 when one is present, otherwise on CPU in fp32, with a progress bar.
+padding), on GPU in half precision (bf16, or fp16 where bf16 is unsupported; ``dtype`` to choose)
+when one is present, otherwise on CPU in fp32, with a progress bar.
 """
 
 from __future__ import annotations
@@ -34,29 +35,6 @@ def _torch():
     except ImportError as exc:
         raise MissingExtraError(exc.name or "torch", "dense", "cross-encoder reranking") from None
     return torch
-
-
-def pick_device(device: str | None) -> str:
-    torch = _torch()
-    if device:
-        return device
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def pick_dtype(dtype: str, device: str):
-    """``auto`` -> fp16 on GPU, fp32 on CPU; or ``fp16``/``bf16``/``fp32``."""
-    torch = _torch()
-    table = {"fp16": torch.float16, "float16": torch.float16, "bf16": torch.bfloat16,
-             "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32}
-    if dtype == "auto":
-        return torch.float16 if device.startswith(("cuda", "mps")) else torch.float32
-    if dtype not in table:
-        raise R2MedError(f"unknown dtype {dtype!r}; use auto, fp16, bf16 or fp32")
-    return table[dtype]
 
 
 def progress_bar():
@@ -95,9 +73,11 @@ class PointwiseReranker:
     # -- shared --------------------------------------------------------------------------------
     def load(self) -> None:
         if self._model is None:
-            self.device = pick_device(self.device_option)
+            from ..retrieval.encoders import resolve_device, resolve_dtype
+
+            self.device = resolve_device(self.device_option)
             model, tokenizer = self._load()
-            model.to(device=self.device, dtype=pick_dtype(self.dtype_option, self.device))
+            model.to(device=self.device, dtype=resolve_dtype(self.dtype_option, self.device))
             model.eval()
             self._model, self._tokenizer = model, tokenizer
             accepted = inspect.signature(model.forward).parameters
@@ -171,10 +151,13 @@ class CrossEncoderReranker(PointwiseReranker):
         _torch()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        from ..retrieval.encoders import check_model_source
+
+        check_model_source(self.model_id)
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
             model = AutoModelForSequenceClassification.from_pretrained(self.model_id, revision=self.revision)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise R2MedError(f"cannot load reranker model {self.model_id!r}: {first}") from None
         return model, tokenizer

@@ -42,7 +42,7 @@ class RankLlamaReranker(PointwiseReranker):
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id)
             base = AutoModelForSequenceClassification.from_pretrained(self.base, num_labels=1)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise R2MedError(f"cannot load RankLLaMA base model {self.base!r}: {_first_line(exc)}") from None
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.unk_token or tokenizer.eos_token
