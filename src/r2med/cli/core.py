@@ -118,6 +118,13 @@ def evaluate_command(
     revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision (commit or tag)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute tasks whose results already exist."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write cached indexes."),
+    expansion: Optional[str] = typer.Option(None, "--expansion", "-e",
+                                            help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); "
+                                                 "see docs/expansion.md."),
+    expansion_file: Optional[Path] = typer.Option(None, "--expansion-file",
+                                                  help="With --expansion: read this query_with_hydoc.jsonl (one task)."),
+    expansion_dir: Optional[Path] = typer.Option(None, "--expansion-dir",
+                                                 help="With --expansion: folder written by `r2med expand`."),
 ) -> None:
     """Run a retriever over tasks, write OUT/<retriever>/<task>/{run.trec,metrics.json} and print a table."""
     if top_k < 1:
@@ -128,11 +135,18 @@ def evaluate_command(
     if retriever.startswith("bm25"):
         options.update(k1=k1, b=b, analyzer=analyzer)
     measures = parse_measures(measure)
-    results = evaluate_many(loaders, names, retriever, options, top_k, out / retriever, measures, count_missing,
-                            overwrite=overwrite)
+    builder, label = None, retriever
+    if expansion or expansion_file or expansion_dir:
+        from ..expansion.precomputed import expansion_builder
+
+        builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
+        label = f"{retriever}+{builder.label}"
+    results = evaluate_many(loaders, names, retriever, options, top_k, out / label, measures, count_missing,
+                            overwrite=overwrite, label=label if builder else None, query_builder=builder)
     paper_defaults = retriever == "bm25" and k1 == 0.9 and b == 0.4
-    console.print(summary_table(results, retriever, published_key=("bm25", "none", "none") if paper_defaults else None))
-    console.print(f"results: {out / retriever}")
+    published = (retriever, builder.method, builder.llm) if builder else (retriever, "none", "none")
+    console.print(summary_table(results, label, published_key=published if paper_defaults else None))
+    console.print(f"results: {out / label}")
 
 
 @app.command("demo")
