@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -50,13 +51,30 @@ def write_collection(root: Path, name: str, docs=DOCS, queries=QUERIES, qrels=QR
     return folder
 
 
+def synthetic(seed: int = 5, ndocs: int = 60, nq: int = 12):
+    """A seeded Zipfian collection whose queries repeat terms, so paper and standard BM25 rank differently."""
+    rng = random.Random(seed)
+    vocab = [f"term{i}" for i in range(80)]
+    weights = [1 / (i + 1) for i in range(80)]
+    docs = {f"s{i}": " ".join(rng.choices(vocab, weights, k=rng.randint(6, 30))) for i in range(ndocs)}
+    queries, qrels = {}, {}
+    for j in range(nq):
+        src = f"s{rng.randrange(ndocs)}"
+        queries[f"q{j}"] = " ".join(rng.choices(docs[src].split(), k=4) + rng.choices(vocab, weights, k=4))
+        other = f"s{rng.randrange(ndocs)}"
+        qrels[f"q{j}"] = {src: 2, **({other: 1} if other != src else {})}
+    return docs, queries, qrels
+
+
 def make_runs(tmp_path: Path) -> tuple[Path, Path]:
-    """Two systems (paper BM25, standard BM25) over two tasks named like R2MED's; returns (runs, data)."""
+    """Two systems (paper BM25, standard BM25) over two tasks named like R2MED's; returns (runs, data).
+
+    ``Biology`` is hand-written (readable texts), ``MedQA-Diag`` synthetic (12 queries on which the
+    two BM25 flavours differ).
+    """
     data = tmp_path / "data"
     write_collection(data, "Biology")
-    # the second task: the same texts with different judgments, so the systems differ per task
-    write_collection(data, "MedQA-Diag", qrels={"q1": {"d1": 1}, "q2": {"d4": 1}, "q3": {"d10": 1, "d6": 1},
-                                                "q4": {"d8": 1, "d9": 1}})
+    write_collection(data, "MedQA-Diag", *synthetic())
     runs = tmp_path / "runs"
     for task in ("Biology", "MedQA-Diag"):
         coll = load_folder(data / task)

@@ -1,0 +1,199 @@
+"""The HTML report: self-contained, and working in headless Chromium (driven over chromedriver's W3C HTTP API).
+
+Needs the Debian packages ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them); the browser
+tests skip with that reason when either is missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from r2med.data.loaders import load_folder
+from r2med.report import build_leaderboard, load_systems
+from r2med.report.html import load_collections, write_html
+from r2med.run import read_trec
+from test_report import make_runs
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+needs_browser = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="headless browser test needs Debian packages chromium and chromium-driver (apt-get install chromium chromium-driver)")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("html_runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("R2MED_HOME", str(root / "home"))
+        out, data = make_runs(root)
+    systems = load_systems([out])
+    board = build_leaderboard(systems)
+    page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board)
+    bare = write_html(root / "bare.html", systems, board=board)
+    return {"out": out, "data": data, "page": page, "bare": bare, "board": board}
+
+
+def _embedded(page: Path) -> dict:
+    text = page.read_text(encoding="utf-8")
+    m = re.search(r'<script id="report-data" type="application/json">(.*?)</script>', text, re.S)
+    return json.loads(m.group(1))
+
+
+def test_page_is_self_contained(built):
+    text = built["page"].read_text(encoding="utf-8")
+    assert "<link" not in text and not re.search(r"<script[^>]+src=", text)
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", text))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls
+    data = _embedded(built["page"])
+    assert data["systems"] == ["bm25", "bm25-standard"]
+    assert data["queries"]["Biology"]["q1"]["text"] == "treatment of diabetic ketoacidosis with insulin"
+    assert data["queries"]["Biology"]["q2"]["gold"] == [["d5", 2], ["d4", 1]]
+    assert text.count('<svg class="bars"') == 3  # two tasks + average
+    bare = _embedded(built["bare"])
+    assert "text" not in bare["queries"]["Biology"]["q1"] and bare["hasTexts"] == {"Biology": False, "MedQA-Diag": False}
+
+
+class Browser:
+    """A minimal W3C WebDriver client for chromedriver (urllib only)."""
+
+    def __init__(self, user_data: Path):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                self._call("GET", "/status")
+                break
+            except OSError:
+                time.sleep(0.1)
+        args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={user_data}",
+                "--window-size=1400,1800"]
+        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:loggingPrefs": {"browser": "ALL"},
+                                                 "goog:chromeOptions": {"binary": CHROMIUM, "args": args}}}}
+        self.sid = self._call("POST", "/session", caps)["sessionId"]
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        req = urllib.request.Request(self.base + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())["value"]
+
+    def s(self, method: str, path: str, body: dict | None = None):
+        return self._call(method, f"/session/{self.sid}{path}", body)
+
+    def get(self, url: str) -> None:
+        self.s("POST", "/url", {"url": url})
+
+    def js(self, script: str, *args):
+        return self.s("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def click(self, css: str) -> None:
+        element = self.s("POST", "/element", {"using": "css selector", "value": css})
+        self.s("POST", f"/element/{next(iter(element.values()))}/click", {})
+
+    def text(self, css: str) -> str:
+        element = self.s("POST", "/element", {"using": "css selector", "value": css})
+        return self.s("GET", f"/element/{next(iter(element.values()))}/text")
+
+    def console(self) -> list[dict]:
+        return self.s("POST", "/se/log", {"type": "browser"})
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self.s("GET", "/screenshot")))
+
+    def close(self) -> None:
+        try:
+            self.s("DELETE", "")
+        finally:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    b = Browser(tmp_path / "chrome-profile")
+    yield b
+    b.close()
+
+
+def _row_order(browser: Browser) -> list[str]:
+    return browser.js("return Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
+                      ".map(r => r.cells[0].getAttribute('data-value'))")
+
+
+@needs_browser
+def test_report_in_headless_chromium(built, browser, tmp_path):
+    board = built["board"]
+    browser.get(built["page"].as_uri())
+    assert browser.js("return typeof window.r2medReport") == "object"
+    errors = [e for e in browser.console() if e.get("level") == "SEVERE"]
+    assert errors == []
+
+    # sorting: a click on the MedQA-Diag header sorts descending, a second click ascending
+    values = {r.system: r.cells["MedQA-Diag"].value for r in board.rows}
+    browser.click('#leaderboard th[data-col="2"]')
+    assert _row_order(browser) == sorted(values, key=lambda s: -values[s])
+    browser.click('#leaderboard th[data-col="2"]')
+    assert _row_order(browser) == sorted(values, key=lambda s: values[s])
+    browser.click('#leaderboard th[data-col="0"]')
+    assert _row_order(browser) == ["bm25", "bm25-standard"]
+
+    # scatter: one point per query of both tasks
+    assert browser.js("return document.querySelectorAll('#scatter-svg circle.pt').length") == 16
+
+    # the inspector shows a chosen query: task, text, gold docs with their ranks in each system
+    browser.click('#inspect-task option[value="MedQA-Diag"]')
+    browser.click('#inspect-task option[value="Biology"]')
+    browser.click('#inspect-query option[value="q3"]')
+    assert browser.text("#inspect-title") == "Biology / q3"
+    assert browser.text("#inspect-text") == "fever cough pneumonia antibiotic"
+    gold_rows = browser.js("return Array.from(document.querySelectorAll('#gold-table tr')).slice(1)"
+                           ".map(r => Array.from(r.cells).slice(0, 4).map(c => c.textContent))")
+    qrels = load_folder(built["data"] / "Biology").qrels["q3"]
+    expected = []
+    for doc in sorted(qrels, key=lambda d: (-qrels[d], d)):
+        ranks = []
+        for system in ("bm25", "bm25-standard"):
+            run = read_trec(built["out"] / system / "Biology" / "run.trec")["q3"]
+            order = [d for d, _ in sorted(run.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+            ranks.append(str(order.index(doc) + 1) if doc in order else "–")
+        expected.append([doc, str(qrels[doc]), *ranks])
+    assert gold_rows == expected
+    marked = browser.js("return document.querySelectorAll('.sysrun tr.rel').length")
+    assert marked == sum(1 for r in expected for rank in r[2:] if rank != "–" and int(rank) <= 10)
+
+    # clicking a scatter point opens that query
+    browser.js("document.querySelector('#scatter-svg circle.pt[data-task=\"MedQA-Diag\"][data-qid=\"q3\"]')"
+               ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    assert browser.text("#inspect-title") == "MedQA-Diag / q3"
+    browser.js("document.getElementById('sec-board').scrollIntoView()")
+    shot = tmp_path / "report.png"
+    browser.screenshot(shot)
+    assert shot.stat().st_size > 10_000
+    assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
+    # the console channel really reports errors (so the empty lists above mean something)
+    browser.js("console.error('probe')")
+    assert any("probe" in e.get("message", "") for e in browser.console())
+
+
+@needs_browser
+def test_report_without_texts_degrades_to_ids(built, browser):
+    browser.get(built["bare"].as_uri())
+    assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
+    assert "query text unavailable" in browser.text("#inspect-text")
+    assert browser.js("return document.querySelectorAll('.sysrun').length") == 2
