@@ -118,6 +118,15 @@ def evaluate_command(
     revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision (commit or tag)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute tasks whose results already exist."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write cached indexes."),
+    model: Optional[str] = typer.Option(None, "--model", help="Dense: embedding model (hub id or local folder)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Dense: texts per batch (of the longest)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Dense: auto (default), cpu, cuda, cuda:1..."),
+    max_length: Optional[int] = typer.Option(None, "--max-length", min=2, help="Dense: max tokens per text."),
+    pooling: Optional[str] = typer.Option(None, "--pooling", help="Dense: cls, mean or last-token."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Dense: allow models that run their own code (NV-Embed-v2)."),
+    medcpt_published: bool = typer.Option(False, "--medcpt-published-encoder",
+                                          help="medcpt: encode queries with the Article encoder, as the published code did."),
     expansion: Optional[str] = typer.Option(None, "--expansion", "-e",
                                             help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); "
                                                  "see docs/expansion.md."),
@@ -134,6 +143,16 @@ def evaluate_command(
     options: dict = {"cache": not no_cache}
     if retriever.startswith("bm25"):
         options.update(k1=k1, b=b, analyzer=analyzer)
+    from ..retrieval.presets import DENSE_PRESETS
+
+    dense = retriever == "dense" or retriever in DENSE_PRESETS
+    if dense:
+        options.update({k: v for k, v in dict(model=model, batch_size=batch_size, device=device, max_length=max_length,
+                                              pooling=pooling, trust_remote_code=trust_remote_code or None,
+                                              medcpt_published=medcpt_published or None).items() if v is not None})
+    elif any(v for v in (model, batch_size, device, max_length, pooling, trust_remote_code, medcpt_published)):
+        raise R2MedError(f"--model/--batch-size/--device/--max-length/--pooling/--trust-remote-code apply to dense "
+                         f"retrievers, not {retriever!r}")
     measures = parse_measures(measure)
     builder, label = None, retriever
     if expansion or expansion_file or expansion_dir:
@@ -143,7 +162,8 @@ def evaluate_command(
         label = f"{retriever}+{builder.label}"
     results = evaluate_many(loaders, names, retriever, options, top_k, out / label, measures, count_missing,
                             overwrite=overwrite, label=label if builder else None, query_builder=builder)
-    paper_defaults = retriever == "bm25" and k1 == 0.9 and b == 0.4
+    paper_defaults = (retriever == "bm25" and k1 == 0.9 and b == 0.4) or (
+        dense and retriever != "dense" and model is None and max_length is None and pooling is None)
     published = (retriever, builder.method, builder.llm) if builder else (retriever, "none", "none")
     console.print(summary_table(results, label, published_key=published if paper_defaults else None))
     console.print(f"results: {out / label}")

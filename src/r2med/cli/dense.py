@@ -1,0 +1,159 @@
+"""Commands ``r2med models`` (every retriever and its settings) and ``r2med cache ls|rm``
+(every artifact under the r2med home: BM25 indexes, embeddings, LLM caches...)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from ..cache import dir_size, home
+from ..errors import R2MedError
+from . import app, console
+
+cache_app = typer.Typer(help="List or remove cached artifacts under the r2med home ($R2MED_HOME).",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+def retriever_settings() -> dict[str, dict[str, Any]]:
+    """name -> {family, description, settings...} for every registered retriever."""
+    from ..protocol import models
+    from ..retrieval import available_retrievers
+    from ..retrieval.presets import DENSE_PRESETS, get_preset
+
+    out: dict[str, dict[str, Any]] = {}
+    paper = models()["retrievers"]
+    for name, description in available_retrievers().items():
+        entry: dict[str, Any] = {"description": description}
+        if name in DENSE_PRESETS:
+            entry.update(family="dense", **get_preset(name).describe())
+        elif name == "dense":
+            entry.update(family="dense", hub_id="--model <hub id or folder>", pooling="mean (--pooling)")
+        elif name.startswith("bm25"):
+            spec = paper.get("bm25", {})
+            entry.update(family="lexical", k1=spec.get("k1", 0.9), b=spec.get("b", 0.4))
+        out[name] = entry
+    return out
+
+
+@app.command("models")
+def models_command(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List every retriever (BM25 and the paper's dense presets) with its settings."""
+    rows = retriever_settings()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1, ensure_ascii=False))
+        return
+    table = Table(title="retrievers (use with `r2med evaluate --retriever NAME`)")
+    for col in ("name", "family", "model", "pooling", "norm", "max len", "batch", "query instruction", "doc instruction"):
+        table.add_column(col, overflow="fold")
+    for name, r in rows.items():
+        if r.get("family") == "lexical":
+            table.add_row(name, "lexical", f"k1={r['k1']} b={r['b']}", "", "", "", "", "", "")
+            continue
+        pooling = r.get("pooling", "") if r.get("loader") in (None, "transformers") else r.get("loader", "")
+        table.add_row(name, r.get("family", ""), str(r.get("hub_id", "")), str(pooling),
+                      "yes" if r.get("normalize") else "no" if "normalize" in r else "",
+                      str(r.get("max_length", "")), str(r.get("batch_size", "")),
+                      _short(r.get("query_instruction")), _short(r.get("doc_instruction")))
+    console.print(table)
+
+
+def _short(value: Any, width: int = 40) -> str:
+    if not value:
+        return ""
+    text = str(value).replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- cache ---------------------------------------------------------------------------------------
+
+def cache_entries(kind: Optional[str] = None) -> list[dict[str, Any]]:
+    """Every entry under the home, as {kind, name, path, bytes, modified, detail}."""
+    root = home()
+    kinds = [root / kind] if kind else sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if kind and not kinds[0].is_dir():
+        raise R2MedError(f"no cached {kind!r} under {root}; see `r2med cache ls` for what exists")
+    out = []
+    for folder in kinds:
+        for entry in sorted(folder.iterdir()):
+            if entry.name.startswith("."):
+                continue
+            size = dir_size(entry) if entry.is_dir() else entry.stat().st_size
+            out.append({"kind": folder.name, "name": entry.name, "path": entry, "bytes": size,
+                        "modified": entry.stat().st_mtime, "detail": _detail(folder.name, entry)})
+    return out
+
+
+def _detail(kind: str, entry: Path) -> str:
+    try:
+        if kind == "embeddings":
+            meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
+            state = "complete" if (entry / "embeddings.npy").exists() else "partial"
+            return f"{meta['encoder'].get('model')} · {meta['n_docs']} docs · {state}"
+        if kind == "bm25":
+            params = json.loads((entry / "params.json").read_text(encoding="utf-8"))
+            return f"k1={params['k1']} b={params['b']} · {params['n_docs']} docs"
+        if entry.is_file() and entry.suffix == ".jsonl":
+            with entry.open("rb") as fh:
+                return f"{sum(1 for _ in fh)} records"
+    except (OSError, ValueError, KeyError):
+        return "unreadable"
+    return ""
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n}"
+
+
+@cache_app.command("ls")
+def cache_ls(kind: Optional[str] = typer.Argument(None, help="Only this kind (bm25, embeddings, llm...)."),
+             as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List cached artifacts with their size."""
+    entries = cache_entries(kind)
+    if as_json:
+        typer.echo(json.dumps([{**e, "path": str(e["path"])} for e in entries], indent=1))
+        return
+    table = Table(title=f"r2med cache: {home()}")
+    for col in ("kind", "name", "size", "modified", "what"):
+        table.add_column(col, justify="right" if col == "size" else "left", overflow="fold")
+    for e in entries:
+        table.add_row(e["kind"], e["name"], _size(e["bytes"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"])),
+                      e["detail"])
+    console.print(table)
+    console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size(sum(e['bytes'] for e in entries))}")
+
+
+@cache_app.command("rm")
+def cache_rm(kind: str = typer.Argument(..., help="Kind of artifact (bm25, embeddings, llm...)."),
+             names: Optional[list[str]] = typer.Argument(None, help="Entries to remove (see `r2med cache ls`)."),
+             all_: bool = typer.Option(False, "--all", help="Remove every entry of this kind."),
+             partial: bool = typer.Option(False, "--partial", help="Remove unfinished embedding encodings only.")) -> None:
+    """Remove cached artifacts (safe: anything removed is rebuilt on demand)."""
+    entries = {e["name"]: e for e in cache_entries(kind)}
+    if partial:
+        chosen = [e for e in entries.values() if e["detail"].endswith("partial")]
+    elif all_:
+        chosen = list(entries.values())
+    elif names:
+        missing = [n for n in names if n not in entries]
+        if missing:
+            raise R2MedError(f"no {kind} entry named {missing[0]!r}; see `r2med cache ls {kind}`")
+        chosen = [entries[n] for n in names]
+    else:
+        raise R2MedError(f"name the {kind} entries to remove, or pass --all (see `r2med cache ls {kind}`)")
+    freed = 0
+    for e in chosen:
+        freed += e["bytes"]
+        path: Path = e["path"]
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    console.print(f"removed {len(chosen)} {kind} entr{'y' if len(chosen) == 1 else 'ies'}, freed {_size(freed)}")
