@@ -119,3 +119,56 @@ def compare_command(
                 console.print(f"[yellow]note:[/] {note}")
     else:
         _emit(render_comparisons(comparisons, "markdown" if fmt == "table" else fmt), output)
+
+
+@app.command("reproduce")
+def reproduce_command(
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what would run here and why the rest cannot."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="Folder of R2MED task folders (else the hub)."),
+    out: Path = typer.Option(Path("runs/reproduce"), "--out", "-o", help="Where runs are written (and reused from)."),
+    retrievers: Optional[str] = typer.Option(None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."),
+    tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
+    settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic"]), "--settings",
+                                 help="Published settings to include (base, gar, lrm_agentic)."),
+    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Allowed |delta| (x100); default by retriever kind."),
+    force_cpu: bool = typer.Option(False, "--force-cpu", help="Also run large local models without a GPU."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision."),
+) -> None:
+    """Reproduce the published R2MED figures that this machine can: run, compare, print pass/fail with tolerance."""
+    from ..report import reproduce as rp
+    from ..tasks import parse_tasks
+
+    if fmt not in ("table", "json"):
+        raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
+    matrix = rp.cells([s.strip() for s in settings.split(",") if s.strip()],
+                      [r.strip() for r in retrievers.split(",")] if retrievers else None, parse_tasks(tasks))
+    env = rp.Environment(data_dir, force_cpu=force_cpu, revision=revision)
+    planned = rp.plan(matrix, env)
+    if dry_run:
+        if fmt == "json":
+            typer.echo(rp.to_json(planned), nl=False)
+        else:
+            _out().print(rp.plan_table(planned))
+            gpu = env.gpu or "none"
+            console.print(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}")
+        return
+    from .core import _progress
+
+    runnable = sum(p.runnable for p in planned)
+    with _progress() as progress:
+        bar = progress.add_task("reproduce", total=runnable)
+
+        def step(p):
+            progress.update(bar, description=f"{p.cell.label} · {p.cell.task}")
+            progress.advance(bar)
+
+        outcomes = rp.run_matrix(planned, out, env, tolerance=tolerance, overwrite=overwrite, progress=step)
+    if fmt == "json":
+        typer.echo(rp.to_json(outcomes=outcomes), nl=False)
+    else:
+        _out().print(rp.outcome_table(outcomes))
+        console.print(f"runs: {out}")
+    if any(o.status in ("fail", "error") for o in outcomes):
+        raise typer.Exit(1)

@@ -81,10 +81,11 @@ class Comparison:
         return recs
 
     def to_rich(self):
+        from rich.markup import escape
         from rich.table import Table
 
-        table = Table(title=f"{self.system} vs {self.baseline}: {_measure_label(self.measure)}",
-                      caption=self.legend(), caption_justify="left")
+        table = Table(title=escape(f"{self.system} vs {self.baseline}: {_measure_label(self.measure)}"),
+                      caption=escape(self.legend()), caption_justify="left")
         for i, h in enumerate(self.HEADER):
             table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
         for line, cells in zip(self.rows, self.grid()):

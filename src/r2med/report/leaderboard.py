@@ -129,10 +129,12 @@ class Leaderboard:
 
     # -- renderers ---------------------------------------------------------------------------------
     def to_rich(self):
+        from rich.markup import escape
         from rich.table import Table
 
         header, lines = self.grid()
-        table = Table(title=f"Leaderboard: {_measure_label(self.measure)} (x100)", caption="\n".join(self.legend()),
+        lines = [(kind, [escape(cells[0]), *cells[1:]]) for kind, cells in lines]
+        table = Table(title=f"Leaderboard: {_measure_label(self.measure)} (x100)", caption=escape("\n".join(self.legend())),
                       caption_justify="left")
         for i, h in enumerate(header):
             table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)

@@ -1,0 +1,102 @@
+"""`reproduce`: the matrix covers every published retriever configuration, says why cells cannot run,
+and runs (then reuses) what it can, graded against the published figure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from r2med.data.loaders import load_folder
+from r2med.metrics import evaluate
+from r2med.protocol import published_figures
+from r2med.report import reproduce as rp
+from r2med.run import read_metrics, read_trec
+from test_report import QUERIES, write_collection
+
+
+def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    env = rp.Environment(None)
+    planned = rp.plan(rp.cells(), env)
+    rows = rp.plan_rows(planned)
+    expected = {(f.setting, f.retriever if f.expansion == "none" else f"{f.retriever}+{f.expansion}-{f.llm}")
+                for f in published_figures() if f.setting in ("base", "gar", "lrm_agentic")}
+    assert {(r["setting"], r["config"]) for r in rows} == expected
+    assert len(rows) == 68 and all(r["tasks"] == 8 for r in rows)
+    by = {r["config"]: r for r in rows}
+    # offline (HF_HUB_OFFLINE=1 in tests) with no data: nothing can run, and each says why
+    assert not any(r["can_run"] for r in rows)
+    assert "no data" in by["bm25"]["reason"] and "--data-dir" in by["bm25"]["reason"]
+    assert "OPENAI_API_KEY" in by["openai"]["reason"] and "VOYAGE_API_KEY" in by["voyage"]["reason"]
+    assert "no expansions" in by["bm25+hyde-gpt4"]["reason"]
+    if env.gpu is None:
+        assert "no GPU" in by["nv"]["reason"] and "no GPU" in by["e5"]["reason"]
+        assert "no GPU" not in by["bge"]["reason"]  # small enough for CPU; blocked by weights/data instead
+
+
+def test_api_key_present_removes_that_reason(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    planned = rp.plan(rp.cells(settings=["base"], retrievers=["openai"]), rp.Environment(None))
+    assert all("API key" not in r for p in planned for r in p.reasons)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    data = tmp_path / "data"
+    folder = write_collection(data, "Biology")
+    exp = folder / "hyde" / "gpt4"
+    exp.mkdir(parents=True)
+    hydocs = {"q1": "insulin fluids potassium ketoacidosis", "q2": "inhaled corticosteroids asthma children",
+              "q3": "amoxicillin pneumonia", "q4": "triptans migraine dark room"}
+    (exp / "query_with_hydoc.jsonl").write_text(
+        "".join(json.dumps({"id": q, "text": QUERIES[q], "hy_doc": hydocs[q]}) + "\n" for q in QUERIES))
+    return data
+
+
+def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
+    env = rp.Environment(data_dir)
+    matrix = rp.cells(settings=["base", "gar"], retrievers=["bm25"], tasks=["Biology"])
+    planned = rp.plan(matrix, env)
+    runnable = {p.cell.label for p in planned if p.runnable}
+    assert runnable == {"bm25", "bm25+hyde-gpt4"}  # the only expansion present locally
+    out = tmp_path / "repro"
+    outcomes = rp.run_matrix(planned, out, env)
+    done = {o.cell.label: o for o in outcomes if o.status != "skip"}
+    assert set(done) == runnable
+    coll = load_folder(data_dir / "Biology")
+    for label, o in done.items():
+        folder = out / label / "Biology"
+        # the graded value is the trec_eval value of the written run
+        ref = evaluate(read_trec(folder / "run.trec"), coll.qrels, ["ndcg_cut_10"]).aggregate["ndcg_cut_10"]
+        assert o.value == pytest.approx(100 * ref, abs=1e-9)
+        assert o.delta == pytest.approx(o.value - o.cell.published)
+        assert o.status == ("pass" if abs(o.delta) <= o.tolerance else "fail")
+        assert read_metrics(folder)["retriever"] == label
+    # the expansion was used: HyDE-only BM25 queries differ from the plain ones
+    assert read_trec(out / "bm25" / "Biology" / "run.trec") != read_trec(out / "bm25+hyde-gpt4" / "Biology" / "run.trec")
+    skipped = [o for o in outcomes if o.status == "skip"]
+    assert skipped and all("no expansions" in o.detail for o in skipped)
+    again = rp.run_matrix(planned, out, env)
+    assert all(o.reused for o in again if o.status != "skip")
+    assert [o.value for o in again] == [o.value for o in outcomes]
+
+
+def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
+    cmd = [sys.executable, "-c", "from r2med.cli import main; main()", "reproduce"]
+    dry = subprocess.run(cmd + ["--dry-run", "-r", "bm25", "--settings", "base", "-d", str(data_dir), "-f", "json"],
+                         capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    rows = json.loads(dry.stdout)
+    assert len(rows) == 8 and [r["task"] for r in rows if r["runnable"]] == ["Biology"]
+    run = subprocess.run(cmd + ["-r", "bm25", "--settings", "base", "-t", "Biology", "-d", str(data_dir),
+                                "-o", str(tmp_path / "o"), "-f", "json"], capture_output=True, text=True)
+    result = json.loads(run.stdout)
+    assert result[0]["config"] == "bm25" and result[0]["published"] == 19.19
+    # a toy collection does not reproduce the paper: FAIL, and the exit code says so
+    assert result[0]["status"] == "fail" and run.returncode == 1
+    bad = subprocess.run(cmd + ["--dry-run", "-r", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no published figures" in bad.stderr
