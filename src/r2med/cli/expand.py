@@ -99,6 +99,9 @@ def expand_command(
     from ..expansion.generate import paper_sampling, prompt_task as resolve_prompt
     from ..llm import LLMClient
 
+    if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress bar
+        for noisy in ("httpx2", "httpx", "openai"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     method = check_method(method)
     if sampling is not None and sampling not in ("api", "open"):
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")

@@ -46,11 +46,12 @@ def prompt_task(name: str, override: str | None = None) -> str:
     """The protocol's prompt key for a collection: its task name, or ``override`` (``--prompt-task``)."""
     prompts = protocol()["generation_prompts"]["hyde"]
     lowered = {k.lower(): k for k in prompts}
-    for cand in (override, name):
-        if cand and cand.lower() in lowered:
-            return lowered[cand.lower()]
     if override:
-        raise R2MedError(f"unknown --prompt-task {override!r}; choose from: {', '.join(prompts)}")
+        if override.lower() not in lowered:
+            raise R2MedError(f"unknown --prompt-task {override!r}; choose from: {', '.join(prompts)}")
+        return lowered[override.lower()]
+    if name.lower() in lowered:
+        return lowered[name.lower()]
     raise R2MedError(f"no generation prompt for collection {name!r}; pass --prompt-task with one of: "
                      f"{', '.join(prompts)}")
 
