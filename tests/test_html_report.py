@@ -19,10 +19,15 @@ from pathlib import Path
 import pytest
 
 from r2med.data.loaders import load_folder
+from r2med.expansion.precomputed import ExpansionQueries
+from r2med.pipeline import run_collection
 from r2med.report import build_leaderboard, load_systems
 from r2med.report.html import load_collections, write_html
 from r2med.run import read_trec
-from test_report import make_runs
+from test_report import QUERIES, make_runs
+
+HYDOC = {"q1": "insulin and potassium for ketoacidosis", "q2": "corticosteroids for asthma",
+         "q3": "amoxicillin for community acquired pneumonia", "q4": "triptans for migraine"}
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -37,6 +42,14 @@ def built(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("R2MED_HOME", str(root / "home"))
         out, data = make_runs(root)
+        # a third system: BM25 with HyDE expansions from a reasoning LLM (its trace must be stripped)
+        exp = data / "Biology" / "hyde" / "r1-qwen-32b"
+        exp.mkdir(parents=True)
+        (exp / "query_with_hydoc.jsonl").write_text("".join(
+            json.dumps({"id": q, "text": t, "hy_doc": f"<think>secret reasoning {q}</think> {HYDOC[q]}"}) + "\n"
+            for q, t in QUERIES.items()))
+        run_collection(load_folder(data / "Biology"), "bm25", {}, k=10, out=out / "bm25+hyde-r1-qwen-32b",
+                       label="bm25+hyde-r1-qwen-32b", query_builder=ExpansionQueries("hyde", "r1-qwen-32b"))
     systems = load_systems([out])
     board = build_leaderboard(systems)
     page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board)
@@ -56,7 +69,10 @@ def test_page_is_self_contained(built):
     urls = set(re.findall(r"https?://[^\s\"'<>)]+", text))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     data = _embedded(built["page"])
-    assert data["systems"] == ["bm25", "bm25-standard"]
+    assert data["systems"] == ["bm25", "bm25+hyde-r1-qwen-32b", "bm25-standard"]
+    # the inspector gets the expansion as the retriever used it: reasoning trace stripped
+    assert data["queries"]["Biology"]["q3"]["expansion"] == {"bm25+hyde-r1-qwen-32b": HYDOC["q3"]}
+    assert "expansion" not in data["queries"]["MedQA-Diag"]["q3"]
     assert data["queries"]["Biology"]["q1"]["text"] == "treatment of diabetic ketoacidosis with insulin"
     assert data["queries"]["Biology"]["q2"]["gold"] == [["d5", 2], ["d4", 1]]
     assert text.count('<svg class="bars"') == 3  # two tasks + average
@@ -145,15 +161,18 @@ def test_report_in_headless_chromium(built, browser, tmp_path):
     assert errors == []
 
     # sorting: a click on the MedQA-Diag header sorts descending, a second click ascending
-    values = {r.system: r.cells["MedQA-Diag"].value for r in board.rows}
+    values = {r.system: r.cells["MedQA-Diag"].value for r in board.rows if r.cells["MedQA-Diag"].value is not None}
+    assert len(values) == 2 and len(set(values.values())) == 2
     browser.click('#leaderboard th[data-col="2"]')
-    assert _row_order(browser) == sorted(values, key=lambda s: -values[s])
+    assert _row_order(browser) == sorted(values, key=lambda s: -values[s]) + ["bm25+hyde-r1-qwen-32b"]  # empty last
     browser.click('#leaderboard th[data-col="2"]')
-    assert _row_order(browser) == sorted(values, key=lambda s: values[s])
+    assert _row_order(browser) == sorted(values, key=lambda s: values[s]) + ["bm25+hyde-r1-qwen-32b"]
     browser.click('#leaderboard th[data-col="0"]')
-    assert _row_order(browser) == ["bm25", "bm25-standard"]
+    assert _row_order(browser)[0] == "bm25"
 
-    # scatter: one point per query of both tasks
+    # scatter: one point per query both systems answered (bm25+hyde ran Biology only)
+    assert browser.js("return document.querySelectorAll('#scatter-svg circle.pt').length") == 4
+    browser.click('#scatter-y option[value="bm25-standard"]')
     assert browser.js("return document.querySelectorAll('#scatter-svg circle.pt').length") == 16
 
     # the inspector shows a chosen query: task, text, gold docs with their ranks in each system
@@ -163,17 +182,19 @@ def test_report_in_headless_chromium(built, browser, tmp_path):
     assert browser.text("#inspect-title") == "Biology / q3"
     assert browser.text("#inspect-text") == "fever cough pneumonia antibiotic"
     gold_rows = browser.js("return Array.from(document.querySelectorAll('#gold-table tr')).slice(1)"
-                           ".map(r => Array.from(r.cells).slice(0, 4).map(c => c.textContent))")
+                           ".map(r => Array.from(r.cells).slice(0, 5).map(c => c.textContent))")
     qrels = load_folder(built["data"] / "Biology").qrels["q3"]
     expected = []
     for doc in sorted(qrels, key=lambda d: (-qrels[d], d)):
         ranks = []
-        for system in ("bm25", "bm25-standard"):
+        for system in ("bm25", "bm25+hyde-r1-qwen-32b", "bm25-standard"):
             run = read_trec(built["out"] / system / "Biology" / "run.trec")["q3"]
             order = [d for d, _ in sorted(run.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
             ranks.append(str(order.index(doc) + 1) if doc in order else "–")
         expected.append([doc, str(qrels[doc]), *ranks])
     assert gold_rows == expected
+    assert "Expansion used by bm25+hyde-r1-qwen-32b" in browser.text("#inspector")
+    assert HYDOC["q3"] in browser.text("#inspector .exp") and "secret reasoning" not in browser.text("#inspector")
     marked = browser.js("return document.querySelectorAll('.sysrun tr.rel').length")
     assert marked == sum(1 for r in expected for rank in r[2:] if rank != "–" and int(rank) <= 10)
 
@@ -196,4 +217,4 @@ def test_report_without_texts_degrades_to_ids(built, browser):
     browser.get(built["bare"].as_uri())
     assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
     assert "query text unavailable" in browser.text("#inspect-text")
-    assert browser.js("return document.querySelectorAll('.sysrun').length") == 2
+    assert browser.js("return document.querySelectorAll('.sysrun').length") == 3

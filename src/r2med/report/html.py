@@ -32,7 +32,7 @@ from .systems import System
 log = logging.getLogger(__name__)
 
 TOP = 10
-SNIPPET = 600
+SNIPPET = 400
 EXPANSION_CHARS = 3000
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac"]
@@ -81,10 +81,21 @@ def _expansion_texts(coll: Collection, system: System) -> dict[str, str]:
                 pub is not None and pub.expansion == method and pub.llm == llm.replace("_", "-")):
             out = {}
             for _, rec in iter_jsonl(path):
-                text = rec.get("hy_doc") or rec.get("expansion") or ""
-                out[str(rec.get("id"))] = str(text)[:EXPANSION_CHARS]
+                out[str(rec.get("id"))] = _strip(llm, str(rec.get("hy_doc") or ""))[:EXPANSION_CHARS]
             return out
     return {}
+
+
+def _strip(llm: str, text: str) -> str:
+    """The expansion as the retriever saw it (reasoning trace removed), when the expansion module is there."""
+    try:
+        from ..expansion.traces import strip_for
+    except ImportError:  # pragma: no cover - expansion support not installed
+        return text
+    try:
+        return strip_for(llm, text)
+    except Exception:  # unknown model family: show the raw text
+        return text
 
 
 def report_data(systems: list[System], board: Leaderboard, collections: Mapping[str, Collection],

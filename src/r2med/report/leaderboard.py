@@ -122,6 +122,8 @@ class Leaderboard:
             out.append("* average over the tasks this system has (not all columns).")
         if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
             out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        notes = sorted({r.published_average_note for r in self.rows if r.published_average_note})
+        out += [f"{AVERAGE} delta: {n}." for n in notes]
         if self.baseline:
             out.append(f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
                        f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled).")
