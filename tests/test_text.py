@@ -69,3 +69,17 @@ def test_agreement_with_lucene_on_shared_collections(lucene, name):
     texts = list(coll.corpus.values())[:1500]
     same = sum(ours.tokenize(t) == lucene.tokenize(t) for t in texts) / len(texts)
     assert same >= 0.97, same
+
+
+def test_ascii_fast_path_equals_the_unicode_pattern():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from r2med.text import _TOKEN, _TOKEN_ASCII
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+    def check(text):
+        assert _TOKEN_ASCII.findall(text) == _TOKEN.findall(text)
+
+    check()

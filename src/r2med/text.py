@@ -40,6 +40,12 @@ _WORD = r"[^\W\u00b2\u00b3\u00b9\u00bc-\u00be\u2070-\u209f\u2150-\u215f\u2460-\u
 _CJK = r"[\u2e80-\u9fff\uf900-\ufaff]"
 _EMOJI = r"[\u00a9\u00ae\u203c\u2049\u2122\u2139\u231a-\u23ff\u25aa-\u27bf\u2b05-\u2b55\U0001f000-\U0001faff]"
 _TOKEN = re.compile(rf"{_WORD}+(?:[.:,;'\u2019]{_WORD}+)*|{_CJK}|{_EMOJI}")
+# The same pattern for pure-ASCII text (most English text), about twice as fast.
+_TOKEN_ASCII = re.compile(r"\w+(?:[.:,;']\w+)*", re.ASCII)
+
+
+def _findall(text: str) -> list[str]:
+    return (_TOKEN_ASCII if text.isascii() else _TOKEN).findall(text)
 _LETTER_JOINERS = frozenset(".:'\u2019")
 _DIGIT_JOINERS = frozenset(".,;'\u2019")
 
@@ -47,7 +53,7 @@ _DIGIT_JOINERS = frozenset(".,;'\u2019")
 def split_words(text: str) -> list[str]:
     """UAX#29-like word tokens of ``text`` (case preserved, no stop words removed)."""
     out: list[str] = []
-    for token in _TOKEN.findall(text):
+    for token in _findall(text):
         out.extend(_split_joined(token))
     return out
 
@@ -108,7 +114,7 @@ class EnglishAnalyzer:
 
     def tokenize(self, text: str) -> list[str]:
         analyse = self._analyse_surface
-        return [t for token in _TOKEN.findall(text.lower()) for t in analyse(token)]
+        return [t for token in _findall(text.lower()) for t in analyse(token)]
 
     def analyse_surfaces(self, surfaces: Sequence[str]) -> list[tuple[str, ...]]:
         """Terms for each distinct lowercased regex token."""
@@ -216,12 +222,11 @@ def surface_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndar
     """Lowercased regex tokens of each text as ids into a surface vocabulary (no analysis yet)."""
     vocab = _Ids()
     get = vocab.__getitem__
-    findall = _TOKEN.findall
     ids = array("i")
     lengths = array("q")
     for text in texts:
         before = len(ids)
-        ids.extend(map(get, findall(text.lower())))
+        ids.extend(map(get, _findall(text.lower())))
         lengths.append(len(ids) - before)
     return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
 
