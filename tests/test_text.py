@@ -83,3 +83,17 @@ def test_ascii_fast_path_equals_the_unicode_pattern():
         assert _TOKEN_ASCII.findall(text) == _TOKEN.findall(text)
 
     check()
+
+
+def test_bm25_with_lucene_tokens_scores_like_the_python_analyzer(lucene):
+    """On a collection where the token lists agree, both analyzers give the same BM25 run."""
+    from r2med import BM25, evaluate
+    from r2med.data import load_folder
+
+    from conftest import shared_collection
+
+    coll = load_folder(shared_collection("medline-med"))
+    ours = BM25(cache=False).index(coll.corpus).search(coll.queries)
+    theirs = BM25(cache=False, analyzer=lucene).index(coll.corpus).search(coll.queries)
+    assert evaluate(ours, coll.qrels)["nDCG@10"] == pytest.approx(evaluate(theirs, coll.qrels)["nDCG@10"], abs=1e-9)
+    assert all(list(ours[q])[:10] == list(theirs[q])[:10] for q in coll.queries)
