@@ -1,7 +1,7 @@
 """Live expansion throughput: r2med's concurrent LLM client vs the paper's one-request-at-a-time loop.
 
-Starts the local OpenAI-compatible test server (``tests/llm_server.py``) with a fixed latency per
-request, builds the paper's HyDE prompts for N synthetic queries, and times
+Starts the local OpenAI-compatible test server (``tests/llm_server.py``) in its own process (like a
+real endpoint, it does not share this process's CPU time) with a fixed latency per request, builds the paper's HyDE prompts for N synthetic queries, and times
 
 * **baseline** -- the R2MED code's loop for API models: ``openai.OpenAI().chat.completions.create``
   called once per query, in order;
@@ -15,18 +15,36 @@ Usage: ``python benchmarks/expand_speed.py [--queries 100] [--latency 0.2] [--co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from llm_server import Faults, LLMServer  # noqa: E402
+SERVER = Path(__file__).resolve().parents[1] / "tests" / "llm_server.py"
 
 WORDS = "insulin glucose ketone acidosis kidney heart lung virus antibody neuron liver anemia thyroid".split()
+
+
+@contextlib.contextmanager
+def server_process(latency: float) -> Iterator[str]:
+    """Run tests/llm_server.py in a subprocess; yield its base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", str(port), "--latency", str(latency)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()  # "serving ..." once it listens
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def main() -> None:
@@ -47,27 +65,27 @@ def main() -> None:
     batch = [build_messages("hyde", "MedXpertQA-Exam", q) for q in queries]
     sampling = paper_sampling(api=True)
 
-    with LLMServer(Faults(latency=args.latency)) as server:
+    with server_process(args.latency) as url:
         # baseline: the paper's sequential loop over the OpenAI client
-        client = openai.OpenAI(api_key="EMPTY", base_url=server.base_url)
+        client = openai.OpenAI(api_key="EMPTY", base_url=url)
         t0 = time.perf_counter()
         baseline = [client.chat.completions.create(model="test-model", messages=m, **sampling).choices[0].message.content
                     for m in batch]
         t_base = time.perf_counter() - t0
 
-        ours = LLMClient("test-model", base_url=server.base_url, concurrency=args.concurrency, cache=False)
+        ours = LLMClient("test-model", base_url=url, concurrency=args.concurrency, cache=False)
         t0 = time.perf_counter()
         results = ours.chat_many(batch, **sampling)
         t_ours = time.perf_counter() - t0
         assert [r.text for r in results] == baseline, "concurrent answers differ from the sequential ones"
 
-        cached = LLMClient("test-model", base_url=server.base_url, concurrency=args.concurrency)
+        cached = LLMClient("test-model", base_url=url, concurrency=args.concurrency)
         cached.chat_many(batch, **sampling)
-        before = server.requests
         t0 = time.perf_counter()
-        cached.chat_many(batch, **sampling)
+        rerun = LLMClient("test-model", base_url=url, concurrency=args.concurrency)  # reloads the disk cache
+        rerun.chat_many(batch, **sampling)
         t_rerun = time.perf_counter() - t0
-        assert server.requests == before
+        assert rerun.usage.requests == 0 and rerun.usage.cache_hits == len(batch)
 
     print(f"{args.queries} HyDE requests, server latency {args.latency * 1000:.0f} ms/request")
     print(f"  baseline (paper: sequential openai loop)   {t_base:8.2f} s")
