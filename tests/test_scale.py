@@ -104,3 +104,26 @@ def test_sharded_bm25_rejects_misuse():
         ShardedBM25().index({})
     with pytest.raises(R2MedError):
         ShardedBM25().search({"q": "x"})
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 90), k=st.integers(1, 30), shards=st.integers(1, 7),
+       identical=st.booleans())
+def test_sharded_dense_search_equals_brute_force(seed, n_docs, k, shards, identical):
+    from r2med.scale.dense import ShardedDenseIndex
+
+    rng = np.random.default_rng(seed)
+    # Small integer vectors: products are exact in float32 and ties are common.
+    docs = rng.integers(-2, 3, size=(n_docs, 4)).astype(np.float32)
+    queries = rng.integers(-2, 3, size=(6, 4)).astype(np.float32)
+    doc_ids = [f"d{i}" for i in range(n_docs)]
+    same = [f"d{i}" for i in rng.permutation(n_docs)[:6]] if identical else []
+    qids = same + [f"q{i}" for i in range(6 - len(same))]  # distinct; some equal to doc ids
+    index = ShardedDenseIndex.from_arrays(doc_ids, [docs[s.start:s.stop] for s in plan_shards(n_docs, shards)])
+    run = index.search(queries, qids, k=k, ignore_identical_ids=True)
+    full = queries.astype(np.float64) @ docs.T.astype(np.float64)
+    for r, qid in enumerate(qids):
+        allowed = [i for i in range(n_docs) if doc_ids[i] != qid]
+        best = sorted(allowed, key=lambda i: (-full[r, i], i))[:k]
+        assert list(run[qid]) == [doc_ids[i] for i in best]
+        assert list(run[qid].values()) == [float(full[r, i]) for i in best]

@@ -1,0 +1,93 @@
+"""Exact dense search over embedding shards, merged into a global top-k.
+
+Each shard is searched exactly (chunked ``Q @ D.T``, a top-k per chunk whose ties -- also at
+the cut-off -- go to the lower corpus position), positions are global, and
+:func:`r2med.scale.shards.merge_topk` merges the per-shard lists with the same tie rule, so the
+result equals one exact search over the whole matrix whatever the sharding.  With ``ray=True`` each shard is one Ray task that reads its shard from the store
+(a memory map on a shared path, or the object store for in-memory arrays), so only the small
+per-shard top-k lists travel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import R2MedError
+from ..run import Run
+from .cluster import map_tasks, require_ray
+from .shards import merge_topk, topk_rows
+
+
+def search_shard(queries: np.ndarray, shard: Any, offset: int, k: int, exclude: np.ndarray | None,
+                 chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` of one shard: (global positions, scores); ``shard`` is an array or ``(store location, index)``.
+
+    Doc chunks of the shard (possibly a memory map) are scored with ``queries @ chunk.T``; each
+    chunk's top-k and the merge break ties by position, also at the cut-off.
+    """
+    if isinstance(shard, tuple):
+        from .store import ShardStore
+
+        location, index = shard
+        shard = ShardStore(location).read_shard(index, mmap=True)
+    rows = np.arange(len(queries))
+    parts = []
+    for lo in range(0, len(shard), chunk):
+        block = np.asarray(shard[lo:lo + chunk], dtype=np.float32)
+        scores = queries @ block.T
+        if exclude is not None:
+            start = offset + lo
+            hit = (exclude >= start) & (exclude < start + len(block))
+            scores[rows[hit], exclude[hit] - start] = -np.inf
+        parts.append(topk_rows(scores, k, offset + lo))
+    positions, scores = merge_topk(parts, k)
+    return np.where(np.isneginf(scores), np.iinfo(np.int64).max, positions), scores  # excluded docs sort last
+
+
+class ShardedDenseIndex:
+    """Embedding shards (arrays, or a store written by :func:`r2med.scale.encode.encode_distributed`)."""
+
+    def __init__(self, doc_ids: Sequence[str], shards: Sequence[Any], sizes: Sequence[int],
+                 location: str | None = None):
+        if sum(sizes) != len(doc_ids):
+            raise R2MedError(f"{len(doc_ids)} doc ids but {sum(sizes)} embeddings in the shards")
+        self.doc_ids = list(doc_ids)
+        self.shards = list(shards)
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+        self.location = location
+
+    @classmethod
+    def from_arrays(cls, doc_ids: Sequence[str], shards: Sequence[np.ndarray]) -> ShardedDenseIndex:
+        return cls(doc_ids, shards, [len(s) for s in shards])
+
+    @classmethod
+    def from_store(cls, location: str) -> ShardedDenseIndex:
+        from .encode import load_shards
+
+        doc_ids, arrays = load_shards(location)
+        return cls(doc_ids, [(location, i) for i in range(len(arrays))], [len(a) for a in arrays], location)
+
+    def search(self, queries: np.ndarray, qids: Sequence[str], k: int = 100, ignore_identical_ids: bool = True,
+               ray: bool = False) -> Run:
+        """Global top-``k`` per query embedding row (``qids`` name the rows)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        exclude = None
+        if ignore_identical_ids:
+            pos = {d: i for i, d in enumerate(self.doc_ids)}
+            exclude = np.array([pos.get(q, -1) for q in qids], dtype=np.int64)
+        shards = self.shards
+        if ray:
+            ray_mod = require_ray()
+            q_ref = ray_mod.put(queries)
+            shards = [ray_mod.put(s) if isinstance(s, np.ndarray) else s for s in shards]
+            parts = map_tasks(search_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)],
+                              use_ray=True)
+        else:
+            parts = [search_shard(queries, s, o, k, exclude) for s, o in zip(shards, self.offsets)]
+        positions, scores = merge_topk(parts, k)
+        n = len(self.doc_ids)
+        return {qid: {self.doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist()) if p < n}
+                for r, qid in enumerate(qids)}
