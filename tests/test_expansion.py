@@ -207,3 +207,37 @@ def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
     assert not any(tmp_path.iterdir())
     res = r2med("evaluate", "--tasks", "Biology", "--expansion", "rewrite:gpt4", "--out", str(tmp_path))
     assert res.returncode == 2 and "unknown expansion method 'rewrite'" in res.stderr
+
+
+def _fill_hub_cache(home: Path, task: str, source: Path, expansions: dict[str, str]) -> None:
+    """huggingface_hub's cache layout (datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}), offline."""
+    rev = "fedcba9876543210fedcba9876543210fedcba98"
+    repo = home / "hub" / f"datasets--R2MED--{task}"
+    snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True)
+    for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl"):
+        (snap / name).write_bytes((source / name).read_bytes())
+    for rel, content in expansions.items():
+        (snap / rel).parent.mkdir(parents=True)
+        (snap / rel).write_text(content, encoding="utf-8")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(rev)
+
+
+def test_hub_expansions_from_a_filled_cache_with_published_column(r2med_home, tmp_path):
+    folder = shared_collection("r2med-biology-demo")
+    raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
+    r1 = "".join(json.dumps({"id": q, "text": r["text"], "hy_doc": "<think>long musing</think>" + r["hy_doc"]}) + "\n"
+                 for q, r in raw.items())
+    _fill_hub_cache(r2med_home, "Biology", folder, {
+        "hyde/gpt4/query_with_hydoc.jsonl": (folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl").read_text(),
+        "hyde/r1-qwen-32b/query_with_hydoc.jsonl": r1})
+    from r2med.data import load_task
+
+    coll = load_task("Biology")
+    stripped = ExpansionQueries("hyde", "r1_qwen_32b")(coll, "lexical")
+    assert stripped == {q: r["hy_doc"] for q, r in raw.items()}  # the trace is gone
+    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "hyde:gpt4", "--out", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "bm25+hyde-gpt4" / "Biology" / "run.trec").exists()
+    assert "published" in res.stdout and "57.34" in res.stdout  # the paper's BM25 + HyDE(GPT-4o) on Biology
