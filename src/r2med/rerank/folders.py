@@ -33,6 +33,7 @@ from .base import Reranker, rerank_run
 log = logging.getLogger(__name__)
 
 DEMO_SOURCE = "built-in demo collection"
+TREC_DECIMALS = 6  # r2med.run.format_trec writes scores with 6 decimals
 
 
 @dataclass
@@ -159,6 +160,9 @@ def _reuse(folder: Path, config: Mapping[str, Any], collection: Collection, meas
 
 def _finish(collection: Collection, name: str, run: Run, config: Mapping[str, Any], out: Path | None,
             measures, count_missing: bool, timing: dict[str, float]) -> TaskResult:
+    # Score what the file will hold: run.trec keeps 6 decimals, so near-ties (RRF sums) rank by doc id
+    # there; rounding first keeps metrics.json equal to scoring run.trec.
+    run = {qid: {did: round(s, TREC_DECIMALS) for did, s in docs.items()} for qid, docs in run.items()}
     metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
     folder = out / collection.name if out is not None else None
     if folder is not None:

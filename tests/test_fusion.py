@@ -1,0 +1,122 @@
+"""Fusion: RRF / CombSUM / CombMNZ against hand computation; the ``fuse`` command on real runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from conftest import shared_collection
+from r2med.cli import app
+from r2med.errors import R2MedError
+from r2med.fusion import comb, fuse, normalise, rrf
+from r2med.metrics import evaluate
+from r2med.run import read_trec, ranked
+
+A = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 0.5, "y": 0.5}}
+B = {"q1": {"b": 0.9, "d": 0.5, "a": 0.1}, "q3": {"z": 7.0}}
+
+
+def test_rrf_by_hand():
+    got = rrf([A, B])
+    assert got["q1"] == pytest.approx({"a": 1 / 61 + 1 / 63, "b": 1 / 62 + 1 / 61, "c": 1 / 63, "d": 1 / 62})
+    assert [d for d, _ in ranked(got["q1"])] == ["b", "a", "d", "c"]
+    # tied scores rank as trec_eval ranks them: doc id descending, so y is rank 1
+    assert got["q2"] == pytest.approx({"y": 1 / 61, "x": 1 / 62})
+    assert got["q3"] == pytest.approx({"z": 1 / 61})  # a query only one run answers keeps that run's docs
+
+
+def test_weighted_rrf_other_k_and_depth():
+    got = rrf([A, B], k=10, weights=[2.0, 1.0], depth=2)
+    full = {"a": 2 / 11 + 1 / 13, "b": 2 / 12 + 1 / 11, "c": 2 / 13, "d": 1 / 12}
+    top2 = dict(sorted(full.items(), key=lambda kv: -kv[1])[:2])
+    assert got["q1"] == pytest.approx(top2)
+
+
+def test_combsum_and_combmnz_minmax_by_hand():
+    # min-max: A/q1 -> a 1, b .5, c 0; B/q1 -> b 1, d .5, a 0
+    assert comb([A, B], "combsum")["q1"] == pytest.approx({"a": 1.0, "b": 1.5, "c": 0.0, "d": 0.5})
+    assert comb([A, B], "combmnz")["q1"] == pytest.approx({"a": 2.0, "b": 3.0, "c": 0.0, "d": 0.5})
+    assert comb([A, B], "combsum", weights=[1.0, 3.0])["q1"] == pytest.approx({"a": 1.0, "b": 3.5, "c": 0.0, "d": 1.5})
+    assert comb([A, B], "combsum")["q2"] == {"x": 1.0, "y": 1.0}  # all-equal scores -> 1
+
+
+def test_zscore_matches_scipy():
+    rng = np.random.default_rng(0)
+    runs = [{"q": {f"d{i}": float(v) for i, v in enumerate(rng.normal(size=12))}},
+            {"q": {f"d{i}": float(v) for i, v in enumerate(rng.normal(5, 3, size=12)) if i % 3}}]
+    expected: dict[str, float] = {}
+    for run in runs:
+        ids = list(run["q"])
+        for did, z in zip(ids, stats.zscore([run["q"][d] for d in ids])):
+            expected[did] = expected.get(did, 0.0) + z
+    assert comb(runs, "combsum", norm="zscore")["q"] == pytest.approx(expected)
+    assert normalise({"a": 2.0, "b": 2.0}, "zscore") == {"a": 0.0, "b": 0.0}
+    assert normalise({"a": 2.0, "b": 4.0}, "none") == {"a": 2.0, "b": 4.0}
+
+
+def test_bad_settings_are_errors():
+    with pytest.raises(R2MedError, match="one weight per run"):
+        fuse([A, B], "rrf", weights=[1.0])
+    with pytest.raises(R2MedError, match="unknown fusion method"):
+        fuse([A, B], "borda")
+    with pytest.raises(R2MedError, match="unknown normalisation"):
+        fuse([A, B], "combsum", norm="rank")
+
+
+def _evaluate(out, retriever, data, extra=()):
+    runner = CliRunner()
+    result = runner.invoke(app, ["evaluate", "-r", retriever, "-d", str(data), "-o", str(out), *extra])
+    assert result.exit_code == 0, result.output
+
+
+def test_fuse_command_on_real_runs(tmp_path):
+    data = shared_collection("medline-med")
+    out = tmp_path / "runs"
+    _evaluate(out, "bm25", data)
+    # a second, different lexical run: BM25 with other parameters, written under its own name
+    runner = CliRunner()
+    _evaluate(tmp_path / "other", "bm25", data, ["--k1", "1.5", "--b", "0.9"])
+    (tmp_path / "other" / "bm25").rename(out / "bm25-k15")
+    result = runner.invoke(app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--method", "rrf",
+                                 "--weights", "1,2"])
+    assert result.exit_code == 0, result.output
+    folder = out / "rrf-bm25+bm25-k15" / "medline-med"
+    fused = read_trec(folder / "run.trec")
+    first, second = read_trec(out / "bm25" / "medline-med" / "run.trec"), read_trec(out / "bm25-k15" / "medline-med" / "run.trec")
+    for qid in first:  # hand formula over the files, independent of r2med.fusion
+        scores: dict[str, float] = {}
+        for run, w in ((first, 1.0), (second, 2.0)):
+            for rank, (did, _) in enumerate(sorted(run[qid].items(), key=lambda kv: (kv[1], kv[0]), reverse=True), 1):
+                scores[did] = scores.get(did, 0.0) + w / (60 + rank)
+        top = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:100]
+        # the file keeps 6 decimals: order the hand result as trec_eval will read it
+        top = sorted(((d, round(s, 6)) for d, s in top), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        assert [d for d, _ in ranked(fused[qid])] == [d for d, _ in top]
+    metrics = json.loads((folder / "metrics.json").read_text())
+    from r2med.data.loaders import load_folder
+
+    assert metrics["aggregate"]["ndcg_cut_10"] == pytest.approx(
+        evaluate(fused, load_folder(data).qrels).aggregate["ndcg_cut_10"], abs=1e-6)
+    assert metrics["config"]["fusion"] == "rrf" and metrics["config"]["weights"] == [1.0, 2.0]
+    # a re-run reuses the finished task
+    again = runner.invoke(app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--weights", "1,2"])
+    assert again.exit_code == 0 and "reused" in again.output
+
+
+def test_fuse_command_errors(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["fuse", str(tmp_path / "nope"), str(tmp_path / "nope2")])
+    assert isinstance(result.exception, R2MedError) and "no such run folder" in str(result.exception)
+    result = runner.invoke(app, ["fuse", str(tmp_path), str(tmp_path), "--weights", "1,x"])
+    assert isinstance(result.exception, R2MedError) and "comma-separated numbers" in str(result.exception)
+    res = subprocess.run([sys.executable, "-m", "r2med", "fuse", str(tmp_path), str(tmp_path), "--method", "borda"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "unknown fusion method 'borda'" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written
