@@ -328,6 +328,9 @@ class LLMClient:
             if status in RETRY_STATUS or status >= 500:
                 raise _Transient(f"HTTP {status}: {detail}", retry_after=parse_retry_after(headers)) from None
             raise _Permanent(f"HTTP {status}: {detail}") from None
+        except openai.APIError as exc:  # e.g. a reply that is not a chat completion
+            self._ever_connected = True
+            raise _Transient(f"bad reply from the endpoint ({type(exc).__name__}: {_short(exc)})") from None
         self._ever_connected = True
         choice = response.choices[0] if response.choices else None
         text = getattr(getattr(choice, "message", None), "content", None) if choice else None
@@ -417,6 +420,10 @@ class LLMClient:
                                 fatal = fatal or exc
                                 stop.set()
                                 continue
+                            except Exception as exc:  # a bug or an odd reply must not lose the other items
+                                log.debug("request failed", exc_info=True)
+                                self.usage.add(failed=1)
+                                res = Result(error=f"{type(exc).__name__}: {_short(exc)}", key=key)
                             for j, i in enumerate(pending[key]):
                                 item = res if j == 0 else Result(**{**res.__dict__, "cached": res.ok})
                                 results[i] = item

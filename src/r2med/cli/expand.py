@@ -166,7 +166,10 @@ def _agentic(collection, method: str, client, params: dict, retriever_name: str,
         retriever.index(collection.corpus)
     agent = AgenticExpander(client, retriever, collection.corpus, tags=get_protocol(method), max_turns=max_turns,
                             top_k=search_k, sampling=params)
-    traces = agent.run(collection.queries, on_retry=bar.retry)
+    def on_turn(turn: int, searching: int) -> None:
+        bar.progress.update(bar.task, description=f"{method} · {collection.name} · turn {turn}: {searching} searching")
+
+    traces = agent.run(collection.queries, on_turn=on_turn, on_retry=bar.retry)
     texts, errors, extra = {}, {}, {}
     for qid, trace in traces.items():
         bar.result(qid, type("R", (), {"ok": trace.error is None})())
