@@ -237,7 +237,24 @@ def test_cli_report_formats_and_errors(runs, tmp_path):
     res = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(out),
                           "--format", "csv"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[0].startswith("system,task,measure,value,published,delta")
+    assert res.stdout.splitlines()[0].startswith("system,reference,task,measure,value,published,delta")
     bad = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(tmp_path / "missing")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "no such run folder" in bad.stderr
+
+
+def test_published_reference_rows(runs):
+    out, _ = runs
+    board = build_leaderboard(load_systems([out]), references=["nv", "bm25+hyde-gpt4"])
+    ref = {r.system: r for r in board.rows if r.reference}
+    assert set(ref) == {"paper: nv", "paper: bm25+hyde-gpt4"}
+    nv = published_ndcg10("nv")
+    row = ref["paper: nv"]
+    assert row.cells["Biology"].value == nv["Biology"] and row.cells["MedQA-Diag"].value == nv["MedQA-Diag"]
+    assert row.cells["Average"].value == pytest.approx((nv["Biology"] + nv["MedQA-Diag"]) / 2)
+    assert row.published is None and row.cells["Biology"].delta is None
+    assert "| _paper: nv_ |" in board.to_markdown()
+    from r2med.errors import R2MedError
+
+    with pytest.raises(R2MedError, match="no published figures"):
+        build_leaderboard(load_systems([out]), references=["not-a-model"])

@@ -73,6 +73,8 @@ def report_command(
     seed: int = typer.Option(42, "--seed", help="Seed of the randomisation test and bootstrap."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
     title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
+    with_published: Optional[str] = typer.Option(None, "--with-published",
+                                                 help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."),
 ) -> None:
     """Leaderboard of run folders (systems x tasks) beside the published R2MED figures; optional HTML report."""
     from ..report import build_leaderboard, load_systems
@@ -80,7 +82,8 @@ def report_command(
     fmt = _check_format(fmt)
     systems = load_systems(runs, published=_published_overrides(published))
     board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
-                              n_permutations=permutations, seed=seed)
+                              n_permutations=permutations, seed=seed,
+                              references=[x.strip() for x in with_published.split(",") if x.strip()] if with_published else ())
     if fmt == "table" and output is None:
         _out().print(board.to_rich())
     else:

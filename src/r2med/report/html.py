@@ -191,7 +191,7 @@ def leaderboard_html(board: Leaderboard) -> str:
                          f'{"" if d is None else f"{d:+.2f}"}{"" if within else " " + FLAG}</span></div>')
             sort_value = "" if c.value is None else f"{c.value:.6f}"
             cells.append(f'<td data-value="{sort_value}">{val or "–"}{mark}{extra}</td>')
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+        rows.append(('<tr class="ref">' if row.reference else "<tr>") + "".join(cells) + "</tr>")
     return (f'<table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to sort">system</th>'
             f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             + "".join(f'<p class="legend">{e(line)}</p>' for line in board.legend()))
@@ -219,7 +219,7 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
             parts.append(f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="lab">{e(r.system[:22])}</text>')
             if v is not None:
                 w = max(v * scale, 0.5)
-                parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(r.system, "#888")}">'
+                parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(r.system, "#c7c7c7")}">'
                              f"<title>{e(r.system)}: {v:.2f}</title></rect>")
                 parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 4}" class="val">{v:.2f}</text>')
             p = r.cells[col].published

@@ -16,13 +16,14 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError
 from ..metrics import HEADLINE, canonical
 from ..tasks import TASK_NAMES
-from .systems import PublishedKey, System, task_order
+from .systems import PublishedKey, System, parse_label, task_order
 
 AVERAGE = "Average"
 SIGNIFICANT = "†"
@@ -67,6 +68,7 @@ class Row:
     cells: dict[str, Cell]
     partial_average: bool = False
     published_average_note: str = ""
+    reference: bool = False  # a published configuration shown for comparison, not a run
 
     def within(self, task: str) -> bool | None:
         d = self.cells[task].delta
@@ -102,7 +104,7 @@ class Leaderboard:
                 if col == AVERAGE and row.partial_average and c.value is not None:
                     text += "*"
                 vals.append(text)
-            lines.append(("system", [row.system, *vals]))
+            lines.append(("reference" if row.reference else "system", [row.system, *vals]))
             if row.published is not None and any(row.cells[c].published is not None for c in self.columns):
                 pub = ["-" if row.cells[c].published is None else f"{row.cells[c].published:.2f}" for c in self.columns]
                 lines.append(("published", [f"  published {row.published.label}", *pub]))
@@ -118,6 +120,8 @@ class Leaderboard:
 
     def legend(self) -> list[str]:
         out = [f"{_measure_label(self.measure)} x100; {AVERAGE} = mean over the columns' tasks."]
+        if any(r.reference for r in self.rows):
+            out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.partial_average for r in self.rows):
             out.append("* average over the tasks this system has (not all columns).")
         if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
@@ -143,7 +147,7 @@ class Leaderboard:
         for kind, cells in lines:
             if kind == "system":
                 table.add_row(*cells, style="bold")
-            elif kind == "published":
+            elif kind in ("published", "reference"):
                 table.add_row(*cells, style="dim")
             else:
                 styled = [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c
@@ -155,7 +159,7 @@ class Leaderboard:
         header, lines = self.grid()
         out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         for kind, cells in lines:
-            first = f"**{cells[0]}**" if kind == "system" else cells[0].strip()
+            first = f"**{cells[0]}**" if kind == "system" else f"_{cells[0]}_" if kind == "reference" else cells[0].strip()
             out.append("| " + " | ".join([first, *cells[1:]]) + " |")
         return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in self.legend()) + "\n"
 
@@ -167,6 +171,8 @@ class Leaderboard:
         for kind, cells in lines:
             if kind == "system":
                 row = [r"\textbf{" + _tex(cells[0]) + "}", *(_tex(c) for c in cells[1:])]
+            elif kind == "reference":
+                row = [r"\textit{" + _tex(c) + "}" for c in cells]
             else:
                 row = [r"\quad " + _tex(cells[0].strip()),
                        *(r"\textbf{" + _tex(c) + "}" if c.endswith("(!)") else _tex(c) for c in cells[1:])]
@@ -182,7 +188,7 @@ class Leaderboard:
             for col in self.columns:
                 c = row.cells[col]
                 recs.append({
-                    "system": row.system, "task": col, "measure": self.measure,
+                    "system": row.system, "reference": row.reference, "task": col, "measure": self.measure,
                     "value": _round(c.value), "published": c.published, "delta": _round(c.delta),
                     "tolerance": row.tolerance if c.published is not None else None,
                     "within_tolerance": row.within(col),
@@ -211,6 +217,7 @@ class Leaderboard:
                     "label": key.label, "setting": key.setting(), "source": key.source()},
                 "tolerance": row.tolerance,
                 "partial_average": row.partial_average,
+                "reference": row.reference,
                 "cells": {col: {"value": _round(row.cells[col].value), "published": row.cells[col].published,
                                 "delta": _round(row.cells[col].delta), "within_tolerance": row.within(col),
                                 "p_holm": row.cells[col].p_holm, "significant": row.cells[col].significant}
@@ -261,8 +268,12 @@ def _tex(text: str) -> str:
 
 def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance: float | None = None,
                       baseline: str | None = None, alpha: float = 0.05, n_permutations: int = 10_000,
-                      seed: int = 42) -> Leaderboard:
-    """Tabulate ``systems`` for ``measure``; published deltas only for nDCG@10 (the published measure)."""
+                      seed: int = 42, references: Sequence[str] = ()) -> Leaderboard:
+    """Tabulate ``systems`` for ``measure``; published deltas only for nDCG@10 (the published measure).
+
+    ``references`` adds published configurations (``nv``, ``bm25+hyde-gpt4``) as rows of their
+    own, for comparison with systems that have no published counterpart.
+    """
     measure = canonical(measure)
     if not systems:
         raise R2MedError("no systems to report; pass run folders written by `r2med evaluate`")
@@ -299,10 +310,33 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
         rows.append(Row(s.name, key if figures else None,
                         tolerance if tolerance is not None else default_tolerance(key) if figures else None,
                         cells, partial_average=0 < len(present) < len(tasks), published_average_note=note))
+    rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
     return board
+
+
+def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> list[Row]:
+    if labels and measure != HEADLINE:
+        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure}")
+    rows = []
+    for label in labels:
+        key = parse_label(label)
+        if key is None:
+            raise R2MedError(f"no published figures for {label!r}; use e.g. bm25, nv, bge+hyde-gpt4, "
+                             "bm25+query2doc-qwen-72b (see r2med/protocol/r2med_published_ndcg10.csv)")
+        figures = key.figures()
+        cells = {t: Cell(value=figures.get(t)) for t in tasks}
+        present = [t for t in tasks if cells[t].value is not None]
+        if present and len(present) == len(TASK_NAMES) == len(tasks):
+            avg = figures.get(AVERAGE)
+        else:
+            avg = sum(figures[t] for t in present) / len(present) if present else None
+        cells[AVERAGE] = Cell(value=avg)
+        rows.append(Row(f"paper: {key.label}", None, None, cells, partial_average=0 < len(present) < len(tasks),
+                        reference=True))
+    return rows
 
 
 def _mark_significance(board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float,
