@@ -1,0 +1,135 @@
+"""API embedders against a local HTTP embeddings server: batching, retry on 429/500, truncation,
+Voyage input types, key errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from r2med.errors import R2MedError
+from r2med.retrieval import make_retriever
+from r2med.retrieval.api import EmbeddingAPIError
+
+
+def vector(text: str, dim: int = 8) -> list[float]:
+    """The server's deterministic embedding of a text (what the client must hand back, in order)."""
+    h = hashlib.blake2b(text.encode("utf-8"), digest_size=dim * 2).digest()
+    return [(int.from_bytes(h[2 * i:2 * i + 2], "little") - 32768) / 32768 for i in range(dim)]
+
+
+class EmbeddingServer:
+    """POST /v1/embeddings -> {"data": [{"index", "embedding"}]}; the first ``fail`` requests get
+    429 (Retry-After: 0) or 500 alternately; ``key`` is required as a Bearer token."""
+
+    def __init__(self, fail: int = 0, key: str = "test-key"):
+        self.fail, self.key = fail, key
+        self.bodies: list[dict] = []
+        self.statuses: list[int] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.bodies.append(body)
+                if self.headers.get("Authorization") != f"Bearer {outer.key}":
+                    return self._send(401, {"error": {"message": "bad key"}})
+                if len(outer.bodies) <= outer.fail:
+                    return self._send(429 if len(outer.bodies) % 2 else 500, {"error": {"message": "busy"}},
+                                      {"Retry-After": "0"})
+                data = [{"index": i, "embedding": vector(t)} for i, t in enumerate(body["input"])]
+                data.reverse()  # the client must order by index
+                self._send(200, {"data": data, "model": body["model"]})
+
+            def _send(self, status, payload, headers=None):
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+                outer.statuses.append(status)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+CORPUS = {"d1": "insulin\nresistance", "d2": "heart failure", "d3": "kidney stones", "d4": "gene therapy",
+          "d5": "viral load"}
+
+
+def test_openai_embedder_batches_retries_and_orders(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with EmbeddingServer(fail=3) as server:
+        r = make_retriever("openai", task="Biology", base_url=server.base_url, api_key="test-key", batch_size=2)
+        r.index(CORPUS)
+        assert server.statuses[:3] == [429, 500, 429]  # retried until it worked
+        sent = [t for b in server.bodies for t in b["input"]]
+        assert "insulin resistance" in sent  # newlines replaced, as the paper did
+        assert all(len(b["input"]) <= 2 for b in server.bodies)
+        want = np.array([vector(t.replace("\n", " ")) for t in CORPUS.values()], dtype=np.float32)
+        np.testing.assert_allclose(np.asarray(r.embeddings), want, atol=1e-7)
+        run = r.search({"q": "heart"}, k=5)
+        qv = np.array(vector("heart"))
+        best = max(CORPUS, key=lambda d: float(want[list(CORPUS).index(d)] @ qv))
+        assert next(iter(run["q"])) == best
+        assert server.bodies[-1]["model"] == "text-embedding-3-large"
+
+
+def test_openai_truncates_long_texts():
+    long = " ".join(["word"] * 20000)
+    with EmbeddingServer() as server:
+        r = make_retriever("openai", base_url=server.base_url, api_key="test-key")
+        r.index({"d": long})
+        sent = server.bodies[0]["input"][0]
+        try:
+            import tiktoken
+
+            enc = tiktoken.get_encoding("cl100k_base")
+            assert len(enc.encode(sent)) <= 6000
+        except Exception:  # offline: tiktoken's BPE file is not available, the estimate is used
+            assert len(sent.split()) <= 4500
+        assert len(sent) < len(long)
+
+
+def test_voyage_sends_input_types(monkeypatch):
+    with EmbeddingServer() as server:
+        monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", server.base_url)
+        r = make_retriever("voyage", task="Biology")
+        r.index(CORPUS)
+        r.search({"q": "heart"}, k=2)
+        assert server.bodies[0]["input_type"] == "document" and server.bodies[-1]["input_type"] == "query"
+        assert server.bodies[0]["model"] == "voyage-3"
+
+
+def test_missing_or_refused_key_is_a_one_line_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    r = make_retriever("openai")
+    with pytest.raises(R2MedError, match="OPENAI_API_KEY"):
+        r.index(CORPUS)
+    with EmbeddingServer() as server:
+        r = make_retriever("openai", base_url=server.base_url, api_key="wrong")
+        with pytest.raises(EmbeddingAPIError, match="refused"):
+            r.index(CORPUS)
