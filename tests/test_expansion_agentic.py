@@ -131,3 +131,25 @@ def test_expand_cli_search_r1_writes_traces(tmp_path):
     row = json.loads((tmp_path / "exp" / "Biology" / "search-r1" / "test-model" / "query_with_hydoc.jsonl").read_text())
     assert row["hy_doc"] == "fluids and insulin" and row["stopped"] == "answer" and row["turns"] == 2
     assert row["searches"] == [["ketoacidosis treatment", top_docs("ketoacidosis treatment", 2)]]
+
+
+def test_expand_cli_custom_tags(tmp_path):
+    root = tmp_path / "Biology"
+    root.mkdir()
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
+    (root / "query.jsonl").write_text(json.dumps({"id": "q1", "text": QUESTION}) + "\n")
+    (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
+    base = [sys.executable, "-m", "r2med", "expand", "--method", "search-o1", "--model", "test-model",
+            "--data-dir", str(root), "--out", str(tmp_path / "exp"), "--search-k", "1"]
+    bad = subprocess.run([*base, "--search-tags", "<q>"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--search-tags wants OPEN,CLOSE" in bad.stderr
+    with LLMServer(script=["<q>potassium acidosis</q>", "</think>Potassium shifts out of cells."]) as server:
+        res = subprocess.run([*base, "--base-url", server.base_url, "--search-tags", "<q>,</q>",
+                              "--result-tags", "<r>,</r>"], capture_output=True, text=True, timeout=120)
+        bodies = list(server.bodies)
+    assert res.returncode == 0, res.stderr
+    assert "<q> your query </q>" in user_contents(bodies[0])[0] and bodies[0]["stop"] == ["</q>"]
+    (doc,) = top_docs("potassium acidosis", 1)
+    assert user_contents(bodies[1])[1] == f"<r>\nDoc 1: {CORPUS[doc]}\n</r>"
+    row = json.loads((tmp_path / "exp" / "Biology" / "search-o1" / "test-model" / "query_with_hydoc.jsonl").read_text())
+    assert row["hy_doc"] == "Potassium shifts out of cells." and row["stopped"] == "no-search"

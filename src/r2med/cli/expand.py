@@ -91,6 +91,10 @@ def expand_command(
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Agentic methods: the index searched."),
     max_turns: int = typer.Option(4, "--max-turns", min=1, help="Agentic methods: LLM turns per query."),
     search_k: int = typer.Option(3, "--search-k", min=1, help="Agentic methods: passages returned per search."),
+    search_tags: Optional[str] = typer.Option(None, "--search-tags", help="Agentic: OPEN,CLOSE tags of a search "
+                                                                          "request (default: the protocol's)."),
+    result_tags: Optional[str] = typer.Option(None, "--result-tags", help="Agentic: OPEN,CLOSE tags around results."),
+    answer_tags: Optional[str] = typer.Option(None, "--answer-tags", help="Agentic: OPEN,CLOSE tags of the answer."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the LLM answer cache."),
 ) -> None:
@@ -107,6 +111,7 @@ def expand_command(
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
     llm = llm_folder_name(llm_name or model)
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
+    tags = _tags(method, search_tags, result_tags, answer_tags) if method in AGENTIC else None
     if method not in AGENTIC:
         for name in names:  # fail before any request when a prompt is missing
             resolve_prompt(name, prompt_task)
@@ -129,7 +134,7 @@ def expand_command(
                 bar = _Bar(progress, client, f"{method} · {collection.name}", len(collection.queries))
                 if method in AGENTIC:
                     texts, errors, extra = _agentic(collection, method, client, params, retriever, max_turns,
-                                                    search_k, bar)
+                                                    search_k, bar, tags)
                 else:
                     from ..expansion.generate import generate_expansions
 
@@ -154,9 +159,23 @@ def expand_command(
                   + (f" --data-dir {data_dir}" if data_dir else ""))
 
 
+def _tags(method: str, search: str | None, result: str | None, answer: str | None):
+    from ..expansion.agentic import get_protocol
+
+    overrides = {}
+    for kind, value in (("search", search), ("result", result), ("answer", answer)):
+        if value is None:
+            continue
+        parts = value.split(",")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise R2MedError(f"--{kind}-tags wants OPEN,CLOSE (e.g. '<search>,</search>'), got {value!r}")
+        overrides[f"{kind}_open"], overrides[f"{kind}_close"] = (p.strip() for p in parts)
+    return get_protocol(method, **overrides)
+
+
 def _agentic(collection, method: str, client, params: dict, retriever_name: str, max_turns: int, search_k: int,
-             bar: _Bar):
-    from ..expansion.agentic import AgenticExpander, get_protocol
+             bar: _Bar, tags):
+    from ..expansion.agentic import AgenticExpander
     from ..retrieval import make_retriever
 
     retriever = make_retriever(retriever_name, task=collection.name)
@@ -164,7 +183,7 @@ def _agentic(collection, method: str, client, params: dict, retriever_name: str,
         retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)  # type: ignore[call-arg]
     except TypeError:
         retriever.index(collection.corpus)
-    agent = AgenticExpander(client, retriever, collection.corpus, tags=get_protocol(method), max_turns=max_turns,
+    agent = AgenticExpander(client, retriever, collection.corpus, tags=tags, max_turns=max_turns,
                             top_k=search_k, sampling=params)
     def on_turn(turn: int, searching: int) -> None:
         bar.progress.update(bar.task, description=f"{method} · {collection.name} · turn {turn}: {searching} searching")

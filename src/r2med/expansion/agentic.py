@@ -44,27 +44,30 @@ class TagFormat:
     template: str
 
     def prompt(self, question: str, max_searches: int) -> str:
-        return self.template.replace("{max_searches}", str(max_searches)).replace("{question}", question)
+        """The instructions with the tags filled in (``{search_open}``...), then the question."""
+        text = self.template.replace("{max_searches}", str(max_searches))
+        for name in ("search_open", "search_close", "result_open", "result_close", "answer_open", "answer_close"):
+            text = text.replace("{" + name + "}", getattr(self, name) or "")
+        return text.replace("{question}", question)
 
 
 SEARCH_R1 = TagFormat(
     name="search-r1", search_open="<search>", search_close="</search>",
     result_open="<information>", result_close="</information>", answer_open="<answer>", answer_close="</answer>",
     template=("Answer the given question. Reason inside <think> and </think> every time you get new "
-              "information. If you lack some knowledge, call the search engine by writing <search> query "
-              "</search>; it returns the top results between <information> and </information>. You may search "
-              "up to {max_searches} times. When no more knowledge is needed, give the answer inside <answer> and "
-              "</answer>.\nQuestion: {question}\n"),
+              "information. If you lack some knowledge, call the search engine by writing {search_open} query "
+              "{search_close}; it returns the top results between {result_open} and {result_close}. You may "
+              "search up to {max_searches} times. When no more knowledge is needed, give the answer inside "
+              "{answer_open} and {answer_close}.\nQuestion: {question}\n"),
 )
 
 SEARCH_O1 = TagFormat(
     name="search-o1", search_open="<|begin_search_query|>", search_close="<|end_search_query|>",
     result_open="<|begin_search_result|>", result_close="<|end_search_result|>", answer_open=None, answer_close=None,
     template=("You are a reasoning assistant that can search a medical corpus to answer the question accurately. "
-              "To search, write <|begin_search_query|> your query <|end_search_query|>; the system then returns "
-              "the most relevant passages as <|begin_search_result|> ... <|end_search_result|>. You may search up "
-              "to {max_searches} times. When you have enough information, write your final answer.\n\n"
-              "Question: {question}\n"),
+              "To search, write {search_open} your query {search_close}; the system then returns the most "
+              "relevant passages as {result_open} ... {result_close}. You may search up to {max_searches} times. "
+              "When you have enough information, write your final answer.\n\nQuestion: {question}\n"),
 )
 
 PROTOCOLS: dict[str, TagFormat] = {SEARCH_R1.name: SEARCH_R1, SEARCH_O1.name: SEARCH_O1}
