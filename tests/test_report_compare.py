@@ -91,3 +91,24 @@ def test_cli_compare(runs):
     assert "bm25-standard vs bm25" in ok.stdout and "all queries" in ok.stdout
     one = subprocess.run(cmd + [str(runs / "bm25")], capture_output=True, text=True)
     assert one.returncode == 2 and "at least two systems" in one.stderr
+
+
+def test_per_query_changes(runs):
+    a, b = load_systems([runs / "bm25", runs / "bm25-standard"])
+    comparison = compare_systems(a, b, n_permutations=500)
+    every = comparison.changes()
+    assert len(every) == sum(line.stats.n for line in comparison.rows if line.task != comparison.ALL)
+    diffs = [r["diff"] for r in every]
+    assert diffs == sorted(diffs, reverse=True)
+    for r in every:
+        qa = _per_query(runs / "bm25" / r["task"])[r["qid"]]
+        qb = _per_query(runs / "bm25-standard" / r["task"])[r["qid"]]
+        assert (r["a"], r["b"]) == (qa, qb) and r["diff"] == pytest.approx(qb - qa)
+    top = comparison.changes(1)
+    gains = [r for r in top if r["diff"] > 0]
+    losses = [r for r in top if r["diff"] < 0]
+    assert len(gains) <= 1 and len(losses) <= 1 and len(gains) + len(losses) >= 1
+    if gains:
+        assert gains[0]["diff"] == max(diffs)
+    if losses:
+        assert losses[0]["diff"] == min(diffs)

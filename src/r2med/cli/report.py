@@ -105,6 +105,9 @@ def compare_command(
     permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomisation test permutations."),
     seed: int = typer.Option(42, "--seed", help="Seed of the randomisation test and bootstrap."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    per_query: Optional[int] = typer.Option(None, "--per-query", "-q", min=0,
+                                            help="Also list the N largest per-query gains and losses "
+                                                 "(0 = every query; with csv/json: the per-query rows instead)."),
 ) -> None:
     """Paired comparison against the first system: mean difference, t-test, randomisation test, bootstrap CI,
     Holm-Bonferroni across tasks, wins/ties/losses."""
@@ -115,11 +118,18 @@ def compare_command(
     if len(systems) < 2:
         raise R2MedError("compare needs at least two systems: r2med compare BASELINE OTHER [MORE...]")
     comparisons = compare_many(systems, measure, n_permutations=permutations, seed=seed, alpha=alpha)
+    if per_query is not None and fmt in ("csv", "json"):
+        from ..report.compare import render_changes
+
+        _emit(render_changes(comparisons, fmt, per_query or None), output)
+        return
     if fmt == "table" and output is None:
         for c in comparisons:
             _out().print(c.to_rich())
             for note in c.notes:
                 console.print(f"[yellow]note:[/] {note}")
+            if per_query is not None:
+                _out().print(c.changes_rich(per_query or len(c.per_query)))
     else:
         _emit(render_comparisons(comparisons, "markdown" if fmt == "table" else fmt), output)
 

@@ -43,6 +43,32 @@ class Comparison:
     n_permutations: int = DEFAULT_PERMUTATIONS
     seed: int = DEFAULT_SEED
     notes: list[str] = field(default_factory=list)
+    #: (task, query id, A's value, B's value) for every query both systems answered
+    per_query: list[tuple[str, str, float, float]] = field(default_factory=list)
+
+    def changes(self, n: int | None = None) -> list[dict[str, Any]]:
+        """Per-query differences ``B - A``, largest gains first then largest losses (``n`` of each; all if None)."""
+        rows = sorted(self.per_query, key=lambda r: (-(r[3] - r[2]), r[0], r[1]))
+        if n is not None:
+            gains = [r for r in rows if r[3] - r[2] > 1e-9][:n]
+            losses = [r for r in reversed(rows) if r[3] - r[2] < -1e-9][:n]
+            rows = gains + losses
+        return [{"baseline": self.baseline, "system": self.system, "task": t, "qid": q, "a": a, "b": b,
+                 "diff": b - a} for t, q, a, b in rows]
+
+    def changes_rich(self, n: int):
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(title=escape(f"{self.system} vs {self.baseline}: the {n} largest per-query gains and losses "
+                                   f"({_measure_label(self.measure)} x100)"))
+        for col in ("task", "query", "A", "B", "B-A"):
+            table.add_column(col, justify="left" if col in ("task", "query") else "right")
+        for r in self.changes(n):
+            colour = "green" if r["diff"] > 0 else "red"
+            table.add_row(escape(r["task"]), escape(r["qid"]), _f(100 * r["a"]), _f(100 * r["b"]),
+                          f"[{colour}]{100 * r['diff']:+.2f}[/]")
+        return table
 
     def significant(self, line: ComparisonLine) -> bool:
         p = line.stats.p_randomization if line.task == self.ALL else line.p_rand_holm
@@ -138,6 +164,7 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
     pooled_a: dict[str, float] = {}
     pooled_b: dict[str, float] = {}
     notes = []
+    per_query: list[tuple[str, str, float, float]] = []
     for t in tasks:
         sa, sb = a.tasks[t].scores(measure), b.tasks[t].scores(measure)
         if not sa or not sb:
@@ -147,6 +174,7 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
         if stats.only_a or stats.only_b:
             notes.append(f"{t}: {stats.only_a} queries only in {a.name}, {stats.only_b} only in {b.name} (left out)")
         lines.append(ComparisonLine(t, stats))
+        per_query += [(t, q, sa[q], sb[q]) for q in sorted(set(sa) & set(sb))]
         pooled_a.update({f"{t}/{q}": v for q, v in sa.items()})
         pooled_b.update({f"{t}/{q}": v for q, v in sb.items()})
     for attr, src in (("p_t_holm", "p_ttest"), ("p_rand_holm", "p_randomization")):
@@ -157,7 +185,7 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
         lines.append(ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations,
                                                                     seed=seed)))
     return Comparison(a.name, b.name, measure, lines, alpha=alpha, n_permutations=n_permutations, seed=seed,
-                      notes=notes)
+                      notes=notes, per_query=per_query)
 
 
 def compare_many(systems: list[System], measure: str = HEADLINE, n_permutations: int = DEFAULT_PERMUTATIONS,
@@ -166,6 +194,18 @@ def compare_many(systems: list[System], measure: str = HEADLINE, n_permutations:
     if len(systems) < 2:
         raise R2MedError("compare needs at least two systems (baseline first)")
     return [compare_systems(systems[0], s, measure, n_permutations, seed, alpha) for s in systems[1:]]
+
+
+def render_changes(comparisons: list[Comparison], fmt: str, n: int | None = None) -> str:
+    """Per-query differences of every comparison as CSV or JSON (all queries when ``n`` is None)."""
+    recs = [r for c in comparisons for r in c.changes(n)]
+    if fmt == "json":
+        return json.dumps(recs, indent=1) + "\n"
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=["baseline", "system", "task", "qid", "a", "b", "diff"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(recs)
+    return buf.getvalue()
 
 
 def render_comparisons(comparisons: list[Comparison], fmt: str) -> str:

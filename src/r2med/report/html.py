@@ -178,8 +178,8 @@ def leaderboard_html(board: Leaderboard) -> str:
         for col in board.columns:
             c = row.cells[col]
             val = "" if c.value is None else f"{c.value:.2f}"
-            mark = ('<span class="sig" title="significantly different from the baseline">†</span>'
-                    if c.significant else "")
+            mark = (f'<span class="sig" title="differs from {e(board.baseline or "")}: p = {c.p_holm:.4g} '
+                    f'(randomisation test, Holm)">†</span>' if c.significant and c.p_holm is not None else "")
             if col == AVERAGE and row.partial_average and c.value is not None:
                 mark += '<span title="average over the tasks this system has">*</span>'
             extra = ""
