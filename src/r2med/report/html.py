@@ -178,8 +178,9 @@ def leaderboard_html(board: Leaderboard) -> str:
         for col in board.columns:
             c = row.cells[col]
             val = "" if c.value is None else f"{c.value:.2f}"
+            how = "all queries pooled" if col == AVERAGE else "Holm across tasks"
             mark = (f'<span class="sig" title="differs from {e(board.baseline or "")}: p = {c.p_holm:.4g} '
-                    f'(randomisation test, Holm)">†</span>' if c.significant and c.p_holm is not None else "")
+                    f'(randomisation test, {how})">†</span>' if c.significant and c.p_holm is not None else "")
             if col == AVERAGE and row.partial_average and c.value is not None:
                 mark += '<span title="average over the tasks this system has">*</span>'
             extra = ""
