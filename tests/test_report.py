@@ -219,6 +219,9 @@ def test_match_published_checks_bm25_parameters():
     assert match_published("bm25", [{**paper, "flavour": "standard"}]) is None
     assert match_published("run7", [paper]) == PublishedKey("bm25")
     assert match_published("run7", [{**paper, "queries": "hyde:gpt4"}]) is None
+    # a dense preset matches unless what it computes was overridden (batch size/device do not count)
+    assert match_published("nv", [{"retriever": "nv", "options": {"batch_size": 4, "device": "cuda"}}]) == PublishedKey("nv")
+    assert match_published("bge", [{"retriever": "bge", "options": {"max_length": 128}}]) is None
 
 
 def test_load_systems_accepts_roots_system_and_task_folders(runs):

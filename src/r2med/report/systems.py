@@ -228,4 +228,16 @@ def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> Pub
         return key
     if key.retriever == "bm25" and configs and not all(_paper_bm25(c) for c in configs):
         return None
+    if key.retriever != "bm25" and any(_changed_preset(c) for c in configs):
+        return None
     return key
+
+
+#: Options that change what a dense preset computes (batch size and device do not).
+_PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
+
+
+def _changed_preset(config: Mapping[str, Any]) -> bool:
+    """A dense preset run with its model, pooling, length or instructions overridden is not the paper's."""
+    options = config.get("options") or {}
+    return any(options.get(k) is not None for k in _PRESET_OVERRIDES)
