@@ -204,6 +204,7 @@ def test_baseline_marks_use_holm_corrected_randomisation(runs):
     ("nv+hyde:qwen_7b", PublishedKey("nv", "hyde", "qwen-7b")),
     ("bge+query2doc-qwen-72b", PublishedKey("bge", "query2doc", "qwen-72b")),
     ("bm25+hyde-r1-qwen-32b", PublishedKey("bm25", "hyde", "r1-qwen-32b")),
+    ("nv+bge-reranker", PublishedKey("nv", "rerank:bge-reranker")),
     ("bm25-standard", None),
     ("bm25+hyde-not-an-llm", None),
     ("my-system", None),
@@ -222,6 +223,10 @@ def test_match_published_checks_bm25_parameters():
     # a dense preset matches unless what it computes was overridden (batch size/device do not count)
     assert match_published("nv", [{"retriever": "nv", "options": {"batch_size": 4, "device": "cuda"}}]) == PublishedKey("nv")
     assert match_published("bge", [{"retriever": "bge", "options": {"max_length": 128}}]) is None
+    # reranked runs match the published rows only when they reranked the top 10, as the paper did
+    assert match_published("nv+monobert", [{"reranker": {}, "top_k": 10}]) == PublishedKey("nv", "rerank:monobert")
+    assert match_published("nv+monobert", [{"reranker": {}, "top_k": 100}]) is None
+    assert PublishedKey("nv", "rerank:monobert").label == "nv+monobert"
 
 
 def test_load_systems_accepts_roots_system_and_task_folders(runs):

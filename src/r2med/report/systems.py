@@ -23,6 +23,9 @@ from ..run import METRICS_FILE, RUN_FILE, Run, read_metrics, read_trec
 from ..tasks import TASK_NAMES
 
 PAPER_BM25 = {"k1": 0.9, "b": 0.4}
+RERANK = "rerank:"
+#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
+PUBLISHED_RERANK_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,11 @@ class PublishedKey:
 
     @property
     def label(self) -> str:
-        return self.retriever if self.expansion == "none" else f"{self.retriever}+{self.expansion}-{self.llm}"
+        if self.expansion == "none":
+            return self.retriever
+        if self.expansion.startswith(RERANK):  # as `r2med rerank` names its folders: <retriever>+<reranker>
+            return f"{self.retriever}+{self.expansion[len(RERANK):]}"
+        return f"{self.retriever}+{self.expansion}-{self.llm}"
 
     def figures(self) -> dict[str, float]:
         """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first)."""
@@ -206,6 +213,8 @@ def parse_label(label: str) -> PublishedKey | None:
                 llm = rest[len(method) + 1:].replace("_", "-")
                 if (base, method, llm) in keys:
                     return PublishedKey(base, method, llm)
+    if (base, RERANK + rest, "none") in keys:  # a reranked first stage: nv+bge-reranker
+        return PublishedKey(base, RERANK + rest, "none")
     return None
 
 
@@ -228,6 +237,10 @@ def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> Pub
         return key
     if key.retriever == "bm25" and configs and not all(_paper_bm25(c) for c in configs):
         return None
+    if key.expansion.startswith(RERANK):
+        if configs and not all(c.get("top_k") == PUBLISHED_RERANK_DEPTH for c in configs):
+            return None
+        return key
     if key.retriever != "bm25" and any(_changed_preset(c) for c in configs):
         return None
     return key
