@@ -22,6 +22,25 @@ def r2med(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """Run ``r2med ARGS`` in this process (``main()``: exit codes, one-line errors) -- faster than a subprocess."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from r2med.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with mock.patch.object(sys, "argv", ["r2med", *args]), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return subprocess.CompletedProcess(["r2med", *args], code, out.getvalue(), err.getvalue())
+
+
 # -- reasoning traces -------------------------------------------------------------------------------
 @pytest.mark.parametrize("llm,text,expected", [
     ("r1-qwen-32b", "<think>weigh the options</think>\n  The answer is DKA. ", "The answer is DKA."),
@@ -193,7 +212,7 @@ def test_describe_changes_when_a_local_file_changes(tmp_path):
 # -- the CLI -----------------------------------------------------------------------------------------
 def test_evaluate_cli_with_expansion_writes_labelled_folder(tmp_path):
     folder = shared_collection("r2med-biology-demo")
-    res = r2med("evaluate", "--data-dir", str(folder), "--expansion", "hyde:qwen_7b", "--out", str(tmp_path))
+    res = run_cli("evaluate", "--data-dir", str(folder), "--expansion", "hyde:qwen_7b", "--out", str(tmp_path))
     assert res.returncode == 0, res.stderr
     task = tmp_path / "bm25+hyde-qwen-7b" / "r2med-biology-demo"
     assert (task / "run.trec").exists() and (task / "metrics.json").exists()
@@ -205,7 +224,7 @@ def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
     assert res.returncode == 2
     assert "unknown hyde split 'nonexistent'" in res.stderr and "Traceback" not in res.stderr
     assert not any(tmp_path.iterdir())
-    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "rewrite:gpt4", "--out", str(tmp_path))
+    res = run_cli("evaluate", "--tasks", "Biology", "--expansion", "rewrite:gpt4", "--out", str(tmp_path))
     assert res.returncode == 2 and "unknown expansion method 'rewrite'" in res.stderr
 
 
@@ -237,7 +256,7 @@ def test_hub_expansions_from_a_filled_cache_with_published_column(r2med_home, tm
     coll = load_task("Biology")
     stripped = ExpansionQueries("hyde", "r1_qwen_32b")(coll, "lexical")
     assert stripped == {q: r["hy_doc"] for q, r in raw.items()}  # the trace is gone
-    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "hyde:gpt4", "--out", str(tmp_path))
+    res = run_cli("evaluate", "--tasks", "Biology", "--expansion", "hyde:gpt4", "--out", str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "bm25+hyde-gpt4" / "Biology" / "run.trec").exists()
     assert "published" in res.stdout and "57.34" in res.stdout  # the paper's BM25 + HyDE(GPT-4o) on Biology

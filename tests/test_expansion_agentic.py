@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from llm_server import LLMServer
+from test_expansion import run_cli
 from r2med.errors import R2MedError
 from r2med.expansion.agentic import (SEARCH_O1, SEARCH_R1, AgenticExpander, extract_search, final_text,
                                      get_protocol)
@@ -124,9 +123,8 @@ def test_expand_cli_search_r1_writes_traces(tmp_path):
     (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
     script = ["<search>ketoacidosis treatment</search>", "<answer>fluids and insulin</answer>"]
     with LLMServer(script=list(script)) as server:
-        res = subprocess.run([sys.executable, "-m", "r2med", "expand", "--method", "search-r1", "--model", "test-model",
-                              "--base-url", server.base_url, "--data-dir", str(root), "--out", str(tmp_path / "exp"),
-                              "--search-k", "2", "--max-turns", "3"], capture_output=True, text=True, timeout=120)
+        res = run_cli("expand", "--method", "search-r1", "--model", "test-model", "--base-url", server.base_url,
+                      "--data-dir", str(root), "--out", str(tmp_path / "exp"), "--search-k", "2", "--max-turns", "3")
     assert res.returncode == 0, res.stderr
     row = json.loads((tmp_path / "exp" / "Biology" / "search-r1" / "test-model" / "query_with_hydoc.jsonl").read_text())
     assert row["hy_doc"] == "fluids and insulin" and row["stopped"] == "answer" and row["turns"] == 2
@@ -139,13 +137,12 @@ def test_expand_cli_custom_tags(tmp_path):
     (root / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
     (root / "query.jsonl").write_text(json.dumps({"id": "q1", "text": QUESTION}) + "\n")
     (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
-    base = [sys.executable, "-m", "r2med", "expand", "--method", "search-o1", "--model", "test-model",
+    base = ["expand", "--method", "search-o1", "--model", "test-model",
             "--data-dir", str(root), "--out", str(tmp_path / "exp"), "--search-k", "1"]
-    bad = subprocess.run([*base, "--search-tags", "<q>"], capture_output=True, text=True, timeout=120)
+    bad = run_cli(*base, "--search-tags", "<q>")
     assert bad.returncode == 2 and "--search-tags wants OPEN,CLOSE" in bad.stderr
     with LLMServer(script=["<q>potassium acidosis</q>", "</think>Potassium shifts out of cells."]) as server:
-        res = subprocess.run([*base, "--base-url", server.base_url, "--search-tags", "<q>,</q>",
-                              "--result-tags", "<r>,</r>"], capture_output=True, text=True, timeout=120)
+        res = run_cli(*base, "--base-url", server.base_url, "--search-tags", "<q>,</q>", "--result-tags", "<r>,</r>")
         bodies = list(server.bodies)
     assert res.returncode == 0, res.stderr
     assert "<q> your query </q>" in user_contents(bodies[0])[0] and bodies[0]["stop"] == ["</q>"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from llm_server import Faults, LLMServer, default_reply
+from test_expansion import run_cli
 from r2med.data import load_folder
 from r2med.errors import R2MedError
 from r2med.expansion.generate import (build_messages, generate_expansions, lamer_passages, paper_sampling,
@@ -154,14 +155,13 @@ def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
         assert [r["id"] for r in rows] == list(coll.queries)  # one per query, none lost or duplicated
         for row in rows:
             assert row["hy_doc"] == default_reply(expected_prompt("hyde", "Biology", coll.queries[row["id"]]))
-        again = subprocess.run(expand_args(data, out, server.base_url), capture_output=True, text=True, timeout=120)
+        again = run_cli(*expand_args(data, out, server.base_url)[3:])
         assert again.returncode == 0, again.stderr
         assert server.requests == first  # zero requests
         assert read_out(path) == rows
     # the file is ready for evaluate
-    ev = subprocess.run([*r2med_cmd(), "evaluate", "--data-dir", str(data), "--expansion", "hyde:test-model",
-                         "--expansion-dir", str(out), "--out", str(tmp_path / "runs")],
-                        capture_output=True, text=True, timeout=120)
+    ev = run_cli("evaluate", "--data-dir", str(data), "--expansion", "hyde:test-model", "--expansion-dir", str(out),
+                 "--out", str(tmp_path / "runs"))
     assert ev.returncode == 0, ev.stderr
     assert (tmp_path / "runs" / "bm25+hyde-test-model" / "Biology" / "run.trec").exists()
 
@@ -194,15 +194,15 @@ def test_sigkill_half_way_then_resume(tmp_path):
                                            for t in coll.queries.values()]
 
 
-def test_expand_bad_input_is_one_line_exit_2_without_output(tmp_path):
+def test_expand_bad_input_is_one_line_exit_2_without_output(tmp_path, monkeypatch):
     data = make_collection(tmp_path / "Biology", n_queries=3)
     unnamed = make_collection(tmp_path / "nfcorpus-like", n_queries=2)
     out = tmp_path / "exp"
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
     def check(folder: Path, args: tuple[str, ...], message: str) -> None:
-        res = subprocess.run([*r2med_cmd(), "expand", "--data-dir", str(folder), "--out", str(out), *args],
-                             capture_output=True, text=True, timeout=120, env=env)
+        res = run_cli("expand", "--data-dir", str(folder), "--out", str(out), *args)
         assert res.returncode == 2, (args, res.stderr)
         assert message in res.stderr and "Traceback" not in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) <= 3, res.stderr  # one message (rich may wrap it)
@@ -227,8 +227,7 @@ def test_expand_gives_up_cleanly_when_requests_keep_failing(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=4)
     out = tmp_path / "exp"
     with LLMServer(Faults(rate_500=1.0, max_faults_per_prompt=1000)) as server:
-        res = subprocess.run(expand_args(data, out, server.base_url, "--max-retries", "1"), capture_output=True,
-                             text=True, timeout=120)
+        res = run_cli(*expand_args(data, out, server.base_url, "--max-retries", "1")[3:])
     assert res.returncode == 2
     assert "4 of 4 requests failed" in res.stderr and "re-run to resume" in res.stderr
     assert not any(out.rglob("*.jsonl")) if out.exists() else True
