@@ -37,6 +37,19 @@ def _torch():
     return torch
 
 
+def model_max_length(model, tokenizer) -> int | None:
+    """The most tokens the model can read (position embeddings; RoBERTa-style models lose 2 to the pad offset)."""
+    limits = []
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") else 0
+        limits.append(positions - offset)
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_limit, int) and 0 < tok_limit < 1_000_000:
+        limits.append(tok_limit)
+    return min(limits) if limits else None
+
+
 def progress_bar():
     """A transient rich progress bar (``description``, bar, done/total, elapsed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -80,6 +93,11 @@ class PointwiseReranker:
             model.to(device=self.device, dtype=resolve_dtype(self.dtype_option, self.device))
             model.eval()
             self._model, self._tokenizer = model, tokenizer
+            limit = model_max_length(model, tokenizer)
+            if limit is not None and limit < self.max_length:
+                log.info("%s: the model reads at most %d tokens; max_length %d lowered", self.name, limit,
+                         self.max_length)
+                self.max_length = limit
             accepted = inspect.signature(model.forward).parameters
             self._input_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in accepted]
 

@@ -1,0 +1,117 @@
+"""``r2med rerank`` over a real first-stage run folder: order, tail, top-k-only, reuse, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from conftest import shared_collection
+from r2med.cli import app
+from r2med.data.loaders import load_folder
+from r2med.errors import R2MedError
+from r2med.metrics import evaluate
+from r2med.pipeline import run_collection
+from r2med.run import ranked, read_trec
+
+pytest.importorskip("torch")
+from test_rerank import _direct_scores, _tiny_bert  # noqa: E402
+
+K = 5
+
+
+@pytest.fixture(scope="module")
+def first_stage(tmp_path_factory):
+    data = shared_collection("medline-med")
+    out = tmp_path_factory.mktemp("runs")
+    coll = load_folder(data)
+    # a 12-query slice keeps the test quick
+    keep = sorted(coll.queries)[:12]
+    coll.queries = {q: coll.queries[q] for q in keep}
+    coll.qrels = {q: coll.qrels[q] for q in keep if q in coll.qrels}
+    small = out / "data" / "medline-small"
+    small.mkdir(parents=True)
+    shutil.copy(data / "corpus.jsonl", small / "corpus.jsonl")
+    (small / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in coll.queries.items()))
+    (small / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
+                                               for q, docs in coll.qrels.items() for d, g in docs.items()))
+    coll = load_folder(small)
+    run_collection(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
+    model = _tiny_bert(tmp_path_factory.mktemp("model"), 1, seed=5)
+    return out / "runs", coll, model
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
+    runs, coll, model = first_stage
+    res = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K),
+                  "--batch-size", "8", "--name", "ce")
+    assert res.exit_code == 0, res.output
+    folder = runs / "ce" / coll.name
+    got = read_trec(folder / "run.trec")
+    first = read_trec(runs / "bm25" / coll.name / "run.trec")
+    assert set(got) == set(first)
+    for qid in first:
+        order = [d for d, _ in ranked(first[qid])]
+        ref = _direct_scores(model, [(coll.queries[qid], coll.corpus[d]) for d in order[:K]], label=0,
+                             max_length=128)  # the tiny model has 128 positions
+        expected = [order[i] for i in np.argsort(-ref, kind="stable")] + order[K:]
+        assert [d for d, _ in ranked(got[qid])] == expected
+    stored = json.loads((folder / "metrics.json").read_text())
+    assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(evaluate(got, coll.qrels).aggregate["ndcg_cut_10"])
+    assert stored["config"]["top_k"] == K and stored["config"]["first_stage"]["retriever"] == "bm25"
+    again = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K),
+                    "--batch-size", "8", "--name", "ce")
+    assert again.exit_code == 0 and "reused" in again.output
+
+    only = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K),
+                   "--top-k-only")
+    assert only.exit_code == 0, only.output
+    short = read_trec(runs / f"bm25+{model.name}" / coll.name / "run.trec")
+    assert all(len(docs) == K for docs in short.values())
+    assert all(ranked(short[q]) == ranked({d: got[q][d] for d in short[q]}) for q in short)
+
+
+def _broken_copy(runs: Path, tmp_path: Path, edit) -> Path:
+    target = tmp_path / "bad" / "bm25"
+    shutil.copytree(runs / "bm25", target)
+    trec = next(target.glob("*/run.trec"))
+    lines = trec.read_text().splitlines(keepends=True)
+    trec.write_text("".join(edit(lines)))
+    return target
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
+    runs, coll, model = first_stage
+    unknown = _broken_copy(runs, tmp_path, lambda ls: ls[:3] + [ls[3].replace(ls[3].split()[2], "NOT-A-DOC", 1)] + ls[4:])
+    res = _cli("rerank", "--run", str(unknown), "--reranker", str(model))
+    assert res.returncode == 2
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "run.trec:4" in res.stderr and "'NOT-A-DOC'" in res.stderr and "not in the corpus" in res.stderr
+    assert sorted(p.name for p in (tmp_path / "bad").iterdir()) == ["bm25"]  # nothing written
+
+    malformed = tmp_path / "m"
+    shutil.copytree(runs / "bm25", malformed / "bm25")
+    trec = next((malformed / "bm25").glob("*/run.trec"))
+    lines = trec.read_text().splitlines(keepends=True)
+    trec.write_text("".join(lines[:6] + ["q1 Q0 doc\n"] + lines[6:]))
+    res = _invoke("rerank", "--run", str(malformed / "bm25"), "--reranker", str(model))
+    assert isinstance(res.exception, R2MedError) and "run.trec:7" in str(res.exception)
+
+    res = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", "no-such-reranker")
+    assert isinstance(res.exception, R2MedError) and "unknown reranker 'no-such-reranker'" in str(res.exception)
+    res = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--window", "5")
+    assert isinstance(res.exception, R2MedError) and "does not take that option" in str(res.exception)
