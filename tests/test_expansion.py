@@ -260,3 +260,31 @@ def test_hub_expansions_from_a_filled_cache_with_published_column(r2med_home, tm
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "bm25+hyde-gpt4" / "Biology" / "run.trec").exists()
     assert "published" in res.stdout and "57.34" in res.stdout  # the paper's BM25 + HyDE(GPT-4o) on Biology
+
+
+@pytest.mark.slow
+def test_dense_hyde_scores_are_the_mean_of_query_and_expansion_embeddings(tmp_path):
+    """Dense + HyDE: the query vector is the mean of emb(query) and emb(hy_doc) (checked with a direct forward pass)."""
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from conftest import minilm_path
+
+    folder = shared_collection("r2med-biology-demo")
+    coll = load_folder(folder)
+    raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
+    path = minilm_path()
+    result = run_collection(coll, "dense", {"model": path, "max_length": 64, "cache": False, "device": "cpu"}, k=10,
+                            query_builder=ExpansionQueries("hyde", "qwen-7b"))
+    model = SentenceTransformer(path, device="cpu")
+    model.max_seq_length = 64
+    doc_ids = list(coll.corpus)
+    docs = model.encode(list(coll.corpus.values())).astype(np.float64)
+    for qid, query in coll.queries.items():
+        vec = (model.encode([query])[0].astype(np.float64) + model.encode([raw[qid]["hy_doc"]])[0]) / 2
+        expected = {d: float(s) for d, s in zip(doc_ids, docs @ vec)}
+        got = result.run[qid]
+        assert set(got) == set(expected)
+        for d in got:
+            assert got[d] == pytest.approx(expected[d], abs=1e-5)
