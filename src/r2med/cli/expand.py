@@ -47,8 +47,10 @@ class _Bar:
                                               f"tokens {u.prompt_tokens:,} in / {u.completion_tokens:,} out")
 
     def result(self, _key: Any, res: Any) -> None:
+        """Count one finished item: an LLM ``Result`` or a plain success flag."""
+        ok = res if isinstance(res, bool) else res.ok
         with self.lock:
-            if res.ok:
+            if ok:
                 self.done += 1
             else:
                 self.failed += 1
@@ -191,7 +193,7 @@ def _agentic(collection, method: str, client, params: dict, retriever_name: str,
     traces = agent.run(collection.queries, on_turn=on_turn, on_retry=bar.retry)
     texts, errors, extra = {}, {}, {}
     for qid, trace in traces.items():
-        bar.result(qid, type("R", (), {"ok": trace.error is None})())
+        bar.result(qid, trace.error is None)
         if trace.error is not None:
             errors[qid] = trace.error
         else:
