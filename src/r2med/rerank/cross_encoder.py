@@ -4,8 +4,8 @@ A cross-encoder reads ``(query, document)`` together and outputs logits; the sco
 single logit of a one-label model (bge-reranker-v2-m3, sentence-transformers ``CrossEncoder``
 folders) or the logit of the relevant class (index 1) of a two-label model (monoBERT), as the
 R2MED paper scores them.  Inference is batched over pairs sorted by token length (little
-padding), on GPU in half precision (bf16, or fp16 where bf16 is unsupported; ``dtype`` to choose)
-when one is present, otherwise on CPU in fp32, with a progress bar.
+padding), on GPU in fp16 when one is present (``dtype`` chooses bf16/fp32), otherwise on CPU in
+fp32, with a progress bar.
 """
 
 from __future__ import annotations
@@ -90,7 +90,11 @@ class PointwiseReranker:
 
             self.device = resolve_device(self.device_option)
             model, tokenizer = self._load()
-            model.to(device=self.device, dtype=resolve_dtype(self.dtype_option, self.device))
+            if self.dtype_option == "auto" and self.device.startswith("cuda"):
+                dtype = _torch().float16  # fp16 scores rank like fp32 ones; bf16's 8-bit mantissa ties more often
+            else:
+                dtype = resolve_dtype(self.dtype_option, self.device)
+            model.to(device=self.device, dtype=dtype)
             model.eval()
             self._model, self._tokenizer = model, tokenizer
             limit = model_max_length(model, tokenizer)
