@@ -2,7 +2,7 @@
 
 * sharded BM25 as Ray tasks == the same in-process (itself == the unsharded index, test_scale.py);
 * a (retriever x task) matrix as Ray tasks == ``run_collection`` in this process;
-* distributed encoding with the offline MiniLM == one ``encode_corpus`` call in this process
+* distributed encoding with the offline MiniLM (CLI and API) == one ``encode_corpus`` call here
   (to 1e-6), resumable, and surviving an actor killed with SIGKILL mid-job.
 """
 
@@ -80,23 +80,6 @@ def reference(small_corpus, settings):
     return make_encoder(settings, device="cpu").encode_corpus(list(small_corpus.values()))
 
 
-def test_distributed_encoding_equals_single_process(cluster, small_corpus, settings, reference):
-    from r2med.retrieval.embedding_cache import EmbeddingCache
-    from r2med.scale.encode import encode_distributed
-
-    result = encode_distributed(small_corpus, settings, shard_size=16, actors=2)
-    assert result.n_shards == 4 and result.encoded_shards == [0, 1, 2, 3]
-    np.testing.assert_allclose(np.asarray(result.embeddings), reference, atol=1e-6, rtol=0)
-    # It filled the embedding cache the single-process dense path reads...
-    from r2med.cache import fingerprint_texts
-
-    cache = EmbeddingCache(settings.key(), fingerprint_texts(small_corpus.items()), len(small_corpus))
-    np.testing.assert_array_equal(cache.load(), result.embeddings)
-    # ...so a second job encodes nothing.
-    again = encode_distributed(small_corpus, settings, shard_size=16, actors=2)
-    assert again.encoded_shards == [] and again.reused_shards == [0, 1, 2, 3]
-
-
 def test_killed_actor_job_completes_with_every_shard_once(cluster, small_corpus, settings, reference, tmp_path):
     from r2med.scale.encode import KILL_MARKER_ENV, encode_distributed, load_shards
     from r2med.scale.store import ShardStore
@@ -124,3 +107,67 @@ def test_killed_actor_job_completes_with_every_shard_once(cluster, small_corpus,
     resumed = encode_distributed(small_corpus, settings, dest=dest, shard_size=12, actors=1)
     assert resumed.encoded_shards == [1, 3] and resumed.reused_shards == [0, 2, 4]
     np.testing.assert_allclose(np.concatenate(load_shards(dest)[1]), reference, atol=1e-6, rtol=0)
+
+    # Sharded exact search as Ray tasks reading the store == one search over the whole matrix.
+    from r2med.scale.dense import ShardedDenseIndex
+
+    embeddings = np.concatenate(load_shards(dest)[1])
+    qids = [f"q{i}" for i in range(5)]
+    on_ray = ShardedDenseIndex.from_store(dest).search(reference[10:15], qids, k=10, ray=True)
+    whole = ShardedDenseIndex.from_arrays(doc_ids, [embeddings]).search(reference[10:15], qids, k=10)
+    for qid in qids:
+        assert list(on_ray[qid]) == list(whole[qid])
+        np.testing.assert_allclose(list(on_ray[qid].values()), list(whole[qid].values()), atol=1e-6)
+    assert list(on_ray["q0"])[0] == doc_ids[10]  # a doc's own embedding is its best match
+
+
+def _write_folder(folder, corpus, queries):
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in corpus.items()))
+    (folder / "query.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in queries.items()))
+    qrels = [{"q_id": q, "p_id": next(iter(corpus)), "score": 1} for q in queries]
+    (folder / "qrels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in qrels))
+
+
+def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, settings, reference):
+    from typer.testing import CliRunner
+
+    from r2med.cli import app
+    from r2med.retrieval.dense import DenseRetriever
+    from r2med.run import read_trec
+
+    runner = CliRunner()
+    medline = shared_collection("medline-med")
+    out = tmp_path / "runs"
+    res = runner.invoke(app, ["evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    for retriever in ("bm25", "bm25-standard"):
+        expected = run_collection(load_folder(medline), retriever, {}, k=100).run
+        got = read_trec(out / retriever / "medline-med" / "run.trec")
+        assert got.keys() == expected.keys()
+        for qid in got:
+            assert got[qid].keys() == expected[qid].keys()
+            assert all(abs(got[qid][d] - expected[qid][d]) < 1e-5 for d in got[qid])  # 6 decimals in TREC files
+
+    # `r2med encode --ray` (2 actors, 4 shards) == the single-process path, into the embedding cache
+    # that the single-process dense retriever then reads without encoding anything.
+    folder = tmp_path / "small"
+    _write_folder(folder, small_corpus, {"q1": "blood pressure"})
+    args = ["encode", "--ray", "-r", "dense", "--model", settings.model, "--max-length", "64", "-d", str(folder),
+            "--shard-size", "16", "--actors", "2"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    coll = load_folder(folder)
+    dense = DenseRetriever(settings).index(coll.corpus, corpus_fingerprint=coll.fingerprint)
+    assert dense.docs_encoded == 0
+    np.testing.assert_allclose(np.asarray(dense.embeddings), reference, atol=1e-6, rtol=0)
+    from r2med.scale.encode import encode_distributed
+
+    again = encode_distributed(coll.corpus, settings, corpus_fingerprint=coll.fingerprint, shard_size=16)
+    assert again.encoded_shards == [] and len(again.reused_shards) == 4
+    # Bad input: --dest without --ray; a lexical retriever.
+    assert runner.invoke(app, ["encode", "-r", "dense", "--model", settings.model, "-d", str(folder),
+                               "--dest", str(tmp_path / "x")]).exit_code != 0
+    assert runner.invoke(app, ["encode", "-r", "bm25", "-d", str(folder)]).exit_code != 0

@@ -28,7 +28,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank"]
+COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale"]
 
 
 @app.callback()

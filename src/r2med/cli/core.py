@@ -134,32 +134,53 @@ def evaluate_command(
                                                   help="With --expansion: read this query_with_hydoc.jsonl (one task)."),
     expansion_dir: Optional[Path] = typer.Option(None, "--expansion-dir",
                                                  help="With --expansion: folder written by `r2med expand`."),
+    ray: bool = typer.Option(False, "--ray", help="Run the (retriever x task) matrix as Ray tasks (extra 'scale'); "
+                                                  "-r may then list several retrievers (bm25,bge,...)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS",
+                                              help="With --ray: auto, host:port or ray://host:10001 "
+                                                   "(default: start a local cluster)."),
 ) -> None:
     """Run a retriever over tasks, write OUT/<retriever>/<task>/{run.trec,metrics.json} and print a table."""
     if top_k < 1:
         raise R2MedError("--top-k must be at least 1")
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
     loaders = resolve_collections(names, data_dir, revision)
-    options: dict = {"cache": not no_cache}
-    if retriever.startswith("bm25"):
-        options.update(k1=k1, b=b, analyzer=analyzer)
-    from ..retrieval.presets import DENSE_PRESETS
-
-    dense = retriever == "dense" or retriever in DENSE_PRESETS
-    if dense:
-        options.update({k: v for k, v in dict(model=model, batch_size=batch_size, device=device, max_length=max_length,
-                                              pooling=pooling, trust_remote_code=trust_remote_code or None,
-                                              medcpt_published=medcpt_published or None).items() if v is not None})
-    elif any(v for v in (model, batch_size, device, max_length, pooling, trust_remote_code, medcpt_published)):
-        raise R2MedError(f"--model/--batch-size/--device/--max-length/--pooling/--trust-remote-code apply to dense "
-                         f"retrievers, not {retriever!r}")
     measures = parse_measures(measure)
-    builder, label = None, retriever
-    if expansion or expansion_file or expansion_dir:
-        from ..expansion.precomputed import expansion_builder
 
-        builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
-        label = f"{retriever}+{builder.label}"
+    def plan(retriever: str):
+        """(options, query builder, label, dense?) for one retriever."""
+        options: dict = {"cache": not no_cache}
+        if retriever.startswith("bm25"):
+            options.update(k1=k1, b=b, analyzer=analyzer)
+        from ..retrieval.presets import DENSE_PRESETS
+
+        dense = retriever == "dense" or retriever in DENSE_PRESETS
+        if dense:
+            options.update({k: v for k, v in dict(model=model, batch_size=batch_size, device=device,
+                                                  max_length=max_length, pooling=pooling,
+                                                  trust_remote_code=trust_remote_code or None,
+                                                  medcpt_published=medcpt_published or None).items() if v is not None})
+        elif any(v for v in (model, batch_size, device, max_length, pooling, trust_remote_code, medcpt_published)):
+            raise R2MedError(f"--model/--batch-size/--device/--max-length/--pooling/--trust-remote-code apply to "
+                             f"dense retrievers, not {retriever!r}")
+        builder, label = None, retriever
+        if expansion or expansion_file or expansion_dir:
+            from ..expansion.precomputed import expansion_builder
+
+            builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
+            label = f"{retriever}+{builder.label}"
+        return options, builder, label, dense
+
+    if ray:
+        from .scale import evaluate_on_ray
+
+        grouped = evaluate_on_ray([r.strip() for r in retriever.split(",") if r.strip()], plan, loaders, names,
+                                  top_k, out, measures, count_missing, overwrite, ray_address)
+        for label, results in grouped.items():
+            console.print(summary_table(results, label))
+            console.print(f"results: {out / label}")
+        return
+    options, builder, label, dense = plan(retriever)
     results = evaluate_many(loaders, names, retriever, options, top_k, out / label, measures, count_missing,
                             overwrite=overwrite, label=label if builder else None, query_builder=builder)
     paper_defaults = (retriever == "bm25" and k1 == 0.9 and b == 0.4) or (

@@ -33,6 +33,7 @@ class Cell:
     load: Callable[[], Collection]
     options: Mapping[str, Any] = field(default_factory=dict)
     label: str | None = None
+    query_builder: QueryBuilder | None = None  # None: the matrix-wide one
 
 
 def default_resources(retriever: str, gpus_available: float, lexical_cpus: float = 1.0) -> dict[str, float]:
@@ -49,7 +50,7 @@ def run_cell(cell: Cell, k: int, out: str | None, measures: Sequence[str], count
     folder = Path(out) / (cell.label or cell.retriever) if out else None
     return run_collection(collection, cell.retriever, dict(cell.options), k=k, out=folder, measures=measures,
                           count_missing=count_missing, overwrite=overwrite, label=cell.label,
-                          query_builder=query_builder)
+                          query_builder=cell.query_builder or query_builder)
 
 
 def evaluate_matrix(cells: Sequence[Cell], k: int = 100, out: str | Path | None = None,
