@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from pathlib import Path
@@ -60,12 +61,17 @@ def bert_two(tmp_path_factory) -> Path:
     return _tiny_bert(tmp_path_factory.mktemp("bert2"), 2, seed=2)
 
 
-def _direct_scores(folder: Path, pairs, label: int, max_length: int = 512, fmt=lambda q, d: (q, d), model=None):
-    """One pair at a time, no padding, no sorting: the reference."""
+@functools.lru_cache(maxsize=8)
+def _load(folder: Path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = model or AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    return AutoTokenizer.from_pretrained(folder), AutoModelForSequenceClassification.from_pretrained(folder).eval()
+
+
+def _direct_scores(folder: Path, pairs, label: int, max_length: int = 512, fmt=lambda q, d: (q, d), model=None):
+    """One pair at a time, no padding, no sorting: the reference."""
+    tok, plain = _load(Path(folder))
+    model = model or plain
     out = []
     with torch.no_grad():
         for q, d in pairs:

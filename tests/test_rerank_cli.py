@@ -35,12 +35,16 @@ def first_stage(tmp_path_factory):
     keep = sorted(coll.queries)[:12]
     coll.queries = {q: coll.queries[q] for q in keep}
     coll.qrels = {q: coll.qrels[q] for q in keep if q in coll.qrels}
+    # ... and a 300-doc corpus: the judged docs of those queries, then the first docs of the file
+    judged = {d for docs in coll.qrels.values() for d in docs}
+    docs = [d for d in coll.corpus if d in judged] + [d for d in coll.corpus if d not in judged]
     small = out / "data" / "medline-small"
     small.mkdir(parents=True)
-    shutil.copy(data / "corpus.jsonl", small / "corpus.jsonl")
+    (small / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": coll.corpus[d]}) + "\n"
+                                                for d in docs[:300]))
     (small / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in coll.queries.items()))
     (small / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
-                                               for q, docs in coll.qrels.items() for d, g in docs.items()))
+                                               for q, judged in coll.qrels.items() for d, g in judged.items()))
     coll = load_folder(small)
     run_collection(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
     model = _tiny_bert(tmp_path_factory.mktemp("model"), 1, seed=5)
