@@ -13,8 +13,11 @@ documents (BM25 up to ``--bm25-max``, 1M by default, to stay within ~20 minutes 
 * ``dense search``    -- exact top-100 (``r2med.retrieval.dense.exact_top_k``) of 100 queries over
   the float32 matrix, ms per query, with the matrix size and the search's peak extra memory
   (``tracemalloc``, which sees numpy buffers);
+* the peak resident memory of the BM25 stages and of the dense stages, each run in a fresh
+  process for each size;
 
-then fits ``time ~ N^alpha`` per stage (least squares in log-log) and prints a table.  The
+then fits ``time ~ N^alpha`` per stage (least squares in log-log over all sizes, and the exponent
+between the two largest sizes, where fixed costs no longer dominate) and prints a table.  The
 baseline of each ratio is the smallest size measured in the same process.
 
     .venv/bin/python benchmarks/scaling.py                 # 10K..3M (~15 min on 2 cores)
@@ -112,37 +115,46 @@ class HashEncoder:
         return out
 
 
-def measure(n_docs: int, vocab: list[str], encoder: HashEncoder, bm25: bool = True) -> dict[str, float]:
+def measure_bm25(n_docs: int) -> dict[str, float]:
+    """BM25 build + query latency for ``n_docs`` (run in a fresh process, so its peak RSS is its own)."""
     from r2med.retrieval.bm25 import BM25
+
+    vocab = words(VOCAB)
+    row: dict[str, float] = {}
+    ids, lengths, q_ids = synthetic(n_docs)
+    corpus = {f"d{i}": text for i, text in enumerate(as_texts(ids, lengths, vocab))}
+    queries = {f"q{i}": text for i, text in enumerate(as_texts(q_ids.ravel(), np.full(N_QUERIES, QUERY_WORDS), vocab))}
+    del ids
+    t = time.perf_counter()
+    index = BM25(cache=False).index(corpus)
+    row["bm25_build_s"] = time.perf_counter() - t
+    w = index.weights_t
+    row["bm25_index_mb"] = (w.data.nbytes + w.indices.nbytes + w.indptr.nbytes) / 2**20
+    index.search(dict(list(queries.items())[:5]), k=100)  # warm-up (analyzer memo)
+    t = time.perf_counter()
+    index.search(queries, k=100)
+    row["bm25_query_ms"] = 1000 * (time.perf_counter() - t) / len(queries)
+    row["bm25_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return row
+
+
+def measure_dense(n_docs: int) -> dict[str, float]:
+    """Stand-in encoding + exact search for ``n_docs`` (in a fresh process)."""
     from r2med.retrieval.dense import exact_top_k
 
-    row: dict[str, float] = {"docs": n_docs}
+    row: dict[str, float] = {}
     t = time.perf_counter()
     ids, lengths, q_ids = synthetic(n_docs)
     row["generate_s"] = time.perf_counter() - t
     row["tokens"] = float(lengths.sum())
-    if bm25:
-        corpus = {f"d{i}": text for i, text in enumerate(as_texts(ids, lengths, vocab))}
-        queries = {f"q{i}": text for i, text in enumerate(as_texts(q_ids.ravel(), np.full(N_QUERIES, QUERY_WORDS),
-                                                                   vocab))}
-        t = time.perf_counter()
-        index = BM25(cache=False).index(corpus)
-        row["bm25_build_s"] = time.perf_counter() - t
-        w = index.weights_t
-        row["bm25_index_mb"] = (w.data.nbytes + w.indices.nbytes + w.indptr.nbytes) / 2**20
-        index.search(dict(list(queries.items())[:5]), k=100)  # warm-up (analyzer memo)
-        t = time.perf_counter()
-        index.search(queries, k=100)
-        row["bm25_query_ms"] = 1000 * (time.perf_counter() - t) / len(queries)
-        del index, w, corpus
-        gc.collect()
-
+    encoder = HashEncoder()
     t = time.perf_counter()
     docs = encoder.encode_ids(ids, lengths)
     q = encoder.encode_ids(q_ids.ravel(), np.full(N_QUERIES, QUERY_WORDS))
     row["dense_encode_s"] = time.perf_counter() - t
     row["dense_matrix_mb"] = docs.nbytes / 2**20
     del ids
+    gc.collect()
     exact_top_k(q[:2], docs, 100, device="cpu")  # warm-up
     tracemalloc.start()
     t = time.perf_counter()
@@ -150,16 +162,23 @@ def measure(n_docs: int, vocab: list[str], encoder: HashEncoder, bm25: bool = Tr
     row["dense_search_ms"] = 1000 * (time.perf_counter() - t) / N_QUERIES
     row["dense_search_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    del docs
-    gc.collect()
+    row["dense_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
+
+
+def in_fresh_process(fn, n_docs: int) -> dict[str, float]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, n_docs).result()
 
 
 STAGES = [("bm25_build_s", "BM25 build (s)"), ("bm25_query_ms", "BM25 query (ms/q)"),
           ("dense_encode_s", "stand-in encode (s)"), ("dense_search_ms", "dense exact search (ms/q)")]
-MEMORY = [("bm25_index_mb", "BM25 index (MB)"), ("dense_matrix_mb", "dense matrix (MB)"),
-          ("dense_search_peak_mb", "search peak extra (MB)"), ("peak_rss_mb", "process peak RSS (MB)")]
+MEMORY = [("bm25_index_mb", "BM25 index (MB)"), ("bm25_peak_rss_mb", "BM25 build+query peak RSS (MB)"),
+          ("dense_matrix_mb", "dense matrix (MB)"), ("dense_search_peak_mb", "search peak extra (MB)"),
+          ("dense_peak_rss_mb", "dense encode+search peak RSS (MB)")]
 
 
 def growth(rows: list[dict[str, float]], key: str) -> float:
@@ -170,15 +189,23 @@ def growth(rows: list[dict[str, float]], key: str) -> float:
     return float(np.polyfit(x, y, 1)[0]) if len(rows) > 1 else float("nan")
 
 
+def last_step(rows: list[dict[str, float]], key: str) -> float:
+    """Growth exponent between the two largest sizes that measured ``key`` (the asymptotic trend)."""
+    rows = [r for r in rows if key in r][-2:]
+    if len(rows) < 2:
+        return float("nan")
+    return math.log(max(rows[1][key], 1e-9) / max(rows[0][key], 1e-9)) / math.log(rows[1]["docs"] / rows[0]["docs"])
+
+
 def table(rows: list[dict[str, float]]) -> str:
-    head = ["stage"] + [f"{int(r['docs']):,} docs" for r in rows] + ["x vs smallest", "growth N^a"]
+    head = ["stage"] + [f"{int(r['docs']):,} docs" for r in rows] + ["x vs smallest", "fit N^a", "last step N^a"]
     lines = [head]
     for key, label in STAGES + MEMORY:
         vals = [r.get(key) for r in rows]
         got = [v for v in vals if v is not None]
         ratio = got[-1] / got[0] if got and got[0] else float("nan")
         lines.append([label] + [f"{v:,.2f}" if v is not None else "-" for v in vals]
-                     + [f"{ratio:,.1f}x", f"{growth(rows, key):.2f}"])
+                     + [f"{ratio:,.1f}x", f"{growth(rows, key):.2f}", f"{last_step(rows, key):.2f}"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for j, line in enumerate(lines):
@@ -196,13 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the measurements as JSON here")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    vocab = words(VOCAB)
-    encoder = HashEncoder()
     rows = []
     start = time.perf_counter()
     for n in sizes:
         t = time.perf_counter()
-        rows.append(measure(n, vocab, encoder, bm25=n <= args.bm25_max))
+        row = {"docs": float(n)}
+        if n <= args.bm25_max:
+            row.update(in_fresh_process(measure_bm25, n))
+        row.update(in_fresh_process(measure_dense, n))
+        rows.append(row)
         print(f"[{n:,} docs measured in {time.perf_counter() - t:.0f}s] "
               + json.dumps({k: round(v, 3) for k, v in rows[-1].items()}), file=sys.stderr, flush=True)
     print(f"r2med cost growth on synthetic R2MED-shaped corpora ({N_QUERIES} queries of {QUERY_WORDS} words, "
@@ -211,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total {time.perf_counter() - start:.0f}s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"rows": rows, "growth": {k: growth(rows, k) for k, _ in STAGES + MEMORY}}, fh, indent=1)
+            json.dump({"rows": rows, "growth": {k: growth(rows, k) for k, _ in STAGES + MEMORY},
+                       "last_step": {k: last_step(rows, k) for k, _ in STAGES + MEMORY}}, fh, indent=1)
     return 0
 
 
