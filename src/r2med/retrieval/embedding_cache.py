@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -165,12 +166,17 @@ class EmbeddingCache:
                                if i not in set(missing))
         if self.reused_docs:
             log.info("resuming encoding: %d of %d docs already in finished chunks", self.reused_docs, self.n_docs)
+        start = time.perf_counter()
         for i in missing:
             lo, hi = self.chunk_range(i)
             self.write_chunk(i, encode(list(texts[lo:hi])))
             self.encoded_docs += hi - lo
             if progress:
                 progress(hi - lo)
+            if len(missing) > 1:
+                rate = self.encoded_docs / max(time.perf_counter() - start, 1e-9)
+                log.info("encoded %d/%d docs (chunk %d/%d, %.1f docs/s)", self.reused_docs + self.encoded_docs,
+                         self.n_docs, i + 1, self.n_chunks, rate)
         return self.finalize()
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -182,13 +183,30 @@ def _load_error(model: str, exc: Exception) -> R2MedError:
     return R2MedError(f"cannot load model {model!r} ({type(exc).__name__}): {hint}")
 
 
-def _progress(total: int, description: str):
-    """A rich progress bar over ``total`` texts (hidden when small or when logging is quiet)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+class _Progress:
+    """Per-call progress, logged at DEBUG level.  (Rich bars cannot nest inside the CLI's live
+    task bar, so long encodings report through the embedding cache's per-chunk INFO log.)"""
 
-    quiet = total < 2048 or not logging.getLogger("r2med").isEnabledFor(logging.INFO)
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), transient=True, disable=quiet)
+    def __init__(self, total: int, description: str):
+        self.total, self.description, self.done = total, description, 0
+        self.start = time.perf_counter()
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.total and not exc[0]:
+            log.debug("%s: %d in %.1fs", self.description, self.total, time.perf_counter() - self.start)
+
+    def add_task(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def advance(self, task: int, n: int) -> None:
+        self.done += n
+
+
+def _progress(total: int, description: str) -> _Progress:
+    return _Progress(total, description)
 
 
 class BaseEncoder:
