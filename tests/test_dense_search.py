@@ -95,6 +95,10 @@ def test_registry_errors_are_one_line(tmp_path):
         make_retriever("nv", task="Biology")
     with pytest.raises(R2MedError, match="only applies to --retriever medcpt"):
         make_retriever("bge", medcpt_published=True)
+    from conftest import minilm_path
+
+    assert make_retriever("dense", model=minilm_path()).settings.loader == "auto"  # ST folder: its own pooling
+    assert make_retriever("dense", model=minilm_path(), pooling="cls").settings.loader == "transformers"
     r = make_retriever("dense", model=str(tmp_path / "missing"))
     with pytest.raises(R2MedError, match="does not exist"):
         r.index({"a": "text"})

@@ -251,6 +251,8 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
         raise R2MedError("--retriever dense needs --model <hub id or local folder>")
     if settings.get("pooling") not in (None, *POOLINGS):
         raise R2MedError(f"unknown pooling {settings['pooling']!r}; choose from {', '.join(POOLINGS)}")
+    if "pooling" in settings:  # an explicit pooling means AutoModel + that pooling, even for an ST folder
+        settings.setdefault("loader", "transformers")
     return DenseRetriever(EncoderSettings(**settings), name="dense", **runtime)
 
 
