@@ -30,8 +30,13 @@ def test_split_words_keeps_case_and_stopwords():
     assert split_words("The U.S. and IL-6, 1,000") == ["The", "U.S", "and", "IL", "6", "1,000"]
 
 
-def test_encode_paths_agree_with_tokenize():
-    texts = [t for t in LUCENE_CASES] * 3 + ["", "only the and"]
+@pytest.mark.parametrize("texts", [
+    [t for t in LUCENE_CASES] * 3 + ["", "only the and"],   # stop words and multi-term surfaces
+    ["cat mat", "", "dog cat"],                              # every surface is one term
+    ["the cat is on the mat", "", "to be", "the"],           # some surfaces are stop words only
+    ["b.2 x", "c.3", ""],                                    # a surface that splits into two terms
+])
+def test_encode_paths_agree_with_tokenize(texts):
     analyzer = EnglishAnalyzer()
     expected = [analyzer.tokenize(t) for t in texts]
     for vocab, ids, lengths in (analyzer.encode(texts), encode_with(analyzer.tokenize, texts),

@@ -240,8 +240,17 @@ def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: n
                        dtype=np.int32, count=int(counts.sum()))
     if len(surface_ids) == 0:
         return list(vocab), np.zeros(0, np.int32), np.asarray(lengths, dtype=np.int64)
-    if counts.min() == 1 and counts.max() == 1:
-        return list(vocab), flat[surface_ids], np.asarray(lengths, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if counts.max() <= 1:  # the usual case: each surface is dropped (stop word) or becomes one term
+        mapping = np.full(len(surface_terms), -1, dtype=np.int32)
+        mapping[counts == 1] = flat
+        term_ids = mapping[surface_ids]
+        if counts.min() == 1:
+            return list(vocab), term_ids, lengths
+        dropped = np.concatenate([[0], np.cumsum(term_ids < 0)])
+        ends = np.cumsum(lengths)
+        new_lengths = lengths - (dropped[ends] - dropped[ends - lengths])
+        return list(vocab), term_ids[term_ids >= 0], new_lengths
     offsets = np.cumsum(counts) - counts
     rep = counts[surface_ids]
     ends = np.cumsum(rep)
