@@ -133,6 +133,18 @@ def test_unknown_reranker_is_a_one_line_error():
         make_reranker("nonsense")
 
 
+def test_unreachable_hub_model_fails_fast_in_one_line():
+    import time
+
+    reranker = make_reranker("no-such-org/no-such-model")
+    start = time.monotonic()
+    with pytest.raises(R2MedError, match="'no-such-org/no-such-model'"):
+        reranker.score_pairs([("q", "d")])
+    assert time.monotonic() - start < 30
+    with pytest.raises(R2MedError, match="does not exist"):
+        make_reranker("./no/such/folder/model").score_pairs([("q", "d")])
+
+
 def test_unloadable_model_is_a_one_line_error(tmp_path):
     reranker = make_reranker(str(tmp_path))  # a folder without a model in it
     with pytest.raises(R2MedError, match="cannot load reranker model"):

@@ -71,8 +71,8 @@ def available_rerankers() -> dict[str, str]:
 
 
 def looks_like_model(name: str) -> bool:
-    """A local model folder, or a hub id of the form ``org/model``."""
-    if Path(name).expanduser().is_dir():
+    """A local model folder (or a path-looking name), or a hub id of the form ``org/model``."""
+    if Path(name).expanduser().is_dir() or name.startswith((".", "/", "~")) or name.count("/") > 1:
         return True
     parts = name.split("/")
     return len(parts) == 2 and all(p and not p.startswith(".") and " " not in p for p in parts)

@@ -50,6 +50,29 @@ def model_max_length(model, tokenizer) -> int | None:
     return min(limits) if limits else None
 
 
+def ensure_available(model: str, revision: str | None = None, probe: str = "config.json") -> None:
+    """Fail at once, in one line, when ``model`` is neither a local folder, cached, nor downloadable."""
+    from pathlib import Path
+
+    from ..retrieval.encoders import check_model_source
+
+    if Path(model).expanduser().exists():
+        return
+    check_model_source(model)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model, probe, revision=revision), str):
+            return
+    except Exception:  # a malformed id: let the loader report it
+        return
+    from ..data.hub import hub_reachable
+
+    if not hub_reachable():
+        raise R2MedError(f"model {model!r} is not in the Hugging Face cache and the hub cannot be reached; "
+                         "download it first (huggingface-cli download) or pass a local folder")
+
+
 def progress_bar():
     """A transient rich progress bar (``description``, bar, done/total, elapsed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -173,9 +196,7 @@ class CrossEncoderReranker(PointwiseReranker):
         _torch()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from ..retrieval.encoders import check_model_source
-
-        check_model_source(self.model_id)
+        ensure_available(self.model_id, self.revision)
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
             model = AutoModelForSequenceClassification.from_pretrained(self.model_id, revision=self.revision)

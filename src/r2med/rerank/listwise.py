@@ -136,6 +136,7 @@ class ListwiseReranker:
                corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
         from .cross_encoder import progress_bar
 
+        self.stats = {"windows": 0, "repaired": 0, "failed": 0}  # per call: the warnings below are per task
         order = {qid: [did for did, _ in docs] for qid, docs in candidates.items()}
         first_score = {qid: dict(docs) for qid, docs in candidates.items()}
         plans = {qid: windows(len(ids), self.window, self.step) for qid, ids in order.items()}

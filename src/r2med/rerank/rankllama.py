@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from .base import register_reranker
-from .cross_encoder import PointwiseReranker, _torch
+from .cross_encoder import PointwiseReranker, _torch, ensure_available
 
 DEFAULTS = {"base": "meta-llama/Llama-2-7b-hf", "lora": "castorini/rankllama-v1-7b-lora-passage",
             "max_length": 1024}
@@ -39,6 +39,8 @@ class RankLlamaReranker(PointwiseReranker):
             raise MissingExtraError("peft", "rerank", "RankLLaMA reranking") from None
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        ensure_available(self.base)
+        ensure_available(self.lora, probe="adapter_config.json")
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id)
             base = AutoModelForSequenceClassification.from_pretrained(self.base, num_labels=1)
