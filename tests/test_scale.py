@@ -76,7 +76,7 @@ def test_sharded_bm25_equals_unsharded(collection, flavour):
     unsharded_run = ref.search(collection.queries, k=100)
     doc_ids = list(collection.corpus)
 
-    for shards in (1, 4, 7):
+    for shards in (2, 7):
         sb = ShardedBM25(flavour=flavour, shards=shards).index(collection.corpus)
         # Collection-wide statistics are the unsharded index's.
         assert list(sb.head.vocab) == list(ref.vocab)

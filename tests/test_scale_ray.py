@@ -39,7 +39,7 @@ def test_sharded_bm25_on_ray_equals_in_process(cluster):
     assert all(list(on_ray[q].items()) == list(local[q].items()) for q in local)
 
 
-def test_matrix_on_ray_equals_sequential(cluster, tmp_path):
+def test_matrix_on_ray_equals_sequential(cluster, tmp_path, r2med_home):
     from r2med.scale.matrix import Cell, evaluate_matrix
 
     path = shared_collection("medline-med")
@@ -48,6 +48,8 @@ def test_matrix_on_ray_equals_sequential(cluster, tmp_path):
     finished = []
     results = evaluate_matrix(cells, k=50, out=tmp_path, on_done=lambda c, r: finished.append((c.retriever, c.task)))
     assert sorted(finished) == sorted((c.retriever, c.task) for c in cells)
+    # The tasks used this test's r2med home (forwarded by the driver) for their BM25 indexes.
+    assert len(list((r2med_home / "bm25").iterdir())) == 2  # one per corpus, shared by both flavours
     for cell, result in zip(cells, results):
         expected = run_collection(cell.load(), cell.retriever, {}, k=50)
         assert result.task == expected.task

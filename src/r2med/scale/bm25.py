@@ -31,7 +31,7 @@ from ..retrieval.base import QueryText, as_text
 from ..retrieval.bm25 import BM25
 from ..run import Run
 from ..text import get_analyzer
-from .cluster import map_tasks, remote_refs, require_ray
+from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
 from .shards import Shard, merge_topk, plan_shards, to_run, topk_rows
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,8 @@ def _count_matrix(ids: np.ndarray, lengths: np.ndarray, n_terms: int) -> sp.csr_
 # -- the retriever --------------------------------------------------------------------------------
 
 class ShardedBM25:
-    """BM25 split over ``shards`` index shards, run in-process or (``ray=True``) as Ray tasks.
+    """BM25 split over ``shards`` index shards, run in-process or (``ray=True``, or a Ray address)
+    as Ray tasks.
 
     ``ShardedBM25(shards=8, ray=True).index(corpus).search(queries, k=100)`` returns the same
     top-k and scores as ``BM25().index(corpus).search(queries, k=100)`` (ties by corpus order).
@@ -94,7 +95,7 @@ class ShardedBM25:
     family = "lexical"
 
     def __init__(self, k1: float = 0.9, b: float = 0.4, flavour: str = "paper", analyzer: str = "english",
-                 shards: int = 4, shard_size: int | None = None, ray: bool = False,
+                 shards: int = 4, shard_size: int | None = None, ray: bool | str = False,
                  resources: dict[str, float] | None = None):
         # The head holds the collection-wide statistics and builds query vectors; it has no weights.
         self.head = BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=False)
@@ -124,6 +125,7 @@ class ShardedBM25:
         self.plan = plan_shards(len(texts), self.n_shards, self.shard_size)
         args = [(texts[s.start:s.stop], self.analyzer_name) for s in self.plan]
         if self.ray:
+            connect(self.ray if isinstance(self.ray, str) else LOCAL)
             ray = require_ray()
             pairs = remote_refs(analyse_shard, args, num_returns=2, resources=self.resources)
             stats = ray.get([p[0] for p in pairs])

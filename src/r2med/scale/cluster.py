@@ -8,6 +8,7 @@ cluster), ``auto`` (the cluster this machine belongs to, e.g. after ``ray start 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +17,9 @@ from ..errors import MissingExtraError, R2MedError
 log = logging.getLogger(__name__)
 
 LOCAL = "local"
+#: Environment the driver passes on to its Ray tasks and actors (when set): where artifacts and
+#: models live, and whether the hub may be contacted.
+FORWARDED_ENV = ("R2MED_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 def require_ray():
@@ -43,6 +47,17 @@ def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwa
                          "`ray start --head` or use `--ray local`") from None
     log.info("Ray: %s", {k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")})
     return ray
+
+
+def driver_env(extra: dict | None = None) -> dict:
+    """A Ray ``runtime_env`` carrying :data:`FORWARDED_ENV` from this process (plus ``extra``'s keys).
+
+    Paths in it (``R2MED_HOME``) must be valid on every node: a shared filesystem on a cluster.
+    """
+    env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
+    runtime_env = dict(extra or {})
+    runtime_env["env_vars"] = {**env, **runtime_env.get("env_vars", {})}
+    return runtime_env
 
 
 def cluster_gpus() -> float:

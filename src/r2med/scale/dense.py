@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..run import Run
-from .cluster import map_tasks, require_ray
+from .cluster import LOCAL, connect, map_tasks
 from .shards import merge_topk, topk_rows
 
 
@@ -71,8 +71,8 @@ class ShardedDenseIndex:
         return cls(doc_ids, [(location, i) for i in range(len(arrays))], [len(a) for a in arrays], location)
 
     def search(self, queries: np.ndarray, qids: Sequence[str], k: int = 100, ignore_identical_ids: bool = True,
-               ray: bool = False) -> Run:
-        """Global top-``k`` per query embedding row (``qids`` name the rows)."""
+               ray: bool | str = False) -> Run:
+        """Global top-``k`` per query embedding row (``qids`` name the rows); ``ray``: True or an address."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         exclude = None
         if ignore_identical_ids:
@@ -80,7 +80,7 @@ class ShardedDenseIndex:
             exclude = np.array([pos.get(q, -1) for q in qids], dtype=np.int64)
         shards = self.shards
         if ray:
-            ray_mod = require_ray()
+            ray_mod = connect(ray if isinstance(ray, str) else LOCAL)
             q_ref = ray_mod.put(queries)
             shards = [ray_mod.put(s) if isinstance(s, np.ndarray) else s for s in shards]
             parts = map_tasks(search_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)],

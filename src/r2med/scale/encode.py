@@ -29,7 +29,7 @@ import numpy as np
 
 from ..cache import fingerprint_texts
 from ..errors import R2MedError
-from .cluster import connect
+from .cluster import connect, driver_env
 from .shards import plan_shards
 from .store import ShardStore
 
@@ -140,7 +140,7 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
                              "choose another --dest or delete it")
         if stored is None:
             store.write_manifest(manifest)
-            store._write_bytes("doc_ids.json", _json_bytes(list(corpus)))
+            store.write_bytes("doc_ids.json", _json_bytes(list(corpus)))
     plan = plan_shards(len(texts), shard_size=shard_size)
     store.remove_stale_temps()
     finished = store.finished()
@@ -197,7 +197,7 @@ def _run_actor_pool(texts: Sequence[str], shards, settings, store: ShardStore, a
                                "batch_size": batch_size, "token_budget": token_budget,
                                "threads": max(1, int(cpus_per_actor)) if gpus_per_actor == 0 else None},
         num_cpus=cpus_per_actor, num_gpus=gpus_per_actor or None,
-        runtime_env=dict(runtime_env) if runtime_env else None,
+        runtime_env=driver_env(dict(runtime_env) if runtime_env else None),
     ).take_all()
     return {key: np.asarray([row[key] for row in out]) for key in ("shard", "rows", "dim", "pid")}
 
@@ -216,7 +216,7 @@ def load_shards(location: str) -> tuple[list[str], list[np.ndarray]]:
     manifest = store.read_manifest()
     if manifest is None:
         raise R2MedError(f"{location} has no {store.shard_dir}/ manifest; encode into it first")
-    doc_ids = json.loads(store._read_bytes("doc_ids.json").decode("utf-8"))
+    doc_ids = json.loads(store.read_bytes("doc_ids.json").decode("utf-8"))
     plan = plan_shards(manifest["n_docs"], shard_size=manifest["shard_size"])
     missing = [s.index for s in plan if not store.has_shard(s.index)]
     if missing:

@@ -9,7 +9,9 @@ The run folders must be on storage every node can write (a shared filesystem).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 
 from ..data import Collection
 from ..pipeline import QueryBuilder, TaskResult, run_collection
-from .cluster import cluster_gpus, connect
+from .cluster import cluster_gpus, connect, driver_env
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +46,33 @@ def default_resources(retriever: str, gpus_available: float, lexical_cpus: float
 
 
 def run_cell(cell: Cell, k: int, out: str | None, measures: Sequence[str], count_missing: bool,
-             overwrite: bool, query_builder: QueryBuilder | None) -> TaskResult:
-    """Evaluate one cell (the body of a Ray task; also callable in-process)."""
-    collection = cell.load()
-    folder = Path(out) / (cell.label or cell.retriever) if out else None
-    return run_collection(collection, cell.retriever, dict(cell.options), k=k, out=folder, measures=measures,
-                          count_missing=count_missing, overwrite=overwrite, label=cell.label,
-                          query_builder=cell.query_builder or query_builder)
+             overwrite: bool, query_builder: QueryBuilder | None, env: Mapping[str, str] | None = None
+             ) -> TaskResult:
+    """Evaluate one cell (the body of a Ray task; also callable in-process) under the driver's ``env``."""
+    with _environment(env or {}):
+        collection = cell.load()
+        folder = Path(out) / (cell.label or cell.retriever) if out else None
+        return run_collection(collection, cell.retriever, dict(cell.options), k=k, out=folder, measures=measures,
+                              count_missing=count_missing, overwrite=overwrite, label=cell.label,
+                              query_builder=cell.query_builder or query_builder)
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]):
+    """Set ``env`` for the duration of one task and restore the worker's own values after it.
+
+    (Passing it as an argument rather than a Ray ``runtime_env`` lets Ray reuse its idle workers.)
+    """
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def evaluate_matrix(cells: Sequence[Cell], k: int = 100, out: str | Path | None = None,
@@ -69,12 +91,13 @@ def evaluate_matrix(cells: Sequence[Cell], k: int = 100, out: str | Path | None 
     gpus = cluster_gpus()
     pick = resources or default_resources
     remote = ray.remote(run_cell)
+    env = driver_env()["env_vars"]
     pending = {}
     for i, cell in enumerate(cells):
         ask = dict(pick(cell.retriever, gpus))
         ref = remote.options(name=f"r2med:{cell.retriever}:{cell.task}", max_retries=1, **ask).remote(
             cell, k, str(out) if out else None, tuple(measures or DEFAULT_MEASURES), count_missing, overwrite,
-            query_builder)
+            query_builder, env)
         pending[ref] = i
     results: list[TaskResult | None] = [None] * len(cells)
     while pending:

@@ -78,7 +78,7 @@ class ShardStore:
     def _join(self, *parts: str) -> str:
         return "/".join([self._remote()[1].rstrip("/"), *parts])
 
-    def _write_bytes(self, rel: str, data: bytes) -> None:
+    def write_bytes(self, rel: str, data: bytes) -> None:
         if self.local:
             with atomic_path(self._local_root() / rel) as tmp:
                 tmp.write_bytes(data)
@@ -91,7 +91,7 @@ class ShardStore:
             out.write(data)
         fs.move(tmp, final)
 
-    def _read_bytes(self, rel: str) -> bytes:
+    def read_bytes(self, rel: str) -> bytes:
         if self.local:
             return (self._local_root() / rel).read_bytes()
         fs, _ = self._remote()
@@ -119,7 +119,7 @@ class ShardStore:
     # -- manifest ------------------------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self._read_bytes(MANIFEST).decode("utf-8"))
+            return json.loads(self.read_bytes(MANIFEST).decode("utf-8"))
         except (OSError, FileNotFoundError, ValueError):
             return None
 
@@ -127,7 +127,7 @@ class ShardStore:
         if self.local:
             write_json_atomic(self._local_root() / MANIFEST, manifest)
         else:
-            self._write_bytes(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+            self.write_bytes(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
 
     # -- shards --------------------------------------------------------------------------------
     def shard_name(self, i: int) -> str:
@@ -143,12 +143,12 @@ class ShardStore:
     def write_shard(self, i: int, emb: np.ndarray) -> None:
         buf = io.BytesIO()
         np.save(buf, np.ascontiguousarray(emb, dtype=np.float32))
-        self._write_bytes(self.shard_name(i), buf.getvalue())
+        self.write_bytes(self.shard_name(i), buf.getvalue())
 
     def read_shard(self, i: int, mmap: bool = False) -> np.ndarray:
         if self.local and mmap:
             return np.load(self._local_root() / self.shard_name(i), mmap_mode="r")
-        return np.load(io.BytesIO(self._read_bytes(self.shard_name(i))))
+        return np.load(io.BytesIO(self.read_bytes(self.shard_name(i))))
 
     def remove_stale_temps(self) -> int:
         """Delete temp files left by killed writers (local stores); returns how many."""
