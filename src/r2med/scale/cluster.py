@@ -43,8 +43,8 @@ def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwa
         else:
             ray.init(address=address, **kwargs)
     except ConnectionError as exc:
-        raise R2MedError(f"cannot reach the Ray cluster at {address!r} ({exc}); start one with "
-                         "`ray start --head` or use `--ray local`") from None
+        raise R2MedError(f"cannot reach the Ray cluster at {address!r} ({exc}); start one there with "
+                         "`ray start --head`, or leave out --ray-address / RAY_ADDRESS for a local one") from None
     log.info("Ray: %s", {k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")})
     return ray
 

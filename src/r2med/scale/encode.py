@@ -138,9 +138,9 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
         if stored is not None and stored != manifest:
             raise R2MedError(f"{dest} already holds embeddings of another model, corpus or shard size; "
                              "choose another --dest or delete it")
-        if stored is None:
-            store.write_manifest(manifest)
+        if stored is None:  # doc ids first: a manifest is only ever next to its doc ids
             store.write_bytes("doc_ids.json", _json_bytes(list(corpus)))
+            store.write_manifest(manifest)
     plan = plan_shards(len(texts), shard_size=shard_size)
     store.remove_stale_temps()
     finished = store.finished()
@@ -215,7 +215,7 @@ def load_shards(location: str) -> tuple[list[str], list[np.ndarray]]:
     store = ShardStore(location)
     manifest = store.read_manifest()
     if manifest is None:
-        raise R2MedError(f"{location} has no {store.shard_dir}/ manifest; encode into it first")
+        raise R2MedError(f"{location} has no manifest.json; write embeddings there with `r2med encode --ray --dest`")
     doc_ids = json.loads(store.read_bytes("doc_ids.json").decode("utf-8"))
     plan = plan_shards(manifest["n_docs"], shard_size=manifest["shard_size"])
     missing = [s.index for s in plan if not store.has_shard(s.index)]
