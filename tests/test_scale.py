@@ -151,3 +151,24 @@ def test_shard_store_round_trip(tmp_path, kind):
     assert again.read_manifest() == {"n_docs": 3}
     if kind != "fsspec-memory":  # only complete files carry a shard's name; no temp files remain
         assert sorted(p.name for p in (tmp_path / "s" / "shards").iterdir()) == ["00000.npy", "00002.npy", "00011.npy"]
+
+
+def test_matrix_resource_requests():
+    from r2med.scale.matrix import default_resources
+
+    assert default_resources("bm25", gpus_available=4) == {"num_cpus": 1.0}
+    assert default_resources("bge", gpus_available=4) == {"num_cpus": 1.0, "num_gpus": 1.0}
+    assert default_resources("bge", gpus_available=0) == {"num_cpus": 1.0}  # CPU-only cluster
+
+
+def test_merge_statistics_across_shards_by_hand():
+    """Collection-wide statistics merged from shards, checked against hand computation."""
+    from r2med.scale import ShardedBM25
+
+    corpus = {"a": "heart attack", "b": "heart failure heart", "c": "kidney failure", "d": "liver"}
+    sb = ShardedBM25(shards=3).index(corpus)
+    assert list(sb.head.vocab) == ["heart", "attack", "failur", "kidnei", "liver"]  # first seen, Porter-stemmed
+    df = {"heart": 2, "attack": 1, "failur": 2, "kidnei": 1, "liver": 1}
+    expected_idf = [np.log(5) - np.log(df[t] + 0.5) for t in sb.head.vocab]  # ln((N+1)/(df+0.5)), N=4
+    np.testing.assert_allclose(sb.head.idf, expected_idf, rtol=1e-12)
+    assert sb.head.avgdl == (2 + 3 + 2 + 1) / 4
