@@ -120,3 +120,35 @@ def test_fuse_command_errors(tmp_path):
     assert res.returncode == 2 and "unknown fusion method 'borda'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_runs = st.lists(st.dictionaries(st.sampled_from([f"d{i}" for i in range(12)]),
+                                 st.floats(-50, 50, allow_nan=False), min_size=1, max_size=12),
+                 min_size=1, max_size=4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_runs, st.floats(0, 100))
+def test_rrf_equals_brute_force(lists, k):
+    runs = [{"q": docs} for docs in lists]
+    expected: dict[str, float] = {}
+    for docs in lists:
+        order = sorted(docs, key=lambda d: (docs[d], d), reverse=True)
+        for did in docs:
+            expected[did] = expected.get(did, 0.0) + 1.0 / (k + 1 + order.index(did))
+    assert rrf(runs, k=k)["q"] == pytest.approx(expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_runs)
+def test_combmnz_is_combsum_times_hits(lists):
+    runs = [{"q": docs} for docs in lists]
+    total, mnz = comb(runs, "combsum")["q"], comb(runs, "combmnz")["q"]
+    for did in total:
+        hits = sum(did in docs for docs in lists)
+        assert mnz[did] == pytest.approx(total[did] * hits)
+        assert 0.0 <= total[did] <= hits + 1e-9  # min-max scores lie in [0, 1]

@@ -28,13 +28,13 @@ RUN = {"q1": {f"d{i}": 10.0 - i for i in range(1, 8)},  # first-stage order d1..
 # scripted replies per window (keyed by the doc ids in prompt order); others get a perfect ranking
 SCRIPT = {
     ("d4", "d5", "d6", "d7"): "<think>is [4] best? maybe [9] > [1]</think>\nRanking: [3] > [1] > [3] > [12]",
-    ("d1", "d4", "d6"): "2, 3, 1",
+    ("d1", "d4", "d6", "d2"): "2, 3, 1",
     ("d7", "d2", "d5"): "",
 }
-# by hand (window 4, step 2 over 7 docs: [3,7), [1,5), [0,3)):
+# by hand (window 4, step 2 over 7 docs: [3,7), [1,5), then the top window [0,4)):
 #  [d4 d5 d6 d7] -> reply [3]>[1]>[3]>[12]: d6 d4, then the unnamed d5 d7  => d1 d2 d3 d6 d4 d5 d7
 #  [d2 d3 d6 d4] -> perfect: d4 d6 d2 d3                                     => d1 d4 d6 d2 d3 d5 d7
-#  [d1 d4 d6]    -> "2, 3, 1": d4 d6 d1                                      => d4 d6 d1 d2 d3 d5 d7
+#  [d1 d4 d6 d2] -> "2, 3, 1": d4 d6 d1, then the unnamed d2                  => d4 d6 d1 d2 d3 d5 d7
 EXPECTED = {"q1": ["d4", "d6", "d1", "d2", "d3", "d5", "d7"], "q2": ["d7", "d2", "d5"]}
 
 
@@ -48,8 +48,9 @@ def responder(messages, body):
 
 def test_windows_slide_bottom_up_and_end_at_the_top():
     assert windows(100, 20, 10) == [(80 - 10 * i, 100 - 10 * i) for i in range(9)]
-    assert windows(7, 4, 2) == [(3, 7), (1, 5), (0, 3)]
-    assert windows(25, 20, 10) == [(5, 25), (0, 15)]
+    assert windows(7, 4, 2) == [(3, 7), (1, 5), (0, 4)]
+    assert windows(25, 20, 10) == [(5, 25), (0, 20)]
+    assert windows(3, 2, 3) == [(1, 3), (0, 2)]  # step > window: still ends with the top window
     assert windows(10, 20, 10) == [(0, 10)]
     assert windows(1, 20, 10) == []
 
@@ -78,7 +79,7 @@ def test_sliding_window_result_faults_retried_and_rerun_is_free(caplog):
         assert {q: [d for d, _ in ranked(docs)] for q, docs in out.items()} == EXPECTED
         assert out["q1"]["d4"] == 7.0 and out["q1"]["d7"] == 1.0
         assert reranker.client.usage.as_dict()["retries"] > 0  # faults happened and were retried
-        assert reranker.stats == {"windows": 4, "repaired": 2, "failed": 0}
+        assert reranker.stats == {"windows": 4, "repaired": 3, "failed": 0}
         seen = server.requests
 
         again = make_reranker("listwise", model="test-model", base_url=server.base_url, window=4, step=2)
@@ -122,3 +123,30 @@ def test_rerank_command_with_listwise(tmp_path):
     assert {q: [d for d, _ in ranked(docs)] for q, docs in got.items()} == EXPECTED
     stored = json.loads((tmp_path / "runs" / "first+listwise" / "toy" / "metrics.json").read_text())
     assert stored["config"]["reranker"]["window"] == 4 and stored["config"]["reranker"]["model"] == "test-model"
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="[]>0123456789 ,abc<think/>\n", max_size=80), st.integers(1, 25))
+def test_parse_permutation_always_returns_a_permutation(text, m):
+    order, repaired = parse_permutation(text, m)
+    assert sorted(order) == list(range(m))
+    if not repaired:  # an unrepaired reply names every passage exactly once
+        named = [int(t) - 1 for t in re.findall(r"\[\s*(\d+)\s*\]", text.split("</think>", 1)[-1])]
+        assert named == order or not named
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 120), st.integers(2, 30), st.integers(1, 30))
+def test_windows_cover_the_list_and_end_at_the_top(n, window, step):
+    ws = windows(n, window, step)
+    if n <= 1:
+        assert ws == []
+        return
+    assert ws[-1][0] == 0 and ws[0][1] == n
+    assert all(0 <= s < e <= n and e - s <= window for s, e in ws)
+    assert all(b[0] <= a[0] and b[1] < a[1] for a, b in zip(ws, ws[1:]))  # moving up the list

@@ -3,7 +3,7 @@
 Each query's candidates are reordered by an LLM behind an OpenAI-compatible endpoint, one
 window at a time.  Windows slide from the bottom of the list to the top (RankGPT): with
 ``n`` candidates, window ``w`` and step ``s`` they cover ``[n-w, n)``, ``[n-w-s, n-s)``, ... and
-end with a window starting at 0, so a relevant document can climb from the bottom of the list
+end with the top window ``[0, w)``, so a relevant document can climb from the bottom of the list
 to the top in one pass.  Each window's prompt numbers the passages ``[1]..[m]`` and asks for a
 ranking like ``[2] > [1] > [3]``; ``with_scores`` adds each passage's first-stage score to the
 prompt (InsertRank).  Every reply is parsed robustly (:func:`parse_permutation`): a reasoning
@@ -33,18 +33,18 @@ SYSTEM = "You are an expert medical search assistant that ranks passages by how 
 
 
 def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
-    """The ``[start, end)`` windows of one pass, bottom to top, the last starting at 0."""
+    """The ``[start, end)`` windows of one pass, bottom to top, the last one ``[0, window)``."""
     if window < 2 or step < 1:
         raise R2MedError("listwise reranking needs window >= 2 and step >= 1")
     if n <= 1:
         return []
     out = []
     end, start = n, max(0, n - window)
-    while True:
+    while start > 0:
         out.append((start, end))
-        if start == 0:
-            return out
-        end, start = end - step, max(0, start - step)
+        end, start = end - step, start - step
+    out.append((0, min(window, n)))  # always finish with the full top window
+    return out
 
 
 def parse_permutation(text: str, m: int) -> tuple[list[int], bool]:
