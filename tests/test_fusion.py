@@ -152,3 +152,34 @@ def test_combmnz_is_combsum_times_hits(lists):
         hits = sum(did in docs for docs in lists)
         assert mnz[did] == pytest.approx(total[did] * hits)
         assert 0.0 <= total[did] <= hits + 1e-9  # min-max scores lie in [0, 1]
+
+
+def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
+    from r2med.data.loaders import load_folder
+    from r2med.pipeline import metrics_payload
+    from r2med.rerank.folders import fuse_inputs, load_inputs
+    from r2med.run import write_task_results
+
+    for task in ("t1", "t2"):
+        data = tmp_path / "data" / task
+        data.mkdir(parents=True)
+        (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": d}) + "\n" for d in "abcd"))
+        (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "q"}) + "\n")
+        (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "b", "score": 1}) + "\n")
+    runs = {"one": {"t1": {"q1": {"a": 2.0, "b": 1.0}}, "t2": {"q1": {"a": 1.0}}},
+            "two": {"t1": {"q1": {"b": 5.0, "zz": 4.0}}}}  # 'zz' is not in the corpus; t2 only in "one"
+    for name, tasks in runs.items():
+        for task, run in tasks.items():
+            coll = load_folder(tmp_path / "data" / task)
+            write_task_results(tmp_path / "runs" / name / task, run,
+                               metrics_payload(coll, name, {}, evaluate(run, coll.qrels), {}))
+    cache: dict = {}
+    groups = [load_inputs(tmp_path / "runs" / n, require_docs=False, collections=cache) for n in runs]
+    assert "'zz' (query 'q1') is not in the corpus of t1 (1 unknown doc entry in all)" in caplog.text
+    results = fuse_inputs(groups, list(runs), "rrf-test", tmp_path / "out", depth=None)
+    assert [r.task for r in results] == ["t1"]
+    assert "task(s) t2 are not in every run folder" in caplog.text
+    assert read_trec(tmp_path / "out" / "t1" / "run.trec")["q1"] == pytest.approx(
+        {"b": round(1 / 62 + 1 / 61, 6), "a": round(1 / 61, 6), "zz": round(1 / 62, 6)})
+    with pytest.raises(R2MedError, match=r"run.trec:2: doc 'zz'"):
+        load_inputs(tmp_path / "runs" / "two")  # rerankers need the text: an error there
