@@ -107,7 +107,7 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
 
     ``dest``: a path or URI for a shard store; ``None`` writes into the local embedding cache
     (``$R2MED_HOME/embeddings/<key>``) and, with ``finalize``, assembles ``embeddings.npy``.
-    Only shards not already stored are encoded.  ``actors`` defaults to one per cluster GPU
+    Only shards not already stored are encoded (run one job per store at a time).  ``actors`` defaults to one per cluster GPU
     (``gpus_per_actor=1``) or one per ``cpus_per_actor`` CPUs.  Ray Data restarts a dead actor
     and retries its shard (its actor pools default to ``max_restarts=-1, max_task_retries=-1``).
     """
@@ -160,6 +160,8 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
         for shard, n in zip(rows["shard"].tolist(), rows["rows"].tolist()):
             if n != expected[shard]:
                 raise RuntimeError(f"shard {shard} has {n} rows, expected {expected[shard]}")
+        if len(set(rows["dim"].tolist())) > 1:
+            raise RuntimeError(f"shards came back with different dimensions {sorted(set(rows['dim'].tolist()))}")
         result.encoded_shards = sorted(counts)
         result.actor_pids = sorted(set(rows["pid"].tolist()))
     absent = [s.index for s in plan if not store.has_shard(s.index)]
