@@ -145,3 +145,18 @@ def test_cache_cli_lists_and_removes(bert_dir, r2med_home):
     assert out.exit_code == 0 and not Path(emb["path"]).exists()
     assert runner.invoke(app, ["cache", "rm", "llm", "--all"]).exit_code == 0
     assert not list((r2med_home / "llm").iterdir())
+
+
+def test_two_writers_of_one_entry_both_finish():
+    """Two processes encoding the same entry: whoever finalizes second reads the first one's file."""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(25, 4)).astype(np.float32)
+    a = EmbeddingCache({"model": "m"}, "fp", 25, chunk_size=10)
+    b = EmbeddingCache({"model": "m"}, "fp", 25, chunk_size=10)
+    for cache in (a, b):
+        cache._start()
+        for i in range(cache.n_chunks):
+            lo, hi = cache.chunk_range(i)
+            cache.write_chunk(i, vectors[lo:hi])
+    np.testing.assert_array_equal(a.finalize(), vectors)  # removes the chunks b also wrote
+    np.testing.assert_array_equal(b.finalize(), vectors)

@@ -133,19 +133,31 @@ class EmbeddingCache:
     def finalize(self) -> np.ndarray:
         """Assemble the chunks into ``embeddings.npy`` (atomically), drop them, return the memmap."""
         missing = self.missing_chunks()
+        if missing and self.complete():  # another process finished the same entry first
+            return self._load_or_fail()
         if missing:
             raise RuntimeError(f"cannot finalize {self.path}: chunks {missing[:5]} are missing")
-        first = self.read_chunk(0)
-        with atomic_path(self.final_path, suffix=".npy") as tmp:
-            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(self.n_docs, first.shape[1]))
-            for i in range(self.n_chunks):
-                lo, hi = self.chunk_range(i)
-                out[lo:hi] = first if i == 0 else self.read_chunk(i)
-            out.flush()
-            del out
+        try:
+            first = self.read_chunk(0)
+            with atomic_path(self.final_path, suffix=".npy") as tmp:
+                out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32,
+                                                shape=(self.n_docs, first.shape[1]))
+                for i in range(self.n_chunks):
+                    lo, hi = self.chunk_range(i)
+                    out[lo:hi] = first if i == 0 else self.read_chunk(i)
+                out.flush()
+                del out
+        except FileNotFoundError:
+            if self.complete():  # a concurrent run finalized and removed the chunks meanwhile
+                return self._load_or_fail()
+            raise
         shutil.rmtree(self.chunk_dir, ignore_errors=True)
+        return self._load_or_fail()
+
+    def _load_or_fail(self) -> np.ndarray:
         arr = self.load()
-        assert arr is not None
+        if arr is None:
+            raise RuntimeError(f"embedding cache {self.path} could not be read back after writing")
         return arr
 
     def get_or_encode(self, texts: Sequence[str], encode: Callable[[list[str]], np.ndarray],
