@@ -203,6 +203,11 @@ class CrossEncoderReranker(PointwiseReranker):
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise R2MedError(f"cannot load reranker model {self.model_id!r}: {first}") from None
+        if tokenizer.pad_token is None:  # decoder-style classifiers (Llama, Qwen...) ship without one
+            tokenizer.pad_token = tokenizer.unk_token or tokenizer.eos_token
+            tokenizer.padding_side = "right"
+        if getattr(model.config, "pad_token_id", None) is None:
+            model.config.pad_token_id = tokenizer.pad_token_id
         return model, tokenizer
 
     def config(self) -> dict[str, Any]:
