@@ -119,9 +119,9 @@ def test_rerank_command_with_listwise(tmp_path):
                                        "--model", "test-model", "--base-url", server.base_url, "--window", "4",
                                        "--step", "2", "--top-k", "7"])
         assert res.exit_code == 0, res.output
-    got = read_trec(tmp_path / "runs" / "first+listwise" / "toy" / "run.trec")
+    got = read_trec(tmp_path / "runs" / "first+listwise-test-model" / "toy" / "run.trec")
     assert {q: [d for d, _ in ranked(docs)] for q, docs in got.items()} == EXPECTED
-    stored = json.loads((tmp_path / "runs" / "first+listwise" / "toy" / "metrics.json").read_text())
+    stored = json.loads((tmp_path / "runs" / "first+listwise-test-model" / "toy" / "metrics.json").read_text())
     assert stored["config"]["reranker"]["window"] == 4 and stored["config"]["reranker"]["model"] == "test-model"
 
 

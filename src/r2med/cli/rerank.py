@@ -48,7 +48,8 @@ def rerank_command(
     top_k_only: bool = typer.Option(False, "--top-k-only", help="Keep only the reranked top k (the paper's "
                                                                  "evaluation); default: the first-stage tail follows."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Parent folder of the result (default: beside --run)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Result folder name (default: <retriever>+<reranker>)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Result folder name (default: <retriever>+<reranker>, "
+                                                            "listwise: <retriever>+listwise-<model>)."),
     tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="Local data (default: the source "
                                                                          "recorded in the run, else the hub)."),
@@ -85,7 +86,8 @@ def rerank_command(
         made = make_reranker(reranker, **options)
     except TypeError as exc:
         raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
-    label = name or f"{inputs[0].retriever}+{_folder_name(reranker)}"
+    suffix = _folder_name(reranker) + (f"-{_folder_name(model)}" if reranker == "listwise" and model else "")
+    label = name or f"{inputs[0].retriever}+{suffix}"
     target = (out or run.parent) / label
     results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=not top_k_only,
                             measures=measures, count_missing=count_missing, overwrite=overwrite)
