@@ -19,6 +19,7 @@ from typing import Any
 from . import __version__
 from .data import Collection, load_task
 from .data.loaders import load_demo, load_folder
+from .errors import R2MedError
 from .metrics import DEFAULT_MEASURES, HEADLINE, Metrics, evaluate
 from .retrieval import make_retriever
 from .retrieval.base import QueryText
@@ -83,7 +84,7 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
               "queries": getattr(query_builder, "describe", lambda: "plain")()}
     folder = Path(out) / collection.name if out else None
     if folder is not None and not overwrite:
-        reused = _reuse(folder, config, collection, measures, count_missing)
+        reused = reuse_finished(folder, config, collection, measures, count_missing)
         if reused is not None:
             return reused
 
@@ -122,17 +123,23 @@ def metrics_payload(collection: Collection, retriever: str, config: Mapping[str,
     }
 
 
-def _reuse(folder: Path, config: Mapping[str, Any], collection: Collection, measures, count_missing: bool
-           ) -> TaskResult | None:
+def reuse_finished(folder: Path, config: Mapping[str, Any], collection: Collection, measures,
+                   count_missing: bool) -> TaskResult | None:
+    """The finished results in ``folder`` if they were made with ``config`` on this collection, else None.
+
+    Shared by every step that writes task folders (evaluate, rerank, fuse), so an interrupted
+    job resumes without redoing finished tasks.  Unreadable or foreign results are ignored.
+    """
     if not (folder / "metrics.json").exists():
         return None
     try:
         stored = read_metrics(folder)
-    except Exception:
+        if (stored.get("config") != json.loads(json.dumps(dict(config), default=str))
+                or stored.get("dataset_fingerprint") != collection.fingerprint):
+            return None
+        run = read_trec(folder / "run.trec")
+    except R2MedError:
         return None
-    if stored.get("config") != json.loads(json.dumps(dict(config), default=str)) or stored.get("dataset_fingerprint") != collection.fingerprint:
-        return None
-    run = read_trec(folder / "run.trec")
     metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
     log.info("%s: reusing finished results in %s", collection.name, folder)
     return TaskResult(collection.name, metrics, folder, stored.get("timing", {}), reused=True, run=run)

@@ -46,7 +46,7 @@ def format_trec(run: Mapping[str, Mapping[str, float]], tag: str = "r2med") -> s
     lines = []
     for qid, docs in run.items():
         for rank, (did, score) in enumerate(ranked(docs), start=1):
-            lines.append(f"{qid} Q0 {did} {rank} {score:.6f} {tag}\n")
+            lines.append(f"{qid} Q0 {did} {rank} {score:.9g} {tag}\n")
     return "".join(lines)
 
 

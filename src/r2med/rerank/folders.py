@@ -14,7 +14,6 @@ data and input runs is reused, so an interrupted job resumes.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -26,7 +25,7 @@ from ..data import Collection
 from ..data.loaders import load_demo, load_folder
 from ..errors import DataError, R2MedError
 from ..metrics import DEFAULT_MEASURES, evaluate
-from ..pipeline import TaskResult, metrics_payload, resolve_collections
+from ..pipeline import TaskResult, metrics_payload, resolve_collections, reuse_finished
 from ..run import RUN_FILE, Run, read_metrics, read_trec, task_folders, write_task_results
 from .base import Reranker, rerank_run
 
@@ -141,23 +140,6 @@ def load_inputs(run_dir: str | Path, data_dir: str | Path | None = None, revisio
     return inputs
 
 
-def _reuse(folder: Path, config: Mapping[str, Any], collection: Collection, measures, count_missing: bool
-           ) -> TaskResult | None:
-    if not (folder / "metrics.json").exists():
-        return None
-    try:
-        stored = read_metrics(folder)
-        if (stored.get("config") != json.loads(json.dumps(dict(config), default=str))
-                or stored.get("dataset_fingerprint") != collection.fingerprint):
-            return None
-        run = read_trec(folder / RUN_FILE)
-    except R2MedError:
-        return None
-    metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
-    log.info("%s: reusing finished results in %s", collection.name, folder)
-    return TaskResult(collection.name, metrics, folder, stored.get("timing", {}), reused=True, run=run)
-
-
 def _finish(collection: Collection, name: str, run: Run, config: Mapping[str, Any], out: Path | None,
             measures, count_missing: bool, timing: dict[str, float]) -> TaskResult:
     # Score what the file will hold: run.trec keeps 6 decimals, so near-ties (RRF sums) rank by doc id
@@ -184,7 +166,7 @@ def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, ou
                   "first_stage": {"retriever": item.retriever, "folder": str(item.folder),
                                   "run_fingerprint": item.run_fingerprint}}
         if out is not None and not overwrite:
-            reused = _reuse(out / item.collection.name, config, item.collection, measures, count_missing)
+            reused = reuse_finished(out / item.collection.name, config, item.collection, measures, count_missing)
             if reused is not None:
                 results.append(reused)
                 continue
@@ -232,7 +214,7 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
                   "inputs": [{"retriever": i.retriever, "folder": str(i.folder), "run_fingerprint": i.run_fingerprint}
                              for i in items]}
         if out is not None and not overwrite:
-            reused = _reuse(out / collection.name, config, collection, measures, count_missing)
+            reused = reuse_finished(out / collection.name, config, collection, measures, count_missing)
             if reused is not None:
                 results.append(reused)
                 continue
