@@ -22,6 +22,7 @@ baseline of each ratio is the smallest size measured in the same process.
 
     .venv/bin/python benchmarks/scaling.py                 # 10K..3M (~15 min on 2 cores)
     .venv/bin/python benchmarks/scaling.py --sizes 10000,100000 --json out.json
+    .venv/bin/python benchmarks/scaling.py --sharded-bm25 300000   # ShardedBM25 on Ray vs BM25
 """
 
 from __future__ import annotations
@@ -166,6 +167,37 @@ def measure_dense(n_docs: int) -> dict[str, float]:
     return row
 
 
+def measure_sharded_bm25(n_docs: int, shards: int = 8) -> dict[str, float]:
+    """ShardedBM25 on a local Ray cluster (2 CPUs): build + query time and the driver's peak RSS,
+    and whether its top-100 scores equal the unsharded index's (run in a fresh process)."""
+    import ray
+
+    from r2med.scale import ShardedBM25
+
+    vocab = words(VOCAB)
+    ids, lengths, q_ids = synthetic(n_docs)
+    corpus = {f"d{i}": text for i, text in enumerate(as_texts(ids, lengths, vocab))}
+    queries = {f"q{i}": text for i, text in enumerate(as_texts(q_ids.ravel(), np.full(N_QUERIES, QUERY_WORDS), vocab))}
+    del ids
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    row: dict[str, float] = {}
+    t = time.perf_counter()
+    index = ShardedBM25(shards=shards, ray=True).index(corpus)
+    row["sharded_build_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    run = index.search(queries, k=100)
+    row["sharded_query_ms"] = 1000 * (time.perf_counter() - t) / len(queries)
+    row["sharded_driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    ray.shutdown()
+    del index
+    gc.collect()
+    from r2med.retrieval.bm25 import BM25
+
+    ref = BM25(cache=False).index(corpus).search(queries, k=100)
+    row["same_scores"] = float(all(list(run[q].values()) == list(ref[q].values()) for q in queries))
+    return row
+
+
 def in_fresh_process(fn, n_docs: int) -> dict[str, float]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -221,7 +253,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bm25-max", type=int, default=1_000_000,
                         help="measure BM25 only up to this size (the pure-Python analysis is the slow part)")
     parser.add_argument("--json", help="also write the measurements as JSON here")
+    parser.add_argument("--sharded-bm25", type=int, metavar="N",
+                        help="instead: ShardedBM25 (8 shards, local Ray, 2 CPUs) at N docs vs the single-process "
+                             "BM25 at N docs (time, driver peak RSS, score equality)")
     args = parser.parse_args(argv)
+    if args.sharded_bm25:
+        single = in_fresh_process(measure_bm25, args.sharded_bm25)
+        sharded = in_fresh_process(measure_sharded_bm25, args.sharded_bm25)
+        print(f"BM25 at {args.sharded_bm25:,} docs (baseline: single-process BM25, same corpus)")
+        print(f"  build   {single['bm25_build_s']:8.1f} s   sharded on Ray {sharded['sharded_build_s']:8.1f} s   "
+              f"({sharded['sharded_build_s'] / single['bm25_build_s']:.2f}x)")
+        print(f"  query   {single['bm25_query_ms']:8.1f} ms  sharded on Ray {sharded['sharded_query_ms']:8.1f} ms  "
+              f"({sharded['sharded_query_ms'] / single['bm25_query_ms']:.2f}x)")
+        print(f"  peak RSS {single['bm25_peak_rss_mb']:7.0f} MB  sharded driver {sharded['sharded_driver_peak_rss_mb']:7.0f} MB  "
+              f"({sharded['sharded_driver_peak_rss_mb'] / single['bm25_peak_rss_mb']:.2f}x)")
+        print(f"  top-100 scores identical to the unsharded index: {bool(sharded['same_scores'])}")
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     start = time.perf_counter()
