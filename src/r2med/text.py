@@ -261,42 +261,64 @@ def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: n
     return list(vocab), term_ids, new_lengths
 
 
-def _surface_chunk(texts: Sequence[str]) -> tuple[list[str], bytes, bytes]:
-    vocab, ids, lengths = surface_encode(texts)
+# What forked workers inherit instead of receiving it through a pipe: set just before the pool forks
+# and cleared right after, so the corpus is never pickled.
+_FORKED: dict[str, object] = {}
+
+
+def _surface_range(bounds: tuple[int, int]) -> tuple[list[str], bytes, bytes]:
+    texts = _FORKED["texts"]
+    vocab, ids, lengths = surface_encode(texts[bounds[0]:bounds[1]])  # type: ignore[index]
     return vocab, ids.tobytes(), lengths.tobytes()
 
 
-def _analyse_chunk(surfaces: Sequence[str]) -> list[tuple[str, ...]]:
-    return EnglishAnalyzer().analyse_surfaces(surfaces)
+def _analyse_part(surfaces: Sequence[str]) -> list[tuple[str, ...]]:
+    return _FORKED["analyzer"].analyse_surfaces(surfaces)  # type: ignore[attr-defined]
+
+
+def _split(n: int, parts: int) -> list[tuple[int, int]]:
+    size = -(-n // parts)
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
 def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None = None,
                   min_parallel: int = 20_000) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Encode a corpus to (vocabulary, term ids, lengths), using ``workers`` processes when it is large.
 
-    In parallel mode the texts are split into chunks tokenized in separate processes, their surface
-    vocabularies are merged, and the distinct surfaces are analysed (stemmed) once, split across
-    the processes, so no word is stemmed twice.
+    In parallel mode the parent and ``workers - 1`` forked processes each tokenize a slice of the
+    corpus (inherited by fork, not pickled), their surface vocabularies are merged, and the distinct
+    surfaces are analysed (stemmed) once, split the same way, so no word is stemmed twice.  The
+    parent's objects are frozen out of the garbage collector meanwhile, so the children never
+    copy them.
     """
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
         return analyzer.encode(texts)  # type: ignore[attr-defined]
+    import gc
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    size = -(-len(texts) // workers)
-    chunks = [texts[i:i + size] for i in range(0, len(texts), size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        parts = list(pool.map(_surface_chunk, chunks))
-        merged = _Ids()
-        get = merged.__getitem__
-        all_ids, all_lengths = [], []
-        for local_vocab, ids, lengths in parts:
-            mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
-            all_ids.append(mapping[np.frombuffer(ids, dtype=np.int32)])
-            all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
-        surfaces = list(merged)
-        step = -(-len(surfaces) // workers)
-        analysed = [t for part in pool.map(_analyse_chunk, [surfaces[i:i + step]
-                                                             for i in range(0, len(surfaces), step)]) for t in part]
+    bounds = _split(len(texts), workers)
+    _FORKED.update(texts=texts, analyzer=analyzer)
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(max_workers=len(bounds) - 1, mp_context=ctx) as pool:
+            futures = [pool.submit(_surface_range, b) for b in bounds[1:]]
+            parts = [_surface_range(bounds[0])] + [f.result() for f in futures]
+            merged = _Ids()
+            get = merged.__getitem__
+            all_ids, all_lengths = [], []
+            for local_vocab, ids, lengths in parts:
+                mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
+                all_ids.append(mapping[np.frombuffer(ids, dtype=np.int32)])
+                all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
+            surfaces = list(merged)
+            pieces = [surfaces[a:b] for a, b in _split(len(surfaces), workers)]
+            futures = [pool.submit(_analyse_part, piece) for piece in pieces[1:]]
+            analysed = analyzer.analyse_surfaces(pieces[0])
+            for future in futures:
+                analysed.extend(future.result())
+    finally:
+        _FORKED.clear()
+        gc.unfreeze()
     return terms_from_surfaces(analysed, np.concatenate(all_ids), np.concatenate(all_lengths))
