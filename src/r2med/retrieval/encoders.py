@@ -215,6 +215,15 @@ class BaseEncoder:
     settings: EncoderSettings
     batch_size: int = 32
 
+    def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
+                 token_budget: int | None = None):
+        self.settings = settings
+        self.batch_size = batch_size
+        self.token_budget = token_budget
+        self.device = resolve_device(device)
+        self._model = None
+        self.texts_encoded = 0  # counter (tests, logs): texts that went through a model
+
     def config(self) -> dict[str, Any]:
         return self.settings.key()
 
@@ -262,12 +271,8 @@ class TransformersEncoder(BaseEncoder):
 
     def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
                  token_budget: int | None = None):
-        self.settings = settings
-        self.batch_size = batch_size
-        self.token_budget = token_budget
-        self.device = resolve_device(device)
+        super().__init__(settings, device, batch_size, token_budget)
         self._models: dict[str, tuple[Any, Any]] = {}
-        self.texts_encoded = 0  # counter (tests, logs): texts that went through a model
 
     def _load(self, name: str) -> tuple[Any, Any]:
         if name in self._models:
@@ -372,15 +377,6 @@ class SentenceTransformerEncoder(BaseEncoder):
     """A sentence-transformers model; instructions go in as ``prompt`` (excluded from pooling
     for INSTRUCTOR models when ``settings.extra['exclude_prompt_from_pooling']``)."""
 
-    def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
-                 token_budget: int | None = None):
-        self.settings = settings
-        self.batch_size = batch_size
-        self.token_budget = token_budget
-        self.device = resolve_device(device)
-        self._model = None
-        self.texts_encoded = 0
-
     @property
     def model(self):
         if self._model is None:
@@ -442,13 +438,8 @@ class RemoteCodeEncoder(BaseEncoder):
         if not settings.trust_remote_code:
             raise R2MedError(f"{settings.model} runs its own code from the hub; opt in with "
                              "--trust-remote-code (trust_remote_code=True)")
-        self.settings = settings
-        self.batch_size = batch_size
-        self.token_budget = token_budget
-        self.device = resolve_device(device)
-        self._model = None
+        super().__init__(settings, device, batch_size, token_budget)
         self._tok = None
-        self.texts_encoded = 0
 
     def _load(self):
         if self._model is None:
@@ -499,11 +490,7 @@ class GritLMEncoder(BaseEncoder):
 
     def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 8,
                  token_budget: int | None = None):
-        self.settings = settings
-        self.batch_size = batch_size
-        self.device = resolve_device(device)
-        self._model = None
-        self.texts_encoded = 0
+        super().__init__(settings, device, batch_size, token_budget)
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         if self._model is None:
