@@ -108,7 +108,8 @@ class EmbeddingCache:
             return None
         return arr
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Prepare the folder for writing chunks: record the layout, drop chunks of another layout."""
         self.path.mkdir(parents=True, exist_ok=True)
         stored = self._stored_meta()
         if stored != self.meta:
@@ -172,7 +173,7 @@ class EmbeddingCache:
             self.reused_docs = self.n_docs
             log.info("embeddings loaded from cache %s", self.path)
             return arr
-        self._start()
+        self.start()
         missing = self.missing_chunks()
         self.reused_docs = sum(np.subtract(*self.chunk_range(i)[::-1]) for i in range(self.n_chunks)
                                if i not in set(missing))

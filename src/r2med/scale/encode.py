@@ -127,7 +127,7 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
             plan = plan_shards(len(texts), shard_size=cache.chunk_size)
             return EncodeResult(str(cache.path), len(texts), len(plan), cache.chunk_size,
                                 reused_shards=[s.index for s in plan], embeddings=cache.load())
-        cache._start()  # writes meta.json; drops chunks of a different chunking
+        cache.start()  # writes meta.json; drops chunks of a different chunking
         shard_size = cache.chunk_size
         store = ShardStore(str(cache.path), shard_dir="chunks")
     else:
