@@ -154,7 +154,7 @@ def test_two_writers_of_one_entry_both_finish():
     a = EmbeddingCache({"model": "m"}, "fp", 25, chunk_size=10)
     b = EmbeddingCache({"model": "m"}, "fp", 25, chunk_size=10)
     for cache in (a, b):
-        cache._start()
+        cache.start()
         for i in range(cache.n_chunks):
             lo, hi = cache.chunk_range(i)
             cache.write_chunk(i, vectors[lo:hi])
