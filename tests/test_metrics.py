@@ -78,6 +78,15 @@ def test_matches_brute_force_trec_eval(data):
     for m in DEFAULT_MEASURES:
         mean = sum(brute_force(run[q], qrels[q])[m] for q in answered) / len(answered) if answered else 0.0
         assert metrics.aggregate[m] == pytest.approx(mean, abs=1e-9)
+    # And the same numbers as calling pytrec_eval directly.
+    import pytrec_eval
+
+    direct = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.1,10,25,50,100", "map_cut.1,10,25,50,100",
+                                                     "recall.1,10,25,50,100", "P.1,10,25,50,100",
+                                                     "recip_rank"}).evaluate({q: d for q, d in run.items() if d})
+    for q, values in direct.items():
+        for m in DEFAULT_MEASURES:
+            assert metrics.per_query[q][m] == pytest.approx(values[m], abs=1e-9)
 
 
 @settings(max_examples=50, deadline=None)
