@@ -84,3 +84,18 @@ def test_nfcorpus_ndcg_near_published():
     run = BM25().index(coll.corpus, corpus_fingerprint=coll.fingerprint).search(coll.queries, k=100)
     ndcg = evaluate(run, coll.qrels)["nDCG@10"]
     assert 0.32 <= ndcg <= 0.34, ndcg
+
+
+def test_top_k_breaks_ties_at_the_cut_in_corpus_order():
+    """The paper's code sorts all docs stably: among equal scores, earlier docs win the last slots."""
+    from r2med.retrieval.bm25 import top_k
+
+    ids = [f"d{i}" for i in range(12)]
+    scores = np.array([1.0] * 10 + [2.0, 0.0])
+    assert list(top_k(scores, ids, 3)) == ["d10", "d0", "d1"]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        s = rng.integers(0, 4, size=30).astype(np.float32)
+        k = int(rng.integers(1, 35))
+        expected = [ids_ for ids_ in np.argsort(-s, kind="stable")[:k]]
+        assert list(top_k(s, [str(i) for i in range(30)], k)) == [str(i) for i in expected]

@@ -137,3 +137,28 @@ def test_demo_falls_back_to_builtin_collection(tmp_path):
     assert "cannot be reached" in res.stdout and "demo" in res.stdout
     metrics = json.loads((tmp_path / "demo" / "bm25" / "demo" / "metrics.json").read_text())
     assert 0.3 < metrics["aggregate"]["ndcg_cut_10"] < 0.95
+
+
+def test_changed_queries_are_not_reused(tmp_path):
+    from r2med.pipeline import run_collection
+
+    root = make_r2med(tmp_path / "c")
+    coll = load_folder(root)
+    first = run_collection(coll, "bm25", {}, out=tmp_path / "o")
+    assert not first.reused
+    assert run_collection(load_folder(root), "bm25", {}, out=tmp_path / "o").reused
+    (root / "query.jsonl").write_text('{"id": "q1", "text": "aspirin cox"}\n', encoding="utf-8")
+    again = run_collection(load_folder(root), "bm25", {}, out=tmp_path / "o")
+    assert not again.reused and list(again.run["q1"])[0] == "d1"
+
+
+def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
+    import stat
+
+    res = r2med("evaluate", "--data-dir", str(make_r2med(tmp_path / "c")), "--out", str(tmp_path / "o"), "-m", "MRR")
+    assert res.returncode == 0, res.stderr
+    folder = tmp_path / "o" / "bm25" / "c"
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert set(metrics["aggregate"]) == {"ndcg_cut_10", "recip_rank"}
+    assert (folder / "run.trec").stat().st_mode & stat.S_IROTH  # not the 0600 of a bare temp file
+    assert folder.stat().st_mode & stat.S_IXOTH

@@ -163,3 +163,13 @@ def test_unknown_task_and_expansion_split():
     assert expansion_path("search-r1", "qwen-7b-ins") == "search-r1/qwen-7b-ins/query_with_hydoc.jsonl"
     with pytest.raises(R2MedError, match="unknown hyde split 'gpt5'"):
         expansion_path("hyde", "gpt5")
+
+
+def test_ids_with_whitespace_and_non_finite_grades_are_data_errors(tmp_path):
+    root = make_r2med(tmp_path / "c", corpus=[{"id": "d 1", "text": "x"}])
+    with pytest.raises(DataError, match=r"corpus.jsonl:1: field 'id' = 'd 1' contains whitespace"):
+        load_folder(root)
+    root = make_r2med(tmp_path / "d")
+    (root / "qrels.jsonl").write_text('{"q_id": "q1", "p_id": "d2", "score": NaN}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"qrels.jsonl:1: relevance nan is not an integer grade"):
+        load_folder(root)

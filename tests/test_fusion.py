@@ -95,8 +95,8 @@ def test_fuse_command_on_real_runs(tmp_path):
             for rank, (did, _) in enumerate(sorted(run[qid].items(), key=lambda kv: (kv[1], kv[0]), reverse=True), 1):
                 scores[did] = scores.get(did, 0.0) + w / (60 + rank)
         top = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:100]
-        # the file keeps 6 decimals: order the hand result as trec_eval will read it
-        top = sorted(((d, round(s, 6)) for d, s in top), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        # the file keeps 9 significant digits: order the hand result as trec_eval will read it
+        top = sorted(((d, float(f"{s:.9g}")) for d, s in top), key=lambda kv: (kv[1], kv[0]), reverse=True)
         assert [d for d, _ in ranked(fused[qid])] == [d for d, _ in top]
     metrics = json.loads((folder / "metrics.json").read_text())
     from r2med.data.loaders import load_folder
@@ -180,6 +180,6 @@ def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     assert [r.task for r in results] == ["t1"]
     assert "task(s) t2 are not in every run folder" in caplog.text
     assert read_trec(tmp_path / "out" / "t1" / "run.trec")["q1"] == pytest.approx(
-        {"b": round(1 / 62 + 1 / 61, 6), "a": round(1 / 61, 6), "zz": round(1 / 62, 6)})
+        {"b": 1 / 62 + 1 / 61, "a": 1 / 61, "zz": 1 / 62}, rel=1e-8)
     with pytest.raises(R2MedError, match=r"run.trec:2: doc 'zz'"):
         load_inputs(tmp_path / "runs" / "two")  # rerankers need the text: an error there

@@ -66,6 +66,7 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -73,9 +74,19 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` via a synced temp file and a rename."""
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
@@ -94,6 +105,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
         if target.exists():
             old = target.with_name(f".{target.name}.old.{os.getpid()}")
             os.replace(target, old)

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .cache import fingerprint_texts
 from .data import Collection, load_task
-from .data.loaders import load_demo, load_folder
+from .data.loaders import load_folder
 from .errors import R2MedError
 from .metrics import DEFAULT_MEASURES, HEADLINE, Metrics, evaluate
 from .retrieval import make_retriever
@@ -42,7 +43,9 @@ class TaskResult:
 
     @property
     def headline(self) -> float:
-        return self.metrics.aggregate[HEADLINE]
+        """nDCG@10 when computed, else the first measure."""
+        aggregate = self.metrics.aggregate
+        return aggregate[HEADLINE] if HEADLINE in aggregate else aggregate[self.metrics.measures[0]]
 
 
 def versions() -> dict[str, str]:
@@ -80,8 +83,10 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
     collection.warn_about_qrels()
     timing: dict[str, float] = {}
     retriever = make_retriever(retriever_name, task=collection.name, **options)
+    queries = query_builder(collection, retriever.family) if query_builder else collection.queries
     config = {"retriever": retriever_name, "options": options, "k": k, **retriever.config(),
-              "queries": getattr(query_builder, "describe", lambda: "plain")()}
+              "queries": getattr(query_builder, "describe", lambda: "plain")(),
+              "queries_fingerprint": queries_fingerprint(queries)}
     folder = Path(out) / collection.name if out else None
     if folder is not None and not overwrite:
         reused = reuse_finished(folder, config, collection, measures, count_missing)
@@ -89,13 +94,8 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
             return reused
 
     t0 = time.perf_counter()
-    if hasattr(retriever, "index"):
-        try:
-            retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)  # type: ignore[call-arg]
-        except TypeError:
-            retriever.index(collection.corpus)
+    retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
     timing["index_s"] = time.perf_counter() - t0
-    queries = query_builder(collection, retriever.family) if query_builder else collection.queries
     t1 = time.perf_counter()
     run = retriever.search(queries, k=k)
     timing["search_s"] = time.perf_counter() - t1
@@ -105,6 +105,11 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
         payload = metrics_payload(collection, label or retriever_name, config, metrics, timing, count_missing)
         write_task_results(folder, run, payload, tag=label or retriever_name)
     return TaskResult(collection.name, metrics, folder, timing, run=run)
+
+
+def queries_fingerprint(queries: Mapping[str, QueryText]) -> str:
+    """Content hash of the query texts searched with (expansion parts included), part of every result's key."""
+    return fingerprint_texts((qid, q if isinstance(q, str) else "\x1f".join(q)) for qid, q in queries.items())
 
 
 def metrics_payload(collection: Collection, retriever: str, config: Mapping[str, Any], metrics: Metrics,
@@ -143,7 +148,3 @@ def reuse_finished(folder: Path, config: Mapping[str, Any], collection: Collecti
     metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
     log.info("%s: reusing finished results in %s", collection.name, folder)
     return TaskResult(collection.name, metrics, folder, stored.get("timing", {}), reused=True, run=run)
-
-
-def demo_collection() -> Collection:
-    return load_demo()

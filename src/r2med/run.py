@@ -42,11 +42,19 @@ def truncate(run: Mapping[str, Mapping[str, float]], k: int) -> Run:
     return out
 
 
+SCORE_FORMAT = ".9g"  # exact for float32 scores; written runs re-score to the stored metrics
+
+
+def as_written(run: Mapping[str, Mapping[str, float]]) -> Run:
+    """The run with scores as a TREC file written by r2med stores them (so metrics match re-scoring)."""
+    return {qid: {did: float(format(s, SCORE_FORMAT)) for did, s in docs.items()} for qid, docs in run.items()}
+
+
 def format_trec(run: Mapping[str, Mapping[str, float]], tag: str = "r2med") -> str:
     lines = []
     for qid, docs in run.items():
         for rank, (did, score) in enumerate(ranked(docs), start=1):
-            lines.append(f"{qid} Q0 {did} {rank} {score:.9g} {tag}\n")
+            lines.append(f"{qid} Q0 {did} {rank} {score:{SCORE_FORMAT}} {tag}\n")
     return "".join(lines)
 
 

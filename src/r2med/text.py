@@ -291,7 +291,7 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
     parent's objects are frozen out of the garbage collector meanwhile, so the children never
     copy them.
     """
-    workers = workers if workers is not None else (os.cpu_count() or 1)
+    workers = workers if workers is not None else len(os.sched_getaffinity(0))
     if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
         return analyzer.encode(texts)  # type: ignore[attr-defined]
     import gc

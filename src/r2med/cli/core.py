@@ -146,6 +146,8 @@ def evaluate_command(
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
     loaders = resolve_collections(names, data_dir, revision)
     measures = parse_measures(measure)
+    if HEADLINE not in measures:  # the summary table and the published figures are nDCG@10
+        measures = (HEADLINE, *measures)
 
     def plan(retriever: str):
         """(options, query builder, label, dense?) for one retriever."""

@@ -8,6 +8,7 @@ duplicate id, an empty file where content is required.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,8 @@ def _id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
     value = str(value)
     if not value.strip():
         raise DataError(path, number, f"field {key!r} is empty")
+    if any(c.isspace() for c in value):
+        raise DataError(path, number, f"field {key!r} = {value!r} contains whitespace (ids must fit TREC run files)")
     return value
 
 
@@ -104,7 +107,7 @@ def _grade(path: Path, number: int, value: Any) -> int:
         grade = float(value)
     except (TypeError, ValueError):
         raise DataError(path, number, f"relevance {value!r} is not a number") from None
-    if grade != int(grade):
+    if not math.isfinite(grade) or grade != int(grade):
         raise DataError(path, number, f"relevance {value!r} is not an integer grade")
     return int(grade)
 

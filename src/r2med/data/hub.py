@@ -9,6 +9,7 @@ cache (``HF_HUB_OFFLINE=1``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from ..cache import home
 from ..errors import R2MedError
 from ..protocol import hub_configs
 from .collection import Collection
-from .loaders import load_r2med_folder
+from .loaders import load_r2med_files
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ def expansion_path(method: str, split: str) -> str:
     return splits[key]
 
 
+@functools.lru_cache(maxsize=1)
 def hub_reachable(timeout: float = 3.0) -> bool:
     """Whether the hub endpoint answers a TCP connection (False at once when HF_HUB_OFFLINE is set)."""
     import socket
@@ -94,8 +96,7 @@ def load_from_hub(task: str, revision: str | None = None) -> Collection:
 
     spec = get_task(task)
     files = {name: download(spec.hub_id, name, revision) for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
-    folder = files["query.jsonl"].parent
-    coll = load_r2med_folder(folder, name=spec.name)
+    coll = load_r2med_files(files["corpus.jsonl"], files["query.jsonl"], files["qrels.jsonl"], spec.name)
     coll.source = f"hf://datasets/{spec.hub_id}" + (f"@{revision}" if revision else "")
     return coll
 

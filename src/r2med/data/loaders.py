@@ -43,12 +43,17 @@ def detect_layout(root: Path) -> str:
 
 def load_r2med_folder(root: str | os.PathLike[str], name: str | None = None) -> Collection:
     root = Path(root)
-    corpus, _ = read_texts(root / "corpus.jsonl")
-    queries, meta = read_texts(root / "query.jsonl", keep_meta=True)
-    qrels = read_qrels_jsonl(root / "qrels.jsonl")
+    return load_r2med_files(root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name)
+
+
+def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name: str) -> Collection:
+    """A collection from the three R2MED files (expansion files are looked for beside ``query.jsonl``)."""
+    corpus, _ = read_texts(corpus_path)
+    queries, meta = read_texts(query_path, keep_meta=True)
+    qrels = read_qrels_jsonl(qrels_path)
     return Collection(
-        name=name or root.name, corpus=corpus, queries=queries, qrels=qrels,
-        source=str(root), query_meta=meta, expansion_files=find_expansion_files(root),
+        name=name, corpus=corpus, queries=queries, qrels=qrels, source=str(query_path.parent),
+        query_meta=meta, expansion_files=find_expansion_files(query_path.parent),
     )
 
 

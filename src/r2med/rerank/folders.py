@@ -26,13 +26,12 @@ from ..data.loaders import load_demo, load_folder
 from ..errors import DataError, R2MedError
 from ..metrics import DEFAULT_MEASURES, evaluate
 from ..pipeline import TaskResult, metrics_payload, resolve_collections, reuse_finished
-from ..run import RUN_FILE, Run, read_metrics, read_trec, task_folders, write_task_results
+from ..run import RUN_FILE, as_written, Run, read_metrics, read_trec, task_folders, write_task_results
 from .base import Reranker, rerank_run
 
 log = logging.getLogger(__name__)
 
 DEMO_SOURCE = "built-in demo collection"
-TREC_DECIMALS = 6  # r2med.run.format_trec writes scores with 6 decimals
 
 
 @dataclass
@@ -142,9 +141,9 @@ def load_inputs(run_dir: str | Path, data_dir: str | Path | None = None, revisio
 
 def _finish(collection: Collection, name: str, run: Run, config: Mapping[str, Any], out: Path | None,
             measures, count_missing: bool, timing: dict[str, float]) -> TaskResult:
-    # Score what the file will hold: run.trec keeps 6 decimals, so near-ties (RRF sums) rank by doc id
+    # Score what the file will hold (run.as_written), so metrics.json always matches re-scoring run.trec
     # there; rounding first keeps metrics.json equal to scoring run.trec.
-    run = {qid: {did: round(s, TREC_DECIMALS) for did, s in docs.items()} for qid, docs in run.items()}
+    run = as_written(run)
     metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
     folder = out / collection.name if out is not None else None
     if folder is not None:

@@ -22,7 +22,9 @@ class Retriever(Protocol):
     name: str
     family: str  # "lexical" or "dense": decides how expansions combine with queries
 
-    def index(self, corpus: Mapping[str, str]) -> None: ...
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> Retriever:
+        """Index (or load the cached index of) ``corpus``; the fingerprint, when given, keys caches."""
+        ...
 
     def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run: ...
 

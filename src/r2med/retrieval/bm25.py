@@ -82,7 +82,7 @@ class BM25:
                     self.built_from_cache = True
                     log.info("BM25 index loaded from %s", path)
                     return self
-                except (OSError, ValueError, KeyError) as exc:
+                except (OSError, ValueError, KeyError, EOFError) as exc:
                     log.warning("BM25 index at %s is unreadable (%s); rebuilding", path, exc)
             self._build(list(corpus), list(corpus.values()))
             self.save(path, corpus_fingerprint=fp)
@@ -203,10 +203,11 @@ def top_k(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> dict[str, float
     query is answered and counts in the average.
     """
     positive = np.flatnonzero(scores > 0)
-    if len(positive) > k:
-        part = np.argpartition(-scores[positive], k - 1)[:k]
-        positive = positive[part]
-    order = positive[np.argsort(-scores[positive], kind="stable")]
+    if len(positive) > k:  # keep everything tied with the k-th score, then cut in a stable order
+        values = scores[positive]
+        kth = np.partition(values, len(values) - k)[len(values) - k]
+        positive = positive[values >= kth]
+    order = positive[np.lexsort((positive, -scores[positive]))][:k]
     if len(order) < k:
         fill = np.flatnonzero(scores <= 0)[: k - len(order)]
         order = np.concatenate([order, fill])
