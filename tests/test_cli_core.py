@@ -128,6 +128,9 @@ def test_score_matches_trec_format(tmp_path):
     bad.write_text("1 Q0 b 1 high t\n")
     res = r2med("score", str(qrels), str(bad))
     assert res.returncode == 2 and "bad.trec:1: score 'high' is not a number" in res.stderr
+    bad.write_text("1 Q0 b 1 2.0 t\n1 Q0 c 2 nan t\n")
+    res = r2med("score", str(qrels), str(bad))
+    assert res.returncode == 2 and "bad.trec:2: score 'nan' is not a finite number" in res.stderr
     assert read_qrels(qrels)["1"] == {"a": 1, "b": 2}
 
 

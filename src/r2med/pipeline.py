@@ -141,6 +141,8 @@ def reuse_finished(folder: Path, config: Mapping[str, Any], collection: Collecti
         stored = read_metrics(folder)
         if (stored.get("config") != json.loads(json.dumps(dict(config), default=str))
                 or stored.get("dataset_fingerprint") != collection.fingerprint):
+            log.warning("%s: %s holds results of another configuration or data; they will be replaced "
+                        "(use another --out to keep both)", collection.name, folder)
             return None
         run = read_trec(folder / "run.trec")
     except R2MedError:

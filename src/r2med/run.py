@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -87,6 +88,8 @@ def read_trec(path: str | os.PathLike[str]) -> Run:
             value = float(score)
         except ValueError:
             raise DataError(path, number, f"score {score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise DataError(path, number, f"score {score!r} is not a finite number")
         if (qid, did) in seen:
             raise DataError(path, number, f"doc {did!r} listed twice for query {qid!r} (first on line {seen[qid, did]})")
         seen[qid, did] = number

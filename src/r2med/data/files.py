@@ -40,7 +40,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(path, number, f"malformed JSON ({exc.msg}, column {exc.colno})") from None
+            reason = exc.msg.removesuffix(" at").lower()
+            raise DataError(path, number, f"malformed JSON at column {exc.colno} ({reason})") from None
         if not isinstance(record, dict):
             raise DataError(path, number, f"expected a JSON object, got {type(record).__name__}")
         yield number, record
@@ -63,7 +64,7 @@ def _id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
 def _text(path: Path, number: int, record: dict[str, Any], key: str, required: bool = True) -> str:
     if key not in record or record[key] is None:
         if required:
-            raise DataError(path, number, f"missing field {key!r}")
+            raise DataError(path, number, f"field {key!r} is null" if key in record else f"missing field {key!r}")
         return ""
     value = record[key]
     if not isinstance(value, str):
