@@ -31,9 +31,19 @@ err_console = Console(stderr=True)
 COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale"]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        console.print(f"r2med {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
-          quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors.")) -> None:
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors."),
+          version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     if err_console.is_terminal:
         handler: logging.Handler = RichHandler(console=err_console, show_path=False, markup=False)

@@ -28,14 +28,16 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
     if as_json:
         console.print_json(json.dumps([vars(t) for t in TASKS.values()]))
         return
-    table = Table(title="R2MED tasks")
-    for col in ("task", "hub id", "scenario", "retrieval", "queries", "docs", "pos/query", "q len", "d len"):
-        table.add_column(col, justify="right" if col in ("queries", "docs", "pos/query", "q len", "d len") else "left")
+    table = Table(title="R2MED tasks (hub: R2MED/<task>)")
+    table.add_column("task", no_wrap=True)
+    table.add_column("scenario")
+    for col in ("queries", "docs", "pos/q", "q len", "d len"):
+        table.add_column(col, justify="right", no_wrap=True)
     for t in TASKS.values():
-        table.add_row(t.name, t.hub_id, t.scenario, t.retrieval_type, f"{t.queries:,}", f"{t.docs:,}",
+        table.add_row(t.name, f"{t.scenario}: {t.retrieval_type}", f"{t.queries:,}", f"{t.docs:,}",
                       f"{t.avg_positives:.1f}", f"{t.avg_query_length:.0f}", f"{t.avg_doc_length:.0f}")
     console.print(table)
-    console.print(f"{sum(t.queries for t in TASKS.values())} queries in all.")
+    console.print(f"{sum(t.queries for t in TASKS.values())} queries in all; lengths are the dataset card's token counts.")
 
 
 def _progress() -> Progress:

@@ -180,7 +180,8 @@ class Environment:
         if self.hub:
             return "hub", ""
         where = f"not in {self.data_dir}, " if self.data_dir else ""
-        return None, f"no data: {where}not cached and the hub is unreachable (pass --data-dir)"
+        hint = "" if self.data_dir else " (pass --data-dir)"
+        return None, f"no data: {where}not cached and the hub is unreachable{hint}"
 
     def expansion_source(self, task: str, method: str, llm: str) -> tuple[str | None, str]:
         from ..data.hub import expansion_path
