@@ -266,3 +266,19 @@ def test_published_reference_rows(runs):
 
     with pytest.raises(R2MedError, match="no published figures"):
         build_leaderboard(load_systems([out]), references=["not-a-model"])
+
+
+def test_nested_system_folders_are_found(tmp_path):
+    """`r2med fuse --out runs/fused` writes runs/fused/<name>/<task>/: the report finds it at any depth."""
+    from r2med.pipeline import run_collection
+    from r2med.report.systems import load_systems
+
+    from test_data import make_r2med
+    from r2med.data import load_folder
+
+    coll = load_folder(make_r2med(tmp_path / "c"))
+    run_collection(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")
+    run_collection(coll, "bm25-standard", {}, out=tmp_path / "runs" / "fused" / "other")
+    names = sorted(s.name for s in load_systems([tmp_path / "runs"]))
+    assert names == ["bm25", "other"]
+    assert [s.name for s in load_systems([tmp_path / "runs" / "bm25"])] == ["bm25"]

@@ -120,13 +120,11 @@ def _is_task_folder(p: Path) -> bool:
 
 
 def _system_folders(path: Path) -> list[Path]:
-    """The system folders under ``path`` (itself, its children, or the parent of a task folder)."""
+    """The system folders under ``path``: itself when it is a task or system folder, else every folder
+    below it, at any depth, that holds task folders (e.g. ``runs/bm25``, ``runs/fused/rrf-bm25+dense``)."""
     if _is_task_folder(path):
         return [path]
-    if any(_is_task_folder(c) for c in path.iterdir() if c.is_dir()):
-        return [path]
-    found = sorted(c for c in path.iterdir() if c.is_dir() and any(_is_task_folder(g) for g in c.iterdir() if g.is_dir()))
-    return found
+    return sorted({m.parent.parent for m in path.rglob(METRICS_FILE) if _is_task_folder(m.parent)})
 
 
 def load_system(folder: str | os.PathLike[str], name: str | None = None) -> System:
