@@ -274,4 +274,4 @@ def _preset_factory(name: str):
 
 register_retriever("dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)")
 for _name in DENSE_PRESETS:
-    register_retriever(_name, _preset_factory(_name), f"paper preset: {get_preset(_name).hub_id}")
+    register_retriever(_name, _preset_factory(_name), f"paper preset: {get_preset(_name).describe()['hub_id']}")

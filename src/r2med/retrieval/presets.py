@@ -74,7 +74,11 @@ class Preset:
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary for ``r2med models``."""
         f = {k: v for k, v in self.fields.items() if k not in ("extra",)}
-        return {"hub_id": self.hub_id, **f,
+        hub_id = self.hub_id
+        if self.name == "medcpt":  # two encoders: queries through the Query encoder by default
+            spec = models()["retrievers"]["medcpt"]
+            hub_id = f"{spec['hub_id_query']} (queries) + {spec['hub_id_doc']} (docs)"
+        return {"hub_id": hub_id, **f,
                 "query_instruction": "per task" if isinstance(self.query_instructions, dict) else self.query_instructions,
                 "doc_instruction": "per task" if isinstance(self.doc_instructions, dict) else self.doc_instructions,
                 **({"note": self.note} if self.note else {})}
