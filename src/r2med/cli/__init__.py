@@ -60,12 +60,19 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_module}")
 
 
+def _on_interrupt(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    err_console.print("interrupted: finished tasks are kept, and a re-run resumes from them")
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         app()
     except R2MedError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted; finished tasks are kept and a re-run resumes from them")
         sys.exit(130)
