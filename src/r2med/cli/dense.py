@@ -95,10 +95,12 @@ def _detail(kind: str, entry: Path) -> str:
         if kind == "embeddings":
             meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
             state = "complete" if (entry / "embeddings.npy").exists() else "partial"
-            return f"{meta['encoder'].get('model')} · {meta['n_docs']} docs · {state}"
+            enc = meta["encoder"]
+            extras = " ".join(f"{k}={enc[k]}" for k in ("pooling", "max_length") if enc.get(k) is not None)
+            return f"{enc.get('model')} {extras} · {meta['n_docs']} docs · {state}"
         if kind == "bm25":
             params = json.loads((entry / "params.json").read_text(encoding="utf-8"))
-            return f"k1={params['k1']} b={params['b']} · {params['n_docs']} docs"
+            return f"k1={params['k1']} b={params['b']} {params['analyzer']['name']} · {params['n_docs']} docs"
         if entry.is_file() and entry.suffix == ".jsonl":
             with entry.open("rb") as fh:
                 return f"{sum(1 for _ in fh)} records"
