@@ -15,12 +15,11 @@ list keeps the ``depth`` best docs (all by default).
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping, Sequence
 
 from .errors import R2MedError
-from .run import Run, ranked
+from .run import Run, ranked, truncate
 
 METHODS = ("rrf", "combsum", "combmnz")
 NORMS = ("minmax", "zscore", "none")
@@ -39,13 +38,6 @@ def _weights(runs: Sequence[Mapping], weights: Sequence[float] | None) -> list[f
     return [float(w) for w in weights]
 
 
-def _cut(fused: dict[str, dict[str, float]], depth: int | None) -> Run:
-    if depth is None:
-        return fused
-    return {q: dict(heapq.nlargest(depth, docs.items(), key=lambda item: (item[1], item[0])))
-            for q, docs in fused.items()}
-
-
 def rrf(runs: Sequence[Mapping[str, Mapping[str, float]]], k: float = RRF_K,
         weights: Sequence[float] | None = None, depth: int | None = None) -> Run:
     """Reciprocal rank fusion of ``runs`` (``k`` = 60 by default)."""
@@ -58,7 +50,7 @@ def rrf(runs: Sequence[Mapping[str, Mapping[str, float]]], k: float = RRF_K,
             target = fused.setdefault(qid, {})
             for rank, (did, _) in enumerate(ranked(docs), start=1):
                 target[did] = target.get(did, 0.0) + w / (k + rank)
-    return _cut(fused, depth)
+    return fused if depth is None else truncate(fused, depth)
 
 
 def normalise(docs: Mapping[str, float], method: str = "minmax") -> dict[str, float]:
@@ -96,7 +88,7 @@ def comb(runs: Sequence[Mapping[str, Mapping[str, float]]], method: str = "combs
                 count[did] = count.get(did, 0) + 1
     if method == "combmnz":
         sums = {q: {d: s * hits[q][d] for d, s in docs.items()} for q, docs in sums.items()}
-    return _cut(sums, depth)
+    return sums if depth is None else truncate(sums, depth)
 
 
 def fuse(runs: Sequence[Mapping[str, Mapping[str, float]]], method: str = "rrf", *, k: float = RRF_K,

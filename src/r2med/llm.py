@@ -290,9 +290,11 @@ class LLMClient:
 
     def cached(self, messages: Messages, **sampling: Any) -> Result | None:
         """The cached answer for a request, or None (no request is made)."""
+        return self._cached_by_key(self.key(messages, **sampling))
+
+    def _cached_by_key(self, key: str) -> Result | None:
         if self.cache is None:
             return None
-        key = self.key(messages, **sampling)
         entry = self.cache.get(key)
         if entry is None:
             return None
@@ -393,7 +395,7 @@ class LLMClient:
         pending: dict[str, list[int]] = {}
         for i, messages in enumerate(batch):
             key = self.key(messages, **sampling)
-            hit = self.cached(messages, **sampling)
+            hit = self._cached_by_key(key)
             if hit is not None:
                 self.usage.add(cache_hits=1)
                 results[i] = hit

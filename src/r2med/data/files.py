@@ -47,7 +47,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, record
 
 
-def _id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
+def field_id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
+    """The id in ``record[key]`` as a string, or a DataError at ``path:number``."""
     if key not in record:
         raise DataError(path, number, f"missing field {key!r}")
     value = record[key]
@@ -84,7 +85,7 @@ def read_texts(
     meta: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
     for number, record in iter_jsonl(path):
-        key = _id(path, number, record, id_key)
+        key = field_id(path, number, record, id_key)
         if key in texts:
             raise DataError(path, number, f"duplicate id {key!r} (first seen on line {first_line[key]})")
         text = _text(path, number, record, text_key)
@@ -125,8 +126,8 @@ def read_qrels_jsonl(path: Path, qid_key: str = "q_id", did_key: str = "p_id", s
     qrels: Qrels = {}
     seen: dict = {}
     for number, record in iter_jsonl(path):
-        qid = _id(path, number, record, qid_key)
-        did = _id(path, number, record, did_key)
+        qid = field_id(path, number, record, qid_key)
+        did = field_id(path, number, record, did_key)
         if score_key not in record:
             raise DataError(path, number, f"missing field {score_key!r}")
         _add_qrel(qrels, path, number, qid, did, _grade(path, number, record[score_key]), seen)

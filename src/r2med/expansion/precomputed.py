@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..cache import fingerprint
 from ..data.collection import Collection
-from ..data.files import iter_jsonl
+from ..data.files import field_id, iter_jsonl
 from ..data.loaders import EXPANSION_FILE
 from ..errors import DataError, R2MedError
 from ..retrieval.base import QueryText
@@ -54,9 +54,7 @@ def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Ex
     path = Path(path)
     texts: dict[str, str] = {}
     for number, record in iter_jsonl(path):
-        if "id" not in record:
-            raise DataError(path, number, "missing field 'id'")
-        qid = str(record["id"])
+        qid = field_id(path, number, record, "id")
         if "hy_doc" not in record:
             raise DataError(path, number, "missing field 'hy_doc' (the expansion text)")
         doc = record["hy_doc"]
