@@ -5,34 +5,69 @@ the r2med home (``$R2MED_HOME``, default ``~/.cache/r2med``), in a folder named
 by a fingerprint of everything that changes it.  Files are written to a temp
 file in the same folder and renamed into place, so a crash never leaves a
 half-written file under its final name.
+
+Temp names carry the writer's process id and host (``.<name>.<pid>@<host>.<random>.tmp``):
+the next write of the same name removes the temps of writers on this host that are no
+longer running (a SIGKILL leaves them behind), and ``r2med cache ls`` lists them.
+Folders are swapped into place so that concurrent writers of one folder never fail:
+the last complete folder wins.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import R2MedError
+
 ENV_HOME = "R2MED_HOME"
 
 
+def home_path() -> Path:
+    """Where the r2med home is (not created)."""
+    return Path(os.environ.get(ENV_HOME) or Path.home() / ".cache" / "r2med").expanduser()
+
+
 def home() -> Path:
-    """The r2med home folder (created on first use)."""
-    path = Path(os.environ.get(ENV_HOME) or Path.home() / ".cache" / "r2med").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    """The r2med home folder (created on first use); an unusable one is a one-line R2MedError."""
+    path = home_path()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise R2MedError(f"r2med home {path} (${ENV_HOME}) cannot be used: {exc.strerror or exc}; "
+                         f"set {ENV_HOME} to a writable folder") from None
+    return path
+
+
+def check_home() -> Path:
+    """Fail now, before any compute, if the home cannot hold new cache entries."""
+    from .paths import check_output_dir
+
+    path = home_path()
+    check_output_dir(path, f"r2med home (${ENV_HOME})")
+    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+        raise R2MedError(f"r2med home {path} (${ENV_HOME}) is not writable; set {ENV_HOME} to a writable "
+                         "folder (or pass --no-cache)")
     return path
 
 
 def cache_dir(kind: str) -> Path:
     """A sub-folder of the home for one kind of artifact (``bm25``, ``embeddings``, ``llm``...)."""
     path = home() / kind
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise R2MedError(f"{path}: cannot create the cache folder ({exc.strerror or exc})") from None
     return path
 
 
@@ -56,12 +91,75 @@ def fingerprint_texts(items: Iterable[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+_TEMP_TAIL = re.compile(r"(\d+)@([A-Za-z0-9-]*)\.[^/]*\.tmp")
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}.{os.getpid()}@{_HOST}."
+
+
+def temp_owner(name: str) -> tuple[str, int, str] | None:
+    """``(target name, pid, host)`` of an r2med temp file or folder name, else None."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    for m in re.finditer(r"\.(\d+)@", name):
+        tail = _TEMP_TAIL.fullmatch(name, m.start() + 1)
+        if tail is not None and m.start() > 1:
+            return name[1:m.start()], int(tail.group(1)), tail.group(2)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def temp_is_stale(name: str) -> bool | None:
+    """True if ``name`` is an r2med temp of a dead writer on this host, False if its writer may be
+    running (or runs elsewhere), None if it is not an r2med temp name."""
+    owner = temp_owner(name)
+    if owner is None:
+        return None
+    return owner[2] == _HOST and not _alive(owner[1])
+
+
+def clean_stale_temps(target: str | os.PathLike[str]) -> int:
+    """Remove temps left beside ``target`` by writers of the same name that died (e.g. SIGKILL)."""
+    target = Path(target)
+    removed = 0
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return 0
+    for name in names:
+        owner = temp_owner(name)
+        if owner is None or owner[0] != target.name or not temp_is_stale(name):
+            continue
+        path = target.parent / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        removed += 1
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
     """Yield a temp path beside ``path``; rename it onto ``path`` only if the block succeeds."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    clean_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=suffix + ".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -98,24 +196,54 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Build a folder under a temp name and rename it into place when the block succeeds.
 
     If ``path`` already exists it is replaced.  On failure the temp folder is removed,
-    so no half-built folder is ever visible under ``path``.
+    so no half-built folder is ever visible under ``path``.  Temps of killed writers of
+    the same ``path`` are removed first.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    clean_stale_temps(target)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent))
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
-        if target.exists():
-            old = target.with_name(f".{target.name}.old.{os.getpid()}")
-            os.replace(target, old)
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        _swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    """Rename the folder ``tmp`` onto ``target``, replacing what is there.
+
+    Another process may be swapping its own folder in at the same time: when the rename meets a
+    folder, that folder is moved aside to a fresh temp name (a rename that only one writer can win)
+    and deleted, and the rename is tried again, so every writer finishes and ``target`` always ends
+    as one writer's complete folder.
+    """
+    for _ in range(10_000):
+        try:
+            os.rename(tmp, target)  # onto a missing or empty folder: atomic
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                raise
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()  # a link or file named like the folder: replaced, never followed
+            continue
+        old = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), suffix=".old.tmp", dir=target.parent))
+        try:
+            os.replace(target, old)  # a folder onto an empty folder
+        except FileNotFoundError:  # another writer moved it first
+            old.rmdir()
+            continue
+        except OSError as exc:
+            old.rmdir()
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            continue
+        shutil.rmtree(old, ignore_errors=True)
+    raise R2MedError(f"{target}: could not replace it (other processes keep writing it)")
 
 
 def dir_size(path: Path) -> int:

@@ -12,9 +12,12 @@ benchmark run needs on top:
 * **an on-disk request cache** -- every successful answer is appended (one JSON line,
   flushed and fsync'd) to ``cache_dir("llm")/<model>-<hash>.jsonl`` *before* it is
   returned, keyed by (model, messages, sampling params).  A re-run costs no request and
-  an interrupted run resumes where it stopped; a torn last line (a crash mid-write) is
-  skipped on reload.  Identical requests within one batch are sent once;
-* **usage counters** -- requests, cache hits, retries, failures, prompt/completion tokens.
+  an interrupted run resumes where it stopped; a torn last line (a crash mid-write) or a
+  line whose ``text``/``usage`` is missing or of the wrong type is skipped on reload (with
+  a warning), so its request is sent again.  Identical requests within one batch are sent once;
+* **usage counters** -- requests, cache hits, retries, failures, prompt/completion tokens;
+* **no credentials on disk** -- a ``base_url`` with userinfo (``https://user:key@host``) is
+  used for requests but recorded and shown as ``https://***@host``.
 
 API (stable; used by ``r2med.expansion`` and ``r2med.rerank``)::
 
@@ -48,6 +51,7 @@ from typing import Any
 
 from .cache import cache_dir, fingerprint
 from .errors import MissingExtraError, R2MedError
+from .redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +120,10 @@ class RequestCache:
 
     Appends are single ``write`` calls on an ``O_APPEND`` descriptor followed by ``fsync``,
     so concurrent writers (threads or processes) never interleave inside a line and a line
-    that was returned to a caller survives a crash.  Unparseable lines (a torn tail) are
-    skipped on load; before the first append a missing final newline is restored so the
-    torn fragment stays on its own line.
+    that was returned to a caller survives a crash.  Unusable lines -- not JSON (a torn
+    tail), or without a text ``key``, a text ``text`` and a ``usage`` object of counts --
+    are skipped on load with one warning, so their requests are sent again; before the
+    first append a missing final newline is restored so a torn fragment stays on its own line.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -133,15 +138,28 @@ class RequestCache:
     def _load(self) -> None:
         if not self.path.exists():
             return
+        first: tuple[int, str] | None = None
         with open(self.path, "rb") as handle:
-            for raw in handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
                 try:
                     entry = json.loads(raw)
+                except (ValueError, RecursionError):  # incl. bad UTF-8: a torn or damaged line
+                    problem = "not a JSON line (an interrupted write?)"
+                else:
+                    problem = entry_problem(entry)
+                if problem is None:
+                    entry["usage"] = {k: int(v) for k, v in entry["usage"].items()}
+                    if not isinstance(entry.get("finish_reason"), (str, type(None))):
+                        entry["finish_reason"] = None
                     self._entries[entry["key"]] = entry
-                except (ValueError, KeyError, TypeError):
-                    self.skipped_lines += 1
-        if self.skipped_lines:
-            log.warning("%s: skipped %d unreadable line(s) (an interrupted write)", self.path, self.skipped_lines)
+                    continue
+                self.skipped_lines += 1
+                first = first or (number, problem)
+        if first is not None:
+            log.warning("%s: skipped %d unusable line(s) (first: line %d: %s); their requests will be sent again",
+                        self.path, self.skipped_lines, *first)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -181,6 +199,23 @@ class RequestCache:
             self.close()
         except Exception:
             pass
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a parsed cache line cannot be used as an answer, or None if it can."""
+    if not isinstance(entry, dict):
+        return f"expected an object, got {type(entry).__name__}"
+    if not isinstance(entry.get("key"), str) or not entry["key"]:
+        return "no text 'key'"
+    if not isinstance(entry.get("text"), str):
+        return "missing 'text'" if "text" not in entry else f"'text' is {type(entry['text']).__name__}, not text"
+    usage = entry.get("usage")
+    if not isinstance(usage, dict):
+        return "missing 'usage'" if "usage" not in entry else f"'usage' is {type(usage).__name__}, not an object"
+    for name, value in usage.items():
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            return f"usage {name!r} is {value!r}, not a count"
+    return None
 
 
 def default_cache_path(model: str) -> Path:
@@ -243,7 +278,8 @@ class LLMClient:
         if concurrency < 1:
             raise R2MedError("--concurrency must be at least 1")
         self.model = model
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # used for requests only
+        self.shown_url = redact_url(self.base_url) or "https://api.openai.com/v1"  # recorded and printed
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.base_url is None:
@@ -282,7 +318,7 @@ class LLMClient:
             return self._client
 
     def describe(self) -> dict[str, Any]:
-        return {"model": self.model, "base_url": self.base_url or "https://api.openai.com/v1"}
+        return {"model": self.model, "base_url": self.shown_url}
 
     # -- one request --------------------------------------------------------------------------------
     def key(self, messages: Messages, **sampling: Any) -> str:
@@ -360,7 +396,7 @@ class LLMClient:
             except _Transient as exc:
                 last_error = str(exc)
                 if exc.connect and not self._ever_connected and attempts >= min(self.max_retries + 1, 2):
-                    raise LLMError(f"LLM endpoint unreachable: {last_error}; check --base-url") from None
+                    raise LLMError(f"LLM endpoint unreachable: {redact_url(last_error)}; check --base-url") from None
                 if attempts > self.max_retries:
                     self.usage.add(failed=1)
                     return Result(error=f"gave up after {attempts} attempts: {last_error}",

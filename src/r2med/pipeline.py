@@ -22,6 +22,7 @@ from .data import Collection, load_task
 from .data.loaders import load_folder
 from .errors import R2MedError
 from .metrics import DEFAULT_MEASURES, HEADLINE, Metrics, evaluate
+from .paths import task_folder
 from .retrieval import make_retriever
 from .retrieval.base import QueryText
 from .run import Run, read_metrics, read_trec, write_task_results
@@ -67,7 +68,7 @@ def resolve_collections(tasks: list[str], data_dir: str | Path | None, revision:
                         ) -> list[Callable[[], Collection]]:
     """Loaders for the requested tasks: from the hub, a folder of task folders, or one collection folder."""
     if data_dir is not None:
-        root = Path(data_dir)
+        root = Path(data_dir).expanduser().absolute()  # recorded as the results' source: usable from anywhere
         if (root / "corpus.jsonl").exists():  # one collection folder: its name is the task
             return [lambda: load_folder(root)]
         return [lambda t=t: load_task(t, source=root) for t in tasks]
@@ -87,7 +88,7 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
     config = {"retriever": retriever_name, "options": options, "k": k, **retriever.config(),
               "queries": getattr(query_builder, "describe", lambda: "plain")(),
               "queries_fingerprint": queries_fingerprint(queries)}
-    folder = Path(out) / collection.name if out else None
+    folder = task_folder(out, collection.name) if out else None
     if folder is not None and not overwrite:
         reused = reuse_finished(folder, config, collection, measures, count_missing)
         if reused is not None:
@@ -103,7 +104,7 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
     timing["total_s"] = time.perf_counter() - t0
     if folder is not None:
         payload = metrics_payload(collection, label or retriever_name, config, metrics, timing, count_missing)
-        write_task_results(folder, run, payload, tag=label or retriever_name)
+        write_task_results(folder, run, payload, tag=label or retriever_name, root=out)
     return TaskResult(collection.name, metrics, folder, timing, run=run)
 
 

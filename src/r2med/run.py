@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .cache import atomic_dir, atomic_path
-from .errors import DataError
+from .errors import DataError, R2MedError
+from .paths import ensure_within, name_problem
 
 Run = dict[str, dict[str, float]]
 """Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
@@ -61,6 +62,9 @@ def format_trec(run: Mapping[str, Mapping[str, float]], tag: str = "r2med") -> s
 
 def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], tag: str = "r2med") -> None:
     """Write a 6-column TREC run file atomically (``qid Q0 docid rank score tag``)."""
+    problem = name_problem(tag, run_name=True)
+    if problem is not None:
+        raise R2MedError(f"run tag {problem}")
     for qid, docs in run.items():
         for did in docs:
             if any(c.isspace() for c in did) or any(c.isspace() for c in qid):
@@ -114,9 +118,15 @@ def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict
 
 
 def write_task_results(folder: str | os.PathLike[str], run: Mapping[str, Mapping[str, float]],
-                       metrics: Mapping[str, Any], tag: str = "r2med") -> Path:
-    """Write ``run.trec``, ``metrics.json`` and ``r2med_results.json`` into ``folder`` as one atomic step."""
+                       metrics: Mapping[str, Any], tag: str = "r2med",
+                       root: str | os.PathLike[str] | None = None) -> Path:
+    """Write ``run.trec``, ``metrics.json`` and ``r2med_results.json`` into ``folder`` as one atomic step.
+
+    ``root``: the folder the user named (``--out``); ``folder`` must lie under it (build it with
+    :func:`r2med.paths.task_folder`).  Without ``root``, ``folder``'s parent is the root.
+    """
     folder = Path(folder)
+    ensure_within(folder.parent if root is None else root, folder)
     with atomic_dir(folder) as tmp:
         write_trec(run, tmp / RUN_FILE, tag=tag)
         (tmp / METRICS_FILE).write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
@@ -127,13 +137,69 @@ def write_task_results(folder: str | os.PathLike[str], run: Mapping[str, Mapping
 
 
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """A task folder's ``metrics.json``, checked (:func:`check_metrics`); any fault is a DataError naming it."""
     path = Path(folder) / METRICS_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise DataError(path, None, "no metrics.json (not a finished task folder)") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(path, None, f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise DataError(path, exc.lineno, f"malformed JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(path, None, "malformed JSON (nested too deeply)") from None
+    except OSError as exc:
+        raise DataError(path, None, f"cannot read it ({exc.strerror or exc})") from None
+    check_metrics(data, path)
+    return data
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _measures(values: Any, where: str, path: Path) -> None:
+    if not isinstance(values, dict):
+        raise DataError(path, None, f"{where} must be an object of measure -> number, got {type(values).__name__}")
+    for measure, value in values.items():
+        if not _finite(value):
+            raise DataError(path, None, f"{where}.{measure} is {value!r}, not a finite number")
+
+
+def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
+    """The shape r2med writes: an object with ``aggregate`` (measure -> finite number) and, when present,
+    ``per_query`` (query -> measure -> finite number), a plain-name ``task``, text ``retriever``/``source``/
+    ``dataset_fingerprint``, object ``config``/``versions``, finite ``timing`` and boolean ``count_missing``."""
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise DataError(path, None, f"expected a JSON object, got {type(data).__name__}")
+    if "aggregate" not in data:
+        raise DataError(path, None, "no 'aggregate' measures (not written by r2med?)")
+    _measures(data["aggregate"], "aggregate", path)
+    per_query = data.get("per_query", {})
+    if not isinstance(per_query, dict):
+        raise DataError(path, None, f"per_query must be an object of query -> measures, got {type(per_query).__name__}")
+    for qid, values in per_query.items():
+        _measures(values, f"per_query[{qid!r}]", path)
+    if "task" in data and data["task"] is not None:
+        problem = name_problem(data["task"])
+        if problem is not None:
+            raise DataError(path, None, f"task {problem}; refusing to use it as a folder name")
+    for key in ("retriever", "source", "dataset_fingerprint"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise DataError(path, None, f"{key} must be text, got {type(data[key]).__name__}")
+    if data.get("retriever") is not None:
+        problem = name_problem(data["retriever"], run_name=True)
+        if problem is not None:
+            raise DataError(path, None, f"retriever {problem}; refusing to use it in a folder name")
+    for key in ("config", "versions"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise DataError(path, None, f"{key} must be an object, got {type(data[key]).__name__}")
+    if data.get("timing") is not None:
+        _measures(data["timing"], "timing", path)
+    if "count_missing" in data and not isinstance(data["count_missing"], bool):
+        raise DataError(path, None, f"count_missing must be true or false, got {data['count_missing']!r}")
 
 
 def task_folders(out: str | os.PathLike[str]) -> list[Path]:

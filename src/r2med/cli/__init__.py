@@ -14,6 +14,7 @@ import sys
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 
 from ..errors import R2MedError
 
@@ -51,6 +52,9 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debu
     else:  # logs piped to a file stay one line per message
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    from ..redact import RedactingFilter
+
+    handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
     for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
@@ -72,7 +76,34 @@ def main() -> None:
     try:
         app()
     except R2MedError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        _error(str(exc))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:  # output piped into `head` and the like: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
+    except OSError as exc:
+        _error(os_error_line(exc))
+        sys.exit(R2MedError.exit_code)
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one line naming the path(s): ``out/bm25: Not a directory``."""
+    from ..redact import redact_urls
+
+    reason = exc.strerror or type(exc).__name__
+    if exc.filename is not None:
+        where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+        return f"{where}: {reason}"
+    return redact_urls(" ".join(str(exc).split()) or reason)
+
+
+def _error(message: str) -> None:
+    """One line on stderr; the message is printed as text, never read as markup."""
+    from ..redact import redact_urls
+
+    one_line = redact_urls(message).replace("\r", "\\r").replace("\n", "\\n")
+    err_console.print(f"[bold red]error:[/] {escape(one_line)}", highlight=False, markup=True, soft_wrap=True)

@@ -8,16 +8,20 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..data.hub import HubUnavailable
 from ..errors import R2MedError
+from ..cache import check_home
 from ..metrics import HEADLINE, canonical, evaluate
+from ..paths import check_input_file, check_output_dir, plain_name
 from ..pipeline import TaskResult, resolve_collections, run_collection
 from ..protocol import published_ndcg10
 from ..tasks import TASKS, parse_tasks
 from . import app, console
+from .options import AT_LEAST_0, AT_LEAST_1, UNIT, at_least
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,9 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    # descriptions hold task names: shown as text (markup=False), never parsed as Rich markup
+    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                    TextColumn("{task.completed}/{task.total}"),
                     TimeElapsedColumn(), console=console, transient=True)
 
 
@@ -68,7 +74,7 @@ def summary_table(results: list[TaskResult], retriever: str, measure: str = HEAD
                   published_key: tuple[str, str, str] | None = None, title: str | None = None) -> Table:
     """Tasks x (measure, published nDCG@10, delta, time) with an average row (x100 like the paper)."""
     published = published_ndcg10(*published_key) if published_key else {}
-    table = Table(title=title or f"{retriever}: {measure} (x100)")
+    table = Table(title=escape(title or f"{retriever}: {measure} (x100)"))
     table.add_column("task")
     table.add_column("queries", justify="right")
     table.add_column(measure, justify="right")
@@ -80,7 +86,7 @@ def summary_table(results: list[TaskResult], retriever: str, measure: str = HEAD
     for r in results:
         value = 100 * r.metrics.aggregate[measure]
         values.append(value)
-        row = [r.task, str(len(r.metrics.per_query)), f"{value:.2f}"]
+        row = [escape(r.task), str(len(r.metrics.per_query)), f"{value:.2f}"]
         if published:
             pub = published.get(r.task)
             row += [f"{pub:.2f}" if pub is not None else "-", f"{value - pub:+.2f}" if pub is not None else "-"]
@@ -111,9 +117,9 @@ def evaluate_command(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
                                             help="Local data: one collection folder, or a folder of task folders."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run folder: OUT/<retriever>/<task>/ is written."),
-    top_k: int = typer.Option(100, "--top-k", "-k", min=1, help="Docs kept per query."),
-    k1: float = typer.Option(0.9, "--k1", help="BM25 k1."),
-    b: float = typer.Option(0.4, "--b", help="BM25 b."),
+    top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
+    k1: float = typer.Option(0.9, "--k1", callback=AT_LEAST_0, help="BM25 k1."),
+    b: float = typer.Option(0.4, "--b", callback=UNIT, help="BM25 b (0 to 1)."),
     analyzer: str = typer.Option("english", "--analyzer", help="BM25 analyzer: english (pure Python) or lucene."),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures to compute (repeatable)."),
     count_missing: bool = typer.Option(False, "--count-missing", help="Average over all judged queries (0 if unanswered)."),
@@ -121,9 +127,9 @@ def evaluate_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute tasks whose results already exist."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write cached indexes."),
     model: Optional[str] = typer.Option(None, "--model", help="Dense: embedding model (hub id or local folder)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Dense: texts per batch (of the longest)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Dense: texts per batch (of the longest)."),
     device: Optional[str] = typer.Option(None, "--device", help="Dense: auto (default), cpu, cuda, cuda:1..."),
-    max_length: Optional[int] = typer.Option(None, "--max-length", min=2, help="Dense: max tokens per text."),
+    max_length: Optional[int] = typer.Option(None, "--max-length", callback=at_least(2), help="Dense: max tokens per text."),
     pooling: Optional[str] = typer.Option(None, "--pooling", help="Dense: cls, mean or last-token."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Dense: allow models that run their own code (NV-Embed-v2)."),
@@ -143,8 +149,9 @@ def evaluate_command(
                                                    "(default: start a local cluster)."),
 ) -> None:
     """Run a retriever over tasks, write OUT/<retriever>/<task>/{run.trec,metrics.json} and print a table."""
-    if top_k < 1:
-        raise R2MedError("--top-k must be at least 1")
+    check_output_dir(out)
+    if not no_cache:
+        check_home()
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
     loaders = resolve_collections(names, data_dir, revision)
     measures = parse_measures(measure)
@@ -173,6 +180,7 @@ def evaluate_command(
 
             builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
             label = f"{retriever}+{builder.label}"
+        plain_name(label, "result name", run_name=True)  # a folder under --out and the run's tag
         return options, builder, label, dense
 
     if ray:
@@ -182,7 +190,7 @@ def evaluate_command(
                                   top_k, out, measures, count_missing, overwrite, ray_address)
         for label, results in grouped.items():
             console.print(summary_table(results, label))
-            console.print(f"results: {out / label}")
+            console.print(f"results: {escape(str(out / label))}")
         return
     options, builder, label, dense = plan(retriever)
     results = evaluate_many(loaders, names, retriever, options, top_k, out / label, measures, count_missing,
@@ -191,7 +199,7 @@ def evaluate_command(
         dense and retriever != "dense" and model is None and max_length is None and pooling is None)
     published = (retriever, builder.method, builder.llm) if builder else (retriever, "none", "none")
     console.print(summary_table(results, label, published_key=published if paper_defaults else None))
-    console.print(f"results: {out / label}")
+    console.print(f"results: {escape(str(out / label))}")
 
 
 @app.command("demo")
@@ -203,6 +211,8 @@ def demo_command(
     from ..data.hub import download
     from ..tasks import TASK_NAMES, get_task
 
+    check_output_dir(out)
+    check_home()
     try:
         download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision)
     except HubUnavailable:
@@ -213,12 +223,12 @@ def demo_command(
         results = evaluate_many([load_demo], ["demo"], "bm25", {}, 100, out / "bm25",
                                 parse_measures(None), False, overwrite=True)
         console.print(summary_table(results, "bm25", title="bm25 on the built-in demo collection: nDCG@10 (x100)"))
-        console.print(f"results: {out / 'bm25'}")
+        console.print(f"results: {escape(str(out / 'bm25'))}")
         return
     loaders = resolve_collections(list(TASK_NAMES), None, revision)
     results = evaluate_many(loaders, list(TASK_NAMES), "bm25", {}, 100, out / "bm25", parse_measures(None), False)
     console.print(summary_table(results, "bm25", published_key=("bm25", "none", "none")))
-    console.print(f"results: {out / 'bm25'}")
+    console.print(f"results: {escape(str(out / 'bm25'))}")
 
 
 @app.command("score")
@@ -234,6 +244,8 @@ def score_command(
     from ..data import read_qrels
     from ..run import read_trec
 
+    check_input_file(qrels, "qrels")
+    check_input_file(run, "run")
     judged = read_qrels(qrels)
     ranked = read_trec(run)
     unknown = sum(1 for q in ranked if q not in judged)

@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from ..cache import dir_size, home
+from ..cache import dir_size, home, temp_is_stale
 from ..errors import R2MedError
+from ..paths import ensure_within, name_problem
 from . import app, console
 
 cache_app = typer.Typer(help="List or remove cached artifacts under the r2med home ($R2MED_HOME).",
@@ -73,21 +76,53 @@ def _short(value: Any, width: int = 40) -> str:
 
 # -- cache ---------------------------------------------------------------------------------------
 
+TEMP_DETAIL = "temp left by an interrupted write (the next write of it, or `cache rm KIND --partial`, removes it)"
+
+
+def _kind_folders(root: Path) -> list[Path]:
+    """The kinds under the home: real (not linked) folders with plain, unhidden names."""
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+
+
 def cache_entries(kind: Optional[str] = None) -> list[dict[str, Any]]:
-    """Every entry under the home, as {kind, name, path, bytes, modified, detail}."""
+    """Every entry under the home, as {kind, name, path, bytes, modified, state, detail}.
+
+    Only these entries can be removed by ``cache rm``: ``kind`` must be one of the home's own
+    kind folders (a plain name, not a link), so no argument reaches outside the home.
+    ``state`` is ``partial`` for unfinished embeddings and temps of interrupted writes.
+    """
     root = home()
-    kinds = [root / kind] if kind else sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if kind and not kinds[0].is_dir():
-        raise R2MedError(f"no cached {kind!r} under {root}; see `r2med cache ls` for what exists")
+    kinds = _kind_folders(root)
+    if kind is not None:
+        chosen = [k for k in kinds if k.name == kind and name_problem(kind) is None]
+        if not chosen:
+            known = ", ".join(k.name for k in kinds) or "none yet"
+            raise R2MedError(f"no cached {kind!r} under {root} (kinds: {known}); see `r2med cache ls`")
+        kinds = chosen
     out = []
     for folder in kinds:
         for entry in sorted(folder.iterdir()):
-            if entry.name.startswith("."):
+            stale = temp_is_stale(entry.name)
+            if entry.name.startswith(".") and stale is None:
                 continue
-            size = dir_size(entry) if entry.is_dir() else entry.stat().st_size
+            link = entry.is_symlink()
+            info = entry.lstat()
+            size = dir_size(entry) if entry.is_dir() and not link else info.st_size
+            if stale is not None:
+                state, detail = ("partial", TEMP_DETAIL) if stale else ("writing", "temp of a write in progress")
+            else:
+                detail = "link (only the link is removed)" if link else _detail(folder.name, entry)
+                state = "partial" if detail.endswith("partial") else ""
+                leftovers = 0 if link or not entry.is_dir() else _stale_temps_inside(entry)
+                if leftovers:
+                    detail += f" · {leftovers} temp file(s) left by an interrupted write"
             out.append({"kind": folder.name, "name": entry.name, "path": entry, "bytes": size,
-                        "modified": entry.stat().st_mtime, "detail": _detail(folder.name, entry)})
+                        "modified": info.st_mtime, "state": state, "detail": detail})
     return out
+
+
+def _stale_temps_inside(entry: Path) -> int:
+    return sum(1 for _, dirs, files in os.walk(entry) for n in dirs + files if temp_is_stale(n))
 
 
 def _detail(kind: str, entry: Path) -> str:
@@ -125,12 +160,12 @@ def cache_ls(kind: Optional[str] = typer.Argument(None, help="Only this kind (bm
     if as_json:
         typer.echo(json.dumps([{**e, "path": str(e["path"])} for e in entries], indent=1))
         return
-    table = Table(title=f"r2med cache: {home()}")
+    table = Table(title=escape(f"r2med cache: {home()}"))
     for col in ("kind", "name", "size", "modified", "what"):
         table.add_column(col, justify="right" if col == "size" else "left", overflow="fold")
-    for e in entries:
-        table.add_row(e["kind"], e["name"], _size(e["bytes"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"])),
-                      e["detail"])
+    for e in entries:  # names and details come from the file system and cached files: printed as text
+        table.add_row(escape(e["kind"]), escape(e["name"]), _size(e["bytes"]),
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"])), escape(e["detail"]))
     console.print(table)
     console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size(sum(e['bytes'] for e in entries))}")
 
@@ -139,11 +174,12 @@ def cache_ls(kind: Optional[str] = typer.Argument(None, help="Only this kind (bm
 def cache_rm(kind: str = typer.Argument(..., help="Kind of artifact (bm25, embeddings, llm...)."),
              names: Optional[list[str]] = typer.Argument(None, help="Entries to remove (see `r2med cache ls`)."),
              all_: bool = typer.Option(False, "--all", help="Remove every entry of this kind."),
-             partial: bool = typer.Option(False, "--partial", help="Remove unfinished embedding encodings only.")) -> None:
+             partial: bool = typer.Option(False, "--partial", help="Remove unfinished embedding encodings and "
+                                                                   "temps left by interrupted writes.")) -> None:
     """Remove cached artifacts (safe: anything removed is rebuilt on demand)."""
     entries = {e["name"]: e for e in cache_entries(kind)}
     if partial:
-        chosen = [e for e in entries.values() if e["detail"].endswith("partial")]
+        chosen = [e for e in entries.values() if e["state"] == "partial"]
     elif all_:
         chosen = list(entries.values())
     elif names:
@@ -153,9 +189,14 @@ def cache_rm(kind: str = typer.Argument(..., help="Kind of artifact (bm25, embed
         chosen = [entries[n] for n in names]
     else:
         raise R2MedError(f"name the {kind} entries to remove, or pass --all (see `r2med cache ls {kind}`)")
+    root = home()
     freed = 0
     for e in chosen:
-        freed += e["bytes"]
         path: Path = e["path"]
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    console.print(f"removed {len(chosen)} {kind} entr{'y' if len(chosen) == 1 else 'ies'}, freed {_size(freed)}")
+        ensure_within(root / e["kind"], path)  # listed entries only: never above the home
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)  # a link is removed, never followed
+        else:
+            shutil.rmtree(path)
+        freed += e["bytes"]
+    console.print(f"removed {len(chosen)} {escape(kind)} entr{'y' if len(chosen) == 1 else 'ies'}, freed {_size(freed)}")

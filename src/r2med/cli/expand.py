@@ -14,14 +14,18 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..data.loaders import EXPANSION_FILE
+from ..cache import check_home
 from ..errors import R2MedError
+from ..paths import check_output_dir, plain_name, task_folder
 from ..pipeline import resolve_collections
 from ..tasks import parse_tasks
 from . import app, console
+from .options import AT_LEAST_0, AT_LEAST_1, POSITIVE, TEMPERATURE, TOP_P
 
 log = logging.getLogger(__name__)
 
@@ -77,22 +81,22 @@ def expand_command(
                                                                     "default: OpenAI."),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY", show_envvar=True,
                                           help="API key (not needed for local endpoints)."),
-    concurrency: int = typer.Option(16, "--concurrency", "-c", min=1, help="Requests in flight at once."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before a request is retried."),
-    max_retries: int = typer.Option(6, "--max-retries", min=0, help="Retries per request (429/5xx/timeouts)."),
+    concurrency: int = typer.Option(16, "--concurrency", "-c", callback=AT_LEAST_1, help="Requests in flight at once."),
+    timeout: float = typer.Option(300.0, "--timeout", callback=POSITIVE, help="Seconds before a request is retried."),
+    max_retries: int = typer.Option(6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."),
     sampling: Optional[str] = typer.Option(None, "--sampling",
                                            help="Paper defaults: 'api' (temperature 0.8, top_p 0.8) or 'open' "
                                                 "(temperature 0.7, seed 42, max_tokens 10240). Default: api for "
                                                 "OpenAI, open with --base-url."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="Override the sampling temperature."),
-    top_p: Optional[float] = typer.Option(None, "--top-p", help="Override top_p."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Override max_tokens."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Override the sampling seed."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", callback=TEMPERATURE, help="Override the sampling temperature."),
+    top_p: Optional[float] = typer.Option(None, "--top-p", callback=TOP_P, help="Override top_p."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", callback=AT_LEAST_1, help="Override max_tokens."),
+    seed: Optional[int] = typer.Option(None, "--seed", callback=AT_LEAST_0, help="Override the sampling seed."),
     prompt_task: Optional[str] = typer.Option(None, "--prompt-task",
                                               help="Use this task's prompt (for collections not named after a task)."),
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Agentic methods: the index searched."),
-    max_turns: int = typer.Option(4, "--max-turns", min=1, help="Agentic methods: LLM turns per query."),
-    search_k: int = typer.Option(3, "--search-k", min=1, help="Agentic methods: passages returned per search."),
+    max_turns: int = typer.Option(4, "--max-turns", callback=AT_LEAST_1, help="Agentic methods: LLM turns per query."),
+    search_k: int = typer.Option(3, "--search-k", callback=AT_LEAST_1, help="Agentic methods: passages returned per search."),
     search_tags: Optional[str] = typer.Option(None, "--search-tags", help="Agentic: OPEN,CLOSE tags of a search "
                                                                           "request (default: the protocol's)."),
     result_tags: Optional[str] = typer.Option(None, "--result-tags", help="Agentic: OPEN,CLOSE tags around results."),
@@ -111,7 +115,10 @@ def expand_command(
     method = check_method(method)
     if sampling is not None and sampling not in ("api", "open"):
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
-    llm = llm_folder_name(llm_name or model)
+    llm = plain_name(llm_folder_name(llm_name or model), "--llm-name")
+    check_output_dir(out)
+    if not no_cache:
+        check_home()
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
     tags = _tags(method, search_tags, result_tags, answer_tags) if method in AGENTIC else None
     if method not in AGENTIC:
@@ -122,16 +129,16 @@ def expand_command(
     client = LLMClient(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
                        max_retries=max_retries, cache=not no_cache)
     loaders = resolve_collections(names, data_dir, revision)
-    table = Table(title=f"{method} expansions by {model}")
+    table = Table(title=escape(f"{method} expansions by {model}"))
     for col in ("task", "queries", "requests", "cached", "retries", "tokens in/out", "file"):
         table.add_column(col, justify="left" if col in ("task", "file") else "right")
     try:
         for load in loaders:
             collection = load()
             before = client.usage.as_dict()
-            path = out / collection.name / method / llm / EXPANSION_FILE
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                          TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=console,
+            path = task_folder(out, collection.name) / method / llm / EXPANSION_FILE
+            with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                          TextColumn("{task.completed}/{task.total}"), TextColumn("{task.fields[stats]}", markup=False), TimeElapsedColumn(), console=console,
                           transient=True) as progress:
                 bar = _Bar(progress, client, f"{method} · {collection.name}", len(collection.queries))
                 if method in AGENTIC:
@@ -152,13 +159,14 @@ def expand_command(
             write_expansion_file(path, collection, texts, extra)
             now = client.usage.as_dict()
             d = {k: now[k] - before[k] for k in now}
-            table.add_row(collection.name, str(len(collection.queries)), str(d["requests"]), str(d["cache_hits"]),
-                          str(d["retries"]), f"{d['prompt_tokens']:,}/{d['completion_tokens']:,}", str(path))
+            table.add_row(escape(collection.name), str(len(collection.queries)), str(d["requests"]),
+                          str(d["cache_hits"]), str(d["retries"]), f"{d['prompt_tokens']:,}/{d['completion_tokens']:,}",
+                          escape(str(path)))
     finally:
         client.close()
     console.print(table)
-    console.print(f"evaluate with: r2med evaluate --expansion {method}:{llm} --expansion-dir {out}"
-                  + (f" --data-dir {data_dir}" if data_dir else ""))
+    console.print(escape(f"evaluate with: r2med evaluate --expansion {method}:{llm} --expansion-dir {out}"
+                         + (f" --data-dir {data_dir}" if data_dir else "")))
 
 
 def _tags(method: str, search: str | None, result: str | None, answer: str | None):

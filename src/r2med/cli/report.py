@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from ..cache import write_text_atomic
 from ..errors import R2MedError
+from ..paths import check_output_dir, check_output_file
 from . import app, console
+from .options import AT_LEAST_0, OPEN_UNIT, at_least
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +33,10 @@ def _emit(text: str, output: Optional[Path]) -> None:
     if output is None:
         typer.echo(text, nl=False)
         return
+    check_output_file(output, "--output")
     output.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(output, text)
-    console.print(f"written: {output}")
+    console.print(f"written: {escape(str(output))}")
 
 
 def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
@@ -64,14 +68,14 @@ def report_command(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
                                             help="Task data (folder of task folders, or one collection) for texts in the HTML."),
     hub: bool = typer.Option(False, "--hub", help="Load texts for the HTML report from the Hugging Face hub."),
-    tolerance: Optional[float] = typer.Option(None, "--tolerance",
+    tolerance: Optional[float] = typer.Option(None, "--tolerance", callback=AT_LEAST_0,
                                               help="Allowed |delta| to the published figure (x100); default by retriever kind."),
     baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Mark cells significantly different from this system."),
     published: Optional[list[str]] = typer.Option(None, "--published",
                                                   help="SYSTEM=LABEL: compare SYSTEM with a published configuration (repeatable)."),
-    permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomisation test permutations."),
-    seed: int = typer.Option(42, "--seed", help="Seed of the randomisation test and bootstrap."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    permutations: int = typer.Option(10_000, "--permutations", callback=at_least(100), help="Randomisation test permutations."),
+    seed: int = typer.Option(42, "--seed", callback=AT_LEAST_0, help="Seed of the randomisation test and bootstrap."),
+    alpha: float = typer.Option(0.05, "--alpha", callback=OPEN_UNIT, help="Significance level."),
     title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
     with_published: Optional[str] = typer.Option(None, "--with-published",
                                                  help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."),
@@ -80,6 +84,9 @@ def report_command(
     from ..report import build_leaderboard, load_systems
 
     fmt = _check_format(fmt)
+    for path, what in ((output, "--output"), (html, "--html")):
+        if path is not None:
+            check_output_file(path, what)
     systems = load_systems(runs, published=_published_overrides(published))
     board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
                               n_permutations=permutations, seed=seed,
@@ -93,7 +100,7 @@ def report_command(
 
         collections = load_collections(board.tasks, data_dir, hub=hub)
         write_html(html, systems, board.measure, collections, board=board, title=title)
-        console.print(f"HTML report: {html}")
+        console.print(f"HTML report: {escape(str(html))}")
 
 
 @app.command("compare")
@@ -102,10 +109,10 @@ def compare_command(
     measure: str = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure to compare."),
     fmt: str = typer.Option("table", "--format", "-f", help=_FORMAT_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to a file instead of stdout."),
-    permutations: int = typer.Option(10_000, "--permutations", min=100, help="Randomisation test permutations."),
-    seed: int = typer.Option(42, "--seed", help="Seed of the randomisation test and bootstrap."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
-    per_query: Optional[int] = typer.Option(None, "--per-query", "-q", min=0,
+    permutations: int = typer.Option(10_000, "--permutations", callback=at_least(100), help="Randomisation test permutations."),
+    seed: int = typer.Option(42, "--seed", callback=AT_LEAST_0, help="Seed of the randomisation test and bootstrap."),
+    alpha: float = typer.Option(0.05, "--alpha", callback=OPEN_UNIT, help="Significance level."),
+    per_query: Optional[int] = typer.Option(None, "--per-query", "-q", callback=AT_LEAST_0,
                                             help="Also list the N largest per-query gains and losses "
                                                  "(0 = every query; with csv/json: the per-query rows instead)."),
 ) -> None:
@@ -114,6 +121,8 @@ def compare_command(
     from ..report import compare_many, load_systems, render_comparisons
 
     fmt = _check_format(fmt)
+    if output is not None:
+        check_output_file(output, "--output")
     systems = load_systems(runs)
     if len(systems) < 2:
         raise R2MedError("compare needs at least two systems: r2med compare BASELINE OTHER [MORE...]")
@@ -127,7 +136,7 @@ def compare_command(
         for c in comparisons:
             _out().print(c.to_rich())
             for note in c.notes:
-                console.print(f"[yellow]note:[/] {note}")
+                console.print(f"[yellow]note:[/] {escape(note)}")
             if per_query is not None:
                 _out().print(c.changes_rich(per_query or len(c.per_query)))
     else:
@@ -143,7 +152,7 @@ def reproduce_command(
     tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
     settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic"]), "--settings",
                                  help="Published settings to include (base, gar, lrm_agentic)."),
-    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Allowed |delta| (x100); default by retriever kind."),
+    tolerance: Optional[float] = typer.Option(None, "--tolerance", callback=AT_LEAST_0, help="Allowed |delta| (x100); default by retriever kind."),
     force_cpu: bool = typer.Option(False, "--force-cpu", help="Also run large local models without a GPU."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
@@ -165,8 +174,9 @@ def reproduce_command(
         else:
             _out().print(rp.plan_table(planned))
             gpu = env.gpu or "none"
-            console.print(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}")
+            console.print(escape(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}"))
         return
+    check_output_dir(out)
     from .core import _progress
 
     runnable = sum(p.runnable for p in planned)
@@ -182,6 +192,6 @@ def reproduce_command(
         typer.echo(rp.to_json(outcomes=outcomes), nl=False)
     else:
         _out().print(rp.outcome_table(outcomes))
-        console.print(f"runs: {out}")
+        console.print(f"runs: {escape(str(out))}")
     if any(o.status in ("fail", "error") for o in outcomes):
         raise typer.Exit(1)

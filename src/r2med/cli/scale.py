@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from ..cache import check_home
 from ..errors import R2MedError
 from ..pipeline import resolve_collections
 from ..tasks import parse_tasks
 from . import app, console
+from .options import AT_LEAST_0, AT_LEAST_1, POSITIVE, at_least
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +61,10 @@ def encode_command(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
                                             help="Local data: one collection folder, or a folder of task folders."),
     model: Optional[str] = typer.Option(None, "--model", help="Embedding model (hub id or local folder) for 'dense'."),
-    max_length: Optional[int] = typer.Option(None, "--max-length", min=2, help="Max tokens per text."),
+    max_length: Optional[int] = typer.Option(None, "--max-length", callback=at_least(2), help="Max tokens per text."),
     pooling: Optional[str] = typer.Option(None, "--pooling", help="cls, mean or last-token."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow models that run their own code."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Texts per batch (of the longest)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Texts per batch (of the longest)."),
     device: Optional[str] = typer.Option(None, "--device", help="auto (default), cpu, cuda..."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision of the data."),
     ray: bool = typer.Option(False, "--ray", help=RAY_HELP),
@@ -69,15 +72,17 @@ def encode_command(
     dest: Optional[str] = typer.Option(None, "--dest",
                                        help="With --ray: write shards to this path or URI (s3://, gs://, file://) "
                                             "instead of the r2med embedding cache; a folder per task."),
-    shard_size: int = typer.Option(4096, "--shard-size", min=1, help="Docs per shard (resume granularity)."),
-    actors: Optional[int] = typer.Option(None, "--actors", min=1, help="Encoder actors (default: one per GPU or CPU)."),
-    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", help="CPUs each actor asks for."),
-    gpus_per_actor: Optional[float] = typer.Option(None, "--gpus-per-actor",
+    shard_size: int = typer.Option(4096, "--shard-size", callback=AT_LEAST_1, help="Docs per shard (resume granularity)."),
+    actors: Optional[int] = typer.Option(None, "--actors", callback=AT_LEAST_1, help="Encoder actors (default: one per GPU or CPU)."),
+    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", callback=POSITIVE, help="CPUs each actor asks for."),
+    gpus_per_actor: Optional[float] = typer.Option(None, "--gpus-per-actor", callback=AT_LEAST_0,
                                                    help="GPUs each actor asks for (default 1 on a GPU cluster, else 0)."),
 ) -> None:
     """Encode task corpora with a dense retriever into the embedding cache (or --dest), resumably."""
     from ..retrieval import make_retriever
 
+    if not dest:
+        check_home()  # the embeddings go to the cache: find an unusable home before encoding
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
     loaders = resolve_collections(names, data_dir, revision)
     if dest and not ray:
@@ -85,7 +90,7 @@ def encode_command(
     options = {k: v for k, v in dict(model=model, max_length=max_length, pooling=pooling, batch_size=batch_size,
                                      device=device, trust_remote_code=trust_remote_code or None).items()
                if v is not None}
-    table = Table(title=f"{retriever}: document embeddings")
+    table = Table(title=escape(f"{retriever}: document embeddings"))
     for col in ("task", "docs", "shards", "encoded", "reused", "time (s)", "where"):
         table.add_column(col, justify="left" if col in ("task", "where") else "right")
     for name, load in zip(names, loaders):
@@ -100,9 +105,9 @@ def encode_command(
             t = time.perf_counter()
             dense.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
             entry = dense.cache_entry
-            table.add_row(collection.name, f"{len(collection.corpus):,}", "-", f"{dense.docs_encoded:,}",
+            table.add_row(escape(collection.name), f"{len(collection.corpus):,}", "-", f"{dense.docs_encoded:,}",
                           f"{len(collection.corpus) - dense.docs_encoded:,}", f"{time.perf_counter() - t:.1f}",
-                          str(entry.path if entry else "-"))
+                          escape(str(entry.path if entry else "-")))
             continue
         if dense.encoder.config() != settings.key():
             raise R2MedError(f"{retriever!r} embeds through an API; run it without --ray")
@@ -113,7 +118,7 @@ def encode_command(
                                     dest=target, shard_size=shard_size, address=ray_address(address), actors=actors,
                                     cpus_per_actor=cpus_per_actor, gpus_per_actor=gpus_per_actor, device=device,
                                     batch_size=batch_size or getattr(dense, "batch_size", 32))
-        table.add_row(collection.name, f"{result.n_docs:,}", str(result.n_shards),
+        table.add_row(escape(collection.name), f"{result.n_docs:,}", str(result.n_shards),
                       str(len(result.encoded_shards)), str(len(result.reused_shards)), f"{result.seconds:.1f}",
-                      result.location)
+                      escape(result.location))
     console.print(table)

@@ -51,8 +51,8 @@ def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name
     corpus, _ = read_texts(corpus_path)
     queries, meta = read_texts(query_path, keep_meta=True)
     qrels = read_qrels_jsonl(qrels_path)
-    return Collection(
-        name=name, corpus=corpus, queries=queries, qrels=qrels, source=str(query_path.parent),
+    return Collection(  # the source is recorded in results: absolute, so it is found from any directory
+        name=name, corpus=corpus, queries=queries, qrels=qrels, source=str(query_path.parent.absolute()),
         query_meta=meta, expansion_files=find_expansion_files(query_path.parent),
     )
 
@@ -66,7 +66,7 @@ def load_beir_folder(root: str | os.PathLike[str], name: str | None = None, spli
     # BEIR ships all splits' queries in one file: keep those judged in this split.
     queries = {q: t for q, t in queries.items() if q in qrels} or queries
     return Collection(name=name or root.name, corpus=corpus, queries=queries, qrels=qrels,
-                      source=str(root), query_meta=meta)
+                      source=str(root.absolute()), query_meta=meta)
 
 
 def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: str | None = None,
@@ -75,6 +75,8 @@ def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: st
     root = Path(root)
     if not root.is_dir():
         raise R2MedError(f"{root}: no such folder")
+    if root.name in ("", ".", ".."):  # name the collection after the real folder
+        root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)
     coll = load_r2med_folder(root, name) if layout == "r2med" else load_beir_folder(root, name, split)
     if qrels:

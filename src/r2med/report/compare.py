@@ -119,6 +119,7 @@ class Comparison:
             diff = line.stats.diff
             colour = "green" if diff > 0 else "red" if diff < 0 else "white"
             cells[4] = f"[{colour}]{cells[4]}[/]"
+            cells[0] = escape(cells[0])  # a task name: text, not markup
             table.add_row(*cells, style=style)
         return table
 

@@ -140,10 +140,10 @@ class Leaderboard:
 
         header, lines = self.grid()
         lines = [(kind, [escape(cells[0]), *cells[1:]]) for kind, cells in lines]
-        table = Table(title=f"Leaderboard: {_measure_label(self.measure)} (x100)", caption=escape("\n".join(self.legend())),
-                      caption_justify="left")
-        for i, h in enumerate(header):
-            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
+        table = Table(title=escape(f"Leaderboard: {_measure_label(self.measure)} (x100)"),
+                      caption=escape("\n".join(self.legend())), caption_justify="left")
+        for i, h in enumerate(header):  # task names: text, not markup
+            table.add_column(escape(h), justify="left" if i == 0 else "right", no_wrap=i > 0)
         for kind, cells in lines:
             if kind == "system":
                 table.add_row(*cells, style="bold")

@@ -77,7 +77,7 @@ def progress_bar():
     """A transient rich progress bar (``description``, bar, done/total, elapsed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), transient=True)
 
 

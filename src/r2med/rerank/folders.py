@@ -25,6 +25,7 @@ from ..data import Collection
 from ..data.loaders import load_demo, load_folder
 from ..errors import DataError, R2MedError
 from ..metrics import DEFAULT_MEASURES, evaluate
+from ..paths import task_folder
 from ..pipeline import TaskResult, metrics_payload, resolve_collections, reuse_finished
 from ..run import RUN_FILE, as_written, Run, read_metrics, read_trec, task_folders, write_task_results
 from .base import Reranker, rerank_run
@@ -145,10 +146,10 @@ def _finish(collection: Collection, name: str, run: Run, config: Mapping[str, An
     # there; rounding first keeps metrics.json equal to scoring run.trec.
     run = as_written(run)
     metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
-    folder = out / collection.name if out is not None else None
+    folder = task_folder(out, collection.name) if out is not None else None
     if folder is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing)
-        write_task_results(folder, run, payload, tag=name)
+        write_task_results(folder, run, payload, tag=name, root=out)
     return TaskResult(collection.name, metrics, folder, timing, run=run)
 
 
@@ -165,7 +166,7 @@ def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, ou
                   "first_stage": {"retriever": item.retriever, "folder": str(item.folder),
                                   "run_fingerprint": item.run_fingerprint}}
         if out is not None and not overwrite:
-            reused = reuse_finished(out / item.collection.name, config, item.collection, measures, count_missing)
+            reused = reuse_finished(task_folder(out, item.collection.name), config, item.collection, measures, count_missing)
             if reused is not None:
                 results.append(reused)
                 continue
@@ -213,7 +214,7 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
                   "inputs": [{"retriever": i.retriever, "folder": str(i.folder), "run_fingerprint": i.run_fingerprint}
                              for i in items]}
         if out is not None and not overwrite:
-            reused = reuse_finished(out / collection.name, config, collection, measures, count_missing)
+            reused = reuse_finished(task_folder(out, collection.name), config, collection, measures, count_missing)
             if reused is not None:
                 results.append(reused)
                 continue

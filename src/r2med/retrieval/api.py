@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..llm import backoff_delay, parse_retry_after
+from ..redact import redact_url
 from .encoders import BaseEncoder, EncoderSettings
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class APIEncoder(BaseEncoder):
         self.settings = settings
         self.batch_size = batch_size
         self.base_url = (base_url or os.environ.get(spec["base_env"]) or spec["base_url"]).rstrip("/")
+        self.shown_url = redact_url(self.base_url)  # in messages: never the URL's credentials
         self.api_key = api_key or os.environ.get(spec["env"])
         if not self.api_key:
             raise R2MedError(f"the {provider} embedding API needs a key: set {spec['env']} (or pass api_key)")
@@ -115,16 +117,16 @@ class APIEncoder(BaseEncoder):
                 status = exc.code
                 detail = exc.read()[:200].decode("utf-8", "replace")
                 if status in (401, 403):
-                    raise EmbeddingAPIError(f"{self.base_url}: the API key was refused (HTTP {status}); "
+                    raise EmbeddingAPIError(f"{self.shown_url}: the API key was refused (HTTP {status}); "
                                             f"check {PROVIDERS[self.provider]['env']}") from None
                 if status not in RETRY_STATUS and status < 500:
-                    raise EmbeddingAPIError(f"{self.base_url}: HTTP {status}: {detail}") from None
+                    raise EmbeddingAPIError(f"{self.shown_url}: HTTP {status}: {detail}") from None
                 retry_after = parse_retry_after(dict(exc.headers or {}))
                 problem = f"HTTP {status}"
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 problem = f"connection problem ({getattr(exc, 'reason', exc)})"
             if attempt >= self.max_retries:
-                raise EmbeddingAPIError(f"{self.base_url}: giving up after {attempt + 1} attempts ({problem})")
+                raise EmbeddingAPIError(f"{self.shown_url}: giving up after {attempt + 1} attempts ({problem})")
             delay = retry_after if retry_after is not None else backoff_delay(
                 attempt, self.backoff_base, self.backoff_max, self._rng)
             log.info("%s embeddings: %s; retrying in %.1fs", self.provider, problem, delay)
@@ -141,7 +143,7 @@ class APIEncoder(BaseEncoder):
             out = self._post(self._payload(batch, role))
             data = sorted(out.get("data") or [], key=lambda d: d.get("index", 0))
             if len(data) != len(batch):
-                raise EmbeddingAPIError(f"{self.base_url}: asked for {len(batch)} embeddings, got {len(data)}")
+                raise EmbeddingAPIError(f"{self.shown_url}: asked for {len(batch)} embeddings, got {len(data)}")
             rows.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))
         self.texts_encoded += len(inputs)
         emb = np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)

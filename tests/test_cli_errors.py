@@ -1,0 +1,292 @@
+"""Every fault is a one-line error with exit code 2, found before the compute.
+
+Numeric options out of range or not finite, unwritable destinations, inputs that are folders,
+OS errors at the CLI boundary, damaged metrics.json, and user text printed through Rich
+(never read as markup).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from r2med.cli import app
+from r2med.errors import R2MedError
+from test_containment import make_data, make_run_folder, one_line_error, r2med, snapshot, tamper
+
+
+# -- numeric options ---------------------------------------------------------------------------------
+
+EVALUATE = ["evaluate", "--data-dir", "/nonexistent-r2med-data"]
+RERANK = ["rerank", "--run", "/nonexistent-run", "--reranker", "bge-reranker"]
+FUSE = ["fuse", "/nonexistent-a", "/nonexistent-b"]
+EXPAND = ["expand", "--method", "hyde", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+          "--data-dir", "/nonexistent-r2med-data"]
+REPORT = ["report", "/nonexistent-run"]
+COMPARE = ["compare", "/nonexistent-a", "/nonexistent-b"]
+REPRODUCE = ["reproduce", "--dry-run"]
+ENCODE = ["encode", "--retriever", "bge", "--data-dir", "/nonexistent-r2med-data"]
+
+BAD_NUMBERS = [
+    (EVALUATE, "--top-k", "0"), (EVALUATE, "--k1", "nan"), (EVALUATE, "--k1", "inf"), (EVALUATE, "--k1", "-1"),
+    (EVALUATE, "--k1", "1e999"), (EVALUATE, "--b", "-0.1"), (EVALUATE, "--b", "1.5"), (EVALUATE, "--b", "nan"),
+    (EVALUATE, "--batch-size", "0"), (EVALUATE, "--max-length", "1"),
+    (RERANK, "--top-k", "0"), (RERANK, "--batch-size", "0"), (RERANK, "--max-length", "7"), (RERANK, "--window", "1"),
+    (RERANK, "--step", "0"), (RERANK, "--concurrency", "0"),
+    (FUSE, "--rrf-k", "nan"), (FUSE, "--rrf-k", "-1"), (FUSE, "--rrf-k", "inf"), (FUSE, "--top-k", "0"),
+    (EXPAND, "--concurrency", "0"), (EXPAND, "--timeout", "0"), (EXPAND, "--timeout", "nan"),
+    (EXPAND, "--max-retries", "-1"), (EXPAND, "--temperature", "nan"), (EXPAND, "--temperature", "-0.5"),
+    (EXPAND, "--temperature", "3"), (EXPAND, "--top-p", "0"), (EXPAND, "--top-p", "1.5"),
+    (EXPAND, "--max-tokens", "0"), (EXPAND, "--seed", "-1"), (EXPAND, "--max-turns", "0"), (EXPAND, "--search-k", "0"),
+    (REPORT, "--tolerance", "nan"), (REPORT, "--tolerance", "-1"), (REPORT, "--permutations", "10"),
+    (REPORT, "--seed", "-1"), (REPORT, "--alpha", "0"), (REPORT, "--alpha", "1"), (REPORT, "--alpha", "nan"),
+    (COMPARE, "--permutations", "10"), (COMPARE, "--alpha", "1.5"), (COMPARE, "--per-query", "-1"),
+    (COMPARE, "--seed", "-1"), (REPRODUCE, "--tolerance", "inf"),
+    (ENCODE, "--max-length", "1"), (ENCODE, "--batch-size", "0"), (ENCODE, "--shard-size", "0"),
+    (ENCODE, "--actors", "0"), (ENCODE, "--cpus-per-actor", "0"), (ENCODE, "--cpus-per-actor", "nan"),
+    (ENCODE, "--gpus-per-actor", "-1"), (ENCODE, "--gpus-per-actor", "inf"),
+]
+
+
+@pytest.mark.parametrize("base,option,value", BAD_NUMBERS, ids=[f"{b[0]} {o} {v}" for b, o, v in BAD_NUMBERS])
+def test_numeric_option_rejected_at_parse_time(base, option, value):
+    res = CliRunner().invoke(app, [*base, option, value])
+    assert isinstance(res.exception, R2MedError), (res.exception, res.output)
+    message = str(res.exception)
+    assert message.startswith(f"{option} must be ") and "\n" not in message
+    got = float(message.rsplit(", got ", 1)[1])
+    assert got == float(value) or (math.isnan(got) and math.isnan(float(value)))
+
+
+@pytest.mark.parametrize("option,value", [("--k1", "0"), ("--b", "0"), ("--b", "1"), ("--top-k", "1")])
+def test_numeric_option_edges_accepted(option, value):
+    res = CliRunner().invoke(app, [*EVALUATE, option, value])
+    assert "no such folder" in str(res.exception) or "not a collection" in str(res.exception), res.exception
+
+
+def test_numeric_error_is_one_line_exit_2_and_nothing_is_computed(tmp_path):
+    data = make_data(tmp_path)
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "out"), "--k1", "nan"))
+    assert line == "error: --k1 must be a finite number of at least 0, got nan"
+    assert not (tmp_path / "out").exists()
+
+
+def test_fuse_weights_and_set_values_must_be_finite(tmp_path):
+    data = make_data(tmp_path)
+    one, two = (make_run_folder(tmp_path, n, data).parent for n in ("one", "two"))
+    for weights in ("1,nan", "1,-1", "0,0", "1,inf"):
+        assert "--weights" in one_line_error(r2med("fuse", str(one), str(two), "--weights", weights))
+    res = CliRunner().invoke(app, ["rerank", "--run", str(one), "--reranker", "listwise", "--model", "m",
+                                   "--set", "temperature=NaN"])
+    assert isinstance(res.exception, R2MedError) and "--set temperature must be a finite number" in str(res.exception)
+    assert not (tmp_path / "runs" / "rrf-one+two").exists()
+
+
+# -- destinations and inputs checked up front ---------------------------------------------------------
+
+@pytest.fixture
+def readonly_dir(tmp_path):
+    """A folder nobody here can write: chmod for ordinary users, a read-only tmpfs for root (skip if impossible)."""
+    path = tmp_path / "readonly"
+    path.mkdir()
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        yield path
+        path.chmod(0o755)
+        return
+    mount = shutil.which("mount")
+    if not mount or subprocess.run([mount, "-t", "tmpfs", "-o", "ro,size=1m", "none", str(path)],
+                                   capture_output=True).returncode != 0:
+        pytest.skip("running as root and cannot mount a read-only tmpfs")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], capture_output=True)
+
+
+def test_out_that_is_a_file_fails_before_loading(tmp_path):
+    data = make_data(tmp_path)
+    (tmp_path / "out").write_text("a file")
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "out")))
+    assert str(tmp_path / "out") in line and "is a file" in line
+    inside = tmp_path / "out" / "deeper"
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(inside)))
+    assert "is a file" in line
+
+
+def test_out_read_only_fails_before_loading(tmp_path, readonly_dir):
+    data = make_data(tmp_path)
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(readonly_dir / "runs"),
+                                "--no-cache"))
+    assert str(readonly_dir) in line and "not writable" in line
+
+
+def test_home_that_is_a_file_or_read_only(tmp_path, readonly_dir):
+    data = make_data(tmp_path)
+    home = tmp_path / "home-file"
+    home.write_text("x")
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"),
+                                env={"R2MED_HOME": str(home)}))
+    assert str(home) in line and "R2MED_HOME" in line
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"),
+                                env={"R2MED_HOME": str(readonly_dir / "home")}))
+    assert "not writable" in line and "R2MED_HOME" in line
+    assert not (tmp_path / "o").exists()
+    # --no-cache does not need the home
+    res = r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--no-cache",
+                env={"R2MED_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+
+
+def test_report_outputs_naming_a_folder(tmp_path):
+    data = make_data(tmp_path)
+    runs = make_run_folder(tmp_path, "one", data).parent.parent
+    (tmp_path / "adir").mkdir()
+    for args in (["-o", str(tmp_path / "adir")], ["--html", str(tmp_path / "adir")],
+                 ["--format", "csv", "-o", str(tmp_path / "adir")]):
+        line = one_line_error(r2med("report", str(runs), *args))
+        assert str(tmp_path / "adir") in line and "folder" in line
+    line = one_line_error(r2med("compare", str(runs / "one"), str(runs / "one"), "-o", str(tmp_path / "adir")))
+    assert "folder" in line
+
+
+def test_expand_out_naming_a_file_fails_before_any_request(tmp_path):
+    data = make_data(tmp_path)
+    (tmp_path / "exp").write_text("x")
+    line = one_line_error(r2med("expand", "--method", "hyde", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp")))
+    assert str(tmp_path / "exp") in line and "is a file" in line
+
+
+def test_score_with_a_folder_for_qrels_or_run(tmp_path):
+    data = make_data(tmp_path)
+    run = make_run_folder(tmp_path, "one", data) / "run.trec"
+    line = one_line_error(r2med("score", str(data), str(run)))
+    assert str(data) in line and "folder" in line
+    line = one_line_error(r2med("score", str(data / "qrels.jsonl"), str(run.parent)))
+    assert str(run.parent) in line and "folder" in line
+
+
+def test_os_error_at_the_cli_boundary_is_one_line(monkeypatch, capsys):
+    import r2med.cli as cli
+
+    def boom():
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/out/bm25/t1")
+
+    monkeypatch.setattr(cli, "app", boom)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: /data/out/bm25/t1: No space left on device"
+
+
+# -- metrics.json is checked when read ---------------------------------------------------------------
+
+@pytest.mark.parametrize("change,why", [
+    ({"aggregate": {"ndcg_cut_10": math.nan}}, "aggregate.ndcg_cut_10"),
+    ({"per_query": {"q1": {"ndcg_cut_10": math.inf}}}, "per_query"),
+    ({"per_query": {"q1": {"ndcg_cut_10": "0.5"}}}, "per_query"),
+    ({"per_query": [1, 2]}, "per_query"),
+    ({"aggregate": {"ndcg_cut_10": True}}, "aggregate.ndcg_cut_10"),
+    ({"aggregate": None}, "aggregate"),
+    ({"config": "x"}, "config"),
+    ({"task": 5}, "task"),
+])
+def test_compare_refuses_a_damaged_metrics_json(tmp_path, change, why):
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    two = make_run_folder(tmp_path, "two", data, {"q1": {"b": 3.0, "a": 2.0}})
+    tamper(two, **change)
+    line = one_line_error(r2med("compare", str(one.parent), str(two.parent)))
+    assert str(two / "metrics.json") in line and why in line
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "", "{", "\xff\xfe", "null"])
+def test_metrics_json_that_is_not_an_object(tmp_path, text):
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    (one / "metrics.json").write_bytes(text.encode("latin-1"))
+    line = one_line_error(r2med("report", str(one.parent)))
+    assert str(one / "metrics.json") in line
+
+
+def test_compare_with_nan_was_reported_significant_and_is_now_an_error(tmp_path):
+    """The reported defect: a NaN per-query value printed `B-A +nan` and was marked significant."""
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    two = make_run_folder(tmp_path, "two", data, {"q1": {"b": 3.0, "a": 2.0}})
+    meta = json.loads((two / "metrics.json").read_text())
+    meta["per_query"]["q1"]["ndcg_cut_10"] = math.nan
+    (two / "metrics.json").write_text(json.dumps(meta))
+    res = r2med("compare", str(one.parent), str(two.parent))
+    assert "nan" not in res.stdout
+    assert "is nan, not a finite number" in one_line_error(res)
+
+
+# -- user text is printed as text, never read as Rich markup ---------------------------------------
+
+@pytest.mark.parametrize("message", ["unknown id [/x]", "[bold]X", "a [red]b[/red] c", "[link=file:///etc]x"])
+def test_error_messages_print_user_text_literally(monkeypatch, capsys, message):
+    import r2med.cli as cli
+
+    def boom():
+        raise R2MedError(message)
+
+    monkeypatch.setattr(cli, "app", boom)
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert capsys.readouterr().err.strip() == f"error: {message}"
+
+
+def test_markup_in_a_task_argument(tmp_path):
+    line = one_line_error(r2med("evaluate", "--tasks", "[/x]"))
+    assert "'[/x]'" in line
+    line = one_line_error(r2med("evaluate", "--tasks", "[bold]X"))
+    assert "'[bold]X'" in line
+
+
+def test_markup_in_names_printed_by_tables(tmp_path):
+    """Task and system names come from folders: the tables, progress bars and notes print them as text."""
+    data = make_data(tmp_path, task="[bold]t1")
+    out = tmp_path / "runs"
+    res = r2med("evaluate", "--data-dir", str(data), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "[bold]t1" in res.stdout
+    res = r2med("evaluate", "-r", "bm25-standard", "--data-dir", str(data), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    shutil.copytree(out / "bm25", out / "[red]sys")
+    res = r2med("report", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "[bold]t1" in res.stdout and "[red]sys" in res.stdout
+    res = r2med("compare", str(out / "bm25"), str(out / "[red]sys"), "--per-query", "0")
+    assert res.returncode == 0, res.stderr
+    assert "[bold]t1" in res.stdout and "[red]sys" in res.stdout
+
+
+def test_markup_in_cache_entries(tmp_path):
+    home = tmp_path / "home"
+    (home / "bm25" / "[red]z").mkdir(parents=True)
+    (home / "bm25" / "[bold]y").mkdir(parents=True)
+    res = r2med("cache", "ls", env={"R2MED_HOME": str(home), "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    assert "[red]z" in res.stdout and "[bold]y" in res.stdout
+    res = r2med("cache", "rm", "bm25", "[red]z", env={"R2MED_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+    assert not (home / "bm25" / "[red]z").exists() and (home / "bm25" / "[bold]y").exists()
+
+
+def test_nothing_written_on_numeric_error(tmp_path):
+    data = make_data(tmp_path)
+    before = snapshot(tmp_path)
+    one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--b", "inf"))
+    assert snapshot(tmp_path) == before

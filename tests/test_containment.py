@@ -1,0 +1,347 @@
+"""Containment: r2med writes and deletes only under the folders the user named.
+
+Names read from files (task, retriever) are checked before they become path parts; every
+task-folder write is checked to stay under ``--out``; ``cache rm`` removes only what
+``cache ls`` lists under the home; temp folders of killed writers are cleaned and listed;
+concurrent writers of one task folder never fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from r2med.data.loaders import load_folder
+from r2med.errors import DataError, R2MedError
+from r2med.metrics import evaluate
+from r2med.pipeline import metrics_payload
+from r2med.run import read_trec, write_task_results
+
+CORPUS = {"a": "insulin glucose", "b": "asthma inhaler", "c": "fever cough", "d": "migraine"}
+
+
+def r2med(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, cwd=cwd,
+                          env=full, timeout=300)
+
+
+def one_line_error(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+def make_data(root: Path, task: str = "t1") -> Path:
+    data = root / "data" / task
+    data.mkdir(parents=True)
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
+    (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "glucose insulin"}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "a", "score": 1}) + "\n")
+    return data
+
+
+def make_run_folder(root: Path, name: str, data: Path, run=None) -> Path:
+    coll = load_folder(data)
+    run = run or {"q1": {"a": 2.0, "b": 1.0, "c": 0.5}}
+    folder = root / "runs" / name / coll.name
+    write_task_results(folder, run, metrics_payload(coll, name, {}, evaluate(run, coll.qrels), {}))
+    return folder
+
+
+def tamper(folder: Path, **fields) -> None:
+    path = folder / "metrics.json"
+    meta = json.loads(path.read_text())
+    meta.update(fields)
+    path.write_text(json.dumps(meta))
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# -- names read from files -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "../x", "/abs", "a\\b", "x\x00y", "line\nbreak", "tab\there"])
+def test_plain_name_rejects_path_like_names(bad):
+    from r2med.paths import plain_name
+
+    with pytest.raises(R2MedError):
+        plain_name(bad, "task")
+
+
+@pytest.mark.parametrize("good", ["Biology", "MedQA-Diag", "bm25+hyde-gpt4", "my task", "a..b", ".hidden-ok"])
+def test_plain_name_accepts_ordinary_names(good):
+    from r2med.paths import plain_name
+
+    assert plain_name(good, "task") == good
+
+
+def test_task_folder_stays_under_out(tmp_path):
+    from r2med.paths import task_folder
+
+    assert task_folder(tmp_path / "out", "Biology") == tmp_path / "out" / "Biology"
+    for bad in ("../x", str(tmp_path / "victim"), ".."):
+        with pytest.raises(R2MedError):
+            task_folder(tmp_path / "out", bad)
+
+
+def test_write_task_results_refuses_a_folder_outside_its_root(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    with pytest.raises(R2MedError, match="outside"):
+        write_task_results(victim, {"q1": {"a": 1.0}}, {"task": "t1"}, root=tmp_path / "out")
+    assert (victim / "keep.txt").read_text() == "precious"
+
+
+@pytest.mark.parametrize("hostile", ["ABS", "../../escaped", "..", "a/b"])
+def test_fuse_does_not_write_where_metrics_json_says(tmp_path, hostile):
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    two = make_run_folder(tmp_path, "two", data, {"q1": {"b": 3.0, "a": 2.0}})
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    task = str(victim) if hostile == "ABS" else hostile
+    for folder in (one, two):
+        tamper(folder, task=task)
+    before = snapshot(tmp_path)
+    # no --data-dir: the collection is found at the source recorded in metrics.json, named by its task
+    res = r2med("fuse", str(one.parent), str(two.parent), "--out", str(tmp_path / "out"))
+    line = one_line_error(res)
+    assert "metrics.json" in line and "task" in line
+    assert snapshot(tmp_path) == before  # nothing written or replaced anywhere
+    assert not (tmp_path / "out").exists() and not (tmp_path / "escaped").exists()
+
+
+def test_rerank_inputs_reject_a_hostile_task_and_retriever(tmp_path):
+    from r2med.rerank.folders import load_inputs
+
+    data = make_data(tmp_path)
+    folder = make_run_folder(tmp_path, "one", data)
+    tamper(folder, task=str(tmp_path / "victim"))
+    with pytest.raises(DataError, match=r"metrics.json: .*task"):
+        load_inputs(folder.parent, data_dir=data)
+    tamper(folder, task="t1", retriever="../up")
+    with pytest.raises(DataError, match=r"metrics.json: .*retriever"):
+        load_inputs(folder.parent, data_dir=data)
+
+
+# -- --name and labels: plain names that round-trip through a TREC run's tag column ------------------
+
+@pytest.mark.parametrize("name", ["my run", "a/b", "..", "tab\tx", ""])
+def test_fuse_name_must_be_a_plain_run_name(tmp_path, name):
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    two = make_run_folder(tmp_path, "two", data)
+    res = r2med("fuse", str(one.parent), str(two.parent), "--out", str(tmp_path / "out"), "--name", name)
+    assert "--name" in one_line_error(res)
+    assert not (tmp_path / "out").exists()
+
+
+def test_written_run_reads_back_with_its_tag(tmp_path):
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    two = make_run_folder(tmp_path, "two", data)
+    res = r2med("fuse", str(one.parent), str(two.parent), "--out", str(tmp_path / "out"), "--name", "rrf+x-1.0")
+    assert res.returncode == 0, res.stderr
+    path = tmp_path / "out" / "rrf+x-1.0" / "t1" / "run.trec"
+    assert read_trec(path) and all(line.split()[5] == "rrf+x-1.0" for line in path.read_text().splitlines())
+
+
+def test_evaluate_rejects_an_expansion_label_that_is_not_a_name(tmp_path):
+    data = make_data(tmp_path)
+    exp = data / "hyde" / "gpt 4" / "query_with_hydoc.jsonl"  # the LLM name comes from the folder
+    exp.parent.mkdir(parents=True)
+    exp.write_text(json.dumps({"id": "q1", "text": "glucose insulin", "hy_doc": "insulin lowers glucose"}) + "\n")
+    res = r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "out"), "--expansion-file", str(exp))
+    assert "gpt 4" in one_line_error(res)
+    res = r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "out"), "--expansion", "hyde:../x")
+    one_line_error(res)
+    assert not (tmp_path / "out").exists()
+
+
+def test_write_trec_rejects_a_tag_with_whitespace(tmp_path):
+    from r2med.run import write_trec
+
+    with pytest.raises(R2MedError, match="tag"):
+        write_trec({"q1": {"a": 1.0}}, tmp_path / "run.trec", tag="two words")
+    assert not (tmp_path / "run.trec").exists()
+
+
+# -- relative --data-dir ------------------------------------------------------------------------------
+
+def test_relative_data_dir_is_recorded_absolute_and_fuse_works_elsewhere(tmp_path):
+    data = make_data(tmp_path)
+    for name in ("bm25", "bm25-standard"):
+        res = r2med("evaluate", "-r", name, "--data-dir", "data/t1", "--out", "runs", cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+    meta = json.loads((tmp_path / "runs" / "bm25" / "t1" / "metrics.json").read_text())
+    assert meta["source"] == str(data)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    res = r2med("fuse", str(tmp_path / "runs" / "bm25"), str(tmp_path / "runs" / "bm25-standard"),
+                "--out", "fused", cwd=elsewhere)
+    assert res.returncode == 0, res.stderr
+    assert (elsewhere / "fused" / "rrf-bm25+bm25-standard" / "t1" / "run.trec").exists()
+
+
+def test_data_dir_dot_names_the_collection_after_the_folder(tmp_path):
+    data = make_data(tmp_path)
+    res = r2med("evaluate", "--data-dir", ".", "--out", str(tmp_path / "out"), cwd=data)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "bm25" / "t1" / "metrics.json").exists()
+    assert sorted(p.name for p in (tmp_path / "out" / "bm25").iterdir()) == ["t1"]
+
+
+# -- cache rm ----------------------------------------------------------------------------------------
+
+def test_cache_rm_never_deletes_outside_the_home(tmp_path):
+    home = tmp_path / "home"
+    (home / "bm25" / "entry1").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    outside = tmp_path / "some"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "dir" / "keep.txt").write_text("precious")
+    env = {"R2MED_HOME": str(home)}
+    before = snapshot(tmp_path)
+    for args in (["..", "victim"], [str(outside / "dir"), "--all"], [str(tmp_path), "--all"], ["../..", "--all"],
+                 ["bm25", "../../victim"], ["bm25", str(victim)]):
+        res = r2med("cache", "rm", *args, env=env)
+        one_line_error(res)
+    assert snapshot(tmp_path) == before
+    assert (home / "bm25" / "entry1").is_dir()
+
+
+def test_cache_rm_does_not_follow_a_symlinked_entry_or_kind(tmp_path):
+    home = tmp_path / "home"
+    (home / "bm25").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "keep.txt").write_text("precious")
+    (home / "bm25" / "link").symlink_to(victim)
+    (home / "linked-kind").symlink_to(victim)
+    env = {"R2MED_HOME": str(home)}
+    res = r2med("cache", "rm", "bm25", "--all", env=env)
+    assert res.returncode == 0, res.stderr
+    res = r2med("cache", "rm", "linked-kind", "--all", env=env)
+    assert res.returncode == 2
+    assert (victim / "sub" / "keep.txt").read_text() == "precious"
+    assert not (home / "bm25" / "link").is_symlink()  # the link itself (inside the home) is what went
+
+
+def test_cache_rm_removes_listed_entries(tmp_path):
+    home = tmp_path / "home"
+    (home / "bm25" / "e1").mkdir(parents=True)
+    (home / "bm25" / "e2").mkdir(parents=True)
+    (home / "bm25" / "e2" / "x.bin").write_bytes(b"x" * 10)
+    res = r2med("cache", "rm", "bm25", "e2", env={"R2MED_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in (home / "bm25").iterdir()) == ["e1"]
+
+
+# -- temp folders of killed writers ------------------------------------------------------------------
+
+KILLED_WRITER = textwrap.dedent("""
+    import os, sys
+    from r2med.cache import atomic_dir
+    with atomic_dir(sys.argv[1]) as tmp:
+        (tmp / "half.bin").write_bytes(b"x" * 1000)
+        print(tmp, flush=True)
+        os.kill(os.getpid(), 9)
+""")
+
+
+def _killed_write(target: Path) -> Path:
+    res = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == -9, res.stderr
+    tmp = Path(res.stdout.strip())
+    assert tmp.is_dir() and tmp.parent == target.parent
+    return tmp
+
+
+def test_temp_of_a_killed_writer_is_listed_and_cleaned_on_the_next_write(r2med_home):
+    from r2med.cache import atomic_dir
+
+    target = r2med_home / "bm25" / "key1"
+    left = _killed_write(target)
+    res = r2med("cache", "ls", "--json", env={"R2MED_HOME": str(r2med_home)})
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    assert [r["name"] for r in rows] == [left.name] and "interrupted" in rows[0]["detail"]
+    other = r2med_home / "bm25" / "key2"  # another key's writer leaves key1's temp alone...
+    with atomic_dir(other) as tmp:
+        (tmp / "f").write_text("ok")
+    assert left.exists()
+    with atomic_dir(target) as tmp:  # ... the next write of the same key removes it
+        (tmp / "f").write_text("ok")
+    assert not left.exists() and (target / "f").read_text() == "ok"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["key1", "key2"]
+
+
+def test_cache_rm_partial_removes_leftover_temps(r2med_home):
+    left = _killed_write(r2med_home / "bm25" / "key1")
+    res = r2med("cache", "rm", "bm25", "--partial", env={"R2MED_HOME": str(r2med_home)})
+    assert res.returncode == 0, res.stderr
+    assert not left.exists()
+
+
+def test_a_live_writers_temp_is_not_removed(tmp_path):
+    """A temp folder of a process that is still running (here: this one) is left alone."""
+    from r2med.cache import atomic_dir
+
+    target = tmp_path / "task"
+    with atomic_dir(target) as mine:
+        (mine / "f").write_text("a")
+        with atomic_dir(tmp_path / "other") as tmp:
+            (tmp / "f").write_text("b")
+        from r2med.cache import clean_stale_temps
+
+        clean_stale_temps(target)
+        assert mine.exists()
+    assert (target / "f").read_text() == "a"
+
+
+# -- two processes writing the same task folder ------------------------------------------------------
+
+STRESS_WRITER = textwrap.dedent("""
+    import sys
+    from r2med.run import write_task_results
+    folder, n, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    failures = 0
+    for i in range(n):
+        try:
+            write_task_results(folder, {"q1": {"a": float(i), "b": 0.5}}, {"task": "t1", "writer": tag, "i": i},
+                               tag=tag)
+        except Exception as exc:
+            failures += 1
+            print(type(exc).__name__, exc, file=sys.stderr)
+    print(failures)
+""")
+
+
+def test_concurrent_write_task_results_never_fail(tmp_path):
+    folder = tmp_path / "out" / "t1"
+    n = 300
+    procs = [subprocess.Popen([sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("A", "B")]
+    outs = [p.communicate(timeout=600) for p in procs]
+    failures = [int(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert failures == [0, 0], [err[-2000:] for _, err in outs]
+    # the folder holds one writer's complete, consistent result; no temp or old folders are left
+    meta = json.loads((folder / "metrics.json").read_text())
+    assert meta["writer"] in ("A", "B")
+    assert {line.split()[5] for line in (folder / "run.trec").read_text().splitlines()} == {meta["writer"]}
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["t1"]
