@@ -163,3 +163,124 @@ def test_backoff_is_exponential_with_jitter_and_capped():
         delays = [backoff_delay(attempt, 0.5, 10.0, rng) for _ in range(50)]
         assert all(full / 2 <= d <= full for d in delays)
         assert len(set(delays)) > 1
+
+
+# -- damaged cache lines are skipped and re-requested -------------------------------------------------
+
+def test_cache_lines_with_wrong_typed_or_missing_fields_are_re_requested(r2med_home, caplog):
+    from r2med.llm import default_cache_path
+
+    prompts = [f"damaged cache question {i}" for i in range(8)]
+    with LLMServer() as server:
+        client = LLMClient("test-model", base_url=server.base_url)
+        keys = [client.key(msgs(p), temperature=0.7) for p in prompts]
+        client.close()
+        good = {"text": "a cached answer", "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+                "finish_reason": "stop"}
+        damaged = [
+            {**good, "text": 123},                          # hy_doc: 123 was written from this
+            {k: v for k, v in good.items() if k != "text"},  # KeyError before
+            {**good, "text": None},                         # a "stuck" error before
+            {k: v for k, v in good.items() if k != "usage"},
+            {**good, "usage": "many"},
+            {**good, "usage": {"prompt_tokens": -4}},
+            {**good, "usage": {"prompt_tokens": True}},
+        ]
+        lines = [json.dumps({"key": k, **entry}) for k, entry in zip(keys, damaged)]
+        lines += ["[1, 2, 3]", json.dumps({"key": keys[7], **good})]  # not an object; one sound line
+        path = default_cache_path("test-model")
+        path.write_text("\n".join(lines) + "\n")
+        again = LLMClient("test-model", base_url=server.base_url)
+        results = again.chat_many([msgs(p) for p in prompts], temperature=0.7)
+        assert [r.text for r in results] == [default_reply(p) for p in prompts[:7]] + ["a cached answer"]
+        assert all(isinstance(r.text, str) and r.ok for r in results)
+        assert server.requests == 7 and again.usage.cache_hits == 1
+        assert "skipped 8 unusable line(s) (first: line 1: 'text' is int, not text)" in caplog.text
+        again.close()
+        # the answers were appended: a third client finds every request cached
+        third = LLMClient("test-model", base_url=server.base_url)
+        assert all(r.cached for r in third.chat_many([msgs(p) for p in prompts], temperature=0.7))
+        assert server.requests == 7
+
+
+def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
+    """The reported case: a cached `text: 123` became `hy_doc: 123` in the expansion file."""
+    from r2med.data.loaders import load_folder
+    from r2med.expansion.generate import build_messages, generate_expansions, paper_sampling, write_expansion_file
+    from r2med.expansion.precomputed import read_expansion_file
+    from r2med.llm import default_cache_path
+
+    data = tmp_path / "Biology"
+    data.mkdir()
+    (data / "corpus.jsonl").write_text(json.dumps({"id": "d1", "text": "insulin"}) + "\n")
+    (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "what lowers glucose"}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d1", "score": 1}) + "\n")
+    coll = load_folder(data)
+    sampling = paper_sampling(api=False)
+    with LLMServer() as server:
+        client = LLMClient("test-model", base_url=server.base_url)
+        key = client.key(build_messages("hyde", "Biology", "what lowers glucose"), **sampling)
+        client.close()
+        default_cache_path("test-model").write_text(json.dumps({"key": key, "text": 123, "usage": {}}) + "\n")
+        client = LLMClient("test-model", base_url=server.base_url)
+        res = generate_expansions(coll, "hyde", client, sampling)
+        client.close()
+    path = write_expansion_file(tmp_path / "out" / "query_with_hydoc.jsonl", coll, res.texts)
+    assert isinstance(read_expansion_file(path).texts["q1"], str) and server.requests == 1
+
+
+# -- credentials in the endpoint URL -------------------------------------------------------------------
+
+def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
+    import os
+    import subprocess
+    import sys
+
+    from r2med.data.loaders import load_folder
+    from r2med.pipeline import metrics_payload
+    from r2med.metrics import evaluate
+    from r2med.run import write_task_results
+
+    secret = "s3cretTOKEN"
+    data = tmp_path / "data" / "toy"
+    data.mkdir(parents=True)
+    docs = {f"d{i}": f"passage {i} about insulin" for i in range(1, 5)}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in docs.items()))
+    (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "insulin"}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
+    coll = load_folder(data)
+    run = {"q1": {d: 5.0 - i for i, d in enumerate(docs)}}
+    write_task_results(tmp_path / "runs" / "first" / "toy", run, metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {}))
+    env = {**os.environ, "R2MED_HOME": str(r2med_home)}
+    with LLMServer() as server:
+        plain_url = server.base_url
+        url = plain_url.replace("http://", f"http://user:{secret}@")
+        res = subprocess.run([sys.executable, "-m", "r2med", "-v", "rerank", "--run", str(tmp_path / "runs" / "first"),
+                              "--reranker", "listwise", "--model", "test-model", "--base-url", url, "--top-k", "4"],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert server.completions >= 1
+    assert secret not in res.stdout + res.stderr
+    meta = json.loads((tmp_path / "runs" / "first+listwise-test-model" / "toy" / "metrics.json").read_text())
+    assert meta["config"]["reranker"]["base_url"] == plain_url.replace("http://", "http://***@")
+    for root in (tmp_path, r2med_home):
+        for path in root.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+    # an unreachable endpoint: the one-line error names it without the secret
+    res = subprocess.run([sys.executable, "-m", "r2med", "expand", "--method", "hyde", "--model", "m",
+                          "--base-url", f"http://user:{secret}@127.0.0.1:9/v1", "--data-dir", str(data),
+                          "--prompt-task", "Biology", "-o", str(tmp_path / "exp"), "--max-retries", "1"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert secret not in res.stdout + res.stderr and "http://***@127.0.0.1:9/v1" in res.stderr
+
+
+def test_redact_urls():
+    from r2med.redact import redact_url, redact_urls
+
+    assert redact_url("https://u:p@host:8/v1") == "https://***@host:8/v1"
+    assert redact_url("http://token@h/v1?x=a@b") == "http://***@h/v1?x=a@b"
+    assert redact_url("http://h/v1") == "http://h/v1" and redact_url(None) is None
+    assert redact_urls("POST https://a:b@x/v1 and http://c@y/") == "POST https://***@x/v1 and http://***@y/"
+    assert redact_urls("mail me at a@b.org") == "mail me at a@b.org"
