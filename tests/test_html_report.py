@@ -218,3 +218,69 @@ def test_report_without_texts_degrades_to_ids(built, browser):
     assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
     assert "query text unavailable" in browser.text("#inspect-text")
     assert browser.js("return document.querySelectorAll('.sysrun').length") == 3
+
+
+# -- data that looks like the template's placeholders; malformed links ---------------------------------
+
+HOSTILE_QUERIES = {"q1": "insulin {{BARS}} ketoacidosis", "q2": "asthma {{DATA}} children </script>",
+                   "q3": "fever {{JS}} {{TITLE}} pneumonia", "q4": "headache {{LEADERBOARD}}"}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    from test_report import QRELS, write_collection
+
+    root = tmp_path_factory.mktemp("hostile_html")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("R2MED_HOME", str(root / "home"))
+        data = root / "data"
+        write_collection(data, "Biology", queries=HOSTILE_QUERIES, qrels=QRELS)
+        coll = load_folder(data / "Biology")
+        for name in ("bm25", "{{BARS}}"):
+            run_collection(coll, "bm25", {}, k=10, out=root / "runs" / name)
+    systems = load_systems([root / "runs"])
+    board = build_leaderboard(systems)
+    page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board,
+                      title="{{META}} title")
+    return {"page": page, "board": board}
+
+
+def test_placeholders_in_the_data_stay_text(hostile):
+    text = hostile["page"].read_text(encoding="utf-8")
+    data = _embedded(hostile["page"])  # still one well-formed JSON block
+    assert {q: e["text"] for q, e in data["queries"]["Biology"].items()} == HOSTILE_QUERIES
+    assert data["systems"] == ["bm25", "{{BARS}}"] and data["title"] == "{{META}} title"
+    assert text.count('<script id="report-data"') == 1
+    assert text.count('<svg class="bars"') == len(hostile["board"].columns)
+    assert text.count("r2medReport") == 1  # the script was inserted once, not again inside the data
+    assert "<title>{{META}} title</title>" in text
+
+
+def test_fill_template_is_one_pass():
+    from r2med.report.html import fill_template
+
+    assert fill_template("{{A}}|{{B}}", {"{{A}}": "{{B}}", "{{B}}": "x"}) == "{{B}}|x"
+    with pytest.raises(ValueError, match="C"):
+        fill_template("{{C}}", {})
+
+
+@needs_browser
+def test_report_with_hostile_data_and_a_malformed_link(hostile, browser):
+    browser.get(hostile["page"].as_uri() + "#q=%E0%A4%A")
+    assert browser.js("return typeof window.r2medReport") == "object"
+    assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
+    assert browser.text("#inspect-title") == "Biology / q1"  # the default query is shown
+    assert browser.text("#inspect-text") == HOSTILE_QUERIES["q1"]
+    assert browser.js("return document.querySelectorAll('#leaderboard tbody tr').length") == 2
+    browser.get(hostile["page"].as_uri() + "#q=Biology/q3")
+    browser.js("location.reload()")
+    assert browser.text("#inspect-title") == "Biology / q3"
+    assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
+
+
+@needs_browser
+def test_malformed_link_hash_opens_the_default_query(built, browser):
+    browser.get(built["page"].as_uri() + "#q=%E0%A4%A")
+    assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
+    assert browser.js("return typeof window.r2medReport") == "object"
+    assert browser.text("#inspect-title").startswith("Biology / ")

@@ -14,6 +14,7 @@ import html
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import resources
@@ -261,9 +262,19 @@ def render_html(systems: list[System], measure: str = HEADLINE, collections: Map
                                 f"by r2med {__version__}"),
         "{{NOTE}}": note,
     }
-    for key, value in replacements.items():
-        page = page.replace(key, value)
-    return page
+    return fill_template(page, replacements)
+
+
+_PLACEHOLDER = re.compile(r"\{\{[A-Z]+\}\}")
+
+
+def fill_template(template: str, values: Mapping[str, str]) -> str:
+    """Replace every ``{{NAME}}`` of ``template`` in one pass: inserted text (query texts, names, the
+    page's own script) is never scanned again, so data can never be read as a placeholder."""
+    unknown = sorted(set(_PLACEHOLDER.findall(template)) - set(values))
+    if unknown:
+        raise ValueError(f"report template placeholders without a value: {', '.join(unknown)}")
+    return _PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
 
 
 def write_html(path: str | os.PathLike[str], systems: list[System], measure: str = HEADLINE,

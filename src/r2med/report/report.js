@@ -189,7 +189,9 @@
       var q = el("inspect-query").value; if (q) renderInspector(st.value, q);
     });
     fillQueries(st.value);
-    var m = /^#q=([^/]+)\/(.+)$/.exec(decodeURIComponent(location.hash || ""));
+    var hash = location.hash || "";
+    try { hash = decodeURIComponent(hash); } catch (e) { hash = ""; }  /* a malformed link opens the default */
+    var m = /^#q=([^/]+)\/(.+)$/.exec(hash);
     if (m && data.queries[m[1]] && data.queries[m[1]][m[2]]) inspect(m[1], m[2]);
     else renderInspector(st.value, el("inspect-query").value);
   }
