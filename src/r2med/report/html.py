@@ -24,7 +24,7 @@ from typing import Any
 from .. import __version__
 from ..cache import write_text_atomic
 from ..data import Collection
-from ..data.files import iter_jsonl
+from ..errors import R2MedError
 from ..metrics import HEADLINE
 from ..run import ranked
 from .leaderboard import AVERAGE, FLAG, Leaderboard, _measure_label, build_leaderboard
@@ -80,10 +80,14 @@ def _expansion_texts(coll: Collection, system: System) -> dict[str, str]:
         pub = system.published
         if any(system.name.endswith(n) for n in names) or (
                 pub is not None and pub.expansion == method and pub.llm == llm.replace("_", "-")):
-            out = {}
-            for _, rec in iter_jsonl(path):
-                out[str(rec.get("id"))] = _strip(llm, str(rec.get("hy_doc") or ""))[:EXPANSION_CHARS]
-            return out
+            from ..expansion.precomputed import read_expansion_file
+
+            try:
+                texts = read_expansion_file(path, method, llm).texts
+            except R2MedError as exc:  # the page still works without the expansion texts
+                log.warning("expansions not shown: %s", exc)
+                return {}
+            return {qid: _strip(llm, text)[:EXPANSION_CHARS] for qid, text in texts.items()}
     return {}
 
 

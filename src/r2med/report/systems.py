@@ -216,11 +216,20 @@ def parse_label(label: str) -> PublishedKey | None:
     return None
 
 
+def _options(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    options = config.get("options")
+    return options if isinstance(options, Mapping) else {}
+
+
 def _paper_bm25(config: Mapping[str, Any]) -> bool:
-    opts = {**config.get("options", {}), **config}
+    opts = {**_options(config), **config}
     if opts.get("flavour", "paper") != "paper":
         return False
-    return all(abs(float(opts.get(k, v)) - v) < 1e-12 for k, v in PAPER_BM25.items())
+    for name, paper in PAPER_BM25.items():
+        value = opts.get(name, paper)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value - paper) >= 1e-12:
+            return False  # another value (or not a number: a hand-edited file) is not the paper's BM25
+    return True
 
 
 def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> PublishedKey | None:
@@ -250,5 +259,5 @@ _PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc
 
 def _changed_preset(config: Mapping[str, Any]) -> bool:
     """A dense preset run with its model, pooling, length or instructions overridden is not the paper's."""
-    options = config.get("options") or {}
+    options = _options(config)
     return any(options.get(k) is not None for k in _PRESET_OVERRIDES)
