@@ -317,9 +317,10 @@ def test_a_live_writers_temp_is_not_removed(tmp_path):
 # -- two processes writing the same task folder ------------------------------------------------------
 
 STRESS_WRITER = textwrap.dedent("""
-    import sys
+    import sys, time
     from r2med.run import write_task_results
-    folder, n, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    folder, n, tag, start = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+    time.sleep(max(0.0, start - time.time()))  # both writers start together
     failures = 0
     for i in range(n):
         try:
@@ -333,9 +334,12 @@ STRESS_WRITER = textwrap.dedent("""
 
 
 def test_concurrent_write_task_results_never_fail(tmp_path):
+    import time
+
     folder = tmp_path / "out" / "t1"
-    n = 300
-    procs = [subprocess.Popen([sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag],
+    n = 1500
+    start = time.time() + 3.0  # after both interpreters have imported r2med
+    procs = [subprocess.Popen([sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag, str(start)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("A", "B")]
     outs = [p.communicate(timeout=600) for p in procs]
     failures = [int(out.strip().splitlines()[-1]) for out, _ in outs]

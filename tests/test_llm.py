@@ -9,6 +9,7 @@ import time
 import pytest
 
 from llm_server import Faults, LLMServer, default_reply
+from r2med.errors import R2MedError
 from r2med.llm import LLMClient, LLMError, RequestCache, backoff_delay, parse_retry_after
 
 pytest.importorskip("openai")
@@ -284,3 +285,13 @@ def test_redact_urls():
     assert redact_url("http://h/v1") == "http://h/v1" and redact_url(None) is None
     assert redact_urls("POST https://a:b@x/v1 and http://c@y/") == "POST https://***@x/v1 and http://***@y/"
     assert redact_urls("mail me at a@b.org") == "mail me at a@b.org"
+
+
+def test_unwritable_cache_is_an_error_before_any_request(tmp_path):
+    folder = tmp_path / "cache.jsonl"
+    folder.mkdir()  # a folder where the cache file should be
+    with pytest.raises(R2MedError, match="cannot be written"):
+        RequestCache(folder)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(R2MedError, match="cannot create"):
+        RequestCache(tmp_path / "file" / "cache.jsonl")

@@ -128,7 +128,15 @@ class RequestCache:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise R2MedError(f"{self.path.parent}: cannot create the LLM answer cache ({exc.strerror or exc})") from None
+        target = self.path if self.path.exists() else self.path.parent
+        if self.path.is_dir() or not os.access(target, os.W_OK):
+            # found now, not as a failure of every request after the answers were paid for
+            raise R2MedError(f"{self.path}: the LLM answer cache cannot be written; set R2MED_HOME to a "
+                             "writable folder (or pass --no-cache)")
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
         self._fd: int | None = None

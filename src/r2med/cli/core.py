@@ -77,7 +77,7 @@ def summary_table(results: list[TaskResult], retriever: str, measure: str = HEAD
     table = Table(title=escape(title or f"{retriever}: {measure} (x100)"))
     table.add_column("task")
     table.add_column("queries", justify="right")
-    table.add_column(measure, justify="right")
+    table.add_column(escape(measure), justify="right")
     if published:
         table.add_column("published", justify="right")
         table.add_column("delta", justify="right")
