@@ -349,3 +349,25 @@ def test_concurrent_write_task_results_never_fail(tmp_path):
     assert meta["writer"] in ("A", "B")
     assert {line.split()[5] for line in (folder / "run.trec").read_text().splitlines()} == {meta["writer"]}
     assert sorted(p.name for p in folder.parent.iterdir()) == ["t1"]
+
+
+def test_temps_of_an_earlier_version_are_listed_and_removed_by_partial(r2med_home):
+    old_tmp = r2med_home / "bm25" / ".key1.ab_cd123.tmp"  # tempfile.mkdtemp's name, without a writer id
+    old_swap = r2med_home / "bm25" / ".key1.old.4242"
+    for folder in (old_tmp, old_swap):
+        (folder / "x").mkdir(parents=True)
+    (r2med_home / "bm25" / ".hidden-other").mkdir()
+    env = {"R2MED_HOME": str(r2med_home)}
+    rows = json.loads(r2med("cache", "ls", "--json", env=env).stdout)
+    assert sorted(r["name"] for r in rows) == [old_tmp.name, old_swap.name]
+    assert all(r["state"] == "partial" for r in rows)
+    res = r2med("cache", "rm", "bm25", "--partial", env=env)
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in (r2med_home / "bm25").iterdir()) == [".hidden-other"]
+
+
+def test_cache_ls_counts_temps_left_inside_an_entry(r2med_home):
+    _killed_write(r2med_home / "embeddings" / "key9" / "chunks" / "chunk_00001")
+    rows = json.loads(r2med("cache", "ls", "--json", env={"R2MED_HOME": str(r2med_home)}).stdout)
+    assert [r["name"] for r in rows] == ["key9"]
+    assert rows[0]["detail"].endswith("1 temp file(s) left by an interrupted write")

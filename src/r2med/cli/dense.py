@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -76,6 +77,8 @@ def _short(value: Any, width: int = 40) -> str:
 
 # -- cache ---------------------------------------------------------------------------------------
 
+LEGACY_DETAIL = "temp left by an interrupted write of an earlier r2med (`cache rm KIND --partial` removes it)"
+_LEGACY_TEMP = re.compile(r"\..+\.(?:[a-z0-9_]{8}\.tmp|old\.\d+)")
 TEMP_DETAIL = "temp left by an interrupted write (the next write of it, or `cache rm KIND --partial`, removes it)"
 
 
@@ -103,13 +106,17 @@ def cache_entries(kind: Optional[str] = None) -> list[dict[str, Any]]:
     for folder in kinds:
         for entry in sorted(folder.iterdir()):
             stale = temp_is_stale(entry.name)
+            legacy = stale is None and _LEGACY_TEMP.fullmatch(entry.name) is not None
+            if legacy:  # an earlier r2med's temp (no writer id): listed, removed by --partial only
+                stale = True
             if entry.name.startswith(".") and stale is None:
                 continue
             link = entry.is_symlink()
             info = entry.lstat()
             size = dir_size(entry) if entry.is_dir() and not link else info.st_size
             if stale is not None:
-                state, detail = ("partial", TEMP_DETAIL) if stale else ("writing", "temp of a write in progress")
+                state, detail = ("partial", LEGACY_DETAIL if legacy else TEMP_DETAIL) if stale else (
+                    "writing", "temp of a write in progress")
             else:
                 detail = "link (only the link is removed)" if link else _detail(folder.name, entry)
                 state = "partial" if detail.endswith("partial") else ""

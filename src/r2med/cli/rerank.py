@@ -59,7 +59,8 @@ def rerank_command(
     top_k_only: bool = typer.Option(False, "--top-k-only", help="Keep only the reranked top k (the paper's "
                                                                  "evaluation); default: the first-stage tail follows."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Parent folder of the result (default: beside --run)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Result folder name (default: <retriever>+<reranker>, "
+    name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or slashes "
+                                                            "(default: <retriever>+<reranker>, "
                                                             "listwise: <retriever>+listwise-<model>)."),
     tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="Local data (default: the source "
@@ -119,7 +120,8 @@ def fuse_command(
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query in the fused run."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Parent folder of the result (default: beside "
                                                                  "the first run)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Result folder name (default: <method>-<run>+<run>...)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or "
+                                                            "slashes (default: <method>-<run>+<run>...)."),
     tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="Local data (default: the source "
                                                                          "recorded in the runs, else the hub)."),
