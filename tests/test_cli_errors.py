@@ -13,8 +13,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
