@@ -102,17 +102,15 @@ def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
     assert bad.returncode == 2 and "no published figures" in bad.stderr
 
 
-def test_offline_hub_cache_is_a_data_source(r2med_home, tmp_path):
-    """As on an offline cluster node: task files only in the huggingface_hub cache under the r2med home."""
+def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
+    """As on an offline cluster node: task files only in the standard Hugging Face cache, at the pinned commit."""
+    from hub_server import fill_hf_cache
+
+    from r2med.tasks import get_task
+
     src = write_collection(tmp_path / "src", "Bioinformatics")
-    revision = "89abcdef0123456789abcdef0123456789abcdef"
-    repo = r2med_home / "hub" / "datasets--R2MED--Bioinformatics"
-    snap = repo / "snapshots" / revision
-    snap.mkdir(parents=True)
-    for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl"):
-        (snap / name).write_bytes((src / name).read_bytes())
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
+    files = {name: (src / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
+    fill_hf_cache(hf_cache, "R2MED/Bioinformatics", files, get_task("Bioinformatics").revision)
     env = rp.Environment(None)
     planned = rp.plan(rp.cells(settings=["base"], retrievers=["bm25"]), env)
     ready = [p for p in planned if p.runnable]
@@ -120,4 +118,4 @@ def test_offline_hub_cache_is_a_data_source(r2med_home, tmp_path):
     outcomes = rp.run_matrix(planned, tmp_path / "out", env)
     ran = [o for o in outcomes if o.status != "skip"]
     assert len(ran) == 1 and ran[0].cell.published == 21.55 and ran[0].value is not None
-    assert (tmp_path / "out" / "bm25" / "Bioinformatics" / "metrics.json").exists()
+    assert read_metrics(tmp_path / "out" / "bm25" / "Bioinformatics")["revision"] == get_task("Bioinformatics").revision

@@ -143,9 +143,10 @@ class Environment:
 
     @cached_property
     def hub(self) -> bool:
-        from ..data.hub import hub_reachable
+        """Whether huggingface_hub can reach the hub from here (its offline mode, endpoint and proxies decide)."""
+        from ..data.hub import hub_problem
 
-        return hub_reachable()
+        return hub_problem() is None
 
     @cached_property
     def retrievers(self) -> set[str]:
@@ -166,9 +167,9 @@ class Environment:
         return None
 
     def hub_cached(self, task: str, filename: str) -> bool:
-        from ..data.hub import cached_file
+        from ..data.hub import cached_file, revision_for
 
-        return cached_file(get_task(task).hub_id, filename, self.revision) is not None
+        return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
 
     def data_source(self, task: str) -> tuple[str | None, str]:
         """(where the task comes from, or None) and a reason when it cannot be had."""
