@@ -138,7 +138,8 @@ def legacy_cache_hint(repo_id: str, repo_type: str = "dataset") -> str:
 
     root = Path(os.environ.get(ENV_HOME) or Path.home() / ".cache" / "r2med").expanduser() / "hub"
     if (root / f"{repo_type}s--{repo_id.replace('/', '--')}").is_dir() and root.resolve() != hf_cache_dir().resolve():
-        return f"; an older r2med downloaded it to {root}: HF_HUB_CACHE={root} reuses that copy"
+        return (f"; an older r2med downloaded it to {root}: HF_HUB_CACHE={root} reuses that copy "
+                f"(with --revision main if it is not at the pinned commit)")
     return ""
 
 
@@ -230,7 +231,10 @@ def probe(repo_id: str, filename: str, revision: str | None = None, repo_type: s
     """One metadata request for a hub file through huggingface_hub (no retries); a classified error if it fails."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
-    timeout = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or PROBE_TIMEOUT)
+    try:
+        timeout = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or PROBE_TIMEOUT)
+    except ValueError:
+        timeout = PROBE_TIMEOUT
     try:
         get_hf_file_metadata(hf_hub_url(repo_id, filename, repo_type=repo_type, revision=revision), timeout=timeout)
     except Exception as exc:  # huggingface_hub's errors and its HTTP backend's come in many types
