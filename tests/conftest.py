@@ -13,11 +13,30 @@ SHARED_DATA = SHARED / "data"
 
 @pytest.fixture(autouse=True)
 def r2med_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own empty R2MED_HOME (and an offline hub)."""
+    """Every test gets its own empty R2MED_HOME, its own empty Hugging Face cache, and an offline hub.
+
+    huggingface_hub reads HF_HUB_CACHE / HF_HUB_OFFLINE once, at import: the environment
+    variables reach CLI subprocesses, the patched constants this process.
+    """
+    from huggingface_hub import constants
+
     home = tmp_path_factory.mktemp("r2med_home")
+    hf_home = tmp_path_factory.mktemp("hf_home")
     monkeypatch.setenv("R2MED_HOME", str(home))
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hf_home / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf_home / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     return home
+
+
+@pytest.fixture
+def hf_cache() -> Path:
+    """This test's Hugging Face hub cache (``HF_HUB_CACHE``), empty at the start."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
 
 
 def shared_collection(name: str) -> Path:

@@ -138,6 +138,7 @@ def test_demo_falls_back_to_builtin_collection(tmp_path):
     res = r2med("demo", "--out", str(tmp_path / "demo"))
     assert res.returncode == 0, res.stderr
     assert "cannot be reached" in res.stdout and "demo" in res.stdout
+    assert "offline mode is set (HF_HUB_OFFLINE)" in res.stdout  # which it was, in the same line
     metrics = json.loads((tmp_path / "demo" / "bm25" / "demo" / "metrics.json").read_text())
     assert 0.3 < metrics["aggregate"]["ndcg_cut_10"] < 0.95
 

@@ -101,58 +101,31 @@ def test_builtin_demo_is_consistent():
     assert "hyde:demo-llm" in coll.expansion_files
 
 
-def _fill_hub_cache(home: Path, task: str, source: Path, revision: str = "0123456789abcdef0123456789abcdef01234567"):
-    """Lay files out as huggingface_hub's cache does: datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}."""
-    repo = home / "hub" / f"datasets--R2MED--{task}"
-    snap = repo / "snapshots" / revision
-    snap.mkdir(parents=True)
-    for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl"):
-        (snap / name).write_bytes((source / name).read_bytes())
-    (snap / "hyde" / "qwen-7b").mkdir(parents=True)
-    (snap / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl").write_text('{"id": "q1", "text": "t", "hy_doc": "h"}\n')
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
-    return revision
+def _task_files(source: Path) -> dict[str, bytes]:
+    files = {name: (source / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
+    files["hyde/qwen-7b/query_with_hydoc.jsonl"] = b'{"id": "q1", "text": "t", "hy_doc": "h"}\n'
+    return files
 
 
-def test_hub_loading_from_a_filled_cache(r2med_home, tmp_path):
+def test_hub_loading_from_a_filled_cache(hf_cache, tmp_path):
+    from hub_server import fill_hf_cache
+
     from r2med.data.hub import download_expansion
+    from r2med.tasks import get_task
 
     src = make_r2med(tmp_path / "src")
-    _fill_hub_cache(r2med_home, "Biology", src)
+    fill_hf_cache(hf_cache, "R2MED/Biology", _task_files(src), get_task("Biology").revision)
     coll = load_task("biology")  # case-insensitive task name, hub source, offline cache
-    assert coll.name == "Biology" and coll.source == "hf://datasets/R2MED/Biology"
+    assert coll.name == "Biology" and coll.source == f"hf://datasets/R2MED/Biology@{get_task('Biology').revision}"
     assert coll.qrels == {"q1": {"d2": 1}}
     path = download_expansion("Biology", "hyde", "qwen_7b")
     assert path.parts[-3:] == ("hyde", "qwen-7b", "query_with_hydoc.jsonl")
 
 
-def test_hub_download_call_replaced_at_the_boundary(monkeypatch, tmp_path):
-    """With a network, r2med asks huggingface_hub for exactly these files of R2MED/<Task>."""
-    import huggingface_hub
-
-    from r2med.data import hub
-
-    src = make_r2med(tmp_path / "remote")
-    calls = []
-
-    def fake_download(repo_id, filename, repo_type, revision, cache_dir, local_files_only):
-        calls.append((repo_id, filename, repo_type, revision, local_files_only))
-        return str(src / filename)
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: True)
-    coll = load_task("PMC-Treatment", revision="v1")
-    assert coll.source == "hf://datasets/R2MED/PMC-Treatment@v1"
-    assert sorted(c[1] for c in calls) == ["corpus.jsonl", "qrels.jsonl", "query.jsonl"]
-    assert {c[0] for c in calls} == {"R2MED/PMC-Treatment"} and all(c[2] == "dataset" for c in calls)
-    assert all(c[3] == "v1" and c[4] is False for c in calls)
-
-
-def test_hub_unavailable_is_one_clear_error(r2med_home):
+def test_hub_unavailable_is_one_clear_error():
     from r2med.data.hub import HubUnavailable
 
-    with pytest.raises(HubUnavailable, match="not cached"):
+    with pytest.raises(HubUnavailable, match="offline mode is set .* is not in the Hugging Face cache"):
         load_task("IIYi-Clinical")
 
 

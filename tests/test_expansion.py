@@ -228,27 +228,23 @@ def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
     assert res.returncode == 2 and "unknown expansion method 'rewrite'" in res.stderr
 
 
-def _fill_hub_cache(home: Path, task: str, source: Path, expansions: dict[str, str]) -> None:
-    """huggingface_hub's cache layout (datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}), offline."""
-    rev = "fedcba9876543210fedcba9876543210fedcba98"
-    repo = home / "hub" / f"datasets--R2MED--{task}"
-    snap = repo / "snapshots" / rev
-    snap.mkdir(parents=True)
-    for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl"):
-        (snap / name).write_bytes((source / name).read_bytes())
-    for rel, content in expansions.items():
-        (snap / rel).parent.mkdir(parents=True)
-        (snap / rel).write_text(content, encoding="utf-8")
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(rev)
+def _fill_hub_cache(cache: Path, task: str, source: Path, expansions: dict[str, str]) -> None:
+    """huggingface_hub's cache layout (datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}) at the pinned commit."""
+    from hub_server import fill_hf_cache
+
+    from r2med.tasks import get_task
+
+    files = {name: (source / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
+    files.update({rel: content.encode("utf-8") for rel, content in expansions.items()})
+    fill_hf_cache(cache, f"R2MED/{task}", files, get_task(task).revision)
 
 
-def test_hub_expansions_from_a_filled_cache_with_published_column(r2med_home, tmp_path):
+def test_hub_expansions_from_a_filled_cache_with_published_column(hf_cache, tmp_path):
     folder = shared_collection("r2med-biology-demo")
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
     r1 = "".join(json.dumps({"id": q, "text": r["text"], "hy_doc": "<think>long musing</think>" + r["hy_doc"]}) + "\n"
                  for q, r in raw.items())
-    _fill_hub_cache(r2med_home, "Biology", folder, {
+    _fill_hub_cache(hf_cache, "Biology", folder, {
         "hyde/gpt4/query_with_hydoc.jsonl": (folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl").read_text(),
         "hyde/r1-qwen-32b/query_with_hydoc.jsonl": r1})
     from r2med.data import load_task

@@ -104,9 +104,11 @@ def test_lamer_passages_are_top10_bm25_flattened_cut_and_numbered(tmp_path):
     coll.queries["q0"] = "a long doc about insulin"  # d0 ranks first for q0 (its only doc with 'long', 'doc')
     passages = lamer_passages(coll)
     for qid, query in coll.queries.items():
-        # the order the paper's BM25 ranks the docs in (the ranker has its own parity tests)
+        # the order the paper's BM25 ranks the docs in (the ranker has its own parity tests); ties as the
+        # paper's stable sort over the corpus leaves them (src/eval_BM25.py save_topk_docs)
         ranked = BM25(cache=False).index(coll.corpus).search({qid: query}, k=10)[qid]
-        order = sorted(ranked, key=lambda d: (-ranked[d], d))
+        order = [d for d, _ in sorted(((d, ranked[d]) for d in coll.corpus if d in ranked),
+                                      key=lambda item: item[1], reverse=True)]
         blocks = passages[qid].split("\n[")
         assert blocks[0] == "" and len(blocks) == 11
         for i, (block, did) in enumerate(zip(blocks[1:], order), start=1):
@@ -114,6 +116,20 @@ def test_lamer_passages_are_top10_bm25_flattened_cut_and_numbered(tmp_path):
             assert block == f"{i}]. " + " ".join(words)
     assert passages["q0"].startswith("\n[1]. long doc insulin insulin")
     assert len(passages["q0"].split("\n[2]. ")[0].split()) == 1 + 512  # "[1]." + 512 words
+
+
+def test_lamer_passages_tied_in_score_keep_corpus_order(tmp_path):
+    """Equal BM25 scores: the passages come in corpus order, as the paper's top-k files list them."""
+    coll = load_folder(make_collection(tmp_path / "Biology", n_queries=1, n_docs=12))
+    filler = {did: text for did, text in coll.corpus.items()}
+    # same length, one 'alpha' each: tied scores; ids ordered neither as the corpus nor reversed
+    tied = {"m3": "alpha gamma", "z1": "alpha beta", "a2": "alpha delta", "q9": "alpha epsilon"}
+    coll.corpus = {**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])}
+    coll.queries = {"q0": "alpha"}
+    scores = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)["q0"]
+    assert len({round(scores[d], 9) for d in tied}) == 1  # they do tie
+    passages = lamer_passages(coll, k=3)["q0"]
+    assert passages == "\n[1]. alpha gamma\n[2]. alpha beta\n[3]. alpha delta"
 
 
 def test_generate_and_write_file_in_r2med_layout(tmp_path):

@@ -23,10 +23,15 @@ def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     env = rp.Environment(None)
     planned = rp.plan(rp.cells(), env)
     rows = rp.plan_rows(planned)
-    expected = {(f.setting, f.retriever if f.expansion == "none" else f"{f.retriever}+{f.expansion}-{f.llm}")
-                for f in published_figures() if f.setting in ("base", "gar", "lrm_agentic")}
+    def label(f):
+        if f.expansion.startswith("rerank:"):
+            return f"{f.retriever}+{f.expansion[len('rerank:'):]}"
+        return f.retriever if f.expansion == "none" else f"{f.retriever}+{f.expansion}-{f.llm}"
+
+    expected = {(f.setting, label(f)) for f in published_figures()
+                if f.setting in ("base", "gar", "lrm_agentic", "reranker_top_10")}
     assert {(r["setting"], r["config"]) for r in rows} == expected
-    assert len(rows) == 68 and all(r["tasks"] == 8 for r in rows)
+    assert len(rows) == 68 + 3 and all(r["tasks"] == 8 for r in rows)
     by = {r["config"]: r for r in rows}
     # offline (HF_HUB_OFFLINE=1 in tests) with no data: nothing can run, and each says why
     assert not any(r["can_run"] for r in rows)
@@ -36,6 +41,68 @@ def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     if env.gpu is None:
         assert "no GPU" in by["nv"]["reason"] and "no GPU" in by["e5"]["reason"]
         assert "no GPU" not in by["bge"]["reason"]  # small enough for CPU; blocked by weights/data instead
+        # a reranker row needs its first stage (NV-Embed-v2) and its reranker
+        assert "no GPU: nv" in by["nv+bge-reranker"]["reason"] and "no GPU: rankllama" in by["nv+rankllama"]["reason"]
+
+
+class OverlapReranker:
+    """A stand-in reranker: the number of query words a doc shares (ties are frequent on purpose)."""
+
+    name = "overlap"
+
+    def rerank(self, queries, candidates, corpus):
+        return {qid: {did: float(len(set(queries[qid].split()) & set(corpus[did].split()))) for did, _ in cands}
+                for qid, cands in candidates.items()}
+
+    def config(self):
+        return {"name": self.name}
+
+
+def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path, monkeypatch):
+    """As src/eval_reranker.py: the first stage's top 10 (ties in corpus order), reranked, scored alone."""
+    import pytrec_eval
+
+    from r2med.rerank import base as rerank_base
+    from r2med.retrieval import base as retrieval_base
+    from r2med.retrieval.bm25 import _factory
+    from test_report import synthetic
+
+    docs, queries, qrels = synthetic(ndocs=60, nq=12)
+    data = tmp_path / "data"
+    write_collection(data, "Biology", docs, queries, qrels)
+    retrieval_base.available_retrievers(), rerank_base.available_rerankers()  # builtins registered first
+    # stand-ins: paper BM25 for NV-Embed-v2 (no GPU/weights here), word overlap for bge-reranker
+    monkeypatch.setitem(retrieval_base._REGISTRY, "nv", (_factory("paper"), "stand-in"))
+    monkeypatch.setitem(rerank_base._REGISTRY, "bge-reranker", (lambda **o: OverlapReranker(), "stand-in"))
+    env = rp.Environment(data)
+    matrix = rp.cells(settings=["base", "reranker_top_10"], retrievers=["nv"], tasks=["Biology"])
+    planned = [rp.Planned(c, True, data="test") for c in matrix if c.label in ("nv", "nv+bge-reranker")]
+    assert [p.cell.label for p in planned] == ["nv", "nv+bge-reranker"]
+    out = tmp_path / "repro"
+    outcomes = rp.run_matrix(planned, out, env)
+    assert all(o.status in ("pass", "fail") for o in outcomes), [o.detail for o in outcomes]
+    first = read_trec(out / "nv" / "Biology" / "run.trec")
+    coll = load_folder(data / "Biology")
+    expected = {}
+    for qid, ranking in first.items():
+        # the paper: topk_pids from a stable sort over the corpus, then [:10], then the reranker's scores
+        topk = [d for d, _ in sorted(((d, ranking[d]) for d in coll.corpus if d in ranking),
+                                     key=lambda item: item[1], reverse=True)][:10]
+        expected[qid] = {d: float(len(set(coll.queries[qid].split()) & set(coll.corpus[d].split()))) for d in topk}
+    folder = out / "nv+bge-reranker" / "Biology"
+    assert len(next(iter(first.values()))) == 60  # the first stage lists every doc; only its top 10 remain
+    assert read_trec(folder / "run.trec") == expected
+    stored = read_metrics(folder)
+    assert stored["config"]["top_k"] == 10 and stored["config"]["keep_tail"] is False
+    measures = {"ndcg_cut.10", "recall.100", "recip_rank"}
+    ref = pytrec_eval.RelevanceEvaluator(coll.qrels, measures).evaluate(expected)
+    for m in ("ndcg_cut_10", "recall_100", "recip_rank"):
+        assert stored["aggregate"][m] == pytest.approx(sum(r[m] for r in ref.values()) / len(ref), abs=1e-12)
+    graded = outcomes[1]
+    assert graded.cell.published == 22.79 and graded.value == pytest.approx(100 * stored["aggregate"]["ndcg_cut_10"])
+    # the first stage is shared with the nv cell and everything is reused on a second run
+    again = rp.run_matrix(planned, out, env)
+    assert all(o.reused for o in again) and [o.value for o in again] == [o.value for o in outcomes]
 
 
 def test_api_key_present_removes_that_reason(monkeypatch):
@@ -102,17 +169,15 @@ def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
     assert bad.returncode == 2 and "no published figures" in bad.stderr
 
 
-def test_offline_hub_cache_is_a_data_source(r2med_home, tmp_path):
-    """As on an offline cluster node: task files only in the huggingface_hub cache under the r2med home."""
+def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
+    """As on an offline cluster node: task files only in the standard Hugging Face cache, at the pinned commit."""
+    from hub_server import fill_hf_cache
+
+    from r2med.tasks import get_task
+
     src = write_collection(tmp_path / "src", "Bioinformatics")
-    revision = "89abcdef0123456789abcdef0123456789abcdef"
-    repo = r2med_home / "hub" / "datasets--R2MED--Bioinformatics"
-    snap = repo / "snapshots" / revision
-    snap.mkdir(parents=True)
-    for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl"):
-        (snap / name).write_bytes((src / name).read_bytes())
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
+    files = {name: (src / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
+    fill_hf_cache(hf_cache, "R2MED/Bioinformatics", files, get_task("Bioinformatics").revision)
     env = rp.Environment(None)
     planned = rp.plan(rp.cells(settings=["base"], retrievers=["bm25"]), env)
     ready = [p for p in planned if p.runnable]
@@ -120,4 +185,4 @@ def test_offline_hub_cache_is_a_data_source(r2med_home, tmp_path):
     outcomes = rp.run_matrix(planned, tmp_path / "out", env)
     ran = [o for o in outcomes if o.status != "skip"]
     assert len(ran) == 1 and ran[0].cell.published == 21.55 and ran[0].value is not None
-    assert (tmp_path / "out" / "bm25" / "Bioinformatics" / "metrics.json").exists()
+    assert read_metrics(tmp_path / "out" / "bm25" / "Bioinformatics")["revision"] == get_task("Bioinformatics").revision

@@ -188,3 +188,38 @@ def test_rankllama_equals_unmerged_peft_forward_pass(tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     base_only = _direct_scores(tmp_path / "base", pairs, label=0, max_length=1024, fmt=fmt)
     assert np.abs(base_only - expected).max() > 1e-3  # the adapter really changes the scores
+
+
+class _Recorder:
+    """A reranker that records the candidates it is given and scores them all equal."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.seen = {}
+
+    def rerank(self, queries, candidates, corpus):
+        self.seen = {qid: [did for did, _ in cands] for qid, cands in candidates.items()}
+        return {qid: {did: 0.0 for did, _ in cands} for qid, cands in candidates.items()}
+
+    def config(self):
+        return {"name": self.name}
+
+
+def test_rerank_candidates_tied_in_score_keep_corpus_order():
+    """The paper takes the first stage's top k from a stable sort over the corpus: ties in corpus order."""
+    corpus = {"m": "t", "z": "t", "a": "t", "k": "t", "b": "t"}  # corpus order differs from id order both ways
+    run = {"q1": {"a": 1.0, "z": 1.0, "b": 2.0, "m": 1.0, "k": 0.5}}
+    # the paper's code (src/eval_BM25.py save_topk_docs, src/eval_reranker.py): sorted(..., reverse=True) over
+    # the corpus-ordered scores, then topk_pids[:top_k]
+    paper = [d for d, _ in sorted(((d, run["q1"][d]) for d in corpus if d in run["q1"]),
+                                  key=lambda item: item[1], reverse=True)]
+    assert paper == ["b", "m", "z", "a", "k"]
+    recorder = _Recorder()
+    for k in (2, 3, 5):
+        out = rerank_run(run, {"q1": "query"}, corpus, recorder, top_k=k, keep_tail=True)
+        assert recorder.seen["q1"] == paper[:k]
+        # the tail follows in the same first-stage order, below the reranked head
+        tail = sorted((d for d in out["q1"] if d not in paper[:k]), key=lambda d: -out["q1"][d])
+        assert tail == paper[k:]
+    assert [d for d, _ in ranked(run["q1"])][:3] == ["b", "z", "m"]  # trec_eval's tie order would have taken z

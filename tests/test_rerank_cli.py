@@ -65,7 +65,9 @@ def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
     first = read_trec(runs / "bm25" / coll.name / "run.trec")
     assert set(got) == set(first)
     for qid in first:
-        order = [d for d, _ in ranked(first[qid])]
+        # first-stage order with ties in corpus order: the paper's stable sort over the corpus
+        order = [d for d, _ in sorted(((d, first[qid][d]) for d in coll.corpus if d in first[qid]),
+                                      key=lambda item: item[1], reverse=True)]
         ref = _direct_scores(model, [(coll.queries[qid], coll.corpus[d]) for d in order[:K]], label=0,
                              max_length=128)  # the tiny model has 128 positions
         expected = [order[i] for i in np.argsort(-ref, kind="stable")] + order[K:]

@@ -126,6 +126,7 @@ def metrics_payload(collection: Collection, retriever: str, config: Mapping[str,
         "versions": versions(),
         "dataset_fingerprint": collection.fingerprint,
         "source": collection.source,
+        "revision": collection.revision,
     }
 
 
@@ -141,7 +142,8 @@ def reuse_finished(folder: Path, config: Mapping[str, Any], collection: Collecti
     try:
         stored = read_metrics(folder)
         if (stored.get("config") != json.loads(json.dumps(dict(config), default=str))
-                or stored.get("dataset_fingerprint") != collection.fingerprint):
+                or stored.get("dataset_fingerprint") != collection.fingerprint
+                or stored.get("revision") != collection.revision):
             log.warning("%s: %s holds results of another configuration or data; they will be replaced "
                         "(use another --out to keep both)", collection.name, folder)
             return None

@@ -1,7 +1,8 @@
-"""The registry of R2MED's 8 tasks: hub ids, published sizes, scenario and retrieval type.
+"""The registry of R2MED's 8 tasks: hub ids, pinned hub revisions, published sizes, scenario and retrieval type.
 
-Sizes come from the R2MED dataset card (``protocol/r2med_hub_configs.json``);
-scenarios follow the R2MED paper (arXiv 2505.14558, Table 1).
+Sizes come from the R2MED dataset card (``protocol/r2med_hub_configs.json``); each task's
+pinned ``revision`` is the hub commit MTEB pins for it (the file's ``_revision_source`` names
+the source); scenarios follow the R2MED paper (arXiv 2505.14558, Table 1).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class TaskSpec:
     avg_doc_length: float
     scenario: str
     retrieval_type: str
+    revision: str
+    """The hub commit loaded by default (``--revision`` overrides it)."""
 
 
 def _build() -> dict[str, TaskSpec]:
@@ -52,12 +55,14 @@ def _build() -> dict[str, TaskSpec]:
             avg_doc_length=row["avg_doc_length"],
             scenario=scenario,
             retrieval_type=rtype,
+            revision=row["revision"],
         )
     return specs
 
 
 TASKS: dict[str, TaskSpec] = _build()
 TASK_NAMES: list[str] = list(TASKS)
+REVISION_SOURCE: str = hub_configs()["_revision_source"]
 
 
 def get_task(name: str) -> TaskSpec:

@@ -56,7 +56,7 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debu
 
     handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
-    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
+    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..data.hub import HubUnavailable
+from ..data.hub import HubUnavailable, parse_revision
 from ..errors import R2MedError
 from ..cache import check_home
 from ..metrics import HEADLINE, canonical, evaluate
@@ -24,6 +24,9 @@ from . import app, console
 from .options import AT_LEAST_0, AT_LEAST_1, UNIT, at_least
 
 log = logging.getLogger(__name__)
+
+REVISION_HELP = ("Hub data revision: default each task's pinned commit (`r2med tasks`); 'main', one commit, "
+                 "or TASK=REV pairs (Biology=main,MedQA-Diag=<commit>).")
 
 
 @app.command("tasks")
@@ -42,6 +45,8 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
                       f"{t.avg_positives:.1f}", f"{t.avg_query_length:.0f}", f"{t.avg_doc_length:.0f}")
     console.print(table)
     console.print(f"{sum(t.queries for t in TASKS.values())} queries in all; lengths are the dataset card's token counts.")
+    console.print("Hub data loads at pinned commits: " + ", ".join(f"{t.name} {t.revision[:7]}" for t in TASKS.values())
+                  + " (MTEB's pins; --revision changes them; `--json` gives them in full).")
 
 
 def _progress() -> Progress:
@@ -123,7 +128,7 @@ def evaluate_command(
     analyzer: str = typer.Option("english", "--analyzer", help="BM25 analyzer: english (pure Python) or lucene."),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures to compute (repeatable)."),
     count_missing: bool = typer.Option(False, "--count-missing", help="Average over all judged queries (0 if unanswered)."),
-    revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision (commit or tag)."),
+    revision: Optional[str] = typer.Option(None, "--revision", help=REVISION_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute tasks whose results already exist."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write cached indexes."),
     model: Optional[str] = typer.Option(None, "--model", help="Dense: embedding model (hub id or local folder)."),
@@ -153,6 +158,7 @@ def evaluate_command(
     if not no_cache:
         check_home()
     names = parse_tasks(tasks) if data_dir is None or not (data_dir / "corpus.jsonl").exists() else [data_dir.name]
+    parse_revision(revision)  # a malformed --revision fails before anything runs
     loaders = resolve_collections(names, data_dir, revision)
     measures = parse_measures(measure)
     if HEADLINE not in measures:  # the summary table and the published figures are nDCG@10
@@ -205,19 +211,19 @@ def evaluate_command(
 @app.command("demo")
 def demo_command(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where results are written."),
-    revision: Optional[str] = typer.Option(None, "--revision", help="Pinned hub revision."),
+    revision: Optional[str] = typer.Option(None, "--revision", help=REVISION_HELP),
 ) -> None:
-    """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when offline."""
-    from ..data.hub import download
+    """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
+    from ..data.hub import download, revision_for
     from ..tasks import TASK_NAMES, get_task
 
     check_output_dir(out)
     check_home()
     try:
-        download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision)
-    except HubUnavailable:
-        console.print("[yellow]The Hugging Face hub cannot be reached: running the same pipeline on the "
-                      "built-in demo collection instead.[/]")
+        download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
+    except HubUnavailable as exc:  # only "cannot be reached": a missing file or revision is an error
+        console.print(f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
+                      f"demo collection instead. {escape(str(exc))}[/]", highlight=False, soft_wrap=True)
         from ..data.loaders import load_demo
 
         results = evaluate_many([load_demo], ["demo"], "bm25", {}, 100, out / "bm25",

@@ -150,8 +150,9 @@ def reproduce_command(
     out: Path = typer.Option(Path("runs/reproduce"), "--out", "-o", help="Where runs are written (and reused from)."),
     retrievers: Optional[str] = typer.Option(None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."),
     tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
-    settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic"]), "--settings",
-                                 help="Published settings to include (base, gar, lrm_agentic)."),
+    settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic", "reranker_top_10"]), "--settings",
+                                 help="Published settings to include (base, gar, lrm_agentic, reranker_top_10: "
+                                      "the first stage's top 10 reranked, scored alone)."),
     tolerance: Optional[float] = typer.Option(None, "--tolerance", callback=AT_LEAST_0, help="Allowed |delta| (x100); default by retriever kind."),
     force_cpu: bool = typer.Option(False, "--force-cpu", help="Also run large local models without a GPU."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),

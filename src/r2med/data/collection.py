@@ -42,7 +42,8 @@ class Collection:
     ``corpus`` and ``queries`` map ids to texts in file order; ``qrels`` is
     pytrec_eval's nested dict; ``query_meta`` keeps extra query fields (R2MED's
     ``answer``, ``body_system``, ``doc_id``...); ``expansion_files`` maps
-    ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data.
+    ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data;
+    ``revision`` is the hub commit the data came from (None for local folders).
     """
 
     name: str
@@ -52,6 +53,7 @@ class Collection:
     source: str = ""
     query_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     expansion_files: dict[str, Path] = field(default_factory=dict)
+    revision: str | None = None
 
     @cached_property
     def fingerprint(self) -> str:

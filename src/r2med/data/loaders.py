@@ -87,9 +87,10 @@ def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: st
 def load_task(task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None) -> Collection:
     """Load an R2MED task by name.
 
-    ``source`` is ``None``/``"hub"`` for the Hugging Face hub (cached under the r2med home), a
-    folder holding one sub-folder per task (``<source>/<Task>/corpus.jsonl``), or one
-    collection folder. ``"demo"`` loads the built-in demo collection.
+    ``source`` is ``None``/``"hub"`` for the Hugging Face hub (through the standard HF cache, at
+    the task's pinned commit unless ``revision`` -- ``main``, a commit, or ``TASK=REV`` pairs --
+    says otherwise), a folder holding one sub-folder per task (``<source>/<Task>/corpus.jsonl``),
+    or one collection folder. ``"demo"`` loads the built-in demo collection.
     """
     from ..tasks import get_task
 

@@ -1,7 +1,7 @@
 """How a query and its LLM expansion become the text(s) a retriever searches with.
 
 The R2MED paper's rules (``r2med_models.json`` -> ``gar_query_combination``; BM25 from
-``src/eval_bench_BM25.py``), per retriever family:
+``src/eval_BM25.py``, ``load_retrieval_data``), per retriever family:
 
 ==========================  =====================================  ============================================
 method                      lexical (BM25)                         dense

@@ -69,16 +69,21 @@ def cut_words(text: str, limit: int = LAMER_WORDS) -> str:
 
 def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_WORDS,
                    retriever: Any | None = None) -> dict[str, str]:
-    """The ``{PASSAGE}`` block per query: top-``k`` paper-BM25 docs, flattened, cut and numbered."""
+    """The ``{PASSAGE}`` block per query: top-``k`` paper-BM25 docs, flattened, cut and numbered.
+
+    Docs tied in score keep corpus order, as in the paper's top-k files (a stable sort over the
+    corpus, ``src/eval_BM25.py`` ``save_topk_docs``, read by ``src/generate_hypothetical_doc.py``).
+    """
     if retriever is None:
         from ..retrieval.bm25 import BM25
 
         retriever = BM25(k1=0.9, b=0.4, flavour="paper")
         retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
     run = retriever.search(collection.queries, k=k)
+    position = {did: i for i, did in enumerate(collection.corpus)}
     out = {}
     for qid in collection.queries:
-        ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], position.get(kv[0], len(position))))[:k]
         out[qid] = "".join(f"\n[{i + 1}]. {cut_words(collection.corpus[did].replace(chr(10), ' '), words)}"
                            for i, (did, _) in enumerate(ranked))
     return out

@@ -88,7 +88,8 @@ def find_expansion_file(collection: Collection, method: str, llm: str, folders: 
     if collection.name in TASK_NAMES:
         from ..data.hub import download_expansion
 
-        return download_expansion(collection.name, method, llm, revision)
+        # from the commit the task's data came from, so data and expansions always match
+        return download_expansion(collection.name, method, llm, collection.revision or revision)
     found = sorted(collection.expansion_files)
     where = ", ".join(str(f) for f in folders or []) or collection.source or collection.name
     raise R2MedError(f"no {key} expansions for {collection.name} (looked in {where}"

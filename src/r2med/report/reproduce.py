@@ -2,8 +2,11 @@
 
 In the spirit of pyserini's two-click reproductions: the expected figures and
 their tolerances are data (``protocol/r2med_published_ndcg10.csv``, the paper's
-own ``base``, ``gar`` and ``lrm_agentic`` settings; tolerances from
-:data:`r2med.report.leaderboard.TOLERANCES`).  :func:`plan` says for each cell
+own ``base``, ``gar``, ``lrm_agentic`` and ``reranker_top_10`` settings; tolerances from
+:data:`r2med.report.leaderboard.TOLERANCES`).  A reranker cell reranks its first stage's
+top 10 (the ``OUT/<retriever>/<task>/`` run, shared with that retriever's own cell) and
+scores the reranked list only (``r2med rerank --top-k 10 --top-k-only``), as the paper's
+``src/eval_reranker.py`` does.  :func:`plan` says for each cell
 whether it can run on this machine and, if not, every reason why (no GPU, no API
 key, missing extra, retriever not installed, no data or expansions locally or on
 the hub, model weights not cached).  :func:`run_matrix` runs the runnable cells
@@ -28,13 +31,16 @@ from ..metrics import HEADLINE
 from ..protocol import published_figures
 from ..tasks import TASK_NAMES, get_task
 from .leaderboard import default_tolerance
-from .systems import PublishedKey
+from .systems import RERANK, PublishedKey
 
 log = logging.getLogger(__name__)
 
-#: The paper's own settings that are retriever x expansion configurations (rerankers are left out:
-#: they need a first-stage run and a reranker, see ``r2med rerank``).
-SETTINGS = ("base", "gar", "lrm_agentic")
+#: The paper's own settings: retriever x expansion configurations, and rerankers over a first stage.
+SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
+#: Rerank depth of the paper's reranker rows; only the reranked list is scored (``src/eval_reranker.py``).
+RERANK_DEPTH = 10
+#: Rerankers too large to run on CPU in reasonable time.
+RERANKER_NEEDS_GPU = {"rankllama": "7B"}
 #: Local presets too large to run on CPU in reasonable time (>= ~1B parameters).
 NEEDS_GPU = {"inst-xl": "1.5B", "bmr-2b": "2B", "bmr-7b": "7B", "e5": "7B", "grit": "7B", "sfr": "7B", "nv": "7B"}
 API_KEYS = {"openai": "OPENAI_API_KEY", "voyage": "VOYAGE_API_KEY"}
@@ -143,9 +149,10 @@ class Environment:
 
     @cached_property
     def hub(self) -> bool:
-        from ..data.hub import hub_reachable
+        """Whether huggingface_hub can reach the hub from here (its offline mode, endpoint and proxies decide)."""
+        from ..data.hub import hub_problem
 
-        return hub_reachable()
+        return hub_problem() is None
 
     @cached_property
     def retrievers(self) -> set[str]:
@@ -166,9 +173,9 @@ class Environment:
         return None
 
     def hub_cached(self, task: str, filename: str) -> bool:
-        from ..data.hub import cached_file
+        from ..data.hub import cached_file, revision_for
 
-        return cached_file(get_task(task).hub_id, filename, self.revision) is not None
+        return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
 
     def data_source(self, task: str) -> tuple[str | None, str]:
         """(where the task comes from, or None) and a reason when it cannot be had."""
@@ -210,9 +217,13 @@ class Environment:
             hub_id = get_preset(retriever).hub_id
         except R2MedError:
             return ""
+        return self.model_weights(hub_id)
+
+    def model_weights(self, hub_id: str, probe: str = "config.json") -> str:
+        """A reason when a hub model is neither in the Hugging Face cache nor downloadable, else ''."""
         from huggingface_hub import try_to_load_from_cache
 
-        if isinstance(try_to_load_from_cache(hub_id, "config.json"), str) or self.hub:
+        if isinstance(try_to_load_from_cache(hub_id, probe), str) or self.hub:
             return ""
         return f"no weights: {hub_id} is not in the Hugging Face cache and the hub is unreachable"
 
@@ -220,6 +231,8 @@ class Environment:
 def _requirements(key: PublishedKey, env: Environment) -> list[str]:
     """Reasons independent of the task (GPU, key, packages, retriever installed, weights)."""
     r = key.retriever
+    if key.expansion.startswith(RERANK):  # the first stage's needs, then the reranker's
+        return _requirements(PublishedKey(r), env) + _reranker_requirements(key.expansion[len(RERANK):], env)
     reasons = []
     if r != "bm25":
         if r not in API_KEYS:
@@ -240,6 +253,29 @@ def _requirements(key: PublishedKey, env: Environment) -> list[str]:
     return reasons
 
 
+def _reranker_requirements(name: str, env: Environment) -> list[str]:
+    """Reasons a published reranker cannot run here (packages, GPU, weights)."""
+    modules = ("torch", "transformers") + (("peft",) if name == "rankllama" else ())
+    missing = [m for m in modules if not env.has_module(m)]
+    if missing:
+        return [f"missing extra: pip install 'r2med[dense,rerank]' ({', '.join(missing)})"]
+    if name in RERANKER_NEEDS_GPU and not env.gpu and not env.force_cpu:
+        return [f"no GPU: {name} ({RERANKER_NEEDS_GPU[name]} parameters) is impractical on CPU (--force-cpu to try)"]
+    from ..rerank import make_reranker
+
+    try:
+        settings = make_reranker(name).config()
+    except R2MedError as exc:
+        return [str(exc)]
+    for key, probe in (("model", "config.json"), ("base", "config.json"), ("lora", "adapter_config.json")):
+        model = settings.get(key)
+        if model and not Path(str(model)).expanduser().exists():
+            why = env.model_weights(str(model), probe)
+            if why:
+                return [why]
+    return []
+
+
 def plan(matrix: list[Cell], env: Environment) -> list[Planned]:
     """Whether each cell can run here, and why not."""
     by_key: dict[PublishedKey, list[str]] = {}
@@ -251,7 +287,7 @@ def plan(matrix: list[Cell], env: Environment) -> list[Planned]:
         source, why = env.data_source(cell.task)
         if source is None:
             reasons.append(why)
-        if cell.key.expansion != "none":
+        if cell.key.expansion != "none" and not cell.key.expansion.startswith(RERANK):
             exp, why = env.expansion_source(cell.task, cell.key.expansion, cell.key.llm)
             if exp is None:
                 reasons.append(why)
@@ -269,6 +305,25 @@ def _load(task: str, env: Environment):
     return load_task(task, revision=env.revision)
 
 
+def _rerank_cell(cell: Cell, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):
+    """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 reranked, scored alone."""
+    from ..pipeline import run_collection
+    from ..rerank import make_reranker
+    from ..rerank.folders import TaskInput, _file_fingerprint, rerank_inputs
+    from ..run import RUN_FILE, read_metrics, read_trec
+
+    run_collection(coll, cell.key.retriever, {}, k=100, out=out / cell.key.retriever, overwrite=overwrite)
+    folder = out / cell.key.retriever / coll.name
+    item = TaskInput(coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll,
+                     _file_fingerprint(folder / RUN_FILE))
+    name = cell.key.expansion[len(RERANK):]
+    if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
+        rerankers[name] = make_reranker(name)
+    [result] = rerank_inputs([item], rerankers[name], cell.label, out / cell.label, top_k=RERANK_DEPTH,
+                             keep_tail=False, overwrite=overwrite)
+    return result
+
+
 def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environment,
                tolerance: float | None = None, overwrite: bool = False,
                progress: Callable[[Planned], None] | None = None) -> list[Outcome]:
@@ -278,6 +333,7 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
     out = Path(out)
     outcomes: list[Outcome] = []
     collections: dict[str, Any] = {}
+    rerankers: dict[str, Any] = {}
     for p in planned:
         cell = p.cell
         tol = tolerance if tolerance is not None else default_tolerance(cell.key)
@@ -292,15 +348,19 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
                 collections[cell.task] = _load(cell.task, env)
             coll = collections[cell.task]
             builder = None
-            if cell.key.expansion != "none":
+            if cell.key.expansion != "none" and not cell.key.expansion.startswith(RERANK):
                 from ..expansion.precomputed import ExpansionQueries
 
                 folders = [env.data_dir] if env.data_dir else []
                 builder = ExpansionQueries(cell.key.expansion, cell.key.llm, folders=folders, revision=env.revision)
             options = {"k1": 0.9, "b": 0.4} if cell.key.retriever == "bm25" else {}
             label = cell.label
-            result = run_collection(coll, cell.key.retriever, options, k=100, out=out / label,
-                                    label=label if builder else None, query_builder=builder, overwrite=overwrite)
+            if cell.key.expansion.startswith(RERANK):
+                result = _rerank_cell(cell, coll, out, rerankers, overwrite)
+            else:
+                result = run_collection(coll, cell.key.retriever, options, k=100, out=out / label,
+                                        label=label if builder else None, query_builder=builder,
+                                        overwrite=overwrite)
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "pass" if abs(value - cell.published) <= tol + 1e-9 else "fail"
             outcomes.append(Outcome(cell, status, value, tol, reused=result.reused))

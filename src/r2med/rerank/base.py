@@ -92,10 +92,26 @@ def make_reranker(name: str, **options: Any) -> Reranker:
                      "or give a cross-encoder's hub id (org/model) or local folder")
 
 
-def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int,
-                  queries: Mapping[str, str] | None = None) -> dict[str, list[tuple[str, float]]]:
-    """Each query's top ``top_k`` docs in trec_eval order (queries not in ``queries`` are skipped)."""
-    return {qid: ranked(docs)[:top_k] for qid, docs in run.items()
+def first_stage_order(docs: Mapping[str, float], position: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
+    """Docs best first; equal scores in corpus order (``position``: doc id -> corpus index).
+
+    The paper's code sorts each query's scores over the corpus with Python's stable ``sorted``
+    (``src/eval_BM25.py``, ``save_topk_docs``), so its top-k candidate lists keep corpus order
+    among ties; without ``position``, ties fall back to trec_eval's order (doc id descending).
+    """
+    if position is None:
+        return ranked(docs)
+    last = len(position)
+    return sorted(docs.items(), key=lambda item: (-item[1], position.get(item[0], last), item[0]))
+
+
+def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: Mapping[str, str] | None = None,
+                  position: Mapping[str, int] | None = None) -> dict[str, list[tuple[str, float]]]:
+    """Each query's top ``top_k`` docs, best first, ties in corpus order (see :func:`first_stage_order`).
+
+    Queries not in ``queries`` are skipped.
+    """
+    return {qid: first_stage_order(docs, position)[:top_k] for qid, docs in run.items()
             if docs and (queries is None or qid in queries)}
 
 
@@ -103,8 +119,10 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
                reranker: Reranker, top_k: int = 10, keep_tail: bool = True) -> Run:
     """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``).
 
-    Queries without a text in ``queries`` are dropped (counted in a warning).  The tail keeps its
-    first-stage order with scores strictly below the lowest reranked score.
+    Queries without a text in ``queries`` are dropped (counted in a warning).  Candidates tied in
+    first-stage score are taken in corpus order (the order of ``corpus``), as the paper's stable
+    sort takes them.  The tail keeps its first-stage order with scores strictly below the lowest
+    reranked score.
     """
     if top_k < 1:
         raise R2MedError("the rerank depth (--top-k) must be at least 1")
@@ -112,7 +130,8 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
     if unknown:
         log.warning("%d run quer%s have no query text and are skipped (e.g. %r)", len(unknown),
                     "y" if len(unknown) == 1 else "ies", unknown[0])
-    candidates = candidates_of(run, top_k, queries)
+    position = {did: i for i, did in enumerate(corpus)}
+    candidates = candidates_of(run, top_k, queries, position)
     texts = {qid: queries[qid] for qid in candidates}
     scores = reranker.rerank(texts, candidates, corpus)
     out: Run = {}
@@ -124,7 +143,7 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
         reranked = {did: float(got[did]) for did, _ in head}
         if keep_tail:
             floor = min(reranked.values())
-            for i, (did, _) in enumerate(ranked(run[qid])[top_k:], start=1):
+            for i, (did, _) in enumerate(first_stage_order(run[qid], position)[top_k:], start=1):
                 reranked[did] = floor - i
         out[qid] = reranked
     return out

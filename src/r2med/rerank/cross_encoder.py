@@ -66,11 +66,13 @@ def ensure_available(model: str, revision: str | None = None, probe: str = "conf
             return
     except Exception:  # a malformed id: let the loader report it
         return
-    from ..data.hub import hub_reachable
+    from ..data.hub import HubUnavailable, probe as hub_probe
 
-    if not hub_reachable():
-        raise R2MedError(f"model {model!r} is not in the Hugging Face cache and the hub cannot be reached; "
-                         "download it first (huggingface-cli download) or pass a local folder")
+    try:  # one request through huggingface_hub (its offline mode, endpoint, proxies): fail fast when unreachable
+        hub_probe(model, probe, revision, repo_type="model")
+    except HubUnavailable as exc:
+        raise R2MedError(f"model {model!r} is not in the Hugging Face cache and the hub cannot be reached "
+                         f"({exc.reason}); download it first (hf download {model}) or pass a local folder") from None
 
 
 def progress_bar():

@@ -76,7 +76,9 @@ def collection_for(task: str, meta: Mapping[str, Any], data_dir: str | Path | No
                          "pass --data-dir")
     from ..data import load_task
 
-    return load_task(task, revision=revision)
+    # the hub commit the first stage used (metrics.json "revision"), unless --revision says otherwise
+    recorded = meta.get("revision") if isinstance(meta.get("revision"), str) else None
+    return load_task(task, revision=revision or recorded)
 
 
 def _line_of(path: Path, qid: str, did: str) -> int | None:

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 LOCAL = "local"
 #: Environment the driver passes on to its Ray tasks and actors (when set): where artifacts and
 #: models live, and whether the hub may be contacted.
-FORWARDED_ENV = ("R2MED_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+FORWARDED_ENV = ("R2MED_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_ENDPOINT", "TRANSFORMERS_OFFLINE")
 
 
 def require_ray():

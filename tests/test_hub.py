@@ -1,0 +1,320 @@
+"""Hub data end to end: pinned commits, the standard HF cache, offline use, errors and proxies.
+
+Every CLI test runs ``r2med`` in a subprocess against ``HubEmulator`` (tests/hub_server.py), a
+hub on 127.0.0.1 that ``huggingface_hub`` reaches through ``HF_ENDPOINT`` -- nothing of
+huggingface_hub is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hub_server import EXPANSION, ForwardingProxy, HubEmulator, fill_hf_cache, r2med_task_files
+
+from r2med.errors import R2MedError
+
+# The revisions MTEB pins for its R2MED tasks, as issue 10 lists them (an independent copy of the registry's data).
+MTEB_PINS = {
+    "Biology": "8b9fec2db9eda4b5742d03732213fbaee8169556",
+    "Bioinformatics": "6021fce366892cbfd7837fa85a4128ea93315e18",
+    "Medical-Sciences": "1b48911514c80bf9182222d99752ad75e23b4b47",
+    "MedXpertQA-Exam": "b457ea43db9ae5db74c3a3e5be0a213d0f85ac3a",
+    "MedQA-Diag": "78b585990279cc01a493f876c1b0cf09557fba57",
+    "PMC-Treatment": "53c489a44a3664ba352c07550b72b4525a5968d5",
+    "PMC-Clinical": "812829522f7eaa407ef82b96717be85788a50f7e",
+    "IIYi-Clinical": "974abbc9bc281c3169180a6aa5d7586cfd2f5877",
+}
+PIN = MTEB_PINS["Biology"]
+NEWER = "1111111111111111111111111111111111111111"  # what `main` points to on the emulator
+OTHER = "2222222222222222222222222222222222222222"  # neither pinned nor main
+EXTRA_DOC = {"id": "extra/doc_0.txt", "text": "Neanderthals ate plants rich in vitamin C, as teeth calculus shows."}
+
+
+def with_extra_doc(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Another version of the task: one more corpus line (so runs on it can be told apart)."""
+    out = dict(files)
+    out["corpus.jsonl"] = files["corpus.jsonl"].rstrip(b"\n") + b"\n" + json.dumps(EXTRA_DOC).encode() + b"\n"
+    return out
+
+
+def cli(*args: str, hub: HubEmulator | None = None, cache: Path, home: Path, offline: bool = False,
+        extra_env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                                                     "NO_PROXY", "HF_ENDPOINT")}
+    env.update(HF_HUB_CACHE=str(cache), HF_HOME=str(cache.parent / "hf_home"), R2MED_HOME=str(home),
+               HF_HUB_OFFLINE="1" if offline else "0", HF_HUB_DISABLE_PROGRESS_BARS="1")
+    if hub is not None:
+        env["HF_ENDPOINT"] = hub.url
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def metrics_of(out: Path, label: str = "bm25", task: str = "Biology") -> dict:
+    return json.loads((out / label / task / "metrics.json").read_text())
+
+
+def one_line_error(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, res.stderr
+    return errors[0]
+
+
+@pytest.fixture
+def dirs(tmp_path) -> tuple[Path, Path]:
+    """(HF hub cache, r2med home) for CLI runs, both empty."""
+    return tmp_path / "hf" / "hub", tmp_path / "r2med_home"
+
+
+# -- the registry and --revision ------------------------------------------------------------------
+
+def test_tasks_are_pinned_to_mteb_commits():
+    from r2med.tasks import REVISION_SOURCE, TASKS
+
+    assert {name: spec.revision for name, spec in TASKS.items()} == MTEB_PINS
+    assert "mteb" in REVISION_SOURCE.lower() and "7f11654e9aed0c6fa99784641c8880f87ad62930" in REVISION_SOURCE
+
+
+def test_revision_spec_forms():
+    from r2med.data.hub import parse_revision, revision_for
+
+    assert revision_for("Biology") == PIN and revision_for("medqa-diag", None) == MTEB_PINS["MedQA-Diag"]
+    assert revision_for("Biology", "main") == "main" and revision_for("PMC-Clinical", OTHER) == OTHER
+    spec = f"biology=main, MedQA-Diag={OTHER}"
+    assert parse_revision(spec) == (None, {"Biology": "main", "MedQA-Diag": OTHER})
+    assert revision_for("Biology", spec) == "main" and revision_for("MedQA-Diag", spec) == OTHER
+    assert revision_for("IIYi-Clinical", spec) == MTEB_PINS["IIYi-Clinical"]  # not named: pinned
+    for bad, message in (("main,v2", "one revision"), ("Biology=", "not TASK=REV"),
+                         ("Cardiology=main", "unknown task 'Cardiology'")):
+        with pytest.raises(R2MedError, match=message):
+            parse_revision(bad)
+
+
+def test_bad_revision_spec_is_one_line_before_anything_runs(dirs, tmp_path):
+    cache, home = dirs
+    res = cli("evaluate", "-t", "Biology", "--revision", "Biology=", "-o", str(tmp_path / "o"), cache=cache, home=home)
+    assert "not TASK=REV" in one_line_error(res)
+    assert not (tmp_path / "o").exists()
+
+
+# -- downloads through the emulator ---------------------------------------------------------------
+
+def test_first_run_downloads_at_the_pinned_commit_and_the_second_makes_no_request(dirs, tmp_path):
+    cache, home = dirs
+    files = r2med_task_files()
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)
+        hub.add("R2MED/Biology", with_extra_doc(files), NEWER, refs=("main",))  # main moved on: not used by default
+        res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "o"), hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        resolves = [p for p in hub.paths() if "/resolve/" in p]
+        assert resolves and all(p.startswith(f"/datasets/R2MED/Biology/resolve/{PIN}/") for p in resolves)
+        got = sorted(p.rsplit("/", 1)[1] for p in hub.paths("GET") if "/resolve/" in p)
+        assert got == ["corpus.jsonl", "qrels.jsonl", "query.jsonl"]
+        metrics = metrics_of(tmp_path / "o")
+        assert metrics["revision"] == PIN and metrics["source"] == f"hf://datasets/R2MED/Biology@{PIN}"
+        snapshot = cache / "datasets--R2MED--Biology" / "snapshots" / PIN
+        assert (snapshot / "corpus.jsonl").read_bytes() == files["corpus.jsonl"]
+        assert not (home / "hub").exists()  # the r2med home holds r2med's own artefacts only
+        run = (tmp_path / "o" / "bm25" / "Biology" / "run.trec").read_text()
+        assert EXTRA_DOC["id"] not in run  # main's corpus was not used
+
+        # expansion files come from the same commit as the data
+        before = len(hub.requests)
+        res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-e", "hyde:qwen_7b", "-o", str(tmp_path / "o"),
+                  hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        new = [p for p in hub.paths()[before:] if "/resolve/" in p]
+        assert new and all(p == f"/datasets/R2MED/Biology/resolve/{PIN}/{EXPANSION}" for p in new)
+        assert (snapshot / EXPANSION).read_bytes() == files[EXPANSION]
+
+        # everything is cached at a commit now: no request at all
+        before = len(hub.requests)
+        for extra in ((), ("-e", "hyde:qwen_7b")):
+            res = cli("evaluate", "-r", "bm25", "-t", "Biology", *extra, "--overwrite", "-o", str(tmp_path / "o2"),
+                      hub=hub, cache=cache, home=home)
+            assert res.returncode == 0, res.stderr
+        assert hub.requests[before:] == []
+        assert metrics_of(tmp_path / "o2")["revision"] == PIN
+
+    # the hub is gone: the cache the first run filled serves offline, from the CLI
+    res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-e", "hyde:qwen_7b", "-o", str(tmp_path / "o3"),
+              cache=cache, home=home, offline=True)
+    assert res.returncode == 0, res.stderr
+    assert metrics_of(tmp_path / "o3", "bm25+hyde-qwen-7b")["revision"] == PIN
+
+
+def test_main_and_other_commits_are_honoured(dirs, tmp_path):
+    cache, home = dirs
+    files = r2med_task_files()
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)
+        hub.add("R2MED/Biology", with_extra_doc(files), NEWER, refs=("main",))
+        hub.add("R2MED/Biology", with_extra_doc(files), OTHER)
+        res = cli("evaluate", "-t", "Biology", "--revision", "main", "-o", str(tmp_path / "main"),
+                  hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        resolves = [p for p in hub.paths() if "/resolve/" in p]
+        # main is resolved once (query.jsonl); the other files are fetched at the commit it resolved to
+        assert {p for p in resolves if "/resolve/main/" in p} == {"/datasets/R2MED/Biology/resolve/main/query.jsonl"}
+        assert {p.rsplit("/", 1)[1] for p in resolves if f"/resolve/{NEWER}/" in p} == {"corpus.jsonl", "qrels.jsonl"}
+        metrics = metrics_of(tmp_path / "main")
+        assert metrics["revision"] == NEWER and metrics["source"].endswith(f"@{NEWER}")
+        assert EXTRA_DOC["id"] in (tmp_path / "main" / "bm25" / "Biology" / "run.trec").read_text()
+
+        before = len(hub.requests)
+        res = cli("evaluate", "-t", "Biology", "--revision", f"Biology={OTHER}", "-o", str(tmp_path / "other"),
+                  hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        resolves = [p for p in hub.paths()[before:] if "/resolve/" in p]
+        assert resolves and all(f"/resolve/{OTHER}/" in p for p in resolves)
+        assert metrics_of(tmp_path / "other")["revision"] == OTHER
+        assert metrics_of(tmp_path / "other")["dataset_fingerprint"] == metrics["dataset_fingerprint"]
+
+    # offline, `main` is read from the cache's refs/main
+    res = cli("evaluate", "-t", "Biology", "--revision", "main", "-o", str(tmp_path / "offline"),
+              cache=cache, home=home, offline=True)
+    assert res.returncode == 0, res.stderr
+    assert metrics_of(tmp_path / "offline")["revision"] == NEWER
+
+
+def test_hub_errors_are_one_line_with_exit_2(dirs, tmp_path):
+    cache, home = dirs
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", r2med_task_files(), PIN)
+        hub.add("R2MED/Bioinformatics", r2med_task_files(), MTEB_PINS["Bioinformatics"], gated=True)
+        out = tmp_path / "o"
+        cases = [
+            (("-t", "Biology", "-e", "hyde:gpt4"),  # the file is not in the repo: 404 EntryNotFound
+             f"R2MED/Biology has no file 'hyde/gpt4/query_with_hydoc.jsonl' at revision {PIN} (HTTP 404)"),
+            (("-t", "Biology", "--revision", f"Biology={OTHER}"),  # 404 RevisionNotFound
+             f"R2MED/Biology has no revision '{OTHER}'"),
+            (("-t", "MedQA-Diag",), "repository R2MED/MedQA-Diag not found"),  # not served: RepoNotFound
+            (("-t", "Bioinformatics",), "access to R2MED/Bioinformatics was denied (HTTP 403)"),  # gated
+        ]
+        for args, expected in cases:
+            start = time.monotonic()
+            res = cli("evaluate", *args, "-o", str(out), hub=hub, cache=cache, home=home)
+            assert expected in one_line_error(res), args
+            assert time.monotonic() - start < 30
+        assert not out.exists() or not any(out.rglob("metrics.json"))
+
+
+def test_an_http_proxy_in_between_is_honoured(dirs, tmp_path):
+    cache, home = dirs
+    with HubEmulator() as hub, ForwardingProxy() as proxy:
+        hub.add("R2MED/Biology", r2med_task_files(), PIN)
+        env = {"HTTP_PROXY": proxy.url, "HTTPS_PROXY": proxy.url}
+        res = cli("evaluate", "-t", "Biology", "-e", "hyde:qwen_7b", "-o", str(tmp_path / "o"), hub=hub,
+                  cache=cache, home=home, extra_env=env)
+        assert res.returncode == 0, res.stderr
+        forwarded = [url for _, url in proxy.seen]
+        assert forwarded == [hub.url + path for path in hub.paths()]  # every request went through the proxy
+        assert f"{hub.url}/datasets/R2MED/Biology/resolve/{PIN}/corpus.jsonl" in forwarded
+        assert f"{hub.url}/datasets/R2MED/Biology/resolve/{PIN}/{EXPANSION}" in forwarded
+        # a dead proxy is not bypassed: one line, the hub never hears of it
+        dead = {"HTTP_PROXY": f"http://127.0.0.1:{free_port()}", "HTTPS_PROXY": f"http://127.0.0.1:{free_port()}"}
+        before = len(hub.requests)
+        res = cli("evaluate", "-t", "Biology", "--revision", "main", "-o", str(tmp_path / "dead"), hub=hub,
+                  cache=tmp_path / "empty" / "hub", home=home, extra_env=dead)
+        assert "hub:" in one_line_error(res) and len(hub.requests) == before
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- offline and unreachable ----------------------------------------------------------------------
+
+def test_offline_prefilled_standard_cache_laid_out_by_hand(dirs, tmp_path):
+    """As `hf download R2MED/Biology --repo-type dataset` leaves it on an offline node."""
+    cache, home = dirs
+    files = r2med_task_files()
+    fill_hf_cache(cache, "R2MED/Biology", files, PIN)
+    res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
+    assert res.returncode == 0, res.stderr
+    metrics = metrics_of(tmp_path / "o")
+    assert metrics["revision"] == PIN and len(metrics["per_query"]) >= 1
+    # another task is not there: one line naming offline mode and the hf download command
+    res = cli("evaluate", "-t", "PMC-Clinical", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
+    line = one_line_error(res)
+    assert "offline mode is set" in line and f"hf download R2MED/PMC-Clinical --repo-type dataset --revision " \
+                                                f"{MTEB_PINS['PMC-Clinical']}" in line
+
+
+def test_in_process_loading_from_the_standard_cache(hf_cache):
+    from r2med.data import load_task
+    from r2med.data.hub import download_expansion
+
+    files = r2med_task_files()
+    fill_hf_cache(hf_cache, "R2MED/Biology", files, PIN, refs=())
+    coll = load_task("biology")  # case-insensitive; hub; pinned commit; offline
+    assert coll.name == "Biology" and coll.revision == PIN and coll.source == f"hf://datasets/R2MED/Biology@{PIN}"
+    assert len(coll.corpus) == files["corpus.jsonl"].count(b"\n")
+    assert download_expansion("Biology", "hyde", "qwen_7b").parts[-4:] == (PIN, "hyde", "qwen-7b",
+                                                                            "query_with_hydoc.jsonl")
+    with pytest.raises(R2MedError, match="offline mode is set"):
+        load_task("Biology", revision="main")  # no refs/main in this cache
+
+
+def test_legacy_r2med_home_hub_gets_a_hint(r2med_home):
+    from r2med.data import load_task
+
+    fill_hf_cache(r2med_home / "hub", "R2MED/Biology", r2med_task_files(), PIN)
+    with pytest.raises(R2MedError, match=f"HF_HUB_CACHE={r2med_home / 'hub'} reuses that copy"):
+        load_task("Biology")
+
+
+def test_unreachable_hub_fails_within_seconds(dirs, tmp_path):
+    cache, home = dirs
+    # nothing listens: refused at once
+    start = time.monotonic()
+    res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home,
+              extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"})
+    refused = time.monotonic() - start
+    assert "cannot connect to http://127.0.0.1" in one_line_error(res)
+    # a server that accepts the connection and never answers: one metadata request, cut after the probe timeout
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        start = time.monotonic()
+        res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home,
+                  extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}",
+                             "HF_HUB_ETAG_TIMEOUT": "1"})
+        hanging = time.monotonic() - start
+    assert "no answer from" in one_line_error(res)
+    # hf_hub_download alone retries for ~23 s (refused) and minutes (hanging); r2med gives up at once
+    assert refused < 15 and hanging < 20, (refused, hanging)
+
+
+def test_demo_falls_back_only_when_the_hub_cannot_be_reached(dirs, tmp_path):
+    cache, home = dirs
+    res = cli("demo", "--out", str(tmp_path / "d1"), cache=cache, home=home,
+              extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"})
+    assert res.returncode == 0, res.stderr
+    assert "cannot be reached" in res.stdout and "cannot connect to http://127.0.0.1" in res.stdout
+    assert (tmp_path / "d1" / "bm25" / "demo" / "metrics.json").exists()
+    with HubEmulator() as hub:
+        # the hub answers, but the repo is missing: an error, not the demo
+        res = cli("demo", "--out", str(tmp_path / "d2"), hub=hub, cache=cache, home=home)
+        assert "repository R2MED/Biology not found" in one_line_error(res)
+        assert not (tmp_path / "d2" / "bm25" / "demo").exists()
+        # all 8 tasks served at their pinned commits: the real pipeline, beside the published figures
+        for task, commit in MTEB_PINS.items():
+            hub.add(f"R2MED/{task}", r2med_task_files(), commit)
+        res = cli("demo", "--out", str(tmp_path / "d3"), hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        assert "cannot be reached" not in res.stdout and "15.13" in res.stdout  # the paper's BM25 average
+        for task, commit in MTEB_PINS.items():
+            assert metrics_of(tmp_path / "d3", task=task)["revision"] == commit
