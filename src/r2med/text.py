@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from array import array
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -88,11 +89,10 @@ class EnglishAnalyzer:
     name = "english"
 
     def __init__(self, stopwords: frozenset[str] = LUCENE_ENGLISH_STOPWORDS, stem: bool = True):
-        from nltk.stem.porter import PorterStemmer
-
+        stemmer_class = porter_stemmer_class()
         self.stopwords = stopwords
         self.stem = stem
-        self._stemmer = PorterStemmer(PorterStemmer.MARTIN_EXTENSIONS)
+        self._stemmer = stemmer_class(stemmer_class.MARTIN_EXTENSIONS)
         self._terms: dict[str, tuple[str, ...]] = {}
 
     def config(self) -> dict:
@@ -130,6 +130,83 @@ class EnglishAnalyzer:
         """
         surfaces, surface_ids, lengths = surface_encode(texts)
         return terms_from_surfaces(self.analyse_surfaces(surfaces), surface_ids, lengths)
+
+
+def porter_stemmer_class() -> type:
+    """NLTK's ``PorterStemmer`` class, without importing the ``nltk`` package when it is not loaded yet.
+
+    ``import nltk`` runs the package ``__init__``, which imports most of NLTK and scipy.stats (about 2 s);
+    the stemmer is one self-contained module.  Its file is executed on its own, with its few imports of
+    other NLTK modules answered lazily (``nltk.stem.api`` is loaded the same way; the rest is only used
+    by the module's ``demo()``).  Anything unexpected -- another NLTK layout, a missing file -- falls
+    back to the ordinary import, so the class is always NLTK's own.
+    """
+    loaded = sys.modules.get("nltk.stem.porter")
+    if loaded is not None:
+        return loaded.PorterStemmer
+    global _PORTER
+    if _PORTER is None:
+        try:
+            _PORTER = _standalone_nltk_module("stem/porter.py").PorterStemmer
+            if _PORTER(_PORTER.MARTIN_EXTENSIONS).stem("generalizations") != "gener":
+                raise ImportError("unexpected stem")
+        except Exception:  # noqa: BLE001 - any surprise: use the ordinary import
+            from nltk.stem.porter import PorterStemmer
+
+            _PORTER = PorterStemmer
+    return _PORTER
+
+
+_PORTER: type | None = None
+
+
+def _standalone_nltk_module(relative: str):
+    """Execute one file of the installed NLTK as a private module (not registered in ``sys.modules``)."""
+    import builtins
+    import importlib
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("nltk")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+    path = os.path.join(list(spec.submodule_search_locations)[0], relative)
+    with open(path, encoding="utf-8") as handle:
+        code = compile(handle.read(), path, "exec")
+    real_import = builtins.__import__
+
+    def answer_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "nltk" or name.startswith("nltk.")):
+            if name == "nltk.stem.api":
+                return _standalone_nltk_module("stem/api.py")
+            return _LazyNltk(name)
+        return real_import(name, globals, locals, fromlist, level)
+
+    module = types.ModuleType(f"r2med._nltk_{relative.replace('/', '_').removesuffix('.py')}")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = {**vars(builtins), "__import__": answer_import}
+    exec(code, module.__dict__)
+    return module
+
+
+class _LazyNltk:
+    """Stands for ``nltk.<path>`` in a standalone module: resolved (imported) only when called."""
+
+    def __init__(self, path: str):
+        self._path = path
+
+    def __getattr__(self, attr: str) -> _LazyNltk:
+        return _LazyNltk(f"{self._path}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        import importlib
+
+        head, _, tail = self._path.rpartition(".")
+        try:
+            target = getattr(importlib.import_module(head), tail)
+        except (ImportError, AttributeError):
+            target = importlib.import_module(self._path)
+        return target(*args, **kwargs)
 
 
 class LuceneAnalyzer:
