@@ -141,3 +141,37 @@ COMMON_WORDS = [
     "troubled sized hopping tanned falling hissing fizzed failing filing happy sky dying lying tying news "
     "innings inning outings outing cannings canning howe proceed exceed succeed generously skies spies"
 ]
+
+
+_ALPHABET = ("abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x85\u00a0\u1680\u2003\u2028\u3000"
+             "éÅßİΣσςﬁ²½①日本\u00ae\u2122\u2139\U0001f600\u0301\u200b")
+
+
+def test_chunked_encoding_equals_tokenize_on_random_text():
+    """Cutting at whitespace first (the fast path) gives exactly the regex tokens, on any text."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    analyzer = EnglishAnalyzer()
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.text(alphabet=_ALPHABET, max_size=40), min_size=1, max_size=5))
+    def check(texts):
+        expected = [analyzer.tokenize(t) for t in texts]
+        for vocab, ids, lengths in (analyzer.encode(texts),
+                                    encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1)):
+            assert lengths.tolist() == [len(e) for e in expected]
+            assert np.asarray(vocab, dtype=object)[ids].tolist() == [t for e in expected for t in e]
+            assert vocab == list(dict.fromkeys(t for e in expected for t in e))  # numbered in order of first use
+
+    check()
+
+
+def test_chunk_splitting_whitespace_is_str_split_less_the_ideographic_space():
+    import sys
+
+    from r2med.text import _TOKEN, _WHITESPACE_NOT_3000
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert [c for c in spaces if _TOKEN.fullmatch(c)] == ["\u3000"]  # the one space the token pattern emits
+    assert [c for c in spaces if _WHITESPACE_NOT_3000.fullmatch(c)] == [c for c in spaces if c != "\u3000"]

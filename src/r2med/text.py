@@ -7,9 +7,9 @@ Porter stemming (NLTK's ``MARTIN_EXTENSIONS`` mode, the reference algorithm Luce
 implements).  ``LuceneAnalyzer`` (extra ``lucene``) calls Lucene itself through
 Pyserini for bit-exact tokens.
 
-For BM25 the analyzer turns a whole corpus straight into term-id arrays: each
-distinct surface word is analysed once (memoised), and large corpora are split
-across processes.
+For BM25 the analyzer turns a whole corpus straight into term-id arrays: texts are
+cut at whitespace into chunks at C speed, each distinct chunk is tokenized and
+analysed once (memoised), and large corpora are split across processes.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 import sys
 from array import array
 from collections.abc import Sequence
+from itertools import repeat
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol
 
@@ -121,15 +122,27 @@ class EnglishAnalyzer:
         analyse = self._analyse_surface
         return [analyse(s) for s in surfaces]
 
+    def analyse_chunks(self, chunks: Sequence[str]) -> list[tuple[str, ...]]:
+        """Terms for each distinct lowercased whitespace-separated chunk (its regex tokens, analysed)."""
+        analyse = self._analyse_surface
+        out = []
+        for chunk in chunks:
+            if chunk.isascii() and chunk.isalnum():  # the chunk is one token: skip the regex
+                out.append(analyse(chunk))
+            else:
+                out.append(tuple(t for token in _findall(chunk) for t in analyse(token)))
+        return out
+
     def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Term ids for many texts: (vocabulary, concatenated ids int32, per-text lengths int64).
 
-        Texts are first cut into surface tokens with ids assigned at C speed (one dict lookup per
-        token); each distinct surface is then analysed once, and the surface ids are mapped to term
-        ids with vectorised numpy.
+        Texts are first cut at whitespace into chunks with ids assigned at C speed (one split and one
+        dict lookup per chunk); each distinct chunk is then tokenized and analysed once, and chunk ids
+        are mapped to term ids with vectorised numpy.  Word tokens never contain whitespace, so the
+        result is exactly ``tokenize`` of each text (tested), with terms numbered in order of first use.
         """
-        surfaces, surface_ids, lengths = surface_encode(texts)
-        return terms_from_surfaces(self.analyse_surfaces(surfaces), surface_ids, lengths)
+        chunks, chunk_ids, lengths = chunk_encode(texts)
+        return terms_from_surfaces(self.analyse_chunks(chunks), chunk_ids, lengths)
 
 
 def porter_stemmer_class() -> type:
@@ -295,22 +308,48 @@ class _Ids(dict):
         return value
 
 
-def surface_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Lowercased regex tokens of each text as ids into a surface vocabulary (no analysis yet)."""
-    vocab = _Ids()
-    get = vocab.__getitem__
+#: ``str.split()``'s whitespace less U+3000 (IDEOGRAPHIC SPACE), which the token pattern emits as a CJK token.
+_WHITESPACE_NOT_3000 = re.compile("[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f]+")
+
+
+def chunk_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Each text lowercased and split at whitespace, as ids into a chunk vocabulary (first-use order).
+
+    This is the hot loop of indexing: ``str.split`` and one dict lookup per chunk, both in C; unseen
+    chunks (``-1``) are numbered afterwards, found with ``list.index`` rather than a Python loop.
+    """
+    vocab: dict[str, int] = {}
+    get = vocab.get
+    unseen = repeat(-1)
     ids = array("i")
     lengths = array("q")
     for text in texts:
-        before = len(ids)
-        ids.extend(map(get, _findall(text.lower())))
-        lengths.append(len(ids) - before)
+        text = text.lower()
+        chunks = text.split() if "\u3000" not in text else [c for c in _WHITESPACE_NOT_3000.split(text) if c]
+        row = list(map(get, chunks, unseen))
+        if -1 in row:
+            i = row.index(-1)
+            while True:
+                chunk = chunks[i]
+                value = get(chunk)
+                if value is None:
+                    value = vocab[chunk] = len(vocab)
+                row[i] = value
+                try:
+                    i = row.index(-1, i + 1)
+                except ValueError:
+                    break
+        ids.extend(row)
+        lengths.append(len(row))
     return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
 
 
 def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: np.ndarray, lengths: np.ndarray,
                         ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Map surface-token ids to term ids, given each surface's analysed terms (0, 1 or more)."""
+    """Map surface (or chunk) ids to term ids, given each one's analysed terms (0, 1 or more).
+
+    Terms are numbered in order of first use when surfaces are numbered so (as ``chunk_encode`` does).
+    """
     vocab: dict[str, int] = {}
     counts = np.fromiter((len(t) for t in surface_terms), dtype=np.int64, count=len(surface_terms))
     flat = np.fromiter((vocab.setdefault(t, len(vocab)) for terms in surface_terms for t in terms),
@@ -324,10 +363,11 @@ def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: n
         term_ids = mapping[surface_ids]
         if counts.min() == 1:
             return list(vocab), term_ids, lengths
-        dropped = np.concatenate([[0], np.cumsum(term_ids < 0)])
-        ends = np.cumsum(lengths)
-        new_lengths = lengths - (dropped[ends] - dropped[ends - lengths])
-        return list(vocab), term_ids[term_ids >= 0], new_lengths
+        keep = term_ids >= 0
+        gone = np.flatnonzero(~keep)  # tokens that analyse to nothing (stop words)
+        new_lengths = lengths - np.bincount(np.searchsorted(np.cumsum(lengths), gone, side="right"),
+                                            minlength=len(lengths))[:len(lengths)]
+        return list(vocab), term_ids[keep], new_lengths
     offsets = np.cumsum(counts) - counts
     rep = counts[surface_ids]
     ends = np.cumsum(rep)
@@ -343,18 +383,18 @@ def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: n
 _FORKED: dict[str, object] = {}
 
 
-def _surface_range(bounds: tuple[int, int]) -> tuple[list[str], bytes, bytes]:
+def _chunk_range(bounds: tuple[int, int]) -> tuple[list[str], bytes, bytes]:
     texts = _FORKED["texts"]
-    vocab, ids, lengths = surface_encode(texts[bounds[0]:bounds[1]])  # type: ignore[index]
+    vocab, ids, lengths = chunk_encode(texts[bounds[0]:bounds[1]])  # type: ignore[index]
     return vocab, ids.tobytes(), lengths.tobytes()
 
 
-def _analyse_part(surfaces: Sequence[str]) -> list[tuple[str, ...]]:
-    return _FORKED["analyzer"].analyse_surfaces(surfaces)  # type: ignore[attr-defined]
+def _analyse_part(chunks: Sequence[str]) -> list[tuple[str, ...]]:
+    return _FORKED["analyzer"].analyse_chunks(chunks)  # type: ignore[attr-defined]
 
 
 def _split(n: int, parts: int) -> list[tuple[int, int]]:
-    size = -(-n // parts)
+    size = max(1, -(-n // parts))
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
@@ -362,9 +402,9 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
                   min_parallel: int = 20_000) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Encode a corpus to (vocabulary, term ids, lengths), using ``workers`` processes when it is large.
 
-    In parallel mode the parent and ``workers - 1`` forked processes each tokenize a slice of the
-    corpus (inherited by fork, not pickled), their surface vocabularies are merged, and the distinct
-    surfaces are analysed (stemmed) once, split the same way, so no word is stemmed twice.  The
+    In parallel mode the parent and ``workers - 1`` forked processes each cut a slice of the corpus
+    into chunks (inherited by fork, not pickled), their chunk vocabularies are merged, and the
+    distinct chunks are analysed (tokenized, stemmed) once, split the same way.  The
     parent's objects are frozen out of the garbage collector meanwhile, so the children never
     copy them.
     """
@@ -376,12 +416,14 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
 
     ctx = multiprocessing.get_context("fork")
     bounds = _split(len(texts), workers)
+    if len(bounds) < 2:
+        return analyzer.encode(texts)
     _FORKED.update(texts=texts, analyzer=analyzer)
     gc.freeze()
     try:
         with ProcessPoolExecutor(max_workers=len(bounds) - 1, mp_context=ctx) as pool:
-            futures = [pool.submit(_surface_range, b) for b in bounds[1:]]
-            parts = [_surface_range(bounds[0])] + [f.result() for f in futures]
+            futures = [pool.submit(_chunk_range, b) for b in bounds[1:]]
+            parts = [_chunk_range(bounds[0])] + [f.result() for f in futures]
             merged = _Ids()
             get = merged.__getitem__
             all_ids, all_lengths = [], []
@@ -389,10 +431,10 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
                 mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
                 all_ids.append(mapping[np.frombuffer(ids, dtype=np.int32)])
                 all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
-            surfaces = list(merged)
-            pieces = [surfaces[a:b] for a, b in _split(len(surfaces), workers)]
+            chunks = list(merged)
+            pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
             futures = [pool.submit(_analyse_part, piece) for piece in pieces[1:]]
-            analysed = analyzer.analyse_surfaces(pieces[0])
+            analysed = analyzer.analyse_chunks(pieces[0])
             for future in futures:
                 analysed.extend(future.result())
     finally:

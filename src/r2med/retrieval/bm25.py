@@ -95,16 +95,32 @@ class BM25:
         terms, ids, lengths = encode_corpus(self.analyzer, texts, workers=self.workers)
         n_docs, n_terms = len(texts), len(terms)
         indptr = np.concatenate([[0], np.cumsum(lengths)])
-        counts = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(n_docs, n_terms))
-        counts.sum_duplicates()  # one entry per (doc, term) with its term frequency
-        df = np.bincount(counts.indices, minlength=n_terms).astype(np.float64)
+        tokens = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(n_docs, n_terms))
+        # Column-major (term-major) counts: docs come out in order within each term, so summing the
+        # duplicates (term frequencies) needs no sort, and the result is already the terms x docs index.
+        counts = tokens.tocsc()
+        del tokens
+        counts.has_canonical_format = False
+        counts.sum_duplicates()
+        postings = np.diff(counts.indptr)
+        df = postings.astype(np.float64)
         avgdl = float(lengths.sum()) / n_docs
         idf = np.log(n_docs + 1.0) - np.log(df + 0.5)
+        # w = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)), computed in place (same operations and order)
         tf = counts.data.astype(np.float64)
-        dl = np.repeat(lengths.astype(np.float64), np.diff(counts.indptr))
-        norm = self.k1 * (1.0 - self.b + self.b * dl / avgdl) if avgdl > 0 else np.full_like(tf, self.k1)
-        counts.data = (idf[counts.indices] * tf / (tf + norm)).astype(np.float32)
-        self.weights_t = counts.T.tocsr()
+        norm = lengths.astype(np.float64)[counts.indices]
+        if avgdl > 0:
+            norm *= self.b
+            norm /= avgdl
+            norm += 1.0 - self.b
+            norm *= self.k1
+        else:
+            norm[:] = self.k1
+        norm += tf
+        tf *= np.repeat(idf, postings)
+        tf /= norm
+        del norm
+        self.weights_t = sp.csr_matrix((tf.astype(np.float32), counts.indices, counts.indptr), shape=(n_terms, n_docs))
         self.doc_ids, self.vocab, self.idf, self.avgdl = doc_ids, {t: i for i, t in enumerate(terms)}, idf, avgdl
         log.info("BM25 index: %d docs, %d terms, %d postings in %.2fs", n_docs, n_terms,
                  counts.nnz, time.perf_counter() - start)
