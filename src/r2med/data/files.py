@@ -45,11 +45,12 @@ GRADE_MIN, GRADE_MAX = -1000, 1000
 
 STRICT_ENV = "R2MED_STRICT"
 _STRICT: contextvars.ContextVar[bool | None] = contextvars.ContextVar("r2med_strict", default=None)
-_BLOCK = 1 << 25  # bytes read at a time: memory stays bounded for corpora of any size
+_BLOCK = 1 << 20  # bytes read at a time: memory stays bounded, and reused (fewer page faults than larger blocks)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SHOWN_IDS = 5
+_has_space = re.compile(r"\s").search  # \s is str.isspace(): the characters str.split() cuts at
 
 
 def strict_default() -> bool:
@@ -86,11 +87,18 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     except OSError as exc:
         raise DataError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     with handle:
-        number, rest = 0, b""
+        number, pending = 0, []  # pending: the pieces of a line that spans blocks
         try:
             while block := handle.read(_BLOCK):
-                lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
-                rest = lines.pop()
+                lines = block.split(b"\n")
+                if len(lines) == 1:
+                    pending.append(block)
+                    continue
+                if pending:
+                    pending.append(lines[0])
+                    lines[0] = b"".join(pending)
+                last = lines.pop()
+                pending = [last] if last else []
                 for raw in lines:
                     number += 1
                     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -98,9 +106,10 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                     yield number, raw
         except OSError as exc:  # e.g. a folder on a system where open() succeeds on it
             raise DataError(path, number + 1, f"cannot be read ({exc.strerror or exc})") from None
-        if rest:
+        if pending:
             number += 1
-            yield number, rest[3:] if number == 1 and rest.startswith(b"\xef\xbb\xbf") else rest
+            raw = b"".join(pending)
+            yield number, raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
 
 
 def _decode(path: Path, number: int, raw: bytes) -> str:
@@ -220,7 +229,7 @@ def field_id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
     value = str(value)
     if not value.strip():
         raise DataError(path, number, f"field {key!r} is empty")
-    if any(c.isspace() for c in value):
+    if _has_space(value):
         raise DataError(path, number, f"field {key!r} = {_short(value)} contains whitespace "
                                       "(ids must fit TREC run files)")
     return value
@@ -270,8 +279,12 @@ def read_texts(
     same: list[str] = []
     changed: list[str] = []
     for number, record in _records(path):
-        key = field_id(path, number, record, id_key)
-        text = _text(path, number, record, text_key)
+        key = record.get(id_key)
+        if type(key) is not str or not key or _has_space(key):  # the usual case is checked in C
+            key = field_id(path, number, record, id_key)
+        text = record.get(text_key)
+        if type(text) is not str:
+            text = _text(path, number, record, text_key)
         if title_key:
             title = _text(path, number, record, title_key, required=False).strip()
             if title:
