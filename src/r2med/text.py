@@ -133,6 +133,13 @@ class EnglishAnalyzer:
                 out.append(tuple(t for token in _findall(chunk) for t in analyse(token)))
         return out
 
+    def remember(self, chunks: Sequence[str], analysed: Sequence[tuple[str, ...]]) -> None:
+        """Add chunks analysed elsewhere (a worker process) to the memo, where a chunk is one token."""
+        terms = self._terms
+        for chunk, result in zip(chunks, analysed):
+            if chunk.isascii() and chunk.isalnum():
+                terms.setdefault(chunk, result)
+
     def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Term ids for many texts: (vocabulary, concatenated ids int32, per-text lengths int64).
 
@@ -435,8 +442,10 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
             pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
             futures = [pool.submit(_analyse_part, piece) for piece in pieces[1:]]
             analysed = analyzer.analyse_chunks(pieces[0])
-            for future in futures:
-                analysed.extend(future.result())
+            for piece, future in zip(pieces[1:], futures):
+                part = future.result()
+                analysed.extend(part)
+                analyzer.remember(piece, part)  # queries are analysed here next: keep the workers' stems
     finally:
         _FORKED.clear()
         gc.unfreeze()
