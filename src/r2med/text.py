@@ -357,32 +357,56 @@ def terms_from_surfaces(surface_terms: Sequence[tuple[str, ...]], surface_ids: n
 
     Terms are numbered in order of first use when surfaces are numbered so (as ``chunk_encode`` does).
     """
+    return _terms_from_parts(surface_terms, [(None, np.asarray(surface_ids))], lengths)
+
+
+def _terms_from_parts(surface_terms: Sequence[tuple[str, ...]], parts: Sequence[tuple[np.ndarray | None, np.ndarray]],
+                      lengths: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``terms_from_surfaces`` over the concatenation of ``parts``: (local -> global surface map or None, ids).
+
+    Each token becomes its surface's first term in one gather per part (no concatenated copy); the
+    rare surfaces with several terms (``il-6``) get their other terms inserted after it, and tokens
+    with none (stop words) are dropped.  Per-text lengths are sums over each text's tokens.
+    """
     vocab: dict[str, int] = {}
-    counts = np.fromiter((len(t) for t in surface_terms), dtype=np.int64, count=len(surface_terms))
+    counts = np.fromiter(map(len, surface_terms), dtype=np.int64, count=len(surface_terms))
     flat = np.fromiter((vocab.setdefault(t, len(vocab)) for terms in surface_terms for t in terms),
                        dtype=np.int32, count=int(counts.sum()))
-    if len(surface_ids) == 0:
-        return list(vocab), np.zeros(0, np.int32), np.asarray(lengths, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
-    if counts.max() <= 1:  # the usual case: each surface is dropped (stop word) or becomes one term
-        mapping = np.full(len(surface_terms), -1, dtype=np.int32)
-        mapping[counts == 1] = flat
-        term_ids = mapping[surface_ids]
-        if counts.min() == 1:
-            return list(vocab), term_ids, lengths
-        keep = term_ids >= 0
-        gone = np.flatnonzero(~keep)  # tokens that analyse to nothing (stop words)
-        new_lengths = lengths - np.bincount(np.searchsorted(np.cumsum(lengths), gone, side="right"),
-                                            minlength=len(lengths))[:len(lengths)]
-        return list(vocab), term_ids[keep], new_lengths
+    total = sum(len(ids) for _, ids in parts)
+    if total == 0:
+        return list(vocab), np.zeros(0, np.int32), np.zeros(len(lengths), np.int64)
     offsets = np.cumsum(counts) - counts
-    rep = counts[surface_ids]
-    ends = np.cumsum(rep)
-    within = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - rep, rep)
-    term_ids = flat[np.repeat(offsets[surface_ids], rep) + within]
-    doc_of_token = np.repeat(np.arange(len(lengths)), lengths)
-    new_lengths = np.bincount(doc_of_token, weights=rep, minlength=len(lengths)).astype(np.int64)
-    return list(vocab), term_ids, new_lengths
+    first = np.full(len(surface_terms), -1, dtype=np.int32)
+    first[counts > 0] = flat[offsets[counts > 0]]
+    term_ids = np.empty(total, dtype=np.int32)
+    surfaces = np.empty(total, dtype=np.int32) if counts.max() > 1 else None  # global surface of each token
+    at = 0
+    for mapping, ids in parts:
+        window = slice(at, at + len(ids))
+        np.take(first if mapping is None else first[mapping], ids, out=term_ids[window])
+        if surfaces is not None:
+            if mapping is None:
+                surfaces[window] = ids
+            else:
+                np.take(mapping, ids, out=surfaces[window])
+        at += len(ids)
+    filled = lengths > 0  # reduceat sums from each start to the next: empty texts are left out
+    starts = (np.cumsum(lengths) - lengths)[filled]
+    new_lengths = np.zeros(len(lengths), dtype=np.int64)
+    if surfaces is None:  # the usual case: every surface is dropped (stop word) or one term
+        keep = term_ids >= 0
+        new_lengths[filled] = np.add.reduceat(keep, starts, dtype=np.int64)
+    else:
+        new_lengths[filled] = np.add.reduceat(counts[surfaces], starts, dtype=np.int64)
+        several = np.flatnonzero(counts[surfaces] > 1)
+        owner = surfaces[several]
+        extra = counts[owner] - 1
+        within = np.arange(int(extra.sum()), dtype=np.int64) - np.repeat(np.cumsum(extra) - extra, extra)
+        values = flat[np.repeat(offsets[owner] + 1, extra) + within]
+        term_ids = np.insert(term_ids, np.repeat(several + 1, extra), values)
+        keep = term_ids >= 0
+    return list(vocab), term_ids if keep.all() else term_ids[keep], new_lengths
 
 
 # What forked workers inherit instead of receiving it through a pipe: set just before the pool forks
@@ -433,10 +457,10 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
             parts = [_chunk_range(bounds[0])] + [f.result() for f in futures]
             merged = _Ids()
             get = merged.__getitem__
-            all_ids, all_lengths = [], []
+            mapped, all_lengths = [], []
             for local_vocab, ids, lengths in parts:
                 mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
-                all_ids.append(mapping[np.frombuffer(ids, dtype=np.int32)])
+                mapped.append((mapping, np.frombuffer(ids, dtype=np.int32)))
                 all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
             chunks = list(merged)
             pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
@@ -449,4 +473,4 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
     finally:
         _FORKED.clear()
         gc.unfreeze()
-    return terms_from_surfaces(analysed, np.concatenate(all_ids), np.concatenate(all_lengths))
+    return _terms_from_parts(analysed, mapped, np.concatenate(all_lengths))

@@ -124,21 +124,27 @@ class BM25:
         df = postings.astype(np.float64)
         avgdl = float(lengths.sum()) / n_docs
         idf = np.log(n_docs + 1.0) - np.log(df + 0.5)
-        # w = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)), computed in place (same operations and order)
-        tf = counts.data.astype(np.float64)
-        norm = lengths.astype(np.float64)[counts.indices]
-        if avgdl > 0:
-            norm *= self.b
-            norm /= avgdl
-            norm += 1.0 - self.b
-            norm *= self.k1
-        else:
-            norm[:] = self.k1
-        norm += tf
-        tf *= np.repeat(idf, postings)
-        tf /= norm
-        del norm
-        self.weights_t = sp.csr_matrix((tf.astype(np.float32), counts.indices, counts.indptr), shape=(n_terms, n_docs))
+        # w = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)) in float64, the same operations in the same
+        # order, in blocks of about 1M postings (small temporaries are reused instead of paged in afresh)
+        weights = np.empty(counts.nnz, dtype=np.float32)
+        dl = lengths.astype(np.float64)
+        bounds = np.searchsorted(counts.indptr, np.arange(0, counts.nnz, 1 << 20), side="right") - 1
+        for lo, hi in zip(bounds, [*bounds[1:], n_terms]):
+            a, z = counts.indptr[lo], counts.indptr[hi]
+            tf = counts.data[a:z].astype(np.float64)
+            norm = dl[counts.indices[a:z]]
+            if avgdl > 0:
+                norm *= self.b
+                norm /= avgdl
+                norm += 1.0 - self.b
+                norm *= self.k1
+            else:
+                norm[:] = self.k1
+            norm += tf
+            tf *= np.repeat(idf[lo:hi], postings[lo:hi])
+            tf /= norm
+            weights[a:z] = tf
+        self.weights_t = sp.csr_matrix((weights, counts.indices, counts.indptr), shape=(n_terms, n_docs))
         self.doc_ids, self.vocab, self.idf, self.avgdl = doc_ids, {t: i for i, t in enumerate(terms)}, idf, avgdl
         log.info("BM25 index: %d docs, %d terms, %d postings in %.2fs", n_docs, n_terms,
                  counts.nnz, time.perf_counter() - start)
