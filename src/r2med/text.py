@@ -384,12 +384,13 @@ def _terms_from_parts(surface_terms: Sequence[tuple[str, ...]], parts: Sequence[
     at = 0
     for mapping, ids in parts:
         window = slice(at, at + len(ids))
-        np.take(first if mapping is None else first[mapping], ids, out=term_ids[window])
+        # mode="clip": the ids are in range, and take() would otherwise gather into a temporary first
+        np.take(first if mapping is None else first[mapping], ids, out=term_ids[window], mode="clip")
         if surfaces is not None:
             if mapping is None:
                 surfaces[window] = ids
             else:
-                np.take(mapping, ids, out=surfaces[window])
+                np.take(mapping, ids, out=surfaces[window], mode="clip")
         at += len(ids)
     filled = lengths > 0  # reduceat sums from each start to the next: empty texts are left out
     starts = (np.cumsum(lengths) - lengths)[filled]

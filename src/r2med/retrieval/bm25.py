@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import mmap
+import os
 import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -229,18 +230,36 @@ class BM25:
         return (self.query_vectors(queries) @ self.weights_t).toarray()
 
     def search(self, queries: Mapping[str, QueryText], k: int = 100, batch_size: int = 512) -> Run:
-        """Top-``k`` docs per query for all queries, as sparse matrix products in batches."""
+        """Top-``k`` docs per query for all queries, as sparse matrix products in batches.
+
+        Batches hold at most ``batch_size`` queries and about 32M scores (128 MB), and run on as many
+        threads as there are cores (scipy's sparse product and numpy's selection release the GIL;
+        each query's row is computed alone, so scores do not depend on the split).
+        """
         if self.weights_t is None:
             raise R2MedError("BM25.search() called before index()")
         qids = list(queries)
-        texts = [as_text(queries[q]) for q in qids]
-        run: Run = {}
-        doc_ids = self.doc_ids
-        for start in range(0, len(qids), batch_size):
-            scores = (self.query_vectors(texts[start:start + batch_size]) @ self.weights_t).toarray()
-            for row, qid in enumerate(qids[start:start + batch_size]):
-                run[qid] = top_k(scores[row], doc_ids, k)
-        return run
+        if not qids:
+            return {}
+        vectors = self.query_vectors([as_text(queries[q]) for q in qids])
+        doc_ids, weights_t = self.doc_ids, self.weights_t
+        cores = self.workers if self.workers is not None else len(os.sched_getaffinity(0))
+        threads = max(1, min(cores, len(qids) * len(doc_ids) // 1_000_000))
+        step = max(1, min(batch_size, (1 << 25) // max(len(doc_ids), 1), -(-len(qids) // threads)))
+
+        def batch(start: int) -> list[dict[str, float]]:
+            scores = (vectors[start:start + step] @ weights_t).toarray()
+            return [top_k(row, doc_ids, k) for row in scores]
+
+        starts = range(0, len(qids), step)
+        if threads == 1:
+            parts = map(batch, starts)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(threads) as pool:
+                parts = list(pool.map(batch, starts))
+        return dict(zip(qids, (hits for part in parts for hits in part)))
 
 
 @contextlib.contextmanager
