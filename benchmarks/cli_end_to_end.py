@@ -25,6 +25,7 @@ versions when the scores are unchanged).
     .venv/bin/python benchmarks/cli_end_to_end.py                    # 3 rounds (the paper pipeline in 2)
     .venv/bin/python benchmarks/cli_end_to_end.py --rounds 5 --paper-rounds 1 --json e2e.json
     .venv/bin/python benchmarks/cli_end_to_end.py --docs 5000 --rounds 1   # a quick look
+    .venv/bin/python benchmarks/cli_end_to_end.py --also-src before=/tmp/old/src   # before/after, interleaved
 """
 
 from __future__ import annotations
@@ -180,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-paper", action="store_true")
     parser.add_argument("--workdir", type=Path, help="keep the collection and outputs here (default: a temp folder)")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
+    parser.add_argument("--also-src", action="append", default=[], metavar="LABEL=DIR",
+                        help="also time the r2med of another source tree (e.g. an older commit's src/), "
+                             "interleaved with the rest: before/after in one run")
     args = parser.parse_args(argv)
     if args.baseline:
         name, data, out = args.baseline
@@ -197,14 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in [env.get("PYTHONPATH")] if p])
     py = sys.executable
 
-    def r2med(retriever: str, warm: bool, tag: str) -> float:
-        home = work / f"home-{retriever}"
+    def r2med(retriever: str, warm: bool, tag: str, source: str | None = None) -> float:
+        home = work / f"home-{retriever}-{abs(hash(source))}"
         if not warm:
             shutil.rmtree(home, ignore_errors=True)
-        out = work / f"out-{tag}"
+        out = work / f"out-{tag}".replace(" ", "_")
         shutil.rmtree(out, ignore_errors=True)
+        run_env = {**env, "R2MED_HOME": str(home)}
+        if source:
+            run_env["PYTHONPATH"] = source
         secs = timed_process([py, "-m", "r2med", "evaluate", "-r", retriever, "-d", str(data), "-o", str(out)],
-                             {**env, "R2MED_HOME": str(home)})
+                             run_env)
         scores.setdefault(tag, ndcg_of(out))
         digest = hashlib.sha256(next(out.rglob("run.trec")).read_bytes()).hexdigest()[:16]
         if digests.setdefault(tag, digest) != digest:
@@ -228,12 +235,21 @@ def main(argv: list[str] | None = None) -> int:
         "import r2med": lambda: timed_process([py, "-c", "import r2med"], env),
         "r2med --help": lambda: timed_process([py, "-m", "r2med", "--help"], env),
     }
+    extra_units = []
+    for spec in args.also_src:
+        label, _, source = spec.partition("=")
+        source = str(Path(source).resolve())
+        for retriever in ("bm25", "bm25-standard"):
+            names = [f"r2med[{label}] {retriever} {state}" for state in ("cold", "warm")]
+            for name, warm in zip(names, (False, True)):
+                systems[name] = (lambda r=retriever, w=warm, n=name, s=source: r2med(r, w, n, s))
+            extra_units.append(names)
     times: dict[str, list[float]] = {name: [] for name in systems}
     scores: dict[str, float] = {}
     digests: dict[str, str] = {}
     # units run back to back (a warm run follows its own cold run, which emptied the home first)
     units = [["r2med bm25 cold", "r2med bm25 warm"], ["bm25s"], ["r2med bm25-standard cold", "r2med bm25-standard warm"],
-             ["import r2med"], ["r2med --help"]]
+             ["import r2med"], ["r2med --help"], *extra_units]
     for rnd in range(args.rounds):
         turn = units[rnd % len(units):] + units[:rnd % len(units)]
         if not args.skip_paper and rnd < args.paper_rounds:
@@ -241,18 +257,18 @@ def main(argv: list[str] | None = None) -> int:
         for name in (n for unit in turn for n in unit):
             secs = systems[name]()
             times[name].append(secs)
-            print(f"round {rnd + 1}: {name:<26}{secs:8.2f}s", file=sys.stderr, flush=True)
+            print(f"round {rnd + 1}: {name:<34}{secs:8.2f}s", file=sys.stderr, flush=True)
 
     med = {n: statistics.median(v) for n, v in times.items() if v}
     print(f"\nwhole-process wall time on {args.docs:,} docs x {args.queries} queries "
           f"({os.cpu_count()} CPUs, {args.rounds} interleaved rounds; paper pipeline "
           f"{0 if args.skip_paper else min(args.rounds, args.paper_rounds)})")
-    print(f"{'system':<28}{'median s':>10}{'min':>8}{'max':>8}{'x bm25s':>9}{'x paper':>9}{'nDCG@10':>10}")
+    print(f"{'system':<34}{'median s':>10}{'min':>8}{'max':>8}{'x bm25s':>9}{'x paper':>9}{'nDCG@10':>10}")
     for name, secs in med.items():
         vs_bm25s = f"{secs / med['bm25s']:.2f}" if "bm25s" in med else "-"
         vs_paper = f"{secs / med['paper pipeline']:.3f}" if "paper pipeline" in med else "-"
         ndcg = f"{scores[name]:.4f}" if name in scores else ""
-        print(f"{name:<28}{secs:>10.2f}{min(times[name]):>8.2f}{max(times[name]):>8.2f}{vs_bm25s:>9}{vs_paper:>9}"
+        print(f"{name:<34}{secs:>10.2f}{min(times[name]):>8.2f}{max(times[name]):>8.2f}{vs_bm25s:>9}{vs_paper:>9}"
               f"{ndcg:>10}")
     for name, digest in digests.items():
         print(f"{name}: run.trec sha256 {digest}")
