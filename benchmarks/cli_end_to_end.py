@@ -18,7 +18,8 @@ folder, each system is timed as one fresh process, from start to exit:
 
 Systems run interleaved (one round = each system once, in rotating order) so load from other users of
 the machine spreads over all of them; the table shows each system's median, min and max over the
-rounds, and the ratios of medians.  It also times ``import r2med`` and ``r2med --help``.  Every run's
+rounds, the ratios of medians, and the median CPU time (user + system, worker processes included:
+less sensitive to other load than wall time, but it counts both of r2med's cores).  It also times ``import r2med`` and ``r2med --help``.  Every run's
 nDCG@10 is printed, and a hash of each r2med ``run.trec`` (identical across rounds, and across code
 versions when the scores are unchanged).
 
@@ -34,6 +35,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -157,12 +159,22 @@ BASELINES = {"bm25s": baseline_bm25s, "paper": baseline_paper}
 
 # -- the timing harness ---------------------------------------------------------------------------
 
-def timed_process(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+CPU: dict[str, list[float]] = {}
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every finished descendant, workers included
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_process(cmd: list[str], env: dict[str, str], name: str | None = None) -> float:
+    start, cpu = time.perf_counter(), _cpu()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     secs = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    if name:
+        CPU.setdefault(name, []).append(_cpu() - cpu)
     return secs
 
 
@@ -211,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         if source:
             run_env["PYTHONPATH"] = source
         secs = timed_process([py, "-m", "r2med", "evaluate", "-r", retriever, "-d", str(data), "-o", str(out)],
-                             run_env)
+                             run_env, tag)
         scores.setdefault(tag, ndcg_of(out))
         digest = hashlib.sha256(next(out.rglob("run.trec")).read_bytes()).hexdigest()[:16]
         if digests.setdefault(tag, digest) != digest:
@@ -221,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     def baseline(name: str, tag: str) -> float:
         out = work / f"out-{name}"
         shutil.rmtree(out, ignore_errors=True)
-        secs = timed_process([py, str(Path(__file__).resolve()), "--baseline", name, str(data), str(out)], env)
+        secs = timed_process([py, str(Path(__file__).resolve()), "--baseline", name, str(data), str(out)], env, tag)
         scores.setdefault(tag, ndcg_of(out))
         return secs
 
@@ -232,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         "r2med bm25-standard warm": lambda: r2med("bm25-standard", True, "r2med bm25-standard warm"),
         "bm25s": lambda: baseline("bm25s", "bm25s"),
         "paper pipeline": lambda: baseline("paper", "paper pipeline"),
-        "import r2med": lambda: timed_process([py, "-c", "import r2med"], env),
-        "r2med --help": lambda: timed_process([py, "-m", "r2med", "--help"], env),
+        "import r2med": lambda: timed_process([py, "-c", "import r2med"], env, "import r2med"),
+        "r2med --help": lambda: timed_process([py, "-m", "r2med", "--help"], env, "r2med --help"),
     }
     extra_units = []
     for spec in args.also_src:
@@ -263,18 +275,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nwhole-process wall time on {args.docs:,} docs x {args.queries} queries "
           f"({os.cpu_count()} CPUs, {args.rounds} interleaved rounds; paper pipeline "
           f"{0 if args.skip_paper else min(args.rounds, args.paper_rounds)})")
-    print(f"{'system':<34}{'median s':>10}{'min':>8}{'max':>8}{'x bm25s':>9}{'x paper':>9}{'nDCG@10':>10}")
+    cpu = {n: statistics.median(v) for n, v in CPU.items() if v}
+    print(f"{'system':<34}{'median s':>10}{'min':>8}{'max':>8}{'x bm25s':>9}{'x paper':>9}{'CPU s':>8}"
+          f"{'CPU x paper':>12}{'nDCG@10':>10}")
     for name, secs in med.items():
         vs_bm25s = f"{secs / med['bm25s']:.2f}" if "bm25s" in med else "-"
         vs_paper = f"{secs / med['paper pipeline']:.3f}" if "paper pipeline" in med else "-"
+        cpu_paper = f"{cpu[name] / cpu['paper pipeline']:.3f}" if "paper pipeline" in cpu and name in cpu else "-"
         ndcg = f"{scores[name]:.4f}" if name in scores else ""
         print(f"{name:<34}{secs:>10.2f}{min(times[name]):>8.2f}{max(times[name]):>8.2f}{vs_bm25s:>9}{vs_paper:>9}"
-              f"{ndcg:>10}")
+              f"{cpu.get(name, float('nan')):>8.2f}{cpu_paper:>12}{ndcg:>10}")
+    print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}")
     for name, digest in digests.items():
         print(f"{name}: run.trec sha256 {digest}")
     if args.json:
         args.json.write_text(json.dumps({"docs": args.docs, "queries": args.queries, "times": times,
-                                         "median": med, "ndcg_cut_10": scores,
+                                         "median": med, "cpu": CPU, "ndcg_cut_10": scores,
                                          "run_sha256": digests}, indent=1), encoding="utf-8")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

@@ -455,11 +455,12 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
     try:
         with ProcessPoolExecutor(max_workers=len(bounds) - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_chunk_range, b) for b in bounds[1:]]
-            parts = [_chunk_range(bounds[0])] + [f.result() for f in futures]
-            merged = _Ids()
+            own = chunk_encode(texts[bounds[0][0]:bounds[0][1]])
+            merged = _Ids(zip(own[0], range(len(own[0]))))  # the parent's chunks keep their ids
             get = merged.__getitem__
-            mapped, all_lengths = [], []
-            for local_vocab, ids, lengths in parts:
+            mapped, all_lengths = [(None, own[1])], [own[2]]
+            for future in futures:
+                local_vocab, ids, lengths = future.result()
                 mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
                 mapped.append((mapping, np.frombuffer(ids, dtype=np.int32)))
                 all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
