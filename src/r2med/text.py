@@ -425,6 +425,14 @@ def _analyse_part(chunks: Sequence[str]) -> list[tuple[str, ...]]:
     return _FORKED["analyzer"].analyse_chunks(chunks)  # type: ignore[attr-defined]
 
 
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity where the OS reports one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def _split(n: int, parts: int) -> list[tuple[int, int]]:
     size = max(1, -(-n // parts))
     return [(i, min(i + size, n)) for i in range(0, n, size)]
@@ -440,7 +448,7 @@ def encode_corpus(analyzer: Analyzer, texts: Sequence[str], workers: int | None 
     parent's objects are frozen out of the garbage collector meanwhile, so the children never
     copy them.
     """
-    workers = workers if workers is not None else len(os.sched_getaffinity(0))
+    workers = workers if workers is not None else available_cores()
     if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
         return analyzer.encode(texts)  # type: ignore[attr-defined]
     import gc

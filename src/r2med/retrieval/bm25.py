@@ -19,7 +19,6 @@ import contextlib
 import json
 import logging
 import mmap
-import os
 import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,7 +31,7 @@ import scipy.sparse as sp
 from ..cache import atomic_dir, cache_dir, fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..run import Run
-from ..text import Analyzer, encode_corpus, get_analyzer
+from ..text import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import QueryText, as_text, register_retriever
 
 log = logging.getLogger(__name__)
@@ -243,7 +242,7 @@ class BM25:
             return {}
         vectors = self.query_vectors([as_text(queries[q]) for q in qids])
         doc_ids, weights_t = self.doc_ids, self.weights_t
-        cores = self.workers if self.workers is not None else len(os.sched_getaffinity(0))
+        cores = self.workers if self.workers is not None else available_cores()
         threads = max(1, min(cores, len(qids) * len(doc_ids) // 1_000_000))
         step = max(1, min(batch_size, (1 << 25) // max(len(doc_ids), 1), -(-len(qids) // threads)))
 
@@ -272,7 +271,8 @@ def _small_pages() -> Iterator[None]:
     0.50 to 0.19 s without it.  The setting is restored afterwards; without numpy's private switch
     (other versions) nothing changes.
     """
-    switch = getattr(getattr(np, "_core", np).multiarray, "_set_madvise_hugepage", None)
+    core = getattr(np, "_core", None) or getattr(np, "core", None)  # numpy 2 / numpy 1
+    switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
     if switch is None:
         yield
         return
