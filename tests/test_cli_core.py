@@ -166,3 +166,19 @@ def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
     assert set(metrics["aggregate"]) == {"ndcg_cut_10", "recip_rank"}
     assert (folder / "run.trec").stat().st_mode & stat.S_IROTH  # not the 0600 of a bare temp file
     assert folder.stat().st_mode & stat.S_IXOTH
+
+
+def test_import_and_help_load_no_heavy_modules():
+    """``import r2med`` and ``r2med --help`` start without numpy, scipy, nltk or torch (issue 12: < 0.3 s)."""
+    heavy = ("numpy", "scipy", "nltk", "torch", "pytrec_eval")
+    code = ("import sys, runpy; sys.argv = ['r2med', '--help']\n"
+            "try:\n    runpy.run_module('r2med', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip().splitlines()[-1] == "[]", res.stdout[-500:] + res.stderr[-2000:]
+    res = subprocess.run([sys.executable, "-c", f"import sys, r2med; print(sorted(m for m in {heavy!r} if m in sys.modules))"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip() == "[]", res.stderr
+    res = subprocess.run([sys.executable, "-c", "import r2med; print(r2med.BM25.__name__, r2med.load_folder.__name__)"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.split() == ["BM25", "load_folder"], res.stderr

@@ -102,3 +102,76 @@ def test_bm25_with_lucene_tokens_scores_like_the_python_analyzer(lucene):
     theirs = BM25(cache=False, analyzer=lucene).index(coll.corpus).search(coll.queries)
     assert evaluate(ours, coll.qrels)["nDCG@10"] == pytest.approx(evaluate(theirs, coll.qrels)["nDCG@10"], abs=1e-9)
     assert all(list(ours[q])[:10] == list(theirs[q])[:10] for q in coll.queries)
+
+
+def test_standalone_porter_module_stems_like_nltk_and_imports_nothing_of_nltk(tmp_path):
+    """The stemmer file executed on its own (no ``nltk`` package import) equals NLTK's own class."""
+    import subprocess
+    import sys
+
+    from nltk.stem.porter import PorterStemmer
+
+    from r2med.text import _standalone_nltk_module
+
+    texts = [*LUCENE_CASES, *COMMON_WORDS]
+    from conftest import SHARED_DATA
+
+    medline = SHARED_DATA / "medline-med" / "corpus.jsonl"
+    if medline.exists():  # ~9K more distinct words when the shared data is there
+        texts.append(medline.read_text(encoding="utf-8"))
+    words = {w for text in texts for w in split_words(text.lower())}
+    standalone = _standalone_nltk_module("stem/porter.py").PorterStemmer
+    assert standalone is not PorterStemmer
+    ours, ref = standalone(standalone.MARTIN_EXTENSIONS), PorterStemmer(PorterStemmer.MARTIN_EXTENSIONS)
+    assert [ours.stem(w) for w in sorted(words)] == [ref.stem(w) for w in sorted(words)]
+    # in a fresh process, building the analyzer leaves the nltk package unimported
+    code = ("import sys; from r2med.text import EnglishAnalyzer; a = EnglishAnalyzer(); "
+            "print(a.tokenize('Running hopefully generalizations'), 'nltk' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "['run', 'hopefulli', 'gener'] False", out.stderr
+
+
+COMMON_WORDS = [
+    "relational conditional rational valenci hesitanci digitizer conformabli radicalli differentli vileli "
+    "analogousli vietnamization predication operator feudalism decisiveness hopefulness callousness formaliti "
+    "sensitiviti sensibiliti triplicate formative formalize electriciti electrical hopeful goodness revival "
+    "allowance inference airliner gyroscopic adjustable defensible irritant replacement adjustment dependent "
+    "adoption homologou communism activate angulariti homologous effective bowdlerize probate rate cease "
+    "controlling rolling caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated "
+    "troubled sized hopping tanned falling hissing fizzed failing filing happy sky dying lying tying news "
+    "innings inning outings outing cannings canning howe proceed exceed succeed generously skies spies"
+]
+
+
+_ALPHABET = ("abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x85\u00a0\u1680\u2003\u2028\u3000"
+             "éÅßİΣσςﬁ²½①日本\u00ae\u2122\u2139\U0001f600\u0301\u200b")
+
+
+def test_chunked_encoding_equals_tokenize_on_random_text():
+    """Cutting at whitespace first (the fast path) gives exactly the regex tokens, on any text."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    analyzer = EnglishAnalyzer()
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.text(alphabet=_ALPHABET, max_size=40), min_size=1, max_size=5))
+    def check(texts):
+        expected = [analyzer.tokenize(t) for t in texts]
+        for vocab, ids, lengths in (analyzer.encode(texts),
+                                    encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1)):
+            assert lengths.tolist() == [len(e) for e in expected]
+            assert np.asarray(vocab, dtype=object)[ids].tolist() == [t for e in expected for t in e]
+            assert vocab == list(dict.fromkeys(t for e in expected for t in e))  # numbered in order of first use
+
+    check()
+
+
+def test_chunk_splitting_whitespace_is_str_split_less_the_ideographic_space():
+    import sys
+
+    from r2med.text import _TOKEN, _WHITESPACE_NOT_3000
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert [c for c in spaces if _TOKEN.fullmatch(c)] == ["\u3000"]  # the one space the token pattern emits
+    assert [c for c in spaces if _WHITESPACE_NOT_3000.fullmatch(c)] == [c for c in spaces if c != "\u3000"]

@@ -1,13 +1,41 @@
-"""r2med: load R2MED tasks, run BM25 / dense / reranking / query expansion, evaluate like trec_eval."""
+"""r2med: load R2MED tasks, run BM25 / dense / reranking / query expansion, evaluate like trec_eval.
+
+The names below are imported on first use (PEP 562), so ``import r2med`` and the command line start
+without loading numpy or scipy.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from .data import Collection, load_folder, load_task, read_qrels
-from .metrics import Metrics, evaluate
-from .retrieval import BM25, make_retriever
-from .run import Run, read_trec, write_trec
+_EXPORTS = {
+    "Collection": "data", "load_folder": "data", "load_task": "data", "read_qrels": "data",
+    "Metrics": "metrics", "evaluate": "metrics",
+    "BM25": "retrieval", "make_retriever": "retrieval",
+    "Run": "run", "read_trec": "run", "write_trec": "run",
+}
 
 __all__ = ["BM25", "Collection", "Metrics", "Run", "__version__", "evaluate", "load_folder", "load_task",
            "make_retriever", "read_qrels", "read_trec", "write_trec"]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .data import Collection, load_folder, load_task, read_qrels
+    from .metrics import Metrics, evaluate
+    from .retrieval import BM25, make_retriever
+    from .run import Run, read_trec, write_trec
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'r2med' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

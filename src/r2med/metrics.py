@@ -55,6 +55,17 @@ def _engine_spec(measures: Iterable[str]) -> set[str]:
     return spec
 
 
+def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Refuse grades outside -1000..1000 before pytrec_eval sees them (its nDCG allocates per grade level)."""
+    from .data.files import GRADE_MAX, GRADE_MIN
+
+    for qid, docs in qrels.items():
+        for did, grade in docs.items():
+            if not GRADE_MIN <= grade <= GRADE_MAX:
+                raise R2MedError(f"judgment for query {qid!r}, doc {did!r}: relevance {grade} is outside "
+                                 f"{GRADE_MIN}..{GRADE_MAX}")
+
+
 @dataclass
 class Metrics:
     """Per-query and averaged measures of one run against one set of judgments."""
@@ -75,6 +86,7 @@ def evaluate(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping
 
     wanted = tuple(dict.fromkeys(canonical(m) for m in (measures or DEFAULT_MEASURES)))
     qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
+    _check_grades(qrels_clean)
     run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
     raw = evaluator.evaluate(run_clean)

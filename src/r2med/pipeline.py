@@ -23,7 +23,6 @@ from .data.loaders import load_folder
 from .errors import R2MedError
 from .metrics import DEFAULT_MEASURES, HEADLINE, Metrics, evaluate
 from .paths import task_folder
-from .retrieval import make_retriever
 from .retrieval.base import QueryText
 from .run import Run, read_metrics, read_trec, write_task_results
 
@@ -80,6 +79,8 @@ def run_collection(collection: Collection, retriever_name: str, options: Mapping
                    count_missing: bool = False, query_builder: QueryBuilder | None = None,
                    label: str | None = None, overwrite: bool = False) -> TaskResult:
     """Retrieve, evaluate and (with ``out``) write ``out/<task>/`` for one collection."""
+    from .retrieval import make_retriever  # imports numpy/scipy: not at CLI start-up
+
     options = dict(options or {})
     collection.warn_about_qrels()
     timing: dict[str, float] = {}

@@ -12,6 +12,7 @@ import heapq
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[s
         tmp.write_text(format_trec(run, tag), encoding="utf-8")
 
 
+_SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+"""A score as trec_eval's C reader takes it: decimal digits, optional fraction and exponent (no ``1_000``, ``inf``)."""
+
+
 def read_trec(path: str | os.PathLike[str]) -> Run:
     """Read a TREC run file (6 columns; 4-column ``qid docid rank score`` is accepted too)."""
     from .data.files import iter_lines
@@ -88,14 +93,14 @@ def read_trec(path: str | os.PathLike[str]) -> Run:
             qid, did, _, score = fields
         else:
             raise DataError(path, number, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}")
-        try:
-            value = float(score)
-        except ValueError:
-            raise DataError(path, number, f"score {score!r} is not a number") from None
-        if not math.isfinite(value):
-            raise DataError(path, number, f"score {score!r} is not a finite number")
+        value = float(score) if _SCORE.match(score) else None
+        if value is None and score.lstrip("+-").lower() not in ("nan", "inf", "infinity"):
+            raise DataError(path, number, f"score {score[:40]!r} is not a number")
+        if value is None or not math.isfinite(value):
+            raise DataError(path, number, f"score {score[:40]!r} is not a finite number")
         if (qid, did) in seen:
-            raise DataError(path, number, f"doc {did!r} listed twice for query {qid!r} (first on line {seen[qid, did]})")
+            raise DataError(path, number, f"doc {did[:60]!r} listed twice for query {qid[:60]!r} "
+                                          f"(first on line {seen[qid, did]})")
         seen[qid, did] = number
         run.setdefault(qid, {})[did] = value
     if not run:

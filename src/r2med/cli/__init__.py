@@ -40,11 +40,39 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def enable_strict_data(ctx: typer.Context) -> None:
+    """``--strict``: the data readers of this command (and of workers it starts) refuse repeated ids.
+
+    Set through the environment so that worker processes inherit it; restored when the command ends,
+    so an in-process caller (tests, notebooks) is left as it was.
+    """
+    import os
+
+    from ..data.files import STRICT_ENV
+
+    before = os.environ.get(STRICT_ENV)
+    os.environ[STRICT_ENV] = "1"
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(STRICT_ENV, None)
+        else:
+            os.environ[STRICT_ENV] = before
+
+    ctx.call_on_close(restore)
+
+
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
+def _main(ctx: typer.Context,
+          verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
           quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors."),
           version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+                                       help="Print the version and exit."),
+          strict: bool = typer.Option(False, "--strict", help="Refuse data files with repeated ids or judgments "
+                                                              "(default: keep the last, as the paper's loader)."),
+          ) -> None:
+    if strict:
+        enable_strict_data(ctx)
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     if err_console.is_terminal:
         handler: logging.Handler = RichHandler(console=err_console, show_path=False, markup=False)

@@ -20,7 +20,7 @@ from ..paths import check_input_file, check_output_dir, plain_name
 from ..pipeline import TaskResult, resolve_collections, run_collection
 from ..protocol import published_ndcg10
 from ..tasks import TASKS, parse_tasks
-from . import app, console
+from . import app, console, enable_strict_data
 from .options import AT_LEAST_0, AT_LEAST_1, UNIT, at_least
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,7 @@ def parse_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
 
 @app.command("evaluate")
 def evaluate_command(
+    ctx: typer.Context,
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Retriever name (see `r2med models`)."),
     tasks: str = typer.Option("all", "--tasks", "-t", help="'all' or comma-separated task names."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
@@ -152,8 +153,12 @@ def evaluate_command(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS",
                                               help="With --ray: auto, host:port or ray://host:10001 "
                                                    "(default: start a local cluster)."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse data files with repeated ids or judgments "
+                                                        "(default: keep the last, as the paper's loader)."),
 ) -> None:
     """Run a retriever over tasks, write OUT/<retriever>/<task>/{run.trec,metrics.json} and print a table."""
+    if strict:
+        enable_strict_data(ctx)
     check_output_dir(out)
     if not no_cache:
         check_home()
@@ -239,14 +244,18 @@ def demo_command(
 
 @app.command("score")
 def score_command(
+    ctx: typer.Context,
     qrels: Path = typer.Argument(..., help="Judgments: TREC qrels, R2MED qrels.jsonl or BEIR .tsv."),
     run: Path = typer.Argument(..., help="TREC run file."),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (repeatable)."),
     per_query: bool = typer.Option(False, "--per-query", "-q", help="Also print per-query values."),
     count_missing: bool = typer.Option(False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
 ) -> None:
     """Score a run file against judgments, trec_eval style."""
+    if strict:
+        enable_strict_data(ctx)
     from ..data import read_qrels
     from ..run import read_trec
 

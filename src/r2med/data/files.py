@@ -1,14 +1,31 @@
 """Readers for the on-disk formats (JSONL, TSV, TREC qrels) with ``file:line`` validation.
 
 Every reader raises :class:`r2med.errors.DataError` naming the file and line of
-the first problem: bad UTF-8, malformed JSON, a missing or mistyped field, a
-duplicate id, an empty file where content is required.
+the first problem: bad UTF-8, malformed JSON, a missing or mistyped field, a lone
+surrogate in a string, a relevance grade that is not an integer in -1000..1000,
+an empty file where content is required.  No other exception escapes a reader.
+
+Repeated ids follow the paper's loader (a dict filled line by line, BEIR-style): a
+record whose id was seen before replaces the earlier one (which keeps its place in
+the order), and identical repeats change nothing; each kind is counted in one
+warning.  In strict mode (``strict=True``, ``with strict_reading():``, the CLI's
+``--strict`` or ``R2MED_STRICT=1``) any repeat is a ``file:line`` error instead.
+
+JSON lines are parsed by orjson when it is installed (about 2.5x faster); a line
+orjson refuses, or one holding a float (orjson reads integers beyond 64 bits as
+floats), is parsed again by Python's ``json``, whose behaviour and messages are the
+reference: both paths give identical results (tested).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
+import logging
 import math
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,49 +33,205 @@ from typing import Any
 from ..errors import DataError
 from .collection import Qrels
 
+try:
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is a dependency; json alone gives the same results
+    _fast_loads = None
 
-def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line) for every non-blank line; bad UTF-8 is a DataError."""
+log = logging.getLogger(__name__)
+
+GRADE_MIN, GRADE_MAX = -1000, 1000
+"""Relevance grades r2med accepts (negative grades count as judged non-relevant, as in trec_eval)."""
+
+STRICT_ENV = "R2MED_STRICT"
+_STRICT: contextvars.ContextVar[bool | None] = contextvars.ContextVar("r2med_strict", default=None)
+_BLOCK = 1 << 20  # bytes read at a time: memory stays bounded, and reused (fewer page faults than larger blocks)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_SHOWN_IDS = 5
+_has_space = re.compile(r"\s").search  # \s is str.isspace(): the characters str.split() cuts at
+
+
+def strict_default() -> bool:
+    """Whether readers refuse repeated ids: ``strict_reading()`` if active, else ``$R2MED_STRICT``."""
+    value = _STRICT.get()
+    if value is not None:
+        return value
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@contextlib.contextmanager
+def strict_reading(strict: bool = True) -> Iterator[None]:
+    """Within the block, readers refuse (``strict=True``) or merge (``False``) repeated ids."""
+    token = _STRICT.set(strict)
+    try:
+        yield
+    finally:
+        _STRICT.reset(token)
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes without the newline) for every line, read in large blocks; BOM dropped."""
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
         raise DataError(path, None, "file not found") from None
+    except IsADirectoryError:
+        raise DataError(path, None, "is a folder, not a file") from None
+    except OSError as exc:
+        raise DataError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(path, number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if number == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            if line.strip():
-                yield number, line
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in iter_lines(path):
+        number, pending = 0, []  # pending: the pieces of a line that spans blocks
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            reason = exc.msg.removesuffix(" at").lower()
-            raise DataError(path, number, f"malformed JSON at column {exc.colno} ({reason})") from None
+            while block := handle.read(_BLOCK):
+                lines = block.split(b"\n")
+                if len(lines) == 1:
+                    pending.append(block)
+                    continue
+                if pending:
+                    pending.append(lines[0])
+                    lines[0] = b"".join(pending)
+                last = lines.pop()
+                pending = [last] if last else []
+                for raw in lines:
+                    number += 1
+                    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                        raw = raw[3:]
+                    yield number, raw
+        except OSError as exc:  # e.g. a folder on a system where open() succeeds on it
+            raise DataError(path, number + 1, f"cannot be read ({exc.strerror or exc})") from None
+        if pending:
+            number += 1
+            raw = b"".join(pending)
+            yield number, raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
+
+
+def _decode(path: Path, number: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) for every non-blank line; bad UTF-8 is a DataError."""
+    for number, raw in _raw_lines(path):
+        line = _decode(path, number, raw)
+        if line.strip():
+            yield number, line
+
+
+_BLANK = object()
+
+
+def _parse_line(path: Path, number: int, raw: bytes) -> Any:
+    """One line parsed by Python's ``json`` (the reference), or ``_BLANK``; every fault is a DataError."""
+    line = _decode(path, number, raw)
+    if not line.strip():
+        return _BLANK
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        reason = exc.msg.removesuffix(" at").lower()
+        raise DataError(path, number, f"malformed JSON at column {exc.colno} ({reason})") from None
+    except RecursionError:
+        raise DataError(path, number, "malformed JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise DataError(path, number, f"malformed JSON ({exc})") from None
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
+        raise DataError(path, number, "a string holds a lone surrogate escape (e.g. \\ud800), which is not "
+                                      "valid Unicode")
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _holds_float(record: dict[str, Any]) -> bool:
+    """Whether a parsed record holds a float anywhere (cheap for the usual flat records of strings)."""
+    for value in record.values():
+        kind = type(value)
+        if kind is float:
+            return True
+        if kind is list or kind is dict:
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                kind = type(item)
+                if kind is float:
+                    return True
+                if kind is list:
+                    stack.extend(item)
+                elif kind is dict:
+                    stack.extend(item.values())
+    return False
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    fast = _fast_loads
+    for number, raw in _raw_lines(path):
+        record: Any = _BLANK
+        if fast is not None:
+            try:
+                record = fast(raw)
+            except Exception:  # noqa: BLE001 - anything orjson refuses goes to json for the verdict
+                record = _BLANK
+            else:  # orjson turns integers beyond 64 bits into floats; json keeps them exact
+                if type(record) is not dict or _holds_float(record):
+                    record = _BLANK
+        if record is _BLANK:
+            record = _parse_line(path, number, raw)
+            if record is _BLANK:
+                continue
         if not isinstance(record, dict):
             raise DataError(path, number, f"expected a JSON object, got {type(record).__name__}")
         yield number, record
 
 
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for every non-blank line; anything else is a DataError at ``path:line``."""
+    return _records(Path(path))
+
+
 def field_id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
-    """The id in ``record[key]`` as a string, or a DataError at ``path:number``."""
+    """The id in ``record[key]`` as a string, or a DataError at ``path:number``.
+
+    Strings are taken as they are; JSON numbers become their decimal string (``str()``, as the
+    paper's code ends up comparing them): ``7`` -> ``"7"``, ``1.5`` -> ``"1.5"``.
+    """
     if key not in record:
         raise DataError(path, number, f"missing field {key!r}")
     value = record[key]
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise DataError(path, number, f"field {key!r} must be a string or integer id, got {type(value).__name__}")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise DataError(path, number, f"field {key!r} must be a string or a number, got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(path, number, f"field {key!r} = {value!r} is not a usable id")
     value = str(value)
     if not value.strip():
         raise DataError(path, number, f"field {key!r} is empty")
-    if any(c.isspace() for c in value):
-        raise DataError(path, number, f"field {key!r} = {value!r} contains whitespace (ids must fit TREC run files)")
+    if _has_space(value):
+        raise DataError(path, number, f"field {key!r} = {_short(value)} contains whitespace "
+                                      "(ids must fit TREC run files)")
     return value
 
 
@@ -73,73 +246,142 @@ def _text(path: Path, number: int, record: dict[str, Any], key: str, required: b
     return value
 
 
+def _warn_repeats(path: Path, kind: str, same: list[str], changed: list[str], what: str) -> None:
+    def shown(ids: list[str]) -> str:
+        head = ", ".join(ids[:_SHOWN_IDS])
+        return head + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
+
+    if same:
+        log.warning("%s: %d repeated %s identical to an earlier line dropped (%s)", path, len(same), kind, shown(same))
+    if changed:
+        log.warning("%s: %d %s repeated with a different %s: the last one is kept, as the paper's loader "
+                    "does (%s); --strict refuses such files", path, len(changed), kind, what, shown(changed))
+
+
 def read_texts(
     path: Path,
     id_key: str = "id",
     text_key: str = "text",
     title_key: str | None = None,
     keep_meta: bool = False,
+    strict: bool | None = None,
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-    """Read ``{id, text}`` records into an ordered id -> text map (titles joined in front when present)."""
+    """Read ``{id, text}`` records into an ordered id -> text map (titles joined in front when present).
+
+    A repeated id replaces the earlier record in place (see the module docstring); with ``strict``
+    (default: :func:`strict_default`) it is a DataError.
+    """
+    path = Path(path)
+    strict = strict_default() if strict is None else strict
     texts: dict[str, str] = {}
     meta: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
-    for number, record in iter_jsonl(path):
-        key = field_id(path, number, record, id_key)
-        if key in texts:
-            raise DataError(path, number, f"duplicate id {key!r} (first seen on line {first_line[key]})")
-        text = _text(path, number, record, text_key)
+    same: list[str] = []
+    changed: list[str] = []
+    for number, record in _records(path):
+        key = record.get(id_key)
+        if type(key) is not str or not key or _has_space(key):  # the usual case is checked in C
+            key = field_id(path, number, record, id_key)
+        text = record.get(text_key)
+        if type(text) is not str:
+            text = _text(path, number, record, text_key)
         if title_key:
             title = _text(path, number, record, title_key, required=False).strip()
             if title:
                 text = f"{title} {text}"
+        extra = {k: v for k, v in record.items() if k not in (id_key, text_key)} if keep_meta else None
+        if key in first_line:
+            if strict:
+                raise DataError(path, number, f"duplicate id {key!r} (first seen on line {first_line[key]})")
+            if texts[key] == text and meta.get(key) == (extra or None):
+                same.append(key)
+                continue
+            changed.append(key)
+            meta.pop(key, None)
+        else:
+            first_line[key] = number
         texts[key] = text
-        first_line[key] = number
-        if keep_meta:
-            extra = {k: v for k, v in record.items() if k not in (id_key, text_key)}
-            if extra:
-                meta[key] = extra
+        if extra:
+            meta[key] = extra
     if not texts:
         raise DataError(path, None, "no records (empty file)")
+    _warn_repeats(path, "id(s)", same, changed, "record")
     return texts, meta
 
 
-def _grade(path: Path, number: int, value: Any) -> int:
-    try:
-        grade = float(value)
-    except (TypeError, ValueError):
-        raise DataError(path, number, f"relevance {value!r} is not a number") from None
-    if not math.isfinite(grade) or grade != int(grade):
-        raise DataError(path, number, f"relevance {value!r} is not an integer grade")
-    return int(grade)
+def parse_grade(path: Path, number: int, value: Any) -> int:
+    """A relevance grade: an integer (written as a JSON number or a decimal string) in GRADE_MIN..GRADE_MAX."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise DataError(path, number, f"relevance {_short(value)} is not a number")
+    if isinstance(value, str):
+        text = value.strip()
+        if _INTEGER.match(text):
+            if len(text.lstrip("+-").lstrip("0")) > 6:
+                shown = text if len(text) <= 40 else text[:37] + "..."
+                raise DataError(path, number, f"relevance {shown} is outside {GRADE_MIN}..{GRADE_MAX}")
+            value = int(text)
+        elif _DECIMAL.match(text):
+            value = float(text)
+        else:
+            raise DataError(path, number, f"relevance {_short(value)} is not a number")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise DataError(path, number, f"relevance {_short(value)} is not an integer grade")
+        if not GRADE_MIN <= value <= GRADE_MAX:
+            raise DataError(path, number, f"relevance {_short(value)} is outside {GRADE_MIN}..{GRADE_MAX}")
+        value = int(value)
+    if not GRADE_MIN <= value <= GRADE_MAX:
+        raise DataError(path, number, f"relevance {_short(value)} is outside {GRADE_MIN}..{GRADE_MAX}")
+    return value
 
 
-def _add_qrel(qrels: Qrels, path: Path, number: int, qid: str, did: str, grade: int, seen: dict) -> None:
-    pair = (qid, did)
-    if pair in seen:
-        raise DataError(path, number, f"duplicate judgment for query {qid!r}, doc {did!r} (first on line {seen[pair]})")
-    seen[pair] = number
-    qrels.setdefault(qid, {})[did] = grade
+class _QrelsBuilder:
+    """Judgments line by line: a repeated (query, doc) pair keeps the last grade (strict: an error)."""
+
+    def __init__(self, path: Path, strict: bool | None):
+        self.path = path
+        self.strict = strict_default() if strict is None else strict
+        self.qrels: Qrels = {}
+        self.seen: dict[tuple[str, str], int] = {}
+        self.same: list[str] = []
+        self.changed: list[str] = []
+
+    def add(self, number: int, qid: str, did: str, grade: int) -> None:
+        pair = (qid, did)
+        docs = self.qrels.setdefault(qid, {})
+        if pair in self.seen:
+            if self.strict:
+                raise DataError(self.path, number, f"duplicate judgment for query {qid!r}, doc {did!r} "
+                                                   f"(first on line {self.seen[pair]})")
+            (self.same if docs[did] == grade else self.changed).append(f"{qid}/{did}")
+        else:
+            self.seen[pair] = number
+        docs[did] = grade
+
+    def done(self) -> Qrels:
+        if not self.qrels:
+            raise DataError(self.path, None, "no judgments (empty file)")
+        _warn_repeats(self.path, "judgment(s)", self.same, self.changed, "grade")
+        return self.qrels
 
 
-def read_qrels_jsonl(path: Path, qid_key: str = "q_id", did_key: str = "p_id", score_key: str = "score") -> Qrels:
-    qrels: Qrels = {}
-    seen: dict = {}
-    for number, record in iter_jsonl(path):
+def read_qrels_jsonl(path: Path, qid_key: str = "q_id", did_key: str = "p_id", score_key: str = "score",
+                     strict: bool | None = None) -> Qrels:
+    path = Path(path)
+    builder = _QrelsBuilder(path, strict)
+    for number, record in _records(path):
         qid = field_id(path, number, record, qid_key)
         did = field_id(path, number, record, did_key)
         if score_key not in record:
             raise DataError(path, number, f"missing field {score_key!r}")
-        _add_qrel(qrels, path, number, qid, did, _grade(path, number, record[score_key]), seen)
-    if not qrels:
-        raise DataError(path, None, "no judgments (empty file)")
-    return qrels
+        builder.add(number, qid, did, parse_grade(path, number, record[score_key]))
+    return builder.done()
 
 
-def read_qrels_tsv(path: Path) -> Qrels:
+def read_qrels_tsv(path: Path, strict: bool | None = None) -> Qrels:
     """BEIR's ``qrels/<split>.tsv``: ``query-id<TAB>corpus-id<TAB>score`` with a header line."""
-    qrels: Qrels = {}
-    seen: dict = {}
+    path = Path(path)
+    builder = _QrelsBuilder(path, strict)
     for number, line in iter_lines(path):
         fields = line.rstrip("\r\n").split("\t")
         if number == 1 and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
@@ -147,32 +389,31 @@ def read_qrels_tsv(path: Path) -> Qrels:
         if len(fields) != 3:
             raise DataError(path, number, f"expected 3 tab-separated fields, got {len(fields)}")
         qid, did, score = (f.strip() for f in fields)
-        _add_qrel(qrels, path, number, qid, did, _grade(path, number, score), seen)
-    if not qrels:
-        raise DataError(path, None, "no judgments (empty file)")
-    return qrels
+        for name, value in (("query-id", qid), ("corpus-id", did)):
+            if not value or any(c.isspace() for c in value):
+                raise DataError(path, number, f"{name} {_short(value)} is empty or contains whitespace")
+        builder.add(number, qid, did, parse_grade(path, number, score))
+    return builder.done()
 
 
-def read_qrels_trec(path: Path) -> Qrels:
+def read_qrels_trec(path: Path, strict: bool | None = None) -> Qrels:
     """A TREC qrels file: ``qid iteration docid relevance`` per line (whitespace-separated)."""
-    qrels: Qrels = {}
-    seen: dict = {}
+    path = Path(path)
+    builder = _QrelsBuilder(path, strict)
     for number, line in iter_lines(path):
         fields = line.split()
         if len(fields) != 4:
             raise DataError(path, number, f"expected 4 fields 'qid iter docid rel', got {len(fields)}")
         qid, _, did, score = fields
-        _add_qrel(qrels, path, number, qid, did, _grade(path, number, score), seen)
-    if not qrels:
-        raise DataError(path, None, "no judgments (empty file)")
-    return qrels
+        builder.add(number, qid, did, parse_grade(path, number, score))
+    return builder.done()
 
 
-def read_qrels(path: str | Path) -> Qrels:
+def read_qrels(path: str | Path, strict: bool | None = None) -> Qrels:
     """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC."""
     path = Path(path)
     if path.suffix == ".jsonl":
-        return read_qrels_jsonl(path)
+        return read_qrels_jsonl(path, strict=strict)
     if path.suffix == ".tsv":
-        return read_qrels_tsv(path)
-    return read_qrels_trec(path)
+        return read_qrels_tsv(path, strict=strict)
+    return read_qrels_trec(path, strict=strict)

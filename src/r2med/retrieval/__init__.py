@@ -1,6 +1,15 @@
 """Retrievers: the ``Retriever`` protocol, the registry, BM25 and (extra ``dense``) dense models."""
 
+from typing import Any
+
 from .base import QueryText, Retriever, available_retrievers, make_retriever, register_retriever
-from .bm25 import BM25
 
 __all__ = ["BM25", "QueryText", "Retriever", "available_retrievers", "make_retriever", "register_retriever"]
+
+
+def __getattr__(name: str) -> Any:  # BM25 imports numpy/scipy: loaded on first use
+    if name == "BM25":
+        from .bm25 import BM25
+
+        return BM25
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
