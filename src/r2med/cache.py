@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -227,9 +228,15 @@ def _swap_in(tmp: Path, target: Path) -> None:
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
                 raise
-        if target.is_symlink() or (target.exists() and not target.is_dir()):
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()  # a link or file named like the folder: replaced, never followed
+        try:
+            mode = os.lstat(target).st_mode  # one look: another writer may swap the target meanwhile
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(mode):
+            # a link or file named like the folder: replaced, never followed (a folder that another
+            # writer renamed in since the look is left for the next round)
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                target.unlink()
             continue
         old = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), suffix=".old.tmp", dir=target.parent))
         try:
