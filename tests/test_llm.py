@@ -95,8 +95,12 @@ def test_faults_are_retried_and_nothing_is_lost_or_duplicated():
         assert [r.text for r in results] == [default_reply(p) for p in PROMPTS]
         failures = faults_total = sum(v for k, v in server.faults_sent.items() if k != "slow")
         assert faults_total > 0 and server.faults_sent["hang"] > 0
-        assert client.usage.retries == len(retries) == failures
-        assert server.completions == len(PROMPTS)  # one successful answer per prompt
+        # every request beyond the first of each prompt is a counted retry, and every injected fault caused
+        # one; a loaded machine can also time out a normal reply (a retry the server did not inject), whose
+        # late answer is then the only extra completion the server may count
+        assert client.usage.retries == len(retries) == server.requests - len(PROMPTS)
+        assert client.usage.retries >= failures
+        assert 0 <= server.completions - len(PROMPTS) <= client.usage.retries - failures
         assert client.usage.failed == 0
 
 
