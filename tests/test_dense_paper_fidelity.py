@@ -338,3 +338,28 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     assert widened.precision_note == "bf16 (paper: fp32)"
     text = board.to_markdown()
     assert "tol ±2, bf16 (paper: fp32)" in text and "another precision" in text
+
+
+def test_torch_search_path_normalises_docs_like_numpy():
+    """The GPU search code (torch), run on the CPU here: same cosine top-k as the numpy path."""
+    pytest.importorskip("torch")
+    from r2med.retrieval.dense import _exact_top_k_torch
+
+    rng = np.random.default_rng(4)
+    d = (rng.normal(size=(150, 6)) * rng.uniform(0.1, 10, size=(150, 1))).astype(np.float32)
+    q = rng.normal(size=(4, 6)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    s_np, i_np = exact_top_k(q, d, 7, chunk=40, normalize_docs=True, device="cpu")
+    s_t, i_t = _exact_top_k_torch(q, d, 7, None, 40, "cpu", normalize_docs=True)
+    assert i_t.tolist() == i_np.tolist()
+    np.testing.assert_allclose(s_t, s_np, atol=1e-6)
+
+
+def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype():
+    from r2med.cli.core import paper_scoring, precision_note
+
+    assert paper_scoring("bge", None) and paper_scoring("bge", "cosine") and not paper_scoring("bge", "dot")
+    assert precision_note("bge", None) is None and precision_note("bge", "fp32") is None
+    assert precision_note("nv", "fp16") is None and precision_note("bmr-7b", None) is None
+    assert "bf16" in precision_note("bge", "bf16") and "fp32" in precision_note("bge", "bf16")
+    assert precision_note("openai", "bf16") is None  # API embedders have no precision to compare
