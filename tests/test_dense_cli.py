@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import minilm_path, shared_collection
+from test_dense_fixtures import bert_dir  # noqa: F401
 
 from r2med.run import read_trec
 
@@ -40,6 +41,9 @@ def small_collection(folder: Path) -> Path:
     (["--retriever", "openai"], "OPENAI_API_KEY"),
     (["--retriever", "bm25", "--model", "x"], "apply to dense retrievers"),
     (["--retriever", "nv"], "--trust-remote-code"),
+    (["--retriever", "bm25", "--similarity", "dot"], "apply to dense retrievers"),
+    (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity"),
+    (["--retriever", "bge", "--dtype", "fp8"], "unknown dtype"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, r2med_home, args, message):
     data = small_collection(tmp_path / "mini")
@@ -60,38 +64,65 @@ def test_models_lists_bm25_and_every_paper_preset(r2med_home):
     assert set(paper) <= set(rows) and "dense" in rows
     assert rows["bm25"]["k1"] == 0.9 and rows["nv"]["hub_id"] == "nvidia/NV-Embed-v2"
     assert rows["bge"]["pooling"] == "cls" and rows["e5"]["max_length"] == 2048
+    for name in paper[1:]:  # every dense preset says how it scores and in which precision
+        assert rows[name]["similarity"] == "cosine" and rows[name]["dtype"], name
+    assert rows["bmr-7b"]["dtype"] == "fp16-autocast" and rows["nv"]["dtype"] == "fp16" and not rows["nv"]["append_eos"]
+    table = r2med("models", home=r2med_home, extra_env={"COLUMNS": "250"})
+    assert table.returncode == 0 and "similarity" in table.stdout and "fp16-autocast" in table.stdout
+
+
+def test_similarity_and_dtype_are_recorded_in_the_config(tmp_path, r2med_home, bert_dir):
+    data = small_collection(tmp_path / "mini")
+    proc = r2med("evaluate", "--retriever", "dense", "--model", bert_dir, "--pooling", "mean", "--similarity", "dot",
+                 "--dtype", "bf16", "-d", str(data), "-o", str(tmp_path / "out"), home=r2med_home)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads((tmp_path / "out" / "dense" / "mini" / "metrics.json").read_text())["config"]
+    assert config["similarity"] == "dot" and config["encoder"]["dtype"] == "bf16"
+    assert config["options"]["similarity"] == "dot" and config["options"]["dtype"] == "bf16"
 
 
 @pytest.mark.slow
 @pytest.mark.shared
-def test_medline_cli_top100_equals_direct_encode_and_brute_force(tmp_path, r2med_home):
-    """The issue's acceptance check (max length 64 keeps it to about a minute per pass on 2 cores)."""
+def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path, r2med_home):
+    """A sentence-transformers model named by its hub id (found offline in a pre-filled HF cache), no flags:
+    nDCG@10 within 1e-4 of SentenceTransformer.encode + cosine brute force, top-10 overlap >= 0.99."""
+    from test_dense_model_defaults import HUB_ID, hf_cache_with
+
     data = shared_collection("medline-med")
     model_path = minilm_path()
-    proc = r2med("evaluate", "--retriever", "dense", "--model", model_path, "--max-length", "64",
-                 "-d", str(data), "-o", str(tmp_path / "out"), home=r2med_home)
+    cache = hf_cache_with(tmp_path / "hub", HUB_ID, model_path)
+    proc = r2med("evaluate", "--retriever", "dense", "--model", HUB_ID, "-d", str(data), "-o", str(tmp_path / "out"),
+                 home=r2med_home, extra_env={"HF_HUB_CACHE": str(cache)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "dense" / "medline-med"
     run = read_trec(folder / "run.trec")
     metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["config"]["similarity"] == "cosine" and metrics["config"]["encoder"]["max_length"] is None
 
     from sentence_transformers import SentenceTransformer
 
     from r2med.data.loaders import load_folder
+    from r2med.metrics import evaluate
 
     collection = load_folder(data)
-    model = SentenceTransformer(model_path, device="cpu")
-    model.max_seq_length = 64
+    model = SentenceTransformer(model_path, device="cpu")  # its own settings: 256 tokens, mean, normalised
     doc_ids, qids = list(collection.corpus), list(collection.queries)
-    d = model.encode(list(collection.corpus.values()), batch_size=64)
+    d = model.encode(list(collection.corpus.values()))
     q = model.encode(list(collection.queries.values()))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
     scores = q.astype(np.float64) @ d.astype(np.float64).T
+    reference, overlap = {}, []
     for row, qid in enumerate(qids):
         if qid in doc_ids:  # BEIR's ignore_identical_ids
             scores[row, doc_ids.index(qid)] = -np.inf
         order = np.argsort(-scores[row], kind="stable")[:100]
-        got = run[qid]
-        assert list(got) == [doc_ids[j] for j in order], qid
-        np.testing.assert_allclose(list(got.values()), scores[row, order], atol=1e-5)
-    assert 0.5 < metrics["aggregate"]["ndcg_cut_10"] <= 1.0
-    print(f"medline-med MiniLM (max length 64) nDCG@10 = {metrics['aggregate']['ndcg_cut_10']:.4f}")
+        reference[qid] = {doc_ids[j]: float(scores[row, j]) for j in order}
+        overlap.append(len(set(list(run[qid])[:10]) & {doc_ids[j] for j in order[:10]}) / 10)
+        for did, value in run[qid].items():
+            np.testing.assert_allclose(value, scores[row, doc_ids.index(did)], atol=1e-5)
+    ours, theirs = metrics["aggregate"]["ndcg_cut_10"], evaluate(reference, collection.qrels).aggregate["ndcg_cut_10"]
+    assert abs(ours - theirs) <= 1e-4, (ours, theirs)
+    assert np.mean(overlap) >= 0.99
+    print(f"medline-med MiniLM, no flags: nDCG@10 r2med {ours:.4f}, SentenceTransformer.encode {theirs:.4f}, "
+          f"top-10 overlap {np.mean(overlap):.4f}")

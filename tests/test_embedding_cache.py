@@ -160,3 +160,166 @@ def test_two_writers_of_one_entry_both_finish():
             cache.write_chunk(i, vectors[lo:hi])
     np.testing.assert_array_equal(a.finalize(), vectors)  # removes the chunks b also wrote
     np.testing.assert_array_equal(b.finalize(), vectors)
+
+
+# -- integrity: checksums on every load ----------------------------------------------------------
+
+def fake_vectors(texts, dim: int = 16) -> np.ndarray:
+    """Deterministic vectors per text (no model), counting calls."""
+    import zlib
+
+    fake_vectors.calls += len(texts)
+    return np.stack([np.random.default_rng(zlib.crc32(str(t).encode())).normal(size=dim) for t in texts]
+                    ).astype(np.float32)
+
+
+fake_vectors.calls = 0
+
+
+def _entry(cache: EmbeddingCache, texts, chunk_size=10):
+    fake_vectors.calls = 0
+    return cache.get_or_encode(texts, fake_vectors)
+
+
+def test_final_file_damaged_in_place_is_detected_and_only_its_chunks_reencoded(caplog):
+    texts = [f"text {i}" for i in range(95)]
+    want = fake_vectors(texts)
+    cache = EmbeddingCache({"model": "m"}, "fp", len(texts), chunk_size=10)
+    np.testing.assert_array_equal(_entry(cache, texts), want)
+    assert (cache.path / "checksums.json").exists() and not cache.chunk_dir.exists()
+    # overwrite rows 23..41 (chunks 2, 3 and 4) with other bytes, keeping the file's size
+    data = bytearray(cache.final_path.read_bytes())
+    header = len(data) - want.nbytes
+    lo, hi = header + 23 * 16 * 4, header + 42 * 16 * 4
+    data[lo:hi] = np.random.default_rng(0).bytes(hi - lo)
+    cache.final_path.write_bytes(bytes(data))
+    assert cache.load() is None  # the public loader never hands out damaged rows
+    again = EmbeddingCache({"model": "m"}, "fp", len(texts), chunk_size=10)
+    with caplog.at_level("WARNING"):
+        got = _entry(again, texts)
+    assert "fail their checksum" in caplog.text
+    assert fake_vectors.calls == 30 and again.encoded_docs == 30 and again.reused_docs == 65
+    np.testing.assert_array_equal(got, want)
+    assert EmbeddingCache({"model": "m"}, "fp", len(texts), chunk_size=10).load() is not None
+
+
+def test_truncated_or_damaged_chunk_is_dropped_and_reencoded_not_an_error(caplog):
+    texts = [f"doc {i}" for i in range(45)]
+    cache = EmbeddingCache({"model": "m"}, "fp2", len(texts), chunk_size=10)
+
+    def encode_then_crash(chunk):
+        if fake_vectors.calls >= 30:
+            raise KeyboardInterrupt  # the run stops after 3 finished chunks
+        return fake_vectors(chunk)
+
+    fake_vectors.calls = 0
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_encode(texts, encode_then_crash)
+    assert sorted(p.name for p in cache.chunk_dir.glob("*.npy")) == ["00000.npy", "00001.npy", "00002.npy"]
+    # chunk 1 truncated (a full disk, a bad copy), chunk 2 overwritten with other bytes of the same size
+    c1 = cache.chunk_path(1)
+    c1.write_bytes(c1.read_bytes()[: c1.stat().st_size // 2])
+    c2 = cache.chunk_path(2)
+    data = bytearray(c2.read_bytes())
+    data[-40:] = bytes(40)
+    c2.write_bytes(bytes(data))
+    with caplog.at_level("WARNING"):
+        got = _entry(EmbeddingCache({"model": "m"}, "fp2", len(texts), chunk_size=10), texts)
+    assert "truncated" in caplog.text and "fails its checksum" in caplog.text
+    assert fake_vectors.calls == 35  # chunks 1 and 2 again, 3 and 4 for the first time; chunk 0 reused
+    np.testing.assert_array_equal(got, fake_vectors(texts))
+
+
+def test_final_file_without_checksums_is_reencoded(caplog):
+    texts = [f"t{i}" for i in range(12)]
+    cache = EmbeddingCache({"model": "m"}, "fp3", len(texts), chunk_size=5)
+    _entry(cache, texts)
+    (cache.path / "checksums.json").unlink()
+    with caplog.at_level("WARNING"):
+        _entry(EmbeddingCache({"model": "m"}, "fp3", len(texts), chunk_size=5), texts)
+    assert fake_vectors.calls == 12 and "cannot be verified" in caplog.text
+
+
+def _wide_bert(folder: Path) -> str:
+    """A 2-layer random BERT with 128 dims, so medline-med's 1,033 doc vectors take 529 KB."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from conftest import minilm_path
+
+    torch.manual_seed(7)
+    tok = AutoTokenizer.from_pretrained(minilm_path())
+    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=512)).eval().save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.shared
+def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path, r2med_home, caplog):
+    """The hardening report's case: 400 KB of a cached embeddings file overwritten, same size."""
+    from conftest import shared_collection
+
+    from r2med.data.loaders import load_folder
+    from r2med.metrics import evaluate
+    from r2med.pipeline import run_collection
+
+    collection = load_folder(shared_collection("medline-med"))
+    model = _wide_bert(tmp_path / "wide_bert")
+    options = {"model": model, "pooling": "mean", "max_length": 128, "device": "cpu"}
+    clean = run_collection(collection, "dense", options, out=tmp_path / "clean").metrics.aggregate["ndcg_cut_10"]
+    docs = [e for e in (r2med_home / "embeddings").iterdir()
+            if json.loads((e / "meta.json").read_text())["role"] == "documents"]
+    final = docs[0] / "embeddings.npy"
+    size = final.stat().st_size
+    assert size > 500_000
+    data = bytearray(final.read_bytes())
+    data[100_000:500_000] = np.random.default_rng(1).normal(size=100_000).astype(np.float32).tobytes()
+    final.write_bytes(bytes(data))
+    assert final.stat().st_size == size
+    damaged = np.load(final)
+    with caplog.at_level("WARNING"):
+        repaired = run_collection(collection, "dense", options, out=tmp_path / "again")
+    assert "fail their checksum" in caplog.text
+    assert repaired.metrics.aggregate["ndcg_cut_10"] == clean
+    # the damage matters: the same search over the damaged rows scores far off
+    r = make_dense_over(damaged, collection, options)
+    wrong = evaluate(r.search(collection.queries, k=100), collection.qrels).aggregate["ndcg_cut_10"]
+    assert abs(wrong - clean) > 0.05, (wrong, clean)
+    print(f"medline-med, random 128-dim BERT: nDCG@10 clean {clean:.4f}, repaired "
+          f"{repaired.metrics.aggregate['ndcg_cut_10']:.4f}, damaged rows used as is {wrong:.4f}")
+
+
+def make_dense_over(embeddings, collection, options):
+    from r2med.retrieval import make_retriever
+
+    r = make_retriever("dense", **options)
+    r.doc_ids, r.embeddings = list(collection.corpus), embeddings
+    return r
+
+
+# -- query embeddings are cached too -------------------------------------------------------------
+
+def test_rerun_with_the_same_queries_encodes_nothing(bert_dir):
+    docs = corpus(20)
+    queries = {"q1": "insulin receptor", "q2": "kidney virus", "q3": ("gene", "a hypothetical gene passage")}
+    s = EncoderSettings(model=bert_dir, pooling="mean", max_length=32)
+    first = DenseRetriever(s, device="cpu").index(docs)
+    run1 = first.search(queries, k=5)
+    assert first.queries_encoded == 3 and first.encoder.texts_encoded == 20 + 4  # q3 has two parts
+    second = DenseRetriever(s, device="cpu").index(docs)
+    run2 = second.search(queries, k=5)
+    assert second.docs_encoded == 0 and second.queries_encoded == 0
+    assert second.encoder.texts_encoded == 0  # the model never ran
+    assert run2 == run1
+    # another query text, another instruction: encoded again (keyed by texts and settings)
+    third = DenseRetriever(s, device="cpu").index(docs)
+    third.search({**queries, "q2": "kidney stones"}, k=5)
+    assert third.queries_encoded == 3
+    fourth = DenseRetriever(s.with_(query_instruction="Q: "), device="cpu").index(docs)
+    fourth.search(queries, k=5)
+    assert fourth.queries_encoded == 3
+    # --no-cache: always encodes
+    fifth = DenseRetriever(s, device="cpu", cache=False).index(docs)
+    fifth.search(queries, k=5)
+    assert fifth.queries_encoded == 3

@@ -137,6 +137,10 @@ def evaluate_command(
     device: Optional[str] = typer.Option(None, "--device", help="Dense: auto (default), cpu, cuda, cuda:1..."),
     max_length: Optional[int] = typer.Option(None, "--max-length", callback=at_least(2), help="Dense: max tokens per text."),
     pooling: Optional[str] = typer.Option(None, "--pooling", help="Dense: cls, mean or last-token."),
+    similarity: Optional[str] = typer.Option(None, "--similarity",
+                                             help="Dense: cosine (the paper's, the default) or dot."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Dense: bf16, fp16 or fp32 (default: the "
+                                                              "paper's per preset, fp32 for other models)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Dense: allow models that run their own code (NV-Embed-v2)."),
     medcpt_published: bool = typer.Option(False, "--medcpt-published-encoder",
@@ -179,12 +183,13 @@ def evaluate_command(
         dense = retriever == "dense" or retriever in DENSE_PRESETS
         if dense:
             options.update({k: v for k, v in dict(model=model, batch_size=batch_size, device=device,
-                                                  max_length=max_length, pooling=pooling,
-                                                  trust_remote_code=trust_remote_code or None,
+                                                  max_length=max_length, pooling=pooling, similarity=similarity,
+                                                  dtype=dtype, trust_remote_code=trust_remote_code or None,
                                                   medcpt_published=medcpt_published or None).items() if v is not None})
-        elif any(v for v in (model, batch_size, device, max_length, pooling, trust_remote_code, medcpt_published)):
-            raise R2MedError(f"--model/--batch-size/--device/--max-length/--pooling/--trust-remote-code apply to "
-                             f"dense retrievers, not {retriever!r}")
+        elif any(v for v in (model, batch_size, device, max_length, pooling, similarity, dtype, trust_remote_code,
+                             medcpt_published)):
+            raise R2MedError(f"--model/--batch-size/--device/--max-length/--pooling/--similarity/--dtype/"
+                             f"--trust-remote-code apply to dense retrievers, not {retriever!r}")
         builder, label = None, retriever
         if expansion or expansion_file or expansion_dir:
             from ..expansion.precomputed import expansion_builder
@@ -207,10 +212,33 @@ def evaluate_command(
     results = evaluate_many(loaders, names, retriever, options, top_k, out / label, measures, count_missing,
                             overwrite=overwrite, label=label if builder else None, query_builder=builder)
     paper_defaults = (retriever == "bm25" and k1 == 0.9 and b == 0.4) or (
-        dense and retriever != "dense" and model is None and max_length is None and pooling is None)
+        dense and retriever != "dense" and model is None and max_length is None and pooling is None
+        and paper_scoring(retriever, similarity))
     published = (retriever, builder.method, builder.llm) if builder else (retriever, "none", "none")
     console.print(summary_table(results, label, published_key=published if paper_defaults else None))
+    note = precision_note(retriever, dtype) if paper_defaults and dense else None
+    if note:
+        console.print(f"[yellow]{note}[/]")
     console.print(f"results: {escape(str(out / label))}")
+
+
+def paper_scoring(retriever: str, similarity: Optional[str]) -> bool:
+    """Whether a dense preset run scores as the paper does (a non-paper similarity matches no published row)."""
+    from ..retrieval.presets import get_preset
+
+    return similarity is None or similarity == get_preset(retriever).similarity
+
+
+def precision_note(retriever: str, dtype: Optional[str]) -> Optional[str]:
+    """A warning line when a dense preset ran in another precision than the paper's (the row stays shown)."""
+    from ..report.systems import paper_dtype
+    from ..retrieval.encoders import canonical_dtype
+
+    paper = paper_dtype(retriever)
+    if dtype is None or paper is None or canonical_dtype(dtype) == paper:
+        return None
+    return (f"{retriever} ran in {canonical_dtype(dtype)}, the paper's code in {paper}: expect larger deltas "
+            "(reports widen the tolerance)")
 
 
 @app.command("demo")

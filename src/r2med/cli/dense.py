@@ -38,7 +38,11 @@ def retriever_settings() -> dict[str, dict[str, Any]]:
         if name in DENSE_PRESETS:
             entry.update(family="dense", **get_preset(name).describe())
         elif name == "dense":
-            entry.update(family="dense", hub_id="--model <hub id or folder>", pooling="mean (--pooling)")
+            entry.update(family="dense", hub_id="--model <hub id or folder>",
+                         pooling="the model's own (sentence-transformers), else mean (--pooling)",
+                         max_length="the model's own (--max-length)",
+                         similarity="the model's own (sentence-transformers), else cosine (--similarity)",
+                         dtype="fp32 (--dtype)")
         elif name.startswith("bm25"):
             spec = paper.get("bm25", {})
             entry.update(family="lexical", k1=spec.get("k1", 0.9), b=spec.get("b", 0.4))
@@ -54,18 +58,27 @@ def models_command(as_json: bool = typer.Option(False, "--json", help="Print JSO
         typer.echo(json.dumps(rows, indent=1, ensure_ascii=False))
         return
     table = Table(title="retrievers (use with `r2med evaluate --retriever NAME`)")
-    for col in ("name", "family", "model", "pooling", "norm", "max len", "batch", "query instruction", "doc instruction"):
+    for col in ("name", "family", "model", "pooling", "norm", "similarity", "dtype", "eos", "max len", "batch",
+                "query instruction", "doc instruction"):
         table.add_column(col, overflow="fold")
     for name, r in rows.items():
         if r.get("family") == "lexical":
-            table.add_row(name, "lexical", f"k1={r['k1']} b={r['b']}", "", "", "", "", "", "")
+            table.add_row(name, "lexical", f"k1={r['k1']} b={r['b']}", *[""] * 9)
             continue
         pooling = r.get("pooling", "") if r.get("loader") in (None, "transformers") else r.get("loader", "")
+        eos = "appended" if r.get("append_eos") else "model's own" if r.get("loader") == "remote-code" else \
+            "no" if "append_eos" in r else ""
+        max_len = str(r.get("max_length", ""))
+        if r.get("query_max_length"):
+            max_len += f" (queries {r['query_max_length']})"
         table.add_row(name, r.get("family", ""), str(r.get("hub_id", "")), str(pooling),
                       "yes" if r.get("normalize") else "no" if "normalize" in r else "",
-                      str(r.get("max_length", "")), str(r.get("batch_size", "")),
-                      _short(r.get("query_instruction")), _short(r.get("doc_instruction")))
+                      str(r.get("similarity", "")), str(r.get("dtype", "")), eos, max_len,
+                      str(r.get("batch_size", "")), _short(r.get("query_instruction")), _short(r.get("doc_instruction")))
     console.print(table)
+    console.print("similarity: how query and document vectors are scored (the paper: cosine for every retriever); "
+                  "dtype: the precision the paper's code ran each model in (fp16-autocast: fp32 weights under "
+                  "CUDA fp16 autocast; auto: the checkpoint's own).")
 
 
 def _short(value: Any, width: int = 40) -> str:
@@ -139,7 +152,9 @@ def _detail(kind: str, entry: Path) -> str:
             state = "complete" if (entry / "embeddings.npy").exists() else "partial"
             enc = meta["encoder"]
             extras = " ".join(f"{k}={enc[k]}" for k in ("pooling", "max_length") if enc.get(k) is not None)
-            return f"{enc.get('model')} {extras} · {meta['n_docs']} docs · {state}"
+            role = meta.get("role", "documents")
+            unit = "docs" if role == "documents" else "queries"
+            return f"{enc.get('model')} {extras} · {meta['n_docs']} {unit} · {state}"
         if kind == "bm25":
             params = json.loads((entry / "params.json").read_text(encoding="utf-8"))
             return f"k1={params['k1']} b={params['b']} {params['analyzer']['name']} · {params['n_docs']} docs"

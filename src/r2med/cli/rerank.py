@@ -69,7 +69,8 @@ def rerank_command(
     batch_size: Optional[int] = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Pairs per forward pass."),
     max_length: Optional[int] = typer.Option(None, "--max-length", callback=at_least(8), help="Tokens per (query, doc) pair."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1... (default: GPU if present)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="auto (half precision on GPU), fp16, bf16 or fp32."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 (cross-encoders' default, as the paper), "
+                                        "fp16, bf16, or auto (half precision on GPU; RankLLaMA's default)."),
     model: Optional[str] = typer.Option(None, "--model", help="listwise: model name at the endpoint."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="listwise: OpenAI-compatible endpoint."),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY", show_envvar=True,

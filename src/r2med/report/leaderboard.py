@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import R2MedError
 from ..metrics import HEADLINE, canonical
 from ..tasks import TASK_NAMES
-from .systems import PublishedKey, System, parse_label, task_order
+from .systems import PublishedKey, System, nonpaper_precision, parse_label, task_order
 
 AVERAGE = "Average"
 SIGNIFICANT = "†"
@@ -33,6 +33,9 @@ FLAG = "!"
 #: lexical runs should land within rounding; dense runs vary with hardware and
 #: precision (fp16/bf16, batch padding); API embedders with the provider's model version.
 TOLERANCES = {"lexical": 0.5, "dense": 1.0, "api": 2.0}
+#: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
+#: its row stays matched to the published one, with a wider band.
+NONPAPER_PRECISION_EXTRA = 1.0
 API_RETRIEVERS = {"openai", "voyage"}
 
 
@@ -69,6 +72,7 @@ class Row:
     partial_average: bool = False
     published_average_note: str = ""
     reference: bool = False  # a published configuration shown for comparison, not a run
+    precision_note: str = ""  # e.g. "bf16 (paper: fp32)": the tolerance was widened for it
 
     def within(self, task: str) -> bool | None:
         d = self.cells[task].delta
@@ -115,7 +119,8 @@ class Leaderboard:
                         deltas.append("-")
                     else:
                         deltas.append(f"{d:+.2f}" + ("" if row.within(col) else f" {flag}"))
-                lines.append(("delta", [f"  delta (tol ±{row.tolerance:g})", *deltas]))
+                extra = f", {row.precision_note}" if row.precision_note else ""
+                lines.append(("delta", [f"  delta (tol ±{row.tolerance:g}{extra})", *deltas]))
         return header, lines
 
     def legend(self) -> list[str]:
@@ -126,6 +131,9 @@ class Leaderboard:
             out.append("* average over the tasks this system has (not all columns).")
         if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
             out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        if any(r.precision_note for r in self.rows if r.published is not None):
+            out.append(f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
+                       "than the paper's code (--dtype).")
         notes = sorted({r.published_average_note for r in self.rows if r.published_average_note})
         out += [f"{AVERAGE} delta: {n}." for n in notes]
         if self.baseline:
@@ -216,6 +224,7 @@ class Leaderboard:
                     "retriever": key.retriever, "expansion": key.expansion, "llm": key.llm,
                     "label": key.label, "setting": key.setting(), "source": key.source()},
                 "tolerance": row.tolerance,
+                "precision_note": row.precision_note or None,
                 "partial_average": row.partial_average,
                 "reference": row.reference,
                 "cells": {col: {"value": _round(row.cells[col].value), "published": row.cells[col].published,
@@ -307,9 +316,13 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
                 pub_avg = sum(figures[t] for t in r2) / len(r2)
                 note = f"published average over the same {len(r2)} tasks"
         cells[AVERAGE] = Cell(value=avg, published=pub_avg)
-        rows.append(Row(s.name, key if figures else None,
-                        tolerance if tolerance is not None else default_tolerance(key) if figures else None,
-                        cells, partial_average=0 < len(present) < len(tasks), published_average_note=note))
+        precision = next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") \
+            if figures else ""
+        tol = tolerance if tolerance is not None else default_tolerance(key) if figures else None
+        if tol is not None and precision and tolerance is None:
+            tol += NONPAPER_PRECISION_EXTRA
+        rows.append(Row(s.name, key if figures else None, tol, cells, partial_average=0 < len(present) < len(tasks),
+                        published_average_note=note, precision_note=precision))
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     if base is not None:

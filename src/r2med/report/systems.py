@@ -5,7 +5,10 @@ A system is one sub-folder of an ``r2med evaluate`` output (``OUT/<system>/<task
 folders.  :func:`match_published` maps a system to the published configuration it
 reproduces (``bm25`` -> (bm25, none, none); ``bm25+hyde-gpt4`` -> (bm25, hyde, gpt4)),
 checking the stored configuration where it tells more than the name (BM25 with
-non-paper ``k1``/``b`` or the standard flavour matches nothing).
+non-paper ``k1``/``b`` or the standard flavour matches nothing; a dense preset with another
+model, pooling, length, instruction or a similarity other than the paper's cosine matches
+nothing).  A precision other than the paper's (``--dtype``) keeps the match: :func:`nonpaper_precision`
+names it, and the leaderboard widens the tolerance instead.
 """
 
 from __future__ import annotations
@@ -253,11 +256,45 @@ def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> Pub
     return key
 
 
-#: Options that change what a dense preset computes (batch size and device do not).
+#: Options that change what a dense preset computes (batch size and device do not; dtype widens the tolerance).
 _PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
+
+#: The precision each paper reranker ran in (R2MED src/utils.py:866 loads bge-reranker and monoBERT
+#: without a dtype, i.e. fp32; RankLLaMA in fp16 at 861, r2med's ``auto`` on a GPU).
+PAPER_RERANKER_DTYPES = {"bge-reranker": "fp32", "monobert": "fp32", "rankllama": "auto"}
+
+
+def paper_dtype(retriever: str) -> str | None:
+    """The precision the paper's code ran a dense preset in (None: not a local preset)."""
+    from ..retrieval.presets import DENSE_PRESETS, get_preset
+
+    return get_preset(retriever).dtype if retriever in DENSE_PRESETS else None
 
 
 def _changed_preset(config: Mapping[str, Any]) -> bool:
-    """A dense preset run with its model, pooling, length or instructions overridden is not the paper's."""
+    """A dense preset run with its model, pooling, length, instructions or similarity overridden is not
+    the paper's (every paper retriever scores with cosine)."""
     options = _options(config)
-    return any(options.get(k) is not None for k in _PRESET_OVERRIDES)
+    if any(options.get(k) is not None for k in _PRESET_OVERRIDES):
+        return True
+    return any(value not in (None, "cosine") for value in (config.get("similarity"), options.get("similarity")))
+
+
+def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
+    """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
+    from ..retrieval.encoders import canonical_dtype
+
+    found = []
+    encoder = config.get("encoder")
+    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
+        found.append((paper_dtype(str(config.get("retriever", ""))), encoder["dtype"]))
+    reranker = config.get("reranker")
+    if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
+        found.append((PAPER_RERANKER_DTYPES.get(str(reranker.get("reranker", ""))), reranker["dtype"]))
+    for paper, used in found:
+        try:
+            if paper is not None and canonical_dtype(str(used)) != paper:
+                return f"{canonical_dtype(str(used))} (paper: {paper})"
+        except R2MedError:
+            return f"{used} (paper: {paper})"
+    return None

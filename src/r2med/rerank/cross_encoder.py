@@ -4,8 +4,11 @@ A cross-encoder reads ``(query, document)`` together and outputs logits; the sco
 single logit of a one-label model (bge-reranker-v2-m3, sentence-transformers ``CrossEncoder``
 folders) or the logit of the relevant class (index 1) of a two-label model (monoBERT), as the
 R2MED paper scores them.  Inference is batched over pairs sorted by token length (little
-padding), on GPU in fp16 when one is present (``dtype`` chooses bf16/fp32), otherwise on CPU in
-fp32, with a progress bar.
+padding), on the GPU when one is present, with a progress bar.  Precision: fp32 by default, as
+the paper's code loads these models (``AutoModelForSequenceClassification.from_pretrained(path)``
+with no dtype: R2MED ``src/utils.py`` line 866 at commit 45cbac5); ``dtype`` chooses fp16 / bf16,
+or ``auto`` (half precision on a GPU, fp32 on CPU; RankLLaMA's default, as the paper loads its
+base model in fp16, ``src/utils.py`` line 861).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingExtraError, R2MedError
+from ..retrieval.encoders import model_max_length  # noqa: F401  (also used by rerank callers)
 from .base import Candidates, register_reranker
 
 log = logging.getLogger(__name__)
@@ -35,19 +39,6 @@ def _torch():
     except ImportError as exc:
         raise MissingExtraError(exc.name or "torch", "dense", "cross-encoder reranking") from None
     return torch
-
-
-def model_max_length(model, tokenizer) -> int | None:
-    """The most tokens the model can read (position embeddings; RoBERTa-style models lose 2 to the pad offset)."""
-    limits = []
-    positions = getattr(model.config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") else 0
-        limits.append(positions - offset)
-    tok_limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tok_limit, int) and 0 < tok_limit < 1_000_000:
-        limits.append(tok_limit)
-    return min(limits) if limits else None
 
 
 def ensure_available(model: str, revision: str | None = None, probe: str = "config.json") -> None:
@@ -90,7 +81,7 @@ class PointwiseReranker:
     family = "pointwise"
 
     def __init__(self, max_length: int = 512, batch_size: int = 32, device: str | None = None,
-                 dtype: str = "auto", label: int | None = None):
+                 dtype: str = "fp32", label: int | None = None):
         if batch_size < 1:
             raise R2MedError("--batch-size must be at least 1")
         self.max_length = int(max_length)
@@ -111,14 +102,16 @@ class PointwiseReranker:
     # -- shared --------------------------------------------------------------------------------
     def load(self) -> None:
         if self._model is None:
-            from ..retrieval.encoders import resolve_device, resolve_dtype
+            from ..retrieval.encoders import canonical_dtype, resolve_device, resolve_dtype
 
             self.device = resolve_device(self.device_option)
             model, tokenizer = self._load()
-            if self.dtype_option == "auto" and self.device.startswith("cuda"):
-                dtype = _torch().float16  # fp16 scores rank like fp32 ones; bf16's 8-bit mantissa ties more often
-            else:
+            if self.dtype_option == "auto":  # half precision on a GPU (fp16: bf16's 8-bit mantissa ties more)
+                dtype = _torch().float16 if self.device.startswith("cuda") else _torch().float32
+            elif canonical_dtype(self.dtype_option) in ("fp16", "bf16", "fp32"):
                 dtype = resolve_dtype(self.dtype_option, self.device)
+            else:
+                raise R2MedError(f"{self.name}: dtype {self.dtype_option!r} is not one of fp32, fp16, bf16, auto")
             model.to(device=self.device, dtype=dtype)
             model.eval()
             self._model, self._tokenizer = model, tokenizer
@@ -187,7 +180,7 @@ class CrossEncoderReranker(PointwiseReranker):
 
     def __init__(self, model: str, name: str | None = None, tokenizer: str | None = None,
                  revision: str | None = None, max_length: int = 512, batch_size: int = 32,
-                 device: str | None = None, dtype: str = "auto", label: int | None = None):
+                 device: str | None = None, dtype: str = "fp32", label: int | None = None):
         super().__init__(max_length=max_length, batch_size=batch_size, device=device, dtype=dtype, label=label)
         self.model_id = model
         self.tokenizer_id = tokenizer or model
@@ -215,7 +208,7 @@ class CrossEncoderReranker(PointwiseReranker):
     def config(self) -> dict[str, Any]:
         return {"reranker": self.name, "model": self.model_id, "tokenizer": self.tokenizer_id,
                 "revision": self.revision, "max_length": self.max_length, "label": self.label,
-                "kind": "cross-encoder"}
+                "dtype": self.dtype_option, "kind": "cross-encoder"}
 
 
 def _preset(name: str):

@@ -5,9 +5,14 @@ dense retrievers as presets (``contriever``, ``medcpt``, ``inst-l``, ``inst-xl``
 ``bmr-2b``, ``bmr-7b``, ``bge``, ``e5``, ``grit``, ``sfr``, ``nv``, ``openai``, ``voyage``; see
 :mod:`r2med.retrieval.presets`).
 
-* Document embeddings go through :class:`~r2med.retrieval.embedding_cache.EmbeddingCache`
-  (keyed by every vector-defining setting and the corpus fingerprint; resumable).
+* Document and query embeddings go through :class:`~r2med.retrieval.embedding_cache.EmbeddingCache`
+  (keyed by every vector-defining setting and the fingerprint of the corpus / the query texts;
+  resumable, checksummed), so a re-run with the same queries encodes nothing.
 * A query given as a tuple ``(query, expansion)`` is embedded part by part and averaged.
+* Scoring: ``similarity="cosine"`` (the default, and what the R2MED paper uses for every
+  retriever: BEIR's ``cos_sim``) normalises query and document vectors before the inner
+  product; ``"dot"`` takes the raw inner product.  A sentence-transformers model that names
+  ``dot`` as its own similarity gets ``dot`` unless told otherwise.
 * Exact search: chunked ``Q @ D.T`` with a running ``argpartition`` top-k (torch on GPU, numpy
   on CPU); ``faiss="<index factory string>"`` (e.g. ``"HNSW32"``, ``"IVF1024,Flat"``) uses FAISS
   instead.  ``ignore_identical_ids`` (on by default, as BEIR and the paper) never returns a doc
@@ -23,15 +28,23 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import fingerprint_texts
+from ..cache import fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..run import Run
 from .base import QueryText, register_retriever
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
-from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder
+from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, get_preset
 
 log = logging.getLogger(__name__)
+
+SIMILARITIES = ("cosine", "dot")
+
+
+def check_similarity(similarity: str) -> str:
+    if similarity not in SIMILARITIES:
+        raise R2MedError(f"unknown similarity {similarity!r}; choose from {', '.join(SIMILARITIES)}")
+    return similarity
 
 
 class DenseRetriever:
@@ -42,8 +55,10 @@ class DenseRetriever:
     def __init__(self, settings: EncoderSettings, name: str = "dense", batch_size: int = 32,
                  device: str | None = None, cache: bool = True, chunk_size: int = DEFAULT_CHUNK_SIZE,
                  ignore_identical_ids: bool = True, faiss: str | None = None, token_budget: int | None = None,
-                 encoder: Encoder | None = None, search_chunk: int = 65536, **api_options: Any):
+                 encoder: Encoder | None = None, search_chunk: int = 65536, similarity: str = "cosine",
+                 **api_options: Any):
         self.settings = settings
+        self.similarity = check_similarity(similarity)
         self.name = name
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
@@ -62,6 +77,9 @@ class DenseRetriever:
         self.cache_entry: EmbeddingCache | None = None
         #: docs that went through the model in the last index() (0 when the cache had them all)
         self.docs_encoded = 0
+        #: queries that went through the model in the last search() (0 when the cache had them all)
+        self.queries_encoded = 0
+        self.query_cache_entry: EmbeddingCache | None = None
         self._faiss_index = None
 
     @property
@@ -72,7 +90,7 @@ class DenseRetriever:
         return self._encoder
 
     def config(self) -> dict[str, Any]:
-        return {"retriever": self.name, "encoder": self.settings.key(),
+        return {"retriever": self.name, "encoder": self.settings.key(), "similarity": self.similarity,
                 "ignore_identical_ids": self.ignore_identical_ids, "search": self.faiss or "exact"}
 
     # -- indexing --------------------------------------------------------------------------------
@@ -85,7 +103,8 @@ class DenseRetriever:
         start = time.perf_counter()
         if self.cache:
             fp = corpus_fingerprint or fingerprint_texts(corpus.items())
-            self.cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size)
+            self.cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size,
+                                              role="documents")
             self.embeddings = self.cache_entry.get_or_encode(
                 texts, lambda chunk: self.encoder.encode_corpus(chunk, batch_size=self.batch_size))
             self.docs_encoded = self.cache_entry.encoded_docs
@@ -108,8 +127,10 @@ class DenseRetriever:
         qids = list(queries)
         if not qids:
             return {}
-        q = np.asarray(self.encoder.encode_queries([queries[i] for i in qids], batch_size=self.batch_size),
-                       dtype=np.float32)
+        q = self.embed_queries([queries[i] for i in qids])
+        cosine = self.similarity == "cosine"
+        if cosine:
+            q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)  # as torch's normalize
         exclude = None
         if self.ignore_identical_ids:
             pos = {d: i for i, d in enumerate(self.doc_ids)}
@@ -118,11 +139,26 @@ class DenseRetriever:
             scores, idx = self._faiss_search(q, k, exclude)
         else:
             scores, idx = exact_top_k(q, self.embeddings, k, exclude=exclude, chunk=self.search_chunk,
-                                      device=self.device)
+                                      device=self.device, normalize_docs=cosine)
         run: Run = {}
         for row, qid in enumerate(qids):
             run[qid] = {self.doc_ids[j]: float(s) for s, j in zip(scores[row], idx[row]) if j >= 0}
         return run
+
+    def embed_queries(self, texts: list[QueryText]) -> np.ndarray:
+        """The query vectors (encoder output, before any cosine normalisation), cached like documents:
+        keyed by the encoder settings and a fingerprint of the query texts (expansion parts included)."""
+        self.queries_encoded = 0
+        encode = lambda chunk: self.encoder.encode_queries(chunk, batch_size=self.batch_size)  # noqa: E731
+        if not self.cache:
+            self.queries_encoded = len(texts)
+            return np.asarray(encode(texts), dtype=np.float32)
+        fp = fingerprint("queries", [q if isinstance(q, str) else list(q) for q in texts])
+        self.query_cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size,
+                                                role="queries")
+        q = self.query_cache_entry.get_or_encode(texts, encode)
+        self.queries_encoded = self.query_cache_entry.encoded_docs
+        return np.asarray(q, dtype=np.float32)
 
     def _faiss_search(self, q: np.ndarray, k: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         try:
@@ -131,15 +167,18 @@ class DenseRetriever:
             from ..errors import MissingExtraError
 
             raise MissingExtraError("faiss-cpu", "dense", "FAISS search") from exc
-        d = np.ascontiguousarray(self.embeddings, dtype=np.float32)
         if self._faiss_index is None:
+            d = np.array(self.embeddings, dtype=np.float32)  # a copy: the cached array stays as encoded
+            if self.similarity == "cosine":
+                d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
             index = faiss.index_factory(d.shape[1], self.faiss, faiss.METRIC_INNER_PRODUCT)
             if not index.is_trained:
                 index.train(d)
             index.add(d)
             self._faiss_index = index
         extra = 1 if exclude is not None else 0
-        scores, idx = self._faiss_index.search(np.ascontiguousarray(q), min(k + extra, len(d)))
+        n_docs = len(self.embeddings)
+        scores, idx = self._faiss_index.search(np.ascontiguousarray(q), min(k + extra, n_docs))
         if exclude is None:
             return scores[:, :k], idx[:, :k]
         out_s = np.full((len(q), k), -np.inf, dtype=np.float32)
@@ -152,22 +191,27 @@ class DenseRetriever:
 
 
 def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude: np.ndarray | None = None,
-                chunk: int = 65536, device: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+                chunk: int = 65536, device: str | None = None,
+                normalize_docs: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index.
 
     Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
     running top-k, so memory stays at ``n_queries * (chunk + k)``.  ``exclude[i]`` is a doc
-    index query ``i`` must not get (-1 for none).  On a CUDA device the products run in torch.
+    index query ``i`` must not get (-1 for none).  ``normalize_docs`` divides each doc row by its
+    norm first (cosine scores when the queries are normalised too).  On a CUDA device the products
+    run in torch.
     """
     n_q, n_d = len(queries), len(docs)
     k = min(k, n_d)
     if _use_torch(device):
-        return _exact_top_k_torch(queries, docs, k, exclude, chunk, device)
+        return _exact_top_k_torch(queries, docs, k, exclude, chunk, device, normalize_docs)
     best_s = np.full((n_q, 0), -np.inf, dtype=np.float32)
     best_i = np.zeros((n_q, 0), dtype=np.int64)
     rows = np.arange(n_q)
     for lo in range(0, n_d, chunk):
         block = np.asarray(docs[lo:lo + chunk], dtype=np.float32)
+        if normalize_docs:
+            block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
         s = queries @ block.T
         if exclude is not None:
             hit = (exclude >= lo) & (exclude < lo + len(block))
@@ -196,7 +240,7 @@ def _use_torch(device: str | None) -> bool:
     return torch.cuda.is_available()
 
 
-def _exact_top_k_torch(queries, docs, k, exclude, chunk, device):
+def _exact_top_k_torch(queries, docs, k, exclude, chunk, device, normalize_docs=False):
     import torch
 
     dev = torch.device("cuda" if device in (None, "auto") else device)
@@ -208,6 +252,8 @@ def _exact_top_k_torch(queries, docs, k, exclude, chunk, device):
     ex = torch.as_tensor(exclude, device=dev) if exclude is not None else None
     for lo in range(0, len(docs), chunk):
         block = torch.as_tensor(np.ascontiguousarray(docs[lo:lo + chunk], dtype=np.float32), device=dev)
+        if normalize_docs:
+            block = torch.nn.functional.normalize(block, dim=-1)
         s = q @ block.T
         if ex is not None:
             hit = (ex >= lo) & (ex < lo + len(block))
@@ -227,7 +273,7 @@ def _exact_top_k_torch(queries, docs, k, exclude, chunk, device):
 # -- registry --------------------------------------------------------------------------------------
 
 RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identical_ids", "faiss", "token_budget",
-                   "search_chunk", "api_key", "base_url")
+                   "search_chunk", "api_key", "base_url", "similarity")
 SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
                    "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
                    "trust_remote_code", "dtype", "loader")
@@ -253,6 +299,14 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
         raise R2MedError(f"unknown pooling {settings['pooling']!r}; choose from {', '.join(POOLINGS)}")
     if "pooling" in settings:  # an explicit pooling means AutoModel + that pooling, even for an ST folder
         settings.setdefault("loader", "transformers")
+    if "similarity" not in runtime:  # the model's own (sentence-transformers), else cosine as the paper
+        own = None
+        if settings.get("loader", "auto") in ("auto", "sentence-transformers"):
+            own = sentence_transformers_similarity(settings["model"], settings.get("revision"))
+        if own not in (None, *SIMILARITIES):
+            log.warning("%s scores with %s similarity; r2med supports cosine and dot: using cosine",
+                        settings["model"], own)
+        runtime["similarity"] = own if own in SIMILARITIES else "cosine"
     return DenseRetriever(EncoderSettings(**settings), name="dense", **runtime)
 
 
@@ -264,6 +318,7 @@ def _preset_factory(name: str):
             raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
         preset = get_preset(name)
         runtime.setdefault("batch_size", preset.batch_size)
+        runtime.setdefault("similarity", preset.similarity)
         if name == "nv" and not settings.get("trust_remote_code"):
             raise R2MedError("nv (NV-Embed-v2) runs its own code from the hub; opt in with --trust-remote-code")
         return DenseRetriever(preset.settings(task, medcpt_published=medcpt_published, **settings), name=name,

@@ -1,57 +1,107 @@
-"""Document-embedding cache: chunked, atomic, resumable, memory-mapped on read.
+"""Embedding cache (documents and queries): chunked, atomic, resumable, checksummed, memory-mapped on read.
 
 Layout under ``$R2MED_HOME/embeddings/<key>/``::
 
-    meta.json            what the vectors are (encoder settings, corpus fingerprint, n, chunk size)
+    meta.json            what the vectors are (role, encoder settings, text fingerprint, n, chunk size)
     chunks/00000.npy     finished chunks while encoding is in progress (each written atomically)
+    chunks/00000.sum     the chunk's checksum (written before the chunk itself)
+    checksums.json       one checksum per chunk of rows of the final matrix
     embeddings.npy       the final (n, dim) float32 matrix, present only when complete
 
 ``key`` is a fingerprint of everything that changes a vector (model id and revision, pooling,
-normalisation, max length, instructions... = ``EncoderSettings.key()``) and of the corpus.
-A chunk file exists only once complete (temp file + rename), so an encoding killed at any
-point resumes from its finished chunks and never reads a torn file; ``embeddings.npy`` is
-assembled from the chunks (again atomically) and then the chunks are removed.
+normalisation, max length, instructions, dtype... = ``EncoderSettings.key()``), of the texts
+(the corpus, or the query texts with their expansion parts) and of the role.  A chunk file
+exists only once complete (temp file + rename), so an encoding killed at any point resumes from
+its finished chunks and never reads a torn file; ``embeddings.npy`` is assembled from the chunks
+(again atomically, after its ``checksums.json``) and then the chunks are removed.
+
+Integrity: every load verifies the checksum of each chunk of rows (xxh3-64 when ``xxhash`` is
+installed, else CRC-32; both far faster than the disk).  Rows that fail are re-encoded alone
+(the good chunks are kept) with a warning; a chunk file that is truncated, has the wrong shape
+or fails its checksum is dropped and re-encoded with a warning.  An entry whose header cannot
+be read, or that has no checksums, is re-encoded whole.
 
 The cache is also the hand-off point for distributed encoding (Ray): workers call
-:meth:`EmbeddingCache.write_chunk` for the chunks in :meth:`EmbeddingCache.missing_chunks`
+:meth:`EmbeddingCache.write_chunk` (or write the same ``chunks/`` layout through
+:class:`r2med.scale.store.ShardStore`) for the chunks in :meth:`EmbeddingCache.missing_chunks`
 and the driver calls :meth:`EmbeddingCache.finalize`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..cache import atomic_path, cache_dir, fingerprint, write_json_atomic
+from ..cache import atomic_path, cache_dir, fingerprint, write_json_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: checksums, roles (documents / queries)
 KIND = "embeddings"
 DEFAULT_CHUNK_SIZE = 4096
+CHECKSUMS = "checksums.json"
+ROLES = ("documents", "queries")
 
 
-def embedding_key(encoder_config: dict[str, Any], corpus_fingerprint: str) -> str:
-    return fingerprint("dense-embeddings", CACHE_FORMAT, encoder_config, corpus_fingerprint)
+def embedding_key(encoder_config: dict[str, Any], texts_fingerprint: str, role: str = "documents") -> str:
+    return fingerprint("dense-embeddings", CACHE_FORMAT, encoder_config, texts_fingerprint, role)
+
+
+# -- checksums -----------------------------------------------------------------------------------
+
+def checksum_algorithm() -> str:
+    """``xxh3_64`` when the ``xxhash`` package is importable (~30 GB/s), else ``crc32`` (zlib, ~2 GB/s)."""
+    try:
+        import xxhash  # noqa: F401
+    except ImportError:
+        return "crc32"
+    return "xxh3_64"
+
+
+def array_checksum(arr: np.ndarray, algorithm: str | None = None) -> str:
+    """``"<algorithm>:<hex>"`` of the raw bytes of ``arr`` (float32 rows, C order; a memmap slice is not copied)."""
+    algorithm = algorithm or checksum_algorithm()
+    data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    if algorithm == "xxh3_64":
+        import xxhash
+
+        return f"xxh3_64:{xxhash.xxh3_64_hexdigest(data)}"
+    if algorithm == "crc32":
+        return f"crc32:{zlib.crc32(data):08x}"
+    raise ValueError(f"unknown checksum algorithm {algorithm!r}")
+
+
+def verify_checksum(arr: np.ndarray, expected: str) -> bool | None:
+    """True / False, or None when ``expected`` uses an algorithm this installation lacks."""
+    algorithm = str(expected).partition(":")[0]
+    try:
+        return array_checksum(arr, algorithm) == expected
+    except (ImportError, ValueError):
+        return None
 
 
 class EmbeddingCache:
-    """The cached document embeddings of one (encoder settings, corpus) pair."""
+    """The cached embeddings of one (encoder settings, texts, role) triple."""
 
     def __init__(self, encoder_config: dict[str, Any], corpus_fingerprint: str, n_docs: int,
-                 chunk_size: int = DEFAULT_CHUNK_SIZE, root: str | Path | None = None):
-        self.key = embedding_key(encoder_config, corpus_fingerprint)
+                 chunk_size: int = DEFAULT_CHUNK_SIZE, root: str | Path | None = None, role: str = "documents"):
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+        self.role = role
+        self.key = embedding_key(encoder_config, corpus_fingerprint, role)
         self.path = Path(root or cache_dir(KIND)) / self.key
         self.n_docs = n_docs
-        self.meta = {"format": CACHE_FORMAT, "encoder": encoder_config, "corpus_fingerprint": corpus_fingerprint,
-                     "n_docs": n_docs, "chunk_size": chunk_size}
+        self.meta = {"format": CACHE_FORMAT, "role": role, "encoder": encoder_config,
+                     "corpus_fingerprint": corpus_fingerprint, "n_docs": n_docs, "chunk_size": chunk_size}
         stored = self._stored_meta()
         if stored is not None and stored.get("n_docs") == n_docs:
             chunk_size = int(stored.get("chunk_size", chunk_size))  # resume with the original chunking
@@ -60,11 +110,17 @@ class EmbeddingCache:
         #: what the last :meth:`get_or_encode` did (tests and logs read these)
         self.encoded_docs = 0
         self.reused_docs = 0
+        #: seconds the last load spent verifying checksums
+        self.verify_seconds = 0.0
 
     # -- state ---------------------------------------------------------------------------------
     @property
     def final_path(self) -> Path:
         return self.path / "embeddings.npy"
+
+    @property
+    def checksums_path(self) -> Path:
+        return self.path / CHECKSUMS
 
     @property
     def chunk_dir(self) -> Path:
@@ -86,6 +142,9 @@ class EmbeddingCache:
     def chunk_path(self, i: int) -> Path:
         return self.chunk_dir / f"{i:05d}.npy"
 
+    def sum_path(self, i: int) -> Path:
+        return self.chunk_dir / f"{i:05d}.sum"
+
     def complete(self) -> bool:
         return self.final_path.exists()
 
@@ -93,18 +152,50 @@ class EmbeddingCache:
         return [i for i in range(self.n_chunks) if not self.chunk_path(i).exists()]
 
     # -- reading and writing -------------------------------------------------------------------
-    def load(self, mmap: bool = True) -> np.ndarray | None:
-        """The finished matrix (memory-mapped), or None when it is not complete / unreadable."""
+    def _load_verified(self, mmap: bool = True) -> tuple[np.ndarray | None, list[int]]:
+        """(the final matrix, chunks whose rows fail their checksum); (None, []) when absent or unusable."""
+        self.verify_seconds = 0.0
         if not self.complete():
-            return None
+            return None, []
         try:
             arr = np.load(self.final_path, mmap_mode="r" if mmap else None)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             log.warning("embedding cache %s is unreadable (%s); re-encoding", self.final_path, exc)
-            return None
-        if arr.ndim != 2 or arr.shape[0] != self.n_docs:
-            log.warning("embedding cache %s has shape %s, expected %d rows; re-encoding", self.path, arr.shape,
-                        self.n_docs)
+            return None, []
+        if arr.ndim != 2 or arr.shape[0] != self.n_docs or arr.dtype != np.float32:
+            log.warning("embedding cache %s has shape %s (%s), expected %d float32 rows; re-encoding", self.path,
+                        arr.shape, arr.dtype, self.n_docs)
+            return None, []
+        try:
+            sums = json.loads(self.checksums_path.read_text(encoding="utf-8"))
+            digests = list(sums["digests"])
+            ok = int(sums["chunk_size"]) == self.chunk_size and len(digests) == self.n_chunks
+        except (OSError, ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            log.warning("embedding cache %s has no usable %s, so its vectors cannot be verified; re-encoding",
+                        self.path, CHECKSUMS)
+            return None, []
+        start = time.perf_counter()
+        bad = []
+        for i, expected in enumerate(digests):
+            lo, hi = self.chunk_range(i)
+            verdict = verify_checksum(arr[lo:hi], expected)
+            if verdict is None:
+                log.warning("embedding cache %s was checksummed with %s, which this installation lacks "
+                            "(pip install xxhash); re-encoding", self.path, str(expected).partition(":")[0])
+                return None, []
+            if not verdict:
+                bad.append(i)
+        self.verify_seconds = time.perf_counter() - start
+        return arr, bad
+
+    def load(self, mmap: bool = True) -> np.ndarray | None:
+        """The finished, verified matrix (memory-mapped), or None when it is incomplete, unreadable or damaged."""
+        arr, bad = self._load_verified(mmap)
+        if arr is None or bad:
+            if bad:
+                log.warning("embedding cache %s: rows of chunk(s) %s fail their checksum", self.path, bad[:10])
             return None
         return arr
 
@@ -118,36 +209,91 @@ class EmbeddingCache:
             write_json_atomic(self.path / "meta.json", self.meta)
 
     def write_chunk(self, i: int, emb: np.ndarray) -> None:
-        """Store chunk ``i`` (rows ``chunk_range(i)``) atomically."""
+        """Store chunk ``i`` (rows ``chunk_range(i)``) atomically, its checksum first."""
         lo, hi = self.chunk_range(i)
         emb = np.ascontiguousarray(emb, dtype=np.float32)
         if emb.ndim != 2 or emb.shape[0] != hi - lo:
             raise ValueError(f"chunk {i} needs {hi - lo} rows, got shape {emb.shape}")
         self.chunk_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(self.sum_path(i), array_checksum(emb) + "\n")
         with atomic_path(self.chunk_path(i), suffix=".npy") as tmp:
             with open(tmp, "wb") as fh:
                 np.save(fh, emb)
 
-    def read_chunk(self, i: int) -> np.ndarray:
-        return np.load(self.chunk_path(i))
+    def _drop_chunk(self, i: int) -> None:
+        for path in (self.chunk_path(i), self.sum_path(i)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def read_chunk(self, i: int) -> np.ndarray | None:
+        """Chunk ``i`` if its file is complete, of the right shape and matches its checksum; else it is
+        dropped (a warning says why) and None is returned, so it is encoded again.  A missing chunk
+        raises ``FileNotFoundError``."""
+        lo, hi = self.chunk_range(i)
+        path = self.chunk_path(i)
+        try:
+            arr = np.load(path)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, EOFError) as exc:
+            log.warning("embedding cache chunk %s is truncated or unreadable (%s); dropping it, it will be "
+                        "encoded again", path, exc)
+            self._drop_chunk(i)
+            return None
+        if arr.ndim != 2 or arr.shape[0] != hi - lo or arr.dtype != np.float32:
+            log.warning("embedding cache chunk %s has shape %s (%s), expected %d float32 rows; dropping it",
+                        path, arr.shape, arr.dtype, hi - lo)
+            self._drop_chunk(i)
+            return None
+        try:
+            expected = self.sum_path(i).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            expected = None  # written through a ShardStore (Ray): the file's own structure is the check
+        if expected is not None and verify_checksum(arr, expected) is False:
+            log.warning("embedding cache chunk %s fails its checksum; dropping it, it will be encoded again", path)
+            self._drop_chunk(i)
+            return None
+        return arr
+
+    def verify_chunks(self) -> list[int]:
+        """Read every finished chunk, dropping damaged ones; returns the indices dropped."""
+        dropped = []
+        for i in range(self.n_chunks):
+            with contextlib.suppress(FileNotFoundError):
+                if self.chunk_path(i).exists() and self.read_chunk(i) is None:
+                    dropped.append(i)
+        return dropped
 
     def finalize(self) -> np.ndarray:
-        """Assemble the chunks into ``embeddings.npy`` (atomically), drop them, return the memmap."""
+        """Assemble the chunks into ``embeddings.npy`` (atomically, after ``checksums.json``), drop them,
+        and return the verified memmap."""
         missing = self.missing_chunks()
         if missing and self.complete():  # another process finished the same entry first
             return self._load_or_fail()
         if missing:
             raise RuntimeError(f"cannot finalize {self.path}: chunks {missing[:5]} are missing")
         try:
+            chunks = []
             first = self.read_chunk(0)
+            dim = None if first is None else first.shape[1]
             with atomic_path(self.final_path, suffix=".npy") as tmp:
-                out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32,
-                                                shape=(self.n_docs, first.shape[1]))
+                out = None
                 for i in range(self.n_chunks):
+                    chunk = first if i == 0 else self.read_chunk(i)
+                    if chunk is None or chunk.shape[1] != dim:
+                        if chunk is not None:
+                            self._drop_chunk(i)
+                        raise RuntimeError(f"cannot finalize {self.path}: chunk {i} was damaged and has been "
+                                           "removed; run again to encode it")
+                    if out is None:
+                        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(self.n_docs, dim))
                     lo, hi = self.chunk_range(i)
-                    out[lo:hi] = first if i == 0 else self.read_chunk(i)
+                    out[lo:hi] = chunk
+                    chunks.append(array_checksum(chunk))
                 out.flush()
                 del out
+                write_json_atomic(self.checksums_path, {"format": CACHE_FORMAT, "chunk_size": self.chunk_size,
+                                                        "n": self.n_docs, "digests": chunks})
         except FileNotFoundError:
             if self.complete():  # a concurrent run finalized and removed the chunks meanwhile
                 return self._load_or_fail()
@@ -161,24 +307,49 @@ class EmbeddingCache:
             raise RuntimeError(f"embedding cache {self.path} could not be read back after writing")
         return arr
 
-    def get_or_encode(self, texts: Sequence[str], encode: Callable[[list[str]], np.ndarray],
-                      progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """The embeddings of ``texts`` (the corpus in order): from the cache, or encoded chunk by
-        chunk with ``encode`` (resuming after the last finished chunk)."""
-        if len(texts) != self.n_docs:
-            raise ValueError(f"cache for {self.n_docs} docs got {len(texts)} texts")
-        self.encoded_docs = self.reused_docs = 0
-        arr = self.load()
-        if arr is not None:
-            self.reused_docs = self.n_docs
-            log.info("embeddings loaded from cache %s", self.path)
-            return arr
+    def _reopen_damaged(self, arr: np.ndarray, bad: list[int]) -> None:
+        """Turn a final matrix with damaged rows back into a partial entry: its good chunks become
+        chunk files (verified rows only), then the final file goes; the bad chunks are then missing."""
+        log.warning("embedding cache %s: %d of %d chunk(s) fail their checksum (damaged on disk: chunks %s); "
+                    "re-encoding %d %s", self.path, len(bad), self.n_chunks, bad[:10],
+                    sum(np.subtract(*self.chunk_range(i)[::-1]) for i in bad), self.role)
         self.start()
+        for i in range(self.n_chunks):
+            if i not in bad and not self.chunk_path(i).exists():
+                lo, hi = self.chunk_range(i)
+                self.write_chunk(i, np.asarray(arr[lo:hi]))
+        for i in bad:
+            self._drop_chunk(i)
+        del arr
+        for path in (self.final_path, self.checksums_path):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def get_or_encode(self, texts: Sequence[Any], encode: Callable[[list[Any]], np.ndarray],
+                      progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """The embeddings of ``texts`` (in order): from the cache, or encoded chunk by chunk with
+        ``encode`` (resuming after the last finished chunk; damaged chunks are encoded again)."""
+        if len(texts) != self.n_docs:
+            raise ValueError(f"cache for {self.n_docs} texts got {len(texts)}")
+        self.encoded_docs = self.reused_docs = 0
+        arr, bad = self._load_verified()
+        if arr is not None and not bad:
+            self.reused_docs = self.n_docs
+            log.info("%s embeddings loaded from cache %s (verified in %.3fs)", self.role, self.path,
+                     self.verify_seconds)
+            return arr
+        if arr is not None:
+            self._reopen_damaged(arr, bad)
+            del arr
+        self.start()
+        self.verify_chunks()
         missing = self.missing_chunks()
+        missing_set = set(missing)
         self.reused_docs = sum(np.subtract(*self.chunk_range(i)[::-1]) for i in range(self.n_chunks)
-                               if i not in set(missing))
+                               if i not in missing_set)
         if self.reused_docs:
-            log.info("resuming encoding: %d of %d docs already in finished chunks", self.reused_docs, self.n_docs)
+            log.info("resuming encoding: %d of %d %s already in finished chunks", self.reused_docs, self.n_docs,
+                     self.role)
         start = time.perf_counter()
         for i in missing:
             lo, hi = self.chunk_range(i)
@@ -188,8 +359,8 @@ class EmbeddingCache:
                 progress(hi - lo)
             if len(missing) > 1:
                 rate = self.encoded_docs / max(time.perf_counter() - start, 1e-9)
-                log.info("encoded %d/%d docs (chunk %d/%d, %.1f docs/s)", self.reused_docs + self.encoded_docs,
-                         self.n_docs, i + 1, self.n_chunks, rate)
+                log.info("encoded %d/%d %s (chunk %d/%d, %.1f/s)", self.reused_docs + self.encoded_docs,
+                         self.n_docs, self.role, i + 1, self.n_chunks, rate)
         return self.finalize()
 
 
@@ -204,5 +375,6 @@ def list_entries(root: str | Path | None = None) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             pass
         out.append({"key": entry.name, "path": entry, "model": (meta.get("encoder") or {}).get("model"),
-                    "n_docs": meta.get("n_docs"), "complete": (entry / "embeddings.npy").exists()})
+                    "role": meta.get("role", "documents"), "n_docs": meta.get("n_docs"),
+                    "complete": (entry / "embeddings.npy").exists()})
     return out

@@ -20,10 +20,17 @@ Implementations (all heavy imports happen inside methods):
 Speed: texts are tokenized once, sorted by length and cut into batches by a token budget
 (``batch_size * max_length`` padded tokens per batch), then results are put back in the
 original order; outputs stay on the device until the end of a call (no per-batch copies).
+
+Defaults come from the model itself (the loading library's defaults): a model with a
+``modules.json`` (a folder, or a hub id found in the Hugging Face cache) is encoded as
+``SentenceTransformer.encode_query`` / ``encode_document`` would (its max length, pooling,
+normalisation and prompts); a plain ``AutoModel`` reads its max length from its tokenizer and
+config; weights load in fp32 unless ``dtype`` says otherwise (see :data:`DTYPES`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -39,6 +46,12 @@ from ..errors import MissingExtraError, R2MedError
 log = logging.getLogger(__name__)
 
 POOLINGS = ("cls", "mean", "last-token")
+#: Weight precision: ``fp32`` / ``fp16`` / ``bf16`` load the weights in that type; ``fp16-autocast``
+#: keeps fp32 weights and runs the forward pass under CUDA fp16 autocast (BMRetriever in the
+#: paper's code; a no-op on CPU, as ``torch.cuda.amp.autocast`` is); ``auto`` is the checkpoint's
+#: own dtype (``from_pretrained(dtype="auto")``; GritLM in the paper's code).
+DTYPES = ("fp32", "fp16", "bf16", "fp16-autocast", "auto")
+_DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", "openai", "voyage")
 QueryInput = str | tuple[str, ...]
 
@@ -57,17 +70,20 @@ class EncoderSettings:
     revision: str | None = None
     pooling: str = "mean"
     normalize: bool = False
-    max_length: int = 512
+    #: tokens per text; None: the model's own (sentence-transformers ``max_seq_length``, else the
+    #: tokenizer's / config's limit)
+    max_length: int | None = None
     query_max_length: int | None = None
-    query_instruction: str = ""
-    doc_instruction: str = ""
+    #: None: the model's own prompt (sentence-transformers ``prompts``), else none; "" forces none
+    query_instruction: str | None = None
+    doc_instruction: str | None = None
     #: instruction put before expansion texts of a (query, expansion) pair: "none" or "query"
     expansion_instruction: str = "none"
     append_eos: bool = False
     #: encode documents as a (empty title, text) pair, as MedCPT's Article encoder expects
     doc_as_pair: bool = False
     trust_remote_code: bool = False
-    dtype: str = "auto"
+    dtype: str = "fp32"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,8 +91,9 @@ class EncoderSettings:
             raise R2MedError(f"unknown encoder loader {self.loader!r}; choose from {', '.join(LOADERS)}")
         if self.pooling not in POOLINGS:
             raise R2MedError(f"unknown pooling {self.pooling!r}; choose from {', '.join(POOLINGS)}")
-        if self.max_length < 2:
+        if self.max_length is not None and self.max_length < 2:
             raise R2MedError(f"max_length must be at least 2 (got {self.max_length})")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.expansion_instruction not in ("none", "query"):
             raise R2MedError("expansion_instruction must be 'none' or 'query'")
 
@@ -153,19 +170,51 @@ def resolve_device(device: str | None = None) -> str:
     return device
 
 
-def resolve_dtype(dtype: str, device: str):
-    """``auto`` -> bf16 (or fp16) on GPU, fp32 on CPU."""
+def canonical_dtype(dtype: str) -> str:
+    """``float16`` -> ``fp16`` etc.; an unknown name is a one-line error."""
+    name = _DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
+    if name not in DTYPES:
+        raise R2MedError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    return name
+
+
+def resolve_dtype(dtype: str, device: str | None = None):
+    """The ``dtype`` argument for ``from_pretrained``: a torch dtype, or ``"auto"`` (the checkpoint's).
+
+    ``fp16-autocast`` loads fp32 weights (the autocast is :func:`autocast_context`'s job).
+    """
     import torch
 
-    names = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-             "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    if dtype not in names:
-        raise R2MedError(f"unknown dtype {dtype!r}; choose from auto, {', '.join(names)}")
-    return names[dtype]
+    name = canonical_dtype(dtype)
+    if name == "auto":
+        return "auto"
+    return {"fp32": torch.float32, "fp16-autocast": torch.float32, "fp16": torch.float16,
+            "bf16": torch.bfloat16}[name]
+
+
+def autocast_context(dtype: str, device: str):
+    """CUDA fp16 autocast for ``fp16-autocast`` on a GPU (as ``torch.cuda.amp.autocast()``), else nothing."""
+    import contextlib
+
+    if canonical_dtype(dtype) == "fp16-autocast" and str(device).startswith("cuda"):
+        import torch
+
+        return torch.autocast("cuda", dtype=torch.float16)
+    return contextlib.nullcontext()
+
+
+def model_max_length(model, tokenizer) -> int | None:
+    """The most tokens the model can read: its tokenizer's limit and its position embeddings
+    (RoBERTa-style models lose 2 positions to the padding offset); None when neither says."""
+    limits = []
+    positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") else 0
+        limits.append(positions - offset)
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_limit, int) and 0 < tok_limit < 1_000_000:
+        limits.append(tok_limit)
+    return min(limits) if limits else None
 
 
 def check_model_source(model: str) -> None:
@@ -232,12 +281,18 @@ class BaseEncoder:
         raise NotImplementedError
 
     def instruction(self, role: str) -> str:
+        """The text put before each text of ``role`` (``""`` when the settings give none)."""
         s = self.settings
         if role == "doc":
-            return s.doc_instruction
+            return s.doc_instruction or ""
         if role == "expansion" and s.expansion_instruction == "none":
             return ""
-        return s.query_instruction
+        return s.query_instruction or ""
+
+    def max_tokens(self, role: str) -> int | None:
+        """The token limit for ``role`` (None: the model's own)."""
+        s = self.settings
+        return (s.query_max_length or s.max_length) if role != "doc" else s.max_length
 
     def encode_corpus(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         return self._embed(list(texts), "doc", batch_size or self.batch_size)
@@ -273,6 +328,7 @@ class TransformersEncoder(BaseEncoder):
                  token_budget: int | None = None):
         super().__init__(settings, device, batch_size, token_budget)
         self._models: dict[str, tuple[Any, Any]] = {}
+        self._limits: dict[str, int] = {}
 
     def _load(self, name: str) -> tuple[Any, Any]:
         if name in self._models:
@@ -296,6 +352,11 @@ class TransformersEncoder(BaseEncoder):
             tok.padding_side = "left"
         if s.append_eos and tok.eos_token_id is None:
             raise R2MedError(f"model {name!r} has no EOS token; it cannot be used with append_eos")
+        limit = model_max_length(model, tok)
+        if limit is None and s.max_length is None:
+            raise R2MedError(f"model {name!r} states no maximum length (tokenizer or max_position_embeddings); "
+                             "pass --max-length")
+        self._limits[name] = limit or 0
         model.eval().to(self.device)
         if self.device == "cuda" and torch.cuda.device_count() > 1:
             model = torch.nn.DataParallel(model)
@@ -321,7 +382,7 @@ class TransformersEncoder(BaseEncoder):
         s = self.settings
         name = s.query_model if (role != "doc" and s.query_model) else s.model
         tok, model = self._load(name)
-        max_length = (s.query_max_length or s.max_length) if role != "doc" else s.max_length
+        max_length = self.max_tokens(role) or self._limits[name]  # None: the model's own limit
         prefix = self.instruction(role)
         inputs = [prefix + t for t in texts] if prefix else list(texts)
         if not inputs:
@@ -336,7 +397,8 @@ class TransformersEncoder(BaseEncoder):
                 feats = tok.pad({k: [v[i] for i in idx] for k, v in enc.items()}, padding=True,
                                 return_tensors="pt")
                 feats = {k: v.to(self.device) for k, v in feats.items()}
-                hidden = model(**feats).last_hidden_state
+                with autocast_context(s.dtype, self.device):
+                    hidden = model(**feats).last_hidden_state
                 emb = pool(hidden, feats["attention_mask"], s.pooling)
                 if s.normalize:
                     emb = torch.nn.functional.normalize(emb, dim=-1)
@@ -374,8 +436,14 @@ def pool(hidden, mask, pooling: str):
 # -- sentence-transformers -----------------------------------------------------------------------
 
 class SentenceTransformerEncoder(BaseEncoder):
-    """A sentence-transformers model; instructions go in as ``prompt`` (excluded from pooling
-    for INSTRUCTOR models when ``settings.extra['exclude_prompt_from_pooling']``)."""
+    """A sentence-transformers model, encoded as its own ``encode_query`` / ``encode_document`` do.
+
+    With no instruction in the settings the model's own prompts apply (its ``"query"`` prompt for
+    queries; ``"document"`` / ``"passage"`` / ``"corpus"`` for documents), as do its
+    ``max_seq_length``, pooling and normalisation; an instruction goes in as ``prompt`` (excluded
+    from pooling for INSTRUCTOR models when ``settings.extra['exclude_prompt_from_pooling']``),
+    ``max_length`` replaces ``max_seq_length`` and ``normalize`` adds a normalisation.
+    """
 
     @property
     def model(self):
@@ -386,37 +454,64 @@ class SentenceTransformerEncoder(BaseEncoder):
                 raise MissingExtraError("sentence-transformers", "dense", "dense retrieval") from exc
             s = self.settings
             check_model_source(s.model)
+            kwargs: dict[str, Any] = {}
+            if s.dtype not in ("fp32", "fp16-autocast"):  # sentence-transformers loads fp32 by default
+                kwargs["model_kwargs"] = {"torch_dtype": resolve_dtype(s.dtype)}
             try:
                 model = SentenceTransformer(s.model, device=self.device, revision=s.revision,
-                                            trust_remote_code=s.trust_remote_code)
+                                            trust_remote_code=s.trust_remote_code, **kwargs)
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             if s.max_length:
                 model.max_seq_length = s.max_length
             if s.extra.get("exclude_prompt_from_pooling"):
                 model.set_pooling_include_prompt(False)
-            if self.device.startswith("cuda") and s.dtype != "float32":
-                model = model.to(resolve_dtype(s.dtype, self.device))
             self._model = model
         return self._model
+
+    def prompt(self, role: str) -> str | None:
+        """The prompt passed for ``role``: None lets the model choose its own."""
+        s = self.settings
+        if role == "doc":
+            return s.doc_instruction
+        if role == "expansion" and s.expansion_instruction == "none":
+            return ""
+        return s.query_instruction
+
+    def _effective_prompt(self, role: str) -> str:
+        """The prompt text the model will put before each text (for length-sorted batching only)."""
+        prompt = self.prompt(role)
+        if prompt is not None:
+            return prompt
+        prompts = getattr(self.model, "prompts", None) or {}
+        names = ["query"] if role != "doc" else ["document", "passage", "corpus"]
+        for name in names:
+            if name in prompts:
+                return prompts[name]
+        default = getattr(self.model, "default_prompt_name", None)
+        return prompts.get(default, "") if default else ""
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         model = self.model
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        prompt = self.instruction(role) or None
+        prompt = self.prompt(role)
         tok = model.tokenizer
-        full = [(prompt or "") + t for t in texts]
+        planned = self._effective_prompt(role)
+        full = [planned + t for t in texts] if planned else list(texts)
         lengths = [len(ids) for ids in tok(full, truncation=True, max_length=model.max_seq_length,
                                            padding=False, return_attention_mask=False)["input_ids"]]
         batches = plan_batches(lengths, batch_size, self.token_budget)
+        method = "encode_document" if role == "doc" else "encode_query"
+        encode = getattr(model, method, model.encode)  # sentence-transformers < 5: plain encode
         outs = []
-        with _progress(len(texts), f"encoding {role}s") as progress:
+        with _progress(len(texts), f"encoding {role}s") as progress, autocast_context(self.settings.dtype,
+                                                                                      self.device):
             bar = progress.add_task(f"encoding {role}s", total=len(texts))
             for idx in batches:
-                outs.append(model.encode([texts[i] for i in idx], batch_size=len(idx), prompt=prompt,
-                                         normalize_embeddings=self.settings.normalize,
-                                         convert_to_tensor=True, show_progress_bar=False))
+                outs.append(encode([texts[i] for i in idx], batch_size=len(idx), prompt=prompt,
+                                   normalize_embeddings=self.settings.normalize,
+                                   convert_to_tensor=True, show_progress_bar=False))
                 progress.advance(bar, len(idx))
         import torch
 
@@ -465,9 +560,12 @@ class RemoteCodeEncoder(BaseEncoder):
         s = self.settings
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        # NV-Embed-v2's own encode() appends EOS (always_add_eos); append_eos would add a second one
         eos = tok.eos_token or "" if s.append_eos else ""
         full = [t + eos for t in texts]
-        max_length = (s.query_max_length or s.max_length) if role != "doc" else s.max_length
+        max_length = self.max_tokens(role) or model_max_length(model, tok)
+        if max_length is None:
+            raise R2MedError(f"{s.model} states no maximum length; pass --max-length")
         lengths = [min(len(ids), max_length) for ids in tok(full, padding=False, return_attention_mask=False)["input_ids"]]
         batches = plan_batches(lengths, batch_size, self.token_budget)
         outs = []
@@ -499,10 +597,10 @@ class GritLMEncoder(BaseEncoder):
             except ImportError as exc:
                 raise MissingExtraError("gritlm", "dense", "the grit preset") from exc
             s = self.settings
-            self._model = GritLM(s.model, torch_dtype="auto", mode="embedding",
+            self._model = GritLM(s.model, torch_dtype=resolve_dtype(s.dtype), mode="embedding",
                                  device_map="auto" if self.device == "cuda" else None)
         s = self.settings
-        max_length = (s.query_max_length or s.max_length) if role != "doc" else s.max_length
+        max_length = self.max_tokens(role) or 512
         emb = self._model.encode(list(texts), instruction=self.instruction(role), batch_size=batch_size,
                                  max_length=max_length)
         emb = np.asarray(emb, dtype=np.float32)
@@ -516,16 +614,64 @@ def is_sentence_transformers_folder(model: str) -> bool:
     return (Path(model).expanduser() / "modules.json").exists()
 
 
+def _looks_like_hub_id(model: str) -> bool:
+    return bool(model) and model.count("/") <= 1 and not model.startswith((".", "/", "~")) and "\\" not in model
+
+
+def model_file(model: str, filename: str, revision: str | None = None) -> Path | None:
+    """``filename`` of a model: from its folder, or for a hub id from the Hugging Face cache (or the
+    hub, unless offline); None when the model has no such file or it cannot be found."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        path = folder / filename
+        return path if path.is_file() else None
+    if not _looks_like_hub_id(model):
+        return None
+    try:
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+        from huggingface_hub.constants import HF_HUB_OFFLINE
+
+        cached = try_to_load_from_cache(model, filename, revision=revision)
+        if isinstance(cached, str):
+            return Path(cached)
+        offline = HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+        if cached is not None or offline:
+            return None  # known absent, or not cached and we may not ask the hub
+        return Path(hf_hub_download(model, filename, revision=revision))
+    except Exception:  # not on the hub, no network, a malformed id: the loader reports it
+        return None
+
+
+def is_sentence_transformers_model(model: str, revision: str | None = None) -> bool:
+    """A folder or hub id with a ``modules.json`` (hub ids are looked up in the HF cache first)."""
+    return model_file(model, "modules.json", revision) is not None
+
+
+def sentence_transformers_similarity(model: str, revision: str | None = None) -> str | None:
+    """The model's own ``similarity_fn_name`` (``cosine`` when a sentence-transformers model names
+    none, as sentence-transformers does); None for a model that is not a sentence-transformers one."""
+    if not is_sentence_transformers_model(model, revision):
+        return None
+    path = model_file(model, "config_sentence_transformers.json", revision)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        config = {}
+    return str(config.get("similarity_fn_name") or "cosine")
+
+
 EncoderFactory = Callable[..., Encoder]
 
 
 def make_encoder(settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
                  token_budget: int | None = None, **api_options: Any) -> Encoder:
-    """The encoder implementation for ``settings.loader`` (``auto``: a sentence-transformers
-    folder -> sentence-transformers, anything else -> plain transformers with pooling)."""
+    """The encoder implementation for ``settings.loader`` (``auto``: a sentence-transformers model
+    -- a folder or a cached hub id with ``modules.json`` -- through sentence-transformers, anything
+    else through plain transformers with pooling)."""
     loader = settings.loader
     if loader == "auto":
-        loader = "sentence-transformers" if is_sentence_transformers_folder(settings.model) else "transformers"
+        st = is_sentence_transformers_model(settings.model, settings.revision)
+        loader = "sentence-transformers" if st else "transformers"
     if loader in ("openai", "voyage"):
         from .api import make_api_encoder
 

@@ -2,9 +2,16 @@
 
 Hub ids, max lengths, normalisation and instructions come from the package's protocol data
 (``r2med_models.json`` / ``r2med_protocol.json``, carried from the R2MED repository at commit
-62b7074); :data:`PRESET_FIELDS` adds what those files leave implicit (which loader, pooling
-name, batch size), as read from the published ``src/utils.py`` encoder classes.
+62b7074); :data:`PRESET_FIELDS` adds what those files leave implicit (loader, pooling name,
+precision, EOS handling, batch size), read from the published code -- ``src/eval_bench.py`` (the
+retriever set-up, later renamed ``eval_retrieval.py``) and ``src/utils.py`` (the encoder classes)
+at commit 45cbac5; the comments cite file:line there.
 Instruction tables are keyed by the hub task names (``Biology``, ``PMC-Clinical``...).
+
+Scoring is cosine for every preset: the paper's ``retrieval_by_dense`` scores all retrievers
+with BEIR's ``cos_sim`` (``eval_bench.py:150``, passed to ``EvaluateRetrieval`` at 168; the
+call at 312 keeps that default), whether or not the encoder normalises its vectors -- which
+still matters for (query, expansion) pairs, whose raw vectors are averaged before scoring.
 """
 
 from __future__ import annotations
@@ -19,32 +26,47 @@ from .encoders import EncoderSettings
 
 log = logging.getLogger(__name__)
 
+#: How every paper retriever is scored (eval_bench.py:150 ``score_function="cos_sim"``).
+PAPER_SIMILARITY = "cosine"
+
 #: Per-preset fields that the protocol JSON does not spell out as values.
 PRESET_FIELDS: dict[str, dict[str, Any]] = {
-    # Contriever: mean pooling, unnormalised dot product (FlagDRESModel, pooling "mean").
-    "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "batch_size": 128},
-    # MedCPT: CLS of the Query encoder for queries and of the Article encoder for (title="", text).
+    # Contriever: FlagDRESModel, mean pooling, no normalisation (eval_bench.py:216-218), 512 tokens
+    # (utils.py:42 default); AutoModel.from_pretrained without a dtype = fp32 (utils.py:47).
+    "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "dtype": "fp32",
+                   "batch_size": 128},
+    # MedCPT: BiEncoderModel, CLS of each encoder, no normalisation, 512 tokens (eval_bench.py:253-256);
+    # docs as ("", text) pairs (utils.py:392-397); fp32 (utils.py:297-299).
     "medcpt": {"loader": "transformers", "pooling": "cls", "normalize": False, "doc_as_pair": True,
-               "batch_size": 128},
-    # INSTRUCTOR via sentence-transformers with the prompt excluded from pooling; normalised.
-    "inst-l": {"loader": "sentence-transformers", "normalize": True, "max_length": 512,
+               "dtype": "fp32", "batch_size": 128},
+    # INSTRUCTOR: SentenceTransformer (utils.py:211, fp32), prompt excluded from pooling (212), the
+    # model's own max_seq_length (the override at 214 is commented out), normalised (280).
+    "inst-l": {"loader": "sentence-transformers", "normalize": True, "max_length": None, "dtype": "fp32",
                "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
-    "inst-xl": {"loader": "sentence-transformers", "normalize": True, "max_length": 512,
+    "inst-xl": {"loader": "sentence-transformers", "normalize": True, "max_length": None, "dtype": "fp32",
                 "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
-    # BMRetriever: last token, EOS appended, left padding, not normalised ("BMR" mode).
+    # BMRetriever ("BMR" mode): truncate to max_length - 1, append EOS (utils.py:155, 162), left padding
+    # (54), last token; never normalised (the BMR branch, 148-167); fp32 weights under
+    # torch.cuda.amp.autocast() = fp16 autocast on GPU (161; 528 for bmr-7b's HighScaleModel).
     "bmr-410m": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-                 "batch_size": 64},
+                 "dtype": "fp16-autocast", "batch_size": 64},
     "bmr-2b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-               "batch_size": 16},
+               "dtype": "fp16-autocast", "batch_size": 16},
     "bmr-7b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-               "batch_size": 8},
-    "bge": {"loader": "transformers", "pooling": "cls", "normalize": True, "batch_size": 128},
-    # E5-Mistral / SFR: last token of the right-padded batch, normalised (published "Base" mode: no EOS).
-    "e5": {"loader": "transformers", "pooling": "last-token", "normalize": True, "batch_size": 8},
-    "sfr": {"loader": "transformers", "pooling": "last-token", "normalize": True, "batch_size": 8},
-    "grit": {"loader": "gritlm", "normalize": False, "max_length": 2048, "query_max_length": 512,
+               "dtype": "fp16-autocast", "batch_size": 8},
+    # BGE: FlagDRESModel, CLS, normalised (utils.py:38 default), 512 tokens (eval_bench.py:231-234), fp32 (47).
+    "bge": {"loader": "transformers", "pooling": "cls", "normalize": True, "dtype": "fp32", "batch_size": 128},
+    # E5-Mistral / SFR: HighScaleModel "Base" mode, last token, no EOS, normalised, 2048 tokens
+    # (eval_bench.py:225-229; utils.py:496-511); fp32 (utils.py:422, no dtype).
+    "e5": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8},
+    "sfr": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8},
+    # GritLM: the gritlm package with torch_dtype="auto" (utils.py:578), docs 2048 / queries 512 tokens
+    # (573-574), its encode() output as is (no normalisation, 632).
+    "grit": {"loader": "gritlm", "normalize": False, "max_length": 2048, "query_max_length": 512, "dtype": "auto",
              "expansion_instruction": "query", "batch_size": 8},
-    "nv": {"loader": "remote-code", "normalize": True, "append_eos": True, "trust_remote_code": True,
+    # NV-Embed-v2: the model's own encode(texts, instruction, max_length) (utils.py:704), which appends
+    # EOS itself -- so no append_eos; fp16 (649), normalised (705-706), 4096 tokens (eval_bench.py:267).
+    "nv": {"loader": "remote-code", "normalize": True, "dtype": "fp16", "trust_remote_code": True,
            "expansion_instruction": "query", "batch_size": 8},
     "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
     "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
@@ -68,12 +90,27 @@ class Preset:
     def batch_size(self) -> int:
         return int(self.fields.get("batch_size", 32))
 
+    @property
+    def similarity(self) -> str:
+        """How the paper scores this retriever (cosine for all of them)."""
+        return PAPER_SIMILARITY
+
+    @property
+    def dtype(self) -> str | None:
+        """The precision the paper's code ran this model in (None for API embedders)."""
+        return self.fields.get("dtype")
+
     def per_task(self) -> bool:
         return isinstance(self.query_instructions, dict) or isinstance(self.doc_instructions, dict)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary for ``r2med models``."""
         f = {k: v for k, v in self.fields.items() if k not in ("extra",)}
+        f.setdefault("append_eos", False)
+        if f.get("max_length", 0) is None:
+            f["max_length"] = "model's own"
+        f["similarity"] = self.similarity
+        f["dtype"] = self.dtype or "api"
         hub_id = self.hub_id
         if self.name == "medcpt":  # two encoders: queries through the Query encoder by default
             spec = models()["retrievers"]["medcpt"]
@@ -120,6 +157,8 @@ def get_preset(name: str) -> Preset:
     if name in ("openai", "voyage"):
         fields["extra"] = {"truncate_tokens": spec.get("truncate_tokens")}
         fields.setdefault("max_length", int(spec.get("truncate_tokens") or 8000))
+    if fields.get("loader") != "sentence-transformers":
+        fields.setdefault("max_length", 512)  # the paper's encoder classes default to 512 (utils.py:42)
     hub_id = spec.get("hub_id") or spec.get("hub_id_doc") or spec.get("api_model")
     query_table = proto["query_instruction"].get(name, spec.get("query_instruction"))
     doc_table = proto["doc_instruction"].get(name, spec.get("doc_instruction"))

@@ -122,12 +122,14 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
     cache = None
     if dest is None:
         cache = EmbeddingCache(config, fp, len(texts), chunk_size=shard_size)
-        if cache.complete():
+        done = cache.load() if cache.complete() else None  # verified; a damaged entry is encoded again
+        if done is not None:
             log.info("embeddings already complete in %s", cache.path)
             plan = plan_shards(len(texts), shard_size=cache.chunk_size)
             return EncodeResult(str(cache.path), len(texts), len(plan), cache.chunk_size,
-                                reused_shards=[s.index for s in plan], embeddings=cache.load())
-        cache.start()  # writes meta.json; drops chunks of a different chunking
+                                reused_shards=[s.index for s in plan], embeddings=done)
+        cache.start()
+        cache.verify_chunks()  # truncated or damaged chunks are dropped and encoded again  # writes meta.json; drops chunks of a different chunking
         shard_size = cache.chunk_size
         store = ShardStore(str(cache.path), shard_dir="chunks")
     else:
