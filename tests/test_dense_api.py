@@ -13,7 +13,7 @@ import pytest
 
 from r2med.errors import R2MedError
 from r2med.retrieval import make_retriever
-from r2med.retrieval.api import EmbeddingAPIError
+from r2med.retrieval.encoders import EmbeddingAPIError
 
 
 def vector(text: str, dim: int = 8) -> list[float]:

@@ -10,7 +10,8 @@ import pytest
 
 from llm_server import Faults, LLMServer, default_reply
 from r2med.errors import R2MedError
-from r2med.llm import LLMClient, LLMError, RequestCache, backoff_delay, parse_retry_after
+from r2med.llm import LLMClient, LLMError, RequestCache
+from r2med.retry import backoff_delay, parse_retry_after
 
 pytest.importorskip("openai")
 

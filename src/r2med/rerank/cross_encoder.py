@@ -45,7 +45,7 @@ def ensure_available(model: str, revision: str | None = None, probe: str = "conf
     """Fail at once, in one line, when ``model`` is neither a local folder, cached, nor downloadable."""
     from pathlib import Path
 
-    from ..retrieval.encoders import check_model_source
+    from ..retrieval.encoders.hf import check_model_source
 
     if Path(model).expanduser().exists():
         return
