@@ -88,7 +88,10 @@ def test_nfcorpus_ndcg_near_published():
 
 def test_top_k_breaks_ties_at_the_cut_in_corpus_order():
     """The paper's code sorts all docs stably: among equal scores, earlier docs win the last slots."""
-    from r2med.retrieval.bm25 import top_k
+    from r2med.retrieval.bm25 import ranked_rows
+
+    def top_k(row, ids, k):
+        return ranked_rows(row[None, :], ids, k)[0]
 
     ids = [f"d{i}" for i in range(12)]
     scores = np.array([1.0] * 10 + [2.0, 0.0])

@@ -343,14 +343,13 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
 def test_torch_search_path_normalises_docs_like_numpy():
     """The GPU search code (torch), run on the CPU here: same cosine top-k as the numpy path."""
     pytest.importorskip("torch")
-    from r2med.retrieval.dense import _exact_top_k_torch
 
     rng = np.random.default_rng(4)
     d = (rng.normal(size=(150, 6)) * rng.uniform(0.1, 10, size=(150, 1))).astype(np.float32)
     q = rng.normal(size=(4, 6)).astype(np.float32)
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     s_np, i_np = exact_top_k(q, d, 7, chunk=40, normalize_docs=True, device="cpu")
-    s_t, i_t = _exact_top_k_torch(q, d, 7, None, 40, "cpu", normalize_docs=True)
+    s_t, i_t = exact_top_k(q, d, 7, chunk=40, normalize_docs=True, device="cpu", torch_products=True)
     assert i_t.tolist() == i_np.tolist()
     np.testing.assert_allclose(s_t, s_np, atol=1e-6)
 

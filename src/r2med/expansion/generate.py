@@ -25,6 +25,7 @@ from ..cache import write_text_atomic
 from ..data.collection import Collection
 from ..errors import R2MedError
 from ..protocol import models, protocol
+from ..run import ranked
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,9 @@ def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_
     position = {did: i for i, did in enumerate(collection.corpus)}
     out = {}
     for qid in collection.queries:
-        ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], position.get(kv[0], len(position))))[:k]
+        top = ranked(run.get(qid, {}), position)[:k]
         out[qid] = "".join(f"\n[{i + 1}]. {cut_words(collection.corpus[did].replace(chr(10), ' '), words)}"
-                           for i, (did, _) in enumerate(ranked))
+                           for i, (did, _) in enumerate(top))
     return out
 
 

@@ -92,26 +92,13 @@ def make_reranker(name: str, **options: Any) -> Reranker:
                      "or give a cross-encoder's hub id (org/model) or local folder")
 
 
-def first_stage_order(docs: Mapping[str, float], position: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
-    """Docs best first; equal scores in corpus order (``position``: doc id -> corpus index).
-
-    The paper's code sorts each query's scores over the corpus with Python's stable ``sorted``
-    (``src/eval_BM25.py``, ``save_topk_docs``), so its top-k candidate lists keep corpus order
-    among ties; without ``position``, ties fall back to trec_eval's order (doc id descending).
-    """
-    if position is None:
-        return ranked(docs)
-    last = len(position)
-    return sorted(docs.items(), key=lambda item: (-item[1], position.get(item[0], last), item[0]))
-
-
 def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: Mapping[str, str] | None = None,
                   position: Mapping[str, int] | None = None) -> dict[str, list[tuple[str, float]]]:
-    """Each query's top ``top_k`` docs, best first, ties in corpus order (see :func:`first_stage_order`).
-
-    Queries not in ``queries`` are skipped.
+    """Each query's top ``top_k`` docs, best first, ties in corpus order (``position``: doc id -> corpus
+    index; :func:`r2med.run.ranked`), as the paper's stable sort takes them.  Queries not in ``queries``
+    are skipped.
     """
-    return {qid: first_stage_order(docs, position)[:top_k] for qid, docs in run.items()
+    return {qid: ranked(docs, position)[:top_k] for qid, docs in run.items()
             if docs and (queries is None or qid in queries)}
 
 
@@ -143,7 +130,7 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
         reranked = {did: float(got[did]) for did, _ in head}
         if keep_tail:
             floor = min(reranked.values())
-            for i, (did, _) in enumerate(first_stage_order(run[qid], position)[top_k:], start=1):
+            for i, (did, _) in enumerate(ranked(run[qid], position)[top_k:], start=1):
                 reranked[did] = floor - i
         out[qid] = reranked
     return out

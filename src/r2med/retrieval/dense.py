@@ -35,6 +35,7 @@ from .base import QueryText, register_retriever
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, get_preset
+from .topk import merge_top_k, top_k_rows
 
 log = logging.getLogger(__name__)
 
@@ -191,43 +192,59 @@ class DenseRetriever:
 
 
 def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude: np.ndarray | None = None,
-                chunk: int = 65536, device: str | None = None,
-                normalize_docs: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index.
+                chunk: int = 65536, device: str | None = None, normalize_docs: bool = False,
+                torch_products: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index (also at the cut).
 
     Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
-    running top-k, so memory stays at ``n_queries * (chunk + k)``.  ``exclude[i]`` is a doc
-    index query ``i`` must not get (-1 for none).  ``normalize_docs`` divides each doc row by its
-    norm first (cosine scores when the queries are normalised too).  On a CUDA device the products
-    run in torch.
+    running top-k (:mod:`r2med.retrieval.topk`), so memory stays at ``n_queries * (chunk + k)``.
+    ``exclude[i]`` is a doc index query ``i`` must not get (-1 for none); it comes back as index -1
+    with score ``-inf`` when fewer than ``k`` docs remain.  ``normalize_docs`` divides each doc row by
+    its norm first (cosine scores when the queries are normalised too).  The products run in torch on
+    a CUDA device (``torch_products``: None = when one is used), in numpy otherwise.
     """
     n_q, n_d = len(queries), len(docs)
     k = min(k, n_d)
-    if _use_torch(device):
-        return _exact_top_k_torch(queries, docs, k, exclude, chunk, device, normalize_docs)
-    best_s = np.full((n_q, 0), -np.inf, dtype=np.float32)
-    best_i = np.zeros((n_q, 0), dtype=np.int64)
+    if n_q == 0:
+        return np.zeros((0, k), dtype=np.float32), np.zeros((0, k), dtype=np.int64)
+    products = _torch_products(device) if (torch_products is None and _use_torch(device)) or torch_products \
+        else _numpy_products
     rows = np.arange(n_q)
+    best: tuple[np.ndarray, np.ndarray] | None = None
     for lo in range(0, n_d, chunk):
-        block = np.asarray(docs[lo:lo + chunk], dtype=np.float32)
-        if normalize_docs:
-            block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
-        s = queries @ block.T
+        s = products(queries, docs[lo:lo + chunk], normalize_docs)
         if exclude is not None:
-            hit = (exclude >= lo) & (exclude < lo + len(block))
+            hit = (exclude >= lo) & (exclude < lo + s.shape[1])
             s[rows[hit], exclude[hit] - lo] = -np.inf
-        kk = min(k, s.shape[1])
-        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk] if kk < s.shape[1] else np.tile(np.arange(s.shape[1]), (n_q, 1))
-        cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
-        cand_i = np.concatenate([best_i, part + lo], axis=1)
-        if cand_s.shape[1] > k:
-            keep = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
-            cand_s, cand_i = np.take_along_axis(cand_s, keep, 1), np.take_along_axis(cand_i, keep, 1)
-        best_s, best_i = cand_s, cand_i
-    order = np.lexsort((best_i, -best_s), axis=1) if n_q else np.zeros((0, k), dtype=np.int64)
-    best_s, best_i = np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
-    best_i = np.where(np.isneginf(best_s), -1, best_i)  # an excluded doc never comes back
-    return best_s, best_i
+        part = top_k_rows(s, k, offset=lo)
+        best = part if best is None else merge_top_k([best, part], k)
+    positions, scores = best
+    return scores, np.where(np.isneginf(scores), -1, positions)  # an excluded doc never comes back
+
+
+def _numpy_products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool) -> np.ndarray:
+    block = np.asarray(block, dtype=np.float32)
+    if normalize_docs:
+        block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
+    return queries @ block.T
+
+
+def _torch_products(device: str | None):
+    import torch
+
+    dev = torch.device("cuda" if device in (None, "auto") else device)
+    held: dict[int, Any] = {}
+
+    def products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool) -> np.ndarray:
+        if id(queries) not in held:  # the queries go to the device once
+            held.clear()
+            held[id(queries)] = torch.as_tensor(np.ascontiguousarray(queries), device=dev)
+        d = torch.as_tensor(np.ascontiguousarray(block, dtype=np.float32), device=dev)
+        if normalize_docs:
+            d = torch.nn.functional.normalize(d, dim=-1)
+        return (held[id(queries)] @ d.T).cpu().numpy()
+
+    return products
 
 
 def _use_torch(device: str | None) -> bool:
@@ -238,36 +255,6 @@ def _use_torch(device: str | None) -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
-
-
-def _exact_top_k_torch(queries, docs, k, exclude, chunk, device, normalize_docs=False):
-    import torch
-
-    dev = torch.device("cuda" if device in (None, "auto") else device)
-    q = torch.as_tensor(np.ascontiguousarray(queries), device=dev)
-    n_q = len(queries)
-    best_s = torch.full((n_q, 0), -float("inf"), device=dev)
-    best_i = torch.zeros((n_q, 0), dtype=torch.long, device=dev)
-    rows = torch.arange(n_q, device=dev)
-    ex = torch.as_tensor(exclude, device=dev) if exclude is not None else None
-    for lo in range(0, len(docs), chunk):
-        block = torch.as_tensor(np.ascontiguousarray(docs[lo:lo + chunk], dtype=np.float32), device=dev)
-        if normalize_docs:
-            block = torch.nn.functional.normalize(block, dim=-1)
-        s = q @ block.T
-        if ex is not None:
-            hit = (ex >= lo) & (ex < lo + len(block))
-            s[rows[hit], ex[hit] - lo] = -float("inf")
-        ts, ti = torch.topk(s, min(k, s.shape[1]), dim=1)
-        cand_s, cand_i = torch.cat([best_s, ts], 1), torch.cat([best_i, ti + lo], 1)
-        if cand_s.shape[1] > k:
-            ts, pos = torch.topk(cand_s, k, dim=1)
-            cand_s, cand_i = ts, torch.gather(cand_i, 1, pos)
-        best_s, best_i = cand_s, cand_i
-    s, i = best_s.cpu().numpy(), best_i.cpu().numpy()
-    order = np.lexsort((i, -s), axis=1)
-    s, i = np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
-    return s, np.where(np.isneginf(s), -1, i)
 
 
 # -- registry --------------------------------------------------------------------------------------

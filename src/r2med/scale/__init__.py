@@ -17,6 +17,6 @@ from __future__ import annotations
 
 from .bm25 import ShardedBM25
 from .cluster import connect
-from .shards import merge_topk, split_corpus
+from .shards import split_corpus
 
-__all__ = ["ShardedBM25", "connect", "merge_topk", "split_corpus"]
+__all__ = ["ShardedBM25", "connect", "split_corpus"]
