@@ -124,8 +124,8 @@ def test_lamer_passages_tied_in_score_keep_corpus_order(tmp_path):
     filler = {did: text for did, text in coll.corpus.items()}
     # same length, one 'alpha' each: tied scores; ids ordered neither as the corpus nor reversed
     tied = {"m3": "alpha gamma", "z1": "alpha beta", "a2": "alpha delta", "q9": "alpha epsilon"}
-    coll.corpus = {**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])}
-    coll.queries = {"q0": "alpha"}
+    coll = coll.replace(corpus={**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])},
+                        queries={"q0": "alpha"})
     scores = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)["q0"]
     assert len({round(scores[d], 9) for d in tied}) == 1  # they do tie
     passages = lamer_passages(coll, k=3)["q0"]

@@ -33,8 +33,8 @@ def first_stage(tmp_path_factory):
     coll = load_folder(data)
     # a 12-query slice keeps the test quick
     keep = sorted(coll.queries)[:12]
-    coll.queries = {q: coll.queries[q] for q in keep}
-    coll.qrels = {q: coll.qrels[q] for q in keep if q in coll.qrels}
+    coll = coll.replace(queries={q: coll.queries[q] for q in keep},
+                        qrels={q: coll.qrels[q] for q in keep if q in coll.qrels})
     # ... and a 300-doc corpus: the judged docs of those queries, then the first docs of the file
     judged = {d for docs in coll.qrels.values() for d in docs}
     docs = [d for d in coll.corpus if d in judged] + [d for d in coll.corpus if d not in judged]

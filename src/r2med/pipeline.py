@@ -66,12 +66,9 @@ def versions() -> dict[str, str]:
 def resolve_collections(tasks: list[str], data_dir: str | Path | None, revision: str | None = None,
                         ) -> list[Callable[[], Collection]]:
     """Loaders for the requested tasks: from the hub, a folder of task folders, or one collection folder."""
-    if data_dir is not None:
-        root = Path(data_dir).expanduser().absolute()  # recorded as the results' source: usable from anywhere
-        if (root / "corpus.jsonl").exists():  # one collection folder: its name is the task
-            return [lambda: load_folder(root)]
-        return [lambda t=t: load_task(t, source=root) for t in tasks]
-    return [lambda t=t: load_task(t, revision=revision) for t in tasks]
+    from .data.resolve import resolve
+
+    return [ref.load for ref in resolve(tasks, data_dir, revision)]
 
 
 def run_collection(collection: Collection, retriever_name: str, options: Mapping[str, Any] | None = None,
