@@ -39,9 +39,9 @@ def small_collection(folder: Path) -> Path:
     (["--retriever", "no-such-model"], "unknown retriever"),
     (["--retriever", "dense", "--model", "/no/such/model/folder"], "does not exist"),
     (["--retriever", "openai"], "OPENAI_API_KEY"),
-    (["--retriever", "bm25", "--model", "x"], "apply to dense retrievers"),
+    (["--retriever", "bm25", "--model", "x"], "not an option of 'bm25'"),
     (["--retriever", "nv"], "--trust-remote-code"),
-    (["--retriever", "bm25", "--similarity", "dot"], "apply to dense retrievers"),
+    (["--retriever", "bm25", "--similarity", "dot"], "not an option of 'bm25'"),
     (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity"),
     (["--retriever", "bge", "--dtype", "fp8"], "unknown dtype"),
 ])

@@ -62,18 +62,20 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     """As src/eval_reranker.py: the first stage's top 10 (ties in corpus order), reranked, scored alone."""
     import pytrec_eval
 
-    from r2med.rerank import base as rerank_base
-    from r2med.retrieval import base as retrieval_base
+    from dataclasses import replace
+
+    from r2med.rerank.base import RERANKERS
     from r2med.retrieval.bm25 import _factory
+    from r2med.retrieval.registry import RETRIEVERS
     from test_report import synthetic
 
     docs, queries, qrels = synthetic(ndocs=60, nq=12)
     data = tmp_path / "data"
     write_collection(data, "Biology", docs, queries, qrels)
-    retrieval_base.available_retrievers(), rerank_base.available_rerankers()  # builtins registered first
     # stand-ins: paper BM25 for NV-Embed-v2 (no GPU/weights here), word overlap for bge-reranker
-    monkeypatch.setitem(retrieval_base._REGISTRY, "nv", (_factory("paper"), "stand-in"))
-    monkeypatch.setitem(rerank_base._REGISTRY, "bge-reranker", (lambda **o: OverlapReranker(), "stand-in"))
+    monkeypatch.setitem(RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper")))
+    monkeypatch.setitem(RERANKERS.records, "bge-reranker",
+                        replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker()))
     env = rp.Environment(data)
     matrix = rp.cells(settings=["base", "reranker_top_10"], retrievers=["nv"], tasks=["Biology"])
     planned = [rp.Planned(c, True, data="test") for c in matrix if c.label in ("nv", "nv+bge-reranker")]

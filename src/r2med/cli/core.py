@@ -124,9 +124,10 @@ def evaluate_command(
                                             help="Local data: one collection folder, or a folder of task folders."),
     out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run folder: OUT/<retriever>/<task>/ is written."),
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
-    k1: float = typer.Option(0.9, "--k1", callback=AT_LEAST_0, help="BM25 k1."),
-    b: float = typer.Option(0.4, "--b", callback=UNIT, help="BM25 b (0 to 1)."),
-    analyzer: str = typer.Option("english", "--analyzer", help="BM25 analyzer: english (pure Python) or lucene."),
+    k1: Optional[float] = typer.Option(None, "--k1", callback=AT_LEAST_0, help="BM25 k1 (default: the paper's 0.9)."),
+    b: Optional[float] = typer.Option(None, "--b", callback=UNIT, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
+    analyzer: Optional[str] = typer.Option(None, "--analyzer",
+                                           help="BM25 analyzer: english (pure Python, the default) or lucene."),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures to compute (repeatable)."),
     count_missing: bool = typer.Option(False, "--count-missing", help="Average over all judged queries (0 if unanswered)."),
     revision: Optional[str] = typer.Option(None, "--revision", help=REVISION_HELP),
@@ -175,21 +176,13 @@ def evaluate_command(
 
     def plan(retriever: str):
         """(options, query builder, label, dense?) for one retriever."""
-        options: dict = {"cache": not no_cache}
-        if retriever.startswith("bm25"):
-            options.update(k1=k1, b=b, analyzer=analyzer)
-        from ..retrieval.presets import DENSE_PRESETS
+        from ..retrieval.registry import retriever_meta
 
-        dense = retriever == "dense" or retriever in DENSE_PRESETS
-        if dense:
-            options.update({k: v for k, v in dict(model=model, batch_size=batch_size, device=device,
-                                                  max_length=max_length, pooling=pooling, similarity=similarity,
-                                                  dtype=dtype, trust_remote_code=trust_remote_code or None,
-                                                  medcpt_published=medcpt_published or None).items() if v is not None})
-        elif any(v for v in (model, batch_size, device, max_length, pooling, similarity, dtype, trust_remote_code,
-                             medcpt_published)):
-            raise R2MedError(f"--model/--batch-size/--device/--max-length/--pooling/--similarity/--dtype/"
-                             f"--trust-remote-code apply to dense retrievers, not {retriever!r}")
+        meta = retriever_meta(retriever)
+        options = {"cache": not no_cache, **meta.check_options(dict(
+            k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device, max_length=max_length,
+            pooling=pooling, similarity=similarity, dtype=dtype, trust_remote_code=trust_remote_code or None,
+            medcpt_published=medcpt_published or None))}
         builder, label = None, retriever
         if expansion or expansion_file or expansion_dir:
             from ..expansion.precomputed import expansion_builder
@@ -197,7 +190,7 @@ def evaluate_command(
             builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
             label = f"{retriever}+{builder.label}"
         plain_name(label, "result name", run_name=True)  # a folder under --out and the run's tag
-        return options, builder, label, dense
+        return options, builder, label, meta.family == "dense"
 
     if ray:
         from .scale import evaluate_on_ray
@@ -211,7 +204,7 @@ def evaluate_command(
     options, builder, label, dense = plan(retriever)
     results = evaluate_many(loaders, names, retriever, options, top_k, out / label, measures, count_missing,
                             overwrite=overwrite, label=label if builder else None, query_builder=builder)
-    paper_defaults = (retriever == "bm25" and k1 == 0.9 and b == 0.4) or (
+    paper_defaults = (retriever == "bm25" and options["k1"] == 0.9 and options["b"] == 0.4) or (
         dense and retriever != "dense" and model is None and max_length is None and pooling is None
         and paper_scoring(retriever, similarity))
     published = (retriever, builder.method, builder.llm) if builder else (retriever, "none", "none")

@@ -26,28 +26,11 @@ app.add_typer(cache_app, name="cache")
 
 
 def retriever_settings() -> dict[str, dict[str, Any]]:
-    """name -> {family, description, settings...} for every registered retriever."""
-    from ..protocol import models
-    from ..retrieval import available_retrievers
-    from ..retrieval.presets import DENSE_PRESETS, get_preset
+    """name -> {description, family, settings...} for every registered retriever."""
+    from ..retrieval.registry import all_retrievers
 
-    out: dict[str, dict[str, Any]] = {}
-    paper = models()["retrievers"]
-    for name, description in available_retrievers().items():
-        entry: dict[str, Any] = {"description": description}
-        if name in DENSE_PRESETS:
-            entry.update(family="dense", **get_preset(name).describe())
-        elif name == "dense":
-            entry.update(family="dense", hub_id="--model <hub id or folder>",
-                         pooling="the model's own (sentence-transformers), else mean (--pooling)",
-                         max_length="the model's own (--max-length)",
-                         similarity="the model's own (sentence-transformers), else cosine (--similarity)",
-                         dtype="fp32 (--dtype)")
-        elif name.startswith("bm25"):
-            spec = paper.get("bm25", {})
-            entry.update(family="lexical", k1=spec.get("k1", 0.9), b=spec.get("b", 0.4))
-        out[name] = entry
-    return out
+    return {name: {"description": meta.description, "family": "lexical" if meta.family == "lexical" else "dense",
+                   **meta.summary} for name, meta in all_retrievers().items()}
 
 
 @app.command("models")

@@ -29,24 +29,16 @@ AVERAGE = "Average"
 SIGNIFICANT = "†"
 FLAG = "!"
 
-#: Default tolerance (nDCG@10 points x100) by kind of configuration: deterministic
-#: lexical runs should land within rounding; dense runs vary with hardware and
-#: precision (fp16/bf16, batch padding); API embedders with the provider's model version.
-TOLERANCES = {"lexical": 0.5, "dense": 1.0, "api": 2.0}
 #: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
 #: its row stays matched to the published one, with a wider band.
 NONPAPER_PRECISION_EXTRA = 1.0
-API_RETRIEVERS = {"openai", "voyage"}
 
 
 def default_tolerance(key: PublishedKey | None) -> float | None:
-    if key is None:
-        return None
-    if key.retriever == "bm25":
-        return TOLERANCES["lexical"]
-    if key.retriever in API_RETRIEVERS:
-        return TOLERANCES["api"]
-    return TOLERANCES["dense"]
+    """The first-stage retriever's tolerance class (:data:`r2med.retrieval.registry.TOLERANCES`)."""
+    from ..retrieval.registry import tolerance_for
+
+    return None if key is None else tolerance_for(key.retriever)
 
 
 @dataclass

@@ -39,16 +39,6 @@ log = logging.getLogger(__name__)
 SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
 #: Rerank depth of the paper's reranker rows; only the reranked list is scored (``src/eval_reranker.py``).
 RERANK_DEPTH = 10
-#: Rerankers too large to run on CPU in reasonable time.
-RERANKER_NEEDS_GPU = {"rankllama": "7B"}
-#: Local presets too large to run on CPU in reasonable time (>= ~1B parameters).
-NEEDS_GPU = {"inst-xl": "1.5B", "bmr-2b": "2B", "bmr-7b": "7B", "e5": "7B", "grit": "7B", "sfr": "7B", "nv": "7B"}
-API_KEYS = {"openai": "OPENAI_API_KEY", "voyage": "VOYAGE_API_KEY"}
-#: Python packages each kind of retriever needs, with how to install them (API embedders need none).
-EXTRAS = {
-    "dense": (("torch", "transformers", "sentence_transformers"), "pip install 'r2med[dense]'"),
-    "grit": (("torch", "transformers", "gritlm"), "pip install 'r2med[dense]' gritlm"),
-}
 
 
 @dataclass(frozen=True)
@@ -155,14 +145,14 @@ class Environment:
         return hub_problem() is None
 
     @cached_property
-    def retrievers(self) -> set[str]:
-        from ..retrieval.base import available_retrievers
+    def retrievers(self) -> dict[str, Any]:
+        from ..retrieval.registry import all_retrievers
 
         try:
-            return set(available_retrievers())
+            return all_retrievers()
         except Exception as exc:  # a broken optional module must not hide the others
             log.warning("listing retrievers failed: %s", exc)
-            return {"bm25"}
+            return {}
 
     def task_folder(self, task: str) -> Path | None:
         if self.data_dir is None:
@@ -207,17 +197,6 @@ class Environment:
             return "hub", ""
         return None, f"no expansions: {method}/{llm} not local, not cached and the hub is unreachable"
 
-    def weights(self, retriever: str) -> str:
-        """A reason when a local model's weights can be had neither from the cache nor the hub."""
-        if retriever in API_KEYS or retriever == "bm25":
-            return ""
-        from ..retrieval.presets import get_preset
-
-        try:
-            hub_id = get_preset(retriever).hub_id
-        except R2MedError:
-            return ""
-        return self.model_weights(hub_id)
 
     def model_weights(self, hub_id: str, probe: str = "config.json") -> str:
         """A reason when a hub model is neither in the Hugging Face cache nor downloadable, else ''."""
@@ -230,44 +209,44 @@ class Environment:
 
 def _requirements(key: PublishedKey, env: Environment) -> list[str]:
     """Reasons independent of the task (GPU, key, packages, retriever installed, weights)."""
-    r = key.retriever
     if key.expansion.startswith(RERANK):  # the first stage's needs, then the reranker's
-        return _requirements(PublishedKey(r), env) + _reranker_requirements(key.expansion[len(RERANK):], env)
+        return _requirements(PublishedKey(key.retriever), env) + _reranker_requirements(key.expansion[len(RERANK):], env)
+    meta = env.retrievers.get(key.retriever)
+    if meta is None:
+        return [f"retriever {key.retriever!r} is not available in this install"]
     reasons = []
-    if r != "bm25":
-        if r not in API_KEYS:
-            modules, install = EXTRAS.get(r, EXTRAS["dense"])
-            missing = [m for m in modules if not env.has_module(m)]
-            if missing:
-                reasons.append(f"missing extra: {install} ({', '.join(missing)})")
-        if r not in env.retrievers:
-            reasons.append(f"retriever {r!r} is not available in this install")
-    if r in API_KEYS and not os.environ.get(API_KEYS[r]):
-        reasons.append(f"no API key: set {API_KEYS[r]}")
-    if r in NEEDS_GPU and not env.gpu and not env.force_cpu:
-        reasons.append(f"no GPU: {r} ({NEEDS_GPU[r]} parameters) is impractical on CPU (--force-cpu to try)")
-    if not reasons:
-        w = env.weights(r)
-        if w:
-            reasons.append(w)
+    if meta.extra is not None:
+        modules, install = meta.extra
+        missing = [m for m in modules if not env.has_module(m)]
+        if missing:
+            reasons.append(f"missing extra: {install} ({', '.join(missing)})")
+    if meta.api_key_env and not os.environ.get(meta.api_key_env):
+        reasons.append(f"no API key: set {meta.api_key_env}")
+    if meta.needs_gpu and not env.gpu and not env.force_cpu:
+        reasons.append(f"no GPU: {meta.name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)")
+    if not reasons and meta.hub_id:
+        reasons += [r for r in [env.model_weights(meta.hub_id)] if r]
     return reasons
 
 
 def _reranker_requirements(name: str, env: Environment) -> list[str]:
     """Reasons a published reranker cannot run here (packages, GPU, weights)."""
-    modules = ("torch", "transformers") + (("peft",) if name == "rankllama" else ())
-    missing = [m for m in modules if not env.has_module(m)]
-    if missing:
-        return [f"missing extra: pip install 'r2med[dense,rerank]' ({', '.join(missing)})"]
-    if name in RERANKER_NEEDS_GPU and not env.gpu and not env.force_cpu:
-        return [f"no GPU: {name} ({RERANKER_NEEDS_GPU[name]} parameters) is impractical on CPU (--force-cpu to try)"]
-    from ..rerank import make_reranker
+    from ..rerank.base import make_reranker, reranker_meta
 
+    try:
+        meta = reranker_meta(name)
+    except R2MedError as exc:
+        return [str(exc)]
+    missing = [m for m in meta.packages if not env.has_module(m)]
+    if missing:
+        return [f"missing extra: {meta.install} ({', '.join(missing)})"]
+    if meta.needs_gpu and not env.gpu and not env.force_cpu:
+        return [f"no GPU: {name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)"]
     try:
         settings = make_reranker(name).config()
     except R2MedError as exc:
         return [str(exc)]
-    for key, probe in (("model", "config.json"), ("base", "config.json"), ("lora", "adapter_config.json")):
+    for key, probe in meta.weights:
         model = settings.get(key)
         if model and not Path(str(model)).expanduser().exists():
             why = env.model_weights(str(model), probe)

@@ -256,26 +256,21 @@ def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> Pub
     return key
 
 
-#: Options that change what a dense preset computes (batch size and device do not; dtype widens the tolerance).
-_PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
-
-#: The precision each paper reranker ran in (R2MED src/utils.py:866 loads bge-reranker and monoBERT
-#: without a dtype, i.e. fp32; RankLLaMA in fp16 at 861, r2med's ``auto`` on a GPU).
-PAPER_RERANKER_DTYPES = {"bge-reranker": "fp32", "monobert": "fp32", "rankllama": "auto"}
-
-
 def paper_dtype(retriever: str) -> str | None:
     """The precision the paper's code ran a dense preset in (None: not a local preset)."""
-    from ..retrieval.presets import DENSE_PRESETS, get_preset
+    from ..retrieval.registry import RETRIEVERS
 
-    return get_preset(retriever).dtype if retriever in DENSE_PRESETS else None
+    meta = RETRIEVERS.get(retriever)
+    return meta.paper_dtype if meta is not None else None
 
 
 def _changed_preset(config: Mapping[str, Any]) -> bool:
     """A dense preset run with its model, pooling, length, instructions or similarity overridden is not
     the paper's (every paper retriever scores with cosine)."""
+    from ..retrieval.presets import PRESET_OVERRIDES
+
     options = _options(config)
-    if any(options.get(k) is not None for k in _PRESET_OVERRIDES):
+    if any(options.get(k) is not None for k in PRESET_OVERRIDES):
         return True
     return any(value not in (None, "cosine") for value in (config.get("similarity"), options.get("similarity")))
 
@@ -290,7 +285,10 @@ def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
         found.append((paper_dtype(str(config.get("retriever", ""))), encoder["dtype"]))
     reranker = config.get("reranker")
     if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
-        found.append((PAPER_RERANKER_DTYPES.get(str(reranker.get("reranker", ""))), reranker["dtype"]))
+        from ..rerank.base import RERANKERS
+
+        meta = RERANKERS.get(str(reranker.get("reranker", "")))
+        found.append((meta.paper_dtype if meta is not None else None, reranker["dtype"]))
     for paper, used in found:
         try:
             if paper is not None and canonical_dtype(str(used)) != paper:

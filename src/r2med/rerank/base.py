@@ -8,19 +8,22 @@ and, by default, appends the rest of the first-stage list below the reranked hea
 so that measures deeper than ``k`` (nDCG@100, R@100) stay meaningful; ``keep_tail=False``
 gives the paper's "top-k only" evaluation.
 
-Names resolve through a small registry (``bge-reranker``, ``monobert``, ``rankllama``,
-``listwise``...); any other name that is a local folder or looks like a hub id
-(``org/model``) is loaded as a sequence-classification cross-encoder.
+Names resolve through a small registry of :class:`RerankerMeta` records (``bge-reranker``,
+``monobert``, ``rankllama``, ``listwise``...: a factory and what the reranker needs); any other
+name that is a local folder or looks like a hub id (``org/model``) is loaded as a
+sequence-classification cross-encoder (the ``cross-encoder`` entry).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import R2MedError
+from ..registries import Registry
 from ..run import Run, ranked
 
 log = logging.getLogger(__name__)
@@ -42,32 +45,43 @@ class Reranker(Protocol):
 
 
 RerankerFactory = Callable[..., Reranker]
-_REGISTRY: dict[str, tuple[RerankerFactory, str]] = {}
-
-#: Modules that register rerankers when imported (they import heavy libraries lazily).
-BUILTIN_MODULES = ["cross_encoder", "rankllama", "listwise"]
 
 
-def register_reranker(name: str, factory: RerankerFactory, description: str = "") -> None:
-    """Register ``factory(**options) -> Reranker`` under ``name``."""
-    if name in _REGISTRY and _REGISTRY[name][0] is not factory:
-        raise ValueError(f"reranker {name!r} is already registered")
-    _REGISTRY[name] = (factory, description)
+@dataclass(frozen=True)
+class RerankerMeta:
+    """Every fact about one reranker: how to build it and what it needs."""
+
+    name: str
+    factory: RerankerFactory  # factory(**options) -> Reranker
+    description: str = ""
+    #: modules it imports, and how to install them
+    packages: tuple[str, ...] = ("torch", "transformers")
+    install: str = "pip install 'r2med[dense,rerank]'"
+    #: too large for a CPU in reasonable time: its size ("7B")
+    needs_gpu: str | None = None
+    #: the precision the paper's code ran it in (None: not a paper reranker)
+    paper_dtype: str | None = None
+    #: model weights it loads: option of its ``config()`` naming a model -> a file every such model has
+    weights: tuple[tuple[str, str], ...] = (("model", "config.json"),)
 
 
-def _load_builtin() -> None:
-    import importlib
-    import importlib.util
+RERANKERS: Registry[RerankerMeta] = Registry("reranker", __package__, ["cross_encoder", "rankllama", "listwise"])
+#: The entry that builds a cross-encoder from a hub id or local folder given as the reranker's name.
+ANY_MODEL = "cross-encoder"
 
-    for module in BUILTIN_MODULES:
-        name = f"{__package__}.{module}"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
+
+def register_reranker(meta: RerankerMeta) -> RerankerMeta:
+    """Add a reranker to the registry (a different record under a registered name is an error)."""
+    return RERANKERS.add(meta)
+
+
+def all_rerankers() -> dict[str, RerankerMeta]:
+    """Every registered reranker by name, in name order."""
+    return RERANKERS.all()
 
 
 def available_rerankers() -> dict[str, str]:
-    _load_builtin()
-    return {name: desc for name, (_, desc) in sorted(_REGISTRY.items())}
+    return {name: meta.description for name, meta in all_rerankers().items()}
 
 
 def looks_like_model(name: str) -> bool:
@@ -78,18 +92,30 @@ def looks_like_model(name: str) -> bool:
     return len(parts) == 2 and all(p and not p.startswith(".") and " " not in p for p in parts)
 
 
+def reranker_meta(name: str) -> RerankerMeta:
+    """The record of ``name`` (a model id or folder: the cross-encoder entry)."""
+    meta = RERANKERS.get(name) or (RERANKERS.get(ANY_MODEL) if looks_like_model(name) else None)
+    if meta is None:
+        raise R2MedError(f"unknown reranker {name!r}; choose from: {', '.join(RERANKERS.all())}, "
+                         "or give a cross-encoder's hub id (org/model) or local folder")
+    return meta
+
+
 def make_reranker(name: str, **options: Any) -> Reranker:
     """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder."""
-    _load_builtin()
+    meta = reranker_meta(name)
     options = {k: v for k, v in options.items() if v is not None}
-    if name in _REGISTRY:
-        return _REGISTRY[name][0](**options)
-    if looks_like_model(name):
-        from .cross_encoder import CrossEncoderReranker
+    if meta.name != name:  # a model id or folder
+        options["model"] = name
+    return meta.factory(**options)
 
-        return CrossEncoderReranker(model=name, **options)
-    raise R2MedError(f"unknown reranker {name!r}; choose from: {', '.join(sorted(_REGISTRY))}, "
-                     "or give a cross-encoder's hub id (org/model) or local folder")
+
+def progress_bar():
+    """A transient rich progress bar (``description``, bar, done/total, elapsed) for long reranking calls."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), transient=True)
 
 
 def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: Mapping[str, str] | None = None,

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import R2MedError
-from .base import Candidates, register_reranker
+from .base import Candidates, RerankerMeta, progress_bar, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,6 @@ def build_messages(query: str, passages: Sequence[str], scores: Sequence[float] 
 class ListwiseReranker:
     """Sliding-window permutation reranking with an LLM (see the module docstring)."""
 
-    family = "listwise"
-
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  window: int = 20, step: int = 10, with_scores: bool = False, concurrency: int = 16,
                  timeout: float = 300.0, max_retries: int = 6, cache: Any = True, temperature: float | None = 0.0,
@@ -134,8 +132,6 @@ class ListwiseReranker:
 
     def rerank(self, queries: Mapping[str, str], candidates: Candidates,
                corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
-        from .cross_encoder import progress_bar
-
         self.stats = {"windows": 0, "repaired": 0, "failed": 0}  # per call: the warnings below are per task
         order = {qid: [did for did, _ in docs] for qid, docs in candidates.items()}
         first_score = {qid: dict(docs) for qid, docs in candidates.items()}
@@ -176,5 +172,7 @@ class ListwiseReranker:
         return {qid: {did: float(len(ids) - i) for i, did in enumerate(ids)} for qid, ids in order.items()}
 
 
-register_reranker("listwise", lambda **o: ListwiseReranker(**o),
-                  "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via --model/--base-url")
+register_reranker(RerankerMeta("listwise", lambda **o: ListwiseReranker(**o),
+                               "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via "
+                               "--model/--base-url", packages=("openai",), install="pip install 'r2med[llm]'",
+                               weights=()))

@@ -30,9 +30,11 @@ import scipy.sparse as sp
 
 from ..cache import atomic_dir, cache_dir, fingerprint, fingerprint_texts
 from ..errors import R2MedError
+from ..protocol import models
 from ..run import Run
 from ..text import Analyzer, available_cores, encode_corpus, get_analyzer
-from .base import QueryText, as_text, register_retriever
+from .base import QueryText, as_text
+from .registry import RetrieverMeta, register_retriever
 from .topk import top_k_rows
 
 log = logging.getLogger(__name__)
@@ -367,5 +369,13 @@ def _factory(flavour: str):
     return make
 
 
-register_retriever("bm25", _factory("paper"), "BM25 as the R2MED paper scores it (BM25-weighted query; k1=0.9, b=0.4)")
-register_retriever("bm25-standard", _factory("standard"), "textbook Lucene BM25 (query term counts)")
+#: The paper's BM25 (BRIGHT's code; ``r2med_models.json`` -> ``bm25``): k1=0.9, b=0.4, the paper's scoring.
+PAPER = {"flavour": "paper", "k1": models()["retrievers"]["bm25"].get("k1", 0.9),
+         "b": models()["retrievers"]["bm25"].get("b", 0.4)}
+_LEXICAL = dict(family="lexical", parameters=("k1", "b", "analyzer", "cache"), tolerance="lexical",
+                defaults={"k1": PAPER["k1"], "b": PAPER["b"], "analyzer": "english"},
+                summary={"k1": PAPER["k1"], "b": PAPER["b"]})
+register_retriever(RetrieverMeta("bm25", _factory("paper"), "BM25 as the R2MED paper scores it (BM25-weighted "
+                                 "query; k1=0.9, b=0.4)", paper=PAPER, **_LEXICAL))
+register_retriever(RetrieverMeta("bm25-standard", _factory("standard"), "textbook Lucene BM25 (query term counts)",
+                                 paper={"flavour": "paper"}, **_LEXICAL))

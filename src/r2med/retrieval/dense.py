@@ -31,10 +31,11 @@ import numpy as np
 from ..cache import fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..run import Run
-from .base import QueryText, register_retriever
+from .base import QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
-from .presets import DENSE_PRESETS, get_preset
+from .presets import DENSE_PRESETS, get_preset, preset_meta
+from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
 from .topk import merge_top_k, top_k_rows
 
 log = logging.getLogger(__name__)
@@ -300,20 +301,35 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
 def _preset_factory(name: str):
     def make(task: str | None = None, **options: Any) -> DenseRetriever:
         runtime, settings = _split(options, name)
-        medcpt_published = bool(options.get("medcpt_published"))
-        if medcpt_published and name != "medcpt":
-            raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
         preset = get_preset(name)
+        medcpt_published = bool(options.get("medcpt_published"))
+        if medcpt_published and not preset.query_hub_id:
+            raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
         runtime.setdefault("batch_size", preset.batch_size)
         runtime.setdefault("similarity", preset.similarity)
-        if name == "nv" and not settings.get("trust_remote_code"):
-            raise R2MedError("nv (NV-Embed-v2) runs its own code from the hub; opt in with --trust-remote-code")
+        if preset.fields.get("trust_remote_code") and not settings.get("trust_remote_code"):
+            raise R2MedError(f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with "
+                             "--trust-remote-code")
         return DenseRetriever(preset.settings(task, medcpt_published=medcpt_published, **settings), name=name,
                               **runtime)
     make.__doc__ = f"the R2MED paper's {name} retriever"
     return make
 
 
-register_retriever("dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)")
+#: What ``r2med evaluate`` may set for a dense retriever.
+CLI_OPTIONS = ("model", "batch_size", "device", "max_length", "pooling", "similarity", "dtype", "trust_remote_code",
+               "cache")
+
+register_retriever(RetrieverMeta(
+    "dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)",
+    parameters=CLI_OPTIONS, extra=DENSE_EXTRA,
+    summary={"hub_id": "--model <hub id or folder>",
+             "pooling": "the model's own (sentence-transformers), else mean (--pooling)",
+             "max_length": "the model's own (--max-length)",
+             "similarity": "the model's own (sentence-transformers), else cosine (--similarity)",
+             "dtype": "fp32 (--dtype)"}))
 for _name in DENSE_PRESETS:
-    register_retriever(_name, _preset_factory(_name), f"paper preset: {get_preset(_name).describe()['hub_id']}")
+    _meta = preset_meta(_name)
+    register_retriever(RetrieverMeta(
+        _name, _preset_factory(_name),
+        parameters=CLI_OPTIONS + (("medcpt_published",) if get_preset(_name).query_hub_id else ()), **_meta))

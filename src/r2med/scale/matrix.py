@@ -23,8 +23,6 @@ from .cluster import cluster_gpus, connect, driver_env
 
 log = logging.getLogger(__name__)
 
-LEXICAL_PREFIXES = ("bm25",)
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -39,8 +37,11 @@ class Cell:
 
 
 def default_resources(retriever: str, gpus_available: float, lexical_cpus: float = 1.0) -> dict[str, float]:
-    """What one cell asks Ray for: a GPU for a dense retriever on a GPU cluster, else CPUs."""
-    if retriever.startswith(LEXICAL_PREFIXES) or gpus_available <= 0:
+    """What one cell asks Ray for: a GPU for a local neural model on a GPU cluster, else CPUs."""
+    from ..retrieval.registry import RETRIEVERS
+
+    meta = RETRIEVERS.get(retriever)
+    if meta is None or not meta.local_model or gpus_available <= 0:
         return {"num_cpus": lexical_cpus}
     return {"num_cpus": 1.0, "num_gpus": 1.0}
 
