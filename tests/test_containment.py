@@ -20,7 +20,7 @@ import pytest
 from r2med.data.loaders import load_folder
 from r2med.errors import DataError, R2MedError
 from r2med.metrics import evaluate
-from r2med.pipeline import metrics_payload
+from r2med.jobs.folders import metrics_payload
 from r2med.run import read_trec, write_task_results
 
 CORPUS = {"a": "insulin glucose", "b": "asthma inhaler", "c": "fever cough", "d": "migraine"}
@@ -124,7 +124,7 @@ def test_fuse_does_not_write_where_metrics_json_says(tmp_path, hostile):
 
 
 def test_rerank_inputs_reject_a_hostile_task_and_retriever(tmp_path):
-    from r2med.rerank.folders import load_inputs
+    from r2med.jobs.rerank import load_inputs
 
     data = make_data(tmp_path)
     folder = make_run_folder(tmp_path, "one", data)

@@ -12,9 +12,10 @@ import pytest
 from conftest import shared_collection
 from r2med.data import load_folder
 from r2med.errors import DataError, R2MedError
-from r2med.expansion import ExpansionQueries, combine, family_of, load_expansions, parse_spec, strip_for
+from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
 from r2med.expansion.precomputed import expansion_builder
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
+from r2med.run import as_written
 from r2med.retrieval.bm25 import BM25
 
 
@@ -74,7 +75,7 @@ def test_trace_stripping_per_family(llm, text, expected):
     ("meta-llama/Meta-Llama-3.1-70B-Instruct", "none"),
 ])
 def test_family_from_model_ids(model, family):
-    assert family_of(model) == family
+    assert trace_format_of(model) == family
 
 
 # -- combination rules ------------------------------------------------------------------------------
@@ -147,14 +148,17 @@ def test_expanded_bm25_run_equals_searching_the_expansions_directly(tmp_path):
     folder = shared_collection("r2med-biology-demo")
     coll = load_folder(folder)
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
-    result = run_collection(coll, "bm25", {"cache": False}, k=10, out=tmp_path,
-                            query_builder=ExpansionQueries("hyde", "qwen-7b"), label="bm25+hyde-qwen-7b")
+    result = run_task(coll, "bm25", {"cache": False}, k=10, out=tmp_path,
+                      query_builder=ExpansionQueries("hyde", "qwen-7b"), label="bm25+hyde-qwen-7b")
     direct = BM25(cache=False).index(coll.corpus).search({q: raw[q]["hy_doc"] for q in coll.queries}, k=10)
-    assert result.run == direct
+    assert result.run == as_written(direct)  # the run as run.trec holds it
     plain = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)
     assert plain != direct  # the expansion changed the ranking
     stored = json.loads((tmp_path / coll.name / "metrics.json").read_text())
-    assert stored["config"]["queries"].startswith("hyde:qwen-7b")
+    expansion = stored["config"]["expansion"]  # a structured record (method, LLM, trace rule, files, the file read)
+    assert {k: expansion[k] for k in ("method", "llm", "trace", "rule")} == {
+        "method": "hyde", "llm": "qwen-7b", "trace": "auto", "rule": "paper-v1"}
+    assert expansion["file"] == str(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
 
 
 # -- loading errors ----------------------------------------------------------------------------------
@@ -271,7 +275,7 @@ def test_dense_hyde_scores_are_the_mean_of_query_and_expansion_embeddings(tmp_pa
     coll = load_folder(folder)
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
     path = minilm_path()
-    result = run_collection(coll, "dense", {"model": path, "max_length": 64, "cache": False, "device": "cpu"}, k=10,
+    result = run_task(coll, "dense", {"model": path, "max_length": 64, "cache": False, "device": "cpu"}, k=10,
                             query_builder=ExpansionQueries("hyde", "qwen-7b"))
     model = SentenceTransformer(path, device="cpu")
     model.max_seq_length = 64

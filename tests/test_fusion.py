@@ -156,8 +156,9 @@ def test_combmnz_is_combsum_times_hits(lists):
 
 def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.data.loaders import load_folder
-    from r2med.pipeline import metrics_payload
-    from r2med.rerank.folders import fuse_inputs, load_inputs
+    from r2med.jobs.folders import metrics_payload
+    from r2med.jobs.fuse import fuse_inputs
+    from r2med.jobs.rerank import load_inputs
     from r2med.run import write_task_results
 
     for task in ("t1", "t2"):

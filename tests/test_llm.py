@@ -212,7 +212,7 @@ def test_cache_lines_with_wrong_typed_or_missing_fields_are_re_requested(r2med_h
 def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
     """The reported case: a cached `text: 123` became `hy_doc: 123` in the expansion file."""
     from r2med.data.loaders import load_folder
-    from r2med.expansion.generate import build_messages, generate_expansions, paper_sampling, write_expansion_file
+    from r2med.expansion.generate import expansion_messages, generate_expansions, paper_sampling, write_expansion_file
     from r2med.expansion.precomputed import read_expansion_file
     from r2med.llm import default_cache_path
 
@@ -225,7 +225,7 @@ def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
     sampling = paper_sampling(api=False)
     with LLMServer() as server:
         client = LLMClient("test-model", base_url=server.base_url)
-        key = client.key(build_messages("hyde", "Biology", "what lowers glucose"), **sampling)
+        key = client.key(expansion_messages("hyde", "Biology", "what lowers glucose"), **sampling)
         client.close()
         default_cache_path("test-model").write_text(json.dumps({"key": key, "text": 123, "usage": {}}) + "\n")
         client = LLMClient("test-model", base_url=server.base_url)
@@ -243,7 +243,7 @@ def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
     import sys
 
     from r2med.data.loaders import load_folder
-    from r2med.pipeline import metrics_payload
+    from r2med.jobs.folders import metrics_payload
     from r2med.metrics import evaluate
     from r2med.run import write_task_results
 

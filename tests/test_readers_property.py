@@ -61,7 +61,7 @@ near_metrics = st.fixed_dictionaries({}, optional={
 
 
 def _check_metrics_file(path: Path) -> None:
-    from r2med.report.systems import load_system
+    from r2med.jobs.folders import load_system
     from r2med.run import read_metrics
 
     folder = path.parent

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from r2med.report import compare_many, compare_systems, load_systems, render_comparisons
+from r2med.jobs.folders import find_systems as load_systems
+from r2med.report import compare_many, compare_systems, render_comparisons
 from r2med.run import read_metrics
 from test_report import make_runs
 

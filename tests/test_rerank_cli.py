@@ -17,7 +17,7 @@ from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.errors import R2MedError
 from r2med.metrics import evaluate
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
 from r2med.run import ranked, read_trec
 
 pytest.importorskip("torch")
@@ -46,7 +46,7 @@ def first_stage(tmp_path_factory):
     (small / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
                                                for q, judged in coll.qrels.items() for d, g in judged.items()))
     coll = load_folder(small)
-    run_collection(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
+    run_task(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
     model = _tiny_bert(tmp_path_factory.mktemp("model"), 1, seed=5)
     return out / "runs", coll, model
 

@@ -152,7 +152,7 @@ def test_shard_store_round_trip(tmp_path, kind):
 
 
 def test_matrix_resource_requests():
-    from r2med.scale.matrix import default_resources
+    from r2med.jobs.ray import default_resources
 
     assert default_resources("bm25", gpus_available=4) == {"num_cpus": 1.0}
     assert default_resources("bge", gpus_available=4) == {"num_cpus": 1.0, "num_gpus": 1.0}

@@ -90,7 +90,7 @@ def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_
     return out
 
 
-def build_messages(method: str, task: str, query: str, passages: str | None = None,
+def expansion_messages(method: str, task: str, query: str, passages: str | None = None,
                    system: str | None = None) -> list[dict[str, str]]:
     """The chat messages the paper sends for one query."""
     prompt = prompt_template(method, task).replace("{TEXT}", query)
@@ -128,7 +128,7 @@ def generate_expansions(collection: Collection, method: str, client: Any, sampli
     key = prompt_task(collection.name, task)
     qids = list(collection.queries)
     passages = lamer_passages(collection) if method == "lamer" else {}
-    batch = [build_messages(method, key, collection.queries[q], passages.get(q)) for q in qids]
+    batch = [expansion_messages(method, key, collection.queries[q], passages.get(q)) for q in qids]
     results = client.chat_many(batch, on_result=(lambda i, r: on_result(qids[i], r)) if on_result else None,
                                on_retry=on_retry, **dict(sampling))
     out = GenerationResult()

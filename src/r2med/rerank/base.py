@@ -3,7 +3,7 @@
 A reranker re-orders each query's first-stage candidates: given the query texts, the
 candidates in first-stage order (with their first-stage scores, which InsertRank-style
 listwise prompts show the LLM) and the corpus, it returns a score per candidate
-(higher first).  :func:`rerank_run` applies it to the top ``k`` of a :data:`~r2med.run.Run`
+(higher first).  :func:`rerank` applies it to the top ``k`` of a :data:`~r2med.run.Run`
 and, by default, appends the rest of the first-stage list below the reranked head
 so that measures deeper than ``k`` (nDCG@100, R@100) stay meaningful; ``keep_tail=False``
 gives the paper's "top-k only" evaluation.
@@ -128,9 +128,11 @@ def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: M
             if docs and (queries is None or qid in queries)}
 
 
-def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str], corpus: Mapping[str, str],
-               reranker: Reranker, top_k: int = 10, keep_tail: bool = True) -> Run:
+def rerank(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str], corpus: Mapping[str, str],
+           reranker: Reranker | str, top_k: int = 10, keep_tail: bool = True, **options: Any) -> Run:
     """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``).
+
+    ``reranker`` is a :class:`Reranker` or a name for :func:`make_reranker` (with ``options``).
 
     Queries without a text in ``queries`` are dropped (counted in a warning).  Candidates tied in
     first-stage score are taken in corpus order (the order of ``corpus``), as the paper's stable
@@ -139,6 +141,8 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
     """
     if top_k < 1:
         raise R2MedError("the rerank depth (--top-k) must be at least 1")
+    if isinstance(reranker, str):
+        reranker = make_reranker(reranker, **options)
     unknown = [q for q in run if q not in queries]
     if unknown:
         log.warning("%d run quer%s have no query text and are skipped (e.g. %r)", len(unknown),

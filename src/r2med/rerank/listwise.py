@@ -79,7 +79,7 @@ def _cut_words(text: str, limit: int | None) -> str:
     return " ".join(words[:limit])
 
 
-def build_messages(query: str, passages: Sequence[str], scores: Sequence[float] | None = None,
+def ranking_messages(query: str, passages: Sequence[str], scores: Sequence[float] | None = None,
                    score_label: str = "first-stage score") -> list[dict[str, str]]:
     """The chat messages asking for a ranking of ``passages`` (numbered ``[1]..[m]``)."""
     m = len(passages)
@@ -149,7 +149,7 @@ class ListwiseReranker:
                     start, end = plan[r]
                     ids = order[qid][start:end]
                     scores = [first_score[qid][d] for d in ids] if self.with_scores else None
-                    batch.append(build_messages(queries[qid], [texts[d] for d in ids], scores))
+                    batch.append(ranking_messages(queries[qid], [texts[d] for d in ids], scores))
                     owners.append((qid, start, end))
                 results = self.client.chat_many(batch, on_result=lambda i, res: progress.advance(bar),
                                                 **self._sampling())

@@ -233,6 +233,13 @@ class BM25:
         return dict(zip(qids, (hits for part in parts for hits in part)))
 
 
+def describe_index(folder: Path) -> str:
+    """What a saved index is, for ``r2med cache ls``: ``k1=.. b=.. <analyzer> · <n> docs`` (raises
+    OSError/ValueError/KeyError when its ``params.json`` is unreadable)."""
+    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    return f"k1={params['k1']} b={params['b']} {params['analyzer']['name']} · {params['n_docs']} docs"
+
+
 @contextlib.contextmanager
 def _small_pages() -> Iterator[None]:
     """Ask numpy not to request transparent huge pages for the arrays made meanwhile.

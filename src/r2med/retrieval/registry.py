@@ -78,8 +78,8 @@ class RetrieverMeta:
             takes = ", ".join(_flag(p) for p in self.parameters if p != "cache") or "none"
             raise R2MedError(f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
                              f"({self.family}; its options: {takes})")
-        given = {k: v for k, v in options.items() if v is not None}
-        return {**{k: v for k, v in self.defaults.items() if k not in given}, **given}
+        given = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
+        return {k: given[k] for k in self.parameters if k in given}
 
 
 #: Command-line flags whose name is not the option's (for messages).
