@@ -129,20 +129,22 @@ def demo_command(
 ) -> None:
     """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
     from ..cache import check_home
-    from ..jobs.evaluate import Summary, demo, summary
+    from ..jobs.evaluate import DEMO, Summary, demo_tasks, run_tasks, summary
     from ..paths import check_output_dir
 
     check_output_dir(out)
     check_home()
-    with job_events("bm25", 8) as events:
-        results, fallback = demo(out, revision, events)
+    refs, fallback = demo_tasks(revision)
     if fallback is not None:
         console.print(f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
                       f"demo collection instead. {escape(fallback)}[/]", highlight=False, soft_wrap=True)
-        print_summary(results, Summary("bm25"), out / "bm25",
+    with job_events(DEMO.retriever, len(refs)) as events:
+        results = run_tasks(DEMO, refs, out=out / DEMO.name, overwrite=fallback is not None, events=events)
+    if fallback is not None:
+        print_summary(results, Summary(DEMO.name), out / DEMO.name,
                       title="bm25 on the built-in demo collection: nDCG@10 (x100)")
-        return
-    print_summary(results, summary("bm25", results), out / "bm25")
+    else:
+        print_summary(results, summary(DEMO.name, results), out / DEMO.name)
 
 
 @app.command("score")

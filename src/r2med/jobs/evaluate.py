@@ -9,7 +9,7 @@
 * :func:`run_tasks` -- every task of a list of :class:`~r2med.data.TaskRef`, with progress events;
 * :func:`summary` -- the published configuration the results reproduce, if any, and a note when the
   run used another precision than the paper's code;
-* :func:`demo` -- ``r2med demo``: BM25 on the 8 tasks, or the built-in demo when the hub cannot be reached;
+* :func:`demo_tasks` -- what ``r2med demo`` runs: the 8 tasks, or the built-in demo when the hub cannot be reached;
 * :func:`score_files` -- ``r2med score``: a run file against judgments.
 """
 
@@ -155,22 +155,22 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name)
 
 
-def demo(out: str | Path, revision: str | None = None, events: Events | None = None,
-         ) -> tuple[list[TaskResult], str | None]:
-    """``r2med demo``: paper BM25 over R2MED's 8 tasks from the hub into ``out/bm25``; when the hub cannot
-    be reached (only then: a missing file or revision is an error), the built-in demo collection
-    instead.  Returns the results and, for the fallback, why the hub could not be used."""
+def demo_tasks(revision: str | None = None) -> tuple[list[TaskRef], str | None]:
+    """What ``r2med demo`` runs: R2MED's 8 tasks from the hub; when the hub cannot be reached (only then:
+    a missing file or revision is an error), the built-in demo collection, with the reason."""
     from ..data import resolve
     from ..data.hub import HubUnavailable, download, revision_for
     from ..tasks import TASK_NAMES, get_task
 
-    job = Plan("bm25", label="bm25")
     try:
         download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
     except HubUnavailable as exc:
-        demo_task = [TaskRef("demo", "demo")]
-        return run_tasks(job, demo_task, out=Path(out) / "bm25", overwrite=True, events=events), str(exc)
-    return run_tasks(job, resolve("all", None, revision), out=Path(out) / "bm25", events=events), None
+        return [TaskRef("demo", "demo")], str(exc)
+    return resolve("all", None, revision), None
+
+
+#: ``r2med demo`` runs the paper's BM25 as it was first published by r2med (no options recorded).
+DEMO = Plan("bm25", label="bm25")
 
 
 def score_files(qrels: str | Path, run: str | Path, measures: Iterable[str] | None = None,
