@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.errors import DataError, R2MedError
 from r2med.metrics import evaluate
@@ -27,9 +28,7 @@ CORPUS = {"a": "insulin glucose", "b": "asthma inhaler", "c": "fever cough", "d"
 
 
 def r2med(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, cwd=cwd,
-                          env=full, timeout=300)
+    return run_r2med(*args, cwd=cwd, env=env)
 
 
 def one_line_error(res: subprocess.CompletedProcess) -> str:
@@ -333,6 +332,7 @@ STRESS_WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_write_task_results_never_fail(tmp_path):
     import time
 

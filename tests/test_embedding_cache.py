@@ -81,6 +81,7 @@ KILL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigkill_part_way_then_resume_gives_identical_embeddings(bert_dir, tmp_path, r2med_home):
     docs = corpus(55, seed=3)
     docs_file = tmp_path / "docs.json"

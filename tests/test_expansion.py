@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_collection
+from conftest import run_r2med, shared_collection
 from r2med.data import load_folder
 from r2med.errors import DataError, R2MedError
 from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
@@ -19,27 +19,8 @@ from r2med.run import as_written
 from r2med.retrieval.bm25 import BM25
 
 
-def r2med(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
-
-
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """Run ``r2med ARGS`` in this process (``main()``: exit codes, one-line errors) -- faster than a subprocess."""
-    import contextlib
-    import io
-    from unittest import mock
-
-    from r2med.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with mock.patch.object(sys, "argv", ["r2med", *args]), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return subprocess.CompletedProcess(["r2med", *args], code, out.getvalue(), err.getvalue())
+    return run_r2med(*args)
 
 
 # -- reasoning traces -------------------------------------------------------------------------------
@@ -224,7 +205,7 @@ def test_evaluate_cli_with_expansion_writes_labelled_folder(tmp_path):
 
 
 def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
-    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "hyde:nonexistent", "--out", str(tmp_path))
+    res = run_cli("evaluate", "--tasks", "Biology", "--expansion", "hyde:nonexistent", "--out", str(tmp_path))
     assert res.returncode == 2
     assert "unknown hyde split 'nonexistent'" in res.stderr and "Traceback" not in res.stderr
     assert not any(tmp_path.iterdir())

@@ -152,6 +152,7 @@ def test_generate_and_write_file_in_r2med_layout(tmp_path):
 
 
 # -- r2med expand -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=30)
     out = tmp_path / "exp"
@@ -181,6 +182,7 @@ def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
     assert (tmp_path / "runs" / "bm25+hyde-test-model" / "Biology" / "run.trec").exists()
 
 
+@pytest.mark.slow
 def test_sigkill_half_way_then_resume(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=40)
     out = tmp_path / "exp"

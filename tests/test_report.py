@@ -7,12 +7,11 @@ import io
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.protocol import published_ndcg10
@@ -244,12 +243,10 @@ def test_load_systems_accepts_roots_system_and_task_folders(runs):
 
 def test_cli_report_formats_and_errors(runs, tmp_path):
     out, _ = runs
-    res = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(out),
-                          "--format", "csv"], capture_output=True, text=True)
+    res = run_r2med("report", str(out), "--format", "csv")
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[0].startswith("system,reference,task,measure,value,published,delta")
-    bad = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(tmp_path / "missing")],
-                         capture_output=True, text=True)
+    bad = run_r2med("report", str(tmp_path / "missing"))
     assert bad.returncode == 2 and "no such run folder" in bad.stderr
 
 

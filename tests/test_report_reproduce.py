@@ -4,11 +4,10 @@ and runs (then reuses) what it can, graded against the published figure."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.metrics import evaluate
 from r2med.protocol import published_figures
@@ -156,19 +155,17 @@ def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
 
 
 def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
-    cmd = [sys.executable, "-c", "from r2med.cli import main; main()", "reproduce"]
-    dry = subprocess.run(cmd + ["--dry-run", "-r", "bm25", "--settings", "base", "-d", str(data_dir), "-f", "json"],
-                         capture_output=True, text=True)
+    dry = run_r2med("reproduce", "--dry-run", "-r", "bm25", "--settings", "base", "-d", str(data_dir), "-f", "json")
     assert dry.returncode == 0, dry.stderr
     rows = json.loads(dry.stdout)
     assert len(rows) == 8 and [r["task"] for r in rows if r["runnable"]] == ["Biology"]
-    run = subprocess.run(cmd + ["-r", "bm25", "--settings", "base", "-t", "Biology", "-d", str(data_dir),
-                                "-o", str(tmp_path / "o"), "-f", "json"], capture_output=True, text=True)
+    run = run_r2med("reproduce", "-r", "bm25", "--settings", "base", "-t", "Biology", "-d", str(data_dir),
+                    "-o", str(tmp_path / "o"), "-f", "json")
     result = json.loads(run.stdout)
     assert result[0]["config"] == "bm25" and result[0]["published"] == 19.19
     # a toy collection does not reproduce the paper: FAIL, and the exit code says so
     assert result[0]["status"] == "fail" and run.returncode == 1
-    bad = subprocess.run(cmd + ["--dry-run", "-r", "nope"], capture_output=True, text=True)
+    bad = run_r2med("reproduce", "--dry-run", "-r", "nope")
     assert bad.returncode == 2 and "no published figures" in bad.stderr
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from conftest import shared_collection
+from conftest import run_r2med, shared_collection
 from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.errors import R2MedError
@@ -97,7 +97,7 @@ def _broken_copy(runs: Path, tmp_path: Path, edit) -> Path:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
+    return run_r2med(*args)
 
 
 def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):

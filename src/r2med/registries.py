@@ -53,3 +53,7 @@ class Registry(Generic[M]):
     def get(self, name: str) -> M | None:
         self._load()
         return self.records.get(name)
+
+    def descriptions(self) -> dict[str, str]:
+        """Name -> one-line description (its ``description``) of every record, in name order."""
+        return {name: str(getattr(record, "description", "")) for name, record in self.all().items()}

@@ -146,6 +146,9 @@ DataDir = Annotated[Optional[Path], typer.Option(
 RecordedDataDir = Annotated[Optional[Path], typer.Option(
     "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub).")]
 Revision = Annotated[Optional[str], typer.Option("--revision", help=REVISION_HELP)]
+Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure (nDCG@10, R@100, MRR...).")]
+Runs = Annotated[list[Path], typer.Argument(help="Run folders from `r2med evaluate` (OUT, OUT/<system> or task "
+                                                 "folders); compare: the first is the baseline.")]
 Measures = Annotated[Optional[list[str]], typer.Option("--measure", "-m", help="Measures to compute (repeatable).")]
 CountMissing = Annotated[bool, typer.Option("--count-missing",
                                             help="Average over all judged queries (0 if unanswered).")]

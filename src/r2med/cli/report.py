@@ -15,8 +15,8 @@ from rich.markup import escape
 from ..errors import R2MedError
 from . import app
 from ._ui import console, emit, table_console, task_progress
-from .options import (AT_LEAST_0, Alpha, Format, Output, Permutations, Revision, Seed, Tasks, Tolerance,
-                      comma_list)
+from .options import (AT_LEAST_0, Alpha, Format, Measure, Output, Permutations, Revision, Runs, Seed, Tasks,
+                      Tolerance, comma_list)
 
 
 def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
@@ -31,8 +31,8 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 
 @app.command("report")
 def report_command(
-    runs: list[Path] = typer.Argument(..., help="Run folders from `r2med evaluate` (OUT, OUT/<system> or task folders)."),
-    measure: str = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure to tabulate (nDCG@10, R@100, MRR...)."),
+    runs: Runs,
+    measure: Measure = "ndcg_cut_10",
     fmt: Format = "table",
     output: Output = None,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
@@ -76,8 +76,8 @@ def report_command(
 
 @app.command("compare")
 def compare_command(
-    runs: list[Path] = typer.Argument(..., help="Two or more run folders; the first is the baseline."),
-    measure: str = typer.Option("ndcg_cut_10", "--measure", "-m", help="Measure to compare."),
+    runs: Runs,
+    measure: Measure = "ndcg_cut_10",
     fmt: Format = "table",
     output: Output = None,
     permutations: Permutations = 10_000,

@@ -70,18 +70,12 @@ RERANKERS: Registry[RerankerMeta] = Registry("reranker", __package__, ["cross_en
 ANY_MODEL = "cross-encoder"
 
 
-def register_reranker(meta: RerankerMeta) -> RerankerMeta:
-    """Add a reranker to the registry (a different record under a registered name is an error)."""
-    return RERANKERS.add(meta)
-
-
-def all_rerankers() -> dict[str, RerankerMeta]:
-    """Every registered reranker by name, in name order."""
-    return RERANKERS.all()
-
-
-def available_rerankers() -> dict[str, str]:
-    return {name: meta.description for name, meta in all_rerankers().items()}
+#: Add a reranker's record (a different record under a registered name is an error).
+register_reranker = RERANKERS.add
+#: Every registered reranker's record by name, in name order.
+all_rerankers = RERANKERS.all
+#: Name -> description of every registered reranker.
+available_rerankers = RERANKERS.descriptions
 
 
 def looks_like_model(name: str) -> bool:

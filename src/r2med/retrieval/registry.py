@@ -93,19 +93,12 @@ def _flag(option: str) -> str:
 RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense"])
 
 
-def register_retriever(meta: RetrieverMeta) -> RetrieverMeta:
-    """Add a retriever to the registry (a different record under a registered name is an error)."""
-    return RETRIEVERS.add(meta)
-
-
-def all_retrievers() -> dict[str, RetrieverMeta]:
-    """Every registered retriever by name, in name order."""
-    return RETRIEVERS.all()
-
-
-def available_retrievers() -> dict[str, str]:
-    """Name -> description of every registered retriever."""
-    return {name: meta.description for name, meta in all_retrievers().items()}
+#: Add a retriever's record (a different record under a registered name is an error).
+register_retriever = RETRIEVERS.add
+#: Every registered retriever's record by name, in name order.
+all_retrievers = RETRIEVERS.all
+#: Name -> description of every registered retriever.
+available_retrievers = RETRIEVERS.descriptions
 
 
 def retriever_meta(name: str) -> RetrieverMeta:

@@ -39,7 +39,8 @@ class EmbeddingAPIError(R2MedError):
 
 
 @cache
-def _tiktoken(encoding: str = "cl100k_base"):
+def token_encoding(encoding: str = "cl100k_base"):
+    """tiktoken's ``encoding``, or None when tiktoken is missing or its BPE file cannot be had (offline)."""
     try:
         import tiktoken
 
@@ -54,7 +55,7 @@ def truncate_tokens(text: str, limit: int | None) -> str:
     """Cut ``text`` to ``limit`` ``cl100k_base`` tokens (an estimate without tiktoken)."""
     if not limit:
         return text
-    enc = _tiktoken()
+    enc = token_encoding()
     if enc is not None:
         ids = enc.encode(text, disallowed_special=())
         return text if len(ids) <= limit else enc.decode(ids[:limit])
