@@ -260,8 +260,10 @@ def _use_torch(device: str | None) -> bool:
 
 # -- registry --------------------------------------------------------------------------------------
 
+#: API embedders' client settings (passed on to the encoder; an error for a local model).
+API_OPTIONS = ("api_key", "base_url", "timeout", "max_retries", "backoff_base", "backoff_max")
 RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identical_ids", "faiss", "token_budget",
-                   "search_chunk", "api_key", "base_url", "similarity")
+                   "search_chunk", "similarity", *API_OPTIONS)
 SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
                    "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
                    "trust_remote_code", "dtype", "loader")
