@@ -23,7 +23,7 @@ from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import run_task
 from r2med.jobs.folders import find_systems as load_systems
 from r2med.report import build_leaderboard
-from r2med.jobs.report import task_texts as load_collections
+from r2med.jobs.report import expansion_texts, task_texts
 from r2med.report.html import write_html
 from r2med.run import read_trec
 from test_report import QUERIES, make_runs
@@ -54,7 +54,9 @@ def built(tmp_path_factory):
                        label="bm25+hyde-r1-qwen-32b", query_builder=ExpansionQueries("hyde", "r1-qwen-32b"))
     systems = load_systems([out])
     board = build_leaderboard(systems)
-    page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board)
+    texts = task_texts(board.tasks, data)
+    page = write_html(root / "report.html", systems, collections=texts, board=board,
+                      expansions=expansion_texts(systems, texts))
     bare = write_html(root / "bare.html", systems, board=board)
     return {"out": out, "data": data, "page": page, "bare": bare, "board": board}
 
@@ -242,7 +244,7 @@ def hostile(tmp_path_factory):
             run_task(coll, "bm25", {}, k=10, out=root / "runs" / name)
     systems = load_systems([root / "runs"])
     board = build_leaderboard(systems)
-    page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board,
+    page = write_html(root / "report.html", systems, collections=task_texts(board.tasks, data), board=board,
                       title="{{META}} title")
     return {"page": page, "board": board}
 

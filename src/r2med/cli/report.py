@@ -51,7 +51,7 @@ def report_command(
                                                  help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."),
 ) -> None:
     """Leaderboard of run folders (systems x tasks) beside the published R2MED figures; optional HTML report."""
-    from ..jobs.report import load_report, task_texts
+    from ..jobs.report import expansion_texts, load_report, task_texts
     from ..paths import check_output_file
     from ..report import build_leaderboard
     from ..report.format import check_format
@@ -70,7 +70,9 @@ def report_command(
     if html is not None:
         from ..report.html import write_html
 
-        write_html(html, systems, board.measure, task_texts(board.tasks, data_dir, hub=hub), board=board, title=title)
+        texts = task_texts(board.tasks, data_dir, hub=hub)
+        write_html(html, systems, board.measure, texts, board=board, title=title,
+                   expansions=expansion_texts(systems, texts))
         console.print(f"HTML report: {escape(str(html))}")
 
 

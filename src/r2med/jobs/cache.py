@@ -46,24 +46,35 @@ def _kind_folders(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
 
 
+def _embeddings(entry: Path) -> tuple[str, bool]:
+    from ..retrieval.embedding_cache import describe_entry
+
+    text, complete = describe_entry(entry)
+    return f"{text} · {'complete' if complete else 'partial'}", not complete
+
+
+def _bm25(entry: Path) -> tuple[str, bool]:
+    from ..retrieval.bm25 import describe_index
+
+    return describe_index(entry), False
+
+
+def _answers(entry: Path) -> tuple[str, bool]:
+    if not (entry.is_file() and entry.suffix == ".jsonl"):  # an LLM answer cache: one JSON line per answer
+        return "", False
+    with entry.open("rb") as fh:
+        return f"{sum(1 for _ in fh)} records", False
+
+
+#: kind folder -> (entry -> (what it holds, whether it is unfinished)), as the module that writes it reads it
+DESCRIBERS = {"embeddings": _embeddings, "bm25": _bm25}
+
+
 def _describe(kind: str, entry: Path) -> tuple[str, bool]:
-    """(what the entry holds, whether it is unfinished), as the module that writes it reads it."""
     try:
-        if kind == "embeddings":
-            from ..retrieval.embedding_cache import describe_entry
-
-            text, complete = describe_entry(entry)
-            return f"{text} · {'complete' if complete else 'partial'}", not complete
-        if kind == "bm25":
-            from ..retrieval.bm25 import describe_index
-
-            return describe_index(entry), False
-        if entry.is_file() and entry.suffix == ".jsonl":
-            with entry.open("rb") as fh:
-                return f"{sum(1 for _ in fh)} records", False
+        return DESCRIBERS.get(kind, _answers)(entry)
     except (OSError, ValueError, KeyError):
         return "unreadable", False
-    return "", False
 
 
 def _stale_temps_inside(entry: Path) -> int:

@@ -6,7 +6,8 @@ and ``report.js`` (sortable table, scatter of two systems, per-query inspector)
 are package files inlined into the page; the per-task bar charts are inline SVG
 drawn here.  Query/doc texts and judgments come from the collections when given
 (:func:`r2med.jobs.report.task_texts`: ``--data-dir`` or the hub); without them the page shows ids
-only.  The expansions shown are those each run recorded in ``config["expansion"]``.
+only.  The expansions shown are those each run recorded in ``config["expansion"]``
+(:func:`r2med.jobs.report.expansion_texts`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from typing import Any
 from .. import __version__
 from ..cache import write_text_atomic
 from ..data import Collection
-from ..errors import R2MedError
-from ..jobs.folders import System, TaskFolder
+from ..jobs.folders import System
 from ..metrics import HEADLINE, measure_label
 from ..run import ranked
 from .format import FLAG
@@ -45,41 +45,11 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def _expansion_texts(coll: Collection, folder: TaskFolder) -> dict[str, str]:
-    """The expansion texts a task's queries were built with (its ``config["expansion"]``): the file it
-    recorded, else the collection's file of that method and LLM."""
-    expansion = folder.expansion
-    if not expansion:
-        return {}
-    method, llm = str(expansion.get("method")), str(expansion.get("llm"))
-    path = Path(str(expansion["file"])) if expansion.get("file") else None
-    if path is None or not path.is_file():
-        path = coll.expansion_files.get(f"{method}:{llm}")
-    if path is None:
-        return {}
-    from ..expansion.precomputed import read_expansion_file
-
-    try:
-        texts = read_expansion_file(path, method, llm).texts
-    except R2MedError as exc:  # the page still works without the expansion texts
-        log.warning("expansions not shown: %s", exc)
-        return {}
-    return {qid: _strip(llm, text, expansion.get("trace"))[:EXPANSION_CHARS] for qid, text in texts.items()}
-
-
-def _strip(llm: str, text: str, trace: str | None = None) -> str:
-    """The expansion as the retriever saw it (its reasoning trace removed)."""
-    from ..expansion.traces import strip_for
-
-    try:
-        return strip_for(llm, text, None if trace in (None, "auto") else trace)
-    except R2MedError:  # an unknown trace format: show the raw text
-        return text
-
-
 def report_data(systems: list[System], board: Leaderboard, collections: Mapping[str, Collection],
-                measure: str = HEADLINE, top: int = TOP) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-able dict."""
+                measure: str = HEADLINE, top: int = TOP,
+                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-able dict (``expansions``: system -> task -> query -> the
+    expansion text its run used, :func:`r2med.jobs.report.expansion_texts`)."""
     tasks = board.tasks
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     runs: dict[str, dict[str, dict[str, list]]] = {}
@@ -113,7 +83,7 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
         coll = collections.get(t)
         if coll is None:
             continue
-        expansions = {s.name: _expansion_texts(coll, s.tasks[t]) for s in systems if t in s.tasks}
+        shown = {name: by_task[t] for name, by_task in (expansions or {}).items() if t in by_task}
         for qid, entry in queries[t].items():
             entry["text"] = coll.queries.get(qid, "")
             gold = sorted(coll.qrels.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
@@ -121,7 +91,7 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
             for d, _ in entry["gold"]:
                 if d in coll.corpus:
                     docs[t].setdefault(d, coll.corpus[d][:SNIPPET])
-            exp = {name: texts[qid] for name, texts in expansions.items() if qid in texts}
+            exp = {name: texts[qid][:EXPANSION_CHARS] for name, texts in shown.items() if qid in texts}
             if exp:
                 entry["expansion"] = exp
     return {
@@ -219,9 +189,10 @@ def _json_for_script(data: Any) -> str:
 
 
 def render_html(systems: list[System], measure: str = HEADLINE, collections: Mapping[str, Collection] | None = None,
-                board: Leaderboard | None = None, title: str = "R2MED results") -> str:
+                board: Leaderboard | None = None, title: str = "R2MED results",
+                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> str:
     board = board or build_leaderboard(systems, measure)
-    data = report_data(systems, board, collections or {}, measure=board.measure)
+    data = report_data(systems, board, collections or {}, measure=board.measure, expansions=expansions)
     data["title"] = title
     page = _asset("report.html")
     missing = [t for t in board.tasks if t not in (collections or {})]
@@ -257,10 +228,11 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
 
 def write_html(path: str | os.PathLike[str], systems: list[System], measure: str = HEADLINE,
                collections: Mapping[str, Collection] | None = None, board: Leaderboard | None = None,
-               title: str = "R2MED results") -> Path:
+               title: str = "R2MED results", expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
+               ) -> Path:
     """Write the self-contained report page atomically."""
     path = Path(path)
-    page = render_html(systems, measure, collections, board, title)
+    page = render_html(systems, measure, collections, board, title, expansions)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
     umask = os.umask(0)
