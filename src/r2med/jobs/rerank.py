@@ -22,7 +22,7 @@ from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError
 from ..metrics import DEFAULT_MEASURES
 from ..paths import plain_name
-from ..rerank.base import Reranker, make_reranker, rerank
+from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
 from ..run import RUN_FILE, Run, read_trec
 from .folders import TaskResult, file_fingerprint, finish_task, read_run_folder, reuse
 
@@ -165,7 +165,8 @@ def rerank_folder(run_dir: str | Path, reranker: str, options: Mapping[str, Any]
     except TypeError as exc:
         raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
     model = options.get("model")
-    suffix = folder_name(reranker) + (f"-{folder_name(str(model))}" if reranker == "listwise" and model else "")
+    llm = reranker_meta(reranker).llm
+    suffix = folder_name(reranker) + (f"-{folder_name(str(model))}" if llm and model else "")
     label = result_name(name, f"{inputs[0].retriever}+{suffix}")
     target = Path(out or run_dir.parent) / label
     results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,

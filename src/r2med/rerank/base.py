@@ -63,6 +63,8 @@ class RerankerMeta:
     paper_dtype: str | None = None
     #: model weights it loads: option of its ``config()`` naming a model -> a file every such model has
     weights: tuple[tuple[str, str], ...] = (("model", "config.json"),)
+    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too
+    llm: bool = False
 
 
 RERANKERS: Registry[RerankerMeta] = Registry("reranker", __package__, ["cross_encoder", "rankllama", "listwise"])

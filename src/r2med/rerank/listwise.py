@@ -175,4 +175,4 @@ class ListwiseReranker:
 register_reranker(RerankerMeta("listwise", lambda **o: ListwiseReranker(**o),
                                "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via "
                                "--model/--base-url", packages=("openai",), install="pip install 'r2med[llm]'",
-                               weights=()))
+                               weights=(), llm=True))

@@ -35,7 +35,8 @@ PAPER_SIMILARITY = "cosine"
 
 #: Per-preset fields that the protocol JSON does not spell out as values.  Besides the encoder settings:
 #: ``batch_size`` (texts per batch), ``needs_gpu`` (too large for a CPU: its size), ``packages`` (Python
-#: packages beyond the ``dense`` extra, with how to install them).
+#: packages beyond the ``dense`` extra, with how to install them), ``api_key_env`` (an embedding API: the
+#: variable holding its key).
 PRESET_FIELDS: dict[str, dict[str, Any]] = {
     # Contriever: FlagDRESModel, mean pooling, no normalisation (eval_bench.py:216-218), 512 tokens
     # (utils.py:42 default); AutoModel.from_pretrained without a dtype = fp32 (utils.py:47).
@@ -78,17 +79,18 @@ PRESET_FIELDS: dict[str, dict[str, Any]] = {
     # EOS itself -- so no append_eos; fp16 (649), normalised (705-706), 4096 tokens (eval_bench.py:267).
     "nv": {"loader": "remote-code", "normalize": True, "dtype": "fp16", "trust_remote_code": True,
            "expansion_instruction": "query", "batch_size": 8, "needs_gpu": "7B"},
-    "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
-    "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
+    "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query",
+               "api_key_env": "OPENAI_API_KEY"},
+    "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query",
+               "api_key_env": "VOYAGE_API_KEY"},
 }
 
 DENSE_PRESETS = tuple(PRESET_FIELDS)
 #: Fields of a preset entry that describe the retriever rather than the vectors (not encoder settings).
-REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages")
+REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env")
 #: Options that change what a preset computes (batch size and device do not; dtype widens the tolerance):
 #: a run that sets any of them is not the paper's configuration.
 PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
-API_KEYS = {"openai": "OPENAI_API_KEY", "voyage": "VOYAGE_API_KEY"}
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class Preset:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary for ``r2med models``."""
-        f = {k: v for k, v in self.fields.items() if k not in ("extra", "needs_gpu", "packages")}
+        f = {k: v for k, v in self.fields.items() if k not in ("extra", "needs_gpu", "packages", "api_key_env")}
         f.setdefault("append_eos", False)
         if f.get("max_length", 0) is None:
             f["max_length"] = "model's own"
@@ -170,7 +172,7 @@ def get_preset(name: str) -> Preset:
     for key in ("max_length", "normalize", "batch_size"):
         if spec.get(key) is not None:
             fields.setdefault(key, spec[key])
-    if name in API_KEYS:
+    if fields.get("api_key_env"):  # an embedding API: texts cut to the provider's token limit
         fields["extra"] = {"truncate_tokens": spec.get("truncate_tokens")}
         fields.setdefault("max_length", int(spec.get("truncate_tokens") or 8000))
     if fields.get("loader") != "sentence-transformers":
@@ -193,7 +195,7 @@ def preset_meta(name: str) -> dict[str, Any]:
     from .registry import DENSE_EXTRA
 
     preset = get_preset(name)
-    api_key = API_KEYS.get(name)
+    api_key = preset.fields.get("api_key_env")
     return {"description": f"paper preset: {preset.describe()['hub_id']}", "family": "dense",
             "hub_id": None if api_key else preset.hub_id, "api_key_env": api_key,
             "needs_gpu": preset.fields.get("needs_gpu"),
