@@ -171,7 +171,8 @@ def _measures(values: Any, where: str, path: Path) -> None:
         raise DataError(path, None, f"{where} must be an object of measure -> number, got {type(values).__name__}")
     for measure, value in values.items():
         if not _finite(value):
-            raise DataError(path, None, f"{where}.{measure} is {value!r}, not a finite number")
+            name = measure if measure.isprintable() else repr(measure)  # the error stays one line
+            raise DataError(path, None, f"{where}.{name} is {value!r}, not a finite number")
 
 
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
