@@ -22,6 +22,7 @@ import pytest
 
 import r2med
 from conftest import SHARED
+from test_dense_fixtures import bert_dir  # noqa: F401
 from r2med.errors import R2MedError
 from test_data import make_r2med
 
@@ -175,3 +176,31 @@ def test_every_http_client_honours_retry_after():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_preset_is_a_data_record(bert_dir, monkeypatch):
+    """A dense preset registered from a record alone: its retriever runs, and every fact about it is asked
+    of its record (GPU, packages, precision, tolerance), with no code naming it."""
+    pytest.importorskip("torch")
+    from r2med.jobs.ray import default_resources
+    from r2med.retrieval import presets
+    from r2med.retrieval.dense import register_preset
+    from r2med.retrieval.registry import RETRIEVERS, retriever_meta
+
+    record = presets.Preset(name="tiny-later", hub_id=bert_dir, query_instructions="query: ", doc_instructions="",
+                            fields={"loader": "transformers", "pooling": "mean", "normalize": True, "dtype": "fp32",
+                                    "max_length": 64, "batch_size": 4, "needs_gpu": "8B",
+                                    "packages": (("torch", "transformers", "flash_attn"), "pip install flash-attn")})
+    monkeypatch.setattr(presets, "_ADDED", dict(presets._ADDED))
+    monkeypatch.setattr(RETRIEVERS, "records", dict(RETRIEVERS.records))
+    register_preset(record)
+    meta = retriever_meta("tiny-later")
+    assert (meta.needs_gpu, meta.paper_dtype, meta.default_tolerance, meta.hub_id) == ("8B", "fp32", 1.0, bert_dir)
+    assert meta.extra == (("torch", "transformers", "flash_attn"), "pip install flash-attn")
+    assert default_resources("tiny-later", 1) == {"num_cpus": 1.0, "num_gpus": 1.0}
+    run = r2med.make_retriever("tiny-later", device="cpu", cache=False).index(
+        {"d1": "insulin", "d2": "heart"}).search({"q": "insulin"}, k=2)
+    assert set(run["q"]) == {"d1", "d2"}
+    with pytest.raises(ValueError):
+        register_preset(presets.Preset(name="bge", hub_id="x", fields={}, query_instructions=None,
+                                       doc_instructions=None))

@@ -34,7 +34,7 @@ from ..run import Run
 from .base import QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
-from .presets import DENSE_PRESETS, get_preset, preset_meta
+from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
 from .topk import merge_top_k, top_k_rows
 
@@ -330,8 +330,18 @@ register_retriever(RetrieverMeta(
              "max_length": "the model's own (--max-length)",
              "similarity": "the model's own (sentence-transformers), else cosine (--similarity)",
              "dtype": "fp32 (--dtype)"}))
+
+
+def register_preset(preset: Preset) -> RetrieverMeta:
+    """Register a dense preset given as a data record (:class:`~r2med.retrieval.presets.Preset`): its
+    settings, instructions and registry facts (``needs_gpu``, ``packages``, ``api_key_env``, ``dtype``
+    in ``preset.fields``) make its retriever and its :class:`~r2med.retrieval.registry.RetrieverMeta`."""
+    if preset.name not in DENSE_PRESETS:
+        add_preset(preset)
+    return register_retriever(RetrieverMeta(
+        preset.name, _preset_factory(preset.name),
+        parameters=CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()), **preset_meta(preset.name)))
+
+
 for _name in DENSE_PRESETS:
-    _meta = preset_meta(_name)
-    register_retriever(RetrieverMeta(
-        _name, _preset_factory(_name),
-        parameters=CLI_OPTIONS + (("medcpt_published",) if get_preset(_name).query_hub_id else ()), **_meta))
+    register_preset(get_preset(_name))

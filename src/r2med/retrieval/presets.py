@@ -2,7 +2,8 @@
 
 A preset is a data record: an entry of :data:`PRESET_FIELDS` (plus its row in the protocol data)
 becomes a registered retriever with its :class:`~r2med.retrieval.registry.RetrieverMeta`
-(:func:`preset_meta`) -- nothing else needs to know its name.
+(:func:`preset_meta`) -- nothing else needs to know its name.  Presets from other data (later
+models) are :class:`Preset` records registered with :func:`r2med.retrieval.dense.register_preset`.
 
 Hub ids, max lengths, normalisation and instructions come from the package's protocol data
 (``r2med_models.json`` / ``r2med_protocol.json``, carried from the R2MED repository at commit
@@ -163,9 +164,23 @@ def _instruction(preset: Preset, table: dict[str, str] | str | None, task: str |
     return ""
 
 
+#: Presets added at run time (:func:`r2med.retrieval.dense.register_preset`), e.g. from another data file.
+_ADDED: dict[str, Preset] = {}
+
+
+def add_preset(preset: Preset) -> Preset:
+    """Make ``preset`` known by name (its retriever record: :func:`r2med.retrieval.dense.register_preset`)."""
+    if preset.name in PRESET_FIELDS or _ADDED.get(preset.name, preset) != preset:
+        raise ValueError(f"dense preset {preset.name!r} is already defined")
+    _ADDED[preset.name] = preset
+    return preset
+
+
 def get_preset(name: str) -> Preset:
+    if name in _ADDED:
+        return _ADDED[name]
     if name not in PRESET_FIELDS:
-        raise R2MedError(f"unknown dense preset {name!r}; choose from: {', '.join(DENSE_PRESETS)}")
+        raise R2MedError(f"unknown dense preset {name!r}; choose from: {', '.join((*DENSE_PRESETS, *_ADDED))}")
     spec = models()["retrievers"][name]
     proto = protocol()
     fields = dict(PRESET_FIELDS[name])
@@ -187,7 +202,7 @@ def get_preset(name: str) -> Preset:
 
 
 def all_presets() -> dict[str, Preset]:
-    return {name: get_preset(name) for name in DENSE_PRESETS}
+    return {name: get_preset(name) for name in (*DENSE_PRESETS, *_ADDED)}
 
 
 def preset_meta(name: str) -> dict[str, Any]:
@@ -210,4 +225,4 @@ def _extra(packages: tuple[tuple[str, ...], str] | None, base: tuple[tuple[str, 
     if packages is None:
         return base
     modules, install = packages
-    return (tuple(m for m in base[0] if m != "sentence_transformers") + tuple(modules), install)
+    return (tuple(dict.fromkeys((*(m for m in base[0] if m != "sentence_transformers"), *modules))), install)
