@@ -15,6 +15,12 @@ def _decimals(mantissa: float, exponent: int) -> int:
     return max(0, -exponent + (1 if mantissa == 2.5 else 0))
 
 
+def _snap(q: float) -> float:
+    """``q`` as the whole number it is within float noise of (``0.3 / 0.1`` -> 3), else ``q``."""
+    nearest = round(q)
+    return float(nearest) if abs(q - nearest) <= 1e-12 * max(1.0, abs(q)) else q
+
+
 def nice_step(lo: float, hi: float, n: int) -> tuple[float, int]:
     """``(step, decimals)``: the smallest round step giving at most ``n`` ticks over ``[lo, hi]``
     (at least 3 when the range crosses 0, which is always a tick)."""
@@ -31,8 +37,8 @@ def nice_step(lo: float, hi: float, n: int) -> tuple[float, int]:
     while True:
         for mantissa in MANTISSAS:
             step = mantissa * 10.0 ** exponent
-            first = math.floor(round(lo / step, 9))
-            last = math.ceil(round(hi / step, 9))
+            first = math.floor(_snap(lo / step))
+            last = math.ceil(_snap(hi / step))
             if last - first + 1 <= n:
                 return step, _decimals(mantissa, exponent)
         exponent += 1
@@ -48,8 +54,8 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
         width = 1.0 if lo == 0 else 10.0 ** math.floor(math.log10(abs(lo)))
         lo, hi = (lo, lo + width) if lo >= 0 else (lo - width, lo)
     step, decimals = nice_step(lo, hi, n)
-    first = math.floor(round(lo / step, 9))
-    last = math.ceil(round(hi / step, 9))
+    first = math.floor(_snap(lo / step))
+    last = math.ceil(_snap(hi / step))
     return [round(i * step, decimals) + 0.0 for i in range(first, last + 1)]
 
 
