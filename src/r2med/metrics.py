@@ -114,6 +114,16 @@ class Metrics:
     def __getitem__(self, measure: str) -> float:
         return self.aggregate[canonical(measure)]
 
+    def __repr__(self) -> str:
+        """One line: query count, the headline measures, how many more (per-query values stay out)."""
+        shown = [m for m in (HEADLINE, "recall_100", "recip_rank") if m in self.aggregate] or list(self.aggregate)[:3]
+        parts = [f"{len(self.per_query)} queries"] + [f"{m}={self.aggregate[m]:.4f}" for m in shown]
+        if len(self.aggregate) > len(shown):
+            parts.append(f"+{len(self.aggregate) - len(shown)} measures")
+        if self.missing_queries:
+            parts.append(f"{len(self.missing_queries)} judged queries without results")
+        return f"Metrics({', '.join(parts)})"
+
 
 def evaluate(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
              measures: Iterable[str] | None = None, count_missing: bool = False) -> Metrics:
