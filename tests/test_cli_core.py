@@ -163,11 +163,17 @@ def test_changed_queries_are_not_reused(tmp_path):
 def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
     import stat
 
-    res = r2med("evaluate", "--data-dir", str(make_r2med(tmp_path / "c")), "--out", str(tmp_path / "o"), "-m", "MRR")
+    from r2med.metrics import DEFAULT_MEASURES
+
+    res = r2med("evaluate", "--data-dir", str(make_r2med(tmp_path / "c")), "--out", str(tmp_path / "o"), "-m", "MRR",
+                "-m", "nDCG@3")
     assert res.returncode == 0, res.stderr
     folder = tmp_path / "o" / "bm25" / "c"
     metrics = json.loads((folder / "metrics.json").read_text())
-    assert set(metrics["aggregate"]) == {"ndcg_cut_10", "recip_rank"}
+    # -m adds to what is stored (the default set is always there) and chooses the table's columns
+    assert list(metrics["aggregate"]) == [*DEFAULT_MEASURES, "ndcg_cut_3"]
+    header = next(line for line in res.stdout.splitlines() if "queries" in line)
+    assert [c for c in ("nDCG@10", "MRR", "nDCG@3", "R@100") if c in header] == ["MRR", "nDCG@3"]
     assert (folder / "run.trec").stat().st_mode & stat.S_IROTH  # not the 0600 of a bare temp file
     assert folder.stat().st_mode & stat.S_IXOTH
 

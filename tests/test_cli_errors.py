@@ -166,12 +166,23 @@ def test_expand_out_naming_a_file_fails_before_any_request(tmp_path):
 
 
 def test_score_with_a_folder_for_qrels_or_run(tmp_path):
+    """A collection folder means its judgments; a task/system folder or root its collection's run.trec."""
     data = make_data(tmp_path)
+    other = make_data(tmp_path, "t2")
     run = make_run_folder(tmp_path, "one", data) / "run.trec"
-    line = one_line_error(r2med("score", str(data), str(run)))
-    assert str(data) in line and "folder" in line
-    line = one_line_error(r2med("score", str(data / "qrels.jsonl"), str(run.parent)))
-    assert str(run.parent) in line and "folder" in line
+    make_run_folder(tmp_path, "one", other, run={"q1": {"b": 2.0, "a": 1.0}})
+    expected = r2med("score", str(data / "qrels.jsonl"), str(run))
+    assert expected.returncode == 0 and "recip_rank      \tall\t1.0000" in expected.stdout
+    for qrels, run_arg in ((data, run), (data, run.parent), (data, run.parent.parent), (data, tmp_path / "runs")):
+        res = r2med("score", str(qrels), str(run_arg))
+        assert res.returncode == 0 and res.stdout == expected.stdout, (qrels, run_arg, res.stderr)
+    # a system of two tasks and judgments that name neither: which run is meant is not guessed
+    line = one_line_error(r2med("score", str(data / "qrels.jsonl"), str(run.parent.parent)))
+    assert "holds 2 task folders" in line and "pass one task folder" in line
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "not a collection folder" in one_line_error(r2med("score", str(empty), str(run)))
+    assert "no results found" in one_line_error(r2med("score", str(data), str(empty)))
 
 
 def test_os_error_at_the_cli_boundary_is_one_line(monkeypatch, capsys):

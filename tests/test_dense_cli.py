@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import minilm_path, run_r2med, shared_collection
-from test_dense_fixtures import bert_dir  # noqa: F401
+from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 
 from r2med.run import read_trec
 
@@ -69,14 +69,20 @@ def test_models_lists_bm25_and_every_paper_preset(r2med_home):
     assert table.returncode == 0 and "similarity" in table.stdout and "fp16-autocast" in table.stdout
 
 
-def test_similarity_and_dtype_are_recorded_in_the_config(tmp_path, r2med_home, bert_dir):
+def test_similarity_and_dtype_are_recorded_in_the_config(tmp_path, r2med_home, bert_dir, bert_dir_2):
     data = small_collection(tmp_path / "mini")
     proc = r2med("evaluate", "--retriever", "dense", "--model", bert_dir, "--pooling", "mean", "--similarity", "dot",
                  "--dtype", "bf16", "-d", str(data), "-o", str(tmp_path / "out"), home=r2med_home)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    config = json.loads((tmp_path / "out" / "dense" / "mini" / "metrics.json").read_text())["config"]
+    # a custom model's system is named after the model, so two models in one results root do not collide
+    name = f"dense-{Path(bert_dir).name}"
+    config = json.loads((tmp_path / "out" / name / "mini" / "metrics.json").read_text())["config"]
     assert config["similarity"] == "dot" and config["encoder"]["dtype"] == "bf16"
     assert config["options"]["similarity"] == "dot" and config["options"]["dtype"] == "bf16"
+    other = r2med("evaluate", "--retriever", "dense", "--model", bert_dir_2, "--pooling", "mean", "-d", str(data),
+                  "-o", str(tmp_path / "out"), home=r2med_home)
+    assert other.returncode == 0, other.stderr[-3000:]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([name, f"dense-{Path(bert_dir_2).name}"])
 
 
 @pytest.mark.slow
@@ -95,7 +101,7 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
                            "-d", str(data), "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    folder = tmp_path / "out" / "dense" / "medline-med"
+    folder = tmp_path / "out" / "dense-all-MiniLM-L6-v2" / "medline-med"  # named after the model
     run = read_trec(folder / "run.trec")
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["config"]["similarity"] == "cosine" and metrics["config"]["encoder"]["max_length"] is None

@@ -81,13 +81,24 @@ def test_collection_is_frozen(tmp_path):
 def test_one_resolver_for_task_names_and_folders(tmp_path):
     from r2med.data import locate, resolve
 
+    from r2med.errors import R2MedError
+
     one = make_r2med(tmp_path / "one")
     many = tmp_path / "many"
     make_r2med(many / "Biology")
-    [ref] = resolve("all", one)  # one collection folder: its name is the task, whatever --tasks says
+    make_r2med(many / "medqa-diag")
+    make_r2med(many / "my-collection")
+    [ref] = resolve("all", one)  # one collection folder: its name is the task
     assert (ref.name, ref.source) == ("one", str(one)) and ref.load().name == "one"
-    refs = resolve("Biology,medqa-diag", many)  # a folder of task folders: names checked, canonical
+    assert resolve("One", one) == [ref]
+    with pytest.raises(R2MedError, match="is one collection"):  # --tasks that does not name it is not ignored
+        resolve("Biology", one)
+    refs = resolve("Biology,medqa-diag", many)  # a folder of collection folders: names checked, R2MED's canonical
     assert [r.name for r in refs] == ["Biology", "MedQA-Diag"] and refs[0].source == str(many / "Biology")
+    assert [r.name for r in resolve("all", many)] == ["Biology", "MedQA-Diag", "my-collection"]
+    assert [r.source for r in resolve("MY-COLLECTION", many)] == [str(many / "my-collection")]
+    with pytest.raises(R2MedError, match="it holds: Biology, medqa-diag, my-collection"):
+        resolve("PMC-Clinical", many)
     assert [r.source for r in resolve("Biology", None, "main")] == ["hub"]
     # results filed under a task: --data-dir, the demo, the recorded source, the hub at the recorded commit
     assert locate("Biology", many).source == str(many / "Biology")

@@ -267,10 +267,13 @@ def test_published_reference_rows(runs):
         build_leaderboard(load_systems([out]), references=["not-a-model"])
 
 
-def test_nested_system_folders_are_found(tmp_path):
-    """`r2med fuse --out runs/fused` writes runs/fused/<name>/<task>/: the report finds it at any depth."""
+def test_a_root_holds_its_systems_directly_and_names_sub_roots(tmp_path, caplog):
+    """One folder model: a root's systems are its own sub-folders (ROOT/<system>/<task>); results nested
+    deeper (an older `fuse --out runs/fused`, a demo under runs/demo) are not mixed in, but named."""
+    import logging
+
     from r2med.jobs.evaluate import run_task
-    from r2med.jobs.folders import find_systems as load_systems
+    from r2med.jobs.folders import find_runs, find_systems as load_systems
 
     from test_data import make_r2med
     from r2med.data import load_folder
@@ -278,9 +281,15 @@ def test_nested_system_folders_are_found(tmp_path):
     coll = load_folder(make_r2med(tmp_path / "c"))
     run_task(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")
     run_task(coll, "bm25-standard", {}, out=tmp_path / "runs" / "fused" / "other")
-    names = sorted(s.name for s in load_systems([tmp_path / "runs"]))
-    assert names == ["bm25", "other"]
-    assert [s.name for s in load_systems([tmp_path / "runs" / "bm25"])] == ["bm25"]
+    with caplog.at_level(logging.INFO, logger="r2med.jobs.folders"):
+        names = [s.name for s in load_systems([tmp_path / "runs"])]
+    assert names == ["bm25"]
+    assert "results in sub-roots are not read (fused)" in caplog.text
+    assert [s.name for s in load_systems([tmp_path / "runs" / "fused"])] == ["other"]
+    assert [s.name for s in load_systems([tmp_path / "runs", tmp_path / "runs" / "fused"])] == ["bm25", "other"]
+    found = find_runs([tmp_path / "runs", tmp_path / "runs" / "bm25", tmp_path / "runs" / "bm25" / coll.name])
+    assert [ref.folder.name for ref in found.systems] == ["bm25"]  # each system once
+    assert [line.split(":")[1].strip().split(" ")[0] for line in found.found] == ["results", "system", "task"]
 
 
 def test_medcpt_averages_of_the_repository_and_the_leaderboard_are_both_kept():

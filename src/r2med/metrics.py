@@ -43,8 +43,10 @@ def canonical(measure: str) -> str:
 
 
 def measure_label(measure: str) -> str:
-    """The friendly name of a measure: ``ndcg_cut_10`` -> ``nDCG@10``, ``recip_rank`` -> ``MRR``."""
-    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}
+    """The display name of a measure (tables, help, messages): ``ndcg_cut_10`` -> ``nDCG@10``, ``recall_100`` ->
+    ``R@100``, ``map_cut_10`` -> ``MAP@10``, ``P_10`` -> ``P@10``, ``recip_rank`` -> ``MRR``.  Files keep
+    pytrec_eval's names."""
+    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "R", "P": "P"}
     if measure == "recip_rank":
         return "MRR"
     name, _, k = measure.rpartition("_")

@@ -2,7 +2,7 @@
 
 Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``dense``:
 models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce; ``scale``:
-encode); every module registers its commands on the shared ``app``.  Errors the user can fix
+encode; ``export``); every module registers its commands on the shared ``app``.  Errors the user can fix
 (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
 """
 
@@ -27,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale"]
+COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale", "export"]
 
 
 def _print_version(value: bool) -> None:
@@ -63,7 +63,7 @@ def enable_strict_data(ctx: typer.Context) -> None:
 @app.callback()
 def _main(ctx: typer.Context,
           verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
-          quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors."),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors (no progress)."),
           version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                        help="Print the version and exit."),
           strict: bool = typer.Option(False, "--strict", help="Refuse data files with repeated ids or judgments "
@@ -84,6 +84,11 @@ def _main(ctx: typer.Context,
     logging.basicConfig(level=level, handlers=[handler], force=True)
     for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    from .. import progress
+
+    # one progress display for every long step, on stderr beside the log records; -q silences it
+    progress.configure(console=err_console)
+    progress.set_quiet(quiet)
 
 
 for _module in COMMAND_MODULES:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,36 +11,50 @@ from rich.table import Table
 
 from ..tasks import TASKS
 from . import app, enable_strict_data
-from ._ui import console, job_events, print_summary
-from .options import (AT_LEAST_0, AT_LEAST_1, UNIT, BatchSize, CountMissing, DataDir, Device, MaxLength, Measures,
-                      Model, NoCache, Overwrite, Pooling, Ray, RayAddress, Revision, Strict, Tasks, TrustRemoteCode,
-                      comma_list)
+from ..paths import check_output_dir
+from ._ui import check_json_format, console, print_fitted, print_json, print_summary
+from .options import (AT_LEAST_0, AT_LEAST_1, UNIT, BatchSize, CountMissing, DataDir, Device, FormatJson, JsonAlias,
+                      MaxLength, Measures, Model, NoCache, Out, Overwrite, Pooling, Ray, RayAddress, ResultName,
+                      Revision, Strict, Tasks, TrustRemoteCode, Wide, comma_list)
 
 
 @app.command("tasks")
-def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+def tasks_command(fmt: FormatJson = "table", as_json: JsonAlias = False, wide: Wide = False) -> None:
     """List the 8 R2MED tasks with their published sizes."""
-    if as_json:
-        console.print_json(json.dumps([vars(t) for t in TASKS.values()]))
+    if check_json_format(fmt, as_json) == "json":
+        print_json([vars(t) for t in TASKS.values()])
         return
     table = Table(title="R2MED tasks (hub: R2MED/<task>)")
     table.add_column("task", no_wrap=True)
-    table.add_column("scenario")
-    for col in ("queries", "docs", "pos/q", "q len", "d len"):
+    table.add_column("scenario", no_wrap=not wide)
+    if wide:
+        table.add_column("retrieval")
+    for col in ("queries", "docs", "pos/q", "len q/d"):
         table.add_column(col, justify="right", no_wrap=True)
     for t in TASKS.values():
-        table.add_row(t.name, f"{t.scenario}: {t.retrieval_type}", f"{t.queries:,}", f"{t.docs:,}",
-                      f"{t.avg_positives:.1f}", f"{t.avg_query_length:.0f}", f"{t.avg_doc_length:.0f}")
-    console.print(table)
-    console.print(f"{sum(t.queries for t in TASKS.values())} queries in all; lengths are the dataset card's token counts.")
+        scenario = t.scenario if wide else t.scenario.removesuffix(" retrieval")
+        table.add_row(t.name, scenario, *([t.retrieval_type] if wide else []), f"{t.queries:,}", f"{t.docs:,}",
+                      f"{t.avg_positives:.1f}", f"{t.avg_query_length:.0f}/{t.avg_doc_length:.0f}")
+    print_fitted(table, wide=wide)
+    console.print(f"{sum(t.queries for t in TASKS.values())} queries in all; lengths: the dataset card's mean "
+                  "tokens per query/doc.")
     console.print("Hub data loads at pinned commits: " + ", ".join(f"{t.name} {t.revision[:7]}" for t in TASKS.values())
-                  + " (MTEB's pins; --revision changes them; `--json` gives them in full).")
+                  + " (MTEB's pins; --revision changes them; `--format json` gives them in full).")
 
 
 def parse_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
+    """``-m`` as pytrec_eval names (``nDCG@10`` -> ``ndcg_cut_10``); none given: the default set (``score``)."""
     from ..metrics import DEFAULT_MEASURES, canonical
 
     return tuple(canonical(m) for m in measures) if measures else DEFAULT_MEASURES
+
+
+def table_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
+    """The columns a writing command's table shows: ``-m`` (each once), else nDCG@10.  (What metrics.json
+    stores is always the default set plus these: :func:`r2med.jobs.folders.stored_measures`.)"""
+    from ..metrics import HEADLINE, canonical
+
+    return tuple(dict.fromkeys(canonical(m) for m in measures)) if measures else (HEADLINE,)
 
 
 @app.command("evaluate")
@@ -51,7 +64,8 @@ def evaluate_command(
                                                                      "--ray a comma-separated list."),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
-    out: Path = typer.Option(Path("runs"), "--out", "-o", help="Run folder: OUT/<retriever>/<task>/ is written."),
+    out: Out = Path("runs"),
+    name: ResultName = None,
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
     k1: Optional[float] = typer.Option(None, "--k1", callback=AT_LEAST_0, help="BM25 k1 (default: the paper's 0.9)."),
     b: Optional[float] = typer.Option(None, "--b", callback=UNIT, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
@@ -85,77 +99,83 @@ def evaluate_command(
     ray_address: RayAddress = None,
     strict: Strict = False,
 ) -> None:
-    """Run a retriever over tasks, write OUT/<retriever>/<task>/{run.trec,metrics.json} and print a table."""
+    """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
     from ..cache import check_home
     from ..data import resolve
+    from ..errors import R2MedError
     from ..jobs import evaluate as jobs
-    from ..paths import check_output_dir
 
     if strict:
         enable_strict_data(ctx)
+    names = comma_list(retriever) if ray else [retriever]
+    if name is not None and len(names) > 1:
+        raise R2MedError(f"--name names one result, but --retriever lists {len(names)}")
     check_output_dir(out)
     if not no_cache:
         check_home()
     refs = resolve(tasks, data_dir, revision)
-    measures = jobs.with_headline(parse_measures(measure))
+    columns = table_measures(measure)
     options = dict(k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device,
                    max_length=max_length, pooling=pooling, similarity=similarity, dtype=dtype,
                    trust_remote_code=trust_remote_code or None, medcpt_published=medcpt_published or None)
-    plans = [jobs.plan(name, options, cache=not no_cache, expansion=expansion, expansion_file=expansion_file,
-                       expansion_dir=expansion_dir, data_dir=data_dir, revision=revision)
-             for name in (comma_list(retriever) if ray else [retriever])]
+    plans = [jobs.plan(retriever_, options, cache=not no_cache, expansion=expansion, expansion_file=expansion_file,
+                       expansion_dir=expansion_dir, data_dir=data_dir, revision=revision, name=name)
+             for retriever_ in names]
     if ray:
+        from .. import progress
         from ..jobs.ray import evaluate_plans
-        from ._ui import task_progress
 
-        with task_progress() as progress:
-            bar = progress.add_task(f"{len(plans)} retriever(s) x {len(refs)} task(s) on Ray",
-                                    total=len(plans) * len(refs))
-            grouped = evaluate_plans(plans, refs, top_k, out, measures, count_missing, overwrite, ray_address,
-                                     on_done=lambda job, result: progress.advance(bar))
+        with progress.task(f"{len(plans)} retriever(s) x {len(refs)} task(s) on Ray", total=len(plans) * len(refs),
+                           unit="runs") as bar:
+            grouped = evaluate_plans(plans, refs, top_k, out, columns, count_missing, overwrite, ray_address,
+                                     on_done=lambda job, result: bar.advance())
     else:
         [job] = plans
-        with job_events(job.retriever, len(refs)) as events:
-            grouped = {job.name: jobs.run_tasks(job, refs, k=top_k, out=out / job.name, measures=measures,
-                                                count_missing=count_missing, overwrite=overwrite, events=events)}
-    for name, results in grouped.items():
-        print_summary(results, jobs.summary(name, results), out / name)
+        grouped = {job.name: jobs.run_tasks(job, refs, k=top_k, out=out / job.name, measures=columns,
+                                            count_missing=count_missing, overwrite=overwrite)}
+    for name_, results in grouped.items():
+        print_summary(results, jobs.summary(name_, results), out / name_, measures=columns)
 
 
 @app.command("demo")
 def demo_command(
-    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where results are written."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results root (default: $R2MED_HOME/demo, apart "
+                                                                 "from your own results)."),
     revision: Revision = None,
 ) -> None:
     """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
     from ..cache import check_home
-    from ..jobs.evaluate import DEMO, Summary, demo_tasks, run_tasks, summary
-    from ..paths import check_output_dir
+    from ..jobs.evaluate import DEMO, Summary, demo_out, demo_tasks, run_tasks, summary
 
-    check_output_dir(out)
+    if out is not None:
+        check_output_dir(out)
     check_home()
+    out = demo_out(out)
     refs, fallback = demo_tasks(revision)
     if fallback is not None:
         console.print(f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
                       f"demo collection instead. {escape(fallback)}[/]", highlight=False, soft_wrap=True)
-    with job_events(DEMO.retriever, len(refs)) as events:
-        results = run_tasks(DEMO, refs, out=out / DEMO.name, overwrite=fallback is not None, events=events)
+    results = run_tasks(DEMO, refs, out=out / DEMO.name, overwrite=fallback is not None)
     if fallback is not None:
         print_summary(results, Summary(DEMO.name), out / DEMO.name,
                       title="bm25 on the built-in demo collection: nDCG@10 (x100)")
     else:
         print_summary(results, summary(DEMO.name, results), out / DEMO.name)
+    console.print(escape(f"report with: r2med report {out}"), highlight=False, soft_wrap=True)
 
 
 @app.command("score")
 def score_command(
     ctx: typer.Context,
-    qrels: Path = typer.Argument(..., help="Judgments: TREC qrels, R2MED qrels.jsonl or BEIR .tsv."),
-    run: Path = typer.Argument(..., help="TREC run file."),
+    qrels: Path = typer.Argument(..., help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, or a collection "
+                                           "folder."),
+    run: Path = typer.Argument(..., help="A TREC run file, or a task folder (or a system folder / results root "
+                                         "holding the collection's task)."),
     measure: Measures = None,
     per_query: bool = typer.Option(False, "--per-query", "-q", help="Also print per-query values."),
     count_missing: bool = typer.Option(False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = typer.Option("trec", "--format", "-f", help="trec (trec_eval's lines) or json."),
+    as_json: JsonAlias = False,
     strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
 ) -> None:
     """Score a run file against judgments, trec_eval style."""
@@ -163,12 +183,13 @@ def score_command(
 
     if strict:
         enable_strict_data(ctx)
+    fmt = check_json_format(fmt, as_json, ("trec", "json"))
     metrics = score_files(qrels, run, parse_measures(measure), count_missing)
-    if as_json:
+    if fmt == "json":
         payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
         if per_query:
             payload["per_query"] = metrics.per_query
-        typer.echo(json.dumps(payload, indent=1))
+        print_json(payload)
         return
     if per_query:
         for qid in sorted(metrics.per_query):

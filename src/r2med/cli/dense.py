@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import app
-from ._ui import console
+from ._ui import check_json_format, console, print_fitted, print_json
+from .options import FormatJson, JsonAlias, Wide
 
 cache_app = typer.Typer(help="List or remove cached artifacts under the r2med home ($R2MED_HOME).",
                         no_args_is_help=True)
@@ -77,22 +78,29 @@ def _size(n: float) -> str:
 
 @cache_app.command("ls")
 def cache_ls(kind: Optional[str] = typer.Argument(None, help="Only this kind (bm25, embeddings, llm...)."),
-             as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+             fmt: FormatJson = "table", as_json: JsonAlias = False, wide: Wide = False) -> None:
     """List cached artifacts with their size."""
     from ..cache import home
     from ..jobs.cache import cache_entries
+    from ..report.layout import compact_table, fitted
 
     entries = cache_entries(kind)
-    if as_json:
-        typer.echo(json.dumps([e.to_dict() for e in entries], indent=1))
+    if check_json_format(fmt, as_json) == "json":
+        print_json([e.to_dict() for e in entries])
         return
-    table = Table(title=escape(f"r2med cache: {home()}"))
-    for col in ("kind", "name", "size", "modified", "what"):
-        table.add_column(col, justify="right" if col == "size" else "left", overflow="fold")
-    for e in entries:  # names and details come from the file system and cached files: printed as text
-        table.add_row(escape(e.kind), escape(e.name), _size(e.bytes),
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(e.modified)), escape(e.detail))
-    console.print(table)
+
+    def layout(compact: bool) -> Table:
+        title = escape(f"r2med cache: {home()}")
+        table = compact_table(title=title) if compact else Table(title=title)
+        for col in ("kind", "name", "size", *(() if compact else ("modified",)), "what"):
+            table.add_column(col, justify="right" if col == "size" else "left",
+                             no_wrap=col in ("kind", "name", "size", "modified"), overflow="fold")
+        for e in entries:  # names and details come from the file system and cached files: printed as text
+            modified = () if compact else (time.strftime("%Y-%m-%d %H:%M", time.localtime(e.modified)),)
+            table.add_row(escape(e.kind), escape(e.name), _size(e.bytes), *modified, escape(e.detail))
+        return table
+
+    print_fitted(fitted(lambda: layout(False), lambda: layout(True)), wide=wide)
     console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size(sum(e.bytes for e in entries))}")
 
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import app
-from ._ui import console, llm_bar
+from ._ui import console
 from .options import (AT_LEAST_0, AT_LEAST_1, POSITIVE, TEMPERATURE, TOP_P, ApiKey, BaseUrl, DataDir, NoCache,
                       Revision, Tasks)
 
@@ -58,7 +58,7 @@ def expand_command(
     from ..data import resolve
     from ..jobs.expand import expand_tasks
 
-    if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress bar
+    if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress
         for noisy in ("httpx2", "httpx", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     method, llm, done = expand_tasks(
@@ -66,7 +66,7 @@ def expand_command(
         concurrency=concurrency, timeout=timeout, max_retries=max_retries, sampling=sampling, temperature=temperature,
         top_p=top_p, max_tokens=max_tokens, seed=seed, prompt_task=prompt_task, retriever=retriever,
         max_turns=max_turns, search_k=search_k, search_tags=search_tags, result_tags=result_tags,
-        answer_tags=answer_tags, cache=not no_cache, bars=llm_bar)
+        answer_tags=answer_tags, cache=not no_cache)
     table = Table(title=escape(f"{method} expansions by {model}"))
     for col in ("task", "queries", "requests", "cached", "retries", "tokens in/out", "file"):
         table.add_column(col, justify="left" if col in ("task", "file") else "right")

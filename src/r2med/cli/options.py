@@ -146,10 +146,20 @@ DataDir = Annotated[Optional[Path], typer.Option(
 RecordedDataDir = Annotated[Optional[Path], typer.Option(
     "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub).")]
 Revision = Annotated[Optional[str], typer.Option("--revision", help=REVISION_HELP)]
-Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure (nDCG@10, R@100, MRR...).")]
-Runs = Annotated[list[Path], typer.Argument(help="Run folders from `r2med evaluate` (OUT, OUT/<system> or task "
-                                                 "folders); compare: the first is the baseline.")]
-Measures = Annotated[Optional[list[str]], typer.Option("--measure", "-m", help="Measures to compute (repeatable).")]
+Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure: nDCG@10, R@100, MRR, MAP@10, P@10...")]
+Runs = Annotated[list[Path], typer.Argument(help="Results: a results root (--out: every system in it), system "
+                                                 "folders (OUT/<system>) or task folders; compare: the first "
+                                                 "system is the baseline.")]
+Measures = Annotated[Optional[list[str]], typer.Option(
+    "--measure", "-m", help="Table columns (repeatable; default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10... "
+                            "metrics.json always stores the default set plus these.")]
+Out = Annotated[Path, typer.Option("--out", "-o", help="Results root: OUT/<system>/<task>/ is written.")]
+InputsOut = Annotated[Optional[Path], typer.Option(
+    "--out", "-o", help="Results root: OUT/<system>/<task>/ is written (default: the root the first input is in).")]
+FormatJson = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="Same as --format json.")]
+Wide = Annotated[bool, typer.Option("--wide", help="Every column at full width (default: fit the terminal, "
+                                                   "80 columns when not on one).")]
 CountMissing = Annotated[bool, typer.Option("--count-missing",
                                             help="Average over all judged queries (0 if unanswered).")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Recompute tasks whose results already exist.")]

@@ -14,9 +14,9 @@ from rich.markup import escape
 
 from ..errors import R2MedError
 from . import app
-from ._ui import console, emit, table_console, task_progress
+from ._ui import console, emit, print_fitted, table_console
 from .options import (AT_LEAST_0, Alpha, Format, Measure, Output, Permutations, Revision, Runs, Seed, Tasks,
-                      Tolerance, comma_list)
+                      Tolerance, Wide, comma_list)
 
 
 def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
@@ -32,13 +32,20 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 @app.command("report")
 def report_command(
     runs: Runs,
-    measure: Measure = "ndcg_cut_10",
+    measure: Measure = "nDCG@10",
     fmt: Format = "table",
     output: Output = None,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d",
-                                            help="Task data (folder of task folders, or one collection) for texts in the HTML."),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", "-d", help="Local data (one collection, or a folder of them): texts in the HTML; query "
+                                       "metadata for --by (default for --by: the source the runs recorded, else "
+                                       "the hub)."),
     hub: bool = typer.Option(False, "--hub", help="Load texts for the HTML report from the Hugging Face hub."),
+    revision: Revision = None,
+    by: Optional[str] = typer.Option(None, "--by", help="The leaderboard per value of a query metadata key "
+                                                        "(body_system, answer...) or 'scenario', with query counts."),
+    average: str = typer.Option("pooled", "--average", help="With --by: pooled (mean over the value's queries, "
+                                                             "across tasks) or macro (mean of per-task means)."),
     tolerance: Tolerance = None,
     baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Mark cells significantly different from this system."),
     published: Optional[list[str]] = typer.Option(None, "--published",
@@ -49,37 +56,53 @@ def report_command(
     title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
     with_published: Optional[str] = typer.Option(None, "--with-published",
                                                  help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."),
+    wide: Wide = False,
 ) -> None:
-    """Leaderboard of run folders (systems x tasks) beside the published R2MED figures; optional HTML report."""
-    from ..jobs.report import expansion_texts, load_report, task_texts
+    """Leaderboard of systems x tasks beside the published R2MED figures (or per facet value with --by);
+    optional HTML report."""
+    from ..facets import AVERAGES
+    from ..jobs import report as jobs
     from ..paths import check_output_file
     from ..report import build_leaderboard
+    from ..report.facets import FacetBoard
     from ..report.format import check_format
 
     fmt = check_format(fmt)
+    if average not in AVERAGES:
+        raise R2MedError(f"unknown --average {average!r}; choose from: {', '.join(AVERAGES)}")
     for path, what in ((output, "--output"), (html, "--html")):
         if path is not None:
             check_output_file(path, what)
-    systems = load_report(runs, published=_published_overrides(published))
+    systems = jobs.load_report(runs, published=_published_overrides(published))
     board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
                               n_permutations=permutations, seed=seed, references=comma_list(with_published))
-    if fmt == "table" and output is None:
-        table_console().print(board.to_rich())
+    collections = None
+    if by is not None:
+        from ..facets import SCENARIO
+
+        collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
+        shown = FacetBoard(jobs.facet_report(systems, board.measure, by, average, collections), board.measure)
     else:
-        emit(board.render(fmt), output)
+        shown = board
+    if fmt == "table" and output is None:
+        print_fitted(shown.to_rich, wide=wide)
+    else:
+        emit(shown.render(fmt), output)
     if html is not None:
         from ..report.html import write_html
 
-        texts = task_texts(board.tasks, data_dir, hub=hub)
+        texts = jobs.task_texts(board.tasks, data_dir, hub=hub, revision=revision)
+        texts.update(collections or {})
+        facets = jobs.html_facets(systems, board.measure, texts, average, by)
         write_html(html, systems, board.measure, texts, board=board, title=title,
-                   expansions=expansion_texts(systems, texts))
+                   expansions=jobs.expansion_texts(systems, texts), facets=facets, facet=by)
         console.print(f"HTML report: {escape(str(html))}")
 
 
 @app.command("compare")
 def compare_command(
     runs: Runs,
-    measure: Measure = "ndcg_cut_10",
+    measure: Measure = "nDCG@10",
     fmt: Format = "table",
     output: Output = None,
     permutations: Permutations = 10_000,
@@ -88,6 +111,7 @@ def compare_command(
     per_query: Optional[int] = typer.Option(None, "--per-query", "-q", callback=AT_LEAST_0,
                                             help="Also list the N largest per-query gains and losses "
                                                  "(0 = every query; with csv/json: the per-query rows instead)."),
+    wide: Wide = False,
 ) -> None:
     """Paired comparison against the first system: mean difference, t-test, randomisation test, bootstrap CI,
     Holm-Bonferroni across tasks, wins/ties/losses."""
@@ -109,11 +133,11 @@ def compare_command(
         return
     if fmt == "table" and output is None:
         for c in comparisons:
-            table_console().print(c.to_rich())
+            print_fitted(c.to_rich, wide=wide)
             for note in c.notes:
                 console.print(f"[yellow]note:[/] {escape(note)}")
             if per_query is not None:
-                table_console().print(c.changes_rich(per_query or len(c.per_query)))
+                print_fitted(c.changes_rich(per_query or len(c.per_query)), wide=wide)
     else:
         emit(render_comparisons(comparisons, fmt), output)
 
@@ -154,12 +178,13 @@ def reproduce_command(
             console.print(escape(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}"))
         return
     check_output_dir(out)
-    with task_progress() as progress:
-        bar = progress.add_task("reproduce", total=sum(p.runnable for p in planned))
+    from .. import progress
+
+    with progress.task("reproduce", total=sum(p.runnable for p in planned), unit="cells") as bar:
 
         def step(p):
-            progress.update(bar, description=f"{p.target.label} · {p.target.task}")
-            progress.advance(bar)
+            bar.describe(f"reproduce · {p.target.label} · {p.target.task}")
+            bar.advance()
 
         outcomes = jobs.run_matrix(planned, out, env, tolerance=tolerance, overwrite=overwrite, progress=step)
     if fmt == "json":

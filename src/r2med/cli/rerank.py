@@ -1,4 +1,4 @@
-"""Commands ``rerank`` (rerank a first-stage run folder) and ``fuse`` (fuse several run folders); the work:
+"""Commands ``rerank`` (rerank first-stage systems) and ``fuse`` (fuse several systems); the work:
 :mod:`r2med.jobs.rerank`, :mod:`r2med.jobs.fuse`."""
 
 from __future__ import annotations
@@ -10,23 +10,24 @@ import typer
 
 from . import app
 from ._ui import print_summary
-from .core import parse_measures
-from .options import (AT_LEAST_0, AT_LEAST_1, CountMissing, Measures, Overwrite, RecordedDataDir, Revision, Tasks,
-                      at_least, parse_set, parse_weights)
+from .core import table_measures
+from .options import (AT_LEAST_0, AT_LEAST_1, CountMissing, InputsOut, Measures, Overwrite, RecordedDataDir,
+                      Revision, Tasks, at_least, parse_set, parse_weights)
 
 
 @app.command("rerank")
 def rerank_command(
-    run: Path = typer.Option(..., "--run", help="First-stage run folder (OUT/<retriever>) from `r2med evaluate`."),
+    run: Path = typer.Option(..., "--run", help="First-stage results: a system folder (OUT/<system>), a task "
+                                               "folder, or a results root (its systems not yet reranked)."),
     reranker: str = typer.Option(..., "--reranker", help="bge-reranker, monobert, rankllama, listwise, or a "
                                                           "cross-encoder's hub id / local folder."),
     top_k: int = typer.Option(10, "--top-k", "-k", callback=AT_LEAST_1, help="Rerank each query's top k docs (paper: 10; also 100)."),
     top_k_only: bool = typer.Option(False, "--top-k-only", help="Keep only the reranked top k (the paper's "
                                                                  "evaluation); default: the first-stage tail follows."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Parent folder of the result (default: beside --run)."),
+    out: InputsOut = None,
     name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or slashes "
-                                                            "(default: <retriever>+<reranker>, "
-                                                            "listwise: <retriever>+listwise-<model>)."),
+                                                            "(default: <system>+<reranker>, "
+                                                            "listwise: <system>+listwise-<model>)."),
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
@@ -50,32 +51,32 @@ def rerank_command(
     count_missing: CountMissing = False,
     overwrite: Overwrite = False,
 ) -> None:
-    """Rerank a first-stage run folder; writes OUT/<name>/<task>/{run.trec,metrics.json} and prints a table."""
-    from ..jobs.evaluate import summary, with_headline
+    """Rerank first-stage systems; writes OUT/<name>/<task>/{run.trec,metrics.json} and prints a table."""
+    from ..jobs.evaluate import summary
     from ..jobs.rerank import rerank_folder
 
     options = {"batch_size": batch_size, "max_length": max_length, "device": device, "dtype": dtype,
                "model": model, "base_url": base_url, "api_key": api_key, "window": window, "step": step,
                "with_scores": with_scores or None, "concurrency": concurrency, **parse_set(set_)}
-    label, target, results = rerank_folder(run, reranker, options, out=out, name=name, tasks=tasks, data_dir=data_dir,
-                                           revision=revision, top_k=top_k, keep_tail=not top_k_only,
-                                           measures=with_headline(parse_measures(measure)),
-                                           count_missing=count_missing, overwrite=overwrite)
-    print_summary(results, summary(label, results), target)
+    columns = table_measures(measure)
+    for done in rerank_folder(run, reranker, options, out=out, name=name, tasks=tasks, data_dir=data_dir,
+                              revision=revision, top_k=top_k, keep_tail=not top_k_only, measures=columns,
+                              count_missing=count_missing, overwrite=overwrite):
+        print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)
 
 
 @app.command("fuse")
 def fuse_command(
-    runs: list[Path] = typer.Argument(..., help="Run folders (OUT/<retriever>) to fuse, two or more."),
+    runs: list[Path] = typer.Argument(..., help="Systems to fuse, two or more: system folders (OUT/<system>), "
+                                                "task folders, or a results root (its systems not yet fused)."),
     method: str = typer.Option("rrf", "--method", help="rrf, combsum or combmnz."),
     weights: Optional[str] = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
     rrf_k: float = typer.Option(60.0, "--rrf-k", callback=AT_LEAST_0, help="RRF constant k."),
     norm: str = typer.Option("minmax", "--norm", help="combsum/combmnz score normalisation: minmax, zscore, none."),
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query in the fused run."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Parent folder of the result (default: beside "
-                                                                 "the first run)."),
+    out: InputsOut = None,
     name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or "
-                                                            "slashes (default: <method>-<run>+<run>...)."),
+                                                            "slashes (default: <method>-<system>+<system>...)."),
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
@@ -83,12 +84,12 @@ def fuse_command(
     count_missing: CountMissing = False,
     overwrite: Overwrite = False,
 ) -> None:
-    """Fuse run folders (RRF or CombSUM/CombMNZ); writes OUT/<name>/<task>/ evaluated like any run."""
-    from ..jobs.evaluate import summary, with_headline
+    """Fuse systems (RRF or CombSUM/CombMNZ); writes OUT/<name>/<task>/ evaluated like any run."""
+    from ..jobs.evaluate import summary
     from ..jobs.fuse import fuse_folders
 
-    label, target, results = fuse_folders(runs, method, parse_weights(weights), k=rrf_k, norm=norm, depth=top_k, out=out,
-                                          name=name, tasks=tasks, data_dir=data_dir, revision=revision,
-                                          measures=with_headline(parse_measures(measure)),
-                                          count_missing=count_missing, overwrite=overwrite)
-    print_summary(results, summary(label, results), target)
+    columns = table_measures(measure)
+    done = fuse_folders(runs, method, parse_weights(weights), k=rrf_k, norm=norm, depth=top_k, out=out, name=name,
+                        tasks=tasks, data_dir=data_dir, revision=revision, measures=columns,
+                        count_missing=count_missing, overwrite=overwrite)
+    print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)

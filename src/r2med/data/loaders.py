@@ -44,6 +44,15 @@ def detect_layout(root: Path) -> str:
                                 "or queries.jsonl + qrels/ (BEIR layout)")
 
 
+def qrels_file(root: str | os.PathLike[str], split: str = "test") -> Path:
+    """The judgments file of a collection folder: ``qrels.jsonl`` (R2MED layout) or ``qrels/<split>.tsv`` (BEIR)."""
+    root = Path(root)
+    path = root / "qrels.jsonl" if detect_layout(root) == "r2med" else root / "qrels" / f"{split}.tsv"
+    if not path.is_file():
+        raise DataError(path, None, "no such judgments file in this collection folder")
+    return path
+
+
 def load_r2med_folder(root: str | os.PathLike[str], name: str | None = None, source: str | None = None) -> Collection:
     root = Path(root)
     return load_r2med_files(root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name,

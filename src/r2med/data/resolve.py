@@ -4,8 +4,8 @@ A :class:`TaskRef` names a task and where its data is: the Hugging Face hub (at 
 spec), a local folder, or the built-in demo.  Every command finds its collections here:
 
 * :func:`resolve` -- the tasks a command runs on (``evaluate``, ``expand``, ``encode``...):
-  ``--data-dir`` as one collection folder (its name is the task), a folder holding one
-  sub-folder per task, or (no ``--data-dir``) R2MED's tasks from the hub;
+  ``--data-dir`` as one collection folder (its name is the task), a folder of collection folders
+  (every one, or those ``--tasks`` names), or (no ``--data-dir``) R2MED's tasks from the hub;
 * :func:`locate` -- one task that results were filed under (``rerank``, ``fuse``, report texts,
   ``reproduce``): ``--data-dir`` when given, else the built-in demo, the source folder a run
   recorded, or the hub (R2MED's tasks, at the recorded commit unless ``--revision`` says otherwise);
@@ -57,20 +57,66 @@ def _root(data_dir: str | os.PathLike[str]) -> Path:
     return Path(os.path.normpath(Path(data_dir).expanduser().absolute()))
 
 
+def _asked(tasks: str | Iterable[str] | None) -> list[str] | None:
+    """The names in a ``--tasks`` spec as given (None for ``all``)."""
+    if tasks is None or (isinstance(tasks, str) and tasks.strip().lower() in ("", "all")):
+        return None
+    parts = tasks.split(",") if isinstance(tasks, str) else list(tasks)
+    return [p.strip() for p in parts if p.strip()] or None
+
+
+def collection_folders(root: Path) -> list[Path]:
+    """The collection sub-folders of ``root``: R2MED's tasks first in the paper's order, then the others by name."""
+    found = sorted((c for c in root.iterdir() if c.is_dir() and is_collection(c)), key=lambda c: c.name)
+    order = {name.lower(): i for i, name in enumerate(TASK_NAMES)}
+    return sorted(found, key=lambda c: (order.get(c.name.lower(), len(order)), c.name))
+
+
 def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLike[str] | None = None,
             revision: str | None = None) -> list[TaskRef]:
-    """The tasks to run: ``data_dir`` as one collection folder (``tasks`` then does not apply), a
-    folder of task folders (``<data_dir>/<Task>``), or the hub.  Names and ``revision`` are checked
-    here, before anything is loaded."""
+    """The tasks to run, checked before anything is loaded.
+
+    * ``data_dir`` one collection folder: that collection (its name is the task); ``tasks`` other than
+      ``all`` or its own name is an error, not ignored;
+    * ``data_dir`` a folder of collection folders: every one (``tasks`` ``all``), or those ``tasks`` names
+      (matched to the sub-folder names, case aside; an unknown name is an error listing them);
+    * no ``data_dir``: R2MED's tasks from the hub (at ``revision``).
+    """
     from .hub import parse_revision
 
     parse_revision(revision)
-    if data_dir is not None:
-        root = _root(data_dir)
-        if is_collection(root):
-            return [TaskRef(root.name, str(root))]
-        return [TaskRef(name, str(root / name if (root / name).is_dir() else root)) for name in parse_tasks(tasks)]
-    return [TaskRef(name, HUB, revision) for name in parse_tasks(tasks)]
+    if data_dir is None:
+        return [TaskRef(name, HUB, revision) for name in parse_tasks(tasks)]
+    root = _root(data_dir)
+    asked = _asked(tasks)
+    if is_collection(root):
+        other = [t for t in asked or [] if t.lower() != root.name.lower()]
+        if other:
+            raise R2MedError(f"--data-dir {data_dir} is one collection ({root.name}); --tasks {','.join(other)} "
+                             "does not name it: pass the folder holding the collections, or leave --tasks out")
+        return [TaskRef(root.name, str(root))]
+    if not root.is_dir():
+        raise R2MedError(f"--data-dir {data_dir}: no such folder")
+    folders = collection_folders(root)
+    if not folders:
+        raise R2MedError(f"--data-dir {data_dir}: not a collection folder (no corpus.jsonl) and holds none "
+                         "(expected <data-dir>/corpus.jsonl or <data-dir>/<collection>/corpus.jsonl)")
+    if asked is None:
+        return [TaskRef(_task_name(f), str(f)) for f in folders]
+    by_name = {f.name.lower(): f for f in folders}
+    refs = []
+    for name in asked:
+        folder = by_name.get(name.lower())
+        if folder is None:
+            raise R2MedError(f"--tasks {name}: no such collection in --data-dir {data_dir}; "
+                             f"it holds: {', '.join(f.name for f in folders)}")
+        refs.append(TaskRef(_task_name(folder), str(folder)))
+    return refs
+
+
+def _task_name(folder: Path) -> str:
+    """A collection sub-folder's task name: R2MED's spelling for its tasks (``biology`` -> ``Biology``)."""
+    return get_task(folder.name).name if folder.name.lower() in _lowered() else folder.name
 
 
 def locate(task: str, data_dir: str | os.PathLike[str] | None = None, revision: str | None = None, *,

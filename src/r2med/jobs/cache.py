@@ -66,8 +66,15 @@ def _answers(entry: Path) -> tuple[str, bool]:
         return f"{sum(1 for _ in fh)} records", False
 
 
+def _demo(entry: Path) -> tuple[str, bool]:
+    """``$R2MED_HOME/demo``: the results root of ``r2med demo`` (one system folder)."""
+    from .folders import task_folders
+
+    return f"results of `r2med demo`: {len(task_folders(entry))} task(s)", False
+
+
 #: kind folder -> (entry -> (what it holds, whether it is unfinished)), as the module that writes it reads it
-DESCRIBERS = {"embeddings": _embeddings, "bm25": _bm25}
+DESCRIBERS = {"embeddings": _embeddings, "bm25": _bm25, "demo": _demo}
 
 
 def _describe(kind: str, entry: Path) -> tuple[str, bool]:

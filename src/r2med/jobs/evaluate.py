@@ -6,7 +6,7 @@
   (defaults filled in), the query builder of an expansion, and the result's name;
 * :func:`run_task` -- one collection: retrieve, then :func:`~r2med.jobs.folders.finish_task`, or
   reuse a finished folder made with the same configuration and data;
-* :func:`run_tasks` -- every task of a list of :class:`~r2med.data.TaskRef`, with progress events;
+* :func:`run_tasks` -- every task of a list of :class:`~r2med.data.TaskRef`, on the progress display;
 * :func:`summary` -- the published configuration the results reproduce, if any, and a note when the
   run used another precision than the paper's code;
 * :func:`demo_tasks` -- what ``r2med demo`` runs: the 8 tasks, or the built-in demo when the hub cannot be reached;
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import progress
 from ..cache import fingerprint_texts
 from ..data import Collection, TaskRef
 from ..metrics import DEFAULT_MEASURES, HEADLINE, Metrics, evaluate
@@ -34,10 +35,6 @@ log = logging.getLogger(__name__)
 
 QueryBuilder = Callable[[Collection, str], Mapping[str, QueryText]]
 """(collection, retriever family) -> the query texts to search with (expansions hook in here)."""
-
-Events = Callable[[str, str], None]
-"""``events(task, stage)``: ``stage`` is ``"loading"``, ``"retrieving"`` or ``"done"`` (progress bars)."""
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -56,23 +53,49 @@ class Plan:
 def plan(retriever: str, options: Mapping[str, Any] | None = None, cache: bool = True,
          expansion: str | None = None, expansion_file: str | Path | None = None,
          expansion_dir: str | Path | None = None, data_dir: str | Path | None = None,
-         revision: str | None = None) -> Plan:
+         revision: str | None = None, name: str | None = None) -> Plan:
     """Check ``options`` against the retriever's registry record and set up its expansion, if any.
 
     ``options`` holds what the user set (None: not set); an option the retriever does not take is a
-    one-line error.  With an expansion the result is named ``<retriever>+<method>-<llm>``.
+    one-line error.  The result is named ``name`` (``--name``), else after the retriever -- and the
+    model, for a retriever named after it (``dense-all-MiniLM-L6-v2``) -- and the expansion
+    (``<retriever>+<method>-<llm>``).
     """
     from ..retrieval.registry import retriever_meta
 
-    checked = {"cache": cache, **retriever_meta(retriever).check_options(dict(options or {}))}
-    builder, label = None, retriever
+    meta = retriever_meta(retriever)
+    checked = {"cache": cache, **meta.check_options(dict(options or {}))}
+    label = retriever
+    if meta.named_after and checked.get(meta.named_after):
+        label = f"{retriever}-{model_name(str(checked[meta.named_after]))}"
+    builder = None
     if expansion or expansion_file or expansion_dir:
         from ..expansion.precomputed import expansion_builder
 
         builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
-        label = f"{retriever}+{builder.label}"
-    plain_name(label, "result name", run_name=True)  # a folder under --out and the run's tag
+        label = f"{label}+{builder.label}"
+    if name is not None:
+        label = plain_name(name, "--name", run_name=True)
+    plain_name(label, f"result name {label!r} (pass --name):", run_name=True)  # a folder under --out, the run's tag
     return Plan(retriever, checked, label, builder)
+
+
+#: Folder names that say nothing about the model in them: the parent folder names it instead.
+GENERIC_FOLDERS = {"model", "models", "weights", "checkpoint", "checkpoints", "final", "best", "snapshot", "hf"}
+
+
+def model_name(model: str) -> str:
+    """A model's short name for a result's name: the last part of a hub id (``org/name`` -> ``name``) or of
+    a folder (a Hugging Face cache snapshot: its repository's name; a generic folder such as ``model``:
+    its parent's name); whitespace becomes ``_``."""
+    parts = Path(model.rstrip("/\\")).parts or (model,)
+    name = parts[-1]
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        name = parts[-3].split("--")[-1]
+    elif (name.lower() in GENERIC_FOLDERS or (len(name) == 40 and all(c in "0123456789abcdef" for c in name))) \
+            and len(parts) >= 2:
+        name = parts[-2]
+    return "_".join(name.split()) or "model"
 
 
 def queries_fingerprint(queries: Mapping[str, QueryText]) -> str:
@@ -108,23 +131,22 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
 
 
 def run_tasks(job: Plan, tasks: Sequence[TaskRef], k: int = 100, out: str | Path | None = None,
-              measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False, overwrite: bool = False,
-              events: Events | None = None) -> list[TaskResult]:
-    """:func:`run_task` for every task, in order, one collection in memory at a time."""
+              measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
+              overwrite: bool = False) -> list[TaskResult]:
+    """:func:`run_task` for every task, in order, one collection in memory at a time (on the progress
+    display: the task loop, and inside it each task's long steps)."""
     results = []
-    for ref in tasks:
-        if events:
-            events(ref.name, "loading")
-        collection = ref.load()
-        if events:
-            events(collection.name, "retrieving")
-        result = run_task(collection, job.retriever, job.options, k=k, out=out, measures=measures,
-                          count_missing=count_missing, query_builder=job.query_builder, label=job.name,
-                          overwrite=overwrite)
-        log.info("%s: nDCG@10 = %.4f%s", result.task, result.headline, " (reused)" if result.reused else "")
-        results.append(result)
-        if events:
-            events(collection.name, "done")
+    with progress.task(job.name, total=len(tasks), unit="tasks") as loop:
+        for ref in tasks:
+            loop.describe(f"{job.name} · {ref.name}: loading")
+            collection = ref.load()
+            loop.describe(f"{job.name} · {collection.name}")
+            result = run_task(collection, job.retriever, job.options, k=k, out=out, measures=measures,
+                              count_missing=count_missing, query_builder=job.query_builder, label=job.name,
+                              overwrite=overwrite)
+            log.info("%s: nDCG@10 = %.4f%s", result.task, result.headline, " (reused)" if result.reused else "")
+            results.append(result)
+            loop.advance()
     return results
 
 
@@ -175,11 +197,25 @@ DEMO = Plan("bm25", label="bm25")
 
 def score_files(qrels: str | Path, run: str | Path, measures: Iterable[str] | None = None,
                 count_missing: bool = False) -> Metrics:
-    """A TREC run file scored against judgments (TREC qrels, R2MED ``qrels.jsonl`` or BEIR ``.tsv``)."""
+    """``r2med score``: a run scored against judgments.
+
+    ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments).
+    ``run``: a TREC run file, or a task folder, system folder or results root holding one task (the
+    one named after the collection folder when there are several: :func:`~r2med.jobs.folders.run_file`).
+    """
     from ..data import read_qrels
+    from ..data.loaders import qrels_file
     from ..paths import check_input_file
     from ..run import read_trec
+    from .folders import run_file
 
+    qrels, run = Path(qrels), Path(run)
+    collection = None
+    if qrels.is_dir():
+        collection, qrels = qrels.name, qrels_file(qrels)
+    if run.is_dir():
+        run = run_file(run, task=collection)
+        log.info("scoring %s against %s", run, qrels)
     check_input_file(qrels, "qrels")
     check_input_file(run, "run")
     judged = read_qrels(qrels)
@@ -188,3 +224,11 @@ def score_files(qrels: str | Path, run: str | Path, measures: Iterable[str] | No
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
     return evaluate(ranked, judged, measures=measures, count_missing=count_missing)
+
+
+def demo_out(out: str | Path | None = None) -> Path:
+    """Where ``r2med demo`` writes: ``--out`` when given, else ``$R2MED_HOME/demo`` (never into a results root
+    of the user's, where a later ``report`` would mix it in)."""
+    from ..cache import home
+
+    return Path(out) if out is not None else home() / "demo"

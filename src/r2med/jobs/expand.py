@@ -9,14 +9,13 @@ cached by :class:`r2med.llm.LLMClient`, so a re-run sends no request and an inte
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import progress
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError
@@ -33,24 +32,26 @@ class Bar(Protocol):
     def describe(self, text: str) -> None: ...
 
 
-class _Quiet:
-    def result(self, key: Any, result: Any) -> None:
-        pass
+class RequestBar:
+    """One task's expansion requests on :mod:`r2med.progress`: queries done, failed, retries, tokens so far."""
 
-    def retry(self, error: str) -> None:
-        pass
+    def __init__(self, task: progress.Progress, client: Any):
+        self.task, self.client = task, client
+
+    def _tokens(self) -> None:
+        u = self.client.usage
+        self.task.set(**{"tokens in": u.prompt_tokens, "tokens out": u.completion_tokens})
+
+    def result(self, _key: Any, result: Any) -> None:
+        ok = result if isinstance(result, bool) else result.ok
+        self.task.advance(1, failed=0 if ok else 1)
+        self._tokens()
+
+    def retry(self, _error: str) -> None:
+        self.task.count(retried=1)
 
     def describe(self, text: str) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _no_bar(label: str, total: int, client: Any) -> Iterator[Bar]:
-    yield _Quiet()
-
-
-BarFactory = Callable[[str, int, Any], AbstractContextManager[Bar]]
-"""``bars(label, total, client)`` -> a context manager yielding the :class:`Bar` of one task."""
+        self.task.describe(text)
 
 
 @dataclass
@@ -116,8 +117,8 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
                  temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
                  seed: int | None = None, prompt_task: str | None = None, retriever: str = "bm25",
                  max_turns: int = 4, search_k: int = 3, search_tags: str | None = None,
-                 result_tags: str | None = None, answer_tags: str | None = None, cache: bool = True,
-                 bars: BarFactory = _no_bar) -> tuple[str, str, list[Expanded]]:
+                 result_tags: str | None = None, answer_tags: str | None = None,
+                 cache: bool = True) -> tuple[str, str, list[Expanded]]:
     """Expand every query of every task; returns the method (normalised), the LLM's folder name and one
     :class:`Expanded` per task.
 
@@ -154,7 +155,9 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
             collection = ref.load()
             before = client.usage.as_dict()
             path = task_folder(out, collection.name) / method / llm / EXPANSION_FILE
-            with bars(f"{method} · {collection.name}", len(collection.queries), client) as bar:
+            with progress.task(f"{method} · {collection.name}", total=len(collection.queries), unit="queries",
+                               counters=("failed", "retried", "tokens in", "tokens out")) as task:
+                bar = RequestBar(task, client)
                 if agentic:
                     texts, errors, extra = _agentic(collection, method, client, params, retriever, max_turns,
                                                     search_k, bar, tags)

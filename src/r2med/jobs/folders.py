@@ -1,16 +1,19 @@
-"""Run folders: what a finished task folder holds, how a job finishes one, and when one is reused.
+"""Run folders: the one folder model, what a finished task folder holds, how a job finishes one, when one is reused.
 
-A run folder (``OUT/<system>/``) holds one task folder per task (``run.trec``, ``metrics.json``,
-``r2med_results.json``; written by :func:`r2med.run.write_task_results`, atomically).
+The folder model: ``OUT/<system>/<task>/``.  ``OUT`` is a *results root* (every writing command's
+``--out``); a *system folder* (``OUT/bm25``) holds one *task folder* per task (``run.trec``,
+``metrics.json``, ``r2med_results.json``; written by :func:`r2med.run.write_task_results`, atomically).
 
+* :func:`find_runs` -- the one resolver for every command that reads runs: each path is a results
+  root (all systems in it), a system folder or a task folder, and a line says which it was;
 * :func:`finish_task` -- the one way a job (evaluate, rerank, fuse) ends a task: it scores the run
   *as written* (scores rounded as ``run.trec`` stores them), so ``metrics.json`` always equals a
   re-score of ``run.trec``, and writes the folder;
 * :func:`reuse` -- a finished folder made with the same configuration on the same data (corpus
   fingerprint and hub revision) is read back instead of recomputed, so an interrupted job resumes;
-* :func:`read_run_folder` -- the finished task folders of a run folder (:class:`TaskFolder`);
-* :func:`find_systems` -- run folders as *systems* for reports, each matched to the published
-  configuration it reproduces (:func:`r2med.published.match_published`).
+* :func:`read_run_folder` -- the finished task folders of a system folder (:class:`TaskFolder`);
+* :func:`find_systems` -- the systems of a report, each matched to the published configuration it
+  reproduces (:func:`r2med.published.match_published`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +57,23 @@ class TaskResult:
         """nDCG@10 when computed, else the first measure."""
         aggregate = self.metrics.aggregate
         return aggregate[HEADLINE] if HEADLINE in aggregate else aggregate[self.metrics.measures[0]]
+
+
+@dataclass
+class SystemResults:
+    """What a writing command made of one system: its name, its folder (``OUT/<name>``) and each task's result."""
+
+    name: str
+    folder: Path
+    results: list[TaskResult]
+
+
+def stored_measures(asked: Iterable[str] = ()) -> tuple[str, ...]:
+    """What ``metrics.json`` stores: the default measures, then any other asked for (``-m`` only adds;
+    it chooses the columns a command prints, never what a later ``report``/``compare`` can use)."""
+    from ..metrics import DEFAULT_MEASURES, canonical
+
+    return tuple(dict.fromkeys([*DEFAULT_MEASURES, *(canonical(m) for m in asked)]))
 
 
 def versions() -> dict[str, str]:
@@ -98,10 +118,11 @@ def finish_task(collection: Collection, name: str, run: Run, config: Mapping[str
                 measures: Iterable[str], count_missing: bool, timing: Mapping[str, float]) -> TaskResult:
     """Score ``run`` as ``run.trec`` will hold it and (with ``out``) write ``out/<task>/`` atomically.
 
-    ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``).
+    ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``); the measures
+    stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
     """
     run = as_written(run)
-    metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
+    metrics = evaluate(run, collection.qrels, measures=stored_measures(measures), count_missing=count_missing)
     folder = task_folder(out, collection.name) if out is not None else None
     if folder is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing)
@@ -130,10 +151,17 @@ def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collect
         run = read_trec(folder / RUN_FILE)
     except R2MedError:
         return None
-    metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
+    measures = stored_measures(measures)
+    timing = stored.get("timing", {})
     log.info("%s: reusing finished results in %s", collection.name, folder)
-    return TaskResult(collection.name, metrics, folder, stored.get("timing", {}), reused=True, run=run,
-                      config=stored["config"])
+    if not set(measures) <= set(stored.get("aggregate") or {}):  # stored before with fewer measures: re-scored
+        name = str(stored.get("retriever") or folder.parent.name)
+        result = finish_task(collection, name, run, config, out, measures, count_missing, timing)
+    else:
+        metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
+        result = TaskResult(collection.name, metrics, folder, timing, run=run, config=stored["config"])
+    result.reused = True
+    return result
 
 
 def file_fingerprint(path: str | os.PathLike[str]) -> str:
@@ -239,41 +267,173 @@ class System:
         return out
 
 
-def system_folders(path: Path) -> list[Path]:
-    """The system folders under ``path``: itself when it is a task or system folder, else every folder
-    below it, at any depth, that holds task folders (e.g. ``runs/bm25``, ``runs/fused/rrf-bm25+dense``)."""
-    if is_task_folder(path):
-        return [path]
-    return sorted({m.parent.parent for m in path.rglob(METRICS_FILE) if is_task_folder(m.parent)})
+# -- one folder model: a results root holds system folders, a system folder holds task folders ---------
+
+ROOT, SYSTEM, TASK = "root", "system", "task"
+#: What made a system (from its ``metrics.json`` configuration): ``evaluate``, ``rerank`` or ``fuse``.
+MADE_BY_KEYS = (("reranker", "rerank"), ("fusion", "fuse"))
 
 
-def load_system(folder: str | os.PathLike[str], name: str | None = None) -> System:
-    folder = Path(folder)
-    default_name = (folder.parent.name or folder.name) if is_task_folder(folder) else folder.name
-    tasks = {t.task: t for t in read_run_folder(folder)}
-    system = System(name or default_name, folder, tasks)
-    system.published = match_published(system.name, [t.config for t in tasks.values()])
-    return system
+def is_system_folder(path: Path) -> bool:
+    """A folder holding at least one finished task folder."""
+    return path.is_dir() and any(c.is_dir() and is_task_folder(c) for c in path.iterdir())
 
 
-def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None) -> list[System]:
-    """Systems from run folders; names made unique (``parent/name``) when two folders share one.
+def made_by(system_folder: Path) -> str:
+    """The command that wrote a system folder (``evaluate``, ``rerank`` or ``fuse``), read from the
+    configuration its first task recorded."""
+    first = task_folders(system_folder)
+    config = read_metrics(first[0]).get("config") or {} if first else {}
+    return next((kind for key, kind in MADE_BY_KEYS if key in config), "evaluate")
 
-    ``published`` maps a system name to a published label (``bm25``, ``nv+hyde-gpt4``) to
-    override the automatic match (``none`` to match nothing).
+
+@dataclass
+class SystemRef:
+    """One system a command reads: its folder, the task folders asked for (None: all), how it was named."""
+
+    folder: Path
+    tasks: list[Path] | None = None
+    via: str = SYSTEM  # ROOT, SYSTEM or TASK: what the path given on the command line was
+
+    @property
+    def root(self) -> Path:
+        """The results root the system lies in (its parent folder)."""
+        return self.folder.parent
+
+    def task_paths(self) -> list[Path]:
+        return list(self.tasks) if self.tasks is not None else task_folders(self.folder)
+
+
+@dataclass
+class RunSelection:
+    """The systems found in the paths a command was given, and a line per path saying what it was."""
+
+    systems: list[SystemRef]
+    found: list[str] = field(default_factory=list)
+
+    @property
+    def out(self) -> Path:
+        """The results root of the first system: where a writing command's results go by default."""
+        return self.systems[0].root
+
+    def announce(self) -> None:
+        """Log what each path was (INFO), once the systems were read: bad input stays a one-line error."""
+        for line in self.found:
+            log.info("%s", line)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _names(folders: Sequence[Path], most: int = 6) -> str:
+    names = [f.name for f in folders]
+    return ", ".join(names[:most]) + (f", ... ({len(names) - most} more)" if len(names) > most else "")
+
+
+def find_runs(paths: Iterable[str | os.PathLike[str]], skip_from_root: Sequence[str] = ()) -> RunSelection:
+    """The systems in ``paths`` -- each a results root (every system folder directly in it), a system
+    folder or a task folder -- in the order given, each system once (task folders of one system merge).
+
+    ``skip_from_root``: kinds of systems (:func:`made_by`: ``rerank``, ``fuse``) a root's listing leaves
+    out (a command does not take its own kind of output from a root; name the folder to use it).
+    Results nested deeper than ``root/<system>/<task>`` are not read: the found line names them.
+    Each path's line (``runs: results root, 3 systems (bm25, ...)``) is kept in ``found``
+    (:meth:`RunSelection.announce` logs them).
     """
-    folders: list[Path] = []
+    by_folder: dict[Path, SystemRef] = {}
+    found: list[str] = []
+
+    def add(folder: Path, tasks: list[Path] | None, via: str) -> None:
+        ref = by_folder.get(folder)
+        if ref is None:
+            by_folder[folder] = SystemRef(folder, tasks, via)
+        elif ref.tasks is not None:
+            ref.tasks = None if tasks is None else ref.tasks + [t for t in tasks if t not in ref.tasks]
+
     for p in paths:
         path = Path(p)
         if not path.exists():
             raise R2MedError(f"{path}: no such run folder")
         if not path.is_dir():
-            raise R2MedError(f"{path}: not a folder; pass a run folder written by `r2med evaluate`")
-        found = system_folders(path)
-        if not found:
-            raise R2MedError(f"{path}: no results found (expected <system>/<task>/{METRICS_FILE})")
-        folders += [f for f in found if f not in folders]
-    systems = [load_system(f) for f in folders]
+            raise R2MedError(f"{path}: not a folder; pass a results root (--out), a system folder or a task folder")
+        if is_task_folder(path):
+            add(path.parent, [path], TASK)
+            found.append(f"{path}: task folder ({path.name} of system {path.parent.name})")
+            continue
+        tasks = task_folders(path)
+        if tasks:
+            add(path, None, SYSTEM)
+            found.append(f"{path}: system folder {path.name} ({_plural(len(tasks), 'task')})")
+            continue
+        children = sorted(c for c in path.iterdir() if is_system_folder(c))
+        nested = sorted({m.parent.parent.parent for m in path.glob(f"*/*/*/{METRICS_FILE}")
+                         if is_task_folder(m.parent)} - {path})
+        if not children:
+            hint = f"; results lie deeper, in {_names(nested)}: pass that folder" if nested else \
+                f" (expected <root>/<system>/<task>/{METRICS_FILE})"
+            raise R2MedError(f"{path}: no results found{hint}")
+        skipped = [c for c in children if skip_from_root and made_by(c) in skip_from_root]
+        kept = [c for c in children if c not in skipped]
+        line = f"{path}: results root, {_plural(len(children), 'system')} ({_names(children)})"
+        if skipped:
+            line += (f"; {len(skipped)} made by `r2med {'/'.join(skip_from_root)}` left out "
+                     f"({_names(skipped)}): name a system folder to use one")
+        if nested:
+            line += f"; results in sub-roots are not read ({_names(nested)}): pass them to include them"
+        found.append(line)
+        for c in kept:
+            add(c, None, ROOT)
+    systems = list(by_folder.values())
+    if not systems:
+        raise R2MedError(f"no systems to read in {', '.join(str(p) for p in paths)}")
+    return RunSelection(systems, found)
+
+
+def run_file(path: str | os.PathLike[str], task: str | None = None) -> Path:
+    """The ``run.trec`` a path means: a file itself, or the one task folder of a task/system folder or root
+    (:func:`find_runs`) -- the one named ``task`` (a collection's name) when there are several."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    selection = find_runs([path])
+    folders = [t for ref in selection.systems for t in ref.task_paths()]
+    if task is not None and len(folders) > 1:
+        named = [f for f in folders if f.name.lower() == task.lower()]
+        folders = named or folders
+    if len(folders) != 1:
+        listed = ", ".join(str(f) for f in folders[:6]) + (" ..." if len(folders) > 6 else "")
+        raise R2MedError(f"{path}: holds {len(folders)} task folders ({listed}); "
+                         + (f"none is named {task!r}; " if task is not None else "")
+                         + "pass one task folder or its run.trec")
+    selection.announce()
+    return folders[0] / RUN_FILE
+
+
+def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = None) -> System:
+    """A system folder (or one of :func:`find_runs`' systems, only its chosen tasks) as a :class:`System`."""
+    ref = folder if isinstance(folder, SystemRef) else None
+    folder = ref.folder if ref is not None else Path(folder)
+    if ref is None and is_task_folder(folder):
+        ref = SystemRef(folder.parent, [folder], TASK)
+        folder = folder.parent
+    paths = ref.task_paths() if ref is not None else task_folders(folder)
+    tasks = {t.task: t for path in paths for t in read_run_folder(path)}
+    system = System(name or folder.name, folder, tasks)
+    system.published = match_published(system.name, [t.config for t in tasks.values()])
+    return system
+
+
+def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None) -> list[System]:
+    """Systems from results roots, system folders or task folders (:func:`find_runs`); names made unique
+    (``parent/name``) when two folders share one.
+
+    ``published`` maps a system name to a published label (``bm25``, ``nv+hyde-gpt4``) to
+    override the automatic match (``none`` to match nothing).
+    """
+    selection = find_runs(paths)
+    systems = [load_system(ref) for ref in selection.systems]
+    selection.announce()
     names = [s.name for s in systems]
     for s in systems:
         if names.count(s.name) > 1:

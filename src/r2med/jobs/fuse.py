@@ -1,6 +1,6 @@
-"""``r2med fuse``: fuse the runs of several run folders, task by task, into a run folder of its own.
+"""``r2med fuse``: fuse the runs of several systems, task by task, into a system folder of its own.
 
-Each input folder is read and validated as ``rerank`` reads its input (:func:`r2med.jobs.rerank.load_inputs`;
+Each input system is read and validated as ``rerank`` reads its input (:func:`r2med.jobs.rerank.load_inputs`;
 docs missing from the corpus only warn here); the tasks every folder has are fused with
 :func:`r2med.fusion.fuse` and written through :func:`~r2med.jobs.folders.finish_task`, which scores the
 fused run as written (fusion sums differ by less than the written precision can show).
@@ -17,7 +17,7 @@ from ..errors import R2MedError
 from ..fusion import check_fusion, fuse
 from ..metrics import DEFAULT_MEASURES
 from ..paths import plain_name
-from .folders import TaskResult, finish_task, reuse
+from .folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
 log = logging.getLogger(__name__)
@@ -66,26 +66,32 @@ def fuse_folders(runs: Sequence[str | Path], method: str = "rrf", weights: Seque
                  k: float = 60, norm: str = "minmax", depth: int = 100, out: str | Path | None = None,
                  name: str | None = None, tasks: str | None = None, data_dir: str | Path | None = None,
                  revision: str | None = None, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-                 overwrite: bool = False) -> tuple[str, Path, list[TaskResult]]:
-    """``r2med fuse``: returns (result name, result folder, results).
+                 overwrite: bool = False) -> SystemResults:
+    """``r2med fuse``: the systems in ``runs`` (results roots, system or task folders:
+    :func:`~r2med.jobs.folders.find_runs`; a root's fused systems are left out) fused into ``<out>/<name>/``.
 
-    The result is ``<out>/<name>/`` (default ``out``: beside the first run folder; default ``name``:
-    ``<method>-<run>+<run>...``).
+    Default ``out``: the results root of the first system; default ``name``: ``<method>-<system>+<system>...``.
     """
     from ..paths import check_output_dir
 
-    if len(runs) < 2:
-        raise R2MedError("fuse needs at least two run folders")
-    check_fusion(len(runs), method, k=k, norm=norm, weights=weights)
+    check_fusion(max(len(runs), 2), method, k=k, norm=norm)
     if name is not None:
         plain_name(name, "--name", run_name=True)
-    runs = [Path(r) for r in runs]
-    check_output_dir(out or runs[0].parent)
+    selection = find_runs(runs, skip_from_root=("fuse",))
+    systems = selection.systems
+    if len(systems) < 2:
+        raise R2MedError(f"fuse needs at least two systems; found {len(systems)} "
+                         f"({', '.join(s.folder.name for s in systems)})")
+    check_fusion(len(systems), method, k=k, norm=norm, weights=weights)
+    out = Path(out) if out is not None else systems[0].root
+    check_output_dir(out)
     collections: dict = {}
-    groups = [load_inputs(r, data_dir, revision, tasks, require_docs=False, collections=collections) for r in runs]
-    label = result_name(name, f"{method}-" + "+".join(folder_name(str(r)) for r in runs))
-    target = Path(out or runs[0].parent) / label
-    results = fuse_inputs(groups, [str(r) for r in runs], label, target, method=method, k=k, norm=norm,
+    groups = [load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections)
+              for ref in systems]
+    selection.announce()
+    label = result_name(name, f"{method}-" + "+".join(folder_name(str(ref.folder)) for ref in systems))
+    target = out / label
+    results = fuse_inputs(groups, [str(ref.folder) for ref in systems], label, target, method=method, k=k, norm=norm,
                           weights=weights, depth=depth, measures=measures, count_missing=count_missing,
                           overwrite=overwrite)
-    return label, target, results
+    return SystemResults(label, target, results)

@@ -1,5 +1,5 @@
 """``r2med report`` / ``compare``: run folders read as systems, the task texts and the expansions the HTML
-page shows.
+page shows, and the per-query values grouped by a query metadata key (``--by``).
 
 The tables and the page themselves are :mod:`r2med.report`'s; this module only finds their inputs.
 """
@@ -82,3 +82,73 @@ def expansion_texts(systems: Sequence[System], collections: Mapping[str, Collect
                 if texts:
                     out.setdefault(system.name, {})[task] = texts
     return out
+
+
+# -- facets: per-query values grouped by query metadata (``report --by``) ---------------------------
+
+#: The HTML page offers a query key as a facet when it has at most this many distinct values
+#: (``answer`` and ``doc_id`` have one per query: no grouping), and at least two.
+HTML_FACET_VALUES = 30
+
+
+def facet_collections(systems: Sequence[System], data_dir: str | os.PathLike[str] | None = None,
+                      revision: str | None = None, hub: bool = True) -> dict[str, Collection]:
+    """The collection of every task of ``systems`` (their query metadata): ``--data-dir``, else the source
+    each run recorded, else the hub at the recorded commit (:func:`r2med.data.locate`, as ``rerank``);
+    a task whose collection cannot be found is an error naming it."""
+    from ..data.resolve import require
+    from .folders import task_order
+
+    found: dict[str, Collection] = {}
+    tasks = task_order(systems)
+    for task in tasks:
+        recorded = next(s.tasks[task].metrics for s in systems if task in s.tasks)
+        ref = locate(task, data_dir, revision, recorded=recorded, hub=hub, alone=len(tasks) == 1)
+        found[task] = require(ref, task, recorded).load()
+    return found
+
+
+def per_query_values(systems: Sequence[System], measure: str) -> dict[str, dict[str, dict[str, float]]]:
+    """system -> task -> query id -> value of ``measure`` (from each task's ``metrics.json``)."""
+    return {s.name: {t: folder.scores(measure) for t, folder in s.tasks.items()} for s in systems}
+
+
+def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, dict]]:
+    """task -> query id -> metadata (the query keys beyond id and text)."""
+    return {task: dict(coll.query_meta) for task, coll in collections.items()}
+
+
+def facet_report(systems: Sequence[System], measure: str, by: str, average: str = "pooled",
+                 collections: Mapping[str, Collection] | None = None):
+    """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``): :func:`r2med.facets.facet_table`
+    over every system's per-query values.  A key no query has is an error listing the keys there are."""
+    from ..facets import SCENARIO, facet_keys, facet_table
+    from ..metrics import canonical
+
+    measure = canonical(measure)
+    meta = query_meta(collections or {})
+    keys = facet_keys(meta)
+    if by != SCENARIO and not keys.get(by):
+        listed = ", ".join(f"{k} ({n} queries)" for k, n in keys.items() if n) or SCENARIO
+        raise R2MedError(f"--by {by}: no query has this key; available: {listed}")
+    return facet_table(per_query_values(systems, measure), meta, by, average=average,
+                       systems=[s.name for s in systems])
+
+
+def html_facets(systems: Sequence[System], measure: str, collections: Mapping[str, Collection],
+                average: str = "pooled", by: str | None = None) -> dict[str, object]:
+    """The facets the HTML page offers in its selector: ``scenario``, every query key with 2 to
+    :data:`HTML_FACET_VALUES` distinct values among the tasks with metadata, and ``by`` (asked for)."""
+    from ..facets import NONE, SCENARIO, facet_keys, facet_label
+
+    meta = query_meta(collections)
+    wanted = [SCENARIO]
+    for key, count in facet_keys(meta).items():
+        if key == SCENARIO or not count:
+            continue
+        values = {facet_label(row.get(key)) for rows in meta.values() for row in rows.values()} - {NONE}
+        if 2 <= len(values) <= HTML_FACET_VALUES:
+            wanted.append(key)
+    if by is not None and by not in wanted:
+        wanted.append(by)
+    return {key: facet_report(systems, measure, key, average, collections) for key in wanted}

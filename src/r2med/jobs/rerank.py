@@ -1,6 +1,6 @@
-"""``r2med rerank``: rerank the runs of a first-stage run folder, writing a run folder of its own.
+"""``r2med rerank``: rerank the runs of first-stage systems, each into a system folder of its own.
 
-:func:`load_inputs` reads a run folder written by ``r2med evaluate`` (``OUT/<retriever>/``), finds
+:func:`load_inputs` reads a system folder (``OUT/<system>/``, found by :func:`~r2med.jobs.folders.find_runs`), finds
 each task's collection (:func:`r2med.data.locate`: ``--data-dir``, else the recorded source folder,
 else the hub at the recorded commit) and validates the runs against it *before* any model is loaded,
 so bad input fails at once with nothing written.  :func:`rerank_inputs` reranks each task and writes
@@ -24,7 +24,7 @@ from ..metrics import DEFAULT_MEASURES
 from ..paths import plain_name
 from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
 from ..run import RUN_FILE, Run, read_trec
-from .folders import TaskResult, file_fingerprint, finish_task, read_run_folder, reuse
+from .folders import SystemRef, SystemResults, TaskResult, file_fingerprint, find_runs, finish_task, read_run_folder, reuse
 
 log = logging.getLogger(__name__)
 
@@ -58,22 +58,26 @@ def _line_of(path: Path, qid: str, did: str) -> int | None:
     return None
 
 
-def load_inputs(run_dir: str | Path, data_dir: str | Path | None = None, revision: str | None = None,
+def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None, revision: str | None = None,
                 tasks: str | None = None, require_docs: bool = True,
                 collections: dict[tuple[str, str], Collection] | None = None) -> list[TaskInput]:
-    """Read and validate every finished task of a run folder (or one task folder).
+    """Read and validate the finished tasks of one system (a :class:`~r2med.jobs.folders.SystemRef`, a
+    system folder or a task folder).
 
     ``tasks``: ``all`` or comma-separated names.  ``require_docs``: a run naming docs missing from the
     corpus is an error (rerankers need the texts); otherwise it is a counted warning.
-    ``collections`` caches loaded collections across calls (fusion reads several run folders).
+    ``collections`` caches loaded collections across calls (fusion reads several systems).
     """
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise R2MedError(f"{run_dir}: no such run folder")
+    if isinstance(run, SystemRef):
+        ref = run
+    else:
+        refs = find_runs([run]).systems
+        if len(refs) > 1:
+            raise R2MedError(f"{run}: holds {len(refs)} systems ({', '.join(r.folder.name for r in refs)}); "
+                             "pass one system folder")
+        ref = refs[0]
     wanted = task_filter(tasks)
-    found = read_run_folder(run_dir)
-    if not found:
-        raise R2MedError(f"{run_dir}: no finished task folders (with metrics.json); run `r2med evaluate` first")
+    found = [t for path in ref.task_paths() for t in read_run_folder(path)]
     cache = collections if collections is not None else {}
     inputs = []
     for item in found:
@@ -81,17 +85,17 @@ def load_inputs(run_dir: str | Path, data_dir: str | Path | None = None, revisio
             continue
         meta = item.metrics
         path = item.folder / RUN_FILE
-        run = read_trec(path)
+        run_ = read_trec(path)
         key = (item.task, str(data_dir) if data_dir is not None else str(meta.get("source") or ""))
         if key not in cache:
-            ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
-            cache[key] = require(ref, item.task, meta).load()
+            found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
+            cache[key] = require(found_ref, item.task, meta).load()
         collection = cache[key]
         recorded = meta.get("dataset_fingerprint")
         if recorded and recorded != collection.fingerprint:
             log.warning("%s: the run was made on a different version of the corpus (fingerprint %s, now %s)",
                         item.folder, recorded, collection.fingerprint)
-        missing = [(qid, did) for qid, docs in run.items() for did in docs if did not in collection.corpus]
+        missing = [(qid, did) for qid, docs in run_.items() for did in docs if did not in collection.corpus]
         if missing:
             qid, did = missing[0]
             message = (f"doc {did!r} (query {qid!r}) is not in the corpus of {collection.name}"
@@ -100,9 +104,9 @@ def load_inputs(run_dir: str | Path, data_dir: str | Path | None = None, revisio
                 raise DataError(path, _line_of(path, qid, did),
                                 message + "; this run was made on another collection: pass the right --data-dir")
             log.warning("%s: %s; they count as non-relevant", path, message)
-        inputs.append(TaskInput(item.task, item.folder, run, meta, collection, file_fingerprint(path)))
+        inputs.append(TaskInput(item.task, item.folder, run_, meta, collection, file_fingerprint(path)))
     if wanted is not None and not inputs:
-        raise R2MedError(f"{run_dir}: none of the tasks {tasks} is in this run folder")
+        raise R2MedError(f"{ref.folder}: none of the tasks {tasks} is in this system folder")
     return inputs
 
 
@@ -142,23 +146,28 @@ def result_name(name: str | None, default: str) -> str:
     return plain_name(default, f"result name {default!r} (pass --name):", run_name=True)
 
 
-def rerank_folder(run_dir: str | Path, reranker: str, options: Mapping[str, Any] | None = None,
+def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, options: Mapping[str, Any] | None = None,
                   out: str | Path | None = None, name: str | None = None, tasks: str | None = None,
                   data_dir: str | Path | None = None, revision: str | None = None, top_k: int = 10,
                   keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-                  overwrite: bool = False) -> tuple[str, Path, list[TaskResult]]:
-    """``r2med rerank``: returns (result name, result folder, results).
-
-    The result is ``<out>/<name>/`` (default ``out``: beside ``run_dir``; default ``name``:
-    ``<retriever>+<reranker>``, listwise ``<retriever>+listwise-<model>``).
+                  overwrite: bool = False) -> list[SystemResults]:
+    """``r2med rerank``: every system in ``runs`` (results roots, system or task folders:
+    :func:`~r2med.jobs.folders.find_runs`; a root's reranked systems are left out) reranked into
+    ``<out>/<name>/`` (default ``out``: the results root of the first system; default ``name``:
+    ``<system>+<reranker>``, listwise ``<system>+listwise-<model>``).
     """
     from ..paths import check_output_dir
 
-    run_dir = Path(run_dir)
     if name is not None:
         plain_name(name, "--name", run_name=True)
-    check_output_dir(out or run_dir.parent)
-    inputs = load_inputs(run_dir, data_dir, revision, tasks)  # validated before any model loads
+    selection = find_runs([runs] if isinstance(runs, (str, Path)) else runs, skip_from_root=("rerank",))
+    if name is not None and len(selection.systems) > 1:
+        raise R2MedError(f"--name names one result, but there are {len(selection.systems)} systems to rerank "
+                         f"({', '.join(s.folder.name for s in selection.systems)}); pass one system folder")
+    out = Path(out) if out is not None else selection.out
+    check_output_dir(out)
+    groups = [load_inputs(ref, data_dir, revision, tasks) for ref in selection.systems]  # before any model loads
+    selection.announce()
     options = dict(options or {})
     try:
         made = make_reranker(reranker, **options)
@@ -167,8 +176,11 @@ def rerank_folder(run_dir: str | Path, reranker: str, options: Mapping[str, Any]
     model = options.get("model")
     llm = reranker_meta(reranker).llm
     suffix = folder_name(reranker) + (f"-{folder_name(str(model))}" if llm and model else "")
-    label = result_name(name, f"{inputs[0].retriever}+{suffix}")
-    target = Path(out or run_dir.parent) / label
-    results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
-                            count_missing=count_missing, overwrite=overwrite)
-    return label, target, results
+    done = []
+    for inputs in groups:
+        label = result_name(name, f"{inputs[0].retriever}+{suffix}")
+        target = out / label
+        results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
+                                count_missing=count_missing, overwrite=overwrite)
+        done.append(SystemResults(label, target, results))
+    return done

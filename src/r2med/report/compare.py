@@ -18,6 +18,7 @@ from ..jobs.folders import System, task_order
 from ..metrics import HEADLINE, canonical, measure_label
 from ..stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
 from .format import SIGNIFICANT, check_format, records_text, tex
+from .layout import compact_table, fitted, short_task
 
 
 @dataclass
@@ -105,7 +106,15 @@ class Comparison:
                          "p_randomization_holm": line.p_rand_holm, "significant": self.significant(line)})
         return recs
 
-    def to_rich(self):
+    def to_rich(self, width: int | None = None):
+        """The terminal table; with ``width``, the full one if it fits, else the narrow one: the randomisation
+        test's p only (the one ``sig`` is based on: Holm-corrected per task, uncorrected for all queries),
+        marked † when significant; no t-test or W/T/L columns."""
+        if width is None:
+            return self._rich()
+        return fitted(self._rich, self._rich_narrow)(width)
+
+    def _rich(self):
         from rich.markup import escape
         from rich.table import Table
 
@@ -114,12 +123,26 @@ class Comparison:
         for i, h in enumerate(self.HEADER):
             table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
         for line, cells in zip(self.rows, self.grid()):
-            style = "bold" if line.task == self.ALL else None
-            diff = line.stats.diff
-            colour = "green" if diff > 0 else "red" if diff < 0 else "white"
-            cells[4] = f"[{colour}]{cells[4]}[/]"
+            cells[4] = _coloured(line.stats.diff, cells[4])
             cells[0] = escape(cells[0])  # a task name: text, not markup
-            table.add_row(*cells, style=style)
+            table.add_row(*cells, style="bold" if line.task == self.ALL else None)
+        return table
+
+    def _rich_narrow(self):
+        from rich.markup import escape
+
+        legend = (self.legend() + f" p: the randomisation test's ({SIGNIFICANT} below alpha); --wide adds the "
+                                  "t-test and wins/ties/losses.")
+        table = compact_table(title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
+                              caption=escape(legend), caption_justify="left")
+        for i, h in enumerate(("task", "n", "A", "B", "B-A", "95% CI", "p")):
+            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=True)
+        for line, cells in zip(self.rows, self.grid()):
+            p = line.stats.p_randomization if line.task == self.ALL else line.p_rand_holm
+            mark = SIGNIFICANT if self.significant(line) else ""
+            table.add_row(escape(short_task(line.task) if line.task != self.ALL else "all"), *cells[1:4],
+                          _coloured(line.stats.diff, cells[4]), cells[5], _p(p) + mark,
+                          style="bold" if line.task == self.ALL else None)
         return table
 
     def to_markdown(self) -> str:
@@ -141,6 +164,11 @@ class Comparison:
             out.append(" & ".join(tex(c) for c in cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", "% " + self.legend()]
         return "\n".join(out) + "\n"
+
+
+def _coloured(diff: float, text: str) -> str:
+    colour = "green" if diff > 0 else "red" if diff < 0 else "white"
+    return f"[{colour}]{text}[/]"
 
 
 def _f(v: float) -> str:

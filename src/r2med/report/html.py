@@ -26,9 +26,11 @@ from typing import Any
 from .. import __version__
 from ..cache import write_text_atomic
 from ..data import Collection
+from ..facets import Facets
 from ..jobs.folders import System
 from ..metrics import HEADLINE, measure_label
 from ..run import ranked
+from ..ticks import nice_ticks, tick_labels
 from .format import FLAG
 from .leaderboard import AVERAGE, Leaderboard, build_leaderboard
 
@@ -110,7 +112,15 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
         "queries": queries,
         "docs": docs,
         "hasTexts": {t: t in collections for t in tasks},
+        "scatterTicks": scatter_ticks(per_query),
     }
+
+
+def scatter_ticks(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], n: int = 5) -> list[float]:
+    """Round ticks (:func:`r2med.ticks.nice_ticks`) from 0 to the largest per-query value of any system: the
+    scatter's axes, the same for every pair of systems."""
+    top = max((v for tasks in per_query.values() for values in tasks.values() for v in values.values()), default=0.0)
+    return nice_ticks(0.0, top if top > 0 else 1.0, n)
 
 
 # -- server-side pieces (work without JavaScript) -------------------------------------------------
@@ -148,7 +158,8 @@ def leaderboard_html(board: Leaderboard) -> str:
 
 
 def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
-    """One small horizontal bar chart per column (task or average); published figures as ticks."""
+    """One small horizontal bar chart per column (task or average) on a round axis
+    (:func:`r2med.ticks.nice_ticks`); published figures as black ticks."""
     e = html.escape
     charts = []
     rows = board.rows
@@ -157,12 +168,18 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
     for col in board.columns:
         vals = [r.cells[col].value for r in rows]
         pubs = [r.cells[col].published for r in rows]
-        top = max([v for v in vals + pubs if v is not None] + [1e-9])
-        scale = plot_w / (top * 1.05)
-        height = 26 + len(rows) * (bar_h + gap) + 6
+        top = max([v for v in vals + pubs if v is not None] + [0.0])
+        ticks = nice_ticks(0.0, top if top > 0 else 1.0, 4)
+        scale = plot_w / ticks[-1]
+        axis_y = 24 + len(rows) * (bar_h + gap)
+        height = axis_y + 22
         parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                  f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(col)}">',
                  f'<text x="4" y="16" class="title">{e(col)}</text>']
+        for tick, label in zip(ticks, tick_labels(ticks)):
+            x = label_w + tick * scale
+            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{axis_y}" class="grid"/>'
+                         f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{label}</text>')
         for i, r in enumerate(rows):
             y = 24 + i * (bar_h + gap)
             v = r.cells[col].value
@@ -182,15 +199,47 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
     return "".join(charts)
 
 
+def facets_html(facets: Mapping[str, Facets], board: Leaderboard, selected: str | None = None) -> str:
+    """The leaderboard per facet value: a selector of the facets (``scenario``, query metadata keys) and
+    one table per facet (values x systems, x100, with query counts); the selected one shown."""
+    from .facets import FacetBoard
+
+    if not facets:
+        return '<p class="hint">No query metadata loaded: pass --data-dir (or --by) for per-group tables.</p>'
+    e = html.escape
+    keys = list(facets)
+    chosen = selected if selected in facets else keys[0]
+    options = "".join(f'<option value="{e(k)}"{" selected" if k == chosen else ""}>{e(k)}</option>' for k in keys)
+    parts = [f'<div class="controls"><label>group by <select id="facet-key">{options}</select></label></div>']
+    for key, table in facets.items():
+        fb = FacetBoard(table, board.measure)
+        header, rows = fb.grid()
+        head = "".join(f"<th>{e(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f'<td{" class=sys" if i == 0 else ""}>{e(c)}</td>' for i, c in enumerate(cells))
+                       + "</tr>" for cells in rows)
+        hidden = "" if key == chosen else " hidden"
+        parts.append(f'<div class="facet" data-key="{e(key)}"{hidden}><table class="board facet-table"><thead><tr>'
+                     f"{head}</tr></thead><tbody>{body}</tbody></table>"
+                     + "".join(f'<p class="legend">{e(line)}</p>' for line in fb.legend()) + "</div>")
+    return "".join(parts)
+
+
 def _json_for_script(data: Any) -> str:
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def render_html(systems: list[System], measure: str = HEADLINE, collections: Mapping[str, Collection] | None = None,
                 board: Leaderboard | None = None, title: str = "R2MED results",
-                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> str:
+                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+                facets: Mapping[str, Facets] | None = None, facet: str | None = None) -> str:
+    """The page (``facets``: facet name -> its table, :func:`r2med.jobs.report.html_facets`; ``facet``:
+    the one shown first)."""
     board = board or build_leaderboard(systems, measure)
     data = report_data(systems, board, collections or {}, measure=board.measure, expansions=expansions)
     data["title"] = title
@@ -206,9 +255,12 @@ def render_html(systems: list[System], measure: str = HEADLINE, collections: Map
         "{{DATA}}": _json_for_script(data),
         "{{LEADERBOARD}}": leaderboard_html(board),
         "{{BARS}}": bar_charts_svg(board, data["colors"]),
+        "{{BARSHINT}}": "Bars: this report's systems" + ("; black ticks: published figures." if any(
+            c.published is not None for r in board.rows for c in r.cells.values()) else "."),
+        "{{FACETS}}": facets_html(facets or {}, board, facet),
         "{{MEASURE}}": html.escape(measure_label(board.measure)),
-        "{{META}}": html.escape(f"{len(systems)} systems · {len(board.tasks)} tasks · generated {data['generated']} "
-                                f"by r2med {__version__}"),
+        "{{META}}": html.escape(f"{_count(len(systems), 'system')} · {_count(len(board.tasks), 'task')} · "
+                                f"generated {data['generated']} by r2med {__version__}"),
         "{{NOTE}}": note,
     }
     return fill_template(page, replacements)
@@ -228,11 +280,11 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
 
 def write_html(path: str | os.PathLike[str], systems: list[System], measure: str = HEADLINE,
                collections: Mapping[str, Collection] | None = None, board: Leaderboard | None = None,
-               title: str = "R2MED results", expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
-               ) -> Path:
+               title: str = "R2MED results", expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+               facets: Mapping[str, Facets] | None = None, facet: str | None = None) -> Path:
     """Write the self-contained report page atomically."""
     path = Path(path)
-    page = render_html(systems, measure, collections, board, title, expansions)
+    page = render_html(systems, measure, collections, board, title, expansions, facets, facet)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
     umask = os.umask(0)

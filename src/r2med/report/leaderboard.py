@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import R2MedError
@@ -25,6 +25,7 @@ from ..published import PublishedKey, nonpaper_precision, require_label
 from ..retrieval.registry import tolerance_for
 from ..tasks import TASK_NAMES
 from .format import FLAG, SIGNIFICANT, check_format, records_text, tex
+from .layout import compact_table, fitted, short_legend, short_task
 
 AVERAGE = "Average"
 
@@ -81,8 +82,9 @@ class Leaderboard:
         return [*self.tasks, AVERAGE]
 
     # -- a grid of strings shared by the text renderers -----------------------------------------
-    def grid(self, flag: str = FLAG) -> tuple[list[str], list[tuple[str, list[str]]]]:
-        header = ["system", *self.columns]
+    def grid(self, flag: str = FLAG, compact: bool = False) -> tuple[list[str], list[tuple[str, list[str]]]]:
+        """Header and lines (kind, cells) as text; ``compact``: short task names and row labels."""
+        header = ["system", *(short_task(c) if compact else c for c in self.columns)]
         lines: list[tuple[str, list[str]]] = []
         for row in self.rows:
             vals = []
@@ -97,7 +99,7 @@ class Leaderboard:
             lines.append(("reference" if row.reference else "system", [row.system, *vals]))
             if row.published is not None and any(row.cells[c].published is not None for c in self.columns):
                 pub = ["-" if row.cells[c].published is None else f"{row.cells[c].published:.2f}" for c in self.columns]
-                lines.append(("published", [f"  published {row.published.label}", *pub]))
+                lines.append(("published", [f"  {'pub.' if compact else 'published'} {row.published.label}", *pub]))
                 deltas = []
                 for col in self.columns:
                     d = row.cells[col].delta
@@ -105,8 +107,9 @@ class Leaderboard:
                         deltas.append("-")
                     else:
                         deltas.append(f"{d:+.2f}" + ("" if row.within(col) else f" {flag}"))
-                extra = f", {row.precision_note}" if row.precision_note else ""
-                lines.append(("delta", [f"  delta (tol ±{row.tolerance:g}{extra})", *deltas]))
+                extra = f", {row.precision_note}" if row.precision_note and not compact else ""
+                label = f"  delta ±{row.tolerance:g}" if compact else f"  delta (tol ±{row.tolerance:g}{extra})"
+                lines.append(("delta", [label, *deltas]))
         return header, lines
 
     def legend(self) -> list[str]:
@@ -128,25 +131,51 @@ class Leaderboard:
         return out + self.notes
 
     # -- renderers ---------------------------------------------------------------------------------
-    def to_rich(self):
+    def to_rich(self, width: int | None = None):
+        """The terminal table; with ``width``, the first layout that fits it (:func:`~r2med.report.layout.fitted`):
+        full, compact (short task names, no vertical rules), vertical (tasks as rows, systems as columns)."""
+        if width is None:
+            return self._rich(compact=False)
+        return fitted(lambda: self._rich(compact=False), lambda: self._rich(compact=True), self._rich_vertical)(width)
+
+    def _caption(self, compact: bool) -> str:
+        lines = self.legend()
+        if compact:
+            lines = [short_legend(self.columns), *lines] if short_legend(self.columns) else lines
+        return "\n".join(lines)
+
+    def _rich(self, compact: bool):
         from rich.markup import escape
         from rich.table import Table
 
-        header, lines = self.grid()
+        header, lines = self.grid(compact=compact)
         lines = [(kind, [escape(cells[0]), *cells[1:]]) for kind, cells in lines]
-        table = Table(title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
-                      caption=escape("\n".join(self.legend())), caption_justify="left")
+        title = escape(f"Leaderboard: {measure_label(self.measure)} (x100)")
+        caption = escape(self._caption(compact))
+        table = (compact_table(title=title, caption=caption, caption_justify="left") if compact else
+                 Table(title=title, caption=caption, caption_justify="left"))
         for i, h in enumerate(header):  # task names: text, not markup
-            table.add_column(escape(h), justify="left" if i == 0 else "right", no_wrap=i > 0)
+            table.add_column(escape(h), justify="left" if i == 0 else "right", no_wrap=i > 0,
+                             overflow="fold" if i == 0 else "ellipsis")
         for kind, cells in lines:
-            if kind == "system":
-                table.add_row(*cells, style="bold")
-            elif kind in ("published", "reference"):
-                table.add_row(*cells, style="dim")
-            else:
-                styled = [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c
-                                       for c in cells[1:]]
-                table.add_row(*styled)
+            table.add_row(*_styled(kind, cells))
+        return table
+
+    def _rich_vertical(self):
+        """Tasks as rows, one column per system line (its published and delta lines as columns of their own)."""
+        from rich.markup import escape
+
+        header, lines = self.grid(compact=True)
+        table = compact_table(title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
+                              caption=escape(self._caption(False)), caption_justify="left")
+        table.add_column("task", no_wrap=True)
+        for kind, cells in lines:
+            style = "bold" if kind == "system" else "dim" if kind in ("published", "reference") else None
+            head = escape(cells[0].strip()).replace("+", "+\n")  # a long name breaks where its parts meet
+            table.add_column(head, justify="right", style=style, overflow="fold")
+        for i, col in enumerate(self.columns, start=1):
+            cells = [_styled(kind, line)[i] if kind == "delta" else line[i] for kind, line in lines]
+            table.add_row(escape(col), *cells)
         return table
 
     def to_markdown(self) -> str:
@@ -224,6 +253,16 @@ class Leaderboard:
         fmt = check_format(fmt)
         return {"table": self.to_markdown, "markdown": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex,
                 "json": self.to_json}[fmt]()
+
+
+def _styled(kind: str, cells: list[str]) -> list[str]:
+    """A grid line's cells for rich: systems bold, published and reference rows dim, deltas green/red."""
+    if kind == "system":
+        return [f"[bold]{c}[/]" for c in cells]
+    if kind in ("published", "reference"):
+        return [f"[dim]{c}[/]" for c in cells]
+    return [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c
+                         for c in cells[1:]]
 
 
 def _round(v: float | None) -> float | None:
@@ -312,7 +351,10 @@ def _mark_significance(board: Leaderboard, systems: list[System], base: System, 
         if s is base:
             continue
         comparison = compare_systems(base, s, measure, n_permutations=n_permutations, seed=seed)
-        for line in comparison.rows:
+        lines = comparison.rows
+        if len(lines) == 1:  # one common task: its queries are all the queries, and the Average is that task
+            lines = [lines[0], replace(lines[0], task=comparison.ALL, p_rand_holm=lines[0].stats.p_randomization)]
+        for line in lines:
             col = AVERAGE if line.task == comparison.ALL else line.task
             if col in row.cells:
                 p = line.p_rand_holm if line.task != comparison.ALL else line.stats.p_randomization

@@ -67,17 +67,18 @@
     var pts = pairs(sx, sy, task);
     var W = 460, H = 460, P = 46;
     var svg = svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, id: "scatter-svg", role: "img" }, box);
-    var max = 0; pts.forEach(function (p) { max = Math.max(max, p.x, p.y); });
-    max = max > 0 ? max * 1.05 : 1;
+    var ticks = data.scatterTicks || [0, 0.25, 0.5, 0.75, 1];  /* round ticks, computed with the page */
+    var max = ticks[ticks.length - 1];
     function X(v) { return P + (v / max) * (W - P - 12); }
     function Y(v) { return H - P - (v / max) * (H - P - 12); }
     svgEl("line", { x1: P, y1: H - P, x2: W - 12, y2: H - P, "class": "axis" }, svg);
     svgEl("line", { x1: P, y1: H - P, x2: P, y2: 12, "class": "axis" }, svg);
     svgEl("line", { x1: X(0), y1: Y(0), x2: X(max), y2: Y(max), "class": "diag" }, svg);
-    [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
-      var v = f * max;
-      var tx = svgEl("text", { x: X(v), y: H - P + 16, "text-anchor": "middle" }, svg); tx.textContent = v.toFixed(2);
-      var ty = svgEl("text", { x: P - 6, y: Y(v) + 4, "text-anchor": "end" }, svg); ty.textContent = v.toFixed(2);
+    var decimals = 0;
+    ticks.forEach(function (v) { var t = String(v).split(".")[1]; if (t) decimals = Math.max(decimals, t.length); });
+    ticks.forEach(function (v) {
+      var tx = svgEl("text", { x: X(v), y: H - P + 16, "text-anchor": "middle" }, svg); tx.textContent = v.toFixed(decimals);
+      var ty = svgEl("text", { x: P - 6, y: Y(v) + 4, "text-anchor": "end" }, svg); ty.textContent = v.toFixed(decimals);
     });
     var lx = svgEl("text", { x: (W + P) / 2, y: H - 8, "text-anchor": "middle", "class": "title" }, svg); lx.textContent = sx;
     var ly = svgEl("text", { x: 14, y: (H - P) / 2, "text-anchor": "middle", "class": "title",
@@ -196,8 +197,20 @@
     else renderInspector(st.value, el("inspect-query").value);
   }
 
+  /* ---- per query group: one table per facet, chosen in a selector ---------------------------- */
+  function showFacet(key) {
+    Array.prototype.forEach.call(document.querySelectorAll("div.facet"), function (d) {
+      d.hidden = d.getAttribute("data-key") !== key;
+    });
+  }
+  function initFacets() {
+    var sel = el("facet-key"); if (!sel) return;
+    sel.addEventListener("change", function () { showFacet(sel.value); });
+  }
+
   initSort();
+  initFacets();
   initScatter();
   initInspector();
-  window.r2medReport = { data: data, sortBy: sortBy, inspect: inspect, drawScatter: drawScatter };
+  window.r2medReport = { data: data, sortBy: sortBy, inspect: inspect, drawScatter: drawScatter, showFacet: showFacet };
 })();

@@ -1,4 +1,4 @@
-"""The table a job prints when it finishes: tasks x (measure, published figure, delta, time), x100."""
+"""The table a job prints when it finishes: tasks x (measures, published figure, delta, time), x100."""
 
 from __future__ import annotations
 
@@ -6,42 +6,53 @@ from collections.abc import Sequence
 
 from ..jobs.evaluate import Summary
 from ..jobs.folders import TaskResult
-from ..metrics import HEADLINE
+from ..metrics import HEADLINE, canonical, measure_label
 from ..tasks import TASK_NAMES
 
 
-def summary_table(results: Sequence[TaskResult], summary: Summary, measure: str = HEADLINE, title: str | None = None):
-    """A rich table with an average row; published nDCG@10 and deltas when ``summary.published`` is set
-    (the average's delta only over R2MED's 8 tasks, the published average's scope)."""
+def summary_table(results: Sequence[TaskResult], summary: Summary, measures: Sequence[str] | None = None,
+                  title: str | None = None):
+    """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
+    nDCG@10 the published figures and deltas when ``summary.published`` is set (the average's delta only
+    over R2MED's 8 tasks, the published average's scope)."""
     from rich.markup import escape
     from rich.table import Table
 
-    published = summary.published.figures() if summary.published else {}
-    table = Table(title=escape(title or f"{summary.name}: {measure} (x100)"))
+    measures = [canonical(m) for m in (measures or (HEADLINE,))]
+    published = summary.published.figures() if summary.published and HEADLINE in measures else {}
+    if not any(r.task in published for r in results):  # other collections: no published column at all
+        published = {}
+    labels = ", ".join(measure_label(m) for m in measures)
+    table = Table(title=escape(title or f"{summary.name}: {labels} (x100)"))
     table.add_column("task")
     table.add_column("queries", justify="right")
-    table.add_column(escape(measure), justify="right")
-    if published:
-        table.add_column("published", justify="right")
-        table.add_column("delta", justify="right")
+    for m in measures:
+        table.add_column(escape(measure_label(m)), justify="right")
+        if published and m == HEADLINE:
+            table.add_column("published", justify="right")
+            table.add_column("delta", justify="right")
     table.add_column("time (s)", justify="right")
-    values = []
+    values: dict[str, list[float]] = {m: [] for m in measures}
     for r in results:
-        value = 100 * r.metrics.aggregate[measure]
-        values.append(value)
-        row = [escape(r.task), str(len(r.metrics.per_query)), f"{value:.2f}"]
-        if published:
-            pub = published.get(r.task)
-            row += [f"{pub:.2f}" if pub is not None else "-", f"{value - pub:+.2f}" if pub is not None else "-"]
+        row = [escape(r.task), str(len(r.metrics.per_query))]
+        for m in measures:
+            value = 100 * r.metrics.aggregate[m]
+            values[m].append(value)
+            row.append(f"{value:.2f}")
+            if published and m == HEADLINE:
+                pub = published.get(r.task)
+                row += [f"{pub:.2f}" if pub is not None else "-", f"{value - pub:+.2f}" if pub is not None else "-"]
         row.append("reused" if r.reused else f"{r.timing.get('total_s', 0):.1f}")
         table.add_row(*row)
     if len(results) > 1:
-        avg = sum(values) / len(values)
-        row = ["[bold]Average", "", f"[bold]{avg:.2f}"]
-        if published:
-            pub = published.get("Average")
-            full = sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None
-            row += [f"{pub:.2f}" if pub is not None else "-", f"{avg - pub:+.2f}" if full else "-"]
+        row = ["[bold]Average", ""]
+        for m in measures:
+            avg = sum(values[m]) / len(values[m])
+            row.append(f"[bold]{avg:.2f}")
+            if published and m == HEADLINE:
+                pub = published.get("Average")
+                full = sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None
+                row += [f"{pub:.2f}" if full else "-", f"{avg - pub:+.2f}" if full else "-"]
         row.append("")
         table.add_row(*row)
     return table

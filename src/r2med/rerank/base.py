@@ -16,6 +16,7 @@ sequence-classification cross-encoder (the ``cross-encoder`` entry).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,12 +107,39 @@ def make_reranker(name: str, **options: Any) -> Reranker:
     return meta.factory(**options)
 
 
-def progress_bar():
-    """A transient rich progress bar (``description``, bar, done/total, elapsed) for long reranking calls."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+class _Bars:
+    """:func:`progress_bar`'s object: rich's ``Progress`` calls (``add_task``/``advance``/``update``) on
+    :mod:`r2med.progress` tasks, so every reranker shows its progress on the one display."""
 
-    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), transient=True)
+    def __init__(self, unit: str):
+        self.unit = unit
+        self.stack = contextlib.ExitStack()
+        self.tasks: list[Any] = []
+
+    def __enter__(self) -> _Bars:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stack.__exit__(*exc)
+
+    def add_task(self, description: str, total: int | None = None, **_: Any) -> int:
+        from .. import progress
+
+        self.tasks.append(self.stack.enter_context(progress.task(description, total=total, unit=self.unit)))
+        return len(self.tasks) - 1
+
+    def advance(self, task_id: int, advance: int = 1) -> None:
+        self.tasks[task_id].advance(int(advance))
+
+    def update(self, task_id: int, description: str | None = None, **_: Any) -> None:
+        if description is not None:
+            self.tasks[task_id].describe(description)
+
+
+def progress_bar(unit: str = "items") -> _Bars:
+    """The progress of a long reranking call, on :mod:`r2med.progress` (the command line's one display;
+    log lines when not on a terminal): ``with progress_bar() as p: bar = p.add_task(name, total=n)``."""
+    return _Bars(unit)
 
 
 def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: Mapping[str, str] | None = None,

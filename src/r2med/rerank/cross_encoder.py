@@ -20,9 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..errors import MissingExtraError, R2MedError
 from ..retrieval.encoders import model_max_length
-from .base import Candidates, RerankerMeta, progress_bar, register_reranker
+from .base import progress_bar  # noqa: F401 - importable from here too (rerankers written against it)
+from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +143,8 @@ class PointwiseReranker:
         order = np.argsort(-lengths, kind="stable")  # longest first: a memory error shows up at once
         keys = [k for k in self._input_keys if k in encoded]
         scores = np.empty(len(pairs), dtype=np.float64)
-        with progress_bar() as progress, torch.inference_mode():
-            bar = progress.add_task(description or self.name, total=len(pairs))
+        with progress.task(description or self.name, total=len(pairs), unit="pairs") as bar, \
+                torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 idx = order[start:start + self.batch_size]
                 features = [{k: encoded[k][i] for k in keys} for i in idx]
@@ -150,7 +152,7 @@ class PointwiseReranker:
                 batch = {k: v.to(self.device) for k, v in batch.items()}
                 logits = self._model(**batch).logits
                 scores[idx] = self._select(logits).float().cpu().numpy()
-                progress.advance(bar, len(idx))
+                bar.advance(len(idx))
         return scores
 
     def rerank(self, queries: Mapping[str, str], candidates: Candidates,

@@ -23,8 +23,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import progress
 from ..errors import R2MedError
-from .base import Candidates, RerankerMeta, progress_bar, register_reranker
+from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,8 @@ class ListwiseReranker:
         rounds = max((len(p) for p in plans.values()), default=0)
         texts = {did: _cut_words(corpus[did], self.max_passage_words) for ids in order.values() for did in ids}
         total = sum(len(p) for p in plans.values())
-        with progress_bar() as progress:
-            bar = progress.add_task(f"{self.name}: {total} windows", total=total)
+        with progress.task(f"{self.name}: windows", total=total, unit="windows",
+                           counters=("failed", "retried")) as bar:
             for r in range(rounds):
                 batch, owners = [], []
                 for qid, plan in plans.items():
@@ -151,8 +152,8 @@ class ListwiseReranker:
                     scores = [first_score[qid][d] for d in ids] if self.with_scores else None
                     batch.append(ranking_messages(queries[qid], [texts[d] for d in ids], scores))
                     owners.append((qid, start, end))
-                results = self.client.chat_many(batch, on_result=lambda i, res: progress.advance(bar),
-                                                **self._sampling())
+                results = self.client.chat_many(batch, on_result=lambda i, res: bar.advance(1, failed=int(not res.ok)),
+                                                on_retry=lambda error: bar.count(retried=1), **self._sampling())
                 for (qid, start, end), result in zip(owners, results):
                     self.stats["windows"] += 1
                     ids = order[qid][start:end]

@@ -21,13 +21,15 @@ dense retrievers as presets (``contriever``, ``medcpt``, ``inst-l``, ``inst-xl``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..cache import fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..run import Run
@@ -103,21 +105,45 @@ class DenseRetriever:
         self.doc_ids = list(corpus)
         texts = list(corpus.values())
         start = time.perf_counter()
-        if self.cache:
-            fp = corpus_fingerprint or fingerprint_texts(corpus.items())
-            self.cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size,
-                                              role="documents")
-            self.embeddings = self.cache_entry.get_or_encode(
-                texts, lambda chunk: self.encoder.encode_corpus(chunk, batch_size=self.batch_size))
-            self.docs_encoded = self.cache_entry.encoded_docs
-        else:
-            self.embeddings = np.asarray(self.encoder.encode_corpus(texts, batch_size=self.batch_size),
-                                         dtype=np.float32)
-            self.docs_encoded = len(texts)
+        with self._encoding("docs", len(texts)) as (on_start, _):
+            if self.cache:
+                fp = corpus_fingerprint or fingerprint_texts(corpus.items())
+                self.cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size,
+                                                  role="documents")
+                self.embeddings = self.cache_entry.get_or_encode(
+                    texts, lambda chunk: self.encoder.encode_corpus(chunk, batch_size=self.batch_size),
+                    on_start=on_start)
+                self.docs_encoded = self.cache_entry.encoded_docs
+            else:
+                self.embeddings = np.asarray(self.encoder.encode_corpus(texts, batch_size=self.batch_size),
+                                             dtype=np.float32)
+                self.docs_encoded = len(texts)
         self._faiss_index = None
         log.info("%s: %d docs indexed (%d encoded) in %.1fs", self.name, len(texts), self.docs_encoded,
                  time.perf_counter() - start)
         return self
+
+    @contextlib.contextmanager
+    def _encoding(self, unit: str, items: int, texts: int | None = None
+                  ) -> Iterator[tuple[Callable[[int, int], None], Any]]:
+        """Encoding on the progress display: texts encoded of those to encode, their rate and ETA, and
+        how many items came from the embedding cache.  ``texts``: texts the ``items`` make (a query with
+        an expansion is two).  Yields ``on_start(to_encode, cached)`` (in items) for the cache."""
+        texts = items if texts is None else texts
+        with progress.task(f"{self.name}: encoding {unit}", total=texts, unit=unit, counters=("cached",)) as p:
+            def on_start(to_encode: int, cached: int) -> None:
+                p.set_total(to_encode if texts == items else round(to_encode * texts / max(items, 1)))
+                p.count(cached=cached)
+
+            encoder = self.encoder
+            listens = hasattr(encoder, "on_batch")
+            if listens:
+                encoder.on_batch = p.advance  # type: ignore[attr-defined]
+            try:
+                yield on_start, p
+            finally:
+                if listens:
+                    encoder.on_batch = None  # type: ignore[attr-defined]
 
     def _cache_config(self) -> dict[str, Any]:
         return self.encoder.config()  # building an encoder is cheap: models load on first use
@@ -152,15 +178,17 @@ class DenseRetriever:
         keyed by the encoder settings and a fingerprint of the query texts (expansion parts included)."""
         self.queries_encoded = 0
         encode = lambda chunk: self.encoder.encode_queries(chunk, batch_size=self.batch_size)  # noqa: E731
-        if not self.cache:
-            self.queries_encoded = len(texts)
-            return np.asarray(encode(texts), dtype=np.float32)
-        fp = fingerprint("queries", [q if isinstance(q, str) else list(q) for q in texts])
-        self.query_cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size,
-                                                role="queries")
-        q = self.query_cache_entry.get_or_encode(texts, encode)
-        self.queries_encoded = self.query_cache_entry.encoded_docs
-        return np.asarray(q, dtype=np.float32)
+        parts = sum(len(q) if isinstance(q, tuple) else 1 for q in texts)
+        with self._encoding("queries" if parts == len(texts) else "query texts", len(texts), parts) as (on_start, _):
+            if not self.cache:
+                self.queries_encoded = len(texts)
+                return np.asarray(encode(texts), dtype=np.float32)
+            fp = fingerprint("queries", [q if isinstance(q, str) else list(q) for q in texts])
+            self.query_cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts),
+                                                    chunk_size=self.chunk_size, role="queries")
+            q = self.query_cache_entry.get_or_encode(texts, encode, on_start=on_start)
+            self.queries_encoded = self.query_cache_entry.encoded_docs
+            return np.asarray(q, dtype=np.float32)
 
     def _faiss_search(self, q: np.ndarray, k: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         try:
@@ -324,7 +352,7 @@ CLI_OPTIONS = ("model", "batch_size", "device", "max_length", "pooling", "simila
 
 register_retriever(RetrieverMeta(
     "dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)",
-    parameters=CLI_OPTIONS, extra=DENSE_EXTRA,
+    parameters=CLI_OPTIONS, extra=DENSE_EXTRA, named_after="model",
     summary={"hub_id": "--model <hub id or folder>",
              "pooling": "the model's own (sentence-transformers), else mean (--pooling)",
              "max_length": "the model's own (--max-length)",

@@ -326,9 +326,13 @@ class EmbeddingCache:
                 path.unlink()
 
     def get_or_encode(self, texts: Sequence[Any], encode: Callable[[list[Any]], np.ndarray],
-                      progress: Callable[[int], None] | None = None) -> np.ndarray:
+                      progress: Callable[[int], None] | None = None,
+                      on_start: Callable[[int, int], None] | None = None) -> np.ndarray:
         """The embeddings of ``texts`` (in order): from the cache, or encoded chunk by chunk with
-        ``encode`` (resuming after the last finished chunk; damaged chunks are encoded again)."""
+        ``encode`` (resuming after the last finished chunk; damaged chunks are encoded again).
+
+        ``progress(n)`` after each chunk; ``on_start(to_encode, reused)`` once, before encoding starts
+        (not called when the cache holds them all)."""
         if len(texts) != self.n_docs:
             raise ValueError(f"cache for {self.n_docs} texts got {len(texts)}")
         self.encoded_docs = self.reused_docs = 0
@@ -350,6 +354,8 @@ class EmbeddingCache:
         if self.reused_docs:
             log.info("resuming encoding: %d of %d %s already in finished chunks", self.reused_docs, self.n_docs,
                      self.role)
+        if on_start is not None:
+            on_start(self.n_docs - self.reused_docs, self.reused_docs)
         start = time.perf_counter()
         for i in missing:
             lo, hi = self.chunk_range(i)
@@ -359,7 +365,7 @@ class EmbeddingCache:
                 progress(hi - lo)
             if len(missing) > 1:
                 rate = self.encoded_docs / max(time.perf_counter() - start, 1e-9)
-                log.info("encoded %d/%d %s (chunk %d/%d, %.1f/s)", self.reused_docs + self.encoded_docs,
+                log.debug("encoded %d/%d %s (chunk %d/%d, %.1f/s)", self.reused_docs + self.encoded_docs,
                          self.n_docs, self.role, i + 1, self.n_chunks, rate)
         return self.finalize()
 

@@ -61,6 +61,8 @@ class RetrieverMeta:
     paper_similarity: str | None = None
     #: its settings for ``r2med models``
     summary: Mapping[str, Any] = field(default_factory=dict)
+    #: an option whose value names the result (``dense`` with ``--model X``: ``dense-X``), so two models differ
+    named_after: str | None = None
 
     @property
     def local_model(self) -> bool:

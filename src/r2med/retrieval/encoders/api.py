@@ -140,6 +140,7 @@ class APIEncoder(BaseEncoder):
             if len(data) != len(batch):
                 raise EmbeddingAPIError(f"{self.shown_url}: asked for {len(batch)} embeddings, got {len(data)}")
             rows.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))
+            self.batch_done(len(batch))
         emb = np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
         if self.settings.normalize and len(emb):
             emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)

@@ -142,6 +142,8 @@ class BaseEncoder:
         self.batch_size = batch_size
         self.token_budget = token_budget
         self.texts_encoded = 0  # counter (tests, logs): texts that went through a model
+        #: called with the number of texts after each batch (a progress display listens; None: nobody)
+        self.on_batch: Callable[[int], None] | None = None
 
     def config(self) -> dict[str, Any]:
         return self.settings.key()
@@ -172,10 +174,19 @@ class BaseEncoder:
         ``encode_batch(indices)`` embeds the texts at those indices; ``stack`` joins the batch outputs
         (e.g. device tensors, copied to the host once); the rows come back in input order."""
         batches = plan_batches(lengths, batch_size, self.token_budget)
-        stacked = stack([encode_batch(idx) for idx in batches])
+        outputs = []
+        for idx in batches:
+            outputs.append(encode_batch(idx))
+            self.batch_done(len(idx))
+        stacked = stack(outputs)
         result = np.empty_like(stacked)
         result[np.concatenate(batches)] = stacked
         return result
+
+    def batch_done(self, n: int) -> None:
+        """Report ``n`` more texts embedded (implementations that batch on their own call it too)."""
+        if self.on_batch is not None:
+            self.on_batch(n)
 
     def _encode(self, texts: list[str], role: str, batch_size: int) -> np.ndarray:
         if not texts:

@@ -365,6 +365,7 @@ class GritLMEncoder(TorchEncoder):
                                  device_map="auto" if self.device == "cuda" else None)
         emb = self._model.encode(list(texts), instruction=self.instruction(role), batch_size=batch_size,
                                  max_length=self.max_tokens(role, 512))
+        self.batch_done(len(texts))
         emb = np.asarray(emb, dtype=np.float32)
         if self.settings.normalize:
             emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)

@@ -1,0 +1,52 @@
+"""``r2med export``: results leave r2med in the formats the field uses (MTEB's results layout).
+
+The systems are read like every command that reads runs (:func:`~r2med.jobs.folders.find_runs`:
+results roots, system or task folders); each system's finished tasks go to the format's writer
+(:func:`r2med.export.mteb.export_mteb`, which owns the translation and refuses results made on
+another data revision than MTEB's pin unless forced).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import R2MedError
+from .folders import find_runs
+
+#: The formats ``r2med export --format`` writes.
+EXPORT_FORMATS = ("mteb",)
+
+
+def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], fmt: str = "mteb",
+                model: str | None = None, model_revision: str | None = None, force: bool = False) -> list[Any]:
+    """Export every system in ``runs`` under ``out``; one :class:`~r2med.export.mteb.MtebExport` per system.
+
+    ``model``: the model name to file the results under (default: the system's name; one system only);
+    ``model_revision``: the model's commit; ``force``: export results whose data revision is not
+    MTEB's pin (see :func:`r2med.export.mteb.export_mteb`).
+    """
+    from ..export.mteb import export_mteb, run_depth
+    from ..paths import check_output_dir
+    from ..run import RUN_FILE, read_metrics, read_trec
+
+    if fmt not in EXPORT_FORMATS:
+        raise R2MedError(f"unknown export format {fmt!r}; choose from: {', '.join(EXPORT_FORMATS)}")
+    selection = find_runs(runs)
+    systems = selection.systems
+    if model is not None and len(systems) > 1:
+        raise R2MedError(f"--model names one model, but there are {len(systems)} systems "
+                         f"({', '.join(s.folder.name for s in systems)}); export one system at a time")
+    check_output_dir(out)
+    selection.announce()
+    done = []
+    for ref in systems:
+        folders = ref.task_paths()
+        payloads = [read_metrics(f) for f in folders]
+        depths = {str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE)) for p, f in zip(payloads, folders)
+                  if (f / RUN_FILE).is_file()}
+        done.append(export_mteb(payloads, Path(out), model or ref.folder.name, model_revision, depths=depths,
+                                force=force))
+    return done
