@@ -276,3 +276,39 @@ def test_export_writes_nothing_outside_out_and_the_r2med_home(mteb, tmp_path, r2
     assert list(home.iterdir()) == []
     assert (tmp_path / "out" / "results" / "org__m").is_dir()
     assert (r2med_home / "mteb").is_dir()
+
+
+def test_export_command_round_trips_a_results_root(mteb, tmp_path):
+    """`r2med export --format mteb RUNS -o DIR`: a results root's systems, each as its own model, read back by
+    mteb's loader with the scores of their metrics.json; local data is refused until --force."""
+    from conftest import run_r2med
+    from test_report import synthetic, write_collection
+    from r2med.run import read_metrics
+
+    data = tmp_path / "data"
+    write_collection(data, "Biology")
+    write_collection(data, "MedQA-Diag", *synthetic())
+    for system in ("bm25", "bm25-standard"):
+        res = run_r2med("evaluate", "-r", system, "-d", str(data), "-o", str(tmp_path / "runs"))
+        assert res.returncode == 0, res.stderr
+    out = tmp_path / "mteb"
+    refused = run_r2med("export", "--format", "mteb", str(tmp_path / "runs"), "-o", str(out))
+    assert refused.returncode == 2 and "data revision" in refused.stderr and not out.exists()
+    res = run_r2med("export", "--format", "mteb", str(tmp_path / "runs"), "-o", str(out), "--force")
+    assert res.returncode == 0, res.stderr
+    assert "R2MEDMedQADiagRetrieval" in res.stdout and "written:" in res.stdout
+    names = {"Biology": "R2MEDBiologyRetrieval", "MedQA-Diag": "R2MEDMedQADiagRetrieval"}
+    for system in ("bm25", "bm25-standard"):
+        loaded = _loaded(mteb, out, f"r2med/{system}", list(names.values()))
+        for task, mteb_task in names.items():
+            stored = read_metrics(tmp_path / "runs" / system / task)["aggregate"]
+            (entry,) = loaded[mteb_task].scores["test"]
+            assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
+            assert entry["recall_at_100"] == pytest.approx(stored["recall_100"], abs=TOL)
+            assert entry["mrr_at_100"] == pytest.approx(stored["recip_rank"], abs=TOL)  # runs are 100 deep at most
+    one = run_r2med("export", "-f", "mteb", str(tmp_path / "runs" / "bm25"), "-o", str(tmp_path / "m2"), "--force",
+                    "--model", "me/my-bm25", "--model-revision", "v1")
+    assert one.returncode == 0, one.stderr
+    assert (tmp_path / "m2" / "results" / "me__my-bm25" / "v1" / "R2MEDBiologyRetrieval.json").is_file()
+    two = run_r2med("export", str(tmp_path / "runs"), "-o", str(tmp_path / "m3"), "--model", "me/x")
+    assert two.returncode == 2 and "export one system at a time" in two.stderr

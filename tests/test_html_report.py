@@ -84,6 +84,77 @@ def test_page_is_self_contained(built):
     assert "text" not in bare["queries"]["Biology"]["q1"] and bare["hasTexts"] == {"Biology": False, "MedQA-Diag": False}
 
 
+def test_counts_hint_and_round_ticks(built, tmp_path):
+    from r2med.ticks import nice_ticks, tick_labels
+
+    text = built["page"].read_text(encoding="utf-8")
+    assert "3 systems · 2 tasks" in text
+    assert "black ticks: published figures" in text  # bm25 is matched to its published row
+    data = _embedded(built["page"])
+    top = max(v for tasks in data["perQuery"].values() for values in tasks.values() for v in values.values())
+    assert data["scatterTicks"] == nice_ticks(0, top, 5) and data["scatterTicks"][-1] >= top
+    labels = re.findall(r'class="tick">([^<]+)<', text)
+    assert labels and all(len(label.split(".")[-1]) <= 1 or label.endswith(("0", "5")) for label in labels)
+    # one system on one task, no published figures: no plural slip, no hint about ticks that are not there
+    from test_report import write_collection
+
+    coll = load_folder(write_collection(tmp_path / "data", "mine"))
+    run_task(coll, "bm25-standard", {}, k=10, out=tmp_path / "runs" / "solo")
+    systems = load_systems([tmp_path / "runs"])
+    page = write_html(tmp_path / "solo.html", systems, board=build_leaderboard(systems)).read_text(encoding="utf-8")
+    assert "1 system · 1 task ·" in page and "1 tasks" not in page and "1 systems" not in page
+    assert "black ticks" not in page and "Bars: this report's systems." in page
+    bars = re.findall(r'class="tick">([^<]+)<', page)
+    value = build_leaderboard(systems).rows[0].cells["mine"].value
+    assert bars == 2 * tick_labels(nice_ticks(0, value, 4))  # the task's chart and the Average's
+
+
+def test_facet_selector_in_the_page(tmp_path):
+    """`report --by`: the page's per-group tables, one per facet, the asked one shown first."""
+    from r2med.jobs.report import facet_collections, html_facets
+    from test_report import write_collection
+
+    data = tmp_path / "data"
+    folder = write_collection(data, "Biology")
+    rows = [json.loads(line) for line in (folder / "query.jsonl").read_text().splitlines()]
+    systems_of = ["respiratory", "respiratory", "endocrine", "endocrine"]
+    (folder / "query.jsonl").write_text("".join(json.dumps({**r, "body_system": b}) + "\n"
+                                                for r, b in zip(sorted(rows, key=lambda r: r["id"]), systems_of)))
+    coll = load_folder(folder)
+    run_task(coll, "bm25", {}, k=10, out=tmp_path / "runs" / "bm25")
+    systems = load_systems([tmp_path / "runs"])
+    collections = facet_collections(systems)  # the source the run recorded
+    facets = html_facets(systems, "ndcg_cut_10", collections, by="body_system")
+    assert list(facets) == ["scenario", "body_system"]
+    page = write_html(tmp_path / "f.html", systems, collections=collections, board=build_leaderboard(systems),
+                      facets=facets, facet="body_system").read_text(encoding="utf-8")
+    assert '<option value="body_system" selected>' in page
+    shown = re.findall(r'<div class="facet" data-key="([^"]+)"( hidden)?>', page)
+    assert shown == [("scenario", " hidden"), ("body_system", "")]
+    per_query = systems[0].tasks["Biology"].scores("ndcg_cut_10")
+    ids = sorted(per_query)
+    respiratory = 100 * (per_query[ids[0]] + per_query[ids[1]]) / 2
+    assert f"<td class=sys>respiratory</td><td>2</td><td>{respiratory:.2f}</td>" in page
+    if CHROMIUM and CHROMEDRIVER:  # the selector switches tables; the scatter's axis labels are round
+        from r2med.ticks import tick_labels
+
+        b = Browser(tmp_path / "chrome-profile")
+        try:
+            b.get((tmp_path / "f.html").as_uri())
+            visible = "return Array.from(document.querySelectorAll('div.facet')).filter(d => !d.hidden)" \
+                      ".map(d => d.dataset.key)"
+            assert b.js(visible) == ["body_system"]
+            b.click('#facet-key option[value="scenario"]')
+            assert b.js(visible) == ["scenario"]
+            axis = b.js("return Array.from(document.querySelectorAll('#scatter-svg text'))"
+                        ".map(t => t.textContent)")
+            ticks = _embedded(tmp_path / "f.html")["scatterTicks"]
+            assert axis[:2 * len(ticks):2] == tick_labels(ticks)
+            assert [e for e in b.console() if e.get("level") == "SEVERE"] == []
+        finally:
+            b.close()
+
+
 class Browser:
     """A minimal W3C WebDriver client for chromedriver (urllib only)."""
 

@@ -299,3 +299,38 @@ def test_medcpt_averages_of_the_repository_and_the_leaderboard_are_both_kept():
     averages = {f.setting: f.ndcg10 for f in published_figures() if f.retriever == "medcpt" and f.task == "Average"
                 and f.expansion == "none"}
     assert averages["base"] == 7.87 and averages["base_leaderboard"] == 9.02
+
+
+def _paired_runs(root: Path, tasks: dict[str, int], gain: float = 0.01) -> Path:
+    """Systems A and B over ``tasks`` (name -> queries): B beats A on every query by a different small amount."""
+    for task, n in tasks.items():
+        a = {f"q{i}": {"ndcg_cut_10": 0.2 + 0.01 * i} for i in range(n)}
+        b = {q: {"ndcg_cut_10": v["ndcg_cut_10"] + gain * (1 + i / 10)} for i, (q, v) in enumerate(a.items())}
+        for name, per_query in (("A", a), ("B", b)):
+            aggregate = {"ndcg_cut_10": sum(v["ndcg_cut_10"] for v in per_query.values()) / n}
+            write_task_results(root / name / task, {"q0": {"d1": 1.0}},
+                               {"task": task, "retriever": name, "aggregate": aggregate, "per_query": per_query})
+    return root
+
+
+def test_baseline_average_cell_is_the_pooled_test_over_all_queries_of_all_tasks(tmp_path):
+    """Two tasks of 6 queries where B wins every query: each task's exact sign-flip p is 2/2^6 = 0.031, 0.0625
+    after Holm (not significant); pooled over all 12 queries it is 2/2^12 = 0.0005 (significant).  The
+    Average cell carries the pooled test -- a mark no per-task result could give it."""
+    from r2med.report.html import leaderboard_html
+
+    board = build_leaderboard(load_systems([_paired_runs(tmp_path / "runs", {"Biology": 6, "MedQA-Diag": 6})]),
+                              baseline="A", n_permutations=20_000, seed=3)
+    b = board.rows[1]
+    for task in ("Biology", "MedQA-Diag"):
+        assert b.cells[task].p_holm == pytest.approx(2 * 2 / 2 ** 6, abs=0.01) and not b.cells[task].significant
+    assert b.cells["Average"].p_holm == pytest.approx(2 / 2 ** 12, abs=0.0005) and b.cells["Average"].significant
+    row = next(line for line in board.to_markdown().splitlines() if line.startswith("| **B**"))
+    assert [cell.strip().endswith("†") for cell in row.strip("|").split("|")[1:]] == [False, False, True]
+    page = leaderboard_html(board)
+    assert page.count('class="sig"') == 1 and "randomisation test, all queries pooled" in page
+    # one task: its queries are all the queries, so the Average cell is marked as the task is
+    one = build_leaderboard(load_systems([_paired_runs(tmp_path / "one", {"Biology": 12})]), baseline="A",
+                            n_permutations=20_000, seed=3)
+    cells = one.rows[1].cells
+    assert cells["Average"].significant and cells["Average"].p_holm == cells["Biology"].p_holm

@@ -129,7 +129,8 @@ def facet_report(systems: Sequence[System], measure: str, by: str, average: str 
     meta = query_meta(collections or {})
     keys = facet_keys(meta)
     if by != SCENARIO and not keys.get(by):
-        listed = ", ".join(f"{k} ({n} queries)" for k, n in keys.items() if n) or SCENARIO
+        listed = ", ".join([f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, n in keys.items()
+                            if n and k != SCENARIO] + [SCENARIO])
         raise R2MedError(f"--by {by}: no query has this key; available: {listed}")
     return facet_table(per_query_values(systems, measure), meta, by, average=average,
                        systems=[s.name for s in systems])
@@ -138,7 +139,8 @@ def facet_report(systems: Sequence[System], measure: str, by: str, average: str 
 def html_facets(systems: Sequence[System], measure: str, collections: Mapping[str, Collection],
                 average: str = "pooled", by: str | None = None) -> dict[str, object]:
     """The facets the HTML page offers in its selector: ``scenario``, every query key with 2 to
-    :data:`HTML_FACET_VALUES` distinct values among the tasks with metadata, and ``by`` (asked for)."""
+    :data:`HTML_FACET_VALUES` distinct values that queries share (not one per query, as ``answer``),
+    and ``by`` (asked for)."""
     from ..facets import NONE, SCENARIO, facet_keys, facet_label
 
     meta = query_meta(collections)
@@ -147,7 +149,7 @@ def html_facets(systems: Sequence[System], measure: str, collections: Mapping[st
         if key == SCENARIO or not count:
             continue
         values = {facet_label(row.get(key)) for rows in meta.values() for row in rows.values()} - {NONE}
-        if 2 <= len(values) <= HTML_FACET_VALUES:
+        if 2 <= len(values) <= HTML_FACET_VALUES and len(values) < count:  # values shared by queries: groups
             wanted.append(key)
     if by is not None and by not in wanted:
         wanted.append(by)

@@ -54,8 +54,8 @@ def fitted(*layouts: Callable[[], Any]) -> Callable[[int], Any]:
 
 
 def compact_table(**kwargs: Any):
-    """A rich table without outer edges or vertical rules (three characters fewer per column)."""
+    """A rich table without outer edges or vertical rules, one space of padding between columns."""
     from rich import box
     from rich.table import Table
 
-    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, **kwargs)
+    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, **kwargs)

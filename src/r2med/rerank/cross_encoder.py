@@ -162,7 +162,7 @@ class PointwiseReranker:
             for did, _ in docs:
                 pairs.append((queries[qid], corpus[did]))
                 keys.append((qid, did))
-        scores = self.score_pairs(pairs, description=f"{self.name}: {len(pairs)} pairs")
+        scores = self.score_pairs(pairs, description=f"{self.name}: reranking")
         out: dict[str, dict[str, float]] = {qid: {} for qid in candidates}
         for (qid, did), s in zip(keys, scores):
             out[qid][did] = float(s)

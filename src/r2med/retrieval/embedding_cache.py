@@ -332,7 +332,7 @@ class EmbeddingCache:
         ``encode`` (resuming after the last finished chunk; damaged chunks are encoded again).
 
         ``progress(n)`` after each chunk; ``on_start(to_encode, reused)`` once, before encoding starts
-        (not called when the cache holds them all)."""
+        (``(0, n)`` when the cache holds them all)."""
         if len(texts) != self.n_docs:
             raise ValueError(f"cache for {self.n_docs} texts got {len(texts)}")
         self.encoded_docs = self.reused_docs = 0
@@ -341,6 +341,8 @@ class EmbeddingCache:
             self.reused_docs = self.n_docs
             log.info("%s embeddings loaded from cache %s (verified in %.3fs)", self.role, self.path,
                      self.verify_seconds)
+            if on_start is not None:
+                on_start(0, self.n_docs)
             return arr
         if arr is not None:
             self._reopen_damaged(arr, bad)
