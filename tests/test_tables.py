@@ -120,7 +120,8 @@ def test_leaderboard_layouts_chosen_by_width(eight_tasks):
     assert compact.splitlines()[1].split() == ["system", "Bio", "Bioinf", "MedSci", "MedXQA", "MedQA", "PMC-T",
                                                "PMC-C", "IIYi", "Avg"]
     assert "MedSci = Medical-Sciences" in " ".join(compact.split()) and widest(compact) <= 80
-    rows = [line.split()[0] for line in vertical.splitlines() if line.split() and line.split()[0] in {*TASK_NAMES, "Average"}]
+    rows = [line.split()[0] for line in vertical.splitlines()
+            if line.split() and line.split()[0] in {*TASK_NAMES, "Average"}]
     assert rows == [*TASK_NAMES, "Average"] and widest(vertical) <= 60
     for row in two.rows:  # every layout shows every figure
         for cell in row.cells.values():

@@ -25,7 +25,7 @@ from typing import Any
 from .. import progress
 from ..cache import fingerprint_texts
 from ..data import Collection, TaskRef
-from ..metrics import DEFAULT_MEASURES, HEADLINE, Metrics, evaluate
+from ..metrics import DEFAULT_MEASURES, Metrics, evaluate
 from ..paths import plain_name
 from ..published import PublishedKey, match_published, precision_change
 from ..retrieval.base import QueryText
@@ -148,12 +148,6 @@ def run_tasks(job: Plan, tasks: Sequence[TaskRef], k: int = 100, out: str | Path
             results.append(result)
             loop.advance()
     return results
-
-
-def with_headline(measures: Iterable[str]) -> tuple[str, ...]:
-    """``measures`` with nDCG@10 first if missing (summaries and published figures are nDCG@10)."""
-    measures = tuple(measures)
-    return measures if HEADLINE in measures else (HEADLINE, *measures)
 
 
 @dataclass

@@ -24,7 +24,8 @@ from ..metrics import DEFAULT_MEASURES
 from ..paths import plain_name
 from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
 from ..run import RUN_FILE, Run, read_trec
-from .folders import SystemRef, SystemResults, TaskResult, file_fingerprint, find_runs, finish_task, read_run_folder, reuse
+from .folders import (SystemRef, SystemResults, TaskResult, file_fingerprint, find_runs, finish_task, read_run_folder,
+                      reuse)
 
 log = logging.getLogger(__name__)
 

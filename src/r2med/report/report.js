@@ -77,8 +77,10 @@
     var decimals = 0;
     ticks.forEach(function (v) { var t = String(v).split(".")[1]; if (t) decimals = Math.max(decimals, t.length); });
     ticks.forEach(function (v) {
-      var tx = svgEl("text", { x: X(v), y: H - P + 16, "text-anchor": "middle" }, svg); tx.textContent = v.toFixed(decimals);
-      var ty = svgEl("text", { x: P - 6, y: Y(v) + 4, "text-anchor": "end" }, svg); ty.textContent = v.toFixed(decimals);
+      var tx = svgEl("text", { x: X(v), y: H - P + 16, "text-anchor": "middle" }, svg);
+      tx.textContent = v.toFixed(decimals);
+      var ty = svgEl("text", { x: P - 6, y: Y(v) + 4, "text-anchor": "end" }, svg);
+      ty.textContent = v.toFixed(decimals);
     });
     var lx = svgEl("text", { x: (W + P) / 2, y: H - 8, "text-anchor": "middle", "class": "title" }, svg); lx.textContent = sx;
     var ly = svgEl("text", { x: 14, y: (H - P) / 2, "text-anchor": "middle", "class": "title",
