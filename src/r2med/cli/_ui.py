@@ -78,9 +78,11 @@ def print_summary(results: Sequence[Any], summary: Any, folder: Path | None = No
                   measures: Sequence[str] | None = None) -> None:
     """A job's summary table (:func:`r2med.report.summary.summary_table`: a column per measure, nDCG@10 by
     default), its precision note, where results are."""
+    from ..report.layout import fitted
     from ..report.summary import precision_note, summary_table
 
-    console.print(summary_table(results, summary, measures=measures, title=title))
+    print_fitted(fitted(lambda: summary_table(results, summary, measures=measures, title=title),
+                        lambda: summary_table(results, summary, measures=measures, title=title, compact=True)))
     note = precision_note(summary)
     if note:
         console.print(f"[yellow]{escape(note)}[/]")

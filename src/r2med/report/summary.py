@@ -11,27 +11,31 @@ from ..tasks import TASK_NAMES
 
 
 def summary_table(results: Sequence[TaskResult], summary: Summary, measures: Sequence[str] | None = None,
-                  title: str | None = None):
+                  title: str | None = None, compact: bool = False):
     """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
     nDCG@10 the published figures and deltas when ``summary.published`` is set (the average's delta only
-    over R2MED's 8 tasks, the published average's scope)."""
+    over R2MED's 8 tasks, the published average's scope).  ``compact``: no vertical rules, short headers
+    (for a narrow terminal)."""
     from rich.markup import escape
     from rich.table import Table
+
+    from .layout import compact_table
 
     measures = [canonical(m) for m in (measures or (HEADLINE,))]
     published = summary.published.figures() if summary.published and HEADLINE in measures else {}
     if not any(r.task in published for r in results):  # other collections: no published column at all
         published = {}
     labels = ", ".join(measure_label(m) for m in measures)
-    table = Table(title=escape(title or f"{summary.name}: {labels} (x100)"))
-    table.add_column("task")
-    table.add_column("queries", justify="right")
+    heading = escape(title or f"{summary.name}: {labels} (x100)")
+    table = compact_table(title=heading) if compact else Table(title=heading)
+    table.add_column("task", no_wrap=compact)
+    table.add_column("n" if compact else "queries", justify="right")
     for m in measures:
         table.add_column(escape(measure_label(m)), justify="right")
         if published and m == HEADLINE:
-            table.add_column("published", justify="right")
-            table.add_column("delta", justify="right")
-    table.add_column("time (s)", justify="right")
+            table.add_column("pub." if compact else "published", justify="right")
+            table.add_column("Δ" if compact else "delta", justify="right")
+    table.add_column("s" if compact else "time (s)", justify="right")
     values: dict[str, list[float]] = {m: [] for m in measures}
     for r in results:
         row = [escape(r.task), str(len(r.metrics.per_query))]
