@@ -192,3 +192,29 @@ def test_import_and_help_load_no_heavy_modules():
     res = subprocess.run([sys.executable, "-c", "import r2med; print(r2med.BM25.__name__, r2med.load_folder.__name__)"],
                          capture_output=True, text=True, timeout=60)
     assert res.stdout.split() == ["BM25", "load_folder"], res.stderr
+
+
+def test_asking_for_a_new_measure_rescores_a_finished_task_without_recomputing_it(tmp_path):
+    """-m only adds: a finished folder lacking the measure is re-scored from its run.trec (reused, same run),
+    so `report -m X` then works; a folder stored by an older r2med with a subset of measures is completed."""
+    from r2med.metrics import DEFAULT_MEASURES
+
+    data = make_r2med(tmp_path / "c")
+    first = r2med("evaluate", "-d", str(data), "-o", str(tmp_path / "o"))
+    assert first.returncode == 0, first.stderr
+    folder = tmp_path / "o" / "bm25" / "c"
+    run_before = (folder / "run.trec").read_bytes()
+    report = r2med("report", str(tmp_path / "o"), "-m", "nDCG@3")
+    assert report.returncode == 2 and "re-run `r2med evaluate -m nDCG@3`" in report.stderr
+    again = r2med("evaluate", "-d", str(data), "-o", str(tmp_path / "o"), "-m", "nDCG@3")
+    assert again.returncode == 0 and "reused" in again.stdout
+    stored = json.loads((folder / "metrics.json").read_text())
+    assert list(stored["aggregate"]) == [*DEFAULT_MEASURES, "ndcg_cut_3"]
+    assert (folder / "run.trec").read_bytes() == run_before
+    assert r2med("report", str(tmp_path / "o"), "-m", "nDCG@3").returncode == 0
+    # an older folder that stored only nDCG@10 (`-m` used to limit what was stored)
+    stored["aggregate"] = {"ndcg_cut_10": stored["aggregate"]["ndcg_cut_10"]}
+    stored["per_query"] = {q: {"ndcg_cut_10": v["ndcg_cut_10"]} for q, v in stored["per_query"].items()}
+    (folder / "metrics.json").write_text(json.dumps(stored))
+    assert r2med("evaluate", "-d", str(data), "-o", str(tmp_path / "o")).returncode == 0
+    assert list(json.loads((folder / "metrics.json").read_text())["aggregate"]) == list(DEFAULT_MEASURES)

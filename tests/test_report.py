@@ -185,7 +185,7 @@ def test_other_measures_and_missing_measure(runs):
     assert all(c.published is None for r in board.rows for c in r.cells.values())  # published = nDCG@10 only
     from r2med.errors import R2MedError
 
-    with pytest.raises(R2MedError, match="ndcg_cut_1000"):
+    with pytest.raises(R2MedError, match="no run folder has nDCG@1000; re-run `r2med evaluate -m nDCG@1000`"):
         build_leaderboard(load_systems([out]), "ndcg_cut_1000")
 
 

@@ -140,7 +140,7 @@ class Comparison:
         for line, cells in zip(self.rows, self.grid()):
             p = line.stats.p_randomization if line.task == self.ALL else line.p_rand_holm
             mark = SIGNIFICANT if self.significant(line) else ""
-            table.add_row(escape(short_task(line.task) if line.task != self.ALL else "all"), *cells[1:4],
+            table.add_row(escape(short_task(line.task)), *cells[1:4],
                           _coloured(line.stats.diff, cells[4]), cells[5], _p(p) + mark,
                           style="bold" if line.task == self.ALL else None)
         return table
@@ -196,8 +196,9 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
     for t in tasks:
         sa, sb = a.tasks[t].scores(measure), b.tasks[t].scores(measure)
         if not sa or not sb:
-            raise R2MedError(f"{t}: no per-query {measure} in {a.tasks[t].folder if not sa else b.tasks[t].folder}; "
-                             f"re-run `r2med evaluate --measure {measure}`")
+            raise R2MedError(f"{t}: no per-query {measure_label(measure)} in "
+                             f"{a.tasks[t].folder if not sa else b.tasks[t].folder}; "
+                             f"re-run `r2med evaluate -m {measure_label(measure)}`")
         stats = compare_paired(sa, sb, n_permutations=n_permutations, seed=seed)
         if stats.only_a or stats.only_b:
             notes.append(f"{t}: {stats.only_a} queries only in {a.name}, {stats.only_b} only in {b.name} (left out)")

@@ -281,7 +281,8 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
     if not systems:
         raise R2MedError("no systems to report; pass run folders written by `r2med evaluate`")
     if not any(measure in s.measures() for s in systems):
-        raise R2MedError(f"no run folder has {measure}; re-run `r2med evaluate --measure {measure}`")
+        label = measure_label(measure)
+        raise R2MedError(f"no run folder has {label}; re-run `r2med evaluate -m {label}` (it re-scores finished runs)")
     tasks = task_order(systems)
     base = None
     if baseline is not None:
