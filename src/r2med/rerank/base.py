@@ -45,7 +45,7 @@ RerankerFactory = Callable[..., Reranker]
 _REGISTRY: dict[str, tuple[RerankerFactory, str]] = {}
 
 #: Modules that register rerankers when imported (they import heavy libraries lazily).
-BUILTIN_MODULES = ["cross_encoder", "rankllama", "listwise"]
+BUILTIN_MODULES = ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank"]
 
 
 def register_reranker(name: str, factory: RerankerFactory, description: str = "") -> None:
