@@ -57,12 +57,12 @@ def main() -> None:
 
     import openai
 
-    from r2med.expansion.generate import build_messages, paper_sampling
+    from r2med.expansion.generate import expansion_messages, paper_sampling
     from r2med.llm import LLMClient
 
     rng = random.Random(0)
     queries = [" ".join(rng.choice(WORDS) for _ in range(30)) + f" ({i})" for i in range(args.queries)]
-    batch = [build_messages("hyde", "MedXpertQA-Exam", q) for q in queries]
+    batch = [expansion_messages("hyde", "MedXpertQA-Exam", q) for q in queries]
     sampling = paper_sampling(api=True)
 
     with server_process(args.latency) as url:

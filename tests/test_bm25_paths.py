@@ -21,6 +21,7 @@ def corpus():
     return docs, queries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flavour", ["paper", "standard"])
 def test_threaded_and_batched_search_equal_one_batch(corpus, flavour):
     docs, queries = corpus

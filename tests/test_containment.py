@@ -17,19 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.errors import DataError, R2MedError
 from r2med.metrics import evaluate
-from r2med.pipeline import metrics_payload
+from r2med.jobs.folders import metrics_payload
 from r2med.run import read_trec, write_task_results
 
 CORPUS = {"a": "insulin glucose", "b": "asthma inhaler", "c": "fever cough", "d": "migraine"}
 
 
 def r2med(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, cwd=cwd,
-                          env=full, timeout=300)
+    return run_r2med(*args, cwd=cwd, env=env)
 
 
 def one_line_error(res: subprocess.CompletedProcess) -> str:
@@ -124,7 +123,7 @@ def test_fuse_does_not_write_where_metrics_json_says(tmp_path, hostile):
 
 
 def test_rerank_inputs_reject_a_hostile_task_and_retriever(tmp_path):
-    from r2med.rerank.folders import load_inputs
+    from r2med.jobs.rerank import load_inputs
 
     data = make_data(tmp_path)
     folder = make_run_folder(tmp_path, "one", data)
@@ -333,6 +332,7 @@ STRESS_WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_write_task_results_never_fail(tmp_path):
     import time
 

@@ -21,6 +21,7 @@ from r2med.errors import DataError, R2MedError
 from r2med.metrics import evaluate
 from r2med.run import read_trec
 
+from conftest import run_r2med
 from test_data import make_r2med, write_jsonl
 
 
@@ -35,10 +36,7 @@ def paper_loader(path: Path, id_key: str = "id") -> dict[str, str]:
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    return run_r2med(*args, env=env)
 
 
 # -- repeated ids ------------------------------------------------------------------------------------

@@ -12,16 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import minilm_path, shared_collection
+from conftest import minilm_path, run_r2med, shared_collection
 from test_dense_fixtures import bert_dir  # noqa: F401
 
 from r2med.run import read_trec
 
 
 def r2med(*args: str, home: Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "R2MED_HOME": str(home), "HF_HUB_OFFLINE": "1", **(extra_env or {})}
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, env=env,
-                          timeout=900)
+    return run_r2med(*args, env={"R2MED_HOME": str(home), "HF_HUB_OFFLINE": "1", **(extra_env or {})})
 
 
 def small_collection(folder: Path) -> Path:
@@ -39,9 +37,9 @@ def small_collection(folder: Path) -> Path:
     (["--retriever", "no-such-model"], "unknown retriever"),
     (["--retriever", "dense", "--model", "/no/such/model/folder"], "does not exist"),
     (["--retriever", "openai"], "OPENAI_API_KEY"),
-    (["--retriever", "bm25", "--model", "x"], "apply to dense retrievers"),
+    (["--retriever", "bm25", "--model", "x"], "not an option of 'bm25'"),
     (["--retriever", "nv"], "--trust-remote-code"),
-    (["--retriever", "bm25", "--similarity", "dot"], "apply to dense retrievers"),
+    (["--retriever", "bm25", "--similarity", "dot"], "not an option of 'bm25'"),
     (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity"),
     (["--retriever", "bge", "--dtype", "fp8"], "unknown dtype"),
 ])
@@ -91,8 +89,11 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
     data = shared_collection("medline-med")
     model_path = minilm_path()
     cache = hf_cache_with(tmp_path / "hub", HUB_ID, model_path)
-    proc = r2med("evaluate", "--retriever", "dense", "--model", HUB_ID, "-d", str(data), "-o", str(tmp_path / "out"),
-                 home=r2med_home, extra_env={"HF_HUB_CACHE": str(cache)})
+    # a real process: huggingface_hub reads HF_HUB_CACHE once, at import
+    env = {**os.environ, "R2MED_HOME": str(r2med_home), "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
+    proc = subprocess.run([sys.executable, "-m", "r2med", "evaluate", "--retriever", "dense", "--model", HUB_ID,
+                           "-d", str(data), "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env,
+                          timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "dense" / "medline-med"
     run = read_trec(folder / "run.trec")

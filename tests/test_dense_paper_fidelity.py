@@ -309,8 +309,9 @@ def test_cross_encoder_rerankers_default_to_fp32_as_the_paper():
 
 def test_similarity_and_dtype_in_published_matching(tmp_path):
     from r2med.protocol import published_ndcg10
-    from r2med.report import build_leaderboard, load_systems
-    from r2med.report.systems import PublishedKey, match_published, nonpaper_precision
+    from r2med.jobs.folders import find_systems as load_systems
+    from r2med.report import build_leaderboard
+    from r2med.published import PublishedKey, match_published, nonpaper_precision
     from r2med.run import write_task_results
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}
@@ -343,23 +344,41 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
 def test_torch_search_path_normalises_docs_like_numpy():
     """The GPU search code (torch), run on the CPU here: same cosine top-k as the numpy path."""
     pytest.importorskip("torch")
-    from r2med.retrieval.dense import _exact_top_k_torch
 
     rng = np.random.default_rng(4)
     d = (rng.normal(size=(150, 6)) * rng.uniform(0.1, 10, size=(150, 1))).astype(np.float32)
     q = rng.normal(size=(4, 6)).astype(np.float32)
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     s_np, i_np = exact_top_k(q, d, 7, chunk=40, normalize_docs=True, device="cpu")
-    s_t, i_t = _exact_top_k_torch(q, d, 7, None, 40, "cpu", normalize_docs=True)
+    s_t, i_t = exact_top_k(q, d, 7, chunk=40, normalize_docs=True, device="cpu", torch_products=True)
     assert i_t.tolist() == i_np.tolist()
     np.testing.assert_allclose(s_t, s_np, atol=1e-6)
 
 
 def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype():
-    from r2med.cli.core import paper_scoring, precision_note
+    """The summary `r2med evaluate` prints: published figures only for the paper's similarity; a precision
+    other than the paper's keeps them, with a note (decided from the stored configuration)."""
+    from r2med.jobs.evaluate import summary
+    from r2med.jobs.folders import TaskResult
+    from r2med.metrics import Metrics
+    from r2med.published import PublishedKey
+    from r2med.report.summary import precision_note
 
-    assert paper_scoring("bge", None) and paper_scoring("bge", "cosine") and not paper_scoring("bge", "dot")
-    assert precision_note("bge", None) is None and precision_note("bge", "fp32") is None
-    assert precision_note("nv", "fp16") is None and precision_note("bmr-7b", None) is None
-    assert "bf16" in precision_note("bge", "bf16") and "fp32" in precision_note("bge", "bf16")
-    assert precision_note("openai", "bf16") is None  # API embedders have no precision to compare
+    def result(retriever, similarity=None, dtype=None):
+        config = {"retriever": retriever, "options": {k: v for k, v in (("similarity", similarity), ("dtype", dtype))
+                                                      if v is not None},
+                  "similarity": similarity or "cosine", "encoder": {"dtype": dtype or get_preset(retriever).dtype}}
+        return [TaskResult("Biology", Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)), None, config=config)]
+
+    def note(retriever, dtype=None):
+        return precision_note(summary(retriever, result(retriever, dtype=dtype)))
+
+    assert summary("bge", result("bge")).published == PublishedKey("bge")
+    assert summary("bge", result("bge", "cosine")).published == PublishedKey("bge")
+    assert summary("bge", result("bge", "dot")).published is None
+    assert note("bge") is None and note("bge", "fp32") is None
+    assert note("nv", "fp16") is None and note("bmr-7b") is None
+    assert "bf16" in note("bge", "bf16") and "fp32" in note("bge", "bf16")
+    api = [TaskResult("Biology", Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)), None,
+                      config={"retriever": "openai", "encoder": {"dtype": "bf16"}})]
+    assert precision_note(summary("openai", api)) is None  # API embedders have no precision to compare

@@ -81,6 +81,7 @@ KILL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigkill_part_way_then_resume_gives_identical_embeddings(bert_dir, tmp_path, r2med_home):
     docs = corpus(55, seed=3)
     docs_file = tmp_path / "docs.json"
@@ -262,12 +263,12 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
 
     from r2med.data.loaders import load_folder
     from r2med.metrics import evaluate
-    from r2med.pipeline import run_collection
+    from r2med.jobs.evaluate import run_task
 
     collection = load_folder(shared_collection("medline-med"))
     model = _wide_bert(tmp_path / "wide_bert")
     options = {"model": model, "pooling": "mean", "max_length": 128, "device": "cpu"}
-    clean = run_collection(collection, "dense", options, out=tmp_path / "clean").metrics.aggregate["ndcg_cut_10"]
+    clean = run_task(collection, "dense", options, out=tmp_path / "clean").metrics.aggregate["ndcg_cut_10"]
     docs = [e for e in (r2med_home / "embeddings").iterdir()
             if json.loads((e / "meta.json").read_text())["role"] == "documents"]
     final = docs[0] / "embeddings.npy"
@@ -279,7 +280,7 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
     assert final.stat().st_size == size
     damaged = np.load(final)
     with caplog.at_level("WARNING"):
-        repaired = run_collection(collection, "dense", options, out=tmp_path / "again")
+        repaired = run_task(collection, "dense", options, out=tmp_path / "again")
     assert "fail their checksum" in caplog.text
     assert repaired.metrics.aggregate["ndcg_cut_10"] == clean
     # the damage matters: the same search over the damaged rows scores far off

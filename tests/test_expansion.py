@@ -9,36 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_collection
+from conftest import run_r2med, shared_collection
 from r2med.data import load_folder
 from r2med.errors import DataError, R2MedError
-from r2med.expansion import ExpansionQueries, combine, family_of, load_expansions, parse_spec, strip_for
+from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
 from r2med.expansion.precomputed import expansion_builder
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
+from r2med.run import as_written
 from r2med.retrieval.bm25 import BM25
 
 
-def r2med(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
-
-
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """Run ``r2med ARGS`` in this process (``main()``: exit codes, one-line errors) -- faster than a subprocess."""
-    import contextlib
-    import io
-    from unittest import mock
-
-    from r2med.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with mock.patch.object(sys, "argv", ["r2med", *args]), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return subprocess.CompletedProcess(["r2med", *args], code, out.getvalue(), err.getvalue())
+    return run_r2med(*args)
 
 
 # -- reasoning traces -------------------------------------------------------------------------------
@@ -74,7 +56,7 @@ def test_trace_stripping_per_family(llm, text, expected):
     ("meta-llama/Meta-Llama-3.1-70B-Instruct", "none"),
 ])
 def test_family_from_model_ids(model, family):
-    assert family_of(model) == family
+    assert trace_format_of(model) == family
 
 
 # -- combination rules ------------------------------------------------------------------------------
@@ -147,14 +129,17 @@ def test_expanded_bm25_run_equals_searching_the_expansions_directly(tmp_path):
     folder = shared_collection("r2med-biology-demo")
     coll = load_folder(folder)
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
-    result = run_collection(coll, "bm25", {"cache": False}, k=10, out=tmp_path,
-                            query_builder=ExpansionQueries("hyde", "qwen-7b"), label="bm25+hyde-qwen-7b")
+    result = run_task(coll, "bm25", {"cache": False}, k=10, out=tmp_path,
+                      query_builder=ExpansionQueries("hyde", "qwen-7b"), label="bm25+hyde-qwen-7b")
     direct = BM25(cache=False).index(coll.corpus).search({q: raw[q]["hy_doc"] for q in coll.queries}, k=10)
-    assert result.run == direct
+    assert result.run == as_written(direct)  # the run as run.trec holds it
     plain = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)
     assert plain != direct  # the expansion changed the ranking
     stored = json.loads((tmp_path / coll.name / "metrics.json").read_text())
-    assert stored["config"]["queries"].startswith("hyde:qwen-7b")
+    expansion = stored["config"]["expansion"]  # a structured record (method, LLM, trace rule, files, the file read)
+    assert {k: expansion[k] for k in ("method", "llm", "trace", "rule")} == {
+        "method": "hyde", "llm": "qwen-7b", "trace": "auto", "rule": "paper-v1"}
+    assert expansion["file"] == str(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
 
 
 # -- loading errors ----------------------------------------------------------------------------------
@@ -220,7 +205,7 @@ def test_evaluate_cli_with_expansion_writes_labelled_folder(tmp_path):
 
 
 def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
-    res = r2med("evaluate", "--tasks", "Biology", "--expansion", "hyde:nonexistent", "--out", str(tmp_path))
+    res = run_cli("evaluate", "--tasks", "Biology", "--expansion", "hyde:nonexistent", "--out", str(tmp_path))
     assert res.returncode == 2
     assert "unknown hyde split 'nonexistent'" in res.stderr and "Traceback" not in res.stderr
     assert not any(tmp_path.iterdir())
@@ -271,7 +256,7 @@ def test_dense_hyde_scores_are_the_mean_of_query_and_expansion_embeddings(tmp_pa
     coll = load_folder(folder)
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
     path = minilm_path()
-    result = run_collection(coll, "dense", {"model": path, "max_length": 64, "cache": False, "device": "cpu"}, k=10,
+    result = run_task(coll, "dense", {"model": path, "max_length": 64, "cache": False, "device": "cpu"}, k=10,
                             query_builder=ExpansionQueries("hyde", "qwen-7b"))
     model = SentenceTransformer(path, device="cpu")
     model.max_seq_length = 64

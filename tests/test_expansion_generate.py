@@ -17,7 +17,7 @@ from llm_server import Faults, LLMServer, default_reply
 from test_expansion import run_cli
 from r2med.data import load_folder
 from r2med.errors import R2MedError
-from r2med.expansion.generate import (build_messages, generate_expansions, lamer_passages, paper_sampling,
+from r2med.expansion.generate import (expansion_messages, generate_expansions, lamer_passages, paper_sampling,
                                       prompt_task, write_expansion_file)
 from r2med.llm import LLMClient
 from r2med.protocol import protocol
@@ -64,20 +64,20 @@ def read_out(path: Path) -> list[dict]:
 
 # -- prompts ----------------------------------------------------------------------------------------
 def test_hyde_prompt_is_the_papers_for_the_task():
-    messages = build_messages("hyde", "Biology", "Why do cells divide?")
+    messages = expansion_messages("hyde", "Biology", "Why do cells divide?")
     assert messages == [
         {"role": "system", "content": "You are a helpful assistant."},
         {"role": "user", "content": "Please write a passage to help answer the Biology post.\n"
                                     "Post: Why do cells divide?\nPassage: "},
     ]
-    clinical = build_messages("hyde", "PMC-Clinical", "A 40-year-old man...")[1]["content"]
+    clinical = expansion_messages("hyde", "PMC-Clinical", "A 40-year-old man...")[1]["content"]
     assert clinical == ("Please write a similar case to help diagnose the Clinical Case.\n"
                         "Case: A 40-year-old man...\nSimilar Case: ")
 
 
 def test_query2doc_prompt_carries_few_shot_examples_and_braces_survive():
     query = "What does {x} mean in awk '{print $1}'?"
-    content = build_messages("query2doc", "Bioinformatics", query)[1]["content"]
+    content = expansion_messages("query2doc", "Bioinformatics", query)[1]["content"]
     assert content.startswith("Write a passage to help answer the Bioinformatics post.\n\n###Examples:###")
     assert content.endswith(f"###Real Test:###\nPost: {query}\nPassage: ")
     assert protocol()["query2doc_few_shot_examples"]["Bioinformatics"].strip() in content
@@ -124,8 +124,8 @@ def test_lamer_passages_tied_in_score_keep_corpus_order(tmp_path):
     filler = {did: text for did, text in coll.corpus.items()}
     # same length, one 'alpha' each: tied scores; ids ordered neither as the corpus nor reversed
     tied = {"m3": "alpha gamma", "z1": "alpha beta", "a2": "alpha delta", "q9": "alpha epsilon"}
-    coll.corpus = {**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])}
-    coll.queries = {"q0": "alpha"}
+    coll = coll.replace(corpus={**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])},
+                        queries={"q0": "alpha"})
     scores = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)["q0"]
     assert len({round(scores[d], 9) for d in tied}) == 1  # they do tie
     passages = lamer_passages(coll, k=3)["q0"]
@@ -152,6 +152,7 @@ def test_generate_and_write_file_in_r2med_layout(tmp_path):
 
 
 # -- r2med expand -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=30)
     out = tmp_path / "exp"
@@ -181,6 +182,7 @@ def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
     assert (tmp_path / "runs" / "bm25+hyde-test-model" / "Biology" / "run.trec").exists()
 
 
+@pytest.mark.slow
 def test_sigkill_half_way_then_resume(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=40)
     out = tmp_path / "exp"

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from conftest import shared_collection
+from conftest import run_r2med, shared_collection
 from r2med.cli import app
 from r2med.errors import R2MedError
 from r2med.fusion import comb, fuse, normalise, rrf
@@ -115,8 +113,7 @@ def test_fuse_command_errors(tmp_path):
     assert isinstance(result.exception, R2MedError) and "no such run folder" in str(result.exception)
     result = runner.invoke(app, ["fuse", str(tmp_path), str(tmp_path), "--weights", "1,x"])
     assert isinstance(result.exception, R2MedError) and "comma-separated numbers" in str(result.exception)
-    res = subprocess.run([sys.executable, "-m", "r2med", "fuse", str(tmp_path), str(tmp_path), "--method", "borda"],
-                         capture_output=True, text=True, timeout=120)
+    res = run_r2med("fuse", str(tmp_path), str(tmp_path), "--method", "borda")
     assert res.returncode == 2 and "unknown fusion method 'borda'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # nothing written
@@ -156,8 +153,9 @@ def test_combmnz_is_combsum_times_hits(lists):
 
 def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.data.loaders import load_folder
-    from r2med.pipeline import metrics_payload
-    from r2med.rerank.folders import fuse_inputs, load_inputs
+    from r2med.jobs.folders import metrics_payload
+    from r2med.jobs.fuse import fuse_inputs
+    from r2med.jobs.rerank import load_inputs
     from r2med.run import write_task_results
 
     for task in ("t1", "t2"):

@@ -20,9 +20,11 @@ import pytest
 
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
-from r2med.pipeline import run_collection
-from r2med.report import build_leaderboard, load_systems
-from r2med.report.html import load_collections, write_html
+from r2med.jobs.evaluate import run_task
+from r2med.jobs.folders import find_systems as load_systems
+from r2med.report import build_leaderboard
+from r2med.jobs.report import expansion_texts, task_texts
+from r2med.report.html import write_html
 from r2med.run import read_trec
 from test_report import QUERIES, make_runs
 
@@ -48,11 +50,13 @@ def built(tmp_path_factory):
         (exp / "query_with_hydoc.jsonl").write_text("".join(
             json.dumps({"id": q, "text": t, "hy_doc": f"<think>secret reasoning {q}</think> {HYDOC[q]}"}) + "\n"
             for q, t in QUERIES.items()))
-        run_collection(load_folder(data / "Biology"), "bm25", {}, k=10, out=out / "bm25+hyde-r1-qwen-32b",
+        run_task(load_folder(data / "Biology"), "bm25", {}, k=10, out=out / "bm25+hyde-r1-qwen-32b",
                        label="bm25+hyde-r1-qwen-32b", query_builder=ExpansionQueries("hyde", "r1-qwen-32b"))
     systems = load_systems([out])
     board = build_leaderboard(systems)
-    page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board)
+    texts = task_texts(board.tasks, data)
+    page = write_html(root / "report.html", systems, collections=texts, board=board,
+                      expansions=expansion_texts(systems, texts))
     bare = write_html(root / "bare.html", systems, board=board)
     return {"out": out, "data": data, "page": page, "bare": bare, "board": board}
 
@@ -237,10 +241,10 @@ def hostile(tmp_path_factory):
         write_collection(data, "Biology", queries=HOSTILE_QUERIES, qrels=QRELS)
         coll = load_folder(data / "Biology")
         for name in ("bm25", "{{BARS}}"):
-            run_collection(coll, "bm25", {}, k=10, out=root / "runs" / name)
+            run_task(coll, "bm25", {}, k=10, out=root / "runs" / name)
     systems = load_systems([root / "runs"])
     board = build_leaderboard(systems)
-    page = write_html(root / "report.html", systems, collections=load_collections(board.tasks, data), board=board,
+    page = write_html(root / "report.html", systems, collections=task_texts(board.tasks, data), board=board,
                       title="{{META}} title")
     return {"page": page, "board": board}
 

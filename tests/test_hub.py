@@ -20,7 +20,7 @@ from hub_server import EXPANSION, ForwardingProxy, HubEmulator, fill_hf_cache, r
 
 from r2med.errors import R2MedError
 
-# The revisions MTEB pins for its R2MED tasks, as issue 10 lists them (an independent copy of the registry's data).
+# The revisions MTEB pins for its R2MED tasks (MTEB's R2MED task metadata; an independent copy of the registry's data).
 MTEB_PINS = {
     "Biology": "8b9fec2db9eda4b5742d03732213fbaee8169556",
     "Bioinformatics": "6021fce366892cbfd7837fa85a4128ea93315e18",
@@ -108,6 +108,7 @@ def test_bad_revision_spec_is_one_line_before_anything_runs(dirs, tmp_path):
 
 # -- downloads through the emulator ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_first_run_downloads_at_the_pinned_commit_and_the_second_makes_no_request(dirs, tmp_path):
     cache, home = dirs
     files = r2med_task_files()
@@ -276,6 +277,7 @@ def test_legacy_r2med_home_hub_gets_a_hint(r2med_home):
         load_task("Biology")
 
 
+@pytest.mark.slow
 def test_unreachable_hub_fails_within_seconds(dirs, tmp_path):
     cache, home = dirs
     # nothing listens: refused at once

@@ -136,7 +136,7 @@ def reverse_each_window(messages, body):
 
 
 def test_thirty_candidates_window_20_step_10_by_hand():
-    from r2med.rerank import rerank_run
+    from r2med.rerank.base import rerank as rerank_run
 
     with LLMServer(responder=reverse_each_window) as server:
         reranker = make(server)

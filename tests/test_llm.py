@@ -9,8 +9,10 @@ import time
 import pytest
 
 from llm_server import Faults, LLMServer, default_reply
+from conftest import run_r2med
 from r2med.errors import R2MedError
-from r2med.llm import LLMClient, LLMError, RequestCache, backoff_delay, parse_retry_after
+from r2med.llm import LLMClient, LLMError, RequestCache
+from r2med.retry import backoff_delay, parse_retry_after
 
 pytest.importorskip("openai")
 
@@ -211,7 +213,7 @@ def test_cache_lines_with_wrong_typed_or_missing_fields_are_re_requested(r2med_h
 def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
     """The reported case: a cached `text: 123` became `hy_doc: 123` in the expansion file."""
     from r2med.data.loaders import load_folder
-    from r2med.expansion.generate import build_messages, generate_expansions, paper_sampling, write_expansion_file
+    from r2med.expansion.generate import expansion_messages, generate_expansions, paper_sampling, write_expansion_file
     from r2med.expansion.precomputed import read_expansion_file
     from r2med.llm import default_cache_path
 
@@ -224,7 +226,7 @@ def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
     sampling = paper_sampling(api=False)
     with LLMServer() as server:
         client = LLMClient("test-model", base_url=server.base_url)
-        key = client.key(build_messages("hyde", "Biology", "what lowers glucose"), **sampling)
+        key = client.key(expansion_messages("hyde", "Biology", "what lowers glucose"), **sampling)
         client.close()
         default_cache_path("test-model").write_text(json.dumps({"key": key, "text": 123, "usage": {}}) + "\n")
         client = LLMClient("test-model", base_url=server.base_url)
@@ -237,12 +239,8 @@ def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
 # -- credentials in the endpoint URL -------------------------------------------------------------------
 
 def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
-    import os
-    import subprocess
-    import sys
-
     from r2med.data.loaders import load_folder
-    from r2med.pipeline import metrics_payload
+    from r2med.jobs.folders import metrics_payload
     from r2med.metrics import evaluate
     from r2med.run import write_task_results
 
@@ -256,13 +254,12 @@ def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
     coll = load_folder(data)
     run = {"q1": {d: 5.0 - i for i, d in enumerate(docs)}}
     write_task_results(tmp_path / "runs" / "first" / "toy", run, metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {}))
-    env = {**os.environ, "R2MED_HOME": str(r2med_home)}
+    env = {"R2MED_HOME": str(r2med_home)}
     with LLMServer() as server:
         plain_url = server.base_url
         url = plain_url.replace("http://", f"http://user:{secret}@")
-        res = subprocess.run([sys.executable, "-m", "r2med", "-v", "rerank", "--run", str(tmp_path / "runs" / "first"),
-                              "--reranker", "listwise", "--model", "test-model", "--base-url", url, "--top-k", "4"],
-                             capture_output=True, text=True, env=env, timeout=300)
+        res = run_r2med("-v", "rerank", "--run", str(tmp_path / "runs" / "first"), "--reranker", "listwise",
+                        "--model", "test-model", "--base-url", url, "--top-k", "4", env=env)
         assert res.returncode == 0, res.stderr
         assert server.completions >= 1
     assert secret not in res.stdout + res.stderr
@@ -273,10 +270,9 @@ def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
             if path.is_file():
                 assert secret.encode() not in path.read_bytes(), path
     # an unreachable endpoint: the one-line error names it without the secret
-    res = subprocess.run([sys.executable, "-m", "r2med", "expand", "--method", "hyde", "--model", "m",
-                          "--base-url", f"http://user:{secret}@127.0.0.1:9/v1", "--data-dir", str(data),
-                          "--prompt-task", "Biology", "-o", str(tmp_path / "exp"), "--max-retries", "1"],
-                         capture_output=True, text=True, env=env, timeout=300)
+    res = run_r2med("expand", "--method", "hyde", "--model", "m", "--base-url", f"http://user:{secret}@127.0.0.1:9/v1",
+                    "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp"), "--max-retries",
+                    "1", env=env)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert secret not in res.stdout + res.stderr and "http://***@127.0.0.1:9/v1" in res.stderr
 

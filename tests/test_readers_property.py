@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from r2med.errors import DataError, R2MedError  # noqa: E402
@@ -61,7 +61,7 @@ near_metrics = st.fixed_dictionaries({}, optional={
 
 
 def _check_metrics_file(path: Path) -> None:
-    from r2med.report.systems import load_system
+    from r2med.jobs.folders import load_system
     from r2med.run import read_metrics
 
     folder = path.parent
@@ -94,6 +94,7 @@ def test_metrics_reader_random_bytes(data):
 
 @SETTINGS
 @given(json_values | near_metrics)
+@example({"aggregate": {"\n": None}})  # a measure name with a line break: the error must stay one line
 def test_metrics_reader_random_json(value):
     folder = Path(tempfile.mkdtemp(prefix="r2med-prop-")) / "task"
     folder.mkdir()

@@ -7,17 +7,18 @@ import io
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data.loaders import load_folder
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
 from r2med.protocol import published_ndcg10
-from r2med.report import build_leaderboard, load_systems, parse_label
-from r2med.report.systems import PublishedKey, match_published
+from r2med.jobs.folders import find_systems as load_systems
+from r2med.published import parse_label
+from r2med.report import build_leaderboard
+from r2med.published import PublishedKey, match_published
 from r2med.run import read_trec, write_task_results
 
 DOCS = {
@@ -79,7 +80,7 @@ def make_runs(tmp_path: Path) -> tuple[Path, Path]:
     for task in ("Biology", "MedQA-Diag"):
         coll = load_folder(data / task)
         for name in ("bm25", "bm25-standard"):
-            run_collection(coll, name, {"k1": 0.9, "b": 0.4}, k=10, out=runs / name)
+            run_task(coll, name, {"k1": 0.9, "b": 0.4}, k=10, out=runs / name)
     return runs, data
 
 
@@ -242,12 +243,10 @@ def test_load_systems_accepts_roots_system_and_task_folders(runs):
 
 def test_cli_report_formats_and_errors(runs, tmp_path):
     out, _ = runs
-    res = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(out),
-                          "--format", "csv"], capture_output=True, text=True)
+    res = run_r2med("report", str(out), "--format", "csv")
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[0].startswith("system,reference,task,measure,value,published,delta")
-    bad = subprocess.run([sys.executable, "-c", "from r2med.cli import main; main()", "report", str(tmp_path / "missing")],
-                         capture_output=True, text=True)
+    bad = run_r2med("report", str(tmp_path / "missing"))
     assert bad.returncode == 2 and "no such run folder" in bad.stderr
 
 
@@ -270,15 +269,15 @@ def test_published_reference_rows(runs):
 
 def test_nested_system_folders_are_found(tmp_path):
     """`r2med fuse --out runs/fused` writes runs/fused/<name>/<task>/: the report finds it at any depth."""
-    from r2med.pipeline import run_collection
-    from r2med.report.systems import load_systems
+    from r2med.jobs.evaluate import run_task
+    from r2med.jobs.folders import find_systems as load_systems
 
     from test_data import make_r2med
     from r2med.data import load_folder
 
     coll = load_folder(make_r2med(tmp_path / "c"))
-    run_collection(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")
-    run_collection(coll, "bm25-standard", {}, out=tmp_path / "runs" / "fused" / "other")
+    run_task(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")
+    run_task(coll, "bm25-standard", {}, out=tmp_path / "runs" / "fused" / "other")
     names = sorted(s.name for s in load_systems([tmp_path / "runs"]))
     assert names == ["bm25", "other"]
     assert [s.name for s in load_systems([tmp_path / "runs" / "bm25"])] == ["bm25"]

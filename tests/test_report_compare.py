@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from r2med.report import compare_many, compare_systems, load_systems, render_comparisons
+from conftest import run_r2med
+from r2med.jobs.folders import find_systems as load_systems
+from r2med.report import compare_many, compare_systems, render_comparisons
 from r2med.run import read_metrics
 from test_report import make_runs
 
@@ -84,12 +84,10 @@ def test_renderings(runs):
 
 
 def test_cli_compare(runs):
-    cmd = [sys.executable, "-c", "from r2med.cli import main; main()", "compare"]
-    ok = subprocess.run(cmd + [str(runs / "bm25"), str(runs / "bm25-standard"), "--permutations", "1000"],
-                        capture_output=True, text=True)
+    ok = run_r2med("compare", str(runs / "bm25"), str(runs / "bm25-standard"), "--permutations", "1000")
     assert ok.returncode == 0, ok.stderr
     assert "bm25-standard vs bm25" in ok.stdout and "all queries" in ok.stdout
-    one = subprocess.run(cmd + [str(runs / "bm25")], capture_output=True, text=True)
+    one = run_r2med("compare", str(runs / "bm25"))
     assert one.returncode == 2 and "at least two systems" in one.stderr
 
 

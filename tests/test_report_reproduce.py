@@ -4,15 +4,15 @@ and runs (then reuses) what it can, graded against the published figure."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.metrics import evaluate
 from r2med.protocol import published_figures
-from r2med.report import reproduce as rp
+from r2med.jobs import reproduce as rp
+from r2med.report.reproduce import plan_rows
 from r2med.run import read_metrics, read_trec
 from test_report import QUERIES, write_collection
 
@@ -21,8 +21,8 @@ def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
     env = rp.Environment(None)
-    planned = rp.plan(rp.cells(), env)
-    rows = rp.plan_rows(planned)
+    planned = rp.plan(rp.targets(), env)
+    rows = plan_rows(planned)
     def label(f):
         if f.expansion.startswith("rerank:"):
             return f"{f.retriever}+{f.expansion[len('rerank:'):]}"
@@ -62,22 +62,24 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     """As src/eval_reranker.py: the first stage's top 10 (ties in corpus order), reranked, scored alone."""
     import pytrec_eval
 
-    from r2med.rerank import base as rerank_base
-    from r2med.retrieval import base as retrieval_base
+    from dataclasses import replace
+
+    from r2med.rerank.base import RERANKERS
     from r2med.retrieval.bm25 import _factory
+    from r2med.retrieval.registry import RETRIEVERS
     from test_report import synthetic
 
     docs, queries, qrels = synthetic(ndocs=60, nq=12)
     data = tmp_path / "data"
     write_collection(data, "Biology", docs, queries, qrels)
-    retrieval_base.available_retrievers(), rerank_base.available_rerankers()  # builtins registered first
     # stand-ins: paper BM25 for NV-Embed-v2 (no GPU/weights here), word overlap for bge-reranker
-    monkeypatch.setitem(retrieval_base._REGISTRY, "nv", (_factory("paper"), "stand-in"))
-    monkeypatch.setitem(rerank_base._REGISTRY, "bge-reranker", (lambda **o: OverlapReranker(), "stand-in"))
+    monkeypatch.setitem(RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper")))
+    monkeypatch.setitem(RERANKERS.records, "bge-reranker",
+                        replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker()))
     env = rp.Environment(data)
-    matrix = rp.cells(settings=["base", "reranker_top_10"], retrievers=["nv"], tasks=["Biology"])
+    matrix = rp.targets(settings=["base", "reranker_top_10"], retrievers=["nv"], tasks=["Biology"])
     planned = [rp.Planned(c, True, data="test") for c in matrix if c.label in ("nv", "nv+bge-reranker")]
-    assert [p.cell.label for p in planned] == ["nv", "nv+bge-reranker"]
+    assert [p.target.label for p in planned] == ["nv", "nv+bge-reranker"]
     out = tmp_path / "repro"
     outcomes = rp.run_matrix(planned, out, env)
     assert all(o.status in ("pass", "fail") for o in outcomes), [o.detail for o in outcomes]
@@ -99,7 +101,7 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     for m in ("ndcg_cut_10", "recall_100", "recip_rank"):
         assert stored["aggregate"][m] == pytest.approx(sum(r[m] for r in ref.values()) / len(ref), abs=1e-12)
     graded = outcomes[1]
-    assert graded.cell.published == 22.79 and graded.value == pytest.approx(100 * stored["aggregate"]["ndcg_cut_10"])
+    assert graded.target.published == 22.79 and graded.value == pytest.approx(100 * stored["aggregate"]["ndcg_cut_10"])
     # the first stage is shared with the nv cell and everything is reused on a second run
     again = rp.run_matrix(planned, out, env)
     assert all(o.reused for o in again) and [o.value for o in again] == [o.value for o in outcomes]
@@ -107,7 +109,7 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
 
 def test_api_key_present_removes_that_reason(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    planned = rp.plan(rp.cells(settings=["base"], retrievers=["openai"]), rp.Environment(None))
+    planned = rp.plan(rp.targets(settings=["base"], retrievers=["openai"]), rp.Environment(None))
     assert all("API key" not in r for p in planned for r in p.reasons)
 
 
@@ -126,13 +128,13 @@ def data_dir(tmp_path):
 
 def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
     env = rp.Environment(data_dir)
-    matrix = rp.cells(settings=["base", "gar"], retrievers=["bm25"], tasks=["Biology"])
+    matrix = rp.targets(settings=["base", "gar"], retrievers=["bm25"], tasks=["Biology"])
     planned = rp.plan(matrix, env)
-    runnable = {p.cell.label for p in planned if p.runnable}
+    runnable = {p.target.label for p in planned if p.runnable}
     assert runnable == {"bm25", "bm25+hyde-gpt4"}  # the only expansion present locally
     out = tmp_path / "repro"
     outcomes = rp.run_matrix(planned, out, env)
-    done = {o.cell.label: o for o in outcomes if o.status != "skip"}
+    done = {o.target.label: o for o in outcomes if o.status != "skip"}
     assert set(done) == runnable
     coll = load_folder(data_dir / "Biology")
     for label, o in done.items():
@@ -140,7 +142,7 @@ def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
         # the graded value is the trec_eval value of the written run
         ref = evaluate(read_trec(folder / "run.trec"), coll.qrels, ["ndcg_cut_10"]).aggregate["ndcg_cut_10"]
         assert o.value == pytest.approx(100 * ref, abs=1e-9)
-        assert o.delta == pytest.approx(o.value - o.cell.published)
+        assert o.delta == pytest.approx(o.value - o.target.published)
         assert o.status == ("pass" if abs(o.delta) <= o.tolerance else "fail")
         assert read_metrics(folder)["retriever"] == label
     # the expansion was used: HyDE-only BM25 queries differ from the plain ones
@@ -153,19 +155,17 @@ def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
 
 
 def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
-    cmd = [sys.executable, "-c", "from r2med.cli import main; main()", "reproduce"]
-    dry = subprocess.run(cmd + ["--dry-run", "-r", "bm25", "--settings", "base", "-d", str(data_dir), "-f", "json"],
-                         capture_output=True, text=True)
+    dry = run_r2med("reproduce", "--dry-run", "-r", "bm25", "--settings", "base", "-d", str(data_dir), "-f", "json")
     assert dry.returncode == 0, dry.stderr
     rows = json.loads(dry.stdout)
     assert len(rows) == 8 and [r["task"] for r in rows if r["runnable"]] == ["Biology"]
-    run = subprocess.run(cmd + ["-r", "bm25", "--settings", "base", "-t", "Biology", "-d", str(data_dir),
-                                "-o", str(tmp_path / "o"), "-f", "json"], capture_output=True, text=True)
+    run = run_r2med("reproduce", "-r", "bm25", "--settings", "base", "-t", "Biology", "-d", str(data_dir),
+                    "-o", str(tmp_path / "o"), "-f", "json")
     result = json.loads(run.stdout)
     assert result[0]["config"] == "bm25" and result[0]["published"] == 19.19
     # a toy collection does not reproduce the paper: FAIL, and the exit code says so
     assert result[0]["status"] == "fail" and run.returncode == 1
-    bad = subprocess.run(cmd + ["--dry-run", "-r", "nope"], capture_output=True, text=True)
+    bad = run_r2med("reproduce", "--dry-run", "-r", "nope")
     assert bad.returncode == 2 and "no published figures" in bad.stderr
 
 
@@ -179,10 +179,10 @@ def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
     files = {name: (src / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
     fill_hf_cache(hf_cache, "R2MED/Bioinformatics", files, get_task("Bioinformatics").revision)
     env = rp.Environment(None)
-    planned = rp.plan(rp.cells(settings=["base"], retrievers=["bm25"]), env)
+    planned = rp.plan(rp.targets(settings=["base"], retrievers=["bm25"]), env)
     ready = [p for p in planned if p.runnable]
-    assert [p.cell.task for p in ready] == ["Bioinformatics"] and ready[0].data == "hub cache"
+    assert [p.target.task for p in ready] == ["Bioinformatics"] and ready[0].data == "hub cache"
     outcomes = rp.run_matrix(planned, tmp_path / "out", env)
     ran = [o for o in outcomes if o.status != "skip"]
-    assert len(ran) == 1 and ran[0].cell.published == 21.55 and ran[0].value is not None
+    assert len(ran) == 1 and ran[0].target.published == 21.55 and ran[0].value is not None
     assert read_metrics(tmp_path / "out" / "bm25" / "Bioinformatics")["revision"] == get_task("Bioinformatics").revision

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import minilm_path
 from r2med.errors import R2MedError
-from r2med.rerank import make_reranker, rerank_run
+from r2med.rerank import make_reranker, rerank
 from r2med.run import ranked
 
 torch = pytest.importorskip("torch")
@@ -96,7 +96,7 @@ def test_cross_encoder_scores_equal_direct_forward_pass(labels, bert_one, bert_t
 
 def test_rerank_run_orders_head_and_appends_tail(bert_two):
     reranker = make_reranker("cross-encoder", model=str(bert_two), batch_size=4)
-    out = rerank_run(RUN, QUERIES, CORPUS, reranker, top_k=3)
+    out = rerank(RUN, QUERIES, CORPUS, reranker, top_k=3)
     for qid, docs in RUN.items():
         first = [d for d, _ in ranked(docs)]
         head, tail = first[:3], first[3:]
@@ -112,9 +112,9 @@ def test_rerank_run_orders_head_and_appends_tail(bert_two):
 
 def test_rerank_run_top_k_only_and_short_lists(bert_one):
     reranker = make_reranker(str(bert_one))
-    out = rerank_run(RUN, QUERIES, CORPUS, reranker, top_k=4, keep_tail=False)
+    out = rerank(RUN, QUERIES, CORPUS, reranker, top_k=4, keep_tail=False)
     assert {q: set(d) for q, d in out.items()} == {q: {d for d, _ in ranked(docs)[:4]} for q, docs in RUN.items()}
-    deep = rerank_run(RUN, QUERIES, CORPUS, reranker, top_k=100)  # k beyond the list: everything reranked
+    deep = rerank(RUN, QUERIES, CORPUS, reranker, top_k=100)  # k beyond the list: everything reranked
     for qid in RUN:
         ref = _direct_scores(bert_one, [(QUERIES[qid], CORPUS[d]) for d in RUN[qid]], label=0)
         assert [d for d, _ in ranked(deep[qid])] == [list(RUN[qid])[i] for i in np.argsort(-ref)]
@@ -123,7 +123,7 @@ def test_rerank_run_top_k_only_and_short_lists(bert_one):
 def test_rerank_run_skips_queries_without_text(bert_one, caplog):
     reranker = make_reranker(str(bert_one))
     run = {**RUN, "q9": {"d1": 1.0}}
-    out = rerank_run(run, QUERIES, CORPUS, reranker, top_k=2)
+    out = rerank(run, QUERIES, CORPUS, reranker, top_k=2)
     assert set(out) == {"q1", "q2"}
     assert "1 run query have no query text" in caplog.text
 
@@ -217,7 +217,7 @@ def test_rerank_candidates_tied_in_score_keep_corpus_order():
     assert paper == ["b", "m", "z", "a", "k"]
     recorder = _Recorder()
     for k in (2, 3, 5):
-        out = rerank_run(run, {"q1": "query"}, corpus, recorder, top_k=k, keep_tail=True)
+        out = rerank(run, {"q1": "query"}, corpus, recorder, top_k=k, keep_tail=True)
         assert recorder.seen["q1"] == paper[:k]
         # the tail follows in the same first-stage order, below the reranked head
         tail = sorted((d for d in out["q1"] if d not in paper[:k]), key=lambda d: -out["q1"][d])

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from conftest import shared_collection
+from conftest import run_r2med, shared_collection
 from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.errors import R2MedError
 from r2med.metrics import evaluate
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
 from r2med.run import ranked, read_trec
 
 pytest.importorskip("torch")
@@ -33,8 +33,8 @@ def first_stage(tmp_path_factory):
     coll = load_folder(data)
     # a 12-query slice keeps the test quick
     keep = sorted(coll.queries)[:12]
-    coll.queries = {q: coll.queries[q] for q in keep}
-    coll.qrels = {q: coll.qrels[q] for q in keep if q in coll.qrels}
+    coll = coll.replace(queries={q: coll.queries[q] for q in keep},
+                        qrels={q: coll.qrels[q] for q in keep if q in coll.qrels})
     # ... and a 300-doc corpus: the judged docs of those queries, then the first docs of the file
     judged = {d for docs in coll.qrels.values() for d in docs}
     docs = [d for d in coll.corpus if d in judged] + [d for d in coll.corpus if d not in judged]
@@ -46,7 +46,7 @@ def first_stage(tmp_path_factory):
     (small / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
                                                for q, judged in coll.qrels.items() for d, g in judged.items()))
     coll = load_folder(small)
-    run_collection(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
+    run_task(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
     model = _tiny_bert(tmp_path_factory.mktemp("model"), 1, seed=5)
     return out / "runs", coll, model
 
@@ -97,7 +97,7 @@ def _broken_copy(runs: Path, tmp_path: Path, edit) -> Path:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, timeout=300)
+    return run_r2med(*args)
 
 
 def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):

@@ -12,9 +12,9 @@ from llm_server import Faults, LLMServer
 from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.metrics import evaluate
-from r2med.pipeline import metrics_payload
-from r2med.rerank import make_reranker, rerank_run
-from r2med.rerank.listwise import build_messages, parse_permutation, windows
+from r2med.jobs.folders import metrics_payload
+from r2med.rerank import make_reranker, rerank
+from r2med.rerank.listwise import ranking_messages, parse_permutation, windows
 from r2med.run import ranked, read_trec, write_task_results
 
 pytest.importorskip("openai")
@@ -64,9 +64,9 @@ def test_parse_permutation_repairs_bad_replies():
 
 
 def test_prompt_numbers_passages_and_shows_scores_when_asked():
-    plain = build_messages("q?", ["alpha", "beta"])[-1]["content"]
+    plain = ranking_messages("q?", ["alpha", "beta"])[-1]["content"]
     assert "[1] alpha" in plain and "[2] beta" in plain and "score" not in plain
-    scored = build_messages("q?", ["alpha", "beta"], [12.5, 3.25])[-1]["content"]
+    scored = ranking_messages("q?", ["alpha", "beta"], [12.5, 3.25])[-1]["content"]
     assert "[1] (first-stage score: 12.5) alpha" in scored and "[2] (first-stage score: 3.25) beta" in scored
 
 
@@ -75,7 +75,7 @@ def test_sliding_window_result_faults_retried_and_rerun_is_free(caplog):
     with LLMServer(faults, responder=responder) as server:
         reranker = make_reranker("listwise", model="test-model", base_url=server.base_url, window=4, step=2,
                                  timeout=0.4, backoff_base=0.01, backoff_max=0.05, concurrency=4)
-        out = rerank_run(RUN, QUERIES, CORPUS, reranker, top_k=7)
+        out = rerank(RUN, QUERIES, CORPUS, reranker, top_k=7)
         assert {q: [d for d, _ in ranked(docs)] for q, docs in out.items()} == EXPECTED
         assert out["q1"]["d4"] == 7.0 and out["q1"]["d7"] == 1.0
         assert reranker.client.usage.as_dict()["retries"] > 0  # faults happened and were retried
@@ -83,7 +83,7 @@ def test_sliding_window_result_faults_retried_and_rerun_is_free(caplog):
         seen = server.requests
 
         again = make_reranker("listwise", model="test-model", base_url=server.base_url, window=4, step=2)
-        assert rerank_run(RUN, QUERIES, CORPUS, again, top_k=7) == out
+        assert rerank(RUN, QUERIES, CORPUS, again, top_k=7) == out
         assert server.requests == seen  # the re-run made zero requests
         assert again.client.usage.as_dict()["cache_hits"] == 4
 
@@ -98,7 +98,7 @@ def test_with_scores_and_top_k_with_tail():
     with LLMServer(responder=spy) as server:
         reranker = make_reranker("listwise", model="test-model", base_url=server.base_url, window=3, step=1,
                                  with_scores=True, cache=False)
-        out = rerank_run({"q1": RUN["q1"]}, QUERIES, CORPUS, reranker, top_k=3)
+        out = rerank({"q1": RUN["q1"]}, QUERIES, CORPUS, reranker, top_k=3)
     # top 3 (d1 d2 d3) reranked perfectly in one window -> d2 d3 d1; then d4..d7 as before
     assert [d for d, _ in ranked(out["q1"])] == ["d2", "d3", "d1", "d4", "d5", "d6", "d7"]
     assert len(prompts) == 1 and "[1] (first-stage score: 9) d1" in prompts[0]

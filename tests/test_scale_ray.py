@@ -13,7 +13,7 @@ import pytest
 
 from r2med import load_folder
 from r2med.data.loaders import load_demo
-from r2med.pipeline import run_collection
+from r2med.jobs.evaluate import run_task
 
 from conftest import minilm_path, shared_collection
 
@@ -40,18 +40,18 @@ def test_sharded_bm25_on_ray_equals_in_process(cluster):
 
 
 def test_matrix_on_ray_equals_sequential(cluster, tmp_path, r2med_home):
-    from r2med.scale.matrix import Cell, evaluate_matrix
+    from r2med.jobs.ray import MatrixJob, evaluate_matrix
 
     path = shared_collection("medline-med")
     loaders = {"medline-med": lambda: load_folder(path), "demo": load_demo}
-    cells = [Cell(r, t, load) for r in ("bm25", "bm25-standard") for t, load in loaders.items()]
+    cells = [MatrixJob(r, t, load) for r in ("bm25", "bm25-standard") for t, load in loaders.items()]
     finished = []
     results = evaluate_matrix(cells, k=50, out=tmp_path, on_done=lambda c, r: finished.append((c.retriever, c.task)))
     assert sorted(finished) == sorted((c.retriever, c.task) for c in cells)
     # The tasks used this test's r2med home (forwarded by the driver) for their BM25 indexes.
     assert len(list((r2med_home / "bm25").iterdir())) == 2  # one per corpus, shared by both flavours
     for cell, result in zip(cells, results):
-        expected = run_collection(cell.load(), cell.retriever, {}, k=50)
+        expected = run_task(cell.load(), cell.retriever, {}, k=50)
         assert result.task == expected.task
         assert result.run == expected.run
         assert result.metrics.aggregate == expected.metrics.aggregate
@@ -141,7 +141,7 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     res = runner.invoke(app, ["evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out)])
     assert res.exit_code == 0, res.output
     for retriever in ("bm25", "bm25-standard"):
-        expected = run_collection(load_folder(medline), retriever, {}, k=100).run
+        expected = run_task(load_folder(medline), retriever, {}, k=100).run
         got = read_trec(out / retriever / "medline-med" / "run.trec")
         assert got.keys() == expected.keys()
         for qid in got:

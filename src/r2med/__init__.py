@@ -15,20 +15,26 @@ _EXPORTS = {
     "Collection": "data", "load_folder": "data", "load_task": "data", "read_qrels": "data",
     "Metrics": "metrics", "evaluate": "metrics",
     "BM25": "retrieval", "make_retriever": "retrieval",
+    "fuse": "fusion",
+    "make_reranker": "rerank",
     "Run": "run", "read_trec": "run", "write_trec": "run",
 }
 
-__all__ = ["BM25", "Collection", "Metrics", "Run", "__version__", "evaluate", "load_folder", "load_task",
-           "make_retriever", "read_qrels", "read_trec", "write_trec"]
+__all__ = ["BM25", "Collection", "Metrics", "Run", "__version__", "evaluate", "fuse", "load_folder", "load_task",
+           "make_reranker", "make_retriever", "read_qrels", "read_trec", "rerank", "write_trec"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .data import Collection, load_folder, load_task, read_qrels
+    from .fusion import fuse
     from .metrics import Metrics, evaluate
+    from .rerank import make_reranker, rerank
     from .retrieval import BM25, make_retriever
     from .run import Run, read_trec, write_trec
 
 
 def __getattr__(name: str) -> Any:
+    if name == "rerank":  # the reranking package, callable as its rerank() function
+        return importlib.import_module(".rerank", __name__)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'r2med' has no attribute {name!r}")

@@ -21,21 +21,35 @@ from collections.abc import Mapping, Sequence
 from .errors import R2MedError
 from .run import Run, ranked, truncate
 
-METHODS = ("rrf", "combsum", "combmnz")
+FUSION_METHODS = ("rrf", "combsum", "combmnz")
 NORMS = ("minmax", "zscore", "none")
 RRF_K = 60
 
 
-def _weights(runs: Sequence[Mapping], weights: Sequence[float] | None) -> list[float]:
-    if not runs:
+def _weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
+    if not n_runs:
         raise R2MedError("fusion needs at least one run")
     if weights is None:
-        return [1.0] * len(runs)
-    if len(weights) != len(runs):
-        raise R2MedError(f"{len(weights)} weight(s) given for {len(runs)} run(s); give one weight per run")
+        return [1.0] * n_runs
+    if len(weights) != n_runs:
+        raise R2MedError(f"{len(weights)} weight(s) given for {n_runs} run(s); give one weight per run")
     if any(not math.isfinite(w) or w < 0 for w in weights):
         raise R2MedError("fusion weights must be finite and non-negative")
+    if not any(weights):
+        raise R2MedError("fusion weights: at least one weight must be above 0")
     return [float(w) for w in weights]
+
+
+def check_fusion(n_runs: int, method: str = "rrf", k: float = RRF_K, norm: str = "minmax",
+                 weights: Sequence[float] | None = None) -> None:
+    """Refuse fusion settings before any run is read: the method, RRF's k, the normalisation, the weights."""
+    if method not in FUSION_METHODS:
+        raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")
+    if method == "rrf" and k < 0:
+        raise R2MedError("the RRF constant k must be non-negative")
+    if norm not in NORMS:
+        raise R2MedError(f"unknown normalisation {norm!r}; choose from: {', '.join(NORMS)}")
+    _weights(n_runs, weights)
 
 
 def rrf(runs: Sequence[Mapping[str, Mapping[str, float]]], k: float = RRF_K,
@@ -43,7 +57,7 @@ def rrf(runs: Sequence[Mapping[str, Mapping[str, float]]], k: float = RRF_K,
     """Reciprocal rank fusion of ``runs`` (``k`` = 60 by default)."""
     if k < 0:
         raise R2MedError("the RRF constant k must be non-negative")
-    ws = _weights(runs, weights)
+    ws = _weights(len(runs), weights)
     fused: dict[str, dict[str, float]] = {}
     for run, w in zip(runs, ws):
         for qid, docs in run.items():
@@ -77,7 +91,7 @@ def comb(runs: Sequence[Mapping[str, Mapping[str, float]]], method: str = "combs
     """CombSUM (``method="combsum"``) or CombMNZ (``"combmnz"``) of normalised scores."""
     if method not in ("combsum", "combmnz"):
         raise R2MedError(f"unknown score fusion {method!r}; use combsum or combmnz")
-    ws = _weights(runs, weights)
+    ws = _weights(len(runs), weights)
     sums: dict[str, dict[str, float]] = {}
     hits: dict[str, dict[str, int]] = {}
     for run, w in zip(runs, ws):
@@ -98,4 +112,4 @@ def fuse(runs: Sequence[Mapping[str, Mapping[str, float]]], method: str = "rrf",
         return rrf(runs, k=k, weights=weights, depth=depth)
     if method in ("combsum", "combmnz"):
         return comb(runs, method=method, norm=norm, weights=weights, depth=depth)
-    raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(METHODS)}")
+    raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")

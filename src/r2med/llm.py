@@ -6,9 +6,9 @@ benchmark run needs on top:
 
 * **bounded concurrency** -- ``chat_many`` runs up to ``concurrency`` requests at once
   (threads; the openai client is thread-safe), results come back in input order;
-* **retries** -- 408/409/429/5xx, timeouts and dropped connections are retried with
-  exponential backoff and full jitter, honouring ``Retry-After`` / ``retry-after-ms``;
-  401/403/404 and an endpoint that never answered are fatal (:class:`LLMError`);
+* **retries** -- 408/409/425/429/5xx, timeouts and dropped connections are retried
+  (:mod:`r2med.retry`: exponential backoff with jitter, or the server's ``Retry-After`` /
+  ``retry-after-ms``); 401/403/404 and an endpoint that never answered are fatal (:class:`LLMError`);
 * **an on-disk request cache** -- every successful answer is appended (one JSON line,
   flushed and fsync'd) to ``cache_dir("llm")/<model>-<hash>.jsonl`` *before* it is
   returned, keyed by (model, messages, sampling params).  A re-run costs no request and
@@ -35,11 +35,9 @@ It raises :class:`LLMError` (an ``R2MedError``) only for problems no retry can f
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
-import random
 import re
 import threading
 import time
@@ -52,13 +50,13 @@ from typing import Any
 from .cache import cache_dir, fingerprint
 from .errors import MissingExtraError, R2MedError
 from .redact import redact_url
+from .retry import Cancelled, GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 
 log = logging.getLogger(__name__)
 
 Message = Mapping[str, str]
 Messages = Sequence[Message]
 
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 FATAL_STATUS = {401: "the endpoint rejected the API key (401); set OPENAI_API_KEY or pass --api-key",
                 403: "the endpoint refused access (403); check the API key's permissions",
                 404: "the endpoint has no such model or route (404); check --model and --base-url"}
@@ -231,43 +229,6 @@ def default_cache_path(model: str) -> Path:
     return cache_dir("llm") / f"{safe}-{fingerprint(model)[:8]}.jsonl"
 
 
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), if given."""
-    if not headers:
-        return None
-    lower = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lower:
-        try:
-            return max(0.0, float(lower["retry-after-ms"]) / 1000.0)
-        except ValueError:
-            pass
-    value = lower.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
-    """Exponential backoff with jitter: uniform in [d/2, d] where d = min(cap, base * 2**attempt)."""
-    d = min(cap, base * (2 ** attempt))
-    return d * (0.5 + 0.5 * rng.random())
-
-
-class _Transient(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, connect: bool = False):
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.connect = connect
-
-
 class LLMClient:
     """An OpenAI-compatible chat client with bounded concurrency, retries and an on-disk cache.
 
@@ -298,10 +259,7 @@ class LLMClient:
         self.concurrency = int(concurrency)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self._rng = random.Random(seed)
-        self._rng_lock = threading.Lock()
+        self.retry = RetryPolicy(self.max_retries, float(backoff_base), float(backoff_max), seed)
         self.usage = Usage()
         if cache is True:
             self.cache: RequestCache | None = RequestCache(default_cache_path(model))
@@ -359,9 +317,9 @@ class LLMClient:
             response = client.chat.completions.create(model=self.model, messages=[dict(m) for m in messages],
                                                       **params)
         except openai.APITimeoutError:
-            raise _Transient(f"timed out after {self.timeout:g}s") from None
+            raise Transient(f"timed out after {self.timeout:g}s") from None
         except openai.APIConnectionError as exc:
-            raise _Transient(f"cannot connect to {self.describe()['base_url']} ({exc.__cause__ or exc})",
+            raise Transient(f"cannot connect to {self.describe()['base_url']} ({exc.__cause__ or exc})",
                              connect=True) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -371,17 +329,17 @@ class LLMClient:
                 raise LLMError(f"{self.describe()['base_url']}: {FATAL_STATUS[status]} "
                                f"[model {self.model!r}]") from None
             detail = _short(exc.message)
-            if status in RETRY_STATUS or status >= 500:
-                raise _Transient(f"HTTP {status}: {detail}", retry_after=parse_retry_after(headers)) from None
+            if retryable(status):
+                raise Transient(f"HTTP {status}: {detail}", retry_after=parse_retry_after(headers)) from None
             raise _Permanent(f"HTTP {status}: {detail}") from None
         except openai.APIError as exc:  # e.g. a reply that is not a chat completion
             self._ever_connected = True
-            raise _Transient(f"bad reply from the endpoint ({type(exc).__name__}: {_short(exc)})") from None
+            raise Transient(f"bad reply from the endpoint ({type(exc).__name__}: {_short(exc)})") from None
         self._ever_connected = True
         choice = response.choices[0] if response.choices else None
         text = getattr(getattr(choice, "message", None), "content", None) if choice else None
         if text is None:
-            raise _Transient("the endpoint returned no message content")
+            raise Transient("the endpoint returned no message content")
         usage = {}
         if getattr(response, "usage", None) is not None:
             usage = {"prompt_tokens": int(response.usage.prompt_tokens or 0),
@@ -391,40 +349,35 @@ class LLMClient:
     def _run_one(self, messages: Messages, sampling: Mapping[str, Any], key: str,
                  on_retry: Callable[[str], None] | None, stop: threading.Event) -> Result:
         attempts = 0
-        last_error = ""
-        while True:
+
+        def attempt() -> tuple[str, dict[str, int], str | None]:
+            nonlocal attempts
             if stop.is_set():
-                return Result(error="cancelled", attempts=attempts, key=key)
+                raise Cancelled()
             attempts += 1
-            try:
-                text, usage, finish = self._send(messages, sampling)
-            except _Permanent as exc:
-                self.usage.add(failed=1)
-                return Result(error=str(exc), attempts=attempts, key=key)
-            except _Transient as exc:
-                last_error = str(exc)
-                if exc.connect and not self._ever_connected and attempts >= min(self.max_retries + 1, 2):
-                    raise LLMError(f"LLM endpoint unreachable: {redact_url(last_error)}; check --base-url") from None
-                if attempts > self.max_retries:
-                    self.usage.add(failed=1)
-                    return Result(error=f"gave up after {attempts} attempts: {last_error}",
-                                  attempts=attempts, key=key)
-                with self._rng_lock:
-                    delay = backoff_delay(attempts - 1, self.backoff_base, self.backoff_max, self._rng)
-                if exc.retry_after is not None:
-                    delay = min(max(delay, exc.retry_after), max(self.backoff_max, exc.retry_after))
+            return self._send(messages, sampling)
+
+        def on_transient(exc: Transient, tries: int, delay: float | None) -> None:
+            if exc.connect and not self._ever_connected and tries >= min(self.max_retries + 1, 2):
+                raise LLMError(f"LLM endpoint unreachable: {redact_url(str(exc))}; check --base-url")
+            if delay is not None:
                 self.usage.add(retries=1)
                 if on_retry is not None:
-                    on_retry(last_error)
-                log.debug("retrying in %.2fs after: %s", delay, last_error)
-                if stop.wait(delay):
-                    return Result(error="cancelled", attempts=attempts, key=key)
-                continue
-            self.usage.add(succeeded=1, prompt_tokens=usage.get("prompt_tokens", 0),
-                           completion_tokens=usage.get("completion_tokens", 0))
-            if self.cache is not None:
-                self.cache.put(key, text, usage, finish, model=self.model)  # before anyone uses it
-            return Result(text=text, attempts=attempts, usage=usage, finish_reason=finish, key=key)
+                    on_retry(str(exc))
+                log.debug("retrying in %.2fs after: %s", delay, exc)
+
+        try:
+            text, usage, finish = call_with_retries(attempt, self.retry, on_transient, wait=stop.wait)
+        except Cancelled:
+            return Result(error="cancelled", attempts=attempts, key=key)
+        except (_Permanent, GaveUp) as exc:
+            self.usage.add(failed=1)
+            return Result(error=str(exc), attempts=attempts, key=key)
+        self.usage.add(succeeded=1, prompt_tokens=usage.get("prompt_tokens", 0),
+                       completion_tokens=usage.get("completion_tokens", 0))
+        if self.cache is not None:
+            self.cache.put(key, text, usage, finish, model=self.model)  # before anyone uses it
+        return Result(text=text, attempts=attempts, usage=usage, finish_reason=finish, key=key)
 
     # -- many requests ------------------------------------------------------------------------------
     def chat_many(self, batch: Sequence[Messages], on_result: Callable[[int, Result], None] | None = None,

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from .errors import R2MedError
 
 CUTOFFS = (1, 10, 25, 50, 100)
-FAMILIES = ("ndcg_cut", "map_cut", "recall", "P")
+#: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
+CUTOFF_MEASURES = ("ndcg_cut", "map_cut", "recall", "P")
 DEFAULT_MEASURES: tuple[str, ...] = tuple(
-    f"{family}_{k}" for family in FAMILIES for k in CUTOFFS
+    f"{measure}_{k}" for measure in CUTOFF_MEASURES for k in CUTOFFS
 ) + ("recip_rank",)
 HEADLINE = "ndcg_cut_10"
 
@@ -41,6 +42,15 @@ def canonical(measure: str) -> str:
     raise R2MedError(f"unknown measure {measure!r}; use e.g. ndcg_cut_10, nDCG@10, map_cut_100, R@100, P@10, MRR")
 
 
+def measure_label(measure: str) -> str:
+    """The friendly name of a measure: ``ndcg_cut_10`` -> ``nDCG@10``, ``recip_rank`` -> ``MRR``."""
+    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}
+    if measure == "recip_rank":
+        return "MRR"
+    name, _, k = measure.rpartition("_")
+    return f"{names[name]}@{k}" if name in names else measure
+
+
 def _engine_spec(measures: Iterable[str]) -> set[str]:
     groups: dict[str, set[int]] = {}
     spec = set()
@@ -48,10 +58,10 @@ def _engine_spec(measures: Iterable[str]) -> set[str]:
         if m == "recip_rank":
             spec.add("recip_rank")
             continue
-        family, k = m.rsplit("_", 1)
-        groups.setdefault(family, set()).add(int(k))
-    for family, ks in groups.items():
-        spec.add(f"{family}.{','.join(str(k) for k in sorted(ks))}")
+        measure, k = m.rsplit("_", 1)
+        groups.setdefault(measure, set()).add(int(k))
+    for measure, ks in groups.items():
+        spec.add(f"{measure}.{','.join(str(k) for k in sorted(ks))}")
     return spec
 
 
@@ -66,17 +76,53 @@ def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
                                  f"{GRADE_MIN}..{GRADE_MAX}")
 
 
+class Measures(dict):
+    """One query's measures: pytrec_eval names as keys, friendly names accepted on lookup
+    (``values["nDCG@10"]`` is ``values["ndcg_cut_10"]``)."""
+
+    def __missing__(self, measure: str) -> float:
+        key = canonical(measure)
+        if key == measure or not dict.__contains__(self, key):
+            raise KeyError(measure)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, measure: object) -> bool:
+        if dict.__contains__(self, measure):
+            return True
+        try:
+            return isinstance(measure, str) and dict.__contains__(self, canonical(measure))
+        except R2MedError:
+            return False
+
+    def get(self, measure: str, default: float | None = None) -> float | None:  # type: ignore[override]
+        return self[measure] if measure in self else default
+
+
 @dataclass
 class Metrics:
-    """Per-query and averaged measures of one run against one set of judgments."""
+    """Per-query and averaged measures of one run against one set of judgments.
 
-    per_query: dict[str, dict[str, float]]
+    ``metrics["nDCG@10"]`` is the average; ``metrics.per_query[qid]["nDCG@10"]`` one query's value
+    (friendly names and pytrec_eval's both work).
+    """
+
+    per_query: dict[str, Measures]
     aggregate: dict[str, float]
     measures: tuple[str, ...]
     missing_queries: list[str] = field(default_factory=list)
 
     def __getitem__(self, measure: str) -> float:
         return self.aggregate[canonical(measure)]
+
+    def __repr__(self) -> str:
+        """One line: query count, the headline measures, how many more (per-query values stay out)."""
+        shown = [m for m in (HEADLINE, "recall_100", "recip_rank") if m in self.aggregate] or list(self.aggregate)[:3]
+        parts = [f"{len(self.per_query)} queries"] + [f"{m}={self.aggregate[m]:.4f}" for m in shown]
+        if len(self.aggregate) > len(shown):
+            parts.append(f"+{len(self.aggregate) - len(shown)} measures")
+        if self.missing_queries:
+            parts.append(f"{len(self.missing_queries)} judged queries without results")
+        return f"Metrics({', '.join(parts)})"
 
 
 def evaluate(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]],
@@ -90,11 +136,11 @@ def evaluate(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping
     run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
     raw = evaluator.evaluate(run_clean)
-    per_query = {q: {m: float(vals[m]) for m in wanted} for q, vals in raw.items()}
+    per_query = {q: Measures((m, float(vals[m])) for m in wanted) for q, vals in raw.items()}
     missing = [q for q in qrels_clean if q not in per_query]
     if count_missing:
         for q in missing:
-            per_query[q] = {m: 0.0 for m in wanted}
+            per_query[q] = Measures((m, 0.0) for m in wanted)
     n = len(per_query)
     aggregate = {m: (sum(v[m] for v in per_query.values()) / n if n else 0.0) for m in wanted}
     return Metrics(per_query=per_query, aggregate=aggregate, measures=wanted, missing_queries=missing)

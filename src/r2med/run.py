@@ -8,7 +8,6 @@ written atomically, and a task folder is only created once all its files exist.
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import os
@@ -29,20 +28,23 @@ METRICS_FILE = "metrics.json"
 R2MED_RESULTS_FILE = "r2med_results.json"
 
 
-def ranked(docs: Mapping[str, float]) -> list[tuple[str, float]]:
-    """Docs ordered as trec_eval orders them: score descending, ties by doc id descending."""
-    return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+def ranked(docs: Mapping[str, float], position: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
+    """Docs best first: r2med's one rule for ordering a query's docs.
+
+    Equal scores are in corpus order when ``position`` (doc id -> corpus index) is given: how the
+    paper's code takes a retriever's candidates (a stable sort over the corpus; rerank candidates,
+    LameR passages, agentic search results).  Without it, as trec_eval orders them (doc id
+    descending): the order of a run file's rank column and of rank-based fusion.
+    """
+    if position is None:
+        return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    last = len(position)
+    return sorted(docs.items(), key=lambda item: (-item[1], position.get(item[0], last), item[0]))
 
 
 def truncate(run: Mapping[str, Mapping[str, float]], k: int) -> Run:
     """Keep each query's top ``k`` docs (trec_eval order)."""
-    out: Run = {}
-    for qid, docs in run.items():
-        if len(docs) <= k:
-            out[qid] = dict(docs)
-        else:
-            out[qid] = dict(heapq.nlargest(k, docs.items(), key=lambda item: (item[1], item[0])))
-    return out
+    return {qid: dict(docs) if len(docs) <= k else dict(ranked(docs)[:k]) for qid, docs in run.items()}
 
 
 SCORE_FORMAT = ".9g"  # exact for float32 scores; written runs re-score to the stored metrics
@@ -169,7 +171,8 @@ def _measures(values: Any, where: str, path: Path) -> None:
         raise DataError(path, None, f"{where} must be an object of measure -> number, got {type(values).__name__}")
     for measure, value in values.items():
         if not _finite(value):
-            raise DataError(path, None, f"{where}.{measure} is {value!r}, not a finite number")
+            name = measure if measure.isprintable() else repr(measure)  # the error stays one line
+            raise DataError(path, None, f"{where}.{name} is {value!r}, not a finite number")
 
 
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:

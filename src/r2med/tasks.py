@@ -7,6 +7,7 @@ the source); scenarios follow the R2MED paper (arXiv 2505.14558, Table 1).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import R2MedError
@@ -75,8 +76,9 @@ def get_task(name: str) -> TaskSpec:
     raise R2MedError(f"unknown task {name!r}; choose from: {', '.join(TASK_NAMES)}")
 
 
-def parse_tasks(spec: str | None) -> list[str]:
-    """``"all"``/None -> all 8; ``"Biology,MedQA-Diag"`` -> those (validated)."""
-    if not spec or spec.strip().lower() == "all":
+def parse_tasks(spec: str | Iterable[str] | None) -> list[str]:
+    """``"all"``/None -> all 8; ``"Biology,MedQA-Diag"`` (or a list of names) -> those, validated."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
         return list(TASK_NAMES)
-    return [get_task(part.strip()).name for part in spec.split(",") if part.strip()]
+    parts = spec.split(",") if isinstance(spec, str) else spec
+    return [get_task(part.strip()).name for part in parts if part.strip()]

@@ -1,7 +1,8 @@
-"""The ``r2med`` command line: a thin typer layer over the Python API.
+"""The ``r2med`` command line: arguments -> one :mod:`r2med.jobs` call -> rendering (:mod:`._ui`, :mod:`r2med.report`).
 
-Each group of commands lives in its own module (``core``: tasks/evaluate/score/demo);
-every module registers its commands on the shared ``app``.  Errors the user can fix
+Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``dense``:
+models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce; ``scale``:
+encode); every module registers its commands on the shared ``app``.  Errors the user can fix
 (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
 """
 
@@ -12,11 +13,11 @@ import logging
 import sys
 
 import typer
-from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
 from ..errors import R2MedError
+from ._ui import console, err_console
 
 app = typer.Typer(
     name="r2med",
@@ -25,9 +26,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-
 #: Modules that register commands on ``app`` (one per concept).
 COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale"]
 

@@ -1,18 +1,23 @@
-"""Validation of numeric command-line options, shared by every command.
+"""Options shared by the commands, and the validation of numeric options.
 
-Each numeric option names its range with one of the callbacks below
-(``typer.Option(0.9, "--k1", callback=NONNEGATIVE)``), so a non-finite value (``nan``,
-``inf``, ``1e999``) or one out of range is refused while the command line is parsed, before
-any data is loaded: a one-line error naming the option, exit code 2.
+* The options several commands take (``--tasks``, ``--data-dir``, ``--revision``, ``--measure``...)
+  are defined once, as ``Annotated`` types (``tasks: Tasks = "all"``).
+* Each numeric option names its range with one of the callbacks below
+  (``typer.Option(0.9, "--k1", callback=AT_LEAST_0)``), so a non-finite value (``nan``, ``inf``,
+  ``1e999``) or one out of range is refused while the command line is parsed, before any data is
+  loaded: a one-line error naming the option, exit code 2.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, Optional
 
 import click
+import typer
 
 from ..errors import R2MedError
 
@@ -95,3 +100,88 @@ def finite_json(value: Any, what: str) -> Any:
     if isinstance(value, dict):
         return {k: finite_json(v, what) for k, v in value.items()}
     return value
+
+
+def parse_set(values: list[str] | None) -> dict[str, Any]:
+    """``--set key=value`` pairs; values are read as JSON when they parse (numbers, true/false), else as text."""
+    options: dict[str, Any] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise R2MedError(f"--set expects key=value, got {item!r}")
+        try:
+            parsed = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            parsed = value
+        options[key.strip().replace("-", "_")] = finite_json(parsed, f"--set {key.strip()}")
+    return options
+
+
+def parse_weights(text: str | None) -> list[float] | None:
+    """``--weights 1,0.5`` -> [1.0, 0.5] (each finite and non-negative, one above 0)."""
+    if not text:
+        return None
+    try:
+        weights = [check_number(float(w), "--weights", lo=0) for w in text.split(",")]
+    except ValueError:
+        raise R2MedError(f"--weights must be comma-separated numbers, got {text!r}") from None
+    if not any(weights):
+        raise R2MedError("--weights: at least one weight must be above 0")
+    return weights
+
+
+def comma_list(text: str | None) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+# -- options several commands take ---------------------------------------------------------------
+
+REVISION_HELP = ("Hub data revision: default each task's pinned commit (`r2med tasks`); 'main', one commit, "
+                 "or TASK=REV pairs (Biology=main,MedQA-Diag=<commit>).")
+
+Tasks = Annotated[str, typer.Option("--tasks", "-t", help="'all' or comma-separated task names.")]
+DataDir = Annotated[Optional[Path], typer.Option(
+    "--data-dir", "-d", help="Local data: one collection folder, or a folder of task folders.")]
+RecordedDataDir = Annotated[Optional[Path], typer.Option(
+    "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub).")]
+Revision = Annotated[Optional[str], typer.Option("--revision", help=REVISION_HELP)]
+Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure (nDCG@10, R@100, MRR...).")]
+Runs = Annotated[list[Path], typer.Argument(help="Run folders from `r2med evaluate` (OUT, OUT/<system> or task "
+                                                 "folders); compare: the first is the baseline.")]
+Measures = Annotated[Optional[list[str]], typer.Option("--measure", "-m", help="Measures to compute (repeatable).")]
+CountMissing = Annotated[bool, typer.Option("--count-missing",
+                                            help="Average over all judged queries (0 if unanswered).")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="Recompute tasks whose results already exist.")]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write r2med's caches (indexes, "
+                                                          "embeddings, LLM answers).")]
+ResultName = Annotated[Optional[str], typer.Option(
+    "--name", help="Result folder name and run tag, no spaces or slashes (default: from the inputs).")]
+Model = Annotated[Optional[str], typer.Option("--model", help="Dense: embedding model (hub id or local folder).")]
+BatchSize = Annotated[Optional[int], typer.Option("--batch-size", callback=AT_LEAST_1,
+                                                  help="Texts (or pairs) per batch (of the longest).")]
+Device = Annotated[Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, "
+                                                                "cuda:1...")]
+MaxLength = Annotated[Optional[int], typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
+Pooling = Annotated[Optional[str], typer.Option("--pooling", help="Dense: cls, mean or last-token.")]
+TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code",
+                                               help="Dense: allow models that run their own code (NV-Embed-v2).")]
+Ray = Annotated[bool, typer.Option("--ray", help="Run on Ray (extra 'scale'): a private local cluster, or the one "
+                                                 "at --ray-address / $RAY_ADDRESS.")]
+RayAddress = Annotated[Optional[str], typer.Option(
+    "--ray-address", envvar="RAY_ADDRESS",
+    help="With --ray: auto, host:port or ray://host:10001 (default: start a local cluster).")]
+Strict = Annotated[bool, typer.Option("--strict", help="Refuse data files with repeated ids or judgments "
+                                                       "(default: keep the last, as the paper's loader).")]
+Format = Annotated[str, typer.Option("--format", "-f", help="Output: table (terminal), markdown, csv, latex or json.")]
+Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to a file instead of stdout.")]
+Permutations = Annotated[int, typer.Option("--permutations", callback=at_least(100),
+                                           help="Randomisation test permutations.")]
+Seed = Annotated[int, typer.Option("--seed", callback=AT_LEAST_0, help="Seed of the randomisation test and bootstrap.")]
+Alpha = Annotated[float, typer.Option("--alpha", callback=OPEN_UNIT, help="Significance level.")]
+Tolerance = Annotated[Optional[float], typer.Option(
+    "--tolerance", callback=AT_LEAST_0, help="Allowed |delta| to the published figure (x100); default by retriever kind.")]
+BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...); "
+                                                                  "default: OpenAI.")]
+ApiKey = Annotated[Optional[str], typer.Option("--api-key", envvar="OPENAI_API_KEY", show_envvar=True,
+                                               help="API key (not needed for local endpoints).")]

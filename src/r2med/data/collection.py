@@ -1,9 +1,9 @@
-"""The ``Collection``: one retrieval task's corpus, queries, judgments and expansion files."""
+"""The ``Collection``: one retrieval task's corpus, queries, judgments and expansion files (read-only)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ class QrelsCheck:
         return f"{name}: " + "; ".join(parts) if parts else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Collection:
     """A retrieval task in memory.
 
@@ -44,6 +44,10 @@ class Collection:
     ``answer``, ``body_system``, ``doc_id``...); ``expansion_files`` maps
     ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data;
     ``revision`` is the hub commit the data came from (None for local folders).
+
+    Frozen: its :attr:`fingerprint` keys every cache built on it (indexes, embeddings, results), so a
+    changed collection is a new one -- :meth:`replace` -- never an edited one.  Treat the mappings as
+    read-only too.
     """
 
     name: str
@@ -54,6 +58,10 @@ class Collection:
     query_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     expansion_files: dict[str, Path] = field(default_factory=dict)
     revision: str | None = None
+
+    def replace(self, **changes: Any) -> Collection:
+        """A new collection with some fields changed (``coll.replace(qrels=other)``)."""
+        return replace(self, **changes)
 
     @cached_property
     def fingerprint(self) -> str:

@@ -279,9 +279,8 @@ def load_from_hub(task: str, revision: str | None = None) -> Collection:
     first = download(spec.hub_id, TASK_FILES[0], wanted)
     commit = snapshot_commit(first) or wanted  # a branch resolved once: the other files come from the same commit
     files = {TASK_FILES[0]: first, **{name: download(spec.hub_id, name, commit) for name in TASK_FILES[1:]}}
-    coll = load_r2med_files(files["corpus.jsonl"], files["query.jsonl"], files["qrels.jsonl"], spec.name)
-    coll.revision = commit
-    coll.source = f"hf://datasets/{spec.hub_id}@{commit}"
+    coll = load_r2med_files(files["corpus.jsonl"], files["query.jsonl"], files["qrels.jsonl"], spec.name,
+                            source=f"hf://datasets/{spec.hub_id}@{commit}", revision=commit)
     log.info("%s: hub data at commit %s%s", spec.name, commit, "" if wanted == commit else f" ({wanted})")
     return coll
 

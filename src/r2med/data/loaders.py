@@ -1,4 +1,5 @@
-"""Loading a :class:`Collection` from an R2MED folder, a BEIR folder, the hub or the built-in demo.
+"""Loading a :class:`Collection` from an R2MED folder, a BEIR folder or the built-in demo (the hub:
+:mod:`.hub`; which of them a task name means: :mod:`.resolve`).
 
 Layouts:
 
@@ -22,6 +23,8 @@ from .files import read_qrels, read_qrels_jsonl, read_qrels_tsv, read_texts
 log = logging.getLogger(__name__)
 
 EXPANSION_FILE = "query_with_hydoc.jsonl"
+#: The ``source`` results of the built-in demo collection record.
+DEMO_SOURCE = "built-in demo collection"
 
 
 def find_expansion_files(root: Path) -> dict[str, Path]:
@@ -41,20 +44,25 @@ def detect_layout(root: Path) -> str:
                                 "or queries.jsonl + qrels/ (BEIR layout)")
 
 
-def load_r2med_folder(root: str | os.PathLike[str], name: str | None = None) -> Collection:
+def load_r2med_folder(root: str | os.PathLike[str], name: str | None = None, source: str | None = None) -> Collection:
     root = Path(root)
-    return load_r2med_files(root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name)
+    return load_r2med_files(root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name,
+                            source=source)
 
 
-def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name: str) -> Collection:
-    """A collection from the three R2MED files (expansion files are looked for beside ``query.jsonl``)."""
+def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name: str, source: str | None = None,
+                     revision: str | None = None) -> Collection:
+    """A collection from the three R2MED files (expansion files are looked for beside ``query.jsonl``).
+
+    ``source`` is recorded in results (default: the folder of ``query.jsonl``, absolute, so it is found
+    from any directory); ``revision`` is the hub commit the files came from.
+    """
     corpus, _ = read_texts(corpus_path)
     queries, meta = read_texts(query_path, keep_meta=True)
     qrels = read_qrels_jsonl(qrels_path)
-    return Collection(  # the source is recorded in results: absolute, so it is found from any directory
-        name=name, corpus=corpus, queries=queries, qrels=qrels, source=str(query_path.parent.absolute()),
-        query_meta=meta, expansion_files=find_expansion_files(query_path.parent),
-    )
+    return Collection(name=name, corpus=corpus, queries=queries, qrels=qrels,
+                      source=source or str(query_path.parent.absolute()), query_meta=meta,
+                      expansion_files=find_expansion_files(query_path.parent), revision=revision)
 
 
 def load_beir_folder(root: str | os.PathLike[str], name: str | None = None, split: str = "test") -> Collection:
@@ -79,32 +87,7 @@ def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: st
         root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)
     coll = load_r2med_folder(root, name) if layout == "r2med" else load_beir_folder(root, name, split)
-    if qrels:
-        coll.qrels = read_qrels(qrels)
-    return coll
-
-
-def load_task(task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None) -> Collection:
-    """Load an R2MED task by name.
-
-    ``source`` is ``None``/``"hub"`` for the Hugging Face hub (through the standard HF cache, at
-    the task's pinned commit unless ``revision`` -- ``main``, a commit, or ``TASK=REV`` pairs --
-    says otherwise), a folder holding one sub-folder per task (``<source>/<Task>/corpus.jsonl``),
-    or one collection folder. ``"demo"`` loads the built-in demo collection.
-    """
-    from ..tasks import get_task
-
-    if task == "demo" or source == "demo":
-        return load_demo()
-    if source is None or str(source) == "hub":
-        from .hub import load_from_hub
-
-        return load_from_hub(get_task(task).name, revision=revision)
-    root = Path(source)
-    for candidate in (root / task, root / get_task(task).name):
-        if candidate.is_dir():
-            return load_folder(candidate, name=get_task(task).name)
-    return load_folder(root, name=task)
+    return coll.replace(qrels=read_qrels(qrels)) if qrels else coll
 
 
 def load_demo() -> Collection:
@@ -113,6 +96,4 @@ def load_demo() -> Collection:
 
     root = resources.files("r2med").joinpath("demo_data")
     with resources.as_file(root) as path:
-        coll = load_r2med_folder(Path(path), name="demo")
-    coll.source = "built-in demo collection"
-    return coll
+        return load_r2med_folder(Path(path), name="demo", source=DEMO_SOURCE)

@@ -2,7 +2,7 @@
 
 * :mod:`.precomputed` -- load ``<method>/<llm>/query_with_hydoc.jsonl`` (file, folder, hub);
   :class:`ExpansionQueries` is the ``QueryBuilder`` ``r2med evaluate --expansion`` uses.
-* :mod:`.traces` -- strip reasoning traces per model family.
+* :mod:`.traces` -- strip reasoning traces per trace format.
 * :mod:`.combine` -- the paper's query + expansion combination per retriever family.
 * :mod:`.generate` -- live HyDE / Query2doc / LameR generation with the paper's prompts.
 * :mod:`.agentic` -- Search-R1 / Search-O1 style search loops over the task's own index.
@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-from .combine import AGENTIC, METHODS, check_method, combine
+from .combine import AGENTIC, EXPANSION_METHODS, check_method, combine
 from .precomputed import ExpansionQueries, Expansions, load_expansions, parse_spec, read_expansion_file
-from .traces import REASONING_LLMS, family_of, normalize_llm, strip_for, strip_trace
+from .traces import REASONING_LLMS, TRACE_FORMATS, normalize_llm, strip_for, strip_trace, trace_format_of
 
-__all__ = ["AGENTIC", "METHODS", "REASONING_LLMS", "ExpansionQueries", "Expansions", "check_method", "combine",
-           "family_of", "load_expansions", "normalize_llm", "parse_spec", "read_expansion_file", "strip_for",
-           "strip_trace"]
+__all__ = ["AGENTIC", "EXPANSION_METHODS", "REASONING_LLMS", "TRACE_FORMATS", "ExpansionQueries", "Expansions",
+           "check_method", "combine", "load_expansions", "normalize_llm", "parse_spec", "read_expansion_file",
+           "strip_for", "strip_trace", "trace_format_of"]

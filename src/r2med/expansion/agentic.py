@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import R2MedError
+from ..run import ranked
 from .traces import strip_trace
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,7 @@ class AgenticExpander:
         if top_k < 1:
             raise R2MedError("--search-k must be at least 1")
         self.client, self.retriever, self.corpus = client, retriever, corpus
+        self.position = {did: i for i, did in enumerate(corpus)}
         self.tags, self.max_turns, self.top_k = tags, int(max_turns), int(top_k)
         self.passage_words = passage_words
         self.sampling = dict(sampling or {})
@@ -156,9 +158,9 @@ class AgenticExpander:
         return f"{self.tags.result_open}\n" + "\n".join(lines) + f"\n{self.tags.result_close}"
 
     def search(self, requests: Mapping[str, str]) -> dict[str, list[str]]:
+        """The top passages of each search request, best first (ties in corpus order)."""
         run = self.retriever.search(dict(requests), k=self.top_k)
-        return {key: [d for d, _ in sorted(run.get(key, {}).items(), key=lambda kv: (-kv[1], kv[0]))][: self.top_k]
-                for key in requests}
+        return {key: [d for d, _ in ranked(run.get(key, {}), self.position)][: self.top_k] for key in requests}
 
     def run(self, queries: Mapping[str, str], on_turn: Callable[[int, int], None] | None = None,
             on_retry: Callable[[str], None] | None = None) -> dict[str, AgentTrace]:

@@ -22,24 +22,25 @@ from __future__ import annotations
 
 from ..errors import R2MedError
 from ..retrieval.base import QueryText
-from .traces import family_of, strip_trace
+from .traces import strip_trace, trace_format_of
 
-METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
+EXPANSION_METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
 AGENTIC = ("search-r1", "search-o1")
 
 
 def check_method(method: str) -> str:
     m = method.strip().lower().replace("_", "-")
-    if m not in METHODS:
-        raise R2MedError(f"unknown expansion method {method!r}; choose from: {', '.join(METHODS)}")
+    if m not in EXPANSION_METHODS:
+        raise R2MedError(f"unknown expansion method {method!r}; choose from: {', '.join(EXPANSION_METHODS)}")
     return m
 
 
 def combine(query: str, expansion: str, method: str, llm: str, family: str,
-            trace_family: str | None = None) -> QueryText:
-    """The search input for one query under the paper's rule (``family``: ``lexical`` or ``dense``)."""
+            trace_format: str | None = None) -> QueryText:
+    """The search input for one query under the paper's rule (``family``: the retriever's, ``lexical`` or
+    ``dense``; ``trace_format``: how to strip a reasoning trace, by default the LLM's)."""
     method = check_method(method)
-    trace = trace_family or family_of(llm)
+    trace = trace_format or trace_format_of(llm)
     reasoning = trace != "none" or method in AGENTIC
     text = strip_trace(expansion, trace)
     if family == "lexical":

@@ -25,6 +25,7 @@ from ..cache import write_text_atomic
 from ..data.collection import Collection
 from ..errors import R2MedError
 from ..protocol import models, protocol
+from ..run import ranked
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +84,13 @@ def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_
     position = {did: i for i, did in enumerate(collection.corpus)}
     out = {}
     for qid in collection.queries:
-        ranked = sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], position.get(kv[0], len(position))))[:k]
+        top = ranked(run.get(qid, {}), position)[:k]
         out[qid] = "".join(f"\n[{i + 1}]. {cut_words(collection.corpus[did].replace(chr(10), ' '), words)}"
-                           for i, (did, _) in enumerate(ranked))
+                           for i, (did, _) in enumerate(top))
     return out
 
 
-def build_messages(method: str, task: str, query: str, passages: str | None = None,
+def expansion_messages(method: str, task: str, query: str, passages: str | None = None,
                    system: str | None = None) -> list[dict[str, str]]:
     """The chat messages the paper sends for one query."""
     prompt = prompt_template(method, task).replace("{TEXT}", query)
@@ -127,7 +128,7 @@ def generate_expansions(collection: Collection, method: str, client: Any, sampli
     key = prompt_task(collection.name, task)
     qids = list(collection.queries)
     passages = lamer_passages(collection) if method == "lamer" else {}
-    batch = [build_messages(method, key, collection.queries[q], passages.get(q)) for q in qids]
+    batch = [expansion_messages(method, key, collection.queries[q], passages.get(q)) for q in qids]
     results = client.chat_many(batch, on_result=(lambda i, r: on_result(qids[i], r)) if on_result else None,
                                on_retry=on_retry, **dict(sampling))
     out = GenerationResult()

@@ -6,7 +6,7 @@ expansion folder (``DIR/<task>/<method>/<llm>/`` or ``DIR/<method>/<llm>/``), th
 found beside the collection's data (``Collection.expansion_files``), or the hub config
 ``<method>`` split ``<llm>`` of the task's repo -- and checks that every query has one.
 
-:class:`ExpansionQueries` is the pipeline's ``QueryBuilder``: ``(collection, retriever
+:class:`ExpansionQueries` is ``r2med evaluate``'s ``QueryBuilder``: ``(collection, retriever
 family) -> {qid: query text or (query, expansion)}`` under the paper's combination rule.
 """
 
@@ -23,9 +23,12 @@ from ..data.loaders import EXPANSION_FILE
 from ..errors import DataError, R2MedError
 from ..retrieval.base import QueryText
 from .combine import check_method, combine
-from .traces import FAMILIES, normalize_llm
+from .traces import TRACE_FORMATS, normalize_llm
 
 log = logging.getLogger(__name__)
+
+#: The version of the query + expansion combination rules (:mod:`.combine`); part of every result's key.
+COMBINATION_RULE = "paper-v1"
 
 
 @dataclass
@@ -119,10 +122,10 @@ def load_expansions(collection: Collection, method: str, llm: str, path: str | P
 
 
 class ExpansionQueries:
-    """``QueryBuilder`` for ``run_collection``: the collection's queries combined with expansions.
+    """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): the collection's queries combined with expansions.
 
     ``ExpansionQueries("hyde", "gpt4")`` looks the file up per collection; ``path`` forces
-    one file (one task).  ``trace`` overrides the trace family (default: by LLM name).
+    one file (one task).  ``trace`` overrides the trace format (default: by LLM name).
     """
 
     def __init__(self, method: str, llm: str, path: str | Path | None = None,
@@ -132,8 +135,8 @@ class ExpansionQueries:
         self.path = Path(path) if path else None
         self.folders = [Path(f) for f in folders or []]
         self.revision = revision
-        if trace is not None and trace not in FAMILIES:
-            raise R2MedError(f"unknown reasoning-trace family {trace!r}; choose from: {', '.join(FAMILIES)}")
+        if trace is not None and trace not in TRACE_FORMATS:
+            raise R2MedError(f"unknown reasoning-trace format {trace!r}; choose from: {', '.join(TRACE_FORMATS)}")
         self.trace = trace
         self.loaded: dict[str, Expansions] = {}
 
@@ -142,14 +145,21 @@ class ExpansionQueries:
         """The results folder suffix: ``<method>-<llm>``."""
         return f"{self.method}-{self.llm}"
 
-    def describe(self) -> str:
-        """What decides the query texts (keys result reuse): method, LLM, trace rule, and the local files' stamps."""
+    def describe(self, collection: Collection | None = None) -> dict[str, str]:
+        """What decides the query texts, recorded in results as ``config["expansion"]`` (and keying their reuse):
+        the method, the LLM, the trace format (``auto``: by LLM name), the combination rule, a stamp of the
+        local files (paths, sizes, modification times) and, once ``collection``'s expansions were loaded,
+        the file they came from."""
         stamps = []
         roots = ([self.path] if self.path else []) + self.folders
         for root in roots:
             files = [root] if root.is_file() else sorted(root.glob(f"**/{self.method}/{self.llm}/{EXPANSION_FILE}"))
             stamps += [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
-        return f"{self.method}:{self.llm} trace={self.trace or 'auto'} rule=paper-v1 files={fingerprint(stamps)}"
+        described = {"method": self.method, "llm": self.llm, "trace": self.trace or "auto", "rule": COMBINATION_RULE,
+                     "files": fingerprint(stamps)}
+        if collection is not None and collection.name in self.loaded:
+            described["file"] = str(self.loaded[collection.name].path)
+        return described
 
     def __call__(self, collection: Collection, family: str) -> dict[str, QueryText]:
         exp = load_expansions(collection, self.method, self.llm, self.path, self.folders, self.revision)

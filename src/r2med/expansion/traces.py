@@ -1,10 +1,10 @@
 """Reasoning-trace stripping: keep only the answer part of a reasoning LLM's output.
 
 The R2MED paper strips the reasoning trace of reasoning models before retrieval, per
-model family (``r2med_models.json`` -> ``gar_query_combination.reasoning_trace_stripping``):
+trace format (``r2med_models.json`` -> ``gar_query_combination.reasoning_trace_stripping``):
 
 =================  ==========================================================================
-family             rule
+format             rule
 =================  ==========================================================================
 ``think``          text after the first ``</think>`` (R1 distills, QwQ, Qwen3), stripped
 ``final-response`` text after ``Final Response`` (HuatuoGPT-o1: "## Thinking ... ## Final Response")
@@ -13,7 +13,7 @@ family             rule
 ``none``           the text unchanged
 =================  ==========================================================================
 
-When a family's marker is missing the whole text is kept, unchanged (the paper's fallback).
+When a format's marker is missing the whole text is kept, unchanged (the paper's fallback).
 LLM names are matched in the hub-folder spelling (``r1-qwen-32b``; ``r1_qwen_32b`` is accepted).
 """
 
@@ -23,9 +23,9 @@ import re
 
 from ..errors import R2MedError
 
-FAMILIES = ("think", "final-response", "solution", "answer", "none")
+TRACE_FORMATS = ("think", "final-response", "solution", "answer", "none")
 
-#: The paper's table: LLM name -> trace family (these are its "reasoning LLMs").
+#: The paper's table: LLM name -> trace format (these are its "reasoning LLMs").
 REASONING_LLMS: dict[str, str] = {
     "r1-llama-8b": "think", "r1-qwen-32b": "think", "r1-llama-70b": "think", "qwq-32b": "think",
     "qwen3-32b": "think", "qwen3-8b": "think",
@@ -44,8 +44,8 @@ def normalize_llm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def family_of(llm: str) -> str:
-    """The trace family of an LLM: the paper's table first, then name patterns, else ``none``."""
+def trace_format_of(llm: str) -> str:
+    """The trace format of an LLM: the paper's table first, then name patterns, else ``none``."""
     name = normalize_llm(llm)
     if name in REASONING_LLMS:
         return REASONING_LLMS[name]
@@ -61,28 +61,28 @@ def family_of(llm: str) -> str:
 
 
 def is_reasoning_llm(llm: str) -> bool:
-    return family_of(llm) != "none"
+    return trace_format_of(llm) != "none"
 
 
-def strip_trace(text: str, family: str) -> str:
-    """Apply one family's rule to ``text`` (see the module table)."""
-    if family == "none":
+def strip_trace(text: str, trace_format: str) -> str:
+    """Apply one format's rule to ``text`` (see the module table)."""
+    if trace_format == "none":
         return text
-    if family == "think":
+    if trace_format == "think":
         head, sep, tail = text.partition("</think>")
         return tail.strip() if sep else text
-    if family == "final-response":
+    if trace_format == "final-response":
         m = _FINAL.search(text)
         return m.group(1).strip() if m else text
-    if family == "solution":
+    if trace_format == "solution":
         m = _SOLUTION.search(text)
         return m.group(1).strip() if m else text
-    if family == "answer":
+    if trace_format == "answer":
         m = _ANSWER.search(text)
         return m.group(1).strip() if m else text
-    raise R2MedError(f"unknown reasoning-trace family {family!r}; choose from: {', '.join(FAMILIES)}")
+    raise R2MedError(f"unknown reasoning-trace format {trace_format!r}; choose from: {', '.join(TRACE_FORMATS)}")
 
 
-def strip_for(llm: str, text: str, family: str | None = None) -> str:
-    """Strip ``text`` as the paper does for ``llm`` (or with an explicit ``family``)."""
-    return strip_trace(text, family or family_of(llm))
+def strip_for(llm: str, text: str, trace_format: str | None = None) -> str:
+    """Strip ``text`` as the paper does for ``llm`` (or with an explicit ``trace_format``)."""
+    return strip_trace(text, trace_format or trace_format_of(llm))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -58,6 +59,12 @@ def published_figures() -> tuple[PublishedFigure, ...]:
     )
 
 
+def preferred_setting(settings: Iterable[str]) -> str:
+    """Which of several settings that publish the same configuration to show: the paper's own rows
+    (``base``, ``gar``, ``reranker...``) before leaderboards, leaderboards before later papers."""
+    return sorted(settings, key=lambda s: ("leaderboard" in s, "later" in s, s))[0]
+
+
 def published_ndcg10(retriever: str, expansion: str = "none", llm: str = "none",
                      setting: str | None = None) -> dict[str, float]:
     """Published nDCG@10 (x100) per task (plus ``Average``) for one configuration.
@@ -70,7 +77,4 @@ def published_ndcg10(retriever: str, expansion: str = "none", llm: str = "none",
         if f.retriever == retriever and f.expansion == expansion and f.llm == llm:
             if setting is None or f.setting == setting:
                 found.setdefault(f.setting, {})[f.task] = f.ndcg10
-    if not found:
-        return {}
-    order = sorted(found, key=lambda s: ("leaderboard" in s, "later" in s, s))
-    return found[order[0]]
+    return found[preferred_setting(found)] if found else {}

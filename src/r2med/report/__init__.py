@@ -1,19 +1,18 @@
-"""Results you can show: leaderboards against the published figures, paired comparisons, HTML, reproduction.
+"""Results you can show: tables and the HTML page (what they show is found by :mod:`r2med.jobs`).
 
-* :mod:`.systems` -- run folders as systems, matched to published configurations;
 * :mod:`.leaderboard` -- systems x tasks tables with published deltas (terminal, Markdown, CSV, LaTeX, JSON);
 * :mod:`.compare` -- per-task and pooled paired significance tests against a baseline;
 * :mod:`.html` -- one self-contained HTML page (sortable table, inline SVG charts, per-query inspector);
-* :mod:`.reproduce` -- the reproduction matrix over the published configurations.
+* :mod:`.summary` -- the table a job prints (tasks x measure, published figure, delta);
+* :mod:`.reproduce` -- the reproduction matrix's tables;
+* :mod:`.format` -- formats, marks and escaping shared by the renderers.
 """
 
 from __future__ import annotations
 
 from .compare import Comparison, compare_many, compare_systems, render_comparisons
-from .leaderboard import FORMATS, Leaderboard, build_leaderboard
-from .systems import PublishedKey, System, load_systems, match_published, parse_label
+from .format import FORMATS
+from .leaderboard import Leaderboard, build_leaderboard
 
-__all__ = [
-    "FORMATS", "Comparison", "Leaderboard", "PublishedKey", "System", "build_leaderboard", "compare_many",
-    "compare_systems", "load_systems", "match_published", "parse_label", "render_comparisons",
-]
+__all__ = ["FORMATS", "Comparison", "Leaderboard", "build_leaderboard", "compare_many", "compare_systems",
+           "render_comparisons"]

@@ -10,21 +10,20 @@ Values are reported x100 like the paper.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import R2MedError
-from ..metrics import HEADLINE, canonical
+from ..jobs.folders import System, task_order
+from ..metrics import HEADLINE, canonical, measure_label
 from ..stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
-from .leaderboard import SIGNIFICANT, _measure_label, _tex
-from .systems import System, task_order
+from .format import SIGNIFICANT, check_format, records_text, tex
 
 
 @dataclass
 class ComparisonLine:
+    """One task (or all queries pooled) of a comparison, with Holm-corrected p-values."""
+
     task: str
     stats: PairedComparison
     p_t_holm: float | None = None
@@ -61,7 +60,7 @@ class Comparison:
         from rich.table import Table
 
         table = Table(title=escape(f"{self.system} vs {self.baseline}: the {n} largest per-query gains and losses "
-                                   f"({_measure_label(self.measure)} x100)"))
+                                   f"({measure_label(self.measure)} x100)"))
         for col in ("task", "query", "A", "B", "B-A"):
             table.add_column(col, justify="left" if col in ("task", "query") else "right")
         for r in self.changes(n):
@@ -90,7 +89,7 @@ class Comparison:
         return out
 
     def legend(self) -> str:
-        return (f"{_measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
+        return (f"{measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
                 f"randomisation test with {self.n_permutations:,} seeded sign flips (seed {self.seed}); "
                 f"bootstrap percentile CI; Holm-Bonferroni across tasks; {SIGNIFICANT} = Holm-corrected "
                 f"randomisation p < {self.alpha:g} (all queries: uncorrected).")
@@ -110,7 +109,7 @@ class Comparison:
         from rich.markup import escape
         from rich.table import Table
 
-        table = Table(title=escape(f"{self.system} vs {self.baseline}: {_measure_label(self.measure)}"),
+        table = Table(title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
                       caption=escape(self.legend()), caption_justify="left")
         for i, h in enumerate(self.HEADER):
             table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
@@ -135,11 +134,11 @@ class Comparison:
     def to_latex(self) -> str:
         cols = "l" + "r" * (len(self.HEADER) - 1)
         out = [f"% {self.system} vs {self.baseline}", r"\begin{tabular}{" + cols + "}", r"\toprule",
-               " & ".join(_tex(h) for h in self.HEADER) + r" \\", r"\midrule"]
+               " & ".join(tex(h) for h in self.HEADER) + r" \\", r"\midrule"]
         for line, cells in zip(self.rows, self.grid()):
             if line.task == self.ALL:
                 out.append(r"\midrule")
-            out.append(" & ".join(_tex(c) for c in cells) + r" \\")
+            out.append(" & ".join(tex(c) for c in cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", "% " + self.legend()]
         return "\n".join(out) + "\n"
 
@@ -200,28 +199,14 @@ def compare_many(systems: list[System], measure: str = HEADLINE, n_permutations:
 def render_changes(comparisons: list[Comparison], fmt: str, n: int | None = None) -> str:
     """Per-query differences of every comparison as CSV or JSON (all queries when ``n`` is None)."""
     recs = [r for c in comparisons for r in c.changes(n)]
-    if fmt == "json":
-        return json.dumps(recs, indent=1) + "\n"
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["baseline", "system", "task", "qid", "a", "b", "diff"], lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(recs)
-    return buf.getvalue()
+    return records_text(recs, fmt, ["baseline", "system", "task", "qid", "a", "b", "diff"])
 
 
 def render_comparisons(comparisons: list[Comparison], fmt: str) -> str:
-    fmt = fmt.lower()
-    if fmt in ("md", "markdown"):
+    """Markdown (also for ``table``), LaTeX, JSON or CSV of every comparison."""
+    fmt = check_format(fmt)
+    if fmt in ("table", "markdown"):
         return "\n".join(c.to_markdown() for c in comparisons)
-    if fmt in ("latex", "tex"):
+    if fmt == "latex":
         return "\n".join(c.to_latex() for c in comparisons)
-    recs = [r for c in comparisons for r in c.records()]
-    if fmt == "json":
-        return json.dumps(recs, indent=1) + "\n"
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(recs[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(recs)
-        return buf.getvalue()
-    raise R2MedError(f"unknown format {fmt!r}; choose from: table, markdown, csv, latex, json")
+    return records_text([r for c in comparisons for r in c.records()], fmt)

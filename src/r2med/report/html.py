@@ -5,7 +5,9 @@ documents and texts) and its assembly: ``report.html`` (skeleton), ``report.css`
 and ``report.js`` (sortable table, scatter of two systems, per-query inspector)
 are package files inlined into the page; the per-task bar charts are inline SVG
 drawn here.  Query/doc texts and judgments come from the collections when given
-(``--data-dir`` or the hub); without them the page shows ids only.
+(:func:`r2med.jobs.report.task_texts`: ``--data-dir`` or the hub); without them the page shows ids
+only.  The expansions shown are those each run recorded in ``config["expansion"]``
+(:func:`r2med.jobs.report.expansion_texts`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from typing import Any
 from .. import __version__
 from ..cache import write_text_atomic
 from ..data import Collection
-from ..errors import R2MedError
-from ..metrics import HEADLINE
+from ..jobs.folders import System
+from ..metrics import HEADLINE, measure_label
 from ..run import ranked
-from .leaderboard import AVERAGE, FLAG, Leaderboard, _measure_label, build_leaderboard
-from .systems import System
+from .format import FLAG
+from .leaderboard import AVERAGE, Leaderboard, build_leaderboard
 
 log = logging.getLogger(__name__)
 
@@ -43,69 +45,11 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def load_collections(tasks: list[str], data_dir: str | os.PathLike[str] | None = None, hub: bool = False,
-                     revision: str | None = None) -> dict[str, Collection]:
-    """The collections of ``tasks`` that can be found (a folder of task folders, one collection folder, the hub)."""
-    from ..data import load_task
-    from ..data.loaders import load_folder
-
-    found: dict[str, Collection] = {}
-    for task in tasks:
-        coll = None
-        try:
-            if data_dir is not None:
-                root = Path(data_dir)
-                if (root / task).is_dir():
-                    coll = load_folder(root / task, name=task)
-                elif root.name == task or (len(tasks) == 1 and (root / "corpus.jsonl").exists()):
-                    coll = load_folder(root, name=task)
-                elif task == "demo":
-                    coll = load_task("demo")
-            elif task == "demo":
-                coll = load_task("demo")
-            elif hub:
-                coll = load_task(task, revision=revision)
-        except Exception as exc:  # texts are optional: the page degrades to ids
-            log.warning("%s: texts unavailable (%s); the report shows ids only", task, exc)
-        if coll is not None:
-            found[task] = coll
-    return found
-
-
-def _expansion_texts(coll: Collection, system: System) -> dict[str, str]:
-    """The expansion texts a system used, when its name names one of the collection's expansion files."""
-    for key, path in coll.expansion_files.items():
-        method, _, llm = key.partition(":")
-        names = {f"+{method}-{llm}", f"+{method}:{llm}", f"+{method}-{llm.replace('_', '-')}"}
-        pub = system.published
-        if any(system.name.endswith(n) for n in names) or (
-                pub is not None and pub.expansion == method and pub.llm == llm.replace("_", "-")):
-            from ..expansion.precomputed import read_expansion_file
-
-            try:
-                texts = read_expansion_file(path, method, llm).texts
-            except R2MedError as exc:  # the page still works without the expansion texts
-                log.warning("expansions not shown: %s", exc)
-                return {}
-            return {qid: _strip(llm, text)[:EXPANSION_CHARS] for qid, text in texts.items()}
-    return {}
-
-
-def _strip(llm: str, text: str) -> str:
-    """The expansion as the retriever saw it (reasoning trace removed), when the expansion module is there."""
-    try:
-        from ..expansion.traces import strip_for
-    except ImportError:  # pragma: no cover - expansion support not installed
-        return text
-    try:
-        return strip_for(llm, text)
-    except Exception:  # unknown model family: show the raw text
-        return text
-
-
 def report_data(systems: list[System], board: Leaderboard, collections: Mapping[str, Collection],
-                measure: str = HEADLINE, top: int = TOP) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-able dict."""
+                measure: str = HEADLINE, top: int = TOP,
+                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-able dict (``expansions``: system -> task -> query -> the
+    expansion text its run used, :func:`r2med.jobs.report.expansion_texts`)."""
     tasks = board.tasks
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     runs: dict[str, dict[str, dict[str, list]]] = {}
@@ -139,7 +83,7 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
         coll = collections.get(t)
         if coll is None:
             continue
-        expansions = {s.name: _expansion_texts(coll, s) for s in systems if t in s.tasks}
+        shown = {name: by_task[t] for name, by_task in (expansions or {}).items() if t in by_task}
         for qid, entry in queries[t].items():
             entry["text"] = coll.queries.get(qid, "")
             gold = sorted(coll.qrels.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
@@ -147,7 +91,7 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
             for d, _ in entry["gold"]:
                 if d in coll.corpus:
                     docs[t].setdefault(d, coll.corpus[d][:SNIPPET])
-            exp = {name: texts[qid] for name, texts in expansions.items() if qid in texts}
+            exp = {name: texts[qid][:EXPANSION_CHARS] for name, texts in shown.items() if qid in texts}
             if exp:
                 entry["expansion"] = exp
     return {
@@ -155,7 +99,7 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "version": __version__,
         "measure": measure,
-        "measureLabel": _measure_label(measure),
+        "measureLabel": measure_label(measure),
         "tasks": tasks,
         "systems": [s.name for s in systems],
         "colors": {s.name: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)},
@@ -245,9 +189,10 @@ def _json_for_script(data: Any) -> str:
 
 
 def render_html(systems: list[System], measure: str = HEADLINE, collections: Mapping[str, Collection] | None = None,
-                board: Leaderboard | None = None, title: str = "R2MED results") -> str:
+                board: Leaderboard | None = None, title: str = "R2MED results",
+                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> str:
     board = board or build_leaderboard(systems, measure)
-    data = report_data(systems, board, collections or {}, measure=board.measure)
+    data = report_data(systems, board, collections or {}, measure=board.measure, expansions=expansions)
     data["title"] = title
     page = _asset("report.html")
     missing = [t for t in board.tasks if t not in (collections or {})]
@@ -261,7 +206,7 @@ def render_html(systems: list[System], measure: str = HEADLINE, collections: Map
         "{{DATA}}": _json_for_script(data),
         "{{LEADERBOARD}}": leaderboard_html(board),
         "{{BARS}}": bar_charts_svg(board, data["colors"]),
-        "{{MEASURE}}": html.escape(_measure_label(board.measure)),
+        "{{MEASURE}}": html.escape(measure_label(board.measure)),
         "{{META}}": html.escape(f"{len(systems)} systems · {len(board.tasks)} tasks · generated {data['generated']} "
                                 f"by r2med {__version__}"),
         "{{NOTE}}": note,
@@ -283,10 +228,11 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
 
 def write_html(path: str | os.PathLike[str], systems: list[System], measure: str = HEADLINE,
                collections: Mapping[str, Collection] | None = None, board: Leaderboard | None = None,
-               title: str = "R2MED results") -> Path:
+               title: str = "R2MED results", expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None
+               ) -> Path:
     """Write the self-contained report page atomically."""
     path = Path(path)
-    page = render_html(systems, measure, collections, board, title)
+    page = render_html(systems, measure, collections, board, title, expansions)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
     umask = os.umask(0)

@@ -2,7 +2,7 @@
 
 Rows are systems, columns the tasks (R2MED's 8 in the paper's order, then any
 others) and their macro average, values x100 like the paper.  A system that
-matches a published configuration (see :mod:`r2med.report.systems`) gets a
+matches a published configuration (see :mod:`r2med.published`) gets a
 ``published`` row and a ``delta`` row; a delta beyond the tolerance is flagged.
 With a baseline, each cell is marked when it differs significantly from the
 baseline (paired randomisation test, Holm-Bonferroni across tasks).
@@ -12,8 +12,6 @@ Renderers: rich table (terminal), Markdown, CSV (long form), LaTeX, JSON.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections.abc import Sequence
@@ -21,36 +19,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError
-from ..metrics import HEADLINE, canonical
+from ..jobs.folders import System, task_order
+from ..metrics import HEADLINE, canonical, measure_label
+from ..published import PublishedKey, nonpaper_precision, require_label
+from ..retrieval.registry import tolerance_for
 from ..tasks import TASK_NAMES
-from .systems import PublishedKey, System, nonpaper_precision, parse_label, task_order
+from .format import FLAG, SIGNIFICANT, check_format, records_text, tex
 
 AVERAGE = "Average"
-SIGNIFICANT = "†"
-FLAG = "!"
 
-#: Default tolerance (nDCG@10 points x100) by kind of configuration: deterministic
-#: lexical runs should land within rounding; dense runs vary with hardware and
-#: precision (fp16/bf16, batch padding); API embedders with the provider's model version.
-TOLERANCES = {"lexical": 0.5, "dense": 1.0, "api": 2.0}
 #: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
 #: its row stays matched to the published one, with a wider band.
 NONPAPER_PRECISION_EXTRA = 1.0
-API_RETRIEVERS = {"openai", "voyage"}
-
-
-def default_tolerance(key: PublishedKey | None) -> float | None:
-    if key is None:
-        return None
-    if key.retriever == "bm25":
-        return TOLERANCES["lexical"]
-    if key.retriever in API_RETRIEVERS:
-        return TOLERANCES["api"]
-    return TOLERANCES["dense"]
 
 
 @dataclass
-class Cell:
+class BoardCell:
+    """One system x task (or average) entry of the leaderboard, x100."""
+
     value: float | None = None  # x100
     published: float | None = None
     p_holm: float | None = None
@@ -68,7 +54,7 @@ class Row:
     system: str
     published: PublishedKey | None
     tolerance: float | None
-    cells: dict[str, Cell]
+    cells: dict[str, BoardCell]
     partial_average: bool = False
     published_average_note: str = ""
     reference: bool = False  # a published configuration shown for comparison, not a run
@@ -124,7 +110,7 @@ class Leaderboard:
         return header, lines
 
     def legend(self) -> list[str]:
-        out = [f"{_measure_label(self.measure)} x100; {AVERAGE} = mean over the columns' tasks."]
+        out = [f"{measure_label(self.measure)} x100; {AVERAGE} = mean over the columns' tasks."]
         if any(r.reference for r in self.rows):
             out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.partial_average for r in self.rows):
@@ -148,7 +134,7 @@ class Leaderboard:
 
         header, lines = self.grid()
         lines = [(kind, [escape(cells[0]), *cells[1:]]) for kind, cells in lines]
-        table = Table(title=escape(f"Leaderboard: {_measure_label(self.measure)} (x100)"),
+        table = Table(title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
                       caption=escape("\n".join(self.legend())), caption_justify="left")
         for i, h in enumerate(header):  # task names: text, not markup
             table.add_column(escape(h), justify="left" if i == 0 else "right", no_wrap=i > 0)
@@ -175,15 +161,15 @@ class Leaderboard:
         header, lines = self.grid(flag="(!)")
         cols = "l" + "r" * (len(header) - 1)
         out = [r"\begin{tabular}{" + cols + "}", r"\toprule",
-               " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+               " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
         for kind, cells in lines:
             if kind == "system":
-                row = [r"\textbf{" + _tex(cells[0]) + "}", *(_tex(c) for c in cells[1:])]
+                row = [r"\textbf{" + tex(cells[0]) + "}", *(tex(c) for c in cells[1:])]
             elif kind == "reference":
-                row = [r"\textit{" + _tex(c) + "}" for c in cells]
+                row = [r"\textit{" + tex(c) + "}" for c in cells]
             else:
-                row = [r"\quad " + _tex(cells[0].strip()),
-                       *(r"\textbf{" + _tex(c) + "}" if c.endswith("(!)") else _tex(c) for c in cells[1:])]
+                row = [r"\quad " + tex(cells[0].strip()),
+                       *(r"\textbf{" + tex(c) + "}" if c.endswith("(!)") else tex(c) for c in cells[1:])]
                 row = [r"{\small " + c + "}" for c in row]
             out.append(" & ".join(row) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}"]
@@ -206,13 +192,8 @@ class Leaderboard:
         return recs
 
     def to_csv(self) -> str:
-        buf = io.StringIO()
         recs = self.records()
-        writer = csv.DictWriter(buf, fieldnames=list(recs[0]) if recs else ["system"], lineterminator="\n")
-        writer.writeheader()
-        for r in recs:
-            writer.writerow({k: "" if v is None else v for k, v in r.items()})
-        return buf.getvalue()
+        return records_text(recs, "csv", None if recs else ["system"], blank_none=True)
 
     def to_dict(self) -> dict[str, Any]:
         systems = []
@@ -239,40 +220,14 @@ class Leaderboard:
         return json.dumps(self.to_dict(), indent=1) + "\n"
 
     def render(self, fmt: str) -> str:
-        fmt = fmt.lower()
-        if fmt in ("md", "markdown"):
-            return self.to_markdown()
-        if fmt == "csv":
-            return self.to_csv()
-        if fmt in ("latex", "tex"):
-            return self.to_latex()
-        if fmt == "json":
-            return self.to_json()
-        raise R2MedError(f"unknown format {fmt!r}; choose from: table, markdown, csv, latex, json")
-
-
-FORMATS = ("table", "markdown", "csv", "latex", "json")
+        """Markdown, CSV, LaTeX or JSON (``table`` is the rich table: :meth:`to_rich`; here Markdown)."""
+        fmt = check_format(fmt)
+        return {"table": self.to_markdown, "markdown": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex,
+                "json": self.to_json}[fmt]()
 
 
 def _round(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
-
-
-def _measure_label(measure: str) -> str:
-    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}
-    if measure == "recip_rank":
-        return "MRR"
-    family, _, k = measure.rpartition("_")
-    return f"{names.get(family, family)}@{k}" if family in names else measure
-
-
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
-        "†": r"$^\dagger$"}
-
-
-def _tex(text: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in text)
 
 
 def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance: float | None = None,
@@ -299,11 +254,11 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
     for s in systems:
         key = s.published if measure == HEADLINE else None
         figures = key.figures() if key else {}
-        cells: dict[str, Cell] = {}
+        cells: dict[str, BoardCell] = {}
         for t in tasks:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
-            cells[t] = Cell(value=None if v is None else 100 * v, published=figures.get(t))
+            cells[t] = BoardCell(value=None if v is None else 100 * v, published=figures.get(t))
         present = [t for t in tasks if cells[t].value is not None]
         avg = sum(cells[t].value for t in present) / len(present) if present else None  # type: ignore[misc]
         note = ""
@@ -315,10 +270,10 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
             elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
                 pub_avg = sum(figures[t] for t in r2) / len(r2)
                 note = f"published average over the same {len(r2)} tasks"
-        cells[AVERAGE] = Cell(value=avg, published=pub_avg)
+        cells[AVERAGE] = BoardCell(value=avg, published=pub_avg)
         precision = next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") \
             if figures else ""
-        tol = tolerance if tolerance is not None else default_tolerance(key) if figures else None
+        tol = tolerance if tolerance is not None else tolerance_for(key.retriever) if figures else None
         if tol is not None and precision and tolerance is None:
             tol += NONPAPER_PRECISION_EXTRA
         rows.append(Row(s.name, key if figures else None, tol, cells, partial_average=0 < len(present) < len(tasks),
@@ -335,18 +290,15 @@ def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> li
         raise R2MedError(f"published rows exist for nDCG@10 only, not {measure}")
     rows = []
     for label in labels:
-        key = parse_label(label)
-        if key is None:
-            raise R2MedError(f"no published figures for {label!r}; use e.g. bm25, nv, bge+hyde-gpt4, "
-                             "bm25+query2doc-qwen-72b (see r2med/protocol/r2med_published_ndcg10.csv)")
+        key = require_label(label)
         figures = key.figures()
-        cells = {t: Cell(value=figures.get(t)) for t in tasks}
+        cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
         present = [t for t in tasks if cells[t].value is not None]
         if present and len(present) == len(TASK_NAMES) == len(tasks):
             avg = figures.get(AVERAGE)
         else:
             avg = sum(figures[t] for t in present) / len(present) if present else None
-        cells[AVERAGE] = Cell(value=avg)
+        cells[AVERAGE] = BoardCell(value=avg)
         rows.append(Row(f"paper: {key.label}", None, None, cells, partial_average=0 < len(present) < len(tasks),
                         reference=True))
     return rows

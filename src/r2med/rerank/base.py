@@ -3,24 +3,27 @@
 A reranker re-orders each query's first-stage candidates: given the query texts, the
 candidates in first-stage order (with their first-stage scores, which InsertRank-style
 listwise prompts show the LLM) and the corpus, it returns a score per candidate
-(higher first).  :func:`rerank_run` applies it to the top ``k`` of a :data:`~r2med.run.Run`
+(higher first).  :func:`rerank` applies it to the top ``k`` of a :data:`~r2med.run.Run`
 and, by default, appends the rest of the first-stage list below the reranked head
 so that measures deeper than ``k`` (nDCG@100, R@100) stay meaningful; ``keep_tail=False``
 gives the paper's "top-k only" evaluation.
 
-Names resolve through a small registry (``bge-reranker``, ``monobert``, ``rankllama``,
-``listwise``...); any other name that is a local folder or looks like a hub id
-(``org/model``) is loaded as a sequence-classification cross-encoder.
+Names resolve through a small registry of :class:`RerankerMeta` records (``bge-reranker``,
+``monobert``, ``rankllama``, ``listwise``...: a factory and what the reranker needs); any other
+name that is a local folder or looks like a hub id (``org/model``) is loaded as a
+sequence-classification cross-encoder (the ``cross-encoder`` entry).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import R2MedError
+from ..registries import Registry
 from ..run import Run, ranked
 
 log = logging.getLogger(__name__)
@@ -42,32 +45,40 @@ class Reranker(Protocol):
 
 
 RerankerFactory = Callable[..., Reranker]
-_REGISTRY: dict[str, tuple[RerankerFactory, str]] = {}
-
-#: Modules that register rerankers when imported (they import heavy libraries lazily).
-BUILTIN_MODULES = ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank"]
 
 
-def register_reranker(name: str, factory: RerankerFactory, description: str = "") -> None:
-    """Register ``factory(**options) -> Reranker`` under ``name``."""
-    if name in _REGISTRY and _REGISTRY[name][0] is not factory:
-        raise ValueError(f"reranker {name!r} is already registered")
-    _REGISTRY[name] = (factory, description)
+@dataclass(frozen=True)
+class RerankerMeta:
+    """Every fact about one reranker: how to build it and what it needs."""
+
+    name: str
+    factory: RerankerFactory  # factory(**options) -> Reranker
+    description: str = ""
+    #: modules it imports, and how to install them
+    packages: tuple[str, ...] = ("torch", "transformers")
+    install: str = "pip install 'r2med[dense,rerank]'"
+    #: too large for a CPU in reasonable time: its size ("7B")
+    needs_gpu: str | None = None
+    #: the precision the paper's code ran it in (None: not a paper reranker)
+    paper_dtype: str | None = None
+    #: model weights it loads: option of its ``config()`` naming a model -> a file every such model has
+    weights: tuple[tuple[str, str], ...] = (("model", "config.json"),)
+    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too
+    llm: bool = False
 
 
-def _load_builtin() -> None:
-    import importlib
-    import importlib.util
-
-    for module in BUILTIN_MODULES:
-        name = f"{__package__}.{module}"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
+RERANKERS: Registry[RerankerMeta] = Registry(
+    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank"])
+#: The entry that builds a cross-encoder from a hub id or local folder given as the reranker's name.
+ANY_MODEL = "cross-encoder"
 
 
-def available_rerankers() -> dict[str, str]:
-    _load_builtin()
-    return {name: desc for name, (_, desc) in sorted(_REGISTRY.items())}
+#: Add a reranker's record (a different record under a registered name is an error).
+register_reranker = RERANKERS.add
+#: Every registered reranker's record by name, in name order.
+all_rerankers = RERANKERS.all
+#: Name -> description of every registered reranker.
+available_rerankers = RERANKERS.descriptions
 
 
 def looks_like_model(name: str) -> bool:
@@ -78,46 +89,47 @@ def looks_like_model(name: str) -> bool:
     return len(parts) == 2 and all(p and not p.startswith(".") and " " not in p for p in parts)
 
 
+def reranker_meta(name: str) -> RerankerMeta:
+    """The record of ``name`` (a model id or folder: the cross-encoder entry)."""
+    meta = RERANKERS.get(name) or (RERANKERS.get(ANY_MODEL) if looks_like_model(name) else None)
+    if meta is None:
+        raise R2MedError(f"unknown reranker {name!r}; choose from: {', '.join(RERANKERS.all())}, "
+                         "or give a cross-encoder's hub id (org/model) or local folder")
+    return meta
+
+
 def make_reranker(name: str, **options: Any) -> Reranker:
     """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder."""
-    _load_builtin()
+    meta = reranker_meta(name)
     options = {k: v for k, v in options.items() if v is not None}
-    if name in _REGISTRY:
-        return _REGISTRY[name][0](**options)
-    if looks_like_model(name):
-        from .cross_encoder import CrossEncoderReranker
-
-        return CrossEncoderReranker(model=name, **options)
-    raise R2MedError(f"unknown reranker {name!r}; choose from: {', '.join(sorted(_REGISTRY))}, "
-                     "or give a cross-encoder's hub id (org/model) or local folder")
+    if meta.name != name:  # a model id or folder
+        options["model"] = name
+    return meta.factory(**options)
 
 
-def first_stage_order(docs: Mapping[str, float], position: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
-    """Docs best first; equal scores in corpus order (``position``: doc id -> corpus index).
+def progress_bar():
+    """A transient rich progress bar (``description``, bar, done/total, elapsed) for long reranking calls."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    The paper's code sorts each query's scores over the corpus with Python's stable ``sorted``
-    (``src/eval_BM25.py``, ``save_topk_docs``), so its top-k candidate lists keep corpus order
-    among ties; without ``position``, ties fall back to trec_eval's order (doc id descending).
-    """
-    if position is None:
-        return ranked(docs)
-    last = len(position)
-    return sorted(docs.items(), key=lambda item: (-item[1], position.get(item[0], last), item[0]))
+    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), transient=True)
 
 
 def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: Mapping[str, str] | None = None,
                   position: Mapping[str, int] | None = None) -> dict[str, list[tuple[str, float]]]:
-    """Each query's top ``top_k`` docs, best first, ties in corpus order (see :func:`first_stage_order`).
-
-    Queries not in ``queries`` are skipped.
+    """Each query's top ``top_k`` docs, best first, ties in corpus order (``position``: doc id -> corpus
+    index; :func:`r2med.run.ranked`), as the paper's stable sort takes them.  Queries not in ``queries``
+    are skipped.
     """
-    return {qid: first_stage_order(docs, position)[:top_k] for qid, docs in run.items()
+    return {qid: ranked(docs, position)[:top_k] for qid, docs in run.items()
             if docs and (queries is None or qid in queries)}
 
 
-def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str], corpus: Mapping[str, str],
-               reranker: Reranker, top_k: int = 10, keep_tail: bool = True) -> Run:
+def rerank(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str], corpus: Mapping[str, str],
+           reranker: Reranker | str, top_k: int = 10, keep_tail: bool = True, **options: Any) -> Run:
     """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``).
+
+    ``reranker`` is a :class:`Reranker` or a name for :func:`make_reranker` (with ``options``).
 
     Queries without a text in ``queries`` are dropped (counted in a warning).  Candidates tied in
     first-stage score are taken in corpus order (the order of ``corpus``), as the paper's stable
@@ -126,6 +138,8 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
     """
     if top_k < 1:
         raise R2MedError("the rerank depth (--top-k) must be at least 1")
+    if isinstance(reranker, str):
+        reranker = make_reranker(reranker, **options)
     unknown = [q for q in run if q not in queries]
     if unknown:
         log.warning("%d run quer%s have no query text and are skipped (e.g. %r)", len(unknown),
@@ -143,7 +157,7 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
         reranked = {did: float(got[did]) for did, _ in head}
         if keep_tail:
             floor = min(reranked.values())
-            for i, (did, _) in enumerate(first_stage_order(run[qid], position)[top_k:], start=1):
+            for i, (did, _) in enumerate(ranked(run[qid], position)[top_k:], start=1):
                 reranked[did] = floor - i
         out[qid] = reranked
     return out

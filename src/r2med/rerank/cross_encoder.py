@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingExtraError, R2MedError
-from ..retrieval.encoders import model_max_length  # noqa: F401  (also used by rerank callers)
-from .base import Candidates, register_reranker
+from ..retrieval.encoders import model_max_length
+from .base import Candidates, RerankerMeta, progress_bar, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def _torch():
+def require_torch():
+    """The torch module (transformers must import too), or a one-line error naming the extra."""
     try:
         import torch
         import transformers  # noqa: F401
@@ -45,7 +46,7 @@ def ensure_available(model: str, revision: str | None = None, probe: str = "conf
     """Fail at once, in one line, when ``model`` is neither a local folder, cached, nor downloadable."""
     from pathlib import Path
 
-    from ..retrieval.encoders import check_model_source
+    from ..retrieval.encoders.hf import check_model_source
 
     if Path(model).expanduser().exists():
         return
@@ -66,19 +67,10 @@ def ensure_available(model: str, revision: str | None = None, probe: str = "conf
                          f"({exc.reason}); download it first (hf download {model}) or pass a local folder") from None
 
 
-def progress_bar():
-    """A transient rich progress bar (``description``, bar, done/total, elapsed)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), transient=True)
-
-
 class PointwiseReranker:
     """Shared machinery: (query, doc) pairs -> tokenized -> length-sorted batches -> scores."""
 
     name = "pointwise"
-    family = "pointwise"
 
     def __init__(self, max_length: int = 512, batch_size: int = 32, device: str | None = None,
                  dtype: str = "fp32", label: int | None = None):
@@ -107,7 +99,7 @@ class PointwiseReranker:
             self.device = resolve_device(self.device_option)
             model, tokenizer = self._load()
             if self.dtype_option == "auto":  # half precision on a GPU (fp16: bf16's 8-bit mantissa ties more)
-                dtype = _torch().float16 if self.device.startswith("cuda") else _torch().float32
+                dtype = require_torch().float16 if self.device.startswith("cuda") else require_torch().float32
             elif canonical_dtype(self.dtype_option) in ("fp16", "bf16", "fp32"):
                 dtype = resolve_dtype(self.dtype_option, self.device)
             else:
@@ -140,7 +132,7 @@ class PointwiseReranker:
         """Scores of ``(query, doc)`` pairs, in the order given."""
         if not pairs:
             return np.zeros(0, dtype=np.float64)
-        torch = _torch()
+        torch = require_torch()
         self.load()
         tok = self._tokenizer
         firsts, seconds = zip(*(self.format_pair(q, d) for q, d in pairs))
@@ -188,7 +180,7 @@ class CrossEncoderReranker(PointwiseReranker):
         self.name = name or model
 
     def _load(self):
-        _torch()
+        require_torch()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         ensure_available(self.model_id, self.revision)
@@ -219,7 +211,11 @@ def _preset(name: str):
     return factory
 
 
-register_reranker("bge-reranker", _preset("bge-reranker"), "BAAI/bge-reranker-v2-m3 cross-encoder (paper)")
-register_reranker("monobert", _preset("monobert"), "castorini/monobert-large-msmarco, logit of the relevant class (paper)")
-register_reranker("cross-encoder", lambda **o: CrossEncoderReranker(**o),
-                  "any sequence-classification model: model=<hub id or folder>")
+#: The precision the paper's code ran its cross-encoders in: R2MED src/utils.py:866 loads bge-reranker and
+#: monoBERT without a dtype, i.e. fp32.
+register_reranker(RerankerMeta("bge-reranker", _preset("bge-reranker"),
+                               "BAAI/bge-reranker-v2-m3 cross-encoder (paper)", paper_dtype="fp32"))
+register_reranker(RerankerMeta("monobert", _preset("monobert"),
+                               "castorini/monobert-large-msmarco, logit of the relevant class (paper)", paper_dtype="fp32"))
+register_reranker(RerankerMeta("cross-encoder", lambda **o: CrossEncoderReranker(**o),
+                               "any sequence-classification model: model=<hub id or folder>"))

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import R2MedError
-from .base import Candidates, register_reranker
+from .base import Candidates, RerankerMeta, progress_bar, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def _cut_words(text: str, limit: int | None) -> str:
     return " ".join(words[:limit])
 
 
-def build_messages(query: str, passages: Sequence[str], scores: Sequence[float] | None = None,
+def ranking_messages(query: str, passages: Sequence[str], scores: Sequence[float] | None = None,
                    score_label: str = "first-stage score") -> list[dict[str, str]]:
     """The chat messages asking for a ranking of ``passages`` (numbered ``[1]..[m]``)."""
     m = len(passages)
@@ -99,8 +99,6 @@ def build_messages(query: str, passages: Sequence[str], scores: Sequence[float] 
 
 class ListwiseReranker:
     """Sliding-window permutation reranking with an LLM (see the module docstring)."""
-
-    family = "listwise"
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  window: int = 20, step: int = 10, with_scores: bool = False, concurrency: int = 16,
@@ -134,8 +132,6 @@ class ListwiseReranker:
 
     def rerank(self, queries: Mapping[str, str], candidates: Candidates,
                corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
-        from .cross_encoder import progress_bar
-
         self.stats = {"windows": 0, "repaired": 0, "failed": 0}  # per call: the warnings below are per task
         order = {qid: [did for did, _ in docs] for qid, docs in candidates.items()}
         first_score = {qid: dict(docs) for qid, docs in candidates.items()}
@@ -153,7 +149,7 @@ class ListwiseReranker:
                     start, end = plan[r]
                     ids = order[qid][start:end]
                     scores = [first_score[qid][d] for d in ids] if self.with_scores else None
-                    batch.append(build_messages(queries[qid], [texts[d] for d in ids], scores))
+                    batch.append(ranking_messages(queries[qid], [texts[d] for d in ids], scores))
                     owners.append((qid, start, end))
                 results = self.client.chat_many(batch, on_result=lambda i, res: progress.advance(bar),
                                                 **self._sampling())
@@ -176,5 +172,7 @@ class ListwiseReranker:
         return {qid: {did: float(len(ids) - i) for i, did in enumerate(ids)} for qid, ids in order.items()}
 
 
-register_reranker("listwise", lambda **o: ListwiseReranker(**o),
-                  "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via --model/--base-url")
+register_reranker(RerankerMeta("listwise", lambda **o: ListwiseReranker(**o),
+                               "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via "
+                               "--model/--base-url", packages=("openai",), install="pip install 'r2med[llm]'",
+                               weights=(), llm=True))

@@ -27,8 +27,8 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..protocol.later import later_reranker
-from .base import register_reranker
-from .cross_encoder import PointwiseReranker, _torch, ensure_available, progress_bar
+from .base import RerankerMeta, progress_bar, register_reranker
+from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class Qwen3Reranker(PointwiseReranker):
         return self.pair_template.format(instruction=self.instruction, query=query, doc=doc)
 
     def _load(self):
-        _torch()
+        require_torch()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         ensure_available(self.model_id, self.revision)
@@ -113,7 +113,7 @@ class Qwen3Reranker(PointwiseReranker):
     def score_pairs(self, pairs: Sequence[tuple[str, str]], description: str | None = None) -> np.ndarray:
         if not pairs:
             return np.zeros(0, dtype=np.float64)
-        torch = _torch()
+        torch = require_torch()
         encoded = self.input_ids(pairs)
         lengths = np.array([len(ids) for ids in encoded])
         order = np.argsort(-lengths, kind="stable")
@@ -149,6 +149,9 @@ def _preset(name: str):
 
 
 for _name in PRESETS:
-    register_reranker(_name, _preset(_name), f"{card_settings(_name)['hub_id']}: yes/no logit scoring (model card)")
-register_reranker("qwen3-reranker", lambda **o: Qwen3Reranker(**o),
-                  "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, model card)")
+    _card = card_settings(_name)
+    register_reranker(RerankerMeta(_name, _preset(_name), f"{_card['hub_id']}: yes/no logit scoring (model card)",
+                                   install="pip install 'r2med[dense]'", needs_gpu=_card.get("needs_gpu")))
+register_reranker(RerankerMeta("qwen3-reranker", lambda **o: Qwen3Reranker(**o),
+                               "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, "
+                               "model card)", install="pip install 'r2med[dense]'"))

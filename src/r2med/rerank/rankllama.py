@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
-from .base import register_reranker
-from .cross_encoder import PointwiseReranker, _torch, ensure_available
+from .base import RerankerMeta, register_reranker
+from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
 DEFAULTS = {"base": "meta-llama/Llama-2-7b-hf", "lora": "castorini/rankllama-v1-7b-lora-passage",
             "max_length": 1024}
@@ -32,7 +32,7 @@ class RankLlamaReranker(PointwiseReranker):
         return f"query: {query}", f"document: {doc}"
 
     def _load(self):
-        _torch()
+        require_torch()
         try:
             from peft import PeftModel
         except ImportError:
@@ -68,5 +68,8 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-register_reranker("rankllama", lambda **o: RankLlamaReranker(**o),
-                  "castorini/rankllama-v1-7b-lora-passage on Llama-2-7b (peft LoRA; paper)")
+#: The paper loads RankLLaMA's base model in fp16 (R2MED src/utils.py:861): r2med's ``auto`` on a GPU.
+register_reranker(RerankerMeta("rankllama", lambda **o: RankLlamaReranker(**o),
+                               "castorini/rankllama-v1-7b-lora-passage on Llama-2-7b (peft LoRA; paper)",
+                               packages=("torch", "transformers", "peft"), needs_gpu="7B", paper_dtype="auto",
+                               weights=(("base", "config.json"), ("lora", "adapter_config.json"))))

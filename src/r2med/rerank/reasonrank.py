@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from ..protocol.later import later_reranker
-from .base import Candidates, register_reranker
+from .base import Candidates, RerankerMeta, progress_bar, register_reranker
 from .listwise import ListwiseReranker
 
 log = logging.getLogger(__name__)
@@ -203,8 +203,6 @@ class ReasonRankReranker(ListwiseReranker):
     # -- the sliding window ---------------------------------------------------------------------------
     def rerank(self, queries: Mapping[str, str], candidates: Candidates,
                corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
-        from .cross_encoder import progress_bar
-
         self.stats = self._fresh_stats()
         order = {qid: [did for did, _ in docs] for qid, docs in candidates.items()}
         plans = {qid: plan_windows(len(ids), self.window, self.step) for qid, ids in order.items()}
@@ -265,7 +263,11 @@ def _preset(name: str):
     return factory
 
 
-register_reranker("reasonrank", _preset("reasonrank-32b"),
-                  "ReasonRank-32B listwise reasoning reranker (published prompt, window 20 / step 10) via --model/--base-url")
+#: An LLM behind an OpenAI-compatible endpoint; the tokenizer (for the 512-token passage cut) is read locally.
+_NEEDS = dict(packages=("openai", "ftfy", "transformers"), install="pip install 'r2med[llm,dense]'",
+              weights=(("tokenizer", "tokenizer_config.json"),), llm=True)
+register_reranker(RerankerMeta("reasonrank", _preset("reasonrank-32b"), "ReasonRank-32B listwise reasoning reranker "
+                               "(published prompt, window 20 / step 10) via --model/--base-url", **_NEEDS))
 for _name in PRESETS:
-    register_reranker(_name, _preset(_name), f"{published_settings(_name)['hub_id']} listwise (published settings)")
+    register_reranker(RerankerMeta(_name, _preset(_name),
+                                   f"{published_settings(_name)['hub_id']} listwise (published settings)", **_NEEDS))

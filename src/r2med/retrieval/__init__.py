@@ -1,10 +1,13 @@
-"""Retrievers: the ``Retriever`` protocol, the registry, BM25 and (extra ``dense``) dense models."""
+"""Retrievers: the ``Retriever`` protocol, the registry (:mod:`.registry`), BM25 and (extra ``dense``) dense models."""
 
 from typing import Any
 
-from .base import QueryText, Retriever, available_retrievers, make_retriever, register_retriever
+from .base import QueryText, Retriever
+from .registry import (RetrieverMeta, all_retrievers, available_retrievers, make_retriever, register_retriever,
+                       retriever_meta)
 
-__all__ = ["BM25", "QueryText", "Retriever", "available_retrievers", "make_retriever", "register_retriever"]
+__all__ = ["BM25", "QueryText", "Retriever", "RetrieverMeta", "all_retrievers", "available_retrievers",
+           "make_retriever", "register_retriever", "retriever_meta"]
 
 
 def __getattr__(name: str) -> Any:  # BM25 imports numpy/scipy: loaded on first use

@@ -30,9 +30,12 @@ import scipy.sparse as sp
 
 from ..cache import atomic_dir, cache_dir, fingerprint, fingerprint_texts
 from ..errors import R2MedError
+from ..protocol import models
 from ..run import Run
 from ..text import Analyzer, available_cores, encode_corpus, get_analyzer
-from .base import QueryText, as_text, register_retriever
+from .base import QueryText, as_text
+from .registry import RetrieverMeta, register_retriever
+from .topk import top_k_rows
 
 log = logging.getLogger(__name__)
 
@@ -111,42 +114,12 @@ class BM25:
     def _build_index(self, doc_ids: list[str], texts: Sequence[str]) -> None:
         start = time.perf_counter()
         terms, ids, lengths = encode_corpus(self.analyzer, texts, workers=self.workers)
-        n_docs, n_terms = len(texts), len(terms)
-        indptr = np.concatenate([[0], np.cumsum(lengths)])
-        tokens = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(n_docs, n_terms))
-        # Column-major (term-major) counts: docs come out in order within each term, so summing the
-        # duplicates (term frequencies) needs no sort, and the result is already the terms x docs index.
-        counts = tokens.tocsc()
-        del tokens
-        counts.has_canonical_format = False
-        counts.sum_duplicates()
-        postings = np.diff(counts.indptr)
-        df = postings.astype(np.float64)
-        avgdl = float(lengths.sum()) / n_docs
-        idf = np.log(n_docs + 1.0) - np.log(df + 0.5)
-        # w = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)) in float64, the same operations in the same
-        # order, in blocks of about 1M postings (small temporaries are reused instead of paged in afresh)
-        weights = np.empty(counts.nnz, dtype=np.float32)
-        dl = lengths.astype(np.float64)
-        bounds = np.searchsorted(counts.indptr, np.arange(0, counts.nnz, 1 << 20), side="right") - 1
-        for lo, hi in zip(bounds, [*bounds[1:], n_terms]):
-            a, z = counts.indptr[lo], counts.indptr[hi]
-            tf = counts.data[a:z].astype(np.float64)
-            norm = dl[counts.indices[a:z]]
-            if avgdl > 0:
-                norm *= self.b
-                norm /= avgdl
-                norm += 1.0 - self.b
-                norm *= self.k1
-            else:
-                norm[:] = self.k1
-            norm += tf
-            tf *= np.repeat(idf[lo:hi], postings[lo:hi])
-            tf /= norm
-            weights[a:z] = tf
-        self.weights_t = sp.csr_matrix((weights, counts.indices, counts.indptr), shape=(n_terms, n_docs))
+        counts = term_counts(ids, lengths, len(terms))
+        avgdl = float(lengths.sum()) / len(texts)
+        idf = inverse_document_frequency(np.diff(counts.indptr), len(texts))
+        self.weights_t = term_weights(counts, lengths, idf, avgdl, self.k1, self.b)
         self.doc_ids, self.vocab, self.idf, self.avgdl = doc_ids, {t: i for i, t in enumerate(terms)}, idf, avgdl
-        log.info("BM25 index: %d docs, %d terms, %d postings in %.2fs", n_docs, n_terms,
+        log.info("BM25 index: %d docs, %d terms, %d postings in %.2fs", len(texts), len(terms),
                  counts.nnz, time.perf_counter() - start)
 
     # -- persistence -----------------------------------------------------------------------------
@@ -247,8 +220,7 @@ class BM25:
         step = max(1, min(batch_size, (1 << 25) // max(len(doc_ids), 1), -(-len(qids) // threads)))
 
         def batch(start: int) -> list[dict[str, float]]:
-            scores = (vectors[start:start + step] @ weights_t).toarray()
-            return [top_k(row, doc_ids, k) for row in scores]
+            return ranked_rows((vectors[start:start + step] @ weights_t).toarray(), doc_ids, k)
 
         starts = range(0, len(qids), step)
         if threads == 1:
@@ -259,6 +231,13 @@ class BM25:
             with ThreadPoolExecutor(threads) as pool:
                 parts = list(pool.map(batch, starts))
         return dict(zip(qids, (hits for part in parts for hits in part)))
+
+
+def describe_index(folder: Path) -> str:
+    """What a saved index is, for ``r2med cache ls``: ``k1=.. b=.. <analyzer> · <n> docs`` (raises
+    OSError/ValueError/KeyError when its ``params.json`` is unreadable)."""
+    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    return f"k1={params['k1']} b={params['b']} {params['analyzer']['name']} · {params['n_docs']} docs"
 
 
 @contextlib.contextmanager
@@ -327,23 +306,65 @@ def _load_checked(path: Path, checksums: Mapping[str, str]) -> np.ndarray:
     return array.reshape(shape, order="F" if fortran else "C")
 
 
-def top_k(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> dict[str, float]:
-    """The ``k`` best docs of one score row, best first, as {doc id: score}.
+def term_counts(ids: np.ndarray, lengths: np.ndarray, n_terms: int) -> sp.csc_matrix:
+    """Term frequencies of documents given as concatenated term ids (``lengths`` per document):
+    a (docs x terms) matrix stored term-major (``indptr`` over terms, doc indices ascending).
 
-    When fewer than ``k`` docs score above zero, the list is filled with zero-score docs in
-    corpus order -- what the paper's code returns (a stable sort over all docs) -- so every
-    query is answered and counts in the average.
+    Built column-major, docs come out in order within each term, so summing the duplicates (term
+    frequencies) needs no sort, and the layout is already the (terms x docs) index's.
     """
-    positive = np.flatnonzero(scores > 0)
-    if len(positive) > k:  # keep everything tied with the k-th score, then cut in a stable order
-        values = scores[positive]
-        kth = np.partition(values, len(values) - k)[len(values) - k]
-        positive = positive[values >= kth]
-    order = positive[np.lexsort((positive, -scores[positive]))][:k]
-    if len(order) < k:
-        fill = np.flatnonzero(scores <= 0)[: k - len(order)]
-        order = np.concatenate([order, fill])
-    return {doc_ids[i]: float(scores[i]) for i in order}
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    tokens = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(len(lengths), n_terms))
+    counts = tokens.tocsc()
+    counts.has_canonical_format = False
+    counts.sum_duplicates()
+    return counts
+
+
+def inverse_document_frequency(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """``ln((N + 1) / (df + 0.5))`` per term (gensim's ``LuceneBM25Model``)."""
+    return np.log(n_docs + 1.0) - np.log(df.astype(np.float64) + 0.5)
+
+
+def term_weights(counts: sp.csc_matrix, lengths: np.ndarray, idf: np.ndarray, avgdl: float, k1: float,
+                 b: float) -> sp.csr_matrix:
+    """The (terms x docs) float32 BM25 weights ``idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))``.
+
+    ``counts`` comes from :func:`term_counts`; ``idf`` and ``avgdl`` may be collection-wide statistics
+    (the sharded index weighs each shard with them, so its weights equal these bit for bit).  Computed
+    in float64, in blocks of about 1M postings (small temporaries are reused instead of paged in afresh).
+    """
+    n_terms = counts.shape[1]
+    postings = np.diff(counts.indptr)
+    weights = np.empty(counts.nnz, dtype=np.float32)
+    dl = lengths.astype(np.float64)
+    bounds = np.searchsorted(counts.indptr, np.arange(0, counts.nnz, 1 << 20), side="right") - 1
+    for lo, hi in zip(bounds, [*bounds[1:], n_terms]):
+        a, z = counts.indptr[lo], counts.indptr[hi]
+        tf = counts.data[a:z].astype(np.float64)
+        norm = dl[counts.indices[a:z]]
+        if avgdl > 0:
+            norm *= b
+            norm /= avgdl
+            norm += 1.0 - b
+            norm *= k1
+        else:
+            norm[:] = k1
+        norm += tf
+        tf *= np.repeat(idf[lo:hi], postings[lo:hi])
+        tf /= norm
+        weights[a:z] = tf
+    return sp.csr_matrix((weights, counts.indices, counts.indptr), shape=(n_terms, counts.shape[0]))
+
+
+def ranked_rows(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> list[dict[str, float]]:
+    """Each row's ``k`` best docs, best first (ties in corpus order), as {doc id: score}.
+
+    A query that matches fewer than ``k`` docs is filled with zero-score docs in corpus order, as the
+    paper's code returns them (a stable sort over all docs), so every query is answered and counts.
+    """
+    positions, values = top_k_rows(scores, k)
+    return [{doc_ids[i]: v for i, v in zip(pos.tolist(), val.tolist())} for pos, val in zip(positions, values)]
 
 
 def _factory(flavour: str):
@@ -355,5 +376,13 @@ def _factory(flavour: str):
     return make
 
 
-register_retriever("bm25", _factory("paper"), "BM25 as the R2MED paper scores it (BM25-weighted query; k1=0.9, b=0.4)")
-register_retriever("bm25-standard", _factory("standard"), "textbook Lucene BM25 (query term counts)")
+#: The paper's BM25 (BRIGHT's code; ``r2med_models.json`` -> ``bm25``): k1=0.9, b=0.4, the paper's scoring.
+PAPER = {"flavour": "paper", "k1": models()["retrievers"]["bm25"].get("k1", 0.9),
+         "b": models()["retrievers"]["bm25"].get("b", 0.4)}
+_LEXICAL = dict(family="lexical", parameters=("k1", "b", "analyzer", "cache"), tolerance="lexical",
+                defaults={"k1": PAPER["k1"], "b": PAPER["b"], "analyzer": "english"},
+                summary={"k1": PAPER["k1"], "b": PAPER["b"]})
+register_retriever(RetrieverMeta("bm25", _factory("paper"), "BM25 as the R2MED paper scores it (BM25-weighted "
+                                 "query; k1=0.9, b=0.4)", paper=PAPER, **_LEXICAL))
+register_retriever(RetrieverMeta("bm25-standard", _factory("standard"), "textbook Lucene BM25 (query term counts)",
+                                 paper={"flavour": "paper"}, **_LEXICAL))

@@ -31,10 +31,12 @@ import numpy as np
 from ..cache import fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..run import Run
-from .base import QueryText, register_retriever
+from .base import QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
-from .presets import DENSE_PRESETS, get_preset
+from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
+from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
+from .topk import merge_top_k, top_k_rows
 
 log = logging.getLogger(__name__)
 
@@ -191,43 +193,59 @@ class DenseRetriever:
 
 
 def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude: np.ndarray | None = None,
-                chunk: int = 65536, device: str | None = None,
-                normalize_docs: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index.
+                chunk: int = 65536, device: str | None = None, normalize_docs: bool = False,
+                torch_products: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index (also at the cut).
 
     Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
-    running top-k, so memory stays at ``n_queries * (chunk + k)``.  ``exclude[i]`` is a doc
-    index query ``i`` must not get (-1 for none).  ``normalize_docs`` divides each doc row by its
-    norm first (cosine scores when the queries are normalised too).  On a CUDA device the products
-    run in torch.
+    running top-k (:mod:`r2med.retrieval.topk`), so memory stays at ``n_queries * (chunk + k)``.
+    ``exclude[i]`` is a doc index query ``i`` must not get (-1 for none); it comes back as index -1
+    with score ``-inf`` when fewer than ``k`` docs remain.  ``normalize_docs`` divides each doc row by
+    its norm first (cosine scores when the queries are normalised too).  The products run in torch on
+    a CUDA device (``torch_products``: None = when one is used), in numpy otherwise.
     """
     n_q, n_d = len(queries), len(docs)
     k = min(k, n_d)
-    if _use_torch(device):
-        return _exact_top_k_torch(queries, docs, k, exclude, chunk, device, normalize_docs)
-    best_s = np.full((n_q, 0), -np.inf, dtype=np.float32)
-    best_i = np.zeros((n_q, 0), dtype=np.int64)
+    if n_q == 0:
+        return np.zeros((0, k), dtype=np.float32), np.zeros((0, k), dtype=np.int64)
+    products = _torch_products(device) if (torch_products is None and _use_torch(device)) or torch_products \
+        else _numpy_products
     rows = np.arange(n_q)
+    best: tuple[np.ndarray, np.ndarray] | None = None
     for lo in range(0, n_d, chunk):
-        block = np.asarray(docs[lo:lo + chunk], dtype=np.float32)
-        if normalize_docs:
-            block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
-        s = queries @ block.T
+        s = products(queries, docs[lo:lo + chunk], normalize_docs)
         if exclude is not None:
-            hit = (exclude >= lo) & (exclude < lo + len(block))
+            hit = (exclude >= lo) & (exclude < lo + s.shape[1])
             s[rows[hit], exclude[hit] - lo] = -np.inf
-        kk = min(k, s.shape[1])
-        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk] if kk < s.shape[1] else np.tile(np.arange(s.shape[1]), (n_q, 1))
-        cand_s = np.concatenate([best_s, np.take_along_axis(s, part, 1)], axis=1)
-        cand_i = np.concatenate([best_i, part + lo], axis=1)
-        if cand_s.shape[1] > k:
-            keep = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
-            cand_s, cand_i = np.take_along_axis(cand_s, keep, 1), np.take_along_axis(cand_i, keep, 1)
-        best_s, best_i = cand_s, cand_i
-    order = np.lexsort((best_i, -best_s), axis=1) if n_q else np.zeros((0, k), dtype=np.int64)
-    best_s, best_i = np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
-    best_i = np.where(np.isneginf(best_s), -1, best_i)  # an excluded doc never comes back
-    return best_s, best_i
+        part = top_k_rows(s, k, offset=lo)
+        best = part if best is None else merge_top_k([best, part], k)
+    positions, scores = best
+    return scores, np.where(np.isneginf(scores), -1, positions)  # an excluded doc never comes back
+
+
+def _numpy_products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool) -> np.ndarray:
+    block = np.asarray(block, dtype=np.float32)
+    if normalize_docs:
+        block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
+    return queries @ block.T
+
+
+def _torch_products(device: str | None):
+    import torch
+
+    dev = torch.device("cuda" if device in (None, "auto") else device)
+    held: dict[int, Any] = {}
+
+    def products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool) -> np.ndarray:
+        if id(queries) not in held:  # the queries go to the device once
+            held.clear()
+            held[id(queries)] = torch.as_tensor(np.ascontiguousarray(queries), device=dev)
+        d = torch.as_tensor(np.ascontiguousarray(block, dtype=np.float32), device=dev)
+        if normalize_docs:
+            d = torch.nn.functional.normalize(d, dim=-1)
+        return (held[id(queries)] @ d.T).cpu().numpy()
+
+    return products
 
 
 def _use_torch(device: str | None) -> bool:
@@ -240,40 +258,12 @@ def _use_torch(device: str | None) -> bool:
     return torch.cuda.is_available()
 
 
-def _exact_top_k_torch(queries, docs, k, exclude, chunk, device, normalize_docs=False):
-    import torch
-
-    dev = torch.device("cuda" if device in (None, "auto") else device)
-    q = torch.as_tensor(np.ascontiguousarray(queries), device=dev)
-    n_q = len(queries)
-    best_s = torch.full((n_q, 0), -float("inf"), device=dev)
-    best_i = torch.zeros((n_q, 0), dtype=torch.long, device=dev)
-    rows = torch.arange(n_q, device=dev)
-    ex = torch.as_tensor(exclude, device=dev) if exclude is not None else None
-    for lo in range(0, len(docs), chunk):
-        block = torch.as_tensor(np.ascontiguousarray(docs[lo:lo + chunk], dtype=np.float32), device=dev)
-        if normalize_docs:
-            block = torch.nn.functional.normalize(block, dim=-1)
-        s = q @ block.T
-        if ex is not None:
-            hit = (ex >= lo) & (ex < lo + len(block))
-            s[rows[hit], ex[hit] - lo] = -float("inf")
-        ts, ti = torch.topk(s, min(k, s.shape[1]), dim=1)
-        cand_s, cand_i = torch.cat([best_s, ts], 1), torch.cat([best_i, ti + lo], 1)
-        if cand_s.shape[1] > k:
-            ts, pos = torch.topk(cand_s, k, dim=1)
-            cand_s, cand_i = ts, torch.gather(cand_i, 1, pos)
-        best_s, best_i = cand_s, cand_i
-    s, i = best_s.cpu().numpy(), best_i.cpu().numpy()
-    order = np.lexsort((i, -s), axis=1)
-    s, i = np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
-    return s, np.where(np.isneginf(s), -1, i)
-
-
 # -- registry --------------------------------------------------------------------------------------
 
+#: API embedders' client settings (passed on to the encoder; an error for a local model).
+API_OPTIONS = ("api_key", "base_url", "timeout", "max_retries", "backoff_base", "backoff_max")
 RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identical_ids", "faiss", "token_budget",
-                   "search_chunk", "api_key", "base_url", "similarity")
+                   "search_chunk", "similarity", *API_OPTIONS)
 SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
                    "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
                    "trust_remote_code", "dtype", "loader")
@@ -313,20 +303,45 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
 def _preset_factory(name: str):
     def make(task: str | None = None, **options: Any) -> DenseRetriever:
         runtime, settings = _split(options, name)
-        medcpt_published = bool(options.get("medcpt_published"))
-        if medcpt_published and name != "medcpt":
-            raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
         preset = get_preset(name)
+        medcpt_published = bool(options.get("medcpt_published"))
+        if medcpt_published and not preset.query_hub_id:
+            raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
         runtime.setdefault("batch_size", preset.batch_size)
         runtime.setdefault("similarity", preset.similarity)
-        if name == "nv" and not settings.get("trust_remote_code"):
-            raise R2MedError("nv (NV-Embed-v2) runs its own code from the hub; opt in with --trust-remote-code")
+        if preset.fields.get("trust_remote_code") and not settings.get("trust_remote_code"):
+            raise R2MedError(f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with "
+                             "--trust-remote-code")
         return DenseRetriever(preset.settings(task, medcpt_published=medcpt_published, **settings), name=name,
                               **runtime)
     make.__doc__ = f"the R2MED paper's {name} retriever"
     return make
 
 
-register_retriever("dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)")
+#: What ``r2med evaluate`` may set for a dense retriever.
+CLI_OPTIONS = ("model", "batch_size", "device", "max_length", "pooling", "similarity", "dtype", "trust_remote_code",
+               "cache")
+
+register_retriever(RetrieverMeta(
+    "dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)",
+    parameters=CLI_OPTIONS, extra=DENSE_EXTRA,
+    summary={"hub_id": "--model <hub id or folder>",
+             "pooling": "the model's own (sentence-transformers), else mean (--pooling)",
+             "max_length": "the model's own (--max-length)",
+             "similarity": "the model's own (sentence-transformers), else cosine (--similarity)",
+             "dtype": "fp32 (--dtype)"}))
+
+
+def register_preset(preset: Preset) -> RetrieverMeta:
+    """Register a dense preset given as a data record (:class:`~r2med.retrieval.presets.Preset`): its
+    settings, instructions and registry facts (``needs_gpu``, ``packages``, ``api_key_env``, ``dtype``
+    in ``preset.fields``) make its retriever and its :class:`~r2med.retrieval.registry.RetrieverMeta`."""
+    if preset.name not in DENSE_PRESETS:
+        add_preset(preset)
+    return register_retriever(RetrieverMeta(
+        preset.name, _preset_factory(preset.name),
+        parameters=CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()), **preset_meta(preset.name)))
+
+
 for _name in DENSE_PRESETS:
-    register_retriever(_name, _preset_factory(_name), f"paper preset: {get_preset(_name).describe()['hub_id']}")
+    register_preset(get_preset(_name))

@@ -364,17 +364,11 @@ class EmbeddingCache:
         return self.finalize()
 
 
-def list_entries(root: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every embedding cache entry with its model, size and state (for ``r2med cache ls``)."""
-    base = Path(root or cache_dir(KIND))
-    out = []
-    for entry in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        meta: dict[str, Any] = {}
-        try:
-            meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
-        out.append({"key": entry.name, "path": entry, "model": (meta.get("encoder") or {}).get("model"),
-                    "role": meta.get("role", "documents"), "n_docs": meta.get("n_docs"),
-                    "complete": (entry / "embeddings.npy").exists()})
-    return out
+def describe_entry(folder: Path) -> tuple[str, bool]:
+    """(what one cache entry holds, whether it is complete) for ``r2med cache ls``:
+    ``<model> [pooling=.. max_length=..] · <n> docs|queries``; raises OSError/ValueError/KeyError when unreadable."""
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    enc = meta["encoder"]
+    extras = " ".join(f"{k}={enc[k]}" for k in ("pooling", "max_length") if enc.get(k) is not None)
+    unit = "docs" if meta.get("role", "documents") == "documents" else "queries"
+    return f"{enc.get('model')} {extras} · {meta['n_docs']} {unit}", (folder / "embeddings.npy").exists()

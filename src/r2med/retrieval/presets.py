@@ -1,5 +1,10 @@
 """The R2MED paper's dense retrievers as presets: data, resolved per task into ``EncoderSettings``.
 
+A preset is a data record: an entry of :data:`PRESET_FIELDS` (plus its row in the protocol data)
+becomes a registered retriever with its :class:`~r2med.retrieval.registry.RetrieverMeta`
+(:func:`preset_meta`) -- nothing else needs to know its name.  Presets from other data (later
+models) are :class:`Preset` records registered with :func:`r2med.retrieval.dense.register_preset`.
+
 Hub ids, max lengths, normalisation and instructions come from the package's protocol data
 (``r2med_models.json`` / ``r2med_protocol.json``, carried from the R2MED repository at commit
 62b7074); :data:`PRESET_FIELDS` adds what those files leave implicit (loader, pooling name,
@@ -29,7 +34,10 @@ log = logging.getLogger(__name__)
 #: How every paper retriever is scored (eval_bench.py:150 ``score_function="cos_sim"``).
 PAPER_SIMILARITY = "cosine"
 
-#: Per-preset fields that the protocol JSON does not spell out as values.
+#: Per-preset fields that the protocol JSON does not spell out as values.  Besides the encoder settings:
+#: ``batch_size`` (texts per batch), ``needs_gpu`` (too large for a CPU: its size), ``packages`` (Python
+#: packages beyond the ``dense`` extra, with how to install them), ``api_key_env`` (an embedding API: the
+#: variable holding its key).
 PRESET_FIELDS: dict[str, dict[str, Any]] = {
     # Contriever: FlagDRESModel, mean pooling, no normalisation (eval_bench.py:216-218), 512 tokens
     # (utils.py:42 default); AutoModel.from_pretrained without a dtype = fp32 (utils.py:47).
@@ -44,35 +52,46 @@ PRESET_FIELDS: dict[str, dict[str, Any]] = {
     "inst-l": {"loader": "sentence-transformers", "normalize": True, "max_length": None, "dtype": "fp32",
                "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
     "inst-xl": {"loader": "sentence-transformers", "normalize": True, "max_length": None, "dtype": "fp32",
-                "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
+                "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True},
+                "needs_gpu": "1.5B"},
     # BMRetriever ("BMR" mode): truncate to max_length - 1, append EOS (utils.py:155, 162), left padding
     # (54), last token; never normalised (the BMR branch, 148-167); fp32 weights under
     # torch.cuda.amp.autocast() = fp16 autocast on GPU (161; 528 for bmr-7b's HighScaleModel).
     "bmr-410m": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
                  "dtype": "fp16-autocast", "batch_size": 64},
     "bmr-2b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-               "dtype": "fp16-autocast", "batch_size": 16},
+               "dtype": "fp16-autocast", "batch_size": 16, "needs_gpu": "2B"},
     "bmr-7b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-               "dtype": "fp16-autocast", "batch_size": 8},
+               "dtype": "fp16-autocast", "batch_size": 8, "needs_gpu": "7B"},
     # BGE: FlagDRESModel, CLS, normalised (utils.py:38 default), 512 tokens (eval_bench.py:231-234), fp32 (47).
     "bge": {"loader": "transformers", "pooling": "cls", "normalize": True, "dtype": "fp32", "batch_size": 128},
     # E5-Mistral / SFR: HighScaleModel "Base" mode, last token, no EOS, normalised, 2048 tokens
     # (eval_bench.py:225-229; utils.py:496-511); fp32 (utils.py:422, no dtype).
-    "e5": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8},
-    "sfr": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8},
+    "e5": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8,
+           "needs_gpu": "7B"},
+    "sfr": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8,
+            "needs_gpu": "7B"},
     # GritLM: the gritlm package with torch_dtype="auto" (utils.py:578), docs 2048 / queries 512 tokens
     # (573-574), its encode() output as is (no normalisation, 632).
     "grit": {"loader": "gritlm", "normalize": False, "max_length": 2048, "query_max_length": 512, "dtype": "auto",
-             "expansion_instruction": "query", "batch_size": 8},
+             "expansion_instruction": "query", "batch_size": 8, "needs_gpu": "7B",
+             "packages": (("gritlm",), "pip install 'r2med[dense]' gritlm")},
     # NV-Embed-v2: the model's own encode(texts, instruction, max_length) (utils.py:704), which appends
     # EOS itself -- so no append_eos; fp16 (649), normalised (705-706), 4096 tokens (eval_bench.py:267).
     "nv": {"loader": "remote-code", "normalize": True, "dtype": "fp16", "trust_remote_code": True,
-           "expansion_instruction": "query", "batch_size": 8},
-    "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
-    "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query"},
+           "expansion_instruction": "query", "batch_size": 8, "needs_gpu": "7B"},
+    "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query",
+               "api_key_env": "OPENAI_API_KEY"},
+    "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query",
+               "api_key_env": "VOYAGE_API_KEY"},
 }
 
 DENSE_PRESETS = tuple(PRESET_FIELDS)
+#: Fields of a preset entry that describe the retriever rather than the vectors (not encoder settings).
+REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env")
+#: Options that change what a preset computes (batch size and device do not; dtype widens the tolerance):
+#: a run that sets any of them is not the paper's configuration.
+PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,8 @@ class Preset:
     query_instructions: dict[str, str] | str | None
     doc_instructions: dict[str, str] | str | None
     note: str = ""
+    #: a separate query encoder (MedCPT's Query encoder; ``hub_id`` is then the Article encoder)
+    query_hub_id: str | None = None
 
     @property
     def batch_size(self) -> int:
@@ -105,16 +126,15 @@ class Preset:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary for ``r2med models``."""
-        f = {k: v for k, v in self.fields.items() if k not in ("extra",)}
+        f = {k: v for k, v in self.fields.items() if k not in ("extra", "needs_gpu", "packages", "api_key_env")}
         f.setdefault("append_eos", False)
         if f.get("max_length", 0) is None:
             f["max_length"] = "model's own"
         f["similarity"] = self.similarity
         f["dtype"] = self.dtype or "api"
         hub_id = self.hub_id
-        if self.name == "medcpt":  # two encoders: queries through the Query encoder by default
-            spec = models()["retrievers"]["medcpt"]
-            hub_id = f"{spec['hub_id_query']} (queries) + {spec['hub_id_doc']} (docs)"
+        if self.query_hub_id:  # two encoders (MedCPT): queries through the Query encoder by default
+            hub_id = f"{self.query_hub_id} (queries) + {self.hub_id} (docs)"
         return {"hub_id": hub_id, **f,
                 "query_instruction": "per task" if isinstance(self.query_instructions, dict) else self.query_instructions,
                 "doc_instruction": "per task" if isinstance(self.doc_instructions, dict) else self.doc_instructions,
@@ -122,14 +142,13 @@ class Preset:
 
     def settings(self, task: str | None = None, medcpt_published: bool = False, **overrides: Any) -> EncoderSettings:
         """The encoder settings for ``task`` (hub task name), with user overrides applied."""
-        fields = {k: v for k, v in self.fields.items() if k != "batch_size"}
+        fields = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
         fields["query_instruction"] = _instruction(self, self.query_instructions, task, "query")
         fields["doc_instruction"] = _instruction(self, self.doc_instructions, task, "document")
-        if self.name == "medcpt":
-            spec = models()["retrievers"]["medcpt"]
-            fields["query_model"] = spec["hub_id_doc"] if medcpt_published else spec["hub_id_query"]
+        if self.query_hub_id:  # MedCPT: a Query encoder beside the Article encoder
+            fields["query_model"] = self.hub_id if medcpt_published else self.query_hub_id
         fields.update({k: v for k, v in overrides.items() if v is not None})
-        if self.name == "medcpt" and "model" in overrides and "query_model" not in overrides and overrides["model"]:
+        if self.query_hub_id and "model" in overrides and "query_model" not in overrides and overrides["model"]:
             fields["query_model"] = None  # a user model replaces both encoders
         fields.setdefault("model", self.hub_id)
         return EncoderSettings(**fields)
@@ -145,16 +164,30 @@ def _instruction(preset: Preset, table: dict[str, str] | str | None, task: str |
     return ""
 
 
+#: Presets added at run time (:func:`r2med.retrieval.dense.register_preset`), e.g. from another data file.
+_ADDED: dict[str, Preset] = {}
+
+
+def add_preset(preset: Preset) -> Preset:
+    """Make ``preset`` known by name (its retriever record: :func:`r2med.retrieval.dense.register_preset`)."""
+    if preset.name in PRESET_FIELDS or _ADDED.get(preset.name, preset) != preset:
+        raise ValueError(f"dense preset {preset.name!r} is already defined")
+    _ADDED[preset.name] = preset
+    return preset
+
+
 def get_preset(name: str) -> Preset:
+    if name in _ADDED:
+        return _ADDED[name]
     if name not in PRESET_FIELDS:
-        raise R2MedError(f"unknown dense preset {name!r}; choose from: {', '.join(DENSE_PRESETS)}")
+        raise R2MedError(f"unknown dense preset {name!r}; choose from: {', '.join((*DENSE_PRESETS, *_ADDED))}")
     spec = models()["retrievers"][name]
     proto = protocol()
     fields = dict(PRESET_FIELDS[name])
     for key in ("max_length", "normalize", "batch_size"):
         if spec.get(key) is not None:
             fields.setdefault(key, spec[key])
-    if name in ("openai", "voyage"):
+    if fields.get("api_key_env"):  # an embedding API: texts cut to the provider's token limit
         fields["extra"] = {"truncate_tokens": spec.get("truncate_tokens")}
         fields.setdefault("max_length", int(spec.get("truncate_tokens") or 8000))
     if fields.get("loader") != "sentence-transformers":
@@ -165,8 +198,31 @@ def get_preset(name: str) -> Preset:
     if isinstance(query_table, str) and query_table.startswith("per task"):
         raise R2MedError(f"protocol data lacks the {name} query instruction table")  # pragma: no cover
     return Preset(name=name, hub_id=hub_id, fields=fields, query_instructions=query_table,
-                  doc_instructions=doc_table, note=spec.get("note", ""))
+                  doc_instructions=doc_table, note=spec.get("note", ""), query_hub_id=spec.get("hub_id_query"))
 
 
 def all_presets() -> dict[str, Preset]:
-    return {name: get_preset(name) for name in DENSE_PRESETS}
+    return {name: get_preset(name) for name in (*DENSE_PRESETS, *_ADDED)}
+
+
+def preset_meta(name: str) -> dict[str, Any]:
+    """The registry facts of preset ``name`` (:class:`~r2med.retrieval.registry.RetrieverMeta` fields)."""
+    from .registry import DENSE_EXTRA
+
+    preset = get_preset(name)
+    api_key = preset.fields.get("api_key_env")
+    return {"description": f"paper preset: {preset.describe()['hub_id']}", "family": "dense",
+            "hub_id": None if api_key else preset.hub_id, "api_key_env": api_key,
+            "needs_gpu": preset.fields.get("needs_gpu"),
+            "extra": None if api_key else _extra(preset.fields.get("packages"), DENSE_EXTRA),
+            "tolerance": "api" if api_key else "dense", "paper_dtype": preset.dtype,
+            "paper_similarity": preset.similarity, "paper": {"similarity": preset.similarity},
+            "overrides": PRESET_OVERRIDES, "summary": preset.describe()}
+
+
+def _extra(packages: tuple[tuple[str, ...], str] | None, base: tuple[tuple[str, ...], str]):
+    """The dense extra's packages, plus a preset's own (with its install line)."""
+    if packages is None:
+        return base
+    modules, install = packages
+    return (tuple(dict.fromkeys((*(m for m in base[0] if m != "sentence_transformers"), *modules))), install)

@@ -5,10 +5,11 @@
 * :mod:`.shards` -- splitting a corpus into contiguous shards and merging per-shard top-k lists.
 * :mod:`.bm25` -- BM25 over sharded indexes with collection-wide statistics (scores equal the
   unsharded :class:`r2med.retrieval.bm25.BM25`).
-* :mod:`.dense` -- exact (or FAISS) top-k over embedding shards, merged into a global top-k.
+* :mod:`.dense` -- exact top-k over embedding shards, merged into a global top-k.
 * :mod:`.encode` -- distributed encoding: a Ray Data actor pool around the dense encoders, writing
   embedding shards atomically to a local path or URI and resuming from the finished ones.
-* :mod:`.matrix` -- (retriever x task) evaluation matrices as Ray tasks with resource requests.
+
+The (retriever x task) matrix of ``r2med evaluate --ray`` is a job: :mod:`r2med.jobs.ray`.
 
 Ray is the optional extra ``scale``; nothing here imports it until a function needs it.
 """
@@ -17,6 +18,6 @@ from __future__ import annotations
 
 from .bm25 import ShardedBM25
 from .cluster import connect
-from .shards import merge_topk, split_corpus
+from .shards import split_corpus
 
-__all__ = ["ShardedBM25", "connect", "merge_topk", "split_corpus"]
+__all__ = ["ShardedBM25", "connect", "split_corpus"]

@@ -28,11 +28,12 @@ import scipy.sparse as sp
 
 from ..errors import R2MedError
 from ..retrieval.base import QueryText, as_text
-from ..retrieval.bm25 import BM25
+from ..retrieval.bm25 import BM25, inverse_document_frequency, term_counts, term_weights
+from ..retrieval.topk import merge_top_k, top_k_rows
 from ..run import Run
 from ..text import get_analyzer
 from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
-from .shards import Shard, merge_topk, plan_shards, to_run, topk_rows
+from .shards import Shard, plan_shards, to_run
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,7 @@ def analyse_shard(texts: Sequence[str], analyzer: str) -> tuple[tuple[list[str],
                                                              tuple[np.ndarray, np.ndarray]]:
     """Pass 1: ((local vocab, local df, total length, n docs), (local term ids, lengths))."""
     vocab, ids, lengths = get_analyzer(analyzer).encode(texts)  # type: ignore[attr-defined]
-    counts = _count_matrix(ids, lengths, len(vocab))
-    df = np.bincount(counts.indices, minlength=len(vocab)).astype(np.int64)
+    df = np.diff(term_counts(ids, lengths, len(vocab)).indptr).astype(np.int64)
     return (vocab, df, int(lengths.sum()), len(lengths)), (ids, lengths)
 
 
@@ -55,31 +55,20 @@ def weigh_shard(encoded: tuple[np.ndarray, np.ndarray], mapping: np.ndarray, idf
                 k1: float, b: float) -> sp.csr_matrix:
     """Pass 2: the shard's (global terms x shard docs) BM25 weight matrix, as the unsharded index computes it."""
     ids, lengths = encoded
-    counts = _count_matrix(mapping[ids] if len(ids) else ids, lengths, len(idf))
-    tf = counts.data.astype(np.float64)
-    dl = np.repeat(lengths.astype(np.float64), np.diff(counts.indptr))
-    norm = k1 * (1.0 - b + b * dl / avgdl) if avgdl > 0 else np.full_like(tf, k1)
-    counts.data = (idf[counts.indices] * tf / (tf + norm)).astype(np.float32)
-    return counts.T.tocsr()
+    counts = term_counts(mapping[ids] if len(ids) else ids, lengths, len(idf))
+    return term_weights(counts, lengths, idf, avgdl, k1, b)
 
 
-def search_shard(weights_t: sp.csr_matrix, query_vectors: sp.csr_matrix, k: int, offset: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def search_bm25_shard(weights_t: sp.csr_matrix, query_vectors: sp.csr_matrix, k: int, offset: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of one shard for every query: (global positions, float32 scores)."""
     n_docs = weights_t.shape[1]
     step = max(1, SCORE_BLOCK // max(n_docs, 1))
     parts = []
     for start in range(0, query_vectors.shape[0], step):
         scores = (query_vectors[start:start + step] @ weights_t).toarray()
-        parts.append(topk_rows(scores, k, offset))
+        parts.append(top_k_rows(scores, k, offset))
     return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])
-
-
-def _count_matrix(ids: np.ndarray, lengths: np.ndarray, n_terms: int) -> sp.csr_matrix:
-    rows = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
-    counts = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), (rows, ids)), shape=(len(lengths), n_terms))
-    counts.sum_duplicates()
-    return counts
 
 
 # -- the retriever --------------------------------------------------------------------------------
@@ -163,7 +152,7 @@ class ShardedBM25:
         n_docs = sum(s[3] for s in stats)
         total_length = sum(s[2] for s in stats)
         avgdl = float(total_length) / n_docs
-        idf = np.log(n_docs + 1.0) - np.log(df.astype(np.float64) + 0.5)
+        idf = inverse_document_frequency(df, n_docs)
         head = self.head
         head.vocab = vocab
         head.idf, head.avgdl, head.doc_ids = idf, avgdl, self.doc_ids
@@ -178,9 +167,9 @@ class ShardedBM25:
         if self.ray:
             ray = require_ray()
             qv_ref = ray.put(qv)
-            parts = map_tasks(search_shard, [(w, qv_ref, k, s.start) for w, s in zip(self.shards, self.plan)],
+            parts = map_tasks(search_bm25_shard, [(w, qv_ref, k, s.start) for w, s in zip(self.shards, self.plan)],
                               use_ray=True, resources=self.resources)
         else:
-            parts = [search_shard(w, qv, k, s.start) for w, s in zip(self.shards, self.plan)]
-        positions, scores = merge_topk(parts, k)
+            parts = [search_bm25_shard(w, qv, k, s.start) for w, s in zip(self.shards, self.plan)]
+        positions, scores = merge_top_k(parts, k)
         return to_run(qids, self.doc_ids, positions, scores)

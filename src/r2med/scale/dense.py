@@ -2,10 +2,10 @@
 
 Each shard is searched exactly (chunked ``Q @ D.T``, a top-k per chunk whose ties -- also at
 the cut-off -- go to the lower corpus position), positions are global, and
-:func:`r2med.scale.shards.merge_topk` merges the per-shard lists with the same tie rule, so the
-result equals one exact search over the whole matrix whatever the sharding.  With ``ray=True`` each shard is one Ray task that reads its shard from the store
-(a memory map on a shared path, or the object store for in-memory arrays), so only the small
-per-shard top-k lists travel.
+:func:`r2med.retrieval.topk.merge_top_k` merges the per-shard lists with the same tie rule, so the
+result equals one exact search over the whole matrix whatever the sharding.  With ``ray=True`` each
+shard is one Ray task that reads its shard from the store (a memory map on a shared path, or the
+object store for in-memory arrays), so only the small per-shard top-k lists travel.
 """
 
 from __future__ import annotations
@@ -16,35 +16,29 @@ from typing import Any
 import numpy as np
 
 from ..errors import R2MedError
+from ..retrieval.dense import exact_top_k
+from ..retrieval.topk import merge_top_k
 from ..run import Run
 from .cluster import LOCAL, connect, map_tasks
-from .shards import merge_topk, topk_rows
 
 
-def search_shard(queries: np.ndarray, shard: Any, offset: int, k: int, exclude: np.ndarray | None,
-                 chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+def search_dense_shard(queries: np.ndarray, shard: Any, offset: int, k: int, exclude: np.ndarray | None,
+                       chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of one shard: (global positions, scores); ``shard`` is an array or ``(store location, index)``.
 
-    Doc chunks of the shard (possibly a memory map) are scored with ``queries @ chunk.T``; each
-    chunk's top-k and the merge break ties by position, also at the cut-off.
+    The shard (possibly a memory map) is searched exactly (:func:`r2med.retrieval.dense.exact_top_k`);
+    ``exclude`` holds global positions, and an excluded doc sorts after every other in the merge.
     """
     if isinstance(shard, tuple):
         from .store import ShardStore
 
         location, index = shard
         shard = ShardStore(location).read_shard(index, mmap=True)
-    rows = np.arange(len(queries))
-    parts = []
-    for lo in range(0, len(shard), chunk):
-        block = np.asarray(shard[lo:lo + chunk], dtype=np.float32)
-        scores = queries @ block.T
-        if exclude is not None:
-            start = offset + lo
-            hit = (exclude >= start) & (exclude < start + len(block))
-            scores[rows[hit], exclude[hit] - start] = -np.inf
-        parts.append(topk_rows(scores, k, offset + lo))
-    positions, scores = merge_topk(parts, k)
-    return np.where(np.isneginf(scores), np.iinfo(np.int64).max, positions), scores  # excluded docs sort last
+    local = None
+    if exclude is not None:
+        local = np.where((exclude >= offset) & (exclude < offset + len(shard)), exclude - offset, -1)
+    scores, positions = exact_top_k(queries, shard, k, exclude=local, chunk=chunk, device="cpu")
+    return np.where(positions < 0, np.iinfo(np.int64).max, positions + offset), scores
 
 
 class ShardedDenseIndex:
@@ -83,11 +77,11 @@ class ShardedDenseIndex:
             ray_mod = connect(ray if isinstance(ray, str) else LOCAL)
             q_ref = ray_mod.put(queries)
             shards = [ray_mod.put(s) if isinstance(s, np.ndarray) else s for s in shards]
-            parts = map_tasks(search_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)],
+            parts = map_tasks(search_dense_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)],
                               use_ray=True)
         else:
-            parts = [search_shard(queries, s, o, k, exclude) for s, o in zip(shards, self.offsets)]
-        positions, scores = merge_topk(parts, k)
+            parts = [search_dense_shard(queries, s, o, k, exclude) for s, o in zip(shards, self.offsets)]
+        positions, scores = merge_top_k(parts, k)
         n = len(self.doc_ids)
         return {qid: {self.doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist()) if p < n}
                 for r, qid in enumerate(qids)}

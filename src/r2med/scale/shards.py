@@ -1,8 +1,8 @@
-"""Splitting a corpus into contiguous shards, and merging per-shard top-k lists into a global one.
+"""Splitting a corpus into contiguous shards, and turning merged top-k arrays back into a run.
 
 Shards are contiguous slices in corpus order, so "global position" (shard start + local index)
-is each document's place in the unsharded corpus; merges break score ties by it, which makes a
-merged ranking independent of how many shards there were.
+is each document's place in the unsharded corpus; :func:`r2med.retrieval.topk.merge_top_k` breaks
+score ties by it, which makes a merged ranking independent of how many shards there were.
 """
 
 from __future__ import annotations
@@ -50,44 +50,6 @@ def split_corpus(corpus: Mapping[str, str], shards: int | None = None, shard_siz
     ids = list(corpus)
     texts = list(corpus.values())
     return [(s, ids[s.start:s.stop], texts[s.start:s.stop]) for s in plan_shards(len(ids), shards, shard_size)]
-
-
-def topk_rows(scores: np.ndarray, k: int, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Best ``k`` columns of each row of ``scores``: (positions + ``offset``, scores), best first.
-
-    Ties are broken by the lower position, also at the cut-off, so the result is fully
-    deterministic (a row's zero-score tail comes back in corpus order, as BM25's fill does).
-    """
-    n_rows, n_cols = scores.shape
-    k = min(k, n_cols)
-    positions = np.empty((n_rows, k), dtype=np.int64)
-    values = np.empty((n_rows, k), dtype=scores.dtype)
-    if k == 0:
-        return positions, values
-    for r in range(n_rows):
-        row = scores[r]
-        if k < n_cols:
-            cut = row[np.argpartition(row, n_cols - k)[n_cols - k:]].min()
-            above = np.flatnonzero(row > cut)
-            sel = np.concatenate([above, np.flatnonzero(row == cut)[: k - len(above)]])
-        else:
-            sel = np.arange(n_cols)
-        order = sel[np.lexsort((sel, -row[sel]))]
-        positions[r] = order + offset
-        values[r] = row[order]
-    return positions, values
-
-
-def merge_topk(parts: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Merge per-shard ``(positions, scores)`` arrays (rows = queries) into the global top ``k``.
-
-    Positions are global, so ties are broken by corpus order exactly as an unsharded
-    :func:`topk_rows` would: the merge is independent of the number of shards.
-    """
-    positions = np.concatenate([p for p, _ in parts], axis=1)
-    scores = np.concatenate([s for _, s in parts], axis=1)
-    order = np.lexsort((positions, -scores), axis=-1)[:, :k]
-    return np.take_along_axis(positions, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
 
 def to_run(qids: Sequence[str], doc_ids: Sequence[str], positions: np.ndarray, scores: np.ndarray

@@ -3,8 +3,8 @@
 Both speak JSON over HTTPS (``POST {base_url}/embeddings``) and are called with the standard
 library, so no SDK is needed.  Texts are truncated to the preset's token limit (OpenAI:
 6,000 ``cl100k_base`` tokens, as the paper did; Voyage: the API's own truncation), sent in
-batches, and retried with exponential backoff (honouring ``Retry-After``) on 429/5xx and
-connection errors.  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
+batches, and retried through :mod:`r2med.retry` (exponential backoff, or the server's
+``Retry-After``) on 408/409/425/429/5xx and connection errors.  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
 ``base_url`` points at any compatible endpoint (a local server in the tests).
 """
 
@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -23,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import R2MedError
-from ..llm import backoff_delay, parse_retry_after
-from ..redact import redact_url
-from .encoders import BaseEncoder, EncoderSettings
+from ...errors import R2MedError
+from ...redact import redact_url
+from ...retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
+from .base import BaseEncoder, EncoderSettings
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +32,6 @@ PROVIDERS = {
     "openai": {"env": "OPENAI_API_KEY", "base_url": "https://api.openai.com/v1", "base_env": "OPENAI_BASE_URL"},
     "voyage": {"env": "VOYAGE_API_KEY", "base_url": "https://api.voyageai.com/v1", "base_env": "VOYAGE_BASE_URL"},
 }
-RETRY_STATUS = {408, 409, 425, 429}
 
 
 class EmbeddingAPIError(R2MedError):
@@ -42,7 +39,8 @@ class EmbeddingAPIError(R2MedError):
 
 
 @cache
-def _tiktoken(encoding: str = "cl100k_base"):
+def token_encoding(encoding: str = "cl100k_base"):
+    """tiktoken's ``encoding``, or None when tiktoken is missing or its BPE file cannot be had (offline)."""
     try:
         import tiktoken
 
@@ -57,7 +55,7 @@ def truncate_tokens(text: str, limit: int | None) -> str:
     """Cut ``text`` to ``limit`` ``cl100k_base`` tokens (an estimate without tiktoken)."""
     if not limit:
         return text
-    enc = _tiktoken()
+    enc = token_encoding()
     if enc is not None:
         ids = enc.encode(text, disallowed_special=())
         return text if len(ids) <= limit else enc.decode(ids[:limit])
@@ -67,7 +65,7 @@ def truncate_tokens(text: str, limit: int | None) -> str:
 
 
 class APIEncoder(BaseEncoder):
-    """An embedding API as an :class:`~r2med.retrieval.encoders.Encoder`."""
+    """An embedding API as an :class:`~r2med.retrieval.encoders.base.Encoder`."""
 
     def __init__(self, settings: EncoderSettings, api_key: str | None = None, base_url: str | None = None,
                  batch_size: int = 128, timeout: float = 60.0, max_retries: int = 6, backoff_base: float = 1.0,
@@ -75,20 +73,17 @@ class APIEncoder(BaseEncoder):
         provider = settings.loader
         if provider not in PROVIDERS:
             raise R2MedError(f"unknown embedding API {provider!r}; choose from {', '.join(PROVIDERS)}")
+        super().__init__(settings, batch_size)
         spec = PROVIDERS[provider]
         self.provider = provider
-        self.settings = settings
-        self.batch_size = batch_size
         self.base_url = (base_url or os.environ.get(spec["base_env"]) or spec["base_url"]).rstrip("/")
         self.shown_url = redact_url(self.base_url)  # in messages: never the URL's credentials
         self.api_key = api_key or os.environ.get(spec["env"])
         if not self.api_key:
             raise R2MedError(f"the {provider} embedding API needs a key: set {spec['env']} (or pass api_key)")
-        self.timeout, self.max_retries = timeout, max_retries
-        self.backoff_base, self.backoff_max = backoff_base, backoff_max
-        self._rng = random.Random(seed)
+        self.timeout = timeout
+        self.retry = RetryPolicy(max_retries, backoff_base, backoff_max, seed)
         self.requests = 0  # HTTP requests sent (including retries)
-        self.texts_encoded = 0
 
     def config(self) -> dict[str, Any]:
         return {**self.settings.key(), "provider": self.provider}
@@ -104,12 +99,11 @@ class APIEncoder(BaseEncoder):
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode("utf-8")
-        attempt = 0
-        while True:
+
+        def attempt() -> dict[str, Any]:
             req = urllib.request.Request(f"{self.base_url}/embeddings", data=data, method="POST", headers={
                 "Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"})
             self.requests += 1
-            retry_after = None
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     return json.loads(resp.read().decode("utf-8"))
@@ -119,19 +113,20 @@ class APIEncoder(BaseEncoder):
                 if status in (401, 403):
                     raise EmbeddingAPIError(f"{self.shown_url}: the API key was refused (HTTP {status}); "
                                             f"check {PROVIDERS[self.provider]['env']}") from None
-                if status not in RETRY_STATUS and status < 500:
+                if not retryable(status):
                     raise EmbeddingAPIError(f"{self.shown_url}: HTTP {status}: {detail}") from None
-                retry_after = parse_retry_after(dict(exc.headers or {}))
-                problem = f"HTTP {status}"
+                raise Transient(f"HTTP {status}", parse_retry_after(dict(exc.headers or {}))) from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                problem = f"connection problem ({getattr(exc, 'reason', exc)})"
-            if attempt >= self.max_retries:
-                raise EmbeddingAPIError(f"{self.shown_url}: giving up after {attempt + 1} attempts ({problem})")
-            delay = retry_after if retry_after is not None else backoff_delay(
-                attempt, self.backoff_base, self.backoff_max, self._rng)
-            log.info("%s embeddings: %s; retrying in %.1fs", self.provider, problem, delay)
-            time.sleep(min(delay, self.backoff_max))
-            attempt += 1
+                raise Transient(f"connection problem ({getattr(exc, 'reason', exc)})") from None
+
+        def on_transient(exc: Transient, attempts: int, delay: float | None) -> None:
+            if delay is not None:
+                log.info("%s embeddings: %s; retrying in %.1fs", self.provider, exc, delay)
+
+        try:
+            return call_with_retries(attempt, self.retry, on_transient)
+        except GaveUp as exc:
+            raise EmbeddingAPIError(f"{self.shown_url}: giving up after {exc.attempts} attempts ({exc.last})") from None
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         prefix = self.instruction(role)
@@ -145,12 +140,7 @@ class APIEncoder(BaseEncoder):
             if len(data) != len(batch):
                 raise EmbeddingAPIError(f"{self.shown_url}: asked for {len(batch)} embeddings, got {len(data)}")
             rows.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))
-        self.texts_encoded += len(inputs)
         emb = np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
         if self.settings.normalize and len(emb):
             emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
         return emb
-
-
-def make_api_encoder(settings: EncoderSettings, batch_size: int = 128, **options: Any) -> APIEncoder:
-    return APIEncoder(settings, batch_size=batch_size, **options)

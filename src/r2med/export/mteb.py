@@ -1,0 +1,395 @@
+"""MTEB export: r2med results (``metrics.json`` payloads) written in MTEB's own results layout.
+
+The files are built and written by the ``mteb`` package's classes (``TaskResult``, ``ModelMeta``,
+``ResultCache.save_to_cache``), imported inside the functions that need them (extra ``r2med[mteb]``;
+``import mteb`` takes seconds).  What this module owns is the translation:
+
+* **tasks** -- an r2med task (``Biology``...) becomes the MTEB task whose dataset is the same hub repo
+  (``R2MED/Biology`` -> ``R2MEDBiologyRetrieval``), found in mteb's ``R2MED`` benchmark, so the names
+  and pinned dataset revisions are always those of the installed mteb.  Other tasks are skipped
+  with a warning.
+* **measures** -- pytrec_eval names to MTEB's score keys (:func:`mteb_scores`), only where the value
+  is the one MTEB's retrieval evaluator would have computed from the same run; ``main_score`` is
+  ``ndcg_at_10``.  Everything MTEB computes that r2med does not is listed as absent.
+* **data revision** -- a result is only exported under the revision the data was loaded at: when
+  the run's recorded revision is not MTEB's pin (another commit, a branch, or unknown because the
+  data came from a local folder) the export refuses unless ``force`` (see :func:`export_mteb`).
+
+Layout written under ``out`` (mteb's results cache, the same as the results repository)::
+
+    out/results/<org>__<model>/<model revision>/<MTEB task>.json
+                                                 model_meta.json
+                                                 run_settings.jsonl
+
+Load it back with ``mteb.ResultCache(cache_path=out).load_results(include_remote=False)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import MissingExtraError, R2MedError
+
+log = logging.getLogger(__name__)
+
+SPLIT = "test"
+"""The split MTEB evaluates R2MED on (``eval_splits=["test"]``)."""
+SUBSET = "default"
+"""MTEB's one subset of each R2MED task (``eng-Latn``)."""
+MAIN_SCORE = "ndcg_at_10"
+"""MTEB's ``main_score`` for the R2MED tasks (and the R2MED paper's headline measure)."""
+K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 20, 100, 1000)
+"""MTEB's retrieval cutoffs (``AbsTaskRetrieval.k_values``); the installed task's own list is used when known."""
+MODEL_PREFIX = "r2med/"
+"""Put before a model name without an organisation (MTEB model names are ``org/name``)."""
+
+_FAMILY = {"ndcg_cut": "ndcg_at", "map_cut": "map_at", "recall": "recall_at", "P": "precision_at"}
+_MEASURE = re.compile(r"(ndcg_cut|map_cut|recall|P)_(\d+)")
+_NAUC_FAMILIES = ("ndcg", "map", "recall", "precision", "mrr")
+_NAUC_STATS = ("max", "std", "diff1")
+
+
+def mteb_score_keys(k_values: Sequence[int] = K_VALUES) -> list[str]:
+    """Every score key an MTEB retrieval evaluation writes for ``k_values`` (148 for MTEB's default cutoffs):
+    ``ndcg/map/recall/precision/mrr/hit_rate_at_k``, ``accuracy`` (= ``recall_at_1``) and the
+    abstention curves ``nauc_<family>_at_k_<max|std|diff1>``."""
+    keys = [f"{family}_at_{k}" for family in ("ndcg", "map", "recall") for k in k_values]
+    keys.append("accuracy")
+    keys += [f"{family}_at_{k}" for family in ("precision", "mrr") for k in k_values]
+    keys += [f"nauc_{family}_at_{k}_{stat}" for family in _NAUC_FAMILIES for k in k_values for stat in _NAUC_STATS]
+    keys += [f"hit_rate_at_{k}" for k in k_values]
+    return keys
+
+
+@dataclass
+class MtebScores:
+    """One task's scores under MTEB's keys, with where each came from and what could not be carried over."""
+
+    values: dict[str, float]
+    """MTEB key -> value (fractions 0..1, as both r2med and MTEB store them), ``main_score`` included."""
+    derived: dict[str, str] = field(repr=False)
+    """MTEB key -> the r2med measure (or derivation) it holds."""
+    left_out: dict[str, str]
+    """r2med measure -> why it has no MTEB key."""
+    absent: list[str] = field(repr=False)
+    """MTEB's keys (for the task's cutoffs) that r2med did not compute."""
+
+
+def summarize_keys(keys: Iterable[str]) -> str:
+    """``ndcg_at_3``, ``ndcg_at_5``, ``nauc_map_at_1_max``... -> ``ndcg_at_{3,5}, nauc_* (1)``: a short list for messages."""
+    groups: dict[str, list[str]] = {}
+    nauc = 0
+    for key in keys:
+        if key.startswith("nauc_"):
+            nauc += 1
+            continue
+        m = re.fullmatch(r"(.+_at)_(\d+)", key)
+        if m:
+            groups.setdefault(m.group(1), []).append(m.group(2))
+        else:
+            groups.setdefault(key, [])
+    parts = [f"{name}_{{{','.join(ks)}}}" if len(ks) > 1 else (f"{name}_{ks[0]}" if ks else name)
+             for name, ks in groups.items()]
+    if nauc:
+        parts.append(f"nauc_* ({nauc})")
+    return ", ".join(parts) if parts else "none"
+
+
+def run_depth(run: Mapping[str, Mapping[str, float]]) -> int:
+    """The most docs any query has in ``run`` (what decides whether ``recip_rank`` is MTEB's ``mrr_at_k``)."""
+    return max((len(docs) for docs in run.values()), default=0)
+
+
+def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES,
+                depth: int | None = None) -> MtebScores:
+    """Translate a ``metrics.json`` payload's measures into MTEB's score keys.
+
+    * ``ndcg_cut_k`` / ``map_cut_k`` / ``recall_k`` / ``P_k`` -> ``ndcg_at_k`` / ``map_at_k`` /
+      ``recall_at_k`` / ``precision_at_k`` for ``k`` in MTEB's cutoffs (MTEB computes these with
+      pytrec_eval too); ``recall_1`` also gives ``accuracy`` (MTEB's ``accuracy`` is ``recall_at_1``).
+    * ``recip_rank`` (pytrec_eval's, over the whole ranking) -> ``mrr_at_k`` for every MTEB cutoff
+      ``k >= depth``, where ``depth`` is the most docs any query has in the run (:func:`run_depth`):
+      within that cutoff MTEB's MRR@k sees the whole ranking (same order, same ties).  Unknown depth:
+      left out.
+    * ``hit_rate_at_k`` (pytrec_eval ``success_k``, not stored by r2med) is the share of queries with
+      ``recall_k > 0`` in ``per_query``; derived when every query has ``recall_k``.
+    * ``main_score`` = ``ndcg_at_10``.
+
+    Averages are r2med's (see :mod:`r2med.metrics`); nothing is rescaled (both store fractions).
+    """
+    aggregate = payload.get("aggregate") or {}
+    per_query = payload.get("per_query") or {}
+    ks = set(k_values)
+    values: dict[str, float] = {}
+    derived: dict[str, str] = {}
+    left_out: dict[str, str] = {}
+    for measure, value in aggregate.items():
+        if measure == "recip_rank":
+            if depth is None:
+                left_out[measure] = "run depth unknown, so it cannot be matched to an MTEB mrr_at_k"
+                continue
+            cut = [k for k in k_values if k >= depth]
+            if not cut:
+                left_out[measure] = f"runs are {depth} deep, deeper than MTEB's largest cutoff {max(k_values)}"
+            for k in cut:
+                values[f"mrr_at_{k}"] = float(value)
+                derived[f"mrr_at_{k}"] = f"recip_rank (runs at most {depth} deep)"
+            continue
+        m = _MEASURE.fullmatch(measure)
+        if m is None:
+            left_out[measure] = "no MTEB counterpart"
+            continue
+        k = int(m.group(2))
+        if k not in ks:
+            left_out[measure] = f"cutoff {k} is not one of MTEB's ({', '.join(map(str, k_values))})"
+            continue
+        key = f"{_FAMILY[m.group(1)]}_{k}"
+        values[key] = float(value)
+        derived[key] = measure
+    if "recall_1" in aggregate and 1 in ks:
+        values["accuracy"] = float(aggregate["recall_1"])
+        derived["accuracy"] = "recall_1"
+    if per_query:
+        for k in k_values:
+            name = f"recall_{k}"
+            if all(name in row for row in per_query.values()):
+                values[f"hit_rate_at_{k}"] = sum(1.0 for row in per_query.values() if row[name] > 0) / len(per_query)
+                derived[f"hit_rate_at_{k}"] = f"share of queries with {name} > 0"
+    if MAIN_SCORE in values:
+        values["main_score"] = values[MAIN_SCORE]
+        derived["main_score"] = derived[MAIN_SCORE]
+    absent = [key for key in mteb_score_keys(k_values) if key not in values]
+    return MtebScores(values, derived, left_out, absent)
+
+
+@dataclass
+class ExportedTask:
+    task: str
+    """r2med's task name."""
+    mteb_task: str
+    dataset_revision: str
+    """The revision written into the result (MTEB's pin, unless forced past a mismatch)."""
+    path: Path
+    scores: MtebScores
+
+
+@dataclass
+class MtebExport:
+    """What :func:`export_mteb` wrote."""
+
+    out: Path
+    model_name: str
+    model_revision: str
+    folder: Path
+    """``out/results/<model>/<revision>``: the task files, ``model_meta.json`` and ``run_settings.jsonl``."""
+    tasks: list[ExportedTask] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """r2med task name -> why it was not exported."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _import_mteb():
+    """``import mteb``, which makes its default results cache folder (``~/.cache/mteb``) as it loads:
+    pointed into the r2med home for the import (unless ``MTEB_CACHE`` is set), so r2med writes nowhere else."""
+    if sys.modules.get("mteb") is not None:
+        return sys.modules["mteb"]
+    from ..cache import cache_dir
+
+    unset = "MTEB_CACHE" not in os.environ
+    try:
+        if unset:
+            os.environ["MTEB_CACHE"] = str(cache_dir("mteb"))
+        import mteb
+    except ImportError:
+        raise MissingExtraError("mteb", "mteb", "Exporting results for MTEB") from None
+    finally:
+        if unset:
+            os.environ.pop("MTEB_CACHE", None)
+    return mteb
+
+
+def mteb_task_names() -> dict[str, Any]:
+    """r2med task name -> the installed mteb's task object for the same hub dataset (``R2MED/<Task>``)."""
+    from ..tasks import TASKS
+
+    mteb = _import_mteb()
+    try:
+        tasks = mteb.get_benchmark("R2MED").tasks
+    except Exception:  # noqa: BLE001 - an mteb without the benchmark: look the tasks up one by one
+        tasks = [t for t in mteb.get_tasks(task_types=["Retrieval"]) if t.metadata.name.startswith("R2MED")]
+    by_repo = {t.metadata.dataset.get("path"): t for t in tasks}
+    return {name: by_repo[spec.hub_id] for name, spec in TASKS.items() if spec.hub_id in by_repo}
+
+
+def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | None):
+    """MTEB's registry entry for ``name`` when mteb knows the model, else an empty ModelMeta named ``name``."""
+    _import_mteb()
+    import mteb
+    from mteb.models.model_meta import ModelMeta
+
+    if "/" not in name:
+        name = MODEL_PREFIX + name
+    updates = dict(overrides or {})
+    updates.pop("name", None)
+    try:
+        meta = mteb.get_model_meta(name)
+    except (KeyError, ValueError):
+        meta = None
+    if meta is not None and revision and meta.revision and meta.revision != revision:
+        log.warning("model %s: exporting for revision %s; MTEB's registry knows it at %s", name, revision,
+                    meta.revision)
+    if revision:
+        updates["revision"] = revision
+    if meta is None:
+        meta = ModelMeta.create_empty(overwrites={"name": name, **updates})
+    elif updates:
+        meta = meta.model_copy(update=updates)
+    try:  # create_empty/model_copy do not validate: do it here, so a bad field fails before anything is written
+        ModelMeta.model_validate(meta.model_dump())
+    except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, reported in one line
+        first = str(exc).strip().splitlines()
+        raise R2MedError(f"model metadata for {name!r} is not valid for MTEB: {' '.join(first[:3])}") from None
+    return meta
+
+
+def _task_name(payload: Mapping[str, Any]) -> str | None:
+    from ..tasks import TASKS
+
+    task = payload.get("task")
+    if not isinstance(task, str):
+        return None
+    if task in TASKS:
+        return task
+    lowered = {k.lower(): k for k in TASKS}
+    return lowered.get(task.lower(), task)
+
+
+def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str], model_name: str,
+                model_revision: str | None = None, *, depths: Mapping[str, int] | None = None,
+                force: bool = False, model_meta: Mapping[str, Any] | None = None) -> MtebExport:
+    """Write r2med results as MTEB results under ``out`` (see the module docstring for the layout).
+
+    ``results``: one ``metrics.json`` payload per task (as :func:`r2med.run.read_metrics` returns it:
+    ``task``, ``aggregate``, ``per_query``, ``revision``, ``timing``...).  Tasks that are not R2MED
+    tasks are skipped with a warning; the same task twice is an error.
+    ``model_name``: MTEB's ``org/name`` (a name without ``/`` gets ``r2med/`` before it); a model
+    MTEB's registry knows starts from its registry metadata.  ``model_revision``: the model's commit
+    (else the registry's, else ``no_revision_available``).  ``model_meta``: further ``ModelMeta``
+    fields (``reference``, ``similarity_fn_name``, ``n_parameters``...).
+    ``depths``: r2med task -> the most docs any query has in its run (:func:`run_depth`); needed to
+    export ``recip_rank`` as ``mrr_at_k``.
+
+    Data revision: each result must record (``revision``) the hub commit MTEB pins for its task.
+    Otherwise the export refuses, naming every such task, before anything is written; with
+    ``force`` it goes on: a result recorded at another revision is written with *that* revision (the
+    truth, which MTEB's results repository will not compare with its pinned results), and a result
+    with no recorded revision (data from a local folder) is written with MTEB's pin, on the word of
+    whoever forced it (a warning says so).
+
+    The model's revision folder is rebuilt beside itself and swapped in at the end, keeping the
+    other tasks' files already there: an interrupted export leaves the previous folder whole.
+    """
+    from ..cache import atomic_dir
+    from ..paths import ensure_within, name_problem
+    from ..run import check_metrics
+    from ..tasks import TASKS
+
+    mteb = _import_mteb()
+    from mteb import ResultCache, TaskResult
+
+    out = Path(out)
+    names = mteb_task_names()
+    meta = _model_meta(model_name, model_revision, model_meta)
+    for part, what in ((meta.model_name_as_path(), "model name"), (meta.revision, "model revision")):
+        problem = name_problem(part)
+        if problem is not None:
+            raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
+    report = MtebExport(out=out, model_name=meta.name, model_revision=meta.revision,
+                        folder=out / "results" / meta.model_name_as_path() / meta.revision)
+    refused: list[str] = []
+    built: list[tuple[Any, ExportedTask]] = []
+    seen: set[str] = set()
+    for payload in results:
+        task = _task_name(payload)
+        label = task if task is not None else "(no task name)"
+        check_metrics(payload, f"results for {label}")
+        if task is None or task not in TASKS:
+            report.skipped[label] = "not an R2MED task: MTEB has no task for it"
+            continue
+        if task not in names:
+            report.skipped[task] = f"the installed mteb {mteb.__version__} has no task for R2MED/{task}"
+            continue
+        if task in seen:
+            raise R2MedError(f"two results for {task}: export one system's results at a time")
+        seen.add(task)
+        mtask = names[task]
+        pin = mtask.metadata.revision
+        recorded = payload.get("revision")
+        revision = pin
+        if recorded != pin:
+            if recorded is None:
+                why = (f"{task}: the results record no data revision (data from a local folder), "
+                       f"MTEB's {mtask.metadata.name} is pinned at {pin}")
+            else:
+                why = f"{task}: the results were made on data revision {recorded}, MTEB's {mtask.metadata.name} " \
+                      f"is pinned at {pin}"
+            if not force:
+                refused.append(why)
+                continue
+            if recorded is not None:
+                revision = str(recorded)
+                report.warnings.append(f"{why}; written with revision {recorded} (forced): MTEB's results "
+                                       f"repository compares only results at its pinned revision")
+            else:
+                report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
+        k_values = tuple(getattr(mtask, "k_values", K_VALUES))
+        scores = mteb_scores(payload, k_values, (depths or {}).get(task))
+        if "main_score" not in scores.values:
+            raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
+        judged = len(payload.get("per_query") or {})
+        if judged and judged != TASKS[task].queries:
+            report.warnings.append(f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
+                                   f"(a subset, or queries without results)")
+        seconds = (payload.get("timing") or {}).get("total_s")
+        result = TaskResult.from_task_results(
+            mtask, {SPLIT: {SUBSET: dict(scores.values)}},
+            evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None)
+        if revision != result.dataset_revision:
+            result = result.model_copy(update={"dataset_revision": revision})
+        built.append((result, ExportedTask(task, mtask.metadata.name, revision,
+                                           report.folder / f"{mtask.metadata.name}.json", scores)))
+    if refused:
+        raise R2MedError("not exported, the data revision differs from MTEB's (re-run on the hub data at "
+                         "MTEB's pin, or force it): " + "; ".join(refused))
+    for task, why in report.skipped.items():
+        log.warning("%s: skipped (%s)", task, why)
+    if not built:
+        raise R2MedError("nothing to export: none of the results is for an R2MED task")
+    for message in report.warnings:
+        log.warning("%s", message)
+
+    final = ensure_within(out, report.folder)
+    with atomic_dir(final) as tmp:
+        cache = ResultCache(cache_path=tmp / "stage")
+        staged = cache.get_task_result_path(built[0][0].task_name, meta).parent
+        if final.is_dir():  # keep the tasks exported before (and merge run_settings.jsonl as mteb does)
+            shutil.copytree(final, staged, symlinks=True)
+        for result, _ in built:
+            cache.save_to_cache(result, meta)
+        for child in staged.iterdir():
+            os.replace(child, tmp / child.name)
+        shutil.rmtree(tmp / "stage")
+    report.tasks = [exported for _, exported in built]
+    absent = [key for key in mteb_score_keys() if any(key in t.scores.absent for t in report.tasks)]
+    log.info("MTEB export: %d task(s) in %s; MTEB keys not exported (r2med did not compute them): %s",
+             len(report.tasks), report.folder, summarize_keys(absent))
+    return report

@@ -1,0 +1,175 @@
+"""``r2med expand``: generate query expansions with any OpenAI-compatible LLM, task by task (cached, resumable).
+
+Writes ``OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl`` (R2MED's layout) once every query of a
+task has its expansion; ``r2med evaluate --expansion METHOD:LLM --expansion-dir OUT`` scores it.
+HyDE / Query2doc / LameR are one request per query (:mod:`r2med.expansion.generate`); Search-R1 /
+Search-O1 search the task's own index in a loop (:mod:`r2med.expansion.agentic`).  Every answer is
+cached by :class:`r2med.llm.LLMClient`, so a re-run sends no request and an interrupted one resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..data import Collection, TaskRef
+from ..data.loaders import EXPANSION_FILE
+from ..errors import R2MedError
+from ..paths import plain_name, task_folder
+
+
+class Bar(Protocol):
+    """What the job reports to a progress display while one task's expansions are made."""
+
+    def result(self, key: Any, result: Any) -> None: ...  # one query done (an LLM Result, or a success flag)
+
+    def retry(self, error: str) -> None: ...
+
+    def describe(self, text: str) -> None: ...
+
+
+class _Quiet:
+    def result(self, key: Any, result: Any) -> None:
+        pass
+
+    def retry(self, error: str) -> None:
+        pass
+
+    def describe(self, text: str) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _no_bar(label: str, total: int, client: Any) -> Iterator[Bar]:
+    yield _Quiet()
+
+
+BarFactory = Callable[[str, int, Any], AbstractContextManager[Bar]]
+"""``bars(label, total, client)`` -> a context manager yielding the :class:`Bar` of one task."""
+
+
+@dataclass
+class Expanded:
+    """One task's expansions: where they were written and what they cost."""
+
+    task: str
+    queries: int
+    path: Path
+    usage: dict[str, int]  # requests, cache_hits, retries, prompt_tokens, completion_tokens... of this task
+
+
+def llm_folder_name(model: str) -> str:
+    """A folder name for a model id: ``Qwen/Qwen2.5-7B-Instruct`` -> ``qwen2.5-7b-instruct``."""
+    tail = model.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"[^a-z0-9.]+", "-", tail.lower()).strip("-") or "llm"
+
+
+def agentic_tags(method: str, search: str | None = None, result: str | None = None, answer: str | None = None):
+    """The tag format of an agentic method, with ``OPEN,CLOSE`` overrides (``--search-tags`` ...)."""
+    from ..expansion.agentic import get_protocol
+
+    overrides = {}
+    for kind, value in (("search", search), ("result", result), ("answer", answer)):
+        if value is None:
+            continue
+        parts = value.split(",")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise R2MedError(f"--{kind}-tags wants OPEN,CLOSE (e.g. '<search>,</search>'), got {value!r}")
+        overrides[f"{kind}_open"], overrides[f"{kind}_close"] = (p.strip() for p in parts)
+    return get_protocol(method, **overrides)
+
+
+def _agentic(collection: Collection, method: str, client: Any, sampling: dict, retriever_name: str, max_turns: int,
+             search_k: int, bar: Bar, tags: Any) -> tuple[dict[str, str], dict[str, str], dict[str, dict]]:
+    from ..expansion.agentic import AgenticExpander
+    from ..retrieval.registry import make_retriever
+
+    retriever = make_retriever(retriever_name, task=collection.name)
+    retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
+    agent = AgenticExpander(client, retriever, collection.corpus, tags=tags, max_turns=max_turns, top_k=search_k,
+                            sampling=sampling)
+
+    def on_turn(turn: int, searching: int) -> None:
+        bar.describe(f"{method} · {collection.name} · turn {turn}: {searching} searching")
+
+    traces = agent.run(collection.queries, on_turn=on_turn, on_retry=bar.retry)
+    texts, errors, extra = {}, {}, {}
+    for qid, trace in traces.items():
+        bar.result(qid, trace.error is None)
+        if trace.error is not None:
+            errors[qid] = trace.error
+        else:
+            texts[qid] = trace.answer
+            extra[qid] = {"searches": [[q, docs] for q, docs in trace.searches], "turns": trace.turns,
+                          "stopped": trace.stopped}
+    return texts, errors, extra
+
+
+def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | Path, llm_name: str | None = None,
+                 base_url: str | None = None, api_key: str | None = None, concurrency: int = 16,
+                 timeout: float = 300.0, max_retries: int = 6, sampling: str | None = None,
+                 temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
+                 seed: int | None = None, prompt_task: str | None = None, retriever: str = "bm25",
+                 max_turns: int = 4, search_k: int = 3, search_tags: str | None = None,
+                 result_tags: str | None = None, answer_tags: str | None = None, cache: bool = True,
+                 bars: BarFactory = _no_bar) -> tuple[str, str, list[Expanded]]:
+    """Expand every query of every task; returns the method (normalised), the LLM's folder name and one
+    :class:`Expanded` per task.
+
+    Everything that can be checked is checked before the first request: the method, the sampling
+    preset, the output folder, the prompts of the tasks (generative methods), the agentic tags.
+    A task with failed requests is an error after the others finished (answers so far stay cached).
+    """
+    from ..cache import check_home
+    from ..expansion.combine import AGENTIC, check_method
+    from ..expansion.generate import generate_expansions, paper_sampling, prompt_task as resolve_prompt
+    from ..expansion.generate import write_expansion_file
+    from ..llm import LLMClient
+    from ..paths import check_output_dir
+
+    method = check_method(method)
+    if sampling is not None and sampling not in ("api", "open"):
+        raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
+    llm = plain_name(llm_folder_name(llm_name or model), "--llm-name")
+    check_output_dir(out)
+    if cache:
+        check_home()
+    agentic = method in AGENTIC
+    tags = agentic_tags(method, search_tags, result_tags, answer_tags) if agentic else None
+    if not agentic:
+        for ref in tasks:  # fail before any request when a prompt is missing
+            resolve_prompt(ref.name, prompt_task)
+    params = paper_sampling(api=(sampling or ("api" if base_url is None else "open")) == "api",
+                            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+    client = LLMClient(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
+                       max_retries=max_retries, cache=cache)
+    done = []
+    try:
+        for ref in tasks:
+            collection = ref.load()
+            before = client.usage.as_dict()
+            path = task_folder(out, collection.name) / method / llm / EXPANSION_FILE
+            with bars(f"{method} · {collection.name}", len(collection.queries), client) as bar:
+                if agentic:
+                    texts, errors, extra = _agentic(collection, method, client, params, retriever, max_turns,
+                                                    search_k, bar, tags)
+                else:
+                    res = generate_expansions(collection, method, client, params, task=prompt_task,
+                                              on_result=bar.result, on_retry=bar.retry)
+                    texts, errors, extra = res.texts, res.errors, {}
+            if errors:
+                first = next(iter(errors.items()))
+                raise R2MedError(f"{collection.name}: {len(errors)} of {len(collection.queries)} requests failed "
+                                 f"(query {first[0]}: {first[1]}); answers so far are cached: re-run to resume")
+            write_expansion_file(path, collection, texts, extra)
+            now = client.usage.as_dict()
+            done.append(Expanded(collection.name, len(collection.queries), path,
+                                 {k: now[k] - before[k] for k in now}))
+    finally:
+        client.close()
+    return method, llm, done

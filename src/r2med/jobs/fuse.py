@@ -1,0 +1,91 @@
+"""``r2med fuse``: fuse the runs of several run folders, task by task, into a run folder of its own.
+
+Each input folder is read and validated as ``rerank`` reads its input (:func:`r2med.jobs.rerank.load_inputs`;
+docs missing from the corpus only warn here); the tasks every folder has are fused with
+:func:`r2med.fusion.fuse` and written through :func:`~r2med.jobs.folders.finish_task`, which scores the
+fused run as written (fusion sums differ by less than the written precision can show).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..errors import R2MedError
+from ..fusion import check_fusion, fuse
+from ..metrics import DEFAULT_MEASURES
+from ..paths import plain_name
+from .folders import TaskResult, finish_task, reuse
+from .rerank import TaskInput, folder_name, load_inputs, result_name
+
+log = logging.getLogger(__name__)
+
+
+def match_tasks(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str]) -> list[list[TaskInput]]:
+    """Tasks present in every run folder, each as [input of run 1, input of run 2, ...]."""
+    by_task = [{i.task: i for i in group} for group in groups]
+    common = [t for t in by_task[0] if all(t in other for other in by_task[1:])]
+    for label, tasks in zip(labels, by_task):
+        extra = sorted(set(tasks) - set(common))
+        if extra:
+            log.warning("%s: task(s) %s are not in every run folder and are not fused", label, ", ".join(extra))
+    if not common:
+        raise R2MedError("the run folders share no task; fuse runs of the same tasks")
+    return [[tasks[t] for tasks in by_task] for t in common]
+
+
+def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], name: str, out: str | Path | None,
+                method: str = "rrf", k: float = 60, norm: str = "minmax", weights: Sequence[float] | None = None,
+                depth: int | None = 100, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
+                overwrite: bool = False) -> list[TaskResult]:
+    """Fuse the runs of each common task of ``groups`` (one group per input run folder)."""
+    check_fusion(len(groups), method, k=k, norm=norm, weights=weights)
+    results = []
+    for items in match_tasks(groups, labels):
+        collection = items[0].collection
+        if any(other.collection.fingerprint != collection.fingerprint for other in items[1:]):
+            log.warning("%s: the input runs were made on different corpora", collection.name)
+        config = {"fusion": method, "k": k if method == "rrf" else None, "norm": None if method == "rrf" else norm,
+                  "weights": list(weights) if weights else None, "depth": depth,
+                  "inputs": [i.describe() for i in items]}
+        reused = reuse(out, config, collection, measures, count_missing, overwrite)
+        if reused is not None:
+            results.append(reused)
+            continue
+        t0 = time.perf_counter()
+        run = fuse([i.run for i in items], method, k=k, norm=norm, weights=weights, depth=depth)
+        timing = {"fuse_s": time.perf_counter() - t0}
+        timing["total_s"] = timing["fuse_s"]
+        results.append(finish_task(collection, name, run, config, out, measures, count_missing, timing))
+    return results
+
+
+def fuse_folders(runs: Sequence[str | Path], method: str = "rrf", weights: Sequence[float] | None = None,
+                 k: float = 60, norm: str = "minmax", depth: int = 100, out: str | Path | None = None,
+                 name: str | None = None, tasks: str | None = None, data_dir: str | Path | None = None,
+                 revision: str | None = None, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
+                 overwrite: bool = False) -> tuple[str, Path, list[TaskResult]]:
+    """``r2med fuse``: returns (result name, result folder, results).
+
+    The result is ``<out>/<name>/`` (default ``out``: beside the first run folder; default ``name``:
+    ``<method>-<run>+<run>...``).
+    """
+    from ..paths import check_output_dir
+
+    if len(runs) < 2:
+        raise R2MedError("fuse needs at least two run folders")
+    check_fusion(len(runs), method, k=k, norm=norm, weights=weights)
+    if name is not None:
+        plain_name(name, "--name", run_name=True)
+    runs = [Path(r) for r in runs]
+    check_output_dir(out or runs[0].parent)
+    collections: dict = {}
+    groups = [load_inputs(r, data_dir, revision, tasks, require_docs=False, collections=collections) for r in runs]
+    label = result_name(name, f"{method}-" + "+".join(folder_name(str(r)) for r in runs))
+    target = Path(out or runs[0].parent) / label
+    results = fuse_inputs(groups, [str(r) for r in runs], label, target, method=method, k=k, norm=norm,
+                          weights=weights, depth=depth, measures=measures, count_missing=count_missing,
+                          overwrite=overwrite)
+    return label, target, results

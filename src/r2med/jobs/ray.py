@@ -1,0 +1,131 @@
+"""``r2med evaluate --ray``: a (retriever x task) matrix, each cell one Ray task with a resource request.
+
+Each :class:`MatrixJob` is one :func:`r2med.jobs.evaluate.run_task` call -- load the task, index,
+search, score, write ``OUT/<name>/<task>/`` atomically -- run as a Ray task that asks for one GPU
+(a local neural model, when the cluster has GPUs: the registry's ``local_model``) or one CPU.
+Finished cells are reused by ``run_task`` itself, so an interrupted matrix resumes where it stopped.
+The run folders must be on storage every node can write (a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data import Collection, TaskRef
+from .evaluate import Plan, QueryBuilder, run_task
+from .folders import TaskResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MatrixJob:
+    """One (retriever, task) cell of a matrix."""
+
+    retriever: str
+    task: str
+    load: Callable[[], Collection]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+    query_builder: QueryBuilder | None = None  # None: the matrix-wide one
+
+    @property
+    def name(self) -> str:
+        return self.label or self.retriever
+
+
+def default_resources(retriever: str, gpus_available: float, lexical_cpus: float = 1.0) -> dict[str, float]:
+    """What one cell asks Ray for: a GPU for a local neural model on a GPU cluster, else CPUs."""
+    from ..retrieval.registry import RETRIEVERS
+
+    meta = RETRIEVERS.get(retriever)
+    if meta is None or not meta.local_model or gpus_available <= 0:
+        return {"num_cpus": lexical_cpus}
+    return {"num_cpus": 1.0, "num_gpus": 1.0}
+
+
+def run_cell(job: MatrixJob, k: int, out: str | None, measures: Sequence[str], count_missing: bool,
+             overwrite: bool, query_builder: QueryBuilder | None, env: Mapping[str, str] | None = None) -> TaskResult:
+    """Evaluate one cell (the body of a Ray task; also callable in-process) under the driver's ``env``."""
+    with _environment(env or {}):
+        collection = job.load()
+        folder = Path(out) / job.name if out else None
+        return run_task(collection, job.retriever, dict(job.options), k=k, out=folder, measures=measures,
+                        count_missing=count_missing, overwrite=overwrite, label=job.label,
+                        query_builder=job.query_builder or query_builder)
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]):
+    """Set ``env`` for the duration of one task and restore the worker's own values after it.
+
+    (Passing it as an argument rather than a Ray ``runtime_env`` lets Ray reuse its idle workers.)
+    """
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def evaluate_matrix(jobs: Sequence[MatrixJob], k: int = 100, out: str | Path | None = None,
+                    measures: Sequence[str] | None = None, count_missing: bool = False, overwrite: bool = False,
+                    query_builder: QueryBuilder | None = None, address: str | None = "local",
+                    resources: Callable[[str, float], Mapping[str, float]] | None = None,
+                    on_done: Callable[[MatrixJob, TaskResult], None] | None = None) -> list[TaskResult]:
+    """Run every cell as a Ray task and return the results in ``jobs`` order.
+
+    ``resources(retriever, cluster_gpus) -> {"num_cpus": .., "num_gpus": ..}`` overrides
+    :func:`default_resources`; ``on_done`` is called as each cell finishes (progress bars).
+    """
+    from ..metrics import DEFAULT_MEASURES
+    from ..scale.cluster import cluster_gpus, connect, driver_env
+
+    ray = connect(address)
+    gpus = cluster_gpus()
+    pick = resources or default_resources
+    remote = ray.remote(run_cell)
+    env = driver_env()["env_vars"]
+    pending = {}
+    for i, job in enumerate(jobs):
+        ask = dict(pick(job.retriever, gpus))
+        ref = remote.options(name=f"r2med:{job.retriever}:{job.task}", max_retries=1, **ask).remote(
+            job, k, str(out) if out else None, tuple(measures or DEFAULT_MEASURES), count_missing, overwrite,
+            query_builder, env)
+        pending[ref] = i
+    results: list[TaskResult | None] = [None] * len(jobs)
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            i = pending.pop(ref)
+            results[i] = ray.get(ref)
+            log.info("%s x %s: nDCG@10 = %.4f%s", jobs[i].retriever, results[i].task, results[i].headline,
+                     " (reused)" if results[i].reused else "")
+            if on_done:
+                on_done(jobs[i], results[i])
+    return results  # type: ignore[return-value]
+
+
+def evaluate_plans(plans: Iterable[Plan], tasks: Sequence[TaskRef], k: int, out: str | Path, measures: Sequence[str],
+                   count_missing: bool = False, overwrite: bool = False, address: str | None = None,
+                   on_done: Callable[[MatrixJob, TaskResult], None] | None = None) -> dict[str, list[TaskResult]]:
+    """Every (plan, task) cell on Ray; returns {result name: [results in task order]}."""
+    jobs = [MatrixJob(p.retriever, ref.name, ref.load, p.options, p.name, p.query_builder)
+            for p in plans for ref in tasks]
+    results = evaluate_matrix(jobs, k=k, out=out, measures=measures, count_missing=count_missing,
+                              overwrite=overwrite, address=address or "local", on_done=on_done)
+    grouped: dict[str, list[TaskResult]] = {}
+    for job, result in zip(jobs, results):
+        grouped.setdefault(job.name, []).append(result)
+    return grouped

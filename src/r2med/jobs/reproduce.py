@@ -1,0 +1,356 @@
+"""``r2med reproduce``: every published retriever x expansion x task, run where it can be, graded.
+
+In the spirit of pyserini's two-click reproductions: the expected figures and their tolerances
+are data (``protocol/r2med_published_ndcg10.csv``, the paper's own ``base``, ``gar``,
+``lrm_agentic`` and ``reranker_top_10`` settings; tolerances by the retriever's registry record,
+:data:`r2med.retrieval.registry.TOLERANCES`).  A reranker target reranks its first stage's top 10
+(the ``OUT/<retriever>/<task>/`` run, shared with that retriever's own target) and scores the
+reranked list only (``r2med rerank --top-k 10 --top-k-only``), as the paper's
+``src/eval_reranker.py`` does.  :func:`plan` says for each target whether it can run on this
+machine and, if not, every reason why (no GPU, no API key, missing extra, retriever not
+installed, no data or expansions locally or on the hub, model weights not cached).
+:func:`run_matrix` runs the runnable targets (:func:`r2med.jobs.evaluate.run_task`) into
+``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure.
+The tables are :mod:`r2med.report.reproduce`'s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..errors import R2MedError
+from ..metrics import HEADLINE
+from ..protocol import published_figures
+from ..published import PUBLISHED_RERANK_DEPTH, PublishedKey
+from ..retrieval.registry import tolerance_for
+from ..tasks import TASK_NAMES, get_task
+
+log = logging.getLogger(__name__)
+
+#: The paper's own settings: retriever x expansion configurations, and rerankers over a first stage.
+SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One published figure to reproduce."""
+
+    key: PublishedKey
+    setting: str
+    task: str
+    published: float
+    source: str
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+
+@dataclass
+class Planned:
+    target: Target
+    runnable: bool
+    reasons: list[str] = field(default_factory=list)
+    data: str = ""  # where the task data comes from
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else f"ready ({self.data})"
+
+
+@dataclass
+class Outcome:
+    target: Target
+    status: str  # pass | fail | skip | error
+    value: float | None = None
+    tolerance: float | None = None
+    reused: bool = False
+    detail: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.value is None else self.value - self.target.published
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.target.label, "setting": self.target.setting, "task": self.target.task,
+                "published": self.target.published, "value": self.value, "delta": self.delta,
+                "tolerance": self.tolerance, "status": self.status, "reused": self.reused, "detail": self.detail,
+                "source": self.target.source}
+
+
+def targets(settings: Iterable[str] = SETTINGS, retrievers: Iterable[str] | None = None,
+            tasks: Iterable[str] | None = None) -> list[Target]:
+    """The published per-task figures of the chosen settings (Average rows left out)."""
+    settings = tuple(settings)
+    unknown = [s for s in settings if s not in {f.setting for f in published_figures()}]
+    if unknown:
+        raise R2MedError(f"unknown setting {unknown[0]!r}; choose from: {', '.join(SETTINGS)}")
+    wanted_r = set(retrievers) if retrievers else None
+    wanted_t = {get_task(t).name for t in tasks} if tasks else None
+    out = []
+    for f in published_figures():
+        if f.setting not in settings or f.task not in TASK_NAMES:
+            continue
+        if wanted_r is not None and f.retriever not in wanted_r:
+            continue
+        if wanted_t is not None and f.task not in wanted_t:
+            continue
+        out.append(Target(PublishedKey(f.retriever, f.expansion, f.llm), f.setting, f.task, f.ndcg10, f.source))
+    if wanted_r and not out:
+        known = sorted({f.retriever for f in published_figures() if f.setting in settings})
+        raise R2MedError(f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
+                         f"retrievers: {', '.join(known)}")
+    return out
+
+
+class Environment:
+    """What this machine offers, probed once and lazily: GPU, API keys, packages, data, hub, weights."""
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, force_cpu: bool = False,
+                 revision: str | None = None):
+        self.data_dir = Path(data_dir) if data_dir else None
+        self.force_cpu = force_cpu
+        self.revision = revision
+
+    @staticmethod
+    def has_module(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            return False
+
+    @cached_property
+    def gpu(self) -> str | None:
+        if not self.has_module("torch"):
+            return None
+        import torch
+
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+    @cached_property
+    def hub(self) -> bool:
+        """Whether huggingface_hub can reach the hub from here (its offline mode, endpoint and proxies decide)."""
+        from ..data.hub import hub_problem
+
+        return hub_problem() is None
+
+    @cached_property
+    def retrievers(self) -> dict[str, Any]:
+        from ..retrieval.registry import all_retrievers
+
+        try:
+            return all_retrievers()
+        except Exception as exc:  # a broken optional module must not hide the others
+            log.warning("listing retrievers failed: %s", exc)
+            return {}
+
+    def task_folder(self, task: str) -> Path | None:
+        """The task's folder under ``--data-dir`` (:func:`r2med.data.locate`), if there is one."""
+        from ..data import locate
+
+        if self.data_dir is None:
+            return None
+        ref = locate(task, self.data_dir, hub=False)
+        return Path(ref.source) if ref is not None and ref.source not in ("hub", "demo") else None
+
+    def hub_cached(self, task: str, filename: str) -> bool:
+        from ..data.hub import cached_file, revision_for
+
+        return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
+
+    def data_source(self, task: str) -> tuple[str | None, str]:
+        """(where the task comes from, or None) and a reason when it cannot be had."""
+        folder = self.task_folder(task)
+        if folder is not None:
+            return str(folder), ""
+        if all(self.hub_cached(task, f) for f in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")):
+            return "hub cache", ""
+        if self.hub:
+            return "hub", ""
+        where = f"not in {self.data_dir}, " if self.data_dir else ""
+        hint = "" if self.data_dir else " (pass --data-dir)"
+        return None, f"no data: {where}not cached and the hub is unreachable{hint}"
+
+    def expansion_source(self, task: str, method: str, llm: str) -> tuple[str | None, str]:
+        from ..data.hub import expansion_path
+        from ..data.loaders import EXPANSION_FILE
+
+        folder = self.task_folder(task)
+        if folder is not None and (folder / method / llm / EXPANSION_FILE).exists():
+            return str(folder / method / llm), ""
+        try:
+            path = expansion_path(method, llm)
+        except R2MedError:
+            return None, f"no expansions: the hub has no {method} split for {llm}"
+        if self.hub_cached(task, path):
+            return "hub cache", ""
+        if self.hub:
+            return "hub", ""
+        return None, f"no expansions: {method}/{llm} not local, not cached and the hub is unreachable"
+
+
+    def model_weights(self, hub_id: str, probe: str = "config.json") -> str:
+        """A reason when a hub model is neither in the Hugging Face cache nor downloadable, else ''."""
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(hub_id, probe), str) or self.hub:
+            return ""
+        return f"no weights: {hub_id} is not in the Hugging Face cache and the hub is unreachable"
+
+
+def _requirements(key: PublishedKey, env: Environment) -> list[str]:
+    """Reasons independent of the task (GPU, key, packages, retriever installed, weights)."""
+    if key.reranker:  # the first stage's needs, then the reranker's
+        return _requirements(PublishedKey(key.retriever), env) + _reranker_requirements(key.reranker, env)
+    meta = env.retrievers.get(key.retriever)
+    if meta is None:
+        return [f"retriever {key.retriever!r} is not available in this install"]
+    reasons = []
+    if meta.extra is not None:
+        modules, install = meta.extra
+        missing = [m for m in modules if not env.has_module(m)]
+        if missing:
+            reasons.append(f"missing extra: {install} ({', '.join(missing)})")
+    if meta.api_key_env and not os.environ.get(meta.api_key_env):
+        reasons.append(f"no API key: set {meta.api_key_env}")
+    if meta.needs_gpu and not env.gpu and not env.force_cpu:
+        reasons.append(f"no GPU: {meta.name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)")
+    if not reasons and meta.hub_id:
+        reasons += [r for r in [env.model_weights(meta.hub_id)] if r]
+    return reasons
+
+
+def _reranker_requirements(name: str, env: Environment) -> list[str]:
+    """Reasons a published reranker cannot run here (packages, GPU, weights)."""
+    from ..rerank.base import make_reranker, reranker_meta
+
+    try:
+        meta = reranker_meta(name)
+    except R2MedError as exc:
+        return [str(exc)]
+    missing = [m for m in meta.packages if not env.has_module(m)]
+    if missing:
+        return [f"missing extra: {meta.install} ({', '.join(missing)})"]
+    if meta.needs_gpu and not env.gpu and not env.force_cpu:
+        return [f"no GPU: {name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)"]
+    try:
+        settings = make_reranker(name).config()
+    except R2MedError as exc:
+        return [str(exc)]
+    for key, probe in meta.weights:
+        model = settings.get(key)
+        if model and not Path(str(model)).expanduser().exists():
+            why = env.model_weights(str(model), probe)
+            if why:
+                return [why]
+    return []
+
+
+def plan(matrix: list[Target], env: Environment) -> list[Planned]:
+    """Whether each target can run here, and why not."""
+    by_key: dict[PublishedKey, list[str]] = {}
+    out = []
+    for target in matrix:
+        if target.key not in by_key:
+            by_key[target.key] = _requirements(target.key, env)
+        reasons = list(by_key[target.key])
+        source, why = env.data_source(target.task)
+        if source is None:
+            reasons.append(why)
+        if target.key.expanded:
+            exp, why = env.expansion_source(target.task, target.key.expansion, target.key.llm)
+            if exp is None:
+                reasons.append(why)
+        out.append(Planned(target, not reasons, reasons, source or ""))
+    return out
+
+
+def paper_options(retriever: str) -> dict[str, Any]:
+    """The options a reproduction runs ``retriever`` with: the paper's values of those it records
+    (BM25's k1 and b); nothing for the others, whose defaults are the paper's."""
+    from ..retrieval.registry import retriever_meta
+
+    meta = retriever_meta(retriever)
+    return {name: meta.paper[name] for name in meta.defaults if name in meta.paper}
+
+
+def _load(task: str, env: Environment):
+    from ..data import TaskRef
+
+    folder = env.task_folder(task)
+    return (TaskRef(task, str(folder)) if folder is not None else TaskRef(task, "hub", env.revision)).load()
+
+
+def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):
+    """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 reranked, scored alone."""
+    from ..rerank.base import make_reranker
+    from ..run import RUN_FILE, read_metrics, read_trec
+    from .evaluate import run_task
+    from .folders import file_fingerprint
+    from .rerank import TaskInput, rerank_inputs
+
+    run_task(coll, target.key.retriever, paper_options(target.key.retriever), k=100, out=out / target.key.retriever,
+             overwrite=overwrite)
+    folder = out / target.key.retriever / coll.name
+    item = TaskInput(coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll,
+                     file_fingerprint(folder / RUN_FILE))
+    name = target.key.reranker
+    if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
+        rerankers[name] = make_reranker(name)
+    [result] = rerank_inputs([item], rerankers[name], target.label, out / target.label, top_k=PUBLISHED_RERANK_DEPTH,
+                             keep_tail=False, overwrite=overwrite)
+    return result
+
+
+def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environment,
+               tolerance: float | None = None, overwrite: bool = False,
+               progress: Callable[[Planned], None] | None = None) -> list[Outcome]:
+    """Run the runnable targets (reusing finished ones) and grade them; others are ``skip`` with their reason."""
+    from .evaluate import run_task
+
+    out = Path(out)
+    outcomes: list[Outcome] = []
+    collections: dict[str, Any] = {}
+    rerankers: dict[str, Any] = {}
+    for p in planned:
+        target = p.target
+        tol = tolerance if tolerance is not None else tolerance_for(target.key.retriever)
+        if not p.runnable:
+            outcomes.append(Outcome(target, "skip", tolerance=tol, detail=p.reason))
+            continue
+        if progress:
+            progress(p)
+        try:
+            if target.task not in collections:
+                collections.clear()  # one task in memory at a time
+                collections[target.task] = _load(target.task, env)
+            coll = collections[target.task]
+            if target.key.reranker:
+                result = _rerank_target(target, coll, out, rerankers, overwrite)
+            else:
+                builder = None
+                if target.key.expanded:
+                    from ..expansion.precomputed import ExpansionQueries
+
+                    folders = [env.data_dir] if env.data_dir else []
+                    builder = ExpansionQueries(target.key.expansion, target.key.llm, folders=folders,
+                                               revision=env.revision)
+                result = run_task(coll, target.key.retriever, paper_options(target.key.retriever), k=100,
+                                  out=out / target.label, label=target.label if builder else None,
+                                  query_builder=builder, overwrite=overwrite)
+            value = 100 * result.metrics.aggregate[HEADLINE]
+            status = "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
+            outcomes.append(Outcome(target, status, value, tol, reused=result.reused))
+        except R2MedError as exc:
+            outcomes.append(Outcome(target, "error", tolerance=tol, detail=str(exc)))
+        except Exception as exc:  # one broken target must not stop the matrix
+            log.exception("%s on %s failed", target.label, target.task)
+            outcomes.append(Outcome(target, "error", tolerance=tol, detail=f"{type(exc).__name__}: {exc}"))
+    return outcomes

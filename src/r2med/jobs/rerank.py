@@ -1,0 +1,174 @@
+"""``r2med rerank``: rerank the runs of a first-stage run folder, writing a run folder of its own.
+
+:func:`load_inputs` reads a run folder written by ``r2med evaluate`` (``OUT/<retriever>/``), finds
+each task's collection (:func:`r2med.data.locate`: ``--data-dir``, else the recorded source folder,
+else the hub at the recorded commit) and validates the runs against it *before* any model is loaded,
+so bad input fails at once with nothing written.  :func:`rerank_inputs` reranks each task and writes
+``OUT/<name>/<task>/`` through :func:`~r2med.jobs.folders.finish_task`; a task whose folder holds
+results for the same configuration, data and input run is reused, so an interrupted job resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data import Collection, locate
+from ..data.resolve import require, task_filter
+from ..errors import DataError, R2MedError
+from ..metrics import DEFAULT_MEASURES
+from ..paths import plain_name
+from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
+from ..run import RUN_FILE, Run, read_trec
+from .folders import TaskResult, file_fingerprint, finish_task, read_run_folder, reuse
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskInput:
+    """One task of a first-stage run folder, matched to its collection."""
+
+    task: str
+    folder: Path
+    run: Run
+    meta: dict[str, Any]
+    collection: Collection
+    run_fingerprint: str
+
+    @property
+    def retriever(self) -> str:
+        return str(self.meta.get("retriever") or self.folder.parent.name)
+
+    def describe(self) -> dict[str, Any]:
+        """What a result made from this input records about it (part of its configuration)."""
+        return {"retriever": self.retriever, "folder": str(self.folder), "run_fingerprint": self.run_fingerprint}
+
+
+def _line_of(path: Path, qid: str, did: str) -> int | None:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if len(fields) >= 4 and fields[0] == qid and (fields[2] == did or (len(fields) == 4 and fields[1] == did)):
+                return number
+    return None
+
+
+def load_inputs(run_dir: str | Path, data_dir: str | Path | None = None, revision: str | None = None,
+                tasks: str | None = None, require_docs: bool = True,
+                collections: dict[tuple[str, str], Collection] | None = None) -> list[TaskInput]:
+    """Read and validate every finished task of a run folder (or one task folder).
+
+    ``tasks``: ``all`` or comma-separated names.  ``require_docs``: a run naming docs missing from the
+    corpus is an error (rerankers need the texts); otherwise it is a counted warning.
+    ``collections`` caches loaded collections across calls (fusion reads several run folders).
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise R2MedError(f"{run_dir}: no such run folder")
+    wanted = task_filter(tasks)
+    found = read_run_folder(run_dir)
+    if not found:
+        raise R2MedError(f"{run_dir}: no finished task folders (with metrics.json); run `r2med evaluate` first")
+    cache = collections if collections is not None else {}
+    inputs = []
+    for item in found:
+        if wanted is not None and item.task.lower() not in wanted:
+            continue
+        meta = item.metrics
+        path = item.folder / RUN_FILE
+        run = read_trec(path)
+        key = (item.task, str(data_dir) if data_dir is not None else str(meta.get("source") or ""))
+        if key not in cache:
+            ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
+            cache[key] = require(ref, item.task, meta).load()
+        collection = cache[key]
+        recorded = meta.get("dataset_fingerprint")
+        if recorded and recorded != collection.fingerprint:
+            log.warning("%s: the run was made on a different version of the corpus (fingerprint %s, now %s)",
+                        item.folder, recorded, collection.fingerprint)
+        missing = [(qid, did) for qid, docs in run.items() for did in docs if did not in collection.corpus]
+        if missing:
+            qid, did = missing[0]
+            message = (f"doc {did!r} (query {qid!r}) is not in the corpus of {collection.name}"
+                       f" ({len(missing)} unknown doc entr{'y' if len(missing) == 1 else 'ies'} in all)")
+            if require_docs:
+                raise DataError(path, _line_of(path, qid, did),
+                                message + "; this run was made on another collection: pass the right --data-dir")
+            log.warning("%s: %s; they count as non-relevant", path, message)
+        inputs.append(TaskInput(item.task, item.folder, run, meta, collection, file_fingerprint(path)))
+    if wanted is not None and not inputs:
+        raise R2MedError(f"{run_dir}: none of the tasks {tasks} is in this run folder")
+    return inputs
+
+
+def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, out: str | Path | None,
+                  top_k: int = 10, keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES,
+                  count_missing: bool = False, overwrite: bool = False) -> list[TaskResult]:
+    """Rerank each task's first-stage run and write ``out/<task>/`` (rerankers load their model lazily,
+    so a fully reused job loads none)."""
+    rconfig = reranker.config()
+    results = []
+    for item in inputs:
+        config = {"reranker": rconfig, "top_k": top_k, "keep_tail": keep_tail, "first_stage": item.describe()}
+        reused = reuse(out, config, item.collection, measures, count_missing, overwrite)
+        if reused is not None:
+            results.append(reused)
+            continue
+        item.collection.warn_about_qrels()
+        t0 = time.perf_counter()
+        run = rerank(item.run, item.collection.queries, item.collection.corpus, reranker, top_k=top_k,
+                     keep_tail=keep_tail)
+        timing = {"rerank_s": time.perf_counter() - t0}
+        timing["total_s"] = timing["rerank_s"]
+        results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing))
+        log.info("%s: reranked top-%d of %d queries", item.task, top_k, len(run))
+    return results
+
+
+def folder_name(name: str) -> str:
+    """A reranker or model name as a folder name (``org/model`` -> ``model``)."""
+    return Path(name.rstrip("/")).name or name
+
+
+def result_name(name: str | None, default: str) -> str:
+    """The result folder name: ``name`` (``--name``) or the default, a plain name usable as a TREC run tag."""
+    if name is not None:
+        return plain_name(name, "--name", run_name=True)
+    return plain_name(default, f"result name {default!r} (pass --name):", run_name=True)
+
+
+def rerank_folder(run_dir: str | Path, reranker: str, options: Mapping[str, Any] | None = None,
+                  out: str | Path | None = None, name: str | None = None, tasks: str | None = None,
+                  data_dir: str | Path | None = None, revision: str | None = None, top_k: int = 10,
+                  keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
+                  overwrite: bool = False) -> tuple[str, Path, list[TaskResult]]:
+    """``r2med rerank``: returns (result name, result folder, results).
+
+    The result is ``<out>/<name>/`` (default ``out``: beside ``run_dir``; default ``name``:
+    ``<retriever>+<reranker>``, listwise ``<retriever>+listwise-<model>``).
+    """
+    from ..paths import check_output_dir
+
+    run_dir = Path(run_dir)
+    if name is not None:
+        plain_name(name, "--name", run_name=True)
+    check_output_dir(out or run_dir.parent)
+    inputs = load_inputs(run_dir, data_dir, revision, tasks)  # validated before any model loads
+    options = dict(options or {})
+    try:
+        made = make_reranker(reranker, **options)
+    except TypeError as exc:
+        raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
+    model = options.get("model")
+    llm = reranker_meta(reranker).llm
+    suffix = folder_name(reranker) + (f"-{folder_name(str(model))}" if llm and model else "")
+    label = result_name(name, f"{inputs[0].retriever}+{suffix}")
+    target = Path(out or run_dir.parent) / label
+    results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
+                            count_missing=count_missing, overwrite=overwrite)
+    return label, target, results

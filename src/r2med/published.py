@@ -1,0 +1,214 @@
+"""Which published R2MED configuration a run reproduces, and how it differs from the paper's.
+
+A published configuration is a :class:`PublishedKey` -- (retriever, expansion method, LLM), as in
+``protocol/r2med_published_ndcg10.csv``; a reranked first stage is (retriever, ``rerank:<reranker>``).
+:func:`match_published` is the one rule for "is this run the published one?", asked by
+``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix:
+
+* a run's name (its folder) names a configuration (``bm25``, ``bm25+hyde-gpt4``, ``nv+bge-reranker``),
+  or its stored configuration does (retriever ``bm25``, no expansion);
+* its stored configuration must be the paper's: the retriever's registry record says which values
+  (:attr:`~r2med.retrieval.registry.RetrieverMeta.paper`: BM25's flavour, k1, b; a dense preset's
+  cosine similarity) and which options change what it computes (``overrides``: model, pooling, max
+  length, instructions, normalisation); a reranked run must rerank the top 10, as the paper did.
+
+A precision other than the paper's (``--dtype``) keeps the match: :func:`precision_change` names it,
+and the leaderboard widens the tolerance instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from .errors import R2MedError
+from .protocol import preferred_setting, published_figures, published_ndcg10
+
+RERANK = "rerank:"
+#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
+PUBLISHED_RERANK_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class PublishedKey:
+    """A published configuration: (retriever, expansion method, LLM), as in the figures CSV."""
+
+    retriever: str
+    expansion: str = "none"
+    llm: str = "none"
+
+    @property
+    def label(self) -> str:
+        if self.expansion == "none":
+            return self.retriever
+        if self.reranker:  # as `r2med rerank` names its folders: <retriever>+<reranker>
+            return f"{self.retriever}+{self.reranker}"
+        return f"{self.retriever}+{self.expansion}-{self.llm}"
+
+    @property
+    def reranker(self) -> str | None:
+        """The reranker of a reranked first stage, else None."""
+        return self.expansion[len(RERANK):] if self.expansion.startswith(RERANK) else None
+
+    @property
+    def expanded(self) -> bool:
+        """Whether the queries were expanded by an LLM."""
+        return self.expansion != "none" and self.reranker is None
+
+    def figures(self) -> dict[str, float]:
+        """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first)."""
+        return published_ndcg10(self.retriever, self.expansion, self.llm)
+
+    def setting(self) -> str:
+        found = {f.setting for f in published_figures()
+                 if (f.retriever, f.expansion, f.llm) == (self.retriever, self.expansion, self.llm)}
+        return preferred_setting(found) if found else ""
+
+    def source(self) -> str:
+        setting = self.setting()
+        for f in published_figures():
+            if (f.retriever, f.expansion, f.llm, f.setting) == (self.retriever, self.expansion, self.llm, setting):
+                return f.source
+        return ""
+
+
+@cache
+def _published_index() -> tuple[frozenset[str], frozenset[str], frozenset[tuple[str, str, str]]]:
+    figs = published_figures()
+    retrievers = frozenset(f.retriever for f in figs)
+    methods = frozenset(f.expansion for f in figs if f.expansion != "none" and not f.expansion.startswith(RERANK))
+    keys = frozenset((f.retriever, f.expansion, f.llm) for f in figs)
+    return retrievers, methods, keys
+
+
+def parse_label(label: str) -> PublishedKey | None:
+    """``bm25`` / ``bm25+hyde-gpt4`` / ``nv+hyde:qwen_7b`` -> the published key, if figures exist for it."""
+    retrievers, methods, keys = _published_index()
+    base, plus, rest = label.strip().partition("+")
+    if base not in retrievers:
+        return None
+    if not plus:
+        return PublishedKey(base) if (base, "none", "none") in keys else None
+    for method in sorted(methods, key=len, reverse=True):
+        for sep in ("-", ":", "/"):
+            if rest.startswith(method + sep):
+                llm = rest[len(method) + 1:].replace("_", "-")
+                if (base, method, llm) in keys:
+                    return PublishedKey(base, method, llm)
+    if (base, RERANK + rest, "none") in keys:  # a reranked first stage: nv+bge-reranker
+        return PublishedKey(base, RERANK + rest, "none")
+    return None
+
+
+def require_label(label: str) -> PublishedKey:
+    """:func:`parse_label`, or a one-line error when no figures are published for ``label``."""
+    key = parse_label(label)
+    if key is None:
+        raise R2MedError(f"no published figures for {label!r}; use e.g. bm25, nv, bge+hyde-gpt4, "
+                         "bm25+query2doc-qwen-72b (see r2med/protocol/r2med_published_ndcg10.csv)")
+    return key
+
+
+# -- stored configurations ------------------------------------------------------------------------
+
+def options_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The retriever options a run was made with (``config["options"]``), or {}."""
+    options = config.get("options")
+    return options if isinstance(options, Mapping) else {}
+
+
+def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
+
+    Also reads run folders written before the structured record, whose ``queries`` was a string
+    (``"plain"`` or ``"hyde:gpt4 trace=auto rule=paper-v1 files=..."``).
+    """
+    found = config.get("expansion")
+    if isinstance(found, Mapping):
+        return dict(found)
+    queries = config.get("queries")
+    if isinstance(queries, str) and queries.split() and queries != "plain":
+        head, *rest = queries.split()
+        method, _, llm = head.partition(":")
+        fields = dict(part.partition("=")[::2] for part in rest)
+        return {"method": method, "llm": llm, "trace": fields.get("trace", "auto"), "rule": fields.get("rule"),
+                "files": fields.get("files")}
+    return None
+
+
+def _same(value: Any, paper: Any) -> bool:
+    if isinstance(paper, (int, float)) and not isinstance(paper, bool):
+        return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and abs(value - paper) < 1e-12)
+    return value == paper
+
+
+def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
+    """Whether a stored configuration runs ``retriever`` as the paper did (its registry record decides;
+    a value not recorded counts as the paper's; a retriever not registered here has nothing to check)."""
+    from .retrieval.registry import RETRIEVERS
+
+    meta = RETRIEVERS.get(retriever)
+    if meta is None:
+        return True
+    options = options_of(config)
+    if any(options.get(name) is not None for name in meta.overrides):
+        return False
+    return all(_same(source[name], value) for name, value in meta.paper.items()
+               for source in (options, config) if source.get(name) is not None)
+
+
+def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> PublishedKey | None:
+    """The published configuration a run reproduces, from its name and stored configs (one per task)."""
+    configs = [c for c in configs if c]
+    key = parse_label(name)
+    if key is None:  # an unlabelled run whose stored configs name one retriever's plain paper configuration
+        retrievers = {c.get("retriever") for c in configs}
+        if len(retrievers) != 1 or not all(expansion_of(c) is None for c in configs):
+            return None
+        key = parse_label(str(retrievers.pop()))
+        if key is None or key.expansion != "none":
+            return None
+    if key.reranker:
+        depth_ok = all(c.get("top_k") == PUBLISHED_RERANK_DEPTH for c in configs)
+        return key if depth_ok else None
+    return key if all(paper_settings(key.retriever, c) for c in configs) else None
+
+
+def paper_dtype(retriever: str) -> str | None:
+    """The precision the paper's code ran a dense preset in (None: not a local preset)."""
+    from .retrieval.registry import RETRIEVERS
+
+    meta = RETRIEVERS.get(retriever)
+    return meta.paper_dtype if meta is not None else None
+
+
+def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(precision used, the paper's) when a run's recorded precision differs from the paper's, else None."""
+    from .rerank.base import RERANKERS
+    from .retrieval.encoders import canonical_dtype
+
+    found = []
+    encoder = config.get("encoder")
+    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
+        found.append((paper_dtype(str(config.get("retriever", ""))), encoder["dtype"]))
+    reranker = config.get("reranker")
+    if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
+        meta = RERANKERS.get(str(reranker.get("reranker", "")))
+        found.append((meta.paper_dtype if meta is not None else None, reranker["dtype"]))
+    for paper, used in found:
+        try:
+            if paper is not None and canonical_dtype(str(used)) != paper:
+                return canonical_dtype(str(used)), paper
+        except R2MedError:
+            return str(used), paper
+    return None
+
+
+def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
+    """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
+    change = precision_change(config)
+    return None if change is None else f"{change[0]} (paper: {change[1]})"

@@ -1,0 +1,211 @@
+"""What every text encoder shares: its settings, the ``Encoder`` protocol and the ``BaseEncoder`` logic.
+
+* :class:`EncoderSettings` -- everything that changes a vector (the embedding cache is keyed by it).
+* :class:`BaseEncoder` -- instructions per role (query / expansion / document), the token limit per
+  role, (query, expansion) averaging (the R2MED paper's rule for generation-augmented queries), and
+  :meth:`BaseEncoder.in_length_order`: texts cut into batches by a token budget, longest first, and
+  the rows put back in input order.  Implementations only embed one batch (:mod:`.hf`, :mod:`.api`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ...errors import R2MedError
+from ..base import QueryText
+
+log = logging.getLogger(__name__)
+
+POOLINGS = ("cls", "mean", "last-token")
+#: Weight precision: ``fp32`` / ``fp16`` / ``bf16`` load the weights in that type; ``fp16-autocast``
+#: keeps fp32 weights and runs the forward pass under CUDA fp16 autocast (BMRetriever in the
+#: paper's code; a no-op on CPU, as ``torch.cuda.amp.autocast`` is); ``auto`` is the checkpoint's
+#: own dtype (``from_pretrained(dtype="auto")``; GritLM in the paper's code).
+DTYPES = ("fp32", "fp16", "bf16", "fp16-autocast", "auto")
+_DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+API_LOADERS = ("openai", "voyage")
+LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", *API_LOADERS)
+ROLES = ("query", "expansion", "doc")
+
+
+def canonical_dtype(dtype: str) -> str:
+    """``float16`` -> ``fp16`` etc.; an unknown name is a one-line error."""
+    name = _DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
+    if name not in DTYPES:
+        raise R2MedError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    return name
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    """Everything that changes a vector (the embedding cache is keyed by ``asdict(settings)``).
+
+    Runtime knobs that do not change vectors (batch size, device) are not part of it.
+    ``model`` encodes documents (and queries unless ``query_model`` is set).
+    """
+
+    model: str
+    loader: str = "auto"
+    query_model: str | None = None
+    revision: str | None = None
+    pooling: str = "mean"
+    normalize: bool = False
+    #: tokens per text; None: the model's own (sentence-transformers ``max_seq_length``, else the
+    #: tokenizer's / config's limit)
+    max_length: int | None = None
+    query_max_length: int | None = None
+    #: None: the model's own prompt (sentence-transformers ``prompts``), else none; "" forces none
+    query_instruction: str | None = None
+    doc_instruction: str | None = None
+    #: instruction put before expansion texts of a (query, expansion) pair: "none" or "query"
+    expansion_instruction: str = "none"
+    append_eos: bool = False
+    #: encode documents as a (empty title, text) pair, as MedCPT's Article encoder expects
+    doc_as_pair: bool = False
+    trust_remote_code: bool = False
+    dtype: str = "fp32"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.loader not in LOADERS:
+            raise R2MedError(f"unknown encoder loader {self.loader!r}; choose from {', '.join(LOADERS)}")
+        if self.pooling not in POOLINGS:
+            raise R2MedError(f"unknown pooling {self.pooling!r}; choose from {', '.join(POOLINGS)}")
+        if self.max_length is not None and self.max_length < 2:
+            raise R2MedError(f"max_length must be at least 2 (got {self.max_length})")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+        if self.expansion_instruction not in ("none", "query"):
+            raise R2MedError("expansion_instruction must be 'none' or 'query'")
+
+    def key(self) -> dict[str, Any]:
+        """The vector-defining settings as a JSON-able dict (for fingerprints and run configs)."""
+        return asdict(self)
+
+    def with_(self, **changes: Any) -> EncoderSettings:
+        return replace(self, **changes)
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What dense retrieval (and the Ray scale-out) needs from a model.
+
+    ``encode_corpus(texts)`` and ``encode_queries(queries)`` return ``float32`` arrays of
+    shape ``(len(texts), dim)`` in input order; the document instruction / query instruction
+    are added by the encoder.  ``config()`` is everything that changes a vector.
+    """
+
+    settings: EncoderSettings
+
+    def encode_queries(self, queries: Sequence[QueryText], batch_size: int | None = None) -> np.ndarray: ...
+
+    def encode_corpus(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray: ...
+
+    def config(self) -> dict[str, Any]: ...
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, token_budget: int | None = None,
+                 max_batch: int | None = None) -> list[np.ndarray]:
+    """Cut texts into batches: longest first, each batch holding at most ``token_budget`` padded tokens.
+
+    ``lengths`` are token counts; the budget defaults to ``batch_size * max(lengths)`` (so the
+    longest texts go ``batch_size`` at a time and short ones in bigger batches, up to
+    ``max_batch`` = ``8 * batch_size``).  Returns index arrays into the original order.
+    """
+    n = len(lengths)
+    if n == 0:
+        return []
+    lens = np.maximum(np.asarray(lengths, dtype=np.int64), 1)
+    budget = token_budget or int(batch_size * lens.max())
+    cap = max_batch or 8 * batch_size
+    order = np.argsort(-lens, kind="stable")
+    batches, start = [], 0
+    while start < n:
+        longest = int(lens[order[start]])  # sorted: the first text of a batch is its longest
+        size = max(1, min(cap, budget // longest, n - start))
+        batches.append(order[start:start + size])
+        start += size
+    return batches
+
+
+class BaseEncoder:
+    """Shared logic: instructions, token limits per role, (query, expansion) averaging, length-sorted
+    batching.  Subclasses implement ``_embed(texts, role, batch_size)`` for a non-empty list."""
+
+    def __init__(self, settings: EncoderSettings, batch_size: int = 32, token_budget: int | None = None):
+        self.settings = settings
+        self.batch_size = batch_size
+        self.token_budget = token_budget
+        self.texts_encoded = 0  # counter (tests, logs): texts that went through a model
+
+    def config(self) -> dict[str, Any]:
+        return self.settings.key()
+
+    def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
+        """Embed texts of ``role`` (query / expansion / doc); the instruction is the encoder's to add."""
+        raise NotImplementedError
+
+    def instruction(self, role: str) -> str:
+        """The text put before each text of ``role`` (``""`` when the settings give none)."""
+        s = self.settings
+        if role == "doc":
+            return s.doc_instruction or ""
+        if role == "expansion" and s.expansion_instruction == "none":
+            return ""
+        return s.query_instruction or ""
+
+    def max_tokens(self, role: str, model_limit: int | None = None) -> int | None:
+        """The token limit for ``role``: the settings' (queries may have their own), else ``model_limit``."""
+        s = self.settings
+        own = (s.query_max_length or s.max_length) if role != "doc" else s.max_length
+        return own or model_limit
+
+    def in_length_order(self, lengths: Sequence[int], batch_size: int,
+                        encode_batch: Callable[[np.ndarray], Any],
+                        stack: Callable[[list[Any]], np.ndarray] = np.concatenate) -> np.ndarray:
+        """Encode in batches planned by :func:`plan_batches` (longest first, within the token budget):
+        ``encode_batch(indices)`` embeds the texts at those indices; ``stack`` joins the batch outputs
+        (e.g. device tensors, copied to the host once); the rows come back in input order."""
+        batches = plan_batches(lengths, batch_size, self.token_budget)
+        stacked = stack([encode_batch(idx) for idx in batches])
+        result = np.empty_like(stacked)
+        result[np.concatenate(batches)] = stacked
+        return result
+
+    def _encode(self, texts: list[str], role: str, batch_size: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        start = time.perf_counter()
+        out = self._embed(texts, role, batch_size)
+        self.texts_encoded += len(texts)
+        log.debug("encoded %d %s text(s) in %.1fs", len(texts), role, time.perf_counter() - start)
+        return out
+
+    def encode_corpus(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        return self._encode(list(texts), "doc", batch_size or self.batch_size)
+
+    def encode_queries(self, queries: Sequence[QueryText], batch_size: int | None = None) -> np.ndarray:
+        bs = batch_size or self.batch_size
+        items = [q if isinstance(q, tuple) else (q,) for q in queries]
+        if not items:
+            return np.zeros((0, 0), dtype=np.float32)
+        if any(len(q) == 0 for q in items):
+            raise R2MedError("a query tuple is empty; give at least the query text")
+        width = max(len(q) for q in items)
+        first = self._encode([q[0] for q in items], "query", bs)
+        if width == 1:
+            return first
+        # every part embedded (the query with its instruction, expansions per `expansion_instruction`),
+        # then the parts of each query averaged
+        out = first.astype(np.float64)
+        counts = np.ones(len(items))
+        for part in range(1, width):
+            rows = [i for i, q in enumerate(items) if len(q) > part]
+            out[rows] += self._encode([items[i][part] for i in rows], "expansion", bs)
+            counts[rows] += 1
+        return (out / counts[:, None]).astype(np.float32)

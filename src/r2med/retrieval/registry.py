@@ -1,0 +1,121 @@
+"""The registry of retrievers: one :class:`RetrieverMeta` per name holds every fact about a retriever.
+
+Every consumer asks the registry rather than testing names: the command line (which options a
+retriever takes), query expansion (its family), ``reproduce`` (GPU, API key, packages, weights),
+the leaderboard (tolerance to the published figures, the paper's precision), Ray (whether a cell
+wants a GPU) and ``r2med models`` (its settings).  A retriever is added by registering its record
+(:func:`register_retriever`); the built-in ones register when their module is imported: BM25
+(:mod:`.bm25`), the dense presets -- one record per entry of the preset data (:mod:`.presets`) --
+and any embedding model (:mod:`.dense`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import R2MedError
+from ..registries import Registry
+from .base import Retriever
+
+RetrieverFactory = Callable[..., Retriever]
+
+#: Default allowed |delta| to a published nDCG@10 (points x100) by tolerance class: deterministic
+#: lexical runs should land within rounding; dense runs vary with hardware and precision (fp16/bf16,
+#: batch padding); API embedders with the provider's model version.
+TOLERANCES = {"lexical": 0.5, "dense": 1.0, "api": 2.0}
+#: The Python packages a local dense model needs, and how to install them.
+DENSE_EXTRA = (("torch", "transformers", "sentence_transformers"), "pip install 'r2med[dense]'")
+
+
+@dataclass(frozen=True)
+class RetrieverMeta:
+    """Every fact about one retriever (as mteb's ``ModelMeta``)."""
+
+    name: str
+    factory: RetrieverFactory  # factory(task=..., **options) -> Retriever
+    description: str = ""
+    #: "lexical" or "dense": how an expansion joins the query (:mod:`r2med.expansion.combine`)
+    family: str = "dense"
+    #: options the command line may set for it (``r2med evaluate --k1 / --model ...``)
+    parameters: tuple[str, ...] = ()
+    #: parameter values recorded even when not given (BM25's k1, b, analyzer)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: the paper's values of stored configuration fields: a run with another value is not the published one
+    paper: Mapping[str, Any] = field(default_factory=dict)
+    #: options that change what a preset computes: a run that sets any is not the published one
+    overrides: tuple[str, ...] = ()
+    #: the model weights it loads (None: none, or the user's --model)
+    hub_id: str | None = None
+    #: an embedding API: the environment variable holding its key
+    api_key_env: str | None = None
+    #: too large for a CPU in reasonable time: its size ("7B")
+    needs_gpu: str | None = None
+    #: (modules it imports, how to install them); None: the core install suffices
+    extra: tuple[tuple[str, ...], str] | None = None
+    #: class of its default tolerance to the published figures (:data:`TOLERANCES`)
+    tolerance: str = "dense"
+    #: the precision and similarity the paper's code ran it with (dense presets)
+    paper_dtype: str | None = None
+    paper_similarity: str | None = None
+    #: its settings for ``r2med models``
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def local_model(self) -> bool:
+        """A neural model run on this machine (a GPU helps), as opposed to BM25 or an API."""
+        return self.family == "dense" and self.api_key_env is None
+
+    @property
+    def default_tolerance(self) -> float:
+        return TOLERANCES[self.tolerance]
+
+    def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` with the defaults filled in; an option it does not take is a one-line error."""
+        unknown = sorted(k for k, v in options.items() if v is not None and k not in self.parameters)
+        if unknown:
+            takes = ", ".join(_flag(p) for p in self.parameters if p != "cache") or "none"
+            raise R2MedError(f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
+                             f"({self.family}; its options: {takes})")
+        given = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
+        return {k: given[k] for k in self.parameters if k in given}
+
+
+#: Command-line flags whose name is not the option's (for messages).
+FLAGS = {"medcpt_published": "--medcpt-published-encoder", "cache": "--no-cache"}
+
+
+def _flag(option: str) -> str:
+    return FLAGS.get(option, "--" + option.replace("_", "-"))
+
+
+RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense"])
+
+
+#: Add a retriever's record (a different record under a registered name is an error).
+register_retriever = RETRIEVERS.add
+#: Every registered retriever's record by name, in name order.
+all_retrievers = RETRIEVERS.all
+#: Name -> description of every registered retriever.
+available_retrievers = RETRIEVERS.descriptions
+
+
+def retriever_meta(name: str) -> RetrieverMeta:
+    """The record of ``name``; an unknown name is a one-line error listing the known ones."""
+    meta = RETRIEVERS.get(name)
+    if meta is None:
+        raise R2MedError(f"unknown retriever {name!r}; choose from: {', '.join(RETRIEVERS.all())}")
+    return meta
+
+
+def tolerance_for(name: str) -> float:
+    """The default |delta| to the published figures of retriever ``name`` (``dense`` when it is not registered
+    here: a later model known only from its published figures)."""
+    meta = RETRIEVERS.get(name)
+    return TOLERANCES[meta.tolerance if meta is not None else "dense"]
+
+
+def make_retriever(name: str, task: str | None = None, **options: Any) -> Retriever:
+    """Build the retriever registered as ``name`` for ``task``; unknown options are an error."""
+    return retriever_meta(name).factory(task=task, **{k: v for k, v in options.items() if v is not None})

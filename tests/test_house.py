@@ -1,0 +1,206 @@
+"""The shape of the package: one direction of imports, the public API, one rule per decision.
+
+Each test pins a decision that lives in one place: no import circles; ``r2med.fuse`` /
+``make_reranker`` / ``rerank`` at the top level; friendly measure names per query; a frozen
+``Collection``; one task resolver; registry records asked instead of names; one top-k rule (ties by
+corpus position, also at the cut); one retry rule (``Retry-After`` honoured) for every HTTP client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import r2med
+from conftest import SHARED
+from test_dense_fixtures import bert_dir  # noqa: F401
+from r2med.errors import R2MedError
+from test_data import make_r2med
+
+SRC = Path(r2med.__file__).parent
+
+
+def test_no_import_circles():
+    tool = SHARED / "tools" / "import_circles.py"
+    if not tool.exists():
+        pytest.skip("../shared/tools/import_circles.py is not available")
+    res = subprocess.run([sys.executable, str(tool), str(SRC)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.startswith("no import circles"), res.stdout
+
+
+def test_public_api_fuse_make_reranker_and_rerank():
+    run_a = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
+    run_b = {"q1": {"d3": 9.0, "d2": 8.0}}
+    fused = r2med.fuse([run_a, run_b], "rrf", k=60)
+    assert fused["q1"]["d2"] == pytest.approx(1 / 62 + 1 / 62) and fused["q1"]["d1"] == pytest.approx(1 / 61)
+
+    class Length:
+        name = "length"
+
+        def rerank(self, queries, candidates, corpus):
+            return {q: {d: float(len(corpus[d])) for d, _ in docs} for q, docs in candidates.items()}
+
+        def config(self):
+            return {"reranker": self.name}
+
+    corpus = {"d1": "a", "d2": "ccc", "d3": "bb"}
+    out = r2med.rerank(run_a, {"q1": "query"}, corpus, Length(), top_k=2, keep_tail=True)
+    order = sorted(out["q1"], key=out["q1"].get, reverse=True)
+    assert order == ["d2", "d1", "d3"]  # the top 2 reordered by length, the tail below them
+    assert callable(r2med.make_reranker) and r2med.make_reranker("listwise", model="m", base_url="http://x/v1")
+    assert r2med.rerank.make_reranker is r2med.make_reranker  # the package stays a package
+
+
+def test_per_query_measures_take_friendly_names():
+    metrics = r2med.evaluate({"q": {"a": 2.0, "b": 1.0}}, {"q": {"b": 1}}, ["nDCG@10", "MRR"])
+    values = metrics.per_query["q"]
+    assert values["nDCG@10"] == values["ndcg_cut_10"] == pytest.approx(1 / np.log2(3))
+    assert values["MRR"] == values["recip_rank"] == 0.5
+    assert "R@100" not in values and values.get("P@5") is None
+    assert json.loads(json.dumps(metrics.per_query)) == {"q": {"ndcg_cut_10": values["ndcg_cut_10"], "recip_rank": 0.5}}
+
+
+def test_collection_is_frozen(tmp_path):
+    coll = r2med.load_folder(make_r2med(tmp_path / "c"))
+    fingerprint = coll.fingerprint
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        coll.corpus = {}
+    smaller = coll.replace(corpus={"d1": coll.corpus["d1"]})
+    assert smaller.fingerprint != fingerprint and coll.fingerprint == fingerprint
+
+
+def test_one_resolver_for_task_names_and_folders(tmp_path):
+    from r2med.data import locate, resolve
+
+    one = make_r2med(tmp_path / "one")
+    many = tmp_path / "many"
+    make_r2med(many / "Biology")
+    [ref] = resolve("all", one)  # one collection folder: its name is the task, whatever --tasks says
+    assert (ref.name, ref.source) == ("one", str(one)) and ref.load().name == "one"
+    refs = resolve("Biology,medqa-diag", many)  # a folder of task folders: names checked, canonical
+    assert [r.name for r in refs] == ["Biology", "MedQA-Diag"] and refs[0].source == str(many / "Biology")
+    assert [r.source for r in resolve("Biology", None, "main")] == ["hub"]
+    # results filed under a task: --data-dir, the demo, the recorded source, the hub at the recorded commit
+    assert locate("Biology", many).source == str(many / "Biology")
+    assert locate("other", one) is None and locate("other", one, alone=True).source == str(one)
+    assert locate("demo").source == "demo"
+    assert locate("x", recorded={"source": str(one)}).source == str(one)
+    hub = locate("biology", recorded={"source": "/gone", "revision": "abc"})
+    assert (hub.name, hub.source, hub.revision) == ("Biology", "hub", "abc")
+    assert locate("x", recorded={"source": "/gone"}) is None
+
+
+def test_registry_records_answer_what_names_used_to():
+    from r2med.jobs.ray import default_resources
+    from r2med.jobs.reproduce import paper_options
+    from r2med.retrieval.registry import retriever_meta, tolerance_for
+
+    nv, openai, bm25 = retriever_meta("nv"), retriever_meta("openai"), retriever_meta("bm25")
+    assert nv.needs_gpu == "7B" and nv.local_model and nv.paper_dtype == "fp16" and nv.api_key_env is None
+    assert openai.api_key_env == "OPENAI_API_KEY" and not openai.local_model and openai.extra is None
+    assert bm25.family == "lexical" and not bm25.local_model
+    assert [tolerance_for(n) for n in ("bm25", "bge", "voyage", "Qwen3-Embedding-8B")] == [0.5, 1.0, 2.0, 1.0]
+    assert default_resources("openai", 4) == {"num_cpus": 1.0}  # an API needs no GPU
+    assert paper_options("bm25") == {"k1": 0.9, "b": 0.4} and paper_options("bge") == {}
+    assert retriever_meta("grit").extra[0] == ("torch", "transformers", "gritlm")
+    with pytest.raises(R2MedError, match="--pooling: not an option of 'bm25'"):
+        bm25.check_options({"pooling": "cls", "k1": None})
+    assert bm25.check_options({"b": 0.75}) == {"k1": 0.9, "b": 0.75, "analyzer": "english"}
+
+
+def test_dense_top_k_keeps_the_earlier_of_tied_docs_at_the_cut():
+    """Few distinct scores, so the cut falls inside tied groups: the result is a stable sort's, whatever the chunks."""
+    from r2med.retrieval.dense import exact_top_k
+
+    rng = np.random.default_rng(0)
+    query = np.array([[1.0, 0.0]], dtype=np.float32)
+    for _ in range(60):
+        n = int(rng.integers(5, 300))
+        values = rng.integers(0, 3, size=n).astype(np.float32)
+        docs = np.stack([values, np.zeros(n, dtype=np.float32)], axis=1)
+        k = int(rng.integers(1, n))
+        for chunk in (7, 64, 1000):
+            scores, idx = exact_top_k(query, docs, k, chunk=chunk, device="cpu")
+            assert idx[0].tolist() == np.argsort(-values, kind="stable")[:k].tolist()
+
+
+class _Busy(BaseHTTPRequestHandler):
+    """Answers 429 with ``Retry-After: 0.3`` once, then embeddings."""
+
+    hits: list[float] = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Busy.hits.append(time.monotonic())
+        if len(_Busy.hits) == 1:
+            raw, status, headers = b"{}", 429, {"Retry-After": "0.3"}
+        else:
+            raw = json.dumps({"data": [{"index": i, "embedding": [1.0, 0.0]} for i in range(len(body["input"]))]})
+            raw, status, headers = raw.encode(), 200, {}
+        self.send_response(status)
+        for k, v in {**headers, "Content-Length": str(len(raw))}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+def test_every_http_client_honours_retry_after():
+    """The server's Retry-After is waited for, also beyond the backoff cap (the embedding APIs cut it to the
+    cap before the retry loop was shared); the LLM client waits no longer than asked (it used to wait the
+    full backoff when the server asked for less)."""
+    from r2med.retry import RetryPolicy
+
+    policy = RetryPolicy(max_retries=3, backoff_base=5.0, backoff_max=0.01)
+    assert policy.delay(0, retry_after=0.3) == 0.3 and policy.delay(0, retry_after=0.0) == 0.0
+    assert policy.delay(4) <= 0.01
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _Busy.hits = []
+        r = r2med.make_retriever("openai", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+                                 api_key="k", backoff_max=0.01)
+        r.index({"d1": "text"})
+        assert len(_Busy.hits) == 2 and _Busy.hits[1] - _Busy.hits[0] >= 0.29
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_preset_is_a_data_record(bert_dir, monkeypatch):
+    """A dense preset registered from a record alone: its retriever runs, and every fact about it is asked
+    of its record (GPU, packages, precision, tolerance), with no code naming it."""
+    pytest.importorskip("torch")
+    from r2med.jobs.ray import default_resources
+    from r2med.retrieval import presets
+    from r2med.retrieval.dense import register_preset
+    from r2med.retrieval.registry import RETRIEVERS, retriever_meta
+
+    record = presets.Preset(name="tiny-later", hub_id=bert_dir, query_instructions="query: ", doc_instructions="",
+                            fields={"loader": "transformers", "pooling": "mean", "normalize": True, "dtype": "fp32",
+                                    "max_length": 64, "batch_size": 4, "needs_gpu": "8B",
+                                    "packages": (("torch", "transformers", "flash_attn"), "pip install flash-attn")})
+    monkeypatch.setattr(presets, "_ADDED", dict(presets._ADDED))
+    monkeypatch.setattr(RETRIEVERS, "records", dict(RETRIEVERS.records))
+    register_preset(record)
+    meta = retriever_meta("tiny-later")
+    assert (meta.needs_gpu, meta.paper_dtype, meta.default_tolerance, meta.hub_id) == ("8B", "fp32", 1.0, bert_dir)
+    assert meta.extra == (("torch", "transformers", "flash_attn"), "pip install flash-attn")
+    assert default_resources("tiny-later", 1) == {"num_cpus": 1.0, "num_gpus": 1.0}
+    run = r2med.make_retriever("tiny-later", device="cpu", cache=False).index(
+        {"d1": "insulin", "d2": "heart"}).search({"q": "insulin"}, k=2)
+    assert set(run["q"]) == {"d1", "d2"}
+    with pytest.raises(ValueError):
+        register_preset(presets.Preset(name="bge", hub_id="x", fields={}, query_instructions=None,
+                                       doc_instructions=None))
