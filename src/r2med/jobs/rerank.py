@@ -142,18 +142,38 @@ def result_name(name: str | None, default: str) -> str:
     return plain_name(default, f"result name {default!r} (pass --name):", run_name=True)
 
 
+def default_name(retriever: str, reranker: str, model: str | None = None, top_k: int | None = None) -> str:
+    """The result's default name: ``<retriever>+<reranker>``, plus the model an LLM reranker was served as
+    (``listwise-<model>``) unless it is the record's own checkpoint (``reasonrank-32b``), plus ``-top<k>``
+    when a reranker whose record names its published depth reranked another depth (``reasonrank-32b-top20``)."""
+    meta = reranker_meta(reranker)
+    suffix = folder_name(reranker)
+    if meta.llm and model and folder_name(str(model)).lower() != folder_name(meta.hub_id or "").lower():
+        suffix += f"-{folder_name(str(model))}"
+    if meta.depth is not None and top_k is not None and top_k != meta.depth:
+        suffix += f"-top{top_k}"
+    return f"{retriever}+{suffix}"
+
+
 def rerank_folder(run_dir: str | Path, reranker: str, options: Mapping[str, Any] | None = None,
                   out: str | Path | None = None, name: str | None = None, tasks: str | None = None,
-                  data_dir: str | Path | None = None, revision: str | None = None, top_k: int = 10,
+                  data_dir: str | Path | None = None, revision: str | None = None, top_k: int | None = None,
                   keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
                   overwrite: bool = False) -> tuple[str, Path, list[TaskResult]]:
     """``r2med rerank``: returns (result name, result folder, results).
 
     The result is ``<out>/<name>/`` (default ``out``: beside ``run_dir``; default ``name``:
-    ``<retriever>+<reranker>``, listwise ``<retriever>+listwise-<model>``).
+    :func:`default_name`).  ``top_k`` (None): the depth of the reranker's published figures
+    (:func:`r2med.published.published_depth`).
     """
     from ..paths import check_output_dir
+    from ..published import published_depth
 
+    if top_k is None:
+        meta = reranker_meta(reranker)
+        top_k = published_depth(meta.name)
+        if meta.depth is not None:  # not the paper's usual 10: say so
+            log.info("%s: reranking each query's top %d (the depth of its published figures)", reranker, top_k)
     run_dir = Path(run_dir)
     if name is not None:
         plain_name(name, "--name", run_name=True)
@@ -164,10 +184,7 @@ def rerank_folder(run_dir: str | Path, reranker: str, options: Mapping[str, Any]
         made = make_reranker(reranker, **options)
     except TypeError as exc:
         raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
-    model = options.get("model")
-    llm = reranker_meta(reranker).llm
-    suffix = folder_name(reranker) + (f"-{folder_name(str(model))}" if llm and model else "")
-    label = result_name(name, f"{inputs[0].retriever}+{suffix}")
+    label = result_name(name, default_name(inputs[0].retriever, reranker, options.get("model"), top_k))
     target = Path(out or run_dir.parent) / label
     results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
                             count_missing=count_missing, overwrite=overwrite)

@@ -2,8 +2,9 @@
 
 ``later_models.json`` holds, per later retriever and reranker, the settings behind its published
 figure with the source of each one (``repo path@commit:line``), what could not be found
-(``gaps``) and the published CSV row it reproduces.  This module reads it; the presets that use
-it (``r2med.rerank.qwen3``, ``r2med.rerank.reasonrank``) ask it for their prompts and defaults.
+(``gaps``) and the published CSV row it reproduces.  This module reads it; the presets built from
+it (the embedders: ``r2med.retrieval.later``; the rerankers: ``r2med.rerank.qwen3``,
+``r2med.rerank.reasonrank``) ask it for their settings, prompts and provenance.
 """
 
 from __future__ import annotations
@@ -45,3 +46,29 @@ def query_instruction(name: str, task: str) -> str:
     if task not in table:
         raise R2MedError(f"{name} has instructions for the R2MED tasks only, not {task!r}")
     return entry["r2med_encoder"]["query_instruction_template"].format(instruction=table[task])
+
+
+def query_instructions(name: str) -> dict[str, str]:
+    """Hub task -> the query prefix of retriever ``name`` on that task (:func:`query_instruction` per task)."""
+    return {task: query_instruction(name, task) for task in later_models()["tasks"]}
+
+
+#: A checkpoint of this many billion parameters or more is too slow for a CPU (the paper presets' rule:
+#: bmr-410m runs on a CPU, inst-xl's 1.5B does not).
+GPU_FROM_BILLIONS = 1.0
+
+
+def needs_gpu(entry: dict[str, Any]) -> str | None:
+    """The entry's size (``"8B"``) when it is too large for a CPU in reasonable time, else None."""
+    size = str(entry.get("parameters") or "")
+    if not size.endswith("B"):
+        return None
+    return size if float(size[:-1]) >= GPU_FROM_BILLIONS else None
+
+
+def provenance(entry: dict[str, Any]) -> dict[str, Any]:
+    """What ``r2med models`` shows of an entry: its name, size, published row, setting sources and gaps."""
+    keys = ("display_name", "parameters", "published", "sources", "gaps", "assumed", "notes", "default_choice")
+    out = {k: entry[k] for k in keys if k in entry}
+    out["assumed"] = bool(entry.get("assumed"))
+    return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -63,8 +63,24 @@ class RerankerMeta:
     paper_dtype: str | None = None
     #: model weights it loads: option of its ``config()`` naming a model -> a file every such model has
     weights: tuple[tuple[str, str], ...] = (("model", "config.json"),)
-    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too
+    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too (unless it
+    #: serves the record's own ``hub_id``)
     llm: bool = False
+    #: the checkpoint a preset runs (an LLM preset: the model its endpoint should serve)
+    hub_id: str | None = None
+    #: how deep its published figure reranked, when not the paper's top 10 (ReasonRank: 100): the default
+    #: ``--top-k``, required for a run to match the figure, and named in a result folder made at another depth
+    depth: int | None = None
+    #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
+    #: expansion ``rerank:<published_as>``) when it is not ``name``
+    published_as: str | None = None
+    #: class of its tolerance to the published figures (:data:`~r2med.registries.TOLERANCES`); None: the
+    #: first stage's
+    tolerance: str | None = None
+    #: published on R2MED after the paper (``r2med models``: "later work"), and where its settings come
+    #: from (published row, sources, gaps; ``protocol/later_models.json``)
+    later: bool = False
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
 
 RERANKERS: Registry[RerankerMeta] = Registry(

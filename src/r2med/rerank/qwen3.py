@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import R2MedError
-from ..protocol.later import later_reranker
+from ..protocol.later import later_reranker, needs_gpu, provenance
 from .base import RerankerMeta, progress_bar, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -149,9 +149,11 @@ def _preset(name: str):
 
 
 for _name in PRESETS:
-    _card = card_settings(_name)
-    register_reranker(RerankerMeta(_name, _preset(_name), f"{_card['hub_id']}: yes/no logit scoring (model card)",
-                                   install="pip install 'r2med[dense]'", needs_gpu=_card.get("needs_gpu")))
+    _entry = later_reranker(_name)
+    register_reranker(RerankerMeta(
+        _name, _preset(_name), f"{_entry['settings']['hub_id']}: yes/no logit scoring (model card)",
+        install="pip install 'r2med[dense]'", needs_gpu=needs_gpu(_entry), hub_id=_entry["settings"]["hub_id"],
+        later=True, provenance=provenance(_entry)))
 register_reranker(RerankerMeta("qwen3-reranker", lambda **o: Qwen3Reranker(**o),
                                "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, "
-                               "model card)", install="pip install 'r2med[dense]'"))
+                               "model card)", install="pip install 'r2med[dense]'", later=True))

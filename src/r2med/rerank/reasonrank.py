@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
-from ..protocol.later import later_reranker
-from .base import Candidates, RerankerMeta, progress_bar, register_reranker
+from ..protocol.later import later_reranker, provenance
+from .base import Candidates, RerankerMeta, register_reranker
 from .listwise import ListwiseReranker
 
 log = logging.getLogger(__name__)
@@ -149,10 +149,8 @@ class ReasonRankReranker(ListwiseReranker):
         self.tokenizer_id = tokenizer or spec["hub_id"]
         self.max_passage_tokens = int(max_passage_tokens or spec["passage_max_tokens"])
         self._tokenizer: Any = None
-        self.stats = self._fresh_stats()
 
-    @staticmethod
-    def _fresh_stats() -> dict[str, int]:
+    def fresh_stats(self) -> dict[str, int]:
         return {"windows": 0, "answer": 0, "open-answer": 0, "no-answer": 0, "unreadable": 0, "repaired": 0,
                 "failed": 0, "cut_by_max_tokens": 0}
 
@@ -189,8 +187,10 @@ class ReasonRankReranker(ListwiseReranker):
             content = tok.convert_tokens_to_string(tok.tokenize(content)[: self.max_passage_tokens])
         return replace_number(content)
 
-    def messages(self, query: str, passages: Sequence[str]) -> list[dict[str, str]]:
-        """The chat messages for one window (``passages`` already prepared by :meth:`passage`)."""
+    def messages(self, query: str, passages: Sequence[str],
+                 scores: Sequence[float] | None = None) -> list[dict[str, str]]:
+        """The chat messages for one window (``passages`` already prepared by :meth:`passage`; the published
+        prompt shows no first-stage scores)."""
         p = self.prompt
         query = replace_number(query).strip()
         num = len(passages)
@@ -200,47 +200,27 @@ class ReasonRankReranker(ListwiseReranker):
         return [{"role": "system", "content": _fix_text(p["system"], unescape_html=False)},
                 {"role": "user", "content": _fix_text(user, unescape_html=False)}]
 
-    # -- the sliding window ---------------------------------------------------------------------------
+    # -- the published loop and answer format -----------------------------------------------------------
+    def plan(self, n: int) -> list[tuple[int, int]]:
+        return plan_windows(n, self.window, self.step)
+
+    def read(self, result: Any, m: int) -> list[int]:
+        if getattr(result, "finish_reason", None) == "length":
+            self.stats["cut_by_max_tokens"] += 1
+        perm, how, repaired = parse_answer(result.text, m)
+        self.stats[how] += 1
+        self.stats["repaired"] += repaired
+        return perm
+
     def rerank(self, queries: Mapping[str, str], candidates: Candidates,
                corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
-        self.stats = self._fresh_stats()
-        order = {qid: [did for did, _ in docs] for qid, docs in candidates.items()}
-        plans = {qid: plan_windows(len(ids), self.window, self.step) for qid, ids in order.items()}
-        deeper = sorted(qid for qid, ids in order.items() if len(ids) != self.depth)
-        if deeper:
-            log.info("%s: %d quer%s do not have the published %d candidates (e.g. %r: %d)", self.name, len(deeper),
-                     "y" if len(deeper) == 1 else "ies", self.depth, deeper[0], len(order[deeper[0]]))
-        texts = {did: self.passage(corpus[did]) for ids in order.values() for did in ids}
-        rounds = max((len(p) for p in plans.values()), default=0)
-        total = sum(len(p) for p in plans.values())
-        with progress_bar() as progress:
-            bar = progress.add_task(f"{self.name}: {total} windows", total=total)
-            for r in range(rounds):
-                batch, owners = [], []
-                for qid, plan in plans.items():
-                    if r < len(plan):
-                        start, end = plan[r]
-                        batch.append(self.messages(queries[qid], [texts[d] for d in order[qid][start:end]]))
-                        owners.append((qid, start, end))
-                results = self.client.chat_many(batch, on_result=lambda i, res: progress.advance(bar),
-                                                **self._sampling())
-                for (qid, start, end), result in zip(owners, results):
-                    self.stats["windows"] += 1
-                    ids = order[qid][start:end]
-                    if not result.ok:
-                        self.stats["failed"] += 1
-                        log.debug("%s window %d-%d kept as is: %s", qid, start, end, result.error)
-                        continue
-                    if getattr(result, "finish_reason", None) == "length":
-                        self.stats["cut_by_max_tokens"] += 1
-                    perm, how, repaired = parse_answer(result.text, len(ids))
-                    self.stats[how] += 1
-                    self.stats["repaired"] += repaired
-                    order[qid][start:end] = [ids[k] for k in perm]
-        self._report()
-        return {qid: {did: float(len(ids) - i) for i, did in enumerate(ids)} for qid, ids in order.items()}
+        other = sorted(qid for qid, docs in candidates.items() if len(docs) != self.depth)
+        if other:
+            log.info("%s: %d quer%s do not have the published %d candidates (e.g. %r: %d)", self.name, len(other),
+                     "y" if len(other) == 1 else "ies", self.depth, other[0], len(candidates[other[0]]))
+        return super().rerank(queries, candidates, corpus)
 
-    def _report(self) -> None:
+    def report(self) -> None:
         s = self.stats
         if s["failed"]:
             log.warning("%s: %d of %d window request(s) failed after retries; those windows keep their order",
@@ -263,11 +243,28 @@ def _preset(name: str):
     return factory
 
 
-#: An LLM behind an OpenAI-compatible endpoint; the tokenizer (for the 512-token passage cut) is read locally.
-_NEEDS = dict(packages=("openai", "ftfy", "transformers"), install="pip install 'r2med[llm,dense]'",
-              weights=(("tokenizer", "tokenizer_config.json"),), llm=True)
-register_reranker(RerankerMeta("reasonrank", _preset("reasonrank-32b"), "ReasonRank-32B listwise reasoning reranker "
-                               "(published prompt, window 20 / step 10) via --model/--base-url", **_NEEDS))
+def _any_checkpoint(**options: Any) -> ReasonRankReranker:
+    if not options.get("model"):
+        raise R2MedError("--reranker reasonrank needs --model: the name the endpoint serves a ReasonRank checkpoint "
+                         "under (for the published ReasonRank-32B, --reranker reasonrank-32b)")
+    return ReasonRankReranker(**options)
+
+
+def _record(name: str, factory: Any, description: str, entry: dict[str, Any] | None = None) -> RerankerMeta:
+    """A ReasonRank record: an LLM behind an OpenAI-compatible endpoint; the tokenizer of the 512-token
+    passage cut is read here; the published depth (100) and, for a preset, its published row."""
+    published = (entry or {}).get("published") or {}
+    expansion = published.get("expansion") or ""
+    return RerankerMeta(name, factory, description, packages=("openai", "ftfy", "transformers"),
+                        install="pip install 'r2med[llm,dense]'", weights=(("tokenizer", "tokenizer_config.json"),),
+                        llm=True, hub_id=entry["settings"]["hub_id"] if entry else None,
+                        depth=int(later_reranker("reasonrank-32b")["settings"]["rerank_depth"]),
+                        published_as=expansion[len("rerank:"):] if expansion.startswith("rerank:") else None,
+                        tolerance="llm-rerank", later=True, provenance=provenance(entry) if entry else {})
+
+
+register_reranker(_record("reasonrank", _any_checkpoint, "any ReasonRank checkpoint served as --model, with "
+                          "ReasonRank-32B's published prompt and settings (--base-url)"))
 for _name in PRESETS:
-    register_reranker(RerankerMeta(_name, _preset(_name),
-                                   f"{published_settings(_name)['hub_id']} listwise (published settings)", **_NEEDS))
+    register_reranker(_record(_name, _preset(_name), f"{published_settings(_name)['hub_id']} listwise via "
+                              "--base-url (published prompt, window 20 / step 10, top 100)", later_reranker(_name)))
