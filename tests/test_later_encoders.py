@@ -7,8 +7,7 @@ hub checkpoint.  The expected vectors are computed here by hand, from the publis
 below with its source: format the text with the template, tokenize it (truncation at 512 tokens),
 one unpadded forward pass, pool (the last token, or the mean over the mask), L2-normalise.  They
 are compared with what r2med's encoder produces (batched, sorted by length, left-padded) from the
-preset's ``r2med_encoder`` settings.  Once the presets are registered, ``encoder_settings`` below
-becomes ``get_preset(name).settings(task, model=..., dtype="fp32")``; the table stays as it is.
+registered preset's settings (``get_preset(name).settings(task, model=<stand-in>, dtype="fp32")``).
 
 The tiny models run in fp32 (the presets' own precision, fp16 / the checkpoint's bf16, is asserted
 in test_later_protocol.py); the tolerance is float32 round-off of a padded vs an unpadded pass.
@@ -109,16 +108,12 @@ def hand_embed(model, tokenizer, texts, pooling):
 
 
 def encoder_settings(preset: str, task: str, model: str):
-    """r2med's EncoderSettings for ``preset`` on ``task``, from the protocol data (later: the preset registry)."""
-    from r2med.protocol.later import later_retriever, query_instruction
-    from r2med.retrieval.encoders import EncoderSettings
+    """r2med's EncoderSettings for ``preset`` on ``task``: the registered preset's, the stand-in as the model."""
+    from r2med.retrieval.presets import get_preset
+    from r2med.retrieval.registry import retriever_meta
 
-    enc = later_retriever(preset)["r2med_encoder"]
-    fields = {k: enc[k] for k in ("loader", "pooling", "normalize", "max_length", "query_max_length", "append_eos",
-                                  "trust_remote_code") if k in enc}
-    return EncoderSettings(model=model, query_instruction=query_instruction(preset, task),
-                           doc_instruction=enc["doc_instruction"], extra=dict(enc.get("extra", {})), dtype="fp32",
-                           **fields)
+    assert retriever_meta(preset).later  # registered from later_models.json
+    return get_preset(preset).settings(task, model=model, dtype="fp32")
 
 
 @pytest.mark.parametrize("preset", list(PRESET_STANDINS))

@@ -1,9 +1,12 @@
 """ReasonRank (arXiv 2508.07050): a reasoning listwise reranker served behind an OpenAI-compatible endpoint.
 
-The LLM listwise path of :mod:`r2med.rerank.listwise` (its client: bounded concurrency, retries,
-the on-disk answer cache; windows of all queries sent together round by round), with what
-ReasonRank's published code does differently -- prompts and settings are protocol data
-(``protocol/later_models.json``, each with its source in 8421BCD/ReasonRank):
+A recipe of :class:`r2med.rerank.listwise.ListwiseReranker` (its loop and client: bounded
+concurrency, retries, the on-disk answer cache; windows of all queries sent together round by
+round), overriding what ReasonRank's published code does differently -- the window plan, the
+passage text, the messages and how a reply is read.  Prompts and settings are protocol data
+(``protocol/later_models.json``, each with its source in 8421BCD/ReasonRank); the records
+(``reasonrank-32b``, ``reasonrank-7b``, and ``reasonrank`` for any checkpoint served as ``--model``)
+carry the published depth (100), the published row and the tolerance class:
 
 * **prompt** (``rank_GPT_reasoning``): its system message (think in ``<think>``, answer in
   ``<answer>``) and user message ``prefix + "\\n" + "[i] passage\\n"... + post``; the endpoint applies
