@@ -119,7 +119,13 @@ def test_registry_records_answer_what_names_used_to():
     assert nv.needs_gpu == "7B" and nv.local_model and nv.paper_dtype == "fp16" and nv.api_key_env is None
     assert openai.api_key_env == "OPENAI_API_KEY" and not openai.local_model and openai.extra is None
     assert bm25.family == "lexical" and not bm25.local_model
-    assert [tolerance_for(n) for n in ("bm25", "bge", "voyage", "Qwen3-Embedding-8B")] == [0.5, 1.0, 2.0, 1.0]
+    assert [tolerance_for(n) for n in ("bm25", "bge", "voyage", "qwen3-emb-8b")] == [0.5, 1.0, 2.0, 1.5]
+    from r2med.published import PublishedKey, tolerance_of
+
+    # a published configuration's tolerance: its reranker's class when it names one, else its retriever's
+    assert [tolerance_of(PublishedKey(*k)) for k in (("Qwen3-Embedding-8B",), ("nv", "rerank:bge-reranker"),
+                                                     ("e5", "rerank:ReasonRank(32B)"), ("gte-Qwen2-7B-instruct",))] \
+        == [1.5, 1.0, 2.0, None]
     assert default_resources("openai", 4) == {"num_cpus": 1.0}  # an API needs no GPU
     assert paper_options("bm25") == {"k1": 0.9, "b": 0.4} and paper_options("bge") == {}
     assert retriever_meta("grit").extra[0] == ("torch", "transformers", "gritlm")

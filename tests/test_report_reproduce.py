@@ -17,6 +17,17 @@ from r2med.run import read_metrics, read_trec
 from test_report import QUERIES, write_collection
 
 
+#: The CSV's names of the later systems -> the r2med presets that run them (docs/later-models.md's table).
+LATER_NAMES = {
+    "ReasonEmbed-Qwen3-8B": "reasonembed-qwen3-8b", "ReasonEmbed-Qwen3-4B": "reasonembed-qwen3-4b",
+    "ReasonEmbed-Llama-3.1-8B": "reasonembed-llama-8b", "ReasonEmbed-Basic-Qwen3-8B": "reasonembed-basic-qwen3-8b",
+    "ReasonEmbed-Basic-Qwen3-4B": "reasonembed-basic-qwen3-4b",
+    "ReasonEmbed-Basic-Llama-3.1-8B": "reasonembed-basic-llama-8b", "Qwen3-Embedding-8B": "qwen3-emb-8b",
+    "Qwen3-Embedding-4B": "qwen3-emb-4b", "DIVER-Retriever-4B": "diver-4b", "RaDeR-gte-Qwen2-7B": "rader-7b",
+    "gte-Qwen2-7B-instruct": "gte-qwen2-7b", "ReasonIR-8B": "reasonir-8b", "rerank:ReasonRank(32B)": "reasonrank-32b",
+}
+
+
 def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
@@ -25,13 +36,15 @@ def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     rows = plan_rows(planned)
     def label(f):
         if f.expansion.startswith("rerank:"):
-            return f"{f.retriever}+{f.expansion[len('rerank:'):]}"
-        return f.retriever if f.expansion == "none" else f"{f.retriever}+{f.expansion}-{f.llm}"
+            return f"{f.retriever}+{LATER_NAMES.get(f.expansion, f.expansion[len('rerank:'):])}"
+        name = LATER_NAMES.get(f.retriever, f.retriever)
+        return name if f.expansion == "none" else f"{name}+{f.expansion}-{f.llm}"
 
     expected = {(f.setting, label(f)) for f in published_figures()
-                if f.setting in ("base", "gar", "lrm_agentic", "reranker_top_10")}
+                if f.setting in ("base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder",
+                                 "later_leaderboard")}
     assert {(r["setting"], r["config"]) for r in rows} == expected
-    assert len(rows) == 68 + 3 and all(r["tasks"] == 8 for r in rows)
+    assert len(rows) == 68 + 3 + 12 + 1 and all(r["tasks"] == 8 for r in rows)
     by = {r["config"]: r for r in rows}
     # offline (HF_HUB_OFFLINE=1 in tests) with no data: nothing can run, and each says why
     assert not any(r["can_run"] for r in rows)
@@ -73,7 +86,8 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     data = tmp_path / "data"
     write_collection(data, "Biology", docs, queries, qrels)
     # stand-ins: paper BM25 for NV-Embed-v2 (no GPU/weights here), word overlap for bge-reranker
-    monkeypatch.setitem(RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper")))
+    monkeypatch.setitem(RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper"),
+                                                          trust_remote_code=False))  # BM25 runs no hub code
     monkeypatch.setitem(RERANKERS.records, "bge-reranker",
                         replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker()))
     env = rp.Environment(data)

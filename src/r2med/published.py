@@ -2,6 +2,10 @@
 
 A published configuration is a :class:`PublishedKey` -- (retriever, expansion method, LLM), as in
 ``protocol/r2med_published_ndcg10.csv``; a reranked first stage is (retriever, ``rerank:<reranker>``).
+Where the CSV names a system otherwise than r2med does (the later models: ``ReasonEmbed-Qwen3-8B``,
+``rerank:ReasonRank(32B)``), the r2med record's ``published_as`` says which CSV name it runs, and a
+key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b``,
+``e5+reasonrank-32b``).
 :func:`match_published` is the one rule for "is this run the published one?", asked by
 ``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix:
 
@@ -10,10 +14,12 @@ A published configuration is a :class:`PublishedKey` -- (retriever, expansion me
 * its stored configuration must be the paper's: the retriever's registry record says which values
   (:attr:`~r2med.retrieval.registry.RetrieverMeta.paper`: BM25's flavour, k1, b; a dense preset's
   cosine similarity) and which options change what it computes (``overrides``: model, pooling, max
-  length, instructions, normalisation); a reranked run must rerank the top 10, as the paper did.
+  length, instructions, normalisation); a reranked run must rerank as deep as the published figure
+  did (:func:`published_depth`: the paper's top 10, ReasonRank's top 100).
 
-A precision other than the paper's (``--dtype``) keeps the match: :func:`precision_change` names it,
-and the leaderboard widens the tolerance instead.
+A precision other than the published one (``--dtype``) keeps the match: :func:`precision_change`
+names it, and the leaderboard widens the tolerance instead.  How far a run may land from the figure
+is its tolerance class (:func:`tolerance_of`, from the records; :data:`r2med.registries.TOLERANCES`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 from .errors import R2MedError
 from .protocol import preferred_setting, published_figures, published_ndcg10
+from .registries import TOLERANCES
 
 RERANK = "rerank:"
 #: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
@@ -42,16 +49,27 @@ class PublishedKey:
 
     @property
     def label(self) -> str:
+        """r2med's folder name for this configuration (``nv``, ``bm25+hyde-gpt4``, ``e5+reasonrank-32b``)."""
         if self.expansion == "none":
-            return self.retriever
+            return self.system
         if self.reranker:  # as `r2med rerank` names its folders: <retriever>+<reranker>
-            return f"{self.retriever}+{self.reranker}"
-        return f"{self.retriever}+{self.expansion}-{self.llm}"
+            return f"{self.system}+{self.reranker_name}"
+        return f"{self.system}+{self.expansion}-{self.llm}"
 
     @property
     def reranker(self) -> str | None:
-        """The reranker of a reranked first stage, else None."""
+        """The reranker of a reranked first stage as the CSV names it, else None."""
         return self.expansion[len(RERANK):] if self.expansion.startswith(RERANK) else None
+
+    @property
+    def system(self) -> str:
+        """r2med's retriever that runs this configuration (its first stage, when reranked)."""
+        return _r2med_name(self.retriever, _retriever_records())
+
+    @property
+    def reranker_name(self) -> str | None:
+        """r2med's reranker of a reranked first stage (``reasonrank-32b`` for ``ReasonRank(32B)``), else None."""
+        return None if self.reranker is None else _r2med_name(self.reranker, _reranker_records())
 
     @property
     def expanded(self) -> bool:
@@ -84,10 +102,41 @@ def _published_index() -> tuple[frozenset[str], frozenset[str], frozenset[tuple[
     return retrievers, methods, keys
 
 
+def _retriever_records() -> dict[str, Any]:
+    from .retrieval.registry import all_retrievers
+
+    return all_retrievers()
+
+
+def _reranker_records() -> dict[str, Any]:
+    from .rerank.base import all_rerankers
+
+    return all_rerankers()
+
+
+def _r2med_name(published: str, records: Mapping[str, Any]) -> str:
+    """The record whose ``published_as`` is ``published`` (the CSV's name), else ``published`` itself."""
+    return next((name for name, meta in records.items() if getattr(meta, "published_as", None) == published),
+                published)
+
+
+def _published_name(name: str, records: Mapping[str, Any]) -> str:
+    """The CSV's name of r2med's record ``name`` (its ``published_as``), else ``name`` itself."""
+    meta = records.get(name)
+    return getattr(meta, "published_as", None) or name
+
+
+def published_retriever(name: str) -> str:
+    """The figures CSV's name of r2med's retriever ``name`` (``ReasonEmbed-Qwen3-8B`` for ``reasonembed-qwen3-8b``)."""
+    return _published_name(name, _retriever_records())
+
+
 def parse_label(label: str) -> PublishedKey | None:
-    """``bm25`` / ``bm25+hyde-gpt4`` / ``nv+hyde:qwen_7b`` -> the published key, if figures exist for it."""
+    """``bm25`` / ``bm25+hyde-gpt4`` / ``nv+hyde:qwen_7b`` / ``reasonembed-qwen3-8b`` / ``e5+reasonrank-32b``
+    -> the published key, if figures exist for it."""
     retrievers, methods, keys = _published_index()
     base, plus, rest = label.strip().partition("+")
+    base = published_retriever(base)
     if base not in retrievers:
         return None
     if not plus:
@@ -98,7 +147,8 @@ def parse_label(label: str) -> PublishedKey | None:
                 llm = rest[len(method) + 1:].replace("_", "-")
                 if (base, method, llm) in keys:
                     return PublishedKey(base, method, llm)
-    if (base, RERANK + rest, "none") in keys:  # a reranked first stage: nv+bge-reranker
+    rest = _published_name(rest, _reranker_records())
+    if (base, RERANK + rest, "none") in keys:  # a reranked first stage: nv+bge-reranker, e5+reasonrank-32b
         return PublishedKey(base, RERANK + rest, "none")
     return None
 
@@ -108,7 +158,8 @@ def require_label(label: str) -> PublishedKey:
     key = parse_label(label)
     if key is None:
         raise R2MedError(f"no published figures for {label!r}; use e.g. bm25, nv, bge+hyde-gpt4, "
-                         "bm25+query2doc-qwen-72b (see r2med/protocol/r2med_published_ndcg10.csv)")
+                         "bm25+query2doc-qwen-72b, reasonembed-qwen3-8b, e5+reasonrank-32b "
+                         "(see r2med/protocol/r2med_published_ndcg10.csv)")
     return key
 
 
@@ -173,13 +224,41 @@ def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> Pub
         if key is None or key.expansion != "none":
             return None
     if key.reranker:
-        depth_ok = all(c.get("top_k") == PUBLISHED_RERANK_DEPTH for c in configs)
-        return key if depth_ok else None
-    return key if all(paper_settings(key.retriever, c) for c in configs) else None
+        depth = published_depth(key.reranker_name or "")
+        return key if all(c.get("top_k") == depth for c in configs) else None
+    return key if all(paper_settings(key.system, c) for c in configs) else None
+
+
+def published_depth(reranker: str) -> int:
+    """How deep reranker ``reranker``'s published figures reranked: its record's ``depth`` (ReasonRank: 100),
+    else the paper's top 10 -- also the default ``r2med rerank --top-k``."""
+    from .rerank.base import RERANKERS
+
+    meta = RERANKERS.get(reranker)
+    return getattr(meta, "depth", None) or PUBLISHED_RERANK_DEPTH
+
+
+def tolerance_class(key: PublishedKey) -> str:
+    """The tolerance class of a published configuration: its reranker's when that names one, else its
+    retriever's (``dense`` for a retriever not registered here)."""
+    from .rerank.base import RERANKERS
+    from .retrieval.registry import RETRIEVERS
+
+    reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
+    if reranker is not None and reranker.tolerance:
+        return reranker.tolerance
+    meta = RETRIEVERS.get(key.system)
+    return meta.tolerance if meta is not None else "dense"
+
+
+def tolerance_of(key: PublishedKey) -> float | None:
+    """The default |delta| (nDCG@10 x100) a run of ``key`` may show to its published figures; None: the
+    delta is shown but not graded (settings r2med assumed)."""
+    return TOLERANCES[tolerance_class(key)]
 
 
 def paper_dtype(retriever: str) -> str | None:
-    """The precision the paper's code ran a dense preset in (None: not a local preset)."""
+    """The precision the published code ran a dense preset in (None: not a local preset)."""
     from .retrieval.registry import RETRIEVERS
 
     meta = RETRIEVERS.get(retriever)
@@ -187,21 +266,26 @@ def paper_dtype(retriever: str) -> str | None:
 
 
 def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(precision used, the paper's) when a run's recorded precision differs from the paper's, else None."""
+    """(precision used, the published one) when a run's recorded precision differs from the published, else
+    None.  A retriever's CPU fallback (its record's ``cpu_dtype``, as its published code falls back on a CPU)
+    is the published precision too."""
     from .rerank.base import RERANKERS
     from .retrieval.encoders import canonical_dtype
+    from .retrieval.registry import RETRIEVERS
 
     found = []
     encoder = config.get("encoder")
     if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
-        found.append((paper_dtype(str(config.get("retriever", ""))), encoder["dtype"]))
+        meta = RETRIEVERS.get(str(config.get("retriever", "")))
+        also = getattr(meta, "cpu_dtype", None)
+        found.append((meta.paper_dtype if meta is not None else None, also, encoder["dtype"]))
     reranker = config.get("reranker")
     if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
         meta = RERANKERS.get(str(reranker.get("reranker", "")))
-        found.append((meta.paper_dtype if meta is not None else None, reranker["dtype"]))
-    for paper, used in found:
+        found.append((meta.paper_dtype if meta is not None else None, None, reranker["dtype"]))
+    for paper, fallback, used in found:
         try:
-            if paper is not None and canonical_dtype(str(used)) != paper:
+            if paper is not None and canonical_dtype(str(used)) not in (paper, fallback):
                 return canonical_dtype(str(used)), paper
         except R2MedError:
             return str(used), paper

@@ -149,11 +149,16 @@ def reproduce_command(
     out: Path = typer.Option(Path("runs/reproduce"), "--out", "-o", help="Where runs are written (and reused from)."),
     retrievers: Optional[str] = typer.Option(None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."),
     tasks: Tasks = "all",
-    settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic", "reranker_top_10"]), "--settings",
-                                 help="Published settings to include (base, gar, lrm_agentic, reranker_top_10: "
-                                      "the first stage's top 10 reranked, scored alone)."),
+    settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder",
+                                           "later_leaderboard"]), "--settings",
+                                 help="Published settings to include (the paper's base, gar, lrm_agentic, "
+                                      "reranker_top_10: the first stage's top 10 reranked, scored alone; the later "
+                                      "later_embedder, later_leaderboard: ReasonRank on e5's top 100)."),
     tolerance: Tolerance = None,
     force_cpu: bool = typer.Option(False, "--force-cpu", help="Also run large local models without a GPU."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Allow models that run code from their hub repository (nv, "
+                                                "rader-7b, gte-qwen2-7b, reasonir-8b)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     revision: Revision = None,
@@ -167,13 +172,14 @@ def reproduce_command(
     if fmt not in ("table", "json"):
         raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
     matrix = jobs.targets(comma_list(settings), comma_list(retrievers) or None, parse_tasks(tasks))
-    env = jobs.Environment(data_dir, force_cpu=force_cpu, revision=revision)
+    env = jobs.Environment(data_dir, force_cpu=force_cpu, revision=revision, trust_remote_code=trust_remote_code)
     planned = jobs.plan(matrix, env)
     if dry_run:
         if fmt == "json":
             typer.echo(tables.to_json(planned), nl=False)
         else:
-            table_console().print(tables.plan_table(planned))
+            unpublished = jobs.unpublished(comma_list(settings)) if not retrievers else []
+            table_console().print(tables.plan_table(planned, unpublished))
             gpu = env.gpu or "none"
             console.print(escape(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}"))
         return

@@ -19,15 +19,19 @@ from .options import (AT_LEAST_0, AT_LEAST_1, CountMissing, InputsOut, Measures,
 def rerank_command(
     run: Path = typer.Option(..., "--run", help="First-stage results: a system folder (OUT/<system>), a task "
                                                "folder, or a results root (its systems not yet reranked)."),
-    reranker: str = typer.Option(..., "--reranker", help="bge-reranker, monobert, rankllama, listwise, or a "
-                                                          "cross-encoder's hub id / local folder."),
-    top_k: int = typer.Option(10, "--top-k", "-k", callback=AT_LEAST_1, help="Rerank each query's top k docs (paper: 10; also 100)."),
+    reranker: str = typer.Option(..., "--reranker", help="bge-reranker, monobert, rankllama, listwise, "
+                                                          "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
+                                                          "or a cross-encoder's hub id / local folder."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", "-k", callback=AT_LEAST_1,
+                                        help="Rerank each query's top k docs (default: the depth of the reranker's "
+                                             "published figures: 10 as the paper, 100 for ReasonRank)."),
     top_k_only: bool = typer.Option(False, "--top-k-only", help="Keep only the reranked top k (the paper's "
                                                                  "evaluation); default: the first-stage tail follows."),
     out: InputsOut = None,
     name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or slashes "
                                                             "(default: <system>+<reranker>, "
-                                                            "listwise: <system>+listwise-<model>)."),
+                                                            "listwise: <system>+listwise-<model>; at another "
+                                                            "depth than ReasonRank's 100: ...-top<k>)."),
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,

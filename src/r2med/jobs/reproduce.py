@@ -1,14 +1,17 @@
 """``r2med reproduce``: every published retriever x expansion x task, run where it can be, graded.
 
 In the spirit of pyserini's two-click reproductions: the expected figures and their tolerances
-are data (``protocol/r2med_published_ndcg10.csv``, the paper's own ``base``, ``gar``,
-``lrm_agentic`` and ``reranker_top_10`` settings; tolerances by the retriever's registry record,
-:data:`r2med.retrieval.registry.TOLERANCES`).  A reranker target reranks its first stage's top 10
-(the ``OUT/<retriever>/<task>/`` run, shared with that retriever's own target) and scores the
-reranked list only (``r2med rerank --top-k 10 --top-k-only``), as the paper's
-``src/eval_reranker.py`` does.  :func:`plan` says for each target whether it can run on this
-machine and, if not, every reason why (no GPU, no API key, missing extra, retriever not
-installed, no data or expansions locally or on the hub, model weights not cached).
+are data (``protocol/r2med_published_ndcg10.csv``: the paper's own ``base``, ``gar``,
+``lrm_agentic`` and ``reranker_top_10`` settings, and the later ``later_embedder`` and
+``later_leaderboard`` ones; tolerances by the records' tolerance classes,
+:func:`r2med.published.tolerance_of`).  A reranker target reranks its first stage's top 10
+(ReasonRank: top 100, :func:`r2med.published.published_depth`; the ``OUT/<retriever>/<task>/`` run,
+shared with that retriever's own target) and scores the reranked list only (``r2med rerank
+--top-k 10 --top-k-only``), as the paper's ``src/eval_reranker.py`` does.  :func:`plan` says for
+each target whether it can run on this machine and, if not, every reason why (no GPU, no API key,
+no LLM endpoint, missing extra, retriever not installed, its own hub code not allowed, no data or
+expansions locally or on the hub, model weights not cached), with notes that do not block it
+(settings r2med assumed: graded by nothing; a published first stage r2med does not have).
 :func:`run_matrix` runs the runnable targets (:func:`r2med.jobs.evaluate.run_task`) into
 ``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure.
 The tables are :mod:`r2med.report.reproduce`'s.
@@ -28,14 +31,17 @@ from typing import Any
 from ..errors import R2MedError
 from ..metrics import HEADLINE
 from ..protocol import published_figures
-from ..published import PUBLISHED_RERANK_DEPTH, PublishedKey
-from ..retrieval.registry import tolerance_for
+from ..published import PublishedKey, published_depth, published_retriever, tolerance_of
 from ..tasks import TASK_NAMES, get_task
 
 log = logging.getLogger(__name__)
 
 #: The paper's own settings: retriever x expansion configurations, and rerankers over a first stage.
 SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
+#: Figures published on R2MED after the paper: embedders (ReasonEmbed's table) and the leaderboard's reranker.
+LATER_SETTINGS = ("later_embedder", "later_leaderboard")
+#: What ``r2med reproduce`` covers unless told otherwise: every published setting.
+ALL_SETTINGS = SETTINGS + LATER_SETTINGS
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class Planned:
     runnable: bool
     reasons: list[str] = field(default_factory=list)
     data: str = ""  # where the task data comes from
+    notes: list[str] = field(default_factory=list)  # what does not block it but qualifies its grade
 
     @property
     def reason(self) -> str:
@@ -68,7 +75,7 @@ class Planned:
 @dataclass
 class Outcome:
     target: Target
-    status: str  # pass | fail | skip | error
+    status: str  # pass | fail | ungraded (no tolerance: settings r2med assumed) | skip | error
     value: float | None = None
     tolerance: float | None = None
     reused: bool = False
@@ -85,14 +92,15 @@ class Outcome:
                 "source": self.target.source}
 
 
-def targets(settings: Iterable[str] = SETTINGS, retrievers: Iterable[str] | None = None,
+def targets(settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | None = None,
             tasks: Iterable[str] | None = None) -> list[Target]:
-    """The published per-task figures of the chosen settings (Average rows left out)."""
+    """The published per-task figures of the chosen settings (Average rows left out); ``retrievers`` by
+    r2med's names or the CSV's (``reasonembed-qwen3-8b`` or ``ReasonEmbed-Qwen3-8B``)."""
     settings = tuple(settings)
     unknown = [s for s in settings if s not in {f.setting for f in published_figures()}]
     if unknown:
-        raise R2MedError(f"unknown setting {unknown[0]!r}; choose from: {', '.join(SETTINGS)}")
-    wanted_r = set(retrievers) if retrievers else None
+        raise R2MedError(f"unknown setting {unknown[0]!r}; choose from: {', '.join(ALL_SETTINGS)}")
+    wanted_r = {published_retriever(r) for r in retrievers} if retrievers else None
     wanted_t = {get_task(t).name for t in tasks} if tasks else None
     out = []
     for f in published_figures():
@@ -104,7 +112,7 @@ def targets(settings: Iterable[str] = SETTINGS, retrievers: Iterable[str] | None
             continue
         out.append(Target(PublishedKey(f.retriever, f.expansion, f.llm), f.setting, f.task, f.ndcg10, f.source))
     if wanted_r and not out:
-        known = sorted({f.retriever for f in published_figures() if f.setting in settings})
+        known = sorted({PublishedKey(f.retriever).label for f in published_figures() if f.setting in settings})
         raise R2MedError(f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
                          f"retrievers: {', '.join(known)}")
     return out
@@ -114,10 +122,16 @@ class Environment:
     """What this machine offers, probed once and lazily: GPU, API keys, packages, data, hub, weights."""
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, force_cpu: bool = False,
-                 revision: str | None = None):
+                 revision: str | None = None, trust_remote_code: bool = False):
         self.data_dir = Path(data_dir) if data_dir else None
         self.force_cpu = force_cpu
         self.revision = revision
+        self.trust_remote_code = trust_remote_code
+
+    @staticmethod
+    def endpoint() -> str | None:
+        """The OpenAI-compatible endpoint LLM rerankers would use (``$OPENAI_BASE_URL``), if one is set."""
+        return os.environ.get("OPENAI_BASE_URL") or None
 
     @staticmethod
     def has_module(name: str) -> bool:
@@ -206,12 +220,12 @@ class Environment:
 
 
 def _requirements(key: PublishedKey, env: Environment) -> list[str]:
-    """Reasons independent of the task (GPU, key, packages, retriever installed, weights)."""
+    """Reasons independent of the task (GPU, key, endpoint, packages, retriever installed, own code, weights)."""
     if key.reranker:  # the first stage's needs, then the reranker's
-        return _requirements(PublishedKey(key.retriever), env) + _reranker_requirements(key.reranker, env)
-    meta = env.retrievers.get(key.retriever)
+        return _requirements(PublishedKey(key.retriever), env) + _reranker_requirements(key.reranker_name or "", env)
+    meta = env.retrievers.get(key.system)
     if meta is None:
-        return [f"retriever {key.retriever!r} is not available in this install"]
+        return [f"retriever {key.system!r} is not available in this install"]
     reasons = []
     if meta.extra is not None:
         modules, install = meta.extra
@@ -222,13 +236,15 @@ def _requirements(key: PublishedKey, env: Environment) -> list[str]:
         reasons.append(f"no API key: set {meta.api_key_env}")
     if meta.needs_gpu and not env.gpu and not env.force_cpu:
         reasons.append(f"no GPU: {meta.name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)")
+    if meta.trust_remote_code and not env.trust_remote_code:
+        reasons.append(f"runs code from its hub repository ({meta.hub_id}): pass --trust-remote-code to allow it")
     if not reasons and meta.hub_id:
         reasons += [r for r in [env.model_weights(meta.hub_id)] if r]
     return reasons
 
 
 def _reranker_requirements(name: str, env: Environment) -> list[str]:
-    """Reasons a published reranker cannot run here (packages, GPU, weights)."""
+    """Reasons a published reranker cannot run here (packages, GPU, LLM endpoint, weights)."""
     from ..rerank.base import make_reranker, reranker_meta
 
     try:
@@ -240,6 +256,9 @@ def _reranker_requirements(name: str, env: Environment) -> list[str]:
         return [f"missing extra: {meta.install} ({', '.join(missing)})"]
     if meta.needs_gpu and not env.gpu and not env.force_cpu:
         return [f"no GPU: {name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)"]
+    if meta.llm and not env.endpoint():
+        return [f"no endpoint: serve {meta.hub_id or 'the model'} behind an OpenAI-compatible endpoint "
+                "(e.g. vllm serve) and set OPENAI_BASE_URL"]
     try:
         settings = make_reranker(name).config()
     except R2MedError as exc:
@@ -251,6 +270,21 @@ def _reranker_requirements(name: str, env: Environment) -> list[str]:
             if why:
                 return [why]
     return []
+
+
+def notes(key: PublishedKey) -> list[str]:
+    """What qualifies a target's grade without blocking it, from the records: settings r2med assumed (no
+    tolerance: the delta is shown, not graded) and a published first stage r2med does not have."""
+    from ..rerank.base import RERANKERS
+
+    out = []
+    if tolerance_of(key) is None:
+        out.append("settings assumed by r2med (none published): the delta is shown, not graded")
+    reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
+    first = (getattr(reranker, "provenance", None) or {}).get("published", {}).get("first_stage")
+    if first:
+        out.append(f"first stage: r2med's {key.system}; the published figure reranked {first}")
+    return out
 
 
 def plan(matrix: list[Target], env: Environment) -> list[Planned]:
@@ -268,17 +302,39 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
             exp, why = env.expansion_source(target.task, target.key.expansion, target.key.llm)
             if exp is None:
                 reasons.append(why)
-        out.append(Planned(target, not reasons, reasons, source or ""))
+        out.append(Planned(target, not reasons, reasons, source or "", notes(target.key)))
+    return out
+
+
+def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]:
+    """(name, why) of the later-work records no published figure grades (Qwen3-Reranker, ReasonRank-7B),
+    listed beside the matrix when it covers the later settings."""
+    from ..rerank.base import all_rerankers
+    from ..retrieval.registry import all_retrievers
+
+    if not set(settings) & set(LATER_SETTINGS):
+        return []
+    out = []
+    for name, meta in {**all_retrievers(), **all_rerankers()}.items():
+        if not meta.later or meta.published_as or not meta.provenance:
+            continue
+        elsewhere = (meta.provenance.get("published") or {}).get("elsewhere")
+        why = "no published R2MED figure in the package"
+        if elsewhere:
+            why += f" (elsewhere: {elsewhere['average']} average, {elsewhere['source']})"
+        out.append((name, why))
     return out
 
 
 def paper_options(retriever: str) -> dict[str, Any]:
     """The options a reproduction runs ``retriever`` with: the paper's values of those it records
-    (BM25's k1 and b); nothing for the others, whose defaults are the paper's."""
+    (BM25's k1 and b; nothing for the others, whose defaults are the paper's), and the opt-in to its
+    hub repository's own code when it needs one (planned only with ``--trust-remote-code``)."""
     from ..retrieval.registry import retriever_meta
 
     meta = retriever_meta(retriever)
-    return {name: meta.paper[name] for name in meta.defaults if name in meta.paper}
+    options = {name: meta.paper[name] for name in meta.defaults if name in meta.paper}
+    return {**options, "trust_remote_code": True} if meta.trust_remote_code else options
 
 
 def _load(task: str, env: Environment):
@@ -289,22 +345,24 @@ def _load(task: str, env: Environment):
 
 
 def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):
-    """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 reranked, scored alone."""
+    """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
+    reranked, scored alone."""
     from ..rerank.base import make_reranker
     from ..run import RUN_FILE, read_metrics, read_trec
     from .evaluate import run_task
     from .folders import file_fingerprint
     from .rerank import TaskInput, rerank_inputs
 
-    run_task(coll, target.key.retriever, paper_options(target.key.retriever), k=100, out=out / target.key.retriever,
-             overwrite=overwrite)
-    folder = out / target.key.retriever / coll.name
+    first = target.key.system
+    name = target.key.reranker_name or ""
+    depth = published_depth(name)
+    run_task(coll, first, paper_options(first), k=max(100, depth), out=out / first, overwrite=overwrite)
+    folder = out / first / coll.name
     item = TaskInput(coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll,
                      file_fingerprint(folder / RUN_FILE))
-    name = target.key.reranker
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)
-    [result] = rerank_inputs([item], rerankers[name], target.label, out / target.label, top_k=PUBLISHED_RERANK_DEPTH,
+    [result] = rerank_inputs([item], rerankers[name], target.label, out / target.label, top_k=depth,
                              keep_tail=False, overwrite=overwrite)
     return result
 
@@ -321,7 +379,7 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
     rerankers: dict[str, Any] = {}
     for p in planned:
         target = p.target
-        tol = tolerance if tolerance is not None else tolerance_for(target.key.retriever)
+        tol = tolerance if tolerance is not None else tolerance_of(target.key)
         if not p.runnable:
             outcomes.append(Outcome(target, "skip", tolerance=tol, detail=p.reason))
             continue
@@ -342,11 +400,11 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
                     folders = [env.data_dir] if env.data_dir else []
                     builder = ExpansionQueries(target.key.expansion, target.key.llm, folders=folders,
                                                revision=env.revision)
-                result = run_task(coll, target.key.retriever, paper_options(target.key.retriever), k=100,
+                result = run_task(coll, target.key.system, paper_options(target.key.system), k=100,
                                   out=out / target.label, label=target.label if builder else None,
                                   query_builder=builder, overwrite=overwrite)
             value = 100 * result.metrics.aggregate[HEADLINE]
-            status = "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
+            status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused))
         except R2MedError as exc:
             outcomes.append(Outcome(target, "error", tolerance=tol, detail=str(exc)))

@@ -147,18 +147,38 @@ def result_name(name: str | None, default: str) -> str:
     return plain_name(default, f"result name {default!r} (pass --name):", run_name=True)
 
 
+def default_name(retriever: str, reranker: str, model: str | None = None, top_k: int | None = None) -> str:
+    """The result's default name: ``<retriever>+<reranker>``, plus the model an LLM reranker was served as
+    (``listwise-<model>``) unless it is the record's own checkpoint (``reasonrank-32b``), plus ``-top<k>``
+    when a reranker whose record names its published depth reranked another depth (``reasonrank-32b-top20``)."""
+    meta = reranker_meta(reranker)
+    suffix = folder_name(reranker)
+    if meta.llm and model and folder_name(str(model)).lower() != folder_name(meta.hub_id or "").lower():
+        suffix += f"-{folder_name(str(model))}"
+    if meta.depth is not None and top_k is not None and top_k != meta.depth:
+        suffix += f"-top{top_k}"
+    return f"{retriever}+{suffix}"
+
+
 def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, options: Mapping[str, Any] | None = None,
                   out: str | Path | None = None, name: str | None = None, tasks: str | None = None,
-                  data_dir: str | Path | None = None, revision: str | None = None, top_k: int = 10,
+                  data_dir: str | Path | None = None, revision: str | None = None, top_k: int | None = None,
                   keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
                   overwrite: bool = False) -> list[SystemResults]:
     """``r2med rerank``: every system in ``runs`` (results roots, system or task folders:
     :func:`~r2med.jobs.folders.find_runs`; a root's reranked systems are left out) reranked into
     ``<out>/<name>/`` (default ``out``: the results root of the first system; default ``name``:
-    ``<system>+<reranker>``, listwise ``<system>+listwise-<model>``).
+    :func:`default_name`).  ``top_k`` (None): the depth of the reranker's published figures
+    (:func:`r2med.published.published_depth`).
     """
     from ..paths import check_output_dir
+    from ..published import published_depth
 
+    if top_k is None:
+        meta = reranker_meta(reranker)
+        top_k = published_depth(meta.name)
+        if meta.depth is not None:  # not the paper's usual 10: say so
+            log.info("%s: reranking each query's top %d (the depth of its published figures)", reranker, top_k)
     if name is not None:
         plain_name(name, "--name", run_name=True)
     selection = find_runs([runs] if isinstance(runs, (str, Path)) else runs, skip_from_root=("rerank",))
@@ -174,12 +194,9 @@ def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, option
         made = make_reranker(reranker, **options)
     except TypeError as exc:
         raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
-    model = options.get("model")
-    llm = reranker_meta(reranker).llm
-    suffix = folder_name(reranker) + (f"-{folder_name(str(model))}" if llm and model else "")
     done = []
     for inputs in groups:
-        label = result_name(name, f"{inputs[0].retriever}+{suffix}")
+        label = result_name(name, default_name(inputs[0].retriever, reranker, options.get("model"), top_k))
         target = out / label
         results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
                                 count_missing=count_missing, overwrite=overwrite)

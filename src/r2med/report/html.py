@@ -130,8 +130,9 @@ def leaderboard_html(board: Leaderboard) -> str:
     head = "".join(f'<th data-col="{i + 1}" title="click to sort">{e(c)}</th>' for i, c in enumerate(board.columns))
     rows = []
     for row in board.rows:
+        band = "ungraded" if row.tolerance is None else f"tol ±{row.tolerance:g}"
         cells = [f'<td class="sys" data-value="{e(row.system)}">{e(row.system)}'
-                 + (f'<div class="pub">= {e(row.published.label)} (tol ±{row.tolerance:g})</div>'
+                 + (f'<div class="pub">= {e(row.published.label)} ({band})</div>'
                     if row.published and any(c.published is not None for c in row.cells.values()) else "")
                  + "</td>"]
         for col in board.columns:
@@ -146,9 +147,9 @@ def leaderboard_html(board: Leaderboard) -> str:
             if c.published is not None:
                 d = c.delta
                 within = row.within(col)
-                cls = "ok" if within else "bad"
+                cls = "ok" if within else "bad" if within is False else ""  # None: ungraded
                 extra = (f'<div class="pub">pub {c.published:.2f} · <span class="{cls}">'
-                         f'{"" if d is None else f"{d:+.2f}"}{"" if within else " " + FLAG}</span></div>')
+                         f'{"" if d is None else f"{d:+.2f}"}{" " + FLAG if within is False else ""}</span></div>')
             sort_value = "" if c.value is None else f"{c.value:.6f}"
             cells.append(f'<td data-value="{sort_value}">{val or "–"}{mark}{extra}</td>')
         rows.append(('<tr class="ref">' if row.reference else "<tr>") + "".join(cells) + "</tr>")

@@ -21,8 +21,7 @@ from typing import Any
 from ..errors import R2MedError
 from ..jobs.folders import System, task_order
 from ..metrics import HEADLINE, canonical, measure_label
-from ..published import PublishedKey, nonpaper_precision, require_label
-from ..retrieval.registry import tolerance_for
+from ..published import PublishedKey, nonpaper_precision, require_label, tolerance_of
 from ..tasks import TASK_NAMES
 from .format import FLAG, SIGNIFICANT, check_format, records_text, tex
 from .layout import compact_table, fitted, short_legend, short_task
@@ -106,9 +105,11 @@ class Leaderboard:
                     if d is None:
                         deltas.append("-")
                     else:
-                        deltas.append(f"{d:+.2f}" + ("" if row.within(col) else f" {flag}"))
+                        deltas.append(f"{d:+.2f}" + (f" {flag}" if row.within(col) is False else ""))
                 extra = f", {row.precision_note}" if row.precision_note and not compact else ""
-                label = f"  delta ±{row.tolerance:g}" if compact else f"  delta (tol ±{row.tolerance:g}{extra})"
+                band = "ungraded" if row.tolerance is None else f"±{row.tolerance:g}" if compact else \
+                    f"tol ±{row.tolerance:g}"
+                label = f"  delta {band}" if compact else f"  delta ({band}{extra})"
                 lines.append(("delta", [label, *deltas]))
         return header, lines
 
@@ -120,6 +121,9 @@ class Leaderboard:
             out.append("* average over the tasks this system has (not all columns).")
         if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
             out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        if any(r.published is not None and r.tolerance is None for r in self.rows):
+            out.append("ungraded: a configuration whose settings r2med assumed (none published); the delta "
+                       "measures the assumption.")
         if any(r.precision_note for r in self.rows if r.published is not None):
             out.append(f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
                        "than the paper's code (--dtype).")
@@ -313,7 +317,7 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
         cells[AVERAGE] = BoardCell(value=avg, published=pub_avg)
         precision = next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") \
             if figures else ""
-        tol = tolerance if tolerance is not None else tolerance_for(key.retriever) if figures else None
+        tol = tolerance if tolerance is not None else tolerance_of(key) if figures else None
         if tol is not None and precision and tolerance is None:
             tol += NONPAPER_PRECISION_EXTRA
         rows.append(Row(s.name, key if figures else None, tol, cells, partial_average=0 < len(present) < len(tasks),

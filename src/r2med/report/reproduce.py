@@ -30,11 +30,13 @@ def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
             text.append(r if len(tasks) == len(items) else f"{r} [{', '.join(tasks)}]")
         rows.append({"setting": setting, "config": label, "tasks": len(items), "runnable": len(ready),
                      "can_run": len(ready) == len(items), "reason": "; ".join(dict.fromkeys(text)) or
-                     f"ready ({', '.join(sorted({p.data for p in items}))})"})
+                     f"ready ({', '.join(sorted({p.data for p in items}))})",
+                     "notes": list(dict.fromkeys(n for p in items for n in p.notes))})
     return rows
 
 
-def plan_table(planned: list[Planned]):
+def plan_table(planned: list[Planned], unpublished: list[tuple[str, str]] = ()):
+    """The dry run: a row per configuration, then the later-work records no published figure grades."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -46,7 +48,10 @@ def plan_table(planned: list[Planned]):
         table.add_column(col, justify="right" if col in ("tasks",) else "left", overflow="fold")
     for r in rows:
         mark = "[green]yes[/]" if r["can_run"] else "[yellow]partly[/]" if r["runnable"] else "[red]no[/]"
-        table.add_row(r["setting"], escape(r["config"]), f"{r['runnable']}/{r['tasks']}", mark, escape(r["reason"]))
+        why = "; ".join([r["reason"], *(f"note: {n}" for n in r["notes"])])
+        table.add_row(r["setting"], escape(r["config"]), f"{r['runnable']}/{r['tasks']}", mark, escape(why))
+    for name, why in unpublished:
+        table.add_row("later work", escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
     return table
 
 
@@ -54,9 +59,10 @@ def outcome_table(outcomes: list[Outcome]):
     from rich.markup import escape
     from rich.table import Table
 
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "error", "skip")}
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "ungraded", "error", "skip")}
+    ungraded = f", {counts['ungraded']} ungraded" if counts["ungraded"] else ""
     table = Table(title="R2MED reproduction: nDCG@10 x100 against the published figures "
-                        f"({counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, "
+                        f"({counts['pass']} pass, {counts['fail']} fail{ungraded}, {counts['error']} error, "
                         f"{counts['skip']} skipped)")
     for col in ("configuration", "task", "published", "ours", "delta", "tol", "result"):
         table.add_column(col, justify="left" if col in ("configuration", "task", "result") else "right",
@@ -71,10 +77,10 @@ def outcome_table(outcomes: list[Outcome]):
             n = sum(1 for x in outcomes if x.status == "skip" and (x.target.label, x.detail) == key)
             table.add_row(escape(o.target.label), f"{n} task(s)", "", "", "", "", f"[dim]skip: {escape(o.detail)}[/]")
             continue
-        colour = {"pass": "green", "fail": "red", "error": "red"}[o.status]
+        colour = {"pass": "green", "fail": "red", "error": "red", "ungraded": "yellow"}[o.status]
         table.add_row(escape(o.target.label), o.target.task, f"{o.target.published:.2f}",
                       "-" if o.value is None else f"{o.value:.2f}",
-                      "-" if o.delta is None else f"{o.delta:+.2f}", f"±{o.tolerance:g}",
+                      "-" if o.delta is None else f"{o.delta:+.2f}", "-" if o.tolerance is None else f"±{o.tolerance:g}",
                       f"[{colour}]{o.status.upper()}[/]" + (" (reused)" if o.reused else "")
                       + (f" {escape(o.detail)}" if o.detail else ""))
     return table
@@ -84,4 +90,4 @@ def to_json(planned: list[Planned] | None = None, outcomes: list[Outcome] | None
     if outcomes is not None:
         return json.dumps([o.to_dict() for o in outcomes], indent=1) + "\n"
     return json.dumps([{**asdict(p.target), "config": p.target.label, "runnable": p.runnable, "reasons": p.reasons,
-                        "data": p.data} for p in planned or []], indent=1, default=str) + "\n"
+                        "data": p.data, "notes": p.notes} for p in planned or []], indent=1, default=str) + "\n"

@@ -16,10 +16,9 @@ sequence-classification cross-encoder (the ``cross-encoder`` entry).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -64,11 +63,28 @@ class RerankerMeta:
     paper_dtype: str | None = None
     #: model weights it loads: option of its ``config()`` naming a model -> a file every such model has
     weights: tuple[tuple[str, str], ...] = (("model", "config.json"),)
-    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too
+    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too (unless it
+    #: serves the record's own ``hub_id``)
     llm: bool = False
+    #: the checkpoint a preset runs (an LLM preset: the model its endpoint should serve)
+    hub_id: str | None = None
+    #: how deep its published figure reranked, when not the paper's top 10 (ReasonRank: 100): the default
+    #: ``--top-k``, required for a run to match the figure, and named in a result folder made at another depth
+    depth: int | None = None
+    #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
+    #: expansion ``rerank:<published_as>``) when it is not ``name``
+    published_as: str | None = None
+    #: class of its tolerance to the published figures (:data:`~r2med.registries.TOLERANCES`); None: the
+    #: first stage's
+    tolerance: str | None = None
+    #: published on R2MED after the paper (``r2med models``: "later work"), and where its settings come
+    #: from (published row, sources, gaps; ``protocol/later_models.json``)
+    later: bool = False
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
 
-RERANKERS: Registry[RerankerMeta] = Registry("reranker", __package__, ["cross_encoder", "rankllama", "listwise"])
+RERANKERS: Registry[RerankerMeta] = Registry(
+    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank"])
 #: The entry that builds a cross-encoder from a hub id or local folder given as the reranker's name.
 ANY_MODEL = "cross-encoder"
 
@@ -105,41 +121,6 @@ def make_reranker(name: str, **options: Any) -> Reranker:
     if meta.name != name:  # a model id or folder
         options["model"] = name
     return meta.factory(**options)
-
-
-class _Bars:
-    """:func:`progress_bar`'s object: rich's ``Progress`` calls (``add_task``/``advance``/``update``) on
-    :mod:`r2med.progress` tasks, so every reranker shows its progress on the one display."""
-
-    def __init__(self, unit: str):
-        self.unit = unit
-        self.stack = contextlib.ExitStack()
-        self.tasks: list[Any] = []
-
-    def __enter__(self) -> _Bars:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stack.__exit__(*exc)
-
-    def add_task(self, description: str, total: int | None = None, **_: Any) -> int:
-        from .. import progress
-
-        self.tasks.append(self.stack.enter_context(progress.task(description, total=total, unit=self.unit)))
-        return len(self.tasks) - 1
-
-    def advance(self, task_id: int, advance: int = 1) -> None:
-        self.tasks[task_id].advance(int(advance))
-
-    def update(self, task_id: int, description: str | None = None, **_: Any) -> None:
-        if description is not None:
-            self.tasks[task_id].describe(description)
-
-
-def progress_bar(unit: str = "items") -> _Bars:
-    """The progress of a long reranking call, on :mod:`r2med.progress` (the command line's one display;
-    log lines when not on a terminal): ``with progress_bar() as p: bar = p.add_task(name, total=n)``."""
-    return _Bars(unit)
 
 
 def candidates_of(run: Mapping[str, Mapping[str, float]], top_k: int, queries: Mapping[str, str] | None = None,

@@ -23,7 +23,6 @@ import numpy as np
 from .. import progress
 from ..errors import MissingExtraError, R2MedError
 from ..retrieval.encoders import model_max_length
-from .base import progress_bar  # noqa: F401 - importable from here too (rerankers written against it)
 from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)

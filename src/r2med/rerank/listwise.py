@@ -14,6 +14,10 @@ its window as it was (counted in a warning).
 Requests go through :class:`r2med.llm.LLMClient` (bounded concurrency across queries, retries
 with backoff, the on-disk answer cache): the windows of different queries are sent together,
 and a re-run makes no request at all.  Scores are ``n - position`` (higher first).
+
+:class:`ListwiseReranker` runs the window loop; what a recipe decides -- the window plan, the
+passage text, the messages of a window, how a reply is read, what is counted and warned about --
+are methods a recipe overrides (ReasonRank: :mod:`r2med.rerank.reasonrank`).
 """
 
 from __future__ import annotations
@@ -120,7 +124,7 @@ class ListwiseReranker:
             client = LLMClient(model, base_url=base_url, api_key=api_key, concurrency=concurrency,
                                timeout=timeout, max_retries=max_retries, cache=cache, **client_options)
         self.client = client
-        self.stats = {"windows": 0, "repaired": 0, "failed": 0}
+        self.stats = self.fresh_stats()
 
     def config(self) -> dict[str, Any]:
         return {"reranker": self.name, "kind": "listwise", **self.client.describe(), "window": self.window,
@@ -131,14 +135,49 @@ class ListwiseReranker:
     def _sampling(self) -> dict[str, Any]:
         return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens)) if v is not None}
 
+    # -- what a listwise recipe decides (subclasses: ReasonRank, r2med.rerank.reasonrank) ----------------------
+    def plan(self, n: int) -> list[tuple[int, int]]:
+        """The ``[start, end)`` windows of one pass over ``n`` candidates, in the order they are sent."""
+        return windows(n, self.window, self.step)
+
+    def passage(self, text: str) -> str:
+        """A document's text as it goes into the prompt."""
+        return _cut_words(text, self.max_passage_words)
+
+    def messages(self, query: str, passages: Sequence[str],
+                 scores: Sequence[float] | None = None) -> list[dict[str, str]]:
+        """The chat messages for one window (``passages`` from :meth:`passage`; ``scores``: their first-stage
+        scores)."""
+        return ranking_messages(query, passages, scores if self.with_scores else None)
+
+    def read(self, result: Any, m: int) -> list[int]:
+        """The 0-based order of a window of ``m`` passages from a successful reply (counted in ``stats``)."""
+        perm, repaired = parse_permutation(result.text or "", m)
+        self.stats["repaired"] += repaired
+        return perm
+
+    def fresh_stats(self) -> dict[str, int]:
+        """The counters of one :meth:`rerank` call (the warnings after it are per task)."""
+        return {"windows": 0, "repaired": 0, "failed": 0}
+
+    def report(self) -> None:
+        """Warn about what went wrong in the last :meth:`rerank` call."""
+        if self.stats["failed"]:
+            log.warning("%s: %d of %d window request(s) failed after retries; those windows keep their order",
+                        self.name, self.stats["failed"], self.stats["windows"])
+        if self.stats["repaired"]:
+            log.warning("%s: %d of %d repl(ies) named missing, repeated or unknown passages and were repaired",
+                        self.name, self.stats["repaired"], self.stats["windows"])
+
+    # -- the sliding window ---------------------------------------------------------------------------------
     def rerank(self, queries: Mapping[str, str], candidates: Candidates,
                corpus: Mapping[str, str]) -> dict[str, dict[str, float]]:
-        self.stats = {"windows": 0, "repaired": 0, "failed": 0}  # per call: the warnings below are per task
+        self.stats = self.fresh_stats()
         order = {qid: [did for did, _ in docs] for qid, docs in candidates.items()}
         first_score = {qid: dict(docs) for qid, docs in candidates.items()}
-        plans = {qid: windows(len(ids), self.window, self.step) for qid, ids in order.items()}
+        plans = {qid: self.plan(len(ids)) for qid, ids in order.items()}
         rounds = max((len(p) for p in plans.values()), default=0)
-        texts = {did: _cut_words(corpus[did], self.max_passage_words) for ids in order.values() for did in ids}
+        texts = {did: self.passage(corpus[did]) for ids in order.values() for did in ids}
         total = sum(len(p) for p in plans.values())
         with progress.task(f"{self.name}: windows", total=total, unit="windows",
                            counters=("failed", "retried")) as bar:
@@ -149,8 +188,8 @@ class ListwiseReranker:
                         continue
                     start, end = plan[r]
                     ids = order[qid][start:end]
-                    scores = [first_score[qid][d] for d in ids] if self.with_scores else None
-                    batch.append(ranking_messages(queries[qid], [texts[d] for d in ids], scores))
+                    batch.append(self.messages(queries[qid], [texts[d] for d in ids],
+                                               [first_score[qid][d] for d in ids]))
                     owners.append((qid, start, end))
                 results = self.client.chat_many(batch, on_result=lambda i, res: bar.advance(1, failed=int(not res.ok)),
                                                 on_retry=lambda error: bar.count(retried=1), **self._sampling())
@@ -161,15 +200,8 @@ class ListwiseReranker:
                         self.stats["failed"] += 1
                         log.debug("%s window %d-%d kept as is: %s", qid, start, end, result.error)
                         continue
-                    perm, repaired = parse_permutation(result.text or "", len(ids))
-                    self.stats["repaired"] += repaired
-                    order[qid][start:end] = [ids[k] for k in perm]
-        if self.stats["failed"]:
-            log.warning("%s: %d of %d window request(s) failed after retries; those windows keep their order",
-                        self.name, self.stats["failed"], self.stats["windows"])
-        if self.stats["repaired"]:
-            log.warning("%s: %d of %d repl(ies) named missing, repeated or unknown passages and were repaired",
-                        self.name, self.stats["repaired"], self.stats["windows"])
+                    order[qid][start:end] = [ids[k] for k in self.read(result, len(ids))]
+        self.report()
         return {qid: {did: float(len(ids) - i) for i, did in enumerate(ids)} for qid, ids in order.items()}
 
 

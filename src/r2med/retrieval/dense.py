@@ -3,7 +3,14 @@
 Registers ``dense`` (any embedding model: ``model=<hub id or folder>``) and the R2MED paper's
 dense retrievers as presets (``contriever``, ``medcpt``, ``inst-l``, ``inst-xl``, ``bmr-410m``,
 ``bmr-2b``, ``bmr-7b``, ``bge``, ``e5``, ``grit``, ``sfr``, ``nv``, ``openai``, ``voyage``; see
-:mod:`r2med.retrieval.presets`).
+:mod:`r2med.retrieval.presets`); :func:`register_preset` registers presets from other data (the
+later models, :mod:`r2med.retrieval.later`).
+
+Precision: a preset runs in the precision its published code used (``dtype``); a preset whose
+published code falls back to another one on a CPU (``cpu_dtype``: the later FlagEmbedding presets
+run fp16 on a GPU and fp32 on a CPU) does the same when it is built for a CPU and ``--dtype`` is not
+given.  The precision used is recorded in the run's configuration, and either one counts as the
+published configuration (:func:`r2med.published.precision_change`).
 
 * Document and query embeddings go through :class:`~r2med.retrieval.embedding_cache.EmbeddingCache`
   (keyed by every vector-defining setting and the fingerprint of the corpus / the query texts;
@@ -340,10 +347,26 @@ def _preset_factory(name: str):
         if preset.fields.get("trust_remote_code") and not settings.get("trust_remote_code"):
             raise R2MedError(f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with "
                              "--trust-remote-code")
+        cpu_dtype = preset.fields.get("cpu_dtype")
+        if cpu_dtype and "dtype" not in settings and _on_cpu(runtime.get("device")):
+            settings["dtype"] = cpu_dtype  # as its published code does on a CPU; recorded in the run's config
+            log.info("%s: %s on a CPU, as its published code falls back (it ran %s on a GPU; --dtype to choose)",
+                     name, cpu_dtype, preset.dtype)
         return DenseRetriever(preset.settings(task, medcpt_published=medcpt_published, **settings), name=name,
                               **runtime)
     make.__doc__ = f"the R2MED paper's {name} retriever"
     return make
+
+
+def _on_cpu(device: str | None) -> bool:
+    """Whether a local model built now runs on the CPU (``device`` as given; ``auto``: no GPU visible)."""
+    if device is not None and device not in ("", "auto"):
+        return not str(device).startswith("cuda")
+    try:
+        import torch
+    except ImportError:  # the encoder says which extra is missing when it loads
+        return True
+    return not torch.cuda.is_available()
 
 
 #: What ``r2med evaluate`` may set for a dense retriever.

@@ -22,7 +22,7 @@ still matters for (query, expansion) pairs, whose raw vectors are averaged befor
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError
@@ -87,8 +87,9 @@ PRESET_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 DENSE_PRESETS = tuple(PRESET_FIELDS)
-#: Fields of a preset entry that describe the retriever rather than the vectors (not encoder settings).
-REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env")
+#: Fields of a preset entry that describe the retriever rather than the vectors (not encoder settings);
+#: ``cpu_dtype``: the precision its published code falls back to on a CPU (used there unless --dtype says).
+REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env", "cpu_dtype")
 #: Options that change what a preset computes (batch size and device do not; dtype widens the tolerance):
 #: a run that sets any of them is not the paper's configuration.
 PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
@@ -106,6 +107,9 @@ class Preset:
     note: str = ""
     #: a separate query encoder (MedCPT's Query encoder; ``hub_id`` is then the Article encoder)
     query_hub_id: str | None = None
+    #: more facts of its registry record (:class:`~r2med.retrieval.registry.RetrieverMeta` fields: a later
+    #: model's ``published_as``, ``later``, ``provenance``, ``tolerance``)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
@@ -126,12 +130,15 @@ class Preset:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary for ``r2med models``."""
-        f = {k: v for k, v in self.fields.items() if k not in ("extra", "needs_gpu", "packages", "api_key_env")}
+        f = {k: v for k, v in self.fields.items() if k not in ("extra", "needs_gpu", "packages", "api_key_env",
+                                                              "cpu_dtype")}
         f.setdefault("append_eos", False)
         if f.get("max_length", 0) is None:
             f["max_length"] = "model's own"
         f["similarity"] = self.similarity
         f["dtype"] = self.dtype or "api"
+        if self.fields.get("cpu_dtype"):
+            f["cpu_dtype"] = self.fields["cpu_dtype"]
         hub_id = self.hub_id
         if self.query_hub_id:  # two encoders (MedCPT): queries through the Query encoder by default
             hub_id = f"{self.query_hub_id} (queries) + {self.hub_id} (docs)"
@@ -211,13 +218,16 @@ def preset_meta(name: str) -> dict[str, Any]:
 
     preset = get_preset(name)
     api_key = preset.fields.get("api_key_env")
-    return {"description": f"paper preset: {preset.describe()['hub_id']}", "family": "dense",
+    kind = "later work" if preset.facts.get("later") else "paper preset"
+    return {"description": f"{kind}: {preset.describe()['hub_id']}", "family": "dense",
             "hub_id": None if api_key else preset.hub_id, "api_key_env": api_key,
             "needs_gpu": preset.fields.get("needs_gpu"),
+            "trust_remote_code": bool(preset.fields.get("trust_remote_code")),
             "extra": None if api_key else _extra(preset.fields.get("packages"), DENSE_EXTRA),
             "tolerance": "api" if api_key else "dense", "paper_dtype": preset.dtype,
+            "cpu_dtype": preset.fields.get("cpu_dtype"),
             "paper_similarity": preset.similarity, "paper": {"similarity": preset.similarity},
-            "overrides": PRESET_OVERRIDES, "summary": preset.describe()}
+            "overrides": PRESET_OVERRIDES, "summary": preset.describe(), **preset.facts}
 
 
 def _extra(packages: tuple[tuple[str, ...], str] | None, base: tuple[tuple[str, ...], str]):

@@ -6,7 +6,8 @@ the leaderboard (tolerance to the published figures, the paper's precision), Ray
 wants a GPU) and ``r2med models`` (its settings).  A retriever is added by registering its record
 (:func:`register_retriever`); the built-in ones register when their module is imported: BM25
 (:mod:`.bm25`), the dense presets -- one record per entry of the preset data (:mod:`.presets`) --
-and any embedding model (:mod:`.dense`).
+any embedding model (:mod:`.dense`), and the embedders published on R2MED after the paper
+(:mod:`.later`, from ``protocol/later_models.json``).
 """
 
 from __future__ import annotations
@@ -16,15 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError
-from ..registries import Registry
+from ..registries import TOLERANCES, Registry
 from .base import Retriever
 
 RetrieverFactory = Callable[..., Retriever]
 
-#: Default allowed |delta| to a published nDCG@10 (points x100) by tolerance class: deterministic
-#: lexical runs should land within rounding; dense runs vary with hardware and precision (fp16/bf16,
-#: batch padding); API embedders with the provider's model version.
-TOLERANCES = {"lexical": 0.5, "dense": 1.0, "api": 2.0}
 #: The Python packages a local dense model needs, and how to install them.
 DENSE_EXTRA = (("torch", "transformers", "sentence_transformers"), "pip install 'r2med[dense]'")
 
@@ -52,17 +49,29 @@ class RetrieverMeta:
     api_key_env: str | None = None
     #: too large for a CPU in reasonable time: its size ("7B")
     needs_gpu: str | None = None
+    #: runs its hub repository's own code: a run must opt in (``--trust-remote-code``)
+    trust_remote_code: bool = False
     #: (modules it imports, how to install them); None: the core install suffices
     extra: tuple[tuple[str, ...], str] | None = None
-    #: class of its default tolerance to the published figures (:data:`TOLERANCES`)
+    #: class of its default tolerance to the published figures (:data:`~r2med.registries.TOLERANCES`)
     tolerance: str = "dense"
-    #: the precision and similarity the paper's code ran it with (dense presets)
+    #: the precision and similarity the published code ran it with (dense presets)
     paper_dtype: str | None = None
     paper_similarity: str | None = None
+    #: the precision the published code falls back to on a CPU (a run in it still is the published one)
+    cpu_dtype: str | None = None
     #: its settings for ``r2med models``
     summary: Mapping[str, Any] = field(default_factory=dict)
     #: an option whose value names the result (``dense`` with ``--model X``: ``dense-X``), so two models differ
     named_after: str | None = None
+    #: the name of its published figures' retriever in ``protocol/r2med_published_ndcg10.csv`` when it is
+    #: not ``name`` (``ReasonEmbed-Qwen3-8B`` for ``reasonembed-qwen3-8b``)
+    published_as: str | None = None
+    #: published on R2MED after the paper (``r2med models``: "later work")
+    later: bool = False
+    #: where its settings come from, for display: its published row and average, the source of each
+    #: setting, what could not be found (gaps), whether r2med assumed them (``protocol/later_models.json``)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def local_model(self) -> bool:
@@ -70,7 +79,7 @@ class RetrieverMeta:
         return self.family == "dense" and self.api_key_env is None
 
     @property
-    def default_tolerance(self) -> float:
+    def default_tolerance(self) -> float | None:
         return TOLERANCES[self.tolerance]
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,7 +101,7 @@ def _flag(option: str) -> str:
     return FLAGS.get(option, "--" + option.replace("_", "-"))
 
 
-RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense"])
+RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense", "later"])
 
 
 #: Add a retriever's record (a different record under a registered name is an error).
@@ -111,9 +120,9 @@ def retriever_meta(name: str) -> RetrieverMeta:
     return meta
 
 
-def tolerance_for(name: str) -> float:
+def tolerance_for(name: str) -> float | None:
     """The default |delta| to the published figures of retriever ``name`` (``dense`` when it is not registered
-    here: a later model known only from its published figures)."""
+    here); a published configuration's own: :func:`r2med.published.tolerance_of`."""
     meta = RETRIEVERS.get(name)
     return TOLERANCES[meta.tolerance if meta is not None else "dense"]
 
