@@ -27,8 +27,11 @@ install-dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(BIN)/r2med demo
 
+# Tests run on every core (pytest-xdist); PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= auto
+
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bm25_speed.py

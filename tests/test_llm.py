@@ -97,11 +97,13 @@ def test_faults_are_retried_and_nothing_is_lost_or_duplicated():
         assert [r.text for r in results] == [default_reply(p) for p in PROMPTS]
         failures = faults_total = sum(v for k, v in server.faults_sent.items() if k != "slow")
         assert faults_total > 0 and server.faults_sent["hang"] > 0
-        # every request beyond the first of each prompt is a counted retry, and every injected fault caused
-        # one; a loaded machine can also time out a normal reply (a retry the server did not inject), whose
-        # late answer is then the only extra completion the server may count
-        assert client.usage.retries == len(retries) == server.requests - len(PROMPTS)
-        assert client.usage.retries >= failures
+        # every injected fault caused one counted retry, and every request beyond the first of each prompt
+        # was one; a loaded machine can also time out a normal reply or a request still in the server's
+        # backlog (retries the server did not inject), whose late answer is then the only extra
+        # completion the server may count
+        assert client.usage.retries == len(retries)
+        assert failures <= client.usage.retries
+        assert server.requests - len(PROMPTS) <= client.usage.retries
         assert 0 <= server.completions - len(PROMPTS) <= client.usage.retries - failures
         assert client.usage.failed == 0
 
