@@ -1,7 +1,7 @@
 """``r2med evaluate -r bm25`` as a user runs it: the whole process, cold and warm, against bm25s and the paper's code.
 
 On a synthetic collection shaped like MedXpertQA-Exam (61,379 docs x ~155 words, 100 queries x ~230
-words, Zipfian vocabulary; ``synthetic.py``, with 5 judged docs per query) written once as an R2MED
+words, Zipfian vocabulary; ``synthetic.py``, with 5 judged docs per query that carry 6 of its words) written once as an R2MED
 folder, each system is timed as one fresh process, from start to exit:
 
 * ``r2med bm25 cold`` / ``r2med bm25-standard cold`` -- ``python -m r2med evaluate -r ... -d synth -o OUT``
@@ -61,6 +61,15 @@ def write_collection(folder: Path, n_docs: int, n_queries: int, judged: int = 5,
     corpus, queries = r2med_like(n_docs=n_docs, n_queries=n_queries, seed=seed)
     rng = np.random.default_rng(seed + 7)
     doc_ids = list(corpus)
+    # the judged docs of each query carry 6 of its words, so the runs find them and nDCG@10 is a real
+    # agreement check between the systems (random judgments would score 0 for all of them)
+    judgments = {qid: [doc_ids[int(i)] for i in rng.choice(len(doc_ids), size=judged, replace=False)]
+                 for qid in queries}
+    for qid, dids in judgments.items():
+        words = queries[qid].split()
+        for did in dids:
+            picked = rng.choice(len(words), size=min(6, len(words)), replace=False)
+            corpus[did] += " " + " ".join(words[int(j)] for j in picked)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as fh:
         for did, text in corpus.items():
@@ -69,9 +78,9 @@ def write_collection(folder: Path, n_docs: int, n_queries: int, judged: int = 5,
         for qid, text in queries.items():
             fh.write(json.dumps({"id": qid, "text": text}) + "\n")
     with open(folder / "qrels.jsonl", "w", encoding="utf-8") as fh:
-        for qid in queries:
-            for i in rng.choice(len(doc_ids), size=judged, replace=False):
-                fh.write(json.dumps({"q_id": qid, "p_id": doc_ids[int(i)], "score": 1}) + "\n")
+        for qid, dids in judgments.items():
+            for did in dids:
+                fh.write(json.dumps({"q_id": qid, "p_id": did, "score": 1}) + "\n")
 
 
 # -- baselines, each run as its own process (``--baseline NAME DATA OUT``) ---------------------------
