@@ -126,3 +126,40 @@ def test_leaderboard_layouts_chosen_by_width(eight_tasks):
     for row in two.rows:  # every layout shows every figure
         for cell in row.cells.values():
             assert all(f"{cell.value:.2f}" in text for text in (full, compact, vertical))
+
+
+def test_expand_and_encode_tables_fit_80_columns_and_never_cut_a_path(tmp_path):
+    """The written file's path is the last column when the table fits; else a line under it, whole."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from llm_server import LLMServer
+    from test_expansion_generate import make_collection
+
+    from conftest import minilm_path
+
+    data = make_collection(tmp_path / "Biology", n_queries=3, n_docs=8)
+    out = tmp_path / ("a-results-folder-with-a-name-long-enough-to-push-the-path-past-80-columns" * 2)
+    with LLMServer() as server:
+        args = ("expand", "--method", "hyde", "--model", "test-model", "--base-url", server.base_url,
+                "--data-dir", str(data), "--out", str(out), "--name", "my-llm")
+        res = run_r2med(*args)
+        wide = run_r2med(*args, "--wide")
+    written = out / "Biology" / "hyde" / "my-llm" / "query_with_hydoc.jsonl"  # --name names the LLM's folder
+    assert res.returncode == wide.returncode == 0, res.stderr
+    assert written.exists()
+    table = [line for line in res.stdout.splitlines() if "│" in line or "┃" in line]
+    assert widest("\n".join(table)) <= 80 and "tokens in/out" in res.stdout
+    assert f"file Biology: {written}" in res.stdout.splitlines()  # the whole path, on a line of its own
+    assert str(written) in next(line for line in wide.stdout.splitlines() if "│ Biology" in line)
+
+    model = minilm_path()
+    args = ("encode", "-r", "dense", "--model", model, "--data-dir", str(data))
+    res, wide = run_r2med(*args), run_r2med(*args, "--wide")
+    assert res.returncode == wide.returncode == 0, res.stderr
+    location = next(line for line in wide.stdout.splitlines() if "│ Biology" in line).split("│")[-2].strip()
+    assert Path(location).is_dir()
+    table = [line for line in res.stdout.splitlines() if "│" in line or "┃" in line]
+    assert widest("\n".join(table)) <= 80
+    assert len(location) > 20  # too long for the table at 80 columns: the line under it names it whole
+    assert "where" not in res.stdout and f"embeddings Biology: {location}" in res.stdout.splitlines()

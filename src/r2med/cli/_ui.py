@@ -7,7 +7,7 @@ Every command renders through here; the decisions are the jobs' (:mod:`r2med.job
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,22 @@ def print_fitted(*tables: Any, wide: bool = False) -> None:
     target = fit_console(wide)
     for table in tables:
         target.print(table(target.width) if callable(table) else table)
+
+
+def print_with_paths(layout: Callable[[bool], Any], paths: Sequence[tuple[str, str]], label: str,
+                     wide: bool = False) -> None:
+    """A table whose last column is a path: whole when it fits (or ``--wide``); else the table without that
+    column and one ``LABEL TASK: PATH`` line per row under it, so a path is never cut."""
+    from ..report.layout import table_width
+
+    target = fit_console(wide)
+    full = layout(True)
+    if wide or table_width(full) <= target.width:
+        target.print(full)
+        return
+    target.print(layout(False))
+    for task, path in paths:
+        target.print(escape(f"{label} {task}: {path}"), highlight=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import app
-from ._ui import console
+from ._ui import console, print_with_paths
 from .options import (AT_LEAST_0, AT_LEAST_1, POSITIVE, TEMPERATURE, TOP_P, ApiKey, BaseUrl, DataDir, NoCache,
-                      Revision, Tasks)
+                      Revision, Tasks, Wide)
 
 
 @app.command("expand")
@@ -28,7 +28,8 @@ def expand_command(
     data_dir: DataDir = None,
     out: Path = typer.Option(Path("expansions"), "--out", "-o",
                              help="Writes OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl."),
-    llm_name: Optional[str] = typer.Option(None, "--llm-name", help="Folder name for the LLM (default: from --model)."),
+    llm_name: Optional[str] = typer.Option(None, "--llm-name", "--name",
+                                            help="Folder name for the LLM (default: from --model)."),
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
     concurrency: int = typer.Option(16, "--concurrency", "-c", callback=AT_LEAST_1, help="Requests in flight at once."),
@@ -53,6 +54,7 @@ def expand_command(
     answer_tags: Optional[str] = typer.Option(None, "--answer-tags", help="Agentic: OPEN,CLOSE tags of the answer."),
     revision: Revision = None,
     no_cache: NoCache = False,
+    wide: Wide = False,
 ) -> None:
     """Generate expansions for each task's queries; re-runs are free (cache) and interrupted runs resume."""
     from ..data import resolve
@@ -67,13 +69,18 @@ def expand_command(
         top_p=top_p, max_tokens=max_tokens, seed=seed, prompt_task=prompt_task, retriever=retriever,
         max_turns=max_turns, search_k=search_k, search_tags=search_tags, result_tags=result_tags,
         answer_tags=answer_tags, cache=not no_cache)
-    table = Table(title=escape(f"{method} expansions by {model}"))
-    for col in ("task", "queries", "requests", "cached", "retries", "tokens in/out", "file"):
-        table.add_column(col, justify="left" if col in ("task", "file") else "right")
-    for d in done:
-        u = d.usage
-        table.add_row(escape(d.task), str(d.queries), str(u["requests"]), str(u["cache_hits"]), str(u["retries"]),
-                      f"{u['prompt_tokens']:,}/{u['completion_tokens']:,}", escape(str(d.path)))
-    console.print(table)
+    def layout(with_path: bool) -> Table:
+        table = Table(title=escape(f"{method} expansions by {model}"))
+        columns = ("task", "queries", "requests", "cached", "retries", "tokens in/out")
+        for col in columns + (("file",) if with_path else ()):
+            table.add_column(col, justify="left" if col in ("task", "file") else "right", no_wrap=True)
+        for d in done:
+            u = d.usage
+            table.add_row(escape(d.task), str(d.queries), str(u["requests"]), str(u["cache_hits"]), str(u["retries"]),
+                          f"{u['prompt_tokens']:,}/{u['completion_tokens']:,}",
+                          *((escape(str(d.path)),) if with_path else ()))
+        return table
+
+    print_with_paths(layout, [(d.task, str(d.path)) for d in done], "file", wide=wide)
     console.print(escape(f"evaluate with: r2med evaluate --expansion {method}:{llm} --expansion-dir {out}"
                          + (f" --data-dir {data_dir}" if data_dir else "")))

@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import app
-from ._ui import console
+from ._ui import print_with_paths
 from .options import (AT_LEAST_0, AT_LEAST_1, POSITIVE, BatchSize, DataDir, Device, MaxLength, Pooling, Ray,
-                      RayAddress, Revision, Tasks, TrustRemoteCode)
+                      RayAddress, Revision, Tasks, TrustRemoteCode, Wide)
 
 
 @app.command("encode")
@@ -39,6 +39,7 @@ def encode_command(
     cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", callback=POSITIVE, help="CPUs each actor asks for."),
     gpus_per_actor: Optional[float] = typer.Option(None, "--gpus-per-actor", callback=AT_LEAST_0,
                                                    help="GPUs each actor asks for (default 1 on a GPU cluster, else 0)."),
+    wide: Wide = False,
 ) -> None:
     """Encode task corpora with a dense retriever into the embedding cache (or --dest), resumably."""
     from ..data import resolve
@@ -49,14 +50,18 @@ def encode_command(
     done = encode_tasks(resolve(tasks, data_dir, revision), retriever, options, ray=ray, address=address, dest=dest,
                         shard_size=shard_size, actors=actors, cpus_per_actor=cpus_per_actor,
                         gpus_per_actor=gpus_per_actor)
-    table = Table(title=escape(f"{retriever}: document embeddings"))
-    for col in ("task", "docs", "shards", "encoded", "reused", "time (s)", "where"):
-        table.add_column(col, justify="left" if col in ("task", "where") else "right")
-    for e in done:
-        if e.shards is None:  # in-process: docs encoded now and found in the cache
-            table.add_row(escape(e.task), f"{e.docs:,}", "-", f"{e.encoded:,}", f"{e.reused:,}", f"{e.seconds:.1f}",
-                          escape(e.location))
-        else:
-            table.add_row(escape(e.task), f"{e.docs:,}", str(e.shards), str(e.encoded), str(e.reused),
-                          f"{e.seconds:.1f}", escape(e.location))
-    console.print(table)
+    def layout(with_path: bool) -> Table:
+        table = Table(title=escape(f"{retriever}: document embeddings"))
+        for col in ("task", "docs", "shards", "encoded", "reused", "time (s)", *(("where",) if with_path else ())):
+            table.add_column(col, justify="left" if col in ("task", "where") else "right", no_wrap=True)
+        for e in done:
+            where = (escape(e.location),) if with_path else ()
+            if e.shards is None:  # in-process: docs encoded now and found in the cache
+                table.add_row(escape(e.task), f"{e.docs:,}", "-", f"{e.encoded:,}", f"{e.reused:,}",
+                              f"{e.seconds:.1f}", *where)
+            else:
+                table.add_row(escape(e.task), f"{e.docs:,}", str(e.shards), str(e.encoded), str(e.reused),
+                              f"{e.seconds:.1f}", *where)
+        return table
+
+    print_with_paths(layout, [(e.task, e.location) for e in done], "embeddings", wide=wide)
