@@ -108,6 +108,21 @@ def test_faults_are_retried_and_nothing_is_lost_or_duplicated():
         assert client.usage.failed == 0
 
 
+def test_retrying_gauge_counts_requests_between_an_error_and_their_answer():
+    """Every prompt fails once (HTTP 500) and waits 0.3 s before it is sent again: while one waits, the
+    gauge counts it; the 4 requests in flight wait together; at the end none is waiting."""
+    faults = Faults(rate_500=1.0, max_faults_per_prompt=1)
+    with LLMServer(faults) as server:
+        client = LLMClient("test-model", base_url=server.base_url, concurrency=4, timeout=5,
+                           backoff_base=0.3, backoff_max=0.3, max_retries=2, cache=False)
+        seen: list[int] = []
+        results = client.chat_many([msgs(p) for p in PROMPTS[:8]], on_retry=lambda _e: seen.append(
+            client.usage.retrying))
+    assert all(r.ok for r in results) and len(seen) == 8 == server.faults_sent["500"]
+    assert 1 <= min(seen) and max(seen) <= 4 and max(seen) >= 2  # several waited at once, never more than in flight
+    assert client.usage.retrying == 0 and client.usage.retries == 8
+
+
 def test_retry_after_is_honoured():
     faults = Faults(rate_429=1.0, retry_after=0.6, max_faults_per_prompt=1)
     with LLMServer(faults) as server:

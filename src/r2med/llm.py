@@ -93,6 +93,7 @@ class Usage:
     cache_hits: int = 0
     retries: int = 0
     failed: int = 0  # items given up on
+    retrying: int = 0  # gauge: requests that met a transient error and are not finished yet
     prompt_tokens: int = 0
     completion_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -349,6 +350,7 @@ class LLMClient:
     def _run_one(self, messages: Messages, sampling: Mapping[str, Any], key: str,
                  on_retry: Callable[[str], None] | None, stop: threading.Event) -> Result:
         attempts = 0
+        retrying = False
 
         def attempt() -> tuple[str, dict[str, int], str | None]:
             nonlocal attempts
@@ -358,10 +360,12 @@ class LLMClient:
             return self._send(messages, sampling)
 
         def on_transient(exc: Transient, tries: int, delay: float | None) -> None:
+            nonlocal retrying
             if exc.connect and not self._ever_connected and tries >= min(self.max_retries + 1, 2):
                 raise LLMError(f"LLM endpoint unreachable: {redact_url(str(exc))}; check --base-url")
             if delay is not None:
-                self.usage.add(retries=1)
+                self.usage.add(retries=1, retrying=0 if retrying else 1)
+                retrying = True
                 if on_retry is not None:
                     on_retry(str(exc))
                 log.debug("retrying in %.2fs after: %s", delay, exc)
@@ -373,6 +377,9 @@ class LLMClient:
         except (_Permanent, GaveUp) as exc:
             self.usage.add(failed=1)
             return Result(error=str(exc), attempts=attempts, key=key)
+        finally:
+            if retrying:
+                self.usage.add(retrying=-1)
         self.usage.add(succeeded=1, prompt_tokens=usage.get("prompt_tokens", 0),
                        completion_tokens=usage.get("completion_tokens", 0))
         if self.cache is not None:

@@ -33,14 +33,15 @@ class Bar(Protocol):
 
 
 class RequestBar:
-    """One task's expansion requests on :mod:`r2med.progress`: queries done, failed, retries, tokens so far."""
+    """One task's expansion requests on :mod:`r2med.progress`: queries done, failed, retried, retrying now
+    (requests between a transient error and their answer), tokens so far."""
 
     def __init__(self, task: progress.Progress, client: Any):
         self.task, self.client = task, client
 
     def _tokens(self) -> None:
         u = self.client.usage
-        self.task.set(**{"tokens in": u.prompt_tokens, "tokens out": u.completion_tokens})
+        self.task.set(**{"retrying": u.retrying, "tokens in": u.prompt_tokens, "tokens out": u.completion_tokens})
 
     def result(self, _key: Any, result: Any) -> None:
         ok = result if isinstance(result, bool) else result.ok
@@ -49,6 +50,7 @@ class RequestBar:
 
     def retry(self, _error: str) -> None:
         self.task.count(retried=1)
+        self.task.set(retrying=self.client.usage.retrying)  # requests waiting to be sent again right now
 
     def describe(self, text: str) -> None:
         self.task.describe(text)
@@ -156,7 +158,7 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
             before = client.usage.as_dict()
             path = task_folder(out, collection.name) / method / llm / EXPANSION_FILE
             with progress.task(f"{method} · {collection.name}", total=len(collection.queries), unit="queries",
-                               counters=("failed", "retried", "tokens in", "tokens out")) as task:
+                               counters=("failed", "retried", "retrying", "tokens in", "tokens out")) as task:
                 bar = RequestBar(task, client)
                 if agentic:
                     texts, errors, extra = _agentic(collection, method, client, params, retriever, max_turns,
