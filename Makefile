@@ -27,11 +27,12 @@ install-dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(BIN)/r2med demo
 
-# Tests run on every core (pytest-xdist); PYTEST_WORKERS=0 runs them in one process.
+# Tests run on every core (pytest-xdist; an idle worker takes queued tests from a busy one, and the slowest
+# tests are handed out first: tests/conftest.py); PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bm25_speed.py

@@ -16,6 +16,25 @@ import pytest
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SHARED_DATA = SHARED / "data"
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # The workers already fill the cores: one math thread each (torch, numpy and the CLI processes they
+    # start read it at import) wastes less time than several threads contending for a core.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, hand out the slow tests first, longest first (``slow(seconds=...)`` says how slow):
+    they queue on the first worker, one after another, while the others take the fast tests (and, with
+    ``--dist worksteal``, what is left of its queue) -- no two heavy tests fight for the two cores."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1) < 2:
+        return
+
+    def weight(item):
+        marker = item.get_closest_marker("slow")
+        return marker.kwargs.get("seconds", 5) if marker else 0
+
+    items.sort(key=weight, reverse=True)  # stable: the same order on every worker
+
 
 @pytest.fixture(autouse=True)
 def r2med_home(tmp_path_factory, monkeypatch) -> Path:

@@ -85,37 +85,42 @@ def test_similarity_and_dtype_are_recorded_in_the_config(tmp_path, r2med_home, b
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([name, f"dense-{Path(bert_dir_2).name}"])
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=90)
 @pytest.mark.shared
 def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path, r2med_home):
     """A sentence-transformers model named by its hub id (found offline in a pre-filled HF cache), no flags:
     nDCG@10 within 1e-4 of SentenceTransformer.encode + cosine brute force, top-10 overlap >= 0.99."""
+    from sentence_transformers import SentenceTransformer
     from test_dense_model_defaults import HUB_ID, hf_cache_with
+
+    from r2med.data.loaders import load_folder
+    from r2med.metrics import evaluate
 
     data = shared_collection("medline-med")
     model_path = minilm_path()
     cache = hf_cache_with(tmp_path / "hub", HUB_ID, model_path)
     # a real process: huggingface_hub reads HF_HUB_CACHE once, at import
     env = {**os.environ, "R2MED_HOME": str(r2med_home), "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
-    proc = subprocess.run([sys.executable, "-m", "r2med", "evaluate", "--retriever", "dense", "--model", HUB_ID,
-                           "-d", str(data), "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (tmp_path / "cli.log").open("w+")  # a file, not a pipe: nothing waits on the reader
+    cli = subprocess.Popen([sys.executable, "-m", "r2med", "evaluate", "--retriever", "dense", "--model", HUB_ID,
+                            "-d", str(data), "-o", str(tmp_path / "out")], stdout=log, stderr=log, env=env)
+    try:  # the reference is encoded here while the CLI encodes in its own process
+        collection = load_folder(data)
+        model = SentenceTransformer(model_path, device="cpu")  # its own settings: 256 tokens, mean, normalised
+        doc_ids, qids = list(collection.corpus), list(collection.queries)
+        d = model.encode(list(collection.corpus.values()))
+        q = model.encode(list(collection.queries.values()))
+        cli.wait(timeout=900)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        log.close()
+    assert cli.returncode == 0, (tmp_path / "cli.log").read_text()[-3000:]
     folder = tmp_path / "out" / "dense-all-MiniLM-L6-v2" / "medline-med"  # named after the model
     run = read_trec(folder / "run.trec")
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["config"]["similarity"] == "cosine" and metrics["config"]["encoder"]["max_length"] is None
-
-    from sentence_transformers import SentenceTransformer
-
-    from r2med.data.loaders import load_folder
-    from r2med.metrics import evaluate
-
-    collection = load_folder(data)
-    model = SentenceTransformer(model_path, device="cpu")  # its own settings: 256 tokens, mean, normalised
-    doc_ids, qids = list(collection.corpus), list(collection.queries)
-    d = model.encode(list(collection.corpus.values()))
-    q = model.encode(list(collection.queries.values()))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     scores = q.astype(np.float64) @ d.astype(np.float64).T

@@ -19,7 +19,7 @@ from conftest import minilm_path, shared_collection
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=15)  # a local cluster starts per module; the tests stay together
 
 
 @pytest.fixture(scope="module")

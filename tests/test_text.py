@@ -150,23 +150,30 @@ _ALPHABET = ("abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x85\u00a0\u1680\u2003
 
 @pytest.mark.slow
 def test_chunked_encoding_equals_tokenize_on_random_text():
-    """Cutting at whitespace first (the fast path) gives exactly the regex tokens, on any text."""
+    """Cutting at whitespace first (the fast path) gives exactly the regex tokens, on any text, in one process
+    and split over forked processes (the examples are pooled into groups so that each fork sees many)."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
     analyzer = EnglishAnalyzer()
+    seen: list[list[str]] = []
+
+    def agrees(vocab, ids, lengths, expected):
+        assert lengths.tolist() == [len(e) for e in expected]
+        assert np.asarray(vocab, dtype=object)[ids].tolist() == [t for e in expected for t in e]
+        assert vocab == list(dict.fromkeys(t for e in expected for t in e))  # numbered in order of first use
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.text(alphabet=_ALPHABET, max_size=40), min_size=1, max_size=5))
     def check(texts):
-        expected = [analyzer.tokenize(t) for t in texts]
-        for vocab, ids, lengths in (analyzer.encode(texts),
-                                    encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1)):
-            assert lengths.tolist() == [len(e) for e in expected]
-            assert np.asarray(vocab, dtype=object)[ids].tolist() == [t for e in expected for t in e]
-            assert vocab == list(dict.fromkeys(t for e in expected for t in e))  # numbered in order of first use
+        agrees(*analyzer.encode(texts), [analyzer.tokenize(t) for t in texts])
+        seen.append(texts)
 
     check()
+    for start in range(0, len(seen), 15):  # the forked path, 15 examples at a time
+        texts = [t for example in seen[start:start + 15] for t in example]
+        agrees(*encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1),
+               [analyzer.tokenize(t) for t in texts])
 
 
 def test_chunk_splitting_whitespace_is_str_split_less_the_ideographic_space():
