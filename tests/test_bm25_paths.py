@@ -15,13 +15,15 @@ def corpus():
     words = [f"w{i}" for i in range(3000)] + ["the", "of", "il-6", "e.g.", "covid-19", "don't"]
     p = 1.0 / np.arange(1, len(words) + 1)
     p /= p.sum()
-    docs = {f"d{i}": " ".join(rng.choice(words, size=int(rng.integers(1, 60)), p=p)) for i in range(25_000)}
+    lengths = rng.integers(1, 60, size=25_000)
+    tokens = rng.choice(words, size=int(lengths.sum()) + 120 * 20, p=p).tolist()  # one draw, cut into texts
+    ends = np.cumsum(lengths).tolist()
+    docs = {f"d{i}": " ".join(tokens[a:b]) for i, (a, b) in enumerate(zip([0, *ends[:-1]], ends))}
     docs["empty"] = ""
-    queries = {f"q{i}": " ".join(rng.choice(words, size=20, p=p)) for i in range(120)}
+    queries = {f"q{i}": " ".join(tokens[ends[-1] + 20 * i:ends[-1] + 20 * (i + 1)]) for i in range(120)}
     return docs, queries
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("flavour", ["paper", "standard"])
 def test_threaded_and_batched_search_equal_one_batch(corpus, flavour):
     docs, queries = corpus

@@ -15,7 +15,7 @@ from r2med import load_folder
 from r2med.data.loaders import load_demo
 from r2med.jobs.evaluate import run_task
 
-from conftest import minilm_path, shared_collection
+from conftest import shared_collection
 
 ray = pytest.importorskip("ray")
 
@@ -68,10 +68,15 @@ def small_corpus():
 
 
 @pytest.fixture(scope="module")
-def settings():
+def settings(tmp_path_factory):
+    """A tiny random BERT through plain transformers: what is tested is the sharding, restarts and cache, and
+    each actor process then starts in a second or two (sentence-transformers alone takes ~6 s to import)."""
+    from test_dense_fixtures import tiny_bert
+
     from r2med.retrieval.encoders import EncoderSettings
 
-    return EncoderSettings(model=minilm_path(), max_length=64)
+    return EncoderSettings(model=tiny_bert(tmp_path_factory.mktemp("tiny_bert")), pooling="mean", max_length=64,
+                           loader="transformers")  # as the CLI builds them from --pooling mean
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +157,8 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     # that the single-process dense retriever then reads without encoding anything.
     folder = tmp_path / "small"
     _write_folder(folder, small_corpus, {"q1": "blood pressure"})
-    args = ["encode", "--ray", "-r", "dense", "--model", settings.model, "--max-length", "64", "-d", str(folder),
-            "--shard-size", "16", "--actors", "2"]
+    args = ["encode", "--ray", "-r", "dense", "--model", settings.model, "--pooling", "mean", "--max-length", "64",
+            "-d", str(folder), "--shard-size", "16", "--actors", "2"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     coll = load_folder(folder)
