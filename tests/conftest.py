@@ -22,7 +22,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     """Under pytest-xdist, hand out the slow tests first, longest first (``slow(seconds=...)`` says how slow):
     they queue on the first worker, one after another, while the others take the fast tests (and, with
     ``--dist worksteal``, what is left of its queue) -- no two heavy tests fight for the two cores."""

@@ -101,21 +101,22 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
     cache = hf_cache_with(tmp_path / "hub", HUB_ID, model_path)
     # a real process: huggingface_hub reads HF_HUB_CACHE once, at import
     env = {**os.environ, "R2MED_HOME": str(r2med_home), "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
-    log = (tmp_path / "cli.log").open("w+")  # a file, not a pipe: nothing waits on the reader
-    cli = subprocess.Popen([sys.executable, "-m", "r2med", "evaluate", "--retriever", "dense", "--model", HUB_ID,
-                            "-d", str(data), "-o", str(tmp_path / "out")], stdout=log, stderr=log, env=env)
-    try:  # the reference is encoded here while the CLI encodes in its own process
-        collection = load_folder(data)
-        model = SentenceTransformer(model_path, device="cpu")  # its own settings: 256 tokens, mean, normalised
-        doc_ids, qids = list(collection.corpus), list(collection.queries)
-        d = model.encode(list(collection.corpus.values()))
-        q = model.encode(list(collection.queries.values()))
-        cli.wait(timeout=900)
-    finally:
-        if cli.poll() is None:
-            cli.kill()
-            cli.wait()
-        log.close()
+    # the CLI writes to a file, not a pipe (nothing waits on a reader), and encodes in its own process while
+    # the reference is encoded here
+    with (tmp_path / "cli.log").open("w") as log:
+        cli = subprocess.Popen([sys.executable, "-m", "r2med", "evaluate", "--retriever", "dense", "--model", HUB_ID,
+                                "-d", str(data), "-o", str(tmp_path / "out")], stdout=log, stderr=log, env=env)
+        try:
+            collection = load_folder(data)
+            model = SentenceTransformer(model_path, device="cpu")  # its own settings: 256 tokens, mean, normalised
+            doc_ids, qids = list(collection.corpus), list(collection.queries)
+            d = model.encode(list(collection.corpus.values()))
+            q = model.encode(list(collection.queries.values()))
+            cli.wait(timeout=900)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait()
     assert cli.returncode == 0, (tmp_path / "cli.log").read_text()[-3000:]
     folder = tmp_path / "out" / "dense-all-MiniLM-L6-v2" / "medline-med"  # named after the model
     run = read_trec(folder / "run.trec")
