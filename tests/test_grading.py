@@ -149,3 +149,27 @@ def test_runs_on_the_same_data_still_compare(tmp_path):
     ok("evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"))
     ok("evaluate", "-r", "bm25-standard", "-d", str(data), "--out", str(tmp_path / "runs"))
     ok("compare", str(tmp_path / "runs" / "bm25"), str(tmp_path / "runs" / "bm25-standard"))
+
+
+def test_a_reranked_run_keeps_its_first_stage_record_and_is_graded_by_it(biology, tmp_path):
+    """``rerank`` keeps the first stage's recorded configuration; a BM25 first stage named ``nv`` reranked by
+    monobert's record is not the published nv+monobert row (no reranked BM25 row is published)."""
+    pytest.importorskip("torch")
+    from test_rerank import _tiny_bert
+
+    from r2med.published import PublishedKey, match_published
+
+    runs = tmp_path / "runs"
+    ok("evaluate", "-r", "bm25", "--name", "nv", "-d", str(biology), "--out", str(runs))
+    model = _tiny_bert(tmp_path / "model", 1, seed=5)
+    ok("rerank", "--run", str(runs / "nv"), "--reranker", str(model), "-d", str(biology), "--name", "nv+monobert")
+    first = json.loads((runs / "nv" / "Biology" / "metrics.json").read_text())["config"]
+    config = json.loads((runs / "nv+monobert" / "Biology" / "metrics.json").read_text())["config"]
+    assert config["first_stage"]["config"] == first
+    assert match_published([config]) is None  # a random cross-encoder under the name nv+monobert
+    as_monobert = {**config, "reranker": {"reranker": "monobert"}}
+    assert match_published([as_monobert]) is None  # its first stage ran BM25, whatever it was named
+    nv_first = {**as_monobert, "first_stage": {**config["first_stage"], "config": {"retriever": "nv", "options": {}}}}
+    assert match_published([nv_first]) == PublishedKey("nv", "rerank:monobert")
+    system = report_json(runs / "nv+monobert")["systems"][0]
+    assert system["published"] is None

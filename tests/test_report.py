@@ -259,6 +259,18 @@ GRADING_TABLE = [
     ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "x", "config": NV}},
      PublishedKey("nv", "rerank:monobert")),
     ({"reranker": {"reranker": "monobert"}, "top_k": 100, "first_stage": {"retriever": "x", "config": NV}}, None),
+    ({"reranker": {"reranker": "bge-reranker", "model": "BAAI/bge-reranker-v2-m3"}, "top_k": 10,
+      "first_stage": {"retriever": "x", "config": NV}}, PublishedKey("nv", "rerank:bge-reranker")),
+    ({"reranker": {"reranker": "bge-reranker",  # a Hugging Face cache snapshot of the preset's checkpoint
+                   "model": "/hf/hub/models--BAAI--bge-reranker-v2-m3/snapshots/953dc6f6f85a1b2dbfca4c34a2796e7dde08d41e"},
+      "top_k": 10, "first_stage": {"retriever": "x", "config": NV}}, PublishedKey("nv", "rerank:bge-reranker")),
+    ({"reranker": {"reranker": "bge-reranker", "model": "/models/my-finetuned-reranker"}, "top_k": 10,
+      "first_stage": {"retriever": "x", "config": NV}}, None),  # another model under the preset's name
+    ({"reranker": {"reranker": "reasonrank-32b", "model": "liuwenhan/reasonrank-32B"}, "top_k": 100,
+      "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}}},
+     PublishedKey("e5", "rerank:ReasonRank(32B)")),
+    ({"reranker": {"reranker": "reasonrank-32b", "model": "my-alias"}, "top_k": 100,
+      "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}}}, None),
     ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "nv", "config": MINILM}}, None),
     ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "nv"}}, None),  # unrecorded
     ({"reranker": {}, "top_k": 10, "first_stage": {"retriever": "nv", "config": NV}}, None),

@@ -32,6 +32,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import PurePath
 from typing import Any
 
 from .errors import R2MedError
@@ -231,7 +232,8 @@ def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
         first_config = first.get("config") if isinstance(first, Mapping) else None
         stage = recorded_key(first_config) if isinstance(first_config, Mapping) else None
         name = reranker.get("reranker") if isinstance(reranker, Mapping) else None
-        if stage is None or stage.expansion != "none" or not isinstance(name, str):
+        if (stage is None or stage.expansion != "none" or not isinstance(name, str)
+                or not isinstance(reranker, Mapping) or not _runs_preset_model(name, reranker)):
             return None
         key = PublishedKey(stage.retriever, RERANK + _published_name(name, _reranker_records()))
         if (key.retriever, key.expansion, key.llm) not in keys:
@@ -247,6 +249,31 @@ def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
     if (key.retriever, key.expansion, key.llm) not in keys:
         return None
     return key if paper_settings(retriever, config) else None
+
+
+def _runs_preset_model(name: str, reranker: Mapping[str, Any]) -> bool:
+    """Whether a reranker's record ran the checkpoint of its preset ``name`` (its record's ``hub_id``, or a
+    cross-encoder preset's model), compared by the model's short name so that a local copy or Hugging Face
+    cache snapshot of it counts; a record that names no model, or a preset without one, has nothing to
+    check."""
+    from .rerank.base import RERANKERS
+    from .rerank.cross_encoder import PRESETS
+
+    meta = RERANKERS.get(name)
+    expected = meta.hub_id if meta is not None and meta.hub_id else PRESETS.get(name, {}).get("model")
+    model = reranker.get("model")
+    if not isinstance(model, str) or not isinstance(expected, str):
+        return True
+    return _checkpoint_name(model) == _checkpoint_name(expected)
+
+
+def _checkpoint_name(model: str) -> str:
+    """A model's repository name, lowercased: the last part of a hub id or folder, or for a Hugging Face
+    cache snapshot (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
+    parts = PurePath(model.rstrip("/\\")).parts or (model,)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].split("--")[-1].lower()
+    return parts[-1].lower()
 
 
 def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
