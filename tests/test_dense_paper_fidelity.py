@@ -313,14 +313,15 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     from r2med.report import build_leaderboard
     from r2med.published import PublishedKey, match_published, nonpaper_precision
     from r2med.run import write_task_results
+    from conftest import hub_data
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}
-    assert match_published("bge", [paper]) == PublishedKey("bge")
-    assert match_published("bge", [{**paper, "similarity": "dot"}]) is None
-    assert match_published("bge", [{**paper, "options": {"similarity": "dot"}}]) is None
-    assert match_published("bge", [{**paper, "options": {"similarity": "cosine"}}]) == PublishedKey("bge")
+    assert match_published([paper]) == PublishedKey("bge")
+    assert match_published([{**paper, "similarity": "dot"}]) is None
+    assert match_published([{**paper, "options": {"similarity": "dot"}}]) is None
+    assert match_published([{**paper, "options": {"similarity": "cosine"}}]) == PublishedKey("bge")
     bf16 = {**paper, "options": {"dtype": "bf16"}, "encoder": {"dtype": "bf16"}}
-    assert match_published("bge", [bf16]) == PublishedKey("bge")  # still matched...
+    assert match_published([bf16]) == PublishedKey("bge")  # still matched...
     assert nonpaper_precision(bf16) == "bf16 (paper: fp32)" and nonpaper_precision(paper) is None
     assert nonpaper_precision({"retriever": "nv", "encoder": {"dtype": "fp16"}}) is None
     assert nonpaper_precision({"reranker": {"reranker": "monobert", "dtype": "fp16"}}) == "fp16 (paper: fp32)"
@@ -328,7 +329,7 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     pub = published_ndcg10("bge")["Biology"] / 100
     for name, config in (("bge", paper), ("bf16/bge", bf16)):
         payload = {"task": "Biology", "retriever": "bge", "config": config, "aggregate": {"ndcg_cut_10": pub},
-                   "per_query": {"q1": {"ndcg_cut_10": pub}}}
+                   "per_query": {"q1": {"ndcg_cut_10": pub}}, **hub_data("Biology")}
         write_task_results(tmp_path / name / "Biology", {"q1": {"d1": 1.0}}, payload)
     board = build_leaderboard(load_systems([tmp_path / "bge", tmp_path / "bf16" / "bge"]))
     rows = {r.system: r for r in board.rows}

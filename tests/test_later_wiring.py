@@ -12,6 +12,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from conftest import hub_data
 from test_dense_cli import r2med as run_r2med
 from test_later_protocol import PRESETS, TASKS
 
@@ -108,7 +109,7 @@ def _write_system(root, name, values, config):
     from r2med.run import write_task_results
 
     for task, value in values.items():
-        payload = {"task": task, "retriever": name, "config": config(task),
+        payload = {"task": task, "retriever": name, "config": config(task), **hub_data(task),
                    "aggregate": {"ndcg_cut_10": value / 100}, "per_query": {"q1": {"ndcg_cut_10": value / 100}}}
         write_task_results(root / name / task, {"q1": {"d1": 1.0}}, payload)
 
@@ -141,10 +142,12 @@ def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(
     _write_system(runs, "my-qwen", {t: q4[t] + 2.2 for t in TASKS}, _dense_config("qwen3-emb-4b", dtype="bf16"))
     _write_system(runs, "other-qwen", {t: q4[t] for t in TASKS}, _dense_config("qwen3-emb-4b", max_length=256))
     rr = published_ndcg10("e5", "rerank:ReasonRank(32B)")
+    e5 = _dense_config("e5")  # the first stage's record, as `r2med rerank` keeps it
     for name, depth in (("e5+reasonrank-32b", 100), ("e5+reasonrank-32b-top20", 20)):
         _write_system(runs, name, {t: rr[t] - 1.9 for t in TASKS},
                       lambda task, depth=depth: {"reranker": {"reranker": "reasonrank-32b"}, "top_k": depth,
-                                                 "keep_tail": False, "first_stage": {"retriever": "e5"}})
+                                                 "keep_tail": False,
+                                                 "first_stage": {"retriever": "e5", "config": e5(task)}})
     systems = {s.name: s for s in find_systems([runs])}
     assert systems["reasonembed-qwen3-8b"].published == PublishedKey("ReasonEmbed-Qwen3-8B")
     assert systems["gte-qwen2-7b"].published == PublishedKey("gte-Qwen2-7B-instruct")

@@ -101,6 +101,23 @@ def hand_task_mean(folder: Path, qrels: dict) -> float:
     return sum(vals) / len(vals)
 
 
+def as_hub_task(monkeypatch, task: str, queries: int, docs: int) -> None:
+    """Make the published counts of ``task`` those of a tiny local collection, so that the collection counts
+    as the hub task (:func:`r2med.published.data_problem`) and the grading machinery can be checked on it."""
+    from dataclasses import replace
+
+    from r2med.tasks import TASKS
+
+    monkeypatch.setitem(TASKS, task, replace(TASKS[task], queries=queries, docs=docs))
+
+
+@pytest.fixture(autouse=True)
+def tiny_hub_tasks(monkeypatch):
+    """This module's Biology (4 queries, 10 docs) and MedQA-Diag (12, 60) stand for the hub tasks."""
+    as_hub_task(monkeypatch, "Biology", len(QUERIES), len(DOCS))
+    as_hub_task(monkeypatch, "MedQA-Diag", 12, 60)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Built once per module (with its own r2med home); tests only read it."""
@@ -138,7 +155,7 @@ def test_results_equal_to_published_cell_report_delta_zero(tmp_path):
     """A folder whose nDCG@10 equals the published Biology figure: delta 0, within tolerance."""
     pub = published_ndcg10("bm25")["Biology"] / 100
     run = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0}}
-    payload = {"task": "Biology", "retriever": "bm25",
+    payload = {"task": "Biology", "retriever": "bm25", "data": {"queries": len(QUERIES), "docs": len(DOCS)},
                "config": {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"},
                "aggregate": {"ndcg_cut_10": pub},
                "per_query": {"q1": {"ndcg_cut_10": pub - 0.05}, "q2": {"ndcg_cut_10": pub + 0.05}}}
@@ -214,19 +231,67 @@ def test_parse_label(label, key):
     assert parse_label(label) == key
 
 
-def test_match_published_checks_bm25_parameters():
-    paper = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4}
-    assert match_published("bm25", [paper]) == PublishedKey("bm25")
-    assert match_published("bm25", [{**paper, "k1": 1.2}]) is None
-    assert match_published("bm25", [{**paper, "flavour": "standard"}]) is None
-    assert match_published("run7", [paper]) == PublishedKey("bm25")
-    assert match_published("run7", [{**paper, "queries": "hyde:gpt4"}]) is None
+PAPER_BM25 = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4}
+HYDE_GPT4 = {"method": "hyde", "llm": "gpt4", "trace": "auto"}
+MINILM = {"retriever": "dense", "options": {"model": "/models/all-MiniLM-L6-v2"}, "pooling": "mean"}
+NV = {"retriever": "nv", "options": {}}
+
+#: The grading table: a recorded configuration (metrics.json ``config``) -> the published row it is graded
+#: against, written by hand from the figures CSV's keys.  Names play no part: the table has none.
+GRADING_TABLE = [
+    (PAPER_BM25, PublishedKey("bm25")),
+    ({**PAPER_BM25, "k1": 1.2}, None),
+    ({**PAPER_BM25, "flavour": "standard"}, None),
+    ({**PAPER_BM25, "expansion": HYDE_GPT4}, PublishedKey("bm25", "hyde", "gpt4")),
+    ({**PAPER_BM25, "queries": "hyde:gpt4"}, PublishedKey("bm25", "hyde", "gpt4")),  # the older record
+    ({**PAPER_BM25, "expansion": {**HYDE_GPT4, "llm": "not-an-llm"}}, None),
+    ({**PAPER_BM25, "expansion": None}, PublishedKey("bm25")),
     # a dense preset matches unless what it computes was overridden (batch size/device do not count)
-    assert match_published("nv", [{"retriever": "nv", "options": {"batch_size": 4, "device": "cuda"}}]) == PublishedKey("nv")
-    assert match_published("bge", [{"retriever": "bge", "options": {"max_length": 128}}]) is None
-    # reranked runs match the published rows only when they reranked the top 10, as the paper did
-    assert match_published("nv+monobert", [{"reranker": {}, "top_k": 10}]) == PublishedKey("nv", "rerank:monobert")
-    assert match_published("nv+monobert", [{"reranker": {}, "top_k": 100}]) is None
+    ({"retriever": "nv", "options": {"batch_size": 4, "device": "cuda"}}, PublishedKey("nv")),
+    ({"retriever": "bge", "options": {"max_length": 128}}, None),
+    ({"retriever": "contriever", "options": {}}, PublishedKey("contriever")),
+    # any model given by path or id is a custom system: it never matches a published row (issue 23)
+    (MINILM, None),
+    ({"retriever": "dense", "options": {"model": "nvidia/NV-Embed-v2"}}, None),
+    ({"retriever": "not-registered"}, None),
+    ({}, None),
+    # reranked: the paper's reranker at its published depth over a first stage recorded as published
+    ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "x", "config": NV}},
+     PublishedKey("nv", "rerank:monobert")),
+    ({"reranker": {"reranker": "monobert"}, "top_k": 100, "first_stage": {"retriever": "x", "config": NV}}, None),
+    ({"reranker": {"reranker": "bge-reranker", "model": "BAAI/bge-reranker-v2-m3"}, "top_k": 10,
+      "first_stage": {"retriever": "x", "config": NV}}, PublishedKey("nv", "rerank:bge-reranker")),
+    ({"reranker": {"reranker": "bge-reranker",  # a Hugging Face cache snapshot of the preset's checkpoint
+                   "model": "/hf/hub/models--BAAI--bge-reranker-v2-m3/snapshots/953dc6f6f85a1b2dbfca4c34a2796e7dde08d41e"},
+      "top_k": 10, "first_stage": {"retriever": "x", "config": NV}}, PublishedKey("nv", "rerank:bge-reranker")),
+    ({"reranker": {"reranker": "bge-reranker", "model": "/models/my-finetuned-reranker"}, "top_k": 10,
+      "first_stage": {"retriever": "x", "config": NV}}, None),  # another model under the preset's name
+    ({"reranker": {"reranker": "reasonrank-32b", "model": "liuwenhan/reasonrank-32B"}, "top_k": 100,
+      "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}}},
+     PublishedKey("e5", "rerank:ReasonRank(32B)")),
+    ({"reranker": {"reranker": "reasonrank-32b", "model": "my-alias"}, "top_k": 100,
+      "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}}}, None),
+    ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "nv", "config": MINILM}}, None),
+    ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "nv"}}, None),  # unrecorded
+    ({"reranker": {}, "top_k": 10, "first_stage": {"retriever": "nv", "config": NV}}, None),
+    ({"reranker": {"reranker": "monobert"}, "top_k": 10,
+      "first_stage": {"retriever": "bm25", "config": {**PAPER_BM25, "expansion": HYDE_GPT4}}}, None),
+    # a fused run is no published configuration, whatever its inputs
+    ({"fusion": "rrf", "k": 60, "inputs": [{"retriever": "nv", "config": NV}, {"retriever": "bm25", "config": PAPER_BM25}]},
+     None),
+]
+
+
+@pytest.mark.parametrize("config, key", GRADING_TABLE)
+def test_grading_table_keyed_by_recorded_configs(config, key):
+    assert match_published([config]) == key
+    assert match_published([config, config]) == key  # every task alike
+
+
+def test_tasks_that_ran_different_configurations_match_nothing():
+    assert match_published([PAPER_BM25, NV]) is None
+    assert match_published([PAPER_BM25, MINILM]) is None
+    assert match_published([]) is None
     assert PublishedKey("nv", "rerank:monobert").label == "nv+monobert"
 
 

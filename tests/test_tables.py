@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_r2med
+from conftest import hub_data, run_r2med
 from r2med.run import write_task_results
 from r2med.tasks import TASK_NAMES
 
@@ -32,6 +32,7 @@ def eight_tasks(tmp_path_factory) -> Path:
             aggregate = {"ndcg_cut_10": sum(v["ndcg_cut_10"] for v in per_query.values()) / 12}
             write_task_results(root / name / task, {"q1": {"d1": 1.0}},
                                {"task": task, "retriever": name, "config": paper if name == "bm25" else {},
+                                **hub_data(task),
                                 "aggregate": aggregate, "per_query": per_query})
     return root
 

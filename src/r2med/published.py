@@ -7,10 +7,12 @@ Where the CSV names a system otherwise than r2med does (the later models: ``Reas
 key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b``,
 ``e5+reasonrank-32b``).
 :func:`match_published` is the one rule for "is this run the published one?", asked by
-``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix:
+``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix.  It reads only
+what the run recorded (``metrics.json``'s ``config``), never its name:
 
-* a run's name (its folder) names a configuration (``bm25``, ``bm25+hyde-gpt4``, ``nv+bge-reranker``),
-  or its stored configuration does (retriever ``bm25``, no expansion);
+* its stored configuration names a published one: a registered retriever and its expansion (method, LLM),
+  or a reranker over a first stage whose own recorded configuration is a published one; a fused run
+  never is;
 * its stored configuration must be the paper's: the retriever's registry record says which values
   (:attr:`~r2med.retrieval.registry.RetrieverMeta.paper`: BM25's flavour, k1, b; a dense preset's
   cosine similarity) and which options change what it computes (``overrides``: model, pooling, max
@@ -18,7 +20,9 @@ key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b
   did (:func:`published_depth`: the paper's top 10, ReasonRank's top 100).
 
 A precision other than the published one (``--dtype``) keeps the match: :func:`precision_change`
-names it, and the leaderboard widens the tolerance instead.  How far a run may land from the figure
+names it, and the leaderboard widens the tolerance instead.
+
+A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a run may land from the figure
 is its tolerance class (:func:`tolerance_of`, from the records; :data:`r2med.registries.TOLERANCES`).
 """
 
@@ -28,6 +32,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import PurePath
 from typing import Any
 
 from .errors import R2MedError
@@ -212,21 +217,71 @@ def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
                for source in (options, config) if source.get(name) is not None)
 
 
-def match_published(name: str, configs: Iterable[Mapping[str, Any]] = ()) -> PublishedKey | None:
-    """The published configuration a run reproduces, from its name and stored configs (one per task)."""
-    configs = [c for c in configs if c]
-    key = parse_label(name)
-    if key is None:  # an unlabelled run whose stored configs name one retriever's plain paper configuration
-        retrievers = {c.get("retriever") for c in configs}
-        if len(retrievers) != 1 or not all(expansion_of(c) is None for c in configs):
+def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
+    """The published configuration one task's stored ``config`` ran, or None -- read from the record only
+    (the run's name plays no part): its retriever (a registry preset, run with the paper's settings:
+    :func:`paper_settings`) and expansion (method and LLM), or for a reranked run its reranker, how deep it
+    reranked (:func:`published_depth`) and its first stage's own recorded configuration.  A fused run, a
+    model given by path or hub id (``-r dense --model ...``) or any other custom system matches nothing."""
+    if not config or "fusion" in config:
+        return None
+    _, _, keys = _published_index()
+    reranker = config.get("reranker")
+    if reranker is not None:
+        first = config.get("first_stage")
+        first_config = first.get("config") if isinstance(first, Mapping) else None
+        stage = recorded_key(first_config) if isinstance(first_config, Mapping) else None
+        name = reranker.get("reranker") if isinstance(reranker, Mapping) else None
+        if (stage is None or stage.expansion != "none" or not isinstance(name, str)
+                or not isinstance(reranker, Mapping) or not _runs_preset_model(name, reranker)):
             return None
-        key = parse_label(str(retrievers.pop()))
-        if key is None or key.expansion != "none":
+        key = PublishedKey(stage.retriever, RERANK + _published_name(name, _reranker_records()))
+        if (key.retriever, key.expansion, key.llm) not in keys:
             return None
-    if key.reranker:
-        depth = published_depth(key.reranker_name or "")
-        return key if all(c.get("top_k") == depth for c in configs) else None
-    return key if all(paper_settings(key.system, c) for c in configs) else None
+        return key if config.get("top_k") == published_depth(name) else None
+    retriever = config.get("retriever")
+    if not isinstance(retriever, str) or retriever not in _retriever_records():
+        return None
+    expansion = expansion_of(config)
+    method, llm = ("none", "none") if expansion is None else \
+        (str(expansion.get("method")), str(expansion.get("llm")).replace("_", "-"))
+    key = PublishedKey(published_retriever(retriever), method, llm)
+    if (key.retriever, key.expansion, key.llm) not in keys:
+        return None
+    return key if paper_settings(retriever, config) else None
+
+
+def _runs_preset_model(name: str, reranker: Mapping[str, Any]) -> bool:
+    """Whether a reranker's record ran the checkpoint of its preset ``name`` (its record's ``hub_id``, or a
+    cross-encoder preset's model), compared by the model's short name so that a local copy or Hugging Face
+    cache snapshot of it counts; a record that names no model, or a preset without one, has nothing to
+    check."""
+    from .rerank.base import RERANKERS
+    from .rerank.cross_encoder import PRESETS
+
+    meta = RERANKERS.get(name)
+    expected = meta.hub_id if meta is not None and meta.hub_id else PRESETS.get(name, {}).get("model")
+    model = reranker.get("model")
+    if not isinstance(model, str) or not isinstance(expected, str):
+        return True
+    return _checkpoint_name(model) == _checkpoint_name(expected)
+
+
+def _checkpoint_name(model: str) -> str:
+    """A model's repository name, lowercased: the last part of a hub id or folder, or for a Hugging Face
+    cache snapshot (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
+    parts = PurePath(model.rstrip("/\\")).parts or (model,)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].split("--")[-1].lower()
+    return parts[-1].lower()
+
+
+def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
+    """The published configuration a run reproduces: the one every task's stored configuration ran
+    (:func:`recorded_key`), else None.  Never read from the run's name: a folder named ``contriever`` that
+    ran BM25 is graded as BM25, one named ``bm25`` that ran a custom model is not graded."""
+    found = {recorded_key(c) for c in configs}
+    return found.pop() if len(found) == 1 else None
 
 
 def published_depth(reranker: str) -> int:
@@ -296,3 +351,55 @@ def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
     """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
     change = precision_change(config)
     return None if change is None else f"{change[0]} (paper: {change[1]})"
+
+
+# -- the data a run was made on ---------------------------------------------------------------------
+
+def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
+    """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``,
+    ``revision``) is not the hub task ``task`` whose figures are published, or None when it is.
+
+    The hub task is data read from the task's hub repository at its pinned commit, or data whose
+    recorded counts (queries, documents) equal the task's published counts (a local copy).  r2med
+    knows no file hashes of the pinned commits, so a local folder with the right name and counts is
+    taken for the hub task; any other local folder -- or one whose run recorded no counts -- is not.
+    """
+    from .tasks import TASKS
+
+    spec = TASKS.get(task)
+    if spec is None:
+        return f"{task} is not one of R2MED's tasks"
+    source, revision = record.get("source"), record.get("revision")
+    if revision == spec.revision and isinstance(source, str) and source.startswith(f"hf://datasets/{spec.hub_id}@"):
+        return None
+    counts = record.get("data")
+    where = f"hub commit {str(revision)[:12]}" if revision else "a local folder"
+    if not isinstance(counts, Mapping):
+        return f"{task}: data from {where} with no recorded counts (re-run with this r2med to grade it)"
+    queries, docs = counts.get("queries"), counts.get("docs")
+    if (queries, docs) != (spec.queries, spec.docs):
+        return (f"{task}: data from {where} has {queries} queries and {docs} docs, the hub task "
+                f"{spec.queries} and {spec.docs}")
+    return None
+
+
+def data_identity(record: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What says which data one task folder's run was made on: (corpus fingerprint, queries-and-judgments
+    fingerprint) as its ``metrics.json`` stored them (None where not recorded)."""
+    return record.get("dataset_fingerprint"), record.get("judgments_fingerprint")
+
+
+def different_data(task: str, records: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """A one-line reason when the runs ``records`` (label -> ``metrics.json``) of one task were made on
+    different data (their recorded fingerprints differ), else None; a fingerprint one run did not record
+    is not compared."""
+    labels = list(records)
+    for part, what in ((0, "corpus"), (1, "queries or judgments")):
+        seen = {label: data_identity(records[label])[part] for label in labels}
+        known = {label: value for label, value in seen.items() if value is not None}
+        if len(set(known.values())) > 1:
+            first, *rest = known
+            other = next(label for label in rest if known[label] != known[first])
+            return (f"{task}: {first} and {other} were made on different data (another {what}: "
+                    f"fingerprints {known[first]} and {known[other]}); pair runs of the same data only")
+    return None

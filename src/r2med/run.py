@@ -178,7 +178,7 @@ def _measures(values: Any, where: str, path: Path) -> None:
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
     """The shape r2med writes: an object with ``aggregate`` (measure -> finite number) and, when present,
     ``per_query`` (query -> measure -> finite number), a plain-name ``task``, text ``retriever``/``source``/
-    ``dataset_fingerprint``, object ``config``/``versions``, finite ``timing`` and boolean ``count_missing``."""
+    ``dataset_fingerprint``/``judgments_fingerprint``, object ``config``/``versions``/``data``, finite ``timing`` and boolean ``count_missing``."""
     path = Path(path)
     if not isinstance(data, dict):
         raise DataError(path, None, f"expected a JSON object, got {type(data).__name__}")
@@ -194,14 +194,14 @@ def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
         problem = name_problem(data["task"])
         if problem is not None:
             raise DataError(path, None, f"task {problem}; refusing to use it as a folder name")
-    for key in ("retriever", "source", "dataset_fingerprint"):
+    for key in ("retriever", "source", "dataset_fingerprint", "judgments_fingerprint"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise DataError(path, None, f"{key} must be text, got {type(data[key]).__name__}")
     if data.get("retriever") is not None:
         problem = name_problem(data["retriever"], run_name=True)
         if problem is not None:
             raise DataError(path, None, f"retriever {problem}; refusing to use it in a folder name")
-    for key in ("config", "versions"):
+    for key in ("config", "versions", "data"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise DataError(path, None, f"{key} must be an object, got {type(data[key]).__name__}")
     if data.get("timing") is not None:

@@ -95,12 +95,14 @@ def print_summary(results: Sequence[Any], summary: Any, folder: Path | None = No
     """A job's summary table (:func:`r2med.report.summary.summary_table`: a column per measure, nDCG@10 by
     default), its precision note, where results are."""
     from ..report.layout import fitted
-    from ..report.summary import precision_note, summary_table
+    from ..report.summary import precision_note, summary_table, ungraded_notes
 
     print_fitted(fitted(lambda: summary_table(results, summary, measures=measures, title=title),
                         lambda: summary_table(results, summary, measures=measures, title=title, compact=True)))
     note = precision_note(summary)
     if note:
         console.print(f"[yellow]{escape(note)}[/]")
+    for line in ungraded_notes(summary):
+        console.print(f"[yellow]{escape(line)}[/]")
     if folder is not None:
         console.print(f"results: {escape(str(folder))}")

@@ -27,7 +27,7 @@ from ..cache import fingerprint_texts
 from ..data import Collection, TaskRef
 from ..metrics import DEFAULT_MEASURES, Metrics, evaluate
 from ..paths import plain_name
-from ..published import PublishedKey, match_published, precision_change
+from ..published import PublishedKey, data_problem, match_published, precision_change
 from ..retrieval.base import QueryText
 from .folders import TaskResult, finish_task, reuse
 
@@ -158,17 +158,22 @@ class Summary:
     published: PublishedKey | None = None
     precision: tuple[str, str] | None = None  # (used, the paper's) when they differ
     retriever: str = ""
+    #: task -> why its published figure is not shown (its data is not the hub task's: data_problem)
+    ungraded: dict[str, str] = field(default_factory=dict)
 
 
 def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     """The published configuration ``results`` reproduce (:func:`r2med.published.match_published`) and
     the precision they ran in when it is not the paper's (the published figures stay shown)."""
     configs = [r.config for r in results]
-    published = match_published(name, configs) if results else None
+    published = match_published(configs) if results else None
     if published is not None and published.reranker:
         published = None  # a reranked run's own table shows no published row (see `r2med report`)
     change = next((c for c in map(precision_change, configs) if c), None) if published is not None else None
-    return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name)
+    figures = published.figures() if published is not None else {}
+    ungraded = {r.task: problem for r in results if r.task in figures
+                for problem in [data_problem(r.task, r.data)] if problem is not None}
+    return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name, ungraded)
 
 
 def demo_tasks(revision: str | None = None) -> tuple[list[TaskRef], str | None]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..cache import fingerprint
 from ..data import Collection
 from ..errors import R2MedError
 from ..metrics import HEADLINE, Metrics, evaluate
@@ -51,6 +52,9 @@ class TaskResult:
     reused: bool = False
     run: Run | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
+    #: fingerprints): what :func:`r2med.published.data_problem` grades
+    data: dict[str, Any] = field(default_factory=dict)
 
     @property
     def headline(self) -> float:
@@ -96,6 +100,26 @@ def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(dict(config), default=str))
 
 
+def judgments_fingerprint(collection: Collection) -> str:
+    """Content hash of a collection's queries (ids and texts) and judgments: with the corpus fingerprint,
+    what says two runs were made on the same data."""
+    return fingerprint("judgments", sorted(collection.queries.items()),
+                       sorted((q, sorted(docs.items())) for q, docs in collection.qrels.items()))
+
+
+def data_record(collection: Collection) -> dict[str, Any]:
+    """What ``metrics.json`` records about the data a run was made on (beside ``config``)."""
+    return {
+        "data": {"queries": len(collection.queries), "docs": len(collection.corpus),
+                 "judged_queries": len(collection.qrels),
+                 "judgments": sum(len(docs) for docs in collection.qrels.values())},
+        "dataset_fingerprint": collection.fingerprint,
+        "judgments_fingerprint": judgments_fingerprint(collection),
+        "source": collection.source,
+        "revision": collection.revision,
+    }
+
+
 def metrics_payload(collection: Collection, name: str, config: Mapping[str, Any], metrics: Metrics,
                     timing: Mapping[str, float], count_missing: bool = False) -> dict[str, Any]:
     """The ``metrics.json`` of one task folder."""
@@ -108,9 +132,7 @@ def metrics_payload(collection: Collection, name: str, config: Mapping[str, Any]
         "count_missing": count_missing,
         "timing": dict(timing),
         "versions": versions(),
-        "dataset_fingerprint": collection.fingerprint,
-        "source": collection.source,
-        "revision": collection.revision,
+        **data_record(collection),
     }
 
 
@@ -127,7 +149,8 @@ def finish_task(collection: Collection, name: str, run: Run, config: Mapping[str
     if folder is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing)
         write_task_results(folder, run, payload, tag=name, root=out)
-    return TaskResult(collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config))
+    return TaskResult(collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config),
+                      data=data_record(collection))
 
 
 def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collection, measures: Iterable[str],
@@ -143,8 +166,10 @@ def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collect
         return None
     try:
         stored = read_metrics(folder)
+        recorded_judgments = stored.get("judgments_fingerprint")
         if (stored.get("config") != _as_json(config) or stored.get("dataset_fingerprint") != collection.fingerprint
-                or stored.get("revision") != collection.revision):
+                or stored.get("revision") != collection.revision
+                or recorded_judgments not in (None, judgments_fingerprint(collection))):
             log.warning("%s: %s holds results of another configuration or data; they will be replaced "
                         "(use another --out to keep both)", collection.name, folder)
             return None
@@ -154,12 +179,14 @@ def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collect
     measures = stored_measures(measures)
     timing = stored.get("timing", {})
     log.info("%s: reusing finished results in %s", collection.name, folder)
-    if not set(measures) <= set(stored.get("aggregate") or {}):  # stored before with fewer measures: re-scored
+    if (not set(measures) <= set(stored.get("aggregate") or {})  # stored before with fewer measures: re-scored
+            or recorded_judgments is None):  # or before runs recorded their data: re-scored, the record added
         name = str(stored.get("retriever") or folder.parent.name)
         result = finish_task(collection, name, run, config, out, measures, count_missing, timing)
     else:
         metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
-        result = TaskResult(collection.name, metrics, folder, timing, run=run, config=stored["config"])
+        result = TaskResult(collection.name, metrics, folder, timing, run=run, config=stored["config"],
+                            data=data_record(collection))
     result.reused = True
     return result
 
@@ -420,7 +447,7 @@ def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = N
     paths = ref.task_paths() if ref is not None else task_folders(folder)
     tasks = {t.task: t for path in paths for t in read_run_folder(path)}
     system = System(name or folder.name, folder, tasks)
-    system.published = match_published(system.name, [t.config for t in tasks.values()])
+    system.published = match_published([t.config for t in tasks.values()])
     return system
 
 

@@ -17,6 +17,7 @@ from ..errors import R2MedError
 from ..fusion import check_fusion, fuse
 from ..metrics import DEFAULT_MEASURES
 from ..paths import plain_name
+from ..published import different_data
 from .folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
@@ -45,8 +46,11 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
     results = []
     for items in match_tasks(groups, labels):
         collection = items[0].collection
-        if any(other.collection.fingerprint != collection.fingerprint for other in items[1:]):
-            log.warning("%s: the input runs were made on different corpora", collection.name)
+        problem = different_data(collection.name, {str(i.folder): i.meta for i in items})
+        if problem is None and any(other.collection.fingerprint != collection.fingerprint for other in items[1:]):
+            problem = f"{collection.name}: the input runs were made on different corpora"
+        if problem is not None:
+            raise R2MedError(problem)
         config = {"fusion": method, "k": k if method == "rrf" else None, "norm": None if method == "rrf" else norm,
                   "weights": list(weights) if weights else None, "depth": depth,
                   "inputs": [i.describe() for i in items]}

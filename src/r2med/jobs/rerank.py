@@ -47,7 +47,8 @@ class TaskInput:
 
     def describe(self) -> dict[str, Any]:
         """What a result made from this input records about it (part of its configuration)."""
-        return {"retriever": self.retriever, "folder": str(self.folder), "run_fingerprint": self.run_fingerprint}
+        return {"retriever": self.retriever, "folder": str(self.folder), "run_fingerprint": self.run_fingerprint,
+                "config": self.meta.get("config")}
 
 
 def _line_of(path: Path, qid: str, did: str) -> int | None:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from ..errors import R2MedError
 from ..jobs.folders import System, task_order
 from ..metrics import HEADLINE, canonical, measure_label
+from ..published import different_data
 from ..stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
 from .format import SIGNIFICANT, check_format, records_text, tex
 from .layout import compact_table, fitted, short_task
@@ -183,7 +184,10 @@ def _p(p: float | None) -> str:
 
 def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutations: int = DEFAULT_PERMUTATIONS,
                     seed: int = DEFAULT_SEED, alpha: float = 0.05) -> Comparison:
-    """``b`` against baseline ``a`` on every task both have, plus all their queries pooled."""
+    """``b`` against baseline ``a`` on every task both have, plus all their queries pooled.
+
+    Runs are paired only when made on the same data: a task whose two runs recorded different corpus or
+    judgment fingerprints (:func:`r2med.published.different_data`) is a one-line error."""
     measure = canonical(measure)
     tasks = [t for t in task_order([a, b]) if t in a.tasks and t in b.tasks]
     if not tasks:
@@ -193,6 +197,10 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
     pooled_b: dict[str, float] = {}
     notes = []
     per_query: list[tuple[str, str, float, float]] = []
+    for t in tasks:
+        problem = different_data(t, {a.name: a.tasks[t].metrics, b.name: b.tasks[t].metrics})
+        if problem is not None:
+            raise R2MedError(problem)
     for t in tasks:
         sa, sb = a.tasks[t].scores(measure), b.tasks[t].scores(measure)
         if not sa or not sb:

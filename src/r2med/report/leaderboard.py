@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import R2MedError
 from ..jobs.folders import System, task_order
 from ..metrics import HEADLINE, canonical, measure_label
-from ..published import PublishedKey, nonpaper_precision, require_label, tolerance_of
+from ..published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from ..tasks import TASK_NAMES
 from .format import FLAG, SIGNIFICANT, check_format, records_text, tex
 from .layout import compact_table, fitted, short_legend, short_task
@@ -41,6 +41,8 @@ class BoardCell:
     published: float | None = None
     p_holm: float | None = None
     significant: bool = False
+    #: why the published figure is not shown though the system matched one (its data is not the hub task's)
+    ungraded: str | None = None
 
     @property
     def delta(self) -> float | None:
@@ -127,6 +129,8 @@ class Leaderboard:
         if any(r.precision_note for r in self.rows if r.published is not None):
             out.append(f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
                        "than the paper's code (--dtype).")
+        out += [f"no published figure for {r.system}: {r.cells[c].ungraded}." for r in self.rows for c in self.columns
+                if r.cells[c].ungraded]
         notes = sorted({r.published_average_note for r in self.rows if r.published_average_note})
         out += [f"{AVERAGE} delta: {n}." for n in notes]
         if self.baseline:
@@ -221,6 +225,7 @@ class Leaderboard:
                     "within_tolerance": row.within(col),
                     "published_config": row.published.label if row.published and c.published is not None else None,
                     "p_holm": c.p_holm, "significant": c.significant if self.baseline else None,
+                    "ungraded": c.ungraded,
                 })
         return recs
 
@@ -243,7 +248,8 @@ class Leaderboard:
                 "reference": row.reference,
                 "cells": {col: {"value": _round(row.cells[col].value), "published": row.cells[col].published,
                                 "delta": _round(row.cells[col].delta), "within_tolerance": row.within(col),
-                                "p_holm": row.cells[col].p_holm, "significant": row.cells[col].significant}
+                                "p_holm": row.cells[col].p_holm, "significant": row.cells[col].significant,
+                                "ungraded": row.cells[col].ungraded}
                           for col in self.columns},
             })
         return {"measure": self.measure, "scale": 100, "tasks": self.tasks, "baseline": self.baseline,
@@ -302,12 +308,15 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
         for t in tasks:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
-            cells[t] = BoardCell(value=None if v is None else 100 * v, published=figures.get(t))
+            problem = data_problem(t, res.metrics) if res is not None and t in figures else None
+            cells[t] = BoardCell(value=None if v is None else 100 * v,
+                                 published=None if problem else figures.get(t), ungraded=problem)
+        graded = {t: f for t, f in figures.items() if t == AVERAGE or cells.get(t) is None or not cells[t].ungraded}
         present = [t for t in tasks if cells[t].value is not None]
         avg = sum(cells[t].value for t in present) / len(present) if present else None  # type: ignore[misc]
         note = ""
         pub_avg = None
-        if figures:
+        if figures and all(t in graded for t in present):
             r2 = [t for t in present if t in TASK_NAMES]
             if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
                 pub_avg = figures.get(AVERAGE)

@@ -23,6 +23,7 @@ def summary_table(results: Sequence[TaskResult], summary: Summary, measures: Seq
 
     measures = [canonical(m) for m in (measures or (HEADLINE,))]
     published = summary.published.figures() if summary.published and HEADLINE in measures else {}
+    published = {task: value for task, value in published.items() if task not in summary.ungraded}
     if not any(r.task in published for r in results):  # other collections: no published column at all
         published = {}
     labels = ", ".join(measure_label(m) for m in measures)
@@ -55,7 +56,8 @@ def summary_table(results: Sequence[TaskResult], summary: Summary, measures: Seq
             row.append(f"[bold]{avg:.2f}")
             if published and m == HEADLINE:
                 pub = published.get("Average")
-                full = sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None
+                full = (sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None
+                        and not summary.ungraded)
                 row += [f"{pub:.2f}" if full else "-", f"{avg - pub:+.2f}" if full else "-"]
         row.append("")
         table.add_row(*row)
@@ -69,3 +71,10 @@ def precision_note(summary: Summary) -> str | None:
     used, paper = summary.precision
     return (f"{summary.retriever} ran in {used}, the paper's code in {paper}: expect larger deltas "
             "(reports widen the tolerance)")
+
+
+def ungraded_notes(summary: Summary) -> list[str]:
+    """One line per task whose published figure is not shown because its data is not the hub task's."""
+    if summary.published is None:
+        return []
+    return [f"no published {summary.published.label} figure: {reason}" for reason in summary.ungraded.values()]
