@@ -12,14 +12,16 @@ class R2MedError(Exception):
 
 
 class DataError(R2MedError):
-    """Bad input data, located at ``file:line``."""
+    """Bad input data, located at ``file:line``; ``context`` (what the reader took the file for, e.g.
+    ``BEIR layout (queries.jsonl found)``) goes in front of the location."""
 
-    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str):
+    def __init__(self, path: str | os.PathLike[str], line: int | None, message: str, context: str | None = None):
         self.path = str(path)
         self.line = line
         self.message = message
+        self.context = context
         where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{context}: {where}: {message}" if context else f"{where}: {message}")
 
 
 class MissingExtraError(R2MedError):

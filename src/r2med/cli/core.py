@@ -15,7 +15,7 @@ from ..paths import check_output_dir
 from ._ui import check_json_format, console, print_fitted, print_json, print_summary
 from .options import (AT_LEAST_0, AT_LEAST_1, UNIT, BatchSize, CountMissing, DataDir, Device, FormatJson, JsonAlias,
                       MaxLength, Measures, Model, NoCache, Out, Overwrite, Pooling, Ray, RayAddress, ResultName,
-                      Revision, Strict, Tasks, TrustRemoteCode, Wide, comma_list)
+                      Revision, Split, Strict, Tasks, TrustRemoteCode, Wide, comma_list)
 
 
 @app.command("tasks")
@@ -64,6 +64,7 @@ def evaluate_command(
                                                                      "--ray a comma-separated list."),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
+    split: Split = "test",
     out: Out = Path("runs"),
     name: ResultName = None,
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
@@ -113,7 +114,7 @@ def evaluate_command(
     check_output_dir(out)
     if not no_cache:
         check_home()
-    refs = resolve(tasks, data_dir, revision)
+    refs = resolve(tasks, data_dir, revision, split)
     columns = table_measures(measure)
     options = dict(k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device,
                    max_length=max_length, pooling=pooling, similarity=similarity, dtype=dtype,

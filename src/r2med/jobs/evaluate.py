@@ -117,7 +117,8 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
     describe = getattr(query_builder, "describe", None)
     config = {"retriever": retriever, "options": options, "k": k, **retriever_.config(),
               "expansion": describe(collection) if describe else None,
-              "queries_fingerprint": queries_fingerprint(queries)}
+              "queries_fingerprint": queries_fingerprint(queries),
+              **({"split": collection.split} if collection.split is not None else {})}
     reused = reuse(out, config, collection, measures, count_missing, overwrite)
     if reused is not None:
         return reused

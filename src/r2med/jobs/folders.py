@@ -108,9 +108,10 @@ def metrics_payload(collection: Collection, name: str, config: Mapping[str, Any]
         "count_missing": count_missing,
         "timing": dict(timing),
         "versions": versions(),
-        "dataset_fingerprint": collection.fingerprint,
+        "dataset_fingerprint": collection.dataset_fingerprint,
         "source": collection.source,
         "revision": collection.revision,
+        **({"split": collection.split} if collection.split is not None else {}),
     }
 
 
@@ -143,7 +144,7 @@ def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collect
         return None
     try:
         stored = read_metrics(folder)
-        if (stored.get("config") != _as_json(config) or stored.get("dataset_fingerprint") != collection.fingerprint
+        if (stored.get("config") != _as_json(config) or stored.get("dataset_fingerprint") != collection.dataset_fingerprint
                 or stored.get("revision") != collection.revision):
             log.warning("%s: %s holds results of another configuration or data; they will be replaced "
                         "(use another --out to keep both)", collection.name, folder)

@@ -45,7 +45,11 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
     results = []
     for items in match_tasks(groups, labels):
         collection = items[0].collection
-        if any(other.collection.fingerprint != collection.fingerprint for other in items[1:]):
+        splits = {str(i.collection.split or "test") for i in items}
+        if len(splits) > 1:
+            raise R2MedError(f"{collection.name}: the input runs are on different splits ({', '.join(sorted(splits))});"
+                             " fuse runs of one split")
+        if any(other.collection.dataset_fingerprint != collection.dataset_fingerprint for other in items[1:]):
             log.warning("%s: the input runs were made on different corpora", collection.name)
         config = {"fusion": method, "k": k if method == "rrf" else None, "norm": None if method == "rrf" else norm,
                   "weights": list(weights) if weights else None, "depth": depth,
