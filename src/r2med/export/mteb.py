@@ -448,9 +448,11 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
                 report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
         k_values = tuple(getattr(mtask, "k_values", K_VALUES))
         scores = mteb_scores(payload, k_values, (depths or {}).get(str(payload.get("task")) if named else task))
-        if "main_score" not in scores.values or mtask.metadata.main_score != MAIN_SCORE:
-            raise R2MedError(f"{task}: the results have no {mtask.metadata.main_score}, MTEB's main score for "
-                             f"{mtask.metadata.name}")
+        if mtask.metadata.main_score != MAIN_SCORE:
+            raise R2MedError(f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
+                             f"which r2med does not compute")
+        if "main_score" not in scores.values:
+            raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
         judged = len(payload.get("per_query") or {})
         if named is None and judged and judged != TASKS[task].queries:
             report.warnings.append(f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
