@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import app
-from ._ui import console, print_with_paths
+from ._ui import print_next, print_with_paths
 from .options import (AT_LEAST_0, AT_LEAST_1, POSITIVE, TEMPERATURE, TOP_P, ApiKey, BaseUrl, DataDir, NoCache,
                       Revision, Split, Tasks, Wide)
 
@@ -33,7 +33,7 @@ def expand_command(
                                             help="Folder name for the LLM (default: from --model)."),
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
-    concurrency: int = typer.Option(16, "--concurrency", "-c", callback=AT_LEAST_1, help="Requests in flight at once."),
+    concurrency: int = typer.Option(16, "--concurrency", callback=AT_LEAST_1, help="Requests in flight at once."),
     timeout: float = typer.Option(300.0, "--timeout", callback=POSITIVE, help="Seconds before a request is retried."),
     max_retries: int = typer.Option(6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."),
     sampling: Optional[str] = typer.Option(None, "--sampling",
@@ -83,5 +83,5 @@ def expand_command(
         return table
 
     print_with_paths(layout, [(d.task, str(d.path)) for d in done], "file", wide=wide)
-    console.print(escape(f"evaluate with: r2med evaluate --expansion {method}:{llm} --expansion-dir {out}"
-                         + (f" --data-dir {data_dir}" if data_dir else "")))
+    print_next("evaluate with:", "r2med", "evaluate", "--expansion", f"{method}:{llm}", "--expansion-dir", out,
+               *(("--data-dir", data_dir) if data_dir else ()), *(("--split", split) if split != "test" else ()))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import R2MedError
+from ..errors import R2MedError, did_you_mean
 from ..tasks import TASK_NAMES, get_task, parse_tasks
 from .collection import Collection
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
@@ -116,7 +116,8 @@ def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLi
     for name in asked:
         folder = by_name.get(name.lower())
         if folder is None:
-            raise R2MedError(f"--tasks {name}: no such collection in --data-dir {data_dir}; "
+            raise R2MedError(f"--tasks {name}: no such collection in --data-dir {data_dir}"
+                             f"{did_you_mean(name, [f.name for f in folders])}; "
                              f"it holds: {', '.join(f.name for f in folders)}")
         refs.append(TaskRef(_task_name(folder), str(folder), split=split))
     return refs

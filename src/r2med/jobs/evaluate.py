@@ -122,6 +122,10 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
     reused = reuse(out, config, collection, measures, count_missing, overwrite)
     if reused is not None:
         return reused
+    if options.get("cache", True):
+        from ..cache import remember_collection
+
+        remember_collection(collection.fingerprint, collection.name, collection.source)
     t0 = time.perf_counter()
     retriever_.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
     t1 = time.perf_counter()

@@ -137,8 +137,11 @@ def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, ou
 
 
 def folder_name(name: str) -> str:
-    """A reranker or model name as a folder name (``org/model`` -> ``model``)."""
-    return Path(name.rstrip("/")).name or name
+    """A reranker or model name as a folder name (``org/model`` -> ``model``): the one rule a model is named by
+    in results, as a retriever's (:func:`r2med.jobs.evaluate.model_name`) or a reranker's."""
+    from .evaluate import model_name
+
+    return model_name(name)
 
 
 def result_name(name: str | None, default: str) -> str:
