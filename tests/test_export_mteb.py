@@ -312,3 +312,82 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     assert (tmp_path / "m2" / "results" / "me__my-bm25" / "v1" / "R2MEDBiologyRetrieval.json").is_file()
     two = run_r2med("export", str(tmp_path / "runs"), "-o", str(tmp_path / "m3"), "--model", "me/x")
     assert two.returncode == 2 and "export one system at a time" in two.stderr
+
+
+# -- a local collection named as an MTEB task (--mteb-task) ---------------------------------------
+
+def _beir_with_counts(root, docs: int, queries: int, judgments: int, zero_grades: int = 5):
+    """A BEIR folder with these counts (``zero_grades`` extra judgments of grade 0, which MTEB does not count)."""
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(60)]
+    (root / "qrels").mkdir(parents=True)
+    with open(root / "corpus.jsonl", "w") as f:
+        for d in range(docs):
+            f.write(json.dumps({"_id": f"d{d}", "title": "", "text": " ".join(rng.choices(words, k=12))}) + "\n")
+    with open(root / "queries.jsonl", "w") as f:
+        for q in range(queries):
+            f.write(json.dumps({"_id": f"q{q}", "text": " ".join(rng.choices(words, k=4))}) + "\n")
+    rows = [(f"q{i % queries}", f"d{(i * 7) % docs}", 1 + i % 2) for i in range(judgments)]
+    rows += [(f"q{i}", f"d{(i * 7 + 3) % docs}", 0) for i in range(zero_grades)]
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"
+                                             + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows))
+    (root / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\n")
+    return root
+
+
+def test_mteb_task_counts_come_from_the_installed_package(mteb):
+    from r2med.export.mteb import CollectionCounts, find_mteb_task, mteb_task_counts
+
+    # NFCorpus test split, as MTEB's own statistics file counts it (mteb/descriptive_stats/Retrieval/NFCorpus.json)
+    stats_file = json.loads((__import__("pathlib").Path(mteb.__file__).parent / "descriptive_stats" / "Retrieval"
+                             / "NFCorpus.json").read_text())["test"]
+    assert mteb_task_counts(find_mteb_task("NFCorpus"), "test") == CollectionCounts(
+        stats_file["num_documents"], stats_file["num_queries"], stats_file["relevant_docs_statistics"]["num_relevant_docs"])
+    assert stats_file["num_documents"] == 3633
+    assert mteb_task_counts(find_mteb_task("NFCorpus"), "dev") is None
+    with pytest.raises(R2MedError, match="--mteb-task SciFactt: 'SciFactt' not found. Did you mean: 'SciFact'"):
+        find_mteb_task("SciFactt")
+
+
+def test_export_a_local_beir_run_as_the_mteb_task_its_counts_match(mteb, tmp_path):
+    """`export --mteb-task AILAStatutes`: a BEIR folder with AILAStatutes' counts (82 docs, 50 queries, 217 non-zero
+    judgments in mteb's statistics) is written as that task, with MTEB's pin, and read back by mteb's loader."""
+    from conftest import run_r2med
+    from r2med.run import read_metrics
+
+    stats = mteb.get_task("AILAStatutes").metadata.descriptive_stats["test"]
+    data = _beir_with_counts(tmp_path / "aila", stats["num_documents"], stats["num_queries"],
+                             stats["relevant_docs_statistics"]["num_relevant_docs"])
+    assert run_r2med("evaluate", "-d", data, "-o", tmp_path / "runs").returncode == 0
+    out = tmp_path / "mteb"
+    plain = run_r2med("export", tmp_path / "runs", "-o", out)
+    assert plain.returncode == 2 and "--mteb-task" in plain.stderr
+    res = run_r2med("export", tmp_path / "runs", "-o", out, "--mteb-task", "AILAStatutes")
+    assert res.returncode == 0, res.stderr
+    loaded = _loaded(mteb, out, "r2med/bm25", ["AILAStatutes"])
+    result = loaded["AILAStatutes"]
+    assert result.dataset_revision == mteb.get_task("AILAStatutes").metadata.revision
+    (entry,) = result.scores["test"]
+    stored = read_metrics(tmp_path / "runs" / "bm25" / "aila")["aggregate"]
+    assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
+    # the dev split of the same folder is not MTEB's task (MTEB evaluates AILAStatutes on test)
+    assert run_r2med("evaluate", "-d", data, "--split", "dev", "-o", tmp_path / "dev").returncode == 0
+    dev = run_r2med("export", tmp_path / "dev", "-o", tmp_path / "m2", "--mteb-task", "AILAStatutes")
+    assert dev.returncode == 2 and "the results are on the dev split" in dev.stderr
+    assert not (tmp_path / "m2").exists()
+
+
+def test_mteb_task_with_other_counts_is_refused_in_one_line(mteb, tmp_path, shared_dir):
+    """The shared nfcorpus-test (3,162 docs) is not MTEB's NFCorpus (3,633 docs): refused, nothing written."""
+    from conftest import run_r2med
+
+    data = shared_dir / "data" / "nfcorpus-test"
+    if not data.is_dir():
+        pytest.skip("../shared/data/nfcorpus-test is absent")
+    assert run_r2med("evaluate", "-d", data, "-o", tmp_path / "runs", "-k", "10").returncode == 0
+    res = run_r2med("export", tmp_path / "runs", "-o", tmp_path / "mteb", "--mteb-task", "NFCorpus")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == ("error: --mteb-task NFCorpus: nfcorpus-test (test) has 3,162 docs, 323 queries, "
+                                  "12,334 non-zero judgments, MTEB's NFCorpus has 3,633 docs, 323 queries, "
+                                  "12,334 non-zero judgments: not the same collection, not exported")
+    assert not (tmp_path / "mteb").exists()

@@ -141,7 +141,7 @@ def test_measures_stored_and_shown(hour):
     compared = json.loads(out["compare"].stdout)
     assert {(r["baseline"], r["measure"]) for r in compared} == {("bm25", "recall_100")}
     assert sorted({r["system"] for r in compared}) == SYSTEMS[1:]
-    assert {r["task"] for r in compared} == {"clinic", "medline-med", "all queries"}
+    assert {r["task"] for r in compared} == {"clinic", "medline-med", "all queries (pooled)"}
 
 
 def test_score_takes_folders_and_a_one_collection_data_dir_refuses_other_tasks(hour):

@@ -32,7 +32,7 @@ def test_per_task_lines_match_stored_per_query_values(runs):
     a, b = load_systems([runs / "bm25", runs / "bm25-standard"])
     comparison = compare_systems(a, b, n_permutations=5000)
     tasks = [line.task for line in comparison.rows]
-    assert tasks == ["Biology", "MedQA-Diag", "all queries"]
+    assert tasks == ["Biology", "MedQA-Diag", "all queries (pooled)"]
     pooled_a, pooled_b = [], []
     for line in comparison.rows[:2]:
         qa = _per_query(runs / "bm25" / line.task)
@@ -74,10 +74,10 @@ def test_renderings(runs):
     systems = load_systems([runs / "bm25", runs / "bm25-standard"])
     comparisons = compare_many(systems, n_permutations=1000)
     recs = json.loads(render_comparisons(comparisons, "json"))
-    assert [r["task"] for r in recs] == ["Biology", "MedQA-Diag", "all queries"]
+    assert [r["task"] for r in recs] == ["Biology", "MedQA-Diag", "all queries (pooled)"]
     assert {"p_ttest", "p_randomization", "p_randomization_holm", "ci_low", "ci_high", "wins"} <= set(recs[0])
     md = render_comparisons(comparisons, "markdown")
-    assert "### bm25-standard vs bm25" in md and "| **all queries** |" in md
+    assert "### bm25-standard vs bm25" in md and "| **all queries (pooled)** |" in md
     csv_text = render_comparisons(comparisons, "csv")
     assert csv_text.splitlines()[0].startswith("baseline,system,measure,task,n,")
     assert r"\begin{tabular}" in render_comparisons(comparisons, "latex")

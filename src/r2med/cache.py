@@ -255,3 +255,43 @@ def _swap_in(tmp: Path, target: Path) -> None:
 
 def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+#: Hidden folder of the home (not a kind ``cache ls`` lists): which collection each corpus fingerprint is.
+COLLECTIONS_DIR = ".collections"
+
+
+def _recorded_collections(corpus_fingerprint: str) -> list[dict[str, str]]:
+    try:
+        record = json.loads((home_path() / COLLECTIONS_DIR / f"{corpus_fingerprint}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    found = record.get("collections") if isinstance(record, dict) else None
+    return [c for c in found if isinstance(c, dict) and isinstance(c.get("name"), str)] if isinstance(found, list) \
+        else []
+
+
+def remember_collection(corpus_fingerprint: str, name: str, source: str = "") -> None:
+    """Record that ``corpus_fingerprint`` (the key of the indexes and embeddings built on a corpus) is the corpus
+    of the collection ``name`` (from ``source``), so ``r2med cache ls`` can say what each entry belongs to (a
+    corpus several collections share lists them all).  One small file per fingerprint, written atomically; a
+    home that cannot take it only loses the label."""
+    known = _recorded_collections(corpus_fingerprint)
+    if any(c["name"] == name for c in known):
+        return
+    try:
+        path = home_path() / COLLECTIONS_DIR / f"{corpus_fingerprint}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"corpus_fingerprint": corpus_fingerprint,
+                                 "collections": [*known, {"name": name, "source": source}]})
+    except OSError:
+        return
+
+
+def collection_of(corpus_fingerprint: object) -> str | None:
+    """The collection name(s) :func:`remember_collection` recorded for a corpus fingerprint (``a, b``), or None."""
+    if not isinstance(corpus_fingerprint, str) or not corpus_fingerprint.isalnum():
+        return None
+    names = [c["name"] for c in _recorded_collections(corpus_fingerprint)]
+    return ", ".join(names) if names else None
+

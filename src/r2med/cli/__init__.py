@@ -15,11 +15,58 @@ import sys
 import typer
 from rich.logging import RichHandler
 from rich.markup import escape
+from typer.core import TyperGroup, TyperOption
 
 from ..errors import R2MedError
 from ._ui import console, err_console
 
+#: The logging options of ``r2med`` itself, also taken after a command's name (``r2med evaluate ... -q``).
+GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
+
+
+def _as_flag(param: object) -> None:
+    if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+        param.metavar = ""
+
+
+def show_flags_as_flags(command: object) -> None:
+    """On/off options (``--help`` too) are listed as ``--overwrite``, not ``--overwrite <bool>`` (typer's default)."""
+    if command is None or getattr(command, "_r2med_flags_shown", False):
+        return
+    for param in getattr(command, "params", []):
+        _as_flag(param)
+    help_option = command.get_help_option  # type: ignore[attr-defined]
+
+    def get_help_option(ctx: typer.Context) -> object:
+        option = help_option(ctx)
+        _as_flag(option)
+        return option
+
+    command.get_help_option = get_help_option  # type: ignore[attr-defined]
+    command._r2med_flags_shown = True  # type: ignore[attr-defined]
+    for subcommand in getattr(command, "commands", {}).values():  # a group of commands (``cache ls|rm``)
+        show_flags_as_flags(subcommand)
+
+
+class R2MedGroup(TyperGroup):
+    """The ``r2med`` group: ``-q``/``-v`` mean quiet/verbose wherever they are on the command line, and flags
+    show as flags in every help page."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        end = args.index("--") if "--" in args else len(args)
+        hoisted = [a for a in args[:end] if a in GLOBAL_FLAGS]
+        rest = [a for a in args[:end] if a not in GLOBAL_FLAGS]
+        show_flags_as_flags(self)
+        return super().parse_args(ctx, hoisted + rest + args[end:])
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> object:  # type: ignore[override]
+        command = super().get_command(ctx, cmd_name)
+        show_flags_as_flags(command)
+        return command
+
+
 app = typer.Typer(
+    cls=R2MedGroup,
     name="r2med",
     help="R2MED benchmark toolkit: load tasks, retrieve, expand, rerank, evaluate like trec_eval, report.",
     no_args_is_help=True,

@@ -33,6 +33,16 @@ def fit_console(wide: bool = False) -> Console:
     return Console(width=WIDE) if wide else console
 
 
+def print_next(label: str, *command: object) -> None:
+    """A suggested next command: ``label`` on one line, then the command alone on its own line, never wrapped by
+    r2med (the terminal may fold it, but no line break lands inside an option), arguments shell-quoted so it
+    can be pasted."""
+    import shlex
+
+    console.print(escape(label), highlight=False)
+    console.print(escape(shlex.join(str(part) for part in command)), highlight=False, soft_wrap=True)
+
+
 def print_fitted(*tables: Any, wide: bool = False) -> None:
     """Tables printed to fit :func:`fit_console` (each may be one table, or a function of the width
     returning the layout that fits it: :func:`r2med.report.layout.fitted`)."""

@@ -12,10 +12,10 @@ from rich.table import Table
 from ..tasks import TASKS
 from . import app, enable_strict_data
 from ..paths import check_output_dir
-from ._ui import check_json_format, console, print_fitted, print_json, print_summary
+from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (AT_LEAST_0, AT_LEAST_1, UNIT, BatchSize, CountMissing, DataDir, Device, FormatJson, JsonAlias,
                       MaxLength, Measures, Model, NoCache, Out, Overwrite, Pooling, Ray, RayAddress, ResultName,
-                      Revision, Strict, Tasks, TrustRemoteCode, Wide, comma_list)
+                      Revision, Split, Strict, Tasks, TrustRemoteCode, Wide, comma_list)
 
 
 @app.command("tasks")
@@ -64,6 +64,7 @@ def evaluate_command(
                                                                      "--ray a comma-separated list."),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
+    split: Split = "test",
     out: Out = Path("runs"),
     name: ResultName = None,
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
@@ -113,7 +114,7 @@ def evaluate_command(
     check_output_dir(out)
     if not no_cache:
         check_home()
-    refs = resolve(tasks, data_dir, revision)
+    refs = resolve(tasks, data_dir, revision, split)
     columns = table_measures(measure)
     options = dict(k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device,
                    max_length=max_length, pooling=pooling, similarity=similarity, dtype=dtype,
@@ -161,7 +162,7 @@ def demo_command(
                       title="bm25 on the built-in demo collection: nDCG@10 (x100)")
     else:
         print_summary(results, summary(DEMO.name, results), out / DEMO.name)
-    console.print(escape(f"report with: r2med report {out}"), highlight=False, soft_wrap=True)
+    print_next("report with:", "r2med", "report", out)
 
 
 @app.command("score")
@@ -172,7 +173,7 @@ def score_command(
     run: Path = typer.Argument(..., help="A TREC run file, or a task folder (or a system folder / results root "
                                          "holding the collection's task)."),
     measure: Measures = None,
-    per_query: bool = typer.Option(False, "--per-query", "-q", help="Also print per-query values."),
+    per_query: bool = typer.Option(False, "--per-query", "-p", help="Also print per-query values."),
     count_missing: bool = typer.Option(False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."),
     fmt: str = typer.Option("trec", "--format", "-f", help="trec (trec_eval's lines) or json."),
     as_json: JsonAlias = False,

@@ -202,12 +202,13 @@ def cache_ls(kind: Optional[str] = typer.Argument(None, help="Only this kind (bm
     def layout(compact: bool) -> Table:
         title = escape(f"r2med cache: {home()}")
         table = compact_table(title=title) if compact else Table(title=title)
-        for col in ("kind", "name", "size", *(() if compact else ("modified",)), "what"):
+        for col in ("kind", "name", "size", *(() if compact else ("modified",)), "collection", "what"):
             table.add_column(col, justify="right" if col == "size" else "left",
                              no_wrap=col in ("kind", "name", "size", "modified"), overflow="fold")
         for e in entries:  # names and details come from the file system and cached files: printed as text
             modified = () if compact else (time.strftime("%Y-%m-%d %H:%M", time.localtime(e.modified)),)
-            table.add_row(escape(e.kind), escape(e.name), _size(e.bytes), *modified, escape(e.detail))
+            table.add_row(escape(e.kind), escape(e.name), _size(e.bytes), *modified, escape(e.collection or "-"),
+                          escape(e.detail))
         return table
 
     print_fitted(fitted(lambda: layout(False), lambda: layout(True)), wide=wide)

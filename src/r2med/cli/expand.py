@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import app
-from ._ui import console, print_with_paths
+from ._ui import print_next, print_with_paths
 from .options import (AT_LEAST_0, AT_LEAST_1, POSITIVE, TEMPERATURE, TOP_P, ApiKey, BaseUrl, DataDir, NoCache,
-                      Revision, Tasks, Wide)
+                      Revision, Split, Tasks, Wide)
 
 
 @app.command("expand")
@@ -26,13 +26,14 @@ def expand_command(
     model: str = typer.Option(..., "--model", help="Model name at the endpoint (e.g. gpt-4o, Qwen/Qwen2.5-7B-Instruct)."),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
+    split: Split = "test",
     out: Path = typer.Option(Path("expansions"), "--out", "-o",
                              help="Writes OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl."),
     llm_name: Optional[str] = typer.Option(None, "--llm-name", "--name",
                                             help="Folder name for the LLM (default: from --model)."),
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
-    concurrency: int = typer.Option(16, "--concurrency", "-c", callback=AT_LEAST_1, help="Requests in flight at once."),
+    concurrency: int = typer.Option(16, "--concurrency", callback=AT_LEAST_1, help="Requests in flight at once."),
     timeout: float = typer.Option(300.0, "--timeout", callback=POSITIVE, help="Seconds before a request is retried."),
     max_retries: int = typer.Option(6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."),
     sampling: Optional[str] = typer.Option(None, "--sampling",
@@ -64,7 +65,7 @@ def expand_command(
         for noisy in ("httpx2", "httpx", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     method, llm, done = expand_tasks(
-        resolve(tasks, data_dir, revision), method, model, out, llm_name=llm_name, base_url=base_url, api_key=api_key,
+        resolve(tasks, data_dir, revision, split), method, model, out, llm_name=llm_name, base_url=base_url, api_key=api_key,
         concurrency=concurrency, timeout=timeout, max_retries=max_retries, sampling=sampling, temperature=temperature,
         top_p=top_p, max_tokens=max_tokens, seed=seed, prompt_task=prompt_task, retriever=retriever,
         max_turns=max_turns, search_k=search_k, search_tags=search_tags, result_tags=result_tags,
@@ -82,5 +83,5 @@ def expand_command(
         return table
 
     print_with_paths(layout, [(d.task, str(d.path)) for d in done], "file", wide=wide)
-    console.print(escape(f"evaluate with: r2med evaluate --expansion {method}:{llm} --expansion-dir {out}"
-                         + (f" --data-dir {data_dir}" if data_dir else "")))
+    print_next("evaluate with:", "r2med", "evaluate", "--expansion", f"{method}:{llm}", "--expansion-dir", out,
+               *(("--data-dir", data_dir) if data_dir else ()), *(("--split", split) if split != "test" else ()))

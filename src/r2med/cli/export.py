@@ -28,13 +28,18 @@ def export_command(
                                                       "no_revision_available)."),
     force: bool = typer.Option(False, "--force", help="Export results made on another data revision than MTEB's "
                                                       "pin (or on local data), saying so in a warning."),
+    mteb_task: Optional[str] = typer.Option(None, "--mteb-task",
+                                            help="The MTEB task a local collection is (SciFact, NFCorpus...): "
+                                                 "accepted only when its docs, queries and judgments count as "
+                                                 "the task's do in the installed mteb."),
     wide: Wide = False,
 ) -> None:
     """Export systems' results: MTEB's results files, which load with mteb's own loader."""
     from ..export.mteb import summarize_keys
     from ..jobs.export import export_runs
 
-    for report in export_runs(runs, out, fmt, model=model, model_revision=model_revision, force=force):
+    for report in export_runs(runs, out, fmt, model=model, model_revision=model_revision, force=force,
+                              mteb_task=mteb_task):
         table = Table(title=escape(f"{report.model_name} ({report.model_revision}): MTEB results"))
         for col in ("task", "MTEB task", "dataset revision", "nDCG@10", "scores"):
             table.add_column(col, justify="right" if col in ("nDCG@10", "scores") else "left", no_wrap=col != "task")

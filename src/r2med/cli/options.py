@@ -143,6 +143,15 @@ REVISION_HELP = ("Hub data revision: default each task's pinned commit (`r2med t
 Tasks = Annotated[str, typer.Option("--tasks", "-t", help="'all' or comma-separated task names.")]
 DataDir = Annotated[Optional[Path], typer.Option(
     "--data-dir", "-d", help="Local data: one collection folder, or a folder of task folders.")]
+def _split_callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from ..data.loaders import check_split
+
+    return value if ctx.resilient_parsing else check_split(value)
+
+
+Split = Annotated[str, typer.Option("--split", callback=_split_callback, metavar="test|dev|train",
+                                    help="BEIR folders: the judgments qrels/<split>.tsv and their queries "
+                                         "(recorded in the results).")]
 RecordedDataDir = Annotated[Optional[Path], typer.Option(
     "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub).")]
 Revision = Annotated[Optional[str], typer.Option("--revision", help=REVISION_HELP)]

@@ -56,6 +56,7 @@ def report_command(
     title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
     with_published: Optional[str] = typer.Option(None, "--with-published",
                                                  help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."),
+    tasks: Tasks = "all",
     wide: Wide = False,
 ) -> None:
     """Leaderboard of systems x tasks beside the published R2MED figures (or per facet value with --by);
@@ -73,7 +74,7 @@ def report_command(
     for path, what in ((output, "--output"), (html, "--html")):
         if path is not None:
             check_output_file(path, what)
-    systems = jobs.load_report(runs, published=_published_overrides(published))
+    systems = jobs.load_report(runs, published=_published_overrides(published), tasks=tasks)
     board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
                               n_permutations=permutations, seed=seed, references=comma_list(with_published))
     collections = None
@@ -108,9 +109,10 @@ def compare_command(
     permutations: Permutations = 10_000,
     seed: Seed = 42,
     alpha: Alpha = 0.05,
-    per_query: Optional[int] = typer.Option(None, "--per-query", "-q", callback=AT_LEAST_0,
+    per_query: Optional[int] = typer.Option(None, "--per-query", "-p", callback=AT_LEAST_0,
                                             help="Also list the N largest per-query gains and losses "
                                                  "(0 = every query; with csv/json: the per-query rows instead)."),
+    tasks: Tasks = "all",
     wide: Wide = False,
 ) -> None:
     """Paired comparison against the first system: mean difference, t-test, randomisation test, bootstrap CI,
@@ -124,7 +126,7 @@ def compare_command(
     fmt = check_format(fmt)
     if output is not None:
         check_output_file(output, "--output")
-    systems = load_report(runs)
+    systems = load_report(runs, tasks=tasks)
     if len(systems) < 2:
         raise R2MedError("compare needs at least two systems: r2med compare BASELINE OTHER [MORE...]")
     comparisons = compare_many(systems, measure, n_permutations=permutations, seed=seed, alpha=alpha)
@@ -162,6 +164,7 @@ def reproduce_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     revision: Revision = None,
+    wide: Wide = False,
 ) -> None:
     """Reproduce the published R2MED figures that this machine can: run, compare, print pass/fail with tolerance."""
     from ..jobs import reproduce as jobs
@@ -179,7 +182,10 @@ def reproduce_command(
             typer.echo(tables.to_json(planned), nl=False)
         else:
             unpublished = jobs.unpublished(comma_list(settings)) if not retrievers else []
-            table_console().print(tables.plan_table(planned, unpublished))
+            from ..report.layout import fitted
+
+            print_fitted(fitted(lambda: tables.plan_table(planned, unpublished),
+                                lambda: tables.plan_table(planned, unpublished, compact=True)), wide=wide)
             gpu = env.gpu or "none"
             console.print(escape(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}"))
         return

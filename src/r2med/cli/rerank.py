@@ -48,7 +48,7 @@ def rerank_command(
     step: Optional[int] = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
     with_scores: bool = typer.Option(False, "--with-scores", help="listwise: show first-stage scores in the "
                                                                    "prompt (InsertRank-style)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", callback=AT_LEAST_1, help="listwise: queries in flight."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Other reranker options as key=value "
                                                                  "(e.g. label=1, lora=<path>, base=<path>)."),
     measure: Measures = None,

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..cache import fingerprint_texts
+from ..cache import fingerprint, fingerprint_texts
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,9 @@ class Collection:
     pytrec_eval's nested dict; ``query_meta`` keeps extra query fields (R2MED's
     ``answer``, ``body_system``, ``doc_id``...); ``expansion_files`` maps
     ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data;
-    ``revision`` is the hub commit the data came from (None for local folders).
+    ``revision`` is the hub commit the data came from (None for local folders); ``split`` the BEIR
+    split (``test``, ``dev``, ``train``) whose queries and judgments were loaded (None: a collection
+    with one split -- R2MED's layout, the hub, the demo).
 
     Frozen: its :attr:`fingerprint` keys every cache built on it (indexes, embeddings, results), so a
     changed collection is a new one -- :meth:`replace` -- never an edited one.  Treat the mappings as
@@ -58,6 +60,7 @@ class Collection:
     query_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     expansion_files: dict[str, Path] = field(default_factory=dict)
     revision: str | None = None
+    split: str | None = None
 
     def replace(self, **changes: Any) -> Collection:
         """A new collection with some fields changed (``coll.replace(qrels=other)``)."""
@@ -67,6 +70,15 @@ class Collection:
     def fingerprint(self) -> str:
         """Content hash of the corpus (ids and texts, in order): the key of every index built on it."""
         return fingerprint_texts(self.corpus.items())
+
+    @cached_property
+    def dataset_fingerprint(self) -> str:
+        """What results record as ``dataset_fingerprint``: the corpus :attr:`fingerprint`, with the split
+        mixed in for a BEIR split other than ``test`` (so a dev run is never taken for a test run, while
+        the test split keeps the fingerprint results recorded before splits were named)."""
+        if self.split in (None, "test"):
+            return self.fingerprint
+        return fingerprint("split", self.fingerprint, self.split)
 
     @cached_property
     def qrels_check(self) -> QrelsCheck:

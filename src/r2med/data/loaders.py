@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal, get_args
 
 from ..errors import DataError, R2MedError
 from .collection import Collection
@@ -35,7 +38,20 @@ def find_expansion_files(root: Path) -> dict[str, Path]:
     return found
 
 
-def detect_layout(root: Path) -> str:
+Split = Literal["test", "dev", "train"]
+"""The BEIR splits ``--split`` takes (``qrels/<split>.tsv``)."""
+SPLITS: tuple[str, ...] = get_args(Split)
+DEFAULT_SPLIT: Split = "test"
+
+
+def check_split(split: str) -> Split:
+    """``split`` if it is one of :data:`SPLITS`, else a one-line error."""
+    if split not in SPLITS:
+        raise R2MedError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return split  # type: ignore[return-value]
+
+
+def detect_layout(root: Path) -> Literal["r2med", "beir"]:
     if (root / "query.jsonl").exists():
         return "r2med"
     if (root / "queries.jsonl").exists() or (root / "qrels").is_dir():
@@ -44,12 +60,54 @@ def detect_layout(root: Path) -> str:
                                 "or queries.jsonl + qrels/ (BEIR layout)")
 
 
-def qrels_file(root: str | os.PathLike[str], split: str = "test") -> Path:
+def describe_layout(root: Path) -> str:
+    """What :func:`detect_layout` guessed and why, for errors: ``BEIR layout (queries.jsonl found)``."""
+    if detect_layout(root) == "r2med":
+        return "R2MED layout (query.jsonl found)"
+    return "BEIR layout (queries.jsonl found)" if (root / "queries.jsonl").exists() else "BEIR layout (qrels/ found)"
+
+
+@contextmanager
+def layout_context(root: Path) -> Iterator[None]:
+    """Data errors raised inside say which layout the folder was read as (``BEIR layout (queries.jsonl
+    found): .../corpus.jsonl:1: missing field '_id'``): a file read in the wrong layout explains itself."""
+    try:
+        yield
+    except DataError as exc:
+        if exc.context is not None:
+            raise
+        raise DataError(exc.path, exc.line, exc.message, context=describe_layout(root)) from None
+
+
+def beir_splits(root: Path) -> list[str]:
+    """The splits a BEIR folder has judgments for (``qrels/<split>.tsv``)."""
+    return sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
+
+
+def _check_split_exists(root: Path, split: str) -> Path:
+    path = root / "qrels" / f"{split}.tsv"
+    if not path.is_file():
+        have = beir_splits(root)
+        listed = f"it has: {', '.join(have)}" if have else "it has no qrels/<split>.tsv"
+        raise DataError(path, None, f"no judgments for --split {split}; {listed}", context=describe_layout(root))
+    return path
+
+
+def _check_one_split(root: Path, split: str) -> None:
+    if split != DEFAULT_SPLIT:
+        raise R2MedError(f"--split {split}: {root} is in {describe_layout(root)}, which has one split "
+                         "(qrels.jsonl); --split chooses among a BEIR folder's qrels/<split>.tsv")
+
+
+def qrels_file(root: str | os.PathLike[str], split: str = DEFAULT_SPLIT) -> Path:
     """The judgments file of a collection folder: ``qrels.jsonl`` (R2MED layout) or ``qrels/<split>.tsv`` (BEIR)."""
     root = Path(root)
-    path = root / "qrels.jsonl" if detect_layout(root) == "r2med" else root / "qrels" / f"{split}.tsv"
+    if detect_layout(root) == "beir":
+        return _check_split_exists(root, split)
+    _check_one_split(root, split)
+    path = root / "qrels.jsonl"
     if not path.is_file():
-        raise DataError(path, None, "no such judgments file in this collection folder")
+        raise DataError(path, None, "no such judgments file in this collection folder", context=describe_layout(root))
     return path
 
 
@@ -74,28 +132,43 @@ def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name
                       expansion_files=find_expansion_files(query_path.parent), revision=revision)
 
 
-def load_beir_folder(root: str | os.PathLike[str], name: str | None = None, split: str = "test") -> Collection:
+def load_beir_folder(root: str | os.PathLike[str], name: str | None = None,
+                     split: str = DEFAULT_SPLIT) -> Collection:
+    """A BEIR folder's corpus, and the queries and judgments of ``split`` (``qrels/<split>.tsv``)."""
     root = Path(root)
-    corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title")
-    queries, meta = read_texts(root / "queries.jsonl", id_key="_id", keep_meta=True)
-    qrels_path = root / "qrels" / f"{split}.tsv"
-    qrels = read_qrels_tsv(qrels_path)
+    split = check_split(split)
+    qrels_path = _check_split_exists(root, split)
+    with layout_context(root):
+        corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title")
+        queries, meta = read_texts(root / "queries.jsonl", id_key="_id", keep_meta=True)
+        qrels = read_qrels_tsv(qrels_path)
     # BEIR ships all splits' queries in one file: keep those judged in this split.
     queries = {q: t for q, t in queries.items() if q in qrels} or queries
+    meta = {q: m for q, m in meta.items() if q in queries}
     return Collection(name=name or root.name, corpus=corpus, queries=queries, qrels=qrels,
-                      source=str(root.absolute()), query_meta=meta)
+                      source=str(root.absolute()), query_meta=meta, split=split)
 
 
 def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: str | None = None,
-                split: str = "test") -> Collection:
-    """Load a collection folder in R2MED or BEIR layout (detected); ``qrels`` overrides the judgments file."""
+                split: str = DEFAULT_SPLIT) -> Collection:
+    """Load a collection folder in R2MED or BEIR layout (detected); ``qrels`` overrides the judgments file.
+
+    ``split`` chooses a BEIR folder's judgments (``qrels/<split>.tsv``); an R2MED folder has one split,
+    so anything but ``test`` is an error there.  Data errors name the layout guessed.
+    """
     root = Path(root)
+    split = check_split(split)
     if not root.is_dir():
         raise R2MedError(f"{root}: no such folder")
     if root.name in ("", ".", ".."):  # name the collection after the real folder
         root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)
-    coll = load_r2med_folder(root, name) if layout == "r2med" else load_beir_folder(root, name, split)
+    if layout == "r2med":
+        _check_one_split(root, split)
+        with layout_context(root):
+            coll = load_r2med_folder(root, name)
+    else:
+        coll = load_beir_folder(root, name, split)
     return coll.replace(qrels=read_qrels(qrels)) if qrels else coll
 
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import R2MedError
+from ..errors import R2MedError, did_you_mean
 from ..tasks import TASK_NAMES, get_task, parse_tasks
 from .collection import Collection
-from .loaders import DEMO_SOURCE, load_demo, load_folder
+from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
 
 HUB = "hub"
 DEMO = "demo"
@@ -31,11 +31,13 @@ DEMO = "demo"
 
 @dataclass(frozen=True)
 class TaskRef:
-    """A task and where its data is: ``source`` is ``"hub"``, ``"demo"`` or a folder."""
+    """A task and where its data is: ``source`` is ``"hub"``, ``"demo"`` or a folder; ``split`` the BEIR
+    split of a folder (hub and demo tasks have one, ``test``)."""
 
     name: str
     source: str
     revision: str | None = None  # hub tasks: the --revision spec (None: the pinned commit)
+    split: str = DEFAULT_SPLIT
 
     def load(self) -> Collection:
         if self.source == DEMO:
@@ -44,7 +46,7 @@ class TaskRef:
             from .hub import load_from_hub
 
             return load_from_hub(self.name, revision=self.revision)
-        return load_folder(self.source, name=self.name)
+        return load_folder(self.source, name=self.name, split=self.split)
 
 
 def is_collection(folder: Path) -> bool:
@@ -73,7 +75,7 @@ def collection_folders(root: Path) -> list[Path]:
 
 
 def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLike[str] | None = None,
-            revision: str | None = None) -> list[TaskRef]:
+            revision: str | None = None, split: str = DEFAULT_SPLIT) -> list[TaskRef]:
     """The tasks to run, checked before anything is loaded.
 
     * ``data_dir`` one collection folder: that collection (its name is the task); ``tasks`` other than
@@ -81,11 +83,17 @@ def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLi
     * ``data_dir`` a folder of collection folders: every one (``tasks`` ``all``), or those ``tasks`` names
       (matched to the sub-folder names, case aside; an unknown name is an error listing them);
     * no ``data_dir``: R2MED's tasks from the hub (at ``revision``).
+
+    ``split``: the BEIR split of the folders (``qrels/<split>.tsv``); the hub's tasks have only ``test``.
     """
     from .hub import parse_revision
 
     parse_revision(revision)
+    split = check_split(split)
     if data_dir is None:
+        if split != DEFAULT_SPLIT:
+            raise R2MedError(f"--split {split}: R2MED's hub tasks have one split (test); --split chooses among "
+                             "the qrels/<split>.tsv of BEIR folders given with --data-dir")
         return [TaskRef(name, HUB, revision) for name in parse_tasks(tasks)]
     root = _root(data_dir)
     asked = _asked(tasks)
@@ -94,7 +102,7 @@ def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLi
         if other:
             raise R2MedError(f"--data-dir {data_dir} is one collection ({root.name}); --tasks {','.join(other)} "
                              "does not name it: pass the folder holding the collections, or leave --tasks out")
-        return [TaskRef(root.name, str(root))]
+        return [TaskRef(root.name, str(root), split=split)]
     if not root.is_dir():
         raise R2MedError(f"--data-dir {data_dir}: no such folder")
     folders = collection_folders(root)
@@ -102,15 +110,16 @@ def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLi
         raise R2MedError(f"--data-dir {data_dir}: not a collection folder (no corpus.jsonl) and holds none "
                          "(expected <data-dir>/corpus.jsonl or <data-dir>/<collection>/corpus.jsonl)")
     if asked is None:
-        return [TaskRef(_task_name(f), str(f)) for f in folders]
+        return [TaskRef(_task_name(f), str(f), split=split) for f in folders]
     by_name = {f.name.lower(): f for f in folders}
     refs = []
     for name in asked:
         folder = by_name.get(name.lower())
         if folder is None:
-            raise R2MedError(f"--tasks {name}: no such collection in --data-dir {data_dir}; "
+            raise R2MedError(f"--tasks {name}: no such collection in --data-dir {data_dir}"
+                             f"{did_you_mean(name, [f.name for f in folders])}; "
                              f"it holds: {', '.join(f.name for f in folders)}")
-        refs.append(TaskRef(_task_name(folder), str(folder)))
+        refs.append(TaskRef(_task_name(folder), str(folder), split=split))
     return refs
 
 
@@ -127,22 +136,25 @@ def locate(task: str, data_dir: str | os.PathLike[str] | None = None, revision: 
     folder named ``task`` (any name when ``alone``: the only task asked for).  Then the built-in
     demo (``task == "demo"`` or a recorded demo source); without ``data_dir``, the folder a run
     recorded as its ``source`` (``recorded``: its metrics.json); last, when ``hub`` allows, the
-    hub for R2MED's tasks, at ``revision`` or else the commit the run recorded.
+    hub for R2MED's tasks, at ``revision`` or else the commit the run recorded.  A folder is read at
+    the BEIR split the run recorded (``split``; else ``test``).
     """
     recorded = recorded or {}
+    stored_split = recorded.get("split")
+    split = stored_split if isinstance(stored_split, str) else DEFAULT_SPLIT
     if data_dir is not None:
         root = _root(data_dir)
         names = [task] + ([get_task(task).name] if task.lower() in _lowered() else [])
         for name in names:
             if (root / name).is_dir():
-                return TaskRef(task, str(root / name))
+                return TaskRef(task, str(root / name), split=split)
         if is_collection(root) and (alone or root.name == task):
-            return TaskRef(task, str(root))
+            return TaskRef(task, str(root), split=split)
     source = str(recorded.get("source") or "")
     if task == DEMO or source == DEMO_SOURCE:
         return TaskRef(DEMO, DEMO)
     if data_dir is None and source and Path(source).is_dir():
-        return TaskRef(task, source)
+        return TaskRef(task, source, split=split)
     if hub and task.lower() in _lowered():
         stored = recorded.get("revision")
         return TaskRef(get_task(task).name, HUB, revision or (stored if isinstance(stored, str) else None))
@@ -160,13 +172,15 @@ def task_filter(spec: str | None) -> set[str] | None:
     return {part.strip().lower() for part in spec.split(",") if part.strip()}
 
 
-def load_task(task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None) -> Collection:
+def load_task(task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None,
+              split: str = DEFAULT_SPLIT) -> Collection:
     """Load an R2MED task by name.
 
     ``source`` is ``None``/``"hub"`` for the Hugging Face hub (through the standard HF cache, at
     the task's pinned commit unless ``revision`` -- ``main``, a commit, or ``TASK=REV`` pairs --
     says otherwise), a folder holding one sub-folder per task (``<source>/<Task>/corpus.jsonl``),
-    or one collection folder. ``"demo"`` loads the built-in demo collection.
+    or one collection folder. ``"demo"`` loads the built-in demo collection.  ``split``: a BEIR
+    folder's split (``qrels/<split>.tsv``).
     """
     if task == DEMO or source == DEMO:
         return load_demo()
@@ -176,8 +190,8 @@ def load_task(task: str, source: str | os.PathLike[str] | None = None, revision:
     name = get_task(task).name if task.lower() in _lowered() else task
     for folder in (root / task, root / name):
         if folder.is_dir():
-            return load_folder(folder, name=name)
-    return load_folder(root, name=task)  # one collection folder (or the reader's error naming it)
+            return load_folder(folder, name=name, split=split)
+    return load_folder(root, name=task, split=split)  # one collection folder (or the reader's error naming it)
 
 
 def require(ref: TaskRef | None, task: str, recorded: Mapping[str, Any] | None = None) -> TaskRef:

@@ -14,6 +14,10 @@ The files are built and written by the ``mteb`` package's classes (``TaskResult`
 * **data revision** -- a result is only exported under the revision the data was loaded at: when
   the run's recorded revision is not MTEB's pin (another commit, a branch, or unknown because the
   data came from a local folder) the export refuses unless ``force`` (see :func:`export_mteb`).
+* **a local collection named as an MTEB task** (``mteb_task``: ``--mteb-task SciFact``) -- a BEIR
+  folder is accepted as MTEB's task when its counts (documents, queries of the split, non-zero
+  judgments) equal the task's descriptive statistics in the installed mteb (read offline from the
+  package, :func:`mteb_task_counts`); otherwise a one-line refusal giving both sets of counts.
 
 Layout written under ``out`` (mteb's results cache, the same as the results repository)::
 
@@ -171,6 +175,74 @@ def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES,
     return MtebScores(values, derived, left_out, absent)
 
 
+@dataclass(frozen=True)
+class CollectionCounts:
+    """What must match between a local collection and an MTEB task for the one to be filed as the other."""
+
+    documents: int
+    queries: int
+    judgments: int
+    """Judgments with a non-zero grade (MTEB's ``num_relevant_docs``)."""
+
+    def __str__(self) -> str:
+        return f"{self.documents:,} docs, {self.queries:,} queries, {self.judgments:,} non-zero judgments"
+
+
+def collection_counts(collection: Any) -> CollectionCounts:
+    """A :class:`~r2med.data.Collection`'s counts, as MTEB's descriptive statistics count them."""
+    return CollectionCounts(len(collection.corpus), len(collection.queries),
+                            sum(1 for docs in collection.qrels.values() for grade in docs.values() if grade != 0))
+
+
+def find_mteb_task(name: str) -> Any:
+    """The installed mteb's task called ``name`` (``SciFact``), or a one-line error with mteb's suggestion."""
+    mteb = _import_mteb()
+    try:
+        task = mteb.get_task(name)
+    except KeyError as exc:
+        raise R2MedError(f"--mteb-task {name}: {str(exc.args[0] if exc.args else exc).removeprefix('KeyError: ')}"
+                         ) from None
+    if task.metadata.type != "Retrieval":
+        raise R2MedError(f"--mteb-task {name}: a {task.metadata.type} task; r2med results are retrieval results")
+    return task
+
+
+def mteb_task_counts(task: Any, split: str) -> CollectionCounts | None:
+    """The counts of ``task``'s ``split`` from the descriptive statistics shipped in the installed mteb
+    package (no download), or None when it has none for that split."""
+    try:
+        stats = task.metadata.descriptive_stats
+    except Exception:  # noqa: BLE001 - no statistics file in this mteb
+        return None
+    split_stats = (stats or {}).get(split)
+    if not isinstance(split_stats, dict):
+        return None
+    relevant = split_stats.get("relevant_docs_statistics") or {}
+    try:
+        return CollectionCounts(int(split_stats["num_documents"]), int(split_stats["num_queries"]),
+                                int(relevant["num_relevant_docs"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def check_mteb_task(task: Any, split: str, local: CollectionCounts, collection: str) -> None:
+    """A one-line error unless ``collection`` (its ``split``) has the counts of MTEB's ``task``."""
+    name = task.metadata.name
+    if split not in task.metadata.eval_splits:
+        raise R2MedError(f"--mteb-task {name}: the results are on the {split} split, MTEB evaluates "
+                         f"{name} on {', '.join(task.metadata.eval_splits)}")
+    if list(task.metadata.hf_subsets) != [SUBSET]:
+        raise R2MedError(f"--mteb-task {name}: it has subsets ({', '.join(task.metadata.hf_subsets)}); "
+                         "only tasks with one subset can be matched to one local collection")
+    expected = mteb_task_counts(task, split)
+    if expected is None:
+        raise R2MedError(f"--mteb-task {name}: the installed mteb has no descriptive statistics for its {split} "
+                         "split, so the collection cannot be checked against it")
+    if expected != local:
+        raise R2MedError(f"--mteb-task {name}: {collection} ({split}) has {local}, MTEB's {name} has {expected}: "
+                         "not the same collection, not exported")
+
+
 @dataclass
 class ExportedTask:
     task: str
@@ -275,7 +347,8 @@ def _task_name(payload: Mapping[str, Any]) -> str | None:
 
 def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str], model_name: str,
                 model_revision: str | None = None, *, depths: Mapping[str, int] | None = None,
-                force: bool = False, model_meta: Mapping[str, Any] | None = None) -> MtebExport:
+                force: bool = False, model_meta: Mapping[str, Any] | None = None, mteb_task: str | None = None,
+                counts: Mapping[str, CollectionCounts] | None = None) -> MtebExport:
     """Write r2med results as MTEB results under ``out`` (see the module docstring for the layout).
 
     ``results``: one ``metrics.json`` payload per task (as :func:`r2med.run.read_metrics` returns it:
@@ -294,6 +367,11 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
     truth, which MTEB's results repository will not compare with its pinned results), and a result
     with no recorded revision (data from a local folder) is written with MTEB's pin, on the word of
     whoever forced it (a warning says so).
+
+    ``mteb_task``: file a local collection's results as this MTEB task (one task in ``results``); its
+    ``counts`` (r2med task -> :class:`CollectionCounts` of the collection the results were made on)
+    must equal the task's descriptive statistics (:func:`check_mteb_task`), and the result is then
+    written with MTEB's pinned dataset revision and the results' split.
 
     The model's revision folder is rebuilt beside itself and swapped in at the end, keeping the
     other tasks' files already there: an interrupted export leaves the previous folder whole.
@@ -318,11 +396,24 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
     refused: list[str] = []
     built: list[tuple[Any, ExportedTask]] = []
     seen: set[str] = set()
+    results = list(results)
+    named = find_mteb_task(mteb_task) if mteb_task is not None else None
+    if named is not None and len(results) != 1:
+        raise R2MedError(f"--mteb-task {mteb_task} names one collection, but the results hold {len(results)} "
+                         "tasks: export the system folder's one task (OUT/<system>/<task>)")
     for payload in results:
         task = _task_name(payload)
         label = task if task is not None else "(no task name)"
         check_metrics(payload, f"results for {label}")
-        if task is None or task not in TASKS:
+        split = str(payload.get("split") or SPLIT)
+        if named is not None:
+            local = (counts or {}).get(str(payload.get("task")))
+            if local is None:
+                raise R2MedError(f"--mteb-task {mteb_task}: the collection of {label} could not be counted")
+            check_mteb_task(named, split, local, label)
+            task = label
+            names = {**names, task: named}
+        elif task is None or task not in TASKS:
             report.skipped[label] = "not an R2MED task: MTEB has no task for it"
             continue
         if task not in names:
@@ -335,7 +426,11 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
         pin = mtask.metadata.revision
         recorded = payload.get("revision")
         revision = pin
-        if recorded != pin:
+        if named is not None and recorded is None:
+            report.warnings.append(f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
+                                   f"({counts[str(payload.get('task'))]}); written with MTEB's dataset revision "
+                                   f"{pin} on that evidence")
+        elif recorded != pin:
             if recorded is None:
                 why = (f"{task}: the results record no data revision (data from a local folder), "
                        f"MTEB's {mtask.metadata.name} is pinned at {pin}")
@@ -352,16 +447,19 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
             else:
                 report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
         k_values = tuple(getattr(mtask, "k_values", K_VALUES))
-        scores = mteb_scores(payload, k_values, (depths or {}).get(task))
+        scores = mteb_scores(payload, k_values, (depths or {}).get(str(payload.get("task")) if named else task))
+        if mtask.metadata.main_score != MAIN_SCORE:
+            raise R2MedError(f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
+                             f"which r2med does not compute")
         if "main_score" not in scores.values:
             raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
         judged = len(payload.get("per_query") or {})
-        if judged and judged != TASKS[task].queries:
+        if named is None and judged and judged != TASKS[task].queries:
             report.warnings.append(f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
                                    f"(a subset, or queries without results)")
         seconds = (payload.get("timing") or {}).get("total_s")
         result = TaskResult.from_task_results(
-            mtask, {SPLIT: {SUBSET: dict(scores.values)}},
+            mtask, {split: {SUBSET: dict(scores.values)}},
             evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None)
         if revision != result.dataset_revision:
             result = result.model_copy(update={"dataset_revision": revision})
@@ -373,7 +471,8 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
     for task, why in report.skipped.items():
         log.warning("%s: skipped (%s)", task, why)
     if not built:
-        raise R2MedError("nothing to export: none of the results is for an R2MED task")
+        raise R2MedError("nothing to export: none of the results is for an R2MED task (a local collection "
+                         "can be named as an MTEB task with --mteb-task)")
     for message in report.warnings:
         log.warning("%s", message)
 

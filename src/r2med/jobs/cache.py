@@ -35,15 +35,41 @@ class CacheEntry:
     modified: float
     state: str
     detail: str
+    collection: str | None = None
+    """The collection an index or document embedding was built on (``unknown`` for entries made before r2med
+    recorded it); None for entries that belong to no collection (LLM answers, query embeddings)."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "name": self.name, "path": str(self.path), "bytes": self.bytes,
-                "modified": self.modified, "state": self.state, "detail": self.detail}
+                "modified": self.modified, "state": self.state, "detail": self.detail,
+                "collection": self.collection}
 
 
 def _kind_folders(root: Path) -> list[Path]:
     """The kinds under the home: real (not linked) folders with plain, unhidden names."""
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+
+
+UNKNOWN_COLLECTION = "unknown"
+
+
+def entry_collection(kind: str, entry: Path) -> str | None:
+    """The collection a ``bm25`` index or a document ``embeddings`` entry was built on (its recorded corpus
+    fingerprint, looked up in :func:`r2med.cache.collection_of`): ``unknown`` when nobody recorded it."""
+    import json
+
+    from ..cache import collection_of
+
+    meta_file = {"bm25": "params.json", "embeddings": "meta.json"}.get(kind)
+    if meta_file is None or not entry.is_dir():
+        return None
+    try:
+        meta = json.loads((entry / meta_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return UNKNOWN_COLLECTION
+    if not isinstance(meta, dict) or meta.get("role", "documents") != "documents":
+        return None
+    return collection_of(meta.get("corpus_fingerprint")) or UNKNOWN_COLLECTION
 
 
 def _embeddings(entry: Path) -> tuple[str, bool]:
@@ -120,7 +146,8 @@ def cache_entries(kind: str | None = None) -> list[CacheEntry]:
                 leftovers = 0 if link or not entry.is_dir() else _stale_temps_inside(entry)
                 if leftovers:
                     detail += f" · {leftovers} temp file(s) left by an interrupted write"
-            out.append(CacheEntry(folder.name, entry.name, entry, size, info.st_mtime, state, detail))
+            collection = entry_collection(folder.name, entry) if stale is None and not link else None
+            out.append(CacheEntry(folder.name, entry.name, entry, size, info.st_mtime, state, detail, collection))
     return out
 
 

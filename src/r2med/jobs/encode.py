@@ -52,6 +52,9 @@ def encode_tasks(tasks: Sequence[TaskRef], retriever: str, options: Mapping[str,
         collection = ref.load()
         dense = make_retriever(retriever, task=collection.name, **options)
         if not ray:
+            from ..cache import remember_collection
+
+            remember_collection(collection.fingerprint, collection.name, collection.source)
             start = time.perf_counter()
             dense.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
             entry = dense.cache_entry

@@ -117,10 +117,15 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
     describe = getattr(query_builder, "describe", None)
     config = {"retriever": retriever, "options": options, "k": k, **retriever_.config(),
               "expansion": describe(collection) if describe else None,
-              "queries_fingerprint": queries_fingerprint(queries)}
+              "queries_fingerprint": queries_fingerprint(queries),
+              **({"split": collection.split} if collection.split is not None else {})}
     reused = reuse(out, config, collection, measures, count_missing, overwrite)
     if reused is not None:
         return reused
+    if options.get("cache", True):
+        from ..cache import remember_collection
+
+        remember_collection(collection.fingerprint, collection.name, collection.source)
     t0 = time.perf_counter()
     retriever_.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
     t1 = time.perf_counter()

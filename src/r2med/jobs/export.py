@@ -21,14 +21,18 @@ EXPORT_FORMATS = ("mteb",)
 
 
 def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], fmt: str = "mteb",
-                model: str | None = None, model_revision: str | None = None, force: bool = False) -> list[Any]:
+                model: str | None = None, model_revision: str | None = None, force: bool = False,
+                mteb_task: str | None = None) -> list[Any]:
     """Export every system in ``runs`` under ``out``; one :class:`~r2med.export.mteb.MtebExport` per system.
 
     ``model``: the model name to file the results under (default: the system's name; one system only);
     ``model_revision``: the model's commit; ``force``: export results whose data revision is not
-    MTEB's pin (see :func:`r2med.export.mteb.export_mteb`).
+    MTEB's pin (see :func:`r2med.export.mteb.export_mteb`); ``mteb_task``: the MTEB task a local
+    collection is (checked against its counts: the collection is loaded from the source the run recorded).
     """
-    from ..export.mteb import export_mteb, run_depth
+    from ..data import locate
+    from ..data.resolve import require
+    from ..export.mteb import collection_counts, export_mteb, run_depth
     from ..paths import check_output_dir
     from ..run import RUN_FILE, read_metrics, read_trec
 
@@ -47,6 +51,12 @@ def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[s
         payloads = [read_metrics(f) for f in folders]
         depths = {str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE)) for p, f in zip(payloads, folders)
                   if (f / RUN_FILE).is_file()}
+        counts = {}
+        if mteb_task is not None:
+            for payload in payloads:
+                task = str(payload.get("task"))
+                counts[task] = collection_counts(require(locate(task, None, recorded=payload, hub=False),
+                                                         task, payload).load())
         done.append(export_mteb(payloads, Path(out), model or ref.folder.name, model_revision, depths=depths,
-                                force=force))
+                                force=force, mteb_task=mteb_task, counts=counts))
     return done

@@ -113,10 +113,11 @@ def data_record(collection: Collection) -> dict[str, Any]:
         "data": {"queries": len(collection.queries), "docs": len(collection.corpus),
                  "judged_queries": len(collection.qrels),
                  "judgments": sum(len(docs) for docs in collection.qrels.values())},
-        "dataset_fingerprint": collection.fingerprint,
+        "dataset_fingerprint": collection.dataset_fingerprint,
         "judgments_fingerprint": judgments_fingerprint(collection),
         "source": collection.source,
         "revision": collection.revision,
+        **({"split": collection.split} if collection.split is not None else {}),
     }
 
 
@@ -167,7 +168,7 @@ def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collect
     try:
         stored = read_metrics(folder)
         recorded_judgments = stored.get("judgments_fingerprint")
-        if (stored.get("config") != _as_json(config) or stored.get("dataset_fingerprint") != collection.fingerprint
+        if (stored.get("config") != _as_json(config) or stored.get("dataset_fingerprint") != collection.dataset_fingerprint
                 or stored.get("revision") != collection.revision
                 or recorded_judgments not in (None, judgments_fingerprint(collection))):
             log.warning("%s: %s holds results of another configuration or data; they will be replaced "

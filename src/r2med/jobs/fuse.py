@@ -46,8 +46,12 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
     results = []
     for items in match_tasks(groups, labels):
         collection = items[0].collection
+        splits = {str(i.collection.split or "test") for i in items}
+        if len(splits) > 1:
+            raise R2MedError(f"{collection.name}: the input runs are on different splits ({', '.join(sorted(splits))});"
+                             " fuse runs of one split")
         problem = different_data(collection.name, {str(i.folder): i.meta for i in items})
-        if problem is None and any(other.collection.fingerprint != collection.fingerprint for other in items[1:]):
+        if problem is None and any(other.collection.dataset_fingerprint != collection.dataset_fingerprint for other in items[1:]):
             problem = f"{collection.name}: the input runs were made on different corpora"
         if problem is not None:
             raise R2MedError(problem)

@@ -18,9 +18,34 @@ from .folders import System, TaskFolder, find_systems
 log = logging.getLogger(__name__)
 
 
-def load_report(runs: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None) -> list[System]:
-    """The systems of a report (:func:`r2med.jobs.folders.find_systems`)."""
-    return find_systems(runs, published=published)
+def load_report(runs: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None,
+                tasks: str | None = None) -> list[System]:
+    """The systems of a report (:func:`r2med.jobs.folders.find_systems`), keeping the tasks ``tasks`` names
+    (``--tasks``: ``all`` or comma-separated names, case aside; :func:`select_tasks`)."""
+    return select_tasks(find_systems(runs, published=published), tasks)
+
+
+def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
+    """``systems`` with only the tasks ``tasks`` names; a name no system has is a one-line error (with a
+    suggestion), and systems left with none of the tasks are dropped."""
+    from ..data.resolve import task_filter
+    from ..errors import did_you_mean
+    from .folders import task_order
+
+    wanted = task_filter(tasks)
+    if wanted is None:
+        return systems
+    have = task_order(systems)
+    unknown = sorted(wanted - {t.lower() for t in have})
+    if unknown:
+        raise R2MedError(f"--tasks {unknown[0]}: no system has this task{did_you_mean(unknown[0], have)}; "
+                         f"the results hold: {', '.join(have)}")
+    kept = []
+    for system in systems:
+        system.tasks = {t: folder for t, folder in system.tasks.items() if t.lower() in wanted}
+        if system.tasks:
+            kept.append(system)
+    return kept
 
 
 def task_texts(tasks: Sequence[str], data_dir: str | os.PathLike[str] | None = None, hub: bool = False,

@@ -88,15 +88,16 @@ def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None,
         meta = item.metrics
         path = item.folder / RUN_FILE
         run_ = read_trec(path)
-        key = (item.task, str(data_dir) if data_dir is not None else str(meta.get("source") or ""))
+        key = (item.task, str(data_dir) if data_dir is not None else str(meta.get("source") or ""),
+               str(meta.get("split") or ""))
         if key not in cache:
             found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
             cache[key] = require(found_ref, item.task, meta).load()
         collection = cache[key]
         recorded = meta.get("dataset_fingerprint")
-        if recorded and recorded != collection.fingerprint:
+        if recorded and recorded != collection.dataset_fingerprint:
             log.warning("%s: the run was made on a different version of the corpus (fingerprint %s, now %s)",
-                        item.folder, recorded, collection.fingerprint)
+                        item.folder, recorded, collection.dataset_fingerprint)
         missing = [(qid, did) for qid, docs in run_.items() for did in docs if did not in collection.corpus]
         if missing:
             qid, did = missing[0]
@@ -137,8 +138,11 @@ def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, ou
 
 
 def folder_name(name: str) -> str:
-    """A reranker or model name as a folder name (``org/model`` -> ``model``)."""
-    return Path(name.rstrip("/")).name or name
+    """A reranker or model name as a folder name (``org/model`` -> ``model``): the one rule a model is named by
+    in results, as a retriever's (:func:`r2med.jobs.evaluate.model_name`) or a reranker's."""
+    from .evaluate import model_name
+
+    return model_name(name)
 
 
 def result_name(name: str | None, default: str) -> str:

@@ -34,7 +34,9 @@ class ComparisonLine:
 
 @dataclass
 class Comparison:
-    ALL: ClassVar[str] = "all queries"
+    ALL: ClassVar[str] = "all queries (pooled)"
+    """The line over every query of every task pooled (each query counts once: a task with more queries weighs
+    more), named apart from ``report``'s ``Average`` column, the macro average (each task counts once)."""
 
     baseline: str
     system: str
@@ -94,7 +96,8 @@ class Comparison:
         return (f"{measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
                 f"randomisation test with {self.n_permutations:,} seeded sign flips (seed {self.seed}); "
                 f"bootstrap percentile CI; Holm-Bonferroni across tasks; {SIGNIFICANT} = Holm-corrected "
-                f"randomisation p < {self.alpha:g} (all queries: uncorrected).")
+                f"randomisation p < {self.alpha:g} ({self.ALL}: uncorrected; its means are over "
+                f"all queries, not the macro average of the tasks that report's Average column shows).")
 
     def records(self) -> list[dict[str, Any]]:
         recs = []

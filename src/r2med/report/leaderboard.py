@@ -116,7 +116,8 @@ class Leaderboard:
         return header, lines
 
     def legend(self) -> list[str]:
-        out = [f"{measure_label(self.measure)} x100; {AVERAGE} = mean over the columns' tasks."]
+        out = [f"{measure_label(self.measure)} x100; {AVERAGE} = macro average, the mean over the columns' tasks "
+               "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."]
         if any(r.reference for r in self.rows):
             out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.partial_average for r in self.rows):

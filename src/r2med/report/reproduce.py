@@ -35,15 +35,23 @@ def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
     return rows
 
 
-def plan_table(planned: list[Planned], unpublished: list[tuple[str, str]] = ()):
-    """The dry run: a row per configuration, then the later-work records no published figure grades."""
+def plan_table(planned: list[Planned], unpublished: list[tuple[str, str]] = (), compact: bool = False):
+    """The dry run: a row per configuration, then the later-work records no published figure grades.
+
+    ``compact``: the layout for 80 columns -- each setting a heading row, and ``can run`` with the task count
+    (``no 0/8``), so the reasons get the width.
+    """
     from rich.markup import escape
     from rich.table import Table
 
+    from .layout import compact_table
+
     rows = plan_rows(planned)
     ok = sum(r["can_run"] for r in rows)
-    table = Table(title=f"R2MED reproduction matrix (dry run): {ok} of {len(rows)} configurations can run here",
-                  show_lines=False)
+    title = f"R2MED reproduction matrix (dry run): {ok} of {len(rows)} configurations can run here"
+    if compact:
+        return _compact_plan_table(rows, unpublished, title, compact_table)
+    table = Table(title=title, show_lines=False)
     for col in ("setting", "configuration", "tasks", "can run", "why / data"):
         table.add_column(col, justify="right" if col in ("tasks",) else "left", overflow="fold")
     for r in rows:
@@ -52,6 +60,32 @@ def plan_table(planned: list[Planned], unpublished: list[tuple[str, str]] = ()):
         table.add_row(r["setting"], escape(r["config"]), f"{r['runnable']}/{r['tasks']}", mark, escape(why))
     for name, why in unpublished:
         table.add_row("later work", escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
+    return table
+
+
+def _mark(row: dict[str, Any]) -> str:
+    return "[green]yes[/]" if row["can_run"] else "[yellow]partly[/]" if row["runnable"] else "[red]no[/]"
+
+
+def _compact_plan_table(rows: list[dict[str, Any]], unpublished: list[tuple[str, str]], title: str,
+                        make_table: Any):
+    from rich.markup import escape
+
+    table = make_table(title=title)
+    table.add_column("configuration", overflow="fold", max_width=24)
+    table.add_column("can run", no_wrap=True)
+    table.add_column("why / data", overflow="fold", ratio=1)
+    setting = None
+    for r in rows:
+        if r["setting"] != setting:
+            setting = r["setting"]
+            table.add_row(f"[bold]{escape(setting)}[/]", "", "")
+        why = "; ".join([r["reason"], *(f"note: {n}" for n in r["notes"])])
+        table.add_row(" " + escape(r["config"]), f"{_mark(r)} {r['runnable']}/{r['tasks']}", escape(why))
+    if unpublished:
+        table.add_row("[bold]later work[/]", "", "")
+    for name, why in unpublished:
+        table.add_row(" " + escape(name), "[dim]-[/]", f"[dim]{escape(why)}[/]")
     return table
 
 

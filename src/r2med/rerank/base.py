@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import R2MedError
+from ..errors import R2MedError, did_you_mean
 from ..registries import Registry
 from ..run import Run, ranked
 
@@ -109,7 +109,8 @@ def reranker_meta(name: str) -> RerankerMeta:
     """The record of ``name`` (a model id or folder: the cross-encoder entry)."""
     meta = RERANKERS.get(name) or (RERANKERS.get(ANY_MODEL) if looks_like_model(name) else None)
     if meta is None:
-        raise R2MedError(f"unknown reranker {name!r}; choose from: {', '.join(RERANKERS.all())}, "
+        raise R2MedError(f"unknown reranker {name!r}{did_you_mean(name, RERANKERS.all())}; "
+                         f"choose from: {', '.join(RERANKERS.all())}, "
                          "or give a cross-encoder's hub id (org/model) or local folder")
     return meta
 
