@@ -41,12 +41,12 @@ def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[s
                          f"({', '.join(s.folder.name for s in systems)}); export one system at a time")
     check_output_dir(out)
     selection.announce()
-    done = []
-    for ref in systems:
+    read: list[tuple[str, list[dict[str, Any]], dict[str, int]]] = []
+    for ref in systems:  # every system read (and checked) before anything is written
         folders = ref.task_paths()
         payloads = [read_metrics(f) for f in folders]
         depths = {str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE)) for p, f in zip(payloads, folders)
                   if (f / RUN_FILE).is_file()}
-        done.append(export_mteb(payloads, Path(out), model or ref.folder.name, model_revision, depths=depths,
-                                force=force))
-    return done
+        read.append((model or ref.folder.name, payloads, depths))
+    return [export_mteb(payloads, Path(out), name, model_revision, depths=depths, force=force)
+            for name, payloads, depths in read]
