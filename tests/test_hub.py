@@ -352,7 +352,7 @@ def test_emulator_names_files_by_their_git_blob_sha1(tmp_path):
     files = r2med_task_files()
     with HubEmulator() as hub:
         hub.add("R2MED/Biology", files, PIN)
-        status, headers, body = hub._answer("HEAD", f"/datasets/R2MED/Biology/resolve/{PIN}/qrels.jsonl")
+        status, headers, _ = hub._answer("HEAD", f"/datasets/R2MED/Biology/resolve/{PIN}/qrels.jsonl")
     (tmp_path / "q").write_bytes(files["qrels.jsonl"])
     git = subprocess.run(["git", "hash-object", str(tmp_path / "q")], capture_output=True, text=True, check=True)
     assert status == 200 and headers["ETag"] == f'"{git.stdout.strip()}"'

@@ -47,7 +47,9 @@ def _plant(metrics: Path, where: tuple[str, ...], literal: str) -> None:
     data = json.loads(metrics.read_text())
     holder = data
     for key in where[:-1]:
-        holder = holder.setdefault(key, {}) if isinstance(holder.get(key), dict) else holder.setdefault(key, {})
+        if not isinstance(holder.get(key), dict):
+            holder[key] = {}
+        holder = holder[key]
     holder[where[-1]] = SENTINEL
     metrics.write_text(json.dumps(data).replace(json.dumps(SENTINEL), literal))
 

@@ -38,7 +38,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from ..errors import DataError, R2MedError
 from ..protocol import hub_configs
@@ -314,8 +314,8 @@ def _read_verified() -> dict[str, VerifiedBlob]:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("size"), int)
-            and isinstance(v.get("mtime_ns"), int) and isinstance(v.get("hash"), str)}  # type: ignore[misc]
+    return {str(k): cast(VerifiedBlob, v) for k, v in data.items() if isinstance(v, dict)
+            and isinstance(v.get("size"), int) and isinstance(v.get("mtime_ns"), int) and isinstance(v.get("hash"), str)}
 
 
 def _remember_verified(blob: Path, record: VerifiedBlob) -> None:
