@@ -29,13 +29,14 @@ bytes)::
 ``r2med_task_files()`` gives real R2MED-layout files to serve: ``../shared/data/r2med-biology-demo``
 (with its ``hyde/qwen-7b`` expansion) when present, else r2med's built-in demo collection.
 ``fill_hf_cache`` lays files out by hand as huggingface_hub's cache does
-(``datasets--<owner>--<name>/snapshots/<commit>/...`` + ``refs/<ref>``).
+(``datasets--<owner>--<name>/blobs/<git blob sha1>``, linked from ``snapshots/<commit>/...``, + ``refs/<ref>``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -62,13 +63,26 @@ def git_blob_sha1(data: bytes) -> str:
 
 
 def fill_hf_cache(cache: str | Path, repo_id: str, files: dict[str, bytes], commit: str,
-                  refs: tuple[str, ...] = ("main",), repo_type: str = "dataset") -> Path:
-    """Lay ``files`` out by hand in a Hugging Face hub cache at ``commit``; returns the snapshot folder."""
+                  refs: tuple[str, ...] = ("main",), repo_type: str = "dataset", links: bool = True) -> Path:
+    """Lay ``files`` out by hand in a Hugging Face hub cache at ``commit``; returns the snapshot folder.
+
+    As huggingface_hub does: each file's bytes in ``blobs/<git blob sha1>`` and a relative link to it at
+    ``snapshots/<commit>/<path>``; ``links=False``: the bytes in the snapshot itself (a cache on a
+    file system without links).
+    """
     repo = Path(cache) / f"{repo_type}s--{repo_id.replace('/', '--')}"
     snap = repo / "snapshots" / commit
     for rel, data in files.items():
-        (snap / rel).parent.mkdir(parents=True, exist_ok=True)
-        (snap / rel).write_bytes(data)
+        target = snap / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not links:
+            target.write_bytes(data)
+            continue
+        blob = repo / "blobs" / git_blob_sha1(data)
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        target.unlink(missing_ok=True)
+        target.symlink_to(os.path.relpath(blob, target.parent))
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     for ref in refs:
         (repo / "refs" / ref).write_text(commit)

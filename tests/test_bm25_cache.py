@@ -50,6 +50,18 @@ def _change_params(folder):
     (folder / "params.json").write_text(json.dumps(params), encoding="utf-8")
 
 
+def _change_avgdl(folder, avgdl=5.0):
+    """What issue 21 measured: avgdl edited in params.json changed nDCG@10 (64.71 -> 63.76) with no warning."""
+    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    params["avgdl"] = avgdl
+    (folder / "params.json").write_text(json.dumps(params, indent=1), encoding="utf-8")
+
+
+def _nudge_avgdl(folder):
+    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    _change_avgdl(folder, params["avgdl"] * 1.01)
+
+
 def _garble_params(folder):
     (folder / "params.json").write_text("{not json", encoding="utf-8")
 
@@ -64,7 +76,8 @@ def test_checksums_are_written_for_every_file(medline):
         assert params["crc32"][name] == f"{zlib.crc32((bm25.index_path / name).read_bytes()):08x}"
 
 
-@pytest.mark.parametrize("damage", [_damage_data, _damage_vocab, _truncate_indices, _change_params, _garble_params])
+@pytest.mark.parametrize("damage", [_damage_data, _damage_vocab, _truncate_indices, _change_params, _garble_params,
+                                    _change_avgdl, _nudge_avgdl])
 def test_a_damaged_index_is_rebuilt_with_a_warning(medline, caplog, damage):
     fresh = _fresh_scores(medline)
     first = BM25().index(medline.corpus, corpus_fingerprint=medline.fingerprint)
@@ -95,3 +108,18 @@ def test_a_sound_index_loads_as_it_was_saved(medline):
         assert np.array_equal(getattr(loaded.weights_t, name), getattr(built.weights_t, name))
     assert np.array_equal(loaded.idf, built.idf) and loaded.vocab == built.vocab and loaded.doc_ids == built.doc_ids
     assert loaded.search(medline.queries, k=20) == built.search(medline.queries, k=20)
+
+
+def test_params_json_is_checksummed_so_an_edited_avgdl_is_caught(medline):
+    """Without the check, the edited avgdl is used (the paper flavour weighs queries with it) and scores change."""
+    bm25 = BM25().index(medline.corpus, corpus_fingerprint=medline.fingerprint)
+    params = json.loads((bm25.index_path / "params.json").read_text(encoding="utf-8"))
+    fields = {k: v for k, v in params.items() if k != "params_crc32"}  # independent: zlib over the canonical JSON
+    assert params["params_crc32"] == f"{zlib.crc32(json.dumps(fields, sort_keys=True).encode()):08x}"
+    _change_avgdl(bm25.index_path)
+    with pytest.raises(IndexDamaged, match="params.json does not match its checksum"):
+        BM25.load(bm25.index_path)
+    edited = BM25()
+    edited.__dict__.update({k: getattr(bm25, k) for k in ("doc_ids", "vocab", "idf", "weights_t")})
+    edited.avgdl = 5.0
+    assert edited.search(medline.queries, k=20) != bm25.search(medline.queries, k=20)

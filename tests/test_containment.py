@@ -371,3 +371,118 @@ def test_cache_ls_counts_temps_left_inside_an_entry(r2med_home):
     rows = json.loads(r2med("cache", "ls", "--json", env={"R2MED_HOME": str(r2med_home)}).stdout)
     assert [r["name"] for r in rows] == ["key9"]
     assert rows[0]["detail"].endswith("1 temp file(s) left by an interrupted write")
+
+
+# -- links below the named folders (issue 21, item 1) ------------------------------------------------
+
+def _victim(tmp_path: Path, task: str = "t1") -> Path:
+    """A folder outside every named one, shaped like a system folder holding a task folder of the user's."""
+    victim = tmp_path / "elsewhere" / "victim"
+    (victim / task).mkdir(parents=True)
+    (victim / task / "mine.txt").write_text("precious")
+    return victim
+
+
+def test_a_linked_system_folder_under_out_is_refused_not_followed(tmp_path):
+    """The issue's case: `ln -s /elsewhere/victim runs/bm25; r2med evaluate -r bm25 -d ... --out runs` deleted
+    victim/<task>/mine.txt and wrote r2med's files there."""
+    data = make_data(tmp_path)
+    victim = _victim(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "bm25").symlink_to(victim)
+    before = snapshot(tmp_path / "elsewhere")
+    res = r2med("evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"))
+    line = one_line_error(res)
+    assert f"{tmp_path / 'runs' / 'bm25'} is a link" in line and "remove the link" in line
+    assert snapshot(tmp_path / "elsewhere") == before and sorted(os.listdir(victim)) == ["t1"]
+
+
+def test_fuse_into_a_linked_system_folder_is_refused(tmp_path):
+    data = make_data(tmp_path)
+    one = make_run_folder(tmp_path, "one", data)
+    two = make_run_folder(tmp_path, "two", data, {"q1": {"b": 3.0, "a": 2.0}})
+    victim = _victim(tmp_path)
+    (tmp_path / "runs" / "fused").symlink_to(victim)
+    before = snapshot(tmp_path / "elsewhere")
+    res = r2med("fuse", str(one.parent), str(two.parent), "--name", "fused", "-d", str(data.parent))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]  # after the INFO lines
+    assert len(errors) == 1 and "fused is a link" in errors[0], res.stderr
+    assert snapshot(tmp_path / "elsewhere") == before
+
+
+def test_a_linked_task_folder_is_replaced_by_the_real_one_its_target_untouched(tmp_path):
+    """A link at the very place a task folder is written: the link itself is replaced (the atomic rename)."""
+    data = make_data(tmp_path)
+    victim = _victim(tmp_path)
+    (tmp_path / "runs" / "bm25").mkdir(parents=True)
+    (tmp_path / "runs" / "bm25" / "t1").symlink_to(victim / "t1")
+    before = snapshot(tmp_path / "elsewhere")
+    res = r2med("evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stderr
+    folder = tmp_path / "runs" / "bm25" / "t1"
+    assert not folder.is_symlink() and (folder / "metrics.json").is_file()
+    assert snapshot(tmp_path / "elsewhere") == before
+
+
+def test_a_linked_kind_folder_in_the_home_is_refused(tmp_path):
+    """`home/bm25 -> elsewhere` had BM25 indexes written outside the home (where `cache ls` cannot see them)."""
+    data = make_data(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (home / "bm25").symlink_to(elsewhere)
+    res = r2med("evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"),
+                env={"R2MED_HOME": str(home)})
+    assert f"{home / 'bm25'} is a link" in one_line_error(res)
+    assert os.listdir(elsewhere) == []
+
+
+def test_a_linked_embedding_entry_or_chunk_folder_is_refused(r2med_home, tmp_path):
+    import numpy as np
+
+    from r2med.retrieval.embedding_cache import EmbeddingCache
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cache = EmbeddingCache({"model": "m"}, "fp", 4, chunk_size=2)
+    cache.path.symlink_to(elsewhere)
+    with pytest.raises(R2MedError, match="is a link"):
+        cache.start()
+    cache.path.unlink()
+    cache.start()
+    cache.chunk_dir.symlink_to(elsewhere)
+    with pytest.raises(R2MedError, match="is a link"):
+        cache.write_chunk(0, np.ones((2, 3), dtype=np.float32))
+    assert os.listdir(elsewhere) == []
+
+
+def test_a_linked_llm_answer_cache_is_refused(r2med_home, tmp_path):
+    from r2med.cache import cache_dir
+    from r2med.llm import RequestCache
+
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text("")
+    link = cache_dir("llm") / "model-abc.jsonl"
+    link.symlink_to(outside)
+    with pytest.raises(R2MedError, match="is a link"):
+        RequestCache(link)
+    assert outside.read_text() == ""
+
+
+def test_links_are_refused_at_any_depth_below_the_root_but_the_root_may_be_one(tmp_path):
+    from r2med.paths import ensure_within, linked_part, refuse_links
+
+    real = tmp_path / "real"
+    (real / "a" / "b").mkdir(parents=True)
+    root = tmp_path / "root-link"
+    root.symlink_to(real)  # the folder the user named may itself be a link
+    assert ensure_within(root, root / "a" / "b" / "c") == root / "a" / "b" / "c"
+    (real / "a" / "deep").symlink_to(tmp_path)
+    assert linked_part(root, root / "a" / "deep" / "x" / "y") == root / "a" / "deep"
+    with pytest.raises(R2MedError, match="deep is a link"):
+        ensure_within(root, root / "a" / "deep" / "x")
+    assert linked_part(root, root / "a" / "deep") is None  # the last part: replaced by its writer
+    with pytest.raises(R2MedError, match="is a link"):
+        refuse_links(root, root / "a" / "deep", include_last=True)

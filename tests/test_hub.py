@@ -320,3 +320,113 @@ def test_demo_falls_back_only_when_the_hub_cannot_be_reached(dirs, tmp_path):
         assert "cannot be reached" not in res.stdout and "15.13" in res.stdout  # the paper's BM25 average
         for task, commit in MTEB_PINS.items():
             assert metrics_of(tmp_path / "d3", task=task)["revision"] == commit
+
+
+# -- integrity of cached files (issue 21, item 3) ----------------------------------------------------
+
+def _lower_grades(data: bytes, count: int = 10) -> bytes:
+    """The issue's edit: ten relevance grades 1 -> 0 in qrels.jsonl (the same length)."""
+    lines = data.decode().splitlines(keepends=True)
+    changed = 0
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record["score"] >= 1 and changed < count:
+            lines[i] = line.replace(f'"score": {record["score"]}', '"score": 0')
+            changed += 1
+    assert changed
+    return "".join(lines).encode()
+
+
+def _zero_tail(data: bytes) -> bytes:
+    """A truncated download padded to the right length: the last quarter zeroed."""
+    keep = len(data) * 3 // 4
+    return data[:keep] + bytes(len(data) - keep)
+
+
+def test_emulator_names_files_by_their_git_blob_sha1(tmp_path):
+    """The ETag the emulator sends (and huggingface_hub names blobs by) is git's own blob id."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    files = r2med_task_files()
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)
+        status, headers, _ = hub._answer("HEAD", f"/datasets/R2MED/Biology/resolve/{PIN}/qrels.jsonl")
+    (tmp_path / "q").write_bytes(files["qrels.jsonl"])
+    git = subprocess.run(["git", "hash-object", str(tmp_path / "q")], capture_output=True, text=True, check=True)
+    assert status == 200 and headers["ETag"] == f'"{git.stdout.strip()}"'
+
+
+@pytest.mark.parametrize("damage", [_lower_grades, _zero_tail])
+def test_a_damaged_cached_file_is_refused_offline_in_one_line(hf_cache, damage):
+    from r2med.data import load_task
+    from r2med.data.hub import VERIFIED_FILE
+
+    files = r2med_task_files()
+    snap = fill_hf_cache(hf_cache, "R2MED/Biology", files, PIN)
+    sound = load_task("Biology")
+    qrels = snap / "qrels.jsonl"
+    qrels.write_bytes(damage(files["qrels.jsonl"]))  # through the link: the blob itself changes
+    assert qrels.stat().st_size == len(files["qrels.jsonl"])
+    with pytest.raises(R2MedError) as caught:
+        load_task("Biology")
+    message = str(caught.value)
+    assert message.startswith(f"{qrels}: damaged in the Hugging Face cache") and "\n" not in message
+    assert "--force-download" in message
+    qrels.write_bytes(files["qrels.jsonl"])  # repaired: loads as before
+    assert load_task("Biology").qrels == sound.qrels
+    assert (Path(os.environ["R2MED_HOME"]) / VERIFIED_FILE).is_file()
+
+
+def test_verified_files_are_not_hashed_again_until_they_change(hf_cache, monkeypatch):
+    from r2med.data import hub
+    from r2med.data import load_task
+
+    snap = fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN)
+    hashed: list[str] = []
+    real = hub.content_hash
+    monkeypatch.setattr(hub, "content_hash", lambda path, algorithm: hashed.append(Path(path).name) or
+                        real(path, algorithm))
+    load_task("Biology")
+    assert len(hashed) == 3  # the three task files, once each
+    load_task("Biology")
+    assert len(hashed) == 3
+    blob = (snap / "query.jsonl").resolve()
+    os.utime(blob, ns=(blob.stat().st_atime_ns, blob.stat().st_mtime_ns + 1_000_000_000))
+    load_task("Biology")
+    assert hashed[3:] == [blob.name]
+
+
+def test_a_cache_without_links_is_used_as_it_is(hf_cache):
+    """Without blobs there is no hash to check against: the files are read (the docs say so)."""
+    from r2med.data import load_task
+
+    fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN, links=False)
+    assert load_task("Biology").revision == PIN
+
+
+def test_a_damaged_download_is_fetched_again_where_the_hub_answers(dirs, tmp_path):
+    """The issue's case: after a download, ten grades 1 -> 0 in the cached qrels.jsonl gave another score,
+    recorded as the pinned commit.  Online it is downloaded again (same score as before), offline refused."""
+    cache, home = dirs
+    files = r2med_task_files()
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)
+        first = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "a"), hub=hub, cache=cache,
+                    home=home)
+        assert first.returncode == 0, first.stderr
+        qrels = next(cache.glob("datasets--R2MED--Biology/snapshots/*/qrels.jsonl"))
+        qrels.write_bytes(_lower_grades(files["qrels.jsonl"]))
+        offline = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "b"), cache=cache, home=home,
+                      offline=True)
+        assert f"{qrels}: damaged in the Hugging Face cache" in one_line_error(offline)
+        assert not (tmp_path / "b" / "bm25" / "Biology").exists()
+        gets = len(hub.paths("GET"))
+        again = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "c"), hub=hub, cache=cache,
+                    home=home)
+        assert again.returncode == 0, again.stderr
+        assert "downloading it again" in again.stderr
+        assert hub.paths("GET")[gets:] == [f"/datasets/R2MED/Biology/resolve/{PIN}/qrels.jsonl"]
+    assert qrels.read_bytes() == files["qrels.jsonl"]
+    assert metrics_of(tmp_path / "c")["aggregate"] == metrics_of(tmp_path / "a")["aggregate"]

@@ -63,8 +63,12 @@ def check_home() -> Path:
 
 
 def cache_dir(kind: str) -> Path:
-    """A sub-folder of the home for one kind of artifact (``bm25``, ``embeddings``, ``llm``...)."""
-    path = home() / kind
+    """A sub-folder of the home for one kind of artifact (``bm25``, ``embeddings``, ``llm``...); a linked one is
+    refused (:func:`r2med.paths.refuse_links`: nothing is written outside the home through it)."""
+    from .paths import refuse_links
+
+    root = home()
+    path = refuse_links(root, root / kind, include_last=True)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

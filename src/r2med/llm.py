@@ -131,6 +131,10 @@ class RequestCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise R2MedError(f"{self.path.parent}: cannot create the LLM answer cache ({exc.strerror or exc})") from None
+        if self.path.is_symlink():  # appends would land in the link's target, outside the home
+            from .paths import refuse_links
+
+            refuse_links(self.path.parent, self.path, include_last=True)
         target = self.path if self.path.exists() else self.path.parent
         if self.path.is_dir() or not os.access(target, os.W_OK):
             # found now, not as a failure of every request after the answers were paid for

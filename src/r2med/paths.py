@@ -4,8 +4,11 @@ r2med writes only under folders the user named (``--out``, ``R2MED_HOME``).  Nam
 come from files or options (a task read from ``metrics.json``, a retriever label, ``--name``)
 become path parts only through :func:`plain_name`, and task folders are made only through
 :func:`task_folder`, which also checks (:func:`ensure_within`) that the result stays under
-the named root.  :func:`check_output_dir` / :func:`check_output_file` find an unwritable
-destination before any compute starts.
+the named root.  Nothing is written, replaced or deleted *through* a symbolic link below the named
+root (:func:`refuse_links`): a linked folder on the way is refused in one line; a link at the very
+place a file or folder is written is replaced itself (the atomic rename), never its target.
+:func:`check_output_dir` / :func:`check_output_file` find an unwritable destination before any
+compute starts.
 """
 
 from __future__ import annotations
@@ -60,13 +63,57 @@ def plain_name(name: object, what: str, source: str | os.PathLike[str] | None = 
     raise R2MedError(f"{what} {problem}; use a plain name (letters, digits, . _ - +)")
 
 
+def linked_part(root: str | os.PathLike[str], path: str | os.PathLike[str], include_last: bool = False) -> Path | None:
+    """The first existing part of ``path`` below ``root`` that is a symbolic link (``path`` itself only with
+    ``include_last``), or None.  ``root`` itself (the folder the user named) may be a link."""
+    base = Path(os.path.normpath(os.path.abspath(root)))
+    full = Path(os.path.normpath(os.path.abspath(path)))
+    try:
+        parts = full.relative_to(base).parts
+    except ValueError:
+        return None
+    probe = base
+    for i, part in enumerate(parts):
+        probe = probe / part
+        if i == len(parts) - 1 and not include_last:
+            break
+        if probe.is_symlink():
+            return probe
+        if not probe.exists():
+            break  # nothing deeper exists yet, so no link either
+    return None
+
+
+def refuse_links(root: str | os.PathLike[str], path: str | os.PathLike[str], include_last: bool = False) -> Path:
+    """``path`` unless a part of it below ``root`` is a symbolic link (``path`` itself too with ``include_last``):
+    then a one-line R2MedError, before anything is written, replaced or deleted through the link."""
+    link = linked_part(root, path, include_last)
+    if link is not None:
+        try:
+            target = os.readlink(link)
+        except OSError:
+            target = "?"
+        raise R2MedError(f"refusing to write {os.path.abspath(path)}: {link} is a link (to {target}), and r2med "
+                         f"writes nothing through a link below {os.path.abspath(root)}; remove the link (its target "
+                         "is left alone) or name the folder it points to")
+    return Path(path)
+
+
 def ensure_within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
-    """``path`` if it lies under ``root`` (compared as absolute, normalised paths), else an R2MedError."""
+    """``path`` if it lies under ``root`` (compared as absolute, normalised paths) and no folder between them is a
+    link (:func:`refuse_links`; ``path`` itself may be one: writers replace it, never follow it), else an R2MedError."""
     base = os.path.normpath(os.path.abspath(root))
     full = os.path.normpath(os.path.abspath(path))
     if full == base or os.path.commonpath([base, full]) != base:
         raise R2MedError(f"refusing to write {full}: it is outside {base}, the folder results go to")
+    refuse_links(base, full)
     return Path(path)
+
+
+def system_folder(root: str | os.PathLike[str], name: str) -> Path:
+    """``root/<name>``: a system folder under the results root the user named, refused when it (or anything
+    between) is a link -- its task folders are written, replaced and deleted inside it."""
+    return refuse_links(root, Path(root) / plain_name(name, "result name"), include_last=True)
 
 
 def task_folder(out: str | os.PathLike[str], task: str, source: str | os.PathLike[str] | None = None) -> Path:

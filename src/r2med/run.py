@@ -143,11 +143,56 @@ def write_task_results(folder: str | os.PathLike[str], run: Mapping[str, Mapping
     return folder
 
 
+#: The longest integer literal ``metrics.json`` may hold (r2med writes counts and seeds; a longer one is damage,
+#: and a 400-digit one would overflow every float conversion, a 4,301-digit one Python's int parser).
+MAX_INT_DIGITS = 30
+#: The range of every measure r2med stores (trec_eval's nDCG, MAP, recall, precision and reciprocal rank).
+MEASURE_RANGE = (0.0, 1.0)
+#: How much of a key or value an error message echoes.
+ECHO_CHARS = 60
+
+
+class _LongInteger(str):
+    """An integer literal longer than :data:`MAX_INT_DIGITS` digits, kept as its text so the check can name its key."""
+
+
+def _parse_int(text: str) -> int | _LongInteger:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInteger(text)
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: one line, at most :data:`ECHO_CHARS` characters of it."""
+    if isinstance(value, str):
+        text = value if value.isprintable() else repr(value)
+        return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
+
+
+def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
+    """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _LongInteger):
+            return where or "the file", value
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{shown(k)}" if where else shown(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """A task folder's ``metrics.json``, checked (:func:`check_metrics`); any fault is a DataError naming it."""
+    """A task folder's ``metrics.json``, checked (:func:`check_metrics`); any fault is a DataError naming it.
+
+    The one reader of ``metrics.json``: report, compare, export, fuse, rerank and a resumed evaluate all
+    read through it, so a value that passed is safe for every consumer (finite measures in 0..1, no
+    integer too long for a float, bounded echo of whatever is wrong).
+    """
     path = Path(folder) / METRICS_FILE
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_int=_parse_int)
     except FileNotFoundError:
         raise DataError(path, None, "no metrics.json (not a finished task folder)") from None
     except UnicodeDecodeError as exc:
@@ -158,6 +203,13 @@ def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
         raise DataError(path, None, "malformed JSON (nested too deeply)") from None
     except OSError as exc:
         raise DataError(path, None, f"cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:  # e.g. a number literal json cannot convert
+        raise DataError(path, None, f"malformed JSON ({shown(str(exc))})") from None
+    found = _long_integer(data)
+    if found is not None:
+        where, literal = found
+        raise DataError(path, None, f"{where} is a {len(literal.lstrip('-')):,}-digit integer, not a value r2med "
+                                    f"writes (at most {MAX_INT_DIGITS} digits)")
     check_metrics(data, path)
     return data
 
@@ -166,13 +218,16 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _measures(values: Any, where: str, path: Path) -> None:
+def _measures(values: Any, where: str, path: Path, bounds: tuple[float, float] | None = MEASURE_RANGE) -> None:
+    """Every value of ``values`` (an object) a finite number, within ``bounds`` (low, high) when given."""
     if not isinstance(values, dict):
         raise DataError(path, None, f"{where} must be an object of measure -> number, got {type(values).__name__}")
     for measure, value in values.items():
         if not _finite(value):
-            name = measure if measure.isprintable() else repr(measure)  # the error stays one line
-            raise DataError(path, None, f"{where}.{name} is {value!r}, not a finite number")
+            raise DataError(path, None, f"{where}.{shown(measure)} is {shown(value)}, not a finite number")
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise DataError(path, None, f"{where}.{shown(measure)} is {shown(value)}, outside "
+                                        f"{bounds[0]:g}..{bounds[1]:g} (the range of every measure r2med stores)")
 
 
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
@@ -189,7 +244,10 @@ def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
     if not isinstance(per_query, dict):
         raise DataError(path, None, f"per_query must be an object of query -> measures, got {type(per_query).__name__}")
     for qid, values in per_query.items():
-        _measures(values, f"per_query[{qid!r}]", path)
+        _measures(values, f"per_query[{shown(qid)!r}]", path)
+    for key in ("task", "retriever"):
+        if isinstance(data.get(key), str) and len(data[key]) > 1000:  # before name_problem echoes it
+            raise DataError(path, None, f"{key} {shown(data[key])} is longer than a name can be")
     if "task" in data and data["task"] is not None:
         problem = name_problem(data["task"])
         if problem is not None:
@@ -205,9 +263,9 @@ def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise DataError(path, None, f"{key} must be an object, got {type(data[key]).__name__}")
     if data.get("timing") is not None:
-        _measures(data["timing"], "timing", path)
+        _measures(data["timing"], "timing", path, bounds=(0.0, math.inf))
     if "count_missing" in data and not isinstance(data["count_missing"], bool):
-        raise DataError(path, None, f"count_missing must be true or false, got {data['count_missing']!r}")
+        raise DataError(path, None, f"count_missing must be true or false, got {shown(data['count_missing'])}")
 
 
 def task_folders(out: str | os.PathLike[str]) -> list[Path]:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..tasks import TASKS
 from . import app, enable_strict_data
-from ..paths import check_output_dir
+from ..paths import check_output_dir, system_folder
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (AT_LEAST_0, AT_LEAST_1, UNIT, BatchSize, CountMissing, DataDir, Device, FormatJson, JsonAlias,
                       MaxLength, Measures, Model, NoCache, Out, Overwrite, Pooling, Ray, RayAddress, ResultName,
@@ -132,7 +132,7 @@ def evaluate_command(
                                      on_done=lambda job, result: bar.advance())
     else:
         [job] = plans
-        grouped = {job.name: jobs.run_tasks(job, refs, k=top_k, out=out / job.name, measures=columns,
+        grouped = {job.name: jobs.run_tasks(job, refs, k=top_k, out=system_folder(out, job.name), measures=columns,
                                             count_missing=count_missing, overwrite=overwrite)}
     for name_, results in grouped.items():
         print_summary(results, jobs.summary(name_, results), out / name_, measures=columns)
@@ -156,7 +156,7 @@ def demo_command(
     if fallback is not None:
         console.print(f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
                       f"demo collection instead. {escape(fallback)}[/]", highlight=False, soft_wrap=True)
-    results = run_tasks(DEMO, refs, out=out / DEMO.name, overwrite=fallback is not None)
+    results = run_tasks(DEMO, refs, out=system_folder(out, DEMO.name), overwrite=fallback is not None)
     if fallback is not None:
         print_summary(results, Summary(DEMO.name), out / DEMO.name,
                       title="bm25 on the built-in demo collection: nDCG@10 (x100)")

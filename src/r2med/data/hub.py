@@ -20,16 +20,27 @@ The task files are plain JSONL (``corpus.jsonl``, ``query.jsonl``, ``qrels.jsonl
   ``hf_hub_download``'s ~23 s of retries; every failure becomes one line saying which it was
   (:func:`hub_error`): offline mode, connection/proxy/timeout, repo/file/revision not found,
   or access denied.
+* **Integrity.** The cache stores each file under its content hash (``blobs/<git blob SHA-1>``, or
+  ``blobs/<SHA-256>`` for LFS files; the snapshot path links to it).  Every file r2med takes from the
+  cache is checked against that name before use (:func:`verify_cached`); what was verified is remembered
+  by path, size and modification time in ``$R2MED_HOME/hub-verified.json``, so an unchanged file is
+  hashed once.  A file whose content does not match is downloaded afresh where the hub can be reached,
+  else it is a one-line error naming it.  (A cache without links, where huggingface_hub copies files into
+  the snapshot, has no hash to check against: those files are used as they are.)
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import logging
 import os
+import re
 from pathlib import Path
+from typing import TypedDict, cast
 
-from ..errors import R2MedError
+from ..errors import DataError, R2MedError
 from ..protocol import hub_configs
 from .collection import Collection
 from .loaders import load_r2med_files
@@ -242,15 +253,118 @@ def probe(repo_id: str, filename: str, revision: str | None = None, repo_type: s
 
 
 def download(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> Path:
-    """One file of a hub repo through the standard HF cache (no request when cached at a commit)."""
+    """One file of a hub repo through the standard HF cache (no request when cached at a commit), verified
+    against the content hash the cache stores it under (:func:`verify_cached`; a damaged copy is fetched again
+    where the hub can be reached)."""
     from huggingface_hub import hf_hub_download
 
     if not _offline() and cached_file(repo_id, filename, revision, repo_type) is None:
         probe(repo_id, filename, revision, repo_type)  # fail fast, in one line, when the hub is unreachable
     try:
-        return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision))
+        path = Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision))
     except Exception as exc:
         raise hub_error(exc, repo_id, filename, revision, repo_type) from None
+    damage = verify_cached(path)
+    if damage is None:
+        return path
+    fix = f"hf download {repo_id}" + (f" --repo-type {repo_type}" if repo_type != "model" else "") + \
+        (f" --revision {revision}" if revision else "") + f" {filename} --force-download"
+    if _offline():
+        raise DataError(path, None, f"damaged in the Hugging Face cache: {damage}; download it again ({fix}) where "
+                                    "the hub can be reached, or unset HF_HUB_OFFLINE")
+    log.warning("%s: damaged in the Hugging Face cache (%s); downloading it again", path, damage)
+    try:
+        path = Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision,
+                                    force_download=True))
+    except Exception as exc:
+        reason = hub_error(exc, repo_id, filename, revision, repo_type).reason
+        raise DataError(path, None, f"damaged in the Hugging Face cache ({damage}), and downloading it again "
+                                    f"failed ({reason}); {fix}") from None
+    damage = verify_cached(path)
+    if damage is not None:
+        raise DataError(path, None, f"damaged even as downloaded again from {_endpoint()}: {damage}")
+    return path
+
+
+# -- integrity of cached files --------------------------------------------------------------------
+
+#: Where the files already checked are remembered (under the r2med home): blob path -> size, mtime, hash.
+VERIFIED_FILE = "hub-verified.json"
+_BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+class VerifiedBlob(TypedDict):
+    """What was checked of one cached blob: its size and modification time then, and the hash it matched."""
+
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+def _verified_path() -> Path:
+    from ..cache import home_path
+
+    return home_path() / VERIFIED_FILE
+
+
+def _read_verified() -> dict[str, VerifiedBlob]:
+    try:
+        data = json.loads(_verified_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): cast(VerifiedBlob, v) for k, v in data.items() if isinstance(v, dict)
+            and isinstance(v.get("size"), int) and isinstance(v.get("mtime_ns"), int) and isinstance(v.get("hash"), str)}
+
+
+def _remember_verified(blob: Path, record: VerifiedBlob) -> None:
+    """Add ``blob`` to the verified list; best effort (an unwritable home only costs a re-hash next time)."""
+    from ..cache import home, write_json_atomic
+
+    known = {k: v for k, v in _read_verified().items() if os.path.exists(k)}
+    known[str(blob)] = record
+    try:
+        write_json_atomic(home() / VERIFIED_FILE, known)
+    except (OSError, R2MedError) as exc:
+        log.debug("cannot remember verified hub files in %s: %s", _verified_path(), exc)
+
+
+def content_hash(path: str | os.PathLike[str], algorithm: str) -> str:
+    """``path``'s hash as the hub names files: ``"git-sha1"`` (SHA-1 of ``blob <size>\\0`` + content) or
+    ``"sha256"`` (of the content, LFS files)."""
+    size = os.path.getsize(path)
+    h = hashlib.sha1(b"blob %d\0" % size) if algorithm == "git-sha1" else hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_cached(path: str | os.PathLike[str]) -> str | None:
+    """None if the cached file ``path`` holds what its blob name says (or has no blob name to check), else
+    what is wrong, in a few words.  A blob already verified with the same size and mtime is not read again."""
+    blob = Path(os.path.realpath(path))
+    if blob.parent.name != "blobs" or not _BLOB_NAME.fullmatch(blob.name):
+        return None  # a copy in the snapshot (no links): nothing names its content
+    try:
+        info = blob.stat()
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    record: VerifiedBlob = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "hash": blob.name}
+    if _read_verified().get(str(blob)) == record:
+        return None
+    algorithm = "git-sha1" if len(blob.name) == 40 else "sha256"
+    try:
+        actual = content_hash(blob, algorithm)
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if actual != blob.name:
+        what = "git blob SHA-1" if algorithm == "git-sha1" else "SHA-256"
+        return (f"its content ({info.st_size:,} bytes, {what} {actual[:12]}...) does not match "
+                f"the hash it is stored under ({blob.name[:12]}...)")
+    _remember_verified(blob, record)
+    return None
 
 
 @functools.lru_cache(maxsize=1)

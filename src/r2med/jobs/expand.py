@@ -19,7 +19,7 @@ from .. import progress
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError
-from ..paths import plain_name, task_folder
+from ..paths import ensure_within, plain_name, task_folder
 
 
 class Bar(Protocol):
@@ -156,7 +156,7 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
         for ref in tasks:
             collection = ref.load()
             before = client.usage.as_dict()
-            path = task_folder(out, collection.name) / method / llm / EXPANSION_FILE
+            path = ensure_within(out, task_folder(out, collection.name) / method / llm / EXPANSION_FILE)
             with progress.task(f"{method} · {collection.name}", total=len(collection.queries), unit="queries",
                                counters=("failed", "retried", "retrying", "tokens in", "tokens out")) as task:
                 bar = RequestBar(task, client)

@@ -45,8 +45,8 @@ def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[s
                          f"({', '.join(s.folder.name for s in systems)}); export one system at a time")
     check_output_dir(out)
     selection.announce()
-    done = []
-    for ref in systems:
+    read: list[tuple[str, list[dict[str, Any]], dict[str, int], dict[str, Any]]] = []
+    for ref in systems:  # every system read (and checked) before anything is written
         folders = ref.task_paths()
         payloads = [read_metrics(f) for f in folders]
         depths = {str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE)) for p, f in zip(payloads, folders)
@@ -57,6 +57,7 @@ def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[s
                 task = str(payload.get("task"))
                 counts[task] = collection_counts(require(locate(task, None, recorded=payload, hub=False),
                                                          task, payload).load())
-        done.append(export_mteb(payloads, Path(out), model or ref.folder.name, model_revision, depths=depths,
-                                force=force, mteb_task=mteb_task, counts=counts))
-    return done
+        read.append((model or ref.folder.name, payloads, depths, counts))
+    return [export_mteb(payloads, Path(out), name, model_revision, depths=depths, force=force, mteb_task=mteb_task,
+                        counts=counts)
+            for name, payloads, depths, counts in read]

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import R2MedError
 from ..fusion import check_fusion, fuse
 from ..metrics import DEFAULT_MEASURES
-from ..paths import plain_name
+from ..paths import plain_name, system_folder
 from ..published import different_data
 from .folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from .rerank import TaskInput, folder_name, load_inputs, result_name
@@ -98,7 +98,7 @@ def fuse_folders(runs: Sequence[str | Path], method: str = "rrf", weights: Seque
               for ref in systems]
     selection.announce()
     label = result_name(name, f"{method}-" + "+".join(folder_name(str(ref.folder)) for ref in systems))
-    target = out / label
+    target = system_folder(out, label)
     results = fuse_inputs(groups, [str(ref.folder) for ref in systems], label, target, method=method, k=k, norm=norm,
                           weights=weights, depth=depth, measures=measures, count_missing=count_missing,
                           overwrite=overwrite)

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..metrics import HEADLINE
+from ..paths import system_folder
 from ..protocol import published_figures
 from ..published import PublishedKey, published_depth, published_retriever, tolerance_of
 from ..tasks import TASK_NAMES, get_task
@@ -356,13 +357,14 @@ def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], o
     first = target.key.system
     name = target.key.reranker_name or ""
     depth = published_depth(name)
-    run_task(coll, first, paper_options(first), k=max(100, depth), out=out / first, overwrite=overwrite)
+    run_task(coll, first, paper_options(first), k=max(100, depth), out=system_folder(out, first),
+             overwrite=overwrite)
     folder = out / first / coll.name
     item = TaskInput(coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll,
                      file_fingerprint(folder / RUN_FILE))
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)
-    [result] = rerank_inputs([item], rerankers[name], target.label, out / target.label, top_k=depth,
+    [result] = rerank_inputs([item], rerankers[name], target.label, system_folder(out, target.label), top_k=depth,
                              keep_tail=False, overwrite=overwrite)
     return result
 
@@ -401,7 +403,7 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
                     builder = ExpansionQueries(target.key.expansion, target.key.llm, folders=folders,
                                                revision=env.revision)
                 result = run_task(coll, target.key.system, paper_options(target.key.system), k=100,
-                                  out=out / target.label, label=target.label if builder else None,
+                                  out=system_folder(out, target.label), label=target.label if builder else None,
                                   query_builder=builder, overwrite=overwrite)
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"

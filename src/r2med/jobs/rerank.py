@@ -21,7 +21,7 @@ from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError
 from ..metrics import DEFAULT_MEASURES
-from ..paths import plain_name
+from ..paths import plain_name, system_folder
 from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
 from ..run import RUN_FILE, Run, read_trec
 from .folders import (SystemRef, SystemResults, TaskResult, file_fingerprint, find_runs, finish_task, read_run_folder,
@@ -202,7 +202,7 @@ def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, option
     done = []
     for inputs in groups:
         label = result_name(name, default_name(inputs[0].retriever, reranker, options.get("model"), top_k))
-        target = out / label
+        target = system_folder(out, label)
         results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
                                 count_missing=count_missing, overwrite=overwrite)
         done.append(SystemResults(label, target, results))

@@ -211,6 +211,9 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
                              f"{a.tasks[t].folder if not sa else b.tasks[t].folder}; "
                              f"re-run `r2med evaluate -m {measure_label(measure)}`")
         stats = compare_paired(sa, sb, n_permutations=n_permutations, seed=seed)
+        if stats.n == 0:
+            raise R2MedError(f"{t}: {a.name} and {b.name} share no query ({len(sa)} in {a.tasks[t].folder}, "
+                             f"{len(sb)} in {b.tasks[t].folder}); compare runs of the same queries")
         if stats.only_a or stats.only_b:
             notes.append(f"{t}: {stats.only_a} queries only in {a.name}, {stats.only_b} only in {b.name} (left out)")
         lines.append(ComparisonLine(t, stats))

@@ -10,7 +10,9 @@
 Both share one document matrix ``W[d, t] = idf_t * tf / (tf + k1 * (1 - b + b * dl / avgdl))``
 with ``idf_t = ln((N + 1) / (df_t + 0.5))``, so one index serves both.  The index is keyed by
 (corpus fingerprint, analyzer, k1, b), saved under the r2med home and reused; every file of it has
-a CRC-32 in ``params.json``, checked on load (about 15 ms for 61K docs), and a damaged index is rebuilt.
+a CRC-32 in ``params.json``, and ``params.json`` itself (``avgdl``, ``k1``, ``b``, the analyzer, the sizes:
+everything else that shapes scores) carries a CRC-32 of its other fields; all are checked on load (about
+15 ms for 61K docs), and a damaged index is rebuilt.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from .topk import top_k_rows
 log = logging.getLogger(__name__)
 
 FLAVOURS = ("paper", "standard")
-INDEX_FORMAT = 2  # 2: CRC-32 of every file in params.json
+INDEX_FORMAT = 3  # 2: CRC-32 of every file in params.json; 3: and of params.json's own fields (params_crc32)
+#: The key of params.json that holds the CRC-32 of its other fields (:func:`_params_checksum`).
+PARAMS_CHECKSUM = "params_crc32"
 _ARRAYS = ("indptr", "indices", "data", "idf")
 _LISTS = ("vocab", "doc_ids")
 #: A corpus at least this large shows the steps of building its index (:mod:`r2med.progress`); a smaller one
@@ -174,15 +178,14 @@ class BM25:
                       "n_docs": len(self.doc_ids), "n_terms": len(self.vocab),
                       "analyzer": self.analyzer.config(), "corpus_fingerprint": corpus_fingerprint,
                       "crc32": checksums}
+            params[PARAMS_CHECKSUM] = _params_checksum(params)
             (tmp / "params.json").write_text(json.dumps(params, indent=1), encoding="utf-8")
         self.index_path = path
         return path
 
     def _load_arrays(self, path: Path) -> None:
         """Load a saved index, checking every file against its CRC-32 (IndexDamaged when one differs)."""
-        params = json.loads((path / "params.json").read_text(encoding="utf-8"))
-        if params["format"] != INDEX_FORMAT:
-            raise ValueError(f"index format {params['format']} != {INDEX_FORMAT}")
+        params = read_params(path)
         checksums = params["crc32"]
         n_terms, n_docs = params["n_terms"], params["n_docs"]
         arrays = {name: _load_checked(path / f"{name}.npy", checksums) for name in _ARRAYS}
@@ -200,7 +203,7 @@ class BM25:
 
     @classmethod
     def load(cls, path: str | Path, flavour: str = "paper") -> BM25:
-        params = json.loads((Path(path) / "params.json").read_text(encoding="utf-8"))
+        params = read_params(Path(path))
         bm25 = cls(k1=params["k1"], b=params["b"], flavour=flavour, analyzer=params["analyzer"]["name"])
         bm25._load_arrays(Path(path))
         return bm25
@@ -267,10 +270,28 @@ class BM25:
         return dict(zip(qids, (hits for part in parts for hits in part)))
 
 
+def _params_checksum(params: Mapping[str, Any]) -> str:
+    """CRC-32 of every field of ``params.json`` but the checksum itself, over its canonical JSON."""
+    fields = {k: v for k, v in params.items() if k != PARAMS_CHECKSUM}
+    return f"{zlib.crc32(json.dumps(fields, sort_keys=True).encode('utf-8')):08x}"
+
+
+def read_params(folder: Path) -> dict[str, Any]:
+    """An index's ``params.json``, checked against its own CRC-32 (IndexDamaged when a field was changed)."""
+    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    if not isinstance(params, dict):
+        raise IndexDamaged("params.json is not an object")
+    if params.get("format") != INDEX_FORMAT:
+        raise ValueError(f"index format {params.get('format')!r} != {INDEX_FORMAT}")
+    if params.get(PARAMS_CHECKSUM) != _params_checksum(params):
+        raise IndexDamaged("params.json does not match its checksum")
+    return params
+
+
 def describe_index(folder: Path) -> str:
     """What a saved index is, for ``r2med cache ls``: ``k1=.. b=.. <analyzer> · <n> docs`` (raises
-    OSError/ValueError/KeyError when its ``params.json`` is unreadable)."""
-    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    OSError/ValueError/KeyError when its ``params.json`` is unreadable or fails its checksum)."""
+    params = read_params(folder)
     return f"k1={params['k1']} b={params['b']} {params['analyzer']['name']} · {params['n_docs']} docs"
 
 

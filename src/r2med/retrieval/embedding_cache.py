@@ -200,7 +200,9 @@ class EmbeddingCache:
         return arr
 
     def start(self) -> None:
-        """Prepare the folder for writing chunks: record the layout, drop chunks of another layout."""
+        """Prepare the folder for writing chunks: record the layout, drop chunks of another layout.  A linked
+        entry or chunk folder is refused (nothing is written or deleted through a link)."""
+        self._refuse_links()
         self.path.mkdir(parents=True, exist_ok=True)
         stored = self._stored_meta()
         if stored != self.meta:
@@ -208,12 +210,18 @@ class EmbeddingCache:
                 shutil.rmtree(self.chunk_dir, ignore_errors=True)
             write_json_atomic(self.path / "meta.json", self.meta)
 
+    def _refuse_links(self) -> None:
+        from ..paths import refuse_links
+
+        refuse_links(self.path.parent, self.chunk_dir, include_last=True)  # the entry and its chunk folder
+
     def write_chunk(self, i: int, emb: np.ndarray) -> None:
         """Store chunk ``i`` (rows ``chunk_range(i)``) atomically, its checksum first."""
         lo, hi = self.chunk_range(i)
         emb = np.ascontiguousarray(emb, dtype=np.float32)
         if emb.ndim != 2 or emb.shape[0] != hi - lo:
             raise ValueError(f"chunk {i} needs {hi - lo} rows, got shape {emb.shape}")
+        self._refuse_links()
         self.chunk_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.sum_path(i), array_checksum(emb) + "\n")
         with atomic_path(self.chunk_path(i), suffix=".npy") as tmp:
