@@ -1,4 +1,4 @@
-"""Core commands: ``tasks``, ``evaluate``, ``demo`` and ``score`` (the work: :mod:`r2med.jobs.evaluate`)."""
+"""Core commands: ``tasks``, ``evaluate``, ``demo``, ``score`` and ``import`` (the work: :mod:`r2med.jobs.evaluate`)."""
 
 from __future__ import annotations
 
@@ -198,3 +198,35 @@ def score_command(
     typer.echo(f"{'num_q':<16}\tall\t{len(metrics.per_query)}")
     for m in metrics.measures:
         typer.echo(f"{m:<16}\tall\t{metrics.aggregate[m]:.4f}")
+
+
+@app.command("import")
+def import_command(
+    ctx: typer.Context,
+    runs: list[Path] = typer.Argument(..., help="TREC run files (6 columns, or 4: qid docid rank score)."),
+    name: str = typer.Option(..., "--name", help="The system's name: OUT/<name>/<task>/ is written (no spaces "
+                                                 "or slashes)."),
+    tasks: Tasks = "all",
+    data_dir: DataDir = None,
+    out: Out = Path("runs"),
+    note: Optional[str] = typer.Option(None, "--note", help="A note recorded with the run (how it was made)."),
+    measure: Measures = None,
+    count_missing: CountMissing = False,
+    revision: Revision = None,
+    overwrite: Overwrite = False,
+    strict: Strict = False,
+) -> None:
+    """Import run files made elsewhere as a system: scored and written as `evaluate` writes its results.
+
+    With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
+    collection holding most of its query ids.
+    """
+    from ..jobs.evaluate import Summary
+    from ..jobs.imports import import_files
+
+    if strict:
+        enable_strict_data(ctx)
+    columns = table_measures(measure)
+    system = import_files(runs, name, out, tasks=tasks, data_dir=data_dir, revision=revision, note=note,
+                          measures=columns, count_missing=count_missing, overwrite=overwrite)
+    print_summary(system.results, Summary(system.name, retriever="imported"), system.folder, measures=columns)
