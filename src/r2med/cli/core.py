@@ -95,6 +95,9 @@ def evaluate_command(
                                                   help="With --expansion: read this query_with_hydoc.jsonl (one task)."),
     expansion_dir: Optional[Path] = typer.Option(None, "--expansion-dir",
                                                  help="With --expansion: folder written by `r2med expand`."),
+    encoder: Optional[str] = typer.Option(None, "--encoder",
+                                          help="-r custom: your encoder, MODULE:OBJ (a dotted module or a .py "
+                                               "file; OBJ has encode(texts, role)); runs its code. See docs/dense.md."),
     ray: Ray = False,
     ray_address: RayAddress = None,
     strict: Strict = False,
@@ -117,7 +120,8 @@ def evaluate_command(
     columns = table_measures(measure)
     options = dict(k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device,
                    max_length=max_length, pooling=pooling, similarity=similarity, dtype=dtype,
-                   trust_remote_code=trust_remote_code or None, medcpt_published=medcpt_published or None)
+                   trust_remote_code=trust_remote_code or None, medcpt_published=medcpt_published or None,
+                   encoder=encoder)
     plans = [jobs.plan(retriever_, options, cache=not no_cache, expansion=expansion, expansion_file=expansion_file,
                        expansion_dir=expansion_dir, data_dir=data_dir, revision=revision, name=name)
              for retriever_ in names]
