@@ -185,7 +185,7 @@ class EntryPointPreset:
         if "obj" not in self._cache:
             from importlib.metadata import entry_points
 
-            [point] = [ep for ep in entry_points(group=self.group) if ep.name == self.name][:1] or [None]
+            point = next((ep for ep in entry_points(group=self.group) if ep.name == self.name), None)
             if point is None:
                 raise R2MedError(f"entry point {self.name!r} of {self.group} is gone")
             where = f"entry point {self.name} ({self.value})"

@@ -41,7 +41,8 @@ class CustomEncoder(BaseEncoder):
 
         def batch(idx: np.ndarray) -> np.ndarray:
             chunk = [texts[i] for i in idx]
-            return check_vectors(self.loaded.obj.encode(chunk, contract_role), len(chunk), where)
+            vectors: np.ndarray = check_vectors(self.loaded.obj.encode(chunk, contract_role), len(chunk), where)
+            return vectors
 
         return self.in_length_order(text_lengths(texts), batch_size, batch)
 
