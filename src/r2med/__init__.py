@@ -16,16 +16,18 @@ _EXPORTS = {
     "Metrics": "metrics", "evaluate": "metrics",
     "BM25": "retrieval", "make_retriever": "retrieval",
     "fuse": "fusion",
+    "import_run": "jobs.imports",
     "make_reranker": "rerank",
     "Run": "run", "read_trec": "run", "write_trec": "run",
 }
 
-__all__ = ["BM25", "Collection", "Metrics", "Run", "__version__", "evaluate", "fuse", "load_folder", "load_task",
+__all__ = ["BM25", "Collection", "Metrics", "Run", "__version__", "evaluate", "fuse", "import_run", "load_folder", "load_task",
            "make_reranker", "make_retriever", "read_qrels", "read_trec", "rerank", "write_trec"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .data import Collection, load_folder, load_task, read_qrels
     from .fusion import fuse
+    from .jobs.imports import import_run
     from .metrics import Metrics, evaluate
     from .rerank import make_reranker, rerank
     from .retrieval import BM25, make_retriever

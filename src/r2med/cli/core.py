@@ -1,4 +1,4 @@
-"""Core commands: ``tasks``, ``evaluate``, ``demo`` and ``score`` (the work: :mod:`r2med.jobs.evaluate`)."""
+"""Core commands: ``tasks``, ``evaluate``, ``demo``, ``score`` and ``import`` (the work: :mod:`r2med.jobs.evaluate`)."""
 
 from __future__ import annotations
 
@@ -96,6 +96,9 @@ def evaluate_command(
                                                   help="With --expansion: read this query_with_hydoc.jsonl (one task)."),
     expansion_dir: Optional[Path] = typer.Option(None, "--expansion-dir",
                                                  help="With --expansion: folder written by `r2med expand`."),
+    encoder: Optional[str] = typer.Option(None, "--encoder",
+                                          help="-r custom: your encoder, MODULE:OBJ (a dotted module or a .py "
+                                               "file; OBJ has encode(texts, role)); runs its code. See docs/dense.md."),
     ray: Ray = False,
     ray_address: RayAddress = None,
     strict: Strict = False,
@@ -118,7 +121,8 @@ def evaluate_command(
     columns = table_measures(measure)
     options = dict(k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device,
                    max_length=max_length, pooling=pooling, similarity=similarity, dtype=dtype,
-                   trust_remote_code=trust_remote_code or None, medcpt_published=medcpt_published or None)
+                   trust_remote_code=trust_remote_code or None, medcpt_published=medcpt_published or None,
+                   encoder=encoder)
     plans = [jobs.plan(retriever_, options, cache=not no_cache, expansion=expansion, expansion_file=expansion_file,
                        expansion_dir=expansion_dir, data_dir=data_dir, revision=revision, name=name)
              for retriever_ in names]
@@ -199,3 +203,35 @@ def score_command(
     typer.echo(f"{'num_q':<16}\tall\t{len(metrics.per_query)}")
     for m in metrics.measures:
         typer.echo(f"{m:<16}\tall\t{metrics.aggregate[m]:.4f}")
+
+
+@app.command("import")
+def import_command(
+    ctx: typer.Context,
+    runs: list[Path] = typer.Argument(..., help="TREC run files (6 columns, or 4: qid docid rank score)."),
+    name: str = typer.Option(..., "--name", help="The system's name: OUT/<name>/<task>/ is written (no spaces "
+                                                 "or slashes)."),
+    tasks: Tasks = "all",
+    data_dir: DataDir = None,
+    out: Out = Path("runs"),
+    note: Optional[str] = typer.Option(None, "--note", help="A note recorded with the run (how it was made)."),
+    measure: Measures = None,
+    count_missing: CountMissing = False,
+    revision: Revision = None,
+    overwrite: Overwrite = False,
+    strict: Strict = False,
+) -> None:
+    """Import run files made elsewhere as a system: scored and written as `evaluate` writes its results.
+
+    With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
+    collection holding most of its query ids.
+    """
+    from ..jobs.evaluate import Summary
+    from ..jobs.imports import import_files
+
+    if strict:
+        enable_strict_data(ctx)
+    columns = table_measures(measure)
+    system = import_files(runs, name, out, tasks=tasks, data_dir=data_dir, revision=revision, note=note,
+                          measures=columns, count_missing=count_missing, overwrite=overwrite)
+    print_summary(system.results, Summary(system.name, retriever="imported"), system.folder, measures=columns)

@@ -68,7 +68,9 @@ def models_command(as_json: bool = typer.Option(False, "--json", help="Print JSO
     """List every retriever and reranker with its settings: the paper's, then later work on R2MED."""
     if fmt not in ("table", "json"):
         raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
-    rows = {**retriever_settings(), **reranker_settings()}
+    retrievers = retriever_settings()
+    # a reranker named as a retriever (``custom``, a package's entry point) keeps its own row
+    rows = {**retrievers, **{(f"{n} (reranker)" if n in retrievers else n): r for n, r in reranker_settings().items()}}
     if as_json or fmt == "json":
         typer.echo(json.dumps(rows, indent=1, ensure_ascii=False))
         return

@@ -46,6 +46,9 @@ def expand_command(
     seed: Optional[int] = typer.Option(None, "--seed", callback=AT_LEAST_0, help="Override the sampling seed."),
     prompt_task: Optional[str] = typer.Option(None, "--prompt-task",
                                               help="Use this task's prompt (for collections not named after a task)."),
+    prompt_file: Optional[Path] = typer.Option(None, "--prompt-file",
+                                               help="Your prompt template instead of the paper's: {query}, and "
+                                                    "{passages} for LameR-style prompts (top-10 BM25 passages)."),
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Agentic methods: the index searched."),
     max_turns: int = typer.Option(4, "--max-turns", callback=AT_LEAST_1, help="Agentic methods: LLM turns per query."),
     search_k: int = typer.Option(3, "--search-k", callback=AT_LEAST_1, help="Agentic methods: passages returned per search."),
@@ -69,7 +72,7 @@ def expand_command(
         concurrency=concurrency, timeout=timeout, max_retries=max_retries, sampling=sampling, temperature=temperature,
         top_p=top_p, max_tokens=max_tokens, seed=seed, prompt_task=prompt_task, retriever=retriever,
         max_turns=max_turns, search_k=search_k, search_tags=search_tags, result_tags=result_tags,
-        answer_tags=answer_tags, cache=not no_cache)
+        answer_tags=answer_tags, cache=not no_cache, prompt_file=prompt_file)
     def layout(with_path: bool) -> Table:
         table = Table(title=escape(f"{method} expansions by {model}"))
         columns = ("task", "queries", "requests", "cached", "retries", "tokens in/out")

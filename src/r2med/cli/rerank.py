@@ -49,6 +49,9 @@ def rerank_command(
     with_scores: bool = typer.Option(False, "--with-scores", help="listwise: show first-stage scores in the "
                                                                    "prompt (InsertRank-style)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="--reranker custom: your scorer, MODULE:OBJ (a dotted "
+                                                               "module or a .py file; OBJ has score(query, docs)); "
+                                                               "runs its code. See docs/rerank.md."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Other reranker options as key=value "
                                                                  "(e.g. label=1, lora=<path>, base=<path>)."),
     measure: Measures = None,
@@ -62,6 +65,8 @@ def rerank_command(
     options = {"batch_size": batch_size, "max_length": max_length, "device": device, "dtype": dtype,
                "model": model, "base_url": base_url, "api_key": api_key, "window": window, "step": step,
                "with_scores": with_scores or None, "concurrency": concurrency, **parse_set(set_)}
+    if scorer is not None:
+        options["scorer"] = scorer
     columns = table_measures(measure)
     for done in rerank_folder(run, reranker, options, out=out, name=name, tasks=tasks, data_dir=data_dir,
                               revision=revision, top_k=top_k, keep_tail=not top_k_only, measures=columns,

@@ -90,9 +90,67 @@ def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_
     return out
 
 
+#: The placeholders a prompt file (``r2med expand --prompt-file``) may hold; ``{query}`` is required.
+PROMPT_FIELDS = ("query", "passages")
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """A prompt template of the user's (``--prompt-file``): ``{query}``, and ``{passages}`` (LameR-style: the
+    query's top-10 paper-BM25 passages, numbered as LameR's); literal braces are written ``{{`` and ``}}``."""
+
+    path: Path
+    text: str
+    sha256: str
+
+    @property
+    def wants_passages(self) -> bool:
+        return "passages" in _fields(self.text, self.path)
+
+    def fill(self, query: str, passages: str | None = None) -> str:
+        return self.text.format(query=query, passages=passages or "")
+
+    def record(self) -> dict[str, str]:
+        """What the expansion's sidecar and a result's configuration record about it."""
+        return {"file": str(self.path), "sha256": self.sha256, "text": self.text}
+
+
+def _fields(text: str, path: Path) -> set[str]:
+    import string
+
+    try:
+        names = {name for _, name, spec, conv in string.Formatter().parse(text) if name is not None}
+    except ValueError as exc:
+        raise R2MedError(f"{path}: not a prompt template ({exc}; write literal braces as {{{{ and }}}})") from None
+    for name in names:
+        if name not in PROMPT_FIELDS:
+            raise R2MedError(f"{path}: unknown placeholder {{{name}}} (a prompt file may use {{query}} and "
+                             "{passages}; literal braces are written {{ and }})")
+    return names
+
+
+def read_prompt_file(path: str | Path) -> PromptFile:
+    """A prompt file, checked: UTF-8 text, only ``{query}`` / ``{passages}`` placeholders, ``{query}`` present."""
+    import hashlib
+
+    from ..paths import check_input_file
+
+    path = check_input_file(Path(path), "--prompt-file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise R2MedError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if "query" not in _fields(text, path):
+        raise R2MedError(f"{path}: the prompt has no {{query}} placeholder (where each query's text goes)")
+    return PromptFile(Path(path).resolve(), text, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
 def expansion_messages(method: str, task: str, query: str, passages: str | None = None,
-                   system: str | None = None) -> list[dict[str, str]]:
-    """The chat messages the paper sends for one query."""
+                       system: str | None = None, prompt_file: PromptFile | None = None) -> list[dict[str, str]]:
+    """The chat messages the paper sends for one query (``prompt_file``: the user's template instead)."""
+    if prompt_file is not None:
+        return [{"role": "system", "content": system or system_prompt()},
+                {"role": "user", "content": prompt_file.fill(query, passages)}]
     prompt = prompt_template(method, task).replace("{TEXT}", query)
     if method == "lamer":
         if passages is None:
@@ -120,15 +178,19 @@ class GenerationResult:
 
 def generate_expansions(collection: Collection, method: str, client: Any, sampling: Mapping[str, Any],
                         task: str | None = None, on_result: Callable[[str, Any], None] | None = None,
-                        on_retry: Callable[[str], None] | None = None) -> GenerationResult:
-    """One expansion per query of ``collection`` (cached requests are free)."""
+                        on_retry: Callable[[str], None] | None = None,
+                        prompt_file: PromptFile | None = None) -> GenerationResult:
+    """One expansion per query of ``collection`` (cached requests are free); ``prompt_file``: the user's
+    template instead of the paper's prompt (its ``{passages}``, when present, are LameR's)."""
     if method not in GENERATIVE:
         raise R2MedError(f"live generation supports {', '.join(GENERATIVE)}; "
                          f"{method!r} is agentic (see r2med.expansion.agentic)")
-    key = prompt_task(collection.name, task)
+    key = prompt_task(collection.name, task) if prompt_file is None else ""
     qids = list(collection.queries)
-    passages = lamer_passages(collection) if method == "lamer" else {}
-    batch = [expansion_messages(method, key, collection.queries[q], passages.get(q)) for q in qids]
+    wants = prompt_file.wants_passages if prompt_file is not None else method == "lamer"
+    passages = lamer_passages(collection) if wants else {}
+    batch = [expansion_messages(method, key, collection.queries[q], passages.get(q), prompt_file=prompt_file)
+             for q in qids]
     results = client.chat_many(batch, on_result=(lambda i, r: on_result(qids[i], r)) if on_result else None,
                                on_retry=on_retry, **dict(sampling))
     out = GenerationResult()

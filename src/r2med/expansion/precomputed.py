@@ -159,6 +159,14 @@ class ExpansionQueries:
                      "files": fingerprint(stamps)}
         if collection is not None and collection.name in self.loaded:
             described["file"] = str(self.loaded[collection.name].path)
+            prompt = Path(self.loaded[collection.name].path).parent / "prompt.json"  # made with --prompt-file
+            if prompt.is_file():
+                import json
+
+                try:
+                    described["prompt_sha256"] = str(json.loads(prompt.read_text(encoding="utf-8"))["sha256"])
+                except (ValueError, KeyError, TypeError, OSError):
+                    described["prompt_sha256"] = "unreadable prompt.json"
         return described
 
     def __call__(self, collection: Collection, family: str) -> dict[str, QueryText]:

@@ -68,6 +68,10 @@ def plan(retriever: str, options: Mapping[str, Any] | None = None, cache: bool =
     label = retriever
     if meta.named_after and checked.get(meta.named_after):
         label = f"{retriever}-{model_name(str(checked[meta.named_after]))}"
+    if retriever == "custom" and checked.get("encoder") is not None:
+        from ..custom import short_name
+
+        label = f"custom-{short_name(checked['encoder'])}"
     builder = None
     if expansion or expansion_file or expansion_dir:
         from ..expansion.precomputed import expansion_builder

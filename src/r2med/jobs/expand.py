@@ -66,6 +66,10 @@ class Expanded:
     usage: dict[str, int]  # requests, cache_hits, retries, prompt_tokens, completion_tokens... of this task
 
 
+#: Beside an expansion file made with ``--prompt-file``: the prompt's file, sha256 and text.
+PROMPT_RECORD = "prompt.json"
+
+
 def llm_folder_name(model: str) -> str:
     """A folder name for a model id: ``Qwen/Qwen2.5-7B-Instruct`` -> ``qwen2.5-7b-instruct``."""
     tail = model.rstrip("/").rsplit("/", 1)[-1]
@@ -120,13 +124,15 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
                  seed: int | None = None, prompt_task: str | None = None, retriever: str = "bm25",
                  max_turns: int = 4, search_k: int = 3, search_tags: str | None = None,
                  result_tags: str | None = None, answer_tags: str | None = None,
-                 cache: bool = True) -> tuple[str, str, list[Expanded]]:
+                 cache: bool = True, prompt_file: str | Path | None = None) -> tuple[str, str, list[Expanded]]:
     """Expand every query of every task; returns the method (normalised), the LLM's folder name and one
     :class:`Expanded` per task.
 
     Everything that can be checked is checked before the first request: the method, the sampling
     preset, the output folder, the prompts of the tasks (generative methods), the agentic tags.
     A task with failed requests is an error after the others finished (answers so far stay cached).
+    ``prompt_file``: a template of the user's instead of the paper's prompts (generative methods); its text
+    and sha256 are recorded in ``prompt.json`` beside each expansion file, and each record names the sha256.
     """
     from ..cache import check_home
     from ..expansion.combine import AGENTIC, check_method
@@ -144,7 +150,14 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
         check_home()
     agentic = method in AGENTIC
     tags = agentic_tags(method, search_tags, result_tags, answer_tags) if agentic else None
-    if not agentic:
+    template = None
+    if prompt_file is not None:
+        from ..expansion.generate import read_prompt_file
+
+        if agentic:
+            raise R2MedError(f"--prompt-file applies to hyde, query2doc and lamer, not {method}")
+        template = read_prompt_file(prompt_file)
+    elif not agentic:
         for ref in tasks:  # fail before any request when a prompt is missing
             resolve_prompt(ref.name, prompt_task)
     params = paper_sampling(api=(sampling or ("api" if base_url is None else "open")) == "api",
@@ -165,13 +178,24 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
                                                     search_k, bar, tags)
                 else:
                     res = generate_expansions(collection, method, client, params, task=prompt_task,
-                                              on_result=bar.result, on_retry=bar.retry)
+                                              on_result=bar.result, on_retry=bar.retry, prompt_file=template)
                     texts, errors, extra = res.texts, res.errors, {}
+                    if template is not None:
+                        extra = {qid: {"prompt_sha256": template.sha256} for qid in texts}
             if errors:
                 first = next(iter(errors.items()))
                 raise R2MedError(f"{collection.name}: {len(errors)} of {len(collection.queries)} requests failed "
                                  f"(query {first[0]}: {first[1]}); answers so far are cached: re-run to resume")
             write_expansion_file(path, collection, texts, extra)
+            prompt_record = path.parent / PROMPT_RECORD
+            if template is not None:
+                import json
+
+                from ..cache import write_text_atomic
+
+                write_text_atomic(prompt_record, json.dumps(template.record(), indent=1) + "\n")
+            elif prompt_record.exists():  # the paper's prompts now: an older record of another prompt goes
+                prompt_record.unlink()
             now = client.usage.as_dict()
             done.append(Expanded(collection.name, len(collection.queries), path,
                                  {k: now[k] - before[k] for k in now}))

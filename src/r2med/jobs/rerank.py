@@ -152,12 +152,13 @@ def result_name(name: str | None, default: str) -> str:
     return plain_name(default, f"result name {default!r} (pass --name):", run_name=True)
 
 
-def default_name(retriever: str, reranker: str, model: str | None = None, top_k: int | None = None) -> str:
+def default_name(retriever: str, reranker: str, model: str | None = None, top_k: int | None = None,
+                 made_as: str | None = None) -> str:
     """The result's default name: ``<retriever>+<reranker>``, plus the model an LLM reranker was served as
     (``listwise-<model>``) unless it is the record's own checkpoint (``reasonrank-32b``), plus ``-top<k>``
     when a reranker whose record names its published depth reranked another depth (``reasonrank-32b-top20``)."""
     meta = reranker_meta(reranker)
-    suffix = folder_name(reranker)
+    suffix = made_as if made_as is not None and reranker == "custom" else folder_name(reranker)
     if meta.llm and model and folder_name(str(model)).lower() != folder_name(meta.hub_id or "").lower():
         suffix += f"-{folder_name(str(model))}"
     if meta.depth is not None and top_k is not None and top_k != meta.depth:
@@ -201,7 +202,8 @@ def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, option
         raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
     done = []
     for inputs in groups:
-        label = result_name(name, default_name(inputs[0].retriever, reranker, options.get("model"), top_k))
+        label = result_name(name, default_name(inputs[0].retriever, reranker, options.get("model"), top_k,
+                                                 made_as=getattr(made, "name", None)))
         target = system_folder(out, label)
         results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
                                 count_missing=count_missing, overwrite=overwrite)

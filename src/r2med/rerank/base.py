@@ -83,8 +83,9 @@ class RerankerMeta:
     provenance: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: the built-ins, then (``custom``, last) your own scorer and the packages' entry points (a built-in name wins)
 RERANKERS: Registry[RerankerMeta] = Registry(
-    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank"])
+    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank", "custom"])
 #: The entry that builds a cross-encoder from a hub id or local folder given as the reranker's name.
 ANY_MODEL = "cross-encoder"
 
@@ -115,8 +116,13 @@ def reranker_meta(name: str) -> RerankerMeta:
     return meta
 
 
-def make_reranker(name: str, **options: Any) -> Reranker:
-    """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder."""
+def make_reranker(name: str | Any, **options: Any) -> Reranker:
+    """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder.
+
+    ``name`` may also be your own scorer (an object with ``score(query, docs)``, or its class or factory):
+    the ``custom`` reranker over it (:mod:`r2med.rerank.custom`)."""
+    if not isinstance(name, str):
+        return reranker_meta("custom").factory(scorer=name, **{k: v for k, v in options.items() if v is not None})
     meta = reranker_meta(name)
     options = {k: v for k, v in options.items() if v is not None}
     if meta.name != name:  # a model id or folder

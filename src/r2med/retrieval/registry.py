@@ -101,7 +101,8 @@ def _flag(option: str) -> str:
     return FLAGS.get(option, "--" + option.replace("_", "-"))
 
 
-RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense", "later"])
+#: the built-ins, then (``custom``, last) your own encoder and the packages' entry points (a built-in name wins)
+RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense", "later", "custom"])
 
 
 #: Add a retriever's record (a different record under a registered name is an error).
@@ -128,6 +129,12 @@ def tolerance_for(name: str) -> float | None:
     return TOLERANCES[meta.tolerance if meta is not None else "dense"]
 
 
-def make_retriever(name: str, task: str | None = None, **options: Any) -> Retriever:
-    """Build the retriever registered as ``name`` for ``task``; unknown options are an error."""
+def make_retriever(name: str | Any, task: str | None = None, **options: Any) -> Retriever:
+    """Build the retriever registered as ``name`` for ``task``; unknown options are an error.
+
+    ``name`` may also be your own encoder (an object with ``encode(texts, role)``, or its class or factory):
+    the ``custom`` retriever over it (:mod:`r2med.retrieval.custom`)."""
+    if not isinstance(name, str):
+        return retriever_meta("custom").factory(task=task, encoder=name,
+                                                **{k: v for k, v in options.items() if v is not None})
     return retriever_meta(name).factory(task=task, **{k: v for k, v in options.items() if v is not None})

@@ -1,0 +1,209 @@
+"""``r2med import``: runs made elsewhere (your own code, another toolkit) as r2med results.
+
+Each run is validated as every run file is (:func:`r2med.run.read_trec`: ``file:line`` errors), scored
+against its collection's judgments and written to ``OUT/<name>/<task>/`` through
+:func:`~r2med.jobs.folders.finish_task`, exactly as ``evaluate`` writes its results -- so ``report``,
+``compare``, ``fuse``, ``rerank``, ``export`` and the HTML page take it.  The configuration records what
+the run is: ``retriever: "imported"`` (it never matches a published row), the file, its sha256, its own
+run tag(s) and any note.  Importing the same file again reuses the finished folder.
+
+Which task each file is (:func:`assign_tasks`): with ``--tasks`` naming tasks, the files map to them
+one by one, in order; otherwise each file goes to the one collection holding the most of its query
+ids (none, or a tie, is a one-line error), and two files may not go to the same task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data import Collection, TaskRef
+from ..errors import R2MedError
+from ..metrics import DEFAULT_MEASURES
+from ..paths import plain_name
+from ..run import Run, format_trec, read_trec
+from .folders import SystemResults, TaskResult, finish_task, reuse
+
+log = logging.getLogger(__name__)
+
+#: What an imported run's configuration names as its retriever: no published row has it.
+IMPORTED = "imported"
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """A run file read and checked: its run, its sha256 and the tags its sixth column names."""
+
+    path: Path
+    run: Run
+    sha256: str
+    tags: tuple[str, ...]
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def trec_tags(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The distinct run tags (sixth column) of a TREC run file, in order of appearance (4-column files: none)."""
+    from ..data.files import iter_lines
+
+    tags: dict[str, None] = {}
+    for _, line in iter_lines(Path(path)):
+        fields = line.split()
+        if len(fields) == 6:
+            tags.setdefault(fields[5], None)
+    return tuple(tags)
+
+
+def read_run_file(path: str | os.PathLike[str]) -> RunFile:
+    """A run file validated (:func:`r2med.run.read_trec`) with its hash and tags."""
+    from ..paths import check_input_file
+
+    path = Path(path)
+    check_input_file(path, "run")
+    run = read_trec(path)
+    return RunFile(Path(os.path.abspath(path)), run, sha256_of(path), trec_tags(path))
+
+
+def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bool) -> list[tuple[RunFile, Collection]]:
+    """Each run file with its collection.
+
+    ``explicit`` (``--tasks`` named tasks, or one collection): file i is task i, and the counts must
+    match.  Otherwise the run's query ids decide: the collection holding the most of them (none holding
+    any, or two holding as many, is an error); two files for one task is an error.
+    """
+    if explicit or len(refs) == 1:
+        if len(files) != len(refs):
+            raise R2MedError(f"{len(files)} run file(s) for {len(refs)} task(s) ({', '.join(r.name for r in refs)}); "
+                             "pass one run file per task, in the order --tasks lists them")
+        return [(f, ref.load()) for f, ref in zip(files, refs)]
+    collections = [ref.load() for ref in refs]
+    pairs: list[tuple[RunFile, Collection]] = []
+    taken: dict[str, Path] = {}
+    for f in files:
+        counts = [(sum(1 for q in f.run if q in c.queries), c) for c in collections]
+        best = max(n for n, _ in counts)
+        winners = [c for n, c in counts if n == best]
+        if best == 0:
+            raise R2MedError(f"{f.path}: none of its {len(f.run)} query ids is a query of "
+                             f"{', '.join(c.name for c in collections)}; name the task with --tasks")
+        if len(winners) > 1:
+            raise R2MedError(f"{f.path}: its query ids fit {' and '.join(c.name for c in winners)} equally "
+                             f"({best} each); name the task with --tasks")
+        collection = winners[0]
+        if collection.name in taken:
+            raise R2MedError(f"{f.path}: its queries are those of {collection.name}, as are those of "
+                             f"{taken[collection.name]}; import one run per task (or one --name per run)")
+        taken[collection.name] = f.path
+        pairs.append((f, collection))
+    for f, collection in pairs:  # said once every file is matched: a bad match stays a one-line error
+        log.info("%s: task %s", f.path, collection.name)
+    return pairs
+
+
+def _check_against(run: Run, collection: Collection, where: str) -> None:
+    """Warn (counted) about query ids the collection lacks and docs not in its corpus."""
+    unknown = [q for q in run if q not in collection.queries]
+    if unknown:
+        log.warning("%s: %d of its %d queries (e.g. %r) are not queries of %s and are not scored", where,
+                    len(unknown), len(run), unknown[0], collection.name)
+    missing = sum(1 for docs in run.values() for d in docs if d not in collection.corpus)
+    if missing:
+        log.warning("%s: %d doc entr%s not in the corpus of %s; they count as non-relevant", where, missing,
+                    "y" if missing == 1 else "ies", collection.name)
+
+
+def import_run(run: Run | Mapping[str, Mapping[str, float]] | str | os.PathLike[str], collection: Collection,
+               name: str, out: str | os.PathLike[str] | None = None, note: str | None = None,
+               measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
+               overwrite: bool = False) -> TaskResult:
+    """Score a run made elsewhere against ``collection`` and (with ``out``, a results root) write
+    ``out/<name>/<collection.name>/`` as ``evaluate`` would.
+
+    ``run``: a :data:`r2med.Run` (query id -> doc id -> score) or a TREC run file's path.  The
+    configuration records ``retriever: "imported"``, the file (None for a Run given in Python), the
+    sha256 of the file (of the run as r2med writes it, for a Run) and its tags, and ``note``.
+    """
+    plain_name(name, "--name", run_name=True)
+    if isinstance(run, (str, os.PathLike)):
+        file = read_run_file(run)
+        source: dict[str, Any] = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
+        ranked, where = file.run, str(file.path)
+    else:
+        ranked = check_run(run)
+        source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(),
+                  "tags": []}
+        where = f"{name} (a run given in Python)"
+    return _finish(ranked, source, collection, name, out, note, measures, count_missing, overwrite, where)
+
+
+def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
+    """A Run given in Python, checked as a run file is: text ids, finite numeric scores, not empty."""
+    import math
+
+    if not isinstance(run, Mapping) or not run:
+        raise R2MedError("the run must be a non-empty mapping of query id -> {doc id: score}")
+    checked: Run = {}
+    for qid, docs in run.items():
+        if not isinstance(qid, str) or not isinstance(docs, Mapping):
+            raise R2MedError(f"run query {qid!r}: expected a text id mapped to {{doc id: score}}")
+        row: dict[str, float] = {}
+        for did, score in docs.items():
+            if not isinstance(did, str) or isinstance(score, bool) or not isinstance(score, (int, float)) \
+                    or not math.isfinite(float(score)):
+                raise R2MedError(f"run query {qid!r}, doc {did!r}: score {score!r} is not a finite number")
+            row[did] = float(score)
+        checked[qid] = row
+    return checked
+
+
+def _finish(run: Run, source: Mapping[str, Any], collection: Collection, name: str,
+            out: str | os.PathLike[str] | None, note: str | None, measures: Iterable[str], count_missing: bool,
+            overwrite: bool, where: str) -> TaskResult:
+    config = {"retriever": IMPORTED, "imported": {**source, "note": note}}
+    target = Path(out) / name if out is not None else None
+    reused = reuse(target, config, collection, measures, count_missing, overwrite)
+    if reused is not None:
+        return reused
+    _check_against(run, collection, where)
+    t0 = time.perf_counter()
+    result = finish_task(collection, name, run, config, target, measures, count_missing, {})
+    result.timing["total_s"] = time.perf_counter() - t0
+    return result
+
+
+def import_files(files: Sequence[str | os.PathLike[str]], name: str, out: str | os.PathLike[str],
+                 tasks: str | None = None, data_dir: str | os.PathLike[str] | None = None,
+                 revision: str | None = None, note: str | None = None, measures: Iterable[str] = DEFAULT_MEASURES,
+                 count_missing: bool = False, overwrite: bool = False) -> SystemResults:
+    """``r2med import``: every run file checked first (nothing is written when one is bad), matched to its
+    task (:func:`assign_tasks`), then scored and written to ``out/<name>/<task>/``."""
+    from ..data import resolve
+    from ..data.resolve import _asked
+    from ..paths import check_output_dir
+
+    if not files:
+        raise R2MedError("import needs at least one run file")
+    plain_name(name, "--name", run_name=True)
+    check_output_dir(Path(out))
+    read = [read_run_file(f) for f in files]
+    refs = resolve(tasks, data_dir, revision)
+    pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
+    results = []
+    for file, collection in pairs:
+        source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
+        results.append(_finish(file.run, source, collection, name, out, note, measures, count_missing, overwrite,
+                               str(file.path)))
+    return SystemResults(name, Path(out) / name, results)
