@@ -27,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale", "export"]
+COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale", "export", "experiment"]
 
 
 def _print_version(value: bool) -> None:

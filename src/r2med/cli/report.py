@@ -32,7 +32,9 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 @app.command("report")
 def report_command(
     runs: Runs,
-    measure: Measure = "nDCG@10",
+    measures: Optional[list[str]] = typer.Option(
+        None, "--measure", "-m", help="The measure (repeatable: one table per measure, in every format; "
+                                      "default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10..."),
     fmt: Format = "table",
     output: Output = None,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
@@ -66,6 +68,8 @@ def report_command(
     from ..report import build_leaderboard
     from ..report.facets import FacetBoard
     from ..report.format import check_format
+    from ..metrics import HEADLINE, canonical
+    from ..report.multi import Boards
 
     fmt = check_format(fmt)
     if average not in AVERAGES:
@@ -74,20 +78,25 @@ def report_command(
         if path is not None:
             check_output_file(path, what)
     systems = jobs.load_report(runs, published=_published_overrides(published))
-    board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
-                              n_permutations=permutations, seed=seed, references=comma_list(with_published))
+    boards = [build_leaderboard(systems, m, tolerance=tolerance, baseline=baseline, alpha=alpha,
+                                n_permutations=permutations, seed=seed,
+                                references=comma_list(with_published) if m == HEADLINE or len(measures or []) < 2
+                                else [])
+              for m in dict.fromkeys(canonical(m) for m in measures or [HEADLINE])]
+    board = boards[0]
     collections = None
+    shown: list = list(boards)
     if by is not None:
         from ..facets import SCENARIO
 
         collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
-        shown = FacetBoard(jobs.facet_report(systems, board.measure, by, average, collections), board.measure)
-    else:
-        shown = board
+        shown = [FacetBoard(jobs.facet_report(systems, b.measure, by, average, collections), b.measure)
+                 for b in boards]
     if fmt == "table" and output is None:
-        print_fitted(shown.to_rich, wide=wide)
+        for table in shown:
+            print_fitted(table.to_rich, wide=wide)
     else:
-        emit(shown.render(fmt), output)
+        emit(Boards(shown).render(fmt), output)
     if html is not None:
         from ..report.html import write_html
 
