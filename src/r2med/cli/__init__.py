@@ -82,7 +82,8 @@ def _main(ctx: typer.Context,
 
     handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
-    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
+    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss",
+                  "fontTools", "matplotlib"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     from .. import progress
 

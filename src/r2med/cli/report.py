@@ -209,3 +209,49 @@ def reproduce_command(
         console.print(f"runs: {escape(str(out))}")
     if any(o.status in ("fail", "error") for o in outcomes):
         raise typer.Exit(1)
+
+
+@app.command("plot")
+def plot_command(
+    runs: Runs,
+    output: Path = typer.Option(..., "--output", "-o", help="The figure: .png, .pdf or .svg (the suffix names the format)."),
+    kind: str = typer.Option("bars", "--kind", help="bars (per task, published figures marked), scatter (per query, "
+                                                    "two systems: --systems A,B) or facets (per value of --by)."),
+    measure: Measure = "nDCG@10",
+    systems_: Optional[str] = typer.Option(None, "--systems", "-s", help="scatter: the two systems, X,Y "
+                                                                          "(default: the first two)."),
+    by: str = typer.Option("scenario", "--by", help="facets: a query metadata key or 'scenario'."),
+    average: str = typer.Option("pooled", "--average", help="facets: pooled or macro."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="facets: local data for the query metadata."),
+    revision: Revision = None,
+) -> None:
+    """A figure for a paper (matplotlib: pip install 'r2med[plot]'): per-task bars, a per-query scatter of two
+    systems, or facet bars; grayscale-safe, 8 pt text, one column wide."""
+    from ..jobs import report as jobs
+    from ..paths import check_output_file
+    from ..report import build_leaderboard
+    from ..report import plot
+
+    if kind not in plot.KINDS:
+        raise R2MedError(f"unknown --kind {kind!r}; choose from: {', '.join(plot.KINDS)}")
+    check_output_file(output, "--output")
+    plot.figure_format(output)
+    systems = jobs.load_report(runs)
+    if kind == "bars":
+        plot.plot_bars(build_leaderboard(systems, measure), output)
+    elif kind == "scatter":
+        from ..metrics import canonical
+
+        names = comma_list(systems_) or [s.name for s in systems[:2]]
+        if len(names) != 2:
+            raise R2MedError(f"--kind scatter plots two systems; got {len(names)} ({', '.join(names)})")
+        plot.plot_scatter(jobs.per_query_values(systems, canonical(measure)), names[0], names[1],
+                          canonical(measure), output)
+    else:
+        from ..facets import SCENARIO
+        from ..metrics import canonical
+
+        collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
+        plot.plot_facets(jobs.facet_report(systems, canonical(measure), by, average, collections), canonical(measure),
+                         output)
+    console.print(f"figure: {escape(str(output))}")
