@@ -45,8 +45,7 @@ def leaderboard_latex(board: Leaderboard) -> str:
     systems = [row for row in board.rows if not row.reference]
     ranks = {col: dict(zip((id(r) for r in systems), column_ranks([r.cells[col].value for r in systems])))
              for col in columns}
-    out = [f"% {measure_label(board.measure)} (x100); bold: best per column, underlined: second",
-           r"\begin{tabular}{l" + "r" * len(columns) + "}", r"\toprule",
+    out = [r"\begin{tabular}{l" + "r" * len(columns) + "}", r"\toprule",
            " & ".join(["System", *(tex(c) for c in columns)]) + r" \\", r"\midrule"]
     grid_rows = iter(lines)
     for row in board.rows:
@@ -62,4 +61,6 @@ def leaderboard_latex(board: Leaderboard) -> str:
                 out.append(" & ".join(r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
                                       for i, c in enumerate(extra)) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}"]
-    return "\n".join(out) + "\n" + "\n".join("% " + line for line in board.legend()) + "\n"
+    legend = [*board.legend(), f"{measure_label(board.measure)}: bold = best per column, underlined = second "
+                               "(among this report's systems, on the printed values)."]
+    return "\n".join(out) + "\n" + "\n".join("% " + line for line in legend) + "\n"
