@@ -326,20 +326,28 @@ class Checker:
         self.check_job_values(where, job, fuse_folders)
         return Step("fuse", index, label, tuple(systems), str(method), job=job)
 
-    def check_job_values(self, where: str, job: Mapping[str, Any], function: Callable[..., Any]) -> None:
-        """A value of the wrong type for a job parameter with a plain default (``top_k = "ten"``)."""
+    def check_job_values(self, where: str, job: dict[str, Any], function: Callable[..., Any]) -> None:
+        """A value of the wrong type for a job parameter with a plain default (``top_k = "ten"``) is an error;
+        a parameter typed ``float`` gets a float, given or not (``k = 60`` is recorded as the command line
+        records it, 60.0, so the folders of either are reused by the other)."""
+        import typing
+
         signature = inspect.signature(function)
+        hints = typing.get_type_hints(function)
+        for key, parameter in signature.parameters.items():
+            if hints.get(key) is float and isinstance(parameter.default, int) and key not in _SET_BY_EXPERIMENT:
+                value = job.get(key, parameter.default)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    job[key] = float(value)
         for key, value in job.items():
-            parameter = signature.parameters.get(key)
-            if parameter is None or parameter.default is inspect.Parameter.empty or parameter.default is None:
-                continue
-            default = parameter.default
-            number = isinstance(default, (int, float)) and not isinstance(default, bool)
-            if isinstance(default, bool) and not isinstance(value, bool):
-                raise self.fail(where, f"{key}: expected true or false, got {value!r}")
-            if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            expected = set(typing.get_args(hints.get(key))) or {hints.get(key)}
+            expected.discard(type(None))
+            if expected and expected <= {int, float} and (isinstance(value, bool) or
+                                                          not isinstance(value, (int, float))):
                 raise self.fail(where, f"{key}: expected a number, got {value!r}")
-            if isinstance(default, str) and not isinstance(value, str):
+            if expected == {bool} and not isinstance(value, bool):
+                raise self.fail(where, f"{key}: expected true or false, got {value!r}")
+            if expected == {str} and not isinstance(value, str):
                 raise self.fail(where, f"{key}: expected a string, got {value!r}")
 
     def report_spec(self, raw: Any, exp: Experiment) -> ReportSpec:
