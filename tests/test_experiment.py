@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from conftest import run_r2med, shared_collection
+from conftest import minilm_path, run_r2med, shared_collection
 
 pytest.importorskip("torch")
-from test_rerank import _tiny_bert  # noqa: E402
+from test_rerank import _tiny_bert
 
 EXPERIMENT = """
 out = "results"
@@ -109,9 +108,9 @@ def test_a_killed_run_resumes(experiment, tmp_path, monkeypatch):
     assert len(finished) == 8
     monkeypatch.undo()
     calls = []
-    import r2med.jobs.folders as folders
     import r2med.jobs.evaluate as evaluate_job
     import r2med.jobs.rerank as rerank_job
+    from r2med.jobs import folders
 
     real = folders.finish_task
 
@@ -144,15 +143,42 @@ def test_a_bad_file_is_one_line_naming_the_key_before_any_work(experiment, tmp_p
     assert not (tmp_path / "results").exists()
 
 
-def test_dry_run_prints_the_plan_in_dependency_order(experiment, tmp_path, minilm=None):
-    from conftest import minilm_path
-
+def test_dry_run_prints_the_plan_in_dependency_order(experiment, tmp_path):
     experiment.write_text(EXPERIMENT.replace("[[rerank]]", f"[[retrievers]]\nname = \"dense\"\nmodel = "
                                              f"\"{minilm_path()}\"\nbatch_size = 8\n\n[[rerank]]"))
     res = run_r2med("run", str(experiment), "--dry-run", "--wide")
     assert res.returncode == 0, res.stderr
     lines = [line for line in res.stdout.splitlines() if line.startswith("│") and line.split("│")[1].strip()]
     kinds = [line.split("│")[2].strip() for line in lines]
-    assert kinds == ["evaluate"] * 4 + ["rerank", "fuse"]
+    assert kinds == ["evaluate"] * 4 + ["rerank", "fuse"]  # rerank/fuse after what they read
     assert "dense-" in res.stdout and "batch_size=8" in res.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_a_dense_step_equals_the_command(tmp_path):
+    """``dense`` with the offline MiniLM and its options passed through, on a 2-doc collection."""
+    model = minilm_path()
+    data = shared_collection("r2med-biology-demo")
+    (tmp_path / "exp.toml").write_text(f'''out = "results"
+[data]
+dirs = ["{data}"]
+[[retrievers]]
+name = "dense"
+model = "{model}"
+max_length = 64
+batch_size = 2
+''')
+    res = run_r2med("run", str(tmp_path / "exp.toml"))
+    assert res.returncode == 0, res.stderr
+    [system] = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+    assert system.name.startswith("dense-")
+    done = run_r2med("evaluate", "-r", "dense", "--model", model, "--max-length", "64", "--batch-size", "2",
+                     "--no-cache", "-d", str(data), "-o", str(tmp_path / "commands"))
+    assert done.returncode == 0, done.stderr
+    mine, theirs = system / data.name, tmp_path / "commands" / system.name / data.name
+    assert (mine / "run.trec").read_bytes() == (theirs / "run.trec").read_bytes()
+    a, b = (json.loads((f / "metrics.json").read_text()) for f in (mine, theirs))
+    assert a["aggregate"] == b["aggregate"] and a["per_query"] == b["per_query"]
+    for config in (a["config"], b["config"]):  # the command ran without the embedding cache (computed afresh)
+        config["options"].pop("cache")
+    assert a["config"] == b["config"]

@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import run_r2med, shared_collection
-from r2med.jobs.evaluate import run_task
+
 from r2med.data.loaders import load_folder
+from r2med.jobs.evaluate import run_task
 
 SYSTEMS = {"bm25": {}, "bm25-k1.2": {"k1": 1.2, "b": 0.75}, "bm25-b0": {"b": 0.0}}
 
@@ -40,10 +40,10 @@ def _metrics(root: Path, measure: str) -> dict[str, dict[str, float]]:
 
 
 def _parse_tabulars(text: str) -> list[list[list[str]]]:
-    tables = re.findall(r"\\begin\{tabular\}\{[lr]+\}(.*?)\\end\{tabular\}", text, flags=re.S)
+    tables = re.findall(r"\\begin\{tabular\}\{[lr]+\}(.*?)\\end\{tabular\}", text, flags=re.DOTALL)
     out = []
     for body in tables:
-        rows = [line.rstrip(r" \\").split(" & ") for line in body.strip().splitlines()
+        rows = [line.removesuffix(r" \\").split(" & ") for line in body.strip().splitlines()
                 if " & " in line and not line.startswith("System")]
         out.append(rows)
     return out
@@ -74,7 +74,7 @@ def test_latex_marks_best_bold_and_second_underlined(root, measure, key):
     [rows] = _parse_tabulars(res.stdout)
     values = _metrics(root, key)
     tasks = sorted(next(iter(values.values())))
-    header = re.search(r"^System & (.*) \\\\$", res.stdout, flags=re.M).group(1).split(" & ")
+    header = re.search(r"^System & (.*) \\\\$", res.stdout, flags=re.MULTILINE).group(1).split(" & ")
     assert sorted(header[:-1]) == tasks and header[-1] == "Average"
     names = [r[0] for r in rows]
     assert sorted(names) == sorted(SYSTEMS) and not any(r"\textbf" in n for n in names)  # names plain now

@@ -1,8 +1,8 @@
 """The ``r2med`` command line: arguments -> one :mod:`r2med.jobs` call -> rendering (:mod:`._ui`, :mod:`r2med.report`).
 
 Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``dense``:
-models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce; ``scale``:
-encode; ``export``); every module registers its commands on the shared ``app``.  Errors the user can fix
+models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce/plot; ``scale``:
+encode; ``export``; ``experiment``: run); every module registers its commands on the shared ``app``.  Errors the user can fix
 (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
 """
 

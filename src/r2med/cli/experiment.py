@@ -42,13 +42,8 @@ def run_command(
                       highlight=False)
 
     jobs.run_experiment(exp, overwrite=overwrite, on_step=done)
-    written = jobs.write_reports(exp)
-    from ..jobs.report import load_report
-    from ..report import build_leaderboard
-
-    systems = load_report([exp.out / label for label in exp.systems])
-    for measure in exp.report.measures:
-        board = build_leaderboard(systems, measure, baseline=exp.report.baseline)
+    written, boards = jobs.write_reports(exp)
+    for board in boards:
         print_fitted(board.to_rich, wide=wide)
     for path in written:
         console.print(f"written: {escape(str(path))}", highlight=False)

@@ -1,4 +1,4 @@
-"""Reporting commands: ``report`` (leaderboard + HTML), ``compare`` (significance) and ``reproduce``.
+"""Reporting commands: ``report`` (leaderboard + HTML), ``compare`` (significance), ``reproduce`` and ``plot``.
 
 The inputs come from :mod:`r2med.jobs.report` and :mod:`r2med.jobs.reproduce`; the tables and the
 page from :mod:`r2med.report`.

@@ -22,9 +22,12 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import R2MedError
+
+if TYPE_CHECKING:
+    from ..report.leaderboard import Leaderboard
 
 log = logging.getLogger(__name__)
 
@@ -363,9 +366,18 @@ class Checker:
             spec.measures = tuple(dict.fromkeys(canonical(str(m)) for m in measures))
         except R2MedError as exc:
             raise self.fail("[report]", f"measures: {exc}") from None
+        from ..paths import check_output_dir, check_output_file
+
+        try:  # destinations checked before any work, as every command checks its --out
+            check_output_dir(exp.out, "out")
+        except R2MedError as exc:
+            raise self.fail("", str(exc)) from None
         for key in ("html", "latex", "markdown"):
             if key in raw:
-                setattr(spec, key, self.path(raw[key], "[report]", key))
+                try:
+                    setattr(spec, key, check_output_file(self.path(raw[key], "[report]", key), key))
+                except R2MedError as exc:
+                    raise self.fail("[report]", str(exc)) from None
         baseline = raw.get("baseline")
         if baseline is not None and baseline not in exp.systems:
             raise self.fail("[report]", f"baseline '{baseline}' is no system of this experiment "
@@ -485,16 +497,18 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def write_reports(exp: Experiment) -> list[Path]:
+def write_reports(exp: Experiment) -> tuple[list[Path], list[Leaderboard]]:
     """The experiment's report: ``out/report.md`` (every measure), and the LaTeX / HTML files of
-    ``[report]``; a file already holding the same report is left alone.  The written paths."""
+    ``[report]``; a file already holding the same report is left alone.  The written paths, and the
+    leaderboards (one per measure)."""
     from ..report import build_leaderboard
     from ..report.multi import Boards
     from .report import load_report
 
-    systems = [s for s in load_report([exp.out / label for label in exp.systems])]
+    systems = load_report([exp.out / label for label in exp.systems])
     spec = exp.report
-    boards = Boards([build_leaderboard(systems, m, baseline=spec.baseline) for m in spec.measures])
+    tables = [build_leaderboard(systems, m, baseline=spec.baseline) for m in spec.measures]
+    boards = Boards(tables)
     written = []
     for path, fmt in ((spec.markdown or exp.out / "report.md", "markdown"), (spec.latex, "latex")):
         if path is not None and write_if_changed(path, boards.render(fmt)):
@@ -502,7 +516,7 @@ def write_reports(exp: Experiment) -> list[Path]:
     if spec.html is not None:
         from ..report.html import render_html
 
-        board = boards.boards[0]
-        if write_if_changed(spec.html, render_html(systems, board.measure, {}, board=board, title=spec.title)):
+        page = render_html(systems, tables[0].measure, {}, board=tables[0], title=spec.title)
+        if write_if_changed(spec.html, page):
             written.append(spec.html)
-    return written
+    return written, tables

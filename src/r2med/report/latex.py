@@ -40,7 +40,7 @@ def _marked(text: str, rank: int | None) -> str:
 
 def leaderboard_latex(board: Leaderboard) -> str:
     """The ``tabular`` (booktabs rules), legend lines as LaTeX comments after it."""
-    header, lines = board.grid(flag="(!)")
+    _, lines = board.grid(flag="(!)")
     columns = board.columns
     systems = [row for row in board.rows if not row.reference]
     ranks = {col: dict(zip((id(r) for r in systems), column_ranks([r.cells[col].value for r in systems])))
@@ -49,7 +49,7 @@ def leaderboard_latex(board: Leaderboard) -> str:
            " & ".join(["System", *(tex(c) for c in columns)]) + r" \\", r"\midrule"]
     grid_rows = iter(lines)
     for row in board.rows:
-        kind, cells = next(grid_rows)
+        _, cells = next(grid_rows)
         if row.reference:
             out.append(" & ".join(r"\textit{" + tex(c) + "}" for c in cells) + r" \\")
             continue
@@ -61,6 +61,7 @@ def leaderboard_latex(board: Leaderboard) -> str:
                 out.append(" & ".join(r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
                                       for i, c in enumerate(extra)) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}"]
-    legend = [*board.legend(), f"{measure_label(board.measure)}: bold = best per column, underlined = second "
-                               "(among this report's systems, on the printed values)."]
+    marks = (f"{measure_label(board.measure)}: bold = best per column, underlined = second "
+             "(among this report's systems, on the printed values).")
+    legend = [*board.legend(), marks]
     return "\n".join(out) + "\n" + "\n".join("% " + line for line in legend) + "\n"
