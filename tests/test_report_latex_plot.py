@@ -124,3 +124,25 @@ def test_plot_png_pdf_svg(root, tmp_path):
     assert b"<svg" in (tmp_path / "f.svg").read_bytes()[:2000]
     bad = run_r2med("plot", str(root), "-o", str(tmp_path / "f.jpg"))
     assert bad.returncode == 2 and "png, .pdf or .svg" in bad.stderr and not (tmp_path / "f.jpg").exists()
+
+
+def test_published_rows_beside_their_system_and_never_ranked(tmp_path):
+    from test_report import make_runs
+
+    runs, _ = make_runs(tmp_path)
+    res = run_r2med("report", str(runs), "--format", "latex", "--with-published", "nv")
+    assert res.returncode == 0, res.stderr
+    lines = [line for line in res.stdout.splitlines() if " & " in line and not line.startswith("System")]
+    assert lines[0].startswith("bm25 & ")  # the published BM25 configuration: its rows follow it
+    assert lines[1].startswith(r"{\small \quad published bm25}") and lines[2].startswith(r"{\small \quad delta")
+    assert lines[-1].startswith(r"\textit{paper: nv}")
+    for extra in (lines[1], lines[2], lines[-1]):
+        assert r"\textbf" not in extra and r"\underline" not in extra
+    marked = [_mark(cell)[0] for line in (lines[0], lines[3]) for cell in line.removesuffix(r" \\").split(" & ")[1:]]
+    assert marked.count("bold") >= 3  # every column has its best among the two systems
+    # the bars figure marks the published figure (an SVG keeps its text)
+    pytest.importorskip("matplotlib")
+    assert run_r2med("plot", str(runs), "-o", str(tmp_path / "bars.svg")).returncode == 0
+    assert "published" in (tmp_path / "bars.svg").read_text()
+    assert run_r2med("plot", str(runs / "bm25-standard"), "-o", str(tmp_path / "std.svg")).returncode == 0
+    assert "published" not in (tmp_path / "std.svg").read_text()

@@ -50,6 +50,7 @@ def _pyplot() -> Any:
     plt.rcParams.update({"font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT,
                          "xtick.labelsize": FONT_PT - 1, "ytick.labelsize": FONT_PT - 1,
                          "legend.fontsize": FONT_PT - 1, "hatch.linewidth": 0.6, "svg.hashsalt": "r2med",
+                         "svg.fonttype": "none",  # text stays text: editable, searchable
                          "pdf.fonttype": 42})
     return plt
 
