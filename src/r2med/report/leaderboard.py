@@ -23,7 +23,7 @@ from ..jobs.folders import System, task_order
 from ..metrics import HEADLINE, canonical, measure_label
 from ..published import PublishedKey, nonpaper_precision, require_label, tolerance_of
 from ..tasks import TASK_NAMES
-from .format import FLAG, SIGNIFICANT, check_format, records_text, tex
+from .format import FLAG, SIGNIFICANT, check_format, records_text
 from .layout import compact_table, fitted, short_legend, short_task
 
 AVERAGE = "Average"
