@@ -1,8 +1,8 @@
 """The ``r2med`` command line: arguments -> one :mod:`r2med.jobs` call -> rendering (:mod:`._ui`, :mod:`r2med.report`).
 
 Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``dense``:
-models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce; ``scale``:
-encode; ``export``); every module registers its commands on the shared ``app``.  Errors the user can fix
+models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce/plot; ``scale``:
+encode; ``export``; ``experiment``: run); every module registers its commands on the shared ``app``.  Errors the user can fix
 (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
 """
 
@@ -74,7 +74,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale", "export"]
+COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale", "export", "experiment"]
 
 
 def _print_version(value: bool) -> None:
@@ -129,7 +129,8 @@ def _main(ctx: typer.Context,
 
     handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
-    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss"):
+    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss",
+                  "fontTools", "matplotlib"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     from .. import progress
 

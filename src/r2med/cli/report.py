@@ -1,4 +1,4 @@
-"""Reporting commands: ``report`` (leaderboard + HTML), ``compare`` (significance) and ``reproduce``.
+"""Reporting commands: ``report`` (leaderboard + HTML), ``compare`` (significance), ``reproduce`` and ``plot``.
 
 The inputs come from :mod:`r2med.jobs.report` and :mod:`r2med.jobs.reproduce`; the tables and the
 page from :mod:`r2med.report`.
@@ -32,7 +32,9 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 @app.command("report")
 def report_command(
     runs: Runs,
-    measure: Measure = "nDCG@10",
+    measures: Optional[list[str]] = typer.Option(
+        None, "--measure", "-m", help="The measure (repeatable: one table per measure, in every format; "
+                                      "default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10..."),
     fmt: Format = "table",
     output: Output = None,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
@@ -67,6 +69,8 @@ def report_command(
     from ..report import build_leaderboard
     from ..report.facets import FacetBoard
     from ..report.format import check_format
+    from ..metrics import HEADLINE, canonical
+    from ..report.multi import Boards
 
     fmt = check_format(fmt)
     if average not in AVERAGES:
@@ -75,20 +79,25 @@ def report_command(
         if path is not None:
             check_output_file(path, what)
     systems = jobs.load_report(runs, published=_published_overrides(published), tasks=tasks)
-    board = build_leaderboard(systems, measure, tolerance=tolerance, baseline=baseline, alpha=alpha,
-                              n_permutations=permutations, seed=seed, references=comma_list(with_published))
+    boards = [build_leaderboard(systems, m, tolerance=tolerance, baseline=baseline, alpha=alpha,
+                                n_permutations=permutations, seed=seed,
+                                references=comma_list(with_published) if m == HEADLINE or len(measures or []) < 2
+                                else [])
+              for m in dict.fromkeys(canonical(m) for m in measures or [HEADLINE])]
+    board = boards[0]
     collections = None
+    shown: list = list(boards)
     if by is not None:
         from ..facets import SCENARIO
 
         collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
-        shown = FacetBoard(jobs.facet_report(systems, board.measure, by, average, collections), board.measure)
-    else:
-        shown = board
+        shown = [FacetBoard(jobs.facet_report(systems, b.measure, by, average, collections), b.measure)
+                 for b in boards]
     if fmt == "table" and output is None:
-        print_fitted(shown.to_rich, wide=wide)
+        for table in shown:
+            print_fitted(table.to_rich, wide=wide)
     else:
-        emit(shown.render(fmt), output)
+        emit(Boards(shown).render(fmt), output)
     if html is not None:
         from ..report.html import write_html
 
@@ -206,3 +215,49 @@ def reproduce_command(
         console.print(f"runs: {escape(str(out))}")
     if any(o.status in ("fail", "error") for o in outcomes):
         raise typer.Exit(1)
+
+
+@app.command("plot")
+def plot_command(
+    runs: Runs,
+    output: Path = typer.Option(..., "--output", "-o", help="The figure: .png, .pdf or .svg (the suffix names the format)."),
+    kind: str = typer.Option("bars", "--kind", help="bars (per task, published figures marked), scatter (per query, "
+                                                    "two systems: --systems A,B) or facets (per value of --by)."),
+    measure: Measure = "nDCG@10",
+    systems_: Optional[str] = typer.Option(None, "--systems", "-s", help="scatter: the two systems, X,Y "
+                                                                          "(default: the first two)."),
+    by: str = typer.Option("scenario", "--by", help="facets: a query metadata key or 'scenario'."),
+    average: str = typer.Option("pooled", "--average", help="facets: pooled or macro."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="facets: local data for the query metadata."),
+    revision: Revision = None,
+) -> None:
+    """A figure for a paper (matplotlib: pip install 'r2med[plot]'): per-task bars, a per-query scatter of two
+    systems, or facet bars; grayscale-safe, 8 pt text, one column wide."""
+    from ..jobs import report as jobs
+    from ..paths import check_output_file
+    from ..report import build_leaderboard
+    from ..report import plot
+
+    if kind not in plot.KINDS:
+        raise R2MedError(f"unknown --kind {kind!r}; choose from: {', '.join(plot.KINDS)}")
+    check_output_file(output, "--output")
+    plot.figure_format(output)
+    systems = jobs.load_report(runs)
+    if kind == "bars":
+        plot.plot_bars(build_leaderboard(systems, measure), output)
+    elif kind == "scatter":
+        from ..metrics import canonical
+
+        names = comma_list(systems_) or [s.name for s in systems[:2]]
+        if len(names) != 2:
+            raise R2MedError(f"--kind scatter plots two systems; got {len(names)} ({', '.join(names)})")
+        plot.plot_scatter(jobs.per_query_values(systems, canonical(measure)), names[0], names[1],
+                          canonical(measure), output)
+    else:
+        from ..facets import SCENARIO
+        from ..metrics import canonical
+
+        collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
+        plot.plot_facets(jobs.facet_report(systems, canonical(measure), by, average, collections), canonical(measure),
+                         output)
+    console.print(f"figure: {escape(str(output))}")

@@ -5,6 +5,9 @@
 * :mod:`.html` -- one self-contained HTML page (sortable table, inline SVG charts, per-query inspector);
 * :mod:`.summary` -- the table a job prints (tasks x measure, published figure, delta);
 * :mod:`.reproduce` -- the reproduction matrix's tables;
+* :mod:`.latex` -- the leaderboard as a paper's booktabs table (best bold, second underlined);
+* :mod:`.multi` -- several measures in one report (a table per measure, in every format);
+* :mod:`.plot` -- paper figures with matplotlib (bars, per-query scatter, facet bars);
 * :mod:`.format` -- formats, marks and escaping shared by the renderers.
 """
 

@@ -23,7 +23,7 @@ from ..jobs.folders import System, task_order
 from ..metrics import HEADLINE, canonical, measure_label
 from ..published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from ..tasks import TASK_NAMES
-from .format import FLAG, SIGNIFICANT, check_format, records_text, tex
+from .format import FLAG, SIGNIFICANT, check_format, records_text
 from .layout import compact_table, fitted, short_legend, short_task
 
 AVERAGE = "Average"
@@ -196,22 +196,10 @@ class Leaderboard:
         return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in self.legend()) + "\n"
 
     def to_latex(self) -> str:
-        header, lines = self.grid(flag="(!)")
-        cols = "l" + "r" * (len(header) - 1)
-        out = [r"\begin{tabular}{" + cols + "}", r"\toprule",
-               " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
-        for kind, cells in lines:
-            if kind == "system":
-                row = [r"\textbf{" + tex(cells[0]) + "}", *(tex(c) for c in cells[1:])]
-            elif kind == "reference":
-                row = [r"\textit{" + tex(c) + "}" for c in cells]
-            else:
-                row = [r"\quad " + tex(cells[0].strip()),
-                       *(r"\textbf{" + tex(c) + "}" if c.endswith("(!)") else tex(c) for c in cells[1:])]
-                row = [r"{\small " + c + "}" for c in row]
-            out.append(" & ".join(row) + r" \\")
-        out += [r"\bottomrule", r"\end{tabular}"]
-        return "\n".join(out) + "\n" + "\n".join("% " + line for line in self.legend()) + "\n"
+        """booktabs, best value per column bold, second underlined (:func:`r2med.report.latex.leaderboard_latex`)."""
+        from .latex import leaderboard_latex
+
+        return leaderboard_latex(self)
 
     def records(self) -> list[dict[str, Any]]:
         """Long form: one record per system x column."""
