@@ -26,7 +26,7 @@ label = "bm25-k1.2"
 [[retrievers]]
 name = "bm25-standard"
 [[rerank]]
-reranker = "./model"
+reranker = "./tinyce"
 runs = ["bm25"]
 top_k = 5
 [[fusion]]
@@ -41,7 +41,7 @@ latex = "table.tex"
 @pytest.fixture
 def experiment(tmp_path) -> Path:
     shutil.copytree(shared_collection("medline-med"), tmp_path / "data" / "medline-med")
-    _tiny_bert(tmp_path / "model", 1, seed=5)
+    _tiny_bert(tmp_path / "tinyce", 1, seed=5)
     path = tmp_path / "exp.toml"
     path.write_text(EXPERIMENT)
     return path
@@ -64,7 +64,7 @@ def test_experiment_equals_commands_and_reuses_everything(experiment, tmp_path):
     assert res.returncode == 0, res.stderr
     got = tmp_path / "results"
     systems = sorted(p.name for p in got.iterdir() if p.is_dir())
-    assert systems == ["bm25", "bm25+model", "bm25-k1.2", "bm25-standard", "rrf-bm25+bm25-k1.2"]
+    assert systems == ["bm25", "bm25+tinyce", "bm25-k1.2", "bm25-standard", "rrf-bm25+bm25-k1.2"]
     assert (tmp_path / "table.tex").read_text().count(r"\begin{tabular}") == 2
 
     ref = tmp_path / "commands"
@@ -74,7 +74,7 @@ def test_experiment_equals_commands_and_reuses_everything(experiment, tmp_path):
                  ("evaluate", "-r", "bm25", "--k1", "1.2", "--b", "0.75", "--name", "bm25-k1.2", "-d", data,
                   "-o", str(ref), *measures),
                  ("evaluate", "-r", "bm25-standard", "-d", data, "-o", str(ref), *measures),
-                 ("rerank", "--run", str(ref / "bm25"), "--reranker", str(tmp_path / "model"), "--top-k", "5",
+                 ("rerank", "--run", str(ref / "bm25"), "--reranker", str(tmp_path / "tinyce"), "--top-k", "5",
                   *measures),
                  ("fuse", str(ref / "bm25"), str(ref / "bm25-k1.2"), "--method", "rrf", *measures)):
         done = run_r2med(*args)

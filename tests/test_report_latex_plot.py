@@ -126,8 +126,11 @@ def test_plot_png_pdf_svg(root, tmp_path):
     assert bad.returncode == 2 and "png, .pdf or .svg" in bad.stderr and not (tmp_path / "f.jpg").exists()
 
 
-def test_published_rows_beside_their_system_and_never_ranked(tmp_path):
-    from test_report import make_runs
+def test_published_rows_beside_their_system_and_never_ranked(tmp_path, monkeypatch):
+    from test_report import DOCS, QUERIES, as_hub_task, make_runs
+
+    as_hub_task(monkeypatch, "Biology", len(QUERIES), len(DOCS))  # the tiny runs stand for the hub task: graded
+    as_hub_task(monkeypatch, "MedQA-Diag", 12, 60)
 
     runs, _ = make_runs(tmp_path)
     res = run_r2med("report", str(runs), "--format", "latex", "--with-published", "nv")
