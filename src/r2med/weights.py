@@ -148,13 +148,13 @@ def recording_loads(name: str, what: str) -> Iterator[None]:
                                                   "mismatched_keys": getattr(info, "mismatched_keys", ())}))
                 return report(*args, **kwargs)
 
-            modeling_utils.log_state_dict_report = recorded
+            setattr(modeling_utils, "log_state_dict_report", recorded)
         try:
             with _own_load_report(found):
                 yield
         finally:
             if report is not None:
-                modeling_utils.log_state_dict_report = report
+                setattr(modeling_utils, "log_state_dict_report", report)
     check_complete(name, what, dict.fromkeys(found))
 
 
