@@ -14,6 +14,7 @@ from r2med.protocol import published_figures
 from r2med.jobs import reproduce as rp
 from r2med.report.reproduce import plan_rows
 from r2med.run import read_metrics, read_trec
+from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 from test_report import QUERIES, write_collection
 
 
@@ -43,8 +44,9 @@ def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     expected = {(f.setting, label(f)) for f in published_figures()
                 if f.setting in ("base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder",
                                  "later_leaderboard")}
+    expected.add(("base", "medcpt-query-encoder"))  # the corrected MedCPT, run beside the published one
     assert {(r["setting"], r["config"]) for r in rows} == expected
-    assert len(rows) == 68 + 3 + 12 + 1 and all(r["tasks"] == 8 for r in rows)
+    assert len(rows) == 68 + 3 + 12 + 1 + 1 and all(r["tasks"] == 8 for r in rows)
     by = {r["config"]: r for r in rows}
     # offline (HF_HUB_OFFLINE=1 in tests) with no data: nothing can run, and each says why
     assert not any(r["can_run"] for r in rows)
@@ -200,3 +202,78 @@ def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
     ran = [o for o in outcomes if o.status != "skip"]
     assert len(ran) == 1 and ran[0].target.published == 21.55 and ran[0].value is not None
     assert read_metrics(tmp_path / "out" / "bm25" / "Bioinformatics")["revision"] == get_task("Bioinformatics").revision
+
+
+# -- MedCPT: the graded row runs the published configuration, the corrected encoder runs beside it ----------
+
+ARTICLE, QUERY = "ncbi/MedCPT-Article-Encoder", "ncbi/MedCPT-Query-Encoder"
+
+
+def _cache_model(hf_cache, repo_id: str, folder: str, commit: str) -> None:
+    from pathlib import Path
+
+    from hub_server import fill_hf_cache
+
+    files = {p.name: p.read_bytes() for p in Path(folder).iterdir() if p.is_file()}
+    fill_hf_cache(hf_cache, repo_id, files, commit, repo_type="model")
+
+
+def _medcpt_matrix(data_dir):
+    env = rp.Environment(data_dir)
+    return env, rp.plan(rp.targets(settings=["base"], retrievers=["medcpt"], tasks=["Biology"]), env)
+
+
+def test_medcpt_graded_row_encodes_queries_with_the_article_encoder(data_dir, tmp_path, hf_cache, bert_dir):
+    """Only the Article encoder is here: the published configuration needs nothing else (its queries go through
+    it, as eval_bench.py:253-254 loads it twice) and is graded; the corrected row beside it needs the Query
+    encoder and says so."""
+    _cache_model(hf_cache, ARTICLE, bert_dir, "a" * 40)
+    env, planned = _medcpt_matrix(data_dir)
+    by = {p.target.label: p for p in planned}
+    assert set(by) == {"medcpt", "medcpt-query-encoder"}
+    assert by["medcpt"].runnable and by["medcpt"].target.graded
+    assert not by["medcpt-query-encoder"].runnable and not by["medcpt-query-encoder"].target.graded
+    assert by["medcpt-query-encoder"].reasons == [f"no weights: {QUERY} is not in the Hugging Face cache and the "
+                                                  "hub is unreachable"]
+    assert any("not graded" in n for n in by["medcpt-query-encoder"].notes)
+    assert rp.paper_options("medcpt") == {"medcpt_published": True}
+    outcomes = rp.run_matrix(planned, tmp_path / "o", env)
+    graded = {o.target.label: o for o in outcomes}
+    assert graded["medcpt"].status in ("pass", "fail") and graded["medcpt"].tolerance is not None
+    assert graded["medcpt"].target.published == 2.15
+    assert graded["medcpt-query-encoder"].status == "skip"
+    config = read_metrics(tmp_path / "o" / "medcpt" / "Biology")["config"]
+    assert config["options"]["medcpt_published"] is True
+    assert config["encoder"]["model"] == config["encoder"]["query_model"] == ARTICLE
+
+
+def test_medcpt_corrected_encoder_runs_beside_ungraded_and_report_grades_only_the_published(
+        data_dir, tmp_path, hf_cache, bert_dir, bert_dir_2):
+    from r2med.jobs.folders import load_system
+    from r2med.published import PublishedKey
+    from r2med.report.reproduce import to_json
+
+    _cache_model(hf_cache, ARTICLE, bert_dir, "a" * 40)
+    _cache_model(hf_cache, QUERY, bert_dir_2, "b" * 40)
+    env, planned = _medcpt_matrix(data_dir)
+    assert all(p.runnable for p in planned)
+    dry = {r["config"]: r for r in plan_rows(planned)}
+    assert dry["medcpt"]["notes"] == [] and "not graded" in dry["medcpt-query-encoder"]["notes"][0]
+    out = tmp_path / "o"
+    outcomes = {o.target.label: o for o in rp.run_matrix(planned, out, env)}
+    beside = outcomes["medcpt-query-encoder"]
+    assert beside.status == "ungraded" and beside.tolerance is None and "not graded" in beside.detail
+    assert outcomes["medcpt"].status in ("pass", "fail")
+    rows = {r["config"]: r for r in json.loads(to_json(outcomes=list(outcomes.values())))}
+    assert rows["medcpt"]["graded"] is True and rows["medcpt-query-encoder"]["graded"] is False
+    corrected = read_metrics(out / "medcpt-query-encoder" / "Biology")["config"]
+    assert corrected["options"]["medcpt_published"] is False and corrected["encoder"]["query_model"] == QUERY
+    # other query vectors: another ranking
+    assert read_trec(out / "medcpt" / "Biology" / "run.trec") != read_trec(out / "medcpt-query-encoder" / "Biology"
+                                                                         / "run.trec")
+    # `r2med report` grades the published configuration's folder, never the corrected one's
+    assert load_system(out / "medcpt").published == PublishedKey("medcpt")
+    assert load_system(out / "medcpt-query-encoder").published is None
+    renamed = out / "renamed"
+    (out / "medcpt-query-encoder").rename(renamed)
+    assert load_system(renamed, name="medcpt").published is None  # by its recorded config, whatever its name

@@ -107,6 +107,25 @@ def enable_strict_data(ctx: typer.Context) -> None:
     ctx.call_on_close(restore)
 
 
+def enable_random_init(ctx: typer.Context) -> None:
+    """``--allow-random-init``: models whose checkpoints lack tensors load anyway, those tensors random (for
+    tests with tiny random models; :mod:`r2med.weights`).  Through the environment, as ``--strict``."""
+    import os
+
+    from ..weights import ALLOW_ENV
+
+    before = os.environ.get(ALLOW_ENV)
+    os.environ[ALLOW_ENV] = "1"
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(ALLOW_ENV, None)
+        else:
+            os.environ[ALLOW_ENV] = before
+
+    ctx.call_on_close(restore)
+
+
 @app.callback()
 def _main(ctx: typer.Context,
           verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
@@ -115,9 +134,14 @@ def _main(ctx: typer.Context,
                                        help="Print the version and exit."),
           strict: bool = typer.Option(False, "--strict", help="Refuse data files with repeated ids or judgments "
                                                               "(default: keep the last, as the paper's loader)."),
+          allow_random_init: bool = typer.Option(False, "--allow-random-init",
+                                                 help="Load models whose checkpoint lacks tensors, leaving them "
+                                                      "random (for tests; default: refused)."),
           ) -> None:
     if strict:
         enable_strict_data(ctx)
+    if allow_random_init:
+        enable_random_init(ctx)
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     if err_console.is_terminal:
         handler: logging.Handler = RichHandler(console=err_console, show_path=False, markup=False)

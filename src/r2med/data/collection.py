@@ -45,7 +45,11 @@ class Collection:
     ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data;
     ``revision`` is the hub commit the data came from (None for local folders); ``split`` the BEIR
     split (``test``, ``dev``, ``train``) whose queries and judgments were loaded (None: a collection
-    with one split -- R2MED's layout, the hub, the demo).
+    with one split -- R2MED's layout, the hub, the demo);
+    ``corpus_repeats`` holds the texts of the corpus lines the id map does not (an id's identical
+    repeats and the records a later one replaced): ``corpus`` is the file read as a dict, as the
+    paper's dense loader reads it (each id once, its last record), and ``corpus`` plus these is the
+    file read as a list, as the paper's BM25 script reads it (every copy counted).
 
     Frozen: its :attr:`fingerprint` keys every cache built on it (indexes, embeddings, results), so a
     changed collection is a new one -- :meth:`replace` -- never an edited one.  Treat the mappings as
@@ -61,6 +65,7 @@ class Collection:
     expansion_files: dict[str, Path] = field(default_factory=dict)
     revision: str | None = None
     split: str | None = None
+    corpus_repeats: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> Collection:
         """A new collection with some fields changed (``coll.replace(qrels=other)``)."""

@@ -5,10 +5,13 @@ the first problem: bad UTF-8, malformed JSON, a missing or mistyped field, a lon
 surrogate in a string, a relevance grade that is not an integer in -1000..1000,
 an empty file where content is required.  No other exception escapes a reader.
 
-Repeated ids follow the paper's loader (a dict filled line by line, BEIR-style): a
+Repeated ids follow the paper's dense loader (a dict filled line by line, BEIR-style): a
 record whose id was seen before replaces the earlier one (which keeps its place in
 the order), and identical repeats change nothing; each kind is counted in one
-warning.  In strict mode (``strict=True``, ``with strict_reading():``, the CLI's
+warning.  The paper's BM25 script reads the corpus as a list instead, so every copy
+counts in its statistics: :func:`read_texts` hands the superseded copies' texts back
+(``repeats=``), :attr:`r2med.data.Collection.corpus_repeats` keeps them and BM25 indexes
+them (docs/data.md, "Repeated ids").  In strict mode (``strict=True``, ``with strict_reading():``, the CLI's
 ``--strict`` or ``R2MED_STRICT=1``) any repeat is a ``file:line`` error instead.
 
 JSON lines are parsed by orjson when it is installed (about 2.5x faster); a line
@@ -246,16 +249,20 @@ def _text(path: Path, number: int, record: dict[str, Any], key: str, required: b
     return value
 
 
-def _warn_repeats(path: Path, kind: str, same: list[str], changed: list[str], what: str) -> None:
+def _warn_repeats(path: Path, kind: str, same: list[str], changed: list[str], what: str,
+                  bm25_counts_copies: bool = False) -> None:
     def shown(ids: list[str]) -> str:
         head = ", ".join(ids[:_SHOWN_IDS])
         return head + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
 
     if same:
-        log.warning("%s: %d repeated %s identical to an earlier line dropped (%s)", path, len(same), kind, shown(same))
+        also = " (BM25 indexes every copy, as the paper's BM25 script does)" if bm25_counts_copies else ""
+        log.warning("%s: %d repeated %s identical to an earlier line dropped%s (%s)", path, len(same), kind, also,
+                    shown(same))
     if changed:
+        also = " (BM25 also indexes the earlier copies, as the paper's BM25 script does)" if bm25_counts_copies else ""
         log.warning("%s: %d %s repeated with a different %s: the last one is kept, as the paper's loader "
-                    "does (%s); --strict refuses such files", path, len(changed), kind, what, shown(changed))
+                    "does%s (%s); --strict refuses such files", path, len(changed), kind, what, also, shown(changed))
 
 
 def read_texts(
@@ -265,11 +272,15 @@ def read_texts(
     title_key: str | None = None,
     keep_meta: bool = False,
     strict: bool | None = None,
+    repeats: list[str] | None = None,
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """Read ``{id, text}`` records into an ordered id -> text map (titles joined in front when present).
 
     A repeated id replaces the earlier record in place (see the module docstring); with ``strict``
-    (default: :func:`strict_default`) it is a DataError.
+    (default: :func:`strict_default`) it is a DataError.  ``repeats``, when given, receives the text of
+    every copy the map does not hold (an identical repeat, or the earlier record a different one
+    replaced), in file order of the line that dropped it: the map's texts plus these are the file read
+    as a list, as the paper's BM25 script reads it.
     """
     path = Path(path)
     strict = strict_default() if strict is None else strict
@@ -295,8 +306,12 @@ def read_texts(
                 raise DataError(path, number, f"duplicate id {key!r} (first seen on line {first_line[key]})")
             if texts[key] == text and meta.get(key) == (extra or None):
                 same.append(key)
+                if repeats is not None:
+                    repeats.append(text)
                 continue
             changed.append(key)
+            if repeats is not None:
+                repeats.append(texts[key])
             meta.pop(key, None)
         else:
             first_line[key] = number
@@ -305,7 +320,7 @@ def read_texts(
             meta[key] = extra
     if not texts:
         raise DataError(path, None, "no records (empty file)")
-    _warn_repeats(path, "id(s)", same, changed, "record")
+    _warn_repeats(path, "id(s)", same, changed, "record", bm25_counts_copies=repeats is not None)
     return texts, meta
 
 

@@ -124,10 +124,11 @@ def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name
     ``source`` is recorded in results (default: the folder of ``query.jsonl``, absolute, so it is found
     from any directory); ``revision`` is the hub commit the files came from.
     """
-    corpus, _ = read_texts(corpus_path)
+    repeats: list[str] = []
+    corpus, _ = read_texts(corpus_path, repeats=repeats)
     queries, meta = read_texts(query_path, keep_meta=True)
     qrels = read_qrels_jsonl(qrels_path)
-    return Collection(name=name, corpus=corpus, queries=queries, qrels=qrels,
+    return Collection(name=name, corpus=corpus, queries=queries, qrels=qrels, corpus_repeats=tuple(repeats),
                       source=source or str(query_path.parent.absolute()), query_meta=meta,
                       expansion_files=find_expansion_files(query_path.parent), revision=revision)
 
@@ -138,15 +139,17 @@ def load_beir_folder(root: str | os.PathLike[str], name: str | None = None,
     root = Path(root)
     split = check_split(split)
     qrels_path = _check_split_exists(root, split)
+    repeats: list[str] = []
     with layout_context(root):
-        corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title")
+        corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title", repeats=repeats)
         queries, meta = read_texts(root / "queries.jsonl", id_key="_id", keep_meta=True)
         qrels = read_qrels_tsv(qrels_path)
     # BEIR ships all splits' queries in one file: keep those judged in this split.
     queries = {q: t for q, t in queries.items() if q in qrels} or queries
     meta = {q: m for q, m in meta.items() if q in queries}
     return Collection(name=name or root.name, corpus=corpus, queries=queries, qrels=qrels,
-                      source=str(root.absolute()), query_meta=meta, split=split)
+                      source=str(root.absolute()), query_meta=meta, split=split,
+                      corpus_repeats=tuple(repeats))
 
 
 def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: str | None = None,

@@ -79,7 +79,9 @@ def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_
         from ..retrieval.bm25 import BM25
 
         retriever = BM25(k1=0.9, b=0.4, flavour="paper")
-        retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
+        from ..retrieval.base import index_collection
+
+        index_collection(retriever, collection)
     run = retriever.search(collection.queries, k=k)
     position = {did: i for i, did in enumerate(collection.corpus)}
     out = {}

@@ -28,7 +28,7 @@ from ..data import Collection, TaskRef
 from ..metrics import DEFAULT_MEASURES, Metrics, evaluate
 from ..paths import plain_name
 from ..published import PublishedKey, data_problem, match_published, precision_change
-from ..retrieval.base import QueryText
+from ..retrieval.base import QueryText, index_collection
 from .folders import TaskResult, finish_task, reuse
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,8 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
               "expansion": describe(collection) if describe else None,
               "queries_fingerprint": queries_fingerprint(queries),
               **({"split": collection.split} if collection.split is not None else {})}
+    if collection.corpus_repeats and getattr(retriever_, "indexes_repeats", False):
+        config["corpus_repeats"] = len(collection.corpus_repeats)  # indexed too: the corpus read as a list
     reused = reuse(out, config, collection, measures, count_missing, overwrite)
     if reused is not None:
         return reused
@@ -131,7 +133,7 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
 
         remember_collection(collection.fingerprint, collection.name, collection.source)
     t0 = time.perf_counter()
-    retriever_.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
+    index_collection(retriever_, collection)
     t1 = time.perf_counter()
     run = retriever_.search(queries, k=k)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}

@@ -97,7 +97,9 @@ def _agentic(collection: Collection, method: str, client: Any, sampling: dict, r
     from ..retrieval.registry import make_retriever
 
     retriever = make_retriever(retriever_name, task=collection.name)
-    retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
+    from ..retrieval.base import index_collection
+
+    index_collection(retriever, collection)
     agent = AgenticExpander(client, retriever, collection.corpus, tags=tags, max_turns=max_turns, top_k=search_k,
                             sampling=sampling)
 

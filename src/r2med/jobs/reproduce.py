@@ -22,8 +22,8 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -46,18 +46,44 @@ ALL_SETTINGS = SETTINGS + LATER_SETTINGS
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A configuration run beside a published one, ungraded: r2med's correction of what the published code did."""
+
+    name: str  # appended to the published configuration's label: its folder under OUT
+    options: Mapping[str, Any]  # replace the published options
+    note: str  # why it runs, shown in the tables
+    #: it also loads the preset's separate query encoder (MedCPT's), whose weights must be here too
+    query_encoder: bool = False
+
+
+#: Corrected configurations run beside the plain published ones (setting ``base``), never graded.
+VARIANTS: Mapping[str, tuple[Variant, ...]] = {
+    "medcpt": (Variant("query-encoder", {"medcpt_published": False},
+                       "r2med's default: queries through MedCPT's Query encoder (the published figures encoded "
+                       "them with the Article encoder, eval_bench.py:253-254): shown beside them, not graded",
+                       query_encoder=True),),
+}
+
+
+@dataclass(frozen=True)
 class Target:
-    """One published figure to reproduce."""
+    """One published figure to reproduce (or, with ``variant``, a corrected configuration run beside it)."""
 
     key: PublishedKey
     setting: str
     task: str
     published: float
     source: str
+    variant: Variant | None = None
 
     @property
     def label(self) -> str:
-        return self.key.label
+        return self.key.label if self.variant is None else f"{self.key.label}-{self.variant.name}"
+
+    @property
+    def graded(self) -> bool:
+        """Whether its figure is graded (the published configuration), or only shown beside (a variant)."""
+        return self.variant is None
 
 
 @dataclass
@@ -90,7 +116,7 @@ class Outcome:
         return {"config": self.target.label, "setting": self.target.setting, "task": self.target.task,
                 "published": self.target.published, "value": self.value, "delta": self.delta,
                 "tolerance": self.tolerance, "status": self.status, "reused": self.reused, "detail": self.detail,
-                "source": self.target.source}
+                "source": self.target.source, "graded": self.target.graded}
 
 
 def targets(settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | None = None,
@@ -111,7 +137,10 @@ def targets(settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | 
             continue
         if wanted_t is not None and f.task not in wanted_t:
             continue
-        out.append(Target(PublishedKey(f.retriever, f.expansion, f.llm), f.setting, f.task, f.ndcg10, f.source))
+        target = Target(PublishedKey(f.retriever, f.expansion, f.llm), f.setting, f.task, f.ndcg10, f.source)
+        out.append(target)
+        if f.setting == "base" and target.key.expansion == "none":
+            out += [replace(target, variant=v) for v in VARIANTS.get(target.key.system, ())]
     if wanted_r and not out:
         known = sorted({PublishedKey(f.retriever).label for f in published_figures() if f.setting in settings})
         raise R2MedError(f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
@@ -273,12 +302,13 @@ def _reranker_requirements(name: str, env: Environment) -> list[str]:
     return []
 
 
-def notes(key: PublishedKey) -> list[str]:
-    """What qualifies a target's grade without blocking it, from the records: settings r2med assumed (no
-    tolerance: the delta is shown, not graded) and a published first stage r2med does not have."""
+def notes(key: PublishedKey, variant: Variant | None = None) -> list[str]:
+    """What qualifies a target's grade without blocking it, from the records: a corrected configuration run
+    beside the published one (not graded), settings r2med assumed (no tolerance: the delta is shown, not
+    graded) and a published first stage r2med does not have."""
     from ..rerank.base import RERANKERS
 
-    out = []
+    out = [variant.note] if variant is not None else []
     if tolerance_of(key) is None:
         out.append("settings assumed by r2med (none published): the delta is shown, not graded")
     reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
@@ -296,6 +326,13 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
         if target.key not in by_key:
             by_key[target.key] = _requirements(target.key, env)
         reasons = list(by_key[target.key])
+        if not reasons and target.variant is not None and target.variant.query_encoder:
+            from ..retrieval.presets import get_preset
+
+            query_hub_id = get_preset(target.key.system).query_hub_id
+            missing = env.model_weights(query_hub_id) if query_hub_id else ""
+            if missing:
+                reasons.append(missing)
         source, why = env.data_source(target.task)
         if source is None:
             reasons.append(why)
@@ -303,7 +340,7 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
             exp, why = env.expansion_source(target.task, target.key.expansion, target.key.llm)
             if exp is None:
                 reasons.append(why)
-        out.append(Planned(target, not reasons, reasons, source or "", notes(target.key)))
+        out.append(Planned(target, not reasons, reasons, source or "", notes(target.key, target.variant)))
     return out
 
 
@@ -329,8 +366,9 @@ def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]
 
 def paper_options(retriever: str) -> dict[str, Any]:
     """The options a reproduction runs ``retriever`` with: the paper's values of those it records
-    (BM25's k1 and b; nothing for the others, whose defaults are the paper's), and the opt-in to its
-    hub repository's own code when it needs one (planned only with ``--trust-remote-code``)."""
+    (BM25's k1 and b; MedCPT's ``medcpt_published``, the Article encoder for queries as the published
+    code did; nothing for the others, whose defaults are the paper's), and the opt-in to its hub
+    repository's own code when it needs one (planned only with ``--trust-remote-code``)."""
     from ..retrieval.registry import retriever_meta
 
     meta = retriever_meta(retriever)
@@ -381,7 +419,7 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
     rerankers: dict[str, Any] = {}
     for p in planned:
         target = p.target
-        tol = tolerance if tolerance is not None else tolerance_of(target.key)
+        tol = None if not target.graded else tolerance if tolerance is not None else tolerance_of(target.key)
         if not p.runnable:
             outcomes.append(Outcome(target, "skip", tolerance=tol, detail=p.reason))
             continue
@@ -402,12 +440,14 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
                     folders = [env.data_dir] if env.data_dir else []
                     builder = ExpansionQueries(target.key.expansion, target.key.llm, folders=folders,
                                                revision=env.revision)
-                result = run_task(coll, target.key.system, paper_options(target.key.system), k=100,
-                                  out=system_folder(out, target.label), label=target.label if builder else None,
+                options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
+                result = run_task(coll, target.key.system, options, k=100, out=system_folder(out, target.label),
+                                  label=target.label if builder or target.variant else None,
                                   query_builder=builder, overwrite=overwrite)
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
-            outcomes.append(Outcome(target, status, value, tol, reused=result.reused))
+            detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
+            outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
         except R2MedError as exc:
             outcomes.append(Outcome(target, "error", tolerance=tol, detail=str(exc)))
         except Exception as exc:  # one broken target must not stop the matrix

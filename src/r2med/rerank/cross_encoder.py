@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import progress
 from ..errors import MissingExtraError, R2MedError
+from ..weights import load_pretrained
 from ..retrieval.encoders import model_max_length
 from .base import Candidates, RerankerMeta, register_reranker
 
@@ -187,7 +188,8 @@ class CrossEncoderReranker(PointwiseReranker):
         ensure_available(self.model_id, self.revision)
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
-            model = AutoModelForSequenceClassification.from_pretrained(self.model_id, revision=self.revision)
+            model = load_pretrained(AutoModelForSequenceClassification, self.model_id, "reranker model",
+                                    revision=self.revision)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise R2MedError(f"cannot load reranker model {self.model_id!r}: {first}") from None

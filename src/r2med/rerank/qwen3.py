@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import progress
 from ..errors import R2MedError
+from ..weights import load_pretrained
 from ..protocol.later import later_reranker, needs_gpu, provenance
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
@@ -77,7 +78,8 @@ class Qwen3Reranker(PointwiseReranker):
         ensure_available(self.model_id, self.revision)
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision, padding_side="left")
-            model = AutoModelForCausalLM.from_pretrained(self.model_id, revision=self.revision)
+            model = load_pretrained(AutoModelForCausalLM, self.model_id, "Qwen3-Reranker model",
+                                    revision=self.revision)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise R2MedError(f"cannot load Qwen3-Reranker model {self.model_id!r}: {first}") from None

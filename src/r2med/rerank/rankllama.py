@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
+from ..weights import load_adapter, pretrained_with_gaps
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -43,7 +44,7 @@ class RankLlamaReranker(PointwiseReranker):
         ensure_available(self.lora, probe="adapter_config.json")
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id)
-            base = AutoModelForSequenceClassification.from_pretrained(self.base, num_labels=1)
+            base, base_gaps = pretrained_with_gaps(AutoModelForSequenceClassification, self.base, num_labels=1)
         except (OSError, ValueError) as exc:
             raise R2MedError(f"cannot load RankLLaMA base model {self.base!r}: {_first_line(exc)}") from None
         if tokenizer.pad_token is None:
@@ -51,7 +52,8 @@ class RankLlamaReranker(PointwiseReranker):
         tokenizer.padding_side = "right"
         base.config.pad_token_id = tokenizer.pad_token_id
         try:
-            model = PeftModel.from_pretrained(base, self.lora)
+            model = load_adapter(self.lora, f"RankLLaMA (base {self.base!r}) adapter", base_gaps,
+                                 lambda: PeftModel.from_pretrained(base, self.lora))
         except (OSError, ValueError) as exc:
             raise R2MedError(f"cannot load RankLLaMA adapter {self.lora!r}: {_first_line(exc)}") from None
         if self.merge:

@@ -9,9 +9,12 @@ and average -- the R2MED paper's rule -- and lexical retrievers join with spaces
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..run import Run
+
+if TYPE_CHECKING:
+    from ..data import Collection
 
 QueryText = str | tuple[str, ...]
 
@@ -33,3 +36,15 @@ class Retriever(Protocol):
 def as_text(query: QueryText) -> str:
     """A lexical view of a query: expansion parts joined with single spaces."""
     return query if isinstance(query, str) else " ".join(query)
+
+
+def index_collection(retriever: Retriever, collection: Collection) -> None:
+    """Index ``collection``'s corpus as the paper's code for this kind of retriever reads it: a retriever
+    whose ``indexes_repeats`` is true (BM25: the paper's BM25 script reads the corpus file as a list)
+    also gets the other copies of repeated ids (:attr:`~r2med.data.Collection.corpus_repeats`); the
+    others (dense: the paper's dense loader fills a dict) see each id once, its last record."""
+    if collection.corpus_repeats and getattr(retriever, "indexes_repeats", False):
+        retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint,  # type: ignore[call-arg]
+                        repeats=collection.corpus_repeats)
+    else:
+        retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)

@@ -100,12 +100,26 @@ class BM25:
         return fingerprint("bm25-index", INDEX_FORMAT, corpus_fingerprint, self.analyzer.config(), self.k1, self.b)
 
     # -- indexing --------------------------------------------------------------------------------
-    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> BM25:
-        """Build (or load from the r2med home) the index of ``corpus`` (doc id -> text)."""
+    #: ``index`` takes ``repeats``: the corpus is read as a list, as the paper's BM25 script reads it.
+    indexes_repeats = True
+
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None,
+              repeats: Sequence[str] = ()) -> BM25:
+        """Build (or load from the r2med home) the index of ``corpus`` (doc id -> text).
+
+        ``repeats`` are the texts of the corpus file's other copies of repeated ids
+        (:attr:`r2med.data.Collection.corpus_repeats`): they count in the collection's statistics (N,
+        document frequencies, average length) as every line of the file does in the paper's BM25
+        script, and are never returned; each id is scored by its text in ``corpus`` (its last record,
+        whose score is the one the paper's per-id score table ends up holding).
+        """
         if not corpus:
             raise R2MedError("cannot index an empty corpus")
+        repeats = list(repeats)
         if self.cache:
             fp = corpus_fingerprint or fingerprint_texts(corpus.items())
+            if repeats:
+                fp = fingerprint("with-repeats", fp, fingerprint_texts((str(i), text) for i, text in enumerate(repeats)))
             path = cache_dir("bm25") / self.index_key(fp)
             if (path / "params.json").exists():
                 try:
@@ -120,13 +134,13 @@ class BM25:
                 except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
                     log.warning("BM25 index at %s is damaged or unreadable (%s); rebuilding it", path, exc)
             with self._steps(len(corpus), 3) as steps:
-                self._build(list(corpus), list(corpus.values()), steps)
+                self._build(list(corpus), [*corpus.values(), *repeats], steps)
                 steps.describe(self._step_name(len(corpus), "saving"))
                 self.save(path, corpus_fingerprint=fp)
                 steps.advance()
         else:
             with self._steps(len(corpus), 2) as steps:
-                self._build(list(corpus), list(corpus.values()), steps)
+                self._build(list(corpus), [*corpus.values(), *repeats], steps)
         return self
 
     @staticmethod
@@ -147,6 +161,8 @@ class BM25:
             self._build_index(doc_ids, texts, steps or _NoSteps())
 
     def _build_index(self, doc_ids: list[str], texts: Sequence[str], steps: Any) -> None:
+        """Index ``texts``; the first ``len(doc_ids)`` are the documents, any after them (repeated ids'
+        other copies) count in the statistics only."""
         start = time.perf_counter()
         terms, ids, lengths = encode_corpus(self.analyzer, texts, workers=self.workers)
         steps.advance()
@@ -154,7 +170,8 @@ class BM25:
         counts = term_counts(ids, lengths, len(terms))
         avgdl = float(lengths.sum()) / len(texts)
         idf = inverse_document_frequency(np.diff(counts.indptr), len(texts))
-        self.weights_t = term_weights(counts, lengths, idf, avgdl, self.k1, self.b)
+        weights_t = term_weights(counts, lengths, idf, avgdl, self.k1, self.b)
+        self.weights_t = weights_t if len(texts) == len(doc_ids) else weights_t[:, :len(doc_ids)].tocsr()
         steps.advance()
         self.doc_ids, self.vocab, self.idf, self.avgdl = doc_ids, {t: i for i, t in enumerate(terms)}, idf, avgdl
         log.info("BM25 index: %d docs, %d terms, %d postings in %.2fs", len(texts), len(terms),

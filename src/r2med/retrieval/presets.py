@@ -219,6 +219,11 @@ def preset_meta(name: str) -> dict[str, Any]:
     preset = get_preset(name)
     api_key = preset.fields.get("api_key_env")
     kind = "later work" if preset.facts.get("later") else "paper preset"
+    paper: dict[str, Any] = {"similarity": preset.similarity}
+    defaults: dict[str, Any] = {}
+    if preset.query_hub_id:  # MedCPT: the published figures encoded queries with the Article encoder
+        paper["medcpt_published"] = True  # (eval_bench.py:253-254); r2med's default, the Query encoder, is
+        defaults["medcpt_published"] = False  # recorded as such, so it is never graded against them
     return {"description": f"{kind}: {preset.describe()['hub_id']}", "family": "dense",
             "hub_id": None if api_key else preset.hub_id, "api_key_env": api_key,
             "needs_gpu": preset.fields.get("needs_gpu"),
@@ -226,7 +231,7 @@ def preset_meta(name: str) -> dict[str, Any]:
             "extra": None if api_key else _extra(preset.fields.get("packages"), DENSE_EXTRA),
             "tolerance": "api" if api_key else "dense", "paper_dtype": preset.dtype,
             "cpu_dtype": preset.fields.get("cpu_dtype"),
-            "paper_similarity": preset.similarity, "paper": {"similarity": preset.similarity},
+            "paper_similarity": preset.similarity, "paper": paper, "defaults": defaults,
             "overrides": PRESET_OVERRIDES, "summary": preset.describe(), **preset.facts}
 
 

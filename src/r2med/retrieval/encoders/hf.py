@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import MissingExtraError, R2MedError
+from ...weights import load_pretrained, recording_loads
 from .base import BaseEncoder, EncoderSettings, canonical_dtype
 
 
@@ -141,7 +142,8 @@ class TransformersEncoder(TorchEncoder):
         kwargs = {"revision": s.revision, "trust_remote_code": s.trust_remote_code}
         try:
             tok = AutoTokenizer.from_pretrained(name, **kwargs)
-            model = AutoModel.from_pretrained(name, dtype=resolve_dtype(s.dtype, self.device), **kwargs)
+            model = load_pretrained(AutoModel, name, "embedding model", dtype=resolve_dtype(s.dtype, self.device),
+                                    **kwargs)
         except (OSError, ValueError) as exc:
             raise _load_error(name, exc) from exc
         if s.pooling == "last-token" or s.append_eos:
@@ -243,8 +245,9 @@ class SentenceTransformerEncoder(TorchEncoder):
             if s.dtype not in ("fp32", "fp16-autocast"):  # sentence-transformers loads fp32 by default
                 kwargs["model_kwargs"] = {"torch_dtype": resolve_dtype(s.dtype)}
             try:
-                model = SentenceTransformer(s.model, device=self.device, revision=s.revision,
-                                            trust_remote_code=s.trust_remote_code, **kwargs)
+                with recording_loads(s.model, "embedding model"):
+                    model = SentenceTransformer(s.model, device=self.device, revision=s.revision,
+                                                trust_remote_code=s.trust_remote_code, **kwargs)
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             if s.max_length:
@@ -316,8 +319,8 @@ class RemoteCodeEncoder(TorchEncoder):
             check_model_source(s.model)
             try:
                 self._tok = AutoTokenizer.from_pretrained(s.model, revision=s.revision, trust_remote_code=True)
-                self._model = AutoModel.from_pretrained(s.model, revision=s.revision, trust_remote_code=True,
-                                                        dtype=resolve_dtype(s.dtype, self.device))
+                self._model = load_pretrained(AutoModel, s.model, "embedding model", revision=s.revision,
+                                              trust_remote_code=True, dtype=resolve_dtype(s.dtype, self.device))
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             self._model.eval().to(self.device)
