@@ -301,7 +301,7 @@ RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identi
                    "search_chunk", "similarity", *API_OPTIONS)
 SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
                    "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
-                   "trust_remote_code", "dtype", "loader")
+                   "trust_remote_code", "dtype", "loader", "framing")
 
 
 def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
