@@ -159,6 +159,10 @@ class TransformersEncoder(TorchEncoder):
                              "pass --max-length")
         self._limits[name] = limit or 0
         model.eval().to(self.device)
+        autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
+        self.used["weights"] = str(getattr(model, "dtype", "")).replace("torch.", "")
+        self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
+        self.used["device"] = self.device
         if self.device == "cuda" and torch.cuda.device_count() > 1:
             model = torch.nn.DataParallel(model)
         self._models[name] = (tok, model)
