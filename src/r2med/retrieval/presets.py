@@ -114,7 +114,7 @@ PAPER_FRAMING: dict[str, FramingRecord] = {
         "ASSUMED <s> (its Mistral-7B tokenizer)"), checked=False),
     "grit": FramingRecord(True, False, "model", (
         "R2MED src/utils.py:578-632: the gritlm package's GritLM.encode() builds and tokenizes its own inputs "
-        "('<|user|>\n{instruction}\n<|embed|>\n' + text, mean-pooled over the text); ASSUMED: <s> from its "
+        "('<|user|>\\n{instruction}\\n<|embed|>\\n' + text, mean-pooled over the text); ASSUMED: <s> from its "
         "Mistral tokenizer, no EOS"), checked=False),
 }
 
