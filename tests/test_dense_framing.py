@@ -15,16 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import run_r2med, shared_collection
 from hub_server import fill_hf_cache
 from tiny_lm import byte_tokenizer, mistral_byte_ids, tiny_mistral, tiny_model
 
 torch = pytest.importorskip("torch")
 
-from r2med.errors import R2MedError  # noqa: E402
-from r2med.retrieval.encoders import EncoderSettings, FramingRecord, make_encoder  # noqa: E402
-from r2med.retrieval.presets import get_preset  # noqa: E402
+from r2med.errors import R2MedError
+from r2med.retrieval.encoders import EncoderSettings, FramingRecord, make_encoder
+from r2med.retrieval.presets import get_preset
 
 E5_HUB_ID = "intfloat/e5-mistral-7b-instruct"
 BOS, EOS = 1, 2  # <s>, </s> in Mistral's vocabulary (and the tiny one's)
@@ -94,7 +93,10 @@ def test_a_sentence_transformers_model_whose_tokenizer_lacks_the_framing_is_refu
     from sentence_transformers import SentenceTransformer
 
     try:
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+        from sentence_transformers.sentence_transformer.modules import (
+            Pooling,
+            Transformer,
+        )
     except ImportError:  # sentence-transformers < 6
         from sentence_transformers.models import Pooling, Transformer
     model, _ = tiny_model(tmp_path / "hf", "llama", "plain")  # no <|begin_of_text|>: ReasonIR's framing says BOS
