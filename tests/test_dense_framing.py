@@ -219,3 +219,17 @@ def test_the_issue_bar_medline_med_gives_one_run_from_both_caches(mistrals, tmp_
     runs = _two_cache_runs(mistrals, tmp_path, monkeypatch, data)
     assert runs[True][1] == runs[False][1]
     assert runs[True][0]["aggregate"]["ndcg_cut_10"] == runs[False][0]["aggregate"]["ndcg_cut_10"]
+
+
+def test_models_wide_prints_the_framing_table_with_sources():
+    result = run_r2med("models", "--wide")
+    assert result.returncode == 0, result.stderr
+    table = result.stdout[result.stdout.index("framing: the special tokens"):]
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in table.splitlines() if line.startswith("│") and line.split("│")[1].strip()}
+    assert rows["e5"][:4] == ["yes", "yes", "tokenizer", "builds"] and "add_eos_token" in rows["e5"][4]
+    assert rows["qwen3-emb-8b"][:4] == ["no", "yes", "tokenizer", "builds"]
+    assert rows["nv"][:4] == ["yes", "yes", "model", "no"] and rows["reasonir-8b"][3] == "checks"
+    assert rows["rankllama"][:2] == ["yes", "no"] and "ASSUMED" in rows["gte-qwen2-7b"][4]
+    listed = json.loads(run_r2med("models", "--json").stdout)
+    assert listed["e5"]["framing"]["framing"] == "bos+eos" and listed["monobert"]["framing"]["added_by"] == "tokenizer"
