@@ -399,3 +399,24 @@ def test_baseline_average_cell_is_the_pooled_test_over_all_queries_of_all_tasks(
                             n_permutations=20_000, seed=3)
     cells = one.rows[1].cells
     assert cells["Average"].significant and cells["Average"].p_holm == cells["Biology"].p_holm
+
+
+def test_a_cell_outside_its_tolerance_shows_what_made_its_vectors(tmp_path):
+    """metrics.json's encoding facts (issue 20) are named for a cell beyond its tolerance, and only then."""
+    pub = published_ndcg10("bm25")["Biology"] / 100
+    run = {"q1": {"d1": 2.0, "d2": 1.0}}
+    encoding = {"versions": {"torch": "2.13.0", "transformers": "5.24.0", "tokenizers": "0.23.3"},
+                "max_length": {"doc": 2048, "query": 512}, "dtype": "fp32", "weights": "float32", "compute": "float32",
+                "framing": {"framing": "bos+eos", "tokenizer_alone": "bos", "built_by": "r2med"}}
+    config = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"}
+    for name, value in (("far", pub - 0.10), ("near", pub)):
+        payload = {"task": "Biology", "retriever": "bm25", "config": config, "aggregate": {"ndcg_cut_10": value},
+                   "per_query": {"q1": {"ndcg_cut_10": value}}, "encoding": encoding}
+        write_task_results(tmp_path / name / "runs" / "my-bm25" / "Biology", run, payload)
+    far = build_leaderboard(load_systems([tmp_path / "far" / "runs"]))
+    assert far.rows[0].within("Biology") is False
+    line = ("! my-bm25 Biology: made with torch 2.13.0, transformers 5.24.0, tokenizers 0.23.3; max length doc 2048 / "
+            "query 512; framing bos+eos (tokenizer alone: bos); dtype fp32 (weights float32, compute float32).")
+    assert line in far.legend() and line in json.loads(far.to_json())["legend"]
+    near = build_leaderboard(load_systems([tmp_path / "near" / "runs"]))
+    assert near.rows[0].within("Biology") is True and not any("made with" in x for x in near.legend())

@@ -84,3 +84,76 @@ def tiny_model(folder: Path, arch: str, flavour: str = "plain", causal_lm: bool 
     model.eval()
     model.save_pretrained(folder)
     return model, tokenizer
+
+
+# -- a Mistral whose tokenizer files disagree, as intfloat/e5-mistral-7b-instruct's do (issue 20) ------------
+
+UNK, MISTRAL_BOS, MISTRAL_EOS = "<unk>", "<s>", "</s>"  # ids 0, 1, 2, as in Mistral's vocabulary
+
+
+def mistral_tokenizer(folder: Path, post_processor_adds_eos: bool) -> None:
+    """Save a byte-level tokenizer with Mistral's special tokens (``<unk>`` 0, ``<s>`` 1, ``</s>`` 2; byte
+    ``i`` of the alphabet is id ``3 + i``) whose ``tokenizer_config.json`` says ``add_bos_token`` and
+    ``add_eos_token`` true, as e5-mistral-7b-instruct's does; its ``tokenizer.json`` post-processor adds
+    ``<s> $A </s>`` (``post_processor_adds_eos``: what transformers < 5 rebuilt from the config) or only
+    ``<s> $A`` (e5-mistral's file as it is, which transformers >= 5 takes as it is)."""
+    import json
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {UNK: 0, MISTRAL_BOS: 1, MISTRAL_EOS: 2}
+    for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
+        vocab[ch] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([UNK, MISTRAL_BOS, MISTRAL_EOS])
+    single = f"{MISTRAL_BOS} $A {MISTRAL_EOS}" if post_processor_adds_eos else f"{MISTRAL_BOS} $A"
+    tok.post_processor = processors.TemplateProcessing(
+        single=single, pair=f"{MISTRAL_BOS} $A {MISTRAL_BOS} $B", special_tokens=[(MISTRAL_BOS, 1), (MISTRAL_EOS, 2)])
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=MISTRAL_BOS, eos_token=MISTRAL_EOS,
+                            unk_token=UNK).save_pretrained(folder)
+    path = Path(folder) / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    config.update({"add_bos_token": True, "add_eos_token": True, "legacy": True, "pad_token": MISTRAL_EOS})
+    path.write_text(json.dumps(config))
+
+
+def mistral_byte_ids(text: str) -> list[int]:
+    """Hand-built ids of ``text`` for :func:`mistral_tokenizer` (no special tokens): one id per UTF-8 byte."""
+    from tokenizers import pre_tokenizers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    byte_to_char = {b: c for b, c in _gpt2_bytes().items()}
+    return [3 + alphabet.index(byte_to_char[b]) for b in text.encode("utf-8")]
+
+
+def _gpt2_bytes() -> dict[int, str]:
+    """GPT-2's byte -> printable character table (the ByteLevel pre-tokenizer's alphabet)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = list(printable), 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {b: chr(c) for b, c in zip(printable, chars)}
+
+
+def tiny_mistral(folder: Path, post_processor_adds_eos: bool, seed: int = 0) -> Path:
+    """A 2-layer random Mistral (``MistralModel``) with :func:`mistral_tokenizer` in ``folder``; the same
+    ``seed`` gives the same weights whichever tokenizer."""
+    import torch
+    from transformers import MistralConfig, MistralModel
+
+    folder = Path(folder)
+    mistral_tokenizer(folder, post_processor_adds_eos)
+    config = MistralConfig(vocab_size=3 + 256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
+                           initializer_range=0.3, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
+                           sliding_window=None)
+    torch.manual_seed(seed)
+    MistralModel(config).eval().save_pretrained(folder)
+    return folder

@@ -51,6 +51,8 @@ def reranker_settings() -> dict[str, dict[str, Any]]:
     for name, meta in all_rerankers().items():
         row = {"kind": "reranker", "description": meta.description, "hub_id": meta.hub_id,
                "depth": published_depth(name), "needs_gpu": meta.needs_gpu, "llm": meta.llm, "install": meta.install}
+        if meta.framing is not None:
+            row["framing"] = meta.framing.describe()
         if meta.later:
             row.update(later=True, **meta.provenance)
             if meta.tolerance:
@@ -86,6 +88,8 @@ def models_command(as_json: bool = typer.Option(False, "--json", help="Print JSO
     out = Console(width=10_000) if wide else console  # wide: never folded (pipe it, or scroll)
     for title, section in sections:
         out.print(_wide_table(title, section) if wide else _narrow_table(title, section))
+    if wide:
+        out.print(framing_table(rows))
     out.print("similarity: how query and document vectors are scored (the paper: cosine for every retriever); "
               "dtype: the precision the published code ran each model in (fp16-autocast: fp32 weights under CUDA "
               "fp16 autocast; auto: the checkpoint's own; CPU: the precision used on a CPU); gaps: settings the "
@@ -109,7 +113,9 @@ def _recipe(r: dict[str, Any]) -> list[str]:
         length += f" (queries {r['query_max_length']})"
     parts = [str(r.get("pooling", "")) if loader in (None, "transformers") else str(loader),
              "normalised" if r.get("normalize") else "", str(r.get("similarity", "")), dtype, length,
-             "EOS appended" if r.get("append_eos") else "", "own hub code" if r.get("trust_remote_code") else "",
+             "EOS appended" if r.get("append_eos") else "",
+             f"framing {r['framing']['framing']}" if isinstance(r.get("framing"), dict) else "",
+             "own hub code" if r.get("trust_remote_code") else "",
              f"needs a GPU ({r['needs_gpu']})" if r.get("needs_gpu") else ""]
     return [p for p in parts if p]
 
@@ -168,6 +174,26 @@ def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
             cells += [str(r.get("batch_size", "")), _short(r.get("query_instruction")), _short(r.get("doc_instruction"))]
         cells += [_later_line(r), str(r.get("description", ""))]
         table.add_row(*(escape(c) for c in cells))
+    return table
+
+
+def framing_table(rows: dict[str, dict[str, Any]]) -> Table:
+    """The special tokens around each text in every model's published runs, with the source (``--wide``)."""
+    table = Table(title="framing: the special tokens each model saw in its published runs (r2med builds: the ids "
+                        "are made by r2med whatever the tokenizer adds; checked: the first text's ids are checked; "
+                        "no: the model's own code or its tokenizer's template, as published)", title_justify="left")
+    for col in ("name", "BOS", "EOS", "added by", "r2med", "source"):
+        table.add_column(col, no_wrap=True)
+    for name, r in rows.items():
+        framing = r.get("framing")
+        if not isinstance(framing, dict):
+            continue
+        if not framing["checked"]:
+            enforced = "no"
+        else:
+            enforced = "builds" if r.get("loader") == "transformers" or r["kind"] == "reranker" else "checks"
+        table.add_row(*(escape(c) for c in (name, "yes" if framing["bos"] else "no", "yes" if framing["eos"] else "no",
+                                            framing["added_by"], enforced, framing["source"])))
     return table
 
 

@@ -138,7 +138,9 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
     run = retriever_.search(queries, k=k)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
-    return finish_task(collection, label or retriever, run, config, out, measures, count_missing, timing)
+    facts = getattr(retriever_, "encoding_facts", None)
+    return finish_task(collection, label or retriever, run, config, out, measures, count_missing, timing,
+                       facts() if callable(facts) else None)
 
 
 def run_tasks(job: Plan, tasks: Sequence[TaskRef], k: int = 100, out: str | Path | None = None,

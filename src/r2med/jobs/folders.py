@@ -95,6 +95,28 @@ def versions() -> dict[str, str]:
     return out
 
 
+#: The packages that make dense vectors (and reranker scores), by loader: their versions go in ``metrics.json``
+#: (``encoding.versions``), since a tokenizer or a library release can change the vectors (issue 20).
+VECTOR_PACKAGES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch", "transformers", "tokenizers", "sentence-transformers"),
+    "gritlm": ("gritlm",), "openai": ("openai",), "voyage": ("voyageai",), "peft": ("peft",),
+}
+
+
+def package_versions(groups: Iterable[str]) -> dict[str, str]:
+    """Installed versions of the :data:`VECTOR_PACKAGES` of ``groups`` (an absent package is left out)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for group in groups:
+        for package in VECTOR_PACKAGES.get(group, ()):
+            try:
+                out[package] = version(package)
+            except PackageNotFoundError:
+                continue
+    return out
+
+
 def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
     """The configuration as ``metrics.json`` stores it (paths and other objects as text)."""
     return json.loads(json.dumps(dict(config), default=str))
@@ -122,9 +144,11 @@ def data_record(collection: Collection) -> dict[str, Any]:
 
 
 def metrics_payload(collection: Collection, name: str, config: Mapping[str, Any], metrics: Metrics,
-                    timing: Mapping[str, float], count_missing: bool = False) -> dict[str, Any]:
-    """The ``metrics.json`` of one task folder."""
-    return {
+                    timing: Mapping[str, float], count_missing: bool = False,
+                    encoding: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``metrics.json`` of one task folder; ``encoding``: what a model actually ran with (the versions
+    of the packages that made its vectors, the max length per side, the framing, the dtype)."""
+    payload = {
         "task": collection.name,
         "retriever": name,
         "config": _as_json(config),
@@ -135,10 +159,14 @@ def metrics_payload(collection: Collection, name: str, config: Mapping[str, Any]
         "versions": versions(),
         **data_record(collection),
     }
+    if encoding:
+        payload["encoding"] = _as_json(encoding)
+    return payload
 
 
 def finish_task(collection: Collection, name: str, run: Run, config: Mapping[str, Any], out: str | Path | None,
-                measures: Iterable[str], count_missing: bool, timing: Mapping[str, float]) -> TaskResult:
+                measures: Iterable[str], count_missing: bool, timing: Mapping[str, float],
+                encoding: Mapping[str, Any] | None = None) -> TaskResult:
     """Score ``run`` as ``run.trec`` will hold it and (with ``out``) write ``out/<task>/`` atomically.
 
     ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``); the measures
@@ -148,7 +176,7 @@ def finish_task(collection: Collection, name: str, run: Run, config: Mapping[str
     metrics = evaluate(run, collection.qrels, measures=stored_measures(measures), count_missing=count_missing)
     folder = task_folder(out, collection.name) if out is not None else None
     if folder is not None:
-        payload = metrics_payload(collection, name, config, metrics, timing, count_missing)
+        payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
         write_task_results(folder, run, payload, tag=name, root=out)
     return TaskResult(collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config),
                       data=data_record(collection))
@@ -183,7 +211,8 @@ def reuse(out: str | Path | None, config: Mapping[str, Any], collection: Collect
     if (not set(measures) <= set(stored.get("aggregate") or {})  # stored before with fewer measures: re-scored
             or recorded_judgments is None):  # or before runs recorded their data: re-scored, the record added
         name = str(stored.get("retriever") or folder.parent.name)
-        result = finish_task(collection, name, run, config, out, measures, count_missing, timing)
+        result = finish_task(collection, name, run, config, out, measures, count_missing, timing,
+                             stored.get("encoding"))
     else:
         metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
         result = TaskResult(collection.name, metrics, folder, timing, run=run, config=stored["config"],

@@ -322,9 +322,45 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
                         published_average_note=note, precision_note=precision))
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
+    board.notes += _encoding_notes(rows, systems)
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
     return board
+
+
+def encoding_line(encoding: dict[str, Any]) -> str:
+    """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
+    parts = []
+    versions = encoding.get("versions") or {}
+    if versions:
+        parts.append(", ".join(f"{name} {version}" for name, version in versions.items()))
+    lengths = encoding.get("max_length") or {}
+    if lengths:
+        parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
+    framing = encoding.get("framing") or {}
+    if framing:
+        alone = f" (tokenizer alone: {framing['tokenizer_alone']})" if framing.get("tokenizer_alone") else ""
+        parts.append(f"framing {framing.get('framing')}{alone}")
+    dtype = encoding.get("dtype")
+    if dtype:
+        weights = f" (weights {encoding['weights']}, compute {encoding.get('compute')})" if encoding.get("weights") else ""
+        parts.append(f"dtype {dtype}{weights}")
+    if encoding.get("made_by") == "the embedding cache":
+        parts.append("vectors from the embedding cache")
+    return "; ".join(parts)
+
+
+def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
+    """For each cell outside its tolerance, what made its vectors (issue 20): the library versions, the max
+    length per side, the framing and the dtype its ``metrics.json`` recorded."""
+    notes = []
+    for row, system in zip(rows, systems):  # the system rows come first, in order
+        for task, result in system.tasks.items():
+            if task in row.cells and row.within(task) is False:
+                encoding = result.metrics.get("encoding")
+                line = encoding_line(encoding) if isinstance(encoding, dict) else ""
+                notes.append(f"{FLAG} {row.system} {task}: made with {line or 'no recorded encoding facts'}.")
+    return notes
 
 
 def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> list[Row]:

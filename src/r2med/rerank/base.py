@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..retrieval.encoders.base import FramingRecord
 from ..errors import R2MedError, did_you_mean
 from ..registries import Registry
 from ..run import Run, ranked
@@ -71,6 +72,9 @@ class RerankerMeta:
     #: how deep its published figure reranked, when not the paper's top 10 (ReasonRank: 100): the default
     #: ``--top-k``, required for a run to match the figure, and named in a result folder made at another depth
     depth: int | None = None
+    #: the special tokens around each (query, document) input in its published runs (issue 20); None: not a
+    #: model whose framing r2med records
+    framing: FramingRecord | None = None
     #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
     #: expansion ``rerank:<published_as>``) when it is not ``name``
     published_as: str | None = None

@@ -23,7 +23,7 @@ import numpy as np
 from .. import progress
 from ..errors import MissingExtraError, R2MedError
 from ..weights import load_pretrained
-from ..retrieval.encoders import model_max_length
+from ..retrieval.encoders import FramingRecord, model_max_length
 from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)
@@ -216,9 +216,20 @@ def _preset(name: str):
 
 #: The precision the paper's code ran its cross-encoders in: R2MED src/utils.py:866 loads bge-reranker and
 #: monoBERT without a dtype, i.e. fp32.
+#: Their pair framing is their tokenizers' own template, whose files agree (no add_eos_token setting to drift).
+PAIR_FRAMING = {
+    "bge-reranker": FramingRecord(True, True, "tokenizer", (
+        "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the XLM-RoBERTa template of BAAI/bge-reranker-v2-m3: "
+        "<s> query </s></s> doc </s>"), checked=False),
+    "monobert": FramingRecord(True, True, "tokenizer", (
+        "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the BERT template of castorini/monobert-large-msmarco: "
+        "[CLS] query [SEP] doc [SEP]"), checked=False),
+}
 register_reranker(RerankerMeta("bge-reranker", _preset("bge-reranker"),
-                               "BAAI/bge-reranker-v2-m3 cross-encoder (paper)", paper_dtype="fp32"))
+                               "BAAI/bge-reranker-v2-m3 cross-encoder (paper)", paper_dtype="fp32",
+                               framing=PAIR_FRAMING["bge-reranker"]))
 register_reranker(RerankerMeta("monobert", _preset("monobert"),
-                               "castorini/monobert-large-msmarco, logit of the relevant class (paper)", paper_dtype="fp32"))
+                               "castorini/monobert-large-msmarco, logit of the relevant class (paper)", paper_dtype="fp32",
+                               framing=PAIR_FRAMING["monobert"]))
 register_reranker(RerankerMeta("cross-encoder", lambda **o: CrossEncoderReranker(**o),
                                "any sequence-classification model: model=<hub id or folder>"))

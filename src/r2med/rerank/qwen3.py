@@ -29,6 +29,7 @@ from .. import progress
 from ..errors import R2MedError
 from ..weights import load_pretrained
 from ..protocol.later import later_reranker, needs_gpu, provenance
+from ..retrieval.encoders.base import FramingRecord
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -109,8 +110,10 @@ class Qwen3Reranker(PointwiseReranker):
         self.load()
         budget = self.max_length - len(self._prefix_ids) - len(self._suffix_ids)
         texts = [self.pair_text(q, d) for q, d in pairs]
+        # no special tokens around the pair, whatever the tokenizer's post-processor adds (the card's Qwen3
+        # tokenizer adds none; Qwen3-Embedding's appends <|endoftext|>): the prompt is the whole frame
         middle = self._tokenizer(texts, padding=False, truncation="longest_first", return_attention_mask=False,
-                                 max_length=budget)["input_ids"]
+                                 max_length=budget, add_special_tokens=False)["input_ids"]
         return [self._prefix_ids + list(ids) + self._suffix_ids for ids in middle]
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]], description: str | None = None) -> np.ndarray:
@@ -151,12 +154,18 @@ def _preset(name: str):
     return factory
 
 
+#: The card's inputs: its chat prompt around the pair and no BOS / EOS (r2med builds them: prefix + pair + suffix).
+CARD_FRAMING = FramingRecord(False, False, "r2med", (
+    "the Qwen3-Reranker model card's process_inputs (fenghaitao/Qwen3-Embedding README.md@14f0f21): prefix ids + "
+    "tokenizer(pair) + suffix ids, the Qwen3 tokenizer adding nothing; r2med tokenizes the pair without special tokens"))
+
+
 for _name in PRESETS:
     _entry = later_reranker(_name)
     register_reranker(RerankerMeta(
         _name, _preset(_name), f"{_entry['settings']['hub_id']}: yes/no logit scoring (model card)",
         install="pip install 'r2med[dense]'", needs_gpu=needs_gpu(_entry), hub_id=_entry["settings"]["hub_id"],
-        later=True, provenance=provenance(_entry)))
+        later=True, provenance=provenance(_entry), framing=CARD_FRAMING))
 register_reranker(RerankerMeta("qwen3-reranker", lambda **o: Qwen3Reranker(**o),
                                "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, "
                                "model card)", install="pip install 'r2med[dense]'", later=True))

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from ..weights import load_adapter, pretrained_with_gaps
+from ..retrieval.encoders.base import FramingRecord
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -74,4 +75,9 @@ def _first_line(exc: BaseException) -> str:
 register_reranker(RerankerMeta("rankllama", lambda **o: RankLlamaReranker(**o),
                                "castorini/rankllama-v1-7b-lora-passage on Llama-2-7b (peft LoRA; paper)",
                                packages=("torch", "transformers", "peft"), needs_gpu="7B", paper_dtype="auto",
-                               weights=(("base", "config.json"), ("lora", "adapter_config.json"))))
+                               weights=(("base", "config.json"), ("lora", "adapter_config.json")),
+                               framing=FramingRecord(True, False, "tokenizer", (
+                                   "R2MED src/utils.py:861 (the pair tokenized as is); ASSUMED: the Llama-2 template "
+                                   "<s> query: q <s> document: d, no EOS (meta-llama/Llama-2-7b-hf: add_bos_token true, "
+                                   "add_eos_token false, as its tokenizer.json; whether the castorini card ends the "
+                                   "document with a literal </s> was not checked here)"), checked=False)))

@@ -104,6 +104,26 @@ class DenseRetriever:
         return {"retriever": self.name, "encoder": self.settings.key(), "similarity": self.similarity,
                 "ignore_identical_ids": self.ignore_identical_ids, "search": self.faiss or "exact"}
 
+    def encoding_facts(self) -> dict[str, Any]:
+        """What the vectors were actually made with, for ``metrics.json``: the versions of the packages that
+        make them, the max length per side, the framing and the dtype (issue 20).  Vectors read from the
+        embedding cache were made by an earlier run: ``made_by`` says so (that run's metrics.json has them)."""
+        from ..jobs.folders import package_versions
+
+        s = self.settings
+        groups = {"gritlm": ("torch", "gritlm"), "openai": ("openai",), "voyage": ("voyage",)}.get(s.loader, ("torch",))
+        facts: dict[str, Any] = {"versions": package_versions(groups), "dtype": s.dtype,
+                                 "framing": {"framing": s.framing or "tokenizer's own"}}
+        used = getattr(self._encoder, "used", None) if self._encoder is not None else None
+        if used:
+            facts["max_length"] = dict(used.get("max_length") or {})
+            facts["dtype"] = used.get("dtype", s.dtype)
+            if used.get("framing"):
+                facts["framing"] = dict(used["framing"])
+            facts.update({k: used[k] for k in ("weights", "compute", "device") if k in used})
+        facts["made_by"] = "this run" if (self.docs_encoded or self.queries_encoded) else "the embedding cache"
+        return facts
+
     # -- indexing --------------------------------------------------------------------------------
     def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> DenseRetriever:
         """Embed ``corpus`` (doc id -> text), or load its embeddings from the r2med home."""
@@ -301,7 +321,7 @@ RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identi
                    "search_chunk", "similarity", *API_OPTIONS)
 SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
                    "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
-                   "trust_remote_code", "dtype", "loader")
+                   "trust_remote_code", "dtype", "loader", "framing")
 
 
 def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:

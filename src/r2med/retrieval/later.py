@@ -12,6 +12,10 @@ sources and gaps of its settings (``provenance``), and its tolerance class:
 * ``dense`` for the others (ReasonIR-8B: the checkpoint's bf16);
 * ``assumed`` when the entry's settings are r2med's assumption (gte-Qwen2-7B-instruct): the report
   shows the delta to the published figure but grades nothing.
+
+Its ``framing`` block (BOS / EOS around each text, who added them in the published run, the source)
+becomes the preset's :class:`~r2med.retrieval.encoders.FramingRecord`, which r2med builds whatever the
+tokenizer adds.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from ..protocol.later import later_models, later_retriever, needs_gpu, provenance, query_instructions
 from .dense import register_preset
+from .encoders import FramingRecord
 from .presets import Preset
 
 #: ``r2med_encoder`` keys that are preset fields (encoder settings and the registry's batch size, CPU precision);
@@ -46,9 +51,10 @@ def later_preset(name: str) -> Preset:
     facts = {"published_as": entry["published"]["retriever"], "later": True, "provenance": provenance(entry),
              "tolerance": tolerance_class(entry)}
     note = f"later work: {entry['display_name']}" + (" (settings assumed)" if entry.get("assumed") else "")
+    framing = FramingRecord.from_data(encoder["framing"]) if "framing" in encoder else None
     return Preset(name=name, hub_id=entry["settings"]["hub_id"], fields=fields,
                   query_instructions=query_instructions(name), doc_instructions=encoder["doc_instruction"],
-                  note=note, facts=facts)
+                  note=note, facts=facts, framing=framing)
 
 
 for _name in later_models()["retrievers"]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..protocol import models, protocol
-from .encoders import EncoderSettings
+from .encoders import EncoderSettings, FramingRecord
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +86,45 @@ PRESET_FIELDS: dict[str, dict[str, Any]] = {
                "api_key_env": "VOYAGE_API_KEY"},
 }
 
+#: The special tokens around each text in the paper presets' published runs (issue 20).  r2med builds them
+#: itself for the transformers loader (:attr:`EncoderSettings.framing`), whatever the tokenizer's
+#: post-processor adds -- which depends on the transformers version for e5-mistral and SFR, whose
+#: ``tokenizer_config.json`` (``add_eos_token: true``) and ``tokenizer.json`` (only ``<s>``) disagree.
+#: BERT-style presets (contriever, medcpt, bge: ``[CLS] text [SEP]``, consistent files) have no record.
+_E5_CODE = ("R2MED src/utils.py:496-511 HighScaleModel 'Base' mode (eval_bench.py:225-229): a plain tokenizer(...) "
+            "call, then the last token pooled")
+_BMR_CODE = "R2MED src/utils.py:155, 162 (BMR mode: tokenizer(..., max_length - 1), then the EOS id appended)"
+PAPER_FRAMING: dict[str, FramingRecord] = {
+    "e5": FramingRecord(True, True, "tokenizer", (
+        "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true (its tokenizer.json post-processor "
+        "adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, transformers >= 5 does not: "
+        f"mteb pull request #5237); {_E5_CODE}")),
+    "sfr": FramingRecord(True, True, "tokenizer", (
+        "Salesforce/SFR-Embedding-Mistral tokenizer_config.json add_eos_token: true, bos <s>, eos </s> (the same "
+        f"LlamaTokenizer files as e5-mistral); {_E5_CODE}")),
+    "bmr-410m": FramingRecord(False, True, "r2med", (
+        f"EOS: {_BMR_CODE}; BOS: ASSUMED none (a Pythia-410M fine-tune: the GPT-NeoX tokenizer adds no BOS)")),
+    "bmr-2b": FramingRecord(True, True, "r2med", (
+        f"EOS: {_BMR_CODE}; BOS: ASSUMED <bos> (a Gemma-2B fine-tune: the Gemma tokenizer prepends <bos>)")),
+    "bmr-7b": FramingRecord(True, True, "r2med", (
+        f"EOS: {_BMR_CODE}; BOS: ASSUMED <s> (a BioMistral-7B fine-tune: the Mistral tokenizer prepends <s>)")),
+    "nv": FramingRecord(True, True, "model", (
+        "R2MED src/utils.py:704 model.encode(texts, instruction, max_length): nvidia/NV-Embed-v2's own encode() "
+        "appends the EOS text to each input (always_add_eos) and tokenizes itself, so r2med adds none; BOS: "
+        "ASSUMED <s> (its Mistral-7B tokenizer)"), checked=False),
+    "grit": FramingRecord(True, False, "model", (
+        "R2MED src/utils.py:578-632: the gritlm package's GritLM.encode() builds and tokenizes its own inputs "
+        "('<|user|>\\n{instruction}\\n<|embed|>\\n' + text, mean-pooled over the text); ASSUMED: <s> from its "
+        "Mistral tokenizer, no EOS"), checked=False),
+}
+
 DENSE_PRESETS = tuple(PRESET_FIELDS)
 #: Fields of a preset entry that describe the retriever rather than the vectors (not encoder settings);
 #: ``cpu_dtype``: the precision its published code falls back to on a CPU (used there unless --dtype says).
 REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env", "cpu_dtype")
 #: Options that change what a preset computes (batch size and device do not; dtype widens the tolerance):
 #: a run that sets any of them is not the paper's configuration.
-PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize")
+PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize", "framing")
 
 
 @dataclass(frozen=True)
@@ -107,6 +139,8 @@ class Preset:
     note: str = ""
     #: a separate query encoder (MedCPT's Query encoder; ``hub_id`` is then the Article encoder)
     query_hub_id: str | None = None
+    #: the special tokens around each text in its published runs (None: the tokenizer's, not fixed by r2med)
+    framing: FramingRecord | None = None
     #: more facts of its registry record (:class:`~r2med.retrieval.registry.RetrieverMeta` fields: a later
     #: model's ``published_as``, ``later``, ``provenance``, ``tolerance``)
     facts: dict[str, Any] = field(default_factory=dict)
@@ -137,6 +171,7 @@ class Preset:
             f["max_length"] = "model's own"
         f["similarity"] = self.similarity
         f["dtype"] = self.dtype or "api"
+        f["framing"] = self.framing.describe() if self.framing else None
         if self.fields.get("cpu_dtype"):
             f["cpu_dtype"] = self.fields["cpu_dtype"]
         hub_id = self.hub_id
@@ -150,6 +185,8 @@ class Preset:
     def settings(self, task: str | None = None, medcpt_published: bool = False, **overrides: Any) -> EncoderSettings:
         """The encoder settings for ``task`` (hub task name), with user overrides applied."""
         fields = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
+        if self.framing is not None and self.framing.checked:  # r2med builds / checks these tokens
+            fields["framing"] = self.framing.name
         fields["query_instruction"] = _instruction(self, self.query_instructions, task, "query")
         fields["doc_instruction"] = _instruction(self, self.doc_instructions, task, "document")
         if self.query_hub_id:  # MedCPT: a Query encoder beside the Article encoder
@@ -205,7 +242,8 @@ def get_preset(name: str) -> Preset:
     if isinstance(query_table, str) and query_table.startswith("per task"):
         raise R2MedError(f"protocol data lacks the {name} query instruction table")  # pragma: no cover
     return Preset(name=name, hub_id=hub_id, fields=fields, query_instructions=query_table,
-                  doc_instructions=doc_table, note=spec.get("note", ""), query_hub_id=spec.get("hub_id_query"))
+                  doc_instructions=doc_table, note=spec.get("note", ""), query_hub_id=spec.get("hub_id_query"),
+                  framing=PAPER_FRAMING.get(name))
 
 
 def all_presets() -> dict[str, Preset]:

@@ -14,13 +14,13 @@ from typing import Any
 
 from ...errors import R2MedError
 from .api import APIEncoder, EmbeddingAPIError
-from .base import (API_LOADERS, DTYPES, LOADERS, POOLINGS, BaseEncoder, Encoder, EncoderSettings, canonical_dtype,
-                   plan_batches)
+from .base import (API_LOADERS, DTYPES, FRAMINGS, LOADERS, POOLINGS, BaseEncoder, Encoder, EncoderSettings, Framing,
+                   FramingRecord, canonical_dtype, framing_of, plan_batches)
 from .hf import (GritLMEncoder, RemoteCodeEncoder, SentenceTransformerEncoder, TorchEncoder, TransformersEncoder,
                  is_sentence_transformers_model, model_max_length, pool, resolve_device, resolve_dtype,
                  sentence_transformers_similarity)
 
-__all__ = ["API_LOADERS", "DTYPES", "LOADERS", "POOLINGS", "APIEncoder", "BaseEncoder", "EmbeddingAPIError", "Encoder",
+__all__ = ["API_LOADERS", "DTYPES", "FRAMINGS", "Framing", "FramingRecord", "framing_of", "LOADERS", "POOLINGS", "APIEncoder", "BaseEncoder", "EmbeddingAPIError", "Encoder",
            "EncoderSettings", "GritLMEncoder", "RemoteCodeEncoder", "SentenceTransformerEncoder", "TorchEncoder",
            "TransformersEncoder", "canonical_dtype", "is_sentence_transformers_model", "make_encoder",
            "model_max_length", "plan_batches", "pool", "resolve_device", "resolve_dtype",

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +32,58 @@ _DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat1
 API_LOADERS = ("openai", "voyage")
 LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", *API_LOADERS)
 ROLES = ("query", "expansion", "doc")
+#: The special tokens around every text a model reads (``EncoderSettings.framing``): ``bos+eos`` =
+#: ``<s> text </s>``.  r2med builds the ids itself (text tokenized without special tokens, then these
+#: added), so the tokenizer's post-processor -- which differs between library versions -- cannot change it.
+Framing = Literal["none", "bos", "eos", "bos+eos"]
+FRAMINGS: tuple[Framing, ...] = ("none", "bos", "eos", "bos+eos")
+#: Who put the special tokens in around the texts of a model's published run.
+FramedBy = Literal["tokenizer", "r2med", "model"]
+
+
+def framing_of(bos: bool, eos: bool) -> Framing:
+    """The framing name of a BOS / EOS choice."""
+    name = "+".join(part for part, on in (("bos", bos), ("eos", eos)) if on) or "none"
+    return name  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class FramingRecord:
+    """The special tokens a model saw in its published runs, and where that was read.
+
+    ``added_by``: who put them there in the published run (its tokenizer's post-processor, the
+    published code -- r2med does the same --, or the model's own ``encode``); ``source``: file:line of
+    the published code, the model card, the mteb loader; ``ASSUMED`` in it where nothing published says.
+    ``checked``: r2med builds (transformers loader) or checks (a model's own tokenization) these ids;
+    False where a package tokenizes out of r2med's sight (gritlm).
+    """
+
+    bos: bool
+    eos: bool
+    added_by: FramedBy
+    source: str
+    checked: bool = True
+
+    @property
+    def name(self) -> Framing:
+        return framing_of(self.bos, self.eos)
+
+    @property
+    def assumed(self) -> bool:
+        return "ASSUMED" in self.source
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able summary (``r2med models``, ``metrics.json``)."""
+        return {"bos": self.bos, "eos": self.eos, "framing": self.name, "added_by": self.added_by,
+                "checked": self.checked, "source": self.source}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> FramingRecord:
+        """A record from its protocol-data form (``{"bos": ..., "eos": ..., "added_by": ..., "source": ...}``)."""
+        if data.get("added_by") not in ("tokenizer", "r2med", "model"):
+            raise R2MedError(f"framing record {data!r}: added_by must be tokenizer, r2med or model")
+        return cls(bool(data["bos"]), bool(data["eos"]), data["added_by"], str(data["source"]),
+                   bool(data.get("checked", True)))
 
 
 def canonical_dtype(dtype: str) -> str:
@@ -71,6 +123,9 @@ class EncoderSettings:
     trust_remote_code: bool = False
     dtype: str = "fp32"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: special tokens around each text, built by r2med whatever the tokenizer adds (:data:`FRAMINGS`);
+    #: None: what the tokenizer adds (a model that is not a preset)
+    framing: Framing | None = None
 
     def __post_init__(self) -> None:
         if self.loader not in LOADERS:
@@ -82,10 +137,18 @@ class EncoderSettings:
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.expansion_instruction not in ("none", "query"):
             raise R2MedError("expansion_instruction must be 'none' or 'query'")
+        if self.framing is not None and self.framing not in FRAMINGS:
+            raise R2MedError(f"unknown framing {self.framing!r}; choose from {', '.join(FRAMINGS)}")
+        if self.framing is not None and self.append_eos and "eos" not in self.framing:
+            raise R2MedError(f"append_eos contradicts framing {self.framing!r} (no EOS); set one of them")
 
     def key(self) -> dict[str, Any]:
-        """The vector-defining settings as a JSON-able dict (for fingerprints and run configs)."""
-        return asdict(self)
+        """The vector-defining settings as a JSON-able dict (for fingerprints and run configs); ``framing``
+        only when set (the keys of runs that leave it to the tokenizer stay as they were)."""
+        key = asdict(self)
+        if key["framing"] is None:
+            del key["framing"]
+        return key
 
     def with_(self, **changes: Any) -> EncoderSettings:
         return replace(self, **changes)
@@ -144,9 +207,16 @@ class BaseEncoder:
         self.texts_encoded = 0  # counter (tests, logs): texts that went through a model
         #: called with the number of texts after each batch (a progress display listens; None: nobody)
         self.on_batch: Callable[[int], None] | None = None
+        #: what the last encoding actually used, for ``metrics.json``: ``max_length`` per role, the
+        #: ``framing`` (asked for, and what the tokenizer alone would have given), the ``dtype``
+        self.used: dict[str, Any] = {"dtype": settings.dtype, "max_length": {}}
 
     def config(self) -> dict[str, Any]:
         return self.settings.key()
+
+    def note_max_length(self, role: str, max_length: int | None) -> None:
+        """Record the token limit ``role`` was encoded with (queries and expansions share ``query``)."""
+        self.used["max_length"]["doc" if role == "doc" else "query"] = max_length
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         """Embed texts of ``role`` (query / expansion / doc); the instruction is the encoder's to add."""

@@ -24,6 +24,7 @@ The helpers here (device, dtype, model limits, model files) serve the rerankers 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +34,9 @@ import numpy as np
 
 from ...errors import MissingExtraError, R2MedError
 from ...weights import load_pretrained, recording_loads
-from .base import BaseEncoder, EncoderSettings, canonical_dtype
+from .base import BaseEncoder, EncoderSettings, Framing, canonical_dtype, framing_of
+
+log = logging.getLogger(__name__)
 
 
 def resolve_device(device: str | None = None) -> str:
@@ -158,16 +161,22 @@ class TransformersEncoder(TorchEncoder):
                              "pass --max-length")
         self._limits[name] = limit or 0
         model.eval().to(self.device)
+        autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
+        self.used["weights"] = str(getattr(model, "dtype", "")).replace("torch.", "")
+        self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
+        self.used["device"] = self.device
         if self.device == "cuda" and torch.cuda.device_count() > 1:
             model = torch.nn.DataParallel(model)
         self._models[name] = (tok, model)
         return tok, model
 
-    def _tokenize(self, tok, texts: list[str], role: str, max_length: int) -> dict[str, list]:
+    def _tokenize(self, tok: Any, texts: list[str], role: str, max_length: int) -> dict[str, list[Any]]:
         s = self.settings
         if role == "doc" and s.doc_as_pair:
             enc = tok([""] * len(texts), texts, truncation="longest_first", max_length=max_length,
                       padding=False, return_attention_mask=False)
+        elif s.framing is not None:
+            return {"input_ids": self._framed_ids(tok, texts, s.framing, max_length)}
         elif s.append_eos:
             enc = tok(texts, truncation=True, max_length=max_length - 1, padding=False,
                       return_attention_mask=False, return_token_type_ids=False)
@@ -176,6 +185,35 @@ class TransformersEncoder(TorchEncoder):
             enc = tok(texts, truncation=True, max_length=max_length, padding=False, return_attention_mask=False)
         return {k: list(v) for k, v in enc.items()}
 
+    def _framed_ids(self, tok: Any, texts: list[str], framing: Framing, max_length: int) -> list[list[int]]:
+        """Token ids of ``texts`` framed as ``framing`` says, whatever the tokenizer's post-processor adds:
+        the texts tokenized without special tokens, cut to ``max_length`` minus the special tokens (the
+        limit counts them, as a tokenizer's own truncation does), then BOS / EOS put around them."""
+        name = self.settings.model
+        bos, eos = "bos" in framing, "eos" in framing
+        for wanted, token, token_id in ((bos, "BOS", tok.bos_token_id), (eos, "EOS", tok.eos_token_id)):
+            if wanted and token_id is None:
+                raise R2MedError(f"model {name!r}: its framing is {framing} but its tokenizer has no {token} token")
+        room = max_length - int(bos) - int(eos)
+        if room < 1:
+            raise R2MedError(f"max_length {max_length} leaves no room for text beside the {framing} tokens")
+        body = tok(texts, add_special_tokens=False, truncation=True, max_length=room, padding=False,
+                   return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        ids = [([tok.bos_token_id] if bos else []) + list(b) + ([tok.eos_token_id] if eos else []) for b in body]
+        if texts and "framing" not in self.used:
+            self._check_framing(tok, texts[0], ids[0], framing)
+        return ids
+
+    def _check_framing(self, tok: Any, text: str, ids: list[int], framing: Framing) -> None:
+        """The first text's ids against ``framing``, and a record of what the tokenizer alone would have
+        added (``used['framing']``, for ``metrics.json``)."""
+        framing_check(self.settings.model, tok, ids, framing)
+        own = tokenizer_framing(tok, text)
+        if own != framing:
+            log.info("%s: its tokenizer frames texts as %s; r2med frames them as %s (the preset's framing)",
+                     self.settings.model, own, framing)
+        self.used["framing"] = {"framing": framing, "tokenizer_alone": own, "built_by": "r2med"}
+
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         import torch
 
@@ -183,6 +221,7 @@ class TransformersEncoder(TorchEncoder):
         name = s.query_model if (role != "doc" and s.query_model) else s.model
         tok, model = self._load(name)
         max_length = self.max_tokens(role, self._limits[name])
+        self.note_max_length(role, max_length)
         prefix = self.instruction(role)
         enc = self._tokenize(tok, [prefix + t for t in texts] if prefix else list(texts), role, max_length)
 
@@ -197,6 +236,31 @@ class TransformersEncoder(TorchEncoder):
         with torch.inference_mode():
             return self.in_length_order([len(ids) for ids in enc["input_ids"]], batch_size, encode_batch,
                                         _torch_stack)
+
+
+def framing_check(model: str, tok: Any, ids: list[int], framing: Framing) -> None:
+    """One line, never a run, when ``ids`` (a text's, unpadded) lack ``framing``: a BOS first (once) when it
+    says BOS and none otherwise, exactly one EOS last when it says EOS and none otherwise."""
+    bos, eos = "bos" in framing, "eos" in framing
+    bos_id, eos_id = tok.bos_token_id, tok.eos_token_id
+    starts_bos = bool(ids) and bos_id is not None and ids[0] == bos_id
+    doubled_bos = starts_bos and len(ids) > 1 and ids[1] == bos_id
+    eos_run = 0
+    while eos_id is not None and eos_run < len(ids) and ids[-1 - eos_run] == eos_id:
+        eos_run += 1
+    if starts_bos != bos or doubled_bos or eos_run != int(eos):
+        raise R2MedError(f"model {model!r}: its first text's token ids lack its {framing} framing (BOS first: "
+                         f"{'twice' if doubled_bos else starts_bos}, EOS at the end: {eos_run}); r2med cannot "
+                         "repair them for this loader")
+
+
+def tokenizer_framing(tok: Any, text: str) -> Framing:
+    """What ``tok`` alone puts around ``text`` (its post-processor, as this transformers version reads it)."""
+    plain = list(tok(text, add_special_tokens=False)["input_ids"])
+    default = list(tok(text)["input_ids"])
+    bos = len(default) > len(plain) and tok.bos_token_id is not None and default[0] == tok.bos_token_id
+    eos = len(default) > len(plain) and tok.eos_token_id is not None and default[-1] == tok.eos_token_id
+    return framing_of(bos, eos)
 
 
 def pool(hidden, mask, pooling: str):
@@ -284,8 +348,14 @@ class SentenceTransformerEncoder(TorchEncoder):
         prompt = self.prompt(role)
         planned = self._effective_prompt(role)
         full = [planned + t for t in texts] if planned else list(texts)
-        lengths = [len(ids) for ids in model.tokenizer(full, truncation=True, max_length=model.max_seq_length,
-                                                       padding=False, return_attention_mask=False)["input_ids"]]
+        self.note_max_length(role, model.max_seq_length)
+        ids = model.tokenizer(full, truncation=True, max_length=model.max_seq_length, padding=False,
+                              return_attention_mask=False)["input_ids"]
+        lengths = [len(one) for one in ids]
+        if self.settings.framing is not None and "framing" not in self.used:
+            # sentence-transformers tokenizes: r2med cannot build the ids, only check the first text's
+            framing_check(self.settings.model, model.tokenizer, list(ids[0]), self.settings.framing)
+            self.used["framing"] = {"framing": self.settings.framing, "built_by": "tokenizer (checked)"}
         encode = getattr(model, "encode_document" if role == "doc" else "encode_query", model.encode)  # ST < 5: encode
 
         def encode_batch(idx: np.ndarray):
@@ -337,6 +407,7 @@ class RemoteCodeEncoder(TorchEncoder):
         eos = tok.eos_token or "" if s.append_eos else ""
         full = [t + eos for t in texts]
         max_length = self.max_tokens(role, model_max_length(model, tok))
+        self.note_max_length(role, max_length)
         if max_length is None:
             raise R2MedError(f"{s.model} states no maximum length; pass --max-length")
         lengths = [min(len(ids), max_length) for ids in tok(full, padding=False, return_attention_mask=False)["input_ids"]]
@@ -366,8 +437,10 @@ class GritLMEncoder(TorchEncoder):
             s = self.settings
             self._model = GritLM(s.model, torch_dtype=resolve_dtype(s.dtype), mode="embedding",
                                  device_map="auto" if self.device == "cuda" else None)
+        max_length = self.max_tokens(role, 512)
+        self.note_max_length(role, max_length)
         emb = self._model.encode(list(texts), instruction=self.instruction(role), batch_size=batch_size,
-                                 max_length=self.max_tokens(role, 512))
+                                 max_length=max_length)
         self.batch_done(len(texts))
         emb = np.asarray(emb, dtype=np.float32)
         if self.settings.normalize:
