@@ -432,3 +432,21 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
         for path in root.rglob("*"):
             if path.is_file():
                 assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_full_disk_under_the_answer_cache_is_one_error_naming_it(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    import r2med.llm as llm
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    path = tmp_path / "answers.jsonl"
+    with LLMServer() as server:
+        client = LLMClient("test-model", base_url=server.base_url, cache=path)
+        monkeypatch.setattr(llm.os, "fsync", full)
+        with pytest.raises(R2MedError, match=f"^{path}: No space left on device$"):
+            client.chat_many([msgs("a"), msgs("b")])
+        client.close()

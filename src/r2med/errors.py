@@ -1,8 +1,32 @@
-"""User-facing error types: one line of text, exit code 2 at the CLI."""
+"""User-facing error types: one line of text, exit code 2 at the CLI.
+
+A value echoed inside a message (a name, an option's value) goes through :func:`shown`, which
+quotes it and cuts it to a bounded length, so a 5 MB argument gives a short line; the CLI also
+caps the whole line (:data:`MAX_ERROR_CHARS`).
+"""
 
 from __future__ import annotations
 
 import os
+
+SHOWN_CHARS = 80  # of a value echoed in a message
+MAX_ERROR_CHARS = 2000  # of a whole one-line error, as the CLI prints it
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``value`` quoted for a message (``repr`` of text), cut to about ``limit`` characters with its length."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters shown"
+    return f"{text[:limit]}... ({size})"
+
+
+def bounded(message: str, limit: int = MAX_ERROR_CHARS, total: int | None = None) -> str:
+    """A whole message cut to ``limit`` characters (the last resort behind :func:`shown`); ``total``: the
+    length of the message ``message`` was cut from, when it was."""
+    total = len(message) if total is None else total
+    return message if total <= limit else f"{message[:limit]}... ({total:,} characters in all)"
 
 
 class R2MedError(Exception):

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_dir, fingerprint
+from .cache import cache_dir, fingerprint, located, os_error_text
 from .deadline import request_deadline
 from .errors import MissingExtraError, R2MedError
 from .redact import redact_url
@@ -192,8 +192,11 @@ class RequestCache:
                         handle.seek(size - 1)
                         if handle.read(1) != b"\n":
                             os.write(self._fd, b"\n")
-            os.write(self._fd, data)
-            os.fsync(self._fd)
+            try:
+                os.write(self._fd, data)
+                os.fsync(self._fd)
+            except OSError as exc:  # e.g. a full disk: say which file; fatal for the batch (see chat_many)
+                raise R2MedError(os_error_text(located(exc, self.path))) from exc
             self._entries[key] = entry
 
     def close(self) -> None:
@@ -449,7 +452,7 @@ class LLMClient:
                 pending.setdefault(key, []).append(i)
         if pending:
             stop = threading.Event()
-            fatal: LLMError | None = None
+            fatal: R2MedError | None = None  # an LLMError, or the answer cache that cannot be written
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(pending)),
                                     thread_name_prefix="r2med-llm") as pool:
                 futures = {pool.submit(self._run_one, batch[idx[0]], sampling, key, on_retry, stop): key
@@ -462,7 +465,7 @@ class LLMClient:
                             key = futures[fut]
                             try:
                                 res = fut.result()
-                            except LLMError as exc:
+                            except R2MedError as exc:
                                 fatal = fatal or exc
                                 stop.set()
                                 continue

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import R2MedError
+from ..errors import R2MedError, shown
 from ..registries import TOLERANCES, Registry
 from .base import Retriever
 
@@ -116,7 +116,7 @@ def retriever_meta(name: str) -> RetrieverMeta:
     """The record of ``name``; an unknown name is a one-line error listing the known ones."""
     meta = RETRIEVERS.get(name)
     if meta is None:
-        raise R2MedError(f"unknown retriever {name!r}; choose from: {', '.join(RETRIEVERS.all())}")
+        raise R2MedError(f"unknown retriever {shown(name)}; choose from: {', '.join(RETRIEVERS.all())}")
     return meta
 
 
