@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 SHOWN_CHARS = 80  # of a value echoed in a message
+PATH_CHARS = 1000  # of a path echoed in a message (a path is shown whole where the system allows it)
 MAX_ERROR_CHARS = 2000  # of a whole one-line error, as the CLI prints it
 
 

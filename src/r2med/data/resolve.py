@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import R2MedError, shown
+from ..errors import PATH_CHARS, R2MedError, shown
 from ..tasks import TASK_NAMES, get_task, parse_tasks
 from .collection import Collection
 from .loaders import DEMO_SOURCE, load_demo, load_folder
@@ -189,12 +189,12 @@ def require(ref: TaskRef | None, task: str, recorded: Mapping[str, Any] | None =
     source = str((recorded or {}).get("source") or "")
     exists = bool(source) and source not in (HUB, DEMO_SOURCE) and Path(source).is_dir()
     if data_dir is not None:
-        where = (f"cannot find the collection of task {shown(task)} in --data-dir {shown(str(data_dir))} "
-                 f"(searched {shown(str(Path(data_dir) / task))} and the folder itself)")
+        where = (f"cannot find the collection of task {shown(task)} in --data-dir {shown(str(data_dir), PATH_CHARS)} "
+                 f"(searched {shown(str(Path(data_dir) / task), PATH_CHARS)} and the folder itself)")
         if exists:
-            raise R2MedError(f"{where}; the run's recorded source {shown(source)} exists: "
+            raise R2MedError(f"{where}; the run's recorded source {shown(source, PATH_CHARS)} exists: "
                              "leave out --data-dir to use it, or pass the folder holding it")
-        gone = f"; the run's recorded source {shown(source)} is gone too" if source else ""
+        gone = f"; the run's recorded source {shown(source, PATH_CHARS)} is gone too" if source else ""
         raise R2MedError(f"{where}{gone}; pass the --data-dir that holds it")
-    where = f" (recorded source {shown(source)} is gone)" if source else ""
+    where = f" (recorded source {shown(source, PATH_CHARS)} is gone)" if source else ""
     raise R2MedError(f"cannot find the collection of task {shown(task)}{where}; pass --data-dir")
