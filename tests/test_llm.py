@@ -436,9 +436,8 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
 
 def test_a_full_disk_under_the_answer_cache_is_one_error_naming_it(tmp_path, monkeypatch):
     import errno
-    import os
 
-    import r2med.llm as llm
+    from r2med import llm
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")

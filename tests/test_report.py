@@ -377,10 +377,10 @@ def test_a_missing_collection_names_the_data_dir_searched(tmp_path):
     write_collection(empty, "unrelated")
     res = run_r2med("report", str(tmp_path / "runs"), "--by", "body_system", "--data-dir", str(empty))
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    line = [line for line in res.stderr.splitlines() if line.startswith("error:")][0]
+    line = next(line for line in res.stderr.splitlines() if line.startswith("error:"))
     assert "is gone" not in line and str(empty) in line and "exists" in line and str(folder) in line, line
     (folder / "corpus.jsonl").unlink()
     folder.rename(tmp_path / "moved")  # now the recorded source is gone as well
     res = run_r2med("report", str(tmp_path / "runs"), "--by", "body_system", "--data-dir", str(empty))
-    line = [line for line in res.stderr.splitlines() if line.startswith("error:")][0]
+    line = next(line for line in res.stderr.splitlines() if line.startswith("error:"))
     assert str(empty) in line and "is gone too" in line, line
