@@ -20,6 +20,7 @@ bytes)::
   a gated repo (``gated=True``) -> 403 ``X-Error-Code: GatedRepo``;
 * no such revision -> 404 ``X-Error-Code: RevisionNotFound``;
 * no such file at that commit -> 404 ``X-Error-Code: EntryNotFound`` with ``X-Repo-Commit``;
+* a path in ``truncated`` -> ``GET`` sends half its bytes under the full ``Content-Length`` and closes;
 * ``GET /api/agent-harnesses`` (a registry huggingface_hub 2.x fetches once a day into ``HF_HOME``)
   -> an empty registry.
 
@@ -96,6 +97,7 @@ class HubEmulator:
         self.repos: dict[str, dict[str, dict[str, bytes]]] = {}
         self.refs: dict[str, dict[str, str]] = {}
         self.gated: set[str] = set()
+        self.truncated: set[str] = set()  # file paths whose GET sends half the body, then closes
         self.requests: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -157,7 +159,11 @@ class HubEmulator:
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if method == "GET":
+                if method == "GET" and any(path.endswith("/" + rel) for rel in emulator.truncated):
+                    self.wfile.write(body[: len(body) // 2])  # Content-Length says more: a broken download
+                    self.wfile.flush()
+                    self.close_connection = True
+                elif method == "GET":
                     self.wfile.write(body)
 
             def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming

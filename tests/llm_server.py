@@ -10,6 +10,7 @@ Reusable by every test that needs an LLM endpoint (expansion, LLM reranking)::
         server.requests                               # HTTP requests seen (all endpoints)
         server.completions                            # 200 answers given
         server.prompts                                # last user message of each request, in order
+        server.queries                                # query string of each completion request
 
 Behaviour
 ---------
@@ -22,6 +23,10 @@ Behaviour
   hang longer than the client's timeout, or a slow answer; ``latency`` delays every answer.
   Which request fails is decided by a seeded RNG, and one prompt is faulted at most
   ``max_faults_per_prompt`` times, so a client that retries always finishes.
+* Broken bodies (``Faults``, every answer): ``drip_s`` sends the body one byte every ``drip_s`` seconds
+  (headers at once: a server that never lets a per-read timeout fire); ``truncate`` sends the headers
+  and half the body, then closes the connection.  ``usage`` overrides fields of the reported usage
+  (e.g. ``{"prompt_tokens": -5}``).
 * ``api_key`` makes the server demand ``Authorization: Bearer <api_key>`` (else 401).
 * ``wait_for(n)`` blocks until ``n`` requests arrived (for kill-half-way tests).
 
@@ -78,6 +83,8 @@ class Faults:
     latency: float = 0.0  # added to every answer
     max_faults_per_prompt: int = 2
     seed: int = 0
+    drip_s: float = 0.0  # >0: every answer body is sent one byte per drip_s seconds
+    truncate: bool = False  # every answer: headers and half its body, then the connection is closed
 
 
 class LLMServer:
@@ -85,12 +92,13 @@ class LLMServer:
 
     def __init__(self, faults: Faults | None = None, responder: Callable[[list[dict], dict], str] | None = None,
                  script: list[str] | None = None, api_key: str | None = None, model: str = "test-model",
-                 port: int = 0):
+                 port: int = 0, usage: dict[str, Any] | None = None):
         self.faults = faults or Faults()
         self.responder = responder
         self.script = list(script or [])
         self.api_key = api_key
         self.model = model
+        self.usage_override = dict(usage or {})
         self._port = port
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -104,6 +112,7 @@ class LLMServer:
         self.faults_sent = {"429": 0, "500": 0, "hang": 0, "slow": 0}
         self.prompts: list[str] = []
         self.bodies: list[dict[str, Any]] = []
+        self.queries: list[str] = []  # the query string of each completion request ("" without one)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -144,7 +153,8 @@ class LLMServer:
                     with server._lock:
                         server.inflight -= 1
 
-            def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
+                      broken: bool = False) -> None:
                 data = json.dumps(payload).encode("utf-8")
                 try:
                     self.send_response(status)
@@ -153,7 +163,18 @@ class LLMServer:
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if broken and server.faults.truncate:
+                        self.wfile.write(data[: len(data) // 2])
+                        self.wfile.flush()
+                        self.close_connection = True
+                    elif broken and server.faults.drip_s > 0:
+                        for i in range(len(data)):
+                            if server._closing.wait(server.faults.drip_s):
+                                break
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout): fine
 
@@ -217,8 +238,10 @@ class LLMServer:
         except json.JSONDecodeError:
             handler._json(400, {"error": {"message": "malformed JSON"}})
             return
-        chat = handler.path.rstrip("/").endswith("/chat/completions")
-        if not chat and not handler.path.rstrip("/").endswith("/completions"):
+        route = handler.path.split("?", 1)[0].rstrip("/")  # a query string (?api-version=...) is not the route
+        self.queries.append(handler.path.split("?", 1)[1] if "?" in handler.path else "")
+        chat = route.endswith("/chat/completions")
+        if not chat and not route.endswith("/completions"):
             handler._json(404, {"error": {"message": f"no route {handler.path}"}})
             return
         messages = body.get("messages") or [{"role": "user", "content": body.get("prompt", "")}]
@@ -262,6 +285,7 @@ class LLMServer:
         usage = {"prompt_tokens": len(" ".join(str(m.get("content", "")) for m in messages).split()),
                  "completion_tokens": len(text.split())}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage.update(self.usage_override)
         created = int(time.time())
         if chat:
             payload = {"id": f"chatcmpl-{self.requests}", "object": "chat.completion", "created": created,
@@ -272,7 +296,7 @@ class LLMServer:
             payload = {"id": f"cmpl-{self.requests}", "object": "text_completion", "created": created,
                        "model": self.model, "usage": usage,
                        "choices": [{"index": 0, "finish_reason": "stop", "text": text, "logprobs": None}]}
-        handler._json(200, payload)
+        handler._json(200, payload, broken=True)
 
 
 def main() -> None:  # pragma: no cover - manual use

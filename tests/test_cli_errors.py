@@ -299,3 +299,99 @@ def test_nothing_written_on_numeric_error(tmp_path):
     before = snapshot(tmp_path)
     one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--b", "inf"))
     assert snapshot(tmp_path) == before
+
+
+# -- errors that say what happened (issue 21, items 8-10) -------------------------------------------
+
+def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    """A write that fails without a file name (a file object's ``write`` raising ENOSPC) is reported with the path."""
+    from pathlib import Path
+
+    data = make_data(tmp_path)
+    out = tmp_path / "runs"
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    line = one_line_error(r2med("-q", "evaluate", "--data-dir", str(data), "--out", str(out), "--no-cache"))
+    assert "No space left on device" in line and str(out) in line, line
+    assert not any(out.rglob("metrics.json"))
+
+
+def test_a_short_write_while_indexing_says_so_with_the_path(tmp_path, monkeypatch):
+    """numpy's short write (``72785 requested and 8160 written``, no errno) names the index and the likely cause."""
+    import numpy as np
+
+    data = make_data(tmp_path)
+    home = tmp_path / "home"
+
+    def short(*args, **kwargs):
+        raise OSError("72785 requested and 8160 written")
+
+    monkeypatch.setattr(np, "save", short)
+    line = one_line_error(r2med("-q", "evaluate", "--data-dir", str(data), "--out", str(tmp_path / "runs"),
+                                env={"R2MED_HOME": str(home)}))
+    assert "72785 requested and 8160 written" in line and "disk full" in line and str(home) in line, line
+
+
+def test_a_truncated_hub_download_is_one_line_even_with_quiet(tmp_path):
+    from hub_server import HubEmulator, r2med_task_files
+    from test_hub import PIN, cli
+
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", r2med_task_files(), PIN)
+        hub.truncated.add("corpus.jsonl")
+        for quiet in (("-q",), ()):
+            res = cli(*quiet, "evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), hub=hub,
+                      cache=tmp_path / "hf" / "hub", home=tmp_path / "home")
+            assert res.returncode == 2 and "Traceback" not in res.stderr
+            assert "Error while downloading" not in res.stderr, res.stderr  # was: 20 lines of retry warnings
+            lines = [line for line in res.stderr.splitlines() if line.strip()]
+            assert len(lines) == (1 if quiet else 2), res.stderr  # without -q: the progress line too
+            assert "corpus.jsonl" in lines[-1] and "broke off" in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("name,why", [
+    ("a/b", "path separator"), ("x y", "whitespace"), ("é" * 101, "longer than 200 bytes"),
+    ("MyLLM", "folder form"), ("my_llm", "folder form"), ("..", "names a folder"), ("", "is empty"),
+])
+def test_expand_refuses_llm_names_it_used_to_rewrite(tmp_path, name, why):
+    """``--llm-name a/b`` wrote folder ``b``, ``x y`` wrote ``x-y``, 101 x é wrote ``llm``: two names, one folder."""
+    data = make_data(tmp_path)
+    out = tmp_path / "exp"
+    for flag in ("--llm-name", "--name"):
+        line = one_line_error(r2med("expand", "--method", "hyde", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                    "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(out), flag, name))
+        assert why in line and "--llm-name" in line, line
+    assert not out.exists()
+
+
+def test_huge_values_are_echoed_bounded_and_refused_fast(tmp_path):
+    import time
+
+    data = make_data(tmp_path)
+    big = "T" * 5_000_000
+    line = one_line_error(r2med("evaluate", "--tasks", big))
+    assert len(line) < 400 and "5,000,000 characters" in line, len(line)
+    start = time.monotonic()
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--name",
+                                "n" * 20_000_000))
+    took = time.monotonic() - start
+    assert len(line) < 400 and "longer than 200 bytes" in line, line[:400]
+    assert took < 4.0, took  # the length check first: the character scans of 20 MB took seconds
+    line = one_line_error(r2med("evaluate", "-r", "r" * 5_000_000, "--data-dir", str(data)))
+    assert len(line) < 1000 and "unknown retriever" in line
+
+
+def test_one_error_line_is_bounded_whatever_raised_it(monkeypatch, capsys):
+    import r2med.cli as cli
+
+    def boom():
+        raise R2MedError("x" * 3_000_000)
+
+    monkeypatch.setattr(cli, "app", boom)
+    with pytest.raises(SystemExit):
+        cli.main()
+    err = capsys.readouterr().err.strip()
+    assert len(err) < 2200 and "3,000,000 characters in all" in err

@@ -25,10 +25,13 @@ def vector(text: str, dim: int = 8) -> list[float]:
 
 class EmbeddingServer:
     """POST /v1/embeddings -> {"data": [{"index", "embedding"}]}; the first ``fail`` requests get
-    429 (Retry-After: 0) or 500 alternately; ``key`` is required as a Bearer token."""
+    429 (Retry-After: 0) or 500 alternately; ``key`` is required as a Bearer token; ``drip_s`` sends
+    each answer one byte per ``drip_s`` seconds (``drip_headers``: the status line and headers too)."""
 
-    def __init__(self, fail: int = 0, key: str = "test-key"):
+    def __init__(self, fail: int = 0, key: str = "test-key", drip_s: float = 0.0, drip_headers: bool = False):
         self.fail, self.key = fail, key
+        self.drip_s, self.drip_headers = drip_s, drip_headers
+        self.closing = threading.Event()
         self.bodies: list[dict] = []
         self.statuses: list[int] = []
         outer = self
@@ -51,14 +54,32 @@ class EmbeddingServer:
 
             def _send(self, status, payload, headers=None):
                 raw = json.dumps(payload).encode()
+                if outer.drip_headers:  # everything, byte by byte
+                    head = (f"HTTP/1.0 {status} OK\r\nContent-Type: application/json\r\n"
+                            f"Content-Length: {len(raw)}\r\n\r\n").encode()
+                    self._drip(head + raw)
+                    return
                 self.send_response(status)
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw)
+                if outer.drip_s:
+                    self._drip(raw)
+                else:
+                    self.wfile.write(raw)
                 outer.statuses.append(status)
+
+            def _drip(self, data):
+                try:
+                    for i in range(len(data)):
+                        if outer.closing.wait(outer.drip_s):
+                            return
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -72,6 +93,7 @@ class EmbeddingServer:
         return self
 
     def __exit__(self, *exc):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -134,3 +156,19 @@ def test_missing_or_refused_key_is_a_one_line_error(monkeypatch):
         r = make_retriever("openai", base_url=server.base_url, api_key="wrong")
         with pytest.raises(EmbeddingAPIError, match="refused"):
             r.index(CORPUS)
+
+
+@pytest.mark.parametrize("drip_headers", [False, True], ids=["body", "headers"])
+def test_a_dripping_server_cannot_hold_a_request_past_its_timeout(drip_headers):
+    """--timeout bounds the whole request: one byte every 0.1 s never lets a per-read timeout of 1 s fire,
+    yet each attempt ends after 1 s (two attempts: about 2 s, where the drip alone takes over 10 s)."""
+    import time
+
+    with EmbeddingServer(drip_s=0.1, drip_headers=drip_headers) as server:
+        r = make_retriever("openai", base_url=server.base_url, api_key="test-key", timeout=1.0, max_retries=1,
+                           backoff_base=0.01)
+        start = time.monotonic()
+        with pytest.raises(EmbeddingAPIError, match="giving up after 2 attempts.*within 1s"):
+            r.index({"d": "insulin"})
+        took = time.monotonic() - start
+    assert took < 5.0, took

@@ -117,3 +117,18 @@ def test_real_r2med_query_metadata():
     assert first.mean == {"bm25": 0.25, "dense": 1.0}
     by_answer = facet_table(values, meta, "answer", split_lists=True)
     assert sorted(r.mean["bm25"] for r in by_answer.rows) == [0.25, 0.75]
+
+
+def test_values_of_different_types_stay_different_groups():
+    """``--by`` merged 1 with "1", true with "true", and a literal "(none)" with missing values."""
+    assert len({facet_label(1), facet_label("1")}) == 2
+    assert len({facet_label(True), facet_label("true")}) == 2
+    assert len({facet_label(None), facet_label("(none)")}) == 2 and facet_label(None) == NONE
+    assert len({facet_label(None), facet_label("null")}) == 2
+    assert facet_label("Renal") == "Renal" and facet_label("1a") == "1a"  # plain text is shown as it is
+    values = {"s": {"T": {"a": 1.0, "b": 0.0, "c": 0.5, "d": 0.25, "e": 0.75, "f": 0.1}}}
+    meta = {"T": {"a": {"k": 1}, "b": {"k": "1"}, "c": {"k": True}, "d": {"k": "true"}, "e": {"k": "(none)"}, "f": {}}}
+    table = facet_table(values, meta, "k")
+    assert len(table.rows) == 6 and all(r.queries == 1 for r in table.rows)
+    assert table.row(NONE).mean["s"] == 0.1 and table.row(facet_label("(none)")).mean["s"] == 0.75
+    assert table.row("1").mean["s"] == 1.0 and table.row(facet_label("1")).mean["s"] == 0.0

@@ -298,7 +298,11 @@ def test_redact_urls():
     from r2med.redact import redact_url, redact_urls
 
     assert redact_url("https://u:p@host:8/v1") == "https://***@host:8/v1"
-    assert redact_url("http://token@h/v1?x=a@b") == "http://***@h/v1?x=a@b"
+    assert redact_url("http://token@h/v1?x=a@b") == "http://***@h/v1?x=***"
+    assert redact_url("http://h/v1?key=SECRET&org=a;b=c#frag") == "http://h/v1?key=***&org=***;b=***#frag"
+    assert redact_url("http://h/v1?SECRET#access_token=T") == "http://h/v1?***#access_token=***"
+    assert redact_urls("url 'http://h/v1?key=S' (see http://h/v1?k=S2)") == "url 'http://h/v1?key=***' (see http://h/v1?k=***)"
+    assert redact_urls("POST http://h/v1?key=S/chat/completions \"200\"") == 'POST http://h/v1?key=*** "200"'
     assert redact_url("http://h/v1") == "http://h/v1" and redact_url(None) is None
     assert redact_urls("POST https://a:b@x/v1 and http://c@y/") == "POST https://***@x/v1 and http://***@y/"
     assert redact_urls("mail me at a@b.org") == "mail me at a@b.org"
@@ -312,3 +316,136 @@ def test_unwritable_cache_is_an_error_before_any_request(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(R2MedError, match="cannot create"):
         RequestCache(tmp_path / "file" / "cache.jsonl")
+
+
+# -- whole-request deadline, answers as they arrive, broken answers -----------------------------------
+
+def test_a_dripping_server_cannot_hold_a_request_past_its_timeout():
+    """--timeout is per request: the answer drips one byte per 0.1 s (a per-read timeout of 1 s never fires,
+    the whole body would take over 30 s), yet each of the two attempts ends after 1 s."""
+    with LLMServer(Faults(drip_s=0.1)) as server:
+        client = LLMClient("test-model", base_url=server.base_url, timeout=1.0, max_retries=1, backoff_base=0.01,
+                           cache=False)
+        start = time.monotonic()
+        result = client.chat(msgs("insulin"))
+        took = time.monotonic() - start
+    assert not result.ok and result.attempts == 2
+    assert "gave up after 2 attempts" in result.error and "within 1s" in result.error
+    assert took < 6.0, took
+
+
+def test_a_dripping_server_is_a_one_line_cli_error_within_the_timeout(tmp_path, r2med_home):
+    data = tmp_path / "toy"
+    data.mkdir()
+    (data / "corpus.jsonl").write_text(json.dumps({"id": "d1", "text": "insulin"}) + "\n")
+    (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "insulin"}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d1", "score": 1}) + "\n")
+    with LLMServer(Faults(drip_s=0.2)) as server:
+        start = time.monotonic()
+        res = run_r2med("-q", "expand", "--method", "hyde", "--model", "test-model", "--base-url", server.base_url,
+                        "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp"),
+                        "--timeout", "2", "--max-retries", "1", env={"R2MED_HOME": str(r2med_home)})
+        took = time.monotonic() - start
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "within 2s" in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert took < 20.0, took  # the drip alone: over 70 s
+
+
+def test_usage_the_cache_reader_would_reject_is_left_out_on_arrival(r2med_home):
+    """A reply reporting prompt_tokens -5 (or a float, or a string) is cached in a form its reader accepts:
+    on resume it is a cache hit, not a request paid for again."""
+    for bad in (-5, 2.5, "many"):
+        with LLMServer(usage={"prompt_tokens": bad}) as server:
+            first = LLMClient("test-model", base_url=server.base_url)
+            result = first.chat(msgs(f"usage {bad!r}"))
+            first.close()
+            assert result.ok and "prompt_tokens" not in result.usage and result.usage["completion_tokens"] > 0
+            again = LLMClient("test-model", base_url=server.base_url)  # a resumed run: reload from disk
+            hit = again.chat(msgs(f"usage {bad!r}"))
+            again.close()
+            assert hit.cached and hit.text == result.text
+            assert server.completions == 1 and again.cache is not None and again.cache.skipped_lines == 0
+
+
+def test_a_truncated_answer_is_not_an_unreachable_endpoint():
+    with LLMServer(Faults(truncate=True)) as server:
+        client = LLMClient("test-model", base_url=server.base_url, max_retries=1, backoff_base=0.01, cache=False)
+        result = client.chat(msgs("insulin"))  # no LLMError "unreachable": it answered, then broke off
+    assert not result.ok and result.attempts == 2
+    assert "broke off its answer" in result.error and "cannot connect" not in result.error
+    assert "complete message body" in result.error
+
+
+# -- secrets in the query string ----------------------------------------------------------------------
+
+def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_home):
+    """A key in the base URL's query string (``?key=SECRET``) reaches no file and no output: metrics.json,
+    expansion records, the LLM cache, logs (-v), errors, reproduce, rerank configs, the HTML report."""
+    from r2med.data.loaders import load_folder
+    from r2med.jobs.folders import metrics_payload
+    from r2med.metrics import evaluate
+    from r2med.run import write_task_results
+
+    secret = "qS3cretKEY"
+    data = tmp_path / "data" / "toy"
+    data.mkdir(parents=True)
+    docs = {f"d{i}": f"passage {i} about insulin" for i in range(1, 5)}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in docs.items()))
+    (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "insulin"}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
+    coll = load_folder(data)
+    run = {"q1": {d: 5.0 - i for i, d in enumerate(docs)}}
+    runs = tmp_path / "runs"
+    write_task_results(runs / "first" / "toy", run, metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {}))
+    env = {"R2MED_HOME": str(r2med_home)}
+    shown = []
+    with LLMServer() as server:
+        url = f"{server.base_url}?key={secret}&org=acme"
+        res = run_r2med("-v", "rerank", "--run", str(runs / "first"), "--reranker", "listwise", "--model",
+                        "test-model", "--base-url", url, "--top-k", "4", env=env)
+        assert res.returncode == 0, res.stderr
+        shown.append(res.stdout + res.stderr)
+        res = run_r2med("-v", "expand", "--method", "hyde", "--model", "test-model", "--base-url", url,
+                        "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp"), env=env)
+        assert res.returncode == 0, res.stderr
+        shown.append(res.stdout + res.stderr)
+        assert server.completions >= 2
+        assert all(body.get("model") == "test-model" for body in server.bodies)
+        assert set(server.queries) == {f"key={secret}&org=acme"}  # the query reaches the endpoint, as given
+    meta = json.loads((runs / "first+listwise-test-model" / "toy" / "metrics.json").read_text())
+    assert meta["config"]["reranker"]["base_url"].endswith("/v1?key=***&org=***")
+    for command in (["reproduce", "--dry-run", "--tasks", "Biology", "--format", "json"],
+                    ["report", str(runs), "--html", str(tmp_path / "report.html"), "--data-dir", str(data)]):
+        res = run_r2med(*command, env={**env, "OPENAI_BASE_URL": url})
+        assert res.returncode == 0, res.stderr
+        shown.append(res.stdout + res.stderr)
+    assert (tmp_path / "report.html").exists()
+    # an unreachable endpoint: its one-line error names it without the secret
+    res = run_r2med("expand", "--method", "hyde", "--model", "m", "--base-url", f"http://127.0.0.1:9/v1?key={secret}",
+                    "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp2"),
+                    "--max-retries", "1", env=env)
+    assert res.returncode == 2 and "http://127.0.0.1:9/v1?key=***" in res.stderr, res.stderr
+    shown.append(res.stdout + res.stderr)
+    for output in shown:
+        assert secret not in output
+    for root in (tmp_path, r2med_home):
+        for path in root.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_full_disk_under_the_answer_cache_is_one_error_naming_it(tmp_path, monkeypatch):
+    import errno
+
+    from r2med import llm
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    path = tmp_path / "answers.jsonl"
+    with LLMServer() as server:
+        client = LLMClient("test-model", base_url=server.base_url, cache=path)
+        monkeypatch.setattr(llm.os, "fsync", full)
+        with pytest.raises(R2MedError, match=f"^{path}: No space left on device$"):
+            client.chat_many([msgs("a"), msgs("b")])
+        client.close()

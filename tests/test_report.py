@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 import random
 from pathlib import Path
 
@@ -420,3 +421,50 @@ def test_a_cell_outside_its_tolerance_shows_what_made_its_vectors(tmp_path):
     assert line in far.legend() and line in json.loads(far.to_json())["legend"]
     near = build_leaderboard(load_systems([tmp_path / "near" / "runs"]))
     assert near.rows[0].within("Biology") is True and not any("made with" in x for x in near.legend())
+# -- issue 21: names shown as text, one system once, which folder was searched --------------------
+
+def test_bidi_and_control_characters_are_escaped_on_the_terminal(tmp_path):
+    """A query metadata value with U+202E (right-to-left override) or ESC is shown escaped, never raw."""
+    data = tmp_path / "data"
+    folder = write_collection(data, "Biology")
+    rows = [{"id": q, "text": t, "body_system": f"evil\u202e{i}\x1b[31m"} for i, (q, t) in enumerate(QUERIES.items())]
+    (folder / "query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_task(load_folder(folder), "bm25", {"k1": 0.9, "b": 0.4}, k=10, out=tmp_path / "runs" / "bm25")
+    for args in (["--by", "body_system"], ["--by", "body_system", "--format", "json"]):
+        res = run_r2med("report", str(tmp_path / "runs"), "--data-dir", str(data), *args)
+        assert res.returncode == 0, res.stderr
+        shown = res.stdout + res.stderr
+        assert "\u202e" not in shown and "\x1b" not in shown
+        assert "\\u202e" in shown
+    json.loads(res.stdout)  # the escapes keep JSON valid
+
+
+def test_one_system_given_as_absolute_and_relative_path_is_listed_once(runs):
+    out, _ = runs
+    from r2med.jobs.folders import find_runs
+
+    relative = Path(os.path.relpath(out / "bm25"))
+    selection = find_runs([out / "bm25", relative, out / "bm25" / "Biology"])
+    assert len(selection.systems) == 1
+    res = run_r2med("report", str(out / "bm25"), str(relative), "--format", "csv")
+    assert res.returncode == 0, res.stderr
+    rows = [line for line in res.stdout.splitlines()[1:] if line.startswith("bm25,") and ",Biology," in line]
+    assert len(rows) == 1, res.stdout
+
+
+def test_a_missing_collection_names_the_data_dir_searched(tmp_path):
+    """The recorded source exists; the --data-dir given lacks the task: the error said the source "is gone"."""
+    data = tmp_path / "data"
+    folder = write_collection(data, "toy")
+    run_task(load_folder(folder), "bm25", {"k1": 0.9, "b": 0.4}, k=10, out=tmp_path / "runs" / "bm25")
+    empty = tmp_path / "other"
+    write_collection(empty, "unrelated")
+    res = run_r2med("report", str(tmp_path / "runs"), "--by", "body_system", "--data-dir", str(empty))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    line = next(line for line in res.stderr.splitlines() if line.startswith("error:"))
+    assert "is gone" not in line and str(empty) in line and "exists" in line and str(folder) in line, line
+    (folder / "corpus.jsonl").unlink()
+    folder.rename(tmp_path / "moved")  # now the recorded source is gone as well
+    res = run_r2med("report", str(tmp_path / "runs"), "--by", "body_system", "--data-dir", str(empty))
+    line = next(line for line in res.stderr.splitlines() if line.startswith("error:"))
+    assert str(empty) in line and "is gone too" in line, line

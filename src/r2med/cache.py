@@ -171,9 +171,11 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp_path, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        if isinstance(exc, OSError) and exc.filename is None:
+            raise located(exc, target) from exc
         raise
 
 
@@ -212,9 +214,29 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
         _swap_in(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            raise located(exc, target) from exc
         raise
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as one line naming its file(s): ``out/bm25: No space left on device``."""
+    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    if exc.filename is None:
+        return reason
+    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+    return f"{where}: {reason}"
+
+
+def located(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` naming ``path`` (a failed write raises without the file: ``[Errno 28] No space left on device``),
+    and a short write without an errno (numpy's ``72785 requested and 8160 written``) said as what it is."""
+    if exc.errno is None and exc.strerror is None:
+        reason = f"only part of the data could be written ({' '.join(str(exc).split())}); is the disk full?"
+        return OSError(errno.EIO, reason, str(path))
+    return OSError(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def _swap_in(tmp: Path, target: Path) -> None:

@@ -1,9 +1,34 @@
-"""User-facing error types: one line of text, exit code 2 at the CLI."""
+"""User-facing error types: one line of text, exit code 2 at the CLI.
+
+A value echoed inside a message (a name, an option's value) goes through :func:`shown`, which
+quotes it and cuts it to a bounded length, so a 5 MB argument gives a short line; the CLI also
+caps the whole line (:data:`MAX_ERROR_CHARS`).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+
+SHOWN_CHARS = 80  # of a value echoed in a message
+PATH_CHARS = 1000  # of a path echoed in a message (a path is shown whole where the system allows it)
+MAX_ERROR_CHARS = 2000  # of a whole one-line error, as the CLI prints it
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``value`` quoted for a message (``repr`` of text), cut to about ``limit`` characters with its length."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters shown"
+    return f"{text[:limit]}... ({size})"
+
+
+def bounded(message: str, limit: int = MAX_ERROR_CHARS, total: int | None = None) -> str:
+    """A whole message cut to ``limit`` characters (the last resort behind :func:`shown`); ``total``: the
+    length of the message ``message`` was cut from, when it was."""
+    total = len(message) if total is None else total
+    return message if total <= limit else f"{message[:limit]}... ({total:,} characters in all)"
 
 
 class R2MedError(Exception):
@@ -39,6 +64,8 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     place every unknown-name error (tasks, retrievers, rerankers, measures...) gets its suggestion from."""
     import difflib
 
+    if len(name) > 100:  # nothing that long is a typo of a name, and difflib's time grows with it
+        return ""
     by_lower: dict[str, str] = {}
     for choice in choices:
         by_lower.setdefault(choice.lower(), choice)

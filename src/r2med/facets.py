@@ -6,7 +6,9 @@ is where a reasoning-retrieval analysis starts.  This module only groups numbers
 drawing tables belong to the report.
 
 * **Facet value** of a query: ``str`` of its metadata value (:func:`facet_label`).  A missing key,
-  ``None`` or a blank string is ``"(none)"``; lists/dicts become compact text; values longer than
+  ``None`` or a blank string is ``"(none)"``; text that would read as another type's label (``"1"``,
+  ``"true"``, ``"null"``, a literal ``"(none)"``, or text starting with a quote) is shown in JSON quotes
+  (``"\"1\""``), so ``1`` and ``"1"`` stay two groups; lists/dicts become compact text; values longer than
   ``max_len`` are cut and tagged with a short hash, so distinct values stay distinct groups.
   ``by="scenario"`` takes the task's scenario from :mod:`r2med.tasks` (R2MED paper, Table 1).
 * **Averages** per facet value and system: ``"pooled"`` (the default) is the mean over every query
@@ -47,6 +49,19 @@ def _shorten(text: str, max_len: int) -> str:
     return f"{text[:max_len].rstrip()}… #{digest}"
 
 
+def _quoted_if_ambiguous(text: str) -> str:
+    """Text as its own label, or JSON-quoted where it would read as a number, boolean, null or ``(none)``."""
+    if text == NONE or text.startswith('"'):
+        return json.dumps(text, ensure_ascii=False)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        parsed = text
+    if text and not isinstance(parsed, (str, list, dict)):  # 1, 1.5, true, null, NaN
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
 def facet_label(value: Any, max_len: int = 40) -> str:
     """The group name of a metadata value: text as it is, ``None``/blank -> ``"(none)"``, ``True`` ->
     ``"true"``, numbers as written, lists/dicts as compact JSON-like text; one line, at most ``max_len``
@@ -56,7 +71,7 @@ def facet_label(value: Any, max_len: int = 40) -> str:
     if isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, str):
-        text = value
+        text = _quoted_if_ambiguous(" ".join(value.split()))
     elif isinstance(value, (int, float)):
         text = repr(value) if isinstance(value, float) and not math.isfinite(value) else str(value)
     elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) or v is None

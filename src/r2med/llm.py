@@ -47,7 +47,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_dir, fingerprint
+from .cache import cache_dir, fingerprint, located, os_error_text
+from .deadline import request_deadline
 from .errors import MissingExtraError, R2MedError
 from .redact import redact_url
 from .retry import Cancelled, GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
@@ -195,8 +196,11 @@ class RequestCache:
                         handle.seek(size - 1)
                         if handle.read(1) != b"\n":
                             os.write(self._fd, b"\n")
-            os.write(self._fd, data)
-            os.fsync(self._fd)
+            try:
+                os.write(self._fd, data)
+                os.fsync(self._fd)
+            except OSError as exc:  # e.g. a full disk: say which file; fatal for the batch (see chat_many)
+                raise R2MedError(os_error_text(located(exc, self.path))) from exc
             self._entries[key] = entry
 
     def close(self) -> None:
@@ -227,6 +231,37 @@ def entry_problem(entry: Any) -> str | None:
         if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
             return f"usage {name!r} is {value!r}, not a count"
     return None
+
+
+def arrived_usage(usage: Any) -> dict[str, int]:
+    """The token counts of a reply as the cache's reader accepts them (:func:`entry_problem`), checked once
+    on arrival: a count that is missing, negative, not an integer or absurd is left out (logged), so the
+    answer is cached and used on resume instead of being skipped there and paid for again."""
+    counts: dict[str, int] = {}
+    if usage is None:
+        return counts
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = getattr(usage, name, None)
+        if value is None:
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53:
+            counts[name] = value
+        else:
+            log.debug("the endpoint reported usage %s=%r, not a count; left out", name, value)
+    return counts
+
+
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``http://h/v1?key=K`` -> (``http://h/v1``, ``{"key": "K"}``): the openai client joins routes to the
+    base URL's path, so a query string (an ``api-version``, a key) is sent as its default query instead."""
+    if url is None or "?" not in url:
+        return url, {}
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="", fragment="")), dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def default_cache_path(model: str) -> Path:
@@ -284,8 +319,12 @@ class LLMClient:
                     import openai
                 except ImportError:
                     raise MissingExtraError("openai", "llm", "LLM generation") from None
-                self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url,
-                                             timeout=self.timeout, max_retries=0)
+                from .deadline import deadline_http_client
+
+                base_url, query = split_query(self.base_url)
+                self._client = openai.OpenAI(api_key=self._api_key, base_url=base_url, default_query=query or None,
+                                             timeout=self.timeout, max_retries=0,
+                                             http_client=deadline_http_client(self.timeout))
             return self._client
 
     def describe(self) -> dict[str, Any]:
@@ -319,13 +358,18 @@ class LLMClient:
         params = {k: v for k, v in sampling.items() if v is not None}
         self.usage.add(requests=1)
         try:
-            response = client.chat.completions.create(model=self.model, messages=[dict(m) for m in messages],
-                                                      **params)
+            with request_deadline(self.timeout):  # the whole request, not each read (a dripping server)
+                response = client.chat.completions.create(model=self.model, messages=[dict(m) for m in messages],
+                                                          **params)
         except openai.APITimeoutError:
-            raise Transient(f"timed out after {self.timeout:g}s") from None
+            raise Transient(f"no complete answer within {self.timeout:g}s (--timeout)") from None
         except openai.APIConnectionError as exc:
-            raise Transient(f"cannot connect to {self.describe()['base_url']} ({exc.__cause__ or exc})",
-                             connect=True) from None
+            cause = exc.__cause__ or exc
+            if _reached(cause):  # connected, then the answer broke off: not an unreachable endpoint
+                self._ever_connected = True
+                raise Transient(f"{self.describe()['base_url']} broke off its answer ({_short(cause)})") from None
+            raise Transient(f"cannot connect to {self.describe()['base_url']} ({_short(cause)})",
+                            connect=True) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             headers = dict(exc.response.headers) if exc.response is not None else {}
@@ -345,11 +389,10 @@ class LLMClient:
         text = getattr(getattr(choice, "message", None), "content", None) if choice else None
         if text is None:
             raise Transient("the endpoint returned no message content")
-        usage = {}
-        if getattr(response, "usage", None) is not None:
-            usage = {"prompt_tokens": int(response.usage.prompt_tokens or 0),
-                     "completion_tokens": int(response.usage.completion_tokens or 0)}
-        return text, usage, getattr(choice, "finish_reason", None)
+        if not isinstance(text, str):
+            raise Transient(f"the endpoint returned message content of type {type(text).__name__}, not text")
+        finish = getattr(choice, "finish_reason", None)
+        return text, arrived_usage(getattr(response, "usage", None)), finish if isinstance(finish, str) else None
 
     def _run_one(self, messages: Messages, sampling: Mapping[str, Any], key: str,
                  on_retry: Callable[[str], None] | None, stop: threading.Event) -> Result:
@@ -413,7 +456,7 @@ class LLMClient:
                 pending.setdefault(key, []).append(i)
         if pending:
             stop = threading.Event()
-            fatal: LLMError | None = None
+            fatal: R2MedError | None = None  # an LLMError, or the answer cache that cannot be written
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(pending)),
                                     thread_name_prefix="r2med-llm") as pool:
                 futures = {pool.submit(self._run_one, batch[idx[0]], sampling, key, on_retry, stop): key
@@ -426,7 +469,7 @@ class LLMClient:
                             key = futures[fut]
                             try:
                                 res = fut.result()
-                            except LLMError as exc:
+                            except R2MedError as exc:
                                 fatal = fatal or exc
                                 stop.set()
                                 continue
@@ -460,6 +503,16 @@ class LLMClient:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _reached(cause: BaseException) -> bool:
+    """Whether a connection error happened after the endpoint was reached (a truncated or garbled answer)."""
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - openai brings it
+        return False
+    return isinstance(cause, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.DecodingError)) and \
+        not isinstance(cause, httpx2.ConnectError)
 
 
 class _Permanent(Exception):

@@ -17,7 +17,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from .errors import DataError, R2MedError
+from .errors import DataError, R2MedError, shown
 
 _SEPARATORS = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
 
@@ -34,16 +34,16 @@ def name_problem(name: object, run_name: bool = False) -> str | None:
         return "is empty"
     if name in (".", ".."):
         return f"{name!r} names a folder, not a plain name"
+    if len(name) > 200 or len(name.encode("utf-8")) > 200:  # first: the checks below scan the whole name
+        return f"{shown(name, 40)} is longer than 200 bytes"
     if any(sep in name for sep in _SEPARATORS):
-        return f"{name!r} contains a path separator"
+        return f"{shown(name)} contains a path separator"
     if any(_control(ch) for ch in name):
-        return f"{name!r} contains a control character"
+        return f"{shown(name)} contains a control character"
     if name != name.strip():
-        return f"{name!r} starts or ends with whitespace"
+        return f"{shown(name)} starts or ends with whitespace"
     if run_name and any(ch.isspace() for ch in name):
-        return f"{name!r} contains whitespace (a TREC run's tag column cannot hold it)"
-    if len(name.encode("utf-8")) > 200:
-        return f"{name[:40]!r}... is longer than 200 bytes"
+        return f"{shown(name)} contains whitespace (a TREC run's tag column cannot hold it)"
     return None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import R2MedError, did_you_mean
+from .errors import R2MedError, did_you_mean, shown
 from .protocol import hub_configs
 
 _SCENARIO = {
@@ -73,7 +73,7 @@ def get_task(name: str) -> TaskSpec:
     lowered = {k.lower(): k for k in TASKS}
     if name.lower() in lowered:
         return TASKS[lowered[name.lower()]]
-    raise R2MedError(f"unknown task {name!r}{did_you_mean(name, TASK_NAMES)}; choose from: {', '.join(TASK_NAMES)}")
+    raise R2MedError(f"unknown task {shown(name)}{did_you_mean(name, TASK_NAMES)}; choose from: {', '.join(TASK_NAMES)}")
 
 
 def parse_tasks(spec: str | Iterable[str] | None) -> list[str]:

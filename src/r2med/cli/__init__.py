@@ -18,7 +18,7 @@ from rich.markup import escape
 from typer.core import TyperGroup, TyperOption
 
 from ..errors import R2MedError
-from ._ui import console, err_console
+from ._ui import PrintableFilter, console, err_console
 
 #: The logging options of ``r2med`` itself, also taken after a command's name (``r2med evaluate ... -q``).
 GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
@@ -152,6 +152,7 @@ def _main(ctx: typer.Context,
     from ..redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())
+    handler.addFilter(PrintableFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
     for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss",
                   "fontTools", "matplotlib"):
@@ -206,7 +207,11 @@ def os_error_line(exc: OSError) -> str:
 
 def _error(message: str) -> None:
     """One line on stderr; the message is printed as text, never read as markup."""
+    from ..errors import MAX_ERROR_CHARS, bounded
     from ..redact import redact_urls
 
-    one_line = redact_urls(message).replace("\r", "\\r").replace("\n", "\\n")
+    # redacted before it is cut (a cut URL could hide where its query starts); only the head of a huge one
+    head = redact_urls(message[: 4 * MAX_ERROR_CHARS])
+    one_line = bounded(head, total=len(message) if len(head) > MAX_ERROR_CHARS else None)
+    one_line = one_line.replace("\r", "\\r").replace("\n", "\\n")
     err_console.print(f"[bold red]error:[/] {escape(one_line)}", highlight=False, markup=True, soft_wrap=True)

@@ -1,12 +1,17 @@
 """What the command line shows: the consoles, tables that fit the terminal (80 columns when not on one), JSON,
 output files.  Progress of long steps is :mod:`r2med.progress` (drawn on :data:`err_console`).
 
-Every command renders through here; the decisions are the jobs' (:mod:`r2med.jobs`).
+Every command renders through here; the decisions are the jobs' (:mod:`r2med.jobs`).  Text shown
+never reaches the terminal with its control or bidi characters raw (U+202E would reorder the line):
+:func:`printable` writes them as ``\\u202e``; the consoles apply it to every string they render, and
+the log handler (:class:`PrintableFilter`) and JSON output do too.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,13 +19,49 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-console = Console()
-err_console = Console(stderr=True)
+_KEPT = frozenset("\n\t")
+
+
+def _unsafe(ch: str) -> bool:
+    return ch not in _KEPT and unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+
+
+def printable(text: str) -> str:
+    """``text`` with control, format (bidi: U+202E, U+2066...) and line/paragraph separator characters
+    written as escapes (``\\x1b``, ``\\u202e``); new lines and tabs kept."""
+    if text.isprintable():
+        return text
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _unsafe(ch) else ch for ch in text)
+
+
+class PrintableConsole(Console):
+    """A rich console that shows every string it renders (plain, markup, table cells) through :func:`printable`."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(printable(text), **kwargs)
+
+
+class PrintableFilter(logging.Filter):
+    """A log filter that writes control and bidi characters of a message as escapes (see :func:`printable`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken log call: leave it to the handler to report
+            return True
+        clean = printable(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+console = PrintableConsole()
+err_console = PrintableConsole(stderr=True)
 
 
 def table_console() -> Console:
     """The console for tables: wide enough when stdout is not a terminal (pipes, files, CI logs)."""
-    return console if console.is_terminal else Console(width=max(console.width, 160))
+    return console if console.is_terminal else PrintableConsole(width=max(console.width, 160))
 
 
 #: Width of ``--wide`` tables: nothing is wrapped or shortened.
@@ -30,7 +71,7 @@ WIDE = 1000
 def fit_console(wide: bool = False) -> Console:
     """The console tables are fitted to: the terminal's width (80 columns when stdout is not a terminal,
     or ``$COLUMNS``); ``--wide``: as wide as the table wants."""
-    return Console(width=WIDE) if wide else console
+    return PrintableConsole(width=WIDE) if wide else console
 
 
 def print_next(label: str, *command: object) -> None:
@@ -71,7 +112,7 @@ def print_json(data: Any) -> None:
     """``--format json``: one JSON document on stdout (plain text, never styled)."""
     import typer
 
-    typer.echo(json.dumps(data, indent=1, ensure_ascii=False))
+    typer.echo(printable(json.dumps(data, indent=1, ensure_ascii=False)))  # escapes only occur inside strings
 
 
 def check_json_format(fmt: str, json_alias: bool, choices: Sequence[str] = ("table", "json")) -> str:
@@ -92,7 +133,7 @@ def emit(text: str, output: Path | None) -> None:
     from ..paths import check_output_file
 
     if output is None:
-        typer.echo(text, nl=False)
+        typer.echo(printable(text), nl=False)
         return
     check_output_file(output, "--output")
     output.parent.mkdir(parents=True, exist_ok=True)

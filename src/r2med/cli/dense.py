@@ -9,13 +9,12 @@ import time
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import R2MedError
 from . import app
-from ._ui import check_json_format, console, print_fitted, print_json
+from ._ui import PrintableConsole, check_json_format, console, print_fitted, print_json
 from .options import FormatJson, JsonAlias, Wide
 
 cache_app = typer.Typer(help="List or remove cached artifacts under the r2med home ($R2MED_HOME).",
@@ -85,7 +84,7 @@ def models_command(as_json: bool = typer.Option(False, "--json", help="Print JSO
          {n: r for n, r in rows.items() if r["kind"] == "retriever" and r.get("later")}),
         ("later work: rerankers", {n: r for n, r in rows.items() if r["kind"] == "reranker" and r.get("later")}),
     ]
-    out = Console(width=10_000) if wide else console  # wide: never folded (pipe it, or scroll)
+    out = PrintableConsole(width=10_000) if wide else console  # wide: never folded (pipe it, or scroll)
     for title, section in sections:
         out.print(_wide_table(title, section) if wide else _narrow_table(title, section))
     if wide:

@@ -31,12 +31,14 @@ The task files are plain JSONL (``corpus.jsonl``, ``query.jsonl``, ``qrels.jsonl
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypedDict, cast
 
@@ -225,6 +227,9 @@ def hub_error(exc: BaseException, repo_id: str, filename: str | None, revision: 
     if names & {"ConnectError", "ConnectionError", "NetworkError", "LocalEntryNotFoundError", "OSError"}:
         return failed(HubUnavailable, f"cannot connect to {_endpoint()} ({detail})",
                       "check the network and proxy (HTTPS_PROXY), or set HF_HUB_OFFLINE=1 with a filled cache,")
+    if names & {"RemoteProtocolError", "IncompleteRead", "ChunkedEncodingError"}:
+        return failed(HubError, f"the download of {what} from {_endpoint()} broke off ({detail})",
+                      "run it again, or check the network and proxy")
     return failed(HubError, f"cannot fetch {what} ({detail})")
 
 
@@ -261,7 +266,8 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
     if not _offline() and cached_file(repo_id, filename, revision, repo_type) is None:
         probe(repo_id, filename, revision, repo_type)  # fail fast, in one line, when the hub is unreachable
     try:
-        path = Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision))
+        with quiet_hub_logs():  # its retries' warnings: r2med says what happened in one line
+            path = Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision))
     except Exception as exc:
         raise hub_error(exc, repo_id, filename, revision, repo_type) from None
     damage = verify_cached(path)
@@ -365,6 +371,23 @@ def verify_cached(path: str | os.PathLike[str]) -> str | None:
                 f"the hash it is stored under ({blob.name[:12]}...)")
     _remember_verified(blob, record)
     return None
+
+
+@contextlib.contextmanager
+def quiet_hub_logs() -> Iterator[None]:
+    """``huggingface_hub``'s warnings (``Error while downloading ... Trying to resume download...``, one
+    pair per retry, on its own handler too) held back during a download unless debug logging is on (-v);
+    its failure becomes r2med's one-line error."""
+    hub_log = logging.getLogger("huggingface_hub")
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        yield
+        return
+    before = hub_log.level
+    hub_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hub_log.setLevel(before)
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import R2MedError, did_you_mean
+from ..errors import PATH_CHARS, R2MedError, did_you_mean, shown
 from ..tasks import TASK_NAMES, get_task, parse_tasks
 from .collection import Collection
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
@@ -194,10 +194,21 @@ def load_task(task: str, source: str | os.PathLike[str] | None = None, revision:
     return load_folder(root, name=task, split=split)  # one collection folder (or the reader's error naming it)
 
 
-def require(ref: TaskRef | None, task: str, recorded: Mapping[str, Any] | None = None) -> TaskRef:
-    """``ref``, or a one-line error saying that the collection of ``task`` cannot be found."""
+def require(ref: TaskRef | None, task: str, recorded: Mapping[str, Any] | None = None,
+            data_dir: str | os.PathLike[str] | None = None) -> TaskRef:
+    """``ref``, or a one-line error saying that the collection of ``task`` cannot be found: which folder was
+    searched (``data_dir``, as :func:`locate` was given it) and whether the run's recorded source exists."""
     if ref is not None:
         return ref
     source = str((recorded or {}).get("source") or "")
-    where = f" (recorded source {source!r} is gone)" if source else ""
-    raise R2MedError(f"cannot find the collection of task {task!r}{where}; pass --data-dir")
+    exists = bool(source) and source not in (HUB, DEMO_SOURCE) and Path(source).is_dir()
+    if data_dir is not None:
+        where = (f"cannot find the collection of task {shown(task)} in --data-dir {shown(str(data_dir), PATH_CHARS)} "
+                 f"(searched {shown(str(Path(data_dir) / task), PATH_CHARS)} and the folder itself)")
+        if exists:
+            raise R2MedError(f"{where}; the run's recorded source {shown(source, PATH_CHARS)} exists: "
+                             "leave out --data-dir to use it, or pass the folder holding it")
+        gone = f"; the run's recorded source {shown(source, PATH_CHARS)} is gone too" if source else ""
+        raise R2MedError(f"{where}{gone}; pass the --data-dir that holds it")
+    where = f" (recorded source {shown(source, PATH_CHARS)} is gone)" if source else ""
+    raise R2MedError(f"cannot find the collection of task {shown(task)}{where}; pass --data-dir")

@@ -25,6 +25,7 @@ from typing import Any
 from .. import progress
 from ..cache import fingerprint_texts
 from ..data import Collection, TaskRef
+from ..errors import shown
 from ..metrics import DEFAULT_MEASURES, Metrics, evaluate
 from ..paths import plain_name
 from ..published import PublishedKey, data_problem, match_published, precision_change
@@ -80,7 +81,7 @@ def plan(retriever: str, options: Mapping[str, Any] | None = None, cache: bool =
         label = f"{label}+{builder.label}"
     if name is not None:
         label = plain_name(name, "--name", run_name=True)
-    plain_name(label, f"result name {label!r} (pass --name):", run_name=True)  # a folder under --out, the run's tag
+    plain_name(label, f"result name {shown(label)} (pass --name):", run_name=True)  # a folder under --out, the run's tag
     return Plan(retriever, checked, label, builder)
 
 

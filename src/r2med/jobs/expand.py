@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from .. import progress
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
-from ..errors import R2MedError
+from ..errors import R2MedError, shown
 from ..paths import ensure_within, plain_name, task_folder
 
 
@@ -74,6 +74,23 @@ def llm_folder_name(model: str) -> str:
     """A folder name for a model id: ``Qwen/Qwen2.5-7B-Instruct`` -> ``qwen2.5-7b-instruct``."""
     tail = model.rstrip("/").rsplit("/", 1)[-1]
     return re.sub(r"[^a-z0-9.]+", "-", tail.lower()).strip("-") or "llm"
+
+
+def check_llm_name(name: str) -> str:
+    """``--llm-name`` as given, if it is a plain name in the folder form ``--expansion METHOD:LLM`` reads back.
+
+    Refused, never rewritten: a separator, whitespace or control character (:func:`~r2med.paths.plain_name`),
+    and upper case or ``_``, which ``--expansion`` would read as another folder; so two different names
+    never write one folder.
+    """
+    from ..expansion.traces import normalize_llm
+
+    plain_name(name, "--llm-name", run_name=True)
+    folder = normalize_llm(name)
+    if folder != name:
+        raise R2MedError(f"--llm-name {shown(name)} is not in folder form (lower case, '-' for '_'); "
+                         f"--expansion METHOD:LLM reads it as {shown(folder)}: pass --llm-name {shown(folder)}")
+    return name
 
 
 def agentic_tags(method: str, search: str | None = None, result: str | None = None, answer: str | None = None):
@@ -146,7 +163,7 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
     method = check_method(method)
     if sampling is not None and sampling not in ("api", "open"):
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
-    llm = plain_name(llm_folder_name(llm_name or model), "--llm-name")
+    llm = check_llm_name(llm_name) if llm_name is not None else llm_folder_name(model)
     check_output_dir(out)
     if cache:
         check_home()

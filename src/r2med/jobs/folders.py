@@ -402,11 +402,13 @@ def find_runs(paths: Iterable[str | os.PathLike[str]], skip_from_root: Sequence[
     found: list[str] = []
 
     def add(folder: Path, tasks: list[Path] | None, via: str) -> None:
-        ref = by_folder.get(folder)
+        key = folder.resolve()  # one system given as an absolute and a relative path is one system
+        ref = by_folder.get(key)
         if ref is None:
-            by_folder[folder] = SystemRef(folder, tasks, via)
+            by_folder[key] = SystemRef(folder, tasks, via)
         elif ref.tasks is not None:
-            ref.tasks = None if tasks is None else ref.tasks + [t for t in tasks if t not in ref.tasks]
+            known = {t.resolve() for t in ref.tasks}
+            ref.tasks = None if tasks is None else ref.tasks + [t for t in tasks if t.resolve() not in known]
 
     for p in paths:
         path = Path(p)

@@ -129,7 +129,7 @@ def facet_collections(systems: Sequence[System], data_dir: str | os.PathLike[str
     for task in tasks:
         recorded = next(s.tasks[task].metrics for s in systems if task in s.tasks)
         ref = locate(task, data_dir, revision, recorded=recorded, hub=hub, alone=len(tasks) == 1)
-        found[task] = require(ref, task, recorded).load()
+        found[task] = require(ref, task, recorded, data_dir).load()
     return found
 
 

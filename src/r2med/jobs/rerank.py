@@ -19,7 +19,7 @@ from typing import Any
 
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
-from ..errors import DataError, R2MedError
+from ..errors import DataError, R2MedError, shown
 from ..metrics import DEFAULT_MEASURES
 from ..paths import plain_name, system_folder
 from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
@@ -92,7 +92,7 @@ def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None,
                str(meta.get("split") or ""))
         if key not in cache:
             found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
-            cache[key] = require(found_ref, item.task, meta).load()
+            cache[key] = require(found_ref, item.task, meta, data_dir).load()
         collection = cache[key]
         recorded = meta.get("dataset_fingerprint")
         if recorded and recorded != collection.dataset_fingerprint:
@@ -149,7 +149,7 @@ def result_name(name: str | None, default: str) -> str:
     """The result folder name: ``name`` (``--name``) or the default, a plain name usable as a TREC run tag."""
     if name is not None:
         return plain_name(name, "--name", run_name=True)
-    return plain_name(default, f"result name {default!r} (pass --name):", run_name=True)
+    return plain_name(default, f"result name {shown(default)} (pass --name):", run_name=True)
 
 
 def default_name(retriever: str, reranker: str, model: str | None = None, top_k: int | None = None,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import R2MedError, did_you_mean
+from ..errors import R2MedError, did_you_mean, shown
 from ..registries import TOLERANCES, Registry
 from .base import Retriever
 
@@ -117,7 +117,7 @@ def retriever_meta(name: str) -> RetrieverMeta:
     """The record of ``name``; an unknown name is a one-line error listing the known ones."""
     meta = RETRIEVERS.get(name)
     if meta is None:
-        raise R2MedError(f"unknown retriever {name!r}{did_you_mean(name, RETRIEVERS.all())}; "
+        raise R2MedError(f"unknown retriever {shown(name)}{did_you_mean(name, RETRIEVERS.all())}; "
                          f"choose from: {', '.join(RETRIEVERS.all())}")
     return meta
 

@@ -4,12 +4,14 @@ Both speak JSON over HTTPS (``POST {base_url}/embeddings``) and are called with 
 library, so no SDK is needed.  Texts are truncated to the preset's token limit (OpenAI:
 6,000 ``cl100k_base`` tokens, as the paper did; Voyage: the API's own truncation), sent in
 batches, and retried through :mod:`r2med.retry` (exponential backoff, or the server's
-``Retry-After``) on 408/409/425/429/5xx and connection errors.  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
+``Retry-After``) on 408/409/425/429/5xx, connection errors, broken answers and a request that took
+longer than ``timeout`` in all (:mod:`r2med.deadline`).  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
 ``base_url`` points at any compatible endpoint (a local server in the tests).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ...deadline import DeadlinePassed, urlopen_within
 from ...errors import R2MedError
 from ...redact import redact_url
 from ...retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
@@ -105,8 +108,9 @@ class APIEncoder(BaseEncoder):
                 "Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"})
             self.requests += 1
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read().decode("utf-8"))
+                body = urlopen_within(req, self.timeout)  # the whole request within --timeout, not each read
+            except DeadlinePassed as exc:
+                raise Transient(str(exc)) from None
             except urllib.error.HTTPError as exc:
                 status = exc.code
                 detail = exc.read()[:200].decode("utf-8", "replace")
@@ -118,6 +122,12 @@ class APIEncoder(BaseEncoder):
                 raise Transient(f"HTTP {status}", parse_retry_after(dict(exc.headers or {}))) from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 raise Transient(f"connection problem ({getattr(exc, 'reason', exc)})") from None
+            except http.client.HTTPException as exc:  # e.g. IncompleteRead: the answer broke off
+                raise Transient(f"the answer broke off ({type(exc).__name__}: {exc})") from None
+            try:
+                return json.loads(body.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise Transient(f"the answer is not JSON ({type(exc).__name__})") from None
 
         def on_transient(exc: Transient, attempts: int, delay: float | None) -> None:
             if delay is not None:
