@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_r2med
+from conftest import run_r2med, hub_data
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.protocol import published_ndcg10
@@ -412,7 +412,7 @@ def test_a_cell_outside_its_tolerance_shows_what_made_its_vectors(tmp_path):
     config = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"}
     for name, value in (("far", pub - 0.10), ("near", pub)):
         payload = {"task": "Biology", "retriever": "bm25", "config": config, "aggregate": {"ndcg_cut_10": value},
-                   "per_query": {"q1": {"ndcg_cut_10": value}}, "encoding": encoding}
+                   "per_query": {"q1": {"ndcg_cut_10": value}}, "encoding": encoding, **hub_data("Biology")}
         write_task_results(tmp_path / name / "runs" / "my-bm25" / "Biology", run, payload)
     far = build_leaderboard(load_systems([tmp_path / "far" / "runs"]))
     assert far.rows[0].within("Biology") is False

@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import PurePath
 from typing import Any
 
-from .errors import R2MedError
+from .errors import R2MedError, shown
 from .protocol import preferred_setting, published_figures, published_ndcg10
 from .registries import TOLERANCES
 
@@ -401,5 +401,5 @@ def different_data(task: str, records: Mapping[str, Mapping[str, Any]]) -> str |
             first, *rest = known
             other = next(label for label in rest if known[label] != known[first])
             return (f"{task}: {first} and {other} were made on different data (another {what}: "
-                    f"fingerprints {known[first]} and {known[other]}); pair runs of the same data only")
+                    f"fingerprints {shown(known[first])} and {shown(known[other])}); pair runs of the same data only")
     return None
