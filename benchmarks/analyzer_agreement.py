@@ -31,7 +31,7 @@ def agreement(texts, ours, lucene) -> tuple[float, float, Counter]:
 
 def main() -> None:
     from r2med.data import load_folder
-    from r2med.text import EnglishAnalyzer, LuceneAnalyzer
+    from r2med.retrieval.analyzer import EnglishAnalyzer, LuceneAnalyzer
 
     ours, lucene = EnglishAnalyzer(), LuceneAnalyzer()
     names = sys.argv[1:] or ["nfcorpus-test", "medline-med", "nfcorpus-dev", "r2med-biology-demo"]

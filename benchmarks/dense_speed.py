@@ -43,10 +43,13 @@ sys.path.insert(0, SRC)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-VOCAB = [w.strip() for w in """cell protein gene insulin receptor therapy patient diagnosis enzyme membrane virus
+VOCAB = [
+    w.strip()
+    for w in """cell protein gene insulin receptor therapy patient diagnosis enzyme membrane virus
 antibody neuron kidney liver heart lung blood tissue pathway mutation dose symptom infection hormone signal
 drug trial chronic acute syndrome clinical treatment disease risk factor expression regulation inflammation
-cancer tumor metastasis biopsy imaging lesion cardiac renal hepatic pulmonary neural immune response""".split()]
+cancer tumor metastasis biopsy imaging lesion cardiac renal hepatic pulmonary neural immune response""".split()
+]
 
 
 def synthetic_texts(n: int, seed: int = 0) -> list[str]:
@@ -71,8 +74,9 @@ def fixed_order_encode(model, tok, texts, batch_size, max_length, device):
     out = []
     with torch.inference_mode():
         for s in range(0, len(texts), batch_size):
-            feats = tok(texts[s:s + batch_size], padding=True, truncation=True, max_length=max_length,
-                        return_tensors="pt").to(device)
+            feats = tok(
+                texts[s : s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            ).to(device)
             h = model(**feats).last_hidden_state
             m = feats["attention_mask"].unsqueeze(-1).float()
             out.append(((h * m).sum(1) / m.sum(1)).cpu().numpy())
@@ -89,16 +93,23 @@ def bench_encoding(args) -> None:
     texts = synthetic_texts(args.n)
     tok = AutoTokenizer.from_pretrained(args.model)
     lengths = [len(x) for x in tok(texts, truncation=True, max_length=args.max_length)["input_ids"]]
-    print(f"encoding: {args.n} texts, tokens per text (capped at {args.max_length}): "
-          f"median {int(np.median(lengths))}, mean {np.mean(lengths):.0f}, "
-          f"{np.mean(np.array(lengths) >= args.max_length):.0%} truncated; model {Path(args.model).name}; "
-          f"batch {args.batch_size}; device {device}; torch threads {torch.get_num_threads()}")
+    print(
+        f"encoding: {args.n} texts, tokens per text (capped at {args.max_length}): "
+        f"median {int(np.median(lengths))}, mean {np.mean(lengths):.0f}, "
+        f"{np.mean(np.array(lengths) >= args.max_length):.0%} truncated; model {Path(args.model).name}; "
+        f"batch {args.batch_size}; device {device}; torch threads {torch.get_num_threads()}"
+    )
     dtype = "float32" if device == "cpu" else "auto"
-    enc = TransformersEncoder(EncoderSettings(model=args.model, pooling="mean", max_length=args.max_length,
-                                              dtype=dtype), device=device, batch_size=args.batch_size)
-    model = AutoModel.from_pretrained(args.model, dtype=torch.float32 if device == "cpu" else enc._load(args.model)[1].dtype)
+    enc = TransformersEncoder(
+        EncoderSettings(model=args.model, pooling="mean", max_length=args.max_length, dtype=dtype),
+        device=device,
+        batch_size=args.batch_size,
+    )
+    model = AutoModel.from_pretrained(
+        args.model, dtype=torch.float32 if device == "cpu" else enc._load(args.model)[1].dtype
+    )
     model.eval().to(device)
-    warm = texts[:args.batch_size]
+    warm = texts[: args.batch_size]
     enc.encode_corpus(warm)
     fixed_order_encode(model, tok, warm, args.batch_size, args.max_length, device)
 
@@ -112,8 +123,10 @@ def bench_encoding(args) -> None:
         t_ours = min(t_ours, time.perf_counter() - t0)
     print(f"  fixed-order batching (paper): {t_base:7.1f}s  {args.n / t_base:7.1f} texts/s")
     print(f"  r2med (sorted, token budget): {t_ours:7.1f}s  {args.n / t_ours:7.1f} texts/s")
-    print(f"  ratio (baseline / r2med): {t_base / t_ours:.2f}x   max |difference| of vectors: "
-          f"{np.abs(base - ours).max():.2e}")
+    print(
+        f"  ratio (baseline / r2med): {t_base / t_ours:.2f}x   max |difference| of vectors: "
+        f"{np.abs(base - ours).max():.2e}"
+    )
 
 
 def bench_search(args) -> None:
@@ -141,8 +154,10 @@ def bench_search(args) -> None:
     t_f, t_r = min(times["faiss"]), min(times["r2med"])
     same = float(np.mean([len(set(a) & set(b)) / args.k for a, b in zip(fi, ri)]))
     print(f"search: {args.queries} queries x {args.docs:,} docs (dim {args.dim}), top-{args.k}, best of {args.repeat}")
-    print(f"  faiss IndexFlatIP: {t_f:6.3f}s   r2med exact_top_k: {t_r:6.3f}s   "
-          f"ratio (faiss / r2med): {t_f / t_r:.2f}x   top-k overlap {same:.4f}")
+    print(
+        f"  faiss IndexFlatIP: {t_f:6.3f}s   r2med exact_top_k: {t_r:6.3f}s   "
+        f"ratio (faiss / r2med): {t_f / t_r:.2f}x   top-k overlap {same:.4f}"
+    )
 
 
 BASELINE = """
@@ -200,8 +215,25 @@ def _timed(cmd: list[str], env: dict[str, str], who: str = "") -> tuple[float, s
 
 def _r2med_cli(args, home: str, out: str, extra: tuple[str, ...] = ()) -> tuple[float, float, dict]:
     env = {**os.environ, "R2MED_HOME": home, "PYTHONPATH": SRC}
-    elapsed, _ = _timed([sys.executable, "-m", "r2med", "evaluate", "-r", "dense", "--model", args.model,
-                         "-d", args.data, "-o", out, *extra], env, "r2med" if not extra else "warm")
+    elapsed, _ = _timed(
+        [
+            sys.executable,
+            "-m",
+            "r2med",
+            "evaluate",
+            "-r",
+            "dense",
+            "--model",
+            args.model,
+            "-d",
+            args.data,
+            "-o",
+            out,
+            *extra,
+        ],
+        env,
+        "r2med" if not extra else "warm",
+    )
     metrics = json.loads(next(Path(out).rglob("metrics.json")).read_text())
     return elapsed, metrics["aggregate"]["ndcg_cut_10"], metrics
 
@@ -233,8 +265,10 @@ def _in_process(args) -> tuple[float, float, float, float]:
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     s = q @ d.T
     ids = list(collection.corpus)
-    run = {qid: {ids[j]: float(s[r, j]) for j in np.argpartition(-s[r], 100)[:100]}
-           for r, qid in enumerate(collection.queries)}
+    run = {
+        qid: {ids[j]: float(s[r, j]) for j in np.argpartition(-s[r], 100)[:100]}
+        for r, qid in enumerate(collection.queries)
+    }
     scores = pytrec_eval.RelevanceEvaluator(collection.qrels, {"ndcg_cut.10"}).evaluate(run)
     t_base = time.perf_counter() - t0
     base = sum(v["ndcg_cut_10"] for v in scores.values()) / len(scores)
@@ -243,10 +277,16 @@ def _in_process(args) -> tuple[float, float, float, float]:
 
 def bench_end_to_end(args) -> None:
     args.data = args.data or str(Path(__file__).resolve().parents[2] / "shared" / "data" / "medline-med")
-    print(f"end to end: r2med evaluate -r dense --model {Path(args.model).name} -d {args.data} (cold), "
-          f"{args.repeats} alternating repeats, threads {THREADS or 'default'}, CPU")
-    times: dict[str, list[float]] = {"r2med CLI": [], "baseline CLI": [], "r2med in-process": [],
-                                     "baseline in-process": []}
+    print(
+        f"end to end: r2med evaluate -r dense --model {Path(args.model).name} -d {args.data} (cold), "
+        f"{args.repeats} alternating repeats, threads {THREADS or 'default'}, CPU"
+    )
+    times: dict[str, list[float]] = {
+        "r2med CLI": [],
+        "baseline CLI": [],
+        "r2med in-process": [],
+        "baseline in-process": [],
+    }
     ndcg: dict[str, float] = {}
     for rep in range(args.repeats):
         order = ["r2med", "baseline"] if rep % 2 == 0 else ["baseline", "r2med"]
@@ -266,14 +306,18 @@ def bench_end_to_end(args) -> None:
             times["baseline in-process"].append(t_base)
     for name, values in times.items():
         if values:
-            print(f"  {name:<20} median {statistics.median(values):7.1f}s   runs {', '.join(f'{v:.1f}' for v in values)}")
+            print(
+                f"  {name:<20} median {statistics.median(values):7.1f}s   runs {', '.join(f'{v:.1f}' for v in values)}"
+            )
     ratio = statistics.median(times["r2med CLI"]) / statistics.median(times["baseline CLI"])
     print(f"  ratio r2med / baseline, whole process: {ratio:.2f}x (wall clock)")
     cpu = {who: [c for w, c in CPU if w == who] for who in ("r2med", "baseline")}
-    print(f"  CPU seconds (user + system; steadier than wall clock on a shared machine): r2med median "
-          f"{statistics.median(cpu['r2med']):.1f} ({', '.join(f'{c:.1f}' for c in cpu['r2med'])}), baseline "
-          f"{statistics.median(cpu['baseline']):.1f} ({', '.join(f'{c:.1f}' for c in cpu['baseline'])}); ratio "
-          f"{statistics.median(cpu['r2med']) / statistics.median(cpu['baseline']):.2f}x")
+    print(
+        f"  CPU seconds (user + system; steadier than wall clock on a shared machine): r2med median "
+        f"{statistics.median(cpu['r2med']):.1f} ({', '.join(f'{c:.1f}' for c in cpu['r2med'])}), baseline "
+        f"{statistics.median(cpu['baseline']):.1f} ({', '.join(f'{c:.1f}' for c in cpu['baseline'])}); ratio "
+        f"{statistics.median(cpu['r2med']) / statistics.median(cpu['baseline']):.2f}x"
+    )
     if times["r2med in-process"]:
         ratio_in = statistics.median(times["r2med in-process"]) / statistics.median(times["baseline in-process"])
         print(f"  ratio r2med / baseline, in-process:    {ratio_in:.2f}x")
@@ -292,14 +336,17 @@ def bench_end_to_end(args) -> None:
         verify = []
         for entry in Path(home, "embeddings").iterdir():
             meta = json.loads((entry / "meta.json").read_text())
-            cache = EmbeddingCache(meta["encoder"], meta["corpus_fingerprint"], meta["n_docs"], root=entry.parent,
-                                   role=meta["role"])
+            cache = EmbeddingCache(
+                meta["encoder"], meta["corpus_fingerprint"], meta["n_docs"], root=entry.parent, role=meta["role"]
+            )
             cache.load()
             verify.append((meta["role"], meta["n_docs"], cache.final_path.stat().st_size, cache.verify_seconds))
-        print(f"  r2med CLI warm (embeddings cached): median {statistics.median(warm):.1f}s "
-              f"(index_s {metrics['timing']['index_s']:.3f}, search_s {metrics['timing']['search_s']:.3f}); "
-              "checksum verification: " + ", ".join(f"{role} {n} x {size / 1e6:.1f} MB in {sec * 1000:.2f} ms"
-                                                    for role, n, size, sec in verify))
+        print(
+            f"  r2med CLI warm (embeddings cached): median {statistics.median(warm):.1f}s "
+            f"(index_s {metrics['timing']['index_s']:.3f}, search_s {metrics['timing']['search_s']:.3f}); "
+            "checksum verification: "
+            + ", ".join(f"{role} {n} x {size / 1e6:.1f} MB in {sec * 1000:.2f} ms" for role, n, size, sec in verify)
+        )
 
 
 def main() -> None:

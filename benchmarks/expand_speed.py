@@ -37,8 +37,9 @@ def server_process(latency: float) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", str(port), "--latency", str(latency)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port", str(port), "--latency", str(latency)], stdout=subprocess.PIPE, text=True
+    )
     try:
         proc.stdout.readline()  # "serving ..." once it listens
         yield f"http://127.0.0.1:{port}/v1"
@@ -58,7 +59,7 @@ def main() -> None:
     import openai
 
     from r2med.expansion.generate import expansion_messages, paper_sampling
-    from r2med.llm import LLMClient
+    from r2med.infra.llm import LLMClient
 
     rng = random.Random(0)
     queries = [" ".join(rng.choice(WORDS) for _ in range(30)) + f" ({i})" for i in range(args.queries)]
@@ -69,8 +70,10 @@ def main() -> None:
         # baseline: the paper's sequential loop over the OpenAI client
         client = openai.OpenAI(api_key="EMPTY", base_url=url)
         t0 = time.perf_counter()
-        baseline = [client.chat.completions.create(model="test-model", messages=m, **sampling).choices[0].message.content
-                    for m in batch]
+        baseline = [
+            client.chat.completions.create(model="test-model", messages=m, **sampling).choices[0].message.content
+            for m in batch
+        ]
         t_base = time.perf_counter() - t0
 
         ours = LLMClient("test-model", base_url=url, concurrency=args.concurrency, cache=False)
@@ -89,9 +92,13 @@ def main() -> None:
 
     print(f"{args.queries} HyDE requests, server latency {args.latency * 1000:.0f} ms/request")
     print(f"  baseline (paper: sequential openai loop)   {t_base:8.2f} s")
-    print(f"  r2med LLMClient, concurrency {args.concurrency:<3}          {t_ours:8.2f} s   "
-          f"speed-up x{t_base / t_ours:.1f}")
-    print(f"  r2med re-run (answers from the disk cache) {t_rerun:8.2f} s   speed-up x{t_base / max(t_rerun, 1e-9):.0f}")
+    print(
+        f"  r2med LLMClient, concurrency {args.concurrency:<3}          {t_ours:8.2f} s   "
+        f"speed-up x{t_base / t_ours:.1f}"
+    )
+    print(
+        f"  r2med re-run (answers from the disk cache) {t_rerun:8.2f} s   speed-up x{t_base / max(t_rerun, 1e-9):.0f}"
+    )
 
 
 if __name__ == "__main__":

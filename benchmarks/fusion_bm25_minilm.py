@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from r2med.data.loaders import load_folder
-from r2med.fusion import fuse
-from r2med.metrics import evaluate
+from r2med.runs.fusion import fuse
+from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -30,8 +30,12 @@ def minilm() -> str:
 
 
 def main(names: list[str]) -> None:
-    settings = [("rrf", {}), ("combsum", {"norm": "minmax"}), ("combsum", {"norm": "zscore"}),
-                ("combmnz", {"norm": "minmax"})]
+    settings = [
+        ("rrf", {}),
+        ("combsum", {"norm": "minmax"}),
+        ("combsum", {"norm": "zscore"}),
+        ("combmnz", {"norm": "minmax"}),
+    ]
     for name in names:
         coll = load_folder(SHARED / name)
         t0 = time.perf_counter()

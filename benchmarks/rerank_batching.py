@@ -18,8 +18,8 @@ import numpy as np
 
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
-from r2med.rerank.cross_encoder import CrossEncoderReranker
-from r2med.run import ranked
+from r2med.reranking.cross_encoder import CrossEncoderReranker
+from r2med.runs.run import ranked
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -40,9 +40,10 @@ def input_order_scores(reranker: CrossEncoderReranker, pairs, batch_size: int) -
     out = []
     with torch.inference_mode():
         for start in range(0, len(pairs), batch_size):
-            qs, ds = zip(*pairs[start:start + batch_size])
-            enc = tok(list(qs), list(ds), truncation=True, max_length=reranker.max_length, padding=True,
-                      return_tensors="pt")
+            qs, ds = zip(*pairs[start : start + batch_size])
+            enc = tok(
+                list(qs), list(ds), truncation=True, max_length=reranker.max_length, padding=True, return_tensors="pt"
+            )
             logits = model(**{k: enc[k] for k in keys if k in enc}).logits
             out.append(reranker._select(logits).float().numpy())
     return np.concatenate(out)

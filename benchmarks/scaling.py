@@ -66,11 +66,11 @@ def words(n: int) -> list[str]:
 
 def zipf_ids(rng: np.random.Generator, n: int, step: int = 20_000_000) -> np.ndarray:
     ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
-    cdf = np.cumsum(ranks ** -ZIPF_S)
+    cdf = np.cumsum(ranks**-ZIPF_S)
     cdf /= cdf[-1]
     out = np.empty(n, dtype=np.int32)
     for lo in range(0, n, step):  # bounded temporaries even at billions of tokens
-        out[lo:lo + step] = np.searchsorted(cdf, rng.random(min(step, n - lo)))
+        out[lo : lo + step] = np.searchsorted(cdf, rng.random(min(step, n - lo)))
     return out
 
 
@@ -108,8 +108,9 @@ class HashEncoder:
             hi = min(lo + chunk, len(lengths))
             part = lengths[lo:hi]
             rows = np.repeat(np.arange(hi - lo, dtype=np.int32), part)
-            counts = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, ids[bounds[lo]:bounds[hi]])),
-                                   shape=(hi - lo, VOCAB))
+            counts = sp.csr_matrix(
+                (np.ones(len(rows), np.float32), (rows, ids[bounds[lo] : bounds[hi]])), shape=(hi - lo, VOCAB)
+            )
             block = np.asarray(counts @ self.sketch, dtype=np.float32) @ self.expand
             block /= np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
             out[lo:hi] = block
@@ -206,11 +207,19 @@ def in_fresh_process(fn, n_docs: int) -> dict[str, float]:
         return pool.submit(fn, n_docs).result()
 
 
-STAGES = [("bm25_build_s", "BM25 build (s)"), ("bm25_query_ms", "BM25 query (ms/q)"),
-          ("dense_encode_s", "stand-in encode (s)"), ("dense_search_ms", "dense exact search (ms/q)")]
-MEMORY = [("bm25_index_mb", "BM25 index (MB)"), ("bm25_peak_rss_mb", "BM25 build+query peak RSS (MB)"),
-          ("dense_matrix_mb", "dense matrix (MB)"), ("dense_search_peak_mb", "search peak extra (MB)"),
-          ("dense_peak_rss_mb", "dense encode+search peak RSS (MB)")]
+STAGES = [
+    ("bm25_build_s", "BM25 build (s)"),
+    ("bm25_query_ms", "BM25 query (ms/q)"),
+    ("dense_encode_s", "stand-in encode (s)"),
+    ("dense_search_ms", "dense exact search (ms/q)"),
+]
+MEMORY = [
+    ("bm25_index_mb", "BM25 index (MB)"),
+    ("bm25_peak_rss_mb", "BM25 build+query peak RSS (MB)"),
+    ("dense_matrix_mb", "dense matrix (MB)"),
+    ("dense_search_peak_mb", "search peak extra (MB)"),
+    ("dense_peak_rss_mb", "dense encode+search peak RSS (MB)"),
+]
 
 
 def growth(rows: list[dict[str, float]], key: str) -> float:
@@ -236,8 +245,11 @@ def table(rows: list[dict[str, float]]) -> str:
         vals = [r.get(key) for r in rows]
         got = [v for v in vals if v is not None]
         ratio = got[-1] / got[0] if got and got[0] else float("nan")
-        lines.append([label] + [f"{v:,.2f}" if v is not None else "-" for v in vals]
-                     + [f"{ratio:,.1f}x", f"{growth(rows, key):.2f}", f"{last_step(rows, key):.2f}"])
+        lines.append(
+            [label]
+            + [f"{v:,.2f}" if v is not None else "-" for v in vals]
+            + [f"{ratio:,.1f}x", f"{growth(rows, key):.2f}", f"{last_step(rows, key):.2f}"]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for j, line in enumerate(lines):
@@ -250,23 +262,37 @@ def table(rows: list[dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000,3000000", help="comma-separated corpus sizes")
-    parser.add_argument("--bm25-max", type=int, default=1_000_000,
-                        help="measure BM25 only up to this size (the pure-Python analysis is the slow part)")
+    parser.add_argument(
+        "--bm25-max",
+        type=int,
+        default=1_000_000,
+        help="measure BM25 only up to this size (the pure-Python analysis is the slow part)",
+    )
     parser.add_argument("--json", help="also write the measurements as JSON here")
-    parser.add_argument("--sharded-bm25", type=int, metavar="N",
-                        help="instead: ShardedBM25 (8 shards, local Ray, 2 CPUs) at N docs vs the single-process "
-                             "BM25 at N docs (time, driver peak RSS, score equality)")
+    parser.add_argument(
+        "--sharded-bm25",
+        type=int,
+        metavar="N",
+        help="instead: ShardedBM25 (8 shards, local Ray, 2 CPUs) at N docs vs the single-process "
+        "BM25 at N docs (time, driver peak RSS, score equality)",
+    )
     args = parser.parse_args(argv)
     if args.sharded_bm25:
         single = in_fresh_process(measure_bm25, args.sharded_bm25)
         sharded = in_fresh_process(measure_sharded_bm25, args.sharded_bm25)
         print(f"BM25 at {args.sharded_bm25:,} docs (baseline: single-process BM25, same corpus)")
-        print(f"  build   {single['bm25_build_s']:8.1f} s   sharded on Ray {sharded['sharded_build_s']:8.1f} s   "
-              f"({sharded['sharded_build_s'] / single['bm25_build_s']:.2f}x)")
-        print(f"  query   {single['bm25_query_ms']:8.1f} ms  sharded on Ray {sharded['sharded_query_ms']:8.1f} ms  "
-              f"({sharded['sharded_query_ms'] / single['bm25_query_ms']:.2f}x)")
-        print(f"  peak RSS {single['bm25_peak_rss_mb']:7.0f} MB  sharded driver {sharded['sharded_driver_peak_rss_mb']:7.0f} MB  "
-              f"({sharded['sharded_driver_peak_rss_mb'] / single['bm25_peak_rss_mb']:.2f}x)")
+        print(
+            f"  build   {single['bm25_build_s']:8.1f} s   sharded on Ray {sharded['sharded_build_s']:8.1f} s   "
+            f"({sharded['sharded_build_s'] / single['bm25_build_s']:.2f}x)"
+        )
+        print(
+            f"  query   {single['bm25_query_ms']:8.1f} ms  sharded on Ray {sharded['sharded_query_ms']:8.1f} ms  "
+            f"({sharded['sharded_query_ms'] / single['bm25_query_ms']:.2f}x)"
+        )
+        print(
+            f"  peak RSS {single['bm25_peak_rss_mb']:7.0f} MB  sharded driver {sharded['sharded_driver_peak_rss_mb']:7.0f} MB  "
+            f"({sharded['sharded_driver_peak_rss_mb'] / single['bm25_peak_rss_mb']:.2f}x)"
+        )
         print(f"  top-100 scores identical to the unsharded index: {bool(sharded['same_scores'])}")
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -279,16 +305,29 @@ def main(argv: list[str] | None = None) -> int:
             row.update(in_fresh_process(measure_bm25, n))
         row.update(in_fresh_process(measure_dense, n))
         rows.append(row)
-        print(f"[{n:,} docs measured in {time.perf_counter() - t:.0f}s] "
-              + json.dumps({k: round(v, 3) for k, v in rows[-1].items()}), file=sys.stderr, flush=True)
-    print(f"r2med cost growth on synthetic R2MED-shaped corpora ({N_QUERIES} queries of {QUERY_WORDS} words, "
-          f"docs of ~{DOC_WORDS} words, Zipf s={ZIPF_S}, dense dim {DIM}); baseline = {sizes[0]:,} docs")
+        print(
+            f"[{n:,} docs measured in {time.perf_counter() - t:.0f}s] "
+            + json.dumps({k: round(v, 3) for k, v in rows[-1].items()}),
+            file=sys.stderr,
+            flush=True,
+        )
+    print(
+        f"r2med cost growth on synthetic R2MED-shaped corpora ({N_QUERIES} queries of {QUERY_WORDS} words, "
+        f"docs of ~{DOC_WORDS} words, Zipf s={ZIPF_S}, dense dim {DIM}); baseline = {sizes[0]:,} docs"
+    )
     print(table(rows))
     print(f"total {time.perf_counter() - start:.0f}s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"rows": rows, "growth": {k: growth(rows, k) for k, _ in STAGES + MEMORY},
-                       "last_step": {k: last_step(rows, k) for k, _ in STAGES + MEMORY}}, fh, indent=1)
+            json.dump(
+                {
+                    "rows": rows,
+                    "growth": {k: growth(rows, k) for k, _ in STAGES + MEMORY},
+                    "last_step": {k: last_step(rows, k) for k, _ in STAGES + MEMORY},
+                },
+                fh,
+                indent=1,
+            )
     return 0
 
 

@@ -95,14 +95,15 @@ def minilm_path() -> str:
 def hub_data(task: str) -> dict[str, str]:
     """What ``metrics.json`` records of data read from ``task``'s hub repository at its pinned commit (the
     hub task itself: graded against the published figures), for hand-written run folders."""
-    from r2med.tasks import get_task
+    from r2med.data.tasks import get_task
 
     spec = get_task(task)
     return {"source": f"hf://datasets/{spec.hub_id}@{spec.revision}", "revision": spec.revision}
 
 
-def run_r2med(*args: str, env: dict | None = None, cwd: str | os.PathLike[str] | None = None
-              ) -> subprocess.CompletedProcess:
+def run_r2med(
+    *args: str, env: dict | None = None, cwd: str | os.PathLike[str] | None = None
+) -> subprocess.CompletedProcess:
     """``r2med ARGS`` in this process, as the command line runs it (``main()``: one-line errors, exit codes),
     stdout and stderr captured -- the speed of CliRunner, the behaviour of ``python -m r2med``.
 

@@ -63,8 +63,15 @@ def git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def fill_hf_cache(cache: str | Path, repo_id: str, files: dict[str, bytes], commit: str,
-                  refs: tuple[str, ...] = ("main",), repo_type: str = "dataset", links: bool = True) -> Path:
+def fill_hf_cache(
+    cache: str | Path,
+    repo_id: str,
+    files: dict[str, bytes],
+    commit: str,
+    refs: tuple[str, ...] = ("main",),
+    repo_type: str = "dataset",
+    links: bool = True,
+) -> Path:
     """Lay ``files`` out by hand in a Hugging Face hub cache at ``commit``; returns the snapshot folder.
 
     As huggingface_hub does: each file's bytes in ``blobs/<git blob sha1>`` and a relative link to it at
@@ -103,8 +110,9 @@ class HubEmulator:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    def add(self, repo_id: str, files: dict[str, bytes], commit: str, refs: tuple[str, ...] = (),
-            gated: bool = False) -> None:
+    def add(
+        self, repo_id: str, files: dict[str, bytes], commit: str, refs: tuple[str, ...] = (), gated: bool = False
+    ) -> None:
         self.repos.setdefault(repo_id, {})[commit] = dict(files)
         for ref in refs:
             self.refs.setdefault(repo_id, {})[ref] = commit
@@ -137,11 +145,17 @@ class HubEmulator:
             return 404, {"X-Error-Code": "RevisionNotFound", "X-Error-Message": "Invalid rev id"}, b""
         files = self.repos[repo_id][commit]
         if rel not in files:
-            return 404, {"X-Error-Code": "EntryNotFound", "X-Error-Message": "Entry not found",
-                         "X-Repo-Commit": commit}, b""
+            return (
+                404,
+                {"X-Error-Code": "EntryNotFound", "X-Error-Message": "Entry not found", "X-Repo-Commit": commit},
+                b"",
+            )
         data = files[rel]
-        return 200, {"X-Repo-Commit": commit, "ETag": f'"{git_blob_sha1(data)}"',
-                     "Content-Type": "text/plain; charset=utf-8"}, data
+        return (
+            200,
+            {"X-Repo-Commit": commit, "ETag": f'"{git_blob_sha1(data)}"', "Content-Type": "text/plain; charset=utf-8"},
+            data,
+        )
 
     def __enter__(self) -> HubEmulator:
         emulator = self
@@ -212,8 +226,11 @@ class ForwardingProxy:
                     self.send_error(400, "a proxy wants absolute URLs")
                     return
                 conn = http.client.HTTPConnection(target.hostname, target.port or 80, timeout=30)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("proxy-connection", "connection", "keep-alive")}
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() not in ("proxy-connection", "connection", "keep-alive")
+                }
                 path = target.path + (f"?{target.query}" if target.query else "")
                 conn.request(method, path, headers=headers)
                 response = conn.getresponse()

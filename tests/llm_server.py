@@ -46,9 +46,36 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-WORDS = ("cell", "protein", "gene", "insulin", "receptor", "therapy", "patient", "diagnosis", "enzyme",
-         "membrane", "virus", "antibody", "neuron", "kidney", "liver", "heart", "lung", "blood", "tissue",
-         "pathway", "mutation", "dose", "symptom", "infection", "hormone", "signal", "drug", "trial")
+WORDS = (
+    "cell",
+    "protein",
+    "gene",
+    "insulin",
+    "receptor",
+    "therapy",
+    "patient",
+    "diagnosis",
+    "enzyme",
+    "membrane",
+    "virus",
+    "antibody",
+    "neuron",
+    "kidney",
+    "liver",
+    "heart",
+    "lung",
+    "blood",
+    "tissue",
+    "pathway",
+    "mutation",
+    "dose",
+    "symptom",
+    "infection",
+    "hormone",
+    "signal",
+    "drug",
+    "trial",
+)
 
 
 def prompt_of(messages: list[dict[str, Any]]) -> str:
@@ -90,9 +117,16 @@ class Faults:
 class LLMServer:
     """Start with ``start()`` (or a ``with`` block); ``base_url`` is ``http://127.0.0.1:<port>/v1``."""
 
-    def __init__(self, faults: Faults | None = None, responder: Callable[[list[dict], dict], str] | None = None,
-                 script: list[str] | None = None, api_key: str | None = None, model: str = "test-model",
-                 port: int = 0, usage: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        faults: Faults | None = None,
+        responder: Callable[[list[dict], dict], str] | None = None,
+        script: list[str] | None = None,
+        api_key: str | None = None,
+        model: str = "test-model",
+        port: int = 0,
+        usage: dict[str, Any] | None = None,
+    ):
         self.faults = faults or Faults()
         self.responder = responder
         self.script = list(script or [])
@@ -153,8 +187,9 @@ class LLMServer:
                     with server._lock:
                         server.inflight -= 1
 
-            def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
-                      broken: bool = False) -> None:
+            def _json(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, broken: bool = False
+            ) -> None:
                 data = json.dumps(payload).encode("utf-8")
                 try:
                     self.send_response(status)
@@ -171,7 +206,7 @@ class LLMServer:
                         for i in range(len(data)):
                             if server._closing.wait(server.faults.drip_s):
                                 break
-                            self.wfile.write(data[i:i + 1])
+                            self.wfile.write(data[i : i + 1])
                             self.wfile.flush()
                     else:
                         self.wfile.write(data)
@@ -259,8 +294,9 @@ class LLMServer:
             return
         fault = self._fault(prompt)
         if fault == "429":
-            handler._json(429, {"error": {"message": "rate limited"}},
-                          headers={"Retry-After": f"{self.faults.retry_after:g}"})
+            handler._json(
+                429, {"error": {"message": "rate limited"}}, headers={"Retry-After": f"{self.faults.retry_after:g}"}
+            )
             return
         if fault == "500":
             handler._json(500, {"error": {"message": "internal error (injected)"}})
@@ -282,20 +318,31 @@ class LLMServer:
             text = default_reply(prompt)
         with self._lock:
             self.completions += 1
-        usage = {"prompt_tokens": len(" ".join(str(m.get("content", "")) for m in messages).split()),
-                 "completion_tokens": len(text.split())}
+        usage = {
+            "prompt_tokens": len(" ".join(str(m.get("content", "")) for m in messages).split()),
+            "completion_tokens": len(text.split()),
+        }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         usage.update(self.usage_override)
         created = int(time.time())
         if chat:
-            payload = {"id": f"chatcmpl-{self.requests}", "object": "chat.completion", "created": created,
-                       "model": self.model, "usage": usage,
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": text}}]}
+            payload = {
+                "id": f"chatcmpl-{self.requests}",
+                "object": "chat.completion",
+                "created": created,
+                "model": self.model,
+                "usage": usage,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            }
         else:
-            payload = {"id": f"cmpl-{self.requests}", "object": "text_completion", "created": created,
-                       "model": self.model, "usage": usage,
-                       "choices": [{"index": 0, "finish_reason": "stop", "text": text, "logprobs": None}]}
+            payload = {
+                "id": f"cmpl-{self.requests}",
+                "object": "text_completion",
+                "created": created,
+                "model": self.model,
+                "usage": usage,
+                "choices": [{"index": 0, "finish_reason": "stop", "text": text, "logprobs": None}],
+            }
         handler._json(200, payload, broken=True)
 
 

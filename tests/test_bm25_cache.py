@@ -29,7 +29,7 @@ def _damage_data(folder):
     data = folder / "data.npy"
     raw = bytearray(data.read_bytes())
     middle = len(raw) // 2
-    raw[middle:middle + 4000] = bytes(4000)  # same size, 4 KB of weights zeroed
+    raw[middle : middle + 4000] = bytes(4000)  # same size, 4 KB of weights zeroed
     data.write_bytes(bytes(raw))
 
 
@@ -70,14 +70,19 @@ def test_checksums_are_written_for_every_file(medline):
     bm25 = BM25().index(medline.corpus, corpus_fingerprint=medline.fingerprint)
     params = json.loads((bm25.index_path / "params.json").read_text(encoding="utf-8"))
     files = sorted(p.name for p in bm25.index_path.iterdir() if p.name != "params.json")
-    assert sorted(params["crc32"]) == files == ["data.npy", "doc_ids.json", "idf.npy", "indices.npy", "indptr.npy",
-                                                "vocab.json"]
+    assert (
+        sorted(params["crc32"])
+        == files
+        == ["data.npy", "doc_ids.json", "idf.npy", "indices.npy", "indptr.npy", "vocab.json"]
+    )
     for name in files:  # independent check: zlib over the file as read from disk
         assert params["crc32"][name] == f"{zlib.crc32((bm25.index_path / name).read_bytes()):08x}"
 
 
-@pytest.mark.parametrize("damage", [_damage_data, _damage_vocab, _truncate_indices, _change_params, _garble_params,
-                                    _change_avgdl, _nudge_avgdl])
+@pytest.mark.parametrize(
+    "damage",
+    [_damage_data, _damage_vocab, _truncate_indices, _change_params, _garble_params, _change_avgdl, _nudge_avgdl],
+)
 def test_a_damaged_index_is_rebuilt_with_a_warning(medline, caplog, damage):
     fresh = _fresh_scores(medline)
     first = BM25().index(medline.corpus, corpus_fingerprint=medline.fingerprint)

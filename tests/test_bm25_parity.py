@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from r2med import BM25, load_folder
-from r2med.text import EnglishAnalyzer
+from r2med.retrieval.analyzer import EnglishAnalyzer
 
 from conftest import shared_collection
 
@@ -55,8 +55,13 @@ def test_paper_flavour_matches_gensim(tokenized):
     coll, docs, queries = tokenized
     dictionary = Dictionary(docs)
     model = LuceneBM25Model(dictionary=dictionary, k1=0.9, b=0.4)
-    index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, docs))], num_docs=len(docs),
-                                   num_terms=len(dictionary), normalize_queries=False, normalize_documents=False)
+    index = SparseMatrixSimilarity(
+        model[list(map(dictionary.doc2bow, docs))],
+        num_docs=len(docs),
+        num_terms=len(dictionary),
+        normalize_queries=False,
+        normalize_documents=False,
+    )
     ref = np.vstack([index[model[dictionary.doc2bow(q)]] for q in queries])
 
     bm25 = BM25(k1=0.9, b=0.4, flavour="paper", cache=False).index(coll.corpus)

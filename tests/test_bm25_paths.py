@@ -20,7 +20,7 @@ def corpus():
     ends = np.cumsum(lengths).tolist()
     docs = {f"d{i}": " ".join(tokens[a:b]) for i, (a, b) in enumerate(zip([0, *ends[:-1]], ends))}
     docs["empty"] = ""
-    queries = {f"q{i}": " ".join(tokens[ends[-1] + 20 * i:ends[-1] + 20 * (i + 1)]) for i in range(120)}
+    queries = {f"q{i}": " ".join(tokens[ends[-1] + 20 * i : ends[-1] + 20 * (i + 1)]) for i in range(120)}
     return docs, queries
 
 

@@ -19,14 +19,16 @@ import pytest
 
 from r2med.data import load_folder
 from r2med.jobs.evaluate import run_task
-from r2med.run import read_metrics, read_trec
-from r2med.text import EnglishAnalyzer
+from r2med.runs.run import read_metrics, read_trec
+from r2med.retrieval.analyzer import EnglishAnalyzer
 
 from test_data import make_r2med
 from test_dense_fixtures import bert_dir  # noqa: F401
 
-WORDS = ("insulin glucose aspirin heart kidney liver fever cough rash virus gene cell drug dose pain "
-         "blood pressure lung tumour infection").split()
+WORDS = (
+    "insulin glucose aspirin heart kidney liver fever cough rash virus gene cell drug dose pain "
+    "blood pressure lung tumour infection"
+).split()
 
 
 def repeated_corpus(seed: int = 0, n: int = 40) -> list[dict[str, str]]:
@@ -39,9 +41,19 @@ def repeated_corpus(seed: int = 0, n: int = 40) -> list[dict[str, str]]:
     return rows
 
 
-QUERIES = [{"id": f"q{j}", "text": text} for j, text in enumerate(
-    ["insulin glucose blood", "aspirin heart pain", "virus infection fever cough", "kidney liver drug dose",
-     "gene cell tumour", "lung pressure rash"])]
+QUERIES = [
+    {"id": f"q{j}", "text": text}
+    for j, text in enumerate(
+        [
+            "insulin glucose blood",
+            "aspirin heart pain",
+            "virus infection fever cough",
+            "kidney liver drug dose",
+            "gene cell tumour",
+            "lung pressure rash",
+        ]
+    )
+]
 
 
 def paper_list_reading(root: Path, k: int = 100) -> dict[str, dict[str, float]]:
@@ -59,8 +71,13 @@ def paper_list_reading(root: Path, k: int = 100) -> dict[str, dict[str, float]]:
     corpus = [analyzer.tokenize(text) for text in documents]
     dictionary = Dictionary(corpus)
     model = LuceneBM25Model(dictionary=dictionary, k1=0.9, b=0.4)
-    index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, corpus))], num_docs=len(corpus),
-                                   num_terms=len(dictionary), normalize_queries=False, normalize_documents=False)
+    index = SparseMatrixSimilarity(
+        model[list(map(dictionary.doc2bow, corpus))],
+        num_docs=len(corpus),
+        num_terms=len(dictionary),
+        normalize_queries=False,
+        normalize_documents=False,
+    )
     results: dict[str, dict[str, float]] = {}
     for line in (root / "query.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
@@ -74,8 +91,12 @@ def paper_list_reading(root: Path, k: int = 100) -> dict[str, dict[str, float]]:
 
 @pytest.fixture
 def repeated(tmp_path: Path) -> Path:
-    return make_r2med(tmp_path / "c", corpus=repeated_corpus(), queries=QUERIES,
-                      qrels=[{"q_id": "q0", "p_id": "d5", "score": 1}, {"q_id": "q1", "p_id": "d11", "score": 1}])
+    return make_r2med(
+        tmp_path / "c",
+        corpus=repeated_corpus(),
+        queries=QUERIES,
+        qrels=[{"q_id": "q0", "p_id": "d5", "score": 1}, {"q_id": "q1", "p_id": "d11", "score": 1}],
+    )
 
 
 @pytest.mark.parametrize("cache", [True, False])
@@ -122,17 +143,27 @@ def test_the_repeats_are_counted_in_the_warnings(repeated, caplog):
     with caplog.at_level(logging.WARNING):
         load_folder(repeated)
     messages = [r.getMessage() for r in caplog.records if "corpus.jsonl" in r.getMessage()]
-    assert any("3 repeated id(s) identical to an earlier line dropped (BM25 indexes every copy, as the paper's "
-               "BM25 script does) (d3, d7, d7)" in m for m in messages)
-    assert any("5 id(s) repeated with a different record: the last one is kept, as the paper's loader does "
-               "(BM25 also indexes the earlier copies" in m for m in messages)
+    assert any(
+        "3 repeated id(s) identical to an earlier line dropped (BM25 indexes every copy, as the paper's "
+        "BM25 script does) (d3, d7, d7)" in m
+        for m in messages
+    )
+    assert any(
+        "5 id(s) repeated with a different record: the last one is kept, as the paper's loader does "
+        "(BM25 also indexes the earlier copies" in m
+        for m in messages
+    )
 
 
 def test_dense_keeps_the_dict_reading(repeated, tmp_path, bert_dir):
     """Dense sees each id once, its last record: the same run as a corpus written without the repeats."""
     coll = load_folder(repeated)
-    last_only = make_r2med(tmp_path / "d", corpus=[{"id": d, "text": t} for d, t in coll.corpus.items()],
-                           queries=QUERIES, qrels=[{"q_id": "q0", "p_id": "d5", "score": 1}])
+    last_only = make_r2med(
+        tmp_path / "d",
+        corpus=[{"id": d, "text": t} for d, t in coll.corpus.items()],
+        queries=QUERIES,
+        qrels=[{"q_id": "q0", "p_id": "d5", "score": 1}],
+    )
     options = {"model": bert_dir, "pooling": "mean", "max_length": 32, "device": "cpu", "cache": False}
     with_repeats = run_task(coll, "dense", options, k=10, out=tmp_path / "o1")
     without = run_task(load_folder(last_only), "dense", options, k=10, out=tmp_path / "o2")

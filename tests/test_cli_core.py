@@ -24,8 +24,16 @@ def test_tasks_lists_all_eight():
     res = r2med("tasks", "--json")
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
-    assert [r["name"] for r in rows] == ["Biology", "Bioinformatics", "Medical-Sciences", "MedXpertQA-Exam",
-                                         "MedQA-Diag", "PMC-Treatment", "PMC-Clinical", "IIYi-Clinical"]
+    assert [r["name"] for r in rows] == [
+        "Biology",
+        "Bioinformatics",
+        "Medical-Sciences",
+        "MedXpertQA-Exam",
+        "MedQA-Diag",
+        "PMC-Treatment",
+        "PMC-Clinical",
+        "IIYi-Clinical",
+    ]
     assert sum(r["queries"] for r in rows) == 876
 
 
@@ -36,8 +44,16 @@ def test_evaluate_writes_run_folder_and_resumes(tmp_path):
     assert res.returncode == 0, res.stderr
     folder = out / "bm25" / "medline-med"
     metrics = json.loads((folder / "metrics.json").read_text())
-    assert set(metrics) >= {"task", "retriever", "config", "aggregate", "per_query", "timing", "versions",
-                            "dataset_fingerprint"}
+    assert set(metrics) >= {
+        "task",
+        "retriever",
+        "config",
+        "aggregate",
+        "per_query",
+        "timing",
+        "versions",
+        "dataset_fingerprint",
+    }
     # The written run re-scores to the stored figures (independent path: file -> pytrec_eval).
     coll = load_folder(data)
     run = read_trec(folder / "run.trec")
@@ -58,7 +74,8 @@ def test_evaluate_writes_run_folder_and_resumes(tmp_path):
     res3 = r2med("score", str(data / "qrels.jsonl"), str(folder / "run.trec"), "-m", "nDCG@10", "--json")
     assert res3.returncode == 0, res3.stderr
     assert json.loads(res3.stdout)["aggregate"]["ndcg_cut_10"] == pytest.approx(
-        metrics["aggregate"]["ndcg_cut_10"], abs=1e-9)
+        metrics["aggregate"]["ndcg_cut_10"], abs=1e-9
+    )
 
 
 def test_bm25_index_is_cached_and_reused(tmp_path):
@@ -77,11 +94,14 @@ def test_bm25_index_is_cached_and_reused(tmp_path):
     assert first.search(q) == second.search(q)
 
 
-@pytest.mark.parametrize("file,content,where", [
-    ("corpus.jsonl", '{"id": "d1", "text": "ok"}\n{"id": "d2" "text": "x"}\n', "corpus.jsonl:2:"),
-    ("query.jsonl", '{"id": "q1"}\n', "query.jsonl:1:"),
-    ("qrels.jsonl", '{"q_id": "q1", "p_id": "d1", "score": 1}\nnot json\n', "qrels.jsonl:2:"),
-])
+@pytest.mark.parametrize(
+    "file,content,where",
+    [
+        ("corpus.jsonl", '{"id": "d1", "text": "ok"}\n{"id": "d2" "text": "x"}\n', "corpus.jsonl:2:"),
+        ("query.jsonl", '{"id": "q1"}\n', "query.jsonl:1:"),
+        ("qrels.jsonl", '{"q_id": "q1", "p_id": "d1", "score": 1}\nnot json\n', "qrels.jsonl:2:"),
+    ],
+)
 def test_bad_input_exits_2_with_file_line_and_no_output(tmp_path, file, content, where):
     root = make_r2med(tmp_path / "coll")
     (root / file).write_text(content, encoding="utf-8")
@@ -141,8 +161,9 @@ def test_demo_falls_back_to_builtin_collection(tmp_path):
     from r2med.data import load_demo
 
     ndcg = metrics["aggregate"]["ndcg_cut_10"]
-    reference = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], load_demo().qrels,
-                                           ir_measures.read_trec_run(str(folder / "run.trec")))[ir_measures.nDCG @ 10]
+    reference = ir_measures.calc_aggregate(
+        [ir_measures.nDCG @ 10], load_demo().qrels, ir_measures.read_trec_run(str(folder / "run.trec"))
+    )[ir_measures.nDCG @ 10]
     assert ndcg == pytest.approx(reference, abs=1e-12) and round(ndcg, 4) == 0.7182
     assert "71.82" in res.stdout
 
@@ -163,10 +184,19 @@ def test_changed_queries_are_not_reused(tmp_path):
 def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
     import stat
 
-    from r2med.metrics import DEFAULT_MEASURES
+    from r2med.evaluation.metrics import DEFAULT_MEASURES
 
-    res = r2med("evaluate", "--data-dir", str(make_r2med(tmp_path / "c")), "--out", str(tmp_path / "o"), "-m", "MRR",
-                "-m", "nDCG@3")
+    res = r2med(
+        "evaluate",
+        "--data-dir",
+        str(make_r2med(tmp_path / "c")),
+        "--out",
+        str(tmp_path / "o"),
+        "-m",
+        "MRR",
+        "-m",
+        "nDCG@3",
+    )
     assert res.returncode == 0, res.stderr
     folder = tmp_path / "o" / "bm25" / "c"
     metrics = json.loads((folder / "metrics.json").read_text())
@@ -181,23 +211,33 @@ def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
 def test_import_and_help_load_no_heavy_modules():
     """``import r2med`` and ``r2med --help`` start without numpy, scipy, nltk or torch."""
     heavy = ("numpy", "scipy", "nltk", "torch", "pytrec_eval")
-    code = ("import sys, runpy; sys.argv = ['r2med', '--help']\n"
-            "try:\n    runpy.run_module('r2med', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    code = (
+        "import sys, runpy; sys.argv = ['r2med', '--help']\n"
+        "try:\n    runpy.run_module('r2med', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.stdout.strip().splitlines()[-1] == "[]", res.stdout[-500:] + res.stderr[-2000:]
-    res = subprocess.run([sys.executable, "-c", f"import sys, r2med; print(sorted(m for m in {heavy!r} if m in sys.modules))"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", f"import sys, r2med; print(sorted(m for m in {heavy!r} if m in sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.stdout.strip() == "[]", res.stderr
-    res = subprocess.run([sys.executable, "-c", "import r2med; print(r2med.BM25.__name__, r2med.load_folder.__name__)"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", "import r2med; print(r2med.BM25.__name__, r2med.load_folder.__name__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.stdout.split() == ["BM25", "load_folder"], res.stderr
 
 
 def test_asking_for_a_new_measure_rescores_a_finished_task_without_recomputing_it(tmp_path):
     """-m only adds: a finished folder lacking the measure is re-scored from its run.trec (reused, same run),
     so `report -m X` then works; a folder stored by an older r2med with a subset of measures is completed."""
-    from r2med.metrics import DEFAULT_MEASURES
+    from r2med.evaluation.metrics import DEFAULT_MEASURES
 
     data = make_r2med(tmp_path / "c")
     first = r2med("evaluate", "-d", str(data), "-o", str(tmp_path / "o"))

@@ -27,31 +27,76 @@ from test_containment import make_data, make_run_folder, one_line_error, r2med, 
 EVALUATE = ["evaluate", "--data-dir", "/nonexistent-r2med-data"]
 RERANK = ["rerank", "--run", "/nonexistent-run", "--reranker", "bge-reranker"]
 FUSE = ["fuse", "/nonexistent-a", "/nonexistent-b"]
-EXPAND = ["expand", "--method", "hyde", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-          "--data-dir", "/nonexistent-r2med-data"]
+EXPAND = [
+    "expand",
+    "--method",
+    "hyde",
+    "--model",
+    "m",
+    "--base-url",
+    "http://127.0.0.1:9/v1",
+    "--data-dir",
+    "/nonexistent-r2med-data",
+]
 REPORT = ["report", "/nonexistent-run"]
 COMPARE = ["compare", "/nonexistent-a", "/nonexistent-b"]
 REPRODUCE = ["reproduce", "--dry-run"]
 ENCODE = ["encode", "--retriever", "bge", "--data-dir", "/nonexistent-r2med-data"]
 
 BAD_NUMBERS = [
-    (EVALUATE, "--top-k", "0"), (EVALUATE, "--k1", "nan"), (EVALUATE, "--k1", "inf"), (EVALUATE, "--k1", "-1"),
-    (EVALUATE, "--k1", "1e999"), (EVALUATE, "--b", "-0.1"), (EVALUATE, "--b", "1.5"), (EVALUATE, "--b", "nan"),
-    (EVALUATE, "--batch-size", "0"), (EVALUATE, "--max-length", "1"),
-    (RERANK, "--top-k", "0"), (RERANK, "--batch-size", "0"), (RERANK, "--max-length", "7"), (RERANK, "--window", "1"),
-    (RERANK, "--step", "0"), (RERANK, "--concurrency", "0"),
-    (FUSE, "--rrf-k", "nan"), (FUSE, "--rrf-k", "-1"), (FUSE, "--rrf-k", "inf"), (FUSE, "--top-k", "0"),
-    (EXPAND, "--concurrency", "0"), (EXPAND, "--timeout", "0"), (EXPAND, "--timeout", "nan"),
-    (EXPAND, "--max-retries", "-1"), (EXPAND, "--temperature", "nan"), (EXPAND, "--temperature", "-0.5"),
-    (EXPAND, "--temperature", "3"), (EXPAND, "--top-p", "0"), (EXPAND, "--top-p", "1.5"),
-    (EXPAND, "--max-tokens", "0"), (EXPAND, "--seed", "-1"), (EXPAND, "--max-turns", "0"), (EXPAND, "--search-k", "0"),
-    (REPORT, "--tolerance", "nan"), (REPORT, "--tolerance", "-1"), (REPORT, "--permutations", "10"),
-    (REPORT, "--seed", "-1"), (REPORT, "--alpha", "0"), (REPORT, "--alpha", "1"), (REPORT, "--alpha", "nan"),
-    (COMPARE, "--permutations", "10"), (COMPARE, "--alpha", "1.5"), (COMPARE, "--per-query", "-1"),
-    (COMPARE, "--seed", "-1"), (REPRODUCE, "--tolerance", "inf"),
-    (ENCODE, "--max-length", "1"), (ENCODE, "--batch-size", "0"), (ENCODE, "--shard-size", "0"),
-    (ENCODE, "--actors", "0"), (ENCODE, "--cpus-per-actor", "0"), (ENCODE, "--cpus-per-actor", "nan"),
-    (ENCODE, "--gpus-per-actor", "-1"), (ENCODE, "--gpus-per-actor", "inf"),
+    (EVALUATE, "--top-k", "0"),
+    (EVALUATE, "--k1", "nan"),
+    (EVALUATE, "--k1", "inf"),
+    (EVALUATE, "--k1", "-1"),
+    (EVALUATE, "--k1", "1e999"),
+    (EVALUATE, "--b", "-0.1"),
+    (EVALUATE, "--b", "1.5"),
+    (EVALUATE, "--b", "nan"),
+    (EVALUATE, "--batch-size", "0"),
+    (EVALUATE, "--max-length", "1"),
+    (RERANK, "--top-k", "0"),
+    (RERANK, "--batch-size", "0"),
+    (RERANK, "--max-length", "7"),
+    (RERANK, "--window", "1"),
+    (RERANK, "--step", "0"),
+    (RERANK, "--concurrency", "0"),
+    (FUSE, "--rrf-k", "nan"),
+    (FUSE, "--rrf-k", "-1"),
+    (FUSE, "--rrf-k", "inf"),
+    (FUSE, "--top-k", "0"),
+    (EXPAND, "--concurrency", "0"),
+    (EXPAND, "--timeout", "0"),
+    (EXPAND, "--timeout", "nan"),
+    (EXPAND, "--max-retries", "-1"),
+    (EXPAND, "--temperature", "nan"),
+    (EXPAND, "--temperature", "-0.5"),
+    (EXPAND, "--temperature", "3"),
+    (EXPAND, "--top-p", "0"),
+    (EXPAND, "--top-p", "1.5"),
+    (EXPAND, "--max-tokens", "0"),
+    (EXPAND, "--seed", "-1"),
+    (EXPAND, "--max-turns", "0"),
+    (EXPAND, "--search-k", "0"),
+    (REPORT, "--tolerance", "nan"),
+    (REPORT, "--tolerance", "-1"),
+    (REPORT, "--permutations", "10"),
+    (REPORT, "--seed", "-1"),
+    (REPORT, "--alpha", "0"),
+    (REPORT, "--alpha", "1"),
+    (REPORT, "--alpha", "nan"),
+    (COMPARE, "--permutations", "10"),
+    (COMPARE, "--alpha", "1.5"),
+    (COMPARE, "--per-query", "-1"),
+    (COMPARE, "--seed", "-1"),
+    (REPRODUCE, "--tolerance", "inf"),
+    (ENCODE, "--max-length", "1"),
+    (ENCODE, "--batch-size", "0"),
+    (ENCODE, "--shard-size", "0"),
+    (ENCODE, "--actors", "0"),
+    (ENCODE, "--cpus-per-actor", "0"),
+    (ENCODE, "--cpus-per-actor", "nan"),
+    (ENCODE, "--gpus-per-actor", "-1"),
+    (ENCODE, "--gpus-per-actor", "inf"),
 ]
 
 
@@ -83,13 +128,15 @@ def test_fuse_weights_and_set_values_must_be_finite(tmp_path):
     one, two = (make_run_folder(tmp_path, n, data).parent for n in ("one", "two"))
     for weights in ("1,nan", "1,-1", "0,0", "1,inf"):
         assert "--weights" in one_line_error(r2med("fuse", str(one), str(two), "--weights", weights))
-    res = CliRunner().invoke(app, ["rerank", "--run", str(one), "--reranker", "listwise", "--model", "m",
-                                   "--set", "temperature=NaN"])
+    res = CliRunner().invoke(
+        app, ["rerank", "--run", str(one), "--reranker", "listwise", "--model", "m", "--set", "temperature=NaN"]
+    )
     assert isinstance(res.exception, R2MedError) and "--set temperature must be a finite number" in str(res.exception)
     assert not (tmp_path / "runs" / "rrf-one+two").exists()
 
 
 # -- destinations and inputs checked up front ---------------------------------------------------------
+
 
 @pytest.fixture
 def readonly_dir(tmp_path):
@@ -102,8 +149,11 @@ def readonly_dir(tmp_path):
         path.chmod(0o755)
         return
     mount = shutil.which("mount")
-    if not mount or subprocess.run([mount, "-t", "tmpfs", "-o", "ro,size=1m", "none", str(path)],
-                                   capture_output=True).returncode != 0:
+    if (
+        not mount
+        or subprocess.run([mount, "-t", "tmpfs", "-o", "ro,size=1m", "none", str(path)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("running as root and cannot mount a read-only tmpfs")
     try:
         yield path
@@ -123,8 +173,7 @@ def test_out_that_is_a_file_fails_before_loading(tmp_path):
 
 def test_out_read_only_fails_before_loading(tmp_path, readonly_dir):
     data = make_data(tmp_path)
-    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(readonly_dir / "runs"),
-                                "--no-cache"))
+    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(readonly_dir / "runs"), "--no-cache"))
     assert str(readonly_dir) in line and "not writable" in line
 
 
@@ -132,16 +181,26 @@ def test_home_that_is_a_file_or_read_only(tmp_path, readonly_dir):
     data = make_data(tmp_path)
     home = tmp_path / "home-file"
     home.write_text("x")
-    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"),
-                                env={"R2MED_HOME": str(home)}))
+    line = one_line_error(
+        r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), env={"R2MED_HOME": str(home)})
+    )
     assert str(home) in line and "R2MED_HOME" in line
-    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"),
-                                env={"R2MED_HOME": str(readonly_dir / "home")}))
+    line = one_line_error(
+        r2med(
+            "evaluate",
+            "--data-dir",
+            str(data),
+            "--out",
+            str(tmp_path / "o"),
+            env={"R2MED_HOME": str(readonly_dir / "home")},
+        )
+    )
     assert "not writable" in line and "R2MED_HOME" in line
     assert not (tmp_path / "o").exists()
     # --no-cache does not need the home
-    res = r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--no-cache",
-                env={"R2MED_HOME": str(home)})
+    res = r2med(
+        "evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--no-cache", env={"R2MED_HOME": str(home)}
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -149,8 +208,11 @@ def test_report_outputs_naming_a_folder(tmp_path):
     data = make_data(tmp_path)
     runs = make_run_folder(tmp_path, "one", data).parent.parent
     (tmp_path / "adir").mkdir()
-    for args in (["-o", str(tmp_path / "adir")], ["--html", str(tmp_path / "adir")],
-                 ["--format", "csv", "-o", str(tmp_path / "adir")]):
+    for args in (
+        ["-o", str(tmp_path / "adir")],
+        ["--html", str(tmp_path / "adir")],
+        ["--format", "csv", "-o", str(tmp_path / "adir")],
+    ):
         line = one_line_error(r2med("report", str(runs), *args))
         assert str(tmp_path / "adir") in line and "folder" in line
     line = one_line_error(r2med("compare", str(runs / "one"), str(runs / "one"), "-o", str(tmp_path / "adir")))
@@ -160,8 +222,23 @@ def test_report_outputs_naming_a_folder(tmp_path):
 def test_expand_out_naming_a_file_fails_before_any_request(tmp_path):
     data = make_data(tmp_path)
     (tmp_path / "exp").write_text("x")
-    line = one_line_error(r2med("expand", "--method", "hyde", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                                "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp")))
+    line = one_line_error(
+        r2med(
+            "expand",
+            "--method",
+            "hyde",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--data-dir",
+            str(data),
+            "--prompt-task",
+            "Biology",
+            "-o",
+            str(tmp_path / "exp"),
+        )
+    )
     assert str(tmp_path / "exp") in line and "is a file" in line
 
 
@@ -201,16 +278,20 @@ def test_os_error_at_the_cli_boundary_is_one_line(monkeypatch, capsys):
 
 # -- metrics.json is checked when read ---------------------------------------------------------------
 
-@pytest.mark.parametrize("change,why", [
-    ({"aggregate": {"ndcg_cut_10": math.nan}}, "aggregate.ndcg_cut_10"),
-    ({"per_query": {"q1": {"ndcg_cut_10": math.inf}}}, "per_query"),
-    ({"per_query": {"q1": {"ndcg_cut_10": "0.5"}}}, "per_query"),
-    ({"per_query": [1, 2]}, "per_query"),
-    ({"aggregate": {"ndcg_cut_10": True}}, "aggregate.ndcg_cut_10"),
-    ({"aggregate": None}, "aggregate"),
-    ({"config": "x"}, "config"),
-    ({"task": 5}, "task"),
-])
+
+@pytest.mark.parametrize(
+    "change,why",
+    [
+        ({"aggregate": {"ndcg_cut_10": math.nan}}, "aggregate.ndcg_cut_10"),
+        ({"per_query": {"q1": {"ndcg_cut_10": math.inf}}}, "per_query"),
+        ({"per_query": {"q1": {"ndcg_cut_10": "0.5"}}}, "per_query"),
+        ({"per_query": [1, 2]}, "per_query"),
+        ({"aggregate": {"ndcg_cut_10": True}}, "aggregate.ndcg_cut_10"),
+        ({"aggregate": None}, "aggregate"),
+        ({"config": "x"}, "config"),
+        ({"task": 5}, "task"),
+    ],
+)
 def test_compare_refuses_a_damaged_metrics_json(tmp_path, change, why):
     data = make_data(tmp_path)
     one = make_run_folder(tmp_path, "one", data)
@@ -243,6 +324,7 @@ def test_compare_with_nan_was_reported_significant_and_is_now_an_error(tmp_path)
 
 
 # -- user text is printed as text, never read as Rich markup ---------------------------------------
+
 
 @pytest.mark.parametrize("message", ["unknown id [/x]", "[bold]X", "a [red]b[/red] c", "[link=file:///etc]x"])
 def test_error_messages_print_user_text_literally(monkeypatch, capsys, message):
@@ -303,6 +385,7 @@ def test_nothing_written_on_numeric_error(tmp_path):
 
 # -- errors that say what happened (issue 21, items 8-10) -------------------------------------------
 
+
 def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
     """A write that fails without a file name (a file object's ``write`` raising ENOSPC) is reported with the path."""
     from pathlib import Path
@@ -330,8 +413,9 @@ def test_a_short_write_while_indexing_says_so_with_the_path(tmp_path, monkeypatc
         raise OSError("72785 requested and 8160 written")
 
     monkeypatch.setattr(np, "save", short)
-    line = one_line_error(r2med("-q", "evaluate", "--data-dir", str(data), "--out", str(tmp_path / "runs"),
-                                env={"R2MED_HOME": str(home)}))
+    line = one_line_error(
+        r2med("-q", "evaluate", "--data-dir", str(data), "--out", str(tmp_path / "runs"), env={"R2MED_HOME": str(home)})
+    )
     assert "72785 requested and 8160 written" in line and "disk full" in line and str(home) in line, line
 
 
@@ -343,8 +427,17 @@ def test_a_truncated_hub_download_is_one_line_even_with_quiet(tmp_path):
         hub.add("R2MED/Biology", r2med_task_files(), PIN)
         hub.truncated.add("corpus.jsonl")
         for quiet in (("-q",), ()):
-            res = cli(*quiet, "evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), hub=hub,
-                      cache=tmp_path / "hf" / "hub", home=tmp_path / "home")
+            res = cli(
+                *quiet,
+                "evaluate",
+                "-t",
+                "Biology",
+                "-o",
+                str(tmp_path / "o"),
+                hub=hub,
+                cache=tmp_path / "hf" / "hub",
+                home=tmp_path / "home",
+            )
             assert res.returncode == 2 and "Traceback" not in res.stderr
             assert "Error while downloading" not in res.stderr, res.stderr  # was: 20 lines of retry warnings
             lines = [line for line in res.stderr.splitlines() if line.strip()]
@@ -352,17 +445,42 @@ def test_a_truncated_hub_download_is_one_line_even_with_quiet(tmp_path):
             assert "corpus.jsonl" in lines[-1] and "broke off" in lines[-1], lines[-1]
 
 
-@pytest.mark.parametrize("name,why", [
-    ("a/b", "path separator"), ("x y", "whitespace"), ("é" * 101, "longer than 200 bytes"),
-    ("MyLLM", "folder form"), ("my_llm", "folder form"), ("..", "names a folder"), ("", "is empty"),
-])
+@pytest.mark.parametrize(
+    "name,why",
+    [
+        ("a/b", "path separator"),
+        ("x y", "whitespace"),
+        ("é" * 101, "longer than 200 bytes"),
+        ("MyLLM", "folder form"),
+        ("my_llm", "folder form"),
+        ("..", "names a folder"),
+        ("", "is empty"),
+    ],
+)
 def test_expand_refuses_llm_names_it_used_to_rewrite(tmp_path, name, why):
     """``--llm-name a/b`` wrote folder ``b``, ``x y`` wrote ``x-y``, 101 x é wrote ``llm``: two names, one folder."""
     data = make_data(tmp_path)
     out = tmp_path / "exp"
     for flag in ("--llm-name", "--name"):
-        line = one_line_error(r2med("expand", "--method", "hyde", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                                    "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(out), flag, name))
+        line = one_line_error(
+            r2med(
+                "expand",
+                "--method",
+                "hyde",
+                "--model",
+                "m",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--data-dir",
+                str(data),
+                "--prompt-task",
+                "Biology",
+                "-o",
+                str(out),
+                flag,
+                name,
+            )
+        )
         assert why in line and "--llm-name" in line, line
     assert not out.exists()
 
@@ -375,8 +493,9 @@ def test_huge_values_are_echoed_bounded_and_refused_fast(tmp_path):
     line = one_line_error(r2med("evaluate", "--tasks", big))
     assert len(line) < 400 and "5,000,000 characters" in line, len(line)
     start = time.monotonic()
-    line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--name",
-                                "n" * 20_000_000))
+    line = one_line_error(
+        r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--name", "n" * 20_000_000)
+    )
     took = time.monotonic() - start
     assert len(line) < 400 and "longer than 200 bytes" in line, line[:400]
     assert took < 4.0, took  # the length check first: the character scans of 20 MB took seconds

@@ -13,15 +13,20 @@ import pytest
 from conftest import run_r2med
 
 DOCS = {
-    "d1": "aspirin reduces fever and pain", "d2": "insulin treats diabetes mellitus",
-    "d3": "statins lower blood cholesterol", "d4": "antibiotics treat bacterial infection",
-    "d5": "vaccines prevent viral disease", "d6": "fever in children with infection",
+    "d1": "aspirin reduces fever and pain",
+    "d2": "insulin treats diabetes mellitus",
+    "d3": "statins lower blood cholesterol",
+    "d4": "antibiotics treat bacterial infection",
+    "d5": "vaccines prevent viral disease",
+    "d6": "fever in children with infection",
 }
 #: two collections of different sizes: the pooled mean and the macro average differ
 COLLECTIONS = {
     "alpha": ({"a1": "fever pain", "a2": "diabetes"}, [("a1", "d1", 1), ("a2", "d2", 1)]),
-    "beta": ({"b1": "cholesterol", "b2": "bacterial infection", "b3": "viral vaccines", "b4": "fever children"},
-             [("b1", "d3", 1), ("b2", "d4", 1), ("b3", "d5", 1), ("b4", "d1", 1)]),
+    "beta": (
+        {"b1": "cholesterol", "b2": "bacterial infection", "b3": "viral vaccines", "b4": "fever children"},
+        [("b1", "d3", 1), ("b2", "d4", 1), ("b3", "d5", 1), ("b4", "d1", 1)],
+    ),
 }
 
 
@@ -30,9 +35,12 @@ def write_collections(root: Path) -> Path:
         folder = root / name
         folder.mkdir(parents=True)
         (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in DOCS.items()))
-        (folder / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in queries.items()))
-        (folder / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
-                                                    for q, d, g in qrels))
+        (folder / "query.jsonl").write_text(
+            "".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in queries.items())
+        )
+        (folder / "qrels.jsonl").write_text(
+            "".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n" for q, d, g in qrels)
+        )
     return root
 
 
@@ -99,14 +107,20 @@ def test_q_after_the_command_is_quiet(results, tmp_path):
     assert per_query.returncode == 0 and "\ta1\t" in per_query.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (("evaluate", "-t", "Biolgy"), "unknown task 'Biolgy' (did you mean 'Biology'?)"),
-    (("evaluate", "-r", "bm52", "-d", "DATA"), "unknown retriever 'bm52' (did you mean 'bm25'?)"),
-    (("rerank", "--run", "RUNS", "--reranker", "rankllma"), "unknown reranker 'rankllma' (did you mean 'rankllama'?)"),
-    (("report", "RUNS", "-m", "nDGC@10"), "unknown measure 'nDGC@10' (did you mean 'nDCG@10'?)"),
-    (("report", "RUNS", "-t", "alpah"), "--tasks alpah: no system has this task (did you mean 'alpha'?)"),
-    (("evaluate", "-d", "DATA", "-t", "bta"), "(did you mean 'beta'?)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("evaluate", "-t", "Biolgy"), "unknown task 'Biolgy' (did you mean 'Biology'?)"),
+        (("evaluate", "-r", "bm52", "-d", "DATA"), "unknown retriever 'bm52' (did you mean 'bm25'?)"),
+        (
+            ("rerank", "--run", "RUNS", "--reranker", "rankllma"),
+            "unknown reranker 'rankllma' (did you mean 'rankllama'?)",
+        ),
+        (("report", "RUNS", "-m", "nDGC@10"), "unknown measure 'nDGC@10' (did you mean 'nDCG@10'?)"),
+        (("report", "RUNS", "-t", "alpah"), "--tasks alpah: no system has this task (did you mean 'alpha'?)"),
+        (("evaluate", "-d", "DATA", "-t", "bta"), "(did you mean 'beta'?)"),
+    ],
+)
 def test_did_you_mean(results, args, message):
     data, out = results
     args = tuple(str(out) if a == "RUNS" else str(data) if a == "DATA" else a for a in args)
@@ -178,8 +192,9 @@ def test_cache_ls_names_the_collection(results, r2med_home):
     data, _ = results
     legacy = r2med_home / "bm25" / "old-entry"
     legacy.mkdir(parents=True)
-    (legacy / "params.json").write_text(json.dumps({"k1": 0.9, "b": 0.4, "analyzer": {"name": "english"},
-                                                    "n_docs": 3, "corpus_fingerprint": "0" * 20}))
+    (legacy / "params.json").write_text(
+        json.dumps({"k1": 0.9, "b": 0.4, "analyzer": {"name": "english"}, "n_docs": 3, "corpus_fingerprint": "0" * 20})
+    )
     res = run_r2med("cache", "ls", "-f", "json")
     assert res.returncode == 0, res.stderr
     entries = {e["name"]: e for e in json.loads(res.stdout)}

@@ -20,9 +20,9 @@ import pytest
 from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.errors import DataError, R2MedError
-from r2med.metrics import evaluate
-from r2med.jobs.folders import metrics_payload
-from r2med.run import read_trec, write_task_results
+from r2med.evaluation.metrics import evaluate
+from r2med.results.folders import metrics_payload
+from r2med.runs.run import read_trec, write_task_results
 
 CORPUS = {"a": "insulin glucose", "b": "asthma inhaler", "c": "fever cough", "d": "migraine"}
 
@@ -69,9 +69,10 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 # -- names read from files -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "../x", "/abs", "a\\b", "x\x00y", "line\nbreak", "tab\there"])
 def test_plain_name_rejects_path_like_names(bad):
-    from r2med.paths import plain_name
+    from r2med.infra.containment import plain_name
 
     with pytest.raises(R2MedError):
         plain_name(bad, "task")
@@ -79,13 +80,13 @@ def test_plain_name_rejects_path_like_names(bad):
 
 @pytest.mark.parametrize("good", ["Biology", "MedQA-Diag", "bm25+hyde-gpt4", "my task", "a..b", ".hidden-ok"])
 def test_plain_name_accepts_ordinary_names(good):
-    from r2med.paths import plain_name
+    from r2med.infra.containment import plain_name
 
     assert plain_name(good, "task") == good
 
 
 def test_task_folder_stays_under_out(tmp_path):
-    from r2med.paths import task_folder
+    from r2med.infra.containment import task_folder
 
     assert task_folder(tmp_path / "out", "Biology") == tmp_path / "out" / "Biology"
     for bad in ("../x", str(tmp_path / "victim"), ".."):
@@ -137,6 +138,7 @@ def test_rerank_inputs_reject_a_hostile_task_and_retriever(tmp_path):
 
 # -- --name and labels: plain names that round-trip through a TREC run's tag column ------------------
 
+
 @pytest.mark.parametrize("name", ["my run", "a/b", "..", "tab\tx", ""])
 def test_fuse_name_must_be_a_plain_run_name(tmp_path, name):
     data = make_data(tmp_path)
@@ -170,7 +172,7 @@ def test_evaluate_rejects_an_expansion_label_that_is_not_a_name(tmp_path):
 
 
 def test_write_trec_rejects_a_tag_with_whitespace(tmp_path):
-    from r2med.run import write_trec
+    from r2med.runs.run import write_trec
 
     with pytest.raises(R2MedError, match="tag"):
         write_trec({"q1": {"a": 1.0}}, tmp_path / "run.trec", tag="two words")
@@ -178,6 +180,7 @@ def test_write_trec_rejects_a_tag_with_whitespace(tmp_path):
 
 
 # -- relative --data-dir ------------------------------------------------------------------------------
+
 
 def test_relative_data_dir_is_recorded_absolute_and_fuse_works_elsewhere(tmp_path):
     data = make_data(tmp_path)
@@ -188,8 +191,14 @@ def test_relative_data_dir_is_recorded_absolute_and_fuse_works_elsewhere(tmp_pat
     assert meta["source"] == str(data)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    res = r2med("fuse", str(tmp_path / "runs" / "bm25"), str(tmp_path / "runs" / "bm25-standard"),
-                "--out", "fused", cwd=elsewhere)
+    res = r2med(
+        "fuse",
+        str(tmp_path / "runs" / "bm25"),
+        str(tmp_path / "runs" / "bm25-standard"),
+        "--out",
+        "fused",
+        cwd=elsewhere,
+    )
     assert res.returncode == 0, res.stderr
     assert (elsewhere / "fused" / "rrf-bm25+bm25-standard" / "t1" / "run.trec").exists()
 
@@ -204,6 +213,7 @@ def test_data_dir_dot_names_the_collection_after_the_folder(tmp_path):
 
 # -- cache rm ----------------------------------------------------------------------------------------
 
+
 def test_cache_rm_never_deletes_outside_the_home(tmp_path):
     home = tmp_path / "home"
     (home / "bm25" / "entry1").mkdir(parents=True)
@@ -215,8 +225,14 @@ def test_cache_rm_never_deletes_outside_the_home(tmp_path):
     (outside / "dir" / "keep.txt").write_text("precious")
     env = {"R2MED_HOME": str(home)}
     before = snapshot(tmp_path)
-    for args in (["..", "victim"], [str(outside / "dir"), "--all"], [str(tmp_path), "--all"], ["../..", "--all"],
-                 ["bm25", "../../victim"], ["bm25", str(victim)]):
+    for args in (
+        ["..", "victim"],
+        [str(outside / "dir"), "--all"],
+        [str(tmp_path), "--all"],
+        ["../..", "--all"],
+        ["bm25", "../../victim"],
+        ["bm25", str(victim)],
+    ):
         res = r2med("cache", "rm", *args, env=env)
         one_line_error(res)
     assert snapshot(tmp_path) == before
@@ -254,7 +270,7 @@ def test_cache_rm_removes_listed_entries(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import os, sys
-    from r2med.cache import atomic_dir
+    from r2med.infra.home import atomic_dir
     with atomic_dir(sys.argv[1]) as tmp:
         (tmp / "half.bin").write_bytes(b"x" * 1000)
         print(tmp, flush=True)
@@ -263,8 +279,7 @@ KILLED_WRITER = textwrap.dedent("""
 
 
 def _killed_write(target: Path) -> Path:
-    res = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], capture_output=True, text=True, timeout=60)
     assert res.returncode == -9, res.stderr
     tmp = Path(res.stdout.strip())
     assert tmp.is_dir() and tmp.parent == target.parent
@@ -272,7 +287,7 @@ def _killed_write(target: Path) -> Path:
 
 
 def test_temp_of_a_killed_writer_is_listed_and_cleaned_on_the_next_write(r2med_home):
-    from r2med.cache import atomic_dir
+    from r2med.infra.home import atomic_dir
 
     target = r2med_home / "bm25" / "key1"
     left = _killed_write(target)
@@ -299,14 +314,14 @@ def test_cache_rm_partial_removes_leftover_temps(r2med_home):
 
 def test_a_live_writers_temp_is_not_removed(tmp_path):
     """A temp folder of a process that is still running (here: this one) is left alone."""
-    from r2med.cache import atomic_dir
+    from r2med.infra.home import atomic_dir
 
     target = tmp_path / "task"
     with atomic_dir(target) as mine:
         (mine / "f").write_text("a")
         with atomic_dir(tmp_path / "other") as tmp:
             (tmp / "f").write_text("b")
-        from r2med.cache import clean_stale_temps
+        from r2med.infra.home import clean_stale_temps
 
         clean_stale_temps(target)
         assert mine.exists()
@@ -317,7 +332,7 @@ def test_a_live_writers_temp_is_not_removed(tmp_path):
 
 STRESS_WRITER = textwrap.dedent("""
     import sys, time
-    from r2med.run import write_task_results
+    from r2med.runs.run import write_task_results
     folder, n, tag, start = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
     time.sleep(max(0.0, start - time.time()))  # both writers start together
     failures = 0
@@ -339,8 +354,15 @@ def test_concurrent_write_task_results_never_fail(tmp_path):
     folder = tmp_path / "out" / "t1"
     n = 1500
     start = time.time() + 3.0  # after both interpreters have imported r2med
-    procs = [subprocess.Popen([sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag, str(start)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("A", "B")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("A", "B")
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     failures = [int(out.strip().splitlines()[-1]) for out, _ in outs]
     assert failures == [0, 0], [err[-2000:] for _, err in outs]
@@ -374,6 +396,7 @@ def test_cache_ls_counts_temps_left_inside_an_entry(r2med_home):
 
 
 # -- links below the named folders (issue 21, item 1) ------------------------------------------------
+
 
 def _victim(tmp_path: Path, task: str = "t1") -> Path:
     """A folder outside every named one, shaped like a system folder holding a task folder of the user's."""
@@ -433,8 +456,9 @@ def test_a_linked_kind_folder_in_the_home_is_refused(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (home / "bm25").symlink_to(elsewhere)
-    res = r2med("evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"),
-                env={"R2MED_HOME": str(home)})
+    res = r2med(
+        "evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"), env={"R2MED_HOME": str(home)}
+    )
     assert f"{home / 'bm25'} is a link" in one_line_error(res)
     assert os.listdir(elsewhere) == []
 
@@ -459,8 +483,8 @@ def test_a_linked_embedding_entry_or_chunk_folder_is_refused(r2med_home, tmp_pat
 
 
 def test_a_linked_llm_answer_cache_is_refused(r2med_home, tmp_path):
-    from r2med.cache import cache_dir
-    from r2med.llm import RequestCache
+    from r2med.infra.home import cache_dir
+    from r2med.infra.llm import RequestCache
 
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_text("")
@@ -472,7 +496,7 @@ def test_a_linked_llm_answer_cache_is_refused(r2med_home, tmp_path):
 
 
 def test_links_are_refused_at_any_depth_below_the_root_but_the_root_may_be_one(tmp_path):
-    from r2med.paths import ensure_within, linked_part, refuse_links
+    from r2med.infra.containment import ensure_within, linked_part, refuse_links
 
     real = tmp_path / "real"
     (real / "a" / "b").mkdir(parents=True)

@@ -17,7 +17,7 @@ import pytrec_eval
 
 from conftest import run_r2med
 
-ENCODER = textwrap.dedent('''
+ENCODER = textwrap.dedent("""
     import hashlib
     import numpy as np
 
@@ -53,7 +53,7 @@ ENCODER = textwrap.dedent('''
             return [len(q & set(d.lower().split())) + 1.0 / (1 + len(d)) for d in docs]
 
     NOT_AN_ENCODER = 3
-''')
+""")
 
 
 def r2med(*args: str, home: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -118,8 +118,19 @@ def _module(path: Path):
 def test_custom_encoder_equals_numpy_brute_force_and_caches_by_declared_name(tmp_path, r2med_home, encoder_file):
     data = collection(tmp_path / "mini")
     log = tmp_path / "calls.log"
-    proc = r2med("evaluate", "-r", "custom", "--encoder", f"{encoder_file}:RandomEncoder", "-d", str(data),
-                 "-o", str(tmp_path / "out"), home=r2med_home, env={"ENCODER_LOG": str(log)})
+    proc = r2med(
+        "evaluate",
+        "-r",
+        "custom",
+        "--encoder",
+        f"{encoder_file}:RandomEncoder",
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out"),
+        home=r2med_home,
+        env={"ENCODER_LOG": str(log)},
+    )
     assert proc.returncode == 0, proc.stderr
     stored = json.loads((tmp_path / "out" / "custom-RandomEncoder" / "mini" / "metrics.json").read_text())
     assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(brute_force_ndcg(data, _module(encoder_file)), abs=1e-6)
@@ -136,20 +147,44 @@ def test_custom_encoder_equals_numpy_brute_force_and_caches_by_declared_name(tmp
     assert sum(docs_batches) == 40
     # a second run into another folder: the embedding cache (keyed by name + revision) encodes nothing
     log.unlink()
-    again = r2med("evaluate", "-r", "custom", "--encoder", f"{encoder_file}:make", "-d", str(data),
-                  "-o", str(tmp_path / "out2"), home=r2med_home, env={"ENCODER_LOG": str(log)})
+    again = r2med(
+        "evaluate",
+        "-r",
+        "custom",
+        "--encoder",
+        f"{encoder_file}:make",
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out2"),
+        home=r2med_home,
+        env={"ENCODER_LOG": str(log)},
+    )
     assert again.returncode == 0, again.stderr
     assert not log.exists()
-    assert json.loads((tmp_path / "out2" / "custom-make" / "mini" / "metrics.json").read_text())["aggregate"] \
+    assert (
+        json.loads((tmp_path / "out2" / "custom-make" / "mini" / "metrics.json").read_text())["aggregate"]
         == stored["aggregate"]
+    )
 
 
 def test_an_encoder_without_a_name_is_not_cached(tmp_path, r2med_home, encoder_file):
     data = collection(tmp_path / "mini")
     for out in ("a", "b"):
         log = tmp_path / f"{out}.log"
-        proc = r2med("evaluate", "-r", "custom", "--encoder", f"{encoder_file}:Anonymous", "-d", str(data),
-                     "-o", str(tmp_path / out), home=r2med_home, env={"ENCODER_LOG": str(log)})
+        proc = r2med(
+            "evaluate",
+            "-r",
+            "custom",
+            "--encoder",
+            f"{encoder_file}:Anonymous",
+            "-d",
+            str(data),
+            "-o",
+            str(tmp_path / out),
+            home=r2med_home,
+            env={"ENCODER_LOG": str(log)},
+        )
         assert proc.returncode == 0, proc.stderr
         assert "declares no name" in proc.stderr
         assert sum(int(x.split()[1]) for x in log.read_text().splitlines() if x.startswith("doc")) == 40
@@ -160,8 +195,19 @@ def test_dotted_module_and_python_objects(tmp_path, r2med_home, encoder_file, mo
 
     data = collection(tmp_path / "mini")
     monkeypatch.syspath_prepend(str(encoder_file.parent))
-    proc = r2med("evaluate", "-r", "custom", "--encoder", "my_models:RandomEncoder", "-d", str(data),
-                 "-o", str(tmp_path / "out"), "--no-cache", home=r2med_home)
+    proc = r2med(
+        "evaluate",
+        "-r",
+        "custom",
+        "--encoder",
+        "my_models:RandomEncoder",
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out"),
+        "--no-cache",
+        home=r2med_home,
+    )
     assert proc.returncode == 0, proc.stderr
     reference = brute_force_ndcg(data, _module(encoder_file))
     stored = json.loads((tmp_path / "out" / "custom-RandomEncoder" / "mini" / "metrics.json").read_text())
@@ -178,8 +224,18 @@ def test_custom_scorer_reranks_as_its_scores_sort(tmp_path, r2med_home, encoder_
     data = collection(tmp_path / "mini")
     out = tmp_path / "out"
     assert r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(out), home=r2med_home).returncode == 0
-    proc = r2med("rerank", "--run", str(out / "bm25"), "--reranker", "custom", "--scorer",
-                 f"{encoder_file}:Overlap", "-k", "10", home=r2med_home)
+    proc = r2med(
+        "rerank",
+        "--run",
+        str(out / "bm25"),
+        "--reranker",
+        "custom",
+        "--scorer",
+        f"{encoder_file}:Overlap",
+        "-k",
+        "10",
+        home=r2med_home,
+    )
     assert proc.returncode == 0, proc.stderr
     folder = out / "bm25+custom-overlap" / "mini"
     stored = json.loads((folder / "metrics.json").read_text())
@@ -204,18 +260,31 @@ def test_custom_scorer_reranks_as_its_scores_sort(tmp_path, r2med_home, encoder_
         assert {d for d, _ in got[qid][10:]} == set(docs) - set(head)  # the first-stage tail follows
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("nocolon", "expected MODULE:OBJ"),
-    ("no_such_module_xyz:Enc", "no module 'no_such_module_xyz'"),
-    ("{file}:Missing", "has no 'Missing'"),
-    ("{file}:NOT_AN_ENCODER", "has no encode() method"),
-    ("{file}:Overlap", "has no encode() method"),
-    ("/no/such/file.py:Enc", "no such file"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nocolon", "expected MODULE:OBJ"),
+        ("no_such_module_xyz:Enc", "no module 'no_such_module_xyz'"),
+        ("{file}:Missing", "has no 'Missing'"),
+        ("{file}:NOT_AN_ENCODER", "has no encode() method"),
+        ("{file}:Overlap", "has no encode() method"),
+        ("/no/such/file.py:Enc", "no such file"),
+    ],
+)
 def test_bad_encoder_specs_are_one_line(tmp_path, r2med_home, encoder_file, spec, message):
     data = collection(tmp_path / "mini")
-    proc = r2med("evaluate", "-r", "custom", "--encoder", spec.format(file=encoder_file), "-d", str(data),
-                 "-o", str(tmp_path / "out"), home=r2med_home)
+    proc = r2med(
+        "evaluate",
+        "-r",
+        "custom",
+        "--encoder",
+        spec.format(file=encoder_file),
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out"),
+        home=r2med_home,
+    )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len([x for x in proc.stderr.splitlines() if x.strip()]) == 1, proc.stderr
@@ -230,26 +299,42 @@ def test_entry_points_register_presets(tmp_path, encoder_file):
     info = site / "my_models-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-models\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[r2med.retrievers]\nrandom16 = my_models:RandomEncoder\n\n"
-                                           "[r2med.rerankers]\noverlap = my_models:Overlap\n")
+    (info / "entry_points.txt").write_text(
+        "[r2med.retrievers]\nrandom16 = my_models:RandomEncoder\n\n[r2med.rerankers]\noverlap = my_models:Overlap\n"
+    )
     data = collection(tmp_path / "mini")
     src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(site)]), "R2MED_HOME": str(tmp_path / "home"),
-           "HF_HUB_OFFLINE": "1"}
-    models = subprocess.run([sys.executable, "-m", "r2med", "models", "--json"], env=env, capture_output=True,
-                            text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([src, str(site)]),
+        "R2MED_HOME": str(tmp_path / "home"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    models = subprocess.run(
+        [sys.executable, "-m", "r2med", "models", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert models.returncode == 0, models.stderr
     rows = json.loads(models.stdout)
     assert rows["random16"]["kind"] == "retriever" and "my_models:RandomEncoder" in rows["random16"]["description"]
     assert rows["overlap"]["kind"] == "reranker"
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "r2med", "evaluate", "-r", "random16", "-d", str(data), "-o",
-                           str(out)], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "r2med", "evaluate", "-r", "random16", "-d", str(data), "-o", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     stored = json.loads((out / "random16" / "mini" / "metrics.json").read_text())
     assert stored["config"]["retriever"] == "custom"
     assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(brute_force_ndcg(data, _module(encoder_file)), abs=1e-6)
-    reranked = subprocess.run([sys.executable, "-m", "r2med", "rerank", "--run", str(out / "random16"),
-                               "--reranker", "overlap"], env=env, capture_output=True, text=True, timeout=120)
+    reranked = subprocess.run(
+        [sys.executable, "-m", "r2med", "rerank", "--run", str(out / "random16"), "--reranker", "overlap"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert reranked.returncode == 0, reranked.stderr
     assert (out / "random16+overlap" / "mini" / "metrics.json").is_file()

@@ -20,8 +20,10 @@ def write_jsonl(path: Path, rows) -> Path:
 
 
 def make_r2med(root: Path, corpus=None, queries=None, qrels=None) -> Path:
-    write_jsonl(root / "corpus.jsonl", corpus or [{"id": "d1", "text": "aspirin inhibits cox"},
-                                                  {"id": "d2", "text": "insulin lowers glucose"}])
+    write_jsonl(
+        root / "corpus.jsonl",
+        corpus or [{"id": "d1", "text": "aspirin inhibits cox"}, {"id": "d2", "text": "insulin lowers glucose"}],
+    )
     write_jsonl(root / "query.jsonl", queries or [{"id": "q1", "text": "what lowers glucose", "answer": "insulin"}])
     write_jsonl(root / "qrels.jsonl", qrels or [{"q_id": "q1", "p_id": "d2", "score": 1}])
     return root
@@ -46,8 +48,10 @@ def test_shared_counts():
 
 def test_beir_layout(tmp_path):
     root = tmp_path / "mybeir"
-    write_jsonl(root / "corpus.jsonl", [{"_id": "d1", "title": "Aspirin", "text": "inhibits cox"},
-                                        {"_id": "d2", "title": "", "text": "insulin"}])
+    write_jsonl(
+        root / "corpus.jsonl",
+        [{"_id": "d1", "title": "Aspirin", "text": "inhibits cox"}, {"_id": "d2", "title": "", "text": "insulin"}],
+    )
     write_jsonl(root / "queries.jsonl", [{"_id": "q1", "text": "cox"}, {"_id": "q9", "text": "train only"}])
     (root / "qrels").mkdir()
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
@@ -66,19 +70,30 @@ def test_trec_qrels(tmp_path):
         read_qrels(bad)
 
 
-@pytest.mark.parametrize("file,content,message", [
-    ("corpus.jsonl", b'{"id": "d1", "text": "ok"}\n{"id": "d2", "text": \n', r"corpus.jsonl:2: malformed JSON"),
-    ("corpus.jsonl", b'{"id": "d1"}\n', r"corpus.jsonl:1: missing field 'text'"),
-    ("corpus.jsonl", b'{"id": "d1", "text": null}\n', r"corpus.jsonl:1: field 'text' is null"),
-    ("corpus.jsonl", b'{"id": "x", "text": "oo\n', r"corpus.jsonl:1: malformed JSON at column 21 \(unterminated string"),
-    ("corpus.jsonl", b'{"id": "x", "text": "o\to"}\n', r"corpus.jsonl:1: malformed JSON at column \d+ \(invalid control character\)"),
-    ("corpus.jsonl", b'{"id": "d1", "text": "caf\xe9"}\n', r"corpus.jsonl:1: not valid UTF-8"),
-    ("corpus.jsonl", b"", r"corpus.jsonl: no records"),
-    ("query.jsonl", b'{"id": "q1", "text": 5}\n', r"query.jsonl:1: field 'text' must be a string"),
-    ("qrels.jsonl", b'{"q_id": "q1", "p_id": "d1", "score": "high"}\n', r"qrels.jsonl:1: relevance 'high'"),
-    ("qrels.jsonl", b'{"q_id": "q1", "score": 1}\n', r"qrels.jsonl:1: missing field 'p_id'"),
-    ("qrels.jsonl", b'[1, 2]\n', r"qrels.jsonl:1: expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "file,content,message",
+    [
+        ("corpus.jsonl", b'{"id": "d1", "text": "ok"}\n{"id": "d2", "text": \n', r"corpus.jsonl:2: malformed JSON"),
+        ("corpus.jsonl", b'{"id": "d1"}\n', r"corpus.jsonl:1: missing field 'text'"),
+        ("corpus.jsonl", b'{"id": "d1", "text": null}\n', r"corpus.jsonl:1: field 'text' is null"),
+        (
+            "corpus.jsonl",
+            b'{"id": "x", "text": "oo\n',
+            r"corpus.jsonl:1: malformed JSON at column 21 \(unterminated string",
+        ),
+        (
+            "corpus.jsonl",
+            b'{"id": "x", "text": "o\to"}\n',
+            r"corpus.jsonl:1: malformed JSON at column \d+ \(invalid control character\)",
+        ),
+        ("corpus.jsonl", b'{"id": "d1", "text": "caf\xe9"}\n', r"corpus.jsonl:1: not valid UTF-8"),
+        ("corpus.jsonl", b"", r"corpus.jsonl: no records"),
+        ("query.jsonl", b'{"id": "q1", "text": 5}\n', r"query.jsonl:1: field 'text' must be a string"),
+        ("qrels.jsonl", b'{"q_id": "q1", "p_id": "d1", "score": "high"}\n', r"qrels.jsonl:1: relevance 'high'"),
+        ("qrels.jsonl", b'{"q_id": "q1", "score": 1}\n', r"qrels.jsonl:1: missing field 'p_id'"),
+        ("qrels.jsonl", b"[1, 2]\n", r"qrels.jsonl:1: expected a JSON object"),
+    ],
+)
 def test_validation_errors_name_file_and_line(tmp_path, file, content, message):
     root = make_r2med(tmp_path / "c")
     (root / file).write_bytes(content)
@@ -111,7 +126,7 @@ def test_hub_loading_from_a_filled_cache(hf_cache, tmp_path):
     from hub_server import fill_hf_cache
 
     from r2med.data.hub import download_expansion
-    from r2med.tasks import get_task
+    from r2med.data.tasks import get_task
 
     src = make_r2med(tmp_path / "src")
     fill_hf_cache(hf_cache, "R2MED/Biology", _task_files(src), get_task("Biology").revision)

@@ -15,11 +15,10 @@ import pytest
 
 from r2med.data import files as files_module
 from r2med.data import load_folder, read_qrels
-from r2med.data.files import (iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts,
-                              strict_reading)
+from r2med.data.files import iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts, strict_reading
 from r2med.errors import DataError, R2MedError
-from r2med.metrics import evaluate
-from r2med.run import read_trec
+from r2med.evaluation.metrics import evaluate
+from r2med.runs.run import read_trec
 
 from conftest import run_r2med
 from test_data import make_r2med, write_jsonl
@@ -41,8 +40,14 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 # -- repeated ids ------------------------------------------------------------------------------------
 
-REPEATS = [{"id": "d1", "text": "first"}, {"id": "d2", "text": "two"}, {"id": "d1", "text": "first"},
-           {"id": "d3", "text": "three"}, {"id": "d2", "text": "two, changed"}, {"id": "d2", "text": "two, last"}]
+REPEATS = [
+    {"id": "d1", "text": "first"},
+    {"id": "d2", "text": "two"},
+    {"id": "d1", "text": "first"},
+    {"id": "d3", "text": "three"},
+    {"id": "d2", "text": "two, changed"},
+    {"id": "d2", "text": "two, last"},
+]
 
 
 def test_repeated_ids_keep_the_last_record_like_the_papers_loader(tmp_path, caplog):
@@ -55,8 +60,9 @@ def test_repeated_ids_keep_the_last_record_like_the_papers_loader(tmp_path, capl
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2  # one counted warning per kind
     assert any("1 repeated id(s) identical to an earlier line dropped (d1)" in m for m in messages)
-    assert any("2 id(s) repeated with a different record: the last one is kept" in m and "(d2, d2)" in m
-               for m in messages)
+    assert any(
+        "2 id(s) repeated with a different record: the last one is kept" in m and "(d2, d2)" in m for m in messages
+    )
 
 
 def test_repeat_warning_names_only_the_first_few_ids(tmp_path, caplog):
@@ -70,8 +76,9 @@ def test_repeat_warning_names_only_the_first_few_ids(tmp_path, caplog):
 
 
 def test_repeated_query_keeps_the_last_metadata(tmp_path):
-    path = write_jsonl(tmp_path / "query.jsonl", [{"id": "q1", "text": "a", "answer": "x"},
-                                                  {"id": "q1", "text": "a", "answer": "y"}])
+    path = write_jsonl(
+        tmp_path / "query.jsonl", [{"id": "q1", "text": "a", "answer": "x"}, {"id": "q1", "text": "a", "answer": "y"}]
+    )
     texts, meta = read_texts(path, keep_meta=True, strict=False)
     assert texts == {"q1": "a"} and meta == {"q1": {"answer": "y"}}
 
@@ -90,9 +97,14 @@ def test_strict_refuses_repeats_with_file_and_line(tmp_path, monkeypatch):
 
 
 def test_evaluate_strict_refuses_and_default_runs(tmp_path):
-    root = make_r2med(tmp_path / "c", corpus=[{"id": "d1", "text": "aspirin inhibits cox"},
-                                              {"id": "d2", "text": "insulin lowers glucose"},
-                                              {"id": "d1", "text": "aspirin again"}])
+    root = make_r2med(
+        tmp_path / "c",
+        corpus=[
+            {"id": "d1", "text": "aspirin inhibits cox"},
+            {"id": "d2", "text": "insulin lowers glucose"},
+            {"id": "d1", "text": "aspirin again"},
+        ],
+    )
     res = cli("evaluate", "-r", "bm25", "-d", str(root), "-o", str(tmp_path / "out"), "--strict")
     assert res.returncode == 2
     assert "corpus.jsonl:3: duplicate id 'd1' (first seen on line 1)" in res.stderr
@@ -106,8 +118,11 @@ def test_evaluate_strict_refuses_and_default_runs(tmp_path):
 
 def test_ids_that_are_json_numbers_are_their_decimal_string(tmp_path):
     path = tmp_path / "corpus.jsonl"
-    path.write_text('{"id": 7, "text": "a"}\n{"id": 100000000000000000000, "text": "b"}\n'
-                    '{"id": 1.5, "text": "c"}\n{"id": -3, "text": "d"}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": 7, "text": "a"}\n{"id": 100000000000000000000, "text": "b"}\n'
+        '{"id": 1.5, "text": "c"}\n{"id": -3, "text": "d"}\n',
+        encoding="utf-8",
+    )
     texts, _ = read_texts(path)
     # str() of what Python's json reads, as the paper's code compares them (orjson would read 1e20 as a float)
     assert list(texts) == [str(json.loads(line)["id"]) for line in path.read_text().splitlines()]
@@ -141,8 +156,9 @@ def test_repeated_judgments_keep_the_last_grade(tmp_path, caplog, name):
         assert read_qrels(path, strict=False) == reference == {"q1": {"d1": 2, "d2": 0}, "q2": {"d1": 1}}
     messages = [r.getMessage() for r in caplog.records]
     assert any("1 repeated judgment(s) identical to an earlier line dropped (q1/d2)" in m for m in messages)
-    assert any("1 judgment(s) repeated with a different grade: the last one is kept" in m and "(q1/d1)" in m
-               for m in messages)
+    assert any(
+        "1 judgment(s) repeated with a different grade: the last one is kept" in m and "(q1/d1)" in m for m in messages
+    )
     line = 4 if name == "qrels.tsv" else 3
     with pytest.raises(DataError, match=rf"{name}:{line}: duplicate judgment for query 'q1', doc 'd1'"):
         read_qrels(path, strict=True)
@@ -182,10 +198,20 @@ def test_huge_grade_is_refused_quickly_and_in_little_memory(tmp_path, grade):
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 d1 1 2.5 x\n", encoding="utf-8")
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    res = subprocess.run([sys.executable, "-c", "import resource, subprocess, sys; "
-                          "subprocess.run([sys.executable, '-m', 'r2med', 'score', sys.argv[1], sys.argv[2]]); "
-                          "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)", str(qrels), str(run)],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import resource, subprocess, sys; "
+            "subprocess.run([sys.executable, '-m', 'r2med', 'score', sys.argv[1], sys.argv[2]]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+            str(qrels),
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert f"qrels.txt:1: relevance {grade} is outside -1000..1000" in res.stderr
     peak_kib = int(res.stdout.split()[-1])
     assert peak_kib < 1024 * 1024, f"peak RSS {peak_kib} KiB"
@@ -205,9 +231,22 @@ def test_negative_grades_count_as_judged_non_relevant_like_trec_eval(tmp_path):
     assert ours["ndcg_cut_10"] == pytest.approx(ref["ndcg_cut_10"]) and ours["P_1"] == ref["P_1"] == 0.0
 
 
-@pytest.mark.parametrize("text,ok", [("1_000", False), ("true", False), ("inf", False), ("nan", False),
-                                     ("0x1", False), ("1.5", False), ("", False), ("+2", True), ("3.0", True),
-                                     ("1e2", True), ("007", True)])
+@pytest.mark.parametrize(
+    "text,ok",
+    [
+        ("1_000", False),
+        ("true", False),
+        ("inf", False),
+        ("nan", False),
+        ("0x1", False),
+        ("1.5", False),
+        ("", False),
+        ("+2", True),
+        ("3.0", True),
+        ("1e2", True),
+        ("007", True),
+    ],
+)
 def test_trec_qrels_grade_syntax(tmp_path, text, ok):
     path = tmp_path / "qrels.txt"
     path.write_text(f"q1 0 d1 {text or '-'}\n", encoding="utf-8")
@@ -226,8 +265,20 @@ def test_jsonl_grade_that_is_not_an_integer_is_refused(tmp_path, value):
         read_qrels_jsonl(path)
 
 
-@pytest.mark.parametrize("score,ok", [("1_000", False), ("true", False), ("inf", False), ("-nan", False), ("1e400", False),
-                                      ("0x10", False), ("12.5", True), ("-3e-2", True), (".5", True)])
+@pytest.mark.parametrize(
+    "score,ok",
+    [
+        ("1_000", False),
+        ("true", False),
+        ("inf", False),
+        ("-nan", False),
+        ("1e400", False),
+        ("0x10", False),
+        ("12.5", True),
+        ("-3e-2", True),
+        (".5", True),
+    ],
+)
 def test_trec_run_score_syntax(tmp_path, score, ok):
     path = tmp_path / "run.trec"
     path.write_text(f"q1 Q0 d1 1 {score} tag\n", encoding="utf-8")
@@ -239,6 +290,7 @@ def test_trec_run_score_syntax(tmp_path, score, ok):
 
 
 # -- text problems -------------------------------------------------------------------------------
+
 
 def test_lone_surrogate_is_a_data_error_and_pairs_are_fine(tmp_path):
     path = tmp_path / "corpus.jsonl"
@@ -283,9 +335,13 @@ def test_big_files_are_read_across_block_boundaries(tmp_path, monkeypatch):
 
 
 def test_orjson_and_json_paths_agree_on_edge_cases(tmp_path, monkeypatch):
-    lines = ['{"id": "d1", "text": "a", "n": NaN}', '{"id": 18446744073709551616, "text": "b"}',
-             '{"id": "d3", "text": "c", "x": 1e400}', '{"id": "d4", "text": "\\u00e9\\t"}',
-             '{"id": "d5", "text": "d", "id": "d6"}']
+    lines = [
+        '{"id": "d1", "text": "a", "n": NaN}',
+        '{"id": 18446744073709551616, "text": "b"}',
+        '{"id": "d3", "text": "c", "x": 1e400}',
+        '{"id": "d4", "text": "\\u00e9\\t"}',
+        '{"id": "d5", "text": "d", "id": "d6"}',
+    ]
     path = tmp_path / "query.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     fast = read_texts(path, keep_meta=True)
@@ -296,6 +352,7 @@ def test_orjson_and_json_paths_agree_on_edge_cases(tmp_path, monkeypatch):
 
 
 # -- property: every reader answers any input with a result or a file:line R2MedError ---------------
+
 
 def _readers(tmp_path: Path):
     return {
@@ -325,15 +382,32 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_json_scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-2**70, max_value=2**70)
-                 | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12)
-                 | st.sampled_from(["d1", "q1", "1", "-1", "1_000", "true", " ", "\ud800", "x y", "2147483648"]))
-_json_values = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3)
-                            | st.dictionaries(st.sampled_from(["id", "_id", "text", "title", "q_id", "p_id",
-                                                               "score", "x"]) | st.text(max_size=4),
-                                              inner, max_size=5), max_leaves=12)
-_records_st = st.dictionaries(st.sampled_from(["id", "_id", "text", "title", "q_id", "p_id", "score", "meta"]),
-                              _json_scalars | _json_values, max_size=6)
+_json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["d1", "q1", "1", "-1", "1_000", "true", " ", "\ud800", "x y", "2147483648"])
+)
+_json_values = st.recursive(
+    _json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["id", "_id", "text", "title", "q_id", "p_id", "score", "x"]) | st.text(max_size=4),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=12,
+)
+_records_st = st.dictionaries(
+    st.sampled_from(["id", "_id", "text", "title", "q_id", "p_id", "score", "meta"]),
+    _json_scalars | _json_values,
+    max_size=6,
+)
 
 
 def _json_line(value) -> bytes:
@@ -362,8 +436,29 @@ def test_property_random_json_values(tmp_path, lines):
         _check_reader(path, read)
 
 
-_tokens = st.sampled_from(["q1", "d1", "0", "Q0", "1", "-1", "1_000", "true", "2.5", "nan", "inf", "1e400",
-                           "2147483648", "\t", " ", "x", "é", "1,5", "query-id"])
+_tokens = st.sampled_from(
+    [
+        "q1",
+        "d1",
+        "0",
+        "Q0",
+        "1",
+        "-1",
+        "1_000",
+        "true",
+        "2.5",
+        "nan",
+        "inf",
+        "1e400",
+        "2147483648",
+        "\t",
+        " ",
+        "x",
+        "é",
+        "1,5",
+        "query-id",
+    ]
+)
 
 
 @_settings

@@ -34,7 +34,8 @@ def make_beir(root: Path) -> Path:
             f.write(json.dumps({"_id": qid, "text": text}) + "\n")
     for split, rows in (("test", TEST_QRELS), ("dev", DEV_QRELS)):
         (root / "qrels" / f"{split}.tsv").write_text(
-            "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows))
+            "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows)
+        )
     return root
 
 

@@ -20,7 +20,7 @@ from r2med.retrieval.encoders.api import token_encoding
 def vector(text: str, dim: int = 8) -> list[float]:
     """The server's deterministic embedding of a text (what the client must hand back, in order)."""
     h = hashlib.blake2b(text.encode("utf-8"), digest_size=dim * 2).digest()
-    return [(int.from_bytes(h[2 * i:2 * i + 2], "little") - 32768) / 32768 for i in range(dim)]
+    return [(int.from_bytes(h[2 * i : 2 * i + 2], "little") - 32768) / 32768 for i in range(dim)]
 
 
 class EmbeddingServer:
@@ -46,8 +46,9 @@ class EmbeddingServer:
                 if self.headers.get("Authorization") != f"Bearer {outer.key}":
                     return self._send(401, {"error": {"message": "bad key"}})
                 if len(outer.bodies) <= outer.fail:
-                    return self._send(429 if len(outer.bodies) % 2 else 500, {"error": {"message": "busy"}},
-                                      {"Retry-After": "0"})
+                    return self._send(
+                        429 if len(outer.bodies) % 2 else 500, {"error": {"message": "busy"}}, {"Retry-After": "0"}
+                    )
                 data = [{"index": i, "embedding": vector(t)} for i, t in enumerate(body["input"])]
                 data.reverse()  # the client must order by index
                 self._send(200, {"data": data, "model": body["model"]})
@@ -55,8 +56,9 @@ class EmbeddingServer:
             def _send(self, status, payload, headers=None):
                 raw = json.dumps(payload).encode()
                 if outer.drip_headers:  # everything, byte by byte
-                    head = (f"HTTP/1.0 {status} OK\r\nContent-Type: application/json\r\n"
-                            f"Content-Length: {len(raw)}\r\n\r\n").encode()
+                    head = (
+                        f"HTTP/1.0 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n"
+                    ).encode()
                     self._drip(head + raw)
                     return
                 self.send_response(status)
@@ -76,7 +78,7 @@ class EmbeddingServer:
                     for i in range(len(data)):
                         if outer.closing.wait(outer.drip_s):
                             return
-                        self.wfile.write(data[i:i + 1])
+                        self.wfile.write(data[i : i + 1])
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass
@@ -98,8 +100,13 @@ class EmbeddingServer:
         self.httpd.server_close()
 
 
-CORPUS = {"d1": "insulin\nresistance", "d2": "heart failure", "d3": "kidney stones", "d4": "gene therapy",
-          "d5": "viral load"}
+CORPUS = {
+    "d1": "insulin\nresistance",
+    "d2": "heart failure",
+    "d3": "kidney stones",
+    "d4": "gene therapy",
+    "d5": "viral load",
+}
 
 
 def test_openai_embedder_batches_retries_and_orders(monkeypatch):
@@ -165,8 +172,9 @@ def test_a_dripping_server_cannot_hold_a_request_past_its_timeout(drip_headers):
     import time
 
     with EmbeddingServer(drip_s=0.1, drip_headers=drip_headers) as server:
-        r = make_retriever("openai", base_url=server.base_url, api_key="test-key", timeout=1.0, max_retries=1,
-                           backoff_base=0.01)
+        r = make_retriever(
+            "openai", base_url=server.base_url, api_key="test-key", timeout=1.0, max_retries=1, backoff_base=0.01
+        )
         start = time.monotonic()
         with pytest.raises(EmbeddingAPIError, match="giving up after 2 attempts.*within 1s"):
             r.index({"d": "insulin"})

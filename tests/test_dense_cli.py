@@ -15,7 +15,7 @@ import pytest
 from conftest import minilm_path, run_r2med, shared_collection
 from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 
-from r2med.run import read_trec
+from r2med.runs.run import read_trec
 
 
 def r2med(*args: str, home: Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
@@ -33,16 +33,19 @@ def small_collection(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--retriever", "no-such-model"], "unknown retriever"),
-    (["--retriever", "dense", "--model", "/no/such/model/folder"], "does not exist"),
-    (["--retriever", "openai"], "OPENAI_API_KEY"),
-    (["--retriever", "bm25", "--model", "x"], "not an option of 'bm25'"),
-    (["--retriever", "nv"], "--trust-remote-code"),
-    (["--retriever", "bm25", "--similarity", "dot"], "not an option of 'bm25'"),
-    (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity"),
-    (["--retriever", "bge", "--dtype", "fp8"], "unknown dtype"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--retriever", "no-such-model"], "unknown retriever"),
+        (["--retriever", "dense", "--model", "/no/such/model/folder"], "does not exist"),
+        (["--retriever", "openai"], "OPENAI_API_KEY"),
+        (["--retriever", "bm25", "--model", "x"], "not an option of 'bm25'"),
+        (["--retriever", "nv"], "--trust-remote-code"),
+        (["--retriever", "bm25", "--similarity", "dot"], "not an option of 'bm25'"),
+        (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity"),
+        (["--retriever", "bge", "--dtype", "fp8"], "unknown dtype"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, r2med_home, args, message):
     data = small_collection(tmp_path / "mini")
     env = {"OPENAI_API_KEY": ""}
@@ -57,8 +60,23 @@ def test_models_lists_bm25_and_every_paper_preset(r2med_home):
     proc = r2med("models", "--json", home=r2med_home)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
-    paper = ["bm25", "contriever", "medcpt", "inst-l", "inst-xl", "bmr-410m", "bmr-2b", "bmr-7b", "bge", "e5",
-             "grit", "sfr", "nv", "openai", "voyage"]
+    paper = [
+        "bm25",
+        "contriever",
+        "medcpt",
+        "inst-l",
+        "inst-xl",
+        "bmr-410m",
+        "bmr-2b",
+        "bmr-7b",
+        "bge",
+        "e5",
+        "grit",
+        "sfr",
+        "nv",
+        "openai",
+        "voyage",
+    ]
     assert set(paper) <= set(rows) and "dense" in rows
     assert rows["bm25"]["k1"] == 0.9 and rows["nv"]["hub_id"] == "nvidia/NV-Embed-v2"
     assert rows["bge"]["pooling"] == "cls" and rows["e5"]["max_length"] == 2048
@@ -71,16 +89,44 @@ def test_models_lists_bm25_and_every_paper_preset(r2med_home):
 
 def test_similarity_and_dtype_are_recorded_in_the_config(tmp_path, r2med_home, bert_dir, bert_dir_2):
     data = small_collection(tmp_path / "mini")
-    proc = r2med("evaluate", "--retriever", "dense", "--model", bert_dir, "--pooling", "mean", "--similarity", "dot",
-                 "--dtype", "bf16", "-d", str(data), "-o", str(tmp_path / "out"), home=r2med_home)
+    proc = r2med(
+        "evaluate",
+        "--retriever",
+        "dense",
+        "--model",
+        bert_dir,
+        "--pooling",
+        "mean",
+        "--similarity",
+        "dot",
+        "--dtype",
+        "bf16",
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out"),
+        home=r2med_home,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # a custom model's system is named after the model, so two models in one results root do not collide
     name = f"dense-{Path(bert_dir).name}"
     config = json.loads((tmp_path / "out" / name / "mini" / "metrics.json").read_text())["config"]
     assert config["similarity"] == "dot" and config["encoder"]["dtype"] == "bf16"
     assert config["options"]["similarity"] == "dot" and config["options"]["dtype"] == "bf16"
-    other = r2med("evaluate", "--retriever", "dense", "--model", bert_dir_2, "--pooling", "mean", "-d", str(data),
-                  "-o", str(tmp_path / "out"), home=r2med_home)
+    other = r2med(
+        "evaluate",
+        "--retriever",
+        "dense",
+        "--model",
+        bert_dir_2,
+        "--pooling",
+        "mean",
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out"),
+        home=r2med_home,
+    )
     assert other.returncode == 0, other.stderr[-3000:]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([name, f"dense-{Path(bert_dir_2).name}"])
 
@@ -94,7 +140,7 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
     from test_dense_model_defaults import HUB_ID, hf_cache_with
 
     from r2med.data.loaders import load_folder
-    from r2med.metrics import evaluate
+    from r2med.evaluation.metrics import evaluate
 
     data = shared_collection("medline-med")
     model_path = minilm_path()
@@ -104,8 +150,25 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
     # the CLI writes to a file, not a pipe (nothing waits on a reader), and encodes in its own process while
     # the reference is encoded here
     with (tmp_path / "cli.log").open("w") as log:
-        cli = subprocess.Popen([sys.executable, "-m", "r2med", "evaluate", "--retriever", "dense", "--model", HUB_ID,
-                                "-d", str(data), "-o", str(tmp_path / "out")], stdout=log, stderr=log, env=env)
+        cli = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "r2med",
+                "evaluate",
+                "--retriever",
+                "dense",
+                "--model",
+                HUB_ID,
+                "-d",
+                str(data),
+                "-o",
+                str(tmp_path / "out"),
+            ],
+            stdout=log,
+            stderr=log,
+            env=env,
+        )
         try:
             collection = load_folder(data)
             model = SentenceTransformer(model_path, device="cpu")  # its own settings: 256 tokens, mean, normalised
@@ -137,5 +200,7 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
     ours, theirs = metrics["aggregate"]["ndcg_cut_10"], evaluate(reference, collection.qrels).aggregate["ndcg_cut_10"]
     assert abs(ours - theirs) <= 1e-4, (ours, theirs)
     assert np.mean(overlap) >= 0.99
-    print(f"medline-med MiniLM, no flags: nDCG@10 r2med {ours:.4f}, SentenceTransformer.encode {theirs:.4f}, "
-          f"top-10 overlap {np.mean(overlap):.4f}")
+    print(
+        f"medline-med MiniLM, no flags: nDCG@10 r2med {ours:.4f}, SentenceTransformer.encode {theirs:.4f}, "
+        f"top-10 overlap {np.mean(overlap):.4f}"
+    )

@@ -41,8 +41,14 @@ def tiny_bert(folder: Path, seed: int = 0) -> str:
 
     torch.manual_seed(seed)
     tok = _tokenizer()
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=37, max_position_embeddings=512)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=512,
+    )
     BertModel(cfg).eval().save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -55,9 +61,17 @@ def tiny_llama(folder: Path, seed: int = 0) -> str:
 
     torch.manual_seed(seed)
     tok = _tokenizer(eos=True)
-    cfg = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=2, intermediate_size=37, max_position_embeddings=512,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    cfg = LlamaConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=512,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     LlamaModel(cfg).eval().save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)

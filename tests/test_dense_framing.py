@@ -100,8 +100,9 @@ def test_a_sentence_transformers_model_whose_tokenizer_lacks_the_framing_is_refu
     except ImportError:  # sentence-transformers < 6
         from sentence_transformers.models import Pooling, Transformer
     model, _ = tiny_model(tmp_path / "hf", "llama", "plain")  # no <|begin_of_text|>: ReasonIR's framing says BOS
-    SentenceTransformer(modules=[Transformer(str(tmp_path / "hf")), Pooling(model.config.hidden_size, "mean")],
-                        device="cpu").save(str(tmp_path / "st"))
+    SentenceTransformer(
+        modules=[Transformer(str(tmp_path / "hf")), Pooling(model.config.hidden_size, "mean")], device="cpu"
+    ).save(str(tmp_path / "st"))
     settings = EncoderSettings(model=str(tmp_path / "st"), loader="sentence-transformers", framing="bos")
     with pytest.raises(R2MedError, match="lack its bos framing"):
         make_encoder(settings, device="cpu").encode_corpus(TEXTS[:1])
@@ -110,17 +111,44 @@ def test_a_sentence_transformers_model_whose_tokenizer_lacks_the_framing_is_refu
 
 
 def test_every_preset_whose_framing_matters_has_a_sourced_record():
-    import r2med.retrieval.later  # noqa: F401  (registers the later presets)
-    from r2med.rerank.base import reranker_meta
+    import r2med.retrieval.later_presets  # noqa: F401  (registers the later presets)
+    from r2med.reranking.base import reranker_meta
 
-    dense = ["e5", "sfr", "bmr-410m", "bmr-2b", "bmr-7b", "nv", "grit", "reasonembed-qwen3-8b", "reasonembed-qwen3-4b",
-             "reasonembed-llama-8b", "reasonembed-basic-qwen3-8b", "reasonembed-basic-qwen3-4b",
-             "reasonembed-basic-llama-8b", "qwen3-emb-8b", "qwen3-emb-4b", "diver-4b", "rader-7b", "gte-qwen2-7b",
-             "reasonir-8b"]
+    dense = [
+        "e5",
+        "sfr",
+        "bmr-410m",
+        "bmr-2b",
+        "bmr-7b",
+        "nv",
+        "grit",
+        "reasonembed-qwen3-8b",
+        "reasonembed-qwen3-4b",
+        "reasonembed-llama-8b",
+        "reasonembed-basic-qwen3-8b",
+        "reasonembed-basic-qwen3-4b",
+        "reasonembed-basic-llama-8b",
+        "qwen3-emb-8b",
+        "qwen3-emb-4b",
+        "diver-4b",
+        "rader-7b",
+        "gte-qwen2-7b",
+        "reasonir-8b",
+    ]
     records = {name: get_preset(name).framing for name in dense}
-    records.update({name: reranker_meta(name).framing for name in
-                    ("rankllama", "qwen3-reranker-0.6b", "qwen3-reranker-4b", "qwen3-reranker-8b", "bge-reranker",
-                     "monobert")})
+    records.update(
+        {
+            name: reranker_meta(name).framing
+            for name in (
+                "rankllama",
+                "qwen3-reranker-0.6b",
+                "qwen3-reranker-4b",
+                "qwen3-reranker-8b",
+                "bge-reranker",
+                "monobert",
+            )
+        }
+    )
     for name, record in records.items():
         assert isinstance(record, FramingRecord), name
         assert record.added_by in ("tokenizer", "r2med", "model") and len(record.source) > 20, name
@@ -138,7 +166,7 @@ def test_every_preset_whose_framing_matters_has_a_sourced_record():
 
 def test_qwen3_reranker_pair_gets_no_special_tokens_from_an_eos_appending_tokenizer(tmp_path):
     """The card's frame is the chat prompt alone: a tokenizer that appends <|endoftext|> adds nothing to it."""
-    from r2med.rerank.qwen3 import Qwen3Reranker
+    from r2med.reranking.qwen3 import Qwen3Reranker
 
     plain_dir, eos_dir = tmp_path / "plain", tmp_path / "eos"
     tiny_model(plain_dir, "qwen3", "plain", causal_lm=True)
@@ -162,8 +190,16 @@ def _evaluate_e5(cache: Path, home: Path, out: Path, data: Path, monkeypatch) ->
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    result = run_r2med("evaluate", "-r", "e5", "-d", str(data), "--out", str(out),
-                       env={"HF_HUB_CACHE": str(cache), "R2MED_HOME": str(home)})
+    result = run_r2med(
+        "evaluate",
+        "-r",
+        "e5",
+        "-d",
+        str(data),
+        "--out",
+        str(out),
+        env={"HF_HUB_CACHE": str(cache), "R2MED_HOME": str(home)},
+    )
     assert result.returncode == 0, result.stderr
     return json.loads((out / "e5" / data.name / "metrics.json").read_text())
 
@@ -181,15 +217,26 @@ def _two_cache_runs(mistrals, tmp_path, monkeypatch, data: Path) -> dict[bool, t
 def _small_collection(root: Path) -> Path:
     folder = root / "tiny-med"
     folder.mkdir()
-    docs = {f"d{i}": t for i, t in enumerate(["insulin lowers blood glucose", "asthma and inhaled steroids",
-                                               "pneumonia with fever and cough", "migraine relief in the dark",
-                                               "kidney tubules reabsorb sodium", "stroke risk and blood pressure"])}
+    docs = {
+        f"d{i}": t
+        for i, t in enumerate(
+            [
+                "insulin lowers blood glucose",
+                "asthma and inhaled steroids",
+                "pneumonia with fever and cough",
+                "migraine relief in the dark",
+                "kidney tubules reabsorb sodium",
+                "stroke risk and blood pressure",
+            ]
+        )
+    }
     queries = {"q1": "insulin and glucose", "q2": "fever cough", "q3": "kidney sodium"}
     qrels = {"q1": "d0", "q2": "d2", "q3": "d4"}
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in docs.items()))
     (folder / "query.jsonl").write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in queries.items()))
-    (folder / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": 1}) + "\n"
-                                                for q, d in qrels.items()))
+    (folder / "qrels.jsonl").write_text(
+        "".join(json.dumps({"q_id": q, "p_id": d, "score": 1}) + "\n" for q, d in qrels.items())
+    )
     return folder
 
 
@@ -206,8 +253,11 @@ def test_two_hf_caches_one_run_and_metrics_record_what_made_the_vectors(mistrals
         assert enc["versions"]["transformers"] == transformers.__version__
         assert enc["versions"]["tokenizers"] == tokenizers.__version__ and "torch" in enc["versions"]
         assert enc["max_length"] == {"doc": 2048, "query": 2048}
-        assert enc["framing"] == {"framing": "bos+eos", "tokenizer_alone": "bos+eos" if adds else "bos",
-                                  "built_by": "r2med"}
+        assert enc["framing"] == {
+            "framing": "bos+eos",
+            "tokenizer_alone": "bos+eos" if adds else "bos",
+            "built_by": "r2med",
+        }
         assert enc["dtype"] == "fp32" and enc["weights"] == "float32" and enc["made_by"] == "this run"
 
 
@@ -224,9 +274,12 @@ def test_the_issue_bar_medline_med_gives_one_run_from_both_caches(mistrals, tmp_
 def test_models_wide_prints_the_framing_table_with_sources():
     result = run_r2med("models", "--wide")
     assert result.returncode == 0, result.stderr
-    table = result.stdout[result.stdout.index("framing: the special tokens"):]
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-            for line in table.splitlines() if line.startswith("│") and line.split("│")[1].strip()}
+    table = result.stdout[result.stdout.index("framing: the special tokens") :]
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in table.splitlines()
+        if line.startswith("│") and line.split("│")[1].strip()
+    }
     assert rows["e5"][:4] == ["yes", "yes", "tokenizer", "builds"] and "add_eos_token" in rows["e5"][4]
     assert rows["qwen3-emb-8b"][:4] == ["no", "yes", "tokenizer", "builds"]
     assert rows["nv"][:4] == ["yes", "yes", "model", "no"] and rows["reasonir-8b"][3] == "checks"

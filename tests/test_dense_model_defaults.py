@@ -19,8 +19,13 @@ from conftest import minilm_path
 from test_dense_fixtures import TEXTS, bert_dir  # noqa: F401
 
 from r2med.retrieval import make_retriever
-from r2med.retrieval.encoders import (EncoderSettings, SentenceTransformerEncoder, TransformersEncoder,
-                                      is_sentence_transformers_model, make_encoder)
+from r2med.retrieval.encoders import (
+    EncoderSettings,
+    SentenceTransformerEncoder,
+    TransformersEncoder,
+    is_sentence_transformers_model,
+    make_encoder,
+)
 
 pytest.importorskip("sentence_transformers")
 
@@ -65,8 +70,9 @@ def test_hub_ids_are_recognised_from_the_hf_cache_offline(hf_cache):
     from sentence_transformers import SentenceTransformer
 
     enc = make_retriever("dense", model=HUB_ID, device="cpu").encoder
-    np.testing.assert_allclose(enc.encode_corpus(TEXTS[:3]), SentenceTransformer(minilm_path(), device="cpu")
-                               .encode(TEXTS[:3]), atol=1e-5)
+    np.testing.assert_allclose(
+        enc.encode_corpus(TEXTS[:3]), SentenceTransformer(minilm_path(), device="cpu").encode(TEXTS[:3]), atol=1e-5
+    )
 
 
 def test_sentence_transformers_model_keeps_its_own_max_length_and_normalisation():
@@ -119,8 +125,16 @@ def test_plain_transformers_model_reads_its_max_length_from_its_config(tmp_path)
     torch.manual_seed(0)
     tok = AutoTokenizer.from_pretrained(minilm_path())
     tok.model_max_length = int(1e30)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=37, max_position_embeddings=40)).eval().save_pretrained(folder)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=37,
+            max_position_embeddings=40,
+        )
+    ).eval().save_pretrained(folder)
     tok.save_pretrained(folder)
     enc = make_retriever("dense", model=str(folder), pooling="mean", device="cpu").encoder
     got = enc.encode_corpus([LONG, "short text"])

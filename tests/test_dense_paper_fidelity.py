@@ -29,87 +29,134 @@ COS = "eval_bench.py:150 score_function='cos_sim' (168; the call at 312 keeps th
 #: preset -> (value, where it was read).  eos: an EOS token id appended by r2med before the model.
 PAPER = {
     "contriever": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:47 AutoModel.from_pretrained(path), no dtype"),
-        "eos": (False, "utils.py:129-146 Base mode"), "max_length": (512, "utils.py:42 default"),
-        "pooling": ("mean", "eval_bench.py:217"), "normalize": (False, "eval_bench.py:218"),
-        "query_instruction": ("", "eval_bench.py:216 none passed"), "doc_instruction": ("", "eval_bench.py:216"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:47 AutoModel.from_pretrained(path), no dtype"),
+        "eos": (False, "utils.py:129-146 Base mode"),
+        "max_length": (512, "utils.py:42 default"),
+        "pooling": ("mean", "eval_bench.py:217"),
+        "normalize": (False, "eval_bench.py:218"),
+        "query_instruction": ("", "eval_bench.py:216 none passed"),
+        "doc_instruction": ("", "eval_bench.py:216"),
     },
     "medcpt": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:297-299 no dtype"),
-        "eos": (False, "utils.py:365-404"), "max_length": (512, "eval_bench.py:255"),
-        "pooling": ("cls", "utils.py:380, 402"), "normalize": (False, "utils.py:380, 402 (raw CLS)"),
-        "query_instruction": ("", "eval_bench.py:253 none passed"), "doc_instruction": ("", "eval_bench.py:253"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:297-299 no dtype"),
+        "eos": (False, "utils.py:365-404"),
+        "max_length": (512, "eval_bench.py:255"),
+        "pooling": ("cls", "utils.py:380, 402"),
+        "normalize": (False, "utils.py:380, 402 (raw CLS)"),
+        "query_instruction": ("", "eval_bench.py:253 none passed"),
+        "doc_instruction": ("", "eval_bench.py:253"),
     },
     "inst-l": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:211 SentenceTransformer(path)"),
-        "eos": (False, "utils.py:273-282"), "max_length": (None, "utils.py:214 override commented out"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:211 SentenceTransformer(path)"),
+        "eos": (False, "utils.py:273-282"),
+        "max_length": (None, "utils.py:214 override commented out"),
         "normalize": (True, "utils.py:280"),
-        "query_instruction": ("Represent the Biology post for retrieving relevant paragraphs: ",
-                              "instrcution.py:15 inst_q, 59; eval_bench.py:303"),
-        "doc_instruction": ("Represent the Biology paragraph for retrieval: ",
-                            "instrcution.py:25 inst_d, 72; eval_bench.py:305"),
+        "query_instruction": (
+            "Represent the Biology post for retrieving relevant paragraphs: ",
+            "instrcution.py:15 inst_q, 59; eval_bench.py:303",
+        ),
+        "doc_instruction": (
+            "Represent the Biology paragraph for retrieval: ",
+            "instrcution.py:25 inst_d, 72; eval_bench.py:305",
+        ),
     },
     "inst-xl": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:211"), "eos": (False, "utils.py:273-282"),
-        "max_length": (None, "utils.py:214"), "normalize": (True, "utils.py:280"),
-        "query_instruction": ("Represent the Biology post for retrieving relevant paragraphs: ",
-                              "instrcution.py:15, 60"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:211"),
+        "eos": (False, "utils.py:273-282"),
+        "max_length": (None, "utils.py:214"),
+        "normalize": (True, "utils.py:280"),
+        "query_instruction": (
+            "Represent the Biology post for retrieving relevant paragraphs: ",
+            "instrcution.py:15, 60",
+        ),
         "doc_instruction": ("Represent the Biology paragraph for retrieval: ", "instrcution.py:25, 73"),
     },
     "bmr-410m": {
-        "similarity": ("cosine", COS), "dtype": ("fp16-autocast", "utils.py:47 fp32 weights, 161 cuda autocast"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp16-autocast", "utils.py:47 fp32 weights, 161 cuda autocast"),
         "eos": (True, "utils.py:155 max_length - 1, 162 + eos_token_id"),
-        "max_length": (512, "eval_bench.py:236"), "pooling": ("last-token", "eval_bench.py:240 last-bmr"),
+        "max_length": (512, "eval_bench.py:236"),
+        "pooling": ("last-token", "eval_bench.py:240 last-bmr"),
         "normalize": (False, "utils.py:148-167 BMR branch never normalises"),
         "query_instruction": (E5_BIO.removeprefix("Instruct: "), "instrcution.py:44 bmr_q, 63"),
         "doc_instruction": ("Represent this passage\npassage: ", "instrcution.py:74; eval_bench.py:242"),
     },
     "bmr-2b": {
-        "similarity": ("cosine", COS), "dtype": ("fp16-autocast", "utils.py:161"),
-        "eos": (True, "utils.py:155, 162"), "max_length": (1024, "eval_bench.py:236"),
-        "pooling": ("last-token", "eval_bench.py:240"), "normalize": (False, "utils.py:148-167"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp16-autocast", "utils.py:161"),
+        "eos": (True, "utils.py:155, 162"),
+        "max_length": (1024, "eval_bench.py:236"),
+        "pooling": ("last-token", "eval_bench.py:240"),
+        "normalize": (False, "utils.py:148-167"),
         "query_instruction": (E5_BIO.removeprefix("Instruct: "), "instrcution.py:44, 64"),
         "doc_instruction": ("Represent this passage\npassage: ", "instrcution.py:75"),
     },
     "bmr-7b": {
-        "similarity": ("cosine", COS), "dtype": ("fp16-autocast", "utils.py:422 fp32 weights, 528 autocast"),
-        "eos": (True, "utils.py:522, 529"), "max_length": (2048, "eval_bench.py:249"),
-        "pooling": ("last-token", "eval_bench.py:248"), "normalize": (False, "utils.py:515-534"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp16-autocast", "utils.py:422 fp32 weights, 528 autocast"),
+        "eos": (True, "utils.py:522, 529"),
+        "max_length": (2048, "eval_bench.py:249"),
+        "pooling": ("last-token", "eval_bench.py:248"),
+        "normalize": (False, "utils.py:515-534"),
         "query_instruction": (E5_BIO.removeprefix("Instruct: "), "instrcution.py:44, 65"),
         "doc_instruction": ("Represent this passage\npassage: ", "instrcution.py:76"),
     },
     "bge": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:47"), "eos": (False, "utils.py:129-146"),
-        "max_length": (512, "eval_bench.py:234"), "pooling": ("cls", "eval_bench.py:233"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:47"),
+        "eos": (False, "utils.py:129-146"),
+        "max_length": (512, "eval_bench.py:234"),
+        "pooling": ("cls", "eval_bench.py:233"),
         "normalize": (True, "utils.py:38 default, 143-144"),
-        "query_instruction": ("Represent this sentence for searching relevant passages: ",
-                              "instrcution.py:61; eval_bench.py:232"),
+        "query_instruction": (
+            "Represent this sentence for searching relevant passages: ",
+            "instrcution.py:61; eval_bench.py:232",
+        ),
         "doc_instruction": ("", "eval_bench.py:231-234 none passed"),
     },
     "e5": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:422 device_map='auto', no dtype"),
-        "eos": (False, "utils.py:496-507 Base mode, no EOS"), "max_length": (2048, "eval_bench.py:228"),
-        "pooling": ("last-token", "eval_bench.py:227 'last'"), "normalize": (True, "utils.py:413, 510-511"),
-        "query_instruction": (E5_BIO, "instrcution.py:35 e5_q, 62"), "doc_instruction": ("", "eval_bench.py:225"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:422 device_map='auto', no dtype"),
+        "eos": (False, "utils.py:496-507 Base mode, no EOS"),
+        "max_length": (2048, "eval_bench.py:228"),
+        "pooling": ("last-token", "eval_bench.py:227 'last'"),
+        "normalize": (True, "utils.py:413, 510-511"),
+        "query_instruction": (E5_BIO, "instrcution.py:35 e5_q, 62"),
+        "doc_instruction": ("", "eval_bench.py:225"),
     },
     "sfr": {
-        "similarity": ("cosine", COS), "dtype": ("fp32", "utils.py:422"), "eos": (False, "utils.py:496-507"),
-        "max_length": (2048, "eval_bench.py:228"), "pooling": ("last-token", "eval_bench.py:227"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp32", "utils.py:422"),
+        "eos": (False, "utils.py:496-507"),
+        "max_length": (2048, "eval_bench.py:228"),
+        "pooling": ("last-token", "eval_bench.py:227"),
         "normalize": (True, "utils.py:413"),
-        "query_instruction": (E5_BIO, "instrcution.py:67 sfr = e5_q"), "doc_instruction": ("", "eval_bench.py:225"),
+        "query_instruction": (E5_BIO, "instrcution.py:67 sfr = e5_q"),
+        "doc_instruction": ("", "eval_bench.py:225"),
     },
     "grit": {
-        "similarity": ("cosine", COS), "dtype": ("auto", "utils.py:578 torch_dtype='auto'"),
-        "eos": (False, "utils.py:632 gritlm's encode"), "max_length": (2048, "utils.py:574 doc_max_length"),
-        "query_max_length": (512, "utils.py:573"), "normalize": (False, "utils.py:632 output used as is"),
-        "query_instruction": ("<|user|>\nGiven a Biology post, retrieve relevant passages that help answer the "
-                              "post\n<|embed|>\n", "instrcution.py:47 grit, 66"),
+        "similarity": ("cosine", COS),
+        "dtype": ("auto", "utils.py:578 torch_dtype='auto'"),
+        "eos": (False, "utils.py:632 gritlm's encode"),
+        "max_length": (2048, "utils.py:574 doc_max_length"),
+        "query_max_length": (512, "utils.py:573"),
+        "normalize": (False, "utils.py:632 output used as is"),
+        "query_instruction": (
+            "<|user|>\nGiven a Biology post, retrieve relevant passages that help answer the post\n<|embed|>\n",
+            "instrcution.py:47 grit, 66",
+        ),
         "doc_instruction": ("<|embed|>\n", "instrcution.py:77; eval_bench.py:260"),
     },
     "nv": {
-        "similarity": ("cosine", COS), "dtype": ("fp16", "utils.py:649 torch_dtype=torch.float16"),
+        "similarity": ("cosine", COS),
+        "dtype": ("fp16", "utils.py:649 torch_dtype=torch.float16"),
         "eos": (False, "utils.py:704 the model's own encode() appends EOS"),
-        "max_length": (4096, "eval_bench.py:267"), "normalize": (True, "utils.py:641, 705-706"),
+        "max_length": (4096, "eval_bench.py:267"),
+        "normalize": (True, "utils.py:641, 705-706"),
         "query_instruction": (E5_BIO, "instrcution.py:56 nv = e5_q, 68"),
         "doc_instruction": ("", "instrcution.py:78; eval_bench.py:265"),
     },
@@ -126,9 +173,17 @@ def test_the_table_covers_every_preset():
 def test_preset_matches_the_papers_code(name):
     preset = get_preset(name)
     s = preset.settings("Biology")
-    got = {"similarity": preset.similarity, "dtype": s.dtype if preset.dtype else None, "eos": s.append_eos,
-           "max_length": s.max_length, "query_max_length": s.query_max_length, "pooling": s.pooling,
-           "normalize": s.normalize, "query_instruction": s.query_instruction, "doc_instruction": s.doc_instruction}
+    got = {
+        "similarity": preset.similarity,
+        "dtype": s.dtype if preset.dtype else None,
+        "eos": s.append_eos,
+        "max_length": s.max_length,
+        "query_max_length": s.query_max_length,
+        "pooling": s.pooling,
+        "normalize": s.normalize,
+        "query_instruction": s.query_instruction,
+        "doc_instruction": s.doc_instruction,
+    }
     for key, (want, source) in PAPER[name].items():
         assert got[key] == want, f"{name}.{key}: r2med {got[key]!r}, paper {want!r} ({source})"
     described = preset.describe()
@@ -140,6 +195,7 @@ def test_preset_matches_the_papers_code(name):
 
 
 # -- cosine vs dot -------------------------------------------------------------------------------
+
 
 class FixedEncoder:
     """An Encoder that returns hand-made vectors (no model)."""
@@ -171,8 +227,13 @@ def test_cosine_and_dot_rank_hand_made_vectors_differently(faiss):
     corpus = {d: d for d in DOCS}
     runs = {}
     for similarity in ("cosine", "dot"):
-        r = DenseRetriever(EncoderSettings(model="fixed"), encoder=FixedEncoder(DOCS, QUERIES), cache=False,
-                           similarity=similarity, faiss=faiss)
+        r = DenseRetriever(
+            EncoderSettings(model="fixed"),
+            encoder=FixedEncoder(DOCS, QUERIES),
+            cache=False,
+            similarity=similarity,
+            faiss=faiss,
+        )
         runs[similarity] = r.index(corpus).search({"q1": "q"}, k=3)["q1"]
         assert r.config()["similarity"] == similarity
     # by hand: dot = 6.0, 0.5, -0.44; cosine = 0.6, 1.0, (-0.6 + 0.16) / sqrt(1.04)
@@ -281,6 +342,7 @@ def test_nv_preset_sends_exactly_one_eos_to_the_model(nv_dir):
 
 # -- precision ----------------------------------------------------------------------------------
 
+
 def test_dtype_setting_is_validated_and_recorded(bert_dir):
     assert EncoderSettings(model="m").dtype == "fp32"  # the loading libraries' default
     assert EncoderSettings(model="m", dtype="bfloat16").dtype == "bf16"
@@ -298,7 +360,7 @@ def test_dtype_setting_is_validated_and_recorded(bert_dir):
 
 
 def test_cross_encoder_rerankers_default_to_fp32_as_the_paper():
-    from r2med.rerank import make_reranker
+    from r2med.reranking import make_reranker
 
     for name in ("bge-reranker", "monobert"):
         reranker = make_reranker(name)
@@ -307,12 +369,13 @@ def test_cross_encoder_rerankers_default_to_fp32_as_the_paper():
 
 # -- reports: a non-paper similarity matches nothing, a non-paper dtype widens the tolerance -----
 
+
 def test_similarity_and_dtype_in_published_matching(tmp_path):
     from r2med.protocol import published_ndcg10
-    from r2med.jobs.folders import find_systems as load_systems
+    from r2med.results.folders import find_systems as load_systems
     from r2med.report import build_leaderboard
-    from r2med.published import PublishedKey, match_published, nonpaper_precision
-    from r2med.run import write_task_results
+    from r2med.results.published import PublishedKey, match_published, nonpaper_precision
+    from r2med.runs.run import write_task_results
     from conftest import hub_data
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}
@@ -328,8 +391,14 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
 
     pub = published_ndcg10("bge")["Biology"] / 100
     for name, config in (("bge", paper), ("bf16/bge", bf16)):
-        payload = {"task": "Biology", "retriever": "bge", "config": config, "aggregate": {"ndcg_cut_10": pub},
-                   "per_query": {"q1": {"ndcg_cut_10": pub}}, **hub_data("Biology")}
+        payload = {
+            "task": "Biology",
+            "retriever": "bge",
+            "config": config,
+            "aggregate": {"ndcg_cut_10": pub},
+            "per_query": {"q1": {"ndcg_cut_10": pub}},
+            **hub_data("Biology"),
+        }
         write_task_results(tmp_path / name / "Biology", {"q1": {"d1": 1.0}}, payload)
     board = build_leaderboard(load_systems([tmp_path / "bge", tmp_path / "bf16" / "bge"]))
     rows = {r.system: r for r in board.rows}
@@ -360,15 +429,18 @@ def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype(
     """The summary `r2med evaluate` prints: published figures only for the paper's similarity; a precision
     other than the paper's keeps them, with a note (decided from the stored configuration)."""
     from r2med.jobs.evaluate import summary
-    from r2med.jobs.folders import TaskResult
-    from r2med.metrics import Metrics
-    from r2med.published import PublishedKey
+    from r2med.results.folders import TaskResult
+    from r2med.evaluation.metrics import Metrics
+    from r2med.results.published import PublishedKey
     from r2med.report.summary import precision_note
 
     def result(retriever, similarity=None, dtype=None):
-        config = {"retriever": retriever, "options": {k: v for k, v in (("similarity", similarity), ("dtype", dtype))
-                                                      if v is not None},
-                  "similarity": similarity or "cosine", "encoder": {"dtype": dtype or get_preset(retriever).dtype}}
+        config = {
+            "retriever": retriever,
+            "options": {k: v for k, v in (("similarity", similarity), ("dtype", dtype)) if v is not None},
+            "similarity": similarity or "cosine",
+            "encoder": {"dtype": dtype or get_preset(retriever).dtype},
+        }
         return [TaskResult("Biology", Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)), None, config=config)]
 
     def note(retriever, dtype=None):
@@ -380,6 +452,12 @@ def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype(
     assert note("bge") is None and note("bge", "fp32") is None
     assert note("nv", "fp16") is None and note("bmr-7b") is None
     assert "bf16" in note("bge", "bf16") and "fp32" in note("bge", "bf16")
-    api = [TaskResult("Biology", Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)), None,
-                      config={"retriever": "openai", "encoder": {"dtype": "bf16"}})]
+    api = [
+        TaskResult(
+            "Biology",
+            Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)),
+            None,
+            config={"retriever": "openai", "encoder": {"dtype": "bf16"}},
+        )
+    ]
     assert precision_note(summary("openai", api)) is None  # API embedders have no precision to compare

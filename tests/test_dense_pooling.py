@@ -16,8 +16,9 @@ from r2med.retrieval.encoders import EncoderSettings, TransformersEncoder, make_
 pytest.importorskip("torch")
 
 
-def _hand(folder: str, texts, pooling: str, max_length: int = 512, normalize: bool = False,
-          prefix: str = "") -> np.ndarray:
+def _hand(
+    folder: str, texts, pooling: str, max_length: int = 512, normalize: bool = False, prefix: str = ""
+) -> np.ndarray:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(folder)
@@ -33,8 +34,9 @@ def _hand(folder: str, texts, pooling: str, max_length: int = 512, normalize: bo
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 @pytest.mark.parametrize("normalize", [False, True])
 def test_bert_pooling_matches_hand_computation(bert_dir, pooling, normalize):
-    enc = TransformersEncoder(EncoderSettings(model=bert_dir, pooling=pooling, normalize=normalize, max_length=40),
-                              device="cpu", batch_size=3)
+    enc = TransformersEncoder(
+        EncoderSettings(model=bert_dir, pooling=pooling, normalize=normalize, max_length=40), device="cpu", batch_size=3
+    )
     got = enc.encode_corpus(TEXTS)
     want = _hand(bert_dir, TEXTS, pooling, max_length=40, normalize=normalize)
     assert got.dtype == np.float32 and got.shape == want.shape
@@ -44,8 +46,9 @@ def test_bert_pooling_matches_hand_computation(bert_dir, pooling, normalize):
 def test_last_token_with_eos_and_left_padding_matches_hand_computation(llama_dir):
     from transformers import AutoTokenizer
 
-    s = EncoderSettings(model=llama_dir, pooling="last-token", append_eos=True, max_length=24,
-                        doc_instruction="passage: ")
+    s = EncoderSettings(
+        model=llama_dir, pooling="last-token", append_eos=True, max_length=24, doc_instruction="passage: "
+    )
     enc = TransformersEncoder(s, device="cpu", batch_size=4)
     got = enc.encode_corpus(TEXTS)
     tok = AutoTokenizer.from_pretrained(llama_dir)
@@ -60,8 +63,9 @@ def test_last_token_with_eos_and_left_padding_matches_hand_computation(llama_dir
 
 
 def test_last_token_without_eos_right_or_left_padding(llama_dir):
-    enc = TransformersEncoder(EncoderSettings(model=llama_dir, pooling="last-token", max_length=30),
-                              device="cpu", batch_size=8)
+    enc = TransformersEncoder(
+        EncoderSettings(model=llama_dir, pooling="last-token", max_length=30), device="cpu", batch_size=8
+    )
     np.testing.assert_allclose(enc.encode_corpus(TEXTS), _hand(llama_dir, TEXTS, "last", max_length=30), atol=2e-5)
 
 
@@ -113,8 +117,11 @@ def test_sentence_transformers_folder_matches_direct_encode():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(1, 300), min_size=1, max_size=80), st.integers(1, 16),
-       st.one_of(st.none(), st.integers(50, 2000)))
+@given(
+    st.lists(st.integers(1, 300), min_size=1, max_size=80),
+    st.integers(1, 16),
+    st.one_of(st.none(), st.integers(50, 2000)),
+)
 def test_plan_batches_covers_every_text_once_within_budget(lengths, batch_size, budget):
     batches = plan_batches(lengths, batch_size, budget)
     flat = np.concatenate(batches)

@@ -66,10 +66,17 @@ def test_remote_code_needs_explicit_opt_in(remote_dir):
 
 
 def test_remote_code_encode_with_instructions_matches_hand_computation(remote_dir):
-    s = EncoderSettings(model=remote_dir, loader="remote-code", trust_remote_code=True, normalize=True,
-                        max_length=40, query_instruction="Instruct: find\nQuery: ")
+    s = EncoderSettings(
+        model=remote_dir,
+        loader="remote-code",
+        trust_remote_code=True,
+        normalize=True,
+        max_length=40,
+        query_instruction="Instruct: find\nQuery: ",
+    )
     enc = make_encoder(s, device="cpu", batch_size=3)
     assert isinstance(enc, RemoteCodeEncoder)
     np.testing.assert_allclose(enc.encode_corpus(TEXTS), hand(remote_dir, TEXTS, "", 40), atol=2e-5)
-    np.testing.assert_allclose(enc.encode_queries(TEXTS[:2]), hand(remote_dir, TEXTS[:2], "Instruct: find\nQuery: ", 40),
-                               atol=2e-5)
+    np.testing.assert_allclose(
+        enc.encode_queries(TEXTS[:2]), hand(remote_dir, TEXTS[:2], "Instruct: find\nQuery: ", 40), atol=2e-5
+    )

@@ -16,7 +16,7 @@ from r2med.retrieval.encoders import EncoderSettings
 
 
 def brute(q: np.ndarray, d: np.ndarray, k: int, exclude=None):
-    s = (q.astype(np.float64) @ d.astype(np.float64).T)
+    s = q.astype(np.float64) @ d.astype(np.float64).T
     if exclude is not None:
         for r, j in enumerate(exclude):
             if j >= 0:
@@ -26,8 +26,14 @@ def brute(q: np.ndarray, d: np.ndarray, k: int, exclude=None):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 12), st.integers(1, 300), st.integers(1, 60), st.integers(1, 97), st.integers(0, 10_000),
-       st.booleans())
+@given(
+    st.integers(1, 12),
+    st.integers(1, 300),
+    st.integers(1, 60),
+    st.integers(1, 97),
+    st.integers(0, 10_000),
+    st.booleans(),
+)
 def test_exact_top_k_matches_brute_force(n_q, n_d, k, chunk, seed, with_exclude):
     rng = np.random.default_rng(seed)
     q = rng.normal(size=(n_q, 8)).astype(np.float32)
@@ -119,6 +125,8 @@ def test_presets_carry_the_paper_settings():
     assert bmr.append_eos and bmr.max_length == 2048 and bmr.doc_instruction == "Represent this passage\npassage: "
     bge = get_preset("bge").settings("Biology")
     assert bge.pooling == "cls" and bge.normalize and bge.query_instruction.startswith("Represent this sentence")
-    assert get_preset("inst-xl").settings("IIYi-Clinical").doc_instruction == "Represent the Clinical Case for retrieval: "
+    assert (
+        get_preset("inst-xl").settings("IIYi-Clinical").doc_instruction == "Represent the Clinical Case for retrieval: "
+    )
     with pytest.raises(R2MedError, match="unknown dense preset"):
         get_preset("nope")

@@ -45,9 +45,17 @@ def test_second_index_encodes_zero_docs_and_reads_a_memmap(bert_dir):
 
 def test_key_changes_with_every_vector_setting(bert_dir):
     base = EncoderSettings(model=bert_dir, pooling="mean", max_length=32)
-    keys = {EmbeddingCache(s.key(), "fp", 10).key for s in [
-        base, base.with_(doc_instruction="passage: "), base.with_(max_length=31), base.with_(pooling="cls"),
-        base.with_(normalize=True), base.with_(revision="abc")]}
+    keys = {
+        EmbeddingCache(s.key(), "fp", 10).key
+        for s in [
+            base,
+            base.with_(doc_instruction="passage: "),
+            base.with_(max_length=31),
+            base.with_(pooling="cls"),
+            base.with_(normalize=True),
+            base.with_(revision="abc"),
+        ]
+    }
     keys.add(EmbeddingCache(base.key(), "other-corpus", 10).key)
     assert len(keys) == 7
     # an instruction change re-encodes instead of silently reusing stale vectors (the paper's bug)
@@ -89,8 +97,13 @@ def test_sigkill_part_way_then_resume_gives_identical_embeddings(bert_dir, tmp_p
     script = tmp_path / "kill.py"
     script.write_text(KILL_SCRIPT)
     env = {**os.environ, "R2MED_HOME": str(r2med_home)}
-    proc = subprocess.run([sys.executable, str(script), bert_dir, "3", str(docs_file)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), bert_dir, "3", str(docs_file)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -9, proc.stderr[-2000:]
 
     s = EncoderSettings(model=bert_dir, pooling="mean", max_length=32)
@@ -106,8 +119,9 @@ def test_sigkill_part_way_then_resume_gives_identical_embeddings(bert_dir, tmp_p
     assert resumed.docs_encoded == 25  # chunks 3, 4, 5 only
     assert resumed.encoder.texts_encoded == 25
     uninterrupted = DenseRetriever(s, batch_size=4, device="cpu", cache=False).index(docs)
-    chunked = np.concatenate([uninterrupted.encoder.encode_corpus(list(docs.values())[lo:lo + 10])
-                              for lo in range(0, 55, 10)])
+    chunked = np.concatenate(
+        [uninterrupted.encoder.encode_corpus(list(docs.values())[lo : lo + 10]) for lo in range(0, 55, 10)]
+    )
     np.testing.assert_array_equal(np.asarray(resumed.embeddings), chunked)
     np.testing.assert_allclose(np.asarray(resumed.embeddings), uninterrupted.embeddings, atol=1e-5)
     assert not (entry / "chunks").exists()
@@ -165,13 +179,15 @@ def test_two_writers_of_one_entry_both_finish():
 
 # -- integrity: checksums on every load ----------------------------------------------------------
 
+
 def fake_vectors(texts, dim: int = 16) -> np.ndarray:
     """Deterministic vectors per text (no model), counting calls."""
     import zlib
 
     fake_vectors.calls += len(texts)
-    return np.stack([np.random.default_rng(zlib.crc32(str(t).encode())).normal(size=dim) for t in texts]
-                    ).astype(np.float32)
+    return np.stack([np.random.default_rng(zlib.crc32(str(t).encode())).normal(size=dim) for t in texts]).astype(
+        np.float32
+    )
 
 
 fake_vectors.calls = 0
@@ -250,8 +266,16 @@ def _wide_bert(folder: Path) -> str:
 
     torch.manual_seed(7)
     tok = AutoTokenizer.from_pretrained(minilm_path())
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=512)).eval().save_pretrained(folder)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=512,
+        )
+    ).eval().save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
 
@@ -262,15 +286,18 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
     from conftest import shared_collection
 
     from r2med.data.loaders import load_folder
-    from r2med.metrics import evaluate
+    from r2med.evaluation.metrics import evaluate
     from r2med.jobs.evaluate import run_task
 
     collection = load_folder(shared_collection("medline-med"))
     model = _wide_bert(tmp_path / "wide_bert")
     options = {"model": model, "pooling": "mean", "max_length": 128, "device": "cpu"}
     clean = run_task(collection, "dense", options, out=tmp_path / "clean").metrics.aggregate["ndcg_cut_10"]
-    docs = [e for e in (r2med_home / "embeddings").iterdir()
-            if json.loads((e / "meta.json").read_text())["role"] == "documents"]
+    docs = [
+        e
+        for e in (r2med_home / "embeddings").iterdir()
+        if json.loads((e / "meta.json").read_text())["role"] == "documents"
+    ]
     final = docs[0] / "embeddings.npy"
     size = final.stat().st_size
     assert size > 500_000
@@ -287,8 +314,10 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
     r = make_dense_over(damaged, collection, options)
     wrong = evaluate(r.search(collection.queries, k=100), collection.qrels).aggregate["ndcg_cut_10"]
     assert abs(wrong - clean) > 0.05, (wrong, clean)
-    print(f"medline-med, random 128-dim BERT: nDCG@10 clean {clean:.4f}, repaired "
-          f"{repaired.metrics.aggregate['ndcg_cut_10']:.4f}, damaged rows used as is {wrong:.4f}")
+    print(
+        f"medline-med, random 128-dim BERT: nDCG@10 clean {clean:.4f}, repaired "
+        f"{repaired.metrics.aggregate['ndcg_cut_10']:.4f}, damaged rows used as is {wrong:.4f}"
+    )
 
 
 def make_dense_over(embeddings, collection, options):
@@ -300,6 +329,7 @@ def make_dense_over(embeddings, collection, options):
 
 
 # -- query embeddings are cached too -------------------------------------------------------------
+
 
 def test_rerun_with_the_same_queries_encodes_nothing(bert_dir):
     docs = corpus(20)

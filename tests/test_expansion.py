@@ -15,7 +15,7 @@ from r2med.errors import DataError, R2MedError
 from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
 from r2med.expansion.precomputed import expansion_builder
 from r2med.jobs.evaluate import run_task
-from r2med.run import as_written
+from r2med.runs.run import as_written
 from r2med.retrieval.bm25 import BM25
 
 
@@ -24,37 +24,50 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 # -- reasoning traces -------------------------------------------------------------------------------
-@pytest.mark.parametrize("llm,text,expected", [
-    ("r1-qwen-32b", "<think>weigh the options</think>\n  The answer is DKA. ", "The answer is DKA."),
-    ("r1_llama_70b", "reasoning</think>final", "final"),
-    ("qwq-32b", "a</think>b</think>c", "b</think>c"),  # only the first marker splits
-    ("qwen3-32b", "no marker at all", "no marker at all"),  # fallback: whole text, untouched
-    ("huatuo-o1-70b", "## Thinking\nhmm, polyuria...\n\n## Final Response\n\nType 1 diabetes.\n", "Type 1 diabetes."),
-    ("huatuo-o1-8b", "just an answer", "just an answer"),
-    ("sky-32b", "<|begin_of_thought|>t<|end_of_thought|>\n<|begin_of_solution|>\n Solution S \n<|end_of_solution|>",
-     "Solution S"),
-    ("sky-32b", "<|begin_of_solution|> unterminated", "<|begin_of_solution|> unterminated"),
-    ("qwen-7b-ins", "<think>r</think><search>x</search><answer> A1 </answer> <answer>A2</answer>", "A1"),
-    ("qwen_3b_ins", "no answer tags", "no answer tags"),
-    ("gpt4", "<think>kept</think> as is", "<think>kept</think> as is"),  # not a reasoning LLM in the paper
-    ("qwen-7b", "Final Response: kept", "Final Response: kept"),
-])
+@pytest.mark.parametrize(
+    "llm,text,expected",
+    [
+        ("r1-qwen-32b", "<think>weigh the options</think>\n  The answer is DKA. ", "The answer is DKA."),
+        ("r1_llama_70b", "reasoning</think>final", "final"),
+        ("qwq-32b", "a</think>b</think>c", "b</think>c"),  # only the first marker splits
+        ("qwen3-32b", "no marker at all", "no marker at all"),  # fallback: whole text, untouched
+        (
+            "huatuo-o1-70b",
+            "## Thinking\nhmm, polyuria...\n\n## Final Response\n\nType 1 diabetes.\n",
+            "Type 1 diabetes.",
+        ),
+        ("huatuo-o1-8b", "just an answer", "just an answer"),
+        (
+            "sky-32b",
+            "<|begin_of_thought|>t<|end_of_thought|>\n<|begin_of_solution|>\n Solution S \n<|end_of_solution|>",
+            "Solution S",
+        ),
+        ("sky-32b", "<|begin_of_solution|> unterminated", "<|begin_of_solution|> unterminated"),
+        ("qwen-7b-ins", "<think>r</think><search>x</search><answer> A1 </answer> <answer>A2</answer>", "A1"),
+        ("qwen_3b_ins", "no answer tags", "no answer tags"),
+        ("gpt4", "<think>kept</think> as is", "<think>kept</think> as is"),  # not a reasoning LLM in the paper
+        ("qwen-7b", "Final Response: kept", "Final Response: kept"),
+    ],
+)
 def test_trace_stripping_per_family(llm, text, expected):
     assert strip_for(llm, text) == expected
 
 
-@pytest.mark.parametrize("model,family", [
-    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "think"),
-    ("Qwen/QwQ-32B", "think"),
-    ("Qwen/Qwen3-8B", "think"),
-    ("FreedomIntelligence/HuatuoGPT-o1-70B", "final-response"),
-    ("NovaSky-AI/Sky-T1-32B-Preview", "solution"),
-    ("PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo", "answer"),
-    ("Qwen/Qwen2.5-7B-Instruct", "none"),
-    ("gpt-4o-2024-11-20", "none"),
-    ("o3-mini", "none"),
-    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "none"),
-])
+@pytest.mark.parametrize(
+    "model,family",
+    [
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "think"),
+        ("Qwen/QwQ-32B", "think"),
+        ("Qwen/Qwen3-8B", "think"),
+        ("FreedomIntelligence/HuatuoGPT-o1-70B", "final-response"),
+        ("NovaSky-AI/Sky-T1-32B-Preview", "solution"),
+        ("PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo", "answer"),
+        ("Qwen/Qwen2.5-7B-Instruct", "none"),
+        ("gpt-4o-2024-11-20", "none"),
+        ("o3-mini", "none"),
+        ("meta-llama/Meta-Llama-3.1-70B-Instruct", "none"),
+    ],
+)
 def test_family_from_model_ids(model, family):
     assert trace_format_of(model) == family
 
@@ -63,20 +76,23 @@ def test_family_from_model_ids(model, family):
 Q, E = "why insulin", "Insulin lowers glucose."
 
 
-@pytest.mark.parametrize("method,llm,family,expansion,expected", [
-    ("hyde", "gpt4", "lexical", E, E),
-    ("query2doc", "gpt4", "lexical", E, "why insulinwhy insulin " + E),  # the paper's text*2: no space between
-    ("lamer", "qwen-72b", "lexical", E, "why insulin " + E),
-    ("hyde", "r1-qwen-32b", "lexical", "<think>t</think>" + E, E),
-    ("lamer", "r1-qwen-32b", "lexical", "<think>t</think>" + E, E),  # reasoning LLMs: stripped expansion alone
-    ("search-r1", "qwen-7b-ins", "lexical", "<answer>" + E + "</answer>", E),
-    ("search-o1", "qwq-32b", "lexical", "plan</think>" + E, E),
-    ("hyde", "gpt4", "dense", E, (Q, E)),
-    ("query2doc", "gpt4", "dense", E, Q + "[SEP]" + E),
-    ("lamer", "gpt4", "dense", E, (Q, E)),
-    ("hyde", "huatuo-o1-70b", "dense", "## Thinking x ## Final Response " + E, (Q, E)),
-    ("search-r1", "qwen-3b-ins", "dense", "<answer>" + E + "</answer>", (Q, E)),
-])
+@pytest.mark.parametrize(
+    "method,llm,family,expansion,expected",
+    [
+        ("hyde", "gpt4", "lexical", E, E),
+        ("query2doc", "gpt4", "lexical", E, "why insulinwhy insulin " + E),  # the paper's text*2: no space between
+        ("lamer", "qwen-72b", "lexical", E, "why insulin " + E),
+        ("hyde", "r1-qwen-32b", "lexical", "<think>t</think>" + E, E),
+        ("lamer", "r1-qwen-32b", "lexical", "<think>t</think>" + E, E),  # reasoning LLMs: stripped expansion alone
+        ("search-r1", "qwen-7b-ins", "lexical", "<answer>" + E + "</answer>", E),
+        ("search-o1", "qwq-32b", "lexical", "plan</think>" + E, E),
+        ("hyde", "gpt4", "dense", E, (Q, E)),
+        ("query2doc", "gpt4", "dense", E, Q + "[SEP]" + E),
+        ("lamer", "gpt4", "dense", E, (Q, E)),
+        ("hyde", "huatuo-o1-70b", "dense", "## Thinking x ## Final Response " + E, (Q, E)),
+        ("search-r1", "qwen-3b-ins", "dense", "<answer>" + E + "</answer>", (Q, E)),
+    ],
+)
 def test_combination_rules(method, llm, family, expansion, expected):
     assert combine(Q, expansion, method, llm, family) == expected
 
@@ -88,8 +104,14 @@ def test_combination_rejects_unknown_method_and_family():
         combine(Q, E, "hyde", "gpt4", "sparse")
 
 
-@pytest.mark.parametrize("spec,expected", [("hyde:gpt4", ("hyde", "gpt4")), ("hyde:qwen_7b", ("hyde", "qwen-7b")),
-                                           ("Search_R1:qwen_7b_ins", ("search-r1", "qwen-7b-ins"))])
+@pytest.mark.parametrize(
+    "spec,expected",
+    [
+        ("hyde:gpt4", ("hyde", "gpt4")),
+        ("hyde:qwen_7b", ("hyde", "qwen-7b")),
+        ("Search_R1:qwen_7b_ins", ("search-r1", "qwen-7b-ins")),
+    ],
+)
 def test_parse_spec(spec, expected):
     assert parse_spec(spec) == expected
 
@@ -129,8 +151,15 @@ def test_expanded_bm25_run_equals_searching_the_expansions_directly(tmp_path):
     folder = shared_collection("r2med-biology-demo")
     coll = load_folder(folder)
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
-    result = run_task(coll, "bm25", {"cache": False}, k=10, out=tmp_path,
-                      query_builder=ExpansionQueries("hyde", "qwen-7b"), label="bm25+hyde-qwen-7b")
+    result = run_task(
+        coll,
+        "bm25",
+        {"cache": False},
+        k=10,
+        out=tmp_path,
+        query_builder=ExpansionQueries("hyde", "qwen-7b"),
+        label="bm25+hyde-qwen-7b",
+    )
     direct = BM25(cache=False).index(coll.corpus).search({q: raw[q]["hy_doc"] for q in coll.queries}, k=10)
     assert result.run == as_written(direct)  # the run as run.trec holds it
     plain = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)
@@ -138,17 +167,23 @@ def test_expanded_bm25_run_equals_searching_the_expansions_directly(tmp_path):
     stored = json.loads((tmp_path / coll.name / "metrics.json").read_text())
     expansion = stored["config"]["expansion"]  # a structured record (method, LLM, trace rule, files, the file read)
     assert {k: expansion[k] for k in ("method", "llm", "trace", "rule")} == {
-        "method": "hyde", "llm": "qwen-7b", "trace": "auto", "rule": "paper-v1"}
+        "method": "hyde",
+        "llm": "qwen-7b",
+        "trace": "auto",
+        "rule": "paper-v1",
+    }
     assert expansion["file"] == str(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
 
 
 # -- loading errors ----------------------------------------------------------------------------------
 def _write_collection(root: Path, n_queries: int = 3) -> Path:
     root.mkdir(parents=True)
-    (root / "corpus.jsonl").write_text("\n".join(json.dumps({"id": f"d{i}", "text": f"doc {i} insulin"})
-                                                 for i in range(5)) + "\n")
-    (root / "query.jsonl").write_text("\n".join(json.dumps({"id": f"q{i}", "text": f"query {i}"})
-                                                for i in range(n_queries)) + "\n")
+    (root / "corpus.jsonl").write_text(
+        "\n".join(json.dumps({"id": f"d{i}", "text": f"doc {i} insulin"}) for i in range(5)) + "\n"
+    )
+    (root / "query.jsonl").write_text(
+        "\n".join(json.dumps({"id": f"q{i}", "text": f"query {i}"}) for i in range(n_queries)) + "\n"
+    )
     (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q0", "p_id": "d0", "score": 1}) + "\n")
     return root
 
@@ -217,7 +252,7 @@ def _fill_hub_cache(cache: Path, task: str, source: Path, expansions: dict[str, 
     """huggingface_hub's cache layout (datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}) at the pinned commit."""
     from hub_server import fill_hf_cache
 
-    from r2med.tasks import get_task
+    from r2med.data.tasks import get_task
 
     files = {name: (source / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
     files.update({rel: content.encode("utf-8") for rel, content in expansions.items()})
@@ -227,11 +262,19 @@ def _fill_hub_cache(cache: Path, task: str, source: Path, expansions: dict[str, 
 def test_hub_expansions_from_a_filled_cache_with_published_column(hf_cache, tmp_path):
     folder = shared_collection("r2med-biology-demo")
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
-    r1 = "".join(json.dumps({"id": q, "text": r["text"], "hy_doc": "<think>long musing</think>" + r["hy_doc"]}) + "\n"
-                 for q, r in raw.items())
-    _fill_hub_cache(hf_cache, "Biology", folder, {
-        "hyde/gpt4/query_with_hydoc.jsonl": (folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl").read_text(),
-        "hyde/r1-qwen-32b/query_with_hydoc.jsonl": r1})
+    r1 = "".join(
+        json.dumps({"id": q, "text": r["text"], "hy_doc": "<think>long musing</think>" + r["hy_doc"]}) + "\n"
+        for q, r in raw.items()
+    )
+    _fill_hub_cache(
+        hf_cache,
+        "Biology",
+        folder,
+        {
+            "hyde/gpt4/query_with_hydoc.jsonl": (folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl").read_text(),
+            "hyde/r1-qwen-32b/query_with_hydoc.jsonl": r1,
+        },
+    )
     from r2med.data import load_task
 
     coll = load_task("Biology")
@@ -256,8 +299,13 @@ def test_dense_hyde_scores_are_the_mean_of_query_and_expansion_embeddings(tmp_pa
     coll = load_folder(folder)
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
     path = minilm_path()
-    result = run_task(coll, "dense", {"model": path, "max_length": 64, "cache": False, "device": "cpu"}, k=10,
-                            query_builder=ExpansionQueries("hyde", "qwen-7b"))
+    result = run_task(
+        coll,
+        "dense",
+        {"model": path, "max_length": 64, "cache": False, "device": "cpu"},
+        k=10,
+        query_builder=ExpansionQueries("hyde", "qwen-7b"),
+    )
     model = SentenceTransformer(path, device="cpu")
     model.max_seq_length = 64
     doc_ids = list(coll.corpus)

@@ -9,9 +9,8 @@ import pytest
 from llm_server import LLMServer
 from test_expansion import run_cli
 from r2med.errors import R2MedError
-from r2med.expansion.agentic import (SEARCH_O1, SEARCH_R1, AgenticExpander, extract_search, final_text,
-                                     get_protocol)
-from r2med.llm import LLMClient
+from r2med.expansion.agentic import SEARCH_O1, SEARCH_R1, AgenticExpander, extract_search, final_text, get_protocol
+from r2med.infra.llm import LLMClient
 from r2med.retrieval.bm25 import BM25
 
 pytest.importorskip("openai")
@@ -40,9 +39,11 @@ def user_contents(body: dict) -> list[str]:
 
 
 def test_two_searches_receive_the_index_passages_then_answer():
-    script = ["<think>Sounds like ketoacidosis.</think> <search> insulin deficiency ketone </search>",
-              "<think>Now treatment.</think><search>ketoacidosis treatment potassium",  # stop sequence eaten
-              "<think>done</think><answer> Diabetic ketoacidosis; fluids, insulin and potassium. </answer>"]
+    script = [
+        "<think>Sounds like ketoacidosis.</think> <search> insulin deficiency ketone </search>",
+        "<think>Now treatment.</think><search>ketoacidosis treatment potassium",  # stop sequence eaten
+        "<think>done</think><answer> Diabetic ketoacidosis; fluids, insulin and potassium. </answer>",
+    ]
     with LLMServer(script=list(script)) as server:
         client = LLMClient("test-model", base_url=server.base_url, cache=False)
         retriever = BM25(cache=False).index(CORPUS)
@@ -56,7 +57,9 @@ def test_two_searches_receive_the_index_passages_then_answer():
     assert all(b["stop"] == ["</search>"] for b in bodies)
     # turn 2 carries the passages of the first search, turn 3 those of both, in the protocol's tags
     block1 = "<information>\n" + "\n".join(f"Doc {i}: {CORPUS[d]}" for i, d in enumerate(first, 1)) + "\n</information>"
-    block2 = "<information>\n" + "\n".join(f"Doc {i}: {CORPUS[d]}" for i, d in enumerate(second, 1)) + "\n</information>"
+    block2 = (
+        "<information>\n" + "\n".join(f"Doc {i}: {CORPUS[d]}" for i, d in enumerate(second, 1)) + "\n</information>"
+    )
     assert user_contents(bodies[1])[1:] == [block1]
     assert user_contents(bodies[2])[1:] == [block1, block2]
     assert QUESTION in user_contents(bodies[0])[0] and "<search>" in user_contents(bodies[0])[0]
@@ -78,8 +81,10 @@ def test_stops_at_the_turn_limit():
 
 def test_search_o1_tags_and_no_search_answer():
     tags = get_protocol("search-o1")
-    script = ["Let me look. <|begin_search_query|>hemagglutinin sialic acid<|end_search_query|>",
-              "reasoning here</think>Influenza binds sialic acid via hemagglutinin."]
+    script = [
+        "Let me look. <|begin_search_query|>hemagglutinin sialic acid<|end_search_query|>",
+        "reasoning here</think>Influenza binds sialic acid via hemagglutinin.",
+    ]
     with LLMServer(script=list(script)) as server:
         client = LLMClient("test-model", base_url=server.base_url, cache=False)
         agent = AgenticExpander(client, BM25(cache=False).index(CORPUS), CORPUS, tags=tags, max_turns=4, top_k=1)
@@ -97,8 +102,13 @@ def test_rerun_replays_from_cache_without_requests():
         client = LLMClient("test-model", base_url=server.base_url)
         agent = AgenticExpander(client, BM25(cache=False).index(CORPUS), CORPUS, max_turns=3, top_k=1)
         first = agent.run({"q": QUESTION})["q"]
-        again = AgenticExpander(LLMClient("test-model", base_url=server.base_url), BM25(cache=False).index(CORPUS),
-                                CORPUS, max_turns=3, top_k=1).run({"q": QUESTION})["q"]
+        again = AgenticExpander(
+            LLMClient("test-model", base_url=server.base_url),
+            BM25(cache=False).index(CORPUS),
+            CORPUS,
+            max_turns=3,
+            top_k=1,
+        ).run({"q": QUESTION})["q"]
         assert server.requests == 2
     assert again.answer == first.answer == "shift" and again.searches == first.searches
 
@@ -123,8 +133,23 @@ def test_expand_cli_search_r1_writes_traces(tmp_path):
     (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
     script = ["<search>ketoacidosis treatment</search>", "<answer>fluids and insulin</answer>"]
     with LLMServer(script=list(script)) as server:
-        res = run_cli("expand", "--method", "search-r1", "--model", "test-model", "--base-url", server.base_url,
-                      "--data-dir", str(root), "--out", str(tmp_path / "exp"), "--search-k", "2", "--max-turns", "3")
+        res = run_cli(
+            "expand",
+            "--method",
+            "search-r1",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.base_url,
+            "--data-dir",
+            str(root),
+            "--out",
+            str(tmp_path / "exp"),
+            "--search-k",
+            "2",
+            "--max-turns",
+            "3",
+        )
     assert res.returncode == 0, res.stderr
     row = json.loads((tmp_path / "exp" / "Biology" / "search-r1" / "test-model" / "query_with_hydoc.jsonl").read_text())
     assert row["hy_doc"] == "fluids and insulin" and row["stopped"] == "answer" and row["turns"] == 2
@@ -137,8 +162,19 @@ def test_expand_cli_custom_tags(tmp_path):
     (root / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
     (root / "query.jsonl").write_text(json.dumps({"id": "q1", "text": QUESTION}) + "\n")
     (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
-    base = ["expand", "--method", "search-o1", "--model", "test-model",
-            "--data-dir", str(root), "--out", str(tmp_path / "exp"), "--search-k", "1"]
+    base = [
+        "expand",
+        "--method",
+        "search-o1",
+        "--model",
+        "test-model",
+        "--data-dir",
+        str(root),
+        "--out",
+        str(tmp_path / "exp"),
+        "--search-k",
+        "1",
+    ]
     bad = run_cli(*base, "--search-tags", "<q>")
     assert bad.returncode == 2 and "--search-tags wants OPEN,CLOSE" in bad.stderr
     with LLMServer(script=["<q>potassium acidosis</q>", "</think>Potassium shifts out of cells."]) as server:

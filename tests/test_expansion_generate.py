@@ -17,27 +17,42 @@ from llm_server import Faults, LLMServer, default_reply
 from test_expansion import run_cli
 from r2med.data import load_folder
 from r2med.errors import R2MedError
-from r2med.expansion.generate import (expansion_messages, generate_expansions, lamer_passages, paper_sampling,
-                                      prompt_task, write_expansion_file)
-from r2med.llm import LLMClient
+from r2med.expansion.generate import (
+    expansion_messages,
+    generate_expansions,
+    lamer_passages,
+    paper_sampling,
+    prompt_task,
+    write_expansion_file,
+)
+from r2med.infra.llm import LLMClient
 from r2med.protocol import protocol
 from r2med.retrieval.bm25 import BM25
 
 pytest.importorskip("openai")
 
-WORDS = ("insulin glucose ketone acidosis kidney nephron heart valve murmur lung alveoli asthma virus "
-         "influenza hemagglutinin antibody neuron synapse dopamine liver bilirubin anemia iron thyroid").split()
+WORDS = (
+    "insulin glucose ketone acidosis kidney nephron heart valve murmur lung alveoli asthma virus "
+    "influenza hemagglutinin antibody neuron synapse dopamine liver bilirubin anemia iron thyroid"
+).split()
 
 
 def make_collection(root: Path, n_queries: int = 40, n_docs: int = 60, seed: int = 0) -> Path:
     """A small R2MED-layout folder named after a task (so the task's prompts apply)."""
     rng = random.Random(seed)
     root.mkdir(parents=True)
-    docs = [{"id": f"d{i}", "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40)))}
-            for i in range(n_docs)]
+    docs = [
+        {"id": f"d{i}", "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40)))} for i in range(n_docs)
+    ]
     docs[0]["text"] += "\nwith a second line"
-    queries = [{"id": f"q{i}", "text": "Why " + " ".join(rng.choice(WORDS) for _ in range(8)) + "?",
-                "doc_id": [f"d{i % n_docs}"]} for i in range(n_queries)]
+    queries = [
+        {
+            "id": f"q{i}",
+            "text": "Why " + " ".join(rng.choice(WORDS) for _ in range(8)) + "?",
+            "doc_id": [f"d{i % n_docs}"],
+        }
+        for i in range(n_queries)
+    ]
     qrels = [{"q_id": f"q{i}", "p_id": f"d{i % n_docs}", "score": 1} for i in range(n_queries)]
     for name, rows in (("corpus", docs), ("query", queries), ("qrels", qrels)):
         (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -54,8 +69,23 @@ def r2med_cmd() -> list[str]:
 
 
 def expand_args(data: Path, out: Path, url: str, *extra: str) -> list[str]:
-    return [*r2med_cmd(), "expand", "--method", "hyde", "--model", "test-model", "--base-url", url,
-            "--data-dir", str(data), "--out", str(out), "--timeout", "1", *extra]
+    return [
+        *r2med_cmd(),
+        "expand",
+        "--method",
+        "hyde",
+        "--model",
+        "test-model",
+        "--base-url",
+        url,
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+        "--timeout",
+        "1",
+        *extra,
+    ]
 
 
 def read_out(path: Path) -> list[dict]:
@@ -67,12 +97,15 @@ def test_hyde_prompt_is_the_papers_for_the_task():
     messages = expansion_messages("hyde", "Biology", "Why do cells divide?")
     assert messages == [
         {"role": "system", "content": "You are a helpful assistant."},
-        {"role": "user", "content": "Please write a passage to help answer the Biology post.\n"
-                                    "Post: Why do cells divide?\nPassage: "},
+        {
+            "role": "user",
+            "content": "Please write a passage to help answer the Biology post.\nPost: Why do cells divide?\nPassage: ",
+        },
     ]
     clinical = expansion_messages("hyde", "PMC-Clinical", "A 40-year-old man...")[1]["content"]
-    assert clinical == ("Please write a similar case to help diagnose the Clinical Case.\n"
-                        "Case: A 40-year-old man...\nSimilar Case: ")
+    assert clinical == (
+        "Please write a similar case to help diagnose the Clinical Case.\nCase: A 40-year-old man...\nSimilar Case: "
+    )
 
 
 def test_query2doc_prompt_carries_few_shot_examples_and_braces_survive():
@@ -107,8 +140,12 @@ def test_lamer_passages_are_top10_bm25_flattened_cut_and_numbered(tmp_path):
         # the order the paper's BM25 ranks the docs in (the ranker has its own parity tests); ties as the
         # paper's stable sort over the corpus leaves them (src/eval_BM25.py save_topk_docs)
         ranked = BM25(cache=False).index(coll.corpus).search({qid: query}, k=10)[qid]
-        order = [d for d, _ in sorted(((d, ranked[d]) for d in coll.corpus if d in ranked),
-                                      key=lambda item: item[1], reverse=True)]
+        order = [
+            d
+            for d, _ in sorted(
+                ((d, ranked[d]) for d in coll.corpus if d in ranked), key=lambda item: item[1], reverse=True
+            )
+        ]
         blocks = passages[qid].split("\n[")
         assert blocks[0] == "" and len(blocks) == 11
         for i, (block, did) in enumerate(zip(blocks[1:], order), start=1):
@@ -124,8 +161,9 @@ def test_lamer_passages_tied_in_score_keep_corpus_order(tmp_path):
     filler = {did: text for did, text in coll.corpus.items()}
     # same length, one 'alpha' each: tied scores; ids ordered neither as the corpus nor reversed
     tied = {"m3": "alpha gamma", "z1": "alpha beta", "a2": "alpha delta", "q9": "alpha epsilon"}
-    coll = coll.replace(corpus={**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])},
-                        queries={"q0": "alpha"})
+    coll = coll.replace(
+        corpus={**dict(list(filler.items())[:5]), **tied, **dict(list(filler.items())[5:])}, queries={"q0": "alpha"}
+    )
     scores = BM25(cache=False).index(coll.corpus).search(coll.queries, k=10)["q0"]
     assert len({round(scores[d], 9) for d in tied}) == 1  # they do tie
     passages = lamer_passages(coll, k=3)["q0"]
@@ -142,7 +180,9 @@ def test_generate_and_write_file_in_r2med_layout(tmp_path):
         for qid, query in coll.queries.items():
             assert result.texts[qid] == default_reply(expected_prompt("lamer", "Biology", query, passages[qid]))
         assert all(b["seed"] == 42 and b["temperature"] == 0.7 for b in server.bodies)
-    path = write_expansion_file(tmp_path / "out" / "lamer" / "test-model" / "query_with_hydoc.jsonl", coll, result.texts)
+    path = write_expansion_file(
+        tmp_path / "out" / "lamer" / "test-model" / "query_with_hydoc.jsonl", coll, result.texts
+    )
     rows = read_out(path)
     assert [r["id"] for r in rows] == list(coll.queries)
     assert rows[0] == {"id": "q0", "text": coll.queries["q0"], "hy_doc": result.texts["q0"], "doc_id": ["d0"]}
@@ -156,11 +196,13 @@ def test_generate_and_write_file_in_r2med_layout(tmp_path):
 def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=30)
     out = tmp_path / "exp"
-    faults = Faults(rate_429=0.15, retry_after=0.05, rate_500=0.15, rate_hang=0.05, hang_s=2.5, rate_slow=0.1,
-                    slow_s=0.2, seed=3)
+    faults = Faults(
+        rate_429=0.15, retry_after=0.05, rate_500=0.15, rate_hang=0.05, hang_s=2.5, rate_slow=0.1, slow_s=0.2, seed=3
+    )
     with LLMServer(faults) as server:
-        res = subprocess.run(expand_args(data, out, server.base_url, "--concurrency", "8"), capture_output=True,
-                             text=True, timeout=240)
+        res = subprocess.run(
+            expand_args(data, out, server.base_url, "--concurrency", "8"), capture_output=True, text=True, timeout=240
+        )
         assert res.returncode == 0, res.stderr
         first = server.requests
         faulted = sum(v for k, v in server.faults_sent.items() if k != "slow")
@@ -176,8 +218,17 @@ def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
         assert server.requests == first  # zero requests
         assert read_out(path) == rows
     # the file is ready for evaluate
-    ev = run_cli("evaluate", "--data-dir", str(data), "--expansion", "hyde:test-model", "--expansion-dir", str(out),
-                 "--out", str(tmp_path / "runs"))
+    ev = run_cli(
+        "evaluate",
+        "--data-dir",
+        str(data),
+        "--expansion",
+        "hyde:test-model",
+        "--expansion-dir",
+        str(out),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert ev.returncode == 0, ev.stderr
     assert (tmp_path / "runs" / "bm25+hyde-test-model" / "Biology" / "run.trec").exists()
 
@@ -187,8 +238,11 @@ def test_sigkill_half_way_then_resume(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=40)
     out = tmp_path / "exp"
     with LLMServer(Faults(latency=0.1)) as server:
-        proc = subprocess.Popen(expand_args(data, out, server.base_url, "--concurrency", "2"),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            expand_args(data, out, server.base_url, "--concurrency", "2"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             assert server.wait_for(20, timeout=120), "expand never got going"
         finally:
@@ -197,8 +251,9 @@ def test_sigkill_half_way_then_resume(tmp_path):
         killed_at = server.requests
         assert proc.returncode == -signal.SIGKILL
         assert not (out / "Biology" / "hyde" / "test-model" / "query_with_hydoc.jsonl").exists()  # no partial file
-        res = subprocess.run(expand_args(data, out, server.base_url, "--concurrency", "2"), capture_output=True,
-                             text=True, timeout=240)
+        res = subprocess.run(
+            expand_args(data, out, server.base_url, "--concurrency", "2"), capture_output=True, text=True, timeout=240
+        )
         assert res.returncode == 0, res.stderr
         total = server.requests
     assert 20 <= killed_at < 40
@@ -207,8 +262,9 @@ def test_sigkill_half_way_then_resume(tmp_path):
     coll = load_folder(data)
     rows = read_out(out / "Biology" / "hyde" / "test-model" / "query_with_hydoc.jsonl")
     assert [r["id"] for r in rows] == list(coll.queries)
-    assert [r["hy_doc"] for r in rows] == [default_reply(expected_prompt("hyde", "Biology", t))
-                                           for t in coll.queries.values()]
+    assert [r["hy_doc"] for r in rows] == [
+        default_reply(expected_prompt("hyde", "Biology", t)) for t in coll.queries.values()
+    ]
 
 
 def test_expand_bad_input_is_one_line_exit_2_without_output(tmp_path, monkeypatch):
@@ -235,8 +291,11 @@ def test_expand_bad_input_is_one_line_exit_2_without_output(tmp_path, monkeypatc
         check(data, ("--method", "hyde", "--model", "test-model", "--base-url", url, "--api-key", "sk-wrong"), "401")
         check(data, ("--method", "hyde", "--model", "other-model", "--base-url", url, "--api-key", "sk-right"), "404")
         before = server.requests
-        check(unnamed, ("--method", "hyde", "--model", "test-model", "--base-url", url, "--api-key", "sk-right"),
-              "--prompt-task")
+        check(
+            unnamed,
+            ("--method", "hyde", "--model", "test-model", "--base-url", url, "--api-key", "sk-right"),
+            "--prompt-task",
+        )
         assert server.requests == before  # the prompt problem was caught before any request
 
 

@@ -70,13 +70,28 @@ def test_experiment_equals_commands_and_reuses_everything(experiment, tmp_path):
     ref = tmp_path / "commands"
     data = str(tmp_path / "data" / "medline-med")
     measures = ("-m", "nDCG@10", "-m", "R@100")
-    for args in (("evaluate", "-r", "bm25", "-d", data, "-o", str(ref), *measures),
-                 ("evaluate", "-r", "bm25", "--k1", "1.2", "--b", "0.75", "--name", "bm25-k1.2", "-d", data,
-                  "-o", str(ref), *measures),
-                 ("evaluate", "-r", "bm25-standard", "-d", data, "-o", str(ref), *measures),
-                 ("rerank", "--run", str(ref / "bm25"), "--reranker", str(tmp_path / "tinyce"), "--top-k", "5",
-                  *measures),
-                 ("fuse", str(ref / "bm25"), str(ref / "bm25-k1.2"), "--method", "rrf", *measures)):
+    for args in (
+        ("evaluate", "-r", "bm25", "-d", data, "-o", str(ref), *measures),
+        (
+            "evaluate",
+            "-r",
+            "bm25",
+            "--k1",
+            "1.2",
+            "--b",
+            "0.75",
+            "--name",
+            "bm25-k1.2",
+            "-d",
+            data,
+            "-o",
+            str(ref),
+            *measures,
+        ),
+        ("evaluate", "-r", "bm25-standard", "-d", data, "-o", str(ref), *measures),
+        ("rerank", "--run", str(ref / "bm25"), "--reranker", str(tmp_path / "tinyce"), "--top-k", "5", *measures),
+        ("fuse", str(ref / "bm25"), str(ref / "bm25-k1.2"), "--method", "rrf", *measures),
+    ):
         done = run_r2med(*args)
         assert done.returncode == 0, (args, done.stderr)
     for system in systems:
@@ -110,7 +125,7 @@ def test_a_killed_run_resumes(experiment, tmp_path, monkeypatch):
     calls = []
     import r2med.jobs.evaluate as evaluate_job
     import r2med.jobs.rerank as rerank_job
-    from r2med.jobs import folders
+    from r2med.results import folders
 
     real = folders.finish_task
 
@@ -125,17 +140,24 @@ def test_a_killed_run_resumes(experiment, tmp_path, monkeypatch):
     assert {k: v for k, v in _files(got).items() if k in finished} == finished
 
 
-@pytest.mark.parametrize("edit,message", [
-    (("k1 = 1.2", "k3 = 1.2"), "exp.toml: [[retrievers]] 2: unknown option 'k3'"),
-    (("name = \"bm25-standard\"", "name = \"bm25-standard\"\nmodel = \"x\""),
-     "exp.toml: [[retrievers]] 3: unknown option 'model'"),
-    (("top_k = 5", "top_k = \"five\""), "exp.toml: [[rerank]] 1: top_k: expected a number"),
-    (("method = \"rrf\"", "method = \"rrf\"\nnorms = \"minmax\""), "exp.toml: [[fusion]] 1: unknown option 'norms'"),
-    (("systems = [\"bm25\", \"bm25-k1.2\"]", "systems = [\"bm25\", \"nope\"]"),
-     "exp.toml: [[fusion]] 1: 'nope' is no system of this experiment"),
-    (("measures = [", "measure = ["), "exp.toml: [report]: unknown option 'measure'"),
-    (("[[fusion]]", "[[fusions]]"), "exp.toml: unknown option 'fusions'"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (("k1 = 1.2", "k3 = 1.2"), "exp.toml: [[retrievers]] 2: unknown option 'k3'"),
+        (
+            ('name = "bm25-standard"', 'name = "bm25-standard"\nmodel = "x"'),
+            "exp.toml: [[retrievers]] 3: unknown option 'model'",
+        ),
+        (("top_k = 5", 'top_k = "five"'), "exp.toml: [[rerank]] 1: top_k: expected a number"),
+        (('method = "rrf"', 'method = "rrf"\nnorms = "minmax"'), "exp.toml: [[fusion]] 1: unknown option 'norms'"),
+        (
+            ('systems = ["bm25", "bm25-k1.2"]', 'systems = ["bm25", "nope"]'),
+            "exp.toml: [[fusion]] 1: 'nope' is no system of this experiment",
+        ),
+        (("measures = [", "measure = ["), "exp.toml: [report]: unknown option 'measure'"),
+        (("[[fusion]]", "[[fusions]]"), "exp.toml: unknown option 'fusions'"),
+    ],
+)
 def test_a_bad_file_is_one_line_naming_the_key_before_any_work(experiment, tmp_path, edit, message):
     experiment.write_text(EXPERIMENT.replace(*edit))
     res = run_r2med("run", "exp.toml", cwd=tmp_path)
@@ -144,8 +166,11 @@ def test_a_bad_file_is_one_line_naming_the_key_before_any_work(experiment, tmp_p
 
 
 def test_dry_run_prints_the_plan_in_dependency_order(experiment, tmp_path):
-    experiment.write_text(EXPERIMENT.replace("[[rerank]]", f"[[retrievers]]\nname = \"dense\"\nmodel = "
-                                             f"\"{minilm_path()}\"\nbatch_size = 8\n\n[[rerank]]"))
+    experiment.write_text(
+        EXPERIMENT.replace(
+            "[[rerank]]", f'[[retrievers]]\nname = "dense"\nmodel = "{minilm_path()}"\nbatch_size = 8\n\n[[rerank]]'
+        )
+    )
     res = run_r2med("run", str(experiment), "--dry-run", "--wide")
     assert res.returncode == 0, res.stderr
     lines = [line for line in res.stdout.splitlines() if line.startswith("│") and line.split("│")[1].strip()]
@@ -172,8 +197,22 @@ batch_size = 2
     assert res.returncode == 0, res.stderr
     [system] = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
     assert system.name.startswith("dense-")
-    done = run_r2med("evaluate", "-r", "dense", "--model", model, "--max-length", "64", "--batch-size", "2",
-                     "--no-cache", "-d", str(data), "-o", str(tmp_path / "commands"))
+    done = run_r2med(
+        "evaluate",
+        "-r",
+        "dense",
+        "--model",
+        model,
+        "--max-length",
+        "64",
+        "--batch-size",
+        "2",
+        "--no-cache",
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "commands"),
+    )
     assert done.returncode == 0, done.stderr
     mine, theirs = system / data.name, tmp_path / "commands" / system.name / data.name
     assert (mine / "run.trec").read_bytes() == (theirs / "run.trec").read_bytes()

@@ -15,8 +15,8 @@ import pytest
 
 from r2med.errors import MissingExtraError, R2MedError
 from r2med.export.mteb import K_VALUES, export_mteb, mteb_score_keys, mteb_scores, run_depth, summarize_keys
-from r2med.metrics import evaluate
-from r2med.tasks import TASKS
+from r2med.evaluation.metrics import evaluate
+from r2med.data.tasks import TASKS
 
 TOL = 5e-7  # TaskResult.to_disk rounds scores to 6 decimals
 
@@ -38,11 +38,18 @@ def _toy(seed: int, n_queries: int = 12, depth: int = 30, ties: bool = True):
 
 def _payload(task: str, run, qrels, revision: str | None = "pin") -> dict:
     metrics = evaluate(run, qrels)
-    return {"task": task, "retriever": "toy", "aggregate": metrics.aggregate, "per_query": metrics.per_query,
-            "revision": TASKS[task].revision if revision == "pin" else revision, "timing": {"total_s": 1.25}}
+    return {
+        "task": task,
+        "retriever": "toy",
+        "aggregate": metrics.aggregate,
+        "per_query": metrics.per_query,
+        "revision": TASKS[task].revision if revision == "pin" else revision,
+        "timing": {"total_s": 1.25},
+    }
 
 
 # -- translation ---------------------------------------------------------------------------------
+
 
 def test_translation_without_depth_leaves_mrr_out_and_lists_absent_keys():
     run, qrels = _toy(1)
@@ -53,10 +60,13 @@ def test_translation_without_depth_leaves_mrr_out_and_lists_absent_keys():
     assert set(scores.left_out) >= {"ndcg_cut_25", "ndcg_cut_50", "map_cut_25", "recall_50", "P_25"}
     exported = set(scores.values) - {"main_score"}
     assert set(scores.absent) == set(mteb_score_keys()) - exported
-    assert exported == {f"{f}_at_{k}" for f in ("ndcg", "map", "recall", "precision", "hit_rate")
-                        for k in (1, 10, 100)} | {"accuracy"}
-    assert summarize_keys(["ndcg_at_3", "ndcg_at_5", "accuracy", "nauc_map_at_1_max"]) == \
-        "ndcg_at_{3,5}, accuracy, nauc_* (1)"
+    assert exported == {
+        f"{f}_at_{k}" for f in ("ndcg", "map", "recall", "precision", "hit_rate") for k in (1, 10, 100)
+    } | {"accuracy"}
+    assert (
+        summarize_keys(["ndcg_at_3", "ndcg_at_5", "accuracy", "nauc_map_at_1_max"])
+        == "ndcg_at_{3,5}, accuracy, nauc_* (1)"
+    )
 
 
 def test_depth_beyond_mtebs_cutoffs_leaves_mrr_out():
@@ -77,8 +87,16 @@ def test_scores_equal_mtebs_own_evaluator_on_the_same_run():
         ours = mteb_scores(_payload("Biology", run, qrels), depth=depth)
         r = retrieval_metrics.calculate_retrieval_scores(run, qrels, k_values=K_VALUES)
         theirs = retrieval_metrics.make_score_dict(
-            ndcg=r.ndcg, _map=r.map, recall=r.recall, precision=r.precision, mrr=r.mrr, naucs=r.naucs,
-            naucs_mrr=r.naucs_mrr, hit_rate=r.hit_rate, task_scores={})
+            ndcg=r.ndcg,
+            _map=r.map,
+            recall=r.recall,
+            precision=r.precision,
+            mrr=r.mrr,
+            naucs=r.naucs,
+            naucs_mrr=r.naucs_mrr,
+            hit_rate=r.hit_rate,
+            task_scores={},
+        )
         assert sorted(mteb_score_keys()) == sorted(theirs)
         assert set(ours.values) - {"main_score"} >= {"mrr_at_100", "mrr_at_1000", "hit_rate_at_10", "accuracy"}
         for key, value in ours.values.items():
@@ -88,14 +106,16 @@ def test_scores_equal_mtebs_own_evaluator_on_the_same_run():
 
 # -- round trip through mteb ---------------------------------------------------------------------
 
+
 @pytest.fixture
 def mteb():
     return pytest.importorskip("mteb")
 
 
 def _loaded(mteb, out, model, tasks):
-    bench = mteb.ResultCache(cache_path=out).load_results(models=[model], tasks=tasks, include_remote=False,
-                                                          validate_and_filter=True)
+    bench = mteb.ResultCache(cache_path=out).load_results(
+        models=[model], tasks=tasks, include_remote=False, validate_and_filter=True
+    )
     assert len(bench.model_results) == 1
     return {t.task_name: t for t in bench.model_results[0].task_results}
 
@@ -108,8 +128,11 @@ def test_round_trip_through_mtebs_loaders(mteb, tmp_path):
     out = tmp_path / "mteb"
     report = export_mteb(payloads.values(), out, "bm25", depths={t: 30 for t in payloads})
     assert report.model_name == "r2med/bm25" and report.model_revision == "no_revision_available"
-    names = {"Biology": "R2MEDBiologyRetrieval", "MedQA-Diag": "R2MEDMedQADiagRetrieval",
-             "IIYi-Clinical": "R2MEDIIYiClinicalRetrieval"}
+    names = {
+        "Biology": "R2MEDBiologyRetrieval",
+        "MedQA-Diag": "R2MEDMedQADiagRetrieval",
+        "IIYi-Clinical": "R2MEDIIYiClinicalRetrieval",
+    }
     assert {t.task: t.mteb_task for t in report.tasks} == names
     loaded = _loaded(mteb, out, "r2med/bm25", list(names.values()))
     assert set(loaded) == set(names.values())
@@ -122,15 +145,23 @@ def test_round_trip_through_mtebs_loaders(mteb, tmp_path):
         agg = payload["aggregate"]
         assert entry["main_score"] == pytest.approx(agg["ndcg_cut_10"], abs=TOL)
         assert result.get_score() == pytest.approx(agg["ndcg_cut_10"], abs=TOL)
-        for ours, theirs in (("ndcg_cut_10", "ndcg_at_10"), ("ndcg_cut_100", "ndcg_at_100"),
-                             ("map_cut_10", "map_at_10"), ("recall_100", "recall_at_100"), ("P_10", "precision_at_10"),
-                             ("recall_1", "accuracy"), ("recip_rank", "mrr_at_100"), ("recip_rank", "mrr_at_1000")):
+        for ours, theirs in (
+            ("ndcg_cut_10", "ndcg_at_10"),
+            ("ndcg_cut_100", "ndcg_at_100"),
+            ("map_cut_10", "map_at_10"),
+            ("recall_100", "recall_at_100"),
+            ("P_10", "precision_at_10"),
+            ("recall_1", "accuracy"),
+            ("recip_rank", "mrr_at_100"),
+            ("recip_rank", "mrr_at_1000"),
+        ):
             assert entry[theirs] == pytest.approx(agg[ours], abs=TOL), (task, theirs)
         hits = sum(1 for row in payload["per_query"].values() if row["recall_10"] > 0) / len(payload["per_query"])
         assert entry["hit_rate_at_10"] == pytest.approx(hits, abs=TOL)
         assert "ndcg_at_25" not in entry and "nauc_ndcg_at_10_max" not in entry
-        one = mteb.TaskResult.from_disk(out / "results" / "r2med__bm25" / "no_revision_available" /
-                                        f"{names[task]}.json")
+        one = mteb.TaskResult.from_disk(
+            out / "results" / "r2med__bm25" / "no_revision_available" / f"{names[task]}.json"
+        )
         assert one.get_score() == pytest.approx(agg["ndcg_cut_10"], abs=TOL)
     meta = json.loads((report.folder / "model_meta.json").read_text())
     assert meta["name"] == "r2med/bm25"
@@ -146,11 +177,14 @@ def test_a_second_export_keeps_the_tasks_already_there(mteb, tmp_path):
     loaded = _loaded(mteb, out, "org/model", None)
     assert set(loaded) == {"R2MEDBiologyRetrieval", "R2MEDPMCTreatmentRetrieval"}
     settings = (out / "results" / "org__model" / "abc123" / "run_settings.jsonl").read_text().splitlines()
-    assert sorted(json.loads(line)["task"] for line in settings) == ["R2MEDBiologyRetrieval",
-                                                                     "R2MEDPMCTreatmentRetrieval"]
+    assert sorted(json.loads(line)["task"] for line in settings) == [
+        "R2MEDBiologyRetrieval",
+        "R2MEDPMCTreatmentRetrieval",
+    ]
     assert [p.name for p in (out / "results" / "org__model").iterdir()] == ["abc123"]  # no temp left
-    assert loaded["R2MEDPMCTreatmentRetrieval"].get_score() == pytest.approx(second["aggregate"]["ndcg_cut_10"],
-                                                                              abs=TOL)
+    assert loaded["R2MEDPMCTreatmentRetrieval"].get_score() == pytest.approx(
+        second["aggregate"]["ndcg_cut_10"], abs=TOL
+    )
 
 
 def test_a_failed_export_leaves_the_previous_folder_whole(mteb, tmp_path, monkeypatch):
@@ -192,10 +226,16 @@ def test_forced_export_writes_the_true_revision_or_mtebs_pin_on_the_users_word(m
     run, qrels = _toy(31)
     out = tmp_path / "mteb"
     with caplog.at_level(logging.WARNING, logger="r2med.export.mteb"):
-        report = export_mteb([_payload("Biology", run, qrels, revision=None),
-                              _payload("MedQA-Diag", run, qrels, revision="main")], out, "org/model", force=True)
-    assert {t.task: t.dataset_revision for t in report.tasks} == {"Biology": TASKS["Biology"].revision,
-                                                                  "MedQA-Diag": "main"}
+        report = export_mteb(
+            [_payload("Biology", run, qrels, revision=None), _payload("MedQA-Diag", run, qrels, revision="main")],
+            out,
+            "org/model",
+            force=True,
+        )
+    assert {t.task: t.dataset_revision for t in report.tasks} == {
+        "Biology": TASKS["Biology"].revision,
+        "MedQA-Diag": "main",
+    }
     loaded = _loaded(mteb, out, "org/model", None)
     assert loaded["R2MEDBiologyRetrieval"].dataset_revision == TASKS["Biology"].revision
     assert loaded["R2MEDMedQADiagRetrieval"].dataset_revision == "main"
@@ -266,13 +306,19 @@ def test_export_writes_nothing_outside_out_and_the_r2med_home(mteb, tmp_path, r2
 
     home = tmp_path / "user-home"
     home.mkdir()
-    script = ("import random, sys; sys.path.insert(0, sys.argv[2]); import test_export_mteb as t;"
-              "from r2med.export.mteb import export_mteb;"
-              "export_mteb([t._payload('Biology', *t._toy(50))], sys.argv[1], 'org/m')")
+    script = (
+        "import random, sys; sys.path.insert(0, sys.argv[2]); import test_export_mteb as t;"
+        "from r2med.export.mteb import export_mteb;"
+        "export_mteb([t._payload('Biology', *t._toy(50))], sys.argv[1], 'org/m')"
+    )
     env = {k: v for k, v in os.environ.items() if k != "MTEB_CACHE"}
     env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
-    subprocess.run([sys.executable, "-c", script, str(tmp_path / "out"), os.path.dirname(__file__)],
-                   check=True, env=env, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "out"), os.path.dirname(__file__)],
+        check=True,
+        env=env,
+        timeout=120,
+    )
     assert list(home.iterdir()) == []
     assert (tmp_path / "out" / "results" / "org__m").is_dir()
     assert (r2med_home / "mteb").is_dir()
@@ -283,7 +329,7 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     mteb's loader with the scores of their metrics.json; local data is refused until --force."""
     from conftest import run_r2med
     from test_report import synthetic, write_collection
-    from r2med.run import read_metrics
+    from r2med.runs.run import read_metrics
 
     data = tmp_path / "data"
     write_collection(data, "Biology")
@@ -306,8 +352,19 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
             assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
             assert entry["recall_at_100"] == pytest.approx(stored["recall_100"], abs=TOL)
             assert entry["mrr_at_100"] == pytest.approx(stored["recip_rank"], abs=TOL)  # runs are 100 deep at most
-    one = run_r2med("export", "-f", "mteb", str(tmp_path / "runs" / "bm25"), "-o", str(tmp_path / "m2"), "--force",
-                    "--model", "me/my-bm25", "--model-revision", "v1")
+    one = run_r2med(
+        "export",
+        "-f",
+        "mteb",
+        str(tmp_path / "runs" / "bm25"),
+        "-o",
+        str(tmp_path / "m2"),
+        "--force",
+        "--model",
+        "me/my-bm25",
+        "--model-revision",
+        "v1",
+    )
     assert one.returncode == 0, one.stderr
     assert (tmp_path / "m2" / "results" / "me__my-bm25" / "v1" / "R2MEDBiologyRetrieval.json").is_file()
     two = run_r2med("export", str(tmp_path / "runs"), "-o", str(tmp_path / "m3"), "--model", "me/x")
@@ -315,6 +372,7 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
 
 
 # -- a local collection named as an MTEB task (--mteb-task) ---------------------------------------
+
 
 def _beir_with_counts(root, docs: int, queries: int, judgments: int, zero_grades: int = 5):
     """A BEIR folder with these counts (``zero_grades`` extra judgments of grade 0, which MTEB does not count)."""
@@ -329,8 +387,9 @@ def _beir_with_counts(root, docs: int, queries: int, judgments: int, zero_grades
             f.write(json.dumps({"_id": f"q{q}", "text": " ".join(rng.choices(words, k=4))}) + "\n")
     rows = [(f"q{i % queries}", f"d{(i * 7) % docs}", 1 + i % 2) for i in range(judgments)]
     rows += [(f"q{i}", f"d{(i * 7 + 3) % docs}", 0) for i in range(zero_grades)]
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"
-                                             + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows))
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows)
+    )
     (root / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\n")
     return root
 
@@ -339,10 +398,16 @@ def test_mteb_task_counts_come_from_the_installed_package(mteb):
     from r2med.export.mteb import CollectionCounts, find_mteb_task, mteb_task_counts
 
     # NFCorpus test split, as MTEB's own statistics file counts it (mteb/descriptive_stats/Retrieval/NFCorpus.json)
-    stats_file = json.loads((__import__("pathlib").Path(mteb.__file__).parent / "descriptive_stats" / "Retrieval"
-                             / "NFCorpus.json").read_text())["test"]
+    stats_file = json.loads(
+        (
+            __import__("pathlib").Path(mteb.__file__).parent / "descriptive_stats" / "Retrieval" / "NFCorpus.json"
+        ).read_text()
+    )["test"]
     assert mteb_task_counts(find_mteb_task("NFCorpus"), "test") == CollectionCounts(
-        stats_file["num_documents"], stats_file["num_queries"], stats_file["relevant_docs_statistics"]["num_relevant_docs"])
+        stats_file["num_documents"],
+        stats_file["num_queries"],
+        stats_file["relevant_docs_statistics"]["num_relevant_docs"],
+    )
     assert stats_file["num_documents"] == 3633
     assert mteb_task_counts(find_mteb_task("NFCorpus"), "dev") is None
     with pytest.raises(R2MedError, match="--mteb-task SciFactt: 'SciFactt' not found. Did you mean: 'SciFact'"):
@@ -353,11 +418,15 @@ def test_export_a_local_beir_run_as_the_mteb_task_its_counts_match(mteb, tmp_pat
     """`export --mteb-task AILAStatutes`: a BEIR folder with AILAStatutes' counts (82 docs, 50 queries, 217 non-zero
     judgments in mteb's statistics) is written as that task, with MTEB's pin, and read back by mteb's loader."""
     from conftest import run_r2med
-    from r2med.run import read_metrics
+    from r2med.runs.run import read_metrics
 
     stats = mteb.get_task("AILAStatutes").metadata.descriptive_stats["test"]
-    data = _beir_with_counts(tmp_path / "aila", stats["num_documents"], stats["num_queries"],
-                             stats["relevant_docs_statistics"]["num_relevant_docs"])
+    data = _beir_with_counts(
+        tmp_path / "aila",
+        stats["num_documents"],
+        stats["num_queries"],
+        stats["relevant_docs_statistics"]["num_relevant_docs"],
+    )
     assert run_r2med("evaluate", "-d", data, "-o", tmp_path / "runs").returncode == 0
     out = tmp_path / "mteb"
     plain = run_r2med("export", tmp_path / "runs", "-o", out)
@@ -387,7 +456,9 @@ def test_mteb_task_with_other_counts_is_refused_in_one_line(mteb, tmp_path, shar
     assert run_r2med("evaluate", "-d", data, "-o", tmp_path / "runs", "-k", "10").returncode == 0
     res = run_r2med("export", tmp_path / "runs", "-o", tmp_path / "mteb", "--mteb-task", "NFCorpus")
     assert res.returncode == 2
-    assert res.stderr.strip().splitlines()[-1] == ("error: --mteb-task NFCorpus: nfcorpus-test (test) has 3,162 docs, 323 queries, "
-                                  "12,334 non-zero judgments, MTEB's NFCorpus has 3,633 docs, 323 queries, "
-                                  "12,334 non-zero judgments: not the same collection, not exported")
+    assert res.stderr.strip().splitlines()[-1] == (
+        "error: --mteb-task NFCorpus: nfcorpus-test (test) has 3,162 docs, 323 queries, "
+        "12,334 non-zero judgments, MTEB's NFCorpus has 3,633 docs, 323 queries, "
+        "12,334 non-zero judgments: not the same collection, not exported"
+    )
     assert not (tmp_path / "mteb").exists()

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from r2med.errors import R2MedError
-from r2med.facets import NONE, facet_keys, facet_label, facet_table
+from r2med.evaluation.facets import NONE, facet_keys, facet_label, facet_table
 from conftest import shared_collection
 
 VALUES = {
@@ -15,8 +15,11 @@ VALUES = {
     "dense": {"MedQA-Diag": {"a": 0.6, "b": 0.0, "c": 0.3}, "PMC-Clinical": {"x": 1.0}},  # no value for y
 }
 META = {
-    "MedQA-Diag": {"a": {"body_system": "Cardiovascular"}, "b": {"body_system": "Renal"},
-                   "c": {"body_system": "Cardiovascular", "answer": "B"}},
+    "MedQA-Diag": {
+        "a": {"body_system": "Cardiovascular"},
+        "b": {"body_system": "Renal"},
+        "c": {"body_system": "Cardiovascular", "answer": "B"},
+    },
     "PMC-Clinical": {"x": {"body_system": "Cardiovascular"}, "y": {"body_system": ""}},
 }
 
@@ -48,8 +51,10 @@ def test_missing_keys_and_scenarios():
     answers = facet_table(VALUES, META, "answer")
     assert [(r.value, r.queries) for r in answers.rows] == [("B", 1), (NONE, 4)]
     by_scenario = facet_table(VALUES, META, "scenario")
-    assert {r.value: r.queries for r in by_scenario.rows} == {"Clinical evidence retrieval": 3,
-                                                              "Clinical case retrieval": 2}
+    assert {r.value: r.queries for r in by_scenario.rows} == {
+        "Clinical evidence retrieval": 3,
+        "Clinical case retrieval": 2,
+    }
     assert by_scenario.row("Clinical case retrieval").mean == pytest.approx({"bm25": 0.25, "dense": 1.0})
     other = facet_table({"s": {"medline-med": {"q": 1.0}}}, {}, "scenario")
     assert [r.value for r in other.rows] == [NONE]
@@ -63,16 +68,17 @@ def test_pooled_facets_partition_the_queries():
     rng = random.Random(5)
     systems = ["s1", "s2"]
     values = {s: {t: {f"q{i}": rng.random() for i in range(30)} for t in ("T1", "T2")} for s in systems}
-    meta = {t: {f"q{i}": ({"k": rng.choice(["x", "y", "z", None])} if i % 7 else {}) for i in range(30)}
-            for t in ("T1", "T2")}
+    meta = {
+        t: {f"q{i}": ({"k": rng.choice(["x", "y", "z", None])} if i % 7 else {}) for i in range(30)}
+        for t in ("T1", "T2")
+    }
     facets = facet_table(values, meta, "k")
     assert sum(r.queries for r in facets.rows) == 60
     for s in systems:
         overall = sum(v for t in values[s].values() for v in t.values()) / 60
         assert sum(r.mean[s] * r.counts[s] for r in facets.rows) / 60 == pytest.approx(overall)
         for row in facets.rows:
-            chosen = [values[s][t][q] for t in meta for q in meta[t]
-                      if facet_label(meta[t][q].get("k")) == row.value]
+            chosen = [values[s][t][q] for t in meta for q in meta[t] if facet_label(meta[t][q].get("k")) == row.value]
             assert row.mean[s] == pytest.approx(sum(chosen) / len(chosen))
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import minilm_path, run_r2med, shared_collection
-from r2med.metrics import DEFAULT_MEASURES
-from r2med.run import read_metrics
+from r2med.evaluation.metrics import DEFAULT_MEASURES
+from r2med.runs.run import read_metrics
 
 pytest.importorskip("torch")
 from test_dense_fixtures import tiny_bert  # noqa: E402
@@ -45,18 +45,28 @@ QUERIES = [  # id, text, body_system (blank: none), answer
     ("q7", "fever cough consolidation", "respiratory", "pneumonia"),
     ("q8", "sudden one sided weakness", "", "stroke"),
 ]
-QRELS = {"q1": ["c1"], "q2": ["c2"], "q3": ["c3"], "q4": ["c5"], "q5": ["c6"], "q6": ["c7"], "q7": ["c8"],
-         "q8": ["c10"]}
+QRELS = {
+    "q1": ["c1"],
+    "q2": ["c2"],
+    "q3": ["c3"],
+    "q4": ["c5"],
+    "q5": ["c6"],
+    "q6": ["c7"],
+    "q7": ["c8"],
+    "q8": ["c10"],
+}
 SYSTEMS = ["bm25", "bm25+tiny-ce", "dense-tiny-bert", "rrf-bm25+dense-tiny-bert"]
 
 
 def write_clinic(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in DOCS.items()))
-    (folder / "query.jsonl").write_text("".join(
-        json.dumps({"id": q, "text": t, "body_system": b, "answer": a}) + "\n" for q, t, b, a in QUERIES))
-    (folder / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": 1}) + "\n"
-                                                for q, ds in QRELS.items() for d in ds))
+    (folder / "query.jsonl").write_text(
+        "".join(json.dumps({"id": q, "text": t, "body_system": b, "answer": a}) + "\n" for q, t, b, a in QUERIES)
+    )
+    (folder / "qrels.jsonl").write_text(
+        "".join(json.dumps({"q_id": q, "p_id": d, "score": 1}) + "\n" for q, ds in QRELS.items() for d in ds)
+    )
     return folder
 
 
@@ -83,10 +93,25 @@ def hour(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("R2MED_HOME", str(root / "home"))
         # two systems into one results root; -m chooses the table's columns
-        out["bm25"] = cli(root, "evaluate", "-r", "bm25", "-d", "data", "-o", "runs",
-                          "-m", "nDCG@10", "-m", "R@100", "-m", "MRR")
-        out["dense"] = cli(root, "evaluate", "-r", "dense", "--model", "models/tiny-bert", "--pooling", "mean",
-                           "-d", "data", "-o", "runs", "-m", "P@5")
+        out["bm25"] = cli(
+            root, "evaluate", "-r", "bm25", "-d", "data", "-o", "runs", "-m", "nDCG@10", "-m", "R@100", "-m", "MRR"
+        )
+        out["dense"] = cli(
+            root,
+            "evaluate",
+            "-r",
+            "dense",
+            "--model",
+            "models/tiny-bert",
+            "--pooling",
+            "mean",
+            "-d",
+            "data",
+            "-o",
+            "runs",
+            "-m",
+            "P@5",
+        )
         # fuse the root's systems, rerank one system: both into the same root
         out["fuse"] = cli(root, "fuse", "runs")
         out["fuse again"] = cli(root, "fuse", "runs", "-o", "runs")  # the fused system is not fused into itself
@@ -94,10 +119,10 @@ def hour(tmp_path_factory):
         out["report"] = cli(root, "report", "runs", "-m", "MRR", "--format", "json")
         out["compare"] = cli(root, "compare", "runs", "-m", "R@100", "--format", "json")
         out["score"] = cli(root, "score", "data/medline-med", "runs/bm25", "--format", "json")
-        out["score file"] = cli(root, "score", "data/medline-med/qrels.jsonl", "runs/bm25/medline-med/run.trec",
-                                "--format", "json")
-        out["one collection"] = cli(root, "evaluate", "-d", "data/medline-med", "-t", "clinic", "-o", "runs",
-                                    ok=False)
+        out["score file"] = cli(
+            root, "score", "data/medline-med/qrels.jsonl", "runs/bm25/medline-med/run.trec", "--format", "json"
+        )
+        out["one collection"] = cli(root, "evaluate", "-d", "data/medline-med", "-t", "clinic", "-o", "runs", ok=False)
     return root, out
 
 
@@ -180,22 +205,28 @@ def test_by_equals_a_hand_grouping_of_per_query_values(hour):
         assert rows[value]["queries"] == len(members)
         for system in SYSTEMS:
             per = {t: read_metrics(root / "runs" / system / t)["per_query"] for t in ("clinic", "medline-med")}
-            values = [per["medline-med"][m.split("/", 1)[1]]["ndcg_cut_10"] if "/" in m else
-                      per["clinic"][m]["ndcg_cut_10"] for m in members]
+            values = [
+                per["medline-med"][m.split("/", 1)[1]]["ndcg_cut_10"] if "/" in m else per["clinic"][m]["ndcg_cut_10"]
+                for m in members
+            ]
             assert rows[value]["mean"][system] == pytest.approx(100 * sum(values) / len(values), abs=1e-6)
             assert rows[value]["counts"][system] == len(members)
     # macro: the mean of per-task means over the tasks that have the value
-    macro = json.loads(cli(root, "report", "runs", "--by", "body_system", "--average", "macro",
-                           "--format", "json").stdout)
+    macro = json.loads(
+        cli(root, "report", "runs", "--by", "body_system", "--average", "macro", "--format", "json").stdout
+    )
     none = {r["value"]: r for r in macro["rows"]}["(none)"]
     per = {t: read_metrics(root / "runs" / "bm25" / t)["per_query"] for t in ("clinic", "medline-med")}
-    task_means = [per["clinic"]["q8"]["ndcg_cut_10"],
-                  sum(v["ndcg_cut_10"] for v in per["medline-med"].values()) / len(per["medline-med"])]
+    task_means = [
+        per["clinic"]["q8"]["ndcg_cut_10"],
+        sum(v["ndcg_cut_10"] for v in per["medline-med"].values()) / len(per["medline-med"]),
+    ]
     assert none["mean"]["bm25"] == pytest.approx(100 * sum(task_means) / 2, abs=1e-6)
     # an unknown key is an error listing those there are; the terminal table has the query counts
     bad = cli(root, "report", "runs", "--by", "organ", ok=False)
     assert bad.returncode == 2 and bad.stderr.strip().endswith(
-        "available: answer (8 queries), body_system (7 queries), scenario")
+        "available: answer (8 queries), body_system (7 queries), scenario"
+    )
     text = cli(root, "report", "runs", "--by", "body_system").stdout
     assert re.search(r"cardiovascular\s+3\s", text), text
 
@@ -212,10 +243,11 @@ def test_by_in_the_html_report(hour):
 
 # -- progress: the log lines of real command-line runs (stderr is not a terminal here) -------------
 
+
 @pytest.fixture
 def every_step(monkeypatch):
     """Progress log lines at every update (the default spaces them 10 s apart)."""
-    from r2med import progress
+    from r2med.infra import progress
 
     progress.configure(interval_s=0, min_gap_s=0)
     yield
@@ -223,7 +255,7 @@ def every_step(monkeypatch):
 
 
 def progress_lines(stderr: str, prefix: str) -> list[str]:
-    return [line[len("INFO "):] for line in stderr.splitlines() if line.startswith("INFO " + prefix)]
+    return [line[len("INFO ") :] for line in stderr.splitlines() if line.startswith("INFO " + prefix)]
 
 
 def test_progress_of_bm25_indexing_and_the_task_loop(tmp_path, every_step, monkeypatch):
@@ -235,7 +267,11 @@ def test_progress_of_bm25_indexing_and_the_task_loop(tmp_path, every_step, monke
     assert res.returncode == 0, res.stderr
     steps = progress_lines(res.stderr, "BM25 index of 1,033 docs")
     assert [line.split(":")[0].split(" · ")[1] for line in steps] == [
-        "analysing text", "weighting terms", "saving", "saving"]  # each step's line as it ends, then the close
+        "analysing text",
+        "weighting terms",
+        "saving",
+        "saving",
+    ]  # each step's line as it ends, then the close
     assert [re.search(r": (\d)/3", line).group(1) for line in steps] == ["1", "2", "3", "3"]
     assert "took" in steps[-1]
     loop = progress_lines(res.stderr, "bm25 · ")
@@ -255,8 +291,19 @@ def test_progress_of_dense_encoding(tmp_path, every_step):
         (data / name).write_text((shared_collection("medline-med") / name).read_text())
     model = tmp_path / "all-MiniLM-L6-v2"
     model.symlink_to(minilm_path(), target_is_directory=True)
-    args = ("evaluate", "-r", "dense", "--model", str(model), "-d", str(data), "-o", str(tmp_path / "o"),
-            "--batch-size", "8")
+    args = (
+        "evaluate",
+        "-r",
+        "dense",
+        "--model",
+        str(model),
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "o"),
+        "--batch-size",
+        "8",
+    )
     first = run_r2med(*args)
     assert first.returncode == 0, first.stderr
     assert (tmp_path / "o" / "dense-all-MiniLM-L6-v2" / "medline-40" / "metrics.json").exists()
@@ -282,8 +329,9 @@ def test_progress_of_reranking(tmp_path, every_step):
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
     run_task(coll, "bm25", {"cache": False}, k=5, out=tmp_path / "runs" / "bm25")
     model = tiny_cross_encoder(tmp_path / "ce", 1, seed=3)
-    res = run_r2med("rerank", "--run", str(tmp_path / "runs"), "--reranker", str(model), "--top-k", "4",
-                    "--batch-size", "8")
+    res = run_r2med(
+        "rerank", "--run", str(tmp_path / "runs"), "--reranker", str(model), "--top-k", "4", "--batch-size", "8"
+    )
     assert res.returncode == 0, res.stderr
     pairs = progress_lines(res.stderr, f"{model}: reranking")
     assert [re.search(r": (\d+)/32 ", line).group(1) for line in pairs] == ["8", "16", "24", "32", "32"]
@@ -300,15 +348,29 @@ def test_progress_of_expansion_requests(tmp_path, every_step):
     data = make_collection(tmp_path / "Biology", n_queries=12)
     faults = Faults(rate_429=0.2, retry_after=0.01, rate_500=0.2, seed=4)
     with LLMServer(faults) as server:
-        res = run_r2med("expand", "--method", "hyde", "--model", "test-model", "--base-url", server.base_url,
-                        "--data-dir", str(data), "--out", str(tmp_path / "exp"), "--concurrency", "1")
+        res = run_r2med(
+            "expand",
+            "--method",
+            "hyde",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.base_url,
+            "--data-dir",
+            str(data),
+            "--out",
+            str(tmp_path / "exp"),
+            "--concurrency",
+            "1",
+        )
         injected = sum(server.faults_sent.values())
     assert res.returncode == 0, res.stderr
     lines = progress_lines(res.stderr, "hyde · Biology")
     done = [int(re.search(r": (\d+)/12 ", line).group(1)) for line in lines]
     assert done == sorted(done) and done[-1] == 12 and "took" in lines[-1]
-    last = re.search(r"(\d+) failed, (\d+) retried, (\d+) retrying, ([\d,]+) tokens in, ([\d,]+) tokens out$",
-                     lines[-1])
+    last = re.search(
+        r"(\d+) failed, (\d+) retried, (\d+) retrying, ([\d,]+) tokens in, ([\d,]+) tokens out$", lines[-1]
+    )
     # at the end nothing waits to be sent again; one request at a time, so at most one was waiting before
     assert last and (int(last.group(1)), int(last.group(2)), int(last.group(3))) == (0, injected, 0) and injected > 0
     assert {int(re.search(r"(\d+) retrying", line).group(1)) for line in lines} <= {0, 1}
@@ -324,8 +386,23 @@ def test_progress_of_listwise_reranking(tmp_path, every_step):
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
     run_task(coll, "bm25", {"cache": False}, k=6, out=tmp_path / "runs" / "bm25")
     with LLMServer(responder=lambda messages, body: "[2] > [1]") as server:
-        res = run_r2med("rerank", "--run", str(tmp_path / "runs" / "bm25"), "--reranker", "listwise", "--model",
-                        "test-model", "--base-url", server.base_url, "--window", "4", "--step", "2", "--top-k", "6")
+        res = run_r2med(
+            "rerank",
+            "--run",
+            str(tmp_path / "runs" / "bm25"),
+            "--reranker",
+            "listwise",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.base_url,
+            "--window",
+            "4",
+            "--step",
+            "2",
+            "--top-k",
+            "6",
+        )
     assert res.returncode == 0, res.stderr
     lines = progress_lines(res.stderr, "listwise: windows")
     done = [int(re.search(r": (\d+)/16 ", line).group(1)) for line in lines]  # 8 queries x 2 windows

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from conftest import run_r2med, shared_collection
 from r2med.cli import app
 from r2med.errors import R2MedError
-from r2med.fusion import comb, fuse, normalise, rrf
-from r2med.metrics import evaluate
-from r2med.run import read_trec, ranked
+from r2med.runs.fusion import comb, fuse, normalise, rrf
+from r2med.evaluation.metrics import evaluate
+from r2med.runs.run import read_trec, ranked
 
 A = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 0.5, "y": 0.5}}
 B = {"q1": {"b": 0.9, "d": 0.5, "a": 0.1}, "q3": {"z": 7.0}}
@@ -46,8 +46,10 @@ def test_combsum_and_combmnz_minmax_by_hand():
 
 def test_zscore_matches_scipy():
     rng = np.random.default_rng(0)
-    runs = [{"q": {f"d{i}": float(v) for i, v in enumerate(rng.normal(size=12))}},
-            {"q": {f"d{i}": float(v) for i, v in enumerate(rng.normal(5, 3, size=12)) if i % 3}}]
+    runs = [
+        {"q": {f"d{i}": float(v) for i, v in enumerate(rng.normal(size=12))}},
+        {"q": {f"d{i}": float(v) for i, v in enumerate(rng.normal(5, 3, size=12)) if i % 3}},
+    ]
     expected: dict[str, float] = {}
     for run in runs:
         ids = list(run["q"])
@@ -81,13 +83,17 @@ def test_fuse_command_on_real_runs(tmp_path):
     runner = CliRunner()
     _evaluate(tmp_path / "other", "bm25", data, ["--k1", "1.5", "--b", "0.9"])
     (tmp_path / "other" / "bm25").rename(out / "bm25-k15")
-    result = runner.invoke(app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--method", "rrf",
-                                 "--weights", "1,2"])
+    result = runner.invoke(
+        app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--method", "rrf", "--weights", "1,2"]
+    )
     assert result.exit_code == 0, result.output
     folder = out / "rrf-bm25+bm25-k15" / "medline-med"
     fused = read_trec(folder / "run.trec")
-    first, second = read_trec(out / "bm25" / "medline-med" / "run.trec"), read_trec(out / "bm25-k15" / "medline-med" / "run.trec")
-    for qid in first:  # hand formula over the files, independent of r2med.fusion
+    first, second = (
+        read_trec(out / "bm25" / "medline-med" / "run.trec"),
+        read_trec(out / "bm25-k15" / "medline-med" / "run.trec"),
+    )
+    for qid in first:  # hand formula over the files, independent of r2med.runs.fusion
         scores: dict[str, float] = {}
         for run, w in ((first, 1.0), (second, 2.0)):
             for rank, (did, _) in enumerate(sorted(run[qid].items(), key=lambda kv: (kv[1], kv[0]), reverse=True), 1):
@@ -100,7 +106,8 @@ def test_fuse_command_on_real_runs(tmp_path):
     from r2med.data.loaders import load_folder
 
     assert metrics["aggregate"]["ndcg_cut_10"] == pytest.approx(
-        evaluate(fused, load_folder(data).qrels).aggregate["ndcg_cut_10"], abs=1e-6)
+        evaluate(fused, load_folder(data).qrels).aggregate["ndcg_cut_10"], abs=1e-6
+    )
     assert metrics["config"]["fusion"] == "rrf" and metrics["config"]["weights"] == [1.0, 2.0]
     # a re-run reuses the finished task
     again = runner.invoke(app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--weights", "1,2"])
@@ -123,9 +130,13 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_runs = st.lists(st.dictionaries(st.sampled_from([f"d{i}" for i in range(12)]),
-                                 st.floats(-50, 50, allow_nan=False), min_size=1, max_size=12),
-                 min_size=1, max_size=4)
+_runs = st.lists(
+    st.dictionaries(
+        st.sampled_from([f"d{i}" for i in range(12)]), st.floats(-50, 50, allow_nan=False), min_size=1, max_size=12
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=100, deadline=None)
@@ -153,10 +164,10 @@ def test_combmnz_is_combsum_times_hits(lists):
 
 def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.data.loaders import load_folder
-    from r2med.jobs.folders import metrics_payload
+    from r2med.results.folders import metrics_payload
     from r2med.jobs.fuse import fuse_inputs
     from r2med.jobs.rerank import load_inputs
-    from r2med.run import write_task_results
+    from r2med.runs.run import write_task_results
 
     for task in ("t1", "t2"):
         data = tmp_path / "data" / task
@@ -164,13 +175,16 @@ def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
         (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": d}) + "\n" for d in "abcd"))
         (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": "q"}) + "\n")
         (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "b", "score": 1}) + "\n")
-    runs = {"one": {"t1": {"q1": {"a": 2.0, "b": 1.0}}, "t2": {"q1": {"a": 1.0}}},
-            "two": {"t1": {"q1": {"b": 5.0, "zz": 4.0}}}}  # 'zz' is not in the corpus; t2 only in "one"
+    runs = {
+        "one": {"t1": {"q1": {"a": 2.0, "b": 1.0}}, "t2": {"q1": {"a": 1.0}}},
+        "two": {"t1": {"q1": {"b": 5.0, "zz": 4.0}}},
+    }  # 'zz' is not in the corpus; t2 only in "one"
     for name, tasks in runs.items():
         for task, run in tasks.items():
             coll = load_folder(tmp_path / "data" / task)
-            write_task_results(tmp_path / "runs" / name / task, run,
-                               metrics_payload(coll, name, {}, evaluate(run, coll.qrels), {}))
+            write_task_results(
+                tmp_path / "runs" / name / task, run, metrics_payload(coll, name, {}, evaluate(run, coll.qrels), {})
+            )
     cache: dict = {}
     groups = [load_inputs(tmp_path / "runs" / n, require_docs=False, collections=cache) for n in runs]
     assert "'zz' (query 'q1') is not in the corpus of t1 (1 unknown doc entry in all)" in caplog.text
@@ -178,6 +192,7 @@ def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     assert [r.task for r in results] == ["t1"]
     assert "task(s) t2 are not in every run folder" in caplog.text
     assert read_trec(tmp_path / "out" / "t1" / "run.trec")["q1"] == pytest.approx(
-        {"b": 1 / 62 + 1 / 61, "a": 1 / 61, "zz": 1 / 62}, rel=1e-8)
+        {"b": 1 / 62 + 1 / 61, "a": 1 / 61, "zz": 1 / 62}, rel=1e-8
+    )
     with pytest.raises(R2MedError, match=r"run.trec:2: doc 'zz'"):
         load_inputs(tmp_path / "runs" / "two")  # rerankers need the text: an error there

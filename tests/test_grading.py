@@ -16,7 +16,7 @@ from test_report import DOCS, QUERIES, QRELS, synthetic, write_collection
 
 def hub_sized(monkeypatch, task: str, queries: int, docs: int) -> None:
     """The published counts of ``task`` made those of a tiny collection (so it counts as the hub task)."""
-    from r2med.tasks import TASKS
+    from r2med.data.tasks import TASKS
 
     monkeypatch.setitem(TASKS, task, replace(TASKS[task], queries=queries, docs=docs))
 
@@ -55,8 +55,19 @@ def test_a_bm25_run_named_contriever_is_graded_as_bm25(biology, tmp_path):
 
 
 def test_a_minilm_run_named_bm25_is_not_graded(biology, tmp_path):
-    ok("evaluate", "-r", "dense", "--model", minilm_path(), "--name", "bm25", "-d", str(biology),
-       "--out", str(tmp_path / "runs"))
+    ok(
+        "evaluate",
+        "-r",
+        "dense",
+        "--model",
+        minilm_path(),
+        "--name",
+        "bm25",
+        "-d",
+        str(biology),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     system = report_json(tmp_path / "runs")["systems"][0]
     assert system["name"] == "bm25" and system["published"] is None
     assert system["cells"]["Biology"]["published"] is None
@@ -69,8 +80,17 @@ def test_a_fused_run_is_graded_against_no_row_whatever_its_name(biology, tmp_pat
     runs = tmp_path / "runs"
     ok("evaluate", "-r", "bm25", "-d", str(biology), "--out", str(runs))
     ok("evaluate", "-r", "bm25-standard", "-d", str(biology), "--out", str(runs))
-    ok("fuse", str(runs / "bm25"), str(runs / "bm25-standard"), "--name", name, "-d", str(biology), "--out",
-       str(tmp_path / "fused"))
+    ok(
+        "fuse",
+        str(runs / "bm25"),
+        str(runs / "bm25-standard"),
+        "--name",
+        name,
+        "-d",
+        str(biology),
+        "--out",
+        str(tmp_path / "fused"),
+    )
     system = report_json(tmp_path / "fused")["systems"][0]
     assert system["name"] == name and system["published"] is None
     assert system["cells"]["Biology"]["published"] is None
@@ -81,12 +101,16 @@ def test_a_local_folder_with_other_data_under_a_task_name_is_not_graded(tmp_path
     shutil.copytree(shared_collection("medline-med"), data)  # 30 queries, 1,033 docs: not the hub's Biology
     out = ok("evaluate", "-r", "bm25", "-d", str(data), "--out", str(tmp_path / "runs"))
     assert "19.19" not in out
-    assert "no published bm25 figure: Biology: data from a local folder has 30 queries and 1033 docs, " \
-           "the hub task 103 and 57359" in " ".join(out.split())
+    assert (
+        "no published bm25 figure: Biology: data from a local folder has 30 queries and 1033 docs, "
+        "the hub task 103 and 57359" in " ".join(out.split())
+    )
     payload = report_json(tmp_path / "runs")
     cell = payload["systems"][0]["cells"]["Biology"]
     assert cell["published"] is None and cell["delta"] is None
-    assert cell["ungraded"] == "Biology: data from a local folder has 30 queries and 1033 docs, the hub task 103 and 57359"
+    assert (
+        cell["ungraded"] == "Biology: data from a local folder has 30 queries and 1033 docs, the hub task 103 and 57359"
+    )
     assert any("no published figure for bm25: Biology: data from a local folder" in line for line in payload["legend"])
     table = ok("report", str(tmp_path / "runs"), "--format", "markdown")
     assert "19.19" not in table and "30 queries and 1033 docs" in table
@@ -99,10 +123,15 @@ def test_a_local_folder_with_the_hub_counts_is_graded(biology, tmp_path):
 
 
 def test_a_run_that_recorded_no_counts_is_not_graded(tmp_path):
-    from r2med.run import write_task_results
+    from r2med.runs.run import write_task_results
 
-    payload = {"task": "Biology", "retriever": "bm25", "config": {"retriever": "bm25"},
-               "aggregate": {"ndcg_cut_10": 0.2}, "per_query": {"q1": {"ndcg_cut_10": 0.2}}}
+    payload = {
+        "task": "Biology",
+        "retriever": "bm25",
+        "config": {"retriever": "bm25"},
+        "aggregate": {"ndcg_cut_10": 0.2},
+        "per_query": {"q1": {"ndcg_cut_10": 0.2}},
+    }
     write_task_results(tmp_path / "runs" / "bm25" / "Biology", {"q1": {"d1": 1.0}}, payload)
     cell = report_json(tmp_path / "runs")["systems"][0]["cells"]["Biology"]
     assert cell["published"] is None and "no recorded counts" in cell["ungraded"]
@@ -111,7 +140,7 @@ def test_a_run_that_recorded_no_counts_is_not_graded(tmp_path):
 def two_runs_on_different_judgments(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     """``bm25`` on Biology and ``bm25-standard`` on another Biology: same corpus, unrelated judgments."""
     docs, queries, qrels = synthetic()
-    other = {q: {d: 1 for d in list(docs)[i % 7 * 5:i % 7 * 5 + 3]} for i, q in enumerate(qrels)}
+    other = {q: {d: 1 for d in list(docs)[i % 7 * 5 : i % 7 * 5 + 3]} for i, q in enumerate(qrels)}
     first = write_collection(tmp_path / "a", "Biology", docs, queries, qrels)
     second = write_collection(tmp_path / "b", "Biology", docs, queries, other)
     ok("evaluate", "-r", "bm25", "-d", str(first), "--out", str(tmp_path / "runs"))
@@ -157,7 +186,7 @@ def test_a_reranked_run_keeps_its_first_stage_record_and_is_graded_by_it(biology
     pytest.importorskip("torch")
     from test_rerank import _tiny_bert
 
-    from r2med.published import PublishedKey, match_published
+    from r2med.results.published import PublishedKey, match_published
 
     runs = tmp_path / "runs"
     ok("evaluate", "-r", "bm25", "--name", "nv", "-d", str(biology), "--out", str(runs))

@@ -57,7 +57,7 @@ def test_public_api_fuse_make_reranker_and_rerank():
     order = sorted(out["q1"], key=out["q1"].get, reverse=True)
     assert order == ["d2", "d1", "d3"]  # the top 2 reordered by length, the tail below them
     assert callable(r2med.make_reranker) and r2med.make_reranker("listwise", model="m", base_url="http://x/v1")
-    assert r2med.rerank.make_reranker is r2med.make_reranker  # the package stays a package
+    assert r2med.reranking.make_reranker is r2med.make_reranker  # the package stays a package
 
 
 def test_per_query_measures_take_friendly_names():
@@ -120,12 +120,18 @@ def test_registry_records_answer_what_names_used_to():
     assert openai.api_key_env == "OPENAI_API_KEY" and not openai.local_model and openai.extra is None
     assert bm25.family == "lexical" and not bm25.local_model
     assert [tolerance_for(n) for n in ("bm25", "bge", "voyage", "qwen3-emb-8b")] == [0.5, 1.0, 2.0, 1.5]
-    from r2med.published import PublishedKey, tolerance_of
+    from r2med.results.published import PublishedKey, tolerance_of
 
     # a published configuration's tolerance: its reranker's class when it names one, else its retriever's
-    assert [tolerance_of(PublishedKey(*k)) for k in (("Qwen3-Embedding-8B",), ("nv", "rerank:bge-reranker"),
-                                                     ("e5", "rerank:ReasonRank(32B)"), ("gte-Qwen2-7B-instruct",))] \
-        == [1.5, 1.0, 2.0, None]
+    assert [
+        tolerance_of(PublishedKey(*k))
+        for k in (
+            ("Qwen3-Embedding-8B",),
+            ("nv", "rerank:bge-reranker"),
+            ("e5", "rerank:ReasonRank(32B)"),
+            ("gte-Qwen2-7B-instruct",),
+        )
+    ] == [1.5, 1.0, 2.0, None]
     assert default_resources("openai", 4) == {"num_cpus": 1.0}  # an API needs no GPU
     assert paper_options("bm25") == {"k1": 0.9, "b": 0.4} and paper_options("bge") == {}
     assert retriever_meta("grit").extra[0] == ("torch", "transformers", "gritlm")
@@ -177,7 +183,7 @@ def test_every_http_client_honours_retry_after():
     """The server's Retry-After is waited for, also beyond the backoff cap (the embedding APIs cut it to the
     cap before the retry loop was shared); the LLM client waits no longer than asked (it used to wait the
     full backoff when the server asked for less)."""
-    from r2med.retry import RetryPolicy
+    from r2med.infra.retry import RetryPolicy
 
     policy = RetryPolicy(max_retries=3, backoff_base=5.0, backoff_max=0.01)
     assert policy.delay(0, retry_after=0.3) == 0.3 and policy.delay(0, retry_after=0.0) == 0.0
@@ -186,8 +192,9 @@ def test_every_http_client_honours_retry_after():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         _Busy.hits = []
-        r = r2med.make_retriever("openai", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
-                                 api_key="k", backoff_max=0.01)
+        r = r2med.make_retriever(
+            "openai", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k", backoff_max=0.01
+        )
         r.index({"d1": "text"})
         assert len(_Busy.hits) == 2 and _Busy.hits[1] - _Busy.hits[0] >= 0.29
     finally:
@@ -204,10 +211,22 @@ def test_a_preset_is_a_data_record(bert_dir, monkeypatch):
     from r2med.retrieval.dense import register_preset
     from r2med.retrieval.registry import RETRIEVERS, retriever_meta
 
-    record = presets.Preset(name="tiny-later", hub_id=bert_dir, query_instructions="query: ", doc_instructions="",
-                            fields={"loader": "transformers", "pooling": "mean", "normalize": True, "dtype": "fp32",
-                                    "max_length": 64, "batch_size": 4, "needs_gpu": "8B",
-                                    "packages": (("torch", "transformers", "flash_attn"), "pip install flash-attn")})
+    record = presets.Preset(
+        name="tiny-later",
+        hub_id=bert_dir,
+        query_instructions="query: ",
+        doc_instructions="",
+        fields={
+            "loader": "transformers",
+            "pooling": "mean",
+            "normalize": True,
+            "dtype": "fp32",
+            "max_length": 64,
+            "batch_size": 4,
+            "needs_gpu": "8B",
+            "packages": (("torch", "transformers", "flash_attn"), "pip install flash-attn"),
+        },
+    )
     monkeypatch.setattr(presets, "_ADDED", dict(presets._ADDED))
     monkeypatch.setattr(RETRIEVERS, "records", dict(RETRIEVERS.records))
     register_preset(record)
@@ -215,9 +234,13 @@ def test_a_preset_is_a_data_record(bert_dir, monkeypatch):
     assert (meta.needs_gpu, meta.paper_dtype, meta.default_tolerance, meta.hub_id) == ("8B", "fp32", 1.0, bert_dir)
     assert meta.extra == (("torch", "transformers", "flash_attn"), "pip install flash-attn")
     assert default_resources("tiny-later", 1) == {"num_cpus": 1.0, "num_gpus": 1.0}
-    run = r2med.make_retriever("tiny-later", device="cpu", cache=False).index(
-        {"d1": "insulin", "d2": "heart"}).search({"q": "insulin"}, k=2)
+    run = (
+        r2med.make_retriever("tiny-later", device="cpu", cache=False)
+        .index({"d1": "insulin", "d2": "heart"})
+        .search({"q": "insulin"}, k=2)
+    )
     assert set(run["q"]) == {"d1", "d2"}
     with pytest.raises(ValueError):
-        register_preset(presets.Preset(name="bge", hub_id="x", fields={}, query_instructions=None,
-                                       doc_instructions=None))
+        register_preset(
+            presets.Preset(name="bge", hub_id="x", fields={}, query_instructions=None, doc_instructions=None)
+        )

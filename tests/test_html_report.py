@@ -21,21 +21,26 @@ import pytest
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import run_task
-from r2med.jobs.folders import find_systems as load_systems
+from r2med.results.folders import find_systems as load_systems
 from r2med.report import build_leaderboard
 from r2med.jobs.report import expansion_texts, task_texts
 from r2med.report.html import write_html
-from r2med.run import read_trec
+from r2med.runs.run import read_trec
 from test_report import QUERIES, make_runs
 
-HYDOC = {"q1": "insulin and potassium for ketoacidosis", "q2": "corticosteroids for asthma",
-         "q3": "amoxicillin for community acquired pneumonia", "q4": "triptans for migraine"}
+HYDOC = {
+    "q1": "insulin and potassium for ketoacidosis",
+    "q2": "corticosteroids for asthma",
+    "q3": "amoxicillin for community acquired pneumonia",
+    "q4": "triptans for migraine",
+}
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 needs_browser = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER),
-    reason="headless browser test needs Debian packages chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    reason="headless browser test needs Debian packages chromium and chromium-driver (apt-get install chromium chromium-driver)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +52,27 @@ def built(tmp_path_factory):
         # a third system: BM25 with HyDE expansions from a reasoning LLM (its trace must be stripped)
         exp = data / "Biology" / "hyde" / "r1-qwen-32b"
         exp.mkdir(parents=True)
-        (exp / "query_with_hydoc.jsonl").write_text("".join(
-            json.dumps({"id": q, "text": t, "hy_doc": f"<think>secret reasoning {q}</think> {HYDOC[q]}"}) + "\n"
-            for q, t in QUERIES.items()))
-        run_task(load_folder(data / "Biology"), "bm25", {}, k=10, out=out / "bm25+hyde-r1-qwen-32b",
-                       label="bm25+hyde-r1-qwen-32b", query_builder=ExpansionQueries("hyde", "r1-qwen-32b"))
+        (exp / "query_with_hydoc.jsonl").write_text(
+            "".join(
+                json.dumps({"id": q, "text": t, "hy_doc": f"<think>secret reasoning {q}</think> {HYDOC[q]}"}) + "\n"
+                for q, t in QUERIES.items()
+            )
+        )
+        run_task(
+            load_folder(data / "Biology"),
+            "bm25",
+            {},
+            k=10,
+            out=out / "bm25+hyde-r1-qwen-32b",
+            label="bm25+hyde-r1-qwen-32b",
+            query_builder=ExpansionQueries("hyde", "r1-qwen-32b"),
+        )
     systems = load_systems([out])
     board = build_leaderboard(systems)
     texts = task_texts(board.tasks, data)
-    page = write_html(root / "report.html", systems, collections=texts, board=board,
-                      expansions=expansion_texts(systems, texts))
+    page = write_html(
+        root / "report.html", systems, collections=texts, board=board, expansions=expansion_texts(systems, texts)
+    )
     bare = write_html(root / "bare.html", systems, board=board)
     return {"out": out, "data": data, "page": page, "bare": bare, "board": board}
 
@@ -81,11 +97,14 @@ def test_page_is_self_contained(built):
     assert data["queries"]["Biology"]["q2"]["gold"] == [["d5", 2], ["d4", 1]]
     assert text.count('<svg class="bars"') == 3  # two tasks + average
     bare = _embedded(built["bare"])
-    assert "text" not in bare["queries"]["Biology"]["q1"] and bare["hasTexts"] == {"Biology": False, "MedQA-Diag": False}
+    assert "text" not in bare["queries"]["Biology"]["q1"] and bare["hasTexts"] == {
+        "Biology": False,
+        "MedQA-Diag": False,
+    }
 
 
 def test_counts_hint_and_round_ticks(built, tmp_path):
-    from r2med.ticks import nice_ticks, tick_labels
+    from r2med.report.ticks import nice_ticks, tick_labels
 
     text = built["page"].read_text(encoding="utf-8")
     assert "3 systems · 2 tasks" in text
@@ -118,16 +137,25 @@ def test_facet_selector_in_the_page(tmp_path):
     folder = write_collection(data, "Biology")
     rows = [json.loads(line) for line in (folder / "query.jsonl").read_text().splitlines()]
     systems_of = ["respiratory", "respiratory", "endocrine", "endocrine"]
-    (folder / "query.jsonl").write_text("".join(json.dumps({**r, "body_system": b}) + "\n"
-                                                for r, b in zip(sorted(rows, key=lambda r: r["id"]), systems_of)))
+    (folder / "query.jsonl").write_text(
+        "".join(
+            json.dumps({**r, "body_system": b}) + "\n" for r, b in zip(sorted(rows, key=lambda r: r["id"]), systems_of)
+        )
+    )
     coll = load_folder(folder)
     run_task(coll, "bm25", {}, k=10, out=tmp_path / "runs" / "bm25")
     systems = load_systems([tmp_path / "runs"])
     collections = facet_collections(systems)  # the source the run recorded
     facets = html_facets(systems, "ndcg_cut_10", collections, by="body_system")
     assert list(facets) == ["scenario", "body_system"]
-    page = write_html(tmp_path / "f.html", systems, collections=collections, board=build_leaderboard(systems),
-                      facets=facets, facet="body_system").read_text(encoding="utf-8")
+    page = write_html(
+        tmp_path / "f.html",
+        systems,
+        collections=collections,
+        board=build_leaderboard(systems),
+        facets=facets,
+        facet="body_system",
+    ).read_text(encoding="utf-8")
     assert '<option value="body_system" selected>' in page
     shown = re.findall(r'<div class="facet" data-key="([^"]+)"( hidden)?>', page)
     assert shown == [("scenario", " hidden"), ("body_system", "")]
@@ -136,20 +164,21 @@ def test_facet_selector_in_the_page(tmp_path):
     respiratory = 100 * (per_query[ids[0]] + per_query[ids[1]]) / 2
     assert f"<td class=sys>respiratory</td><td>2</td><td>{respiratory:.2f}</td>" in page
     if CHROMIUM and CHROMEDRIVER:  # the selector switches tables; the scatter's axis labels are round
-        from r2med.ticks import tick_labels
+        from r2med.report.ticks import tick_labels
 
         b = Browser(tmp_path / "chrome-profile")
         try:
             b.get((tmp_path / "f.html").as_uri())
-            visible = "return Array.from(document.querySelectorAll('div.facet')).filter(d => !d.hidden)" \
-                      ".map(d => d.dataset.key)"
+            visible = (
+                "return Array.from(document.querySelectorAll('div.facet')).filter(d => !d.hidden)"
+                ".map(d => d.dataset.key)"
+            )
             assert b.js(visible) == ["body_system"]
             b.click('#facet-key option[value="scenario"]')
             assert b.js(visible) == ["scenario"]
-            axis = b.js("return Array.from(document.querySelectorAll('#scatter-svg text'))"
-                        ".map(t => t.textContent)")
+            axis = b.js("return Array.from(document.querySelectorAll('#scatter-svg text')).map(t => t.textContent)")
             ticks = _embedded(tmp_path / "f.html")["scatterTicks"]
-            assert axis[:2 * len(ticks):2] == tick_labels(ticks)
+            assert axis[: 2 * len(ticks) : 2] == tick_labels(ticks)
             assert [e for e in b.console() if e.get("level") == "SEVERE"] == []
         finally:
             b.close()
@@ -162,7 +191,9 @@ class Browser:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        self.proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self.base = f"http://127.0.0.1:{port}"
         for _ in range(100):
             try:
@@ -170,17 +201,35 @@ class Browser:
                 break
             except OSError:
                 time.sleep(0.1)
-        args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={user_data}",
-                "--window-size=1400,1800"]
-        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:loggingPrefs": {"browser": "ALL"},
-                                                 "goog:chromeOptions": {"binary": CHROMIUM, "args": args}}}}
+        args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={user_data}",
+            "--window-size=1400,1800",
+        ]
+        caps = {
+            "capabilities": {
+                "alwaysMatch": {
+                    "browserName": "chrome",
+                    "goog:loggingPrefs": {"browser": "ALL"},
+                    "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
+                }
+            }
+        }
         self.sid = self._call("POST", "/session", caps)["sessionId"]
 
     def _call(self, method: str, path: str, body: dict | None = None):
-        req = urllib.request.Request(self.base + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read())["value"]
 
@@ -223,8 +272,10 @@ def browser(tmp_path):
 
 
 def _row_order(browser: Browser) -> list[str]:
-    return browser.js("return Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
-                      ".map(r => r.cells[0].getAttribute('data-value'))")
+    return browser.js(
+        "return Array.from(document.querySelectorAll('#leaderboard tbody tr'))"
+        ".map(r => r.cells[0].getAttribute('data-value'))"
+    )
 
 
 @needs_browser
@@ -256,8 +307,10 @@ def test_report_in_headless_chromium(built, browser, tmp_path):
     browser.click('#inspect-query option[value="q3"]')
     assert browser.text("#inspect-title") == "Biology / q3"
     assert browser.text("#inspect-text") == "fever cough pneumonia antibiotic"
-    gold_rows = browser.js("return Array.from(document.querySelectorAll('#gold-table tr')).slice(1)"
-                           ".map(r => Array.from(r.cells).slice(0, 5).map(c => c.textContent))")
+    gold_rows = browser.js(
+        "return Array.from(document.querySelectorAll('#gold-table tr')).slice(1)"
+        ".map(r => Array.from(r.cells).slice(0, 5).map(c => c.textContent))"
+    )
     qrels = load_folder(built["data"] / "Biology").qrels["q3"]
     expected = []
     for doc in sorted(qrels, key=lambda d: (-qrels[d], d)):
@@ -274,8 +327,10 @@ def test_report_in_headless_chromium(built, browser, tmp_path):
     assert marked == sum(1 for r in expected for rank in r[2:] if rank != "–" and int(rank) <= 10)
 
     # clicking a scatter point opens that query
-    browser.js("document.querySelector('#scatter-svg circle.pt[data-task=\"MedQA-Diag\"][data-qid=\"q3\"]')"
-               ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    browser.js(
+        'document.querySelector(\'#scatter-svg circle.pt[data-task="MedQA-Diag"][data-qid="q3"]\')'
+        ".dispatchEvent(new MouseEvent('click', {bubbles: true}))"
+    )
     assert browser.text("#inspect-title") == "MedQA-Diag / q3"
     browser.js("document.getElementById('sec-board').scrollIntoView()")
     shot = tmp_path / "report.png"
@@ -297,8 +352,12 @@ def test_report_without_texts_degrades_to_ids(built, browser):
 
 # -- data that looks like the template's placeholders; malformed links ---------------------------------
 
-HOSTILE_QUERIES = {"q1": "insulin {{BARS}} ketoacidosis", "q2": "asthma {{DATA}} children </script>",
-                   "q3": "fever {{JS}} {{TITLE}} pneumonia", "q4": "headache {{LEADERBOARD}}"}
+HOSTILE_QUERIES = {
+    "q1": "insulin {{BARS}} ketoacidosis",
+    "q2": "asthma {{DATA}} children </script>",
+    "q3": "fever {{JS}} {{TITLE}} pneumonia",
+    "q4": "headache {{LEADERBOARD}}",
+}
 
 
 @pytest.fixture(scope="module")
@@ -315,8 +374,9 @@ def hostile(tmp_path_factory):
             run_task(coll, "bm25", {}, k=10, out=root / "runs" / name)
     systems = load_systems([root / "runs"])
     board = build_leaderboard(systems)
-    page = write_html(root / "report.html", systems, collections=task_texts(board.tasks, data), board=board,
-                      title="{{META}} title")
+    page = write_html(
+        root / "report.html", systems, collections=task_texts(board.tasks, data), board=board, title="{{META}} title"
+    )
     return {"page": page, "board": board}
 
 

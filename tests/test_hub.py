@@ -44,17 +44,33 @@ def with_extra_doc(files: dict[str, bytes]) -> dict[str, bytes]:
     return out
 
 
-def cli(*args: str, hub: HubEmulator | None = None, cache: Path, home: Path, offline: bool = False,
-        extra_env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                                                                     "NO_PROXY", "HF_ENDPOINT")}
-    env.update(HF_HUB_CACHE=str(cache), HF_HOME=str(cache.parent / "hf_home"), R2MED_HOME=str(home),
-               HF_HUB_OFFLINE="1" if offline else "0", HF_HUB_DISABLE_PROGRESS_BARS="1")
+def cli(
+    *args: str,
+    hub: HubEmulator | None = None,
+    cache: Path,
+    home: Path,
+    offline: bool = False,
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "HF_ENDPOINT")
+    }
+    env.update(
+        HF_HUB_CACHE=str(cache),
+        HF_HOME=str(cache.parent / "hf_home"),
+        R2MED_HOME=str(home),
+        HF_HUB_OFFLINE="1" if offline else "0",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+    )
     if hub is not None:
         env["HF_ENDPOINT"] = hub.url
     env.update(extra_env or {})
-    return subprocess.run([sys.executable, "-m", "r2med", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "r2med", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def metrics_of(out: Path, label: str = "bm25", task: str = "Biology") -> dict:
@@ -77,8 +93,9 @@ def dirs(tmp_path) -> tuple[Path, Path]:
 
 # -- the registry and --revision ------------------------------------------------------------------
 
+
 def test_tasks_are_pinned_to_mteb_commits():
-    from r2med.tasks import REVISION_SOURCE, TASKS
+    from r2med.data.tasks import REVISION_SOURCE, TASKS
 
     assert {name: spec.revision for name, spec in TASKS.items()} == MTEB_PINS
     assert "mteb" in REVISION_SOURCE.lower() and "7f11654e9aed0c6fa99784641c8880f87ad62930" in REVISION_SOURCE
@@ -93,8 +110,11 @@ def test_revision_spec_forms():
     assert parse_revision(spec) == (None, {"Biology": "main", "MedQA-Diag": OTHER})
     assert revision_for("Biology", spec) == "main" and revision_for("MedQA-Diag", spec) == OTHER
     assert revision_for("IIYi-Clinical", spec) == MTEB_PINS["IIYi-Clinical"]  # not named: pinned
-    for bad, message in (("main,v2", "one revision"), ("Biology=", "not TASK=REV"),
-                         ("Cardiology=main", "unknown task 'Cardiology'")):
+    for bad, message in (
+        ("main,v2", "one revision"),
+        ("Biology=", "not TASK=REV"),
+        ("Cardiology=main", "unknown task 'Cardiology'"),
+    ):
         with pytest.raises(R2MedError, match=message):
             parse_revision(bad)
 
@@ -107,6 +127,7 @@ def test_bad_revision_spec_is_one_line_before_anything_runs(dirs, tmp_path):
 
 
 # -- downloads through the emulator ---------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_first_run_downloads_at_the_pinned_commit_and_the_second_makes_no_request(dirs, tmp_path):
@@ -131,8 +152,20 @@ def test_first_run_downloads_at_the_pinned_commit_and_the_second_makes_no_reques
 
         # expansion files come from the same commit as the data
         before = len(hub.requests)
-        res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-e", "hyde:qwen_7b", "-o", str(tmp_path / "o"),
-                  hub=hub, cache=cache, home=home)
+        res = cli(
+            "evaluate",
+            "-r",
+            "bm25",
+            "-t",
+            "Biology",
+            "-e",
+            "hyde:qwen_7b",
+            "-o",
+            str(tmp_path / "o"),
+            hub=hub,
+            cache=cache,
+            home=home,
+        )
         assert res.returncode == 0, res.stderr
         new = [p for p in hub.paths()[before:] if "/resolve/" in p]
         assert new and all(p == f"/datasets/R2MED/Biology/resolve/{PIN}/{EXPANSION}" for p in new)
@@ -141,15 +174,39 @@ def test_first_run_downloads_at_the_pinned_commit_and_the_second_makes_no_reques
         # everything is cached at a commit now: no request at all
         before = len(hub.requests)
         for extra in ((), ("-e", "hyde:qwen_7b")):
-            res = cli("evaluate", "-r", "bm25", "-t", "Biology", *extra, "--overwrite", "-o", str(tmp_path / "o2"),
-                      hub=hub, cache=cache, home=home)
+            res = cli(
+                "evaluate",
+                "-r",
+                "bm25",
+                "-t",
+                "Biology",
+                *extra,
+                "--overwrite",
+                "-o",
+                str(tmp_path / "o2"),
+                hub=hub,
+                cache=cache,
+                home=home,
+            )
             assert res.returncode == 0, res.stderr
         assert hub.requests[before:] == []
         assert metrics_of(tmp_path / "o2")["revision"] == PIN
 
     # the hub is gone: the cache the first run filled serves offline, from the CLI
-    res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-e", "hyde:qwen_7b", "-o", str(tmp_path / "o3"),
-              cache=cache, home=home, offline=True)
+    res = cli(
+        "evaluate",
+        "-r",
+        "bm25",
+        "-t",
+        "Biology",
+        "-e",
+        "hyde:qwen_7b",
+        "-o",
+        str(tmp_path / "o3"),
+        cache=cache,
+        home=home,
+        offline=True,
+    )
     assert res.returncode == 0, res.stderr
     assert metrics_of(tmp_path / "o3", "bm25+hyde-qwen-7b")["revision"] == PIN
 
@@ -161,8 +218,18 @@ def test_main_and_other_commits_are_honoured(dirs, tmp_path):
         hub.add("R2MED/Biology", files, PIN)
         hub.add("R2MED/Biology", with_extra_doc(files), NEWER, refs=("main",))
         hub.add("R2MED/Biology", with_extra_doc(files), OTHER)
-        res = cli("evaluate", "-t", "Biology", "--revision", "main", "-o", str(tmp_path / "main"),
-                  hub=hub, cache=cache, home=home)
+        res = cli(
+            "evaluate",
+            "-t",
+            "Biology",
+            "--revision",
+            "main",
+            "-o",
+            str(tmp_path / "main"),
+            hub=hub,
+            cache=cache,
+            home=home,
+        )
         assert res.returncode == 0, res.stderr
         resolves = [p for p in hub.paths() if "/resolve/" in p]
         # main is resolved once (query.jsonl); the other files are fetched at the commit it resolved to
@@ -173,8 +240,18 @@ def test_main_and_other_commits_are_honoured(dirs, tmp_path):
         assert EXTRA_DOC["id"] in (tmp_path / "main" / "bm25" / "Biology" / "run.trec").read_text()
 
         before = len(hub.requests)
-        res = cli("evaluate", "-t", "Biology", "--revision", f"Biology={OTHER}", "-o", str(tmp_path / "other"),
-                  hub=hub, cache=cache, home=home)
+        res = cli(
+            "evaluate",
+            "-t",
+            "Biology",
+            "--revision",
+            f"Biology={OTHER}",
+            "-o",
+            str(tmp_path / "other"),
+            hub=hub,
+            cache=cache,
+            home=home,
+        )
         assert res.returncode == 0, res.stderr
         resolves = [p for p in hub.paths()[before:] if "/resolve/" in p]
         assert resolves and all(f"/resolve/{OTHER}/" in p for p in resolves)
@@ -182,8 +259,18 @@ def test_main_and_other_commits_are_honoured(dirs, tmp_path):
         assert metrics_of(tmp_path / "other")["dataset_fingerprint"] == metrics["dataset_fingerprint"]
 
     # offline, `main` is read from the cache's refs/main
-    res = cli("evaluate", "-t", "Biology", "--revision", "main", "-o", str(tmp_path / "offline"),
-              cache=cache, home=home, offline=True)
+    res = cli(
+        "evaluate",
+        "-t",
+        "Biology",
+        "--revision",
+        "main",
+        "-o",
+        str(tmp_path / "offline"),
+        cache=cache,
+        home=home,
+        offline=True,
+    )
     assert res.returncode == 0, res.stderr
     assert metrics_of(tmp_path / "offline")["revision"] == NEWER
 
@@ -195,12 +282,28 @@ def test_hub_errors_are_one_line_with_exit_2(dirs, tmp_path):
         hub.add("R2MED/Bioinformatics", r2med_task_files(), MTEB_PINS["Bioinformatics"], gated=True)
         out = tmp_path / "o"
         cases = [
-            (("-t", "Biology", "-e", "hyde:gpt4"),  # the file is not in the repo: 404 EntryNotFound
-             f"R2MED/Biology has no file 'hyde/gpt4/query_with_hydoc.jsonl' at revision {PIN} (HTTP 404)"),
-            (("-t", "Biology", "--revision", f"Biology={OTHER}"),  # 404 RevisionNotFound
-             f"R2MED/Biology has no revision '{OTHER}'"),
-            (("-t", "MedQA-Diag",), "repository R2MED/MedQA-Diag not found"),  # not served: RepoNotFound
-            (("-t", "Bioinformatics",), "access to R2MED/Bioinformatics was denied (HTTP 403)"),  # gated
+            (
+                ("-t", "Biology", "-e", "hyde:gpt4"),  # the file is not in the repo: 404 EntryNotFound
+                f"R2MED/Biology has no file 'hyde/gpt4/query_with_hydoc.jsonl' at revision {PIN} (HTTP 404)",
+            ),
+            (
+                ("-t", "Biology", "--revision", f"Biology={OTHER}"),  # 404 RevisionNotFound
+                f"R2MED/Biology has no revision '{OTHER}'",
+            ),
+            (
+                (
+                    "-t",
+                    "MedQA-Diag",
+                ),
+                "repository R2MED/MedQA-Diag not found",
+            ),  # not served: RepoNotFound
+            (
+                (
+                    "-t",
+                    "Bioinformatics",
+                ),
+                "access to R2MED/Bioinformatics was denied (HTTP 403)",
+            ),  # gated
         ]
         for args, expected in cases:
             start = time.monotonic()
@@ -215,8 +318,19 @@ def test_an_http_proxy_in_between_is_honoured(dirs, tmp_path):
     with HubEmulator() as hub, ForwardingProxy() as proxy:
         hub.add("R2MED/Biology", r2med_task_files(), PIN)
         env = {"HTTP_PROXY": proxy.url, "HTTPS_PROXY": proxy.url}
-        res = cli("evaluate", "-t", "Biology", "-e", "hyde:qwen_7b", "-o", str(tmp_path / "o"), hub=hub,
-                  cache=cache, home=home, extra_env=env)
+        res = cli(
+            "evaluate",
+            "-t",
+            "Biology",
+            "-e",
+            "hyde:qwen_7b",
+            "-o",
+            str(tmp_path / "o"),
+            hub=hub,
+            cache=cache,
+            home=home,
+            extra_env=env,
+        )
         assert res.returncode == 0, res.stderr
         forwarded = [url for _, url in proxy.seen]
         assert forwarded == [hub.url + path for path in hub.paths()]  # every request went through the proxy
@@ -225,8 +339,19 @@ def test_an_http_proxy_in_between_is_honoured(dirs, tmp_path):
         # a dead proxy is not bypassed: one line, the hub never hears of it
         dead = {"HTTP_PROXY": f"http://127.0.0.1:{free_port()}", "HTTPS_PROXY": f"http://127.0.0.1:{free_port()}"}
         before = len(hub.requests)
-        res = cli("evaluate", "-t", "Biology", "--revision", "main", "-o", str(tmp_path / "dead"), hub=hub,
-                  cache=tmp_path / "empty" / "hub", home=home, extra_env=dead)
+        res = cli(
+            "evaluate",
+            "-t",
+            "Biology",
+            "--revision",
+            "main",
+            "-o",
+            str(tmp_path / "dead"),
+            hub=hub,
+            cache=tmp_path / "empty" / "hub",
+            home=home,
+            extra_env=dead,
+        )
         assert "hub:" in one_line_error(res) and len(hub.requests) == before
 
 
@@ -238,20 +363,25 @@ def free_port() -> int:
 
 # -- offline and unreachable ----------------------------------------------------------------------
 
+
 def test_offline_prefilled_standard_cache_laid_out_by_hand(dirs, tmp_path):
     """As `hf download R2MED/Biology --repo-type dataset` leaves it on an offline node."""
     cache, home = dirs
     files = r2med_task_files()
     fill_hf_cache(cache, "R2MED/Biology", files, PIN)
-    res = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
+    res = cli(
+        "evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True
+    )
     assert res.returncode == 0, res.stderr
     metrics = metrics_of(tmp_path / "o")
     assert metrics["revision"] == PIN and len(metrics["per_query"]) >= 1
     # another task is not there: one line naming offline mode and the hf download command
     res = cli("evaluate", "-t", "PMC-Clinical", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
     line = one_line_error(res)
-    assert "offline mode is set" in line and f"hf download R2MED/PMC-Clinical --repo-type dataset --revision " \
-                                                f"{MTEB_PINS['PMC-Clinical']}" in line
+    assert (
+        "offline mode is set" in line
+        and f"hf download R2MED/PMC-Clinical --repo-type dataset --revision {MTEB_PINS['PMC-Clinical']}" in line
+    )
 
 
 def test_in_process_loading_from_the_standard_cache(hf_cache):
@@ -263,8 +393,12 @@ def test_in_process_loading_from_the_standard_cache(hf_cache):
     coll = load_task("biology")  # case-insensitive; hub; pinned commit; offline
     assert coll.name == "Biology" and coll.revision == PIN and coll.source == f"hf://datasets/R2MED/Biology@{PIN}"
     assert len(coll.corpus) == files["corpus.jsonl"].count(b"\n")
-    assert download_expansion("Biology", "hyde", "qwen_7b").parts[-4:] == (PIN, "hyde", "qwen-7b",
-                                                                            "query_with_hydoc.jsonl")
+    assert download_expansion("Biology", "hyde", "qwen_7b").parts[-4:] == (
+        PIN,
+        "hyde",
+        "qwen-7b",
+        "query_with_hydoc.jsonl",
+    )
     with pytest.raises(R2MedError, match="offline mode is set"):
         load_task("Biology", revision="main")  # no refs/main in this cache
 
@@ -282,8 +416,16 @@ def test_unreachable_hub_fails_within_seconds(dirs, tmp_path):
     cache, home = dirs
     # nothing listens: refused at once
     start = time.monotonic()
-    res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home,
-              extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"})
+    res = cli(
+        "evaluate",
+        "-t",
+        "Biology",
+        "-o",
+        str(tmp_path / "o"),
+        cache=cache,
+        home=home,
+        extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"},
+    )
     refused = time.monotonic() - start
     assert "cannot connect to http://127.0.0.1" in one_line_error(res)
     # a server that accepts the connection and never answers: one metadata request, cut after the probe timeout
@@ -291,9 +433,16 @@ def test_unreachable_hub_fails_within_seconds(dirs, tmp_path):
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         start = time.monotonic()
-        res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home,
-                  extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}",
-                             "HF_HUB_ETAG_TIMEOUT": "1"})
+        res = cli(
+            "evaluate",
+            "-t",
+            "Biology",
+            "-o",
+            str(tmp_path / "o"),
+            cache=cache,
+            home=home,
+            extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}", "HF_HUB_ETAG_TIMEOUT": "1"},
+        )
         hanging = time.monotonic() - start
     assert "no answer from" in one_line_error(res)
     # hf_hub_download alone retries for ~23 s (refused) and minutes (hanging); r2med gives up at once
@@ -302,8 +451,14 @@ def test_unreachable_hub_fails_within_seconds(dirs, tmp_path):
 
 def test_demo_falls_back_only_when_the_hub_cannot_be_reached(dirs, tmp_path):
     cache, home = dirs
-    res = cli("demo", "--out", str(tmp_path / "d1"), cache=cache, home=home,
-              extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"})
+    res = cli(
+        "demo",
+        "--out",
+        str(tmp_path / "d1"),
+        cache=cache,
+        home=home,
+        extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"},
+    )
     assert res.returncode == 0, res.stderr
     assert "cannot be reached" in res.stdout and "cannot connect to http://127.0.0.1" in res.stdout
     assert (tmp_path / "d1" / "bm25" / "demo" / "metrics.json").exists()
@@ -323,6 +478,7 @@ def test_demo_falls_back_only_when_the_hub_cannot_be_reached(dirs, tmp_path):
 
 
 # -- integrity of cached files (issue 21, item 3) ----------------------------------------------------
+
 
 def _lower_grades(data: bytes, count: int = 10) -> bytes:
     """The issue's edit: ten relevance grades 1 -> 0 in qrels.jsonl (the same length)."""
@@ -386,8 +542,9 @@ def test_verified_files_are_not_hashed_again_until_they_change(hf_cache, monkeyp
     snap = fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN)
     hashed: list[str] = []
     real = hub.content_hash
-    monkeypatch.setattr(hub, "content_hash", lambda path, algorithm: hashed.append(Path(path).name) or
-                        real(path, algorithm))
+    monkeypatch.setattr(
+        hub, "content_hash", lambda path, algorithm: hashed.append(Path(path).name) or real(path, algorithm)
+    )
     load_task("Biology")
     assert len(hashed) == 3  # the three task files, once each
     load_task("Biology")
@@ -413,18 +570,21 @@ def test_a_damaged_download_is_fetched_again_where_the_hub_answers(dirs, tmp_pat
     files = r2med_task_files()
     with HubEmulator() as hub:
         hub.add("R2MED/Biology", files, PIN)
-        first = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "a"), hub=hub, cache=cache,
-                    home=home)
+        first = cli(
+            "evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "a"), hub=hub, cache=cache, home=home
+        )
         assert first.returncode == 0, first.stderr
         qrels = next(cache.glob("datasets--R2MED--Biology/snapshots/*/qrels.jsonl"))
         qrels.write_bytes(_lower_grades(files["qrels.jsonl"]))
-        offline = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "b"), cache=cache, home=home,
-                      offline=True)
+        offline = cli(
+            "evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "b"), cache=cache, home=home, offline=True
+        )
         assert f"{qrels}: damaged in the Hugging Face cache" in one_line_error(offline)
         assert not (tmp_path / "b" / "bm25" / "Biology").exists()
         gets = len(hub.paths("GET"))
-        again = cli("evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "c"), hub=hub, cache=cache,
-                    home=home)
+        again = cli(
+            "evaluate", "-r", "bm25", "-t", "Biology", "-o", str(tmp_path / "c"), hub=hub, cache=cache, home=home
+        )
         assert again.returncode == 0, again.stderr
         assert "downloading it again" in again.stderr
         assert hub.paths("GET")[gets:] == [f"/datasets/R2MED/Biology/resolve/{PIN}/qrels.jsonl"]

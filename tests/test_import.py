@@ -63,8 +63,19 @@ def test_import_writes_a_system_folder_scored_as_pytrec_eval(tmp_path, r2med_hom
     data = collection(tmp_path / "data" / "colA", "a")
     trec = run_file(tmp_path / "mine.trec", "a")
     out = tmp_path / "out"
-    proc = r2med_cli("import", str(trec), "-d", str(data), "--name", "mysys", "--note", "made by hand",
-                     "-o", str(out), home=r2med_home)
+    proc = r2med_cli(
+        "import",
+        str(trec),
+        "-d",
+        str(data),
+        "--name",
+        "mysys",
+        "--note",
+        "made by hand",
+        "-o",
+        str(out),
+        home=r2med_home,
+    )
     assert proc.returncode == 0, proc.stderr
     folder = out / "mysys" / "colA"
     assert {p.name for p in folder.iterdir()} == {"run.trec", "metrics.json", "r2med_results.json"}
@@ -74,8 +85,12 @@ def test_import_writes_a_system_folder_scored_as_pytrec_eval(tmp_path, r2med_hom
         assert stored["aggregate"][measure] == pytest.approx(value, abs=1e-12)
     config = stored["config"]
     assert config["retriever"] == "imported"
-    assert config["imported"] == {"file": str(trec.resolve()), "sha256": hashlib.sha256(trec.read_bytes()).hexdigest(),
-                                  "tags": ["mytool"], "note": "made by hand"}
+    assert config["imported"] == {
+        "file": str(trec.resolve()),
+        "sha256": hashlib.sha256(trec.read_bytes()).hexdigest(),
+        "tags": ["mytool"],
+        "note": "made by hand",
+    }
     assert stored["dataset_fingerprint"] == load_folder(data).fingerprint
     # report and compare take it as any system
     report = r2med_cli("report", str(out), "--format", "json", home=r2med_home)
@@ -83,8 +98,19 @@ def test_import_writes_a_system_folder_scored_as_pytrec_eval(tmp_path, r2med_hom
     assert "mysys" in report.stdout
     # a second import of the same file reuses the folder
     before = (folder / "metrics.json").stat().st_mtime_ns
-    again = r2med_cli("import", str(trec), "-d", str(data), "--name", "mysys", "-o", str(out), "--note",
-                      "made by hand", home=r2med_home)
+    again = r2med_cli(
+        "import",
+        str(trec),
+        "-d",
+        str(data),
+        "--name",
+        "mysys",
+        "-o",
+        str(out),
+        "--note",
+        "made by hand",
+        home=r2med_home,
+    )
     assert again.returncode == 0 and (folder / "metrics.json").stat().st_mtime_ns == before
 
 
@@ -93,8 +119,10 @@ def test_fuse_takes_two_imported_systems(tmp_path, r2med_home):
     out = tmp_path / "out"
     for name, tag in (("one", "t1"), ("two", "t2")):
         trec = run_file(tmp_path / f"{name}.trec", "a", tag=tag)
-        assert r2med_cli("import", str(trec), "-d", str(data), "--name", name, "-o", str(out),
-                         home=r2med_home).returncode == 0
+        assert (
+            r2med_cli("import", str(trec), "-d", str(data), "--name", name, "-o", str(out), home=r2med_home).returncode
+            == 0
+        )
     fused = r2med_cli("fuse", str(out / "one"), str(out / "two"), "-d", str(data), home=r2med_home)
     assert fused.returncode == 0, fused.stderr
     assert (out / "rrf-one+two" / "colA" / "run.trec").is_file()
@@ -113,20 +141,25 @@ def test_several_files_go_to_the_task_their_query_ids_name(tmp_path, r2med_home)
         assert stored["config"]["imported"]["file"] == str(trec.resolve())
         assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(pytrec_reference(root / task, trec)["ndcg_cut_10"])
     # -t names the tasks in order: the files are taken as given (here, deliberately crossed: b.trec as colA)
-    crossed = r2med_cli("import", *map(str, runs), "-d", str(root), "-t", "colA,colB", "--name", "x", "-o",
-                        str(out), home=r2med_home)
+    crossed = r2med_cli(
+        "import", *map(str, runs), "-d", str(root), "-t", "colA,colB", "--name", "x", "-o", str(out), home=r2med_home
+    )
     assert crossed.returncode == 0
-    assert json.loads((out / "x" / "colA" / "metrics.json").read_text())["config"]["imported"]["file"] == \
-        str(runs[0].resolve())
+    assert json.loads((out / "x" / "colA" / "metrics.json").read_text())["config"]["imported"]["file"] == str(
+        runs[0].resolve()
+    )
 
 
-@pytest.mark.parametrize("case, message", [
-    ("bad_line", "bad.trec:2: expected 6 fields"),
-    ("count", "2 run file(s) for 1 task(s)"),
-    ("no_match", "none of its 3 query ids is a query of"),
-    ("twice", "as are those of"),
-    ("name", "--name"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("bad_line", "bad.trec:2: expected 6 fields"),
+        ("count", "2 run file(s) for 1 task(s)"),
+        ("no_match", "none of its 3 query ids is a query of"),
+        ("twice", "as are those of"),
+        ("name", "--name"),
+    ],
+)
 def test_bad_imports_are_one_line_and_write_nothing(tmp_path, r2med_home, case, message):
     root = tmp_path / "data"
     collection(root / "colA", "a")

@@ -22,8 +22,16 @@ from tiny_lm import tiny_model
 
 torch = pytest.importorskip("torch")
 
-TASKS = ["Biology", "Bioinformatics", "Medical-Sciences", "MedXpertQA-Exam", "MedQA-Diag", "PMC-Treatment",
-         "PMC-Clinical", "IIYi-Clinical"]
+TASKS = [
+    "Biology",
+    "Bioinformatics",
+    "Medical-Sciences",
+    "MedXpertQA-Exam",
+    "MedQA-Diag",
+    "PMC-Treatment",
+    "PMC-Clinical",
+    "IIYi-Clinical",
+]
 # VectorSpaceLab/agentic-search ReasonEmbed/evaluation_r2med/code/prompts.py@344179f:2-9
 INSTRUCTIONS = {
     "Biology": "Given a Biology post, retrieve relevant passages that help answer the post.",
@@ -62,12 +70,16 @@ PRESET_STANDINS = {
     "reasonir-8b": ("reasonir", "llama", "bos"),
 }
 
-QUERIES = ["Why does my PCR give a smear?",
-           "A 54-year-old man presents with crushing chest pain radiating to the left arm. " * 10,  # > 512 bytes
-           "What is [3] in this figure?"]
-DOCS = ["Primer dimers and too many cycles smear PCR products.",
-        "Myocardial infarction presents with chest pain; troponin rises within hours. " * 9,
-        "x"]
+QUERIES = [
+    "Why does my PCR give a smear?",
+    "A 54-year-old man presents with crushing chest pain radiating to the left arm. " * 10,  # > 512 bytes
+    "What is [3] in this figure?",
+]
+DOCS = [
+    "Primer dimers and too many cycles smear PCR products.",
+    "Myocardial infarction presents with chest pain; troponin rises within hours. " * 9,
+    "x",
+]
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +140,9 @@ def test_preset_encoding_equals_the_hand_pooled_forward_pass(preset, standins, t
         folder = sentence_transformers_folder(folder, model.config.hidden_size, tmp_path / "st")
     task = TASKS[list(PRESET_STANDINS).index(preset) % len(TASKS)]  # every task's instruction gets a turn
     query_template, doc_template, pooling = RECIPES[recipe]
-    expected_q = hand_embed(model, tok, [query_template.format(instruction=INSTRUCTIONS[task], query=q)
-                                         for q in QUERIES], pooling)
+    expected_q = hand_embed(
+        model, tok, [query_template.format(instruction=INSTRUCTIONS[task], query=q) for q in QUERIES], pooling
+    )
     expected_d = hand_embed(model, tok, [doc_template.format(doc=d) for d in DOCS], pooling)
 
     encoder = make_encoder(encoder_settings(preset, task, str(folder)), device="cpu", batch_size=3)
@@ -138,8 +151,9 @@ def test_preset_encoding_equals_the_hand_pooled_forward_pass(preset, standins, t
     np.testing.assert_allclose(got_d, expected_d, atol=2e-5)
     # the instruction matters: another task's query vectors differ (unless both tasks share the text)
     other = next(t for t in TASKS if INSTRUCTIONS[t] != INSTRUCTIONS[task])
-    other_q = hand_embed(model, tok, [query_template.format(instruction=INSTRUCTIONS[other], query=QUERIES[0])],
-                         pooling)
+    other_q = hand_embed(
+        model, tok, [query_template.format(instruction=INSTRUCTIONS[other], query=QUERIES[0])], pooling
+    )
     assert np.abs(other_q[0] - got_q[0]).max() > 1e-3
 
 
@@ -158,7 +172,8 @@ def test_the_last_token_is_the_tokenizers_eos_when_it_appends_one(standins):
     assert settings.framing == "eos"
     once = make_encoder(settings, device="cpu").encode_queries(QUERIES[:1])
     np.testing.assert_allclose(once, hand_embed(model, tok, [text], "last"), atol=2e-5)
-    np.testing.assert_array_equal(make_encoder(settings.with_(append_eos=True), device="cpu").encode_queries(QUERIES[:1]),
-                                  once)
+    np.testing.assert_array_equal(
+        make_encoder(settings.with_(append_eos=True), device="cpu").encode_queries(QUERIES[:1]), once
+    )
     bare = make_encoder(settings.with_(framing="none"), device="cpu").encode_queries(QUERIES[:1])
     assert np.abs(bare - once).max() > 1e-3

@@ -17,13 +17,17 @@ from tiny_lm import tiny_model
 torch = pytest.importorskip("torch")
 
 # typed from the card (README.md@14f0f21: prefix = ..., suffix = ..., format_instruction())
-CARD_PREFIX = ('<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the '
-               'Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n')
+CARD_PREFIX = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+    'Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n'
+)
 CARD_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 CARD_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
-QUERIES = {"q1": "What causes insulin resistance in muscle cells?",
-           "q2": "Which enzyme is deficient in phenylketonuria?"}
+QUERIES = {
+    "q1": "What causes insulin resistance in muscle cells?",
+    "q2": "Which enzyme is deficient in phenylketonuria?",
+}
 CORPUS = {
     "d1": "Insulin resistance develops when muscle cells respond poorly to insulin.",
     "d2": "Phenylalanine hydroxylase deficiency causes phenylketonuria (PKU).",
@@ -31,8 +35,7 @@ CORPUS = {
     "d4": "Short.",
     "d5": "A much longer passage about lipid accumulation, inflammation and signalling defects " * 3,
 }
-CANDIDATES = {"q1": [("d1", 3.0), ("d3", 2.0), ("d5", 1.0), ("d4", 0.5)],
-              "q2": [("d2", 2.0), ("d4", 1.0), ("d3", 0.0)]}
+CANDIDATES = {"q1": [("d1", 3.0), ("d3", 2.0), ("d5", 1.0), ("d4", 0.5)], "q2": [("d2", 2.0), ("d4", 1.0), ("d3", 0.0)]}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def hand_score(model, tokenizer, query, doc, instruction=CARD_INSTRUCTION, max_l
 
 
 def test_scores_and_order_equal_the_card_computed_by_hand(tiny_reranker):
-    from r2med.rerank import make_reranker
+    from r2med.reranking import make_reranker
 
     folder, model, tokenizer = tiny_reranker
     reranker = make_reranker("qwen3-reranker-0.6b", model=str(folder), batch_size=3, device="cpu")
@@ -72,7 +75,7 @@ def test_scores_and_order_equal_the_card_computed_by_hand(tiny_reranker):
 
 
 def test_prompt_ids_are_prefix_pair_suffix_with_the_middle_truncated(tiny_reranker):
-    from r2med.rerank.qwen3 import Qwen3Reranker
+    from r2med.reranking.qwen3 import Qwen3Reranker
 
     folder, model, tokenizer = tiny_reranker
     prefix = tokenizer.encode(CARD_PREFIX, add_special_tokens=False)
@@ -83,8 +86,8 @@ def test_prompt_ids_are_prefix_pair_suffix_with_the_middle_truncated(tiny_rerank
     query, doc = QUERIES["q1"], CORPUS["d5"]
     (ids,) = reranker.input_ids([(query, doc)])
     pair = f"<Instruct>: {CARD_INSTRUCTION}\n<Query>: {query}\n<Document>: {doc}"
-    assert ids[:len(prefix)] == prefix and ids[len(ids) - len(suffix):] == suffix
-    middle = ids[len(prefix):len(ids) - len(suffix)]
+    assert ids[: len(prefix)] == prefix and ids[len(ids) - len(suffix) :] == suffix
+    middle = ids[len(prefix) : len(ids) - len(suffix)]
     # one byte per token: the middle part keeps the first `budget` characters of the pair (its end is cut)
     assert len(middle) == budget and tokenizer.decode(middle) == pair[:budget]
     expected, hand_ids = hand_score(model, tokenizer, query, doc, max_length=reranker.max_length)
@@ -94,7 +97,7 @@ def test_prompt_ids_are_prefix_pair_suffix_with_the_middle_truncated(tiny_rerank
 
 
 def test_left_padding_in_a_batch_changes_no_score(tiny_reranker):
-    from r2med.rerank.qwen3 import Qwen3Reranker
+    from r2med.reranking.qwen3 import Qwen3Reranker
 
     folder, model, tokenizer = tiny_reranker
     pairs = [(QUERIES["q1"], CORPUS[d]) for d in ("d4", "d5", "d1", "d3")]  # very different lengths
@@ -104,7 +107,7 @@ def test_left_padding_in_a_batch_changes_no_score(tiny_reranker):
 
 
 def test_custom_instruction_reaches_the_prompt(tiny_reranker):
-    from r2med.rerank.qwen3 import Qwen3Reranker
+    from r2med.reranking.qwen3 import Qwen3Reranker
 
     folder, model, tokenizer = tiny_reranker
     instruction = "Given a Biology post, retrieve relevant passages that help answer the post."
@@ -121,7 +124,7 @@ def test_a_model_without_yes_no_tokens_is_refused(tmp_path):
     from transformers import PreTrainedTokenizerFast
 
     from r2med.errors import R2MedError
-    from r2med.rerank.qwen3 import Qwen3Reranker
+    from r2med.reranking.qwen3 import Qwen3Reranker
     from tiny_lm import tiny_config
 
     vocab = {"[UNK]": 0, "a": 1, "b": 2}

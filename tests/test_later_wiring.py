@@ -18,18 +18,24 @@ from test_later_protocol import PRESETS, TASKS
 
 # preset -> (parameters, tolerance points, precision on a GPU, precision on a CPU)
 FACTS = {
-    "reasonembed-qwen3-8b": ("8B", 1.5, "fp16", "fp32"), "reasonembed-qwen3-4b": ("4B", 1.5, "fp16", "fp32"),
-    "reasonembed-llama-8b": ("8B", 1.5, "fp16", "fp32"), "reasonembed-basic-qwen3-8b": ("8B", 1.5, "fp16", "fp32"),
+    "reasonembed-qwen3-8b": ("8B", 1.5, "fp16", "fp32"),
+    "reasonembed-qwen3-4b": ("4B", 1.5, "fp16", "fp32"),
+    "reasonembed-llama-8b": ("8B", 1.5, "fp16", "fp32"),
+    "reasonembed-basic-qwen3-8b": ("8B", 1.5, "fp16", "fp32"),
     "reasonembed-basic-qwen3-4b": ("4B", 1.5, "fp16", "fp32"),
-    "reasonembed-basic-llama-8b": ("8B", 1.5, "fp16", "fp32"), "qwen3-emb-8b": ("8B", 1.5, "fp16", "fp32"),
-    "qwen3-emb-4b": ("4B", 1.5, "fp16", "fp32"), "diver-4b": ("4B", 1.5, "fp16", "fp32"),
-    "rader-7b": ("7B", 1.5, "fp16", "fp32"), "gte-qwen2-7b": ("7B", None, "fp16", "fp32"),
+    "reasonembed-basic-llama-8b": ("8B", 1.5, "fp16", "fp32"),
+    "qwen3-emb-8b": ("8B", 1.5, "fp16", "fp32"),
+    "qwen3-emb-4b": ("4B", 1.5, "fp16", "fp32"),
+    "diver-4b": ("4B", 1.5, "fp16", "fp32"),
+    "rader-7b": ("7B", 1.5, "fp16", "fp32"),
+    "gte-qwen2-7b": ("7B", None, "fp16", "fp32"),
     "reasonir-8b": ("8B", 1.0, "auto", "auto"),  # sentence-transformers torch_dtype="auto": bf16 on CPU too
 }
 REMOTE_CODE = {"rader-7b", "gte-qwen2-7b", "reasonir-8b"}
 
 
 # -- the registry and `r2med models` ------------------------------------------------------------------------
+
 
 def test_models_json_lists_every_later_preset_with_its_published_row_and_sources(r2med_home):
     proc = run_r2med("models", "--json", home=r2med_home)
@@ -79,6 +85,7 @@ def test_models_table_fits_80_columns_and_wide_shows_everything(r2med_home):
 
 # -- precision: fp16 on a GPU, fp32 on a CPU (as the harness) ----------------------------------------------
 
+
 def test_fp16_presets_run_fp32_on_a_cpu_unless_told():
     from r2med.retrieval.registry import make_retriever
 
@@ -93,7 +100,7 @@ def test_fp16_presets_run_fp32_on_a_cpu_unless_told():
 
 
 def test_a_cpu_fallback_is_the_published_precision_another_is_not():
-    from r2med.published import precision_change
+    from r2med.results.published import precision_change
 
     def config(dtype):
         return {"retriever": "qwen3-emb-8b", "encoder": {"dtype": dtype}}
@@ -105,12 +112,19 @@ def test_a_cpu_fallback_is_the_published_precision_another_is_not():
 
 # -- `r2med report`: a run of each preset against its published row -------------------------------------
 
+
 def _write_system(root, name, values, config):
-    from r2med.run import write_task_results
+    from r2med.runs.run import write_task_results
 
     for task, value in values.items():
-        payload = {"task": task, "retriever": name, "config": config(task), **hub_data(task),
-                   "aggregate": {"ndcg_cut_10": value / 100}, "per_query": {"q1": {"ndcg_cut_10": value / 100}}}
+        payload = {
+            "task": task,
+            "retriever": name,
+            "config": config(task),
+            **hub_data(task),
+            "aggregate": {"ndcg_cut_10": value / 100},
+            "per_query": {"q1": {"ndcg_cut_10": value / 100}},
+        }
         write_task_results(root / name / task, {"q1": {"d1": 1.0}}, payload)
 
 
@@ -125,29 +139,38 @@ def _dense_config(name, **options):
 
 
 def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(tmp_path):
-    from r2med.jobs.folders import find_systems
+    from r2med.results.folders import find_systems
     from r2med.protocol import published_ndcg10
-    from r2med.published import PublishedKey
+    from r2med.results.published import PublishedKey
     from r2med.report import build_leaderboard
 
     runs = tmp_path / "runs"
     pub = published_ndcg10("ReasonEmbed-Qwen3-8B")
     offsets = dict(zip(TASKS, [1.4, -1.6, 0.0, 0.2, -0.3, 0.0, 0.1, 0.0]))
-    _write_system(runs, "reasonembed-qwen3-8b", {t: pub[t] + offsets[t] for t in TASKS},
-                  _dense_config("reasonembed-qwen3-8b"))
+    _write_system(
+        runs, "reasonembed-qwen3-8b", {t: pub[t] + offsets[t] for t in TASKS}, _dense_config("reasonembed-qwen3-8b")
+    )
     gte = published_ndcg10("gte-Qwen2-7B-instruct")
-    _write_system(runs, "gte-qwen2-7b", {t: gte[t] + 5.0 for t in TASKS},
-                  _dense_config("gte-qwen2-7b", trust_remote_code=True))
+    _write_system(
+        runs, "gte-qwen2-7b", {t: gte[t] + 5.0 for t in TASKS}, _dense_config("gte-qwen2-7b", trust_remote_code=True)
+    )
     q4 = published_ndcg10("Qwen3-Embedding-4B")  # an unlabelled folder: matched through its stored config
     _write_system(runs, "my-qwen", {t: q4[t] + 2.2 for t in TASKS}, _dense_config("qwen3-emb-4b", dtype="bf16"))
     _write_system(runs, "other-qwen", {t: q4[t] for t in TASKS}, _dense_config("qwen3-emb-4b", max_length=256))
     rr = published_ndcg10("e5", "rerank:ReasonRank(32B)")
     e5 = _dense_config("e5")  # the first stage's record, as `r2med rerank` keeps it
     for name, depth in (("e5+reasonrank-32b", 100), ("e5+reasonrank-32b-top20", 20)):
-        _write_system(runs, name, {t: rr[t] - 1.9 for t in TASKS},
-                      lambda task, depth=depth: {"reranker": {"reranker": "reasonrank-32b"}, "top_k": depth,
-                                                 "keep_tail": False,
-                                                 "first_stage": {"retriever": "e5", "config": e5(task)}})
+        _write_system(
+            runs,
+            name,
+            {t: rr[t] - 1.9 for t in TASKS},
+            lambda task, depth=depth: {
+                "reranker": {"reranker": "reasonrank-32b"},
+                "top_k": depth,
+                "keep_tail": False,
+                "first_stage": {"retriever": "e5", "config": e5(task)},
+            },
+        )
     systems = {s.name: s for s in find_systems([runs])}
     assert systems["reasonembed-qwen3-8b"].published == PublishedKey("ReasonEmbed-Qwen3-8B")
     assert systems["gte-qwen2-7b"].published == PublishedKey("gte-Qwen2-7B-instruct")
@@ -178,6 +201,7 @@ def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(
 
 # -- `r2med reproduce`: the later configurations and why each can or cannot run -------------------------
 
+
 def test_reproduce_plan_says_why_each_later_configuration_can_or_cannot_run(monkeypatch):
     from r2med.jobs import reproduce as rp
 
@@ -185,8 +209,9 @@ def test_reproduce_plan_says_why_each_later_configuration_can_or_cannot_run(monk
     matrix = rp.targets(settings=rp.LATER_SETTINGS)
     labels = {t.label for t in matrix}
     assert labels == set(PRESETS) | {"e5+reasonrank-32b"} and len(matrix) == 13 * 8
-    assert rp.targets(settings=["later_embedder"], retrievers=["reasonembed-qwen3-8b"]) == \
-        rp.targets(settings=["later_embedder"], retrievers=["ReasonEmbed-Qwen3-8B"])
+    assert rp.targets(settings=["later_embedder"], retrievers=["reasonembed-qwen3-8b"]) == rp.targets(
+        settings=["later_embedder"], retrievers=["ReasonEmbed-Qwen3-8B"]
+    )
     env = rp.Environment(None)
     by = {}
     for p in rp.plan(matrix, env):
@@ -211,14 +236,31 @@ def test_reproduce_plan_says_why_each_later_configuration_can_or_cannot_run(monk
 
 
 def test_reproduce_dry_run_cli_lists_later_work(r2med_home):
-    proc = run_r2med("reproduce", "--dry-run", "--settings", "later_embedder,later_leaderboard", home=r2med_home,
-                     extra_env={"COLUMNS": "250", "OPENAI_BASE_URL": ""})
+    proc = run_r2med(
+        "reproduce",
+        "--dry-run",
+        "--settings",
+        "later_embedder,later_leaderboard",
+        home=r2med_home,
+        extra_env={"COLUMNS": "250", "OPENAI_BASE_URL": ""},
+    )
     assert proc.returncode == 0, proc.stderr
     for name in (*PRESETS, "e5+reasonrank-32b", "qwen3-reranker-0.6b", "reasonrank-7b"):
         assert name in proc.stdout, name
     assert "no endpoint" in proc.stdout and "no published R2MED figure" in proc.stdout
-    as_json = json.loads(run_r2med("reproduce", "--dry-run", "--settings", "later_embedder", "-r", "gte-qwen2-7b",
-                                   "-f", "json", home=r2med_home).stdout)
+    as_json = json.loads(
+        run_r2med(
+            "reproduce",
+            "--dry-run",
+            "--settings",
+            "later_embedder",
+            "-r",
+            "gte-qwen2-7b",
+            "-f",
+            "json",
+            home=r2med_home,
+        ).stdout
+    )
     assert len(as_json) == 8 and all("assumed" in " ".join(r["notes"]) for r in as_json)
 
 
@@ -233,14 +275,18 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
     docs, queries, qrels = synthetic(ndocs=40, nq=8)
     write_collection(tmp_path / "data", "Biology", docs, queries, qrels)
     # a stand-in for the 7B model: paper BM25 under gte-qwen2-7b's record (its tolerance class kept)
-    monkeypatch.setitem(RETRIEVERS.records, "gte-qwen2-7b",
-                        replace(RETRIEVERS.get("gte-qwen2-7b"), factory=_factory("paper"), trust_remote_code=False))
+    monkeypatch.setitem(
+        RETRIEVERS.records,
+        "gte-qwen2-7b",
+        replace(RETRIEVERS.get("gte-qwen2-7b"), factory=_factory("paper"), trust_remote_code=False),
+    )
     matrix = rp.targets(settings=["later_embedder"], retrievers=["gte-qwen2-7b"], tasks=["Biology"])
-    [outcome] = rp.run_matrix([rp.Planned(matrix[0], True, data="test")], tmp_path / "out",
-                              rp.Environment(tmp_path / "data"))
+    [outcome] = rp.run_matrix(
+        [rp.Planned(matrix[0], True, data="test")], tmp_path / "out", rp.Environment(tmp_path / "data")
+    )
     assert outcome.status == "ungraded" and outcome.tolerance is None and outcome.value is not None
     assert (tmp_path / "out" / "gte-qwen2-7b" / "Biology" / "metrics.json").exists()
-    from r2med.report.reproduce import outcome_table
+    from r2med.report.reproduce_tables import outcome_table
 
     from rich.console import Console
 
@@ -252,11 +298,12 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
 
 # -- `r2med rerank`: ReasonRank reranks its published depth by default ----------------------------------------
 
+
 def _first_stage(tmp_path, n_docs=30):
     from r2med.data.loaders import load_folder
-    from r2med.jobs.folders import metrics_payload
-    from r2med.metrics import evaluate
-    from r2med.run import write_task_results
+    from r2med.results.folders import metrics_payload
+    from r2med.evaluation.metrics import evaluate
+    from r2med.runs.run import write_task_results
 
     data = tmp_path / "data" / "toy"
     data.mkdir(parents=True)
@@ -264,12 +311,14 @@ def _first_stage(tmp_path, n_docs=30):
     queries = {"q1": "topic three", "q2": "topic five"}
     (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in corpus.items()))
     (data / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in queries.items()))
-    (data / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": "d003", "score": 1}) + "\n"
-                                              for q in queries))
+    (data / "qrels.jsonl").write_text(
+        "".join(json.dumps({"q_id": q, "p_id": "d003", "score": 1}) + "\n" for q in queries)
+    )
     coll = load_folder(data)
     run = {q: {d: float(n_docs - i) for i, d in enumerate(corpus)} for q in queries}
-    write_task_results(tmp_path / "runs" / "first" / "toy", run,
-                       metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {}))
+    write_task_results(
+        tmp_path / "runs" / "first" / "toy", run, metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {})
+    )
     return tmp_path / "runs" / "first"
 
 
@@ -279,7 +328,7 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
     from llm_server import LLMServer
 
     from r2med.cli import app
-    from r2med.run import read_metrics
+    from r2med.runs.run import read_metrics
 
     first = _first_stage(tmp_path, n_docs=120)
     calls = []
@@ -288,27 +337,55 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
         calls.append(body)
         return "<think>ok</think><answer>[1] > [2]</answer>"
 
-    with LLMServer(responder=keep, model="liuwenhan/reasonrank-32B") as server, \
-            LLMServer(responder=keep, model="other-llm") as other:
+    with (
+        LLMServer(responder=keep, model="liuwenhan/reasonrank-32B") as server,
+        LLMServer(responder=keep, model="other-llm") as other,
+    ):
         base = ["rerank", "--run", str(first), "--set", "tokenizer=words", "--set", "cache=false"]
         res = CliRunner().invoke(app, [*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b"])
         assert res.exit_code == 0, res.output
         stored = read_metrics(tmp_path / "runs" / "first+reasonrank-32b" / "toy")
         assert stored["config"]["top_k"] == 100 and len(calls) == 2 * 9  # 9 windows over the top 100, per query
         assert calls[0]["model"] == "liuwenhan/reasonrank-32B" and calls[0]["max_tokens"] == 3172
-        res = CliRunner().invoke(app, [*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b",
-                                       "--top-k", "20"])
+        res = CliRunner().invoke(
+            app, [*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b", "--top-k", "20"]
+        )
         assert res.exit_code == 0, res.output
         assert read_metrics(tmp_path / "runs" / "first+reasonrank-32b-top20" / "toy")["config"]["top_k"] == 20
-        res = CliRunner().invoke(app, [*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b",
-                                       "--model", "liuwenhan/reasonrank-32B"])
+        res = CliRunner().invoke(
+            app,
+            [
+                *base,
+                "--base-url",
+                server.base_url,
+                "--reranker",
+                "reasonrank-32b",
+                "--model",
+                "liuwenhan/reasonrank-32B",
+            ],
+        )
         assert res.exit_code == 0 and "reused" in res.output  # the preset's own model: the same folder
-        res = CliRunner().invoke(app, [*base, "--base-url", other.base_url, "--reranker", "reasonrank-32b",
-                                       "--model", "other-llm"])
+        res = CliRunner().invoke(
+            app, [*base, "--base-url", other.base_url, "--reranker", "reasonrank-32b", "--model", "other-llm"]
+        )
         assert res.exit_code == 0, res.output
         assert (tmp_path / "runs" / "first+reasonrank-32b-other-llm" / "toy").is_dir()
-        res = CliRunner().invoke(app, ["rerank", "--run", str(first), "--base-url", other.base_url,
-                                       "--reranker", "listwise", "--model", "other-llm", "--set", "cache=false"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "rerank",
+                "--run",
+                str(first),
+                "--base-url",
+                other.base_url,
+                "--reranker",
+                "listwise",
+                "--model",
+                "other-llm",
+                "--set",
+                "cache=false",
+            ],
+        )
         assert res.exit_code == 0, res.output
         stored = read_metrics(tmp_path / "runs" / "first+listwise-other-llm" / "toy")
         assert stored["config"]["top_k"] == 10  # the paper's depth

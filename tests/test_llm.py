@@ -11,8 +11,8 @@ import pytest
 from llm_server import Faults, LLMServer, default_reply
 from conftest import run_r2med
 from r2med.errors import R2MedError
-from r2med.llm import LLMClient, LLMError, RequestCache
-from r2med.retry import backoff_delay, parse_retry_after
+from r2med.infra.llm import LLMClient, LLMError, RequestCache
+from r2med.infra.retry import backoff_delay, parse_retry_after
 
 pytest.importorskip("openai")
 
@@ -87,11 +87,19 @@ def test_torn_last_line_is_ignored_and_appends_continue(tmp_path):
 
 
 def test_faults_are_retried_and_nothing_is_lost_or_duplicated():
-    faults = Faults(rate_429=0.2, retry_after=0.05, rate_500=0.15, rate_hang=0.1, hang_s=3.0, rate_slow=0.1,
-                    slow_s=0.1, seed=7)
+    faults = Faults(
+        rate_429=0.2, retry_after=0.05, rate_500=0.15, rate_hang=0.1, hang_s=3.0, rate_slow=0.1, slow_s=0.1, seed=7
+    )
     with LLMServer(faults) as server:
-        client = LLMClient("test-model", base_url=server.base_url, concurrency=8, timeout=0.5,
-                           backoff_base=0.02, backoff_max=0.2, max_retries=6)
+        client = LLMClient(
+            "test-model",
+            base_url=server.base_url,
+            concurrency=8,
+            timeout=0.5,
+            backoff_base=0.02,
+            backoff_max=0.2,
+            max_retries=6,
+        )
         retries = []
         results = client.chat_many([msgs(p) for p in PROMPTS], on_retry=retries.append)
         assert [r.text for r in results] == [default_reply(p) for p in PROMPTS]
@@ -113,11 +121,20 @@ def test_retrying_gauge_counts_requests_between_an_error_and_their_answer():
     gauge counts it; the 4 requests in flight wait together; at the end none is waiting."""
     faults = Faults(rate_500=1.0, max_faults_per_prompt=1)
     with LLMServer(faults) as server:
-        client = LLMClient("test-model", base_url=server.base_url, concurrency=4, timeout=5,
-                           backoff_base=0.3, backoff_max=0.3, max_retries=2, cache=False)
+        client = LLMClient(
+            "test-model",
+            base_url=server.base_url,
+            concurrency=4,
+            timeout=5,
+            backoff_base=0.3,
+            backoff_max=0.3,
+            max_retries=2,
+            cache=False,
+        )
         seen: list[int] = []
-        results = client.chat_many([msgs(p) for p in PROMPTS[:8]], on_retry=lambda _e: seen.append(
-            client.usage.retrying))
+        results = client.chat_many(
+            [msgs(p) for p in PROMPTS[:8]], on_retry=lambda _e: seen.append(client.usage.retrying)
+        )
     assert all(r.ok for r in results) and len(seen) == 8 == server.faults_sent["500"]
     assert 1 <= min(seen) and max(seen) <= 4 and max(seen) >= 2  # several waited at once, never more than in flight
     assert client.usage.retrying == 0 and client.usage.retries == 8
@@ -162,13 +179,16 @@ def test_fatal_errors_are_one_line_llm_errors(monkeypatch):
     assert time.monotonic() - start < 10
 
 
-@pytest.mark.parametrize("headers,expected", [
-    ({"Retry-After": "3"}, 3.0),
-    ({"retry-after": "0.25"}, 0.25),
-    ({"retry-after-ms": "1500", "Retry-After": "9"}, 1.5),
-    ({"Retry-After": "soon"}, None),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "headers,expected",
+    [
+        ({"Retry-After": "3"}, 3.0),
+        ({"retry-after": "0.25"}, 0.25),
+        ({"retry-after-ms": "1500", "Retry-After": "9"}, 1.5),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)
 def test_parse_retry_after(headers, expected):
     assert parse_retry_after(headers) == expected
 
@@ -183,7 +203,7 @@ def test_parse_retry_after_http_date():
 def test_backoff_is_exponential_with_jitter_and_capped():
     rng = random.Random(0)
     for attempt in range(8):
-        full = min(10.0, 0.5 * 2 ** attempt)
+        full = min(10.0, 0.5 * 2**attempt)
         delays = [backoff_delay(attempt, 0.5, 10.0, rng) for _ in range(50)]
         assert all(full / 2 <= d <= full for d in delays)
         assert len(set(delays)) > 1
@@ -191,20 +211,24 @@ def test_backoff_is_exponential_with_jitter_and_capped():
 
 # -- damaged cache lines are skipped and re-requested -------------------------------------------------
 
+
 def test_cache_lines_with_wrong_typed_or_missing_fields_are_re_requested(r2med_home, caplog):
-    from r2med.llm import default_cache_path
+    from r2med.infra.llm import default_cache_path
 
     prompts = [f"damaged cache question {i}" for i in range(8)]
     with LLMServer() as server:
         client = LLMClient("test-model", base_url=server.base_url)
         keys = [client.key(msgs(p), temperature=0.7) for p in prompts]
         client.close()
-        good = {"text": "a cached answer", "usage": {"prompt_tokens": 3, "completion_tokens": 2},
-                "finish_reason": "stop"}
+        good = {
+            "text": "a cached answer",
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+            "finish_reason": "stop",
+        }
         damaged = [
-            {**good, "text": 123},                          # hy_doc: 123 was written from this
+            {**good, "text": 123},  # hy_doc: 123 was written from this
             {k: v for k, v in good.items() if k != "text"},  # KeyError before
-            {**good, "text": None},                         # a "stuck" error before
+            {**good, "text": None},  # a "stuck" error before
             {k: v for k, v in good.items() if k != "usage"},
             {**good, "usage": "many"},
             {**good, "usage": {"prompt_tokens": -4}},
@@ -232,7 +256,7 @@ def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
     from r2med.data.loaders import load_folder
     from r2med.expansion.generate import expansion_messages, generate_expansions, paper_sampling, write_expansion_file
     from r2med.expansion.precomputed import read_expansion_file
-    from r2med.llm import default_cache_path
+    from r2med.infra.llm import default_cache_path
 
     data = tmp_path / "Biology"
     data.mkdir()
@@ -255,11 +279,12 @@ def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
 
 # -- credentials in the endpoint URL -------------------------------------------------------------------
 
+
 def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
     from r2med.data.loaders import load_folder
-    from r2med.jobs.folders import metrics_payload
-    from r2med.metrics import evaluate
-    from r2med.run import write_task_results
+    from r2med.results.folders import metrics_payload
+    from r2med.evaluation.metrics import evaluate
+    from r2med.runs.run import write_task_results
 
     secret = "s3cretTOKEN"
     data = tmp_path / "data" / "toy"
@@ -270,13 +295,28 @@ def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
     (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
     coll = load_folder(data)
     run = {"q1": {d: 5.0 - i for i, d in enumerate(docs)}}
-    write_task_results(tmp_path / "runs" / "first" / "toy", run, metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {}))
+    write_task_results(
+        tmp_path / "runs" / "first" / "toy", run, metrics_payload(coll, "first", {}, evaluate(run, coll.qrels), {})
+    )
     env = {"R2MED_HOME": str(r2med_home)}
     with LLMServer() as server:
         plain_url = server.base_url
         url = plain_url.replace("http://", f"http://user:{secret}@")
-        res = run_r2med("-v", "rerank", "--run", str(tmp_path / "runs" / "first"), "--reranker", "listwise",
-                        "--model", "test-model", "--base-url", url, "--top-k", "4", env=env)
+        res = run_r2med(
+            "-v",
+            "rerank",
+            "--run",
+            str(tmp_path / "runs" / "first"),
+            "--reranker",
+            "listwise",
+            "--model",
+            "test-model",
+            "--base-url",
+            url,
+            "--top-k",
+            "4",
+            env=env,
+        )
         assert res.returncode == 0, res.stderr
         assert server.completions >= 1
     assert secret not in res.stdout + res.stderr
@@ -287,22 +327,40 @@ def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
             if path.is_file():
                 assert secret.encode() not in path.read_bytes(), path
     # an unreachable endpoint: the one-line error names it without the secret
-    res = run_r2med("expand", "--method", "hyde", "--model", "m", "--base-url", f"http://user:{secret}@127.0.0.1:9/v1",
-                    "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp"), "--max-retries",
-                    "1", env=env)
+    res = run_r2med(
+        "expand",
+        "--method",
+        "hyde",
+        "--model",
+        "m",
+        "--base-url",
+        f"http://user:{secret}@127.0.0.1:9/v1",
+        "--data-dir",
+        str(data),
+        "--prompt-task",
+        "Biology",
+        "-o",
+        str(tmp_path / "exp"),
+        "--max-retries",
+        "1",
+        env=env,
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert secret not in res.stdout + res.stderr and "http://***@127.0.0.1:9/v1" in res.stderr
 
 
 def test_redact_urls():
-    from r2med.redact import redact_url, redact_urls
+    from r2med.infra.redact import redact_url, redact_urls
 
     assert redact_url("https://u:p@host:8/v1") == "https://***@host:8/v1"
     assert redact_url("http://token@h/v1?x=a@b") == "http://***@h/v1?x=***"
     assert redact_url("http://h/v1?key=SECRET&org=a;b=c#frag") == "http://h/v1?key=***&org=***;b=***#frag"
     assert redact_url("http://h/v1?SECRET#access_token=T") == "http://h/v1?***#access_token=***"
-    assert redact_urls("url 'http://h/v1?key=S' (see http://h/v1?k=S2)") == "url 'http://h/v1?key=***' (see http://h/v1?k=***)"
-    assert redact_urls("POST http://h/v1?key=S/chat/completions \"200\"") == 'POST http://h/v1?key=*** "200"'
+    assert (
+        redact_urls("url 'http://h/v1?key=S' (see http://h/v1?k=S2)")
+        == "url 'http://h/v1?key=***' (see http://h/v1?k=***)"
+    )
+    assert redact_urls('POST http://h/v1?key=S/chat/completions "200"') == 'POST http://h/v1?key=*** "200"'
     assert redact_url("http://h/v1") == "http://h/v1" and redact_url(None) is None
     assert redact_urls("POST https://a:b@x/v1 and http://c@y/") == "POST https://***@x/v1 and http://***@y/"
     assert redact_urls("mail me at a@b.org") == "mail me at a@b.org"
@@ -320,12 +378,14 @@ def test_unwritable_cache_is_an_error_before_any_request(tmp_path):
 
 # -- whole-request deadline, answers as they arrive, broken answers -----------------------------------
 
+
 def test_a_dripping_server_cannot_hold_a_request_past_its_timeout():
     """--timeout is per request: the answer drips one byte per 0.1 s (a per-read timeout of 1 s never fires,
     the whole body would take over 30 s), yet each of the two attempts ends after 1 s."""
     with LLMServer(Faults(drip_s=0.1)) as server:
-        client = LLMClient("test-model", base_url=server.base_url, timeout=1.0, max_retries=1, backoff_base=0.01,
-                           cache=False)
+        client = LLMClient(
+            "test-model", base_url=server.base_url, timeout=1.0, max_retries=1, backoff_base=0.01, cache=False
+        )
         start = time.monotonic()
         result = client.chat(msgs("insulin"))
         took = time.monotonic() - start
@@ -342,9 +402,27 @@ def test_a_dripping_server_is_a_one_line_cli_error_within_the_timeout(tmp_path, 
     (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d1", "score": 1}) + "\n")
     with LLMServer(Faults(drip_s=0.2)) as server:
         start = time.monotonic()
-        res = run_r2med("-q", "expand", "--method", "hyde", "--model", "test-model", "--base-url", server.base_url,
-                        "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp"),
-                        "--timeout", "2", "--max-retries", "1", env={"R2MED_HOME": str(r2med_home)})
+        res = run_r2med(
+            "-q",
+            "expand",
+            "--method",
+            "hyde",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.base_url,
+            "--data-dir",
+            str(data),
+            "--prompt-task",
+            "Biology",
+            "-o",
+            str(tmp_path / "exp"),
+            "--timeout",
+            "2",
+            "--max-retries",
+            "1",
+            env={"R2MED_HOME": str(r2med_home)},
+        )
         took = time.monotonic() - start
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "within 2s" in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
@@ -378,13 +456,14 @@ def test_a_truncated_answer_is_not_an_unreachable_endpoint():
 
 # -- secrets in the query string ----------------------------------------------------------------------
 
+
 def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_home):
     """A key in the base URL's query string (``?key=SECRET``) reaches no file and no output: metrics.json,
     expansion records, the LLM cache, logs (-v), errors, reproduce, rerank configs, the HTML report."""
     from r2med.data.loaders import load_folder
-    from r2med.jobs.folders import metrics_payload
-    from r2med.metrics import evaluate
-    from r2med.run import write_task_results
+    from r2med.results.folders import metrics_payload
+    from r2med.evaluation.metrics import evaluate
+    from r2med.runs.run import write_task_results
 
     secret = "qS3cretKEY"
     data = tmp_path / "data" / "toy"
@@ -401,12 +480,40 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
     shown = []
     with LLMServer() as server:
         url = f"{server.base_url}?key={secret}&org=acme"
-        res = run_r2med("-v", "rerank", "--run", str(runs / "first"), "--reranker", "listwise", "--model",
-                        "test-model", "--base-url", url, "--top-k", "4", env=env)
+        res = run_r2med(
+            "-v",
+            "rerank",
+            "--run",
+            str(runs / "first"),
+            "--reranker",
+            "listwise",
+            "--model",
+            "test-model",
+            "--base-url",
+            url,
+            "--top-k",
+            "4",
+            env=env,
+        )
         assert res.returncode == 0, res.stderr
         shown.append(res.stdout + res.stderr)
-        res = run_r2med("-v", "expand", "--method", "hyde", "--model", "test-model", "--base-url", url,
-                        "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp"), env=env)
+        res = run_r2med(
+            "-v",
+            "expand",
+            "--method",
+            "hyde",
+            "--model",
+            "test-model",
+            "--base-url",
+            url,
+            "--data-dir",
+            str(data),
+            "--prompt-task",
+            "Biology",
+            "-o",
+            str(tmp_path / "exp"),
+            env=env,
+        )
         assert res.returncode == 0, res.stderr
         shown.append(res.stdout + res.stderr)
         assert server.completions >= 2
@@ -414,16 +521,33 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
         assert set(server.queries) == {f"key={secret}&org=acme"}  # the query reaches the endpoint, as given
     meta = json.loads((runs / "first+listwise-test-model" / "toy" / "metrics.json").read_text())
     assert meta["config"]["reranker"]["base_url"].endswith("/v1?key=***&org=***")
-    for command in (["reproduce", "--dry-run", "--tasks", "Biology", "--format", "json"],
-                    ["report", str(runs), "--html", str(tmp_path / "report.html"), "--data-dir", str(data)]):
+    for command in (
+        ["reproduce", "--dry-run", "--tasks", "Biology", "--format", "json"],
+        ["report", str(runs), "--html", str(tmp_path / "report.html"), "--data-dir", str(data)],
+    ):
         res = run_r2med(*command, env={**env, "OPENAI_BASE_URL": url})
         assert res.returncode == 0, res.stderr
         shown.append(res.stdout + res.stderr)
     assert (tmp_path / "report.html").exists()
     # an unreachable endpoint: its one-line error names it without the secret
-    res = run_r2med("expand", "--method", "hyde", "--model", "m", "--base-url", f"http://127.0.0.1:9/v1?key={secret}",
-                    "--data-dir", str(data), "--prompt-task", "Biology", "-o", str(tmp_path / "exp2"),
-                    "--max-retries", "1", env=env)
+    res = run_r2med(
+        "expand",
+        "--method",
+        "hyde",
+        "--model",
+        "m",
+        "--base-url",
+        f"http://127.0.0.1:9/v1?key={secret}",
+        "--data-dir",
+        str(data),
+        "--prompt-task",
+        "Biology",
+        "-o",
+        str(tmp_path / "exp2"),
+        "--max-retries",
+        "1",
+        env=env,
+    )
     assert res.returncode == 2 and "http://127.0.0.1:9/v1?key=***" in res.stderr, res.stderr
     shown.append(res.stdout + res.stderr)
     for output in shown:
@@ -437,7 +561,7 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
 def test_a_full_disk_under_the_answer_cache_is_one_error_naming_it(tmp_path, monkeypatch):
     import errno
 
-    from r2med import llm
+    from r2med.infra import llm
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from r2med.errors import R2MedError
-from r2med.metrics import CUTOFFS, DEFAULT_MEASURES, canonical, evaluate
+from r2med.evaluation.metrics import CUTOFFS, DEFAULT_MEASURES, canonical, evaluate
 
 
 def trec_order(docs: dict[str, float]) -> list[str]:
@@ -81,9 +81,16 @@ def test_matches_brute_force_trec_eval(data):
     # And the same numbers as calling pytrec_eval directly.
     import pytrec_eval
 
-    direct = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.1,10,25,50,100", "map_cut.1,10,25,50,100",
-                                                     "recall.1,10,25,50,100", "P.1,10,25,50,100",
-                                                     "recip_rank"}).evaluate({q: d for q, d in run.items() if d})
+    direct = pytrec_eval.RelevanceEvaluator(
+        qrels,
+        {
+            "ndcg_cut.1,10,25,50,100",
+            "map_cut.1,10,25,50,100",
+            "recall.1,10,25,50,100",
+            "P.1,10,25,50,100",
+            "recip_rank",
+        },
+    ).evaluate({q: d for q, d in run.items() if d})
     for q, values in direct.items():
         for m in DEFAULT_MEASURES:
             assert metrics.per_query[q][m] == pytest.approx(values[m], abs=1e-9)

@@ -19,13 +19,47 @@ from conftest import run_r2med  # noqa: E402
 
 TEN_MB = "x" * 10_000_000
 #: JSON literals, written as text (a 5,000-digit integer cannot even be made by json.dumps).
-HOSTILE = ["1" + "0" * 400, "9" * 5000, "-" + "7" * 4400, "NaN", "Infinity", "-Infinity", "1e308", "-5", "1.0000001",
-           "1e-400", "true", "null", "[]", "{}", '"0.5"', json.dumps(TEN_MB), json.dumps("a\nb\u202e"), "0.5", "0"]
+HOSTILE = [
+    "1" + "0" * 400,
+    "9" * 5000,
+    "-" + "7" * 4400,
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e308",
+    "-5",
+    "1.0000001",
+    "1e-400",
+    "true",
+    "null",
+    "[]",
+    "{}",
+    '"0.5"',
+    json.dumps(TEN_MB),
+    json.dumps("a\nb\u202e"),
+    "0.5",
+    "0",
+]
 #: Where a value is put: a key path in bm25-standard/Biology/metrics.json.
-WHERE = [("aggregate", "ndcg_cut_10"), ("aggregate", "recall_100"), ("per_query", "q1", "ndcg_cut_10"),
-         ("per_query", "q1", "recip_rank"), ("per_query", "q1"), ("per_query",), ("aggregate",),
-         ("timing", "search"), ("count_missing",), ("task",), ("retriever",), ("config", "k1"), ("config",),
-         ("source",), ("dataset_fingerprint",), ("versions", "r2med"), ("revision",)]
+WHERE = [
+    ("aggregate", "ndcg_cut_10"),
+    ("aggregate", "recall_100"),
+    ("per_query", "q1", "ndcg_cut_10"),
+    ("per_query", "q1", "recip_rank"),
+    ("per_query", "q1"),
+    ("per_query",),
+    ("aggregate",),
+    ("timing", "search"),
+    ("count_missing",),
+    ("task",),
+    ("retriever",),
+    ("config", "k1"),
+    ("config",),
+    ("source",),
+    ("dataset_fingerprint",),
+    ("versions", "r2med"),
+    ("revision",),
+]
 SENTINEL = "@@hostile@@"
 
 
@@ -87,7 +121,7 @@ def test_hostile_metrics_values_reach_no_reader_as_a_traceback(finished_runs):
             metrics = runs / "bm25-standard" / "Biology" / "metrics.json"
             _plant(metrics, where, literal)
             from r2med.errors import R2MedError
-            from r2med.run import read_metrics
+            from r2med.runs.run import read_metrics
 
             try:
                 read_metrics(metrics.parent)
@@ -99,8 +133,15 @@ def test_hostile_metrics_values_reach_no_reader_as_a_traceback(finished_runs):
                 "report": ["report", str(runs)],
                 "compare": ["compare", str(runs / "bm25"), str(runs / "bm25-standard"), "--permutations", "100"],
                 "export": ["export", "-f", "mteb", str(runs), "-o", str(work / "mteb"), "--force"],
-                "fuse": ["fuse", str(runs / "bm25"), str(runs / "bm25-standard"), "-d", str(data), "-o",
-                         str(work / "fused")],
+                "fuse": [
+                    "fuse",
+                    str(runs / "bm25"),
+                    str(runs / "bm25-standard"),
+                    "-d",
+                    str(data),
+                    "-o",
+                    str(work / "fused"),
+                ],
             }
             for name, args in readers.items():
                 res = run_r2med(*args)
@@ -129,8 +170,12 @@ def test_each_reported_value_is_refused_in_one_line_naming_file_and_key(finished
     _, base = finished_runs
     metrics = base / "bm25-standard" / "Biology" / "metrics.json"
     original = metrics.read_text()
-    cases = [("1" + "0" * 400, "401-digit integer"), ("7" * 4400, "4,400-digit integer"),
-             ("1e308", "outside 0..1"), ("-5", "outside 0..1")]
+    cases = [
+        ("1" + "0" * 400, "401-digit integer"),
+        ("7" * 4400, "4,400-digit integer"),
+        ("1e308", "outside 0..1"),
+        ("-5", "outside 0..1"),
+    ]
     for literal, said in cases:
         metrics.write_text(original)
         _plant(metrics, ("aggregate", "ndcg_cut_10"), literal)

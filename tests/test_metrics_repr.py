@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from r2med.metrics import evaluate
+from r2med.evaluation.metrics import evaluate
 
 
 def test_repr_is_short_and_names_the_headline_measures():
@@ -14,8 +14,10 @@ def test_repr_is_short_and_names_the_headline_measures():
     text = repr(metrics)
     ndcg = (249 * 1 + 250 / math.log2(3)) / 499  # 249 queries rank d1 first, 250 second
     rr = (249 * 1 + 250 * 0.5) / 499
-    assert text == (f"Metrics(499 queries, ndcg_cut_10={ndcg:.4f}, recall_100=1.0000, recip_rank={rr:.4f}, "
-                    "+18 measures, 1 judged queries without results)")
+    assert text == (
+        f"Metrics(499 queries, ndcg_cut_10={ndcg:.4f}, recall_100=1.0000, recip_rank={rr:.4f}, "
+        "+18 measures, 1 judged queries without results)"
+    )
     assert "q1" not in text and len(text) < 200
     assert str(metrics) == text
     few = evaluate(run, qrels, measures=["P@10"])

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from r2med import progress
+from r2med.infra import progress
 
 
 class Clock:
@@ -40,27 +40,27 @@ def clock():
 
 
 def _lines(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "r2med.progress"]
+    return [r.getMessage() for r in caplog.records if r.name == "r2med.infra.progress"]
 
 
 def test_log_lines_every_step_and_interval(clock, caplog):
-    caplog.set_level(logging.INFO, logger="r2med.progress")
+    caplog.set_level(logging.INFO, logger="r2med.infra.progress")
     with progress.task("encoding docs", total=100, unit="docs", counters=("cached",)) as p:
         clock.at(1.0)
-        p.advance(5)            # 5%, 1 s: nothing due
+        p.advance(5)  # 5%, 1 s: nothing due
         clock.at(2.0)
-        p.advance(5)            # 10% reached, 2 s since start: a line
+        p.advance(5)  # 10% reached, 2 s since start: a line
         clock.at(3.0)
         p.advance(5, cached=3)  # still the 10% step, 1 s since the last line: nothing
         clock.at(12.5)
-        p.advance(1)            # 10.5 s since the last line: a line
+        p.advance(1)  # 10.5 s since the last line: a line
         clock.at(13.0)
     assert _lines(caplog) == [
-        "encoding docs: 10/100 (10.0%), 5.00 docs/s, ETA 18 s, 0 cached",      # 10 in 2 s; 90 left at 5/s
-        "encoding docs: 16/100 (16.0%), 1.28 docs/s, ETA 66 s, 3 cached",      # 16/12.5 s; 84/1.28 = 65.6 s
-        "encoding docs: 16/100 (16.0%), 1.23 docs/s, took 13 s, 3 cached",     # closing line: 16/13 s
+        "encoding docs: 10/100 (10.0%), 5.00 docs/s, ETA 18 s, 0 cached",  # 10 in 2 s; 90 left at 5/s
+        "encoding docs: 16/100 (16.0%), 1.28 docs/s, ETA 66 s, 3 cached",  # 16/12.5 s; 84/1.28 = 65.6 s
+        "encoding docs: 16/100 (16.0%), 1.23 docs/s, took 13 s, 3 cached",  # closing line: 16/13 s
     ]
-    assert all(r.levelno == logging.INFO for r in caplog.records if r.name == "r2med.progress")
+    assert all(r.levelno == logging.INFO for r in caplog.records if r.name == "r2med.infra.progress")
 
 
 def test_the_figures_of_one_line(clock):
@@ -75,7 +75,7 @@ def test_the_figures_of_one_line(clock):
 
 
 def test_short_steps_print_nothing_and_errors_say_so(clock, caplog):
-    caplog.set_level(logging.INFO, logger="r2med.progress")
+    caplog.set_level(logging.INFO, logger="r2med.infra.progress")
     with progress.task("quick", total=3) as p:
         for i in range(3):
             clock.at(0.5 * (i + 1))
@@ -86,8 +86,10 @@ def test_short_steps_print_nothing_and_errors_say_so(clock, caplog):
             clock.at(5.5)
             p.advance(4)
             raise RuntimeError("boom")
-    assert _lines(caplog) == ["reranking: 4/10 (40.0%), 1.00 queries/s, ETA 6.0 s",
-                              "reranking: 4/10 (40.0%), 1.00 queries/s, took 4.0 s (stopped by an error)"]
+    assert _lines(caplog) == [
+        "reranking: 4/10 (40.0%), 1.00 queries/s, ETA 6.0 s",
+        "reranking: 4/10 (40.0%), 1.00 queries/s, took 4.0 s (stopped by an error)",
+    ]
 
 
 def test_counters_add_and_gauges_set(clock):
@@ -101,7 +103,7 @@ def test_counters_add_and_gauges_set(clock):
 
 
 def test_quiet_silences_everything_but_keeps_counts(clock, caplog):
-    caplog.set_level(logging.INFO, logger="r2med.progress")
+    caplog.set_level(logging.INFO, logger="r2med.infra.progress")
     progress.set_quiet()
     assert progress.is_quiet()
     with progress.task("bm25 index", total=10, unit="docs") as p:
@@ -117,7 +119,7 @@ def test_quiet_silences_everything_but_keeps_counts(clock, caplog):
 
 
 def test_nested_steps_log_on_their_own(clock, caplog):
-    caplog.set_level(logging.INFO, logger="r2med.progress")
+    caplog.set_level(logging.INFO, logger="r2med.infra.progress")
     with progress.task("tasks", total=2, unit="tasks") as outer:
         for n, name in enumerate(("Biology", "MedQA-Diag")):
             with progress.task(f"{name}: encoding", total=4, unit="docs") as inner:
@@ -128,8 +130,10 @@ def test_nested_steps_log_on_their_own(clock, caplog):
             outer.advance()
     assert progress._current() is None
     lines = _lines(caplog)
-    assert lines[:2] == ["Biology: encoding: 4/4 (100.0%), 0.80 docs/s, ETA 0.0 s",
-                         "Biology: encoding: 4/4 (100.0%), 0.80 docs/s, took 5.0 s"]
+    assert lines[:2] == [
+        "Biology: encoding: 4/4 (100.0%), 0.80 docs/s, ETA 0.0 s",
+        "Biology: encoding: 4/4 (100.0%), 0.80 docs/s, took 5.0 s",
+    ]
     assert "tasks: 1/2 (50.0%), 0.20 tasks/s, ETA 5.0 s" in lines
     assert lines[-1] == "tasks: 2/2 (100.0%), 0.13 tasks/s, took 15 s"
     assert outer.done == 2
@@ -137,14 +141,16 @@ def test_nested_steps_log_on_their_own(clock, caplog):
 
 def test_advance_from_many_threads(caplog):
     progress.configure(mode="log", interval_s=0.0, min_gap_s=0.0)  # a line at every call: lock and log race
-    caplog.set_level(logging.INFO, logger="r2med.progress")
+    caplog.set_level(logging.INFO, logger="r2med.infra.progress")
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
         with progress.task("listwise", total=8 * 2000, unit="windows", counters=("failed",)) as p:
+
             def work():
                 for _ in range(2000):
                     p.advance(1, failed=1)
+
             threads = [threading.Thread(target=work) for _ in range(8)]
             for t in threads:
                 t.start()
@@ -158,8 +164,13 @@ def test_advance_from_many_threads(caplog):
 
 def test_track_and_durations(clock):
     assert list(progress.track(range(5), "retrieving", unit="queries")) == [0, 1, 2, 3, 4]
-    assert [progress.duration(s) for s in (0.25, 12.4, 71, 725, 7380)] == \
-        ["0.2 s", "12 s", "71 s", "12 min 05 s", "2 h 03 min"]
+    assert [progress.duration(s) for s in (0.25, 12.4, 71, 725, 7380)] == [
+        "0.2 s",
+        "12 s",
+        "71 s",
+        "12 min 05 s",
+        "2 h 03 min",
+    ]
     with pytest.raises(ValueError, match="progress mode"):
         progress.configure(mode="loud")
 
@@ -198,6 +209,6 @@ def test_not_a_terminal_means_log_lines(caplog):
 
 
 def test_importing_progress_loads_no_rich():
-    code = "import sys, r2med.progress; print([m for m in ('rich', 'numpy', 'torch') if m in sys.modules])"
+    code = "import sys, r2med.infra.progress; print([m for m in ('rich', 'numpy', 'torch') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -21,8 +21,23 @@ pytest.importorskip("openai")
 
 
 def expand(data: Path, out: Path, url: str, home: Path, *extra: str):
-    return run_r2med("expand", "--method", "hyde", "--model", "test-model", "--base-url", url, "--data-dir",
-                     str(data), "--out", str(out), "--timeout", "5", *extra, env={"R2MED_HOME": str(home)})
+    return run_r2med(
+        "expand",
+        "--method",
+        "hyde",
+        "--model",
+        "test-model",
+        "--base-url",
+        url,
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+        "--timeout",
+        "5",
+        *extra,
+        env={"R2MED_HOME": str(home)},
+    )
 
 
 def test_prompt_file_is_sent_filled_and_recorded(tmp_path, r2med_home):
@@ -35,8 +50,10 @@ def test_prompt_file_is_sent_filled_and_recorded(tmp_path, r2med_home):
     with LLMServer() as server:
         proc = expand(data, tmp_path / "exp", server.base_url, r2med_home, "--prompt-file", str(prompt))
         assert proc.returncode == 0, proc.stderr
-        expected = {f"Write a passage that answers: {q}\nUse these:{passages[qid]}\nLiteral {{braces}} stay."
-                    for qid, q in coll.queries.items()}
+        expected = {
+            f"Write a passage that answers: {q}\nUse these:{passages[qid]}\nLiteral {{braces}} stay."
+            for qid, q in coll.queries.items()
+        }
         assert set(server.prompts) == expected and len(server.prompts) == 4
     folder = tmp_path / "exp" / "mycoll" / "hyde" / "test-model"
     digest = hashlib.sha256(template.encode("utf-8")).hexdigest()
@@ -45,8 +62,20 @@ def test_prompt_file_is_sent_filled_and_recorded(tmp_path, r2med_home):
     rows = [json.loads(line) for line in (folder / "query_with_hydoc.jsonl").read_text().splitlines()]
     assert all(row["prompt_sha256"] == digest for row in rows)
     # the results' configuration names the prompt
-    done = run_r2med("evaluate", "-r", "bm25", "-d", str(data), "--expansion", "hyde:test-model", "--expansion-dir",
-                     str(tmp_path / "exp"), "-o", str(tmp_path / "runs"), env={"R2MED_HOME": str(r2med_home)})
+    done = run_r2med(
+        "evaluate",
+        "-r",
+        "bm25",
+        "-d",
+        str(data),
+        "--expansion",
+        "hyde:test-model",
+        "--expansion-dir",
+        str(tmp_path / "exp"),
+        "-o",
+        str(tmp_path / "runs"),
+        env={"R2MED_HOME": str(r2med_home)},
+    )
     assert done.returncode == 0, done.stderr
     [metrics] = (tmp_path / "runs").glob("*/mycoll/metrics.json")
     assert json.loads(metrics.read_text())["config"]["expansion"]["prompt_sha256"] == digest
@@ -63,11 +92,14 @@ def test_without_prompt_file_the_papers_prompt_is_sent(tmp_path, r2med_home):
     assert not (tmp_path / "exp" / "Biology" / "hyde" / "test-model" / "prompt.json").exists()
 
 
-@pytest.mark.parametrize("text, message", [
-    ("Answer {question}", "unknown placeholder {question}"),
-    ("Answer the question.", "has no {query} placeholder"),
-    ("Answer {query} {", "not a prompt template"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("Answer {question}", "unknown placeholder {question}"),
+        ("Answer the question.", "has no {query} placeholder"),
+        ("Answer {query} {", "not a prompt template"),
+    ],
+)
 def test_bad_templates_are_one_line_naming_the_file_before_any_request(tmp_path, r2med_home, text, message):
     data = make_collection(tmp_path / "mycoll", n_queries=2)
     prompt = tmp_path / "bad_prompt.txt"

@@ -22,10 +22,18 @@ from r2med.errors import DataError, R2MedError  # noqa: E402
 
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True, allow_infinity=True)
-           | st.text(max_size=12))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 def _write(data: bytes, name: str) -> Path:
@@ -43,26 +51,46 @@ def _dumps(value) -> bytes:
 
 MEASURES = st.sampled_from(["ndcg_cut_10", "recall_100", "map", "P_5", ""])
 measure_values = st.dictionaries(MEASURES, scalars, max_size=3)
-near_metrics = st.fixed_dictionaries({}, optional={
-    "task": scalars | st.sampled_from(["Biology", "../x", "/abs", "a/b", "", ".."]),
-    "retriever": scalars | st.sampled_from(["bm25", "bm25 x", "a/b"]),
-    "aggregate": measure_values | json_values,
-    "per_query": st.dictionaries(st.text(max_size=4), measure_values | json_values, max_size=3) | json_values,
-    "config": st.fixed_dictionaries({"retriever": st.just("bm25")}, optional={
-        "k1": scalars, "b": scalars, "options": json_values | st.dictionaries(st.sampled_from(["k1", "b", "model"]),
-                                                                              scalars, max_size=2)})
-    | st.fixed_dictionaries({}, optional={"retriever": scalars, "k1": scalars, "b": scalars,
-                                                  "options": json_values, "flavour": scalars,
-                                                  "queries": scalars, "top_k": scalars}) | json_values,
-    "timing": st.dictionaries(st.text(max_size=6), scalars, max_size=2) | json_values,
-    "count_missing": scalars,
-    "source": scalars, "dataset_fingerprint": scalars, "versions": json_values,
-})
+near_metrics = st.fixed_dictionaries(
+    {},
+    optional={
+        "task": scalars | st.sampled_from(["Biology", "../x", "/abs", "a/b", "", ".."]),
+        "retriever": scalars | st.sampled_from(["bm25", "bm25 x", "a/b"]),
+        "aggregate": measure_values | json_values,
+        "per_query": st.dictionaries(st.text(max_size=4), measure_values | json_values, max_size=3) | json_values,
+        "config": st.fixed_dictionaries(
+            {"retriever": st.just("bm25")},
+            optional={
+                "k1": scalars,
+                "b": scalars,
+                "options": json_values | st.dictionaries(st.sampled_from(["k1", "b", "model"]), scalars, max_size=2),
+            },
+        )
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                "retriever": scalars,
+                "k1": scalars,
+                "b": scalars,
+                "options": json_values,
+                "flavour": scalars,
+                "queries": scalars,
+                "top_k": scalars,
+            },
+        )
+        | json_values,
+        "timing": st.dictionaries(st.text(max_size=6), scalars, max_size=2) | json_values,
+        "count_missing": scalars,
+        "source": scalars,
+        "dataset_fingerprint": scalars,
+        "versions": json_values,
+    },
+)
 
 
 def _check_metrics_file(path: Path) -> None:
-    from r2med.jobs.folders import load_system
-    from r2med.run import read_metrics
+    from r2med.results.folders import load_system
+    from r2med.runs.run import read_metrics
 
     folder = path.parent
     try:
@@ -104,15 +132,20 @@ def test_metrics_reader_random_json(value):
 
 # -- LLM cache ---------------------------------------------------------------------------------------
 
-near_entries = st.fixed_dictionaries({}, optional={"key": scalars | st.text(min_size=1, max_size=6),
-                                                   "text": scalars, "usage": json_values | st.dictionaries(
-                                                       st.sampled_from(["prompt_tokens", "completion_tokens"]),
-                                                       scalars, max_size=2),
-                                                   "finish_reason": scalars})
+near_entries = st.fixed_dictionaries(
+    {},
+    optional={
+        "key": scalars | st.text(min_size=1, max_size=6),
+        "text": scalars,
+        "usage": json_values
+        | st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens"]), scalars, max_size=2),
+        "finish_reason": scalars,
+    },
+)
 
 
 def _check_cache_file(path: Path) -> None:
-    from r2med.llm import RequestCache
+    from r2med.infra.llm import RequestCache
 
     cache = RequestCache(path)  # never raises: unusable lines are skipped (and re-requested)
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
@@ -151,7 +184,7 @@ def _check_expansion_file(path: Path) -> None:
     except R2MedError as exc:
         message = str(exc)
         assert message.startswith(f"{path}:"), message
-        rest = message[len(str(path)) + 1:]
+        rest = message[len(str(path)) + 1 :]
         # file:line for a line's fault; the whole file only when it has no records
         assert rest.split(":", 1)[0].isdigit() or "no records" in rest or "empty" in rest, message
         return
@@ -175,4 +208,3 @@ def teardown_module(module) -> None:  # noqa: ARG001 - pytest hook signature
 
     for folder in Path(tempfile.gettempdir()).glob("r2med-prop-*"):
         shutil.rmtree(folder, ignore_errors=True)
-

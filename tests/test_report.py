@@ -16,11 +16,11 @@ from conftest import run_r2med, hub_data
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.protocol import published_ndcg10
-from r2med.jobs.folders import find_systems as load_systems
-from r2med.published import parse_label
+from r2med.results.folders import find_systems as load_systems
+from r2med.results.published import parse_label
 from r2med.report import build_leaderboard
-from r2med.published import PublishedKey, match_published
-from r2med.run import read_trec, write_task_results
+from r2med.results.published import PublishedKey, match_published
+from r2med.runs.run import read_trec, write_task_results
 
 DOCS = {
     "d1": "insulin therapy lowers blood glucose in type 1 diabetes",
@@ -48,8 +48,9 @@ def write_collection(root: Path, name: str, docs=DOCS, queries=QUERIES, qrels=QR
     folder.mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in docs.items()))
     (folder / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in queries.items()))
-    (folder / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
-                                                for q, ds in qrels.items() for d, g in ds.items()))
+    (folder / "qrels.jsonl").write_text(
+        "".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n" for q, ds in qrels.items() for d, g in ds.items())
+    )
     return folder
 
 
@@ -104,10 +105,10 @@ def hand_task_mean(folder: Path, qrels: dict) -> float:
 
 def as_hub_task(monkeypatch, task: str, queries: int, docs: int) -> None:
     """Make the published counts of ``task`` those of a tiny local collection, so that the collection counts
-    as the hub task (:func:`r2med.published.data_problem`) and the grading machinery can be checked on it."""
+    as the hub task (:func:`r2med.results.published.data_problem`) and the grading machinery can be checked on it."""
     from dataclasses import replace
 
-    from r2med.tasks import TASKS
+    from r2med.data.tasks import TASKS
 
     monkeypatch.setitem(TASKS, task, replace(TASKS[task], queries=queries, docs=docs))
 
@@ -156,10 +157,14 @@ def test_results_equal_to_published_cell_report_delta_zero(tmp_path):
     """A folder whose nDCG@10 equals the published Biology figure: delta 0, within tolerance."""
     pub = published_ndcg10("bm25")["Biology"] / 100
     run = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0}}
-    payload = {"task": "Biology", "retriever": "bm25", "data": {"queries": len(QUERIES), "docs": len(DOCS)},
-               "config": {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"},
-               "aggregate": {"ndcg_cut_10": pub},
-               "per_query": {"q1": {"ndcg_cut_10": pub - 0.05}, "q2": {"ndcg_cut_10": pub + 0.05}}}
+    payload = {
+        "task": "Biology",
+        "retriever": "bm25",
+        "data": {"queries": len(QUERIES), "docs": len(DOCS)},
+        "config": {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"},
+        "aggregate": {"ndcg_cut_10": pub},
+        "per_query": {"q1": {"ndcg_cut_10": pub - 0.05}, "q2": {"ndcg_cut_10": pub + 0.05}},
+    }
     write_task_results(tmp_path / "runs" / "my-bm25" / "Biology", run, payload)
     systems = load_systems([tmp_path / "runs"])
     assert systems[0].published == PublishedKey("bm25")  # matched through its stored config
@@ -217,17 +222,20 @@ def test_baseline_marks_use_holm_corrected_randomisation(runs):
     assert all(not c.significant for c in board.rows[0].cells.values())
 
 
-@pytest.mark.parametrize("label, key", [
-    ("bm25", PublishedKey("bm25")),
-    ("bm25+hyde-gpt4", PublishedKey("bm25", "hyde", "gpt4")),
-    ("nv+hyde:qwen_7b", PublishedKey("nv", "hyde", "qwen-7b")),
-    ("bge+query2doc-qwen-72b", PublishedKey("bge", "query2doc", "qwen-72b")),
-    ("bm25+hyde-r1-qwen-32b", PublishedKey("bm25", "hyde", "r1-qwen-32b")),
-    ("nv+bge-reranker", PublishedKey("nv", "rerank:bge-reranker")),
-    ("bm25-standard", None),
-    ("bm25+hyde-not-an-llm", None),
-    ("my-system", None),
-])
+@pytest.mark.parametrize(
+    "label, key",
+    [
+        ("bm25", PublishedKey("bm25")),
+        ("bm25+hyde-gpt4", PublishedKey("bm25", "hyde", "gpt4")),
+        ("nv+hyde:qwen_7b", PublishedKey("nv", "hyde", "qwen-7b")),
+        ("bge+query2doc-qwen-72b", PublishedKey("bge", "query2doc", "qwen-72b")),
+        ("bm25+hyde-r1-qwen-32b", PublishedKey("bm25", "hyde", "r1-qwen-32b")),
+        ("nv+bge-reranker", PublishedKey("nv", "rerank:bge-reranker")),
+        ("bm25-standard", None),
+        ("bm25+hyde-not-an-llm", None),
+        ("my-system", None),
+    ],
+)
 def test_parse_label(label, key):
     assert parse_label(label) == key
 
@@ -257,29 +265,74 @@ GRADING_TABLE = [
     ({"retriever": "not-registered"}, None),
     ({}, None),
     # reranked: the paper's reranker at its published depth over a first stage recorded as published
-    ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "x", "config": NV}},
-     PublishedKey("nv", "rerank:monobert")),
+    (
+        {"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "x", "config": NV}},
+        PublishedKey("nv", "rerank:monobert"),
+    ),
     ({"reranker": {"reranker": "monobert"}, "top_k": 100, "first_stage": {"retriever": "x", "config": NV}}, None),
-    ({"reranker": {"reranker": "bge-reranker", "model": "BAAI/bge-reranker-v2-m3"}, "top_k": 10,
-      "first_stage": {"retriever": "x", "config": NV}}, PublishedKey("nv", "rerank:bge-reranker")),
-    ({"reranker": {"reranker": "bge-reranker",  # a Hugging Face cache snapshot of the preset's checkpoint
-                   "model": "/hf/hub/models--BAAI--bge-reranker-v2-m3/snapshots/953dc6f6f85a1b2dbfca4c34a2796e7dde08d41e"},
-      "top_k": 10, "first_stage": {"retriever": "x", "config": NV}}, PublishedKey("nv", "rerank:bge-reranker")),
-    ({"reranker": {"reranker": "bge-reranker", "model": "/models/my-finetuned-reranker"}, "top_k": 10,
-      "first_stage": {"retriever": "x", "config": NV}}, None),  # another model under the preset's name
-    ({"reranker": {"reranker": "reasonrank-32b", "model": "liuwenhan/reasonrank-32B"}, "top_k": 100,
-      "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}}},
-     PublishedKey("e5", "rerank:ReasonRank(32B)")),
-    ({"reranker": {"reranker": "reasonrank-32b", "model": "my-alias"}, "top_k": 100,
-      "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}}}, None),
+    (
+        {
+            "reranker": {"reranker": "bge-reranker", "model": "BAAI/bge-reranker-v2-m3"},
+            "top_k": 10,
+            "first_stage": {"retriever": "x", "config": NV},
+        },
+        PublishedKey("nv", "rerank:bge-reranker"),
+    ),
+    (
+        {
+            "reranker": {
+                "reranker": "bge-reranker",  # a Hugging Face cache snapshot of the preset's checkpoint
+                "model": "/hf/hub/models--BAAI--bge-reranker-v2-m3/snapshots/953dc6f6f85a1b2dbfca4c34a2796e7dde08d41e",
+            },
+            "top_k": 10,
+            "first_stage": {"retriever": "x", "config": NV},
+        },
+        PublishedKey("nv", "rerank:bge-reranker"),
+    ),
+    (
+        {
+            "reranker": {"reranker": "bge-reranker", "model": "/models/my-finetuned-reranker"},
+            "top_k": 10,
+            "first_stage": {"retriever": "x", "config": NV},
+        },
+        None,
+    ),  # another model under the preset's name
+    (
+        {
+            "reranker": {"reranker": "reasonrank-32b", "model": "liuwenhan/reasonrank-32B"},
+            "top_k": 100,
+            "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}},
+        },
+        PublishedKey("e5", "rerank:ReasonRank(32B)"),
+    ),
+    (
+        {
+            "reranker": {"reranker": "reasonrank-32b", "model": "my-alias"},
+            "top_k": 100,
+            "first_stage": {"retriever": "e5", "config": {"retriever": "e5", "options": {}}},
+        },
+        None,
+    ),
     ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "nv", "config": MINILM}}, None),
     ({"reranker": {"reranker": "monobert"}, "top_k": 10, "first_stage": {"retriever": "nv"}}, None),  # unrecorded
     ({"reranker": {}, "top_k": 10, "first_stage": {"retriever": "nv", "config": NV}}, None),
-    ({"reranker": {"reranker": "monobert"}, "top_k": 10,
-      "first_stage": {"retriever": "bm25", "config": {**PAPER_BM25, "expansion": HYDE_GPT4}}}, None),
+    (
+        {
+            "reranker": {"reranker": "monobert"},
+            "top_k": 10,
+            "first_stage": {"retriever": "bm25", "config": {**PAPER_BM25, "expansion": HYDE_GPT4}},
+        },
+        None,
+    ),
     # a fused run is no published configuration, whatever its inputs
-    ({"fusion": "rrf", "k": 60, "inputs": [{"retriever": "nv", "config": NV}, {"retriever": "bm25", "config": PAPER_BM25}]},
-     None),
+    (
+        {
+            "fusion": "rrf",
+            "k": 60,
+            "inputs": [{"retriever": "nv", "config": NV}, {"retriever": "bm25", "config": PAPER_BM25}],
+        },
+        None,
+    ),
 ]
 
 
@@ -339,7 +392,7 @@ def test_a_root_holds_its_systems_directly_and_names_sub_roots(tmp_path, caplog)
     import logging
 
     from r2med.jobs.evaluate import run_task
-    from r2med.jobs.folders import find_runs, find_systems as load_systems
+    from r2med.results.folders import find_runs, find_systems as load_systems
 
     from test_data import make_r2med
     from r2med.data import load_folder
@@ -347,7 +400,7 @@ def test_a_root_holds_its_systems_directly_and_names_sub_roots(tmp_path, caplog)
     coll = load_folder(make_r2med(tmp_path / "c"))
     run_task(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")
     run_task(coll, "bm25-standard", {}, out=tmp_path / "runs" / "fused" / "other")
-    with caplog.at_level(logging.INFO, logger="r2med.jobs.folders"):
+    with caplog.at_level(logging.INFO, logger="r2med.results.folders"):
         names = [s.name for s in load_systems([tmp_path / "runs"])]
     assert names == ["bm25"]
     assert "results in sub-roots are not read (fused)" in caplog.text
@@ -362,8 +415,11 @@ def test_medcpt_averages_of_the_repository_and_the_leaderboard_are_both_kept():
     """The R2MED repository's results average 7.87 for MedCPT; its leaderboard shows 9.02 (README says both)."""
     from r2med.protocol import published_figures
 
-    averages = {f.setting: f.ndcg10 for f in published_figures() if f.retriever == "medcpt" and f.task == "Average"
-                and f.expansion == "none"}
+    averages = {
+        f.setting: f.ndcg10
+        for f in published_figures()
+        if f.retriever == "medcpt" and f.task == "Average" and f.expansion == "none"
+    }
     assert averages["base"] == 7.87 and averages["base_leaderboard"] == 9.02
 
 
@@ -374,8 +430,11 @@ def _paired_runs(root: Path, tasks: dict[str, int], gain: float = 0.01) -> Path:
         b = {q: {"ndcg_cut_10": v["ndcg_cut_10"] + gain * (1 + i / 10)} for i, (q, v) in enumerate(a.items())}
         for name, per_query in (("A", a), ("B", b)):
             aggregate = {"ndcg_cut_10": sum(v["ndcg_cut_10"] for v in per_query.values()) / n}
-            write_task_results(root / name / task, {"q0": {"d1": 1.0}},
-                               {"task": task, "retriever": name, "aggregate": aggregate, "per_query": per_query})
+            write_task_results(
+                root / name / task,
+                {"q0": {"d1": 1.0}},
+                {"task": task, "retriever": name, "aggregate": aggregate, "per_query": per_query},
+            )
     return root
 
 
@@ -385,19 +444,24 @@ def test_baseline_average_cell_is_the_pooled_test_over_all_queries_of_all_tasks(
     Average cell carries the pooled test -- a mark no per-task result could give it."""
     from r2med.report.html import leaderboard_html
 
-    board = build_leaderboard(load_systems([_paired_runs(tmp_path / "runs", {"Biology": 6, "MedQA-Diag": 6})]),
-                              baseline="A", n_permutations=20_000, seed=3)
+    board = build_leaderboard(
+        load_systems([_paired_runs(tmp_path / "runs", {"Biology": 6, "MedQA-Diag": 6})]),
+        baseline="A",
+        n_permutations=20_000,
+        seed=3,
+    )
     b = board.rows[1]
     for task in ("Biology", "MedQA-Diag"):
-        assert b.cells[task].p_holm == pytest.approx(2 * 2 / 2 ** 6, abs=0.01) and not b.cells[task].significant
-    assert b.cells["Average"].p_holm == pytest.approx(2 / 2 ** 12, abs=0.0005) and b.cells["Average"].significant
+        assert b.cells[task].p_holm == pytest.approx(2 * 2 / 2**6, abs=0.01) and not b.cells[task].significant
+    assert b.cells["Average"].p_holm == pytest.approx(2 / 2**12, abs=0.0005) and b.cells["Average"].significant
     row = next(line for line in board.to_markdown().splitlines() if line.startswith("| **B**"))
     assert [cell.strip().endswith("†") for cell in row.strip("|").split("|")[1:]] == [False, False, True]
     page = leaderboard_html(board)
     assert page.count('class="sig"') == 1 and "randomisation test, all queries pooled" in page
     # one task: its queries are all the queries, so the Average cell is marked as the task is
-    one = build_leaderboard(load_systems([_paired_runs(tmp_path / "one", {"Biology": 12})]), baseline="A",
-                            n_permutations=20_000, seed=3)
+    one = build_leaderboard(
+        load_systems([_paired_runs(tmp_path / "one", {"Biology": 12})]), baseline="A", n_permutations=20_000, seed=3
+    )
     cells = one.rows[1].cells
     assert cells["Average"].significant and cells["Average"].p_holm == cells["Biology"].p_holm
 
@@ -406,22 +470,39 @@ def test_a_cell_outside_its_tolerance_shows_what_made_its_vectors(tmp_path):
     """metrics.json's encoding facts (issue 20) are named for a cell beyond its tolerance, and only then."""
     pub = published_ndcg10("bm25")["Biology"] / 100
     run = {"q1": {"d1": 2.0, "d2": 1.0}}
-    encoding = {"versions": {"torch": "2.13.0", "transformers": "5.24.0", "tokenizers": "0.23.3"},
-                "max_length": {"doc": 2048, "query": 512}, "dtype": "fp32", "weights": "float32", "compute": "float32",
-                "framing": {"framing": "bos+eos", "tokenizer_alone": "bos", "built_by": "r2med"}}
+    encoding = {
+        "versions": {"torch": "2.13.0", "transformers": "5.24.0", "tokenizers": "0.23.3"},
+        "max_length": {"doc": 2048, "query": 512},
+        "dtype": "fp32",
+        "weights": "float32",
+        "compute": "float32",
+        "framing": {"framing": "bos+eos", "tokenizer_alone": "bos", "built_by": "r2med"},
+    }
     config = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4, "queries": "plain"}
     for name, value in (("far", pub - 0.10), ("near", pub)):
-        payload = {"task": "Biology", "retriever": "bm25", "config": config, "aggregate": {"ndcg_cut_10": value},
-                   "per_query": {"q1": {"ndcg_cut_10": value}}, "encoding": encoding, **hub_data("Biology")}
+        payload = {
+            "task": "Biology",
+            "retriever": "bm25",
+            "config": config,
+            "aggregate": {"ndcg_cut_10": value},
+            "per_query": {"q1": {"ndcg_cut_10": value}},
+            "encoding": encoding,
+            **hub_data("Biology"),
+        }
         write_task_results(tmp_path / name / "runs" / "my-bm25" / "Biology", run, payload)
     far = build_leaderboard(load_systems([tmp_path / "far" / "runs"]))
     assert far.rows[0].within("Biology") is False
-    line = ("! my-bm25 Biology: made with torch 2.13.0, transformers 5.24.0, tokenizers 0.23.3; max length doc 2048 / "
-            "query 512; framing bos+eos (tokenizer alone: bos); dtype fp32 (weights float32, compute float32).")
+    line = (
+        "! my-bm25 Biology: made with torch 2.13.0, transformers 5.24.0, tokenizers 0.23.3; max length doc 2048 / "
+        "query 512; framing bos+eos (tokenizer alone: bos); dtype fp32 (weights float32, compute float32)."
+    )
     assert line in far.legend() and line in json.loads(far.to_json())["legend"]
     near = build_leaderboard(load_systems([tmp_path / "near" / "runs"]))
     assert near.rows[0].within("Biology") is True and not any("made with" in x for x in near.legend())
+
+
 # -- issue 21: names shown as text, one system once, which folder was searched --------------------
+
 
 def test_bidi_and_control_characters_are_escaped_on_the_terminal(tmp_path):
     """A query metadata value with U+202E (right-to-left override) or ESC is shown escaped, never raw."""
@@ -441,7 +522,7 @@ def test_bidi_and_control_characters_are_escaped_on_the_terminal(tmp_path):
 
 def test_one_system_given_as_absolute_and_relative_path_is_listed_once(runs):
     out, _ = runs
-    from r2med.jobs.folders import find_runs
+    from r2med.results.folders import find_runs
 
     relative = Path(os.path.relpath(out / "bm25"))
     selection = find_runs([out / "bm25", relative, out / "bm25" / "Biology"])

@@ -43,8 +43,11 @@ def _parse_tabulars(text: str) -> list[list[list[str]]]:
     tables = re.findall(r"\\begin\{tabular\}\{[lr]+\}(.*?)\\end\{tabular\}", text, flags=re.DOTALL)
     out = []
     for body in tables:
-        rows = [line.removesuffix(r" \\").split(" & ") for line in body.strip().splitlines()
-                if " & " in line and not line.startswith("System")]
+        rows = [
+            line.removesuffix(r" \\").split(" & ")
+            for line in body.strip().splitlines()
+            if " & " in line and not line.startswith("System")
+        ]
         out.append(rows)
     return out
 
@@ -52,8 +55,10 @@ def _parse_tabulars(text: str) -> list[list[list[str]]]:
 def _brute_marks(values: list[float]) -> list[str]:
     printed = [f"{v:.2f}" for v in values]
     distinct = sorted({float(p) for p in printed}, reverse=True)
-    return ["bold" if float(p) == distinct[0] else "underline" if len(distinct) > 1 and float(p) == distinct[1]
-            else "plain" for p in printed]
+    return [
+        "bold" if float(p) == distinct[0] else "underline" if len(distinct) > 1 and float(p) == distinct[1] else "plain"
+        for p in printed
+    ]
 
 
 def _mark(cell: str) -> tuple[str, str]:
@@ -94,7 +99,9 @@ def test_several_measures_one_table_each_in_every_format(root):
     records = list(csv.DictReader(io.StringIO(run_r2med(*args, "--format", "csv").stdout)))
     assert {r["measure"] for r in records} == {"ndcg_cut_10", "recall_100"}
     recall = _metrics(root, "recall_100")
-    row = next(r for r in records if r["measure"] == "recall_100" and r["system"] == "bm25" and r["task"] == "medline-med")
+    row = next(
+        r for r in records if r["measure"] == "recall_100" and r["system"] == "bm25" and r["task"] == "medline-med"
+    )
     assert float(row["value"]) == pytest.approx(recall["bm25"]["medline-med"], abs=1e-4)
     payload = json.loads(run_r2med(*args, "--format", "json").stdout)
     assert payload["measures"] == ["ndcg_cut_10", "recall_100"] and len(payload["tables"]) == 2

@@ -9,23 +9,30 @@ import pytest
 
 from conftest import run_r2med
 from r2med.data.loaders import load_folder
-from r2med.metrics import evaluate
+from r2med.evaluation.metrics import evaluate
 from r2med.protocol import published_figures
 from r2med.jobs import reproduce as rp
-from r2med.report.reproduce import plan_rows
-from r2med.run import read_metrics, read_trec
+from r2med.report.reproduce_tables import plan_rows
+from r2med.runs.run import read_metrics, read_trec
 from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 from test_report import QUERIES, write_collection
 
 
 #: The CSV's names of the later systems -> the r2med presets that run them (docs/later-models.md's table).
 LATER_NAMES = {
-    "ReasonEmbed-Qwen3-8B": "reasonembed-qwen3-8b", "ReasonEmbed-Qwen3-4B": "reasonembed-qwen3-4b",
-    "ReasonEmbed-Llama-3.1-8B": "reasonembed-llama-8b", "ReasonEmbed-Basic-Qwen3-8B": "reasonembed-basic-qwen3-8b",
+    "ReasonEmbed-Qwen3-8B": "reasonembed-qwen3-8b",
+    "ReasonEmbed-Qwen3-4B": "reasonembed-qwen3-4b",
+    "ReasonEmbed-Llama-3.1-8B": "reasonembed-llama-8b",
+    "ReasonEmbed-Basic-Qwen3-8B": "reasonembed-basic-qwen3-8b",
     "ReasonEmbed-Basic-Qwen3-4B": "reasonembed-basic-qwen3-4b",
-    "ReasonEmbed-Basic-Llama-3.1-8B": "reasonembed-basic-llama-8b", "Qwen3-Embedding-8B": "qwen3-emb-8b",
-    "Qwen3-Embedding-4B": "qwen3-emb-4b", "DIVER-Retriever-4B": "diver-4b", "RaDeR-gte-Qwen2-7B": "rader-7b",
-    "gte-Qwen2-7B-instruct": "gte-qwen2-7b", "ReasonIR-8B": "reasonir-8b", "rerank:ReasonRank(32B)": "reasonrank-32b",
+    "ReasonEmbed-Basic-Llama-3.1-8B": "reasonembed-basic-llama-8b",
+    "Qwen3-Embedding-8B": "qwen3-emb-8b",
+    "Qwen3-Embedding-4B": "qwen3-emb-4b",
+    "DIVER-Retriever-4B": "diver-4b",
+    "RaDeR-gte-Qwen2-7B": "rader-7b",
+    "gte-Qwen2-7B-instruct": "gte-qwen2-7b",
+    "ReasonIR-8B": "reasonir-8b",
+    "rerank:ReasonRank(32B)": "reasonrank-32b",
 }
 
 
@@ -35,15 +42,18 @@ def test_dry_run_lists_every_published_retriever_configuration(monkeypatch):
     env = rp.Environment(None)
     planned = rp.plan(rp.targets(), env)
     rows = plan_rows(planned)
+
     def label(f):
         if f.expansion.startswith("rerank:"):
-            return f"{f.retriever}+{LATER_NAMES.get(f.expansion, f.expansion[len('rerank:'):])}"
+            return f"{f.retriever}+{LATER_NAMES.get(f.expansion, f.expansion[len('rerank:') :])}"
         name = LATER_NAMES.get(f.retriever, f.retriever)
         return name if f.expansion == "none" else f"{name}+{f.expansion}-{f.llm}"
 
-    expected = {(f.setting, label(f)) for f in published_figures()
-                if f.setting in ("base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder",
-                                 "later_leaderboard")}
+    expected = {
+        (f.setting, label(f))
+        for f in published_figures()
+        if f.setting in ("base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder", "later_leaderboard")
+    }
     expected.add(("base", "medcpt-query-encoder"))  # the corrected MedCPT, run beside the published one
     assert {(r["setting"], r["config"]) for r in rows} == expected
     assert len(rows) == 68 + 3 + 12 + 1 + 1 and all(r["tasks"] == 8 for r in rows)
@@ -66,8 +76,10 @@ class OverlapReranker:
     name = "overlap"
 
     def rerank(self, queries, candidates, corpus):
-        return {qid: {did: float(len(set(queries[qid].split()) & set(corpus[did].split()))) for did, _ in cands}
-                for qid, cands in candidates.items()}
+        return {
+            qid: {did: float(len(set(queries[qid].split()) & set(corpus[did].split()))) for did, _ in cands}
+            for qid, cands in candidates.items()
+        }
 
     def config(self):
         return {"name": self.name}
@@ -79,7 +91,7 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
 
     from dataclasses import replace
 
-    from r2med.rerank.base import RERANKERS
+    from r2med.reranking.base import RERANKERS
     from r2med.retrieval.bm25 import _factory
     from r2med.retrieval.registry import RETRIEVERS
     from test_report import synthetic
@@ -88,10 +100,12 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     data = tmp_path / "data"
     write_collection(data, "Biology", docs, queries, qrels)
     # stand-ins: paper BM25 for NV-Embed-v2 (no GPU/weights here), word overlap for bge-reranker
-    monkeypatch.setitem(RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper"),
-                                                          trust_remote_code=False))  # BM25 runs no hub code
-    monkeypatch.setitem(RERANKERS.records, "bge-reranker",
-                        replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker()))
+    monkeypatch.setitem(
+        RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper"), trust_remote_code=False)
+    )  # BM25 runs no hub code
+    monkeypatch.setitem(
+        RERANKERS.records, "bge-reranker", replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker())
+    )
     env = rp.Environment(data)
     matrix = rp.targets(settings=["base", "reranker_top_10"], retrievers=["nv"], tasks=["Biology"])
     planned = [rp.Planned(c, True, data="test") for c in matrix if c.label in ("nv", "nv+bge-reranker")]
@@ -104,8 +118,12 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     expected = {}
     for qid, ranking in first.items():
         # the paper: topk_pids from a stable sort over the corpus, then [:10], then the reranker's scores
-        topk = [d for d, _ in sorted(((d, ranking[d]) for d in coll.corpus if d in ranking),
-                                     key=lambda item: item[1], reverse=True)][:10]
+        topk = [
+            d
+            for d, _ in sorted(
+                ((d, ranking[d]) for d in coll.corpus if d in ranking), key=lambda item: item[1], reverse=True
+            )
+        ][:10]
         expected[qid] = {d: float(len(set(coll.queries[qid].split()) & set(coll.corpus[d].split()))) for d in topk}
     folder = out / "nv+bge-reranker" / "Biology"
     assert len(next(iter(first.values()))) == 60  # the first stage lists every doc; only its top 10 remain
@@ -135,10 +153,15 @@ def data_dir(tmp_path):
     folder = write_collection(data, "Biology")
     exp = folder / "hyde" / "gpt4"
     exp.mkdir(parents=True)
-    hydocs = {"q1": "insulin fluids potassium ketoacidosis", "q2": "inhaled corticosteroids asthma children",
-              "q3": "amoxicillin pneumonia", "q4": "triptans migraine dark room"}
+    hydocs = {
+        "q1": "insulin fluids potassium ketoacidosis",
+        "q2": "inhaled corticosteroids asthma children",
+        "q3": "amoxicillin pneumonia",
+        "q4": "triptans migraine dark room",
+    }
     (exp / "query_with_hydoc.jsonl").write_text(
-        "".join(json.dumps({"id": q, "text": QUERIES[q], "hy_doc": hydocs[q]}) + "\n" for q in QUERIES))
+        "".join(json.dumps({"id": q, "text": QUERIES[q], "hy_doc": hydocs[q]}) + "\n" for q in QUERIES)
+    )
     return data
 
 
@@ -162,7 +185,9 @@ def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
         assert o.status == ("pass" if abs(o.delta) <= o.tolerance else "fail")
         assert read_metrics(folder)["retriever"] == label
     # the expansion was used: HyDE-only BM25 queries differ from the plain ones
-    assert read_trec(out / "bm25" / "Biology" / "run.trec") != read_trec(out / "bm25+hyde-gpt4" / "Biology" / "run.trec")
+    assert read_trec(out / "bm25" / "Biology" / "run.trec") != read_trec(
+        out / "bm25+hyde-gpt4" / "Biology" / "run.trec"
+    )
     skipped = [o for o in outcomes if o.status == "skip"]
     assert skipped and all("no expansions" in o.detail for o in skipped)
     again = rp.run_matrix(planned, out, env)
@@ -175,8 +200,21 @@ def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
     assert dry.returncode == 0, dry.stderr
     rows = json.loads(dry.stdout)
     assert len(rows) == 8 and [r["task"] for r in rows if r["runnable"]] == ["Biology"]
-    run = run_r2med("reproduce", "-r", "bm25", "--settings", "base", "-t", "Biology", "-d", str(data_dir),
-                    "-o", str(tmp_path / "o"), "-f", "json")
+    run = run_r2med(
+        "reproduce",
+        "-r",
+        "bm25",
+        "--settings",
+        "base",
+        "-t",
+        "Biology",
+        "-d",
+        str(data_dir),
+        "-o",
+        str(tmp_path / "o"),
+        "-f",
+        "json",
+    )
     result = json.loads(run.stdout)
     assert result[0]["config"] == "bm25" and result[0]["published"] == 19.19
     # a toy collection does not reproduce the paper: FAIL, and the exit code says so
@@ -189,7 +227,7 @@ def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
     """As on an offline cluster node: task files only in the standard Hugging Face cache, at the pinned commit."""
     from hub_server import fill_hf_cache
 
-    from r2med.tasks import get_task
+    from r2med.data.tasks import get_task
 
     src = write_collection(tmp_path / "src", "Bioinformatics")
     files = {name: (src / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}
@@ -233,8 +271,9 @@ def test_medcpt_graded_row_encodes_queries_with_the_article_encoder(data_dir, tm
     assert set(by) == {"medcpt", "medcpt-query-encoder"}
     assert by["medcpt"].runnable and by["medcpt"].target.graded
     assert not by["medcpt-query-encoder"].runnable and not by["medcpt-query-encoder"].target.graded
-    assert by["medcpt-query-encoder"].reasons == [f"no weights: {QUERY} is not in the Hugging Face cache and the "
-                                                  "hub is unreachable"]
+    assert by["medcpt-query-encoder"].reasons == [
+        f"no weights: {QUERY} is not in the Hugging Face cache and the hub is unreachable"
+    ]
     assert any("not graded" in n for n in by["medcpt-query-encoder"].notes)
     assert rp.paper_options("medcpt") == {"medcpt_published": True}
     outcomes = rp.run_matrix(planned, tmp_path / "o", env)
@@ -248,10 +287,11 @@ def test_medcpt_graded_row_encodes_queries_with_the_article_encoder(data_dir, tm
 
 
 def test_medcpt_corrected_encoder_runs_beside_ungraded_and_report_grades_only_the_published(
-        data_dir, tmp_path, hf_cache, bert_dir, bert_dir_2):
-    from r2med.jobs.folders import load_system
-    from r2med.published import PublishedKey
-    from r2med.report.reproduce import to_json
+    data_dir, tmp_path, hf_cache, bert_dir, bert_dir_2
+):
+    from r2med.results.folders import load_system
+    from r2med.results.published import PublishedKey
+    from r2med.report.reproduce_tables import to_json
 
     _cache_model(hf_cache, ARTICLE, bert_dir, "a" * 40)
     _cache_model(hf_cache, QUERY, bert_dir_2, "b" * 40)
@@ -269,8 +309,9 @@ def test_medcpt_corrected_encoder_runs_beside_ungraded_and_report_grades_only_th
     corrected = read_metrics(out / "medcpt-query-encoder" / "Biology")["config"]
     assert corrected["options"]["medcpt_published"] is False and corrected["encoder"]["query_model"] == QUERY
     # other query vectors: another ranking
-    assert read_trec(out / "medcpt" / "Biology" / "run.trec") != read_trec(out / "medcpt-query-encoder" / "Biology"
-                                                                         / "run.trec")
+    assert read_trec(out / "medcpt" / "Biology" / "run.trec") != read_trec(
+        out / "medcpt-query-encoder" / "Biology" / "run.trec"
+    )
     # `r2med report` grades the published configuration's folder, never the corrected one's
     assert load_system(out / "medcpt").published == PublishedKey("medcpt")
     assert load_system(out / "medcpt-query-encoder").published is None

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import minilm_path
 from r2med.errors import R2MedError
-from r2med.rerank import make_reranker, rerank
-from r2med.run import ranked
+from r2med.reranking import make_reranker, rerank
+from r2med.runs.run import ranked
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -42,9 +42,16 @@ def _tiny_bert(folder: Path, num_labels: int, seed: int) -> Path:
 
     tok = AutoTokenizer.from_pretrained(minilm_path())
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=num_labels,
-                        initializer_range=0.2)
+    config = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=num_labels,
+        initializer_range=0.2,
+    )
     model = BertForSequenceClassification(config).eval()
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
@@ -157,7 +164,10 @@ def test_presets_name_the_papers_models():
     assert mono.config()["model"] == "castorini/monobert-large-msmarco" and mono.label == 1
     llama = make_reranker("rankllama").config()
     assert (llama["base"], llama["lora"], llama["max_length"]) == (
-        "meta-llama/Llama-2-7b-hf", "castorini/rankllama-v1-7b-lora-passage", 1024)
+        "meta-llama/Llama-2-7b-hf",
+        "castorini/rankllama-v1-7b-lora-passage",
+        1024,
+    )
 
 
 def test_rankllama_equals_unmerged_peft_forward_pass(tmp_path):
@@ -166,23 +176,35 @@ def test_rankllama_equals_unmerged_peft_forward_pass(tmp_path):
 
     tok = AutoTokenizer.from_pretrained(minilm_path())
     torch.manual_seed(3)
-    config = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         num_labels=1, pad_token_id=tok.pad_token_id, initializer_range=0.2)
+    config = LlamaConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        num_labels=1,
+        pad_token_id=tok.pad_token_id,
+        initializer_range=0.2,
+    )
     base = LlamaForSequenceClassification(config).eval()
     base.save_pretrained(tmp_path / "base")
     tok.save_pretrained(tmp_path / "base")
-    lora_cfg = peft.LoraConfig(task_type="SEQ_CLS", r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                               init_lora_weights=False)
-    peft.get_peft_model(LlamaForSequenceClassification.from_pretrained(tmp_path / "base"), lora_cfg
-                        ).save_pretrained(tmp_path / "lora")
+    lora_cfg = peft.LoraConfig(
+        task_type="SEQ_CLS", r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False
+    )
+    peft.get_peft_model(LlamaForSequenceClassification.from_pretrained(tmp_path / "base"), lora_cfg).save_pretrained(
+        tmp_path / "lora"
+    )
 
     pairs = [(QUERIES[q], CORPUS[d]) for q in QUERIES for d in CORPUS]
     reranker = make_reranker("rankllama", base=str(tmp_path / "base"), lora=str(tmp_path / "lora"), batch_size=5)
     got = reranker.score_pairs(pairs)
 
     reference = peft.PeftModel.from_pretrained(
-        LlamaForSequenceClassification.from_pretrained(tmp_path / "base", num_labels=1), str(tmp_path / "lora")).eval()
+        LlamaForSequenceClassification.from_pretrained(tmp_path / "base", num_labels=1), str(tmp_path / "lora")
+    ).eval()
     fmt = lambda q, d: (f"query: {q}", f"document: {d}")  # noqa: E731
     expected = _direct_scores(tmp_path / "base", pairs, label=0, max_length=1024, fmt=fmt, model=reference)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
@@ -212,8 +234,12 @@ def test_rerank_candidates_tied_in_score_keep_corpus_order():
     run = {"q1": {"a": 1.0, "z": 1.0, "b": 2.0, "m": 1.0, "k": 0.5}}
     # the paper's code (src/eval_BM25.py save_topk_docs, src/eval_reranker.py): sorted(..., reverse=True) over
     # the corpus-ordered scores, then topk_pids[:top_k]
-    paper = [d for d, _ in sorted(((d, run["q1"][d]) for d in corpus if d in run["q1"]),
-                                  key=lambda item: item[1], reverse=True)]
+    paper = [
+        d
+        for d, _ in sorted(
+            ((d, run["q1"][d]) for d in corpus if d in run["q1"]), key=lambda item: item[1], reverse=True
+        )
+    ]
     assert paper == ["b", "m", "z", "a", "k"]
     recorder = _Recorder()
     for k in (2, 3, 5):

@@ -16,9 +16,9 @@ from conftest import run_r2med, shared_collection
 from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.errors import R2MedError
-from r2med.metrics import evaluate
+from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
-from r2med.run import ranked, read_trec
+from r2med.runs.run import ranked, read_trec
 
 pytest.importorskip("torch")
 from test_rerank import _direct_scores, _tiny_bert  # noqa: E402
@@ -33,18 +33,27 @@ def first_stage(tmp_path_factory):
     coll = load_folder(data)
     # a 12-query slice keeps the test quick
     keep = sorted(coll.queries)[:12]
-    coll = coll.replace(queries={q: coll.queries[q] for q in keep},
-                        qrels={q: coll.qrels[q] for q in keep if q in coll.qrels})
+    coll = coll.replace(
+        queries={q: coll.queries[q] for q in keep}, qrels={q: coll.qrels[q] for q in keep if q in coll.qrels}
+    )
     # ... and a 300-doc corpus: the judged docs of those queries, then the first docs of the file
     judged = {d for docs in coll.qrels.values() for d in docs}
     docs = [d for d in coll.corpus if d in judged] + [d for d in coll.corpus if d not in judged]
     small = out / "data" / "medline-small"
     small.mkdir(parents=True)
-    (small / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": coll.corpus[d]}) + "\n"
-                                                for d in docs[:300]))
-    (small / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in coll.queries.items()))
-    (small / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
-                                               for q, judged in coll.qrels.items() for d, g in judged.items()))
+    (small / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": d, "text": coll.corpus[d]}) + "\n" for d in docs[:300])
+    )
+    (small / "query.jsonl").write_text(
+        "".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in coll.queries.items())
+    )
+    (small / "qrels.jsonl").write_text(
+        "".join(
+            json.dumps({"q_id": q, "p_id": d, "score": g}) + "\n"
+            for q, judged in coll.qrels.items()
+            for d, g in judged.items()
+        )
+    )
     coll = load_folder(small)
     run_task(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
     model = _tiny_bert(tmp_path_factory.mktemp("model"), 1, seed=5)
@@ -57,8 +66,19 @@ def _invoke(*args: str):
 
 def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
     runs, coll, model = first_stage
-    res = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K),
-                  "--batch-size", "8", "--name", "ce")
+    res = _invoke(
+        "rerank",
+        "--run",
+        str(runs / "bm25"),
+        "--reranker",
+        str(model),
+        "--top-k",
+        str(K),
+        "--batch-size",
+        "8",
+        "--name",
+        "ce",
+    )
     assert res.exit_code == 0, res.output
     folder = runs / "ce" / coll.name
     got = read_trec(folder / "run.trec")
@@ -66,21 +86,36 @@ def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
     assert set(got) == set(first)
     for qid in first:
         # first-stage order with ties in corpus order: the paper's stable sort over the corpus
-        order = [d for d, _ in sorted(((d, first[qid][d]) for d in coll.corpus if d in first[qid]),
-                                      key=lambda item: item[1], reverse=True)]
-        ref = _direct_scores(model, [(coll.queries[qid], coll.corpus[d]) for d in order[:K]], label=0,
-                             max_length=128)  # the tiny model has 128 positions
+        order = [
+            d
+            for d, _ in sorted(
+                ((d, first[qid][d]) for d in coll.corpus if d in first[qid]), key=lambda item: item[1], reverse=True
+            )
+        ]
+        ref = _direct_scores(
+            model, [(coll.queries[qid], coll.corpus[d]) for d in order[:K]], label=0, max_length=128
+        )  # the tiny model has 128 positions
         expected = [order[i] for i in np.argsort(-ref, kind="stable")] + order[K:]
         assert [d for d, _ in ranked(got[qid])] == expected
     stored = json.loads((folder / "metrics.json").read_text())
     assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(evaluate(got, coll.qrels).aggregate["ndcg_cut_10"])
     assert stored["config"]["top_k"] == K and stored["config"]["first_stage"]["retriever"] == "bm25"
-    again = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K),
-                    "--batch-size", "8", "--name", "ce")
+    again = _invoke(
+        "rerank",
+        "--run",
+        str(runs / "bm25"),
+        "--reranker",
+        str(model),
+        "--top-k",
+        str(K),
+        "--batch-size",
+        "8",
+        "--name",
+        "ce",
+    )
     assert again.exit_code == 0 and "reused" in again.output
 
-    only = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K),
-                   "--top-k-only")
+    only = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K), "--top-k-only")
     assert only.exit_code == 0, only.output
     short = read_trec(runs / f"bm25+{model.name}" / coll.name / "run.trec")
     assert all(len(docs) == K for docs in short.values())
@@ -102,7 +137,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
     runs, coll, model = first_stage
-    unknown = _broken_copy(runs, tmp_path, lambda ls: ls[:3] + [ls[3].replace(ls[3].split()[2], "NOT-A-DOC", 1)] + ls[4:])
+    unknown = _broken_copy(
+        runs, tmp_path, lambda ls: ls[:3] + [ls[3].replace(ls[3].split()[2], "NOT-A-DOC", 1)] + ls[4:]
+    )
     res = _cli("rerank", "--run", str(unknown), "--reranker", str(model))
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1

@@ -11,19 +11,21 @@ from typer.testing import CliRunner
 from llm_server import Faults, LLMServer
 from r2med.cli import app
 from r2med.data.loaders import load_folder
-from r2med.metrics import evaluate
-from r2med.jobs.folders import metrics_payload
-from r2med.rerank import make_reranker, rerank
-from r2med.rerank.listwise import ranking_messages, parse_permutation, windows
-from r2med.run import ranked, read_trec, write_task_results
+from r2med.evaluation.metrics import evaluate
+from r2med.results.folders import metrics_payload
+from r2med.reranking import make_reranker, rerank
+from r2med.reranking.listwise import ranking_messages, parse_permutation, windows
+from r2med.runs.run import ranked, read_trec, write_task_results
 
 pytest.importorskip("openai")
 
 REL = {"d1": 1, "d2": 5, "d3": 2, "d4": 7, "d5": 3, "d6": 6, "d7": 4}  # what a perfect LLM would follow
 CORPUS = {d: f"{d} is a passage about topic {d[-1]} with a few more words in it" for d in REL}
 QUERIES = {"q1": "which passage matters most?", "q2": "another question"}
-RUN = {"q1": {f"d{i}": 10.0 - i for i in range(1, 8)},  # first-stage order d1..d7
-       "q2": {"d7": 3.0, "d2": 2.0, "d5": 1.0}}
+RUN = {
+    "q1": {f"d{i}": 10.0 - i for i in range(1, 8)},  # first-stage order d1..d7
+    "q2": {"d7": 3.0, "d2": 2.0, "d5": 1.0},
+}
 
 # scripted replies per window (keyed by the doc ids in prompt order); others get a perfect ranking
 SCRIPT = {
@@ -73,8 +75,17 @@ def test_prompt_numbers_passages_and_shows_scores_when_asked():
 def test_sliding_window_result_faults_retried_and_rerun_is_free(caplog):
     faults = Faults(rate_429=0.3, retry_after=0.01, rate_500=0.3, rate_hang=0.2, hang_s=1.0, seed=3)
     with LLMServer(faults, responder=responder) as server:
-        reranker = make_reranker("listwise", model="test-model", base_url=server.base_url, window=4, step=2,
-                                 timeout=0.4, backoff_base=0.01, backoff_max=0.05, concurrency=4)
+        reranker = make_reranker(
+            "listwise",
+            model="test-model",
+            base_url=server.base_url,
+            window=4,
+            step=2,
+            timeout=0.4,
+            backoff_base=0.01,
+            backoff_max=0.05,
+            concurrency=4,
+        )
         out = rerank(RUN, QUERIES, CORPUS, reranker, top_k=7)
         assert {q: [d for d, _ in ranked(docs)] for q, docs in out.items()} == EXPECTED
         assert out["q1"]["d4"] == 7.0 and out["q1"]["d7"] == 1.0
@@ -96,8 +107,9 @@ def test_with_scores_and_top_k_with_tail():
         return responder(messages, body)
 
     with LLMServer(responder=spy) as server:
-        reranker = make_reranker("listwise", model="test-model", base_url=server.base_url, window=3, step=1,
-                                 with_scores=True, cache=False)
+        reranker = make_reranker(
+            "listwise", model="test-model", base_url=server.base_url, window=3, step=1, with_scores=True, cache=False
+        )
         out = rerank({"q1": RUN["q1"]}, QUERIES, CORPUS, reranker, top_k=3)
     # top 3 (d1 d2 d3) reranked perfectly in one window -> d2 d3 d1; then d4..d7 as before
     assert [d for d, _ in ranked(out["q1"])] == ["d2", "d3", "d1", "d4", "d5", "d6", "d7"]
@@ -109,15 +121,34 @@ def test_rerank_command_with_listwise(tmp_path):
     data.mkdir(parents=True)
     (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
     (data / "query.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in QUERIES.items()))
-    (data / "qrels.jsonl").write_text("".join(json.dumps({"q_id": q, "p_id": d, "score": 1}) + "\n"
-                                              for q in QUERIES for d in ("d4", "d6")))
+    (data / "qrels.jsonl").write_text(
+        "".join(json.dumps({"q_id": q, "p_id": d, "score": 1}) + "\n" for q in QUERIES for d in ("d4", "d6"))
+    )
     coll = load_folder(data)
-    write_task_results(tmp_path / "runs" / "first" / "toy", RUN,
-                       metrics_payload(coll, "first", {}, evaluate(RUN, coll.qrels), {}))
+    write_task_results(
+        tmp_path / "runs" / "first" / "toy", RUN, metrics_payload(coll, "first", {}, evaluate(RUN, coll.qrels), {})
+    )
     with LLMServer(responder=responder) as server:
-        res = CliRunner().invoke(app, ["rerank", "--run", str(tmp_path / "runs" / "first"), "--reranker", "listwise",
-                                       "--model", "test-model", "--base-url", server.base_url, "--window", "4",
-                                       "--step", "2", "--top-k", "7"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "rerank",
+                "--run",
+                str(tmp_path / "runs" / "first"),
+                "--reranker",
+                "listwise",
+                "--model",
+                "test-model",
+                "--base-url",
+                server.base_url,
+                "--window",
+                "4",
+                "--step",
+                "2",
+                "--top-k",
+                "7",
+            ],
+        )
         assert res.exit_code == 0, res.output
     got = read_trec(tmp_path / "runs" / "first+listwise-test-model" / "toy" / "run.trec")
     assert {q: [d for d, _ in ranked(docs)] for q, docs in got.items()} == EXPECTED

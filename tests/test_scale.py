@@ -46,8 +46,13 @@ def test_plan_rejects_bad_input():
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 120), k=st.integers(1, 40), shards=st.integers(1, 9),
-       levels=st.integers(1, 6))
+@given(
+    seed=st.integers(0, 10_000),
+    n_docs=st.integers(1, 120),
+    k=st.integers(1, 40),
+    shards=st.integers(1, 9),
+    levels=st.integers(1, 6),
+)
 def test_sharded_topk_equals_full_sort(seed, n_docs, k, shards, levels):
     rng = np.random.default_rng(seed)
     # Few distinct values -> many ties, also at the cut-off.
@@ -56,7 +61,7 @@ def test_sharded_topk_equals_full_sort(seed, n_docs, k, shards, levels):
     pos, val = top_k_rows(scores, k)
     np.testing.assert_array_equal(pos, ref_pos)
     np.testing.assert_array_equal(val, ref_val)
-    parts = [top_k_rows(scores[:, s.start:s.stop], k, offset=s.start) for s in plan_shards(n_docs, shards)]
+    parts = [top_k_rows(scores[:, s.start : s.stop], k, offset=s.start) for s in plan_shards(n_docs, shards)]
     mpos, mval = merge_top_k(parts, k)
     np.testing.assert_array_equal(mpos, ref_pos)
     np.testing.assert_array_equal(mval, ref_val)
@@ -85,7 +90,7 @@ def test_sharded_bm25_equals_unsharded(collection, flavour):
         assert sb.head.avgdl == ref.avgdl
         # Each shard's weights are exactly the unsharded columns of its documents.
         for w, s in zip(sb.shards, sb.plan):
-            diff = w - ref.weights_t[:, s.start:s.stop]
+            diff = w - ref.weights_t[:, s.start : s.stop]
             assert diff.count_nonzero() == 0
         run = sb.search(collection.queries, k=100)
         for row, qid in enumerate(qids):
@@ -105,8 +110,13 @@ def test_sharded_bm25_rejects_misuse():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 90), k=st.integers(1, 30), shards=st.integers(1, 7),
-       identical=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    n_docs=st.integers(1, 90),
+    k=st.integers(1, 30),
+    shards=st.integers(1, 7),
+    identical=st.booleans(),
+)
 def test_sharded_dense_search_equals_brute_force(seed, n_docs, k, shards, identical):
     from r2med.scale.dense import ShardedDenseIndex
 
@@ -117,7 +127,7 @@ def test_sharded_dense_search_equals_brute_force(seed, n_docs, k, shards, identi
     doc_ids = [f"d{i}" for i in range(n_docs)]
     same = [f"d{i}" for i in rng.permutation(n_docs)[:6]] if identical else []
     qids = same + [f"q{i}" for i in range(6 - len(same))]  # distinct; some equal to doc ids
-    index = ShardedDenseIndex.from_arrays(doc_ids, [docs[s.start:s.stop] for s in plan_shards(n_docs, shards)])
+    index = ShardedDenseIndex.from_arrays(doc_ids, [docs[s.start : s.stop] for s in plan_shards(n_docs, shards)])
     run = index.search(queries, qids, k=k, ignore_identical_ids=True)
     full = queries.astype(np.float64) @ docs.T.astype(np.float64)
     for r, qid in enumerate(qids):
@@ -131,8 +141,11 @@ def test_sharded_dense_search_equals_brute_force(seed, n_docs, k, shards, identi
 def test_shard_store_round_trip(tmp_path, kind):
     from r2med.scale.store import ShardStore
 
-    location = {"path": str(tmp_path / "s"), "file-uri": f"file://{tmp_path / 's'}",
-                "fsspec-memory": f"memory://r2med-test-{tmp_path.name}/s"}[kind]
+    location = {
+        "path": str(tmp_path / "s"),
+        "file-uri": f"file://{tmp_path / 's'}",
+        "fsspec-memory": f"memory://r2med-test-{tmp_path.name}/s",
+    }[kind]
     store = ShardStore(location)
     assert store.read_manifest() is None and store.finished() == set()
     rng = np.random.default_rng(0)

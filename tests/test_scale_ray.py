@@ -75,8 +75,9 @@ def settings(tmp_path_factory):
 
     from r2med.retrieval.encoders import EncoderSettings
 
-    return EncoderSettings(model=tiny_bert(tmp_path_factory.mktemp("tiny_bert")), pooling="mean", max_length=64,
-                           loader="transformers")  # as the CLI builds them from --pooling mean
+    return EncoderSettings(
+        model=tiny_bert(tmp_path_factory.mktemp("tiny_bert")), pooling="mean", max_length=64, loader="transformers"
+    )  # as the CLI builds them from --pooling mean
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +97,14 @@ def test_killed_actor_job_completes_with_every_shard_once(cluster, small_corpus,
     store = ShardStore(dest)
     # Shard 2 is already there (as after an interrupted job): the job must encode only the others.
     store.write_shard(2, reference[24:36])
-    result = encode_distributed(small_corpus, settings, dest=dest, shard_size=12, actors=1,
-                                runtime_env={"env_vars": {KILL_MARKER_ENV: str(marker)}})
+    result = encode_distributed(
+        small_corpus,
+        settings,
+        dest=dest,
+        shard_size=12,
+        actors=1,
+        runtime_env={"env_vars": {KILL_MARKER_ENV: str(marker)}},
+    )
     assert marker.exists(), "the fault was not injected"
     killed_pid = int(marker.read_text())
     assert killed_pid in result.actor_pids  # the first shard came from the process that was killed
@@ -138,7 +145,7 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
 
     from r2med.cli import app
     from r2med.retrieval.dense import DenseRetriever
-    from r2med.run import read_trec
+    from r2med.runs.run import read_trec
 
     runner = CliRunner()
     medline = shared_collection("medline-med")
@@ -157,8 +164,24 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     # that the single-process dense retriever then reads without encoding anything.
     folder = tmp_path / "small"
     _write_folder(folder, small_corpus, {"q1": "blood pressure"})
-    args = ["encode", "--ray", "-r", "dense", "--model", settings.model, "--pooling", "mean", "--max-length", "64",
-            "-d", str(folder), "--shard-size", "16", "--actors", "2"]
+    args = [
+        "encode",
+        "--ray",
+        "-r",
+        "dense",
+        "--model",
+        settings.model,
+        "--pooling",
+        "mean",
+        "--max-length",
+        "64",
+        "-d",
+        str(folder),
+        "--shard-size",
+        "16",
+        "--actors",
+        "2",
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     coll = load_folder(folder)
@@ -170,6 +193,10 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     again = encode_distributed(coll.corpus, settings, corpus_fingerprint=coll.fingerprint, shard_size=16)
     assert again.encoded_shards == [] and len(again.reused_shards) == 4
     # Bad input: --dest without --ray; a lexical retriever.
-    assert runner.invoke(app, ["encode", "-r", "dense", "--model", settings.model, "-d", str(folder),
-                               "--dest", str(tmp_path / "x")]).exit_code != 0
+    assert (
+        runner.invoke(
+            app, ["encode", "-r", "dense", "--model", settings.model, "-d", str(folder), "--dest", str(tmp_path / "x")]
+        ).exit_code
+        != 0
+    )
     assert runner.invoke(app, ["encode", "-r", "bm25", "-d", str(folder)]).exit_code != 0

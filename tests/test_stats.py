@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 from scipy import special
 
-from r2med.stats import (bootstrap_ci, compare_paired, holm, paired_ttest, randomization_test,
-                         wins_ties_losses)
+from r2med.evaluation.stats import (
+    bootstrap_ci,
+    compare_paired,
+    holm,
+    paired_ttest,
+    randomization_test,
+    wins_ties_losses,
+)
 
 
 def _hand_ttest(a, b):

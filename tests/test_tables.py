@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import hub_data, run_r2med
-from r2med.run import write_task_results
-from r2med.tasks import TASK_NAMES
+from r2med.runs.run import write_task_results
+from r2med.data.tasks import TASK_NAMES
 
 LONG = ["bm25", "dense-all-MiniLM-L6-v2", "rrf-bm25+dense-all-MiniLM-L6-v2", "bm25+bge-reranker-v2-m3"]
 
@@ -30,20 +30,31 @@ def eight_tasks(tmp_path_factory) -> Path:
         for task in TASK_NAMES:
             per_query = {f"q{i}": {"ndcg_cut_10": rng.random() * 0.5} for i in range(12)}
             aggregate = {"ndcg_cut_10": sum(v["ndcg_cut_10"] for v in per_query.values()) / 12}
-            write_task_results(root / name / task, {"q1": {"d1": 1.0}},
-                               {"task": task, "retriever": name, "config": paper if name == "bm25" else {},
-                                **hub_data(task),
-                                "aggregate": aggregate, "per_query": per_query})
+            write_task_results(
+                root / name / task,
+                {"q1": {"d1": 1.0}},
+                {
+                    "task": task,
+                    "retriever": name,
+                    "config": paper if name == "bm25" else {},
+                    **hub_data(task),
+                    "aggregate": aggregate,
+                    "per_query": per_query,
+                },
+            )
     return root
 
 
-@pytest.mark.parametrize("args", [
-    ("tasks",),
-    ("report", "{runs}"),
-    ("report", "{runs}", "--baseline", "bm25", "--permutations", "200"),
-    ("compare", "{runs}/bm25", "{runs}/rrf-bm25+dense-all-MiniLM-L6-v2", "--permutations", "200"),
-    ("cache", "ls"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("tasks",),
+        ("report", "{runs}"),
+        ("report", "{runs}", "--baseline", "bm25", "--permutations", "200"),
+        ("compare", "{runs}/bm25", "{runs}/rrf-bm25+dense-all-MiniLM-L6-v2", "--permutations", "200"),
+        ("cache", "ls"),
+    ],
+)
 def test_tables_fit_80_columns_and_wide_keeps_them_whole(eight_tasks, args):
     args = [a.format(runs=eight_tasks) for a in args]
     res = run_r2med(*args)
@@ -53,8 +64,9 @@ def test_tables_fit_80_columns_and_wide_keeps_them_whole(eight_tasks, args):
     assert wide.returncode == 0, wide.stderr
     if args[0] in ("report", "compare"):
         assert widest(wide.stdout) > 80  # the full layout: every task name, every test column
-        for word in (["published bm25", "delta (tol ±0.5)"] if args[0] == "report"
-                     else ["p t-test", "p t Holm", "W/T/L"]):
+        for word in (
+            ["published bm25", "delta (tol ±0.5)"] if args[0] == "report" else ["p t-test", "p t Holm", "W/T/L"]
+        ):
             assert word in wide.stdout and word not in res.stdout
     if args[0] == "report":  # the narrow one (here: tasks as rows) keeps every figure
         figures = json.loads(run_r2med(*args, "--format", "json").stdout)
@@ -70,7 +82,7 @@ def test_tasks_table_at_80_columns_has_one_line_per_task():
 
 
 def test_format_json_everywhere_and_the_json_alias(tmp_path, eight_tasks):
-    from r2med.tasks import TASKS
+    from r2med.data.tasks import TASKS
 
     for args in (("tasks",), ("cache", "ls")):
         as_format = run_r2med(*args, "--format", "json")
@@ -94,17 +106,22 @@ def test_help_spells_measures_as_tables_do():
     for command in ("report", "compare"):
         text = " ".join(run_r2med(command, "--help").stdout.split())
         assert "nDCG@10" in text and "ndcg_cut_10" not in text
-    from r2med.metrics import measure_label
+    from r2med.evaluation.metrics import measure_label
 
-    assert [measure_label(m) for m in ("ndcg_cut_10", "recall_100", "recip_rank", "map_cut_10", "P_5")] == \
-        ["nDCG@10", "R@100", "MRR", "MAP@10", "P@5"]
+    assert [measure_label(m) for m in ("ndcg_cut_10", "recall_100", "recip_rank", "map_cut_10", "P_5")] == [
+        "nDCG@10",
+        "R@100",
+        "MRR",
+        "MAP@10",
+        "P@5",
+    ]
 
 
 def test_leaderboard_layouts_chosen_by_width(eight_tasks):
     """Full when it fits; else compact (R2MED's short task names, said in the legend); else tasks as rows."""
     from rich.console import Console
 
-    from r2med.jobs.folders import find_systems
+    from r2med.results.folders import find_systems
     from r2med.report import build_leaderboard
 
     def shown(board, width):
@@ -118,11 +135,24 @@ def test_leaderboard_layouts_chosen_by_width(eight_tasks):
     two = build_leaderboard(systems)
     full, compact, vertical = shown(two, 1000), shown(two, 80), shown(two, 60)
     assert "Medical-Sciences" in full.splitlines()[2] and widest(full) > 80
-    assert compact.splitlines()[1].split() == ["system", "Bio", "Bioinf", "MedSci", "MedXQA", "MedQA", "PMC-T",
-                                               "PMC-C", "IIYi", "Avg"]
+    assert compact.splitlines()[1].split() == [
+        "system",
+        "Bio",
+        "Bioinf",
+        "MedSci",
+        "MedXQA",
+        "MedQA",
+        "PMC-T",
+        "PMC-C",
+        "IIYi",
+        "Avg",
+    ]
     assert "MedSci = Medical-Sciences" in " ".join(compact.split()) and widest(compact) <= 80
-    rows = [line.split()[0] for line in vertical.splitlines()
-            if line.split() and line.split()[0] in {*TASK_NAMES, "Average"}]
+    rows = [
+        line.split()[0]
+        for line in vertical.splitlines()
+        if line.split() and line.split()[0] in {*TASK_NAMES, "Average"}
+    ]
     assert rows == [*TASK_NAMES, "Average"] and widest(vertical) <= 60
     for row in two.rows:  # every layout shows every figure
         for cell in row.cells.values():
@@ -142,8 +172,21 @@ def test_expand_and_encode_tables_fit_80_columns_and_never_cut_a_path(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=3, n_docs=8)
     out = tmp_path / ("a-results-folder-with-a-name-long-enough-to-push-the-path-past-80-columns" * 2)
     with LLMServer() as server:
-        args = ("expand", "--method", "hyde", "--model", "test-model", "--base-url", server.base_url,
-                "--data-dir", str(data), "--out", str(out), "--name", "my-llm")
+        args = (
+            "expand",
+            "--method",
+            "hyde",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.base_url,
+            "--data-dir",
+            str(data),
+            "--out",
+            str(out),
+            "--name",
+            "my-llm",
+        )
         res = run_r2med(*args)
         wide = run_r2med(*args, "--wide")
     written = out / "Biology" / "hyde" / "my-llm" / "query_with_hydoc.jsonl"  # --name names the LLM's folder

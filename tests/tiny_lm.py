@@ -40,15 +40,18 @@ def byte_tokenizer(folder: Path, flavour: str = "plain"):
     tok.add_special_tokens([EOS, BOS, "<|im_start|>", "<|im_end|>"])
     tok.add_tokens(["<think>", "</think>"])
     if flavour == "eos":
-        tok.post_processor = processors.TemplateProcessing(single=f"$A {EOS}",
-                                                           special_tokens=[(EOS, tok.token_to_id(EOS))])
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"$A {EOS}", special_tokens=[(EOS, tok.token_to_id(EOS))]
+        )
     elif flavour == "bos":
-        tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A",
-                                                           special_tokens=[(BOS, tok.token_to_id(BOS))])
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{BOS} $A", special_tokens=[(BOS, tok.token_to_id(BOS))]
+        )
     elif flavour != "plain":
         raise ValueError(flavour)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS,
-                                   bos_token=BOS if flavour == "bos" else None)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token=EOS, pad_token=EOS, bos_token=BOS if flavour == "bos" else None
+    )
     fast.save_pretrained(folder)
     return AutoTokenizer.from_pretrained(folder)
 
@@ -57,9 +60,17 @@ def tiny_config(arch: str, vocab_size: int, seed: int = 0):
     """A 2-layer config of ``arch`` (qwen3 / qwen2 / llama) with grouped-query attention."""
     from transformers import LlamaConfig, Qwen2Config, Qwen3Config
 
-    common = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                  initializer_range=0.3, tie_word_embeddings=False)
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        initializer_range=0.3,
+        tie_word_embeddings=False,
+    )
     if arch == "qwen3":
         return Qwen3Config(head_dim=8, **common)
     if arch == "qwen2":
@@ -111,9 +122,11 @@ def mistral_tokenizer(folder: Path, post_processor_adds_eos: bool) -> None:
     tok.add_special_tokens([UNK, MISTRAL_BOS, MISTRAL_EOS])
     single = f"{MISTRAL_BOS} $A {MISTRAL_EOS}" if post_processor_adds_eos else f"{MISTRAL_BOS} $A"
     tok.post_processor = processors.TemplateProcessing(
-        single=single, pair=f"{MISTRAL_BOS} $A {MISTRAL_BOS} $B", special_tokens=[(MISTRAL_BOS, 1), (MISTRAL_EOS, 2)])
-    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=MISTRAL_BOS, eos_token=MISTRAL_EOS,
-                            unk_token=UNK).save_pretrained(folder)
+        single=single, pair=f"{MISTRAL_BOS} $A {MISTRAL_BOS} $B", special_tokens=[(MISTRAL_BOS, 1), (MISTRAL_EOS, 2)]
+    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=MISTRAL_BOS, eos_token=MISTRAL_EOS, unk_token=UNK
+    ).save_pretrained(folder)
     path = Path(folder) / "tokenizer_config.json"
     config = json.loads(path.read_text())
     config.update({"add_bos_token": True, "add_eos_token": True, "legacy": True, "pad_token": MISTRAL_EOS})
@@ -131,8 +144,9 @@ def mistral_byte_ids(text: str) -> list[int]:
 
 def _gpt2_bytes() -> dict[int, str]:
     """GPT-2's byte -> printable character table (the ByteLevel pre-tokenizer's alphabet)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars, extra = list(printable), 0
     for b in range(256):
         if b not in printable:
@@ -150,10 +164,21 @@ def tiny_mistral(folder: Path, post_processor_adds_eos: bool, seed: int = 0) -> 
 
     folder = Path(folder)
     mistral_tokenizer(folder, post_processor_adds_eos)
-    config = MistralConfig(vocab_size=3 + 256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                           num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
-                           initializer_range=0.3, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
-                           sliding_window=None)
+    config = MistralConfig(
+        vocab_size=3 + 256,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=4096,
+        initializer_range=0.3,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=False,
+        sliding_window=None,
+    )
     torch.manual_seed(seed)
     MistralModel(config).eval().save_pretrained(folder)
     return folder

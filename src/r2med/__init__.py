@@ -12,31 +12,53 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Collection": "data", "load_folder": "data", "load_task": "data", "read_qrels": "data",
-    "Metrics": "metrics", "evaluate": "metrics",
-    "BM25": "retrieval", "make_retriever": "retrieval",
-    "fuse": "fusion",
+    "Collection": "data",
+    "load_folder": "data",
+    "load_task": "data",
+    "read_qrels": "data",
+    "Metrics": "evaluation.metrics",
+    "evaluate": "evaluation.metrics",
+    "BM25": "retrieval",
+    "make_retriever": "retrieval",
+    "fuse": "runs.fusion",
     "import_run": "jobs.imports",
-    "make_reranker": "rerank",
-    "Run": "run", "read_trec": "run", "write_trec": "run",
+    "make_reranker": "reranking",
+    "rerank": "reranking",
+    "Run": "runs.run",
+    "read_trec": "runs.run",
+    "write_trec": "runs.run",
 }
 
-__all__ = ["BM25", "Collection", "Metrics", "Run", "__version__", "evaluate", "fuse", "import_run", "load_folder", "load_task",
-           "make_reranker", "make_retriever", "read_qrels", "read_trec", "rerank", "write_trec"]
+__all__ = [
+    "BM25",
+    "Collection",
+    "Metrics",
+    "Run",
+    "__version__",
+    "evaluate",
+    "fuse",
+    "import_run",
+    "load_folder",
+    "load_task",
+    "make_reranker",
+    "make_retriever",
+    "read_qrels",
+    "read_trec",
+    "rerank",
+    "write_trec",
+]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .data import Collection, load_folder, load_task, read_qrels
-    from .fusion import fuse
+    from .runs.fusion import fuse
     from .jobs.imports import import_run
-    from .metrics import Metrics, evaluate
-    from .rerank import make_reranker, rerank
+    from .evaluation.metrics import Metrics, evaluate
+    from .reranking import make_reranker, rerank
     from .retrieval import BM25, make_retriever
-    from .run import Run, read_trec, write_trec
+    from .runs.run import Run, read_trec, write_trec
 
 
 def __getattr__(name: str) -> Any:
-    if name == "rerank":  # the reranking package, callable as its rerank() function
-        return importlib.import_module(".rerank", __name__)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'r2med' has no attribute {name!r}")

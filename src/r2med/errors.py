@@ -54,9 +54,7 @@ class MissingExtraError(R2MedError):
     """An optional dependency is not installed; the message names the extra to install."""
 
     def __init__(self, package: str, extra: str, purpose: str):
-        super().__init__(
-            f"{purpose} needs the '{package}' package: pip install 'r2med[{extra}]'"
-        )
+        super().__init__(f"{purpose} needs the '{package}' package: pip install 'r2med[{extra}]'")
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -1,7 +1,7 @@
 """The ``r2med`` command line: arguments -> one :mod:`r2med.jobs` call -> rendering (:mod:`._ui`, :mod:`r2med.report`).
 
-Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``dense``:
-models/cache; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce/plot; ``scale``:
+Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``models``;
+``cache``; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce/plot; ``encode``:
 encode; ``export``; ``experiment``: run); every module registers its commands on the shared ``app``.  Errors the user can fix
 (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
 """
@@ -74,7 +74,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "expand", "dense", "rerank", "scale", "export", "experiment"]
+COMMAND_MODULES = ["core", "report", "expand", "models", "rerank", "encode", "export", "experiment", "cache"]
 
 
 def _print_version(value: bool) -> None:
@@ -109,10 +109,10 @@ def enable_strict_data(ctx: typer.Context) -> None:
 
 def enable_random_init(ctx: typer.Context) -> None:
     """``--allow-random-init``: models whose checkpoints lack tensors load anyway, those tensors random (for
-    tests with tiny random models; :mod:`r2med.weights`).  Through the environment, as ``--strict``."""
+    tests with tiny random models; :mod:`r2med.infra.weights`).  Through the environment, as ``--strict``."""
     import os
 
-    from ..weights import ALLOW_ENV
+    from ..infra.weights import ALLOW_ENV
 
     before = os.environ.get(ALLOW_ENV)
     os.environ[ALLOW_ENV] = "1"
@@ -127,17 +127,24 @@ def enable_random_init(ctx: typer.Context) -> None:
 
 
 @app.callback()
-def _main(ctx: typer.Context,
-          verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
-          quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors (no progress)."),
-          version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                       help="Print the version and exit."),
-          strict: bool = typer.Option(False, "--strict", help="Refuse data files with repeated ids or judgments "
-                                                              "(default: keep the last, as the paper's loader)."),
-          allow_random_init: bool = typer.Option(False, "--allow-random-init",
-                                                 help="Load models whose checkpoint lacks tensors, leaving them "
-                                                      "random (for tests; default: refused)."),
-          ) -> None:
+def _main(
+    ctx: typer.Context,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show debug logging."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors (no progress)."),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Refuse data files with repeated ids or judgments (default: keep the last, as the paper's loader).",
+    ),
+    allow_random_init: bool = typer.Option(
+        False,
+        "--allow-random-init",
+        help="Load models whose checkpoint lacks tensors, leaving them random (for tests; default: refused).",
+    ),
+) -> None:
     if strict:
         enable_strict_data(ctx)
     if allow_random_init:
@@ -149,15 +156,24 @@ def _main(ctx: typer.Context,
     else:  # logs piped to a file stay one line per message
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-    from ..redact import RedactingFilter
+    from ..infra.redact import RedactingFilter
 
     handler.addFilter(RedactingFilter())
     handler.addFilter(PrintableFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
-    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub", "sentence_transformers", "faiss",
-                  "fontTools", "matplotlib"):
+    for noisy in (
+        "httpx",
+        "httpx2",
+        "urllib3",
+        "filelock",
+        "huggingface_hub",
+        "sentence_transformers",
+        "faiss",
+        "fontTools",
+        "matplotlib",
+    ):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
-    from .. import progress
+    from ..infra import progress
 
     # one progress display for every long step, on stderr beside the log records; -q silences it
     progress.configure(console=err_console)
@@ -196,7 +212,7 @@ def main() -> None:
 
 def os_error_line(exc: OSError) -> str:
     """An OSError as one line naming the path(s): ``out/bm25: Not a directory``."""
-    from ..redact import redact_urls
+    from ..infra.redact import redact_urls
 
     reason = exc.strerror or type(exc).__name__
     if exc.filename is not None:
@@ -208,7 +224,7 @@ def os_error_line(exc: OSError) -> str:
 def _error(message: str) -> None:
     """One line on stderr; the message is printed as text, never read as markup."""
     from ..errors import MAX_ERROR_CHARS, bounded
-    from ..redact import redact_urls
+    from ..infra.redact import redact_urls
 
     # redacted before it is cut (a cut URL could hide where its query starts); only the head of a huge one
     head = redact_urls(message[: 4 * MAX_ERROR_CHARS])

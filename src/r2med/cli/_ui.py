@@ -1,5 +1,5 @@
 """What the command line shows: the consoles, tables that fit the terminal (80 columns when not on one), JSON,
-output files.  Progress of long steps is :mod:`r2med.progress` (drawn on :data:`err_console`).
+output files.  Progress of long steps is :mod:`r2med.infra.progress` (drawn on :data:`err_console`).
 
 Every command renders through here; the decisions are the jobs' (:mod:`r2med.jobs`).  Text shown
 never reaches the terminal with its control or bidi characters raw (U+202E would reorder the line):
@@ -92,8 +92,9 @@ def print_fitted(*tables: Any, wide: bool = False) -> None:
         target.print(table(target.width) if callable(table) else table)
 
 
-def print_with_paths(layout: Callable[[bool], Any], paths: Sequence[tuple[str, str]], label: str,
-                     wide: bool = False) -> None:
+def print_with_paths(
+    layout: Callable[[bool], Any], paths: Sequence[tuple[str, str]], label: str, wide: bool = False
+) -> None:
     """A table whose last column is a path: whole when it fits (or ``--wide``); else the table without that
     column and one ``LABEL TASK: PATH`` line per row under it, so a path is never cut."""
     from ..report.layout import table_width
@@ -129,8 +130,8 @@ def emit(text: str, output: Path | None) -> None:
     """``text`` to stdout, or written atomically to ``output``."""
     import typer
 
-    from ..cache import write_text_atomic
-    from ..paths import check_output_file
+    from ..infra.home import write_text_atomic
+    from ..infra.containment import check_output_file
 
     if output is None:
         typer.echo(printable(text), nl=False)
@@ -141,15 +142,24 @@ def emit(text: str, output: Path | None) -> None:
     console.print(f"written: {escape(str(output))}")
 
 
-def print_summary(results: Sequence[Any], summary: Any, folder: Path | None = None, title: str | None = None,
-                  measures: Sequence[str] | None = None) -> None:
+def print_summary(
+    results: Sequence[Any],
+    summary: Any,
+    folder: Path | None = None,
+    title: str | None = None,
+    measures: Sequence[str] | None = None,
+) -> None:
     """A job's summary table (:func:`r2med.report.summary.summary_table`: a column per measure, nDCG@10 by
     default), its precision note, where results are."""
     from ..report.layout import fitted
     from ..report.summary import precision_note, summary_table, ungraded_notes
 
-    print_fitted(fitted(lambda: summary_table(results, summary, measures=measures, title=title),
-                        lambda: summary_table(results, summary, measures=measures, title=title, compact=True)))
+    print_fitted(
+        fitted(
+            lambda: summary_table(results, summary, measures=measures, title=title),
+            lambda: summary_table(results, summary, measures=measures, title=title, compact=True),
+        )
+    )
     note = precision_note(summary)
     if note:
         console.print(f"[yellow]{escape(note)}[/]")

@@ -9,13 +9,38 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..tasks import TASKS
+from ..data.tasks import TASKS
 from . import app, enable_strict_data
-from ..paths import check_output_dir, system_folder
+from ..infra.containment import check_output_dir, system_folder
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
-from .options import (AT_LEAST_0, AT_LEAST_1, UNIT, BatchSize, CountMissing, DataDir, Device, FormatJson, JsonAlias,
-                      MaxLength, Measures, Model, NoCache, Out, Overwrite, Pooling, Ray, RayAddress, ResultName,
-                      Revision, Split, Strict, Tasks, TrustRemoteCode, Wide, comma_list)
+from .options import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    UNIT,
+    BatchSize,
+    CountMissing,
+    DataDir,
+    Device,
+    FormatJson,
+    JsonAlias,
+    MaxLength,
+    Measures,
+    Model,
+    NoCache,
+    Out,
+    Overwrite,
+    Pooling,
+    Ray,
+    RayAddress,
+    ResultName,
+    Revision,
+    Split,
+    Strict,
+    Tasks,
+    TrustRemoteCode,
+    Wide,
+    comma_list,
+)
 
 
 @app.command("tasks")
@@ -33,26 +58,38 @@ def tasks_command(fmt: FormatJson = "table", as_json: JsonAlias = False, wide: W
         table.add_column(col, justify="right", no_wrap=True)
     for t in TASKS.values():
         scenario = t.scenario if wide else t.scenario.removesuffix(" retrieval")
-        table.add_row(t.name, scenario, *([t.retrieval_type] if wide else []), f"{t.queries:,}", f"{t.docs:,}",
-                      f"{t.avg_positives:.1f}", f"{t.avg_query_length:.0f}/{t.avg_doc_length:.0f}")
+        table.add_row(
+            t.name,
+            scenario,
+            *([t.retrieval_type] if wide else []),
+            f"{t.queries:,}",
+            f"{t.docs:,}",
+            f"{t.avg_positives:.1f}",
+            f"{t.avg_query_length:.0f}/{t.avg_doc_length:.0f}",
+        )
     print_fitted(table, wide=wide)
-    console.print(f"{sum(t.queries for t in TASKS.values())} queries in all; lengths: the dataset card's mean "
-                  "tokens per query/doc.")
-    console.print("Hub data loads at pinned commits: " + ", ".join(f"{t.name} {t.revision[:7]}" for t in TASKS.values())
-                  + " (MTEB's pins; --revision changes them; `--format json` gives them in full).")
+    console.print(
+        f"{sum(t.queries for t in TASKS.values())} queries in all; lengths: the dataset card's mean "
+        "tokens per query/doc."
+    )
+    console.print(
+        "Hub data loads at pinned commits: "
+        + ", ".join(f"{t.name} {t.revision[:7]}" for t in TASKS.values())
+        + " (MTEB's pins; --revision changes them; `--format json` gives them in full)."
+    )
 
 
 def parse_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
     """``-m`` as pytrec_eval names (``nDCG@10`` -> ``ndcg_cut_10``); none given: the default set (``score``)."""
-    from ..metrics import DEFAULT_MEASURES, canonical
+    from ..evaluation.metrics import DEFAULT_MEASURES, canonical
 
     return tuple(canonical(m) for m in measures) if measures else DEFAULT_MEASURES
 
 
 def table_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
     """The columns a writing command's table shows: ``-m`` (each once), else nDCG@10.  (What metrics.json
-    stores is always the default set plus these: :func:`r2med.jobs.folders.stored_measures`.)"""
-    from ..metrics import HEADLINE, canonical
+    stores is always the default set plus these: :func:`r2med.results.folders.stored_measures`.)"""
+    from ..evaluation.metrics import HEADLINE, canonical
 
     return tuple(dict.fromkeys(canonical(m) for m in measures)) if measures else (HEADLINE,)
 
@@ -60,8 +97,9 @@ def table_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
 @app.command("evaluate")
 def evaluate_command(
     ctx: typer.Context,
-    retriever: str = typer.Option("bm25", "--retriever", "-r", help="Retriever name (see `r2med models`); with "
-                                                                     "--ray a comma-separated list."),
+    retriever: str = typer.Option(
+        "bm25", "--retriever", "-r", help="Retriever name (see `r2med models`); with --ray a comma-separated list."
+    ),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
     split: Split = "test",
@@ -70,8 +108,9 @@ def evaluate_command(
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
     k1: Optional[float] = typer.Option(None, "--k1", callback=AT_LEAST_0, help="BM25 k1 (default: the paper's 0.9)."),
     b: Optional[float] = typer.Option(None, "--b", callback=UNIT, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
-    analyzer: Optional[str] = typer.Option(None, "--analyzer",
-                                           help="BM25 analyzer: english (pure Python, the default) or lucene."),
+    analyzer: Optional[str] = typer.Option(
+        None, "--analyzer", help="BM25 analyzer: english (pure Python, the default) or lucene."
+    ),
     measure: Measures = None,
     count_missing: CountMissing = False,
     revision: Revision = None,
@@ -82,29 +121,42 @@ def evaluate_command(
     device: Device = None,
     max_length: MaxLength = None,
     pooling: Pooling = None,
-    similarity: Optional[str] = typer.Option(None, "--similarity",
-                                             help="Dense: cosine (the paper's, the default) or dot."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Dense: bf16, fp16 or fp32 (default: the "
-                                                              "paper's per preset, fp32 for other models)."),
+    similarity: Optional[str] = typer.Option(
+        None, "--similarity", help="Dense: cosine (the paper's, the default) or dot."
+    ),
+    dtype: Optional[str] = typer.Option(
+        None, "--dtype", help="Dense: bf16, fp16 or fp32 (default: the paper's per preset, fp32 for other models)."
+    ),
     trust_remote_code: TrustRemoteCode = False,
-    medcpt_published: bool = typer.Option(False, "--medcpt-published-encoder",
-                                          help="medcpt: encode queries with the Article encoder, as the published code did."),
-    expansion: Optional[str] = typer.Option(None, "--expansion", "-e",
-                                            help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); "
-                                                 "see docs/expansion.md."),
-    expansion_file: Optional[Path] = typer.Option(None, "--expansion-file",
-                                                  help="With --expansion: read this query_with_hydoc.jsonl (one task)."),
-    expansion_dir: Optional[Path] = typer.Option(None, "--expansion-dir",
-                                                 help="With --expansion: folder written by `r2med expand`."),
-    encoder: Optional[str] = typer.Option(None, "--encoder",
-                                          help="-r custom: your encoder, MODULE:OBJ (a dotted module or a .py "
-                                               "file; OBJ has encode(texts, role)); runs its code. See docs/dense.md."),
+    medcpt_published: bool = typer.Option(
+        False,
+        "--medcpt-published-encoder",
+        help="medcpt: encode queries with the Article encoder, as the published code did.",
+    ),
+    expansion: Optional[str] = typer.Option(
+        None,
+        "--expansion",
+        "-e",
+        help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); see docs/expansion.md.",
+    ),
+    expansion_file: Optional[Path] = typer.Option(
+        None, "--expansion-file", help="With --expansion: read this query_with_hydoc.jsonl (one task)."
+    ),
+    expansion_dir: Optional[Path] = typer.Option(
+        None, "--expansion-dir", help="With --expansion: folder written by `r2med expand`."
+    ),
+    encoder: Optional[str] = typer.Option(
+        None,
+        "--encoder",
+        help="-r custom: your encoder, MODULE:OBJ (a dotted module or a .py "
+        "file; OBJ has encode(texts, role)); runs its code. See docs/dense.md.",
+    ),
     ray: Ray = False,
     ray_address: RayAddress = None,
     strict: Strict = False,
 ) -> None:
     """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
-    from ..cache import check_home
+    from ..infra.home import check_home
     from ..data import resolve
     from ..errors import R2MedError
     from ..jobs import evaluate as jobs
@@ -119,37 +171,79 @@ def evaluate_command(
         check_home()
     refs = resolve(tasks, data_dir, revision, split)
     columns = table_measures(measure)
-    options = dict(k1=k1, b=b, analyzer=analyzer, model=model, batch_size=batch_size, device=device,
-                   max_length=max_length, pooling=pooling, similarity=similarity, dtype=dtype,
-                   trust_remote_code=trust_remote_code or None, medcpt_published=medcpt_published or None,
-                   encoder=encoder)
-    plans = [jobs.plan(retriever_, options, cache=not no_cache, expansion=expansion, expansion_file=expansion_file,
-                       expansion_dir=expansion_dir, data_dir=data_dir, revision=revision, name=name)
-             for retriever_ in names]
+    options = dict(
+        k1=k1,
+        b=b,
+        analyzer=analyzer,
+        model=model,
+        batch_size=batch_size,
+        device=device,
+        max_length=max_length,
+        pooling=pooling,
+        similarity=similarity,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code or None,
+        medcpt_published=medcpt_published or None,
+        encoder=encoder,
+    )
+    plans = [
+        jobs.plan(
+            retriever_,
+            options,
+            cache=not no_cache,
+            expansion=expansion,
+            expansion_file=expansion_file,
+            expansion_dir=expansion_dir,
+            data_dir=data_dir,
+            revision=revision,
+            name=name,
+        )
+        for retriever_ in names
+    ]
     if ray:
-        from .. import progress
+        from ..infra import progress
         from ..jobs.ray import evaluate_plans
 
-        with progress.task(f"{len(plans)} retriever(s) x {len(refs)} task(s) on Ray", total=len(plans) * len(refs),
-                           unit="runs") as bar:
-            grouped = evaluate_plans(plans, refs, top_k, out, columns, count_missing, overwrite, ray_address,
-                                     on_done=lambda job, result: bar.advance())
+        with progress.task(
+            f"{len(plans)} retriever(s) x {len(refs)} task(s) on Ray", total=len(plans) * len(refs), unit="runs"
+        ) as bar:
+            grouped = evaluate_plans(
+                plans,
+                refs,
+                top_k,
+                out,
+                columns,
+                count_missing,
+                overwrite,
+                ray_address,
+                on_done=lambda job, result: bar.advance(),
+            )
     else:
         [job] = plans
-        grouped = {job.name: jobs.run_tasks(job, refs, k=top_k, out=system_folder(out, job.name), measures=columns,
-                                            count_missing=count_missing, overwrite=overwrite)}
+        grouped = {
+            job.name: jobs.run_tasks(
+                job,
+                refs,
+                k=top_k,
+                out=system_folder(out, job.name),
+                measures=columns,
+                count_missing=count_missing,
+                overwrite=overwrite,
+            )
+        }
     for name_, results in grouped.items():
         print_summary(results, jobs.summary(name_, results), out / name_, measures=columns)
 
 
 @app.command("demo")
 def demo_command(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results root (default: $R2MED_HOME/demo, apart "
-                                                                 "from your own results)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Results root (default: $R2MED_HOME/demo, apart from your own results)."
+    ),
     revision: Revision = None,
 ) -> None:
     """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
-    from ..cache import check_home
+    from ..infra.home import check_home
     from ..jobs.evaluate import DEMO, Summary, demo_out, demo_tasks, run_tasks, summary
 
     if out is not None:
@@ -158,12 +252,17 @@ def demo_command(
     out = demo_out(out)
     refs, fallback = demo_tasks(revision)
     if fallback is not None:
-        console.print(f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
-                      f"demo collection instead. {escape(fallback)}[/]", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
+            f"demo collection instead. {escape(fallback)}[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
     results = run_tasks(DEMO, refs, out=system_folder(out, DEMO.name), overwrite=fallback is not None)
     if fallback is not None:
-        print_summary(results, Summary(DEMO.name), out / DEMO.name,
-                      title="bm25 on the built-in demo collection: nDCG@10 (x100)")
+        print_summary(
+            results, Summary(DEMO.name), out / DEMO.name, title="bm25 on the built-in demo collection: nDCG@10 (x100)"
+        )
     else:
         print_summary(results, summary(DEMO.name, results), out / DEMO.name)
     print_next("report with:", "r2med", "report", out)
@@ -172,13 +271,17 @@ def demo_command(
 @app.command("score")
 def score_command(
     ctx: typer.Context,
-    qrels: Path = typer.Argument(..., help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, or a collection "
-                                           "folder."),
-    run: Path = typer.Argument(..., help="A TREC run file, or a task folder (or a system folder / results root "
-                                         "holding the collection's task)."),
+    qrels: Path = typer.Argument(
+        ..., help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, or a collection folder."
+    ),
+    run: Path = typer.Argument(
+        ..., help="A TREC run file, or a task folder (or a system folder / results root holding the collection's task)."
+    ),
     measure: Measures = None,
     per_query: bool = typer.Option(False, "--per-query", "-p", help="Also print per-query values."),
-    count_missing: bool = typer.Option(False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."),
+    count_missing: bool = typer.Option(
+        False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."
+    ),
     fmt: str = typer.Option("trec", "--format", "-f", help="trec (trec_eval's lines) or json."),
     as_json: JsonAlias = False,
     strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
@@ -209,8 +312,9 @@ def score_command(
 def import_command(
     ctx: typer.Context,
     runs: list[Path] = typer.Argument(..., help="TREC run files (6 columns, or 4: qid docid rank score)."),
-    name: str = typer.Option(..., "--name", help="The system's name: OUT/<name>/<task>/ is written (no spaces "
-                                                 "or slashes)."),
+    name: str = typer.Option(
+        ..., "--name", help="The system's name: OUT/<name>/<task>/ is written (no spaces or slashes)."
+    ),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
     out: Out = Path("runs"),
@@ -232,6 +336,16 @@ def import_command(
     if strict:
         enable_strict_data(ctx)
     columns = table_measures(measure)
-    system = import_files(runs, name, out, tasks=tasks, data_dir=data_dir, revision=revision, note=note,
-                          measures=columns, count_missing=count_missing, overwrite=overwrite)
+    system = import_files(
+        runs,
+        name,
+        out,
+        tasks=tasks,
+        data_dir=data_dir,
+        revision=revision,
+        note=note,
+        measures=columns,
+        count_missing=count_missing,
+        overwrite=overwrite,
+    )
     print_summary(system.results, Summary(system.name, retriever="imported"), system.folder, measures=columns)

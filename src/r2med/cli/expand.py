@@ -16,44 +16,75 @@ from rich.table import Table
 
 from . import app
 from ._ui import print_next, print_with_paths
-from .options import (AT_LEAST_0, AT_LEAST_1, POSITIVE, TEMPERATURE, TOP_P, ApiKey, BaseUrl, DataDir, NoCache,
-                      Revision, Split, Tasks, Wide)
+from .options import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    POSITIVE,
+    TEMPERATURE,
+    TOP_P,
+    ApiKey,
+    BaseUrl,
+    DataDir,
+    NoCache,
+    Revision,
+    Split,
+    Tasks,
+    Wide,
+)
 
 
 @app.command("expand")
 def expand_command(
     method: str = typer.Option(..., "--method", help="hyde, query2doc, lamer, search-r1 or search-o1."),
-    model: str = typer.Option(..., "--model", help="Model name at the endpoint (e.g. gpt-4o, Qwen/Qwen2.5-7B-Instruct)."),
+    model: str = typer.Option(
+        ..., "--model", help="Model name at the endpoint (e.g. gpt-4o, Qwen/Qwen2.5-7B-Instruct)."
+    ),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
     split: Split = "test",
-    out: Path = typer.Option(Path("expansions"), "--out", "-o",
-                             help="Writes OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl."),
-    llm_name: Optional[str] = typer.Option(None, "--llm-name", "--name",
-                                            help="Folder name for the LLM (default: from --model)."),
+    out: Path = typer.Option(
+        Path("expansions"), "--out", "-o", help="Writes OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl."
+    ),
+    llm_name: Optional[str] = typer.Option(
+        None, "--llm-name", "--name", help="Folder name for the LLM (default: from --model)."
+    ),
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
     concurrency: int = typer.Option(16, "--concurrency", callback=AT_LEAST_1, help="Requests in flight at once."),
     timeout: float = typer.Option(300.0, "--timeout", callback=POSITIVE, help="Seconds before a request is retried."),
-    max_retries: int = typer.Option(6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."),
-    sampling: Optional[str] = typer.Option(None, "--sampling",
-                                           help="Paper defaults: 'api' (temperature 0.8, top_p 0.8) or 'open' "
-                                                "(temperature 0.7, seed 42, max_tokens 10240). Default: api for "
-                                                "OpenAI, open with --base-url."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", callback=TEMPERATURE, help="Override the sampling temperature."),
+    max_retries: int = typer.Option(
+        6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."
+    ),
+    sampling: Optional[str] = typer.Option(
+        None,
+        "--sampling",
+        help="Paper defaults: 'api' (temperature 0.8, top_p 0.8) or 'open' "
+        "(temperature 0.7, seed 42, max_tokens 10240). Default: api for "
+        "OpenAI, open with --base-url.",
+    ),
+    temperature: Optional[float] = typer.Option(
+        None, "--temperature", callback=TEMPERATURE, help="Override the sampling temperature."
+    ),
     top_p: Optional[float] = typer.Option(None, "--top-p", callback=TOP_P, help="Override top_p."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", callback=AT_LEAST_1, help="Override max_tokens."),
     seed: Optional[int] = typer.Option(None, "--seed", callback=AT_LEAST_0, help="Override the sampling seed."),
-    prompt_task: Optional[str] = typer.Option(None, "--prompt-task",
-                                              help="Use this task's prompt (for collections not named after a task)."),
-    prompt_file: Optional[Path] = typer.Option(None, "--prompt-file",
-                                               help="Your prompt template instead of the paper's: {query}, and "
-                                                    "{passages} for LameR-style prompts (top-10 BM25 passages)."),
+    prompt_task: Optional[str] = typer.Option(
+        None, "--prompt-task", help="Use this task's prompt (for collections not named after a task)."
+    ),
+    prompt_file: Optional[Path] = typer.Option(
+        None,
+        "--prompt-file",
+        help="Your prompt template instead of the paper's: {query}, and "
+        "{passages} for LameR-style prompts (top-10 BM25 passages).",
+    ),
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Agentic methods: the index searched."),
     max_turns: int = typer.Option(4, "--max-turns", callback=AT_LEAST_1, help="Agentic methods: LLM turns per query."),
-    search_k: int = typer.Option(3, "--search-k", callback=AT_LEAST_1, help="Agentic methods: passages returned per search."),
-    search_tags: Optional[str] = typer.Option(None, "--search-tags", help="Agentic: OPEN,CLOSE tags of a search "
-                                                                          "request (default: the protocol's)."),
+    search_k: int = typer.Option(
+        3, "--search-k", callback=AT_LEAST_1, help="Agentic methods: passages returned per search."
+    ),
+    search_tags: Optional[str] = typer.Option(
+        None, "--search-tags", help="Agentic: OPEN,CLOSE tags of a search request (default: the protocol's)."
+    ),
     result_tags: Optional[str] = typer.Option(None, "--result-tags", help="Agentic: OPEN,CLOSE tags around results."),
     answer_tags: Optional[str] = typer.Option(None, "--answer-tags", help="Agentic: OPEN,CLOSE tags of the answer."),
     revision: Revision = None,
@@ -68,11 +99,32 @@ def expand_command(
         for noisy in ("httpx2", "httpx", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     method, llm, done = expand_tasks(
-        resolve(tasks, data_dir, revision, split), method, model, out, llm_name=llm_name, base_url=base_url, api_key=api_key,
-        concurrency=concurrency, timeout=timeout, max_retries=max_retries, sampling=sampling, temperature=temperature,
-        top_p=top_p, max_tokens=max_tokens, seed=seed, prompt_task=prompt_task, retriever=retriever,
-        max_turns=max_turns, search_k=search_k, search_tags=search_tags, result_tags=result_tags,
-        answer_tags=answer_tags, cache=not no_cache, prompt_file=prompt_file)
+        resolve(tasks, data_dir, revision, split),
+        method,
+        model,
+        out,
+        llm_name=llm_name,
+        base_url=base_url,
+        api_key=api_key,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        sampling=sampling,
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        seed=seed,
+        prompt_task=prompt_task,
+        retriever=retriever,
+        max_turns=max_turns,
+        search_k=search_k,
+        search_tags=search_tags,
+        result_tags=result_tags,
+        answer_tags=answer_tags,
+        cache=not no_cache,
+        prompt_file=prompt_file,
+    )
+
     def layout(with_path: bool) -> Table:
         table = Table(title=escape(f"{method} expansions by {model}"))
         columns = ("task", "queries", "requests", "cached", "retries", "tokens in/out")
@@ -80,11 +132,26 @@ def expand_command(
             table.add_column(col, justify="left" if col in ("task", "file") else "right", no_wrap=True)
         for d in done:
             u = d.usage
-            table.add_row(escape(d.task), str(d.queries), str(u["requests"]), str(u["cache_hits"]), str(u["retries"]),
-                          f"{u['prompt_tokens']:,}/{u['completion_tokens']:,}",
-                          *((escape(str(d.path)),) if with_path else ()))
+            table.add_row(
+                escape(d.task),
+                str(d.queries),
+                str(u["requests"]),
+                str(u["cache_hits"]),
+                str(u["retries"]),
+                f"{u['prompt_tokens']:,}/{u['completion_tokens']:,}",
+                *((escape(str(d.path)),) if with_path else ()),
+            )
         return table
 
     print_with_paths(layout, [(d.task, str(d.path)) for d in done], "file", wide=wide)
-    print_next("evaluate with:", "r2med", "evaluate", "--expansion", f"{method}:{llm}", "--expansion-dir", out,
-               *(("--data-dir", data_dir) if data_dir else ()), *(("--split", split) if split != "test" else ()))
+    print_next(
+        "evaluate with:",
+        "r2med",
+        "evaluate",
+        "--expansion",
+        f"{method}:{llm}",
+        "--expansion-dir",
+        out,
+        *(("--data-dir", data_dir) if data_dir else ()),
+        *(("--split", split) if split != "test" else ()),
+    )

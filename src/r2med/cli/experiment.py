@@ -14,8 +14,11 @@ from .options import Overwrite, Wide
 
 @app.command("run")
 def run_command(
-    experiment: Path = typer.Argument(..., help="The experiment file (TOML: out, [data], [[retrievers]], "
-                                                "[[rerank]], [[fusion]], [report]; docs/experiments.md)."),
+    experiment: Path = typer.Argument(
+        ...,
+        help="The experiment file (TOML: out, [data], [[retrievers]], "
+        "[[rerank]], [[fusion]], [report]; docs/experiments.md).",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only print the steps, in the order they run."),
     overwrite: Overwrite = False,
     wide: Wide = False,
@@ -38,8 +41,9 @@ def run_command(
 
     def done(outcome: jobs.StepOutcome) -> None:
         reused = f", {outcome.reused} reused" if outcome.reused else ""
-        console.print(escape(f"{outcome.step.kind} {outcome.step.label}: {outcome.tasks} task(s){reused}"),
-                      highlight=False)
+        console.print(
+            escape(f"{outcome.step.kind} {outcome.step.label}: {outcome.tasks} task(s){reused}"), highlight=False
+        )
 
     jobs.run_experiment(exp, overwrite=overwrite, on_step=done)
     written, boards = jobs.write_reports(exp)

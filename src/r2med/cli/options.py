@@ -26,8 +26,13 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def describe(lo: float | None = None, hi: float | None = None, lo_open: bool = False,
-             hi_open: bool = False, integer: bool = False) -> str:
+def describe(
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    integer: bool = False,
+) -> str:
     """The accepted range in words: ``a finite number between 0 and 1``, ``an integer of at least 1``."""
     kind = "an integer" if integer else "a finite number"
     if lo is not None and hi is not None:
@@ -42,13 +47,23 @@ def describe(lo: float | None = None, hi: float | None = None, lo_open: bool = F
     return kind
 
 
-def check_number(value: Any, what: str, lo: float | None = None, hi: float | None = None,
-                 lo_open: bool = False, hi_open: bool = False) -> Any:
+def check_number(
+    value: Any,
+    what: str,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> Any:
     """``value`` if it is finite and within the range, else a one-line :class:`R2MedError` naming ``what``."""
     integer = isinstance(value, int) and not isinstance(value, bool)
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-          and (lo is None or (value > lo if lo_open else value >= lo))
-          and (hi is None or (value < hi if hi_open else value <= hi)))
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (lo is None or (value > lo if lo_open else value >= lo))
+        and (hi is None or (value < hi if hi_open else value <= hi))
+    )
     if not ok:
         raise R2MedError(f"{what} must be {describe(lo, hi, lo_open, hi_open, integer)}, got {value!r}")
     return value
@@ -59,8 +74,9 @@ def _option_name(param: click.Parameter) -> str:
     return max(opts, key=len) if opts else str(param.name)
 
 
-def number(lo: float | None = None, hi: float | None = None, lo_open: bool = False,
-           hi_open: bool = False) -> Callable[..., Any]:
+def number(
+    lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False
+) -> Callable[..., Any]:
     """A typer callback accepting a finite value in the range (``None``, an unset option, passes)."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -137,70 +153,137 @@ def comma_list(text: str | None) -> list[str]:
 
 # -- options several commands take ---------------------------------------------------------------
 
-REVISION_HELP = ("Hub data revision: default each task's pinned commit (`r2med tasks`); 'main', one commit, "
-                 "or TASK=REV pairs (Biology=main,MedQA-Diag=<commit>).")
+REVISION_HELP = (
+    "Hub data revision: default each task's pinned commit (`r2med tasks`); 'main', one commit, "
+    "or TASK=REV pairs (Biology=main,MedQA-Diag=<commit>)."
+)
 
 Tasks = Annotated[str, typer.Option("--tasks", "-t", help="'all' or comma-separated task names.")]
-DataDir = Annotated[Optional[Path], typer.Option(
-    "--data-dir", "-d", help="Local data: one collection folder, or a folder of task folders.")]
+DataDir = Annotated[
+    Optional[Path],
+    typer.Option("--data-dir", "-d", help="Local data: one collection folder, or a folder of task folders."),
+]
+
+
 def _split_callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from ..data.loaders import check_split
 
     return value if ctx.resilient_parsing else check_split(value)
 
 
-Split = Annotated[str, typer.Option("--split", callback=_split_callback, metavar="test|dev|train",
-                                    help="BEIR folders: the judgments qrels/<split>.tsv and their queries "
-                                         "(recorded in the results).")]
-RecordedDataDir = Annotated[Optional[Path], typer.Option(
-    "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub).")]
+Split = Annotated[
+    str,
+    typer.Option(
+        "--split",
+        callback=_split_callback,
+        metavar="test|dev|train",
+        help="BEIR folders: the judgments qrels/<split>.tsv and their queries (recorded in the results).",
+    ),
+]
+RecordedDataDir = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub)."
+    ),
+]
 Revision = Annotated[Optional[str], typer.Option("--revision", help=REVISION_HELP)]
 Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure: nDCG@10, R@100, MRR, MAP@10, P@10...")]
-Runs = Annotated[list[Path], typer.Argument(help="Results: a results root (--out: every system in it), system "
-                                                 "folders (OUT/<system>) or task folders; compare: the first "
-                                                 "system is the baseline.")]
-Measures = Annotated[Optional[list[str]], typer.Option(
-    "--measure", "-m", help="Table columns (repeatable; default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10... "
-                            "metrics.json always stores the default set plus these.")]
+Runs = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Results: a results root (--out: every system in it), system "
+        "folders (OUT/<system>) or task folders; compare: the first "
+        "system is the baseline."
+    ),
+]
+Measures = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--measure",
+        "-m",
+        help="Table columns (repeatable; default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10... "
+        "metrics.json always stores the default set plus these.",
+    ),
+]
 Out = Annotated[Path, typer.Option("--out", "-o", help="Results root: OUT/<system>/<task>/ is written.")]
-InputsOut = Annotated[Optional[Path], typer.Option(
-    "--out", "-o", help="Results root: OUT/<system>/<task>/ is written (default: the root the first input is in).")]
+InputsOut = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--out", "-o", help="Results root: OUT/<system>/<task>/ is written (default: the root the first input is in)."
+    ),
+]
 FormatJson = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
 JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="Same as --format json.")]
-Wide = Annotated[bool, typer.Option("--wide", help="Every column at full width (default: fit the terminal, "
-                                                   "80 columns when not on one).")]
-CountMissing = Annotated[bool, typer.Option("--count-missing",
-                                            help="Average over all judged queries (0 if unanswered).")]
+Wide = Annotated[
+    bool,
+    typer.Option("--wide", help="Every column at full width (default: fit the terminal, 80 columns when not on one)."),
+]
+CountMissing = Annotated[
+    bool, typer.Option("--count-missing", help="Average over all judged queries (0 if unanswered).")
+]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Recompute tasks whose results already exist.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write r2med's caches (indexes, "
-                                                          "embeddings, LLM answers).")]
-ResultName = Annotated[Optional[str], typer.Option(
-    "--name", help="Result folder name and run tag, no spaces or slashes (default: from the inputs).")]
+NoCache = Annotated[
+    bool, typer.Option("--no-cache", help="Do not read or write r2med's caches (indexes, embeddings, LLM answers).")
+]
+ResultName = Annotated[
+    Optional[str],
+    typer.Option("--name", help="Result folder name and run tag, no spaces or slashes (default: from the inputs)."),
+]
 Model = Annotated[Optional[str], typer.Option("--model", help="Dense: embedding model (hub id or local folder).")]
-BatchSize = Annotated[Optional[int], typer.Option("--batch-size", callback=AT_LEAST_1,
-                                                  help="Texts (or pairs) per batch (of the longest).")]
-Device = Annotated[Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, "
-                                                                "cuda:1...")]
+BatchSize = Annotated[
+    Optional[int],
+    typer.Option("--batch-size", callback=AT_LEAST_1, help="Texts (or pairs) per batch (of the longest)."),
+]
+Device = Annotated[
+    Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
+]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
 Pooling = Annotated[Optional[str], typer.Option("--pooling", help="Dense: cls, mean or last-token.")]
-TrustRemoteCode = Annotated[bool, typer.Option("--trust-remote-code",
-                                               help="Dense: allow models that run their own code (NV-Embed-v2).")]
-Ray = Annotated[bool, typer.Option("--ray", help="Run on Ray (extra 'scale'): a private local cluster, or the one "
-                                                 "at --ray-address / $RAY_ADDRESS.")]
-RayAddress = Annotated[Optional[str], typer.Option(
-    "--ray-address", envvar="RAY_ADDRESS",
-    help="With --ray: auto, host:port or ray://host:10001 (default: start a local cluster).")]
-Strict = Annotated[bool, typer.Option("--strict", help="Refuse data files with repeated ids or judgments "
-                                                       "(default: keep the last, as the paper's loader).")]
+TrustRemoteCode = Annotated[
+    bool, typer.Option("--trust-remote-code", help="Dense: allow models that run their own code (NV-Embed-v2).")
+]
+Ray = Annotated[
+    bool,
+    typer.Option(
+        "--ray", help="Run on Ray (extra 'scale'): a private local cluster, or the one at --ray-address / $RAY_ADDRESS."
+    ),
+]
+RayAddress = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ray-address",
+        envvar="RAY_ADDRESS",
+        help="With --ray: auto, host:port or ray://host:10001 (default: start a local cluster).",
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse data files with repeated ids or judgments (default: keep the last, as the paper's loader).",
+    ),
+]
 Format = Annotated[str, typer.Option("--format", "-f", help="Output: table (terminal), markdown, csv, latex or json.")]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to a file instead of stdout.")]
-Permutations = Annotated[int, typer.Option("--permutations", callback=at_least(100),
-                                           help="Randomisation test permutations.")]
+Permutations = Annotated[
+    int, typer.Option("--permutations", callback=at_least(100), help="Randomisation test permutations.")
+]
 Seed = Annotated[int, typer.Option("--seed", callback=AT_LEAST_0, help="Seed of the randomisation test and bootstrap.")]
 Alpha = Annotated[float, typer.Option("--alpha", callback=OPEN_UNIT, help="Significance level.")]
-Tolerance = Annotated[Optional[float], typer.Option(
-    "--tolerance", callback=AT_LEAST_0, help="Allowed |delta| to the published figure (x100); default by retriever kind.")]
-BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...); "
-                                                                  "default: OpenAI.")]
-ApiKey = Annotated[Optional[str], typer.Option("--api-key", envvar="OPENAI_API_KEY", show_envvar=True,
-                                               help="API key (not needed for local endpoints).")]
+Tolerance = Annotated[
+    Optional[float],
+    typer.Option(
+        "--tolerance",
+        callback=AT_LEAST_0,
+        help="Allowed |delta| to the published figure (x100); default by retriever kind.",
+    ),
+]
+BaseUrl = Annotated[
+    Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...); default: OpenAI.")
+]
+ApiKey = Annotated[
+    Optional[str],
+    typer.Option(
+        "--api-key", envvar="OPENAI_API_KEY", show_envvar=True, help="API key (not needed for local endpoints)."
+    ),
+]

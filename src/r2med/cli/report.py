@@ -15,8 +15,21 @@ from rich.markup import escape
 from ..errors import R2MedError
 from . import app
 from ._ui import console, emit, print_fitted, table_console
-from .options import (AT_LEAST_0, Alpha, Format, Measure, Output, Permutations, Revision, Runs, Seed, Tasks,
-                      Tolerance, Wide, comma_list)
+from .options import (
+    AT_LEAST_0,
+    Alpha,
+    Format,
+    Measure,
+    Output,
+    Permutations,
+    Revision,
+    Runs,
+    Seed,
+    Tasks,
+    Tolerance,
+    Wide,
+    comma_list,
+)
 
 
 def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
@@ -33,43 +46,62 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 def report_command(
     runs: Runs,
     measures: Optional[list[str]] = typer.Option(
-        None, "--measure", "-m", help="The measure (repeatable: one table per measure, in every format; "
-                                      "default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10..."),
+        None,
+        "--measure",
+        "-m",
+        help="The measure (repeatable: one table per measure, in every format; "
+        "default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10...",
+    ),
     fmt: Format = "table",
     output: Output = None,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
     data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", "-d", help="Local data (one collection, or a folder of them): texts in the HTML; query "
-                                       "metadata for --by (default for --by: the source the runs recorded, else "
-                                       "the hub)."),
+        None,
+        "--data-dir",
+        "-d",
+        help="Local data (one collection, or a folder of them): texts in the HTML; query "
+        "metadata for --by (default for --by: the source the runs recorded, else "
+        "the hub).",
+    ),
     hub: bool = typer.Option(False, "--hub", help="Load texts for the HTML report from the Hugging Face hub."),
     revision: Revision = None,
-    by: Optional[str] = typer.Option(None, "--by", help="The leaderboard per value of a query metadata key "
-                                                        "(body_system, answer...) or 'scenario', with query counts."),
-    average: str = typer.Option("pooled", "--average", help="With --by: pooled (mean over the value's queries, "
-                                                             "across tasks) or macro (mean of per-task means)."),
+    by: Optional[str] = typer.Option(
+        None,
+        "--by",
+        help="The leaderboard per value of a query metadata key "
+        "(body_system, answer...) or 'scenario', with query counts.",
+    ),
+    average: str = typer.Option(
+        "pooled",
+        "--average",
+        help="With --by: pooled (mean over the value's queries, across tasks) or macro (mean of per-task means).",
+    ),
     tolerance: Tolerance = None,
-    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Mark cells significantly different from this system."),
-    published: Optional[list[str]] = typer.Option(None, "--published",
-                                                  help="SYSTEM=LABEL: compare SYSTEM with a published configuration (repeatable)."),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", "-b", help="Mark cells significantly different from this system."
+    ),
+    published: Optional[list[str]] = typer.Option(
+        None, "--published", help="SYSTEM=LABEL: compare SYSTEM with a published configuration (repeatable)."
+    ),
     permutations: Permutations = 10_000,
     seed: Seed = 42,
     alpha: Alpha = 0.05,
     title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
-    with_published: Optional[str] = typer.Option(None, "--with-published",
-                                                 help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."),
+    with_published: Optional[str] = typer.Option(
+        None, "--with-published", help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."
+    ),
     tasks: Tasks = "all",
     wide: Wide = False,
 ) -> None:
     """Leaderboard of systems x tasks beside the published R2MED figures (or per facet value with --by);
     optional HTML report."""
-    from ..facets import AVERAGES
+    from ..evaluation.facets import AVERAGES
     from ..jobs import report as jobs
-    from ..paths import check_output_file
+    from ..infra.containment import check_output_file
     from ..report import build_leaderboard
-    from ..report.facets import FacetBoard
+    from ..report.facet_table import FacetBoard
     from ..report.format import check_format
-    from ..metrics import HEADLINE, canonical
+    from ..evaluation.metrics import HEADLINE, canonical
     from ..report.multi import Boards
 
     fmt = check_format(fmt)
@@ -79,20 +111,27 @@ def report_command(
         if path is not None:
             check_output_file(path, what)
     systems = jobs.load_report(runs, published=_published_overrides(published), tasks=tasks)
-    boards = [build_leaderboard(systems, m, tolerance=tolerance, baseline=baseline, alpha=alpha,
-                                n_permutations=permutations, seed=seed,
-                                references=comma_list(with_published) if m == HEADLINE or len(measures or []) < 2
-                                else [])
-              for m in dict.fromkeys(canonical(m) for m in measures or [HEADLINE])]
+    boards = [
+        build_leaderboard(
+            systems,
+            m,
+            tolerance=tolerance,
+            baseline=baseline,
+            alpha=alpha,
+            n_permutations=permutations,
+            seed=seed,
+            references=comma_list(with_published) if m == HEADLINE or len(measures or []) < 2 else [],
+        )
+        for m in dict.fromkeys(canonical(m) for m in measures or [HEADLINE])
+    ]
     board = boards[0]
     collections = None
     shown: list = list(boards)
     if by is not None:
-        from ..facets import SCENARIO
+        from ..evaluation.facets import SCENARIO
 
         collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
-        shown = [FacetBoard(jobs.facet_report(systems, b.measure, by, average, collections), b.measure)
-                 for b in boards]
+        shown = [FacetBoard(jobs.facet_report(systems, b.measure, by, average, collections), b.measure) for b in boards]
     if fmt == "table" and output is None:
         for table in shown:
             print_fitted(table.to_rich, wide=wide)
@@ -104,8 +143,17 @@ def report_command(
         texts = jobs.task_texts(board.tasks, data_dir, hub=hub, revision=revision)
         texts.update(collections or {})
         facets = jobs.html_facets(systems, board.measure, texts, average, by)
-        write_html(html, systems, board.measure, texts, board=board, title=title,
-                   expansions=jobs.expansion_texts(systems, texts), facets=facets, facet=by)
+        write_html(
+            html,
+            systems,
+            board.measure,
+            texts,
+            board=board,
+            title=title,
+            expansions=jobs.expansion_texts(systems, texts),
+            facets=facets,
+            facet=by,
+        )
         console.print(f"HTML report: {escape(str(html))}")
 
 
@@ -118,16 +166,21 @@ def compare_command(
     permutations: Permutations = 10_000,
     seed: Seed = 42,
     alpha: Alpha = 0.05,
-    per_query: Optional[int] = typer.Option(None, "--per-query", "-p", callback=AT_LEAST_0,
-                                            help="Also list the N largest per-query gains and losses "
-                                                 "(0 = every query; with csv/json: the per-query rows instead)."),
+    per_query: Optional[int] = typer.Option(
+        None,
+        "--per-query",
+        "-p",
+        callback=AT_LEAST_0,
+        help="Also list the N largest per-query gains and losses "
+        "(0 = every query; with csv/json: the per-query rows instead).",
+    ),
     tasks: Tasks = "all",
     wide: Wide = False,
 ) -> None:
     """Paired comparison against the first system: mean difference, t-test, randomisation test, bootstrap CI,
     Holm-Bonferroni across tasks, wins/ties/losses."""
     from ..jobs.report import load_report
-    from ..paths import check_output_file
+    from ..infra.containment import check_output_file
     from ..report import compare_many, render_comparisons
     from ..report.compare import render_changes
     from ..report.format import check_format
@@ -155,21 +208,31 @@ def compare_command(
 
 @app.command("reproduce")
 def reproduce_command(
-    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what would run here and why the rest cannot."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="Folder of R2MED task folders (else the hub)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", "-n", help="Only list what would run here and why the rest cannot."
+    ),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", "-d", help="Folder of R2MED task folders (else the hub)."
+    ),
     out: Path = typer.Option(Path("runs/reproduce"), "--out", "-o", help="Where runs are written (and reused from)."),
-    retrievers: Optional[str] = typer.Option(None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."),
+    retrievers: Optional[str] = typer.Option(
+        None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."
+    ),
     tasks: Tasks = "all",
-    settings: str = typer.Option(",".join(["base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder",
-                                           "later_leaderboard"]), "--settings",
-                                 help="Published settings to include (the paper's base, gar, lrm_agentic, "
-                                      "reranker_top_10: the first stage's top 10 reranked, scored alone; the later "
-                                      "later_embedder, later_leaderboard: ReasonRank on e5's top 100)."),
+    settings: str = typer.Option(
+        ",".join(["base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder", "later_leaderboard"]),
+        "--settings",
+        help="Published settings to include (the paper's base, gar, lrm_agentic, "
+        "reranker_top_10: the first stage's top 10 reranked, scored alone; the later "
+        "later_embedder, later_leaderboard: ReasonRank on e5's top 100).",
+    ),
     tolerance: Tolerance = None,
     force_cpu: bool = typer.Option(False, "--force-cpu", help="Also run large local models without a GPU."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
-                                           help="Allow models that run code from their hub repository (nv, "
-                                                "rader-7b, gte-qwen2-7b, reasonir-8b)."),
+    trust_remote_code: bool = typer.Option(
+        False,
+        "--trust-remote-code",
+        help="Allow models that run code from their hub repository (nv, rader-7b, gte-qwen2-7b, reasonir-8b).",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
     revision: Revision = None,
@@ -177,9 +240,9 @@ def reproduce_command(
 ) -> None:
     """Reproduce the published R2MED figures that this machine can: run, compare, print pass/fail with tolerance."""
     from ..jobs import reproduce as jobs
-    from ..paths import check_output_dir
-    from ..report import reproduce as tables
-    from ..tasks import parse_tasks
+    from ..infra.containment import check_output_dir
+    from ..report import reproduce_tables as tables
+    from ..data.tasks import parse_tasks
 
     if fmt not in ("table", "json"):
         raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
@@ -193,13 +256,20 @@ def reproduce_command(
             unpublished = jobs.unpublished(comma_list(settings)) if not retrievers else []
             from ..report.layout import fitted
 
-            print_fitted(fitted(lambda: tables.plan_table(planned, unpublished),
-                                lambda: tables.plan_table(planned, unpublished, compact=True)), wide=wide)
+            print_fitted(
+                fitted(
+                    lambda: tables.plan_table(planned, unpublished),
+                    lambda: tables.plan_table(planned, unpublished, compact=True),
+                ),
+                wide=wide,
+            )
             gpu = env.gpu or "none"
-            console.print(escape(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}"))
+            console.print(
+                escape(f"GPU: {gpu} · hub reachable: {'yes' if env.hub else 'no'} · data: {data_dir or 'hub'}")
+            )
         return
     check_output_dir(out)
-    from .. import progress
+    from ..infra import progress
 
     with progress.task("reproduce", total=sum(p.runnable for p in planned), unit="cells") as bar:
 
@@ -220,21 +290,30 @@ def reproduce_command(
 @app.command("plot")
 def plot_command(
     runs: Runs,
-    output: Path = typer.Option(..., "--output", "-o", help="The figure: .png, .pdf or .svg (the suffix names the format)."),
-    kind: str = typer.Option("bars", "--kind", help="bars (per task, published figures marked), scatter (per query, "
-                                                    "two systems: --systems A,B) or facets (per value of --by)."),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="The figure: .png, .pdf or .svg (the suffix names the format)."
+    ),
+    kind: str = typer.Option(
+        "bars",
+        "--kind",
+        help="bars (per task, published figures marked), scatter (per query, "
+        "two systems: --systems A,B) or facets (per value of --by).",
+    ),
     measure: Measure = "nDCG@10",
-    systems_: Optional[str] = typer.Option(None, "--systems", "-s", help="scatter: the two systems, X,Y "
-                                                                          "(default: the first two)."),
+    systems_: Optional[str] = typer.Option(
+        None, "--systems", "-s", help="scatter: the two systems, X,Y (default: the first two)."
+    ),
     by: str = typer.Option("scenario", "--by", help="facets: a query metadata key or 'scenario'."),
     average: str = typer.Option("pooled", "--average", help="facets: pooled or macro."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="facets: local data for the query metadata."),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", "-d", help="facets: local data for the query metadata."
+    ),
     revision: Revision = None,
 ) -> None:
     """A figure for a paper (matplotlib: pip install 'r2med[plot]'): per-task bars, a per-query scatter of two
     systems, or facet bars; grayscale-safe, 8 pt text, one column wide."""
     from ..jobs import report as jobs
-    from ..paths import check_output_file
+    from ..infra.containment import check_output_file
     from ..report import build_leaderboard
     from ..report import plot
 
@@ -246,18 +325,20 @@ def plot_command(
     if kind == "bars":
         plot.plot_bars(build_leaderboard(systems, measure), output)
     elif kind == "scatter":
-        from ..metrics import canonical
+        from ..evaluation.metrics import canonical
 
         names = comma_list(systems_) or [s.name for s in systems[:2]]
         if len(names) != 2:
             raise R2MedError(f"--kind scatter plots two systems; got {len(names)} ({', '.join(names)})")
-        plot.plot_scatter(jobs.per_query_values(systems, canonical(measure)), names[0], names[1],
-                          canonical(measure), output)
+        plot.plot_scatter(
+            jobs.per_query_values(systems, canonical(measure)), names[0], names[1], canonical(measure), output
+        )
     else:
-        from ..facets import SCENARIO
-        from ..metrics import canonical
+        from ..evaluation.facets import SCENARIO
+        from ..evaluation.metrics import canonical
 
         collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
-        plot.plot_facets(jobs.facet_report(systems, canonical(measure), by, average, collections), canonical(measure),
-                         output)
+        plot.plot_facets(
+            jobs.facet_report(systems, canonical(measure), by, average, collections), canonical(measure), output
+        )
     console.print(f"figure: {escape(str(output))}")

@@ -11,49 +11,104 @@ import typer
 from . import app
 from ._ui import print_summary
 from .core import table_measures
-from .options import (AT_LEAST_0, AT_LEAST_1, CountMissing, InputsOut, Measures, Overwrite, RecordedDataDir,
-                      Revision, Tasks, at_least, parse_set, parse_weights)
+from .options import (
+    AT_LEAST_0,
+    AT_LEAST_1,
+    CountMissing,
+    InputsOut,
+    Measures,
+    Overwrite,
+    RecordedDataDir,
+    Revision,
+    Tasks,
+    at_least,
+    parse_set,
+    parse_weights,
+)
 
 
 @app.command("rerank")
 def rerank_command(
-    run: Path = typer.Option(..., "--run", help="First-stage results: a system folder (OUT/<system>), a task "
-                                               "folder, or a results root (its systems not yet reranked)."),
-    reranker: str = typer.Option(..., "--reranker", help="bge-reranker, monobert, rankllama, listwise, "
-                                                          "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
-                                                          "or a cross-encoder's hub id / local folder."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", "-k", callback=AT_LEAST_1,
-                                        help="Rerank each query's top k docs (default: the depth of the reranker's "
-                                             "published figures: 10 as the paper, 100 for ReasonRank)."),
-    top_k_only: bool = typer.Option(False, "--top-k-only", help="Keep only the reranked top k (the paper's "
-                                                                 "evaluation); default: the first-stage tail follows."),
+    run: Path = typer.Option(
+        ...,
+        "--run",
+        help="First-stage results: a system folder (OUT/<system>), a task "
+        "folder, or a results root (its systems not yet reranked).",
+    ),
+    reranker: str = typer.Option(
+        ...,
+        "--reranker",
+        help="bge-reranker, monobert, rankllama, listwise, "
+        "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
+        "or a cross-encoder's hub id / local folder.",
+    ),
+    top_k: Optional[int] = typer.Option(
+        None,
+        "--top-k",
+        "-k",
+        callback=AT_LEAST_1,
+        help="Rerank each query's top k docs (default: the depth of the reranker's "
+        "published figures: 10 as the paper, 100 for ReasonRank).",
+    ),
+    top_k_only: bool = typer.Option(
+        False,
+        "--top-k-only",
+        help="Keep only the reranked top k (the paper's evaluation); default: the first-stage tail follows.",
+    ),
     out: InputsOut = None,
-    name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or slashes "
-                                                            "(default: <system>+<reranker>, "
-                                                            "listwise: <system>+listwise-<model>; at another "
-                                                            "depth than ReasonRank's 100: ...-top<k>)."),
+    name: Optional[str] = typer.Option(
+        None,
+        "--name",
+        help="Result folder name and run tag, no spaces or slashes "
+        "(default: <system>+<reranker>, "
+        "listwise: <system>+listwise-<model>; at another "
+        "depth than ReasonRank's 100: ...-top<k>).",
+    ),
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
     batch_size: Optional[int] = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Pairs per forward pass."),
-    max_length: Optional[int] = typer.Option(None, "--max-length", callback=at_least(8), help="Tokens per (query, doc) pair."),
+    max_length: Optional[int] = typer.Option(
+        None, "--max-length", callback=at_least(8), help="Tokens per (query, doc) pair."
+    ),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1... (default: GPU if present)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 (cross-encoders' default, as the paper), "
-                                        "fp16, bf16, or auto (half precision on GPU; RankLLaMA's default)."),
+    dtype: Optional[str] = typer.Option(
+        None,
+        "--dtype",
+        help="fp32 (cross-encoders' default, as the paper), "
+        "fp16, bf16, or auto (half precision on GPU; RankLLaMA's default).",
+    ),
     model: Optional[str] = typer.Option(None, "--model", help="listwise: model name at the endpoint."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="listwise: OpenAI-compatible endpoint."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY", show_envvar=True,
-                                          help="listwise: API key (not needed for local endpoints)."),
-    window: Optional[int] = typer.Option(None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."),
-    step: Optional[int] = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
-    with_scores: bool = typer.Option(False, "--with-scores", help="listwise: show first-stage scores in the "
-                                                                   "prompt (InsertRank-style)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."),
-    scorer: Optional[str] = typer.Option(None, "--scorer", help="--reranker custom: your scorer, MODULE:OBJ (a dotted "
-                                                               "module or a .py file; OBJ has score(query, docs)); "
-                                                               "runs its code. See docs/rerank.md."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", help="Other reranker options as key=value "
-                                                                 "(e.g. label=1, lora=<path>, base=<path>)."),
+    api_key: Optional[str] = typer.Option(
+        None,
+        "--api-key",
+        envvar="OPENAI_API_KEY",
+        show_envvar=True,
+        help="listwise: API key (not needed for local endpoints).",
+    ),
+    window: Optional[int] = typer.Option(
+        None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."
+    ),
+    step: Optional[int] = typer.Option(
+        None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."
+    ),
+    with_scores: bool = typer.Option(
+        False, "--with-scores", help="listwise: show first-stage scores in the prompt (InsertRank-style)."
+    ),
+    concurrency: Optional[int] = typer.Option(
+        None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."
+    ),
+    scorer: Optional[str] = typer.Option(
+        None,
+        "--scorer",
+        help="--reranker custom: your scorer, MODULE:OBJ (a dotted "
+        "module or a .py file; OBJ has score(query, docs)); "
+        "runs its code. See docs/rerank.md.",
+    ),
+    set_: Optional[list[str]] = typer.Option(
+        None, "--set", help="Other reranker options as key=value (e.g. label=1, lora=<path>, base=<path>)."
+    ),
     measure: Measures = None,
     count_missing: CountMissing = False,
     overwrite: Overwrite = False,
@@ -62,30 +117,59 @@ def rerank_command(
     from ..jobs.evaluate import summary
     from ..jobs.rerank import rerank_folder
 
-    options = {"batch_size": batch_size, "max_length": max_length, "device": device, "dtype": dtype,
-               "model": model, "base_url": base_url, "api_key": api_key, "window": window, "step": step,
-               "with_scores": with_scores or None, "concurrency": concurrency, **parse_set(set_)}
+    options = {
+        "batch_size": batch_size,
+        "max_length": max_length,
+        "device": device,
+        "dtype": dtype,
+        "model": model,
+        "base_url": base_url,
+        "api_key": api_key,
+        "window": window,
+        "step": step,
+        "with_scores": with_scores or None,
+        "concurrency": concurrency,
+        **parse_set(set_),
+    }
     if scorer is not None:
         options["scorer"] = scorer
     columns = table_measures(measure)
-    for done in rerank_folder(run, reranker, options, out=out, name=name, tasks=tasks, data_dir=data_dir,
-                              revision=revision, top_k=top_k, keep_tail=not top_k_only, measures=columns,
-                              count_missing=count_missing, overwrite=overwrite):
+    for done in rerank_folder(
+        run,
+        reranker,
+        options,
+        out=out,
+        name=name,
+        tasks=tasks,
+        data_dir=data_dir,
+        revision=revision,
+        top_k=top_k,
+        keep_tail=not top_k_only,
+        measures=columns,
+        count_missing=count_missing,
+        overwrite=overwrite,
+    ):
         print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)
 
 
 @app.command("fuse")
 def fuse_command(
-    runs: list[Path] = typer.Argument(..., help="Systems to fuse, two or more: system folders (OUT/<system>), "
-                                                "task folders, or a results root (its systems not yet fused)."),
+    runs: list[Path] = typer.Argument(
+        ...,
+        help="Systems to fuse, two or more: system folders (OUT/<system>), "
+        "task folders, or a results root (its systems not yet fused).",
+    ),
     method: str = typer.Option("rrf", "--method", help="rrf, combsum or combmnz."),
     weights: Optional[str] = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
     rrf_k: float = typer.Option(60.0, "--rrf-k", callback=AT_LEAST_0, help="RRF constant k."),
     norm: str = typer.Option("minmax", "--norm", help="combsum/combmnz score normalisation: minmax, zscore, none."),
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query in the fused run."),
     out: InputsOut = None,
-    name: Optional[str] = typer.Option(None, "--name", help="Result folder name and run tag, no spaces or "
-                                                            "slashes (default: <method>-<system>+<system>...)."),
+    name: Optional[str] = typer.Option(
+        None,
+        "--name",
+        help="Result folder name and run tag, no spaces or slashes (default: <method>-<system>+<system>...).",
+    ),
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
@@ -98,7 +182,20 @@ def fuse_command(
     from ..jobs.fuse import fuse_folders
 
     columns = table_measures(measure)
-    done = fuse_folders(runs, method, parse_weights(weights), k=rrf_k, norm=norm, depth=top_k, out=out, name=name,
-                        tasks=tasks, data_dir=data_dir, revision=revision, measures=columns,
-                        count_missing=count_missing, overwrite=overwrite)
+    done = fuse_folders(
+        runs,
+        method,
+        parse_weights(weights),
+        k=rrf_k,
+        norm=norm,
+        depth=top_k,
+        out=out,
+        name=name,
+        tasks=tasks,
+        data_dir=data_dir,
+        revision=revision,
+        measures=columns,
+        count_missing=count_missing,
+        overwrite=overwrite,
+    )
     print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)

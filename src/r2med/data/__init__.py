@@ -6,5 +6,16 @@ from .files import read_qrels
 from .loaders import find_expansion_files, load_demo, load_folder
 from .resolve import TaskRef, load_task, locate, resolve
 
-__all__ = ["Collection", "Qrels", "QrelsCheck", "TaskRef", "find_expansion_files", "load_demo", "load_folder",
-           "load_task", "locate", "read_qrels", "resolve"]
+__all__ = [
+    "Collection",
+    "Qrels",
+    "QrelsCheck",
+    "TaskRef",
+    "find_expansion_files",
+    "load_demo",
+    "load_folder",
+    "load_task",
+    "locate",
+    "read_qrels",
+    "resolve",
+]

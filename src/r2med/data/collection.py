@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..cache import fingerprint, fingerprint_texts
+from ..infra.home import fingerprint, fingerprint_texts
 
 log = logging.getLogger(__name__)
 

@@ -76,7 +76,7 @@ def strict_reading(strict: bool = True) -> Iterator[None]:
 
 def _short(value: Any, limit: int = 40) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -148,8 +148,9 @@ def _parse_line(path: Path, number: int, raw: bytes) -> Any:
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise DataError(path, number, f"malformed JSON ({exc})") from None
     if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(value):
-        raise DataError(path, number, "a string holds a lone surrogate escape (e.g. \\ud800), which is not "
-                                      "valid Unicode")
+        raise DataError(
+            path, number, "a string holds a lone surrogate escape (e.g. \\ud800), which is not valid Unicode"
+        )
     return value
 
 
@@ -233,8 +234,9 @@ def field_id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
     if not value.strip():
         raise DataError(path, number, f"field {key!r} is empty")
     if _has_space(value):
-        raise DataError(path, number, f"field {key!r} = {_short(value)} contains whitespace "
-                                      "(ids must fit TREC run files)")
+        raise DataError(
+            path, number, f"field {key!r} = {_short(value)} contains whitespace (ids must fit TREC run files)"
+        )
     return value
 
 
@@ -249,20 +251,30 @@ def _text(path: Path, number: int, record: dict[str, Any], key: str, required: b
     return value
 
 
-def _warn_repeats(path: Path, kind: str, same: list[str], changed: list[str], what: str,
-                  bm25_counts_copies: bool = False) -> None:
+def _warn_repeats(
+    path: Path, kind: str, same: list[str], changed: list[str], what: str, bm25_counts_copies: bool = False
+) -> None:
     def shown(ids: list[str]) -> str:
         head = ", ".join(ids[:_SHOWN_IDS])
         return head + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
 
     if same:
         also = " (BM25 indexes every copy, as the paper's BM25 script does)" if bm25_counts_copies else ""
-        log.warning("%s: %d repeated %s identical to an earlier line dropped%s (%s)", path, len(same), kind, also,
-                    shown(same))
+        log.warning(
+            "%s: %d repeated %s identical to an earlier line dropped%s (%s)", path, len(same), kind, also, shown(same)
+        )
     if changed:
         also = " (BM25 also indexes the earlier copies, as the paper's BM25 script does)" if bm25_counts_copies else ""
-        log.warning("%s: %d %s repeated with a different %s: the last one is kept, as the paper's loader "
-                    "does%s (%s); --strict refuses such files", path, len(changed), kind, what, also, shown(changed))
+        log.warning(
+            "%s: %d %s repeated with a different %s: the last one is kept, as the paper's loader "
+            "does%s (%s); --strict refuses such files",
+            path,
+            len(changed),
+            kind,
+            what,
+            also,
+            shown(changed),
+        )
 
 
 def read_texts(
@@ -366,8 +378,11 @@ class _QrelsBuilder:
         docs = self.qrels.setdefault(qid, {})
         if pair in self.seen:
             if self.strict:
-                raise DataError(self.path, number, f"duplicate judgment for query {qid!r}, doc {did!r} "
-                                                   f"(first on line {self.seen[pair]})")
+                raise DataError(
+                    self.path,
+                    number,
+                    f"duplicate judgment for query {qid!r}, doc {did!r} (first on line {self.seen[pair]})",
+                )
             (self.same if docs[did] == grade else self.changed).append(f"{qid}/{did}")
         else:
             self.seen[pair] = number
@@ -380,8 +395,9 @@ class _QrelsBuilder:
         return self.qrels
 
 
-def read_qrels_jsonl(path: Path, qid_key: str = "q_id", did_key: str = "p_id", score_key: str = "score",
-                     strict: bool | None = None) -> Qrels:
+def read_qrels_jsonl(
+    path: Path, qid_key: str = "q_id", did_key: str = "p_id", score_key: str = "score", strict: bool | None = None
+) -> Qrels:
     path = Path(path)
     builder = _QrelsBuilder(path, strict)
     for number, record in _records(path):

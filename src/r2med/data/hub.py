@@ -5,7 +5,7 @@ The task files are plain JSONL (``corpus.jsonl``, ``query.jsonl``, ``qrels.jsonl
 ``huggingface_hub.hf_hub_download`` and parsed by r2med's own validated readers.
 
 * **Revisions.** Each task loads at the commit pinned in the task registry
-  (:attr:`r2med.tasks.TaskSpec.revision`, MTEB's pins) unless ``--revision`` says otherwise:
+  (:attr:`r2med.data.tasks.TaskSpec.revision`, MTEB's pins) unless ``--revision`` says otherwise:
   ``main`` (or any branch, tag or commit) for every task, or ``TASK=REV[,TASK=REV...]``.
   The three task files and its expansion files all come from one resolved commit, which
   the collection records (``Collection.revision``) and every ``metrics.json`` keeps.
@@ -67,13 +67,14 @@ class HubUnavailable(HubError):
 
 # -- revisions ------------------------------------------------------------------------------------
 
+
 def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
     """``--revision`` -> (one revision for every task or None, per-task overrides).
 
     ``None``/``""`` -> pinned commits; ``"main"`` or a commit/tag -> that for every task;
     ``"Biology=abc,MedQA-Diag=main"`` -> those tasks at those revisions, the others pinned.
     """
-    from ..tasks import get_task
+    from .tasks import get_task
 
     spec = (spec or "").strip()
     if not spec:
@@ -94,7 +95,7 @@ def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
 
 def revision_for(task: str, spec: str | None = None) -> str:
     """The hub revision ``task`` is loaded at: ``--revision``'s word for it, else its pinned commit."""
-    from ..tasks import get_task
+    from .tasks import get_task
 
     spec_task = get_task(task)
     every, per_task = parse_revision(spec)
@@ -125,6 +126,7 @@ def expansion_path(method: str, split: str) -> str:
 
 # -- errors ---------------------------------------------------------------------------------------
 
+
 def _endpoint() -> str:
     from huggingface_hub import constants
 
@@ -147,12 +149,14 @@ def hf_cache_dir() -> Path:
 
 def legacy_cache_hint(repo_id: str, repo_type: str = "dataset") -> str:
     """A hint when an older r2med kept this repo under ``$R2MED_HOME/hub`` (r2med now uses the HF cache)."""
-    from ..cache import ENV_HOME
+    from ..infra.home import ENV_HOME
 
     root = Path(os.environ.get(ENV_HOME) or Path.home() / ".cache" / "r2med").expanduser() / "hub"
     if (root / f"{repo_type}s--{repo_id.replace('/', '--')}").is_dir() and root.resolve() != hf_cache_dir().resolve():
-        return (f"; an older r2med downloaded it to {root}: HF_HUB_CACHE={root} reuses that copy "
-                f"(with --revision main if it is not at the pinned commit)")
+        return (
+            f"; an older r2med downloaded it to {root}: HF_HUB_CACHE={root} reuses that copy "
+            f"(with --revision main if it is not at the pinned commit)"
+        )
     return ""
 
 
@@ -168,8 +172,9 @@ def _cause_chain(exc: BaseException):
         exc = exc.__cause__ or exc.__context__
 
 
-def hub_error(exc: BaseException, repo_id: str, filename: str | None, revision: str | None,
-              repo_type: str = "dataset") -> HubError:
+def hub_error(
+    exc: BaseException, repo_id: str, filename: str | None, revision: str | None, repo_type: str = "dataset"
+) -> HubError:
     """One line saying why ``huggingface_hub`` could not deliver ``repo_id/filename@revision``.
 
     Classified by exception names (they are stable across huggingface_hub versions and its
@@ -180,8 +185,14 @@ def hub_error(exc: BaseException, repo_id: str, filename: str | None, revision: 
     what = f"{repo_id}" + (f" {filename}" if filename else "") + (f" @ {revision}" if revision else "")
     chain = list(_cause_chain(exc))
     names = set().union(*(_names(e) for e in chain))
-    status = next((getattr(getattr(e, "response", None), "status_code", None) for e in chain
-                   if getattr(getattr(e, "response", None), "status_code", None) is not None), None)
+    status = next(
+        (
+            getattr(getattr(e, "response", None), "status_code", None)
+            for e in chain
+            if getattr(getattr(e, "response", None), "status_code", None) is not None
+        ),
+        None,
+    )
     root = chain[-1] if chain else exc
     detail = f"{type(root).__name__}: {str(root).splitlines()[0]}" if str(root) else type(root).__name__
 
@@ -200,40 +211,70 @@ def hub_error(exc: BaseException, repo_id: str, filename: str | None, revision: 
     download = f"hf download {repo_id}" + (f" --repo-type {repo_type}" if repo_type != "model" else "")
     download += f" --revision {revision}" if revision and revision != "main" else ""
     if "OfflineModeIsEnabled" in names or (_offline() and "LocalEntryNotFoundError" in names):
-        return failed(HubUnavailable, "offline mode is set (HF_HUB_OFFLINE)",
-                      f"fill the cache first ({download}) where the hub can be reached,")
+        return failed(
+            HubUnavailable,
+            "offline mode is set (HF_HUB_OFFLINE)",
+            f"fill the cache first ({download}) where the hub can be reached,",
+        )
     if "GatedRepoError" in names or (status in (401, 403) and "RepositoryNotFoundError" not in names):
-        return failed(HubError, f"access to {repo_id} was denied (HTTP {status or 403})",
-                      "log in with `hf auth login` or set HF_TOKEN")
+        return failed(
+            HubError,
+            f"access to {repo_id} was denied (HTTP {status or 403})",
+            "log in with `hf auth login` or set HF_TOKEN",
+        )
     if "RevisionNotFoundError" in names:
-        return failed(HubError, f"{repo_id} has no revision {revision!r} at {_endpoint()} (HTTP {status or 404})",
-                      "--revision takes main, a commit, or TASK=REV pairs")
+        return failed(
+            HubError,
+            f"{repo_id} has no revision {revision!r} at {_endpoint()} (HTTP {status or 404})",
+            "--revision takes main, a commit, or TASK=REV pairs",
+        )
     if "RepositoryNotFoundError" in names:
-        return failed(HubError, f"repository {repo_id} not found at {_endpoint()} (HTTP {status or 404})",
-                      "a private or gated repo answers so too: log in with `hf auth login` or set HF_TOKEN")
-    if "RemoteEntryNotFoundError" in names or ("EntryNotFoundError" in names and "LocalEntryNotFoundError" not in names):
+        return failed(
+            HubError,
+            f"repository {repo_id} not found at {_endpoint()} (HTTP {status or 404})",
+            "a private or gated repo answers so too: log in with `hf auth login` or set HF_TOKEN",
+        )
+    if "RemoteEntryNotFoundError" in names or (
+        "EntryNotFoundError" in names and "LocalEntryNotFoundError" not in names
+    ):
         return failed(HubError, f"{repo_id} has no file {filename!r} at revision {revision} (HTTP {status or 404})")
     if "ProxyError" in names:
-        return failed(HubUnavailable, f"the proxy failed on the way to {_endpoint()} ({detail})",
-                      "check HTTPS_PROXY / HTTP_PROXY,")
+        return failed(
+            HubUnavailable,
+            f"the proxy failed on the way to {_endpoint()} ({detail})",
+            "check HTTPS_PROXY / HTTP_PROXY,",
+        )
     if any("Timeout" in n for n in names):
-        return failed(HubUnavailable, f"no answer from {_endpoint()} in time ({detail})",
-                      "check the network, or set HF_HUB_OFFLINE=1 with a filled cache,")
+        return failed(
+            HubUnavailable,
+            f"no answer from {_endpoint()} in time ({detail})",
+            "check the network, or set HF_HUB_OFFLINE=1 with a filled cache,",
+        )
     if "FileMetadataError" in names:
-        return failed(HubUnavailable, f"{_endpoint()} does not answer like a Hugging Face hub ({detail})",
-                      "check HF_ENDPOINT and the proxy settings,")
+        return failed(
+            HubUnavailable,
+            f"{_endpoint()} does not answer like a Hugging Face hub ({detail})",
+            "check HF_ENDPOINT and the proxy settings,",
+        )
     if status is not None:
         return failed(HubError, f"{_endpoint()} answered HTTP {status} for {what}")
     if names & {"ConnectError", "ConnectionError", "NetworkError", "LocalEntryNotFoundError", "OSError"}:
-        return failed(HubUnavailable, f"cannot connect to {_endpoint()} ({detail})",
-                      "check the network and proxy (HTTPS_PROXY), or set HF_HUB_OFFLINE=1 with a filled cache,")
+        return failed(
+            HubUnavailable,
+            f"cannot connect to {_endpoint()} ({detail})",
+            "check the network and proxy (HTTPS_PROXY), or set HF_HUB_OFFLINE=1 with a filled cache,",
+        )
     if names & {"RemoteProtocolError", "IncompleteRead", "ChunkedEncodingError"}:
-        return failed(HubError, f"the download of {what} from {_endpoint()} broke off ({detail})",
-                      "run it again, or check the network and proxy")
+        return failed(
+            HubError,
+            f"the download of {what} from {_endpoint()} broke off ({detail})",
+            "run it again, or check the network and proxy",
+        )
     return failed(HubError, f"cannot fetch {what} ({detail})")
 
 
 # -- files ----------------------------------------------------------------------------------------
+
 
 def cached_file(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> Path | None:
     """The cached copy of a hub file at ``revision`` (a commit, or a branch the cache has a ref for), if any."""
@@ -273,19 +314,33 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
     damage = verify_cached(path)
     if damage is None:
         return path
-    fix = f"hf download {repo_id}" + (f" --repo-type {repo_type}" if repo_type != "model" else "") + \
-        (f" --revision {revision}" if revision else "") + f" {filename} --force-download"
+    fix = (
+        f"hf download {repo_id}"
+        + (f" --repo-type {repo_type}" if repo_type != "model" else "")
+        + (f" --revision {revision}" if revision else "")
+        + f" {filename} --force-download"
+    )
     if _offline():
-        raise DataError(path, None, f"damaged in the Hugging Face cache: {damage}; download it again ({fix}) where "
-                                    "the hub can be reached, or unset HF_HUB_OFFLINE")
+        raise DataError(
+            path,
+            None,
+            f"damaged in the Hugging Face cache: {damage}; download it again ({fix}) where "
+            "the hub can be reached, or unset HF_HUB_OFFLINE",
+        )
     log.warning("%s: damaged in the Hugging Face cache (%s); downloading it again", path, damage)
     try:
-        path = Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision,
-                                    force_download=True))
+        path = Path(
+            hf_hub_download(
+                repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision, force_download=True
+            )
+        )
     except Exception as exc:
         reason = hub_error(exc, repo_id, filename, revision, repo_type).reason
-        raise DataError(path, None, f"damaged in the Hugging Face cache ({damage}), and downloading it again "
-                                    f"failed ({reason}); {fix}") from None
+        raise DataError(
+            path,
+            None,
+            f"damaged in the Hugging Face cache ({damage}), and downloading it again failed ({reason}); {fix}",
+        ) from None
     damage = verify_cached(path)
     if damage is not None:
         raise DataError(path, None, f"damaged even as downloaded again from {_endpoint()}: {damage}")
@@ -308,7 +363,7 @@ class VerifiedBlob(TypedDict):
 
 
 def _verified_path() -> Path:
-    from ..cache import home_path
+    from ..infra.home import home_path
 
     return home_path() / VERIFIED_FILE
 
@@ -320,13 +375,19 @@ def _read_verified() -> dict[str, VerifiedBlob]:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {str(k): cast(VerifiedBlob, v) for k, v in data.items() if isinstance(v, dict)
-            and isinstance(v.get("size"), int) and isinstance(v.get("mtime_ns"), int) and isinstance(v.get("hash"), str)}
+    return {
+        str(k): cast(VerifiedBlob, v)
+        for k, v in data.items()
+        if isinstance(v, dict)
+        and isinstance(v.get("size"), int)
+        and isinstance(v.get("mtime_ns"), int)
+        and isinstance(v.get("hash"), str)
+    }
 
 
 def _remember_verified(blob: Path, record: VerifiedBlob) -> None:
     """Add ``blob`` to the verified list; best effort (an unwritable home only costs a re-hash next time)."""
-    from ..cache import home, write_json_atomic
+    from ..infra.home import home, write_json_atomic
 
     known = {k: v for k, v in _read_verified().items() if os.path.exists(k)}
     known[str(blob)] = record
@@ -367,8 +428,10 @@ def verify_cached(path: str | os.PathLike[str]) -> str | None:
         return f"it cannot be read ({exc.strerror or exc})"
     if actual != blob.name:
         what = "git blob SHA-1" if algorithm == "git-sha1" else "SHA-256"
-        return (f"its content ({info.st_size:,} bytes, {what} {actual[:12]}...) does not match "
-                f"the hash it is stored under ({blob.name[:12]}...)")
+        return (
+            f"its content ({info.st_size:,} bytes, {what} {actual[:12]}...) does not match "
+            f"the hash it is stored under ({blob.name[:12]}...)"
+        )
     _remember_verified(blob, record)
     return None
 
@@ -393,7 +456,7 @@ def quiet_hub_logs() -> Iterator[None]:
 @functools.lru_cache(maxsize=1)
 def hub_problem() -> str | None:
     """Why the hub cannot serve R2MED data here (one line), or None when it answers; asked once per process."""
-    from ..tasks import TASK_NAMES, get_task
+    from .tasks import TASK_NAMES, get_task
 
     spec = get_task(TASK_NAMES[0])
     if _offline():
@@ -409,21 +472,27 @@ def hub_problem() -> str | None:
 
 def load_from_hub(task: str, revision: str | None = None) -> Collection:
     """Task ``task`` at ``revision_for(task, revision)``: its three files from one commit, recorded on the collection."""
-    from ..tasks import get_task
+    from .tasks import get_task
 
     spec = get_task(task)
     wanted = revision_for(spec.name, revision)
     first = download(spec.hub_id, TASK_FILES[0], wanted)
     commit = snapshot_commit(first) or wanted  # a branch resolved once: the other files come from the same commit
     files = {TASK_FILES[0]: first, **{name: download(spec.hub_id, name, commit) for name in TASK_FILES[1:]}}
-    coll = load_r2med_files(files["corpus.jsonl"], files["query.jsonl"], files["qrels.jsonl"], spec.name,
-                            source=f"hf://datasets/{spec.hub_id}@{commit}", revision=commit)
+    coll = load_r2med_files(
+        files["corpus.jsonl"],
+        files["query.jsonl"],
+        files["qrels.jsonl"],
+        spec.name,
+        source=f"hf://datasets/{spec.hub_id}@{commit}",
+        revision=commit,
+    )
     log.info("%s: hub data at commit %s%s", spec.name, commit, "" if wanted == commit else f" ({wanted})")
     return coll
 
 
 def download_expansion(task: str, method: str, split: str, revision: str | None = None) -> Path:
     """A hub expansion file of ``task``; ``revision`` is a ``--revision`` spec or the data's resolved commit."""
-    from ..tasks import get_task
+    from .tasks import get_task
 
     return download(get_task(task).hub_id, expansion_path(method, split), revision_for(task, revision))

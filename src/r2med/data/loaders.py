@@ -56,8 +56,11 @@ def detect_layout(root: Path) -> Literal["r2med", "beir"]:
         return "r2med"
     if (root / "queries.jsonl").exists() or (root / "qrels").is_dir():
         return "beir"
-    raise DataError(root, None, "not a collection folder: expected query.jsonl (R2MED layout) "
-                                "or queries.jsonl + qrels/ (BEIR layout)")
+    raise DataError(
+        root,
+        None,
+        "not a collection folder: expected query.jsonl (R2MED layout) or queries.jsonl + qrels/ (BEIR layout)",
+    )
 
 
 def describe_layout(root: Path) -> str:
@@ -95,8 +98,10 @@ def _check_split_exists(root: Path, split: str) -> Path:
 
 def _check_one_split(root: Path, split: str) -> None:
     if split != DEFAULT_SPLIT:
-        raise R2MedError(f"--split {split}: {root} is in {describe_layout(root)}, which has one split "
-                         "(qrels.jsonl); --split chooses among a BEIR folder's qrels/<split>.tsv")
+        raise R2MedError(
+            f"--split {split}: {root} is in {describe_layout(root)}, which has one split "
+            "(qrels.jsonl); --split chooses among a BEIR folder's qrels/<split>.tsv"
+        )
 
 
 def qrels_file(root: str | os.PathLike[str], split: str = DEFAULT_SPLIT) -> Path:
@@ -113,12 +118,19 @@ def qrels_file(root: str | os.PathLike[str], split: str = DEFAULT_SPLIT) -> Path
 
 def load_r2med_folder(root: str | os.PathLike[str], name: str | None = None, source: str | None = None) -> Collection:
     root = Path(root)
-    return load_r2med_files(root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name,
-                            source=source)
+    return load_r2med_files(
+        root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name, source=source
+    )
 
 
-def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name: str, source: str | None = None,
-                     revision: str | None = None) -> Collection:
+def load_r2med_files(
+    corpus_path: Path,
+    query_path: Path,
+    qrels_path: Path,
+    name: str,
+    source: str | None = None,
+    revision: str | None = None,
+) -> Collection:
     """A collection from the three R2MED files (expansion files are looked for beside ``query.jsonl``).
 
     ``source`` is recorded in results (default: the folder of ``query.jsonl``, absolute, so it is found
@@ -128,13 +140,20 @@ def load_r2med_files(corpus_path: Path, query_path: Path, qrels_path: Path, name
     corpus, _ = read_texts(corpus_path, repeats=repeats)
     queries, meta = read_texts(query_path, keep_meta=True)
     qrels = read_qrels_jsonl(qrels_path)
-    return Collection(name=name, corpus=corpus, queries=queries, qrels=qrels, corpus_repeats=tuple(repeats),
-                      source=source or str(query_path.parent.absolute()), query_meta=meta,
-                      expansion_files=find_expansion_files(query_path.parent), revision=revision)
+    return Collection(
+        name=name,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        corpus_repeats=tuple(repeats),
+        source=source or str(query_path.parent.absolute()),
+        query_meta=meta,
+        expansion_files=find_expansion_files(query_path.parent),
+        revision=revision,
+    )
 
 
-def load_beir_folder(root: str | os.PathLike[str], name: str | None = None,
-                     split: str = DEFAULT_SPLIT) -> Collection:
+def load_beir_folder(root: str | os.PathLike[str], name: str | None = None, split: str = DEFAULT_SPLIT) -> Collection:
     """A BEIR folder's corpus, and the queries and judgments of ``split`` (``qrels/<split>.tsv``)."""
     root = Path(root)
     split = check_split(split)
@@ -147,13 +166,21 @@ def load_beir_folder(root: str | os.PathLike[str], name: str | None = None,
     # BEIR ships all splits' queries in one file: keep those judged in this split.
     queries = {q: t for q, t in queries.items() if q in qrels} or queries
     meta = {q: m for q, m in meta.items() if q in queries}
-    return Collection(name=name or root.name, corpus=corpus, queries=queries, qrels=qrels,
-                      source=str(root.absolute()), query_meta=meta, split=split,
-                      corpus_repeats=tuple(repeats))
+    return Collection(
+        name=name or root.name,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        source=str(root.absolute()),
+        query_meta=meta,
+        split=split,
+        corpus_repeats=tuple(repeats),
+    )
 
 
-def load_folder(root: str | os.PathLike[str], name: str | None = None, qrels: str | None = None,
-                split: str = DEFAULT_SPLIT) -> Collection:
+def load_folder(
+    root: str | os.PathLike[str], name: str | None = None, qrels: str | None = None, split: str = DEFAULT_SPLIT
+) -> Collection:
     """Load a collection folder in R2MED or BEIR layout (detected); ``qrels`` overrides the judgments file.
 
     ``split`` chooses a BEIR folder's judgments (``qrels/<split>.tsv``); an R2MED folder has one split,

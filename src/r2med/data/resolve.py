@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PATH_CHARS, R2MedError, did_you_mean, shown
-from ..tasks import TASK_NAMES, get_task, parse_tasks
+from .tasks import TASK_NAMES, get_task, parse_tasks
 from .collection import Collection
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
 
@@ -74,8 +74,12 @@ def collection_folders(root: Path) -> list[Path]:
     return sorted(found, key=lambda c: (order.get(c.name.lower(), len(order)), c.name))
 
 
-def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLike[str] | None = None,
-            revision: str | None = None, split: str = DEFAULT_SPLIT) -> list[TaskRef]:
+def resolve(
+    tasks: str | Iterable[str] | None = "all",
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    split: str = DEFAULT_SPLIT,
+) -> list[TaskRef]:
     """The tasks to run, checked before anything is loaded.
 
     * ``data_dir`` one collection folder: that collection (its name is the task); ``tasks`` other than
@@ -92,23 +96,29 @@ def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLi
     split = check_split(split)
     if data_dir is None:
         if split != DEFAULT_SPLIT:
-            raise R2MedError(f"--split {split}: R2MED's hub tasks have one split (test); --split chooses among "
-                             "the qrels/<split>.tsv of BEIR folders given with --data-dir")
+            raise R2MedError(
+                f"--split {split}: R2MED's hub tasks have one split (test); --split chooses among "
+                "the qrels/<split>.tsv of BEIR folders given with --data-dir"
+            )
         return [TaskRef(name, HUB, revision) for name in parse_tasks(tasks)]
     root = _root(data_dir)
     asked = _asked(tasks)
     if is_collection(root):
         other = [t for t in asked or [] if t.lower() != root.name.lower()]
         if other:
-            raise R2MedError(f"--data-dir {data_dir} is one collection ({root.name}); --tasks {','.join(other)} "
-                             "does not name it: pass the folder holding the collections, or leave --tasks out")
+            raise R2MedError(
+                f"--data-dir {data_dir} is one collection ({root.name}); --tasks {','.join(other)} "
+                "does not name it: pass the folder holding the collections, or leave --tasks out"
+            )
         return [TaskRef(root.name, str(root), split=split)]
     if not root.is_dir():
         raise R2MedError(f"--data-dir {data_dir}: no such folder")
     folders = collection_folders(root)
     if not folders:
-        raise R2MedError(f"--data-dir {data_dir}: not a collection folder (no corpus.jsonl) and holds none "
-                         "(expected <data-dir>/corpus.jsonl or <data-dir>/<collection>/corpus.jsonl)")
+        raise R2MedError(
+            f"--data-dir {data_dir}: not a collection folder (no corpus.jsonl) and holds none "
+            "(expected <data-dir>/corpus.jsonl or <data-dir>/<collection>/corpus.jsonl)"
+        )
     if asked is None:
         return [TaskRef(_task_name(f), str(f), split=split) for f in folders]
     by_name = {f.name.lower(): f for f in folders}
@@ -116,9 +126,11 @@ def resolve(tasks: str | Iterable[str] | None = "all", data_dir: str | os.PathLi
     for name in asked:
         folder = by_name.get(name.lower())
         if folder is None:
-            raise R2MedError(f"--tasks {name}: no such collection in --data-dir {data_dir}"
-                             f"{did_you_mean(name, [f.name for f in folders])}; "
-                             f"it holds: {', '.join(f.name for f in folders)}")
+            raise R2MedError(
+                f"--tasks {name}: no such collection in --data-dir {data_dir}"
+                f"{did_you_mean(name, [f.name for f in folders])}; "
+                f"it holds: {', '.join(f.name for f in folders)}"
+            )
         refs.append(TaskRef(_task_name(folder), str(folder), split=split))
     return refs
 
@@ -128,8 +140,15 @@ def _task_name(folder: Path) -> str:
     return get_task(folder.name).name if folder.name.lower() in _lowered() else folder.name
 
 
-def locate(task: str, data_dir: str | os.PathLike[str] | None = None, revision: str | None = None, *,
-           recorded: Mapping[str, Any] | None = None, hub: bool = True, alone: bool = False) -> TaskRef | None:
+def locate(
+    task: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    *,
+    recorded: Mapping[str, Any] | None = None,
+    hub: bool = True,
+    alone: bool = False,
+) -> TaskRef | None:
     """Where the collection of ``task`` (a name results are filed under) is, or None.
 
     With ``data_dir``: the folder ``<data_dir>/<task>``, or ``data_dir`` itself when it is one collection
@@ -172,8 +191,9 @@ def task_filter(spec: str | None) -> set[str] | None:
     return {part.strip().lower() for part in spec.split(",") if part.strip()}
 
 
-def load_task(task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None,
-              split: str = DEFAULT_SPLIT) -> Collection:
+def load_task(
+    task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None, split: str = DEFAULT_SPLIT
+) -> Collection:
     """Load an R2MED task by name.
 
     ``source`` is ``None``/``"hub"`` for the Hugging Face hub (through the standard HF cache, at
@@ -194,8 +214,12 @@ def load_task(task: str, source: str | os.PathLike[str] | None = None, revision:
     return load_folder(root, name=task, split=split)  # one collection folder (or the reader's error naming it)
 
 
-def require(ref: TaskRef | None, task: str, recorded: Mapping[str, Any] | None = None,
-            data_dir: str | os.PathLike[str] | None = None) -> TaskRef:
+def require(
+    ref: TaskRef | None,
+    task: str,
+    recorded: Mapping[str, Any] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> TaskRef:
     """``ref``, or a one-line error saying that the collection of ``task`` cannot be found: which folder was
     searched (``data_dir``, as :func:`locate` was given it) and whether the run's recorded source exists."""
     if ref is not None:
@@ -203,11 +227,15 @@ def require(ref: TaskRef | None, task: str, recorded: Mapping[str, Any] | None =
     source = str((recorded or {}).get("source") or "")
     exists = bool(source) and source not in (HUB, DEMO_SOURCE) and Path(source).is_dir()
     if data_dir is not None:
-        where = (f"cannot find the collection of task {shown(task)} in --data-dir {shown(str(data_dir), PATH_CHARS)} "
-                 f"(searched {shown(str(Path(data_dir) / task), PATH_CHARS)} and the folder itself)")
+        where = (
+            f"cannot find the collection of task {shown(task)} in --data-dir {shown(str(data_dir), PATH_CHARS)} "
+            f"(searched {shown(str(Path(data_dir) / task), PATH_CHARS)} and the folder itself)"
+        )
         if exists:
-            raise R2MedError(f"{where}; the run's recorded source {shown(source, PATH_CHARS)} exists: "
-                             "leave out --data-dir to use it, or pass the folder holding it")
+            raise R2MedError(
+                f"{where}; the run's recorded source {shown(source, PATH_CHARS)} exists: "
+                "leave out --data-dir to use it, or pass the folder holding it"
+            )
         gone = f"; the run's recorded source {shown(source, PATH_CHARS)} is gone too" if source else ""
         raise R2MedError(f"{where}{gone}; pass the --data-dir that holds it")
     where = f" (recorded source {shown(source, PATH_CHARS)} is gone)" if source else ""

@@ -14,6 +14,20 @@ from .combine import AGENTIC, EXPANSION_METHODS, check_method, combine
 from .precomputed import ExpansionQueries, Expansions, load_expansions, parse_spec, read_expansion_file
 from .traces import REASONING_LLMS, TRACE_FORMATS, normalize_llm, strip_for, strip_trace, trace_format_of
 
-__all__ = ["AGENTIC", "EXPANSION_METHODS", "REASONING_LLMS", "TRACE_FORMATS", "ExpansionQueries", "Expansions",
-           "check_method", "combine", "load_expansions", "normalize_llm", "parse_spec", "read_expansion_file",
-           "strip_for", "strip_trace", "trace_format_of"]
+__all__ = [
+    "AGENTIC",
+    "EXPANSION_METHODS",
+    "REASONING_LLMS",
+    "TRACE_FORMATS",
+    "ExpansionQueries",
+    "Expansions",
+    "check_method",
+    "combine",
+    "load_expansions",
+    "normalize_llm",
+    "parse_spec",
+    "read_expansion_file",
+    "strip_for",
+    "strip_trace",
+    "trace_format_of",
+]

@@ -8,7 +8,7 @@ answers, stops searching, or the turn limit is reached.  The final answer become
 query's expansion (``hy_doc``).
 
 Conversations advance turn by turn in lock-step: all open conversations' next requests go
-to :meth:`r2med.llm.LLMClient.chat_many` together (bounded concurrency, retries, cache), and
+to :meth:`r2med.infra.llm.LLMClient.chat_many` together (bounded concurrency, retries, cache), and
 all their searches run as one retriever batch.  Because every request is cached by its full
 message list, a re-run replays the loop without sending a request.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import R2MedError
-from ..run import ranked
+from ..runs.run import ranked
 from .traces import strip_trace
 
 log = logging.getLogger(__name__)
@@ -53,22 +53,36 @@ class TagFormat:
 
 
 SEARCH_R1 = TagFormat(
-    name="search-r1", search_open="<search>", search_close="</search>",
-    result_open="<information>", result_close="</information>", answer_open="<answer>", answer_close="</answer>",
-    template=("Answer the given question. Reason inside <think> and </think> every time you get new "
-              "information. If you lack some knowledge, call the search engine by writing {search_open} query "
-              "{search_close}; it returns the top results between {result_open} and {result_close}. You may "
-              "search up to {max_searches} times. When no more knowledge is needed, give the answer inside "
-              "{answer_open} and {answer_close}.\nQuestion: {question}\n"),
+    name="search-r1",
+    search_open="<search>",
+    search_close="</search>",
+    result_open="<information>",
+    result_close="</information>",
+    answer_open="<answer>",
+    answer_close="</answer>",
+    template=(
+        "Answer the given question. Reason inside <think> and </think> every time you get new "
+        "information. If you lack some knowledge, call the search engine by writing {search_open} query "
+        "{search_close}; it returns the top results between {result_open} and {result_close}. You may "
+        "search up to {max_searches} times. When no more knowledge is needed, give the answer inside "
+        "{answer_open} and {answer_close}.\nQuestion: {question}\n"
+    ),
 )
 
 SEARCH_O1 = TagFormat(
-    name="search-o1", search_open="<|begin_search_query|>", search_close="<|end_search_query|>",
-    result_open="<|begin_search_result|>", result_close="<|end_search_result|>", answer_open=None, answer_close=None,
-    template=("You are a reasoning assistant that can search a medical corpus to answer the question accurately. "
-              "To search, write {search_open} your query {search_close}; the system then returns the most "
-              "relevant passages as {result_open} ... {result_close}. You may search up to {max_searches} times. "
-              "When you have enough information, write your final answer.\n\nQuestion: {question}\n"),
+    name="search-o1",
+    search_open="<|begin_search_query|>",
+    search_close="<|end_search_query|>",
+    result_open="<|begin_search_result|>",
+    result_close="<|end_search_result|>",
+    answer_open=None,
+    answer_close=None,
+    template=(
+        "You are a reasoning assistant that can search a medical corpus to answer the question accurately. "
+        "To search, write {search_open} your query {search_close}; the system then returns the most "
+        "relevant passages as {result_open} ... {result_close}. You may search up to {max_searches} times. "
+        "When you have enough information, write your final answer.\n\nQuestion: {question}\n"
+    ),
 )
 
 PROTOCOLS: dict[str, TagFormat] = {SEARCH_R1.name: SEARCH_R1, SEARCH_O1.name: SEARCH_O1}
@@ -90,7 +104,7 @@ def extract_answer(text: str, tags: TagFormat) -> str | None:
     end = text.find(tags.answer_close, start + len(tags.answer_open))
     if end < 0:
         return None
-    return text[start + len(tags.answer_open):end].strip()
+    return text[start + len(tags.answer_open) : end].strip()
 
 
 def extract_search(text: str, tags: TagFormat) -> str | None:
@@ -98,7 +112,7 @@ def extract_search(text: str, tags: TagFormat) -> str | None:
     start = text.rfind(tags.search_open)
     if start < 0:
         return None
-    query = text[start + len(tags.search_open):]
+    query = text[start + len(tags.search_open) :]
     end = query.find(tags.search_close)
     if end >= 0:
         query = query[:end]
@@ -133,9 +147,18 @@ class AgentTrace:
 class AgenticExpander:
     """Run the search loop for many queries against one indexed retriever over ``corpus``."""
 
-    def __init__(self, client: Any, retriever: Any, corpus: Mapping[str, str], tags: TagFormat = SEARCH_R1,
-                 max_turns: int = 4, top_k: int = 3, passage_words: int | None = 512,
-                 sampling: Mapping[str, Any] | None = None, system: str | None = None):
+    def __init__(
+        self,
+        client: Any,
+        retriever: Any,
+        corpus: Mapping[str, str],
+        tags: TagFormat = SEARCH_R1,
+        max_turns: int = 4,
+        top_k: int = 3,
+        passage_words: int | None = 512,
+        sampling: Mapping[str, Any] | None = None,
+        system: str | None = None,
+    ):
         if max_turns < 1:
             raise R2MedError("--max-turns must be at least 1")
         if top_k < 1:
@@ -162,8 +185,12 @@ class AgenticExpander:
         run = self.retriever.search(dict(requests), k=self.top_k)
         return {key: [d for d, _ in ranked(run.get(key, {}), self.position)][: self.top_k] for key in requests}
 
-    def run(self, queries: Mapping[str, str], on_turn: Callable[[int, int], None] | None = None,
-            on_retry: Callable[[str], None] | None = None) -> dict[str, AgentTrace]:
+    def run(
+        self,
+        queries: Mapping[str, str],
+        on_turn: Callable[[int, int], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
+    ) -> dict[str, AgentTrace]:
         traces = {qid: AgentTrace(qid) for qid in queries}
         conversations: dict[str, list[dict[str, str]]] = {}
         for qid, question in queries.items():
@@ -186,7 +213,9 @@ class AgenticExpander:
                 text = res.text
                 query = extract_search(text, self.tags)
                 answer = extract_answer(text, self.tags)
-                if answer is not None and (query is None or text.rfind(self.tags.answer_open) > text.rfind(self.tags.search_open)):
+                if answer is not None and (
+                    query is None or text.rfind(self.tags.answer_open) > text.rfind(self.tags.search_open)
+                ):
                     trace.answer, trace.stopped = answer, "answer"
                 elif query is None:
                     trace.answer, trace.stopped = final_text(text, self.tags), "no-search"
@@ -202,12 +231,14 @@ class AgenticExpander:
                 docs = found[qid]
                 traces[qid].searches.append((query, docs))
                 assistant = replies[qid]
-                if self.tags.search_close not in assistant[assistant.rfind(self.tags.search_open):]:
+                if self.tags.search_close not in assistant[assistant.rfind(self.tags.search_open) :]:
                     assistant += self.tags.search_close  # the stop sequence is not echoed back
                 block = self.passages(docs)
                 traces[qid].transcript += f"{assistant}\n{block}\n"
-                conversations[qid] = conversations[qid] + [{"role": "assistant", "content": assistant},
-                                                           {"role": "user", "content": block}]
+                conversations[qid] = conversations[qid] + [
+                    {"role": "assistant", "content": assistant},
+                    {"role": "user", "content": block},
+                ]
             open_ids = list(requests)
             if on_turn:
                 on_turn(turn, len(open_ids))

@@ -35,8 +35,9 @@ def check_method(method: str) -> str:
     return m
 
 
-def combine(query: str, expansion: str, method: str, llm: str, family: str,
-            trace_format: str | None = None) -> QueryText:
+def combine(
+    query: str, expansion: str, method: str, llm: str, family: str, trace_format: str | None = None
+) -> QueryText:
     """The search input for one query under the paper's rule (``family``: the retriever's, ``lexical`` or
     ``dense``; ``trace_format``: how to strip a reasoning trace, by default the LLM's)."""
     method = check_method(method)

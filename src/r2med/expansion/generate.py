@@ -1,4 +1,4 @@
-"""Live query expansion: HyDE, Query2doc and LameR with the paper's prompts, through :mod:`r2med.llm`.
+"""Live query expansion: HyDE, Query2doc and LameR with the paper's prompts, through :mod:`r2med.infra.llm`.
 
 Prompts come from ``r2med.protocol.protocol()["generation_prompts"][method][task]`` (the
 Query2doc prompts carry their few-shot examples), sent as the paper does: a system message
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cache import write_text_atomic
+from ..infra.home import write_text_atomic
 from ..data.collection import Collection
 from ..errors import R2MedError
 from ..protocol import models, protocol
-from ..run import ranked
+from ..runs.run import ranked
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,9 @@ def prompt_task(name: str, override: str | None = None) -> str:
         return lowered[override.lower()]
     if name.lower() in lowered:
         return lowered[name.lower()]
-    raise R2MedError(f"no generation prompt for collection {name!r}; pass --prompt-task with one of: "
-                     f"{', '.join(prompts)}")
+    raise R2MedError(
+        f"no generation prompt for collection {name!r}; pass --prompt-task with one of: {', '.join(prompts)}"
+    )
 
 
 def prompt_template(method: str, task: str) -> str:
@@ -68,8 +69,9 @@ def cut_words(text: str, limit: int = LAMER_WORDS) -> str:
     return " ".join(text.split()[:limit])
 
 
-def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_WORDS,
-                   retriever: Any | None = None) -> dict[str, str]:
+def lamer_passages(
+    collection: Collection, k: int = LAMER_K, words: int = LAMER_WORDS, retriever: Any | None = None
+) -> dict[str, str]:
     """The ``{PASSAGE}`` block per query: top-``k`` paper-BM25 docs, flattened, cut and numbered.
 
     Docs tied in score keep corpus order, as in the paper's top-k files (a stable sort over the
@@ -87,8 +89,10 @@ def lamer_passages(collection: Collection, k: int = LAMER_K, words: int = LAMER_
     out = {}
     for qid in collection.queries:
         top = ranked(run.get(qid, {}), position)[:k]
-        out[qid] = "".join(f"\n[{i + 1}]. {cut_words(collection.corpus[did].replace(chr(10), ' '), words)}"
-                           for i, (did, _) in enumerate(top))
+        out[qid] = "".join(
+            f"\n[{i + 1}]. {cut_words(collection.corpus[did].replace(chr(10), ' '), words)}"
+            for i, (did, _) in enumerate(top)
+        )
     return out
 
 
@@ -126,8 +130,10 @@ def _fields(text: str, path: Path) -> set[str]:
         raise R2MedError(f"{path}: not a prompt template ({exc}; write literal braces as {{{{ and }}}})") from None
     for name in names:
         if name not in PROMPT_FIELDS:
-            raise R2MedError(f"{path}: unknown placeholder {{{name}}} (a prompt file may use {{query}} and "
-                             "{passages}; literal braces are written {{ and }})")
+            raise R2MedError(
+                f"{path}: unknown placeholder {{{name}}} (a prompt file may use {{query}} and "
+                "{passages}; literal braces are written {{ and }})"
+            )
     return names
 
 
@@ -135,7 +141,7 @@ def read_prompt_file(path: str | Path) -> PromptFile:
     """A prompt file, checked: UTF-8 text, only ``{query}`` / ``{passages}`` placeholders, ``{query}`` present."""
     import hashlib
 
-    from ..paths import check_input_file
+    from ..infra.containment import check_input_file
 
     path = check_input_file(Path(path), "--prompt-file")
     try:
@@ -147,12 +153,20 @@ def read_prompt_file(path: str | Path) -> PromptFile:
     return PromptFile(Path(path).resolve(), text, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-def expansion_messages(method: str, task: str, query: str, passages: str | None = None,
-                       system: str | None = None, prompt_file: PromptFile | None = None) -> list[dict[str, str]]:
+def expansion_messages(
+    method: str,
+    task: str,
+    query: str,
+    passages: str | None = None,
+    system: str | None = None,
+    prompt_file: PromptFile | None = None,
+) -> list[dict[str, str]]:
     """The chat messages the paper sends for one query (``prompt_file``: the user's template instead)."""
     if prompt_file is not None:
-        return [{"role": "system", "content": system or system_prompt()},
-                {"role": "user", "content": prompt_file.fill(query, passages)}]
+        return [
+            {"role": "system", "content": system or system_prompt()},
+            {"role": "user", "content": prompt_file.fill(query, passages)},
+        ]
     prompt = prompt_template(method, task).replace("{TEXT}", query)
     if method == "lamer":
         if passages is None:
@@ -178,23 +192,35 @@ class GenerationResult:
         return not self.errors
 
 
-def generate_expansions(collection: Collection, method: str, client: Any, sampling: Mapping[str, Any],
-                        task: str | None = None, on_result: Callable[[str, Any], None] | None = None,
-                        on_retry: Callable[[str], None] | None = None,
-                        prompt_file: PromptFile | None = None) -> GenerationResult:
+def generate_expansions(
+    collection: Collection,
+    method: str,
+    client: Any,
+    sampling: Mapping[str, Any],
+    task: str | None = None,
+    on_result: Callable[[str, Any], None] | None = None,
+    on_retry: Callable[[str], None] | None = None,
+    prompt_file: PromptFile | None = None,
+) -> GenerationResult:
     """One expansion per query of ``collection`` (cached requests are free); ``prompt_file``: the user's
     template instead of the paper's prompt (its ``{passages}``, when present, are LameR's)."""
     if method not in GENERATIVE:
-        raise R2MedError(f"live generation supports {', '.join(GENERATIVE)}; "
-                         f"{method!r} is agentic (see r2med.expansion.agentic)")
+        raise R2MedError(
+            f"live generation supports {', '.join(GENERATIVE)}; {method!r} is agentic (see r2med.expansion.agentic)"
+        )
     key = prompt_task(collection.name, task) if prompt_file is None else ""
     qids = list(collection.queries)
     wants = prompt_file.wants_passages if prompt_file is not None else method == "lamer"
     passages = lamer_passages(collection) if wants else {}
-    batch = [expansion_messages(method, key, collection.queries[q], passages.get(q), prompt_file=prompt_file)
-             for q in qids]
-    results = client.chat_many(batch, on_result=(lambda i, r: on_result(qids[i], r)) if on_result else None,
-                               on_retry=on_retry, **dict(sampling))
+    batch = [
+        expansion_messages(method, key, collection.queries[q], passages.get(q), prompt_file=prompt_file) for q in qids
+    ]
+    results = client.chat_many(
+        batch,
+        on_result=(lambda i, r: on_result(qids[i], r)) if on_result else None,
+        on_retry=on_retry,
+        **dict(sampling),
+    )
     out = GenerationResult()
     for qid, res in zip(qids, results):
         if res.ok:
@@ -204,8 +230,12 @@ def generate_expansions(collection: Collection, method: str, client: Any, sampli
     return out
 
 
-def write_expansion_file(path: str | Path, collection: Collection, texts: Mapping[str, str],
-                         extra: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+def write_expansion_file(
+    path: str | Path,
+    collection: Collection,
+    texts: Mapping[str, str],
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Path:
     """Write ``query_with_hydoc.jsonl`` (``id``, ``text``, ``hy_doc``, ``doc_id`` when known) atomically."""
     import json
 

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cache import fingerprint
+from ..infra.home import fingerprint
 from ..data.collection import Collection
 from ..data.files import field_id, iter_jsonl
 from ..data.loaders import EXPANSION_FILE
@@ -75,8 +75,9 @@ def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Ex
     return Expansions(method=method, llm=llm, texts=texts, path=path)
 
 
-def find_expansion_file(collection: Collection, method: str, llm: str, folders: list[Path] | None = None,
-                        revision: str | None = None) -> Path:
+def find_expansion_file(
+    collection: Collection, method: str, llm: str, folders: list[Path] | None = None, revision: str | None = None
+) -> Path:
     """Where the ``method:llm`` expansions of ``collection`` are (see the module docstring for the order)."""
     rel = Path(method) / llm / EXPANSION_FILE
     for folder in folders or []:
@@ -86,7 +87,7 @@ def find_expansion_file(collection: Collection, method: str, llm: str, folders: 
     key = f"{method}:{llm}"
     if key in collection.expansion_files:
         return collection.expansion_files[key]
-    from ..tasks import TASK_NAMES
+    from ..data.tasks import TASK_NAMES
 
     if collection.name in TASK_NAMES:
         from ..data.hub import download_expansion
@@ -95,13 +96,21 @@ def find_expansion_file(collection: Collection, method: str, llm: str, folders: 
         return download_expansion(collection.name, method, llm, collection.revision or revision)
     found = sorted(collection.expansion_files)
     where = ", ".join(str(f) for f in folders or []) or collection.source or collection.name
-    raise R2MedError(f"no {key} expansions for {collection.name} (looked in {where}"
-                     + (f"; available: {', '.join(found)}" if found else "")
-                     + "); generate them with `r2med expand` or pass --expansion-file")
+    raise R2MedError(
+        f"no {key} expansions for {collection.name} (looked in {where}"
+        + (f"; available: {', '.join(found)}" if found else "")
+        + "); generate them with `r2med expand` or pass --expansion-file"
+    )
 
 
-def load_expansions(collection: Collection, method: str, llm: str, path: str | Path | None = None,
-                    folders: list[Path] | None = None, revision: str | None = None) -> Expansions:
+def load_expansions(
+    collection: Collection,
+    method: str,
+    llm: str,
+    path: str | Path | None = None,
+    folders: list[Path] | None = None,
+    revision: str | None = None,
+) -> Expansions:
     """The expansions for every query of ``collection``; a query without one is a DataError."""
     method, llm = check_method(method), normalize_llm(llm)
     file = Path(path) if path else find_expansion_file(collection, method, llm, folders, revision)
@@ -110,8 +119,12 @@ def load_expansions(collection: Collection, method: str, llm: str, path: str | P
     exp = read_expansion_file(file, method, llm)
     missing = [q for q in collection.queries if q not in exp.texts]
     if missing:
-        raise DataError(file, None, f"{len(missing)} of {len(collection.queries)} queries of {collection.name} "
-                                    f"have no expansion (first: {missing[0]!r}); is this the right task's file?")
+        raise DataError(
+            file,
+            None,
+            f"{len(missing)} of {len(collection.queries)} queries of {collection.name} "
+            f"have no expansion (first: {missing[0]!r}); is this the right task's file?",
+        )
     extra = sum(1 for q in exp.texts if q not in collection.queries)
     if extra:
         log.warning("%s: %d expansion(s) name queries not in %s (ignored)", file, extra, collection.name)
@@ -128,9 +141,15 @@ class ExpansionQueries:
     one file (one task).  ``trace`` overrides the trace format (default: by LLM name).
     """
 
-    def __init__(self, method: str, llm: str, path: str | Path | None = None,
-                 folders: list[str | Path] | None = None, revision: str | None = None,
-                 trace: str | None = None):
+    def __init__(
+        self,
+        method: str,
+        llm: str,
+        path: str | Path | None = None,
+        folders: list[str | Path] | None = None,
+        revision: str | None = None,
+        trace: str | None = None,
+    ):
         self.method, self.llm = check_method(method), normalize_llm(llm)
         self.path = Path(path) if path else None
         self.folders = [Path(f) for f in folders or []]
@@ -155,8 +174,13 @@ class ExpansionQueries:
         for root in roots:
             files = [root] if root.is_file() else sorted(root.glob(f"**/{self.method}/{self.llm}/{EXPANSION_FILE}"))
             stamps += [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
-        described = {"method": self.method, "llm": self.llm, "trace": self.trace or "auto", "rule": COMBINATION_RULE,
-                     "files": fingerprint(stamps)}
+        described = {
+            "method": self.method,
+            "llm": self.llm,
+            "trace": self.trace or "auto",
+            "rule": COMBINATION_RULE,
+            "files": fingerprint(stamps),
+        }
         if collection is not None and collection.name in self.loaded:
             described["file"] = str(self.loaded[collection.name].path)
             prompt = Path(self.loaded[collection.name].path).parent / "prompt.json"  # made with --prompt-file
@@ -173,12 +197,19 @@ class ExpansionQueries:
         exp = load_expansions(collection, self.method, self.llm, self.path, self.folders, self.revision)
         self.loaded[collection.name] = exp
         log.info("%s: %d %s:%s expansions from %s", collection.name, len(exp), self.method, self.llm, exp.path)
-        return {qid: combine(text, exp.texts[qid], self.method, self.llm, family, self.trace)
-                for qid, text in collection.queries.items()}
+        return {
+            qid: combine(text, exp.texts[qid], self.method, self.llm, family, self.trace)
+            for qid, text in collection.queries.items()
+        }
 
 
-def expansion_builder(spec: str | None, file: str | Path | None = None, folder: str | Path | None = None,
-                      data_dir: str | Path | None = None, revision: str | None = None) -> ExpansionQueries:
+def expansion_builder(
+    spec: str | None,
+    file: str | Path | None = None,
+    folder: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    revision: str | None = None,
+) -> ExpansionQueries:
     """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front)."""
     if spec:
         method, llm = parse_spec(spec)

@@ -27,11 +27,17 @@ TRACE_FORMATS = ("think", "final-response", "solution", "answer", "none")
 
 #: The paper's table: LLM name -> trace format (these are its "reasoning LLMs").
 REASONING_LLMS: dict[str, str] = {
-    "r1-llama-8b": "think", "r1-qwen-32b": "think", "r1-llama-70b": "think", "qwq-32b": "think",
-    "qwen3-32b": "think", "qwen3-8b": "think",
-    "huatuo-o1-8b": "final-response", "huatuo-o1-70b": "final-response",
+    "r1-llama-8b": "think",
+    "r1-qwen-32b": "think",
+    "r1-llama-70b": "think",
+    "qwq-32b": "think",
+    "qwen3-32b": "think",
+    "qwen3-8b": "think",
+    "huatuo-o1-8b": "final-response",
+    "huatuo-o1-70b": "final-response",
     "sky-32b": "solution",
-    "qwen-7b-ins": "answer", "qwen-3b-ins": "answer",
+    "qwen-7b-ins": "answer",
+    "qwen-3b-ins": "answer",
 }
 
 _FINAL = re.compile(r"Final Response\s*(.*)", re.DOTALL)

@@ -101,8 +101,10 @@ def summarize_keys(keys: Iterable[str]) -> str:
             groups.setdefault(m.group(1), []).append(m.group(2))
         else:
             groups.setdefault(key, [])
-    parts = [f"{name}_{{{','.join(ks)}}}" if len(ks) > 1 else (f"{name}_{ks[0]}" if ks else name)
-             for name, ks in groups.items()]
+    parts = [
+        f"{name}_{{{','.join(ks)}}}" if len(ks) > 1 else (f"{name}_{ks[0]}" if ks else name)
+        for name, ks in groups.items()
+    ]
     if nauc:
         parts.append(f"nauc_* ({nauc})")
     return ", ".join(parts) if parts else "none"
@@ -113,8 +115,7 @@ def run_depth(run: Mapping[str, Mapping[str, float]]) -> int:
     return max((len(docs) for docs in run.values()), default=0)
 
 
-def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES,
-                depth: int | None = None) -> MtebScores:
+def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES, depth: int | None = None) -> MtebScores:
     """Translate a ``metrics.json`` payload's measures into MTEB's score keys.
 
     * ``ndcg_cut_k`` / ``map_cut_k`` / ``recall_k`` / ``P_k`` -> ``ndcg_at_k`` / ``map_at_k`` /
@@ -128,7 +129,7 @@ def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES,
       ``recall_k > 0`` in ``per_query``; derived when every query has ``recall_k``.
     * ``main_score`` = ``ndcg_at_10``.
 
-    Averages are r2med's (see :mod:`r2med.metrics`); nothing is rescaled (both store fractions).
+    Averages are r2med's (see :mod:`r2med.evaluation.metrics`); nothing is rescaled (both store fractions).
     """
     aggregate = payload.get("aggregate") or {}
     per_query = payload.get("per_query") or {}
@@ -190,8 +191,11 @@ class CollectionCounts:
 
 def collection_counts(collection: Any) -> CollectionCounts:
     """A :class:`~r2med.data.Collection`'s counts, as MTEB's descriptive statistics count them."""
-    return CollectionCounts(len(collection.corpus), len(collection.queries),
-                            sum(1 for docs in collection.qrels.values() for grade in docs.values() if grade != 0))
+    return CollectionCounts(
+        len(collection.corpus),
+        len(collection.queries),
+        sum(1 for docs in collection.qrels.values() for grade in docs.values() if grade != 0),
+    )
 
 
 def find_mteb_task(name: str) -> Any:
@@ -200,8 +204,9 @@ def find_mteb_task(name: str) -> Any:
     try:
         task = mteb.get_task(name)
     except KeyError as exc:
-        raise R2MedError(f"--mteb-task {name}: {str(exc.args[0] if exc.args else exc).removeprefix('KeyError: ')}"
-                         ) from None
+        raise R2MedError(
+            f"--mteb-task {name}: {str(exc.args[0] if exc.args else exc).removeprefix('KeyError: ')}"
+        ) from None
     if task.metadata.type != "Retrieval":
         raise R2MedError(f"--mteb-task {name}: a {task.metadata.type} task; r2med results are retrieval results")
     return task
@@ -219,8 +224,9 @@ def mteb_task_counts(task: Any, split: str) -> CollectionCounts | None:
         return None
     relevant = split_stats.get("relevant_docs_statistics") or {}
     try:
-        return CollectionCounts(int(split_stats["num_documents"]), int(split_stats["num_queries"]),
-                                int(relevant["num_relevant_docs"]))
+        return CollectionCounts(
+            int(split_stats["num_documents"]), int(split_stats["num_queries"]), int(relevant["num_relevant_docs"])
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -229,18 +235,26 @@ def check_mteb_task(task: Any, split: str, local: CollectionCounts, collection: 
     """A one-line error unless ``collection`` (its ``split``) has the counts of MTEB's ``task``."""
     name = task.metadata.name
     if split not in task.metadata.eval_splits:
-        raise R2MedError(f"--mteb-task {name}: the results are on the {split} split, MTEB evaluates "
-                         f"{name} on {', '.join(task.metadata.eval_splits)}")
+        raise R2MedError(
+            f"--mteb-task {name}: the results are on the {split} split, MTEB evaluates "
+            f"{name} on {', '.join(task.metadata.eval_splits)}"
+        )
     if list(task.metadata.hf_subsets) != [SUBSET]:
-        raise R2MedError(f"--mteb-task {name}: it has subsets ({', '.join(task.metadata.hf_subsets)}); "
-                         "only tasks with one subset can be matched to one local collection")
+        raise R2MedError(
+            f"--mteb-task {name}: it has subsets ({', '.join(task.metadata.hf_subsets)}); "
+            "only tasks with one subset can be matched to one local collection"
+        )
     expected = mteb_task_counts(task, split)
     if expected is None:
-        raise R2MedError(f"--mteb-task {name}: the installed mteb has no descriptive statistics for its {split} "
-                         "split, so the collection cannot be checked against it")
+        raise R2MedError(
+            f"--mteb-task {name}: the installed mteb has no descriptive statistics for its {split} "
+            "split, so the collection cannot be checked against it"
+        )
     if expected != local:
-        raise R2MedError(f"--mteb-task {name}: {collection} ({split}) has {local}, MTEB's {name} has {expected}: "
-                         "not the same collection, not exported")
+        raise R2MedError(
+            f"--mteb-task {name}: {collection} ({split}) has {local}, MTEB's {name} has {expected}: "
+            "not the same collection, not exported"
+        )
 
 
 @dataclass
@@ -274,7 +288,7 @@ def _import_mteb():
     pointed into the r2med home for the import (unless ``MTEB_CACHE`` is set), so r2med writes nowhere else."""
     if sys.modules.get("mteb") is not None:
         return sys.modules["mteb"]
-    from ..cache import cache_dir
+    from ..infra.home import cache_dir
 
     unset = "MTEB_CACHE" not in os.environ
     try:
@@ -291,7 +305,7 @@ def _import_mteb():
 
 def mteb_task_names() -> dict[str, Any]:
     """r2med task name -> the installed mteb's task object for the same hub dataset (``R2MED/<Task>``)."""
-    from ..tasks import TASKS
+    from ..data.tasks import TASKS
 
     mteb = _import_mteb()
     try:
@@ -317,8 +331,9 @@ def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | 
     except (KeyError, ValueError):
         meta = None
     if meta is not None and revision and meta.revision and meta.revision != revision:
-        log.warning("model %s: exporting for revision %s; MTEB's registry knows it at %s", name, revision,
-                    meta.revision)
+        log.warning(
+            "model %s: exporting for revision %s; MTEB's registry knows it at %s", name, revision, meta.revision
+        )
     if revision:
         updates["revision"] = revision
     if meta is None:
@@ -334,7 +349,7 @@ def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | 
 
 
 def _task_name(payload: Mapping[str, Any]) -> str | None:
-    from ..tasks import TASKS
+    from ..data.tasks import TASKS
 
     task = payload.get("task")
     if not isinstance(task, str):
@@ -345,13 +360,21 @@ def _task_name(payload: Mapping[str, Any]) -> str | None:
     return lowered.get(task.lower(), task)
 
 
-def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str], model_name: str,
-                model_revision: str | None = None, *, depths: Mapping[str, int] | None = None,
-                force: bool = False, model_meta: Mapping[str, Any] | None = None, mteb_task: str | None = None,
-                counts: Mapping[str, CollectionCounts] | None = None) -> MtebExport:
+def export_mteb(
+    results: Iterable[Mapping[str, Any]],
+    out: str | os.PathLike[str],
+    model_name: str,
+    model_revision: str | None = None,
+    *,
+    depths: Mapping[str, int] | None = None,
+    force: bool = False,
+    model_meta: Mapping[str, Any] | None = None,
+    mteb_task: str | None = None,
+    counts: Mapping[str, CollectionCounts] | None = None,
+) -> MtebExport:
     """Write r2med results as MTEB results under ``out`` (see the module docstring for the layout).
 
-    ``results``: one ``metrics.json`` payload per task (as :func:`r2med.run.read_metrics` returns it:
+    ``results``: one ``metrics.json`` payload per task (as :func:`r2med.runs.run.read_metrics` returns it:
     ``task``, ``aggregate``, ``per_query``, ``revision``, ``timing``...).  Tasks that are not R2MED
     tasks are skipped with a warning; the same task twice is an error.
     ``model_name``: MTEB's ``org/name`` (a name without ``/`` gets ``r2med/`` before it); a model
@@ -376,10 +399,10 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
     The model's revision folder is rebuilt beside itself and swapped in at the end, keeping the
     other tasks' files already there: an interrupted export leaves the previous folder whole.
     """
-    from ..cache import atomic_dir
-    from ..paths import ensure_within, name_problem
-    from ..run import check_metrics
-    from ..tasks import TASKS
+    from ..infra.home import atomic_dir
+    from ..infra.containment import ensure_within, name_problem
+    from ..runs.run import check_metrics
+    from ..data.tasks import TASKS
 
     mteb = _import_mteb()
     from mteb import ResultCache, TaskResult
@@ -391,16 +414,22 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
         problem = name_problem(part)
         if problem is not None:
             raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
-    report = MtebExport(out=out, model_name=meta.name, model_revision=meta.revision,
-                        folder=out / "results" / meta.model_name_as_path() / meta.revision)
+    report = MtebExport(
+        out=out,
+        model_name=meta.name,
+        model_revision=meta.revision,
+        folder=out / "results" / meta.model_name_as_path() / meta.revision,
+    )
     refused: list[str] = []
     built: list[tuple[Any, ExportedTask]] = []
     seen: set[str] = set()
     results = list(results)
     named = find_mteb_task(mteb_task) if mteb_task is not None else None
     if named is not None and len(results) != 1:
-        raise R2MedError(f"--mteb-task {mteb_task} names one collection, but the results hold {len(results)} "
-                         "tasks: export the system folder's one task (OUT/<system>/<task>)")
+        raise R2MedError(
+            f"--mteb-task {mteb_task} names one collection, but the results hold {len(results)} "
+            "tasks: export the system folder's one task (OUT/<system>/<task>)"
+        )
     for payload in results:
         task = _task_name(payload)
         label = task if task is not None else "(no task name)"
@@ -427,52 +456,76 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
         recorded = payload.get("revision")
         revision = pin
         if named is not None and recorded is None:
-            report.warnings.append(f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
-                                   f"({counts[str(payload.get('task'))]}); written with MTEB's dataset revision "
-                                   f"{pin} on that evidence")
+            report.warnings.append(
+                f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
+                f"({counts[str(payload.get('task'))]}); written with MTEB's dataset revision "
+                f"{pin} on that evidence"
+            )
         elif recorded != pin:
             if recorded is None:
-                why = (f"{task}: the results record no data revision (data from a local folder), "
-                       f"MTEB's {mtask.metadata.name} is pinned at {pin}")
+                why = (
+                    f"{task}: the results record no data revision (data from a local folder), "
+                    f"MTEB's {mtask.metadata.name} is pinned at {pin}"
+                )
             else:
-                why = f"{task}: the results were made on data revision {recorded}, MTEB's {mtask.metadata.name} " \
-                      f"is pinned at {pin}"
+                why = (
+                    f"{task}: the results were made on data revision {recorded}, MTEB's {mtask.metadata.name} "
+                    f"is pinned at {pin}"
+                )
             if not force:
                 refused.append(why)
                 continue
             if recorded is not None:
                 revision = str(recorded)
-                report.warnings.append(f"{why}; written with revision {recorded} (forced): MTEB's results "
-                                       f"repository compares only results at its pinned revision")
+                report.warnings.append(
+                    f"{why}; written with revision {recorded} (forced): MTEB's results "
+                    f"repository compares only results at its pinned revision"
+                )
             else:
                 report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
         k_values = tuple(getattr(mtask, "k_values", K_VALUES))
         scores = mteb_scores(payload, k_values, (depths or {}).get(str(payload.get("task")) if named else task))
         if mtask.metadata.main_score != MAIN_SCORE:
-            raise R2MedError(f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
-                             f"which r2med does not compute")
+            raise R2MedError(
+                f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
+                f"which r2med does not compute"
+            )
         if "main_score" not in scores.values:
             raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
         judged = len(payload.get("per_query") or {})
         if named is None and judged and judged != TASKS[task].queries:
-            report.warnings.append(f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
-                                   f"(a subset, or queries without results)")
+            report.warnings.append(
+                f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
+                f"(a subset, or queries without results)"
+            )
         seconds = (payload.get("timing") or {}).get("total_s")
         result = TaskResult.from_task_results(
-            mtask, {split: {SUBSET: dict(scores.values)}},
-            evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None)
+            mtask,
+            {split: {SUBSET: dict(scores.values)}},
+            evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,
+        )
         if revision != result.dataset_revision:
             result = result.model_copy(update={"dataset_revision": revision})
-        built.append((result, ExportedTask(task, mtask.metadata.name, revision,
-                                           report.folder / f"{mtask.metadata.name}.json", scores)))
+        built.append(
+            (
+                result,
+                ExportedTask(
+                    task, mtask.metadata.name, revision, report.folder / f"{mtask.metadata.name}.json", scores
+                ),
+            )
+        )
     if refused:
-        raise R2MedError("not exported, the data revision differs from MTEB's (re-run on the hub data at "
-                         "MTEB's pin, or force it): " + "; ".join(refused))
+        raise R2MedError(
+            "not exported, the data revision differs from MTEB's (re-run on the hub data at "
+            "MTEB's pin, or force it): " + "; ".join(refused)
+        )
     for task, why in report.skipped.items():
         log.warning("%s: skipped (%s)", task, why)
     if not built:
-        raise R2MedError("nothing to export: none of the results is for an R2MED task (a local collection "
-                         "can be named as an MTEB task with --mteb-task)")
+        raise R2MedError(
+            "nothing to export: none of the results is for an R2MED task (a local collection "
+            "can be named as an MTEB task with --mteb-task)"
+        )
     for message in report.warnings:
         log.warning("%s", message)
 
@@ -489,6 +542,10 @@ def export_mteb(results: Iterable[Mapping[str, Any]], out: str | os.PathLike[str
         shutil.rmtree(tmp / "stage")
     report.tasks = [exported for _, exported in built]
     absent = [key for key in mteb_score_keys() if any(key in t.scores.absent for t in report.tasks)]
-    log.info("MTEB export: %d task(s) in %s; MTEB keys not exported (r2med did not compute them): %s",
-             len(report.tasks), report.folder, summarize_keys(absent))
+    log.info(
+        "MTEB export: %d task(s) in %s; MTEB keys not exported (r2med did not compute them): %s",
+        len(report.tasks),
+        report.folder,
+        summarize_keys(absent),
+    )
     return report

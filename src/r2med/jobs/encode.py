@@ -29,12 +29,20 @@ class Encoded:
     location: str
 
 
-def encode_tasks(tasks: Sequence[TaskRef], retriever: str, options: Mapping[str, Any] | None = None,
-                 ray: bool = False, address: str | None = None, dest: str | None = None, shard_size: int = 4096,
-                 actors: int | None = None, cpus_per_actor: float = 1.0, gpus_per_actor: float | None = None
-                 ) -> list[Encoded]:
+def encode_tasks(
+    tasks: Sequence[TaskRef],
+    retriever: str,
+    options: Mapping[str, Any] | None = None,
+    ray: bool = False,
+    address: str | None = None,
+    dest: str | None = None,
+    shard_size: int = 4096,
+    actors: int | None = None,
+    cpus_per_actor: float = 1.0,
+    gpus_per_actor: float | None = None,
+) -> list[Encoded]:
     """Encode each task's corpus with ``retriever`` (a dense retriever of the registry)."""
-    from ..cache import check_home
+    from ..infra.home import check_home
     from ..retrieval.registry import make_retriever, retriever_meta
 
     meta = retriever_meta(retriever)
@@ -52,23 +60,49 @@ def encode_tasks(tasks: Sequence[TaskRef], retriever: str, options: Mapping[str,
         collection = ref.load()
         dense = make_retriever(retriever, task=collection.name, **options)
         if not ray:
-            from ..cache import remember_collection
+            from ..infra.home import remember_collection
 
             remember_collection(collection.fingerprint, collection.name, collection.source)
             start = time.perf_counter()
             dense.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
             entry = dense.cache_entry
-            done.append(Encoded(collection.name, len(collection.corpus), None, dense.docs_encoded,
-                                len(collection.corpus) - dense.docs_encoded, time.perf_counter() - start,
-                                str(entry.path if entry else "-")))
+            done.append(
+                Encoded(
+                    collection.name,
+                    len(collection.corpus),
+                    None,
+                    dense.docs_encoded,
+                    len(collection.corpus) - dense.docs_encoded,
+                    time.perf_counter() - start,
+                    str(entry.path if entry else "-"),
+                )
+            )
             continue
         from ..scale.encode import encode_distributed
 
         target = f"{dest.rstrip('/')}/{collection.name}" if dest else None
-        result = encode_distributed(collection.corpus, dense.settings, corpus_fingerprint=collection.fingerprint,
-                                    dest=target, shard_size=shard_size, address=address or "local", actors=actors,
-                                    cpus_per_actor=cpus_per_actor, gpus_per_actor=gpus_per_actor,
-                                    device=options.get("device"), batch_size=options.get("batch_size") or dense.batch_size)
-        done.append(Encoded(collection.name, result.n_docs, result.n_shards, len(result.encoded_shards),
-                            len(result.reused_shards), result.seconds, result.location))
+        result = encode_distributed(
+            collection.corpus,
+            dense.settings,
+            corpus_fingerprint=collection.fingerprint,
+            dest=target,
+            shard_size=shard_size,
+            address=address or "local",
+            actors=actors,
+            cpus_per_actor=cpus_per_actor,
+            gpus_per_actor=gpus_per_actor,
+            device=options.get("device"),
+            batch_size=options.get("batch_size") or dense.batch_size,
+        )
+        done.append(
+            Encoded(
+                collection.name,
+                result.n_docs,
+                result.n_shards,
+                len(result.encoded_shards),
+                len(result.reused_shards),
+                result.seconds,
+                result.location,
+            )
+        )
     return done

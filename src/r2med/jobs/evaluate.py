@@ -4,7 +4,7 @@
 
 * :func:`plan` -- what a retriever is run with: its options, checked against its registry record
   (defaults filled in), the query builder of an expansion, and the result's name;
-* :func:`run_task` -- one collection: retrieve, then :func:`~r2med.jobs.folders.finish_task`, or
+* :func:`run_task` -- one collection: retrieve, then :func:`~r2med.results.folders.finish_task`, or
   reuse a finished folder made with the same configuration and data;
 * :func:`run_tasks` -- every task of a list of :class:`~r2med.data.TaskRef`, on the progress display;
 * :func:`summary` -- the published configuration the results reproduce, if any, and a note when the
@@ -22,20 +22,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import progress
-from ..cache import fingerprint_texts
+from ..infra import progress
+from ..infra.home import fingerprint_texts
 from ..data import Collection, TaskRef
 from ..errors import shown
-from ..metrics import DEFAULT_MEASURES, Metrics, evaluate
-from ..paths import plain_name
-from ..published import PublishedKey, data_problem, match_published, precision_change
+from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
+from ..infra.containment import plain_name
+from ..results.published import PublishedKey, data_problem, match_published, precision_change
 from ..retrieval.base import QueryText, index_collection
-from .folders import TaskResult, finish_task, reuse
+from ..results.folders import TaskResult, finish_task, reuse
 
 log = logging.getLogger(__name__)
 
 QueryBuilder = Callable[[Collection, str], Mapping[str, QueryText]]
 """(collection, retriever family) -> the query texts to search with (expansions hook in here)."""
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -51,10 +52,17 @@ class Plan:
         return self.label or self.retriever
 
 
-def plan(retriever: str, options: Mapping[str, Any] | None = None, cache: bool = True,
-         expansion: str | None = None, expansion_file: str | Path | None = None,
-         expansion_dir: str | Path | None = None, data_dir: str | Path | None = None,
-         revision: str | None = None, name: str | None = None) -> Plan:
+def plan(
+    retriever: str,
+    options: Mapping[str, Any] | None = None,
+    cache: bool = True,
+    expansion: str | None = None,
+    expansion_file: str | Path | None = None,
+    expansion_dir: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    revision: str | None = None,
+    name: str | None = None,
+) -> Plan:
     """Check ``options`` against the retriever's registry record and set up its expansion, if any.
 
     ``options`` holds what the user set (None: not set); an option the retriever does not take is a
@@ -70,7 +78,7 @@ def plan(retriever: str, options: Mapping[str, Any] | None = None, cache: bool =
     if meta.named_after and checked.get(meta.named_after):
         label = f"{retriever}-{model_name(str(checked[meta.named_after]))}"
     if retriever == "custom" and checked.get("encoder") is not None:
-        from ..custom import short_name
+        from ..infra.user_code import short_name
 
         label = f"custom-{short_name(checked['encoder'])}"
     builder = None
@@ -81,7 +89,9 @@ def plan(retriever: str, options: Mapping[str, Any] | None = None, cache: bool =
         label = f"{label}+{builder.label}"
     if name is not None:
         label = plain_name(name, "--name", run_name=True)
-    plain_name(label, f"result name {shown(label)} (pass --name):", run_name=True)  # a folder under --out, the run's tag
+    plain_name(
+        label, f"result name {shown(label)} (pass --name):", run_name=True
+    )  # a folder under --out, the run's tag
     return Plan(retriever, checked, label, builder)
 
 
@@ -97,8 +107,9 @@ def model_name(model: str) -> str:
     name = parts[-1]
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
         name = parts[-3].split("--")[-1]
-    elif (name.lower() in GENERIC_FOLDERS or (len(name) == 40 and all(c in "0123456789abcdef" for c in name))) \
-            and len(parts) >= 2:
+    elif (name.lower() in GENERIC_FOLDERS or (len(name) == 40 and all(c in "0123456789abcdef" for c in name))) and len(
+        parts
+    ) >= 2:
         name = parts[-2]
     return "_".join(name.split()) or "model"
 
@@ -108,10 +119,18 @@ def queries_fingerprint(queries: Mapping[str, QueryText]) -> str:
     return fingerprint_texts((qid, q if isinstance(q, str) else "\x1f".join(q)) for qid, q in queries.items())
 
 
-def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] | None = None, k: int = 100,
-             out: str | Path | None = None, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-             query_builder: QueryBuilder | None = None, label: str | None = None,
-             overwrite: bool = False) -> TaskResult:
+def run_task(
+    collection: Collection,
+    retriever: str,
+    options: Mapping[str, Any] | None = None,
+    k: int = 100,
+    out: str | Path | None = None,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    query_builder: QueryBuilder | None = None,
+    label: str | None = None,
+    overwrite: bool = False,
+) -> TaskResult:
     """Retrieve, evaluate and (with ``out``) write ``out/<task>/`` for one collection."""
     from ..retrieval.registry import make_retriever  # imports numpy/scipy: not at CLI start-up
 
@@ -120,17 +139,22 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
     retriever_ = make_retriever(retriever, task=collection.name, **options)
     queries = query_builder(collection, retriever_.family) if query_builder else collection.queries
     describe = getattr(query_builder, "describe", None)
-    config = {"retriever": retriever, "options": options, "k": k, **retriever_.config(),
-              "expansion": describe(collection) if describe else None,
-              "queries_fingerprint": queries_fingerprint(queries),
-              **({"split": collection.split} if collection.split is not None else {})}
+    config = {
+        "retriever": retriever,
+        "options": options,
+        "k": k,
+        **retriever_.config(),
+        "expansion": describe(collection) if describe else None,
+        "queries_fingerprint": queries_fingerprint(queries),
+        **({"split": collection.split} if collection.split is not None else {}),
+    }
     if collection.corpus_repeats and getattr(retriever_, "indexes_repeats", False):
         config["corpus_repeats"] = len(collection.corpus_repeats)  # indexed too: the corpus read as a list
     reused = reuse(out, config, collection, measures, count_missing, overwrite)
     if reused is not None:
         return reused
     if options.get("cache", True):
-        from ..cache import remember_collection
+        from ..infra.home import remember_collection
 
         remember_collection(collection.fingerprint, collection.name, collection.source)
     t0 = time.perf_counter()
@@ -140,13 +164,28 @@ def run_task(collection: Collection, retriever: str, options: Mapping[str, Any] 
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
     facts = getattr(retriever_, "encoding_facts", None)
-    return finish_task(collection, label or retriever, run, config, out, measures, count_missing, timing,
-                       facts() if callable(facts) else None)
+    return finish_task(
+        collection,
+        label or retriever,
+        run,
+        config,
+        out,
+        measures,
+        count_missing,
+        timing,
+        facts() if callable(facts) else None,
+    )
 
 
-def run_tasks(job: Plan, tasks: Sequence[TaskRef], k: int = 100, out: str | Path | None = None,
-              measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-              overwrite: bool = False) -> list[TaskResult]:
+def run_tasks(
+    job: Plan,
+    tasks: Sequence[TaskRef],
+    k: int = 100,
+    out: str | Path | None = None,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> list[TaskResult]:
     """:func:`run_task` for every task, in order, one collection in memory at a time (on the progress
     display: the task loop, and inside it each task's long steps)."""
     results = []
@@ -155,9 +194,18 @@ def run_tasks(job: Plan, tasks: Sequence[TaskRef], k: int = 100, out: str | Path
             loop.describe(f"{job.name} · {ref.name}: loading")
             collection = ref.load()
             loop.describe(f"{job.name} · {collection.name}")
-            result = run_task(collection, job.retriever, job.options, k=k, out=out, measures=measures,
-                              count_missing=count_missing, query_builder=job.query_builder, label=job.name,
-                              overwrite=overwrite)
+            result = run_task(
+                collection,
+                job.retriever,
+                job.options,
+                k=k,
+                out=out,
+                measures=measures,
+                count_missing=count_missing,
+                query_builder=job.query_builder,
+                label=job.name,
+                overwrite=overwrite,
+            )
             log.info("%s: nDCG@10 = %.4f%s", result.task, result.headline, " (reused)" if result.reused else "")
             results.append(result)
             loop.advance()
@@ -177,7 +225,7 @@ class Summary:
 
 
 def summary(name: str, results: Sequence[TaskResult]) -> Summary:
-    """The published configuration ``results`` reproduce (:func:`r2med.published.match_published`) and
+    """The published configuration ``results`` reproduce (:func:`r2med.results.published.match_published`) and
     the precision they ran in when it is not the paper's (the published figures stay shown)."""
     configs = [r.config for r in results]
     published = match_published(configs) if results else None
@@ -185,8 +233,13 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
         published = None  # a reranked run's own table shows no published row (see `r2med report`)
     change = next((c for c in map(precision_change, configs) if c), None) if published is not None else None
     figures = published.figures() if published is not None else {}
-    ungraded = {r.task: problem for r in results if r.task in figures
-                for problem in [data_problem(r.task, r.data)] if problem is not None}
+    ungraded = {
+        r.task: problem
+        for r in results
+        if r.task in figures
+        for problem in [data_problem(r.task, r.data)]
+        if problem is not None
+    }
     return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name, ungraded)
 
 
@@ -195,7 +248,7 @@ def demo_tasks(revision: str | None = None) -> tuple[list[TaskRef], str | None]:
     a missing file or revision is an error), the built-in demo collection, with the reason."""
     from ..data import resolve
     from ..data.hub import HubUnavailable, download, revision_for
-    from ..tasks import TASK_NAMES, get_task
+    from ..data.tasks import TASK_NAMES, get_task
 
     try:
         download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
@@ -208,19 +261,20 @@ def demo_tasks(revision: str | None = None) -> tuple[list[TaskRef], str | None]:
 DEMO = Plan("bm25", label="bm25")
 
 
-def score_files(qrels: str | Path, run: str | Path, measures: Iterable[str] | None = None,
-                count_missing: bool = False) -> Metrics:
+def score_files(
+    qrels: str | Path, run: str | Path, measures: Iterable[str] | None = None, count_missing: bool = False
+) -> Metrics:
     """``r2med score``: a run scored against judgments.
 
     ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments).
     ``run``: a TREC run file, or a task folder, system folder or results root holding one task (the
-    one named after the collection folder when there are several: :func:`~r2med.jobs.folders.run_file`).
+    one named after the collection folder when there are several: :func:`~r2med.results.folders.run_file`).
     """
     from ..data import read_qrels
     from ..data.loaders import qrels_file
-    from ..paths import check_input_file
-    from ..run import read_trec
-    from .folders import run_file
+    from ..infra.containment import check_input_file
+    from ..runs.run import read_trec
+    from ..results.folders import run_file
 
     qrels, run = Path(qrels), Path(run)
     collection = None
@@ -242,6 +296,6 @@ def score_files(qrels: str | Path, run: str | Path, measures: Iterable[str] | No
 def demo_out(out: str | Path | None = None) -> Path:
     """Where ``r2med demo`` writes: ``--out`` when given, else ``$R2MED_HOME/demo`` (never into a results root
     of the user's, where a later ``report`` would mix it in)."""
-    from ..cache import home
+    from ..infra.home import home
 
     return Path(out) if out is not None else home() / "demo"

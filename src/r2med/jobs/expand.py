@@ -4,7 +4,7 @@ Writes ``OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl`` (R2MED's layout) onc
 task has its expansion; ``r2med evaluate --expansion METHOD:LLM --expansion-dir OUT`` scores it.
 HyDE / Query2doc / LameR are one request per query (:mod:`r2med.expansion.generate`); Search-R1 /
 Search-O1 search the task's own index in a loop (:mod:`r2med.expansion.agentic`).  Every answer is
-cached by :class:`r2med.llm.LLMClient`, so a re-run sends no request and an interrupted one resumes.
+cached by :class:`r2med.infra.llm.LLMClient`, so a re-run sends no request and an interrupted one resumes.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import progress
+from ..infra import progress
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
-from ..paths import ensure_within, plain_name, task_folder
+from ..infra.containment import ensure_within, plain_name, task_folder
 
 
 class Bar(Protocol):
@@ -33,7 +33,7 @@ class Bar(Protocol):
 
 
 class RequestBar:
-    """One task's expansion requests on :mod:`r2med.progress`: queries done, failed, retried, retrying now
+    """One task's expansion requests on :mod:`r2med.infra.progress`: queries done, failed, retried, retrying now
     (requests between a transient error and their answer), tokens so far."""
 
     def __init__(self, task: progress.Progress, client: Any):
@@ -79,7 +79,7 @@ def llm_folder_name(model: str) -> str:
 def check_llm_name(name: str) -> str:
     """``--llm-name`` as given, if it is a plain name in the folder form ``--expansion METHOD:LLM`` reads back.
 
-    Refused, never rewritten: a separator, whitespace or control character (:func:`~r2med.paths.plain_name`),
+    Refused, never rewritten: a separator, whitespace or control character (:func:`~r2med.infra.containment.plain_name`),
     and upper case or ``_``, which ``--expansion`` would read as another folder; so two different names
     never write one folder.
     """
@@ -88,8 +88,10 @@ def check_llm_name(name: str) -> str:
     plain_name(name, "--llm-name", run_name=True)
     folder = normalize_llm(name)
     if folder != name:
-        raise R2MedError(f"--llm-name {shown(name)} is not in folder form (lower case, '-' for '_'); "
-                         f"--expansion METHOD:LLM reads it as {shown(folder)}: pass --llm-name {shown(folder)}")
+        raise R2MedError(
+            f"--llm-name {shown(name)} is not in folder form (lower case, '-' for '_'); "
+            f"--expansion METHOD:LLM reads it as {shown(folder)}: pass --llm-name {shown(folder)}"
+        )
     return name
 
 
@@ -108,8 +110,17 @@ def agentic_tags(method: str, search: str | None = None, result: str | None = No
     return get_protocol(method, **overrides)
 
 
-def _agentic(collection: Collection, method: str, client: Any, sampling: dict, retriever_name: str, max_turns: int,
-             search_k: int, bar: Bar, tags: Any) -> tuple[dict[str, str], dict[str, str], dict[str, dict]]:
+def _agentic(
+    collection: Collection,
+    method: str,
+    client: Any,
+    sampling: dict,
+    retriever_name: str,
+    max_turns: int,
+    search_k: int,
+    bar: Bar,
+    tags: Any,
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict]]:
     from ..expansion.agentic import AgenticExpander
     from ..retrieval.registry import make_retriever
 
@@ -117,8 +128,9 @@ def _agentic(collection: Collection, method: str, client: Any, sampling: dict, r
     from ..retrieval.base import index_collection
 
     index_collection(retriever, collection)
-    agent = AgenticExpander(client, retriever, collection.corpus, tags=tags, max_turns=max_turns, top_k=search_k,
-                            sampling=sampling)
+    agent = AgenticExpander(
+        client, retriever, collection.corpus, tags=tags, max_turns=max_turns, top_k=search_k, sampling=sampling
+    )
 
     def on_turn(turn: int, searching: int) -> None:
         bar.describe(f"{method} · {collection.name} · turn {turn}: {searching} searching")
@@ -131,19 +143,40 @@ def _agentic(collection: Collection, method: str, client: Any, sampling: dict, r
             errors[qid] = trace.error
         else:
             texts[qid] = trace.answer
-            extra[qid] = {"searches": [[q, docs] for q, docs in trace.searches], "turns": trace.turns,
-                          "stopped": trace.stopped}
+            extra[qid] = {
+                "searches": [[q, docs] for q, docs in trace.searches],
+                "turns": trace.turns,
+                "stopped": trace.stopped,
+            }
     return texts, errors, extra
 
 
-def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | Path, llm_name: str | None = None,
-                 base_url: str | None = None, api_key: str | None = None, concurrency: int = 16,
-                 timeout: float = 300.0, max_retries: int = 6, sampling: str | None = None,
-                 temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
-                 seed: int | None = None, prompt_task: str | None = None, retriever: str = "bm25",
-                 max_turns: int = 4, search_k: int = 3, search_tags: str | None = None,
-                 result_tags: str | None = None, answer_tags: str | None = None,
-                 cache: bool = True, prompt_file: str | Path | None = None) -> tuple[str, str, list[Expanded]]:
+def expand_tasks(
+    tasks: Sequence[TaskRef],
+    method: str,
+    model: str,
+    out: str | Path,
+    llm_name: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    concurrency: int = 16,
+    timeout: float = 300.0,
+    max_retries: int = 6,
+    sampling: str | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    prompt_task: str | None = None,
+    retriever: str = "bm25",
+    max_turns: int = 4,
+    search_k: int = 3,
+    search_tags: str | None = None,
+    result_tags: str | None = None,
+    answer_tags: str | None = None,
+    cache: bool = True,
+    prompt_file: str | Path | None = None,
+) -> tuple[str, str, list[Expanded]]:
     """Expand every query of every task; returns the method (normalised), the LLM's folder name and one
     :class:`Expanded` per task.
 
@@ -153,12 +186,12 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
     ``prompt_file``: a template of the user's instead of the paper's prompts (generative methods); its text
     and sha256 are recorded in ``prompt.json`` beside each expansion file, and each record names the sha256.
     """
-    from ..cache import check_home
+    from ..infra.home import check_home
     from ..expansion.combine import AGENTIC, check_method
     from ..expansion.generate import generate_expansions, paper_sampling, prompt_task as resolve_prompt
     from ..expansion.generate import write_expansion_file
-    from ..llm import LLMClient
-    from ..paths import check_output_dir
+    from ..infra.llm import LLMClient
+    from ..infra.containment import check_output_dir
 
     method = check_method(method)
     if sampling is not None and sampling not in ("api", "open"):
@@ -179,45 +212,71 @@ def expand_tasks(tasks: Sequence[TaskRef], method: str, model: str, out: str | P
     elif not agentic:
         for ref in tasks:  # fail before any request when a prompt is missing
             resolve_prompt(ref.name, prompt_task)
-    params = paper_sampling(api=(sampling or ("api" if base_url is None else "open")) == "api",
-                            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-    client = LLMClient(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
-                       max_retries=max_retries, cache=cache)
+    params = paper_sampling(
+        api=(sampling or ("api" if base_url is None else "open")) == "api",
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        seed=seed,
+    )
+    client = LLMClient(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        cache=cache,
+    )
     done = []
     try:
         for ref in tasks:
             collection = ref.load()
             before = client.usage.as_dict()
             path = ensure_within(out, task_folder(out, collection.name) / method / llm / EXPANSION_FILE)
-            with progress.task(f"{method} · {collection.name}", total=len(collection.queries), unit="queries",
-                               counters=("failed", "retried", "retrying", "tokens in", "tokens out")) as task:
+            with progress.task(
+                f"{method} · {collection.name}",
+                total=len(collection.queries),
+                unit="queries",
+                counters=("failed", "retried", "retrying", "tokens in", "tokens out"),
+            ) as task:
                 bar = RequestBar(task, client)
                 if agentic:
-                    texts, errors, extra = _agentic(collection, method, client, params, retriever, max_turns,
-                                                    search_k, bar, tags)
+                    texts, errors, extra = _agentic(
+                        collection, method, client, params, retriever, max_turns, search_k, bar, tags
+                    )
                 else:
-                    res = generate_expansions(collection, method, client, params, task=prompt_task,
-                                              on_result=bar.result, on_retry=bar.retry, prompt_file=template)
+                    res = generate_expansions(
+                        collection,
+                        method,
+                        client,
+                        params,
+                        task=prompt_task,
+                        on_result=bar.result,
+                        on_retry=bar.retry,
+                        prompt_file=template,
+                    )
                     texts, errors, extra = res.texts, res.errors, {}
                     if template is not None:
                         extra = {qid: {"prompt_sha256": template.sha256} for qid in texts}
             if errors:
                 first = next(iter(errors.items()))
-                raise R2MedError(f"{collection.name}: {len(errors)} of {len(collection.queries)} requests failed "
-                                 f"(query {first[0]}: {first[1]}); answers so far are cached: re-run to resume")
+                raise R2MedError(
+                    f"{collection.name}: {len(errors)} of {len(collection.queries)} requests failed "
+                    f"(query {first[0]}: {first[1]}); answers so far are cached: re-run to resume"
+                )
             write_expansion_file(path, collection, texts, extra)
             prompt_record = path.parent / PROMPT_RECORD
             if template is not None:
                 import json
 
-                from ..cache import write_text_atomic
+                from ..infra.home import write_text_atomic
 
                 write_text_atomic(prompt_record, json.dumps(template.record(), indent=1) + "\n")
             elif prompt_record.exists():  # the paper's prompts now: an older record of another prompt goes
                 prompt_record.unlink()
             now = client.usage.as_dict()
-            done.append(Expanded(collection.name, len(collection.queries), path,
-                                 {k: now[k] - before[k] for k in now}))
+            done.append(Expanded(collection.name, len(collection.queries), path, {k: now[k] - before[k] for k in now}))
     finally:
         client.close()
     return method, llm, done

@@ -43,8 +43,20 @@ LABEL = "label"
 #: Option names the command line uses, as the jobs' parameters (``top_k`` -> evaluate's ``k``).
 ALIASES: dict[StepKind, dict[str, str]] = {"evaluate": {"top_k": "k"}, "rerank": {}, "fuse": {"top_k": "depth"}}
 #: Job parameters the experiment sets itself (never from a step's table).
-_SET_BY_EXPERIMENT = {"retriever", "options", "data_dir", "revision", "name", "job", "tasks", "out", "measures",
-                      "overwrite", "runs", "reranker"}
+_SET_BY_EXPERIMENT = {
+    "retriever",
+    "options",
+    "data_dir",
+    "revision",
+    "name",
+    "job",
+    "tasks",
+    "out",
+    "measures",
+    "overwrite",
+    "runs",
+    "reranker",
+}
 #: Keys whose values are paths (read against the file's folder).
 PATH_KEYS = {"expansion_file", "expansion_dir"}
 #: Keys whose values may be paths or hub ids (a path when it exists there or starts with ``.``).
@@ -190,14 +202,18 @@ class Checker:
         seen: dict[str, Step] = {}
         for step in exp.steps:
             if step.label in seen:
-                raise self.fail(step.where, f"makes system '{step.label}', as {seen[step.label].where} does; "
-                                            "give one a label")
+                raise self.fail(
+                    step.where, f"makes system '{step.label}', as {seen[step.label].where} does; give one a label"
+                )
             seen[step.label] = step
         for step in exp.steps:
             for needed in step.needs:
                 if needed not in seen and not (exp.out / needed).is_dir():
-                    raise self.fail(step.where, f"'{needed}' is no system of this experiment "
-                                                f"(it makes: {', '.join(seen)}) nor a folder in {exp.out}")
+                    raise self.fail(
+                        step.where,
+                        f"'{needed}' is no system of this experiment "
+                        f"(it makes: {', '.join(seen)}) nor a folder in {exp.out}",
+                    )
         exp.steps = order_steps(exp.steps, self)
         exp.report = self.report_spec(raw.get("report", {}), exp)
         return exp
@@ -212,7 +228,7 @@ class Checker:
         elif isinstance(tasks, str):
             exp.tasks = tasks
         else:
-            raise self.fail("[data]", f"tasks: expected a list of task names or \"all\", got {tasks!r}")
+            raise self.fail("[data]", f'tasks: expected a list of task names or "all", got {tasks!r}')
         dirs = raw.get("dirs", [])
         exp.dirs = [self.path(d, "[data]", "dirs") for d in ([dirs] if isinstance(dirs, str) else dirs)]
         exp.revision = raw.get("revision")
@@ -252,18 +268,25 @@ class Checker:
         label = entry.get(LABEL)
         try:
             meta.check_options(options)
-            made = plan(name, options, cache=bool(job.pop("cache", True)), expansion=job.pop("expansion", None),
-                        expansion_file=job.pop("expansion_file", None), expansion_dir=job.pop("expansion_dir", None),
-                        data_dir=exp.dirs[0] if len(exp.dirs) == 1 else None, revision=exp.revision,
-                        name=label if isinstance(label, str) else None)
+            made = plan(
+                name,
+                options,
+                cache=bool(job.pop("cache", True)),
+                expansion=job.pop("expansion", None),
+                expansion_file=job.pop("expansion_file", None),
+                expansion_dir=job.pop("expansion_dir", None),
+                data_dir=exp.dirs[0] if len(exp.dirs) == 1 else None,
+                revision=exp.revision,
+                name=label if isinstance(label, str) else None,
+            )
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
         self.check_job_values(where, job, run_tasks)
         return Step("evaluate", index, made.name, (), name, job={"plan": made, **job}, options=options)
 
     def rerank(self, entry: Mapping[str, Any], index: int, exp: Experiment) -> list[Step]:
-        from ..published import published_depth
-        from ..rerank.base import make_reranker, reranker_meta
+        from ..results.published import published_depth
+        from ..reranking.base import make_reranker, reranker_meta
         from .rerank import default_name, rerank_folder, result_name
 
         where = f"{TABLES['rerank']} {index}"
@@ -280,14 +303,20 @@ class Checker:
             raise self.fail(where, f"reranker: {exc}") from None
         job_keys = job_parameters(rerank_folder)
         job = {k: v for k, v in entry.items() if k in job_keys}
-        options = {k: self.maybe_path(v) for k, v in entry.items() if k not in job_keys and k not in
-                   ("reranker", "runs", LABEL)}
+        options = {
+            k: self.maybe_path(v)
+            for k, v in entry.items()
+            if k not in job_keys and k not in ("reranker", "runs", LABEL)
+        }
         try:  # rerankers load their model lazily: building one checks its options and loads nothing
             make_reranker(reranker, **options)
         except TypeError as exc:
-            raise self.fail(where, f"reranker {reranker!r} does not take one of {', '.join(options)} ({exc}); "
-                                   f"the step takes: reranker, runs, {LABEL}, {', '.join(job_keys)} and the "
-                                   "reranker's own options") from None
+            raise self.fail(
+                where,
+                f"reranker {reranker!r} does not take one of {', '.join(options)} ({exc}); "
+                f"the step takes: reranker, runs, {LABEL}, {', '.join(job_keys)} and the "
+                "reranker's own options",
+            ) from None
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
         self.check_job_values(where, job, rerank_folder)
@@ -306,7 +335,7 @@ class Checker:
         return steps
 
     def fusion(self, entry: Mapping[str, Any], index: int, exp: Experiment) -> Step:
-        from ..fusion import check_fusion
+        from ..runs.fusion import check_fusion
         from .fuse import fuse_folders
         from .rerank import folder_name, result_name
 
@@ -321,8 +350,13 @@ class Checker:
         job = {aliases.get(k, k): v for k, v in entry.items() if k not in ("systems", LABEL)}
         method = job.get("method", "rrf")
         try:
-            check_fusion(len(systems), str(method), k=job.get("k", 60), norm=job.get("norm", "minmax"),
-                         weights=job.get("weights"))
+            check_fusion(
+                len(systems),
+                str(method),
+                k=job.get("k", 60),
+                norm=job.get("norm", "minmax"),
+                weights=job.get("weights"),
+            )
             label = result_name(entry.get(LABEL), f"{method}-" + "+".join(folder_name(s) for s in systems))
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
@@ -345,8 +379,11 @@ class Checker:
         for key, value in job.items():
             expected = set(typing.get_args(hints.get(key))) or {hints.get(key)}
             expected.discard(type(None))
-            if expected and expected <= {int, float} and (isinstance(value, bool) or
-                                                          not isinstance(value, (int, float))):
+            if (
+                expected
+                and expected <= {int, float}
+                and (isinstance(value, bool) or not isinstance(value, (int, float)))
+            ):
                 raise self.fail(where, f"{key}: expected a number, got {value!r}")
             if expected == {bool} and not isinstance(value, bool):
                 raise self.fail(where, f"{key}: expected true or false, got {value!r}")
@@ -354,7 +391,7 @@ class Checker:
                 raise self.fail(where, f"{key}: expected a string, got {value!r}")
 
     def report_spec(self, raw: Any, exp: Experiment) -> ReportSpec:
-        from ..metrics import canonical
+        from ..evaluation.metrics import canonical
 
         if not isinstance(raw, Mapping):
             raise self.fail("", "report: expected a [report] table")
@@ -366,7 +403,7 @@ class Checker:
             spec.measures = tuple(dict.fromkeys(canonical(str(m)) for m in measures))
         except R2MedError as exc:
             raise self.fail("[report]", f"measures: {exc}") from None
-        from ..paths import check_output_dir, check_output_file
+        from ..infra.containment import check_output_dir, check_output_file
 
         try:  # destinations checked before any work, as every command checks its --out
             check_output_dir(exp.out, "out")
@@ -380,8 +417,10 @@ class Checker:
                     raise self.fail("[report]", str(exc)) from None
         baseline = raw.get("baseline")
         if baseline is not None and baseline not in exp.systems:
-            raise self.fail("[report]", f"baseline '{baseline}' is no system of this experiment "
-                                        f"(it makes: {', '.join(exp.systems)})")
+            raise self.fail(
+                "[report]",
+                f"baseline '{baseline}' is no system of this experiment (it makes: {', '.join(exp.systems)})",
+            )
         spec.baseline = baseline
         spec.title = str(raw.get("title", spec.title))
         return spec
@@ -429,6 +468,7 @@ def data_refs(exp: Experiment) -> list[Any]:
 
 # -- running ----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class StepOutcome:
     step: Step
@@ -442,16 +482,18 @@ def plan_rows(exp: Experiment) -> list[list[str]]:
     for number, step in enumerate(exp.steps, start=1):
         settings = {**{k: v for k, v in step.job.items() if k != "plan"}, **step.options}
         reads = ", ".join(step.needs) if step.needs else ", ".join(r.name for r in data_refs(exp))
-        rows.append([str(number), step.kind, step.what, step.label, reads,
-                     " ".join(f"{k}={v}" for k, v in settings.items())])
+        rows.append(
+            [str(number), step.kind, step.what, step.label, reads, " ".join(f"{k}={v}" for k, v in settings.items())]
+        )
     return rows
 
 
-def run_experiment(exp: Experiment, overwrite: bool = False,
-                   on_step: Callable[[StepOutcome], None] | None = None) -> list[StepOutcome]:
+def run_experiment(
+    exp: Experiment, overwrite: bool = False, on_step: Callable[[StepOutcome], None] | None = None
+) -> list[StepOutcome]:
     """Run every step in order through the evaluate / rerank / fuse jobs, writing ``exp.out/<system>/``;
     finished task folders of the same configuration are reused."""
-    from ..paths import check_output_dir
+    from ..infra.containment import check_output_dir
     from .evaluate import run_tasks
     from .fuse import fuse_folders
     from .rerank import rerank_folder
@@ -466,12 +508,28 @@ def run_experiment(exp: Experiment, overwrite: bool = False,
             made = job.pop("plan")
             results = run_tasks(made, refs, out=exp.out / step.label, measures=measures, overwrite=overwrite, **job)
         elif step.kind == "rerank":
-            [done] = rerank_folder(exp.out / step.needs[0], step.what, step.options, out=exp.out, name=step.label,
-                                   revision=exp.revision, measures=measures, overwrite=overwrite, **step.job)
+            [done] = rerank_folder(
+                exp.out / step.needs[0],
+                step.what,
+                step.options,
+                out=exp.out,
+                name=step.label,
+                revision=exp.revision,
+                measures=measures,
+                overwrite=overwrite,
+                **step.job,
+            )
             results = done.results
         else:
-            results = fuse_folders([exp.out / s for s in step.needs], out=exp.out, name=step.label,
-                                   revision=exp.revision, measures=measures, overwrite=overwrite, **step.job).results
+            results = fuse_folders(
+                [exp.out / s for s in step.needs],
+                out=exp.out,
+                name=step.label,
+                revision=exp.revision,
+                measures=measures,
+                overwrite=overwrite,
+                **step.job,
+            ).results
         outcome = StepOutcome(step, len(results), sum(1 for r in results if r.reused))
         outcomes.append(outcome)
         if on_step is not None:
@@ -488,7 +546,7 @@ def write_if_changed(path: Path, text: str) -> bool:
     nothing); True if written."""
     import re
 
-    from ..cache import write_text_atomic
+    from ..infra.home import write_text_atomic
 
     if path.is_file() and re.sub(_GENERATED, "", path.read_text(encoding="utf-8")) == re.sub(_GENERATED, "", text):
         return False

@@ -1,6 +1,6 @@
 """``r2med export``: results leave r2med in the formats the field uses (MTEB's results layout).
 
-The systems are read like every command that reads runs (:func:`~r2med.jobs.folders.find_runs`:
+The systems are read like every command that reads runs (:func:`~r2med.results.folders.find_runs`:
 results roots, system or task folders); each system's finished tasks go to the format's writer
 (:func:`r2med.export.mteb.export_mteb`, which owns the translation and refuses results made on
 another data revision than MTEB's pin unless forced).
@@ -14,15 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import R2MedError
-from .folders import find_runs
+from ..results.folders import find_runs
 
 #: The formats ``r2med export --format`` writes.
 EXPORT_FORMATS = ("mteb",)
 
 
-def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], fmt: str = "mteb",
-                model: str | None = None, model_revision: str | None = None, force: bool = False,
-                mteb_task: str | None = None) -> list[Any]:
+def export_runs(
+    runs: Iterable[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    fmt: str = "mteb",
+    model: str | None = None,
+    model_revision: str | None = None,
+    force: bool = False,
+    mteb_task: str | None = None,
+) -> list[Any]:
     """Export every system in ``runs`` under ``out``; one :class:`~r2med.export.mteb.MtebExport` per system.
 
     ``model``: the model name to file the results under (default: the system's name; one system only);
@@ -33,31 +39,40 @@ def export_runs(runs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[s
     from ..data import locate
     from ..data.resolve import require
     from ..export.mteb import collection_counts, export_mteb, run_depth
-    from ..paths import check_output_dir
-    from ..run import RUN_FILE, read_metrics, read_trec
+    from ..infra.containment import check_output_dir
+    from ..runs.run import RUN_FILE, read_metrics, read_trec
 
     if fmt not in EXPORT_FORMATS:
         raise R2MedError(f"unknown export format {fmt!r}; choose from: {', '.join(EXPORT_FORMATS)}")
     selection = find_runs(runs)
     systems = selection.systems
     if model is not None and len(systems) > 1:
-        raise R2MedError(f"--model names one model, but there are {len(systems)} systems "
-                         f"({', '.join(s.folder.name for s in systems)}); export one system at a time")
+        raise R2MedError(
+            f"--model names one model, but there are {len(systems)} systems "
+            f"({', '.join(s.folder.name for s in systems)}); export one system at a time"
+        )
     check_output_dir(out)
     selection.announce()
     read: list[tuple[str, list[dict[str, Any]], dict[str, int], dict[str, Any]]] = []
     for ref in systems:  # every system read (and checked) before anything is written
         folders = ref.task_paths()
         payloads = [read_metrics(f) for f in folders]
-        depths = {str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE)) for p, f in zip(payloads, folders)
-                  if (f / RUN_FILE).is_file()}
+        depths = {
+            str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE))
+            for p, f in zip(payloads, folders)
+            if (f / RUN_FILE).is_file()
+        }
         counts = {}
         if mteb_task is not None:
             for payload in payloads:
                 task = str(payload.get("task"))
-                counts[task] = collection_counts(require(locate(task, None, recorded=payload, hub=False),
-                                                         task, payload).load())
+                counts[task] = collection_counts(
+                    require(locate(task, None, recorded=payload, hub=False), task, payload).load()
+                )
         read.append((model or ref.folder.name, payloads, depths, counts))
-    return [export_mteb(payloads, Path(out), name, model_revision, depths=depths, force=force, mteb_task=mteb_task,
-                        counts=counts)
-            for name, payloads, depths, counts in read]
+    return [
+        export_mteb(
+            payloads, Path(out), name, model_revision, depths=depths, force=force, mteb_task=mteb_task, counts=counts
+        )
+        for name, payloads, depths, counts in read
+    ]

@@ -2,7 +2,7 @@
 
 Each input system is read and validated as ``rerank`` reads its input (:func:`r2med.jobs.rerank.load_inputs`;
 docs missing from the corpus only warn here); the tasks every folder has are fused with
-:func:`r2med.fusion.fuse` and written through :func:`~r2med.jobs.folders.finish_task`, which scores the
+:func:`r2med.runs.fusion.fuse` and written through :func:`~r2med.results.folders.finish_task`, which scores the
 fused run as written (fusion sums differ by less than the written precision can show).
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import R2MedError
-from ..fusion import check_fusion, fuse
-from ..metrics import DEFAULT_MEASURES
-from ..paths import plain_name, system_folder
-from ..published import different_data
-from .folders import SystemResults, TaskResult, find_runs, finish_task, reuse
+from ..runs.fusion import check_fusion, fuse
+from ..evaluation.metrics import DEFAULT_MEASURES
+from ..infra.containment import plain_name, system_folder
+from ..results.published import different_data
+from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
 log = logging.getLogger(__name__)
@@ -37,10 +37,20 @@ def match_tasks(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str]) ->
     return [[tasks[t] for tasks in by_task] for t in common]
 
 
-def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], name: str, out: str | Path | None,
-                method: str = "rrf", k: float = 60, norm: str = "minmax", weights: Sequence[float] | None = None,
-                depth: int | None = 100, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-                overwrite: bool = False) -> list[TaskResult]:
+def fuse_inputs(
+    groups: Sequence[Sequence[TaskInput]],
+    labels: Sequence[str],
+    name: str,
+    out: str | Path | None,
+    method: str = "rrf",
+    k: float = 60,
+    norm: str = "minmax",
+    weights: Sequence[float] | None = None,
+    depth: int | None = 100,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> list[TaskResult]:
     """Fuse the runs of each common task of ``groups`` (one group per input run folder)."""
     check_fusion(len(groups), method, k=k, norm=norm, weights=weights)
     results = []
@@ -48,16 +58,25 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
         collection = items[0].collection
         splits = {str(i.collection.split or "test") for i in items}
         if len(splits) > 1:
-            raise R2MedError(f"{collection.name}: the input runs are on different splits ({', '.join(sorted(splits))});"
-                             " fuse runs of one split")
+            raise R2MedError(
+                f"{collection.name}: the input runs are on different splits ({', '.join(sorted(splits))});"
+                " fuse runs of one split"
+            )
         problem = different_data(collection.name, {str(i.folder): i.meta for i in items})
-        if problem is None and any(other.collection.dataset_fingerprint != collection.dataset_fingerprint for other in items[1:]):
+        if problem is None and any(
+            other.collection.dataset_fingerprint != collection.dataset_fingerprint for other in items[1:]
+        ):
             problem = f"{collection.name}: the input runs were made on different corpora"
         if problem is not None:
             raise R2MedError(problem)
-        config = {"fusion": method, "k": k if method == "rrf" else None, "norm": None if method == "rrf" else norm,
-                  "weights": list(weights) if weights else None, "depth": depth,
-                  "inputs": [i.describe() for i in items]}
+        config = {
+            "fusion": method,
+            "k": k if method == "rrf" else None,
+            "norm": None if method == "rrf" else norm,
+            "weights": list(weights) if weights else None,
+            "depth": depth,
+            "inputs": [i.describe() for i in items],
+        }
         reused = reuse(out, config, collection, measures, count_missing, overwrite)
         if reused is not None:
             results.append(reused)
@@ -70,17 +89,28 @@ def fuse_inputs(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], na
     return results
 
 
-def fuse_folders(runs: Sequence[str | Path], method: str = "rrf", weights: Sequence[float] | None = None,
-                 k: float = 60, norm: str = "minmax", depth: int = 100, out: str | Path | None = None,
-                 name: str | None = None, tasks: str | None = None, data_dir: str | Path | None = None,
-                 revision: str | None = None, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-                 overwrite: bool = False) -> SystemResults:
+def fuse_folders(
+    runs: Sequence[str | Path],
+    method: str = "rrf",
+    weights: Sequence[float] | None = None,
+    k: float = 60,
+    norm: str = "minmax",
+    depth: int = 100,
+    out: str | Path | None = None,
+    name: str | None = None,
+    tasks: str | None = None,
+    data_dir: str | Path | None = None,
+    revision: str | None = None,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> SystemResults:
     """``r2med fuse``: the systems in ``runs`` (results roots, system or task folders:
-    :func:`~r2med.jobs.folders.find_runs`; a root's fused systems are left out) fused into ``<out>/<name>/``.
+    :func:`~r2med.results.folders.find_runs`; a root's fused systems are left out) fused into ``<out>/<name>/``.
 
     Default ``out``: the results root of the first system; default ``name``: ``<method>-<system>+<system>...``.
     """
-    from ..paths import check_output_dir
+    from ..infra.containment import check_output_dir
 
     check_fusion(max(len(runs), 2), method, k=k, norm=norm)
     if name is not None:
@@ -88,18 +118,31 @@ def fuse_folders(runs: Sequence[str | Path], method: str = "rrf", weights: Seque
     selection = find_runs(runs, skip_from_root=("fuse",))
     systems = selection.systems
     if len(systems) < 2:
-        raise R2MedError(f"fuse needs at least two systems; found {len(systems)} "
-                         f"({', '.join(s.folder.name for s in systems)})")
+        raise R2MedError(
+            f"fuse needs at least two systems; found {len(systems)} ({', '.join(s.folder.name for s in systems)})"
+        )
     check_fusion(len(systems), method, k=k, norm=norm, weights=weights)
     out = Path(out) if out is not None else systems[0].root
     check_output_dir(out)
     collections: dict = {}
-    groups = [load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections)
-              for ref in systems]
+    groups = [
+        load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections) for ref in systems
+    ]
     selection.announce()
     label = result_name(name, f"{method}-" + "+".join(folder_name(str(ref.folder)) for ref in systems))
     target = system_folder(out, label)
-    results = fuse_inputs(groups, [str(ref.folder) for ref in systems], label, target, method=method, k=k, norm=norm,
-                          weights=weights, depth=depth, measures=measures, count_missing=count_missing,
-                          overwrite=overwrite)
+    results = fuse_inputs(
+        groups,
+        [str(ref.folder) for ref in systems],
+        label,
+        target,
+        method=method,
+        k=k,
+        norm=norm,
+        weights=weights,
+        depth=depth,
+        measures=measures,
+        count_missing=count_missing,
+        overwrite=overwrite,
+    )
     return SystemResults(label, target, results)

@@ -1,8 +1,8 @@
 """``r2med import``: runs made elsewhere (your own code, another toolkit) as r2med results.
 
-Each run is validated as every run file is (:func:`r2med.run.read_trec`: ``file:line`` errors), scored
+Each run is validated as every run file is (:func:`r2med.runs.run.read_trec`: ``file:line`` errors), scored
 against its collection's judgments and written to ``OUT/<name>/<task>/`` through
-:func:`~r2med.jobs.folders.finish_task`, exactly as ``evaluate`` writes its results -- so ``report``,
+:func:`~r2med.results.folders.finish_task`, exactly as ``evaluate`` writes its results -- so ``report``,
 ``compare``, ``fuse``, ``rerank``, ``export`` and the HTML page take it.  The configuration records what
 the run is: ``retriever: "imported"`` (it never matches a published row), the file, its sha256, its own
 run tag(s) and any note.  Importing the same file again reuses the finished folder.
@@ -25,10 +25,10 @@ from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import R2MedError
-from ..metrics import DEFAULT_MEASURES
-from ..paths import plain_name
-from ..run import Run, format_trec, read_trec
-from .folders import SystemResults, TaskResult, finish_task, reuse
+from ..evaluation.metrics import DEFAULT_MEASURES
+from ..infra.containment import plain_name
+from ..runs.run import Run, format_trec, read_trec
+from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,8 @@ def trec_tags(path: str | os.PathLike[str]) -> tuple[str, ...]:
 
 
 def read_run_file(path: str | os.PathLike[str]) -> RunFile:
-    """A run file validated (:func:`r2med.run.read_trec`) with its hash and tags."""
-    from ..paths import check_input_file
+    """A run file validated (:func:`r2med.runs.run.read_trec`) with its hash and tags."""
+    from ..infra.containment import check_input_file
 
     path = Path(path)
     check_input_file(path, "run")
@@ -86,8 +86,10 @@ def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bo
     """
     if explicit or len(refs) == 1:
         if len(files) != len(refs):
-            raise R2MedError(f"{len(files)} run file(s) for {len(refs)} task(s) ({', '.join(r.name for r in refs)}); "
-                             "pass one run file per task, in the order --tasks lists them")
+            raise R2MedError(
+                f"{len(files)} run file(s) for {len(refs)} task(s) ({', '.join(r.name for r in refs)}); "
+                "pass one run file per task, in the order --tasks lists them"
+            )
         return [(f, ref.load()) for f, ref in zip(files, refs)]
     collections = [ref.load() for ref in refs]
     pairs: list[tuple[RunFile, Collection]] = []
@@ -97,15 +99,21 @@ def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bo
         best = max(n for n, _ in counts)
         winners = [c for n, c in counts if n == best]
         if best == 0:
-            raise R2MedError(f"{f.path}: none of its {len(f.run)} query ids is a query of "
-                             f"{', '.join(c.name for c in collections)}; name the task with --tasks")
+            raise R2MedError(
+                f"{f.path}: none of its {len(f.run)} query ids is a query of "
+                f"{', '.join(c.name for c in collections)}; name the task with --tasks"
+            )
         if len(winners) > 1:
-            raise R2MedError(f"{f.path}: its query ids fit {' and '.join(c.name for c in winners)} equally "
-                             f"({best} each); name the task with --tasks")
+            raise R2MedError(
+                f"{f.path}: its query ids fit {' and '.join(c.name for c in winners)} equally "
+                f"({best} each); name the task with --tasks"
+            )
         collection = winners[0]
         if collection.name in taken:
-            raise R2MedError(f"{f.path}: its queries are those of {collection.name}, as are those of "
-                             f"{taken[collection.name]}; import one run per task (or one --name per run)")
+            raise R2MedError(
+                f"{f.path}: its queries are those of {collection.name}, as are those of "
+                f"{taken[collection.name]}; import one run per task (or one --name per run)"
+            )
         taken[collection.name] = f.path
         pairs.append((f, collection))
     for f, collection in pairs:  # said once every file is matched: a bad match stays a one-line error
@@ -117,18 +125,35 @@ def _check_against(run: Run, collection: Collection, where: str) -> None:
     """Warn (counted) about query ids the collection lacks and docs not in its corpus."""
     unknown = [q for q in run if q not in collection.queries]
     if unknown:
-        log.warning("%s: %d of its %d queries (e.g. %r) are not queries of %s and are not scored", where,
-                    len(unknown), len(run), unknown[0], collection.name)
+        log.warning(
+            "%s: %d of its %d queries (e.g. %r) are not queries of %s and are not scored",
+            where,
+            len(unknown),
+            len(run),
+            unknown[0],
+            collection.name,
+        )
     missing = sum(1 for docs in run.values() for d in docs if d not in collection.corpus)
     if missing:
-        log.warning("%s: %d doc entr%s not in the corpus of %s; they count as non-relevant", where, missing,
-                    "y" if missing == 1 else "ies", collection.name)
+        log.warning(
+            "%s: %d doc entr%s not in the corpus of %s; they count as non-relevant",
+            where,
+            missing,
+            "y" if missing == 1 else "ies",
+            collection.name,
+        )
 
 
-def import_run(run: Run | Mapping[str, Mapping[str, float]] | str | os.PathLike[str], collection: Collection,
-               name: str, out: str | os.PathLike[str] | None = None, note: str | None = None,
-               measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-               overwrite: bool = False) -> TaskResult:
+def import_run(
+    run: Run | Mapping[str, Mapping[str, float]] | str | os.PathLike[str],
+    collection: Collection,
+    name: str,
+    out: str | os.PathLike[str] | None = None,
+    note: str | None = None,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> TaskResult:
     """Score a run made elsewhere against ``collection`` and (with ``out``, a results root) write
     ``out/<name>/<collection.name>/`` as ``evaluate`` would.
 
@@ -143,8 +168,7 @@ def import_run(run: Run | Mapping[str, Mapping[str, float]] | str | os.PathLike[
         ranked, where = file.run, str(file.path)
     else:
         ranked = check_run(run)
-        source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(),
-                  "tags": []}
+        source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(), "tags": []}
         where = f"{name} (a run given in Python)"
     return _finish(ranked, source, collection, name, out, note, measures, count_missing, overwrite, where)
 
@@ -161,17 +185,30 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
             raise R2MedError(f"run query {qid!r}: expected a text id mapped to {{doc id: score}}")
         row: dict[str, float] = {}
         for did, score in docs.items():
-            if not isinstance(did, str) or isinstance(score, bool) or not isinstance(score, (int, float)) \
-                    or not math.isfinite(float(score)):
+            if (
+                not isinstance(did, str)
+                or isinstance(score, bool)
+                or not isinstance(score, (int, float))
+                or not math.isfinite(float(score))
+            ):
                 raise R2MedError(f"run query {qid!r}, doc {did!r}: score {score!r} is not a finite number")
             row[did] = float(score)
         checked[qid] = row
     return checked
 
 
-def _finish(run: Run, source: Mapping[str, Any], collection: Collection, name: str,
-            out: str | os.PathLike[str] | None, note: str | None, measures: Iterable[str], count_missing: bool,
-            overwrite: bool, where: str) -> TaskResult:
+def _finish(
+    run: Run,
+    source: Mapping[str, Any],
+    collection: Collection,
+    name: str,
+    out: str | os.PathLike[str] | None,
+    note: str | None,
+    measures: Iterable[str],
+    count_missing: bool,
+    overwrite: bool,
+    where: str,
+) -> TaskResult:
     config = {"retriever": IMPORTED, "imported": {**source, "note": note}}
     target = Path(out) / name if out is not None else None
     reused = reuse(target, config, collection, measures, count_missing, overwrite)
@@ -184,15 +221,23 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, name: s
     return result
 
 
-def import_files(files: Sequence[str | os.PathLike[str]], name: str, out: str | os.PathLike[str],
-                 tasks: str | None = None, data_dir: str | os.PathLike[str] | None = None,
-                 revision: str | None = None, note: str | None = None, measures: Iterable[str] = DEFAULT_MEASURES,
-                 count_missing: bool = False, overwrite: bool = False) -> SystemResults:
+def import_files(
+    files: Sequence[str | os.PathLike[str]],
+    name: str,
+    out: str | os.PathLike[str],
+    tasks: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    note: str | None = None,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> SystemResults:
     """``r2med import``: every run file checked first (nothing is written when one is bad), matched to its
     task (:func:`assign_tasks`), then scored and written to ``out/<name>/<task>/``."""
     from ..data import resolve
     from ..data.resolve import _asked
-    from ..paths import check_output_dir
+    from ..infra.containment import check_output_dir
 
     if not files:
         raise R2MedError("import needs at least one run file")
@@ -204,6 +249,7 @@ def import_files(files: Sequence[str | os.PathLike[str]], name: str, out: str | 
     results = []
     for file, collection in pairs:
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
-        results.append(_finish(file.run, source, collection, name, out, note, measures, count_missing, overwrite,
-                               str(file.path)))
+        results.append(
+            _finish(file.run, source, collection, name, out, note, measures, count_missing, overwrite, str(file.path))
+        )
     return SystemResults(name, Path(out) / name, results)

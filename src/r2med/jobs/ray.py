@@ -19,7 +19,7 @@ from typing import Any
 
 from ..data import Collection, TaskRef
 from .evaluate import Plan, QueryBuilder, run_task
-from .folders import TaskResult
+from ..results.folders import TaskResult
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,32 @@ def default_resources(retriever: str, gpus_available: float, lexical_cpus: float
     return {"num_cpus": 1.0, "num_gpus": 1.0}
 
 
-def run_cell(job: MatrixJob, k: int, out: str | None, measures: Sequence[str], count_missing: bool,
-             overwrite: bool, query_builder: QueryBuilder | None, env: Mapping[str, str] | None = None) -> TaskResult:
+def run_cell(
+    job: MatrixJob,
+    k: int,
+    out: str | None,
+    measures: Sequence[str],
+    count_missing: bool,
+    overwrite: bool,
+    query_builder: QueryBuilder | None,
+    env: Mapping[str, str] | None = None,
+) -> TaskResult:
     """Evaluate one cell (the body of a Ray task; also callable in-process) under the driver's ``env``."""
     with _environment(env or {}):
         collection = job.load()
         folder = Path(out) / job.name if out else None
-        return run_task(collection, job.retriever, dict(job.options), k=k, out=folder, measures=measures,
-                        count_missing=count_missing, overwrite=overwrite, label=job.label,
-                        query_builder=job.query_builder or query_builder)
+        return run_task(
+            collection,
+            job.retriever,
+            dict(job.options),
+            k=k,
+            out=folder,
+            measures=measures,
+            count_missing=count_missing,
+            overwrite=overwrite,
+            label=job.label,
+            query_builder=job.query_builder or query_builder,
+        )
 
 
 @contextlib.contextmanager
@@ -79,17 +96,24 @@ def _environment(env: Mapping[str, str]):
                 os.environ[key] = value
 
 
-def evaluate_matrix(jobs: Sequence[MatrixJob], k: int = 100, out: str | Path | None = None,
-                    measures: Sequence[str] | None = None, count_missing: bool = False, overwrite: bool = False,
-                    query_builder: QueryBuilder | None = None, address: str | None = "local",
-                    resources: Callable[[str, float], Mapping[str, float]] | None = None,
-                    on_done: Callable[[MatrixJob, TaskResult], None] | None = None) -> list[TaskResult]:
+def evaluate_matrix(
+    jobs: Sequence[MatrixJob],
+    k: int = 100,
+    out: str | Path | None = None,
+    measures: Sequence[str] | None = None,
+    count_missing: bool = False,
+    overwrite: bool = False,
+    query_builder: QueryBuilder | None = None,
+    address: str | None = "local",
+    resources: Callable[[str, float], Mapping[str, float]] | None = None,
+    on_done: Callable[[MatrixJob, TaskResult], None] | None = None,
+) -> list[TaskResult]:
     """Run every cell as a Ray task and return the results in ``jobs`` order.
 
     ``resources(retriever, cluster_gpus) -> {"num_cpus": .., "num_gpus": ..}`` overrides
     :func:`default_resources`; ``on_done`` is called as each cell finishes (progress bars).
     """
-    from ..metrics import DEFAULT_MEASURES
+    from ..evaluation.metrics import DEFAULT_MEASURES
     from ..scale.cluster import cluster_gpus, connect, driver_env
 
     ray = connect(address)
@@ -101,8 +125,15 @@ def evaluate_matrix(jobs: Sequence[MatrixJob], k: int = 100, out: str | Path | N
     for i, job in enumerate(jobs):
         ask = dict(pick(job.retriever, gpus))
         ref = remote.options(name=f"r2med:{job.retriever}:{job.task}", max_retries=1, **ask).remote(
-            job, k, str(out) if out else None, tuple(measures or DEFAULT_MEASURES), count_missing, overwrite,
-            query_builder, env)
+            job,
+            k,
+            str(out) if out else None,
+            tuple(measures or DEFAULT_MEASURES),
+            count_missing,
+            overwrite,
+            query_builder,
+            env,
+        )
         pending[ref] = i
     results: list[TaskResult | None] = [None] * len(jobs)
     while pending:
@@ -110,21 +141,43 @@ def evaluate_matrix(jobs: Sequence[MatrixJob], k: int = 100, out: str | Path | N
         for ref in done:
             i = pending.pop(ref)
             results[i] = ray.get(ref)
-            log.info("%s x %s: nDCG@10 = %.4f%s", jobs[i].retriever, results[i].task, results[i].headline,
-                     " (reused)" if results[i].reused else "")
+            log.info(
+                "%s x %s: nDCG@10 = %.4f%s",
+                jobs[i].retriever,
+                results[i].task,
+                results[i].headline,
+                " (reused)" if results[i].reused else "",
+            )
             if on_done:
                 on_done(jobs[i], results[i])
     return results  # type: ignore[return-value]
 
 
-def evaluate_plans(plans: Iterable[Plan], tasks: Sequence[TaskRef], k: int, out: str | Path, measures: Sequence[str],
-                   count_missing: bool = False, overwrite: bool = False, address: str | None = None,
-                   on_done: Callable[[MatrixJob, TaskResult], None] | None = None) -> dict[str, list[TaskResult]]:
+def evaluate_plans(
+    plans: Iterable[Plan],
+    tasks: Sequence[TaskRef],
+    k: int,
+    out: str | Path,
+    measures: Sequence[str],
+    count_missing: bool = False,
+    overwrite: bool = False,
+    address: str | None = None,
+    on_done: Callable[[MatrixJob, TaskResult], None] | None = None,
+) -> dict[str, list[TaskResult]]:
     """Every (plan, task) cell on Ray; returns {result name: [results in task order]}."""
-    jobs = [MatrixJob(p.retriever, ref.name, ref.load, p.options, p.name, p.query_builder)
-            for p in plans for ref in tasks]
-    results = evaluate_matrix(jobs, k=k, out=out, measures=measures, count_missing=count_missing,
-                              overwrite=overwrite, address=address or "local", on_done=on_done)
+    jobs = [
+        MatrixJob(p.retriever, ref.name, ref.load, p.options, p.name, p.query_builder) for p in plans for ref in tasks
+    ]
+    results = evaluate_matrix(
+        jobs,
+        k=k,
+        out=out,
+        measures=measures,
+        count_missing=count_missing,
+        overwrite=overwrite,
+        address=address or "local",
+        on_done=on_done,
+    )
     grouped: dict[str, list[TaskResult]] = {}
     for job, result in zip(jobs, results):
         grouped.setdefault(job.name, []).append(result)

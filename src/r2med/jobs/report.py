@@ -13,14 +13,15 @@ from pathlib import Path
 
 from ..data import Collection, locate
 from ..errors import R2MedError
-from .folders import System, TaskFolder, find_systems
+from ..results.folders import System, TaskFolder, find_systems
 
 log = logging.getLogger(__name__)
 
 
-def load_report(runs: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None,
-                tasks: str | None = None) -> list[System]:
-    """The systems of a report (:func:`r2med.jobs.folders.find_systems`), keeping the tasks ``tasks`` names
+def load_report(
+    runs: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None, tasks: str | None = None
+) -> list[System]:
+    """The systems of a report (:func:`r2med.results.folders.find_systems`), keeping the tasks ``tasks`` names
     (``--tasks``: ``all`` or comma-separated names, case aside; :func:`select_tasks`)."""
     return select_tasks(find_systems(runs, published=published), tasks)
 
@@ -30,7 +31,7 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     suggestion), and systems left with none of the tasks are dropped."""
     from ..data.resolve import task_filter
     from ..errors import did_you_mean
-    from .folders import task_order
+    from ..results.folders import task_order
 
     wanted = task_filter(tasks)
     if wanted is None:
@@ -38,8 +39,10 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     have = task_order(systems)
     unknown = sorted(wanted - {t.lower() for t in have})
     if unknown:
-        raise R2MedError(f"--tasks {unknown[0]}: no system has this task{did_you_mean(unknown[0], have)}; "
-                         f"the results hold: {', '.join(have)}")
+        raise R2MedError(
+            f"--tasks {unknown[0]}: no system has this task{did_you_mean(unknown[0], have)}; "
+            f"the results hold: {', '.join(have)}"
+        )
     kept = []
     for system in systems:
         system.tasks = {t: folder for t, folder in system.tasks.items() if t.lower() in wanted}
@@ -48,8 +51,9 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     return kept
 
 
-def task_texts(tasks: Sequence[str], data_dir: str | os.PathLike[str] | None = None, hub: bool = False,
-               revision: str | None = None) -> dict[str, Collection]:
+def task_texts(
+    tasks: Sequence[str], data_dir: str | os.PathLike[str] | None = None, hub: bool = False, revision: str | None = None
+) -> dict[str, Collection]:
     """The collections of ``tasks`` that can be found (``--data-dir``, the built-in demo, or with ``hub`` the
     hub; :func:`r2med.data.locate`).  Texts are optional: a task that cannot be loaded is named in a warning
     and the page shows its ids only."""
@@ -96,8 +100,9 @@ def _strip(llm: str, text: str, trace: str | None = None) -> str:
         return text
 
 
-def expansion_texts(systems: Sequence[System], collections: Mapping[str, Collection]
-                    ) -> dict[str, dict[str, dict[str, str]]]:
+def expansion_texts(
+    systems: Sequence[System], collections: Mapping[str, Collection]
+) -> dict[str, dict[str, dict[str, str]]]:
     """system -> task -> query -> the expansion its run used (trace stripped), for the tasks with texts."""
     out: dict[str, dict[str, dict[str, str]]] = {}
     for system in systems:
@@ -116,13 +121,17 @@ def expansion_texts(systems: Sequence[System], collections: Mapping[str, Collect
 HTML_FACET_VALUES = 30
 
 
-def facet_collections(systems: Sequence[System], data_dir: str | os.PathLike[str] | None = None,
-                      revision: str | None = None, hub: bool = True) -> dict[str, Collection]:
+def facet_collections(
+    systems: Sequence[System],
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    hub: bool = True,
+) -> dict[str, Collection]:
     """The collection of every task of ``systems`` (their query metadata): ``--data-dir``, else the source
     each run recorded, else the hub at the recorded commit (:func:`r2med.data.locate`, as ``rerank``);
     a task whose collection cannot be found is an error naming it."""
     from ..data.resolve import require
-    from .folders import task_order
+    from ..results.folders import task_order
 
     found: dict[str, Collection] = {}
     tasks = task_order(systems)
@@ -143,30 +152,40 @@ def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, dic
     return {task: dict(coll.query_meta) for task, coll in collections.items()}
 
 
-def facet_report(systems: Sequence[System], measure: str, by: str, average: str = "pooled",
-                 collections: Mapping[str, Collection] | None = None):
-    """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``): :func:`r2med.facets.facet_table`
+def facet_report(
+    systems: Sequence[System],
+    measure: str,
+    by: str,
+    average: str = "pooled",
+    collections: Mapping[str, Collection] | None = None,
+):
+    """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``): :func:`r2med.evaluation.facets.facet_table`
     over every system's per-query values.  A key no query has is an error listing the keys there are."""
-    from ..facets import SCENARIO, facet_keys, facet_table
-    from ..metrics import canonical
+    from ..evaluation.facets import SCENARIO, facet_keys, facet_table
+    from ..evaluation.metrics import canonical
 
     measure = canonical(measure)
     meta = query_meta(collections or {})
     keys = facet_keys(meta)
     if by != SCENARIO and not keys.get(by):
-        listed = ", ".join([f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, n in keys.items()
-                            if n and k != SCENARIO] + [SCENARIO])
+        listed = ", ".join(
+            [f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, n in keys.items() if n and k != SCENARIO] + [SCENARIO]
+        )
         raise R2MedError(f"--by {by}: no query has this key; available: {listed}")
-    return facet_table(per_query_values(systems, measure), meta, by, average=average,
-                       systems=[s.name for s in systems])
+    return facet_table(per_query_values(systems, measure), meta, by, average=average, systems=[s.name for s in systems])
 
 
-def html_facets(systems: Sequence[System], measure: str, collections: Mapping[str, Collection],
-                average: str = "pooled", by: str | None = None) -> dict[str, object]:
+def html_facets(
+    systems: Sequence[System],
+    measure: str,
+    collections: Mapping[str, Collection],
+    average: str = "pooled",
+    by: str | None = None,
+) -> dict[str, object]:
     """The facets the HTML page offers in its selector: ``scenario``, every query key with 2 to
     :data:`HTML_FACET_VALUES` distinct values that queries share (not one per query, as ``answer``),
     and ``by`` (asked for)."""
-    from ..facets import NONE, SCENARIO, facet_keys, facet_label
+    from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label
 
     meta = query_meta(collections)
     wanted = [SCENARIO]

@@ -4,8 +4,8 @@ In the spirit of pyserini's two-click reproductions: the expected figures and th
 are data (``protocol/r2med_published_ndcg10.csv``: the paper's own ``base``, ``gar``,
 ``lrm_agentic`` and ``reranker_top_10`` settings, and the later ``later_embedder`` and
 ``later_leaderboard`` ones; tolerances by the records' tolerance classes,
-:func:`r2med.published.tolerance_of`).  A reranker target reranks its first stage's top 10
-(ReasonRank: top 100, :func:`r2med.published.published_depth`; the ``OUT/<retriever>/<task>/`` run,
+:func:`r2med.results.published.tolerance_of`).  A reranker target reranks its first stage's top 10
+(ReasonRank: top 100, :func:`r2med.results.published.published_depth`; the ``OUT/<retriever>/<task>/`` run,
 shared with that retriever's own target) and scores the reranked list only (``r2med rerank
 --top-k 10 --top-k-only``), as the paper's ``src/eval_reranker.py`` does.  :func:`plan` says for
 each target whether it can run on this machine and, if not, every reason why (no GPU, no API key,
@@ -14,7 +14,7 @@ expansions locally or on the hub, model weights not cached), with notes that do 
 (settings r2med assumed: graded by nothing; a published first stage r2med does not have).
 :func:`run_matrix` runs the runnable targets (:func:`r2med.jobs.evaluate.run_task`) into
 ``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure.
-The tables are :mod:`r2med.report.reproduce`'s.
+The tables are :mod:`r2med.report.reproduce_tables`'s.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import R2MedError
-from ..metrics import HEADLINE
-from ..paths import system_folder
+from ..evaluation.metrics import HEADLINE
+from ..infra.containment import system_folder
 from ..protocol import published_figures
-from ..published import PublishedKey, published_depth, published_retriever, tolerance_of
-from ..tasks import TASK_NAMES, get_task
+from ..results.published import PublishedKey, published_depth, published_retriever, tolerance_of
+from ..data.tasks import TASK_NAMES, get_task
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,15 @@ class Variant:
 
 #: Corrected configurations run beside the plain published ones (setting ``base``), never graded.
 VARIANTS: Mapping[str, tuple[Variant, ...]] = {
-    "medcpt": (Variant("query-encoder", {"medcpt_published": False},
-                       "r2med's default: queries through MedCPT's Query encoder (the published figures encoded "
-                       "them with the Article encoder, eval_bench.py:253-254): shown beside them, not graded",
-                       query_encoder=True),),
+    "medcpt": (
+        Variant(
+            "query-encoder",
+            {"medcpt_published": False},
+            "r2med's default: queries through MedCPT's Query encoder (the published figures encoded "
+            "them with the Article encoder, eval_bench.py:253-254): shown beside them, not graded",
+            query_encoder=True,
+        ),
+    ),
 }
 
 
@@ -113,14 +118,25 @@ class Outcome:
         return None if self.value is None else self.value - self.target.published
 
     def to_dict(self) -> dict[str, Any]:
-        return {"config": self.target.label, "setting": self.target.setting, "task": self.target.task,
-                "published": self.target.published, "value": self.value, "delta": self.delta,
-                "tolerance": self.tolerance, "status": self.status, "reused": self.reused, "detail": self.detail,
-                "source": self.target.source, "graded": self.target.graded}
+        return {
+            "config": self.target.label,
+            "setting": self.target.setting,
+            "task": self.target.task,
+            "published": self.target.published,
+            "value": self.value,
+            "delta": self.delta,
+            "tolerance": self.tolerance,
+            "status": self.status,
+            "reused": self.reused,
+            "detail": self.detail,
+            "source": self.target.source,
+            "graded": self.target.graded,
+        }
 
 
-def targets(settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | None = None,
-            tasks: Iterable[str] | None = None) -> list[Target]:
+def targets(
+    settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | None = None, tasks: Iterable[str] | None = None
+) -> list[Target]:
     """The published per-task figures of the chosen settings (Average rows left out); ``retrievers`` by
     r2med's names or the CSV's (``reasonembed-qwen3-8b`` or ``ReasonEmbed-Qwen3-8B``)."""
     settings = tuple(settings)
@@ -143,16 +159,23 @@ def targets(settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | 
             out += [replace(target, variant=v) for v in VARIANTS.get(target.key.system, ())]
     if wanted_r and not out:
         known = sorted({PublishedKey(f.retriever).label for f in published_figures() if f.setting in settings})
-        raise R2MedError(f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
-                         f"retrievers: {', '.join(known)}")
+        raise R2MedError(
+            f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
+            f"retrievers: {', '.join(known)}"
+        )
     return out
 
 
 class Environment:
     """What this machine offers, probed once and lazily: GPU, API keys, packages, data, hub, weights."""
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, force_cpu: bool = False,
-                 revision: str | None = None, trust_remote_code: bool = False):
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        force_cpu: bool = False,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+    ):
         self.data_dir = Path(data_dir) if data_dir else None
         self.force_cpu = force_cpu
         self.revision = revision
@@ -239,7 +262,6 @@ class Environment:
             return "hub", ""
         return None, f"no expansions: {method}/{llm} not local, not cached and the hub is unreachable"
 
-
     def model_weights(self, hub_id: str, probe: str = "config.json") -> str:
         """A reason when a hub model is neither in the Hugging Face cache nor downloadable, else ''."""
         from huggingface_hub import try_to_load_from_cache
@@ -275,7 +297,7 @@ def _requirements(key: PublishedKey, env: Environment) -> list[str]:
 
 def _reranker_requirements(name: str, env: Environment) -> list[str]:
     """Reasons a published reranker cannot run here (packages, GPU, LLM endpoint, weights)."""
-    from ..rerank.base import make_reranker, reranker_meta
+    from ..reranking.base import make_reranker, reranker_meta
 
     try:
         meta = reranker_meta(name)
@@ -287,8 +309,10 @@ def _reranker_requirements(name: str, env: Environment) -> list[str]:
     if meta.needs_gpu and not env.gpu and not env.force_cpu:
         return [f"no GPU: {name} ({meta.needs_gpu} parameters) is impractical on CPU (--force-cpu to try)"]
     if meta.llm and not env.endpoint():
-        return [f"no endpoint: serve {meta.hub_id or 'the model'} behind an OpenAI-compatible endpoint "
-                "(e.g. vllm serve) and set OPENAI_BASE_URL"]
+        return [
+            f"no endpoint: serve {meta.hub_id or 'the model'} behind an OpenAI-compatible endpoint "
+            "(e.g. vllm serve) and set OPENAI_BASE_URL"
+        ]
     try:
         settings = make_reranker(name).config()
     except R2MedError as exc:
@@ -306,7 +330,7 @@ def notes(key: PublishedKey, variant: Variant | None = None) -> list[str]:
     """What qualifies a target's grade without blocking it, from the records: a corrected configuration run
     beside the published one (not graded), settings r2med assumed (no tolerance: the delta is shown, not
     graded) and a published first stage r2med does not have."""
-    from ..rerank.base import RERANKERS
+    from ..reranking.base import RERANKERS
 
     out = [variant.note] if variant is not None else []
     if tolerance_of(key) is None:
@@ -347,7 +371,7 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
 def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]:
     """(name, why) of the later-work records no published figure grades (Qwen3-Reranker, ReasonRank-7B),
     listed beside the matrix when it covers the later settings."""
-    from ..rerank.base import all_rerankers
+    from ..reranking.base import all_rerankers
     from ..retrieval.registry import all_retrievers
 
     if not set(settings) & set(LATER_SETTINGS):
@@ -386,30 +410,42 @@ def _load(task: str, env: Environment):
 def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
-    from ..rerank.base import make_reranker
-    from ..run import RUN_FILE, read_metrics, read_trec
+    from ..reranking.base import make_reranker
+    from ..runs.run import RUN_FILE, read_metrics, read_trec
     from .evaluate import run_task
-    from .folders import file_fingerprint
+    from ..results.folders import file_fingerprint
     from .rerank import TaskInput, rerank_inputs
 
     first = target.key.system
     name = target.key.reranker_name or ""
     depth = published_depth(name)
-    run_task(coll, first, paper_options(first), k=max(100, depth), out=system_folder(out, first),
-             overwrite=overwrite)
+    run_task(coll, first, paper_options(first), k=max(100, depth), out=system_folder(out, first), overwrite=overwrite)
     folder = out / first / coll.name
-    item = TaskInput(coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll,
-                     file_fingerprint(folder / RUN_FILE))
+    item = TaskInput(
+        coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll, file_fingerprint(folder / RUN_FILE)
+    )
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)
-    [result] = rerank_inputs([item], rerankers[name], target.label, system_folder(out, target.label), top_k=depth,
-                             keep_tail=False, overwrite=overwrite)
+    [result] = rerank_inputs(
+        [item],
+        rerankers[name],
+        target.label,
+        system_folder(out, target.label),
+        top_k=depth,
+        keep_tail=False,
+        overwrite=overwrite,
+    )
     return result
 
 
-def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environment,
-               tolerance: float | None = None, overwrite: bool = False,
-               progress: Callable[[Planned], None] | None = None) -> list[Outcome]:
+def run_matrix(
+    planned: list[Planned],
+    out: str | os.PathLike[str],
+    env: Environment,
+    tolerance: float | None = None,
+    overwrite: bool = False,
+    progress: Callable[[Planned], None] | None = None,
+) -> list[Outcome]:
     """Run the runnable targets (reusing finished ones) and grade them; others are ``skip`` with their reason."""
     from .evaluate import run_task
 
@@ -438,12 +474,20 @@ def run_matrix(planned: list[Planned], out: str | os.PathLike[str], env: Environ
                     from ..expansion.precomputed import ExpansionQueries
 
                     folders = [env.data_dir] if env.data_dir else []
-                    builder = ExpansionQueries(target.key.expansion, target.key.llm, folders=folders,
-                                               revision=env.revision)
+                    builder = ExpansionQueries(
+                        target.key.expansion, target.key.llm, folders=folders, revision=env.revision
+                    )
                 options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
-                result = run_task(coll, target.key.system, options, k=100, out=system_folder(out, target.label),
-                                  label=target.label if builder or target.variant else None,
-                                  query_builder=builder, overwrite=overwrite)
+                result = run_task(
+                    coll,
+                    target.key.system,
+                    options,
+                    k=100,
+                    out=system_folder(out, target.label),
+                    label=target.label if builder or target.variant else None,
+                    query_builder=builder,
+                    overwrite=overwrite,
+                )
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"

@@ -1,10 +1,10 @@
 """``r2med rerank``: rerank the runs of first-stage systems, each into a system folder of its own.
 
-:func:`load_inputs` reads a system folder (``OUT/<system>/``, found by :func:`~r2med.jobs.folders.find_runs`), finds
+:func:`load_inputs` reads a system folder (``OUT/<system>/``, found by :func:`~r2med.results.folders.find_runs`), finds
 each task's collection (:func:`r2med.data.locate`: ``--data-dir``, else the recorded source folder,
 else the hub at the recorded commit) and validates the runs against it *before* any model is loaded,
 so bad input fails at once with nothing written.  :func:`rerank_inputs` reranks each task and writes
-``OUT/<name>/<task>/`` through :func:`~r2med.jobs.folders.finish_task`; a task whose folder holds
+``OUT/<name>/<task>/`` through :func:`~r2med.results.folders.finish_task`; a task whose folder holds
 results for the same configuration, data and input run is reused, so an interrupted job resumes.
 """
 
@@ -20,12 +20,20 @@ from typing import Any
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
-from ..metrics import DEFAULT_MEASURES
-from ..paths import plain_name, system_folder
-from ..rerank.base import Reranker, make_reranker, rerank, reranker_meta
-from ..run import RUN_FILE, Run, read_trec
-from .folders import (SystemRef, SystemResults, TaskResult, file_fingerprint, find_runs, finish_task, read_run_folder,
-                      reuse)
+from ..evaluation.metrics import DEFAULT_MEASURES
+from ..infra.containment import plain_name, system_folder
+from ..reranking.base import Reranker, make_reranker, rerank, reranker_meta
+from ..runs.run import RUN_FILE, Run, read_trec
+from ..results.folders import (
+    SystemRef,
+    SystemResults,
+    TaskResult,
+    file_fingerprint,
+    find_runs,
+    finish_task,
+    read_run_folder,
+    reuse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +55,12 @@ class TaskInput:
 
     def describe(self) -> dict[str, Any]:
         """What a result made from this input records about it (part of its configuration)."""
-        return {"retriever": self.retriever, "folder": str(self.folder), "run_fingerprint": self.run_fingerprint,
-                "config": self.meta.get("config")}
+        return {
+            "retriever": self.retriever,
+            "folder": str(self.folder),
+            "run_fingerprint": self.run_fingerprint,
+            "config": self.meta.get("config"),
+        }
 
 
 def _line_of(path: Path, qid: str, did: str) -> int | None:
@@ -60,10 +72,15 @@ def _line_of(path: Path, qid: str, did: str) -> int | None:
     return None
 
 
-def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None, revision: str | None = None,
-                tasks: str | None = None, require_docs: bool = True,
-                collections: dict[tuple[str, str], Collection] | None = None) -> list[TaskInput]:
-    """Read and validate the finished tasks of one system (a :class:`~r2med.jobs.folders.SystemRef`, a
+def load_inputs(
+    run: str | Path | SystemRef,
+    data_dir: str | Path | None = None,
+    revision: str | None = None,
+    tasks: str | None = None,
+    require_docs: bool = True,
+    collections: dict[tuple[str, str], Collection] | None = None,
+) -> list[TaskInput]:
+    """Read and validate the finished tasks of one system (a :class:`~r2med.results.folders.SystemRef`, a
     system folder or a task folder).
 
     ``tasks``: ``all`` or comma-separated names.  ``require_docs``: a run naming docs missing from the
@@ -75,8 +92,9 @@ def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None,
     else:
         refs = find_runs([run]).systems
         if len(refs) > 1:
-            raise R2MedError(f"{run}: holds {len(refs)} systems ({', '.join(r.folder.name for r in refs)}); "
-                             "pass one system folder")
+            raise R2MedError(
+                f"{run}: holds {len(refs)} systems ({', '.join(r.folder.name for r in refs)}); pass one system folder"
+            )
         ref = refs[0]
     wanted = task_filter(tasks)
     found = [t for path in ref.task_paths() for t in read_run_folder(path)]
@@ -88,24 +106,36 @@ def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None,
         meta = item.metrics
         path = item.folder / RUN_FILE
         run_ = read_trec(path)
-        key = (item.task, str(data_dir) if data_dir is not None else str(meta.get("source") or ""),
-               str(meta.get("split") or ""))
+        key = (
+            item.task,
+            str(data_dir) if data_dir is not None else str(meta.get("source") or ""),
+            str(meta.get("split") or ""),
+        )
         if key not in cache:
             found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
             cache[key] = require(found_ref, item.task, meta, data_dir).load()
         collection = cache[key]
         recorded = meta.get("dataset_fingerprint")
         if recorded and recorded != collection.dataset_fingerprint:
-            log.warning("%s: the run was made on a different version of the corpus (fingerprint %s, now %s)",
-                        item.folder, recorded, collection.dataset_fingerprint)
+            log.warning(
+                "%s: the run was made on a different version of the corpus (fingerprint %s, now %s)",
+                item.folder,
+                recorded,
+                collection.dataset_fingerprint,
+            )
         missing = [(qid, did) for qid, docs in run_.items() for did in docs if did not in collection.corpus]
         if missing:
             qid, did = missing[0]
-            message = (f"doc {did!r} (query {qid!r}) is not in the corpus of {collection.name}"
-                       f" ({len(missing)} unknown doc entr{'y' if len(missing) == 1 else 'ies'} in all)")
+            message = (
+                f"doc {did!r} (query {qid!r}) is not in the corpus of {collection.name}"
+                f" ({len(missing)} unknown doc entr{'y' if len(missing) == 1 else 'ies'} in all)"
+            )
             if require_docs:
-                raise DataError(path, _line_of(path, qid, did),
-                                message + "; this run was made on another collection: pass the right --data-dir")
+                raise DataError(
+                    path,
+                    _line_of(path, qid, did),
+                    message + "; this run was made on another collection: pass the right --data-dir",
+                )
             log.warning("%s: %s; they count as non-relevant", path, message)
         inputs.append(TaskInput(item.task, item.folder, run_, meta, collection, file_fingerprint(path)))
     if wanted is not None and not inputs:
@@ -113,9 +143,17 @@ def load_inputs(run: str | Path | SystemRef, data_dir: str | Path | None = None,
     return inputs
 
 
-def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, out: str | Path | None,
-                  top_k: int = 10, keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES,
-                  count_missing: bool = False, overwrite: bool = False) -> list[TaskResult]:
+def rerank_inputs(
+    inputs: Sequence[TaskInput],
+    reranker: Reranker,
+    name: str,
+    out: str | Path | None,
+    top_k: int = 10,
+    keep_tail: bool = True,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> list[TaskResult]:
     """Rerank each task's first-stage run and write ``out/<task>/`` (rerankers load their model lazily,
     so a fully reused job loads none)."""
     rconfig = reranker.config()
@@ -128,8 +166,9 @@ def rerank_inputs(inputs: Sequence[TaskInput], reranker: Reranker, name: str, ou
             continue
         item.collection.warn_about_qrels()
         t0 = time.perf_counter()
-        run = rerank(item.run, item.collection.queries, item.collection.corpus, reranker, top_k=top_k,
-                     keep_tail=keep_tail)
+        run = rerank(
+            item.run, item.collection.queries, item.collection.corpus, reranker, top_k=top_k, keep_tail=keep_tail
+        )
         timing = {"rerank_s": time.perf_counter() - t0}
         timing["total_s"] = timing["rerank_s"]
         results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing))
@@ -152,8 +191,9 @@ def result_name(name: str | None, default: str) -> str:
     return plain_name(default, f"result name {shown(default)} (pass --name):", run_name=True)
 
 
-def default_name(retriever: str, reranker: str, model: str | None = None, top_k: int | None = None,
-                 made_as: str | None = None) -> str:
+def default_name(
+    retriever: str, reranker: str, model: str | None = None, top_k: int | None = None, made_as: str | None = None
+) -> str:
     """The result's default name: ``<retriever>+<reranker>``, plus the model an LLM reranker was served as
     (``listwise-<model>``) unless it is the record's own checkpoint (``reasonrank-32b``), plus ``-top<k>``
     when a reranker whose record names its published depth reranked another depth (``reasonrank-32b-top20``)."""
@@ -166,19 +206,29 @@ def default_name(retriever: str, reranker: str, model: str | None = None, top_k:
     return f"{retriever}+{suffix}"
 
 
-def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, options: Mapping[str, Any] | None = None,
-                  out: str | Path | None = None, name: str | None = None, tasks: str | None = None,
-                  data_dir: str | Path | None = None, revision: str | None = None, top_k: int | None = None,
-                  keep_tail: bool = True, measures: Iterable[str] = DEFAULT_MEASURES, count_missing: bool = False,
-                  overwrite: bool = False) -> list[SystemResults]:
+def rerank_folder(
+    runs: str | Path | Sequence[str | Path],
+    reranker: str,
+    options: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    name: str | None = None,
+    tasks: str | None = None,
+    data_dir: str | Path | None = None,
+    revision: str | None = None,
+    top_k: int | None = None,
+    keep_tail: bool = True,
+    measures: Iterable[str] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> list[SystemResults]:
     """``r2med rerank``: every system in ``runs`` (results roots, system or task folders:
-    :func:`~r2med.jobs.folders.find_runs`; a root's reranked systems are left out) reranked into
+    :func:`~r2med.results.folders.find_runs`; a root's reranked systems are left out) reranked into
     ``<out>/<name>/`` (default ``out``: the results root of the first system; default ``name``:
     :func:`default_name`).  ``top_k`` (None): the depth of the reranker's published figures
-    (:func:`r2med.published.published_depth`).
+    (:func:`r2med.results.published.published_depth`).
     """
-    from ..paths import check_output_dir
-    from ..published import published_depth
+    from ..infra.containment import check_output_dir
+    from ..results.published import published_depth
 
     if top_k is None:
         meta = reranker_meta(reranker)
@@ -189,8 +239,10 @@ def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, option
         plain_name(name, "--name", run_name=True)
     selection = find_runs([runs] if isinstance(runs, (str, Path)) else runs, skip_from_root=("rerank",))
     if name is not None and len(selection.systems) > 1:
-        raise R2MedError(f"--name names one result, but there are {len(selection.systems)} systems to rerank "
-                         f"({', '.join(s.folder.name for s in selection.systems)}); pass one system folder")
+        raise R2MedError(
+            f"--name names one result, but there are {len(selection.systems)} systems to rerank "
+            f"({', '.join(s.folder.name for s in selection.systems)}); pass one system folder"
+        )
     out = Path(out) if out is not None else selection.out
     check_output_dir(out)
     groups = [load_inputs(ref, data_dir, revision, tasks) for ref in selection.systems]  # before any model loads
@@ -202,10 +254,23 @@ def rerank_folder(runs: str | Path | Sequence[str | Path], reranker: str, option
         raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
     done = []
     for inputs in groups:
-        label = result_name(name, default_name(inputs[0].retriever, reranker, options.get("model"), top_k,
-                                                 made_as=getattr(made, "name", None)))
+        label = result_name(
+            name,
+            default_name(
+                inputs[0].retriever, reranker, options.get("model"), top_k, made_as=getattr(made, "name", None)
+            ),
+        )
         target = system_folder(out, label)
-        results = rerank_inputs(inputs, made, label, target, top_k=top_k, keep_tail=keep_tail, measures=measures,
-                                count_missing=count_missing, overwrite=overwrite)
+        results = rerank_inputs(
+            inputs,
+            made,
+            label,
+            target,
+            top_k=top_k,
+            keep_tail=keep_tail,
+            measures=measures,
+            count_missing=count_missing,
+            overwrite=overwrite,
+        )
         done.append(SystemResults(label, target, results))
     return done

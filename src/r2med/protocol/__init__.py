@@ -52,8 +52,13 @@ def published_figures() -> tuple[PublishedFigure, ...]:
     rows = csv.DictReader(_read("r2med_published_ndcg10.csv").splitlines())
     return tuple(
         PublishedFigure(
-            setting=r["setting"], retriever=r["retriever"], expansion=r["expansion"],
-            llm=r["llm"], task=r["task"], ndcg10=float(r["ndcg10"]), source=r["source"],
+            setting=r["setting"],
+            retriever=r["retriever"],
+            expansion=r["expansion"],
+            llm=r["llm"],
+            task=r["task"],
+            ndcg10=float(r["ndcg10"]),
+            source=r["source"],
         )
         for r in rows
     )
@@ -65,8 +70,9 @@ def preferred_setting(settings: Iterable[str]) -> str:
     return sorted(settings, key=lambda s: ("leaderboard" in s, "later" in s, s))[0]
 
 
-def published_ndcg10(retriever: str, expansion: str = "none", llm: str = "none",
-                     setting: str | None = None) -> dict[str, float]:
+def published_ndcg10(
+    retriever: str, expansion: str = "none", llm: str = "none", setting: str | None = None
+) -> dict[str, float]:
     """Published nDCG@10 (x100) per task (plus ``Average``) for one configuration.
 
     When several settings publish the same configuration, the paper's own

@@ -17,5 +17,12 @@ from .compare import Comparison, compare_many, compare_systems, render_compariso
 from .format import FORMATS
 from .leaderboard import Leaderboard, build_leaderboard
 
-__all__ = ["FORMATS", "Comparison", "Leaderboard", "build_leaderboard", "compare_many", "compare_systems",
-           "render_comparisons"]
+__all__ = [
+    "FORMATS",
+    "Comparison",
+    "Leaderboard",
+    "build_leaderboard",
+    "compare_many",
+    "compare_systems",
+    "render_comparisons",
+]

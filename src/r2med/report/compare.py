@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import R2MedError
-from ..jobs.folders import System, task_order
-from ..metrics import HEADLINE, canonical, measure_label
-from ..published import different_data
-from ..stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
+from ..results.folders import System, task_order
+from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..results.published import different_data
+from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
 from .format import SIGNIFICANT, check_format, records_text, tex
 from .layout import compact_table, fitted, short_task
 
@@ -56,48 +56,83 @@ class Comparison:
             gains = [r for r in rows if r[3] - r[2] > 1e-9][:n]
             losses = [r for r in reversed(rows) if r[3] - r[2] < -1e-9][:n]
             rows = gains + losses
-        return [{"baseline": self.baseline, "system": self.system, "task": t, "qid": q, "a": a, "b": b,
-                 "diff": b - a} for t, q, a, b in rows]
+        return [
+            {"baseline": self.baseline, "system": self.system, "task": t, "qid": q, "a": a, "b": b, "diff": b - a}
+            for t, q, a, b in rows
+        ]
 
     def changes_rich(self, n: int):
         from rich.markup import escape
         from rich.table import Table
 
-        table = Table(title=escape(f"{self.system} vs {self.baseline}: the {n} largest per-query gains and losses "
-                                   f"({measure_label(self.measure)} x100)"))
+        table = Table(
+            title=escape(
+                f"{self.system} vs {self.baseline}: the {n} largest per-query gains and losses "
+                f"({measure_label(self.measure)} x100)"
+            )
+        )
         for col in ("task", "query", "A", "B", "B-A"):
             table.add_column(col, justify="left" if col in ("task", "query") else "right")
         for r in self.changes(n):
             colour = "green" if r["diff"] > 0 else "red"
-            table.add_row(escape(r["task"]), escape(r["qid"]), _f(100 * r["a"]), _f(100 * r["b"]),
-                          f"[{colour}]{100 * r['diff']:+.2f}[/]")
+            table.add_row(
+                escape(r["task"]),
+                escape(r["qid"]),
+                _f(100 * r["a"]),
+                _f(100 * r["b"]),
+                f"[{colour}]{100 * r['diff']:+.2f}[/]",
+            )
         return table
 
     def significant(self, line: ComparisonLine) -> bool:
         p = line.stats.p_randomization if line.task == self.ALL else line.p_rand_holm
         return p is not None and p < self.alpha
 
-    HEADER: ClassVar[list[str]] = ["task", "n", "A", "B", "B-A", "95% CI", "p t-test", "p t Holm",
-                                   "p rand", "p rand Holm", "W/T/L", "sig"]
+    HEADER: ClassVar[list[str]] = [
+        "task",
+        "n",
+        "A",
+        "B",
+        "B-A",
+        "95% CI",
+        "p t-test",
+        "p t Holm",
+        "p rand",
+        "p rand Holm",
+        "W/T/L",
+        "sig",
+    ]
 
     def grid(self) -> list[list[str]]:
         out = []
         for line in self.rows:
             s = line.stats
-            out.append([
-                line.task, str(s.n), _f(100 * s.mean_a), _f(100 * s.mean_b), f"{100 * s.diff:+.2f}",
-                f"[{100 * s.ci_low:+.2f}, {100 * s.ci_high:+.2f}]", _p(s.p_ttest), _p(line.p_t_holm),
-                _p(s.p_randomization), _p(line.p_rand_holm), f"{s.wins}/{s.ties}/{s.losses}",
-                SIGNIFICANT if self.significant(line) else "",
-            ])
+            out.append(
+                [
+                    line.task,
+                    str(s.n),
+                    _f(100 * s.mean_a),
+                    _f(100 * s.mean_b),
+                    f"{100 * s.diff:+.2f}",
+                    f"[{100 * s.ci_low:+.2f}, {100 * s.ci_high:+.2f}]",
+                    _p(s.p_ttest),
+                    _p(line.p_t_holm),
+                    _p(s.p_randomization),
+                    _p(line.p_rand_holm),
+                    f"{s.wins}/{s.ties}/{s.losses}",
+                    SIGNIFICANT if self.significant(line) else "",
+                ]
+            )
         return out
 
     def legend(self) -> str:
-        return (f"{measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
-                f"randomisation test with {self.n_permutations:,} seeded sign flips (seed {self.seed}); "
-                f"bootstrap percentile CI; Holm-Bonferroni across tasks; {SIGNIFICANT} = Holm-corrected "
-                f"randomisation p < {self.alpha:g} ({self.ALL}: uncorrected; its means are over "
-                f"all queries, not the macro average of the tasks that report's Average column shows).")
+        return (
+            f"{measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
+            f"randomisation test with {self.n_permutations:,} seeded sign flips (seed {self.seed}); "
+            f"bootstrap percentile CI; Holm-Bonferroni across tasks; {SIGNIFICANT} = Holm-corrected "
+            f"randomisation p < {self.alpha:g} ({self.ALL}: uncorrected; its means are over "
+            f"all queries, not the macro average of the tasks that report's Average column shows)."
+        )
 
     def records(self) -> list[dict[str, Any]]:
         recs = []
@@ -105,9 +140,18 @@ class Comparison:
             d = line.stats.to_dict()
             d.pop("extra", None)
             d.pop("p_holm", None)
-            recs.append({"baseline": self.baseline, "system": self.system, "measure": self.measure,
-                         "task": line.task, **d, "p_ttest_holm": line.p_t_holm,
-                         "p_randomization_holm": line.p_rand_holm, "significant": self.significant(line)})
+            recs.append(
+                {
+                    "baseline": self.baseline,
+                    "system": self.system,
+                    "measure": self.measure,
+                    "task": line.task,
+                    **d,
+                    "p_ttest_holm": line.p_t_holm,
+                    "p_randomization_holm": line.p_rand_holm,
+                    "significant": self.significant(line),
+                }
+            )
         return recs
 
     def to_rich(self, width: int | None = None):
@@ -122,8 +166,11 @@ class Comparison:
         from rich.markup import escape
         from rich.table import Table
 
-        table = Table(title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
-                      caption=escape(self.legend()), caption_justify="left")
+        table = Table(
+            title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
+            caption=escape(self.legend()),
+            caption_justify="left",
+        )
         for i, h in enumerate(self.HEADER):
             table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
         for line, cells in zip(self.rows, self.grid()):
@@ -135,23 +182,37 @@ class Comparison:
     def _rich_narrow(self):
         from rich.markup import escape
 
-        legend = (self.legend() + f" p: the randomisation test's ({SIGNIFICANT} below alpha); --wide adds the "
-                                  "t-test and wins/ties/losses.")
-        table = compact_table(title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
-                              caption=escape(legend), caption_justify="left")
+        legend = (
+            self.legend() + f" p: the randomisation test's ({SIGNIFICANT} below alpha); --wide adds the "
+            "t-test and wins/ties/losses."
+        )
+        table = compact_table(
+            title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
+            caption=escape(legend),
+            caption_justify="left",
+        )
         for i, h in enumerate(("task", "n", "A", "B", "B-A", "95% CI", "p")):
             table.add_column(h, justify="left" if i == 0 else "right", no_wrap=True)
         for line, cells in zip(self.rows, self.grid()):
             p = line.stats.p_randomization if line.task == self.ALL else line.p_rand_holm
             mark = SIGNIFICANT if self.significant(line) else ""
-            table.add_row(escape(short_task(line.task)), *cells[1:4],
-                          _coloured(line.stats.diff, cells[4]), cells[5], _p(p) + mark,
-                          style="bold" if line.task == self.ALL else None)
+            table.add_row(
+                escape(short_task(line.task)),
+                *cells[1:4],
+                _coloured(line.stats.diff, cells[4]),
+                cells[5],
+                _p(p) + mark,
+                style="bold" if line.task == self.ALL else None,
+            )
         return table
 
     def to_markdown(self) -> str:
-        out = [f"### {self.system} vs {self.baseline}", "",
-               "| " + " | ".join(self.HEADER) + " |", "|" + "|".join(["---"] + ["---:"] * (len(self.HEADER) - 1)) + "|"]
+        out = [
+            f"### {self.system} vs {self.baseline}",
+            "",
+            "| " + " | ".join(self.HEADER) + " |",
+            "|" + "|".join(["---"] + ["---:"] * (len(self.HEADER) - 1)) + "|",
+        ]
         for line, cells in zip(self.rows, self.grid()):
             if line.task == self.ALL:
                 cells[0] = f"**{cells[0]}**"
@@ -160,8 +221,13 @@ class Comparison:
 
     def to_latex(self) -> str:
         cols = "l" + "r" * (len(self.HEADER) - 1)
-        out = [f"% {self.system} vs {self.baseline}", r"\begin{tabular}{" + cols + "}", r"\toprule",
-               " & ".join(tex(h) for h in self.HEADER) + r" \\", r"\midrule"]
+        out = [
+            f"% {self.system} vs {self.baseline}",
+            r"\begin{tabular}{" + cols + "}",
+            r"\toprule",
+            " & ".join(tex(h) for h in self.HEADER) + r" \\",
+            r"\midrule",
+        ]
         for line, cells in zip(self.rows, self.grid()):
             if line.task == self.ALL:
                 out.append(r"\midrule")
@@ -185,12 +251,18 @@ def _p(p: float | None) -> str:
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
-def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutations: int = DEFAULT_PERMUTATIONS,
-                    seed: int = DEFAULT_SEED, alpha: float = 0.05) -> Comparison:
+def compare_systems(
+    a: System,
+    b: System,
+    measure: str = HEADLINE,
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = DEFAULT_SEED,
+    alpha: float = 0.05,
+) -> Comparison:
     """``b`` against baseline ``a`` on every task both have, plus all their queries pooled.
 
     Runs are paired only when made on the same data: a task whose two runs recorded different corpus or
-    judgment fingerprints (:func:`r2med.published.different_data`) is a one-line error."""
+    judgment fingerprints (:func:`r2med.results.published.different_data`) is a one-line error."""
     measure = canonical(measure)
     tasks = [t for t in task_order([a, b]) if t in a.tasks and t in b.tasks]
     if not tasks:
@@ -207,13 +279,17 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
     for t in tasks:
         sa, sb = a.tasks[t].scores(measure), b.tasks[t].scores(measure)
         if not sa or not sb:
-            raise R2MedError(f"{t}: no per-query {measure_label(measure)} in "
-                             f"{a.tasks[t].folder if not sa else b.tasks[t].folder}; "
-                             f"re-run `r2med evaluate -m {measure_label(measure)}`")
+            raise R2MedError(
+                f"{t}: no per-query {measure_label(measure)} in "
+                f"{a.tasks[t].folder if not sa else b.tasks[t].folder}; "
+                f"re-run `r2med evaluate -m {measure_label(measure)}`"
+            )
         stats = compare_paired(sa, sb, n_permutations=n_permutations, seed=seed)
         if stats.n == 0:
-            raise R2MedError(f"{t}: {a.name} and {b.name} share no query ({len(sa)} in {a.tasks[t].folder}, "
-                             f"{len(sb)} in {b.tasks[t].folder}); compare runs of the same queries")
+            raise R2MedError(
+                f"{t}: {a.name} and {b.name} share no query ({len(sa)} in {a.tasks[t].folder}, "
+                f"{len(sb)} in {b.tasks[t].folder}); compare runs of the same queries"
+            )
         if stats.only_a or stats.only_b:
             notes.append(f"{t}: {stats.only_a} queries only in {a.name}, {stats.only_b} only in {b.name} (left out)")
         lines.append(ComparisonLine(t, stats))
@@ -225,14 +301,29 @@ def compare_systems(a: System, b: System, measure: str = HEADLINE, n_permutation
         for line, p in zip(lines, adjusted):
             setattr(line, attr, p)
     if len(tasks) > 1:
-        lines.append(ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations,
-                                                                    seed=seed)))
-    return Comparison(a.name, b.name, measure, lines, alpha=alpha, n_permutations=n_permutations, seed=seed,
-                      notes=notes, per_query=per_query)
+        lines.append(
+            ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations, seed=seed))
+        )
+    return Comparison(
+        a.name,
+        b.name,
+        measure,
+        lines,
+        alpha=alpha,
+        n_permutations=n_permutations,
+        seed=seed,
+        notes=notes,
+        per_query=per_query,
+    )
 
 
-def compare_many(systems: list[System], measure: str = HEADLINE, n_permutations: int = DEFAULT_PERMUTATIONS,
-                 seed: int = DEFAULT_SEED, alpha: float = 0.05) -> list[Comparison]:
+def compare_many(
+    systems: list[System],
+    measure: str = HEADLINE,
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = DEFAULT_SEED,
+    alpha: float = 0.05,
+) -> list[Comparison]:
     """Every system after the first against the first (the baseline)."""
     if len(systems) < 2:
         raise R2MedError("compare needs at least two systems (baseline first)")

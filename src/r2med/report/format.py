@@ -14,9 +14,20 @@ FORMATS = ("table", "markdown", "csv", "latex", "json")
 SIGNIFICANT = "†"
 FLAG = "!"
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$",
-        "†": r"$^\dagger$"}
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "±": r"$\pm$",
+    "†": r"$^\dagger$",
+}
 
 
 def tex(text: str) -> str:
@@ -32,8 +43,9 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
-def records_text(records: Sequence[Mapping[str, Any]], fmt: str, fields: Sequence[str] | None = None,
-                 blank_none: bool = False) -> str:
+def records_text(
+    records: Sequence[Mapping[str, Any]], fmt: str, fields: Sequence[str] | None = None, blank_none: bool = False
+) -> str:
     """Records as JSON (a list) or CSV (a header, then one line per record; ``None`` as an empty cell
     with ``blank_none``)."""
     if fmt == "json":

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..cache import write_text_atomic
+from ..infra.home import write_text_atomic
 from ..data import Collection
-from ..facets import Facets
-from ..jobs.folders import System
-from ..metrics import HEADLINE, measure_label
-from ..run import ranked
-from ..ticks import nice_ticks, tick_labels
+from ..evaluation.facets import Facets
+from ..results.folders import System
+from ..evaluation.metrics import HEADLINE, measure_label
+from ..runs.run import ranked
+from .ticks import nice_ticks, tick_labels
 from .format import FLAG
 from .leaderboard import AVERAGE, Leaderboard, build_leaderboard
 
@@ -39,17 +39,21 @@ log = logging.getLogger(__name__)
 TOP = 10
 SNIPPET = 400
 EXPANSION_CHARS = 3000
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-           "#bab0ac"]
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
 def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def report_data(systems: list[System], board: Leaderboard, collections: Mapping[str, Collection],
-                measure: str = HEADLINE, top: int = TOP,
-                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> dict[str, Any]:
+def report_data(
+    systems: list[System],
+    board: Leaderboard,
+    collections: Mapping[str, Collection],
+    measure: str = HEADLINE,
+    top: int = TOP,
+    expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+) -> dict[str, Any]:
     """Everything the page shows, as one JSON-able dict (``expansions``: system -> task -> query -> the
     expansion text its run used, :func:`r2med.jobs.report.expansion_texts`)."""
     tasks = board.tasks
@@ -117,7 +121,7 @@ def report_data(systems: list[System], board: Leaderboard, collections: Mapping[
 
 
 def scatter_ticks(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], n: int = 5) -> list[float]:
-    """Round ticks (:func:`r2med.ticks.nice_ticks`) from 0 to the largest per-query value of any system: the
+    """Round ticks (:func:`r2med.report.ticks.nice_ticks`) from 0 to the largest per-query value of any system: the
     scatter's axes, the same for every pair of systems."""
     top = max((v for tasks in per_query.values() for values in tasks.values() for v in values.values()), default=0.0)
     return nice_ticks(0.0, top if top > 0 else 1.0, n)
@@ -125,22 +129,32 @@ def scatter_ticks(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], n:
 
 # -- server-side pieces (work without JavaScript) -------------------------------------------------
 
+
 def leaderboard_html(board: Leaderboard) -> str:
     e = html.escape
     head = "".join(f'<th data-col="{i + 1}" title="click to sort">{e(c)}</th>' for i, c in enumerate(board.columns))
     rows = []
     for row in board.rows:
         band = "ungraded" if row.tolerance is None else f"tol ±{row.tolerance:g}"
-        cells = [f'<td class="sys" data-value="{e(row.system)}">{e(row.system)}'
-                 + (f'<div class="pub">= {e(row.published.label)} ({band})</div>'
-                    if row.published and any(c.published is not None for c in row.cells.values()) else "")
-                 + "</td>"]
+        cells = [
+            f'<td class="sys" data-value="{e(row.system)}">{e(row.system)}'
+            + (
+                f'<div class="pub">= {e(row.published.label)} ({band})</div>'
+                if row.published and any(c.published is not None for c in row.cells.values())
+                else ""
+            )
+            + "</td>"
+        ]
         for col in board.columns:
             c = row.cells[col]
             val = "" if c.value is None else f"{c.value:.2f}"
             how = "all queries pooled" if col == AVERAGE else "Holm across tasks"
-            mark = (f'<span class="sig" title="differs from {e(board.baseline or "")}: p = {c.p_holm:.4g} '
-                    f'(randomisation test, {how})">†</span>' if c.significant and c.p_holm is not None else "")
+            mark = (
+                f'<span class="sig" title="differs from {e(board.baseline or "")}: p = {c.p_holm:.4g} '
+                f'(randomisation test, {how})">†</span>'
+                if c.significant and c.p_holm is not None
+                else ""
+            )
             if col == AVERAGE and row.partial_average and c.value is not None:
                 mark += '<span title="average over the tasks this system has">*</span>'
             extra = ""
@@ -148,19 +162,23 @@ def leaderboard_html(board: Leaderboard) -> str:
                 d = c.delta
                 within = row.within(col)
                 cls = "ok" if within else "bad" if within is False else ""  # None: ungraded
-                extra = (f'<div class="pub">pub {c.published:.2f} · <span class="{cls}">'
-                         f'{"" if d is None else f"{d:+.2f}"}{" " + FLAG if within is False else ""}</span></div>')
+                extra = (
+                    f'<div class="pub">pub {c.published:.2f} · <span class="{cls}">'
+                    f"{'' if d is None else f'{d:+.2f}'}{' ' + FLAG if within is False else ''}</span></div>"
+                )
             sort_value = "" if c.value is None else f"{c.value:.6f}"
             cells.append(f'<td data-value="{sort_value}">{val or "–"}{mark}{extra}</td>')
         rows.append(('<tr class="ref">' if row.reference else "<tr>") + "".join(cells) + "</tr>")
-    return (f'<table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to sort">system</th>'
-            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            + "".join(f'<p class="legend">{e(line)}</p>' for line in board.legend()))
+    return (
+        f'<table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to sort">system</th>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + "".join(f'<p class="legend">{e(line)}</p>' for line in board.legend())
+    )
 
 
 def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
     """One small horizontal bar chart per column (task or average) on a round axis
-    (:func:`r2med.ticks.nice_ticks`); published figures as black ticks."""
+    (:func:`r2med.report.ticks.nice_ticks`); published figures as black ticks."""
     e = html.escape
     charts = []
     rows = board.rows
@@ -174,27 +192,37 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
         scale = plot_w / ticks[-1]
         axis_y = 24 + len(rows) * (bar_h + gap)
         height = axis_y + 22
-        parts = [f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                 f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(col)}">',
-                 f'<text x="4" y="16" class="title">{e(col)}</text>']
+        parts = [
+            f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(col)}">',
+            f'<text x="4" y="16" class="title">{e(col)}</text>',
+        ]
         for tick, label in zip(ticks, tick_labels(ticks)):
             x = label_w + tick * scale
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{axis_y}" class="grid"/>'
-                         f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{label}</text>')
+            parts.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{axis_y}" class="grid"/>'
+                f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{label}</text>'
+            )
         for i, r in enumerate(rows):
             y = 24 + i * (bar_h + gap)
             v = r.cells[col].value
-            parts.append(f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="lab">{e(r.system[:22])}</text>')
+            parts.append(
+                f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="lab">{e(r.system[:22])}</text>'
+            )
             if v is not None:
                 w = max(v * scale, 0.5)
-                parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(r.system, "#c7c7c7")}">'
-                             f"<title>{e(r.system)}: {v:.2f}</title></rect>")
+                parts.append(
+                    f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(r.system, "#c7c7c7")}">'
+                    f"<title>{e(r.system)}: {v:.2f}</title></rect>"
+                )
                 parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 4}" class="val">{v:.2f}</text>')
             p = r.cells[col].published
             if p is not None:
                 x = label_w + p * scale
-                parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + bar_h + 2}" class="pubtick">'
-                             f"<title>published {p:.2f}</title></line>")
+                parts.append(
+                    f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + bar_h + 2}" class="pubtick">'
+                    f"<title>published {p:.2f}</title></line>"
+                )
         parts.append("</svg>")
         charts.append("".join(parts))
     return "".join(charts)
@@ -203,7 +231,7 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
 def facets_html(facets: Mapping[str, Facets], board: Leaderboard, selected: str | None = None) -> str:
     """The leaderboard per facet value: a selector of the facets (``scenario``, query metadata keys) and
     one table per facet (values x systems, x100, with query counts); the selected one shown."""
-    from .facets import FacetBoard
+    from .facet_table import FacetBoard
 
     if not facets:
         return '<p class="hint">No query metadata loaded: pass --data-dir (or --by) for per-group tables.</p>'
@@ -216,29 +244,45 @@ def facets_html(facets: Mapping[str, Facets], board: Leaderboard, selected: str 
         fb = FacetBoard(table, board.measure)
         header, rows = fb.grid()
         head = "".join(f"<th>{e(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f'<td{" class=sys" if i == 0 else ""}>{e(c)}</td>' for i, c in enumerate(cells))
-                       + "</tr>" for cells in rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td{' class=sys' if i == 0 else ''}>{e(c)}</td>" for i, c in enumerate(cells)) + "</tr>"
+            for cells in rows
+        )
         hidden = "" if key == chosen else " hidden"
-        parts.append(f'<div class="facet" data-key="{e(key)}"{hidden}><table class="board facet-table"><thead><tr>'
-                     f"{head}</tr></thead><tbody>{body}</tbody></table>"
-                     + "".join(f'<p class="legend">{e(line)}</p>' for line in fb.legend()) + "</div>")
+        parts.append(
+            f'<div class="facet" data-key="{e(key)}"{hidden}><table class="board facet-table"><thead><tr>'
+            f"{head}</tr></thead><tbody>{body}</tbody></table>"
+            + "".join(f'<p class="legend">{e(line)}</p>' for line in fb.legend())
+            + "</div>"
+        )
     return "".join(parts)
 
 
 def _json_for_script(data: Any) -> str:
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
-        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def render_html(systems: list[System], measure: str = HEADLINE, collections: Mapping[str, Collection] | None = None,
-                board: Leaderboard | None = None, title: str = "R2MED results",
-                expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
-                facets: Mapping[str, Facets] | None = None, facet: str | None = None) -> str:
+def render_html(
+    systems: list[System],
+    measure: str = HEADLINE,
+    collections: Mapping[str, Collection] | None = None,
+    board: Leaderboard | None = None,
+    title: str = "R2MED results",
+    expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+    facets: Mapping[str, Facets] | None = None,
+    facet: str | None = None,
+) -> str:
     """The page (``facets``: facet name -> its table, :func:`r2med.jobs.report.html_facets`; ``facet``:
     the one shown first)."""
     board = board or build_leaderboard(systems, measure)
@@ -246,9 +290,12 @@ def render_html(systems: list[System], measure: str = HEADLINE, collections: Map
     data["title"] = title
     page = _asset("report.html")
     missing = [t for t in board.tasks if t not in (collections or {})]
-    note = ("" if not missing else
-            f'<p class="note">No texts or judgments for {html.escape(", ".join(missing))}: the inspector shows ids '
-            "only. Re-run with <code>--data-dir</code> (or <code>--hub</code>) for query and document texts.</p>")
+    note = (
+        ""
+        if not missing
+        else f'<p class="note">No texts or judgments for {html.escape(", ".join(missing))}: the inspector shows ids '
+        "only. Re-run with <code>--data-dir</code> (or <code>--hub</code>) for query and document texts.</p>"
+    )
     replacements = {
         "{{TITLE}}": html.escape(title),
         "{{CSS}}": _asset("report.css"),
@@ -256,12 +303,18 @@ def render_html(systems: list[System], measure: str = HEADLINE, collections: Map
         "{{DATA}}": _json_for_script(data),
         "{{LEADERBOARD}}": leaderboard_html(board),
         "{{BARS}}": bar_charts_svg(board, data["colors"]),
-        "{{BARSHINT}}": "Bars: this report's systems" + ("; black ticks: published figures." if any(
-            c.published is not None for r in board.rows for c in r.cells.values()) else "."),
+        "{{BARSHINT}}": "Bars: this report's systems"
+        + (
+            "; black ticks: published figures."
+            if any(c.published is not None for r in board.rows for c in r.cells.values())
+            else "."
+        ),
         "{{FACETS}}": facets_html(facets or {}, board, facet),
         "{{MEASURE}}": html.escape(measure_label(board.measure)),
-        "{{META}}": html.escape(f"{_count(len(systems), 'system')} · {_count(len(board.tasks), 'task')} · "
-                                f"generated {data['generated']} by r2med {__version__}"),
+        "{{META}}": html.escape(
+            f"{_count(len(systems), 'system')} · {_count(len(board.tasks), 'task')} · "
+            f"generated {data['generated']} by r2med {__version__}"
+        ),
         "{{NOTE}}": note,
     }
     return fill_template(page, replacements)
@@ -279,10 +332,17 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
 
 
-def write_html(path: str | os.PathLike[str], systems: list[System], measure: str = HEADLINE,
-               collections: Mapping[str, Collection] | None = None, board: Leaderboard | None = None,
-               title: str = "R2MED results", expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
-               facets: Mapping[str, Facets] | None = None, facet: str | None = None) -> Path:
+def write_html(
+    path: str | os.PathLike[str],
+    systems: list[System],
+    measure: str = HEADLINE,
+    collections: Mapping[str, Collection] | None = None,
+    board: Leaderboard | None = None,
+    title: str = "R2MED results",
+    expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+    facets: Mapping[str, Facets] | None = None,
+    facet: str | None = None,
+) -> Path:
     """Write the self-contained report page atomically."""
     path = Path(path)
     page = render_html(systems, measure, collections, board, title, expansions, facets, facet)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..metrics import measure_label
+from ..evaluation.metrics import measure_label
 from .format import tex
 
 if TYPE_CHECKING:
@@ -26,8 +26,7 @@ def column_ranks(values: Sequence[float | None]) -> list[int | None]:
     """1 for the best printed value of a column, 2 for the second best, None otherwise (ties share)."""
     printed = sorted({round(v, DECIMALS) for v in values if v is not None}, reverse=True)
     top = printed[:2]
-    return [None if v is None or round(v, DECIMALS) not in top else top.index(round(v, DECIMALS)) + 1
-            for v in values]
+    return [None if v is None or round(v, DECIMALS) not in top else top.index(round(v, DECIMALS)) + 1 for v in values]
 
 
 def _marked(text: str, rank: int | None) -> str:
@@ -43,10 +42,15 @@ def leaderboard_latex(board: Leaderboard) -> str:
     _, lines = board.grid(flag="(!)")
     columns = board.columns
     systems = [row for row in board.rows if not row.reference]
-    ranks = {col: dict(zip((id(r) for r in systems), column_ranks([r.cells[col].value for r in systems])))
-             for col in columns}
-    out = [r"\begin{tabular}{l" + "r" * len(columns) + "}", r"\toprule",
-           " & ".join(["System", *(tex(c) for c in columns)]) + r" \\", r"\midrule"]
+    ranks = {
+        col: dict(zip((id(r) for r in systems), column_ranks([r.cells[col].value for r in systems]))) for col in columns
+    }
+    out = [
+        r"\begin{tabular}{l" + "r" * len(columns) + "}",
+        r"\toprule",
+        " & ".join(["System", *(tex(c) for c in columns)]) + r" \\",
+        r"\midrule",
+    ]
     grid_rows = iter(lines)
     for row in board.rows:
         _, cells = next(grid_rows)
@@ -58,10 +62,17 @@ def leaderboard_latex(board: Leaderboard) -> str:
         if row.published is not None and any(row.cells[c].published is not None for c in columns):
             for _ in range(2):  # its published and delta lines
                 _, extra = next(grid_rows)
-                out.append(" & ".join(r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
-                                      for i, c in enumerate(extra)) + r" \\")
+                out.append(
+                    " & ".join(
+                        r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
+                        for i, c in enumerate(extra)
+                    )
+                    + r" \\"
+                )
     out += [r"\bottomrule", r"\end{tabular}"]
-    marks = (f"{measure_label(board.measure)}: bold = best per column, underlined = second "
-             "(among this report's systems, on the printed values).")
+    marks = (
+        f"{measure_label(board.measure)}: bold = best per column, underlined = second "
+        "(among this report's systems, on the printed values)."
+    )
     legend = [*board.legend(), marks]
     return "\n".join(out) + "\n" + "\n".join("% " + line for line in legend) + "\n"

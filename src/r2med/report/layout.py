@@ -14,8 +14,14 @@ from typing import Any
 
 #: R2MED's task names as narrow column headers (the legend says which is which).
 SHORT_TASKS = {
-    "Biology": "Bio", "Bioinformatics": "Bioinf", "Medical-Sciences": "MedSci", "MedXpertQA-Exam": "MedXQA",
-    "MedQA-Diag": "MedQA", "PMC-Treatment": "PMC-T", "PMC-Clinical": "PMC-C", "IIYi-Clinical": "IIYi",
+    "Biology": "Bio",
+    "Bioinformatics": "Bioinf",
+    "Medical-Sciences": "MedSci",
+    "MedXpertQA-Exam": "MedXQA",
+    "MedQA-Diag": "MedQA",
+    "PMC-Treatment": "PMC-T",
+    "PMC-Clinical": "PMC-C",
+    "IIYi-Clinical": "IIYi",
     "Average": "Avg",
 }
 

@@ -2,7 +2,7 @@
 
 Rows are systems, columns the tasks (R2MED's 8 in the paper's order, then any
 others) and their macro average, values x100 like the paper.  A system that
-matches a published configuration (see :mod:`r2med.published`) gets a
+matches a published configuration (see :mod:`r2med.results.published`) gets a
 ``published`` row and a ``delta`` row; a delta beyond the tolerance is flagged.
 With a baseline, each cell is marked when it differs significantly from the
 baseline (paired randomisation test, Holm-Bonferroni across tasks).
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import R2MedError
-from ..jobs.folders import System, task_order
-from ..metrics import HEADLINE, canonical, measure_label
-from ..published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
-from ..tasks import TASK_NAMES
+from ..results.folders import System, task_order
+from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
+from ..data.tasks import TASK_NAMES
 from .format import FLAG, SIGNIFICANT, check_format, records_text
 from .layout import compact_table, fitted, short_legend, short_task
 
@@ -109,15 +109,22 @@ class Leaderboard:
                     else:
                         deltas.append(f"{d:+.2f}" + (f" {flag}" if row.within(col) is False else ""))
                 extra = f", {row.precision_note}" if row.precision_note and not compact else ""
-                band = "ungraded" if row.tolerance is None else f"±{row.tolerance:g}" if compact else \
-                    f"tol ±{row.tolerance:g}"
+                band = (
+                    "ungraded"
+                    if row.tolerance is None
+                    else f"±{row.tolerance:g}"
+                    if compact
+                    else f"tol ±{row.tolerance:g}"
+                )
                 label = f"  delta {band}" if compact else f"  delta ({band}{extra})"
                 lines.append(("delta", [label, *deltas]))
         return header, lines
 
     def legend(self) -> list[str]:
-        out = [f"{measure_label(self.measure)} x100; {AVERAGE} = macro average, the mean over the columns' tasks "
-               "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."]
+        out = [
+            f"{measure_label(self.measure)} x100; {AVERAGE} = macro average, the mean over the columns' tasks "
+            "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."
+        ]
         if any(r.reference for r in self.rows):
             out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.partial_average for r in self.rows):
@@ -125,18 +132,28 @@ class Leaderboard:
         if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
             out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
         if any(r.published is not None and r.tolerance is None for r in self.rows):
-            out.append("ungraded: a configuration whose settings r2med assumed (none published); the delta "
-                       "measures the assumption.")
+            out.append(
+                "ungraded: a configuration whose settings r2med assumed (none published); the delta "
+                "measures the assumption."
+            )
         if any(r.precision_note for r in self.rows if r.published is not None):
-            out.append(f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
-                       "than the paper's code (--dtype).")
-        out += [f"no published figure for {r.system}: {r.cells[c].ungraded}." for r in self.rows for c in self.columns
-                if r.cells[c].ungraded]
+            out.append(
+                f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
+                "than the paper's code (--dtype)."
+            )
+        out += [
+            f"no published figure for {r.system}: {r.cells[c].ungraded}."
+            for r in self.rows
+            for c in self.columns
+            if r.cells[c].ungraded
+        ]
         notes = sorted({r.published_average_note for r in self.rows if r.published_average_note})
         out += [f"{AVERAGE} delta: {n}." for n in notes]
         if self.baseline:
-            out.append(f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
-                       f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled).")
+            out.append(
+                f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
+                f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled)."
+            )
         return out + self.notes
 
     # -- renderers ---------------------------------------------------------------------------------
@@ -161,11 +178,18 @@ class Leaderboard:
         lines = [(kind, [escape(cells[0]), *cells[1:]]) for kind, cells in lines]
         title = escape(f"Leaderboard: {measure_label(self.measure)} (x100)")
         caption = escape(self._caption(compact))
-        table = (compact_table(title=title, caption=caption, caption_justify="left") if compact else
-                 Table(title=title, caption=caption, caption_justify="left"))
+        table = (
+            compact_table(title=title, caption=caption, caption_justify="left")
+            if compact
+            else Table(title=title, caption=caption, caption_justify="left")
+        )
         for i, h in enumerate(header):  # task names: text, not markup
-            table.add_column(escape(h), justify="left" if i == 0 else "right", no_wrap=i > 0,
-                             overflow="fold" if i == 0 else "ellipsis")
+            table.add_column(
+                escape(h),
+                justify="left" if i == 0 else "right",
+                no_wrap=i > 0,
+                overflow="fold" if i == 0 else "ellipsis",
+            )
         for kind, cells in lines:
             table.add_row(*_styled(kind, cells))
         return table
@@ -175,8 +199,11 @@ class Leaderboard:
         from rich.markup import escape
 
         header, lines = self.grid(compact=True)
-        table = compact_table(title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
-                              caption=escape(self._caption(False)), caption_justify="left")
+        table = compact_table(
+            title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
+            caption=escape(self._caption(False)),
+            caption_justify="left",
+        )
         table.add_column("task", no_wrap=True)
         for kind, cells in lines:
             style = "bold" if kind == "system" else "dim" if kind in ("published", "reference") else None
@@ -191,7 +218,9 @@ class Leaderboard:
         header, lines = self.grid()
         out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         for kind, cells in lines:
-            first = f"**{cells[0]}**" if kind == "system" else f"_{cells[0]}_" if kind == "reference" else cells[0].strip()
+            first = (
+                f"**{cells[0]}**" if kind == "system" else f"_{cells[0]}_" if kind == "reference" else cells[0].strip()
+            )
             out.append("| " + " | ".join([first, *cells[1:]]) + " |")
         return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in self.legend()) + "\n"
 
@@ -207,15 +236,23 @@ class Leaderboard:
         for row in self.rows:
             for col in self.columns:
                 c = row.cells[col]
-                recs.append({
-                    "system": row.system, "reference": row.reference, "task": col, "measure": self.measure,
-                    "value": _round(c.value), "published": c.published, "delta": _round(c.delta),
-                    "tolerance": row.tolerance if c.published is not None else None,
-                    "within_tolerance": row.within(col),
-                    "published_config": row.published.label if row.published and c.published is not None else None,
-                    "p_holm": c.p_holm, "significant": c.significant if self.baseline else None,
-                    "ungraded": c.ungraded,
-                })
+                recs.append(
+                    {
+                        "system": row.system,
+                        "reference": row.reference,
+                        "task": col,
+                        "measure": self.measure,
+                        "value": _round(c.value),
+                        "published": c.published,
+                        "delta": _round(c.delta),
+                        "tolerance": row.tolerance if c.published is not None else None,
+                        "within_tolerance": row.within(col),
+                        "published_config": row.published.label if row.published and c.published is not None else None,
+                        "p_holm": c.p_holm,
+                        "significant": c.significant if self.baseline else None,
+                        "ungraded": c.ungraded,
+                    }
+                )
         return recs
 
     def to_csv(self) -> str:
@@ -226,23 +263,46 @@ class Leaderboard:
         systems = []
         for row in self.rows:
             key = row.published
-            systems.append({
-                "name": row.system,
-                "published": None if key is None else {
-                    "retriever": key.retriever, "expansion": key.expansion, "llm": key.llm,
-                    "label": key.label, "setting": key.setting(), "source": key.source()},
-                "tolerance": row.tolerance,
-                "precision_note": row.precision_note or None,
-                "partial_average": row.partial_average,
-                "reference": row.reference,
-                "cells": {col: {"value": _round(row.cells[col].value), "published": row.cells[col].published,
-                                "delta": _round(row.cells[col].delta), "within_tolerance": row.within(col),
-                                "p_holm": row.cells[col].p_holm, "significant": row.cells[col].significant,
-                                "ungraded": row.cells[col].ungraded}
-                          for col in self.columns},
-            })
-        return {"measure": self.measure, "scale": 100, "tasks": self.tasks, "baseline": self.baseline,
-                "alpha": self.alpha, "systems": systems, "legend": self.legend()}
+            systems.append(
+                {
+                    "name": row.system,
+                    "published": None
+                    if key is None
+                    else {
+                        "retriever": key.retriever,
+                        "expansion": key.expansion,
+                        "llm": key.llm,
+                        "label": key.label,
+                        "setting": key.setting(),
+                        "source": key.source(),
+                    },
+                    "tolerance": row.tolerance,
+                    "precision_note": row.precision_note or None,
+                    "partial_average": row.partial_average,
+                    "reference": row.reference,
+                    "cells": {
+                        col: {
+                            "value": _round(row.cells[col].value),
+                            "published": row.cells[col].published,
+                            "delta": _round(row.cells[col].delta),
+                            "within_tolerance": row.within(col),
+                            "p_holm": row.cells[col].p_holm,
+                            "significant": row.cells[col].significant,
+                            "ungraded": row.cells[col].ungraded,
+                        }
+                        for col in self.columns
+                    },
+                }
+            )
+        return {
+            "measure": self.measure,
+            "scale": 100,
+            "tasks": self.tasks,
+            "baseline": self.baseline,
+            "alpha": self.alpha,
+            "systems": systems,
+            "legend": self.legend(),
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1) + "\n"
@@ -250,8 +310,13 @@ class Leaderboard:
     def render(self, fmt: str) -> str:
         """Markdown, CSV, LaTeX or JSON (``table`` is the rich table: :meth:`to_rich`; here Markdown)."""
         fmt = check_format(fmt)
-        return {"table": self.to_markdown, "markdown": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex,
-                "json": self.to_json}[fmt]()
+        return {
+            "table": self.to_markdown,
+            "markdown": self.to_markdown,
+            "csv": self.to_csv,
+            "latex": self.to_latex,
+            "json": self.to_json,
+        }[fmt]()
 
 
 def _styled(kind: str, cells: list[str]) -> list[str]:
@@ -260,17 +325,23 @@ def _styled(kind: str, cells: list[str]) -> list[str]:
         return [f"[bold]{c}[/]" for c in cells]
     if kind in ("published", "reference"):
         return [f"[dim]{c}[/]" for c in cells]
-    return [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c
-                         for c in cells[1:]]
+    return [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c for c in cells[1:]]
 
 
 def _round(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
 
 
-def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance: float | None = None,
-                      baseline: str | None = None, alpha: float = 0.05, n_permutations: int = 10_000,
-                      seed: int = 42, references: Sequence[str] = ()) -> Leaderboard:
+def build_leaderboard(
+    systems: list[System],
+    measure: str = HEADLINE,
+    tolerance: float | None = None,
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    n_permutations: int = 10_000,
+    seed: int = 42,
+    references: Sequence[str] = (),
+) -> Leaderboard:
     """Tabulate ``systems`` for ``measure``; published deltas only for nDCG@10 (the published measure).
 
     ``references`` adds published configurations (``nv``, ``bm25+hyde-gpt4``) as rows of their
@@ -298,8 +369,9 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
             problem = data_problem(t, res.metrics) if res is not None and t in figures else None
-            cells[t] = BoardCell(value=None if v is None else 100 * v,
-                                 published=None if problem else figures.get(t), ungraded=problem)
+            cells[t] = BoardCell(
+                value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
+            )
         graded = {t: f for t, f in figures.items() if t == AVERAGE or cells.get(t) is None or not cells[t].ungraded}
         present = [t for t in tasks if cells[t].value is not None]
         avg = sum(cells[t].value for t in present) / len(present) if present else None  # type: ignore[misc]
@@ -313,13 +385,23 @@ def build_leaderboard(systems: list[System], measure: str = HEADLINE, tolerance:
                 pub_avg = sum(figures[t] for t in r2) / len(r2)
                 note = f"published average over the same {len(r2)} tasks"
         cells[AVERAGE] = BoardCell(value=avg, published=pub_avg)
-        precision = next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") \
-            if figures else ""
+        precision = (
+            next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") if figures else ""
+        )
         tol = tolerance if tolerance is not None else tolerance_of(key) if figures else None
         if tol is not None and precision and tolerance is None:
             tol += NONPAPER_PRECISION_EXTRA
-        rows.append(Row(s.name, key if figures else None, tol, cells, partial_average=0 < len(present) < len(tasks),
-                        published_average_note=note, precision_note=precision))
+        rows.append(
+            Row(
+                s.name,
+                key if figures else None,
+                tol,
+                cells,
+                partial_average=0 < len(present) < len(tasks),
+                published_average_note=note,
+                precision_note=precision,
+            )
+        )
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     board.notes += _encoding_notes(rows, systems)
@@ -343,7 +425,9 @@ def encoding_line(encoding: dict[str, Any]) -> str:
         parts.append(f"framing {framing.get('framing')}{alone}")
     dtype = encoding.get("dtype")
     if dtype:
-        weights = f" (weights {encoding['weights']}, compute {encoding.get('compute')})" if encoding.get("weights") else ""
+        weights = (
+            f" (weights {encoding['weights']}, compute {encoding.get('compute')})" if encoding.get("weights") else ""
+        )
         parts.append(f"dtype {dtype}{weights}")
     if encoding.get("made_by") == "the embedding cache":
         parts.append("vectors from the embedding cache")
@@ -377,13 +461,15 @@ def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> li
         else:
             avg = sum(figures[t] for t in present) / len(present) if present else None
         cells[AVERAGE] = BoardCell(value=avg)
-        rows.append(Row(f"paper: {key.label}", None, None, cells, partial_average=0 < len(present) < len(tasks),
-                        reference=True))
+        rows.append(
+            Row(f"paper: {key.label}", None, None, cells, partial_average=0 < len(present) < len(tasks), reference=True)
+        )
     return rows
 
 
-def _mark_significance(board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float,
-                       n_permutations: int, seed: int) -> None:
+def _mark_significance(
+    board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float, n_permutations: int, seed: int
+) -> None:
     from .compare import compare_systems
 
     for row, s in zip(board.rows, systems):

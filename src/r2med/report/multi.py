@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..metrics import measure_label
+from ..evaluation.metrics import measure_label
 from .format import check_format, records_text
 
 
@@ -44,8 +44,14 @@ class Boards:
             records = [r for board in self.boards for r in board.records()]
             return records_text(records, "csv", None if records else ["system"], blank_none=True)
         if fmt == "json":
-            return json.dumps({"measures": [b.measure for b in self.boards],
-                               "tables": [b.to_dict() for b in self.boards]}, indent=1, ensure_ascii=False) + "\n"
+            return (
+                json.dumps(
+                    {"measures": [b.measure for b in self.boards], "tables": [b.to_dict() for b in self.boards]},
+                    indent=1,
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
         if fmt == "latex":
             return "\n".join(b.render(fmt) for b in self.boards)
         return "\n".join(f"### {measure_label(b.measure)}\n\n{b.render(fmt)}" for b in self.boards)

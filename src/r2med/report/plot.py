@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import R2MedError
-from ..metrics import measure_label
+from ..evaluation.metrics import measure_label
 
 if TYPE_CHECKING:
-    from ..facets import Facets
+    from ..evaluation.facets import Facets
     from .leaderboard import Leaderboard
 
 PlotKind = Literal["bars", "scatter", "facets"]
@@ -47,11 +47,20 @@ def _pyplot() -> Any:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT,
-                         "xtick.labelsize": FONT_PT - 1, "ytick.labelsize": FONT_PT - 1,
-                         "legend.fontsize": FONT_PT - 1, "hatch.linewidth": 0.6, "svg.hashsalt": "r2med",
-                         "svg.fonttype": "none",  # text stays text: editable, searchable
-                         "pdf.fonttype": 42})
+    plt.rcParams.update(
+        {
+            "font.size": FONT_PT,
+            "axes.titlesize": FONT_PT + 1,
+            "axes.labelsize": FONT_PT,
+            "xtick.labelsize": FONT_PT - 1,
+            "ytick.labelsize": FONT_PT - 1,
+            "legend.fontsize": FONT_PT - 1,
+            "hatch.linewidth": 0.6,
+            "svg.hashsalt": "r2med",
+            "svg.fonttype": "none",  # text stays text: editable, searchable
+            "pdf.fonttype": 42,
+        }
+    )
     return plt
 
 
@@ -61,7 +70,7 @@ def _gray(i: int, n: int) -> str:
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    from ..cache import atomic_path
+    from ..infra.home import atomic_path
 
     fmt = figure_format(path)
     metadata = {"Date": None} if fmt in ("pdf", "svg") else {}
@@ -73,22 +82,42 @@ def _save(fig: Any, path: str | Path) -> Path:
     return Path(path)
 
 
-def _grouped_bars(ax: Any, groups: Sequence[str], series: Sequence[str],
-                  values: Mapping[str, Sequence[float | None]],
-                  published: Mapping[str, Sequence[float | None]] | None = None) -> None:
+def _grouped_bars(
+    ax: Any,
+    groups: Sequence[str],
+    series: Sequence[str],
+    values: Mapping[str, Sequence[float | None]],
+    published: Mapping[str, Sequence[float | None]] | None = None,
+) -> None:
     width = 0.8 / max(len(series), 1)
     labelled = False
     for i, name in enumerate(series):
         xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
         heights = [v if v is not None else 0.0 for v in values[name]]
-        ax.bar(xs, heights, width, label=name, color=_gray(i, len(series)), edgecolor="black", linewidth=0.4,
-               hatch=HATCHES[i % len(HATCHES)])
+        ax.bar(
+            xs,
+            heights,
+            width,
+            label=name,
+            color=_gray(i, len(series)),
+            edgecolor="black",
+            linewidth=0.4,
+            hatch=HATCHES[i % len(HATCHES)],
+        )
         marks = (published or {}).get(name)
         if marks:
             pts = [(x, p) for x, p in zip(xs, marks) if p is not None]
             if pts:
-                ax.scatter([x for x, _ in pts], [p for _, p in pts], marker="_", s=60, color="black",
-                           linewidths=1.4, zorder=3, label=None if labelled else "published")
+                ax.scatter(
+                    [x for x, _ in pts],
+                    [p for _, p in pts],
+                    marker="_",
+                    s=60,
+                    color="black",
+                    linewidths=1.4,
+                    zorder=3,
+                    label=None if labelled else "published",
+                )
                 labelled = True
     ax.set_xticks(range(len(groups)))
     tilted = len(groups) > 3 or max(map(len, groups), default=0) > 10
@@ -117,8 +146,13 @@ def plot_bars(board: Leaderboard, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def plot_scatter(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], x_system: str, y_system: str,
-                 measure: str, path: str | Path) -> Path:
+def plot_scatter(
+    per_query: Mapping[str, Mapping[str, Mapping[str, float]]],
+    x_system: str,
+    y_system: str,
+    measure: str,
+    path: str | Path,
+) -> Path:
     """Per-query values of two systems (``per_query``: system -> task -> query -> value), one marker per
     task, the diagonal dashed: points above it are queries ``y_system`` does better on."""
     plt = _pyplot()
@@ -133,9 +167,16 @@ def plot_scatter(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], x_s
     for i, task in enumerate(tasks):
         xs, ys = per_query[x_system][task], per_query[y_system][task]
         common = [q for q in xs if q in ys]
-        ax.scatter([xs[q] for q in common], [ys[q] for q in common], marker=MARKERS[i % len(MARKERS)], s=12,
-                   facecolors="none" if i % 2 else _gray(i, len(tasks)), edgecolors="black", linewidths=0.5,
-                   label=task)
+        ax.scatter(
+            [xs[q] for q in common],
+            [ys[q] for q in common],
+            marker=MARKERS[i % len(MARKERS)],
+            s=12,
+            facecolors="none" if i % 2 else _gray(i, len(tasks)),
+            edgecolors="black",
+            linewidths=0.5,
+            label=task,
+        )
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_aspect("equal")

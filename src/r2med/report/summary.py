@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..jobs.evaluate import Summary
-from ..jobs.folders import TaskResult
-from ..metrics import HEADLINE, canonical, measure_label
-from ..tasks import TASK_NAMES
+from ..results.folders import TaskResult
+from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..data.tasks import TASK_NAMES
 
 
-def summary_table(results: Sequence[TaskResult], summary: Summary, measures: Sequence[str] | None = None,
-                  title: str | None = None, compact: bool = False):
+def summary_table(
+    results: Sequence[TaskResult],
+    summary: Summary,
+    measures: Sequence[str] | None = None,
+    title: str | None = None,
+    compact: bool = False,
+):
     """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
     nDCG@10 the published figures and deltas when ``summary.published`` is set (the average's delta only
     over R2MED's 8 tasks, the published average's scope).  ``compact``: no vertical rules, short headers
@@ -56,8 +61,9 @@ def summary_table(results: Sequence[TaskResult], summary: Summary, measures: Seq
             row.append(f"[bold]{avg:.2f}")
             if published and m == HEADLINE:
                 pub = published.get("Average")
-                full = (sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None
-                        and not summary.ungraded)
+                full = (
+                    sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None and not summary.ungraded
+                )
                 row += [f"{pub:.2f}" if full else "-", f"{avg - pub:+.2f}" if full else "-"]
         row.append("")
         table.add_row(*row)
@@ -69,8 +75,10 @@ def precision_note(summary: Summary) -> str | None:
     if summary.precision is None:
         return None
     used, paper = summary.precision
-    return (f"{summary.retriever} ran in {used}, the paper's code in {paper}: expect larger deltas "
-            "(reports widen the tolerance)")
+    return (
+        f"{summary.retriever} ran in {used}, the paper's code in {paper}: expect larger deltas "
+        "(reports widen the tolerance)"
+    )
 
 
 def ungraded_notes(summary: Summary) -> list[str]:

@@ -3,11 +3,26 @@
 from typing import Any
 
 from .base import QueryText, Retriever
-from .registry import (RetrieverMeta, all_retrievers, available_retrievers, make_retriever, register_retriever,
-                       retriever_meta)
+from .registry import (
+    RetrieverMeta,
+    all_retrievers,
+    available_retrievers,
+    make_retriever,
+    register_retriever,
+    retriever_meta,
+)
 
-__all__ = ["BM25", "QueryText", "Retriever", "RetrieverMeta", "all_retrievers", "available_retrievers",
-           "make_retriever", "register_retriever", "retriever_meta"]
+__all__ = [
+    "BM25",
+    "QueryText",
+    "Retriever",
+    "RetrieverMeta",
+    "all_retrievers",
+    "available_retrievers",
+    "make_retriever",
+    "register_retriever",
+    "retriever_meta",
+]
 
 
 def __getattr__(name: str) -> Any:  # BM25 imports numpy/scipy: loaded on first use

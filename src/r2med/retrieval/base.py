@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..run import Run
+from ..runs.run import Run
 
 if TYPE_CHECKING:
     from ..data import Collection
@@ -44,7 +44,10 @@ def index_collection(retriever: Retriever, collection: Collection) -> None:
     also gets the other copies of repeated ids (:attr:`~r2med.data.Collection.corpus_repeats`); the
     others (dense: the paper's dense loader fills a dict) see each id once, its last record."""
     if collection.corpus_repeats and getattr(retriever, "indexes_repeats", False):
-        retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint,  # type: ignore[call-arg]
-                        repeats=collection.corpus_repeats)
+        retriever.index(
+            collection.corpus,
+            corpus_fingerprint=collection.fingerprint,  # type: ignore[call-arg]
+            repeats=collection.corpus_repeats,
+        )
     else:
         retriever.index(collection.corpus, corpus_fingerprint=collection.fingerprint)

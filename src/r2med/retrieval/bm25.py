@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .. import progress
-from ..cache import atomic_dir, cache_dir, fingerprint, fingerprint_texts
+from ..infra import progress
+from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..protocol import models
-from ..run import Run
-from ..text import Analyzer, available_cores, encode_corpus, get_analyzer
+from ..runs.run import Run
+from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import QueryText, as_text
 from .registry import RetrieverMeta, register_retriever
 from .topk import top_k_rows
@@ -48,7 +48,7 @@ INDEX_FORMAT = 3  # 2: CRC-32 of every file in params.json; 3: and of params.jso
 PARAMS_CHECKSUM = "params_crc32"
 _ARRAYS = ("indptr", "indices", "data", "idf")
 _LISTS = ("vocab", "doc_ids")
-#: A corpus at least this large shows the steps of building its index (:mod:`r2med.progress`); a smaller one
+#: A corpus at least this large shows the steps of building its index (:mod:`r2med.infra.progress`); a smaller one
 #: builds in about a second (61K docs: ~3 s on 2 cores).
 PROGRESS_MIN_DOCS = 20_000
 
@@ -72,8 +72,15 @@ class BM25:
 
     family = "lexical"
 
-    def __init__(self, k1: float = 0.9, b: float = 0.4, flavour: str = "paper",
-                 analyzer: str | Analyzer = "english", cache: bool = True, workers: int | None = None):
+    def __init__(
+        self,
+        k1: float = 0.9,
+        b: float = 0.4,
+        flavour: str = "paper",
+        analyzer: str | Analyzer = "english",
+        cache: bool = True,
+        workers: int | None = None,
+    ):
         if flavour not in FLAVOURS:
             raise R2MedError(f"unknown BM25 flavour {flavour!r}; choose from {FLAVOURS}")
         if k1 < 0 or not 0 <= b <= 1:
@@ -93,8 +100,13 @@ class BM25:
 
     # -- configuration ---------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
-        return {"retriever": self.name, "flavour": self.flavour, "k1": self.k1, "b": self.b,
-                "analyzer": self.analyzer.config()}
+        return {
+            "retriever": self.name,
+            "flavour": self.flavour,
+            "k1": self.k1,
+            "b": self.b,
+            "analyzer": self.analyzer.config(),
+        }
 
     def index_key(self, corpus_fingerprint: str) -> str:
         return fingerprint("bm25-index", INDEX_FORMAT, corpus_fingerprint, self.analyzer.config(), self.k1, self.b)
@@ -103,8 +115,9 @@ class BM25:
     #: ``index`` takes ``repeats``: the corpus is read as a list, as the paper's BM25 script reads it.
     indexes_repeats = True
 
-    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None,
-              repeats: Sequence[str] = ()) -> BM25:
+    def index(
+        self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None, repeats: Sequence[str] = ()
+    ) -> BM25:
         """Build (or load from the r2med home) the index of ``corpus`` (doc id -> text).
 
         ``repeats`` are the texts of the corpus file's other copies of repeated ids
@@ -119,7 +132,9 @@ class BM25:
         if self.cache:
             fp = corpus_fingerprint or fingerprint_texts(corpus.items())
             if repeats:
-                fp = fingerprint("with-repeats", fp, fingerprint_texts((str(i), text) for i, text in enumerate(repeats)))
+                fp = fingerprint(
+                    "with-repeats", fp, fingerprint_texts((str(i), text) for i, text in enumerate(repeats))
+                )
             path = cache_dir("bm25") / self.index_key(fp)
             if (path / "params.json").exists():
                 try:
@@ -171,19 +186,28 @@ class BM25:
         avgdl = float(lengths.sum()) / len(texts)
         idf = inverse_document_frequency(np.diff(counts.indptr), len(texts))
         weights_t = term_weights(counts, lengths, idf, avgdl, self.k1, self.b)
-        self.weights_t = weights_t if len(texts) == len(doc_ids) else weights_t[:, :len(doc_ids)].tocsr()
+        self.weights_t = weights_t if len(texts) == len(doc_ids) else weights_t[:, : len(doc_ids)].tocsr()
         steps.advance()
         self.doc_ids, self.vocab, self.idf, self.avgdl = doc_ids, {t: i for i, t in enumerate(terms)}, idf, avgdl
-        log.info("BM25 index: %d docs, %d terms, %d postings in %.2fs", len(texts), len(terms),
-                 counts.nnz, time.perf_counter() - start)
+        log.info(
+            "BM25 index: %d docs, %d terms, %d postings in %.2fs",
+            len(texts),
+            len(terms),
+            counts.nnz,
+            time.perf_counter() - start,
+        )
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: str | Path, corpus_fingerprint: str | None = None) -> Path:
         """Write the index as a self-describing folder (arrays + ``params.json``), atomically."""
         assert self.weights_t is not None, "index() first"
         path = Path(path)
-        arrays = {"indptr": self.weights_t.indptr, "indices": self.weights_t.indices,
-                  "data": self.weights_t.data, "idf": self.idf}
+        arrays = {
+            "indptr": self.weights_t.indptr,
+            "indices": self.weights_t.indices,
+            "data": self.weights_t.data,
+            "idf": self.idf,
+        }
         lists = {"vocab": list(self.vocab), "doc_ids": self.doc_ids}
         with atomic_dir(path) as tmp:
             for name, array in arrays.items():
@@ -191,10 +215,17 @@ class BM25:
             for name, values in lists.items():
                 (tmp / f"{name}.json").write_bytes(_dumps(values))
             checksums = {f.name: _crc32_file(f) for f in sorted(tmp.iterdir())}
-            params = {"format": INDEX_FORMAT, "k1": self.k1, "b": self.b, "avgdl": self.avgdl,
-                      "n_docs": len(self.doc_ids), "n_terms": len(self.vocab),
-                      "analyzer": self.analyzer.config(), "corpus_fingerprint": corpus_fingerprint,
-                      "crc32": checksums}
+            params = {
+                "format": INDEX_FORMAT,
+                "k1": self.k1,
+                "b": self.b,
+                "avgdl": self.avgdl,
+                "n_docs": len(self.doc_ids),
+                "n_terms": len(self.vocab),
+                "analyzer": self.analyzer.config(),
+                "corpus_fingerprint": corpus_fingerprint,
+                "crc32": checksums,
+            }
             params[PARAMS_CHECKSUM] = _params_checksum(params)
             (tmp / "params.json").write_text(json.dumps(params, indent=1), encoding="utf-8")
         self.index_path = path
@@ -207,8 +238,12 @@ class BM25:
         n_terms, n_docs = params["n_terms"], params["n_docs"]
         arrays = {name: _load_checked(path / f"{name}.npy", checksums) for name in _ARRAYS}
         lists = {name: _loads(_read_checked(path / f"{name}.json", checksums)) for name in _LISTS}
-        if (len(lists["doc_ids"]) != n_docs or len(lists["vocab"]) != n_terms or len(arrays["idf"]) != n_terms
-                or len(arrays["indptr"]) != n_terms + 1):
+        if (
+            len(lists["doc_ids"]) != n_docs
+            or len(lists["vocab"]) != n_terms
+            or len(arrays["idf"]) != n_terms
+            or len(arrays["indptr"]) != n_terms + 1
+        ):
             raise IndexDamaged("array sizes do not match params.json")
         self.weights_t = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=(n_terms, n_docs))
         self.idf = arrays["idf"]
@@ -246,9 +281,10 @@ class BM25:
             vals.append(weight)
         if not rows:
             return sp.csr_matrix((len(queries), len(vocab)), dtype=np.float32)
-        return sp.csr_matrix((np.concatenate(vals).astype(np.float32),
-                              (np.concatenate(rows), np.concatenate(cols))),
-                             shape=(len(queries), len(vocab)))
+        return sp.csr_matrix(
+            (np.concatenate(vals).astype(np.float32), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(len(queries), len(vocab)),
+        )
 
     def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
         """Dense (queries x docs) float32 scores; for tests and small query sets."""
@@ -274,7 +310,7 @@ class BM25:
         step = max(1, min(batch_size, (1 << 25) // max(len(doc_ids), 1), -(-len(qids) // threads)))
 
         def batch(start: int) -> list[dict[str, float]]:
-            return ranked_rows((vectors[start:start + step] @ weights_t).toarray(), doc_ids, k)
+            return ranked_rows((vectors[start : start + step] @ weights_t).toarray(), doc_ids, k)
 
         starts = range(0, len(qids), step)
         if threads == 1:
@@ -398,8 +434,9 @@ def inverse_document_frequency(df: np.ndarray, n_docs: int) -> np.ndarray:
     return np.log(n_docs + 1.0) - np.log(df.astype(np.float64) + 0.5)
 
 
-def term_weights(counts: sp.csc_matrix, lengths: np.ndarray, idf: np.ndarray, avgdl: float, k1: float,
-                 b: float) -> sp.csr_matrix:
+def term_weights(
+    counts: sp.csc_matrix, lengths: np.ndarray, idf: np.ndarray, avgdl: float, k1: float, b: float
+) -> sp.csr_matrix:
     """The (terms x docs) float32 BM25 weights ``idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))``.
 
     ``counts`` comes from :func:`term_counts`; ``idf`` and ``avgdl`` may be collection-wide statistics
@@ -440,21 +477,49 @@ def ranked_rows(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> list[dict
 
 
 def _factory(flavour: str):
-    def make(task: str | None = None, k1: float = 0.9, b: float = 0.4, analyzer: str = "english",
-             cache: bool = True, **unknown: Any) -> BM25:
+    def make(
+        task: str | None = None,
+        k1: float = 0.9,
+        b: float = 0.4,
+        analyzer: str = "english",
+        cache: bool = True,
+        **unknown: Any,
+    ) -> BM25:
         if unknown:
             raise R2MedError(f"BM25 does not take option(s): {', '.join(sorted(unknown))}")
         return BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=cache)
+
     return make
 
 
 #: The paper's BM25 (BRIGHT's code; ``r2med_models.json`` -> ``bm25``): k1=0.9, b=0.4, the paper's scoring.
-PAPER = {"flavour": "paper", "k1": models()["retrievers"]["bm25"].get("k1", 0.9),
-         "b": models()["retrievers"]["bm25"].get("b", 0.4)}
-_LEXICAL = dict(family="lexical", parameters=("k1", "b", "analyzer", "cache"), tolerance="lexical",
-                defaults={"k1": PAPER["k1"], "b": PAPER["b"], "analyzer": "english"},
-                summary={"k1": PAPER["k1"], "b": PAPER["b"]})
-register_retriever(RetrieverMeta("bm25", _factory("paper"), "BM25 as the R2MED paper scores it (BM25-weighted "
-                                 "query; k1=0.9, b=0.4)", paper=PAPER, **_LEXICAL))
-register_retriever(RetrieverMeta("bm25-standard", _factory("standard"), "textbook Lucene BM25 (query term counts)",
-                                 paper={"flavour": "paper"}, **_LEXICAL))
+PAPER = {
+    "flavour": "paper",
+    "k1": models()["retrievers"]["bm25"].get("k1", 0.9),
+    "b": models()["retrievers"]["bm25"].get("b", 0.4),
+}
+_LEXICAL = dict(
+    family="lexical",
+    parameters=("k1", "b", "analyzer", "cache"),
+    tolerance="lexical",
+    defaults={"k1": PAPER["k1"], "b": PAPER["b"], "analyzer": "english"},
+    summary={"k1": PAPER["k1"], "b": PAPER["b"]},
+)
+register_retriever(
+    RetrieverMeta(
+        "bm25",
+        _factory("paper"),
+        "BM25 as the R2MED paper scores it (BM25-weighted query; k1=0.9, b=0.4)",
+        paper=PAPER,
+        **_LEXICAL,
+    )
+)
+register_retriever(
+    RetrieverMeta(
+        "bm25-standard",
+        _factory("standard"),
+        "textbook Lucene BM25 (query term counts)",
+        paper={"flavour": "paper"},
+        **_LEXICAL,
+    )
+)

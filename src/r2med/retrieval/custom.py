@@ -1,6 +1,6 @@
 """``custom``: dense retrieval with your own encoder (``--encoder MODULE:OBJ``, or an object in Python).
 
-The object's ``encode(texts, role)`` embeds one batch (:mod:`r2med.custom` states the contract); everything
+The object's ``encode(texts, role)`` embeds one batch (:mod:`r2med.infra.user_code` states the contract); everything
 else is r2med's dense retrieval (:class:`~r2med.retrieval.dense.DenseRetriever`): length-sorted batches,
 the embedding cache (keyed by the object's declared ``name`` and ``revision``; off, with a note, when it
 declares no name), (query, expansion) averaging, cosine or dot scoring, the progress display.  Packages'
@@ -15,8 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..custom import RETRIEVER_GROUP, EntryPointPreset, Loaded, as_loaded, check_vectors, register_entry_points, \
-    text_lengths
+from ..infra.user_code import (
+    RETRIEVER_GROUP,
+    EntryPointPreset,
+    Loaded,
+    as_loaded,
+    check_vectors,
+    register_entry_points,
+    text_lengths,
+)
 from ..errors import R2MedError
 from .encoders import EncoderSettings
 from .encoders.base import BaseEncoder
@@ -47,8 +54,14 @@ class CustomEncoder(BaseEncoder):
         return self.in_length_order(text_lengths(texts), batch_size, batch)
 
 
-def make_custom(task: str | None = None, encoder: Any = None, batch_size: int | None = None,
-                similarity: str | None = None, cache: bool = True, **runtime: Any) -> Any:
+def make_custom(
+    task: str | None = None,
+    encoder: Any = None,
+    batch_size: int | None = None,
+    similarity: str | None = None,
+    cache: bool = True,
+    **runtime: Any,
+) -> Any:
     """``custom``: ``encoder`` is a spec the user typed (``MODULE:OBJ``), an object, or a loaded one."""
     from .dense import DenseRetriever, check_similarity
 
@@ -59,33 +72,58 @@ def make_custom(task: str | None = None, encoder: Any = None, batch_size: int | 
     chosen = check_similarity(str(similarity or declared or "cosine"))
     name = loaded.name
     if name is None and cache:
-        log.warning("encoder %s declares no name: its embeddings are not cached (give it a `name` and a "
-                    "`revision` attribute to cache them)", loaded.spec or type(loaded.obj).__name__)
+        log.warning(
+            "encoder %s declares no name: its embeddings are not cached (give it a `name` and a "
+            "`revision` attribute to cache them)",
+            loaded.spec or type(loaded.obj).__name__,
+        )
         cache = False
-    settings = EncoderSettings(model=f"custom:{name or loaded.spec or type(loaded.obj).__qualname__}",
-                               revision=loaded.revision, extra={"custom": loaded.describe()})
+    settings = EncoderSettings(
+        model=f"custom:{name or loaded.spec or type(loaded.obj).__qualname__}",
+        revision=loaded.revision,
+        extra={"custom": loaded.describe()},
+    )
     # the embedding cache is keyed by the declared name and revision only (the settings' model and revision)
     custom_encoder = CustomEncoder(loaded, settings, batch_size=batch_size or 32)
-    retriever = DenseRetriever(settings, name="custom", batch_size=batch_size or 32, cache=cache,
-                               encoder=custom_encoder, similarity=chosen, **runtime)
+    retriever = DenseRetriever(
+        settings,
+        name="custom",
+        batch_size=batch_size or 32,
+        cache=cache,
+        encoder=custom_encoder,
+        similarity=chosen,
+        **runtime,
+    )
     retriever._cache_config = lambda: {"model": settings.model, "revision": settings.revision}  # type: ignore[method-assign]
     return retriever
 
 
-register_retriever(RetrieverMeta(
-    "custom", make_custom, "your own encoder: --encoder MODULE:OBJ (encode(texts, role) -> array)",
-    parameters=CUSTOM_OPTIONS, tolerance="assumed",
-    summary={"hub_id": "--encoder MODULE:OBJ", "similarity": "the object's own, else cosine (--similarity)"}))
+register_retriever(
+    RetrieverMeta(
+        "custom",
+        make_custom,
+        "your own encoder: --encoder MODULE:OBJ (encode(texts, role) -> array)",
+        parameters=CUSTOM_OPTIONS,
+        tolerance="assumed",
+        summary={"hub_id": "--encoder MODULE:OBJ", "similarity": "the object's own, else cosine (--similarity)"},
+    )
+)
 
 
 def _entry_point_meta(preset: EntryPointPreset) -> None:
     def factory(task: str | None = None, **options: Any) -> Any:
         return make_custom(task, encoder=preset.load("encoder"), **options)
 
-    register_retriever(RetrieverMeta(
-        preset.name, factory, f"{preset.value} (entry point{' of ' + preset.dist if preset.dist else ''})",
-        parameters=("batch_size", "similarity", "cache"), tolerance="assumed",
-        summary={"hub_id": preset.value}))
+    register_retriever(
+        RetrieverMeta(
+            preset.name,
+            factory,
+            f"{preset.value} (entry point{' of ' + preset.dist if preset.dist else ''})",
+            parameters=("batch_size", "similarity", "cache"),
+            tolerance="assumed",
+            summary={"hub_id": preset.value},
+        )
+    )
 
 
 def register_retriever_entry_points() -> None:

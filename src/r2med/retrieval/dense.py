@@ -4,13 +4,13 @@ Registers ``dense`` (any embedding model: ``model=<hub id or folder>``) and the 
 dense retrievers as presets (``contriever``, ``medcpt``, ``inst-l``, ``inst-xl``, ``bmr-410m``,
 ``bmr-2b``, ``bmr-7b``, ``bge``, ``e5``, ``grit``, ``sfr``, ``nv``, ``openai``, ``voyage``; see
 :mod:`r2med.retrieval.presets`); :func:`register_preset` registers presets from other data (the
-later models, :mod:`r2med.retrieval.later`).
+later models, :mod:`r2med.retrieval.later_presets`).
 
 Precision: a preset runs in the precision its published code used (``dtype``); a preset whose
 published code falls back to another one on a CPU (``cpu_dtype``: the later FlagEmbedding presets
 run fp16 on a GPU and fp32 on a CPU) does the same when it is built for a CPU and ``--dtype`` is not
 given.  The precision used is recorded in the run's configuration, and either one counts as the
-published configuration (:func:`r2med.published.precision_change`).
+published configuration (:func:`r2med.results.published.precision_change`).
 
 * Document and query embeddings go through :class:`~r2med.retrieval.embedding_cache.EmbeddingCache`
   (keyed by every vector-defining setting and the fingerprint of the corpus / the query texts;
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import progress
-from ..cache import fingerprint, fingerprint_texts
+from ..infra import progress
+from ..infra.home import fingerprint, fingerprint_texts
 from ..errors import R2MedError
-from ..run import Run
+from ..runs.run import Run
 from .base import QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
@@ -63,11 +63,22 @@ class DenseRetriever:
 
     family = "dense"
 
-    def __init__(self, settings: EncoderSettings, name: str = "dense", batch_size: int = 32,
-                 device: str | None = None, cache: bool = True, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                 ignore_identical_ids: bool = True, faiss: str | None = None, token_budget: int | None = None,
-                 encoder: Encoder | None = None, search_chunk: int = 65536, similarity: str = "cosine",
-                 **api_options: Any):
+    def __init__(
+        self,
+        settings: EncoderSettings,
+        name: str = "dense",
+        batch_size: int = 32,
+        device: str | None = None,
+        cache: bool = True,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        ignore_identical_ids: bool = True,
+        faiss: str | None = None,
+        token_budget: int | None = None,
+        encoder: Encoder | None = None,
+        search_chunk: int = 65536,
+        similarity: str = "cosine",
+        **api_options: Any,
+    ):
         self.settings = settings
         self.similarity = check_similarity(similarity)
         self.name = name
@@ -96,24 +107,37 @@ class DenseRetriever:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = make_encoder(self.settings, device=self.device, batch_size=self.batch_size,
-                                         token_budget=self.token_budget, **self._api_options)
+            self._encoder = make_encoder(
+                self.settings,
+                device=self.device,
+                batch_size=self.batch_size,
+                token_budget=self.token_budget,
+                **self._api_options,
+            )
         return self._encoder
 
     def config(self) -> dict[str, Any]:
-        return {"retriever": self.name, "encoder": self.settings.key(), "similarity": self.similarity,
-                "ignore_identical_ids": self.ignore_identical_ids, "search": self.faiss or "exact"}
+        return {
+            "retriever": self.name,
+            "encoder": self.settings.key(),
+            "similarity": self.similarity,
+            "ignore_identical_ids": self.ignore_identical_ids,
+            "search": self.faiss or "exact",
+        }
 
     def encoding_facts(self) -> dict[str, Any]:
         """What the vectors were actually made with, for ``metrics.json``: the versions of the packages that
         make them, the max length per side, the framing and the dtype (issue 20).  Vectors read from the
         embedding cache were made by an earlier run: ``made_by`` says so (that run's metrics.json has them)."""
-        from ..jobs.folders import package_versions
+        from ..results.folders import package_versions
 
         s = self.settings
         groups = {"gritlm": ("torch", "gritlm"), "openai": ("openai",), "voyage": ("voyage",)}.get(s.loader, ("torch",))
-        facts: dict[str, Any] = {"versions": package_versions(groups), "dtype": s.dtype,
-                                 "framing": {"framing": s.framing or "tokenizer's own"}}
+        facts: dict[str, Any] = {
+            "versions": package_versions(groups),
+            "dtype": s.dtype,
+            "framing": {"framing": s.framing or "tokenizer's own"},
+        }
         used = getattr(self._encoder, "used", None) if self._encoder is not None else None
         if used:
             facts["max_length"] = dict(used.get("max_length") or {})
@@ -135,29 +159,40 @@ class DenseRetriever:
         with self._encoding("docs", len(texts)) as (on_start, _):
             if self.cache:
                 fp = corpus_fingerprint or fingerprint_texts(corpus.items())
-                self.cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts), chunk_size=self.chunk_size,
-                                                  role="documents")
+                self.cache_entry = EmbeddingCache(
+                    self._cache_config(), fp, len(texts), chunk_size=self.chunk_size, role="documents"
+                )
                 self.embeddings = self.cache_entry.get_or_encode(
-                    texts, lambda chunk: self.encoder.encode_corpus(chunk, batch_size=self.batch_size),
-                    on_start=on_start)
+                    texts,
+                    lambda chunk: self.encoder.encode_corpus(chunk, batch_size=self.batch_size),
+                    on_start=on_start,
+                )
                 self.docs_encoded = self.cache_entry.encoded_docs
             else:
-                self.embeddings = np.asarray(self.encoder.encode_corpus(texts, batch_size=self.batch_size),
-                                             dtype=np.float32)
+                self.embeddings = np.asarray(
+                    self.encoder.encode_corpus(texts, batch_size=self.batch_size), dtype=np.float32
+                )
                 self.docs_encoded = len(texts)
         self._faiss_index = None
-        log.info("%s: %d docs indexed (%d encoded) in %.1fs", self.name, len(texts), self.docs_encoded,
-                 time.perf_counter() - start)
+        log.info(
+            "%s: %d docs indexed (%d encoded) in %.1fs",
+            self.name,
+            len(texts),
+            self.docs_encoded,
+            time.perf_counter() - start,
+        )
         return self
 
     @contextlib.contextmanager
-    def _encoding(self, unit: str, items: int, texts: int | None = None
-                  ) -> Iterator[tuple[Callable[[int, int], None], Any]]:
+    def _encoding(
+        self, unit: str, items: int, texts: int | None = None
+    ) -> Iterator[tuple[Callable[[int, int], None], Any]]:
         """Encoding on the progress display: texts encoded of those to encode, their rate and ETA, and
         how many items came from the embedding cache.  ``texts``: texts the ``items`` make (a query with
         an expansion is two).  Yields ``on_start(to_encode, cached)`` (in items) for the cache."""
         texts = items if texts is None else texts
         with progress.task(f"{self.name}: encoding {unit}", total=texts, unit=unit, counters=("cached",)) as p:
+
             def on_start(to_encode: int, cached: int) -> None:
                 p.set_total(to_encode if texts == items else round(to_encode * texts / max(items, 1)))
                 p.count(cached=cached)
@@ -193,8 +228,15 @@ class DenseRetriever:
         if self.faiss:
             scores, idx = self._faiss_search(q, k, exclude)
         else:
-            scores, idx = exact_top_k(q, self.embeddings, k, exclude=exclude, chunk=self.search_chunk,
-                                      device=self.device, normalize_docs=cosine)
+            scores, idx = exact_top_k(
+                q,
+                self.embeddings,
+                k,
+                exclude=exclude,
+                chunk=self.search_chunk,
+                device=self.device,
+                normalize_docs=cosine,
+            )
         run: Run = {}
         for row, qid in enumerate(qids):
             run[qid] = {self.doc_ids[j]: float(s) for s, j in zip(scores[row], idx[row]) if j >= 0}
@@ -211,8 +253,9 @@ class DenseRetriever:
                 self.queries_encoded = len(texts)
                 return np.asarray(encode(texts), dtype=np.float32)
             fp = fingerprint("queries", [q if isinstance(q, str) else list(q) for q in texts])
-            self.query_cache_entry = EmbeddingCache(self._cache_config(), fp, len(texts),
-                                                    chunk_size=self.chunk_size, role="queries")
+            self.query_cache_entry = EmbeddingCache(
+                self._cache_config(), fp, len(texts), chunk_size=self.chunk_size, role="queries"
+            )
             q = self.query_cache_entry.get_or_encode(texts, encode, on_start=on_start)
             self.queries_encoded = self.query_cache_entry.encoded_docs
             return np.asarray(q, dtype=np.float32)
@@ -243,13 +286,20 @@ class DenseRetriever:
         for r in range(len(q)):
             keep = idx[r] != exclude[r]
             s, i = scores[r][keep][:k], idx[r][keep][:k]
-            out_s[r, :len(s)], out_i[r, :len(i)] = s, i
+            out_s[r, : len(s)], out_i[r, : len(i)] = s, i
         return out_s, out_i
 
 
-def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude: np.ndarray | None = None,
-                chunk: int = 65536, device: str | None = None, normalize_docs: bool = False,
-                torch_products: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+def exact_top_k(
+    queries: np.ndarray,
+    docs: np.ndarray,
+    k: int,
+    exclude: np.ndarray | None = None,
+    chunk: int = 65536,
+    device: str | None = None,
+    normalize_docs: bool = False,
+    torch_products: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index (also at the cut).
 
     Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
@@ -263,12 +313,15 @@ def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, exclude: np.ndarr
     k = min(k, n_d)
     if n_q == 0:
         return np.zeros((0, k), dtype=np.float32), np.zeros((0, k), dtype=np.int64)
-    products = _torch_products(device) if (torch_products is None and _use_torch(device)) or torch_products \
+    products = (
+        _torch_products(device)
+        if (torch_products is None and _use_torch(device)) or torch_products
         else _numpy_products
+    )
     rows = np.arange(n_q)
     best: tuple[np.ndarray, np.ndarray] | None = None
     for lo in range(0, n_d, chunk):
-        s = products(queries, docs[lo:lo + chunk], normalize_docs)
+        s = products(queries, docs[lo : lo + chunk], normalize_docs)
         if exclude is not None:
             hit = (exclude >= lo) & (exclude < lo + s.shape[1])
             s[rows[hit], exclude[hit] - lo] = -np.inf
@@ -317,11 +370,36 @@ def _use_torch(device: str | None) -> bool:
 
 #: API embedders' client settings (passed on to the encoder; an error for a local model).
 API_OPTIONS = ("api_key", "base_url", "timeout", "max_retries", "backoff_base", "backoff_max")
-RUNTIME_OPTIONS = ("batch_size", "device", "cache", "chunk_size", "ignore_identical_ids", "faiss", "token_budget",
-                   "search_chunk", "similarity", *API_OPTIONS)
-SETTING_OPTIONS = ("model", "query_model", "revision", "pooling", "normalize", "max_length", "query_max_length",
-                   "query_instruction", "doc_instruction", "expansion_instruction", "append_eos", "doc_as_pair",
-                   "trust_remote_code", "dtype", "loader", "framing")
+RUNTIME_OPTIONS = (
+    "batch_size",
+    "device",
+    "cache",
+    "chunk_size",
+    "ignore_identical_ids",
+    "faiss",
+    "token_budget",
+    "search_chunk",
+    "similarity",
+    *API_OPTIONS,
+)
+SETTING_OPTIONS = (
+    "model",
+    "query_model",
+    "revision",
+    "pooling",
+    "normalize",
+    "max_length",
+    "query_max_length",
+    "query_instruction",
+    "doc_instruction",
+    "expansion_instruction",
+    "append_eos",
+    "doc_as_pair",
+    "trust_remote_code",
+    "dtype",
+    "loader",
+    "framing",
+)
 
 
 def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -349,8 +427,9 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
         if settings.get("loader", "auto") in ("auto", "sentence-transformers"):
             own = sentence_transformers_similarity(settings["model"], settings.get("revision"))
         if own not in (None, *SIMILARITIES):
-            log.warning("%s scores with %s similarity; r2med supports cosine and dot: using cosine",
-                        settings["model"], own)
+            log.warning(
+                "%s scores with %s similarity; r2med supports cosine and dot: using cosine", settings["model"], own
+            )
         runtime["similarity"] = own if own in SIMILARITIES else "cosine"
     return DenseRetriever(EncoderSettings(**settings), name="dense", **runtime)
 
@@ -365,15 +444,22 @@ def _preset_factory(name: str):
         runtime.setdefault("batch_size", preset.batch_size)
         runtime.setdefault("similarity", preset.similarity)
         if preset.fields.get("trust_remote_code") and not settings.get("trust_remote_code"):
-            raise R2MedError(f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with "
-                             "--trust-remote-code")
+            raise R2MedError(
+                f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with --trust-remote-code"
+            )
         cpu_dtype = preset.fields.get("cpu_dtype")
         if cpu_dtype and "dtype" not in settings and _on_cpu(runtime.get("device")):
             settings["dtype"] = cpu_dtype  # as its published code does on a CPU; recorded in the run's config
-            log.info("%s: %s on a CPU, as its published code falls back (it ran %s on a GPU; --dtype to choose)",
-                     name, cpu_dtype, preset.dtype)
-        return DenseRetriever(preset.settings(task, medcpt_published=medcpt_published, **settings), name=name,
-                              **runtime)
+            log.info(
+                "%s: %s on a CPU, as its published code falls back (it ran %s on a GPU; --dtype to choose)",
+                name,
+                cpu_dtype,
+                preset.dtype,
+            )
+        return DenseRetriever(
+            preset.settings(task, medcpt_published=medcpt_published, **settings), name=name, **runtime
+        )
+
     make.__doc__ = f"the R2MED paper's {name} retriever"
     return make
 
@@ -390,17 +476,35 @@ def _on_cpu(device: str | None) -> bool:
 
 
 #: What ``r2med evaluate`` may set for a dense retriever.
-CLI_OPTIONS = ("model", "batch_size", "device", "max_length", "pooling", "similarity", "dtype", "trust_remote_code",
-               "cache")
+CLI_OPTIONS = (
+    "model",
+    "batch_size",
+    "device",
+    "max_length",
+    "pooling",
+    "similarity",
+    "dtype",
+    "trust_remote_code",
+    "cache",
+)
 
-register_retriever(RetrieverMeta(
-    "dense", make_dense, "any embedding model: --model <hub id or folder> (pooling, instructions)",
-    parameters=CLI_OPTIONS, extra=DENSE_EXTRA, named_after="model",
-    summary={"hub_id": "--model <hub id or folder>",
-             "pooling": "the model's own (sentence-transformers), else mean (--pooling)",
-             "max_length": "the model's own (--max-length)",
-             "similarity": "the model's own (sentence-transformers), else cosine (--similarity)",
-             "dtype": "fp32 (--dtype)"}))
+register_retriever(
+    RetrieverMeta(
+        "dense",
+        make_dense,
+        "any embedding model: --model <hub id or folder> (pooling, instructions)",
+        parameters=CLI_OPTIONS,
+        extra=DENSE_EXTRA,
+        named_after="model",
+        summary={
+            "hub_id": "--model <hub id or folder>",
+            "pooling": "the model's own (sentence-transformers), else mean (--pooling)",
+            "max_length": "the model's own (--max-length)",
+            "similarity": "the model's own (sentence-transformers), else cosine (--similarity)",
+            "dtype": "fp32 (--dtype)",
+        },
+    )
+)
 
 
 def register_preset(preset: Preset) -> RetrieverMeta:
@@ -409,9 +513,14 @@ def register_preset(preset: Preset) -> RetrieverMeta:
     in ``preset.fields``) make its retriever and its :class:`~r2med.retrieval.registry.RetrieverMeta`."""
     if preset.name not in DENSE_PRESETS:
         add_preset(preset)
-    return register_retriever(RetrieverMeta(
-        preset.name, _preset_factory(preset.name),
-        parameters=CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()), **preset_meta(preset.name)))
+    return register_retriever(
+        RetrieverMeta(
+            preset.name,
+            _preset_factory(preset.name),
+            parameters=CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()),
+            **preset_meta(preset.name),
+        )
+    )
 
 
 for _name in DENSE_PRESETS:

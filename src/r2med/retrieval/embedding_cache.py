@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import atomic_path, cache_dir, fingerprint, write_json_atomic, write_text_atomic
+from ..infra.home import atomic_path, cache_dir, fingerprint, write_json_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ def embedding_key(encoder_config: dict[str, Any], texts_fingerprint: str, role: 
 
 
 # -- checksums -----------------------------------------------------------------------------------
+
 
 def checksum_algorithm() -> str:
     """``xxh3_64`` when the ``xxhash`` package is importable (~30 GB/s), else ``crc32`` (zlib, ~2 GB/s)."""
@@ -92,16 +93,29 @@ def verify_checksum(arr: np.ndarray, expected: str) -> bool | None:
 class EmbeddingCache:
     """The cached embeddings of one (encoder settings, texts, role) triple."""
 
-    def __init__(self, encoder_config: dict[str, Any], corpus_fingerprint: str, n_docs: int,
-                 chunk_size: int = DEFAULT_CHUNK_SIZE, root: str | Path | None = None, role: str = "documents"):
+    def __init__(
+        self,
+        encoder_config: dict[str, Any],
+        corpus_fingerprint: str,
+        n_docs: int,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        root: str | Path | None = None,
+        role: str = "documents",
+    ):
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, not {role!r}")
         self.role = role
         self.key = embedding_key(encoder_config, corpus_fingerprint, role)
         self.path = Path(root or cache_dir(KIND)) / self.key
         self.n_docs = n_docs
-        self.meta = {"format": CACHE_FORMAT, "role": role, "encoder": encoder_config,
-                     "corpus_fingerprint": corpus_fingerprint, "n_docs": n_docs, "chunk_size": chunk_size}
+        self.meta = {
+            "format": CACHE_FORMAT,
+            "role": role,
+            "encoder": encoder_config,
+            "corpus_fingerprint": corpus_fingerprint,
+            "n_docs": n_docs,
+            "chunk_size": chunk_size,
+        }
         stored = self._stored_meta()
         if stored is not None and stored.get("n_docs") == n_docs:
             chunk_size = int(stored.get("chunk_size", chunk_size))  # resume with the original chunking
@@ -163,8 +177,13 @@ class EmbeddingCache:
             log.warning("embedding cache %s is unreadable (%s); re-encoding", self.final_path, exc)
             return None, []
         if arr.ndim != 2 or arr.shape[0] != self.n_docs or arr.dtype != np.float32:
-            log.warning("embedding cache %s has shape %s (%s), expected %d float32 rows; re-encoding", self.path,
-                        arr.shape, arr.dtype, self.n_docs)
+            log.warning(
+                "embedding cache %s has shape %s (%s), expected %d float32 rows; re-encoding",
+                self.path,
+                arr.shape,
+                arr.dtype,
+                self.n_docs,
+            )
             return None, []
         try:
             sums = json.loads(self.checksums_path.read_text(encoding="utf-8"))
@@ -173,8 +192,11 @@ class EmbeddingCache:
         except (OSError, ValueError, KeyError, TypeError):
             ok = False
         if not ok:
-            log.warning("embedding cache %s has no usable %s, so its vectors cannot be verified; re-encoding",
-                        self.path, CHECKSUMS)
+            log.warning(
+                "embedding cache %s has no usable %s, so its vectors cannot be verified; re-encoding",
+                self.path,
+                CHECKSUMS,
+            )
             return None, []
         start = time.perf_counter()
         bad = []
@@ -182,8 +204,12 @@ class EmbeddingCache:
             lo, hi = self.chunk_range(i)
             verdict = verify_checksum(arr[lo:hi], expected)
             if verdict is None:
-                log.warning("embedding cache %s was checksummed with %s, which this installation lacks "
-                            "(pip install xxhash); re-encoding", self.path, str(expected).partition(":")[0])
+                log.warning(
+                    "embedding cache %s was checksummed with %s, which this installation lacks "
+                    "(pip install xxhash); re-encoding",
+                    self.path,
+                    str(expected).partition(":")[0],
+                )
                 return None, []
             if not verdict:
                 bad.append(i)
@@ -211,7 +237,7 @@ class EmbeddingCache:
             write_json_atomic(self.path / "meta.json", self.meta)
 
     def _refuse_links(self) -> None:
-        from ..paths import refuse_links
+        from ..infra.containment import refuse_links
 
         refuse_links(self.path.parent, self.chunk_dir, include_last=True)  # the entry and its chunk folder
 
@@ -244,13 +270,21 @@ class EmbeddingCache:
         except FileNotFoundError:
             raise
         except (OSError, ValueError, EOFError) as exc:
-            log.warning("embedding cache chunk %s is truncated or unreadable (%s); dropping it, it will be "
-                        "encoded again", path, exc)
+            log.warning(
+                "embedding cache chunk %s is truncated or unreadable (%s); dropping it, it will be encoded again",
+                path,
+                exc,
+            )
             self._drop_chunk(i)
             return None
         if arr.ndim != 2 or arr.shape[0] != hi - lo or arr.dtype != np.float32:
-            log.warning("embedding cache chunk %s has shape %s (%s), expected %d float32 rows; dropping it",
-                        path, arr.shape, arr.dtype, hi - lo)
+            log.warning(
+                "embedding cache chunk %s has shape %s (%s), expected %d float32 rows; dropping it",
+                path,
+                arr.shape,
+                arr.dtype,
+                hi - lo,
+            )
             self._drop_chunk(i)
             return None
         try:
@@ -291,8 +325,10 @@ class EmbeddingCache:
                     if chunk is None or chunk.shape[1] != dim:
                         if chunk is not None:
                             self._drop_chunk(i)
-                        raise RuntimeError(f"cannot finalize {self.path}: chunk {i} was damaged and has been "
-                                           "removed; run again to encode it")
+                        raise RuntimeError(
+                            f"cannot finalize {self.path}: chunk {i} was damaged and has been "
+                            "removed; run again to encode it"
+                        )
                     if out is None:
                         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(self.n_docs, dim))
                     lo, hi = self.chunk_range(i)
@@ -300,8 +336,10 @@ class EmbeddingCache:
                     chunks.append(array_checksum(chunk))
                 out.flush()
                 del out
-                write_json_atomic(self.checksums_path, {"format": CACHE_FORMAT, "chunk_size": self.chunk_size,
-                                                        "n": self.n_docs, "digests": chunks})
+                write_json_atomic(
+                    self.checksums_path,
+                    {"format": CACHE_FORMAT, "chunk_size": self.chunk_size, "n": self.n_docs, "digests": chunks},
+                )
         except FileNotFoundError:
             if self.complete():  # a concurrent run finalized and removed the chunks meanwhile
                 return self._load_or_fail()
@@ -318,9 +356,15 @@ class EmbeddingCache:
     def _reopen_damaged(self, arr: np.ndarray, bad: list[int]) -> None:
         """Turn a final matrix with damaged rows back into a partial entry: its good chunks become
         chunk files (verified rows only), then the final file goes; the bad chunks are then missing."""
-        log.warning("embedding cache %s: %d of %d chunk(s) fail their checksum (damaged on disk: chunks %s); "
-                    "re-encoding %d %s", self.path, len(bad), self.n_chunks, bad[:10],
-                    sum(np.subtract(*self.chunk_range(i)[::-1]) for i in bad), self.role)
+        log.warning(
+            "embedding cache %s: %d of %d chunk(s) fail their checksum (damaged on disk: chunks %s); re-encoding %d %s",
+            self.path,
+            len(bad),
+            self.n_chunks,
+            bad[:10],
+            sum(np.subtract(*self.chunk_range(i)[::-1]) for i in bad),
+            self.role,
+        )
         self.start()
         for i in range(self.n_chunks):
             if i not in bad and not self.chunk_path(i).exists():
@@ -333,9 +377,13 @@ class EmbeddingCache:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def get_or_encode(self, texts: Sequence[Any], encode: Callable[[list[Any]], np.ndarray],
-                      progress: Callable[[int], None] | None = None,
-                      on_start: Callable[[int, int], None] | None = None) -> np.ndarray:
+    def get_or_encode(
+        self,
+        texts: Sequence[Any],
+        encode: Callable[[list[Any]], np.ndarray],
+        progress: Callable[[int], None] | None = None,
+        on_start: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
         """The embeddings of ``texts`` (in order): from the cache, or encoded chunk by chunk with
         ``encode`` (resuming after the last finished chunk; damaged chunks are encoded again).
 
@@ -347,8 +395,9 @@ class EmbeddingCache:
         arr, bad = self._load_verified()
         if arr is not None and not bad:
             self.reused_docs = self.n_docs
-            log.info("%s embeddings loaded from cache %s (verified in %.3fs)", self.role, self.path,
-                     self.verify_seconds)
+            log.info(
+                "%s embeddings loaded from cache %s (verified in %.3fs)", self.role, self.path, self.verify_seconds
+            )
             if on_start is not None:
                 on_start(0, self.n_docs)
             return arr
@@ -359,11 +408,13 @@ class EmbeddingCache:
         self.verify_chunks()
         missing = self.missing_chunks()
         missing_set = set(missing)
-        self.reused_docs = sum(np.subtract(*self.chunk_range(i)[::-1]) for i in range(self.n_chunks)
-                               if i not in missing_set)
+        self.reused_docs = sum(
+            np.subtract(*self.chunk_range(i)[::-1]) for i in range(self.n_chunks) if i not in missing_set
+        )
         if self.reused_docs:
-            log.info("resuming encoding: %d of %d %s already in finished chunks", self.reused_docs, self.n_docs,
-                     self.role)
+            log.info(
+                "resuming encoding: %d of %d %s already in finished chunks", self.reused_docs, self.n_docs, self.role
+            )
         if on_start is not None:
             on_start(self.n_docs - self.reused_docs, self.reused_docs)
         start = time.perf_counter()
@@ -375,8 +426,15 @@ class EmbeddingCache:
                 progress(hi - lo)
             if len(missing) > 1:
                 rate = self.encoded_docs / max(time.perf_counter() - start, 1e-9)
-                log.debug("encoded %d/%d %s (chunk %d/%d, %.1f/s)", self.reused_docs + self.encoded_docs,
-                         self.n_docs, self.role, i + 1, self.n_chunks, rate)
+                log.debug(
+                    "encoded %d/%d %s (chunk %d/%d, %.1f/s)",
+                    self.reused_docs + self.encoded_docs,
+                    self.n_docs,
+                    self.role,
+                    i + 1,
+                    self.n_chunks,
+                    rate,
+                )
         return self.finalize()
 
 

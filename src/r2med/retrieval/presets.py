@@ -41,49 +41,123 @@ PAPER_SIMILARITY = "cosine"
 PRESET_FIELDS: dict[str, dict[str, Any]] = {
     # Contriever: FlagDRESModel, mean pooling, no normalisation (eval_bench.py:216-218), 512 tokens
     # (utils.py:42 default); AutoModel.from_pretrained without a dtype = fp32 (utils.py:47).
-    "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "dtype": "fp32",
-                   "batch_size": 128},
+    "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "dtype": "fp32", "batch_size": 128},
     # MedCPT: BiEncoderModel, CLS of each encoder, no normalisation, 512 tokens (eval_bench.py:253-256);
     # docs as ("", text) pairs (utils.py:392-397); fp32 (utils.py:297-299).
-    "medcpt": {"loader": "transformers", "pooling": "cls", "normalize": False, "doc_as_pair": True,
-               "dtype": "fp32", "batch_size": 128},
+    "medcpt": {
+        "loader": "transformers",
+        "pooling": "cls",
+        "normalize": False,
+        "doc_as_pair": True,
+        "dtype": "fp32",
+        "batch_size": 128,
+    },
     # INSTRUCTOR: SentenceTransformer (utils.py:211, fp32), prompt excluded from pooling (212), the
     # model's own max_seq_length (the override at 214 is commented out), normalised (280).
-    "inst-l": {"loader": "sentence-transformers", "normalize": True, "max_length": None, "dtype": "fp32",
-               "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True}},
-    "inst-xl": {"loader": "sentence-transformers", "normalize": True, "max_length": None, "dtype": "fp32",
-                "expansion_instruction": "query", "extra": {"exclude_prompt_from_pooling": True},
-                "needs_gpu": "1.5B"},
+    "inst-l": {
+        "loader": "sentence-transformers",
+        "normalize": True,
+        "max_length": None,
+        "dtype": "fp32",
+        "expansion_instruction": "query",
+        "extra": {"exclude_prompt_from_pooling": True},
+    },
+    "inst-xl": {
+        "loader": "sentence-transformers",
+        "normalize": True,
+        "max_length": None,
+        "dtype": "fp32",
+        "expansion_instruction": "query",
+        "extra": {"exclude_prompt_from_pooling": True},
+        "needs_gpu": "1.5B",
+    },
     # BMRetriever ("BMR" mode): truncate to max_length - 1, append EOS (utils.py:155, 162), left padding
     # (54), last token; never normalised (the BMR branch, 148-167); fp32 weights under
     # torch.cuda.amp.autocast() = fp16 autocast on GPU (161; 528 for bmr-7b's HighScaleModel).
-    "bmr-410m": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-                 "dtype": "fp16-autocast", "batch_size": 64},
-    "bmr-2b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-               "dtype": "fp16-autocast", "batch_size": 16, "needs_gpu": "2B"},
-    "bmr-7b": {"loader": "transformers", "pooling": "last-token", "append_eos": True, "normalize": False,
-               "dtype": "fp16-autocast", "batch_size": 8, "needs_gpu": "7B"},
+    "bmr-410m": {
+        "loader": "transformers",
+        "pooling": "last-token",
+        "append_eos": True,
+        "normalize": False,
+        "dtype": "fp16-autocast",
+        "batch_size": 64,
+    },
+    "bmr-2b": {
+        "loader": "transformers",
+        "pooling": "last-token",
+        "append_eos": True,
+        "normalize": False,
+        "dtype": "fp16-autocast",
+        "batch_size": 16,
+        "needs_gpu": "2B",
+    },
+    "bmr-7b": {
+        "loader": "transformers",
+        "pooling": "last-token",
+        "append_eos": True,
+        "normalize": False,
+        "dtype": "fp16-autocast",
+        "batch_size": 8,
+        "needs_gpu": "7B",
+    },
     # BGE: FlagDRESModel, CLS, normalised (utils.py:38 default), 512 tokens (eval_bench.py:231-234), fp32 (47).
     "bge": {"loader": "transformers", "pooling": "cls", "normalize": True, "dtype": "fp32", "batch_size": 128},
     # E5-Mistral / SFR: HighScaleModel "Base" mode, last token, no EOS, normalised, 2048 tokens
     # (eval_bench.py:225-229; utils.py:496-511); fp32 (utils.py:422, no dtype).
-    "e5": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8,
-           "needs_gpu": "7B"},
-    "sfr": {"loader": "transformers", "pooling": "last-token", "normalize": True, "dtype": "fp32", "batch_size": 8,
-            "needs_gpu": "7B"},
+    "e5": {
+        "loader": "transformers",
+        "pooling": "last-token",
+        "normalize": True,
+        "dtype": "fp32",
+        "batch_size": 8,
+        "needs_gpu": "7B",
+    },
+    "sfr": {
+        "loader": "transformers",
+        "pooling": "last-token",
+        "normalize": True,
+        "dtype": "fp32",
+        "batch_size": 8,
+        "needs_gpu": "7B",
+    },
     # GritLM: the gritlm package with torch_dtype="auto" (utils.py:578), docs 2048 / queries 512 tokens
     # (573-574), its encode() output as is (no normalisation, 632).
-    "grit": {"loader": "gritlm", "normalize": False, "max_length": 2048, "query_max_length": 512, "dtype": "auto",
-             "expansion_instruction": "query", "batch_size": 8, "needs_gpu": "7B",
-             "packages": (("gritlm",), "pip install 'r2med[dense]' gritlm")},
+    "grit": {
+        "loader": "gritlm",
+        "normalize": False,
+        "max_length": 2048,
+        "query_max_length": 512,
+        "dtype": "auto",
+        "expansion_instruction": "query",
+        "batch_size": 8,
+        "needs_gpu": "7B",
+        "packages": (("gritlm",), "pip install 'r2med[dense]' gritlm"),
+    },
     # NV-Embed-v2: the model's own encode(texts, instruction, max_length) (utils.py:704), which appends
     # EOS itself -- so no append_eos; fp16 (649), normalised (705-706), 4096 tokens (eval_bench.py:267).
-    "nv": {"loader": "remote-code", "normalize": True, "dtype": "fp16", "trust_remote_code": True,
-           "expansion_instruction": "query", "batch_size": 8, "needs_gpu": "7B"},
-    "openai": {"loader": "openai", "normalize": False, "batch_size": 128, "expansion_instruction": "query",
-               "api_key_env": "OPENAI_API_KEY"},
-    "voyage": {"loader": "voyage", "normalize": False, "batch_size": 128, "expansion_instruction": "query",
-               "api_key_env": "VOYAGE_API_KEY"},
+    "nv": {
+        "loader": "remote-code",
+        "normalize": True,
+        "dtype": "fp16",
+        "trust_remote_code": True,
+        "expansion_instruction": "query",
+        "batch_size": 8,
+        "needs_gpu": "7B",
+    },
+    "openai": {
+        "loader": "openai",
+        "normalize": False,
+        "batch_size": 128,
+        "expansion_instruction": "query",
+        "api_key_env": "OPENAI_API_KEY",
+    },
+    "voyage": {
+        "loader": "voyage",
+        "normalize": False,
+        "batch_size": 128,
+        "expansion_instruction": "query",
+        "api_key_env": "VOYAGE_API_KEY",
+    },
 }
 
 #: The special tokens around each text in the paper presets' published runs (issue 20).  r2med builds them
@@ -91,31 +165,71 @@ PRESET_FIELDS: dict[str, dict[str, Any]] = {
 #: post-processor adds -- which depends on the transformers version for e5-mistral and SFR, whose
 #: ``tokenizer_config.json`` (``add_eos_token: true``) and ``tokenizer.json`` (only ``<s>``) disagree.
 #: BERT-style presets (contriever, medcpt, bge: ``[CLS] text [SEP]``, consistent files) have no record.
-_E5_CODE = ("R2MED src/utils.py:496-511 HighScaleModel 'Base' mode (eval_bench.py:225-229): a plain tokenizer(...) "
-            "call, then the last token pooled")
+_E5_CODE = (
+    "R2MED src/utils.py:496-511 HighScaleModel 'Base' mode (eval_bench.py:225-229): a plain tokenizer(...) "
+    "call, then the last token pooled"
+)
 _BMR_CODE = "R2MED src/utils.py:155, 162 (BMR mode: tokenizer(..., max_length - 1), then the EOS id appended)"
 PAPER_FRAMING: dict[str, FramingRecord] = {
-    "e5": FramingRecord(True, True, "tokenizer", (
-        "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true (its tokenizer.json post-processor "
-        "adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, transformers >= 5 does not: "
-        f"mteb pull request #5237); {_E5_CODE}")),
-    "sfr": FramingRecord(True, True, "tokenizer", (
-        "Salesforce/SFR-Embedding-Mistral tokenizer_config.json add_eos_token: true, bos <s>, eos </s> (the same "
-        f"LlamaTokenizer files as e5-mistral); {_E5_CODE}")),
-    "bmr-410m": FramingRecord(False, True, "r2med", (
-        f"EOS: {_BMR_CODE}; BOS: ASSUMED none (a Pythia-410M fine-tune: the GPT-NeoX tokenizer adds no BOS)")),
-    "bmr-2b": FramingRecord(True, True, "r2med", (
-        f"EOS: {_BMR_CODE}; BOS: ASSUMED <bos> (a Gemma-2B fine-tune: the Gemma tokenizer prepends <bos>)")),
-    "bmr-7b": FramingRecord(True, True, "r2med", (
-        f"EOS: {_BMR_CODE}; BOS: ASSUMED <s> (a BioMistral-7B fine-tune: the Mistral tokenizer prepends <s>)")),
-    "nv": FramingRecord(True, True, "model", (
-        "R2MED src/utils.py:704 model.encode(texts, instruction, max_length): nvidia/NV-Embed-v2's own encode() "
-        "appends the EOS text to each input (always_add_eos) and tokenizes itself, so r2med adds none; BOS: "
-        "ASSUMED <s> (its Mistral-7B tokenizer)"), checked=False),
-    "grit": FramingRecord(True, False, "model", (
-        "R2MED src/utils.py:578-632: the gritlm package's GritLM.encode() builds and tokenizes its own inputs "
-        "('<|user|>\\n{instruction}\\n<|embed|>\\n' + text, mean-pooled over the text); ASSUMED: <s> from its "
-        "Mistral tokenizer, no EOS"), checked=False),
+    "e5": FramingRecord(
+        True,
+        True,
+        "tokenizer",
+        (
+            "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true (its tokenizer.json post-processor "
+            "adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, transformers >= 5 does not: "
+            f"mteb pull request #5237); {_E5_CODE}"
+        ),
+    ),
+    "sfr": FramingRecord(
+        True,
+        True,
+        "tokenizer",
+        (
+            "Salesforce/SFR-Embedding-Mistral tokenizer_config.json add_eos_token: true, bos <s>, eos </s> (the same "
+            f"LlamaTokenizer files as e5-mistral); {_E5_CODE}"
+        ),
+    ),
+    "bmr-410m": FramingRecord(
+        False,
+        True,
+        "r2med",
+        (f"EOS: {_BMR_CODE}; BOS: ASSUMED none (a Pythia-410M fine-tune: the GPT-NeoX tokenizer adds no BOS)"),
+    ),
+    "bmr-2b": FramingRecord(
+        True,
+        True,
+        "r2med",
+        (f"EOS: {_BMR_CODE}; BOS: ASSUMED <bos> (a Gemma-2B fine-tune: the Gemma tokenizer prepends <bos>)"),
+    ),
+    "bmr-7b": FramingRecord(
+        True,
+        True,
+        "r2med",
+        (f"EOS: {_BMR_CODE}; BOS: ASSUMED <s> (a BioMistral-7B fine-tune: the Mistral tokenizer prepends <s>)"),
+    ),
+    "nv": FramingRecord(
+        True,
+        True,
+        "model",
+        (
+            "R2MED src/utils.py:704 model.encode(texts, instruction, max_length): nvidia/NV-Embed-v2's own encode() "
+            "appends the EOS text to each input (always_add_eos) and tokenizes itself, so r2med adds none; BOS: "
+            "ASSUMED <s> (its Mistral-7B tokenizer)"
+        ),
+        checked=False,
+    ),
+    "grit": FramingRecord(
+        True,
+        False,
+        "model",
+        (
+            "R2MED src/utils.py:578-632: the gritlm package's GritLM.encode() builds and tokenizes its own inputs "
+            "('<|user|>\\n{instruction}\\n<|embed|>\\n' + text, mean-pooled over the text); ASSUMED: <s> from its "
+            "Mistral tokenizer, no EOS"
+        ),
+        checked=False,
+    ),
 }
 
 DENSE_PRESETS = tuple(PRESET_FIELDS)
@@ -164,8 +278,11 @@ class Preset:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary for ``r2med models``."""
-        f = {k: v for k, v in self.fields.items() if k not in ("extra", "needs_gpu", "packages", "api_key_env",
-                                                              "cpu_dtype")}
+        f = {
+            k: v
+            for k, v in self.fields.items()
+            if k not in ("extra", "needs_gpu", "packages", "api_key_env", "cpu_dtype")
+        }
         f.setdefault("append_eos", False)
         if f.get("max_length", 0) is None:
             f["max_length"] = "model's own"
@@ -177,10 +294,13 @@ class Preset:
         hub_id = self.hub_id
         if self.query_hub_id:  # two encoders (MedCPT): queries through the Query encoder by default
             hub_id = f"{self.query_hub_id} (queries) + {self.hub_id} (docs)"
-        return {"hub_id": hub_id, **f,
-                "query_instruction": "per task" if isinstance(self.query_instructions, dict) else self.query_instructions,
-                "doc_instruction": "per task" if isinstance(self.doc_instructions, dict) else self.doc_instructions,
-                **({"note": self.note} if self.note else {})}
+        return {
+            "hub_id": hub_id,
+            **f,
+            "query_instruction": "per task" if isinstance(self.query_instructions, dict) else self.query_instructions,
+            "doc_instruction": "per task" if isinstance(self.doc_instructions, dict) else self.doc_instructions,
+            **({"note": self.note} if self.note else {}),
+        }
 
     def settings(self, task: str | None = None, medcpt_published: bool = False, **overrides: Any) -> EncoderSettings:
         """The encoder settings for ``task`` (hub task name), with user overrides applied."""
@@ -203,8 +323,13 @@ def _instruction(preset: Preset, table: dict[str, str] | str | None, task: str |
         return table or ""
     if task in table:
         return table[task]
-    log.warning("%s has per-task %s instructions for the R2MED tasks only; %r gets none "
-                "(pass query_instruction/doc_instruction to choose one)", preset.name, kind, task)
+    log.warning(
+        "%s has per-task %s instructions for the R2MED tasks only; %r gets none "
+        "(pass query_instruction/doc_instruction to choose one)",
+        preset.name,
+        kind,
+        task,
+    )
     return ""
 
 
@@ -241,9 +366,16 @@ def get_preset(name: str) -> Preset:
     doc_table = proto["doc_instruction"].get(name, spec.get("doc_instruction"))
     if isinstance(query_table, str) and query_table.startswith("per task"):
         raise R2MedError(f"protocol data lacks the {name} query instruction table")  # pragma: no cover
-    return Preset(name=name, hub_id=hub_id, fields=fields, query_instructions=query_table,
-                  doc_instructions=doc_table, note=spec.get("note", ""), query_hub_id=spec.get("hub_id_query"),
-                  framing=PAPER_FRAMING.get(name))
+    return Preset(
+        name=name,
+        hub_id=hub_id,
+        fields=fields,
+        query_instructions=query_table,
+        doc_instructions=doc_table,
+        note=spec.get("note", ""),
+        query_hub_id=spec.get("hub_id_query"),
+        framing=PAPER_FRAMING.get(name),
+    )
 
 
 def all_presets() -> dict[str, Preset]:
@@ -262,15 +394,24 @@ def preset_meta(name: str) -> dict[str, Any]:
     if preset.query_hub_id:  # MedCPT: the published figures encoded queries with the Article encoder
         paper["medcpt_published"] = True  # (eval_bench.py:253-254); r2med's default, the Query encoder, is
         defaults["medcpt_published"] = False  # recorded as such, so it is never graded against them
-    return {"description": f"{kind}: {preset.describe()['hub_id']}", "family": "dense",
-            "hub_id": None if api_key else preset.hub_id, "api_key_env": api_key,
-            "needs_gpu": preset.fields.get("needs_gpu"),
-            "trust_remote_code": bool(preset.fields.get("trust_remote_code")),
-            "extra": None if api_key else _extra(preset.fields.get("packages"), DENSE_EXTRA),
-            "tolerance": "api" if api_key else "dense", "paper_dtype": preset.dtype,
-            "cpu_dtype": preset.fields.get("cpu_dtype"),
-            "paper_similarity": preset.similarity, "paper": paper, "defaults": defaults,
-            "overrides": PRESET_OVERRIDES, "summary": preset.describe(), **preset.facts}
+    return {
+        "description": f"{kind}: {preset.describe()['hub_id']}",
+        "family": "dense",
+        "hub_id": None if api_key else preset.hub_id,
+        "api_key_env": api_key,
+        "needs_gpu": preset.fields.get("needs_gpu"),
+        "trust_remote_code": bool(preset.fields.get("trust_remote_code")),
+        "extra": None if api_key else _extra(preset.fields.get("packages"), DENSE_EXTRA),
+        "tolerance": "api" if api_key else "dense",
+        "paper_dtype": preset.dtype,
+        "cpu_dtype": preset.fields.get("cpu_dtype"),
+        "paper_similarity": preset.similarity,
+        "paper": paper,
+        "defaults": defaults,
+        "overrides": PRESET_OVERRIDES,
+        "summary": preset.describe(),
+        **preset.facts,
+    }
 
 
 def _extra(packages: tuple[tuple[str, ...], str] | None, base: tuple[tuple[str, ...], str]):

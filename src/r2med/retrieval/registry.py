@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError, did_you_mean, shown
-from ..registries import TOLERANCES, Registry
+from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
 
 RetrieverFactory = Callable[..., Retriever]
@@ -53,7 +53,7 @@ class RetrieverMeta:
     trust_remote_code: bool = False
     #: (modules it imports, how to install them); None: the core install suffices
     extra: tuple[tuple[str, ...], str] | None = None
-    #: class of its default tolerance to the published figures (:data:`~r2med.registries.TOLERANCES`)
+    #: class of its default tolerance to the published figures (:data:`~r2med.infra.registry.TOLERANCES`)
     tolerance: str = "dense"
     #: the precision and similarity the published code ran it with (dense presets)
     paper_dtype: str | None = None
@@ -87,8 +87,10 @@ class RetrieverMeta:
         unknown = sorted(k for k, v in options.items() if v is not None and k not in self.parameters)
         if unknown:
             takes = ", ".join(_flag(p) for p in self.parameters if p != "cache") or "none"
-            raise R2MedError(f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
-                             f"({self.family}; its options: {takes})")
+            raise R2MedError(
+                f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
+                f"({self.family}; its options: {takes})"
+            )
         given = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
         return {k: given[k] for k in self.parameters if k in given}
 
@@ -102,7 +104,7 @@ def _flag(option: str) -> str:
 
 
 #: the built-ins, then (``custom``, last) your own encoder and the packages' entry points (a built-in name wins)
-RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense", "later", "custom"])
+RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense", "later_presets", "custom"])
 
 
 #: Add a retriever's record (a different record under a registered name is an error).
@@ -117,14 +119,16 @@ def retriever_meta(name: str) -> RetrieverMeta:
     """The record of ``name``; an unknown name is a one-line error listing the known ones."""
     meta = RETRIEVERS.get(name)
     if meta is None:
-        raise R2MedError(f"unknown retriever {shown(name)}{did_you_mean(name, RETRIEVERS.all())}; "
-                         f"choose from: {', '.join(RETRIEVERS.all())}")
+        raise R2MedError(
+            f"unknown retriever {shown(name)}{did_you_mean(name, RETRIEVERS.all())}; "
+            f"choose from: {', '.join(RETRIEVERS.all())}"
+        )
     return meta
 
 
 def tolerance_for(name: str) -> float | None:
     """The default |delta| to the published figures of retriever ``name`` (``dense`` when it is not registered
-    here); a published configuration's own: :func:`r2med.published.tolerance_of`."""
+    here); a published configuration's own: :func:`r2med.results.published.tolerance_of`."""
     meta = RETRIEVERS.get(name)
     return TOLERANCES[meta.tolerance if meta is not None else "dense"]
 
@@ -135,6 +139,7 @@ def make_retriever(name: str | Any, task: str | None = None, **options: Any) -> 
     ``name`` may also be your own encoder (an object with ``encode(texts, role)``, or its class or factory):
     the ``custom`` retriever over it (:mod:`r2med.retrieval.custom`)."""
     if not isinstance(name, str):
-        return retriever_meta("custom").factory(task=task, encoder=name,
-                                                **{k: v for k, v in options.items() if v is not None})
+        return retriever_meta("custom").factory(
+            task=task, encoder=name, **{k: v for k, v in options.items() if v is not None}
+        )
     return retriever_meta(name).factory(task=task, **{k: v for k, v in options.items() if v is not None})

@@ -30,8 +30,8 @@ from ..errors import R2MedError
 from ..retrieval.base import QueryText, as_text
 from ..retrieval.bm25 import BM25, inverse_document_frequency, term_counts, term_weights
 from ..retrieval.topk import merge_top_k, top_k_rows
-from ..run import Run
-from ..text import get_analyzer
+from ..runs.run import Run
+from ..retrieval.analyzer import get_analyzer
 from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
 from .shards import Shard, plan_shards, to_run
 
@@ -43,35 +43,40 @@ SCORE_BLOCK = 1 << 25
 
 # -- per-shard work (plain functions, so they run the same in-process or as Ray tasks) -----------
 
-def analyse_shard(texts: Sequence[str], analyzer: str) -> tuple[tuple[list[str], np.ndarray, int, int],
-                                                             tuple[np.ndarray, np.ndarray]]:
+
+def analyse_shard(
+    texts: Sequence[str], analyzer: str
+) -> tuple[tuple[list[str], np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]:
     """Pass 1: ((local vocab, local df, total length, n docs), (local term ids, lengths))."""
     vocab, ids, lengths = get_analyzer(analyzer).encode(texts)  # type: ignore[attr-defined]
     df = np.diff(term_counts(ids, lengths, len(vocab)).indptr).astype(np.int64)
     return (vocab, df, int(lengths.sum()), len(lengths)), (ids, lengths)
 
 
-def weigh_shard(encoded: tuple[np.ndarray, np.ndarray], mapping: np.ndarray, idf: np.ndarray, avgdl: float,
-                k1: float, b: float) -> sp.csr_matrix:
+def weigh_shard(
+    encoded: tuple[np.ndarray, np.ndarray], mapping: np.ndarray, idf: np.ndarray, avgdl: float, k1: float, b: float
+) -> sp.csr_matrix:
     """Pass 2: the shard's (global terms x shard docs) BM25 weight matrix, as the unsharded index computes it."""
     ids, lengths = encoded
     counts = term_counts(mapping[ids] if len(ids) else ids, lengths, len(idf))
     return term_weights(counts, lengths, idf, avgdl, k1, b)
 
 
-def search_bm25_shard(weights_t: sp.csr_matrix, query_vectors: sp.csr_matrix, k: int, offset: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def search_bm25_shard(
+    weights_t: sp.csr_matrix, query_vectors: sp.csr_matrix, k: int, offset: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of one shard for every query: (global positions, float32 scores)."""
     n_docs = weights_t.shape[1]
     step = max(1, SCORE_BLOCK // max(n_docs, 1))
     parts = []
     for start in range(0, query_vectors.shape[0], step):
-        scores = (query_vectors[start:start + step] @ weights_t).toarray()
+        scores = (query_vectors[start : start + step] @ weights_t).toarray()
         parts.append(top_k_rows(scores, k, offset))
     return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])
 
 
 # -- the retriever --------------------------------------------------------------------------------
+
 
 class ShardedBM25:
     """BM25 split over ``shards`` index shards, run in-process or (``ray=True``, or a Ray address)
@@ -83,9 +88,17 @@ class ShardedBM25:
 
     family = "lexical"
 
-    def __init__(self, k1: float = 0.9, b: float = 0.4, flavour: str = "paper", analyzer: str = "english",
-                 shards: int = 4, shard_size: int | None = None, ray: bool | str = False,
-                 resources: dict[str, float] | None = None):
+    def __init__(
+        self,
+        k1: float = 0.9,
+        b: float = 0.4,
+        flavour: str = "paper",
+        analyzer: str = "english",
+        shards: int = 4,
+        shard_size: int | None = None,
+        ray: bool | str = False,
+        resources: dict[str, float] | None = None,
+    ):
         # The head holds the collection-wide statistics and builds query vectors; it has no weights.
         self.head = BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=False)
         self.name = f"{self.head.name}-sharded"
@@ -112,7 +125,7 @@ class ShardedBM25:
         self.doc_ids = list(corpus)
         texts = list(corpus.values())
         self.plan = plan_shards(len(texts), self.n_shards, self.shard_size)
-        args = [(texts[s.start:s.stop], self.analyzer_name) for s in self.plan]
+        args = [(texts[s.start : s.stop], self.analyzer_name) for s in self.plan]
         if self.ray:
             connect(self.ray if isinstance(self.ray, str) else LOCAL)
             ray = require_ray()
@@ -129,23 +142,35 @@ class ShardedBM25:
         if self.ray:
             ray = require_ray()
             idf_ref = ray.put(idf)
-            self.shards = remote_refs(weigh_shard, [(e, m, idf_ref, avgdl, head.k1, head.b)
-                                                    for e, m in zip(encoded, mappings)], resources=self.resources)
+            self.shards = remote_refs(
+                weigh_shard,
+                [(e, m, idf_ref, avgdl, head.k1, head.b) for e, m in zip(encoded, mappings)],
+                resources=self.resources,
+            )
             ray.wait(self.shards, num_returns=len(self.shards))
         else:
             self.shards = [weigh_shard(e, m, idf, avgdl, head.k1, head.b) for e, m in zip(encoded, mappings)]
         self.timing = {"analyse_s": t1 - t0, "merge_s": t2 - t1, "weigh_s": time.perf_counter() - t2}
-        log.info("sharded BM25: %d docs in %d shards, %d terms (%.2fs)", len(texts), len(self.plan),
-                 len(idf), time.perf_counter() - t0)
+        log.info(
+            "sharded BM25: %d docs in %d shards, %d terms (%.2fs)",
+            len(texts),
+            len(self.plan),
+            len(idf),
+            time.perf_counter() - t0,
+        )
         return self
 
-    def _merge_statistics(self, stats: Sequence[tuple[list[str], np.ndarray, int, int]]
-                          ) -> tuple[list[np.ndarray], np.ndarray, float]:
+    def _merge_statistics(
+        self, stats: Sequence[tuple[list[str], np.ndarray, int, int]]
+    ) -> tuple[list[np.ndarray], np.ndarray, float]:
         vocab: dict[str, int] = {}
         mappings = []
         for local_vocab, _, _, _ in stats:  # first-seen order over contiguous shards = the unsharded order
-            mappings.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in local_vocab),
-                                        dtype=np.int32, count=len(local_vocab)))
+            mappings.append(
+                np.fromiter(
+                    (vocab.setdefault(t, len(vocab)) for t in local_vocab), dtype=np.int32, count=len(local_vocab)
+                )
+            )
         df = np.zeros(len(vocab), dtype=np.int64)
         for mapping, (_, local_df, _, _) in zip(mappings, stats):
             np.add.at(df, mapping, local_df)
@@ -167,8 +192,12 @@ class ShardedBM25:
         if self.ray:
             ray = require_ray()
             qv_ref = ray.put(qv)
-            parts = map_tasks(search_bm25_shard, [(w, qv_ref, k, s.start) for w, s in zip(self.shards, self.plan)],
-                              use_ray=True, resources=self.resources)
+            parts = map_tasks(
+                search_bm25_shard,
+                [(w, qv_ref, k, s.start) for w, s in zip(self.shards, self.plan)],
+                use_ray=True,
+                resources=self.resources,
+            )
         else:
             parts = [search_bm25_shard(w, qv, k, s.start) for w, s in zip(self.shards, self.plan)]
         positions, scores = merge_top_k(parts, k)

@@ -43,8 +43,10 @@ def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwa
         else:
             ray.init(address=address, **kwargs)
     except ConnectionError as exc:
-        raise R2MedError(f"cannot reach the Ray cluster at {address!r} ({exc}); start one there with "
-                         "`ray start --head`, or leave out --ray-address / RAY_ADDRESS for a local one") from None
+        raise R2MedError(
+            f"cannot reach the Ray cluster at {address!r} ({exc}); start one there with "
+            "`ray start --head`, or leave out --ray-address / RAY_ADDRESS for a local one"
+        ) from None
     log.info("Ray: %s", {k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")})
     return ray
 
@@ -66,8 +68,9 @@ def cluster_gpus() -> float:
     return float(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0.0
 
 
-def map_tasks(fn: Callable[..., Any], args: Sequence[tuple], use_ray: bool = False,
-              resources: dict[str, float] | None = None) -> list[Any]:
+def map_tasks(
+    fn: Callable[..., Any], args: Sequence[tuple], use_ray: bool = False, resources: dict[str, float] | None = None
+) -> list[Any]:
     """``[fn(*a) for a in args]``, or the same as parallel Ray tasks (results in order).
 
     Ray tasks receive ``ObjectRef`` arguments resolved, and Ray schedules each next to the
@@ -80,8 +83,9 @@ def map_tasks(fn: Callable[..., Any], args: Sequence[tuple], use_ray: bool = Fal
     return ray.get([remote.remote(*a) for a in args])
 
 
-def remote_refs(fn: Callable[..., Any], args: Sequence[tuple], num_returns: int = 1,
-                resources: dict[str, float] | None = None) -> list[Any]:
+def remote_refs(
+    fn: Callable[..., Any], args: Sequence[tuple], num_returns: int = 1, resources: dict[str, float] | None = None
+) -> list[Any]:
     """Launch ``fn(*a)`` as Ray tasks and return their ``ObjectRef`` s without fetching results."""
     ray = require_ray()
     remote = ray.remote(fn).options(num_returns=num_returns, **(resources or {"num_cpus": 1}))

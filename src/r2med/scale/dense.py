@@ -18,12 +18,13 @@ import numpy as np
 from ..errors import R2MedError
 from ..retrieval.dense import exact_top_k
 from ..retrieval.topk import merge_top_k
-from ..run import Run
+from ..runs.run import Run
 from .cluster import LOCAL, connect, map_tasks
 
 
-def search_dense_shard(queries: np.ndarray, shard: Any, offset: int, k: int, exclude: np.ndarray | None,
-                       chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+def search_dense_shard(
+    queries: np.ndarray, shard: Any, offset: int, k: int, exclude: np.ndarray | None, chunk: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of one shard: (global positions, scores); ``shard`` is an array or ``(store location, index)``.
 
     The shard (possibly a memory map) is searched exactly (:func:`r2med.retrieval.dense.exact_top_k`);
@@ -44,8 +45,9 @@ def search_dense_shard(queries: np.ndarray, shard: Any, offset: int, k: int, exc
 class ShardedDenseIndex:
     """Embedding shards (arrays, or a store written by :func:`r2med.scale.encode.encode_distributed`)."""
 
-    def __init__(self, doc_ids: Sequence[str], shards: Sequence[Any], sizes: Sequence[int],
-                 location: str | None = None):
+    def __init__(
+        self, doc_ids: Sequence[str], shards: Sequence[Any], sizes: Sequence[int], location: str | None = None
+    ):
         if sum(sizes) != len(doc_ids):
             raise R2MedError(f"{len(doc_ids)} doc ids but {sum(sizes)} embeddings in the shards")
         self.doc_ids = list(doc_ids)
@@ -64,8 +66,14 @@ class ShardedDenseIndex:
         doc_ids, arrays = load_shards(location)
         return cls(doc_ids, [(location, i) for i in range(len(arrays))], [len(a) for a in arrays], location)
 
-    def search(self, queries: np.ndarray, qids: Sequence[str], k: int = 100, ignore_identical_ids: bool = True,
-               ray: bool | str = False) -> Run:
+    def search(
+        self,
+        queries: np.ndarray,
+        qids: Sequence[str],
+        k: int = 100,
+        ignore_identical_ids: bool = True,
+        ray: bool | str = False,
+    ) -> Run:
         """Global top-``k`` per query embedding row (``qids`` name the rows); ``ray``: True or an address."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         exclude = None
@@ -77,11 +85,14 @@ class ShardedDenseIndex:
             ray_mod = connect(ray if isinstance(ray, str) else LOCAL)
             q_ref = ray_mod.put(queries)
             shards = [ray_mod.put(s) if isinstance(s, np.ndarray) else s for s in shards]
-            parts = map_tasks(search_dense_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)],
-                              use_ray=True)
+            parts = map_tasks(
+                search_dense_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)], use_ray=True
+            )
         else:
             parts = [search_dense_shard(queries, s, o, k, exclude) for s, o in zip(shards, self.offsets)]
         positions, scores = merge_top_k(parts, k)
         n = len(self.doc_ids)
-        return {qid: {self.doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist()) if p < n}
-                for r, qid in enumerate(qids)}
+        return {
+            qid: {self.doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist()) if p < n}
+            for r, qid in enumerate(qids)
+        }

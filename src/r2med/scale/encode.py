@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import fingerprint_texts
+from ..infra.home import fingerprint_texts
 from ..errors import R2MedError
 from .cluster import connect, driver_env
 from .shards import plan_shards
@@ -64,16 +64,24 @@ class EncodeResult:
 class ShardEncoder:
     """Ray Data actor: loads the encoder once, then encodes and stores one shard per row."""
 
-    def __init__(self, settings: dict[str, Any], store: ShardStore, device: str | None = None,
-                 batch_size: int = 32, token_budget: int | None = None, threads: int | None = None):
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        store: ShardStore,
+        device: str | None = None,
+        batch_size: int = 32,
+        token_budget: int | None = None,
+        threads: int | None = None,
+    ):
         from ..retrieval.encoders import EncoderSettings, make_encoder
 
         if threads:
             import torch
 
             torch.set_num_threads(threads)
-        self.encoder = make_encoder(EncoderSettings(**settings), device=device, batch_size=batch_size,
-                                    token_budget=token_budget)
+        self.encoder = make_encoder(
+            EncoderSettings(**settings), device=device, batch_size=batch_size, token_budget=token_budget
+        )
         self.store = store
         self.shards_done = 0
 
@@ -94,15 +102,30 @@ class ShardEncoder:
             rows.append(emb.shape[0])
             dims.append(emb.shape[1])
         n = len(shards)
-        return {"shard": np.asarray(shards, dtype=np.int64), "rows": np.asarray(rows, dtype=np.int64),
-                "dim": np.asarray(dims, dtype=np.int64), "pid": np.full(n, os.getpid(), dtype=np.int64)}
+        return {
+            "shard": np.asarray(shards, dtype=np.int64),
+            "rows": np.asarray(rows, dtype=np.int64),
+            "dim": np.asarray(dims, dtype=np.int64),
+            "pid": np.full(n, os.getpid(), dtype=np.int64),
+        }
 
 
-def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: str | None = None,
-                       dest: str | None = None, shard_size: int = DEFAULT_SHARD_SIZE, address: str | None = "local",
-                       actors: int | None = None, cpus_per_actor: float = 1.0, gpus_per_actor: float | None = None,
-                       device: str | None = None, batch_size: int = 32, token_budget: int | None = None,
-                       finalize: bool = True, runtime_env: Mapping[str, Any] | None = None) -> EncodeResult:
+def encode_distributed(
+    corpus: Mapping[str, str],
+    settings,
+    corpus_fingerprint: str | None = None,
+    dest: str | None = None,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    address: str | None = "local",
+    actors: int | None = None,
+    cpus_per_actor: float = 1.0,
+    gpus_per_actor: float | None = None,
+    device: str | None = None,
+    batch_size: int = 32,
+    token_budget: int | None = None,
+    finalize: bool = True,
+    runtime_env: Mapping[str, Any] | None = None,
+) -> EncodeResult:
     """Encode ``corpus`` (doc id -> text) with ``settings`` (an ``EncoderSettings``) on Ray.
 
     ``dest``: a path or URI for a shard store; ``None`` writes into the local embedding cache
@@ -126,20 +149,33 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
         if done is not None:
             log.info("embeddings already complete in %s", cache.path)
             plan = plan_shards(len(texts), shard_size=cache.chunk_size)
-            return EncodeResult(str(cache.path), len(texts), len(plan), cache.chunk_size,
-                                reused_shards=[s.index for s in plan], embeddings=done)
+            return EncodeResult(
+                str(cache.path),
+                len(texts),
+                len(plan),
+                cache.chunk_size,
+                reused_shards=[s.index for s in plan],
+                embeddings=done,
+            )
         cache.start()
         cache.verify_chunks()  # truncated or damaged chunks are dropped and encoded again  # writes meta.json; drops chunks of a different chunking
         shard_size = cache.chunk_size
         store = ShardStore(str(cache.path), shard_dir="chunks")
     else:
         store = ShardStore(dest)
-        manifest = {"format": 1, "encoder": config, "corpus_fingerprint": fp, "n_docs": len(texts),
-                    "shard_size": shard_size}
+        manifest = {
+            "format": 1,
+            "encoder": config,
+            "corpus_fingerprint": fp,
+            "n_docs": len(texts),
+            "shard_size": shard_size,
+        }
         stored = store.read_manifest()
         if stored is not None and stored != manifest:
-            raise R2MedError(f"{dest} already holds embeddings of another model, corpus or shard size; "
-                             "choose another --dest or delete it")
+            raise R2MedError(
+                f"{dest} already holds embeddings of another model, corpus or shard size; "
+                "choose another --dest or delete it"
+            )
         if stored is None:  # doc ids first: a manifest is only ever next to its doc ids
             store.write_bytes("doc_ids.json", _json_bytes(list(corpus)))
             store.write_manifest(manifest)
@@ -147,18 +183,33 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
     store.remove_stale_temps()
     finished = store.finished()
     missing = [s for s in plan if s.index not in finished]
-    result = EncodeResult(store.location, len(texts), len(plan), shard_size,
-                          reused_shards=[s.index for s in plan if s.index in finished])
+    result = EncodeResult(
+        store.location, len(texts), len(plan), shard_size, reused_shards=[s.index for s in plan if s.index in finished]
+    )
     if missing:
         log.info("encoding %d of %d shards (%d docs) on Ray", len(missing), len(plan), sum(map(len, missing)))
-        rows = _run_actor_pool(texts, missing, settings, store, address, actors, cpus_per_actor, gpus_per_actor,
-                               device, batch_size, token_budget, runtime_env)
+        rows = _run_actor_pool(
+            texts,
+            missing,
+            settings,
+            store,
+            address,
+            actors,
+            cpus_per_actor,
+            gpus_per_actor,
+            device,
+            batch_size,
+            token_budget,
+            runtime_env,
+        )
         counts = Counter(rows["shard"].tolist())
         expected = {s.index: len(s) for s in missing}
         dupes = sorted(s for s, c in counts.items() if c > 1)
         if set(counts) != set(expected) or dupes:
-            raise RuntimeError(f"distributed encoding returned shards {sorted(counts)} (duplicates {dupes}), "
-                               f"expected {sorted(expected)}")
+            raise RuntimeError(
+                f"distributed encoding returned shards {sorted(counts)} (duplicates {dupes}), "
+                f"expected {sorted(expected)}"
+            )
         for shard, n in zip(rows["shard"].tolist(), rows["rows"].tolist()):
             if n != expected[shard]:
                 raise RuntimeError(f"shard {shard} has {n} rows, expected {expected[shard]}")
@@ -176,8 +227,20 @@ def encode_distributed(corpus: Mapping[str, str], settings, corpus_fingerprint: 
     return result
 
 
-def _run_actor_pool(texts: Sequence[str], shards, settings, store: ShardStore, address, actors, cpus_per_actor,
-                    gpus_per_actor, device, batch_size, token_budget, runtime_env) -> dict[str, np.ndarray]:
+def _run_actor_pool(
+    texts: Sequence[str],
+    shards,
+    settings,
+    store: ShardStore,
+    address,
+    actors,
+    cpus_per_actor,
+    gpus_per_actor,
+    device,
+    batch_size,
+    token_budget,
+    runtime_env,
+) -> dict[str, np.ndarray]:
     ray = connect(address)
     from ray.data import ActorPoolStrategy
 
@@ -190,17 +253,26 @@ def _run_actor_pool(texts: Sequence[str], shards, settings, store: ShardStore, a
     actors = max(1, min(actors, len(shards)))
     if device is None:
         device = "cuda" if gpus_per_actor > 0 else "cpu"
-    ds = ray.data.from_items([{"shard": s.index, "texts": list(texts[s.start:s.stop])} for s in shards],
-                             override_num_blocks=len(shards))
+    ds = ray.data.from_items(
+        [{"shard": s.index, "texts": list(texts[s.start : s.stop])} for s in shards], override_num_blocks=len(shards)
+    )
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = log.isEnabledFor(logging.DEBUG)
     logging.getLogger("ray.data").setLevel(logging.INFO if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
     out = ds.map_batches(
-        ShardEncoder, batch_size=1, compute=ActorPoolStrategy(size=actors),
-        fn_constructor_kwargs={"settings": settings.key(), "store": store, "device": device,
-                               "batch_size": batch_size, "token_budget": token_budget,
-                               "threads": max(1, int(cpus_per_actor)) if gpus_per_actor == 0 else None},
-        num_cpus=cpus_per_actor, num_gpus=gpus_per_actor or None,
+        ShardEncoder,
+        batch_size=1,
+        compute=ActorPoolStrategy(size=actors),
+        fn_constructor_kwargs={
+            "settings": settings.key(),
+            "store": store,
+            "device": device,
+            "batch_size": batch_size,
+            "token_budget": token_budget,
+            "threads": max(1, int(cpus_per_actor)) if gpus_per_actor == 0 else None,
+        },
+        num_cpus=cpus_per_actor,
+        num_gpus=gpus_per_actor or None,
         runtime_env=driver_env(dict(runtime_env) if runtime_env else None),
     ).take_all()
     return {key: np.asarray([row[key] for row in out]) for key in ("shard", "rows", "dim", "pid")}

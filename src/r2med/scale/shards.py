@@ -44,16 +44,20 @@ def plan_shards(n_docs: int, shards: int | None = None, shard_size: int | None =
     return [Shard(i, a, b) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
-def split_corpus(corpus: Mapping[str, str], shards: int | None = None, shard_size: int | None = None
-                 ) -> list[tuple[Shard, list[str], list[str]]]:
+def split_corpus(
+    corpus: Mapping[str, str], shards: int | None = None, shard_size: int | None = None
+) -> list[tuple[Shard, list[str], list[str]]]:
     """``(shard, doc ids, texts)`` for each contiguous shard of ``corpus`` (dict order)."""
     ids = list(corpus)
     texts = list(corpus.values())
-    return [(s, ids[s.start:s.stop], texts[s.start:s.stop]) for s in plan_shards(len(ids), shards, shard_size)]
+    return [(s, ids[s.start : s.stop], texts[s.start : s.stop]) for s in plan_shards(len(ids), shards, shard_size)]
 
 
-def to_run(qids: Sequence[str], doc_ids: Sequence[str], positions: np.ndarray, scores: np.ndarray
-           ) -> dict[str, dict[str, float]]:
-    """A :data:`r2med.run.Run` from merged arrays (query rows in ``qids`` order)."""
-    return {qid: {doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist())}
-            for r, qid in enumerate(qids)}
+def to_run(
+    qids: Sequence[str], doc_ids: Sequence[str], positions: np.ndarray, scores: np.ndarray
+) -> dict[str, dict[str, float]]:
+    """A :data:`r2med.runs.run.Run` from merged arrays (query rows in ``qids`` order)."""
+    return {
+        qid: {doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist())}
+        for r, qid in enumerate(qids)
+    }

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import atomic_path, write_json_atomic
+from ..infra.home import atomic_path, write_json_atomic
 from ..errors import R2MedError
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class ShardStore:
     def _local_root(self):
         from pathlib import Path
 
-        loc = self.location[len("file://"):] if self.location.startswith("file://") else self.location
+        loc = self.location[len("file://") :] if self.location.startswith("file://") else self.location
         return Path(loc).expanduser()
 
     def _remote(self):
@@ -69,8 +69,10 @@ class ShardStore:
                 try:
                     import fsspec
                 except ImportError:
-                    raise R2MedError(f"cannot open {self.location!r}: unknown scheme; install fsspec and its "
-                                     "filesystem package (e.g. s3fs, gcsfs)") from None
+                    raise R2MedError(
+                        f"cannot open {self.location!r}: unknown scheme; install fsspec and its "
+                        "filesystem package (e.g. s3fs, gcsfs)"
+                    ) from None
                 fs, root = fsspec.core.url_to_fs(self.location)
                 self._fs, self._root = pafs.PyFileSystem(pafs.FSSpecHandler(fs)), root
         return self._fs, self._root

@@ -14,24 +14,80 @@ from typing import Any
 
 from ...errors import R2MedError
 from .api import APIEncoder, EmbeddingAPIError
-from .base import (API_LOADERS, DTYPES, FRAMINGS, LOADERS, POOLINGS, BaseEncoder, Encoder, EncoderSettings, Framing,
-                   FramingRecord, canonical_dtype, framing_of, plan_batches)
-from .hf import (GritLMEncoder, RemoteCodeEncoder, SentenceTransformerEncoder, TorchEncoder, TransformersEncoder,
-                 is_sentence_transformers_model, model_max_length, pool, resolve_device, resolve_dtype,
-                 sentence_transformers_similarity)
+from .base import (
+    API_LOADERS,
+    DTYPES,
+    FRAMINGS,
+    LOADERS,
+    POOLINGS,
+    BaseEncoder,
+    Encoder,
+    EncoderSettings,
+    Framing,
+    FramingRecord,
+    canonical_dtype,
+    framing_of,
+    plan_batches,
+)
+from .hf import (
+    GritLMEncoder,
+    RemoteCodeEncoder,
+    SentenceTransformerEncoder,
+    TorchEncoder,
+    TransformersEncoder,
+    is_sentence_transformers_model,
+    model_max_length,
+    pool,
+    resolve_device,
+    resolve_dtype,
+    sentence_transformers_similarity,
+)
 
-__all__ = ["API_LOADERS", "DTYPES", "FRAMINGS", "Framing", "FramingRecord", "framing_of", "LOADERS", "POOLINGS", "APIEncoder", "BaseEncoder", "EmbeddingAPIError", "Encoder",
-           "EncoderSettings", "GritLMEncoder", "RemoteCodeEncoder", "SentenceTransformerEncoder", "TorchEncoder",
-           "TransformersEncoder", "canonical_dtype", "is_sentence_transformers_model", "make_encoder",
-           "model_max_length", "plan_batches", "pool", "resolve_device", "resolve_dtype",
-           "sentence_transformers_similarity"]
+__all__ = [
+    "API_LOADERS",
+    "DTYPES",
+    "FRAMINGS",
+    "Framing",
+    "FramingRecord",
+    "framing_of",
+    "LOADERS",
+    "POOLINGS",
+    "APIEncoder",
+    "BaseEncoder",
+    "EmbeddingAPIError",
+    "Encoder",
+    "EncoderSettings",
+    "GritLMEncoder",
+    "RemoteCodeEncoder",
+    "SentenceTransformerEncoder",
+    "TorchEncoder",
+    "TransformersEncoder",
+    "canonical_dtype",
+    "is_sentence_transformers_model",
+    "make_encoder",
+    "model_max_length",
+    "plan_batches",
+    "pool",
+    "resolve_device",
+    "resolve_dtype",
+    "sentence_transformers_similarity",
+]
 
-_LOCAL = {"transformers": TransformersEncoder, "sentence-transformers": SentenceTransformerEncoder,
-          "remote-code": RemoteCodeEncoder, "gritlm": GritLMEncoder}
+_LOCAL = {
+    "transformers": TransformersEncoder,
+    "sentence-transformers": SentenceTransformerEncoder,
+    "remote-code": RemoteCodeEncoder,
+    "gritlm": GritLMEncoder,
+}
 
 
-def make_encoder(settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
-                 token_budget: int | None = None, **api_options: Any) -> Encoder:
+def make_encoder(
+    settings: EncoderSettings,
+    device: str | None = None,
+    batch_size: int = 32,
+    token_budget: int | None = None,
+    **api_options: Any,
+) -> Encoder:
     """The encoder implementation for ``settings.loader`` (``auto``: a sentence-transformers model
     -- a folder or a cached hub id with ``modules.json`` -- through sentence-transformers, anything
     else through plain transformers with pooling); ``api_options`` (key, URL, retries) go to APIs."""

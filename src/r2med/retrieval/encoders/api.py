@@ -3,9 +3,9 @@
 Both speak JSON over HTTPS (``POST {base_url}/embeddings``) and are called with the standard
 library, so no SDK is needed.  Texts are truncated to the preset's token limit (OpenAI:
 6,000 ``cl100k_base`` tokens, as the paper did; Voyage: the API's own truncation), sent in
-batches, and retried through :mod:`r2med.retry` (exponential backoff, or the server's
+batches, and retried through :mod:`r2med.infra.retry` (exponential backoff, or the server's
 ``Retry-After``) on 408/409/425/429/5xx, connection errors, broken answers and a request that took
-longer than ``timeout`` in all (:mod:`r2med.deadline`).  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
+longer than ``timeout`` in all (:mod:`r2med.infra.deadline`).  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
 ``base_url`` points at any compatible endpoint (a local server in the tests).
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ...deadline import DeadlinePassed, urlopen_within
+from ...infra.deadline import DeadlinePassed, urlopen_within
 from ...errors import R2MedError
-from ...redact import redact_url
-from ...retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
+from ...infra.redact import redact_url
+from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 from .base import BaseEncoder, EncoderSettings
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,11 @@ def token_encoding(encoding: str = "cl100k_base"):
 
         return tiktoken.get_encoding(encoding)
     except Exception as exc:  # not installed, or its BPE file cannot be downloaded offline
-        log.warning("tiktoken %s is unavailable (%s); truncating by an estimate of 0.75 words per token",
-                    encoding, type(exc).__name__)
+        log.warning(
+            "tiktoken %s is unavailable (%s); truncating by an estimate of 0.75 words per token",
+            encoding,
+            type(exc).__name__,
+        )
         return None
 
 
@@ -70,9 +73,18 @@ def truncate_tokens(text: str, limit: int | None) -> str:
 class APIEncoder(BaseEncoder):
     """An embedding API as an :class:`~r2med.retrieval.encoders.base.Encoder`."""
 
-    def __init__(self, settings: EncoderSettings, api_key: str | None = None, base_url: str | None = None,
-                 batch_size: int = 128, timeout: float = 60.0, max_retries: int = 6, backoff_base: float = 1.0,
-                 backoff_max: float = 60.0, seed: int | None = None):
+    def __init__(
+        self,
+        settings: EncoderSettings,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        batch_size: int = 128,
+        timeout: float = 60.0,
+        max_retries: int = 6,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        seed: int | None = None,
+    ):
         provider = settings.loader
         if provider not in PROVIDERS:
             raise R2MedError(f"unknown embedding API {provider!r}; choose from {', '.join(PROVIDERS)}")
@@ -104,8 +116,12 @@ class APIEncoder(BaseEncoder):
         data = json.dumps(body).encode("utf-8")
 
         def attempt() -> dict[str, Any]:
-            req = urllib.request.Request(f"{self.base_url}/embeddings", data=data, method="POST", headers={
-                "Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"})
+            req = urllib.request.Request(
+                f"{self.base_url}/embeddings",
+                data=data,
+                method="POST",
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
+            )
             self.requests += 1
             try:
                 body = urlopen_within(req, self.timeout)  # the whole request within --timeout, not each read
@@ -115,8 +131,10 @@ class APIEncoder(BaseEncoder):
                 status = exc.code
                 detail = exc.read()[:200].decode("utf-8", "replace")
                 if status in (401, 403):
-                    raise EmbeddingAPIError(f"{self.shown_url}: the API key was refused (HTTP {status}); "
-                                            f"check {PROVIDERS[self.provider]['env']}") from None
+                    raise EmbeddingAPIError(
+                        f"{self.shown_url}: the API key was refused (HTTP {status}); "
+                        f"check {PROVIDERS[self.provider]['env']}"
+                    ) from None
                 if not retryable(status):
                     raise EmbeddingAPIError(f"{self.shown_url}: HTTP {status}: {detail}") from None
                 raise Transient(f"HTTP {status}", parse_retry_after(dict(exc.headers or {}))) from None
@@ -144,7 +162,7 @@ class APIEncoder(BaseEncoder):
         inputs = [truncate_tokens((prefix + t).replace("\n", " ") or " ", limit) for t in texts]
         rows: list[np.ndarray] = []
         for start in range(0, len(inputs), batch_size):
-            batch = inputs[start:start + batch_size]
+            batch = inputs[start : start + batch_size]
             out = self._post(self._payload(batch, role))
             data = sorted(out.get("data") or [], key=lambda d: d.get("index", 0))
             if len(data) != len(batch):

@@ -74,16 +74,23 @@ class FramingRecord:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary (``r2med models``, ``metrics.json``)."""
-        return {"bos": self.bos, "eos": self.eos, "framing": self.name, "added_by": self.added_by,
-                "checked": self.checked, "source": self.source}
+        return {
+            "bos": self.bos,
+            "eos": self.eos,
+            "framing": self.name,
+            "added_by": self.added_by,
+            "checked": self.checked,
+            "source": self.source,
+        }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> FramingRecord:
         """A record from its protocol-data form (``{"bos": ..., "eos": ..., "added_by": ..., "source": ...}``)."""
         if data.get("added_by") not in ("tokenizer", "r2med", "model"):
             raise R2MedError(f"framing record {data!r}: added_by must be tokenizer, r2med or model")
-        return cls(bool(data["bos"]), bool(data["eos"]), data["added_by"], str(data["source"]),
-                   bool(data.get("checked", True)))
+        return cls(
+            bool(data["bos"]), bool(data["eos"]), data["added_by"], str(data["source"]), bool(data.get("checked", True))
+        )
 
 
 def canonical_dtype(dtype: str) -> str:
@@ -172,8 +179,9 @@ class Encoder(Protocol):
     def config(self) -> dict[str, Any]: ...
 
 
-def plan_batches(lengths: Sequence[int], batch_size: int, token_budget: int | None = None,
-                 max_batch: int | None = None) -> list[np.ndarray]:
+def plan_batches(
+    lengths: Sequence[int], batch_size: int, token_budget: int | None = None, max_batch: int | None = None
+) -> list[np.ndarray]:
     """Cut texts into batches: longest first, each batch holding at most ``token_budget`` padded tokens.
 
     ``lengths`` are token counts; the budget defaults to ``batch_size * max(lengths)`` (so the
@@ -191,7 +199,7 @@ def plan_batches(lengths: Sequence[int], batch_size: int, token_budget: int | No
     while start < n:
         longest = int(lens[order[start]])  # sorted: the first text of a batch is its longest
         size = max(1, min(cap, budget // longest, n - start))
-        batches.append(order[start:start + size])
+        batches.append(order[start : start + size])
         start += size
     return batches
 
@@ -237,9 +245,13 @@ class BaseEncoder:
         own = (s.query_max_length or s.max_length) if role != "doc" else s.max_length
         return own or model_limit
 
-    def in_length_order(self, lengths: Sequence[int], batch_size: int,
-                        encode_batch: Callable[[np.ndarray], Any],
-                        stack: Callable[[list[Any]], np.ndarray] = np.concatenate) -> np.ndarray:
+    def in_length_order(
+        self,
+        lengths: Sequence[int],
+        batch_size: int,
+        encode_batch: Callable[[np.ndarray], Any],
+        stack: Callable[[list[Any]], np.ndarray] = np.concatenate,
+    ) -> np.ndarray:
         """Encode in batches planned by :func:`plan_batches` (longest first, within the token budget):
         ``encode_batch(indices)`` embeds the texts at those indices; ``stack`` joins the batch outputs
         (e.g. device tensors, copied to the host once); the rows come back in input order."""

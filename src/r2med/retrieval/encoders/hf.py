@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import MissingExtraError, R2MedError
-from ...weights import load_pretrained, recording_loads
+from ...infra.weights import load_pretrained, recording_loads
 from .base import BaseEncoder, EncoderSettings, Framing, canonical_dtype, framing_of
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,7 @@ def resolve_dtype(dtype: str, device: str | None = None):
     name = canonical_dtype(dtype)
     if name == "auto":
         return "auto"
-    return {"fp32": torch.float32, "fp16-autocast": torch.float32, "fp16": torch.float16,
-            "bf16": torch.bfloat16}[name]
+    return {"fp32": torch.float32, "fp16-autocast": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
 def autocast_context(dtype: str, device: str):
@@ -99,8 +98,11 @@ def check_model_source(model: str) -> None:
 
 def _load_error(model: str, exc: Exception) -> R2MedError:
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-    hint = ("the hub is offline (HF_HUB_OFFLINE=1): download it first or pass a local folder"
-            if offline else "check the hub id / path and your network")
+    hint = (
+        "the hub is offline (HF_HUB_OFFLINE=1): download it first or pass a local folder"
+        if offline
+        else "check the hub id / path and your network"
+    )
     return R2MedError(f"cannot load model {model!r} ({type(exc).__name__}): {hint}")
 
 
@@ -114,8 +116,13 @@ def _torch_stack(outs: list[Any]) -> np.ndarray:
 class TorchEncoder(BaseEncoder):
     """An encoder whose model runs here, on ``device`` (``auto``: the GPU when one is visible)."""
 
-    def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
-                 token_budget: int | None = None):
+    def __init__(
+        self,
+        settings: EncoderSettings,
+        device: str | None = None,
+        batch_size: int = 32,
+        token_budget: int | None = None,
+    ):
         super().__init__(settings, batch_size, token_budget)
         self.device = resolve_device(device)
         self._model = None
@@ -123,11 +130,17 @@ class TorchEncoder(BaseEncoder):
 
 # -- plain transformers --------------------------------------------------------------------------
 
+
 class TransformersEncoder(TorchEncoder):
     """``AutoModel`` + pooling; a separate query model when ``settings.query_model`` is set."""
 
-    def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 32,
-                 token_budget: int | None = None):
+    def __init__(
+        self,
+        settings: EncoderSettings,
+        device: str | None = None,
+        batch_size: int = 32,
+        token_budget: int | None = None,
+    ):
         super().__init__(settings, device, batch_size, token_budget)
         self._models: dict[str, tuple[Any, Any]] = {}
         self._limits: dict[str, int] = {}
@@ -145,8 +158,9 @@ class TransformersEncoder(TorchEncoder):
         kwargs = {"revision": s.revision, "trust_remote_code": s.trust_remote_code}
         try:
             tok = AutoTokenizer.from_pretrained(name, **kwargs)
-            model = load_pretrained(AutoModel, name, "embedding model", dtype=resolve_dtype(s.dtype, self.device),
-                                    **kwargs)
+            model = load_pretrained(
+                AutoModel, name, "embedding model", dtype=resolve_dtype(s.dtype, self.device), **kwargs
+            )
         except (OSError, ValueError) as exc:
             raise _load_error(name, exc) from exc
         if s.pooling == "last-token" or s.append_eos:
@@ -157,8 +171,9 @@ class TransformersEncoder(TorchEncoder):
             raise R2MedError(f"model {name!r} has no EOS token; it cannot be used with append_eos")
         limit = model_max_length(model, tok)
         if limit is None and s.max_length is None:
-            raise R2MedError(f"model {name!r} states no maximum length (tokenizer or max_position_embeddings); "
-                             "pass --max-length")
+            raise R2MedError(
+                f"model {name!r} states no maximum length (tokenizer or max_position_embeddings); pass --max-length"
+            )
         self._limits[name] = limit or 0
         model.eval().to(self.device)
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
@@ -173,13 +188,25 @@ class TransformersEncoder(TorchEncoder):
     def _tokenize(self, tok: Any, texts: list[str], role: str, max_length: int) -> dict[str, list[Any]]:
         s = self.settings
         if role == "doc" and s.doc_as_pair:
-            enc = tok([""] * len(texts), texts, truncation="longest_first", max_length=max_length,
-                      padding=False, return_attention_mask=False)
+            enc = tok(
+                [""] * len(texts),
+                texts,
+                truncation="longest_first",
+                max_length=max_length,
+                padding=False,
+                return_attention_mask=False,
+            )
         elif s.framing is not None:
             return {"input_ids": self._framed_ids(tok, texts, s.framing, max_length)}
         elif s.append_eos:
-            enc = tok(texts, truncation=True, max_length=max_length - 1, padding=False,
-                      return_attention_mask=False, return_token_type_ids=False)
+            enc = tok(
+                texts,
+                truncation=True,
+                max_length=max_length - 1,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
             enc = {"input_ids": [ids + [tok.eos_token_id] for ids in enc["input_ids"]]}
         else:
             enc = tok(texts, truncation=True, max_length=max_length, padding=False, return_attention_mask=False)
@@ -197,8 +224,15 @@ class TransformersEncoder(TorchEncoder):
         room = max_length - int(bos) - int(eos)
         if room < 1:
             raise R2MedError(f"max_length {max_length} leaves no room for text beside the {framing} tokens")
-        body = tok(texts, add_special_tokens=False, truncation=True, max_length=room, padding=False,
-                   return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        body = tok(
+            texts,
+            add_special_tokens=False,
+            truncation=True,
+            max_length=room,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
         ids = [([tok.bos_token_id] if bos else []) + list(b) + ([tok.eos_token_id] if eos else []) for b in body]
         if texts and "framing" not in self.used:
             self._check_framing(tok, texts[0], ids[0], framing)
@@ -210,8 +244,12 @@ class TransformersEncoder(TorchEncoder):
         framing_check(self.settings.model, tok, ids, framing)
         own = tokenizer_framing(tok, text)
         if own != framing:
-            log.info("%s: its tokenizer frames texts as %s; r2med frames them as %s (the preset's framing)",
-                     self.settings.model, own, framing)
+            log.info(
+                "%s: its tokenizer frames texts as %s; r2med frames them as %s (the preset's framing)",
+                self.settings.model,
+                own,
+                framing,
+            )
         self.used["framing"] = {"framing": framing, "tokenizer_alone": own, "built_by": "r2med"}
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
@@ -234,8 +272,7 @@ class TransformersEncoder(TorchEncoder):
             return torch.nn.functional.normalize(emb, dim=-1) if s.normalize else emb
 
         with torch.inference_mode():
-            return self.in_length_order([len(ids) for ids in enc["input_ids"]], batch_size, encode_batch,
-                                        _torch_stack)
+            return self.in_length_order([len(ids) for ids in enc["input_ids"]], batch_size, encode_batch, _torch_stack)
 
 
 def framing_check(model: str, tok: Any, ids: list[int], framing: Framing) -> None:
@@ -249,9 +286,11 @@ def framing_check(model: str, tok: Any, ids: list[int], framing: Framing) -> Non
     while eos_id is not None and eos_run < len(ids) and ids[-1 - eos_run] == eos_id:
         eos_run += 1
     if starts_bos != bos or doubled_bos or eos_run != int(eos):
-        raise R2MedError(f"model {model!r}: its first text's token ids lack its {framing} framing (BOS first: "
-                         f"{'twice' if doubled_bos else starts_bos}, EOS at the end: {eos_run}); r2med cannot "
-                         "repair them for this loader")
+        raise R2MedError(
+            f"model {model!r}: its first text's token ids lack its {framing} framing (BOS first: "
+            f"{'twice' if doubled_bos else starts_bos}, EOS at the end: {eos_run}); r2med cannot "
+            "repair them for this loader"
+        )
 
 
 def tokenizer_framing(tok: Any, text: str) -> Framing:
@@ -286,6 +325,7 @@ def pool(hidden, mask, pooling: str):
 
 # -- sentence-transformers -----------------------------------------------------------------------
 
+
 class SentenceTransformerEncoder(TorchEncoder):
     """A sentence-transformers model, encoded as its own ``encode_query`` / ``encode_document`` do.
 
@@ -310,8 +350,13 @@ class SentenceTransformerEncoder(TorchEncoder):
                 kwargs["model_kwargs"] = {"torch_dtype": resolve_dtype(s.dtype)}
             try:
                 with recording_loads(s.model, "embedding model"):
-                    model = SentenceTransformer(s.model, device=self.device, revision=s.revision,
-                                                trust_remote_code=s.trust_remote_code, **kwargs)
+                    model = SentenceTransformer(
+                        s.model,
+                        device=self.device,
+                        revision=s.revision,
+                        trust_remote_code=s.trust_remote_code,
+                        **kwargs,
+                    )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             if s.max_length:
@@ -349,8 +394,9 @@ class SentenceTransformerEncoder(TorchEncoder):
         planned = self._effective_prompt(role)
         full = [planned + t for t in texts] if planned else list(texts)
         self.note_max_length(role, model.max_seq_length)
-        ids = model.tokenizer(full, truncation=True, max_length=model.max_seq_length, padding=False,
-                              return_attention_mask=False)["input_ids"]
+        ids = model.tokenizer(
+            full, truncation=True, max_length=model.max_seq_length, padding=False, return_attention_mask=False
+        )["input_ids"]
         lengths = [len(one) for one in ids]
         if self.settings.framing is not None and "framing" not in self.used:
             # sentence-transformers tokenizes: r2med cannot build the ids, only check the first text's
@@ -359,9 +405,14 @@ class SentenceTransformerEncoder(TorchEncoder):
         encode = getattr(model, "encode_document" if role == "doc" else "encode_query", model.encode)  # ST < 5: encode
 
         def encode_batch(idx: np.ndarray):
-            return encode([texts[i] for i in idx], batch_size=len(idx), prompt=prompt,
-                          normalize_embeddings=self.settings.normalize, convert_to_tensor=True,
-                          show_progress_bar=False)
+            return encode(
+                [texts[i] for i in idx],
+                batch_size=len(idx),
+                prompt=prompt,
+                normalize_embeddings=self.settings.normalize,
+                convert_to_tensor=True,
+                show_progress_bar=False,
+            )
 
         with autocast_context(self.settings.dtype, self.device):
             return self.in_length_order(lengths, batch_size, encode_batch, _torch_stack)
@@ -369,15 +420,19 @@ class SentenceTransformerEncoder(TorchEncoder):
 
 # -- trust_remote_code models with their own encode() ----------------------------------------------
 
+
 class RemoteCodeEncoder(TorchEncoder):
     """A ``trust_remote_code`` model exposing ``encode(texts, instruction=..., max_length=...)``
     (NV-Embed-v2).  Needs ``trust_remote_code=True``: the model's own code runs on this machine."""
 
-    def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 8,
-                 token_budget: int | None = None):
+    def __init__(
+        self, settings: EncoderSettings, device: str | None = None, batch_size: int = 8, token_budget: int | None = None
+    ):
         if not settings.trust_remote_code:
-            raise R2MedError(f"{settings.model} runs its own code from the hub; opt in with "
-                             "--trust-remote-code (trust_remote_code=True)")
+            raise R2MedError(
+                f"{settings.model} runs its own code from the hub; opt in with "
+                "--trust-remote-code (trust_remote_code=True)"
+            )
         super().__init__(settings, device, batch_size, token_budget)
         self._tok = None
 
@@ -389,8 +444,14 @@ class RemoteCodeEncoder(TorchEncoder):
             check_model_source(s.model)
             try:
                 self._tok = AutoTokenizer.from_pretrained(s.model, revision=s.revision, trust_remote_code=True)
-                self._model = load_pretrained(AutoModel, s.model, "embedding model", revision=s.revision,
-                                              trust_remote_code=True, dtype=resolve_dtype(s.dtype, self.device))
+                self._model = load_pretrained(
+                    AutoModel,
+                    s.model,
+                    "embedding model",
+                    revision=s.revision,
+                    trust_remote_code=True,
+                    dtype=resolve_dtype(s.dtype, self.device),
+                )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             self._model.eval().to(self.device)
@@ -410,11 +471,14 @@ class RemoteCodeEncoder(TorchEncoder):
         self.note_max_length(role, max_length)
         if max_length is None:
             raise R2MedError(f"{s.model} states no maximum length; pass --max-length")
-        lengths = [min(len(ids), max_length) for ids in tok(full, padding=False, return_attention_mask=False)["input_ids"]]
+        lengths = [
+            min(len(ids), max_length) for ids in tok(full, padding=False, return_attention_mask=False)["input_ids"]
+        ]
 
         def encode_batch(idx: np.ndarray):
-            emb = torch.as_tensor(model.encode([full[i] for i in idx], instruction=self.instruction(role),
-                                               max_length=max_length)).float()
+            emb = torch.as_tensor(
+                model.encode([full[i] for i in idx], instruction=self.instruction(role), max_length=max_length)
+            ).float()
             return torch.nn.functional.normalize(emb, dim=-1) if s.normalize else emb
 
         with torch.inference_mode():
@@ -424,8 +488,9 @@ class RemoteCodeEncoder(TorchEncoder):
 class GritLMEncoder(TorchEncoder):
     """GritLM-7B through the ``gritlm`` package (``GritLM(..., mode="embedding").encode``, which batches itself)."""
 
-    def __init__(self, settings: EncoderSettings, device: str | None = None, batch_size: int = 8,
-                 token_budget: int | None = None):
+    def __init__(
+        self, settings: EncoderSettings, device: str | None = None, batch_size: int = 8, token_budget: int | None = None
+    ):
         super().__init__(settings, device, batch_size, token_budget)
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
@@ -435,12 +500,17 @@ class GritLMEncoder(TorchEncoder):
             except ImportError as exc:
                 raise MissingExtraError("gritlm", "dense", "the grit preset") from exc
             s = self.settings
-            self._model = GritLM(s.model, torch_dtype=resolve_dtype(s.dtype), mode="embedding",
-                                 device_map="auto" if self.device == "cuda" else None)
+            self._model = GritLM(
+                s.model,
+                torch_dtype=resolve_dtype(s.dtype),
+                mode="embedding",
+                device_map="auto" if self.device == "cuda" else None,
+            )
         max_length = self.max_tokens(role, 512)
         self.note_max_length(role, max_length)
-        emb = self._model.encode(list(texts), instruction=self.instruction(role), batch_size=batch_size,
-                                 max_length=max_length)
+        emb = self._model.encode(
+            list(texts), instruction=self.instruction(role), batch_size=batch_size, max_length=max_length
+        )
         self.batch_done(len(texts))
         emb = np.asarray(emb, dtype=np.float32)
         if self.settings.normalize:

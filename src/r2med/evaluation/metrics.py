@@ -1,0 +1,170 @@
+"""The single entry point to trec_eval measures (via pytrec_eval), per query and aggregate.
+
+Measures are named as pytrec_eval names them (``ndcg_cut_10``, ``map_cut_10``,
+``recall_100``, ``P_10``, ``recip_rank``); friendlier spellings (``nDCG@10``,
+``R@100``, ``MRR``) are accepted everywhere a measure is asked for.
+Averages follow the R2MED paper: the mean over queries that are both judged and
+answered by the run, unless ``count_missing`` (then unanswered judged queries
+count as 0, as ``trec_eval -c`` does).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import R2MedError, did_you_mean
+
+CUTOFFS = (1, 10, 25, 50, 100)
+#: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
+CUTOFF_MEASURES = ("ndcg_cut", "map_cut", "recall", "P")
+DEFAULT_MEASURES: tuple[str, ...] = tuple(f"{measure}_{k}" for measure in CUTOFF_MEASURES for k in CUTOFFS) + (
+    "recip_rank",
+)
+HEADLINE = "ndcg_cut_10"
+
+_ALIASES = {
+    "ndcg": "ndcg_cut",
+    "ndcg_cut": "ndcg_cut",
+    "map": "map_cut",
+    "map_cut": "map_cut",
+    "r": "recall",
+    "recall": "recall",
+    "p": "P",
+    "precision": "P",
+}
+_RR = {"mrr", "rr", "recip_rank", "mrr@all"}
+
+
+def canonical(measure: str) -> str:
+    """``nDCG@10`` / ``ndcg_cut.10`` / ``ndcg_cut_10`` -> ``ndcg_cut_10``; ``MRR`` -> ``recip_rank``."""
+    text = measure.strip()
+    if text.lower() in _RR:
+        return "recip_rank"
+    m = re.fullmatch(r"([A-Za-z_]+?)[@._](\d+)", text)
+    if m and m.group(1).lower() in _ALIASES:
+        return f"{_ALIASES[m.group(1).lower()]}_{int(m.group(2))}"
+    raise R2MedError(
+        f"unknown measure {measure!r}{did_you_mean(text, _measure_spellings(text))}; "
+        "use e.g. ndcg_cut_10, nDCG@10, map_cut_100, R@100, P@10, MRR"
+    )
+
+
+def _measure_spellings(text: str) -> list[str]:
+    """The spellings a mistyped measure may have meant (at the cutoff it names, if any)."""
+    number = re.search(r"(\d+)$", text)
+    cutoffs = [number.group(1)] if number else [str(k) for k in CUTOFFS]
+    names = ["nDCG", "MAP", "R", "P", "Recall", "Precision", *CUTOFF_MEASURES]
+    return [f"{n}{sep}{k}" for n in names for k in cutoffs for sep in ("@", "_")] + ["MRR", "recip_rank"]
+
+
+def measure_label(measure: str) -> str:
+    """The display name of a measure (tables, help, messages): ``ndcg_cut_10`` -> ``nDCG@10``, ``recall_100`` ->
+    ``R@100``, ``map_cut_10`` -> ``MAP@10``, ``P_10`` -> ``P@10``, ``recip_rank`` -> ``MRR``.  Files keep
+    pytrec_eval's names."""
+    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "R", "P": "P"}
+    if measure == "recip_rank":
+        return "MRR"
+    name, _, k = measure.rpartition("_")
+    return f"{names[name]}@{k}" if name in names else measure
+
+
+def _engine_spec(measures: Iterable[str]) -> set[str]:
+    groups: dict[str, set[int]] = {}
+    spec = set()
+    for m in measures:
+        if m == "recip_rank":
+            spec.add("recip_rank")
+            continue
+        measure, k = m.rsplit("_", 1)
+        groups.setdefault(measure, set()).add(int(k))
+    for measure, ks in groups.items():
+        spec.add(f"{measure}.{','.join(str(k) for k in sorted(ks))}")
+    return spec
+
+
+def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Refuse grades outside -1000..1000 before pytrec_eval sees them (its nDCG allocates per grade level)."""
+    from ..data.files import GRADE_MAX, GRADE_MIN
+
+    for qid, docs in qrels.items():
+        for did, grade in docs.items():
+            if not GRADE_MIN <= grade <= GRADE_MAX:
+                raise R2MedError(
+                    f"judgment for query {qid!r}, doc {did!r}: relevance {grade} is outside {GRADE_MIN}..{GRADE_MAX}"
+                )
+
+
+class Measures(dict):
+    """One query's measures: pytrec_eval names as keys, friendly names accepted on lookup
+    (``values["nDCG@10"]`` is ``values["ndcg_cut_10"]``)."""
+
+    def __missing__(self, measure: str) -> float:
+        key = canonical(measure)
+        if key == measure or not dict.__contains__(self, key):
+            raise KeyError(measure)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, measure: object) -> bool:
+        if dict.__contains__(self, measure):
+            return True
+        try:
+            return isinstance(measure, str) and dict.__contains__(self, canonical(measure))
+        except R2MedError:
+            return False
+
+    def get(self, measure: str, default: float | None = None) -> float | None:  # type: ignore[override]
+        return self[measure] if measure in self else default
+
+
+@dataclass
+class Metrics:
+    """Per-query and averaged measures of one run against one set of judgments.
+
+    ``metrics["nDCG@10"]`` is the average; ``metrics.per_query[qid]["nDCG@10"]`` one query's value
+    (friendly names and pytrec_eval's both work).
+    """
+
+    per_query: dict[str, Measures]
+    aggregate: dict[str, float]
+    measures: tuple[str, ...]
+    missing_queries: list[str] = field(default_factory=list)
+
+    def __getitem__(self, measure: str) -> float:
+        return self.aggregate[canonical(measure)]
+
+    def __repr__(self) -> str:
+        """One line: query count, the headline measures, how many more (per-query values stay out)."""
+        shown = [m for m in (HEADLINE, "recall_100", "recip_rank") if m in self.aggregate] or list(self.aggregate)[:3]
+        parts = [f"{len(self.per_query)} queries"] + [f"{m}={self.aggregate[m]:.4f}" for m in shown]
+        if len(self.aggregate) > len(shown):
+            parts.append(f"+{len(self.aggregate) - len(shown)} measures")
+        if self.missing_queries:
+            parts.append(f"{len(self.missing_queries)} judged queries without results")
+        return f"Metrics({', '.join(parts)})"
+
+
+def evaluate(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    measures: Iterable[str] | None = None,
+    count_missing: bool = False,
+) -> Metrics:
+    """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine)."""
+    import pytrec_eval
+
+    wanted = tuple(dict.fromkeys(canonical(m) for m in (measures or DEFAULT_MEASURES)))
+    qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
+    _check_grades(qrels_clean)
+    run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
+    raw = evaluator.evaluate(run_clean)
+    per_query = {q: Measures((m, float(vals[m])) for m in wanted) for q, vals in raw.items()}
+    missing = [q for q in qrels_clean if q not in per_query]
+    if count_missing:
+        for q in missing:
+            per_query[q] = Measures((m, 0.0) for m in wanted)
+    n = len(per_query)
+    aggregate = {m: (sum(v[m] for v in per_query.values()) / n if n else 0.0) for m in wanted}
+    return Metrics(per_query=per_query, aggregate=aggregate, measures=wanted, missing_queries=missing)

@@ -1,0 +1,204 @@
+"""The ``Reranker`` protocol, the registry of rerankers by name, and applying one to a run.
+
+A reranker re-orders each query's first-stage candidates: given the query texts, the
+candidates in first-stage order (with their first-stage scores, which InsertRank-style
+listwise prompts show the LLM) and the corpus, it returns a score per candidate
+(higher first).  :func:`rerank` applies it to the top ``k`` of a :data:`~r2med.runs.run.Run`
+and, by default, appends the rest of the first-stage list below the reranked head
+so that measures deeper than ``k`` (nDCG@100, R@100) stay meaningful; ``keep_tail=False``
+gives the paper's "top-k only" evaluation.
+
+Names resolve through a small registry of :class:`RerankerMeta` records (``bge-reranker``,
+``monobert``, ``rankllama``, ``listwise``...: a factory and what the reranker needs); any other
+name that is a local folder or looks like a hub id (``org/model``) is loaded as a
+sequence-classification cross-encoder (the ``cross-encoder`` entry).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..retrieval.encoders.base import FramingRecord
+from ..errors import R2MedError, did_you_mean
+from ..infra.registry import Registry
+from ..runs.run import Run, ranked
+
+log = logging.getLogger(__name__)
+
+Candidates = Mapping[str, Sequence[tuple[str, float]]]
+"""query id -> [(doc id, first-stage score), ...] in first-stage order (best first)."""
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    name: str
+
+    def rerank(
+        self, queries: Mapping[str, str], candidates: Candidates, corpus: Mapping[str, str]
+    ) -> dict[str, dict[str, float]]:
+        """Scores (higher = better) for every candidate of every query in ``candidates``."""
+        ...
+
+    def config(self) -> dict[str, Any]: ...
+
+
+RerankerFactory = Callable[..., Reranker]
+
+
+@dataclass(frozen=True)
+class RerankerMeta:
+    """Every fact about one reranker: how to build it and what it needs."""
+
+    name: str
+    factory: RerankerFactory  # factory(**options) -> Reranker
+    description: str = ""
+    #: modules it imports, and how to install them
+    packages: tuple[str, ...] = ("torch", "transformers")
+    install: str = "pip install 'r2med[dense,rerank]'"
+    #: too large for a CPU in reasonable time: its size ("7B")
+    needs_gpu: str | None = None
+    #: the precision the paper's code ran it in (None: not a paper reranker)
+    paper_dtype: str | None = None
+    #: model weights it loads: option of its ``config()`` naming a model -> a file every such model has
+    weights: tuple[tuple[str, str], ...] = (("model", "config.json"),)
+    #: an LLM behind an endpoint: ``--model`` names it, and the result is named after it too (unless it
+    #: serves the record's own ``hub_id``)
+    llm: bool = False
+    #: the checkpoint a preset runs (an LLM preset: the model its endpoint should serve)
+    hub_id: str | None = None
+    #: how deep its published figure reranked, when not the paper's top 10 (ReasonRank: 100): the default
+    #: ``--top-k``, required for a run to match the figure, and named in a result folder made at another depth
+    depth: int | None = None
+    #: the special tokens around each (query, document) input in its published runs (issue 20); None: not a
+    #: model whose framing r2med records
+    framing: FramingRecord | None = None
+    #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
+    #: expansion ``rerank:<published_as>``) when it is not ``name``
+    published_as: str | None = None
+    #: class of its tolerance to the published figures (:data:`~r2med.infra.registry.TOLERANCES`); None: the
+    #: first stage's
+    tolerance: str | None = None
+    #: published on R2MED after the paper (``r2med models``: "later work"), and where its settings come
+    #: from (published row, sources, gaps; ``protocol/later_models.json``)
+    later: bool = False
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: the built-ins, then (``custom``, last) your own scorer and the packages' entry points (a built-in name wins)
+RERANKERS: Registry[RerankerMeta] = Registry(
+    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank", "custom"]
+)
+#: The entry that builds a cross-encoder from a hub id or local folder given as the reranker's name.
+ANY_MODEL = "cross-encoder"
+
+
+#: Add a reranker's record (a different record under a registered name is an error).
+register_reranker = RERANKERS.add
+#: Every registered reranker's record by name, in name order.
+all_rerankers = RERANKERS.all
+#: Name -> description of every registered reranker.
+available_rerankers = RERANKERS.descriptions
+
+
+def looks_like_model(name: str) -> bool:
+    """A local model folder (or a path-looking name), or a hub id of the form ``org/model``."""
+    if Path(name).expanduser().is_dir() or name.startswith((".", "/", "~")) or name.count("/") > 1:
+        return True
+    parts = name.split("/")
+    return len(parts) == 2 and all(p and not p.startswith(".") and " " not in p for p in parts)
+
+
+def reranker_meta(name: str) -> RerankerMeta:
+    """The record of ``name`` (a model id or folder: the cross-encoder entry)."""
+    meta = RERANKERS.get(name) or (RERANKERS.get(ANY_MODEL) if looks_like_model(name) else None)
+    if meta is None:
+        raise R2MedError(
+            f"unknown reranker {name!r}{did_you_mean(name, RERANKERS.all())}; "
+            f"choose from: {', '.join(RERANKERS.all())}, "
+            "or give a cross-encoder's hub id (org/model) or local folder"
+        )
+    return meta
+
+
+def make_reranker(name: str | Any, **options: Any) -> Reranker:
+    """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder.
+
+    ``name`` may also be your own scorer (an object with ``score(query, docs)``, or its class or factory):
+    the ``custom`` reranker over it (:mod:`r2med.reranking.custom`)."""
+    if not isinstance(name, str):
+        return reranker_meta("custom").factory(scorer=name, **{k: v for k, v in options.items() if v is not None})
+    meta = reranker_meta(name)
+    options = {k: v for k, v in options.items() if v is not None}
+    if meta.name != name:  # a model id or folder
+        options["model"] = name
+    return meta.factory(**options)
+
+
+def candidates_of(
+    run: Mapping[str, Mapping[str, float]],
+    top_k: int,
+    queries: Mapping[str, str] | None = None,
+    position: Mapping[str, int] | None = None,
+) -> dict[str, list[tuple[str, float]]]:
+    """Each query's top ``top_k`` docs, best first, ties in corpus order (``position``: doc id -> corpus
+    index; :func:`r2med.runs.run.ranked`), as the paper's stable sort takes them.  Queries not in ``queries``
+    are skipped.
+    """
+    return {
+        qid: ranked(docs, position)[:top_k] for qid, docs in run.items() if docs and (queries is None or qid in queries)
+    }
+
+
+def rerank(
+    run: Mapping[str, Mapping[str, float]],
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    reranker: Reranker | str,
+    top_k: int = 10,
+    keep_tail: bool = True,
+    **options: Any,
+) -> Run:
+    """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``).
+
+    ``reranker`` is a :class:`Reranker` or a name for :func:`make_reranker` (with ``options``).
+
+    Queries without a text in ``queries`` are dropped (counted in a warning).  Candidates tied in
+    first-stage score are taken in corpus order (the order of ``corpus``), as the paper's stable
+    sort takes them.  The tail keeps its first-stage order with scores strictly below the lowest
+    reranked score.
+    """
+    if top_k < 1:
+        raise R2MedError("the rerank depth (--top-k) must be at least 1")
+    if isinstance(reranker, str):
+        reranker = make_reranker(reranker, **options)
+    unknown = [q for q in run if q not in queries]
+    if unknown:
+        log.warning(
+            "%d run quer%s have no query text and are skipped (e.g. %r)",
+            len(unknown),
+            "y" if len(unknown) == 1 else "ies",
+            unknown[0],
+        )
+    position = {did: i for i, did in enumerate(corpus)}
+    candidates = candidates_of(run, top_k, queries, position)
+    texts = {qid: queries[qid] for qid in candidates}
+    scores = reranker.rerank(texts, candidates, corpus)
+    out: Run = {}
+    for qid, head in candidates.items():
+        got = scores.get(qid, {})
+        missing = [did for did, _ in head if did not in got]
+        if missing:
+            raise RuntimeError(
+                f"reranker {reranker.name!r} returned no score for {len(missing)} candidate(s) of query {qid!r}"
+            )
+        reranked = {did: float(got[did]) for did, _ in head}
+        if keep_tail:
+            floor = min(reranked.values())
+            for i, (did, _) in enumerate(ranked(run[qid], position)[top_k:], start=1):
+                reranked[did] = floor - i
+        out[qid] = reranked
+    return out

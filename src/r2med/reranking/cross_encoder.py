@@ -1,0 +1,292 @@
+"""Pointwise cross-encoder rerankers: bge-reranker, monoBERT and any sequence-classification model.
+
+A cross-encoder reads ``(query, document)`` together and outputs logits; the score is the
+single logit of a one-label model (bge-reranker-v2-m3, sentence-transformers ``CrossEncoder``
+folders) or the logit of the relevant class (index 1) of a two-label model (monoBERT), as the
+R2MED paper scores them.  Inference is batched over pairs sorted by token length (little
+padding), on the GPU when one is present, with a progress bar.  Precision: fp32 by default, as
+the paper's code loads these models (``AutoModelForSequenceClassification.from_pretrained(path)``
+with no dtype: R2MED ``src/utils.py`` line 866 at commit 45cbac5); ``dtype`` chooses fp16 / bf16,
+or ``auto`` (half precision on a GPU, fp32 on CPU; RankLLaMA's default, as the paper loads its
+base model in fp16, ``src/utils.py`` line 861).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..infra import progress
+from ..errors import MissingExtraError, R2MedError
+from ..infra.weights import load_pretrained
+from ..retrieval.encoders import FramingRecord, model_max_length
+from .base import Candidates, RerankerMeta, register_reranker
+
+log = logging.getLogger(__name__)
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "bge-reranker": {"model": "BAAI/bge-reranker-v2-m3", "max_length": 512},
+    "monobert": {"model": "castorini/monobert-large-msmarco", "max_length": 512, "label": 1},
+}
+
+
+def require_torch():
+    """The torch module (transformers must import too), or a one-line error naming the extra."""
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError(exc.name or "torch", "dense", "cross-encoder reranking") from None
+    return torch
+
+
+def ensure_available(model: str, revision: str | None = None, probe: str = "config.json") -> None:
+    """Fail at once, in one line, when ``model`` is neither a local folder, cached, nor downloadable."""
+    from pathlib import Path
+
+    from ..retrieval.encoders.hf import check_model_source
+
+    if Path(model).expanduser().exists():
+        return
+    check_model_source(model)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model, probe, revision=revision), str):
+            return
+    except Exception:  # a malformed id: let the loader report it
+        return
+    from ..data.hub import HubUnavailable, probe as hub_probe
+
+    try:  # one request through huggingface_hub (its offline mode, endpoint, proxies): fail fast when unreachable
+        hub_probe(model, probe, revision, repo_type="model")
+    except HubUnavailable as exc:
+        raise R2MedError(
+            f"model {model!r} is not in the Hugging Face cache and the hub cannot be reached "
+            f"({exc.reason}); download it first (hf download {model}) or pass a local folder"
+        ) from None
+
+
+class PointwiseReranker:
+    """Shared machinery: (query, doc) pairs -> tokenized -> length-sorted batches -> scores."""
+
+    name = "pointwise"
+
+    def __init__(
+        self,
+        max_length: int = 512,
+        batch_size: int = 32,
+        device: str | None = None,
+        dtype: str = "fp32",
+        label: int | None = None,
+    ):
+        if batch_size < 1:
+            raise R2MedError("--batch-size must be at least 1")
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.device_option = device
+        self.dtype_option = dtype
+        self.label = label
+        self._model = None
+        self._tokenizer = None
+
+    # -- subclasses provide these --------------------------------------------------------------
+    def _load(self) -> tuple[Any, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def format_pair(self, query: str, doc: str) -> tuple[str, str]:
+        return query, doc
+
+    # -- shared --------------------------------------------------------------------------------
+    def load(self) -> None:
+        if self._model is None:
+            from ..retrieval.encoders import canonical_dtype, resolve_device, resolve_dtype
+
+            self.device = resolve_device(self.device_option)
+            model, tokenizer = self._load()
+            if self.dtype_option == "auto":  # half precision on a GPU (fp16: bf16's 8-bit mantissa ties more)
+                dtype = require_torch().float16 if self.device.startswith("cuda") else require_torch().float32
+            elif canonical_dtype(self.dtype_option) in ("fp16", "bf16", "fp32"):
+                dtype = resolve_dtype(self.dtype_option, self.device)
+            else:
+                raise R2MedError(f"{self.name}: dtype {self.dtype_option!r} is not one of fp32, fp16, bf16, auto")
+            model.to(device=self.device, dtype=dtype)
+            model.eval()
+            self._model, self._tokenizer = model, tokenizer
+            limit = model_max_length(model, tokenizer)
+            if limit is not None and limit < self.max_length:
+                log.info(
+                    "%s: the model reads at most %d tokens; max_length %d lowered", self.name, limit, self.max_length
+                )
+                self.max_length = limit
+            accepted = inspect.signature(model.forward).parameters
+            self._input_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in accepted]
+
+    def _select(self, logits):
+        """One score per row: the only logit, or the logit of the relevant class."""
+        n = logits.shape[-1]
+        if self.label is not None:
+            if not 0 <= self.label < n:
+                raise R2MedError(f"{self.name}: label {self.label} out of range for a model with {n} outputs")
+            return logits[:, self.label]
+        if n == 1:
+            return logits[:, 0]
+        if n == 2:
+            return logits[:, 1]
+        raise R2MedError(f"{self.name}: the model has {n} output labels; say which one means relevant (label=...)")
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]], description: str | None = None) -> np.ndarray:
+        """Scores of ``(query, doc)`` pairs, in the order given."""
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        torch = require_torch()
+        self.load()
+        tok = self._tokenizer
+        firsts, seconds = zip(*(self.format_pair(q, d) for q, d in pairs))
+        encoded = tok(list(firsts), list(seconds), truncation=True, max_length=self.max_length, padding=False)
+        lengths = np.array([len(ids) for ids in encoded["input_ids"]])
+        order = np.argsort(-lengths, kind="stable")  # longest first: a memory error shows up at once
+        keys = [k for k in self._input_keys if k in encoded]
+        scores = np.empty(len(pairs), dtype=np.float64)
+        with progress.task(description or self.name, total=len(pairs), unit="pairs") as bar, torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                features = [{k: encoded[k][i] for k in keys} for i in idx]
+                batch = tok.pad(features, padding=True, return_tensors="pt")
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                logits = self._model(**batch).logits
+                scores[idx] = self._select(logits).float().cpu().numpy()
+                bar.advance(len(idx))
+        return scores
+
+    def rerank(
+        self, queries: Mapping[str, str], candidates: Candidates, corpus: Mapping[str, str]
+    ) -> dict[str, dict[str, float]]:
+        pairs, keys = [], []
+        for qid, docs in candidates.items():
+            for did, _ in docs:
+                pairs.append((queries[qid], corpus[did]))
+                keys.append((qid, did))
+        scores = self.score_pairs(pairs, description=f"{self.name}: reranking")
+        out: dict[str, dict[str, float]] = {qid: {} for qid in candidates}
+        for (qid, did), s in zip(keys, scores):
+            out[qid][did] = float(s)
+        return out
+
+
+class CrossEncoderReranker(PointwiseReranker):
+    """A ``transformers`` sequence-classification model (hub id or local folder) as a reranker."""
+
+    def __init__(
+        self,
+        model: str,
+        name: str | None = None,
+        tokenizer: str | None = None,
+        revision: str | None = None,
+        max_length: int = 512,
+        batch_size: int = 32,
+        device: str | None = None,
+        dtype: str = "fp32",
+        label: int | None = None,
+    ):
+        super().__init__(max_length=max_length, batch_size=batch_size, device=device, dtype=dtype, label=label)
+        self.model_id = model
+        self.tokenizer_id = tokenizer or model
+        self.revision = revision
+        self.name = name or model
+
+    def _load(self):
+        require_torch()
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        ensure_available(self.model_id, self.revision)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
+            model = load_pretrained(
+                AutoModelForSequenceClassification, self.model_id, "reranker model", revision=self.revision
+            )
+        except (OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise R2MedError(f"cannot load reranker model {self.model_id!r}: {first}") from None
+        if tokenizer.pad_token is None:  # decoder-style classifiers (Llama, Qwen...) ship without one
+            tokenizer.pad_token = tokenizer.unk_token or tokenizer.eos_token
+            tokenizer.padding_side = "right"
+        if getattr(model.config, "pad_token_id", None) is None:
+            model.config.pad_token_id = tokenizer.pad_token_id
+        return model, tokenizer
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "reranker": self.name,
+            "model": self.model_id,
+            "tokenizer": self.tokenizer_id,
+            "revision": self.revision,
+            "max_length": self.max_length,
+            "label": self.label,
+            "dtype": self.dtype_option,
+            "kind": "cross-encoder",
+        }
+
+
+def _preset(name: str):
+    def factory(**options: Any) -> CrossEncoderReranker:
+        settings = {**PRESETS[name], **options}
+        return CrossEncoderReranker(name=name, **settings)
+
+    return factory
+
+
+#: The precision the paper's code ran its cross-encoders in: R2MED src/utils.py:866 loads bge-reranker and
+#: monoBERT without a dtype, i.e. fp32.
+#: Their pair framing is their tokenizers' own template, whose files agree (no add_eos_token setting to drift).
+PAIR_FRAMING = {
+    "bge-reranker": FramingRecord(
+        True,
+        True,
+        "tokenizer",
+        (
+            "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the XLM-RoBERTa template of BAAI/bge-reranker-v2-m3: "
+            "<s> query </s></s> doc </s>"
+        ),
+        checked=False,
+    ),
+    "monobert": FramingRecord(
+        True,
+        True,
+        "tokenizer",
+        (
+            "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the BERT template of castorini/monobert-large-msmarco: "
+            "[CLS] query [SEP] doc [SEP]"
+        ),
+        checked=False,
+    ),
+}
+register_reranker(
+    RerankerMeta(
+        "bge-reranker",
+        _preset("bge-reranker"),
+        "BAAI/bge-reranker-v2-m3 cross-encoder (paper)",
+        paper_dtype="fp32",
+        framing=PAIR_FRAMING["bge-reranker"],
+    )
+)
+register_reranker(
+    RerankerMeta(
+        "monobert",
+        _preset("monobert"),
+        "castorini/monobert-large-msmarco, logit of the relevant class (paper)",
+        paper_dtype="fp32",
+        framing=PAIR_FRAMING["monobert"],
+    )
+)
+register_reranker(
+    RerankerMeta(
+        "cross-encoder",
+        lambda **o: CrossEncoderReranker(**o),
+        "any sequence-classification model: model=<hub id or folder>",
+    )
+)

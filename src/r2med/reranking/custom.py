@@ -1,0 +1,96 @@
+"""``custom``: reranking with your own scorer (``--scorer MODULE:OBJ``, or an object in Python).
+
+The object's ``score(query, docs) -> list[float]`` scores one query's candidates (higher first; the
+contract: :mod:`r2med.infra.user_code`); :func:`r2med.reranking.base.rerank` does the rest (the top k, ties in
+corpus order, the first-stage tail).  Packages' scorers registered under the entry-point group
+``r2med.rerankers`` become rerankers of their own name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..infra import progress
+from ..infra.user_code import (
+    RERANKER_GROUP,
+    EntryPointPreset,
+    Loaded,
+    as_loaded,
+    check_scores,
+    register_entry_points,
+    short_name,
+)
+from ..errors import R2MedError
+from .base import RERANKERS, Candidates, RerankerMeta, register_reranker
+
+
+class CustomReranker:
+    """A user scorer as a :class:`~r2med.reranking.base.Reranker` (one ``score`` call per query)."""
+
+    def __init__(self, loaded: Loaded, name: str | None = None):
+        self.loaded = loaded
+        self.name = name or f"custom-{short_name(loaded)}"
+
+    def config(self) -> dict[str, Any]:
+        return {"name": "custom", "scorer": self.loaded.describe()}
+
+    def rerank(
+        self, queries: Mapping[str, str], candidates: Candidates, corpus: Mapping[str, str]
+    ) -> dict[str, dict[str, float]]:
+        where = f"scorer {self.loaded.spec or type(self.loaded.obj).__name__}"
+        out: dict[str, dict[str, float]] = {}
+        with progress.task(f"{self.name}: reranking", total=len(candidates), unit="queries") as bar:
+            for qid, head in candidates.items():
+                ids = [did for did, _ in head]
+                scores = check_scores(
+                    self.loaded.obj.score(queries[qid], [corpus[d] for d in ids]), len(ids), f"{where} (query {qid!r})"
+                )
+                out[qid] = dict(zip(ids, scores))
+                bar.advance()
+        return out
+
+
+def make_custom_reranker(scorer: Any = None, **options: Any) -> CustomReranker:
+    """``custom``: ``scorer`` is a spec the user typed (``MODULE:OBJ``), an object, or a loaded one."""
+    if scorer is None:
+        raise R2MedError("--reranker custom needs --scorer MODULE:OBJ (an object with score(query, docs))")
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given:
+        raise R2MedError(f"--reranker custom takes no option {', '.join(given)} (set them on your scorer)")
+    return CustomReranker(as_loaded(scorer, "scorer", "--scorer"))
+
+
+register_reranker(
+    RerankerMeta(
+        "custom",
+        make_custom_reranker,
+        "your own scorer: --scorer MODULE:OBJ (score(query, docs) -> list of floats)",
+        packages=(),
+        install="",
+        weights=(),
+        tolerance="assumed",
+    )
+)
+
+
+def _entry_point_meta(preset: EntryPointPreset) -> None:
+    def factory(**options: Any) -> CustomReranker:
+        made = make_custom_reranker(preset.load("scorer"), **options)
+        made.name = preset.name
+        return made
+
+    register_reranker(
+        RerankerMeta(
+            preset.name,
+            factory,
+            f"{preset.value} (entry point{' of ' + preset.dist if preset.dist else ''})",
+            packages=(),
+            install="",
+            weights=(),
+            tolerance="assumed",
+        )
+    )
+
+
+register_entry_points(RERANKER_GROUP, _entry_point_meta, RERANKERS.records)

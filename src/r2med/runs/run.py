@@ -1,0 +1,290 @@
+"""The ``Run`` type (query id -> doc id -> score), TREC run files and result folders.
+
+A run folder holds one sub-folder per task with ``run.trec`` (6-column TREC run),
+``metrics.json`` (aggregate + per-query measures, config, timing, versions) and
+``r2med_results.json`` (the R2MED repository's results format).  Every file is
+written atomically, and a task folder is only created once all its files exist.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..infra.home import atomic_dir, atomic_path
+from ..errors import DataError, R2MedError
+from ..infra.containment import ensure_within, name_problem
+
+Run = dict[str, dict[str, float]]
+"""Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
+
+RUN_FILE = "run.trec"
+METRICS_FILE = "metrics.json"
+R2MED_RESULTS_FILE = "r2med_results.json"
+
+
+def ranked(docs: Mapping[str, float], position: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
+    """Docs best first: r2med's one rule for ordering a query's docs.
+
+    Equal scores are in corpus order when ``position`` (doc id -> corpus index) is given: how the
+    paper's code takes a retriever's candidates (a stable sort over the corpus; rerank candidates,
+    LameR passages, agentic search results).  Without it, as trec_eval orders them (doc id
+    descending): the order of a run file's rank column and of rank-based fusion.
+    """
+    if position is None:
+        return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    last = len(position)
+    return sorted(docs.items(), key=lambda item: (-item[1], position.get(item[0], last), item[0]))
+
+
+def truncate(run: Mapping[str, Mapping[str, float]], k: int) -> Run:
+    """Keep each query's top ``k`` docs (trec_eval order)."""
+    return {qid: dict(docs) if len(docs) <= k else dict(ranked(docs)[:k]) for qid, docs in run.items()}
+
+
+SCORE_FORMAT = ".9g"  # exact for float32 scores; written runs re-score to the stored metrics
+
+
+def as_written(run: Mapping[str, Mapping[str, float]]) -> Run:
+    """The run with scores as a TREC file written by r2med stores them (so metrics match re-scoring)."""
+    return {qid: {did: float(format(s, SCORE_FORMAT)) for did, s in docs.items()} for qid, docs in run.items()}
+
+
+def format_trec(run: Mapping[str, Mapping[str, float]], tag: str = "r2med") -> str:
+    lines = []
+    for qid, docs in run.items():
+        for rank, (did, score) in enumerate(ranked(docs), start=1):
+            lines.append(f"{qid} Q0 {did} {rank} {score:{SCORE_FORMAT}} {tag}\n")
+    return "".join(lines)
+
+
+def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], tag: str = "r2med") -> None:
+    """Write a 6-column TREC run file atomically (``qid Q0 docid rank score tag``)."""
+    problem = name_problem(tag, run_name=True)
+    if problem is not None:
+        raise R2MedError(f"run tag {problem}")
+    for qid, docs in run.items():
+        for did in docs:
+            if any(c.isspace() for c in did) or any(c.isspace() for c in qid):
+                raise ValueError(f"ids with whitespace cannot be written to a TREC run: {qid!r} / {did!r}")
+    with atomic_path(path) as tmp:
+        tmp.write_text(format_trec(run, tag), encoding="utf-8")
+
+
+_SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+"""A score as trec_eval's C reader takes it: decimal digits, optional fraction and exponent (no ``1_000``, ``inf``)."""
+
+
+def read_trec(path: str | os.PathLike[str]) -> Run:
+    """Read a TREC run file (6 columns; 4-column ``qid docid rank score`` is accepted too)."""
+    from ..data.files import iter_lines
+
+    path = Path(path)
+    run: Run = {}
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in iter_lines(path):
+        fields = line.split()
+        if len(fields) == 6:
+            qid, _, did, _, score, _ = fields
+        elif len(fields) == 4:
+            qid, did, _, score = fields
+        else:
+            raise DataError(path, number, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}")
+        value = float(score) if _SCORE.match(score) else None
+        if value is None and score.lstrip("+-").lower() not in ("nan", "inf", "infinity"):
+            raise DataError(path, number, f"score {score[:40]!r} is not a number")
+        if value is None or not math.isfinite(value):
+            raise DataError(path, number, f"score {score[:40]!r} is not a finite number")
+        if (qid, did) in seen:
+            raise DataError(
+                path, number, f"doc {did[:60]!r} listed twice for query {qid[:60]!r} (first on line {seen[qid, did]})"
+            )
+        seen[qid, did] = number
+        run.setdefault(qid, {})[did] = value
+    if not run:
+        raise DataError(path, None, "empty run file")
+    return run
+
+
+def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
+    """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
+    names = {"ndcg_cut_": "ndcg_at_", "map_cut_": "map_at_", "recall_": "recall_at_", "P_": "precision_at_"}
+    test: dict[str, float] = {}
+    for measure, value in aggregate.items():
+        if measure == "recip_rank":
+            test["mrr"] = value
+            continue
+        for prefix, new in names.items():
+            if measure.startswith(prefix) and measure[len(prefix) :].isdigit():
+                test[new + measure[len(prefix) :]] = value
+    return {"dataset_name": task, "model_name": model, "test": test}
+
+
+def write_task_results(
+    folder: str | os.PathLike[str],
+    run: Mapping[str, Mapping[str, float]],
+    metrics: Mapping[str, Any],
+    tag: str = "r2med",
+    root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Write ``run.trec``, ``metrics.json`` and ``r2med_results.json`` into ``folder`` as one atomic step.
+
+    ``root``: the folder the user named (``--out``); ``folder`` must lie under it (build it with
+    :func:`r2med.infra.containment.task_folder`).  Without ``root``, ``folder``'s parent is the root.
+    """
+    folder = Path(folder)
+    ensure_within(folder.parent if root is None else root, folder)
+    with atomic_dir(folder) as tmp:
+        write_trec(run, tmp / RUN_FILE, tag=tag)
+        (tmp / METRICS_FILE).write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
+        export = r2med_results(
+            metrics.get("task", folder.name), metrics.get("retriever", tag), metrics.get("aggregate", {})
+        )
+        (tmp / R2MED_RESULTS_FILE).write_text(json.dumps(export, indent=1) + "\n", encoding="utf-8")
+    return folder
+
+
+#: The longest integer literal ``metrics.json`` may hold (r2med writes counts and seeds; a longer one is damage,
+#: and a 400-digit one would overflow every float conversion, a 4,301-digit one Python's int parser).
+MAX_INT_DIGITS = 30
+#: The range of every measure r2med stores (trec_eval's nDCG, MAP, recall, precision and reciprocal rank).
+MEASURE_RANGE = (0.0, 1.0)
+#: How much of a key or value an error message echoes.
+ECHO_CHARS = 60
+
+
+class _LongInteger(str):
+    """An integer literal longer than :data:`MAX_INT_DIGITS` digits, kept as its text so the check can name its key."""
+
+
+def _parse_int(text: str) -> int | _LongInteger:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInteger(text)
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: one line, at most :data:`ECHO_CHARS` characters of it."""
+    if isinstance(value, str):
+        text = value if value.isprintable() else repr(value)
+        return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
+
+
+def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
+    """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _LongInteger):
+            return where or "the file", value
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{shown(k)}" if where else shown(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
+def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """A task folder's ``metrics.json``, checked (:func:`check_metrics`); any fault is a DataError naming it.
+
+    The one reader of ``metrics.json``: report, compare, export, fuse, rerank and a resumed evaluate all
+    read through it, so a value that passed is safe for every consumer (finite measures in 0..1, no
+    integer too long for a float, bounded echo of whatever is wrong).
+    """
+    path = Path(folder) / METRICS_FILE
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_int=_parse_int)
+    except FileNotFoundError:
+        raise DataError(path, None, "no metrics.json (not a finished task folder)") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(path, None, f"not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"malformed JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(path, None, "malformed JSON (nested too deeply)") from None
+    except OSError as exc:
+        raise DataError(path, None, f"cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:  # e.g. a number literal json cannot convert
+        raise DataError(path, None, f"malformed JSON ({shown(str(exc))})") from None
+    found = _long_integer(data)
+    if found is not None:
+        where, literal = found
+        raise DataError(
+            path,
+            None,
+            f"{where} is a {len(literal.lstrip('-')):,}-digit integer, not a value r2med "
+            f"writes (at most {MAX_INT_DIGITS} digits)",
+        )
+    check_metrics(data, path)
+    return data
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _measures(values: Any, where: str, path: Path, bounds: tuple[float, float] | None = MEASURE_RANGE) -> None:
+    """Every value of ``values`` (an object) a finite number, within ``bounds`` (low, high) when given."""
+    if not isinstance(values, dict):
+        raise DataError(path, None, f"{where} must be an object of measure -> number, got {type(values).__name__}")
+    for measure, value in values.items():
+        if not _finite(value):
+            raise DataError(path, None, f"{where}.{shown(measure)} is {shown(value)}, not a finite number")
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise DataError(
+                path,
+                None,
+                f"{where}.{shown(measure)} is {shown(value)}, outside "
+                f"{bounds[0]:g}..{bounds[1]:g} (the range of every measure r2med stores)",
+            )
+
+
+def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
+    """The shape r2med writes: an object with ``aggregate`` (measure -> finite number) and, when present,
+    ``per_query`` (query -> measure -> finite number), a plain-name ``task``, text ``retriever``/``source``/
+    ``dataset_fingerprint``/``judgments_fingerprint``, object ``config``/``versions``/``data``, finite ``timing`` and boolean ``count_missing``."""
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise DataError(path, None, f"expected a JSON object, got {type(data).__name__}")
+    if "aggregate" not in data:
+        raise DataError(path, None, "no 'aggregate' measures (not written by r2med?)")
+    _measures(data["aggregate"], "aggregate", path)
+    per_query = data.get("per_query", {})
+    if not isinstance(per_query, dict):
+        raise DataError(path, None, f"per_query must be an object of query -> measures, got {type(per_query).__name__}")
+    for qid, values in per_query.items():
+        _measures(values, f"per_query[{shown(qid)!r}]", path)
+    for key in ("task", "retriever"):
+        if isinstance(data.get(key), str) and len(data[key]) > 1000:  # before name_problem echoes it
+            raise DataError(path, None, f"{key} {shown(data[key])} is longer than a name can be")
+    if "task" in data and data["task"] is not None:
+        problem = name_problem(data["task"])
+        if problem is not None:
+            raise DataError(path, None, f"task {problem}; refusing to use it as a folder name")
+    for key in ("retriever", "source", "dataset_fingerprint", "judgments_fingerprint"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise DataError(path, None, f"{key} must be text, got {type(data[key]).__name__}")
+    if data.get("retriever") is not None:
+        problem = name_problem(data["retriever"], run_name=True)
+        if problem is not None:
+            raise DataError(path, None, f"retriever {problem}; refusing to use it in a folder name")
+    for key in ("config", "versions", "data"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise DataError(path, None, f"{key} must be an object, got {type(data[key]).__name__}")
+    if data.get("timing") is not None:
+        _measures(data["timing"], "timing", path, bounds=(0.0, math.inf))
+    if "count_missing" in data and not isinstance(data["count_missing"], bool):
+        raise DataError(path, None, f"count_missing must be true or false, got {shown(data['count_missing'])}")
+
+
+def task_folders(out: str | os.PathLike[str]) -> list[Path]:
+    """The finished task folders of a run folder (those with a metrics.json), sorted by name."""
+    out = Path(out)
+    if (out / METRICS_FILE).exists():
+        return [out]
+    return sorted(p.parent for p in out.glob(f"*/{METRICS_FILE}"))
