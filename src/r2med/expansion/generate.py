@@ -40,12 +40,13 @@ LAMER_WORDS = 512
 
 
 def system_prompt() -> str:
-    return models().get("generation", {}).get("system_prompt", SYSTEM_PROMPT)
+    prompt: str = models().get("generation", {}).get("system_prompt", SYSTEM_PROMPT)
+    return prompt
 
 
 def prompt_task(name: str, override: str | None = None) -> str:
     """The protocol's prompt key for a collection: its task name, or ``override`` (``--prompt-task``)."""
-    prompts = protocol()["generation_prompts"]["hyde"]
+    prompts: dict[str, str] = protocol()["generation_prompts"]["hyde"]
     lowered = {k.lower(): k for k in prompts}
     if override:
         if override.lower() not in lowered:
@@ -59,7 +60,7 @@ def prompt_task(name: str, override: str | None = None) -> str:
 
 
 def prompt_template(method: str, task: str) -> str:
-    prompts = protocol()["generation_prompts"]
+    prompts: dict[str, dict[str, str]] = protocol()["generation_prompts"]
     if method not in prompts:
         raise R2MedError(f"no generation prompts for method {method!r}; choose from: {', '.join(prompts)}")
     return prompts[method][task]

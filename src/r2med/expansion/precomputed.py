@@ -13,6 +13,7 @@ family) -> {qid: query text or (query, expansion)}`` under the paper's combinati
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,7 +147,7 @@ class ExpansionQueries:
         method: str,
         llm: str,
         path: str | Path | None = None,
-        folders: list[str | Path] | None = None,
+        folders: Sequence[str | Path] | None = None,
         revision: str | None = None,
         trace: str | None = None,
     ):

@@ -39,9 +39,13 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtraError, R2MedError
+
+if TYPE_CHECKING:
+    from mteb.models.model_meta import ModelMeta
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +287,7 @@ class MtebExport:
     warnings: list[str] = field(default_factory=list)
 
 
-def _import_mteb():
+def _import_mteb() -> ModuleType:
     """``import mteb``, which makes its default results cache folder (``~/.cache/mteb``) as it loads:
     pointed into the r2med home for the import (unless ``MTEB_CACHE`` is set), so r2med writes nowhere else."""
     if sys.modules.get("mteb") is not None:
@@ -316,7 +320,7 @@ def mteb_task_names() -> dict[str, Any]:
     return {name: by_repo[spec.hub_id] for name, spec in TASKS.items() if spec.hub_id in by_repo}
 
 
-def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | None):
+def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | None) -> ModelMeta:
     """MTEB's registry entry for ``name`` when mteb knows the model, else an empty ModelMeta named ``name``."""
     _import_mteb()
     import mteb
@@ -414,6 +418,8 @@ def export_mteb(
         problem = name_problem(part)
         if problem is not None:
             raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
+    # model_name_as_path() raises on a missing name and name_problem() refuses a missing revision
+    assert meta.name is not None and meta.revision is not None
     report = MtebExport(
         out=out,
         model_name=meta.name,
@@ -458,7 +464,7 @@ def export_mteb(
         if named is not None and recorded is None:
             report.warnings.append(
                 f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
-                f"({counts[str(payload.get('task'))]}); written with MTEB's dataset revision "
+                f"({(counts or {})[str(payload.get('task'))]}); written with MTEB's dataset revision "
                 f"{pin} on that evidence"
             )
         elif recorded != pin:
@@ -502,7 +508,8 @@ def export_mteb(
         result = TaskResult.from_task_results(
             mtask,
             {split: {SUBSET: dict(scores.values)}},
-            evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,
+            # mteb types the parameter float, but its TaskResult field is float | None and None is passed through
+            evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,  # type: ignore[arg-type]
         )
         if revision != result.dataset_revision:
             result = result.model_copy(update={"dataset_revision": revision})

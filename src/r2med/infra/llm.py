@@ -166,6 +166,7 @@ class RequestCache:
             for number, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue
+                problem: str | None
                 try:
                     entry = json.loads(raw)
                 except (ValueError, RecursionError):  # incl. bad UTF-8: a torn or damaged line
@@ -342,7 +343,7 @@ class LLMClient:
         if cache is True:
             self.cache: RequestCache | None = RequestCache(default_cache_path(model))
         elif cache:
-            self.cache = RequestCache(cache)  # type: ignore[arg-type]
+            self.cache = RequestCache(cache)
         else:
             self.cache = None
         self._client: Any = None

@@ -35,7 +35,8 @@ TOLERANCES: dict[str, float | None] = {
 
 
 class _Named(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so frozen dataclass records qualify
 
 
 M = TypeVar("M", bound=_Named)

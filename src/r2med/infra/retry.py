@@ -57,7 +57,7 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     """Exponential backoff with jitter: uniform in [d/2, d] where d = min(cap, base * 2**attempt)."""
-    d = min(cap, base * (2**attempt))
+    d: float = min(cap, base * (2**attempt))  # int ** int is typed Any (a negative power is a float)
     return d * (0.5 + 0.5 * rng.random())
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, model_max_length
 from .base import Candidates, RerankerMeta, register_reranker
 
+if TYPE_CHECKING:
+    import torch
+
 log = logging.getLogger(__name__)
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -34,7 +38,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def require_torch():
+def require_torch() -> ModuleType:
     """The torch module (transformers must import too), or a one-line error naming the extra."""
     try:
         import torch
@@ -91,8 +95,8 @@ class PointwiseReranker:
         self.device_option = device
         self.dtype_option = dtype
         self.label = label
-        self._model = None
-        self._tokenizer = None
+        self._model: Any = None  # a transformers model and tokenizer, once loaded
+        self._tokenizer: Any = None
 
     # -- subclasses provide these --------------------------------------------------------------
     def _load(self) -> tuple[Any, Any]:  # pragma: no cover - abstract
@@ -126,7 +130,7 @@ class PointwiseReranker:
             accepted = inspect.signature(model.forward).parameters
             self._input_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in accepted]
 
-    def _select(self, logits):
+    def _select(self, logits: torch.Tensor) -> torch.Tensor:
         """One score per row: the only logit, or the logit of the relevant class."""
         n = logits.shape[-1]
         if self.label is not None:
@@ -199,7 +203,7 @@ class CrossEncoderReranker(PointwiseReranker):
         self.revision = revision
         self.name = name or model
 
-    def _load(self):
+    def _load(self) -> tuple[Any, Any]:
         require_torch()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -232,7 +236,7 @@ class CrossEncoderReranker(PointwiseReranker):
         }
 
 
-def _preset(name: str):
+def _preset(name: str) -> Callable[..., CrossEncoderReranker]:
     def factory(**options: Any) -> CrossEncoderReranker:
         settings = {**PRESETS[name], **options}
         return CrossEncoderReranker(name=name, **settings)

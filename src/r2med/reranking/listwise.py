@@ -141,6 +141,7 @@ class ListwiseReranker:
         if client is None:
             from ..infra.llm import LLMClient
 
+            assert model is not None  # refused above when there is no client
             client = LLMClient(
                 model,
                 base_url=base_url,

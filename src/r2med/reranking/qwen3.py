@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,8 @@ PRESETS = ("qwen3-reranker-0.6b", "qwen3-reranker-4b", "qwen3-reranker-8b")
 
 def card_settings(preset: str = "qwen3-reranker-0.6b") -> dict[str, Any]:
     """The model card's settings for ``preset`` (from ``later_models.json``)."""
-    return later_reranker(preset)["settings"]
+    settings: dict[str, Any] = later_reranker(preset)["settings"]
+    return settings
 
 
 class Qwen3Reranker(PointwiseReranker):
@@ -83,9 +84,10 @@ class Qwen3Reranker(PointwiseReranker):
 
     def pair_text(self, query: str, doc: str) -> str:
         """The middle part of the prompt for one pair (the card's ``format_instruction``)."""
-        return self.pair_template.format(instruction=self.instruction, query=query, doc=doc)
+        text: str = self.pair_template.format(instruction=self.instruction, query=query, doc=doc)
+        return text
 
-    def _load(self):
+    def _load(self) -> tuple[Any, Any]:
         require_torch()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -101,7 +103,7 @@ class Qwen3Reranker(PointwiseReranker):
             tokenizer.pad_token = tokenizer.eos_token
         ids = []
         for token in (self.no_token, self.yes_token):
-            tid = tokenizer.convert_tokens_to_ids(token)
+            tid: Any = tokenizer.convert_tokens_to_ids(token)  # one token: an int (or None), not the list form
             if tid is None or (tokenizer.unk_token_id is not None and tid == tokenizer.unk_token_id):
                 raise R2MedError(f"{self.model_id}: the tokenizer has no {token!r} token; it is not a Qwen3-Reranker")
             ids.append(int(tid))
@@ -173,7 +175,7 @@ class Qwen3Reranker(PointwiseReranker):
         }
 
 
-def _preset(name: str):
+def _preset(name: str) -> Callable[..., Qwen3Reranker]:
     def factory(**options: Any) -> Qwen3Reranker:
         return Qwen3Reranker(preset=name, **options)
 

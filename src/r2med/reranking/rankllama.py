@@ -9,7 +9,7 @@ classification head reads the last real token.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import MissingExtraError, R2MedError
 from ..infra.weights import load_adapter, pretrained_with_gaps
@@ -17,7 +17,20 @@ from ..retrieval.encoders.base import FramingRecord
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
-DEFAULTS = {"base": "meta-llama/Llama-2-7b-hf", "lora": "castorini/rankllama-v1-7b-lora-passage", "max_length": 1024}
+
+class RankLlamaDefaults(TypedDict):
+    """The checkpoint pair and input length RankLLaMA's model card uses."""
+
+    base: str
+    lora: str
+    max_length: int
+
+
+DEFAULTS: RankLlamaDefaults = {
+    "base": "meta-llama/Llama-2-7b-hf",
+    "lora": "castorini/rankllama-v1-7b-lora-passage",
+    "max_length": 1024,
+}
 
 
 class RankLlamaReranker(PointwiseReranker):
@@ -41,7 +54,7 @@ class RankLlamaReranker(PointwiseReranker):
     def format_pair(self, query: str, doc: str) -> tuple[str, str]:
         return f"query: {query}", f"document: {doc}"
 
-    def _load(self):
+    def _load(self) -> tuple[Any, Any]:
         require_torch()
         try:
             from peft import PeftModel

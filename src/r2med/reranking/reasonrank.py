@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
@@ -50,7 +50,8 @@ _NUMBER = re.compile(r"\[(\d+)\]")
 
 
 def published_settings(preset: str = "reasonrank-32b") -> dict[str, Any]:
-    return later_reranker(preset)["settings"]
+    settings: dict[str, Any] = later_reranker(preset)["settings"]
+    return settings
 
 
 def replace_number(text: str) -> str:
@@ -311,7 +312,7 @@ class ReasonRankReranker(ListwiseReranker):
             )
 
 
-def _preset(name: str):
+def _preset(name: str) -> Callable[..., ReasonRankReranker]:
     def factory(**options: Any) -> ReasonRankReranker:
         return ReasonRankReranker(preset=name, **options)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
@@ -22,7 +23,7 @@ LOCAL = "local"
 FORWARDED_ENV = ("R2MED_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_ENDPOINT", "TRANSFORMERS_OFFLINE")
 
 
-def require_ray():
+def require_ray() -> ModuleType:
     """The ``ray`` module, or a one-line error naming the extra to install."""
     try:
         import ray
@@ -31,7 +32,7 @@ def require_ray():
     return ray
 
 
-def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwargs: Any):
+def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwargs: Any) -> ModuleType:
     """Initialise Ray once (``local`` starts a private cluster) and return the ``ray`` module."""
     ray = require_ray()
     if ray.is_initialized():
@@ -51,7 +52,7 @@ def connect(address: str | None = LOCAL, num_cpus: int | None = None, **init_kwa
     return ray
 
 
-def driver_env(extra: dict | None = None) -> dict:
+def driver_env(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A Ray ``runtime_env`` carrying :data:`FORWARDED_ENV` from this process (plus ``extra``'s keys).
 
     Paths in it (``R2MED_HOME``) must be valid on every node: a shared filesystem on a cluster.
@@ -69,7 +70,10 @@ def cluster_gpus() -> float:
 
 
 def map_tasks(
-    fn: Callable[..., Any], args: Sequence[tuple], use_ray: bool = False, resources: dict[str, float] | None = None
+    fn: Callable[..., Any],
+    args: Sequence[tuple[Any, ...]],
+    use_ray: bool = False,
+    resources: dict[str, float] | None = None,
 ) -> list[Any]:
     """``[fn(*a) for a in args]``, or the same as parallel Ray tasks (results in order).
 
@@ -80,11 +84,15 @@ def map_tasks(
         return [fn(*a) for a in args]
     ray = require_ray()
     remote = ray.remote(fn).options(**(resources or {"num_cpus": 1}))
-    return ray.get([remote.remote(*a) for a in args])
+    results: list[Any] = ray.get([remote.remote(*a) for a in args])
+    return results
 
 
 def remote_refs(
-    fn: Callable[..., Any], args: Sequence[tuple], num_returns: int = 1, resources: dict[str, float] | None = None
+    fn: Callable[..., Any],
+    args: Sequence[tuple[Any, ...]],
+    num_returns: int = 1,
+    resources: dict[str, float] | None = None,
 ) -> list[Any]:
     """Launch ``fn(*a)`` as Ray tasks and return their ``ObjectRef`` s without fetching results."""
     ray = require_ray()

@@ -23,15 +23,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..infra.home import fingerprint_texts
 from ..errors import R2MedError
 from .cluster import connect, driver_env
-from .shards import plan_shards
+from .shards import Shard, plan_shards
 from .store import ShardStore
+
+if TYPE_CHECKING:
+    from ..retrieval.encoders import EncoderSettings
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +115,7 @@ class ShardEncoder:
 
 def encode_distributed(
     corpus: Mapping[str, str],
-    settings,
+    settings: EncoderSettings,
     corpus_fingerprint: str | None = None,
     dest: str | None = None,
     shard_size: int = DEFAULT_SHARD_SIZE,
@@ -229,17 +232,17 @@ def encode_distributed(
 
 def _run_actor_pool(
     texts: Sequence[str],
-    shards,
-    settings,
+    shards: Sequence[Shard],
+    settings: EncoderSettings,
     store: ShardStore,
-    address,
-    actors,
-    cpus_per_actor,
-    gpus_per_actor,
-    device,
-    batch_size,
-    token_budget,
-    runtime_env,
+    address: str | None,
+    actors: int | None,
+    cpus_per_actor: float,
+    gpus_per_actor: float | None,
+    device: str | None,
+    batch_size: int,
+    token_budget: int | None,
+    runtime_env: Mapping[str, Any] | None,
 ) -> dict[str, np.ndarray]:
     ray = connect(address)
     from ray.data import ActorPoolStrategy

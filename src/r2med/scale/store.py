@@ -17,12 +17,16 @@ import json
 import logging
 import re
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..infra.home import atomic_path, write_json_atomic
 from ..errors import R2MedError
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,7 @@ class ShardStore:
     def __init__(self, location: str, shard_dir: str = SHARDS):
         self.location = str(location)
         self.shard_dir = shard_dir
-        self._fs = None
+        self._fs: pafs.FileSystem | None = None
         self._root: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -52,13 +56,11 @@ class ShardStore:
     def local(self) -> bool:
         return not is_uri(self.location)
 
-    def _local_root(self):
-        from pathlib import Path
-
+    def _local_root(self) -> Path:
         loc = self.location[len("file://") :] if self.location.startswith("file://") else self.location
         return Path(loc).expanduser()
 
-    def _remote(self):
+    def _remote(self) -> tuple[pafs.FileSystem, str]:
         """(pyarrow filesystem, root path) for a URI; fsspec through pyarrow's handler when needed."""
         if self._fs is None:
             import pyarrow.fs as pafs
@@ -75,6 +77,7 @@ class ShardStore:
                     ) from None
                 fs, root = fsspec.core.url_to_fs(self.location)
                 self._fs, self._root = pafs.PyFileSystem(pafs.FSSpecHandler(fs)), root
+        assert self._root is not None  # set together with self._fs
         return self._fs, self._root
 
     def _join(self, *parts: str) -> str:
@@ -87,18 +90,19 @@ class ShardStore:
             return
         fs, _ = self._remote()
         final = self._join(rel)
-        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
+        tmp_name = f"{final}.{uuid.uuid4().hex}.tmp"
         fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(tmp) as out:
+        with fs.open_output_stream(tmp_name) as out:
             out.write(data)
-        fs.move(tmp, final)
+        fs.move(tmp_name, final)
 
     def read_bytes(self, rel: str) -> bytes:
         if self.local:
             return (self._local_root() / rel).read_bytes()
         fs, _ = self._remote()
         with fs.open_input_stream(self._join(rel)) as src:
-            return src.read()
+            data: bytes = src.read()
+        return data
 
     def _exists(self, rel: str) -> bool:
         if self.local:
@@ -106,7 +110,8 @@ class ShardStore:
         import pyarrow.fs as pafs
 
         fs, _ = self._remote()
-        return fs.get_file_info(self._join(rel)).type != pafs.FileType.NotFound
+        found: bool = fs.get_file_info(self._join(rel)).type != pafs.FileType.NotFound
+        return found
 
     def _list(self, rel: str) -> list[str]:
         if self.local:
@@ -121,7 +126,8 @@ class ShardStore:
     # -- manifest ------------------------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.read_bytes(MANIFEST).decode("utf-8"))
+            manifest: dict[str, Any] = json.loads(self.read_bytes(MANIFEST).decode("utf-8"))
+            return manifest
         except (OSError, FileNotFoundError, ValueError):
             return None
 
@@ -148,9 +154,12 @@ class ShardStore:
         self.write_bytes(self.shard_name(i), buf.getvalue())
 
     def read_shard(self, i: int, mmap: bool = False) -> np.ndarray:
+        shard: np.ndarray
         if self.local and mmap:
-            return np.load(self._local_root() / self.shard_name(i), mmap_mode="r")
-        return np.load(io.BytesIO(self.read_bytes(self.shard_name(i))))
+            shard = np.load(self._local_root() / self.shard_name(i), mmap_mode="r")
+        else:
+            shard = np.load(io.BytesIO(self.read_bytes(self.shard_name(i))))
+        return shard
 
     def remove_stale_temps(self) -> int:
         """Delete temp files left by killed writers (local stores); returns how many."""
