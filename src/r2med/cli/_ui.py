@@ -41,18 +41,11 @@ class PrintableConsole(Console):
         return super().render_str(printable(text), **kwargs)
 
 
-class PrintableFilter(logging.Filter):
+def PrintableFilter() -> logging.Filter:  # noqa: N802 - used as a filter class
     """A log filter that writes control and bidi characters of a message as escapes (see :func:`printable`)."""
+    from ..infra.redact import MessageFilter
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a broken log call: leave it to the handler to report
-            return True
-        clean = printable(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        return True
+    return MessageFilter(printable)
 
 
 console = PrintableConsole()

@@ -12,6 +12,7 @@ through :func:`redact_urls` too.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 import re
 
 # a URL in running text: scheme://..., ending at white space, a quote or a bracket
@@ -53,15 +54,24 @@ def redact_url(url: str | None) -> str | None:
     return None if url is None else redact_urls(url)
 
 
-class RedactingFilter(logging.Filter):
-    """A log filter that redacts URL credentials in the formatted message (and drops the args)."""
+class MessageFilter(logging.Filter):
+    """A log filter that rewrites each formatted message with ``rewrite`` (and drops the args when it changed)."""
+
+    def __init__(self, rewrite: Callable[[str], str]) -> None:
+        super().__init__()
+        self.rewrite = rewrite
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # a broken log call: leave it to the handler to report
             return True
-        clean = redact_urls(message)
+        clean = self.rewrite(message)
         if clean != message:
             record.msg, record.args = clean, None
         return True
+
+
+def RedactingFilter() -> MessageFilter:  # noqa: N802 - used as a filter class
+    """A log filter that redacts URL credentials and query values in the formatted message."""
+    return MessageFilter(redact_urls)
