@@ -21,7 +21,6 @@ from r2med.cli import app
 from r2med.errors import R2MedError
 from test_containment import make_data, make_run_folder, one_line_error, r2med, snapshot, tamper
 
-
 # -- numeric options ---------------------------------------------------------------------------------
 
 EVALUATE = ["evaluate", "--data-dir", "/nonexistent-r2med-data"]

@@ -242,7 +242,7 @@ def test_custom_scorer_reranks_as_its_scores_sort(tmp_path, r2med_home, encoder_
     assert stored["config"]["reranker"]["scorer"]["spec"] == f"{encoder_file}:Overlap"
     first = {}
     for line in (out / "bm25" / "mini" / "run.trec").read_text().splitlines():
-        qid, _, did, rank, _, _ = line.split()
+        qid, _, did, _rank, _, _ = line.split()
         first.setdefault(qid, []).append(did)
     texts = {row["id"]: row["text"] for row in read_jsonl(data / "corpus.jsonl")}
     queries = {row["id"]: row["text"] for row in read_jsonl(data / "query.jsonl")}

@@ -12,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_dense_fixtures import bert_dir  # noqa: F401
-
 from r2med.retrieval.dense import DenseRetriever
 from r2med.retrieval.embedding_cache import EmbeddingCache
 from r2med.retrieval.encoders import EncoderSettings
+from test_dense_fixtures import bert_dir  # noqa: F401
 
 pytest.importorskip("torch")
 
@@ -284,7 +283,6 @@ def _wide_bert(folder: Path) -> str:
 def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path, r2med_home, caplog):
     """The hardening report's case: 400 KB of a cached embeddings file overwritten, same size."""
     from conftest import shared_collection
-
     from r2med.data.loaders import load_folder
     from r2med.evaluation.metrics import evaluate
     from r2med.jobs.evaluate import run_task

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from llm_server import Faults, LLMServer, default_reply
-from test_expansion import run_cli
 from r2med.data import load_folder
 from r2med.errors import R2MedError
 from r2med.expansion.generate import (
@@ -28,6 +27,7 @@ from r2med.expansion.generate import (
 from r2med.infra.llm import LLMClient
 from r2med.protocol import protocol
 from r2med.retrieval.bm25 import BM25
+from test_expansion import run_cli
 
 pytest.importorskip("openai")
 

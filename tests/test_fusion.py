@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from conftest import run_r2med, shared_collection
 from r2med.cli import app
 from r2med.errors import R2MedError
-from r2med.runs.fusion import comb, fuse, normalise, rrf
 from r2med.evaluation.metrics import evaluate
-from r2med.runs.run import read_trec, ranked
+from r2med.runs.fusion import comb, fuse, normalise, rrf
+from r2med.runs.run import ranked, read_trec
 
 A = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 0.5, "y": 0.5}}
 B = {"q1": {"b": 0.9, "d": 0.5, "a": 0.1}, "q3": {"z": 7.0}}
@@ -164,9 +164,9 @@ def test_combmnz_is_combsum_times_hits(lists):
 
 def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.data.loaders import load_folder
-    from r2med.results.folders import metrics_payload
     from r2med.jobs.fuse import fuse_inputs
     from r2med.jobs.rerank import load_inputs
+    from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
 
     for task in ("t1", "t2"):

@@ -21,10 +21,10 @@ import pytest
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import run_task
-from r2med.results.folders import find_systems as load_systems
-from r2med.report import build_leaderboard
 from r2med.jobs.report import expansion_texts, task_texts
+from r2med.report import build_leaderboard
 from r2med.report.html import write_html
+from r2med.results.folders import find_systems as load_systems
 from r2med.runs.run import read_trec
 from test_report import QUERIES, make_runs
 
@@ -39,7 +39,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 needs_browser = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER),
-    reason="headless browser test needs Debian packages chromium and chromium-driver (apt-get install chromium chromium-driver)",
+    reason="headless browser test needs Debian packages chromium and chromium-driver "
+    "(apt-get install chromium chromium-driver)",
 )
 
 

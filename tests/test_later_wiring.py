@@ -139,10 +139,10 @@ def _dense_config(name, **options):
 
 
 def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(tmp_path):
-    from r2med.results.folders import find_systems
     from r2med.protocol import published_ndcg10
-    from r2med.results.published import PublishedKey
     from r2med.report import build_leaderboard
+    from r2med.results.folders import find_systems
+    from r2med.results.published import PublishedKey
 
     runs = tmp_path / "runs"
     pub = published_ndcg10("ReasonEmbed-Qwen3-8B")
@@ -286,9 +286,9 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
     )
     assert outcome.status == "ungraded" and outcome.tolerance is None and outcome.value is not None
     assert (tmp_path / "out" / "gte-qwen2-7b" / "Biology" / "metrics.json").exists()
-    from r2med.report.reproduce_tables import outcome_table
-
     from rich.console import Console
+
+    from r2med.report.reproduce_tables import outcome_table
 
     console = Console(width=200, record=True)
     console.print(outcome_table([outcome]))
@@ -301,8 +301,8 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
 
 def _first_stage(tmp_path, n_docs=30):
     from r2med.data.loaders import load_folder
-    from r2med.results.folders import metrics_payload
     from r2med.evaluation.metrics import evaluate
+    from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
 
     data = tmp_path / "data" / "toy"
@@ -326,7 +326,6 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
     pytest.importorskip("openai")
     pytest.importorskip("ftfy")
     from llm_server import LLMServer
-
     from r2med.cli import app
     from r2med.runs.run import read_metrics
 

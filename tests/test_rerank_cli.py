@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from r2med.jobs.evaluate import run_task
 from r2med.runs.run import ranked, read_trec
 
 pytest.importorskip("torch")
-from test_rerank import _direct_scores, _tiny_bert  # noqa: E402
+from test_rerank import _direct_scores, _tiny_bert
 
 K = 5
 
@@ -136,7 +135,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
-    runs, coll, model = first_stage
+    runs, _coll, model = first_stage
     unknown = _broken_copy(
         runs, tmp_path, lambda ls: ls[:3] + [ls[3].replace(ls[3].split()[2], "NOT-A-DOC", 1)] + ls[4:]
     )

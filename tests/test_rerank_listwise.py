@@ -12,9 +12,9 @@ from llm_server import Faults, LLMServer
 from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
-from r2med.results.folders import metrics_payload
 from r2med.reranking import make_reranker, rerank
-from r2med.reranking.listwise import ranking_messages, parse_permutation, windows
+from r2med.reranking.listwise import parse_permutation, ranking_messages, windows
+from r2med.results.folders import metrics_payload
 from r2med.runs.run import ranked, read_trec, write_task_results
 
 pytest.importorskip("openai")

@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import shared_collection
 from r2med import load_folder
 from r2med.data.loaders import load_demo
 from r2med.jobs.evaluate import run_task
-
-from conftest import shared_collection
 
 ray = pytest.importorskip("ray")
 
@@ -71,9 +70,8 @@ def small_corpus():
 def settings(tmp_path_factory):
     """A tiny random BERT through plain transformers: what is tested is the sharding, restarts and cache, and
     each actor process then starts in a second or two (sentence-transformers alone takes ~6 s to import)."""
-    from test_dense_fixtures import tiny_bert
-
     from r2med.retrieval.encoders import EncoderSettings
+    from test_dense_fixtures import tiny_bert
 
     return EncoderSettings(
         model=tiny_bert(tmp_path_factory.mktemp("tiny_bert")), pooling="mean", max_length=64, loader="transformers"
@@ -127,7 +125,7 @@ def test_killed_actor_job_completes_with_every_shard_once(cluster, small_corpus,
     for qid in qids:
         assert list(on_ray[qid]) == list(whole[qid])
         np.testing.assert_allclose(list(on_ray[qid].values()), list(whole[qid].values()), atol=1e-6)
-    assert list(on_ray["q0"])[0] == doc_ids[10]  # a doc's own embedding is its best match
+    assert next(iter(on_ray["q0"])) == doc_ids[10]  # a doc's own embedding is its best match
 
 
 def _write_folder(folder, corpus, queries):
