@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import shared_collection
+from conftest import run_r2med, shared_collection
 from r2med import load_folder
 from r2med.data.loaders import load_demo
 from r2med.jobs.evaluate import run_task
@@ -139,17 +139,13 @@ def _write_folder(folder, corpus, queries):
 
 
 def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, settings, reference):
-    from typer.testing import CliRunner
-
-    from r2med.cli import app
     from r2med.retrieval.dense import DenseRetriever
     from r2med.runs.run import read_trec
 
-    runner = CliRunner()
     medline = shared_collection("medline-med")
     out = tmp_path / "runs"
-    res = runner.invoke(app, ["evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out)])
-    assert res.exit_code == 0, res.output
+    res = run_r2med("evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out))
+    assert res.returncode == 0, res.stderr
     for retriever in ("bm25", "bm25-standard"):
         expected = run_task(load_folder(medline), retriever, {}, k=100).run
         got = read_trec(out / retriever / "medline-med" / "run.trec")
@@ -180,8 +176,8 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
         "--actors",
         "2",
     ]
-    res = runner.invoke(app, args)
-    assert res.exit_code == 0, res.output
+    res = run_r2med(*args)
+    assert res.returncode == 0, res.stderr
     coll = load_folder(folder)
     dense = DenseRetriever(settings).index(coll.corpus, corpus_fingerprint=coll.fingerprint)
     assert dense.docs_encoded == 0
@@ -192,9 +188,9 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     assert again.encoded_shards == [] and len(again.reused_shards) == 4
     # Bad input: --dest without --ray; a lexical retriever.
     assert (
-        runner.invoke(
-            app, ["encode", "-r", "dense", "--model", settings.model, "-d", str(folder), "--dest", str(tmp_path / "x")]
-        ).exit_code
+        run_r2med(
+            "encode", "-r", "dense", "--model", settings.model, "-d", str(folder), "--dest", str(tmp_path / "x")
+        ).returncode
         != 0
     )
-    assert runner.invoke(app, ["encode", "-r", "bm25", "-d", str(folder)]).exit_code != 0
+    assert run_r2med("encode", "-r", "bm25", "-d", str(folder)).returncode != 0
