@@ -210,6 +210,7 @@ def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
 def test_import_and_help_load_no_heavy_modules():
     """``import r2med`` and ``r2med --help`` start without numpy, scipy, nltk or torch."""
     heavy = ("numpy", "scipy", "nltk", "torch", "pytrec_eval")
+    # fresh processes, not conftest.run_r2med: this one has imported everything already
     code = (
         "import sys, runpy; sys.argv = ['r2med', '--help']\n"
         "try:\n    runpy.run_module('r2med', run_name='__main__')\nexcept SystemExit:\n    pass\n"

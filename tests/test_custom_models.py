@@ -310,6 +310,8 @@ def test_entry_points_register_presets(tmp_path, encoder_file):
         "R2MED_HOME": str(tmp_path / "home"),
         "HF_HUB_OFFLINE": "1",
     }
+    # real processes, not conftest.run_r2med: the package is found on PYTHONPATH at start-up as an installed one
+    # is, and its module and entry points do not stay behind in this process for other tests
     models = subprocess.run(
         [sys.executable, "-m", "r2med", "models", "--json"], env=env, capture_output=True, text=True, timeout=120
     )

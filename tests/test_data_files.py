@@ -197,6 +197,7 @@ def test_huge_grade_is_refused_quickly_and_in_little_memory(tmp_path, grade):
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 d1 1 2.5 x\n", encoding="utf-8")
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # real processes, not conftest.run_r2med: the measure is the whole CLI process's peak memory
     res = subprocess.run(
         [
             sys.executable,

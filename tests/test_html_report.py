@@ -12,9 +12,10 @@ import re
 import shutil
 import socket
 import subprocess
-import time
+import threading
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -193,15 +194,21 @@ class Browser:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         self.proc = subprocess.Popen(
-            [CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [CHROMEDRIVER, f"--port={port}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
+        listening = threading.Event()
+
+        def watch(lines: IO[str]) -> None:  # chromedriver says so once it listens; read on so it never blocks
+            for line in lines:
+                if "started successfully" in line:
+                    listening.set()
+
+        assert self.proc.stdout is not None
+        threading.Thread(target=watch, args=(self.proc.stdout,), daemon=True).start()
+        if not listening.wait(timeout=30):
+            self.proc.kill()
+            raise RuntimeError(f"{CHROMEDRIVER} did not start listening on port {port} within 30 s")
         self.base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                self._call("GET", "/status")
-                break
-            except OSError:
-                time.sleep(0.1)
         args = [
             "--headless",
             "--no-sandbox",

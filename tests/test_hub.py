@@ -53,6 +53,8 @@ def cli(
     extra_env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess:
+    # a real process, not conftest.run_r2med: huggingface_hub reads HF_ENDPOINT, HF_HUB_CACHE and
+    # HF_HUB_OFFLINE once, at import
     env = {
         k: v
         for k, v in os.environ.items()
