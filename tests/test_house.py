@@ -86,6 +86,25 @@ def test_the_circle_check_finds_a_circle(tmp_path):
     graphlib.TopologicalSorter(_import_graph(pkg)).prepare()  # an import for the type checker only is no circle
 
 
+def test_py_typed_ships_with_the_package():
+    """Type checkers read r2med's annotations: ``py.typed`` is in the package and in its package data."""
+    import tomllib
+
+    pyproject = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert (SRC / "py.typed").is_file() and "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["r2med"]
+
+
+def test_tests_call_the_cli_one_way():
+    """Tests run ``r2med`` through ``conftest.run_r2med`` (in process); a test file that starts ``python -m
+    r2med`` says why (a real process: settings read at import, a kill, a whole process's memory)."""
+    tests = Path(__file__).parent
+    for path in sorted(set(tests.glob("*.py")) - {Path(__file__)}):
+        text = path.read_text(encoding="utf-8")
+        assert "CliRunner(" not in text, f"{path.name}: use conftest.run_r2med, not typer's CliRunner"
+        if '"-m", "r2med"' in text or "'-m', 'r2med'" in text:
+            assert "real process" in text or "fresh process" in text, f"{path.name}: say why a subprocess"
+
+
 def test_public_api_fuse_make_reranker_and_rerank():
     run_a = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
     run_b = {"q1": {"d3": 9.0, "d2": 8.0}}
