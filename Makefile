@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= dev,dense,llm,scale,lucene,rerank,mteb,plot
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test lint install install-dev bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,13 @@ demo: $(VENV)/.installed
 # tests are handed out first: tests/conftest.py); PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 
-test: $(VENV)/.installed-dev
+# Lint: ruff's checks and formatting (pyproject.toml [tool.ruff]), then mypy (the typed core strict: [tool.mypy])
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 bench: $(VENV)/.installed-dev

@@ -5,7 +5,8 @@ Compares, in one process and on the same texts, tokenize + index + top-100 retri
   * bm25s (``bm25s.tokenize`` with English stop words + PyStemmer, ``method="lucene"``) -- the named baseline,
   * the paper's pipeline: Lucene-like tokens (r2med's analyzer, single process) + gensim
     ``LuceneBM25Model`` + ``SparseMatrixSimilarity``, one query at a time (BRIGHT's code).
-Prints seconds (best of ``--repeat`` interleaved runs) and ratios against bm25s.  ``--docs N`` shrinks the corpus for a quick look.
+Prints seconds (best of ``--repeat`` interleaved runs) and ratios against bm25s.  ``--docs N`` shrinks the corpus
+for a quick look.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic import r2med_like  # noqa: E402
+from synthetic import r2med_like
 
 
 def run_r2med(corpus, queries):
@@ -41,7 +42,7 @@ def run_bm25s(corpus, queries):
     retriever = bm25s.BM25(method="lucene", k1=0.9, b=0.4)
     retriever.index(doc_tokens, show_progress=False)
     q_tokens = bm25s.tokenize(list(queries.values()), stopwords="en", stemmer=stemmer, show_progress=False)
-    docs, scores = retriever.retrieve(q_tokens, k=100, show_progress=False, n_threads=2)
+    docs, _scores = retriever.retrieve(q_tokens, k=100, show_progress=False, n_threads=2)
     return docs
 
 

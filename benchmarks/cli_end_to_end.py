@@ -1,8 +1,8 @@
 """``r2med evaluate -r bm25`` as a user runs it: the whole process, cold and warm, against bm25s and the paper's code.
 
 On a synthetic collection shaped like MedXpertQA-Exam (61,379 docs x ~155 words, 100 queries x ~230
-words, Zipfian vocabulary; ``synthetic.py``, with 5 judged docs per query that carry 6 of its words) written once as an R2MED
-folder, each system is timed as one fresh process, from start to exit:
+words, Zipfian vocabulary; ``synthetic.py``, with 5 judged docs per query that carry 6 of its words) written once
+as an R2MED folder, each system is timed as one fresh process, from start to exit:
 
 * ``r2med bm25 cold`` / ``r2med bm25-standard cold`` -- ``python -m r2med evaluate -r ... -d synth -o OUT``
   with an empty ``R2MED_HOME`` (no index, nothing cached);
@@ -19,7 +19,8 @@ folder, each system is timed as one fresh process, from start to exit:
 Systems run interleaved (one round = each system once, in rotating order) so load from other users of
 the machine spreads over all of them; the table shows each system's median, min and max over the
 rounds, the ratios of medians, and the median CPU time (user + system, worker processes included:
-less sensitive to other load than wall time, but it counts both of r2med's cores).  It also times ``import r2med`` and ``r2med --help``.  Every run's
+less sensitive to other load than wall time, but it counts both of r2med's cores).  It also times ``import r2med``
+and ``r2med --help``.  Every run's
 nDCG@10 is printed, and a hash of each r2med ``run.trec`` (identical across rounds, and across code
 versions when the scores are unchanged).
 
@@ -189,7 +190,7 @@ def _cpu() -> float:
 
 def timed_process(cmd: list[str], env: dict[str, str], name: str | None = None) -> float:
     start, cpu = time.perf_counter(), _cpu()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     secs = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")

@@ -146,10 +146,10 @@ def bench_search(args) -> None:
     times = {"faiss": [], "r2med": []}
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        fs, fi = index.search(q, args.k)
+        _fs, fi = index.search(q, args.k)
         times["faiss"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        rs, ri = exact_top_k(q, d, args.k, device=args.device or "cpu")
+        _rs, ri = exact_top_k(q, d, args.k, device=args.device or "cpu")
         times["r2med"].append(time.perf_counter() - t0)
     t_f, t_r = min(times["faiss"]), min(times["r2med"])
     same = float(np.mean([len(set(a) & set(b)) / args.k for a, b in zip(fi, ri)]))

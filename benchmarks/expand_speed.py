@@ -1,7 +1,8 @@
 """Live expansion throughput: r2med's concurrent LLM client vs the paper's one-request-at-a-time loop.
 
 Starts the local OpenAI-compatible test server (``tests/llm_server.py``) in its own process (like a
-real endpoint, it does not share this process's CPU time) with a fixed latency per request, builds the paper's HyDE prompts for N synthetic queries, and times
+real endpoint, it does not share this process's CPU time) with a fixed latency per request, builds the paper's
+HyDE prompts for N synthetic queries, and times
 
 * **baseline** -- the R2MED code's loop for API models: ``openai.OpenAI().chat.completions.create``
   called once per query, in order;

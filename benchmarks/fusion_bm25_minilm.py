@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from r2med.data.loaders import load_folder
-from r2med.runs.fusion import fuse
 from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
+from r2med.runs.fusion import fuse
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

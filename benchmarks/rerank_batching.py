@@ -1,11 +1,13 @@
 """Cross-encoder throughput: r2med's length-sorted batches vs batches in input order (the baseline).
 
-Both score the same (query, doc) pairs -- BM25's top 20 on a ../shared/data collection (nfcorpus-test: abstracts of very different lengths) -- with
+Both score the same (query, doc) pairs -- BM25's top 20 on a ../shared/data collection (nfcorpus-test: abstracts
+of very different lengths) -- with
 the same model (the offline all-MiniLM-L6-v2 weights under a sequence-classification head; the
 head is random, which does not change the cost), batch size and max length, in one process.
 Prints pairs/s for each and the speed-up ratio, and checks the scores agree.
 
-    .venv/bin/python benchmarks/rerank_batching.py [--collection nfcorpus-test] [--queries 15] [--depth 20] [--batch-size 16]
+    .venv/bin/python benchmarks/rerank_batching.py [--collection nfcorpus-test] [--queries 15] [--depth 20]
+        [--batch-size 16]
 """
 
 from __future__ import annotations

@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({sharded['sharded_query_ms'] / single['bm25_query_ms']:.2f}x)"
         )
         print(
-            f"  peak RSS {single['bm25_peak_rss_mb']:7.0f} MB  sharded driver {sharded['sharded_driver_peak_rss_mb']:7.0f} MB  "
+            f"  peak RSS {single['bm25_peak_rss_mb']:7.0f} MB  "
+            f"sharded driver {sharded['sharded_driver_peak_rss_mb']:7.0f} MB  "
             f"({sharded['sharded_driver_peak_rss_mb'] / single['bm25_peak_rss_mb']:.2f}x)"
         )
         print(f"  top-100 scores identical to the unsharded index: {bool(sharded['same_scores'])}")

@@ -110,9 +110,9 @@ def run_r2med(
     ``env`` is set for the call and restored; ``cwd`` is the working folder during it.  (Settings that
     libraries read once at import, such as ``HF_ENDPOINT``, need a real subprocess.)
     """
-    from r2med.cli import main
-
     import signal
+
+    from r2med.cli import main
 
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level

@@ -180,10 +180,10 @@ class HubEmulator:
                 elif method == "GET":
                     self.wfile.write(body)
 
-            def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+            def do_HEAD(self) -> None:
                 self._serve("HEAD")
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._serve("GET")
 
             def log_message(self, *args) -> None:
@@ -245,10 +245,10 @@ class ForwardingProxy:
                     self.wfile.write(body)
                 conn.close()
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self._forward("HEAD")
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._forward("GET")
 
             def log_message(self, *args) -> None:

@@ -10,10 +10,9 @@ import zlib
 import numpy as np
 import pytest
 
+from conftest import shared_collection
 from r2med import BM25, load_folder
 from r2med.retrieval.bm25 import IndexDamaged
-
-from conftest import shared_collection
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +99,7 @@ def test_damage_is_visible_without_checksums_so_the_check_matters(medline):
     """Same-size damage to the weights changes scores silently when nothing checks: the case being guarded."""
     bm25 = BM25().index(medline.corpus, corpus_fingerprint=medline.fingerprint)
     _damage_data(bm25.index_path)
-    with pytest.raises(IndexDamaged, match="data.npy does not match its checksum"):
+    with pytest.raises(IndexDamaged, match=r"data\.npy does not match its checksum"):
         BM25.load(bm25.index_path)
     raw = np.load(bm25.index_path / "data.npy")
     assert not np.array_equal(raw, bm25.weights_t.data)
@@ -122,7 +121,7 @@ def test_params_json_is_checksummed_so_an_edited_avgdl_is_caught(medline):
     fields = {k: v for k, v in params.items() if k != "params_crc32"}  # independent: zlib over the canonical JSON
     assert params["params_crc32"] == f"{zlib.crc32(json.dumps(fields, sort_keys=True).encode()):08x}"
     _change_avgdl(bm25.index_path)
-    with pytest.raises(IndexDamaged, match="params.json does not match its checksum"):
+    with pytest.raises(IndexDamaged, match=r"params\.json does not match its checksum"):
         BM25.load(bm25.index_path)
     edited = BM25()
     edited.__dict__.update({k: getattr(bm25, k) for k in ("doc_ids", "vocab", "idf", "weights_t")})

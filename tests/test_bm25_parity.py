@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import shared_collection
 from r2med import BM25, load_folder
 from r2med.retrieval.analyzer import EnglishAnalyzer
-
-from conftest import shared_collection
 
 COLLECTIONS = ["nfcorpus-test", "medline-med", "demo"]
 

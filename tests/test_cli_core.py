@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_r2med, shared_collection
 from r2med import evaluate, load_folder, read_trec
 from r2med.data import read_qrels
-
-from conftest import run_r2med, shared_collection
 from test_data import make_r2med
 
 
@@ -178,7 +177,7 @@ def test_changed_queries_are_not_reused(tmp_path):
     assert run_task(load_folder(root), "bm25", {}, out=tmp_path / "o").reused
     (root / "query.jsonl").write_text('{"id": "q1", "text": "aspirin cox"}\n', encoding="utf-8")
     again = run_task(load_folder(root), "bm25", {}, out=tmp_path / "o")
-    assert not again.reused and list(again.run["q1"])[0] == "d1"
+    assert not again.reused and next(iter(again.run["q1"])) == "d1"
 
 
 def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
@@ -211,6 +210,7 @@ def test_evaluate_with_other_measures_and_readable_outputs(tmp_path):
 def test_import_and_help_load_no_heavy_modules():
     """``import r2med`` and ``r2med --help`` start without numpy, scipy, nltk or torch."""
     heavy = ("numpy", "scipy", "nltk", "torch", "pytrec_eval")
+    # fresh processes, not conftest.run_r2med: this one has imported everything already
     code = (
         "import sys, runpy; sys.argv = ['r2med', '--help']\n"
         "try:\n    runpy.run_module('r2med', run_name='__main__')\nexcept SystemExit:\n    pass\n"

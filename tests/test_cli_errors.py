@@ -15,12 +15,10 @@ import shutil
 import subprocess
 
 import pytest
-from typer.testing import CliRunner
 
-from r2med.cli import app
+from conftest import run_r2med
 from r2med.errors import R2MedError
 from test_containment import make_data, make_run_folder, one_line_error, r2med, snapshot, tamper
-
 
 # -- numeric options ---------------------------------------------------------------------------------
 
@@ -102,9 +100,7 @@ BAD_NUMBERS = [
 
 @pytest.mark.parametrize("base,option,value", BAD_NUMBERS, ids=[f"{b[0]} {o} {v}" for b, o, v in BAD_NUMBERS])
 def test_numeric_option_rejected_at_parse_time(base, option, value):
-    res = CliRunner().invoke(app, [*base, option, value])
-    assert isinstance(res.exception, R2MedError), (res.exception, res.output)
-    message = str(res.exception)
+    message = one_line_error(run_r2med(*base, option, value)).removeprefix("error: ")
     assert message.startswith(f"{option} must be ") and "\n" not in message
     got = float(message.rsplit(", got ", 1)[1])
     assert got == float(value) or (math.isnan(got) and math.isnan(float(value)))
@@ -112,8 +108,8 @@ def test_numeric_option_rejected_at_parse_time(base, option, value):
 
 @pytest.mark.parametrize("option,value", [("--k1", "0"), ("--b", "0"), ("--b", "1"), ("--top-k", "1")])
 def test_numeric_option_edges_accepted(option, value):
-    res = CliRunner().invoke(app, [*EVALUATE, option, value])
-    assert "no such folder" in str(res.exception) or "not a collection" in str(res.exception), res.exception
+    res = run_r2med(*EVALUATE, option, value)
+    assert res.returncode == 2 and ("no such folder" in res.stderr or "not a collection" in res.stderr), res.stderr
 
 
 def test_numeric_error_is_one_line_exit_2_and_nothing_is_computed(tmp_path):
@@ -128,10 +124,8 @@ def test_fuse_weights_and_set_values_must_be_finite(tmp_path):
     one, two = (make_run_folder(tmp_path, n, data).parent for n in ("one", "two"))
     for weights in ("1,nan", "1,-1", "0,0", "1,inf"):
         assert "--weights" in one_line_error(r2med("fuse", str(one), str(two), "--weights", weights))
-    res = CliRunner().invoke(
-        app, ["rerank", "--run", str(one), "--reranker", "listwise", "--model", "m", "--set", "temperature=NaN"]
-    )
-    assert isinstance(res.exception, R2MedError) and "--set temperature must be a finite number" in str(res.exception)
+    res = run_r2med("rerank", "--run", str(one), "--reranker", "listwise", "--model", "m", "--set", "temperature=NaN")
+    assert "--set temperature must be a finite number" in one_line_error(res)
     assert not (tmp_path / "runs" / "rrf-one+two").exists()
 
 

@@ -75,7 +75,7 @@ def test_help_shows_flags_as_flags():
         shown += 1
     assert shown > 15
     evaluate = run_r2med("evaluate", "--help", env={"COLUMNS": "200"}).stdout
-    line = next(l for l in evaluate.splitlines() if "--overwrite" in l)
+    line = next(text for text in evaluate.splitlines() if "--overwrite" in text)
     assert line.split("--overwrite")[1].split()[0] == "Recompute"  # the help text follows the flag, no type
 
 
@@ -84,7 +84,7 @@ def test_each_short_option_has_one_meaning_and_q_is_quiet():
 
     same = {"-o": {"--out", "--output"}, "-r": {"--retriever", "--retrievers"}}  # one meaning, two spellings
     meanings: dict[str, set[str]] = {}
-    for path, command in _commands():
+    for _path, command in _commands():
         for param in command.params:
             if isinstance(param, TyperOption):
                 longest = max(param.opts, key=len)
@@ -171,7 +171,7 @@ def test_reproduce_dry_run_fits_80_columns():
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert len(lines) > 40 and max(map(len, lines)) <= 80
-    assert any("bm25" in l for l in lines)
+    assert any("bm25" in text for text in lines)
     wide = run_r2med("reproduce", "--dry-run", "--wide", env={"COLUMNS": "80"})
     assert max(map(len, wide.stdout.splitlines())) > 80  # --wide: the full table
 
@@ -189,7 +189,7 @@ def test_a_model_folder_is_named_alike_as_retriever_and_reranker(tmp_path):
 
 
 def test_cache_ls_names_the_collection(results, r2med_home):
-    data, _ = results
+    _data, _ = results
     legacy = r2med_home / "bm25" / "old-entry"
     legacy.mkdir(parents=True)
     (legacy / "params.json").write_text(

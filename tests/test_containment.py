@@ -331,10 +331,11 @@ def test_a_live_writers_temp_is_not_removed(tmp_path):
 # -- two processes writing the same task folder ------------------------------------------------------
 
 STRESS_WRITER = textwrap.dedent("""
-    import sys, time
+    import sys
     from r2med.runs.run import write_task_results
-    folder, n, tag, start = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-    time.sleep(max(0.0, start - time.time()))  # both writers start together
+    folder, n, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    print("ready", flush=True)
+    sys.stdin.readline()  # both writers start together: the test says go once both have imported r2med
     failures = 0
     for i in range(n):
         try:
@@ -349,20 +350,24 @@ STRESS_WRITER = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_concurrent_write_task_results_never_fail(tmp_path):
-    import time
-
     folder = tmp_path / "out" / "t1"
     n = 1500
-    start = time.time() + 3.0  # after both interpreters have imported r2med
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag, str(start)],
+            [sys.executable, "-c", STRESS_WRITER, str(folder), str(n), tag],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for tag in ("A", "B")
     ]
+    for proc in procs:  # each says ready once it has imported r2med (pytest-timeout bounds a writer that hangs)
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n", proc.communicate(timeout=60)[1]
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     outs = [p.communicate(timeout=600) for p in procs]
     failures = [int(out.strip().splitlines()[-1]) for out, _ in outs]
     assert failures == [0, 0], [err[-2000:] for _, err in outs]

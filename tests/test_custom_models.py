@@ -242,7 +242,7 @@ def test_custom_scorer_reranks_as_its_scores_sort(tmp_path, r2med_home, encoder_
     assert stored["config"]["reranker"]["scorer"]["spec"] == f"{encoder_file}:Overlap"
     first = {}
     for line in (out / "bm25" / "mini" / "run.trec").read_text().splitlines():
-        qid, _, did, rank, _, _ = line.split()
+        qid, _, did, _rank, _, _ = line.split()
         first.setdefault(qid, []).append(did)
     texts = {row["id"]: row["text"] for row in read_jsonl(data / "corpus.jsonl")}
     queries = {row["id"]: row["text"] for row in read_jsonl(data / "query.jsonl")}
@@ -310,6 +310,8 @@ def test_entry_points_register_presets(tmp_path, encoder_file):
         "R2MED_HOME": str(tmp_path / "home"),
         "HF_HUB_OFFLINE": "1",
     }
+    # real processes, not conftest.run_r2med: the package is found on PYTHONPATH at start-up as an installed one
+    # is, and its module and entry points do not stay behind in this process for other tests
     models = subprocess.run(
         [sys.executable, "-m", "r2med", "models", "--json"], env=env, capture_output=True, text=True, timeout=120
     )

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_collection
 from r2med.data import load_demo, load_folder, load_task, read_qrels
 from r2med.errors import DataError, R2MedError
-
-from conftest import shared_collection
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -124,7 +123,6 @@ def _task_files(source: Path) -> dict[str, bytes]:
 
 def test_hub_loading_from_a_filled_cache(hf_cache, tmp_path):
     from hub_server import fill_hf_cache
-
     from r2med.data.hub import download_expansion
     from r2med.data.tasks import get_task
 
@@ -140,7 +138,7 @@ def test_hub_loading_from_a_filled_cache(hf_cache, tmp_path):
 def test_hub_unavailable_is_one_clear_error():
     from r2med.data.hub import HubUnavailable
 
-    with pytest.raises(HubUnavailable, match="offline mode is set .* is not in the Hugging Face cache"):
+    with pytest.raises(HubUnavailable, match=r"offline mode is set .* is not in the Hugging Face cache"):
         load_task("IIYi-Clinical")
 
 

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_r2med
 from r2med.data import files as files_module
 from r2med.data import load_folder, read_qrels
 from r2med.data.files import iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts, strict_reading
 from r2med.errors import DataError, R2MedError
 from r2med.evaluation.metrics import evaluate
 from r2med.runs.run import read_trec
-
-from conftest import run_r2med
 from test_data import make_r2med, write_jsonl
 
 
@@ -198,6 +197,7 @@ def test_huge_grade_is_refused_quickly_and_in_little_memory(tmp_path, grade):
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 d1 1 2.5 x\n", encoding="utf-8")
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # real processes, not conftest.run_r2med: the measure is the whole CLI process's peak memory
     res = subprocess.run(
         [
             sys.executable,

@@ -40,7 +40,7 @@ class EmbeddingServer:
             def log_message(self, *args):  # quiet
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.bodies.append(body)
                 if self.headers.get("Authorization") != f"Bearer {outer.key}":
@@ -176,7 +176,7 @@ def test_a_dripping_server_cannot_hold_a_request_past_its_timeout(drip_headers):
             "openai", base_url=server.base_url, api_key="test-key", timeout=1.0, max_retries=1, backoff_base=0.01
         )
         start = time.monotonic()
-        with pytest.raises(EmbeddingAPIError, match="giving up after 2 attempts.*within 1s"):
+        with pytest.raises(EmbeddingAPIError, match=r"giving up after 2 attempts.*within 1s"):
             r.index({"d": "insulin"})
         took = time.monotonic() - start
     assert took < 5.0, took

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import minilm_path, run_r2med, shared_collection
-from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
-
 from r2med.runs.run import read_trec
+from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 
 
 def r2med(*args: str, home: Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
@@ -137,10 +136,10 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
     """A sentence-transformers model named by its hub id (found offline in a pre-filled HF cache), no flags:
     nDCG@10 within 1e-4 of SentenceTransformer.encode + cosine brute force, top-10 overlap >= 0.99."""
     from sentence_transformers import SentenceTransformer
-    from test_dense_model_defaults import HUB_ID, hf_cache_with
 
     from r2med.data.loaders import load_folder
     from r2med.evaluation.metrics import evaluate
+    from test_dense_model_defaults import HUB_ID, hf_cache_with
 
     data = shared_collection("medline-med")
     model_path = minilm_path()

@@ -15,15 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import run_r2med, shared_collection
 from hub_server import fill_hf_cache
 from tiny_lm import byte_tokenizer, mistral_byte_ids, tiny_mistral, tiny_model
 
 torch = pytest.importorskip("torch")
 
-from r2med.errors import R2MedError
-from r2med.retrieval.encoders import EncoderSettings, FramingRecord, make_encoder
-from r2med.retrieval.presets import get_preset
+from r2med.errors import R2MedError  # noqa: E402 - after the torch skip
+from r2med.retrieval.encoders import EncoderSettings, FramingRecord, make_encoder  # noqa: E402
+from r2med.retrieval.presets import get_preset  # noqa: E402
 
 E5_HUB_ID = "intfloat/e5-mistral-7b-instruct"
 BOS, EOS = 1, 2  # <s>, </s> in Mistral's vocabulary (and the tiny one's)

@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 
 from conftest import minilm_path
-from test_dense_fixtures import TEXTS, bert_dir  # noqa: F401
-
 from r2med.retrieval import make_retriever
 from r2med.retrieval.encoders import (
     EncoderSettings,
@@ -26,6 +24,7 @@ from r2med.retrieval.encoders import (
     is_sentence_transformers_model,
     make_encoder,
 )
+from test_dense_fixtures import TEXTS, bert_dir  # noqa: F401
 
 pytest.importorskip("sentence_transformers")
 

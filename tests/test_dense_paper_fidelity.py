@@ -15,13 +15,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from test_dense_fixtures import bert_dir, llama_dir  # noqa: F401
-
 from r2med.errors import R2MedError
 from r2med.retrieval import make_retriever
 from r2med.retrieval.dense import DenseRetriever, exact_top_k
 from r2med.retrieval.encoders import EncoderSettings, RemoteCodeEncoder
 from r2med.retrieval.presets import DENSE_PRESETS, get_preset
+from test_dense_fixtures import bert_dir, llama_dir  # noqa: F401
 
 E5_BIO = "Instruct: Given a Biology post, retrieve relevant passages that help answer the post\nQuery: "
 COS = "eval_bench.py:150 score_function='cos_sim' (168; the call at 312 keeps the default)"
@@ -371,12 +370,12 @@ def test_cross_encoder_rerankers_default_to_fp32_as_the_paper():
 
 
 def test_similarity_and_dtype_in_published_matching(tmp_path):
+    from conftest import hub_data
     from r2med.protocol import published_ndcg10
-    from r2med.results.folders import find_systems as load_systems
     from r2med.report import build_leaderboard
+    from r2med.results.folders import find_systems as load_systems
     from r2med.results.published import PublishedKey, match_published, nonpaper_precision
     from r2med.runs.run import write_task_results
-    from conftest import hub_data
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}
     assert match_published([paper]) == PublishedKey("bge")
@@ -428,11 +427,11 @@ def test_torch_search_path_normalises_docs_like_numpy():
 def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype():
     """The summary `r2med evaluate` prints: published figures only for the paper's similarity; a precision
     other than the paper's keeps them, with a note (decided from the stored configuration)."""
-    from r2med.jobs.evaluate import summary
-    from r2med.results.folders import TaskResult
     from r2med.evaluation.metrics import Metrics
-    from r2med.results.published import PublishedKey
+    from r2med.jobs.evaluate import summary
     from r2med.report.summary import precision_note
+    from r2med.results.folders import TaskResult
+    from r2med.results.published import PublishedKey
 
     def result(retriever, similarity=None, dtype=None):
         config = {

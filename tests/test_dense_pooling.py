@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_dense_fixtures import TEXTS, bert_dir, bert_dir_2, forward_one, llama_dir  # noqa: F401
-
 from r2med.errors import R2MedError
 from r2med.retrieval.encoders import EncoderSettings, TransformersEncoder, make_encoder, plan_batches
+from test_dense_fixtures import TEXTS, bert_dir, bert_dir_2, forward_one, llama_dir  # noqa: F401
 
 pytest.importorskip("torch")
 
@@ -106,8 +105,9 @@ def test_query_expansion_pairs_are_averaged(bert_dir):
 
 
 def test_sentence_transformers_folder_matches_direct_encode():
-    from conftest import minilm_path
     from sentence_transformers import SentenceTransformer
+
+    from conftest import minilm_path
 
     path = minilm_path()
     enc = make_encoder(EncoderSettings(model=path, max_length=64), device="cpu", batch_size=2)

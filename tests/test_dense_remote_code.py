@@ -9,10 +9,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from test_dense_fixtures import TEXTS, bert_dir  # noqa: F401
-
 from r2med.errors import R2MedError
 from r2med.retrieval.encoders import EncoderSettings, RemoteCodeEncoder, make_encoder
+from test_dense_fixtures import TEXTS, bert_dir  # noqa: F401
 
 MODELING = textwrap.dedent('''
     import torch

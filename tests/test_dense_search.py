@@ -7,12 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_dense_fixtures import bert_dir  # noqa: F401
-
 from r2med.errors import R2MedError
 from r2med.retrieval import make_retriever
 from r2med.retrieval.dense import DenseRetriever, exact_top_k
 from r2med.retrieval.encoders import EncoderSettings
+from test_dense_fixtures import bert_dir  # noqa: F401
 
 
 def brute(q: np.ndarray, d: np.ndarray, k: int, exclude=None):

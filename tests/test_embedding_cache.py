@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_dense_fixtures import bert_dir  # noqa: F401
-
+from conftest import run_r2med
 from r2med.retrieval.dense import DenseRetriever
 from r2med.retrieval.embedding_cache import EmbeddingCache
 from r2med.retrieval.encoders import EncoderSettings
+from test_dense_fixtures import bert_dir  # noqa: F401
 
 pytest.importorskip("torch")
 
@@ -138,27 +138,22 @@ def test_unreadable_final_file_is_rebuilt(bert_dir, r2med_home):
 
 
 def test_cache_cli_lists_and_removes(bert_dir, r2med_home):
-    from typer.testing import CliRunner
-
-    from r2med.cli import app
 
     DenseRetriever(EncoderSettings(model=bert_dir, max_length=32), device="cpu").index(corpus(8))
     (r2med_home / "llm").mkdir()
     (r2med_home / "llm" / "m.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
-    runner = CliRunner()
-    out = runner.invoke(app, ["cache", "ls", "--json"])
-    assert out.exit_code == 0, out.output
-    entries = json.loads(out.output)
+    out = run_r2med("cache", "ls", "--json")
+    assert out.returncode == 0, out.stderr
+    entries = json.loads(out.stdout)
     assert {e["kind"] for e in entries} == {"embeddings", "llm"}
     emb = next(e for e in entries if e["kind"] == "embeddings")
     assert "8 docs" in emb["detail"] and "complete" in emb["detail"]
-    from r2med.errors import R2MedError
 
     for args in (["cache", "rm", "embeddings"], ["cache", "rm", "embeddings", "nope"]):  # names or --all needed
-        assert isinstance(runner.invoke(app, args).exception, R2MedError)
-    out = runner.invoke(app, ["cache", "rm", "embeddings", emb["name"]])
-    assert out.exit_code == 0 and not Path(emb["path"]).exists()
-    assert runner.invoke(app, ["cache", "rm", "llm", "--all"]).exit_code == 0
+        assert run_r2med(*args).returncode == 2
+    out = run_r2med("cache", "rm", "embeddings", emb["name"])
+    assert out.returncode == 0 and not Path(emb["path"]).exists()
+    assert run_r2med("cache", "rm", "llm", "--all").returncode == 0
     assert not list((r2med_home / "llm").iterdir())
 
 
@@ -284,7 +279,6 @@ def _wide_bert(folder: Path) -> str:
 def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path, r2med_home, caplog):
     """The hardening report's case: 400 KB of a cached embeddings file overwritten, same size."""
     from conftest import shared_collection
-
     from r2med.data.loaders import load_folder
     from r2med.evaluation.metrics import evaluate
     from r2med.jobs.evaluate import run_task

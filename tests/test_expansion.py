@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,8 @@ from r2med.errors import DataError, R2MedError
 from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
 from r2med.expansion.precomputed import expansion_builder
 from r2med.jobs.evaluate import run_task
-from r2med.runs.run import as_written
 from r2med.retrieval.bm25 import BM25
+from r2med.runs.run import as_written
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -249,9 +248,9 @@ def test_evaluate_cli_bad_expansion_is_one_line_exit_2(tmp_path):
 
 
 def _fill_hub_cache(cache: Path, task: str, source: Path, expansions: dict[str, str]) -> None:
-    """huggingface_hub's cache layout (datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}) at the pinned commit."""
+    """huggingface_hub's cache layout (datasets--R2MED--<Task>/{refs/main, snapshots/<rev>/...}) at the pinned
+    commit."""
     from hub_server import fill_hf_cache
-
     from r2med.data.tasks import get_task
 
     files = {name: (source / name).read_bytes() for name in ("corpus.jsonl", "query.jsonl", "qrels.jsonl")}

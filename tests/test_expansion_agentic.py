@@ -7,11 +7,11 @@ import json
 import pytest
 
 from llm_server import LLMServer
-from test_expansion import run_cli
 from r2med.errors import R2MedError
 from r2med.expansion.agentic import SEARCH_O1, SEARCH_R1, AgenticExpander, extract_search, final_text, get_protocol
 from r2med.infra.llm import LLMClient
 from r2med.retrieval.bm25 import BM25
+from test_expansion import run_cli
 
 pytest.importorskip("openai")
 

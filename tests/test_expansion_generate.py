@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from llm_server import Faults, LLMServer, default_reply
-from test_expansion import run_cli
 from r2med.data import load_folder
 from r2med.errors import R2MedError
 from r2med.expansion.generate import (
@@ -28,6 +27,7 @@ from r2med.expansion.generate import (
 from r2med.infra.llm import LLMClient
 from r2med.protocol import protocol
 from r2med.retrieval.bm25 import BM25
+from test_expansion import run_cli
 
 pytest.importorskip("openai")
 
@@ -64,13 +64,9 @@ def expected_prompt(method: str, task: str, query: str, passages: str = "") -> s
     return template.replace("{TEXT}", query).replace("{PASSAGE}", passages)
 
 
-def r2med_cmd() -> list[str]:
-    return [sys.executable, "-m", "r2med"]
-
-
 def expand_args(data: Path, out: Path, url: str, *extra: str) -> list[str]:
+    """``r2med expand`` of HyDE with the test model, for run_cli (or after ``python -m r2med``)."""
     return [
-        *r2med_cmd(),
         "expand",
         "--method",
         "hyde",
@@ -200,9 +196,7 @@ def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
         rate_429=0.15, retry_after=0.05, rate_500=0.15, rate_hang=0.05, hang_s=2.5, rate_slow=0.1, slow_s=0.2, seed=3
     )
     with LLMServer(faults) as server:
-        res = subprocess.run(
-            expand_args(data, out, server.base_url, "--concurrency", "8"), capture_output=True, text=True, timeout=240
-        )
+        res = run_cli(*expand_args(data, out, server.base_url, "--concurrency", "8"))
         assert res.returncode == 0, res.stderr
         first = server.requests
         faulted = sum(v for k, v in server.faults_sent.items() if k != "slow")
@@ -213,7 +207,7 @@ def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
         assert [r["id"] for r in rows] == list(coll.queries)  # one per query, none lost or duplicated
         for row in rows:
             assert row["hy_doc"] == default_reply(expected_prompt("hyde", "Biology", coll.queries[row["id"]]))
-        again = run_cli(*expand_args(data, out, server.base_url)[3:])
+        again = run_cli(*expand_args(data, out, server.base_url))
         assert again.returncode == 0, again.stderr
         assert server.requests == first  # zero requests
         assert read_out(path) == rows
@@ -238,8 +232,9 @@ def test_sigkill_half_way_then_resume(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=40)
     out = tmp_path / "exp"
     with LLMServer(Faults(latency=0.1)) as server:
+        # a real process: it is killed part-way (SIGKILL), which no in-process call can survive
         proc = subprocess.Popen(
-            expand_args(data, out, server.base_url, "--concurrency", "2"),
+            [sys.executable, "-m", "r2med", *expand_args(data, out, server.base_url, "--concurrency", "2")],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -251,9 +246,7 @@ def test_sigkill_half_way_then_resume(tmp_path):
         killed_at = server.requests
         assert proc.returncode == -signal.SIGKILL
         assert not (out / "Biology" / "hyde" / "test-model" / "query_with_hydoc.jsonl").exists()  # no partial file
-        res = subprocess.run(
-            expand_args(data, out, server.base_url, "--concurrency", "2"), capture_output=True, text=True, timeout=240
-        )
+        res = run_cli(*expand_args(data, out, server.base_url, "--concurrency", "2"))
         assert res.returncode == 0, res.stderr
         total = server.requests
     assert 20 <= killed_at < 40
@@ -303,7 +296,7 @@ def test_expand_gives_up_cleanly_when_requests_keep_failing(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=4)
     out = tmp_path / "exp"
     with LLMServer(Faults(rate_500=1.0, max_faults_per_prompt=1000)) as server:
-        res = run_cli(*expand_args(data, out, server.base_url, "--max-retries", "1")[3:])
+        res = run_cli(*expand_args(data, out, server.base_url, "--max-retries", "1"))
     assert res.returncode == 2
     assert "4 of 4 requests failed" in res.stderr and "re-run to resume" in res.stderr
     assert not any(out.rglob("*.jsonl")) if out.exists() else True

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from conftest import minilm_path, run_r2med, shared_collection
 
 pytest.importorskip("torch")

@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from r2med.errors import MissingExtraError, R2MedError
-from r2med.export.mteb import K_VALUES, export_mteb, mteb_score_keys, mteb_scores, run_depth, summarize_keys
-from r2med.evaluation.metrics import evaluate
 from r2med.data.tasks import TASKS
+from r2med.errors import MissingExtraError, R2MedError
+from r2med.evaluation.metrics import evaluate
+from r2med.export.mteb import K_VALUES, export_mteb, mteb_score_keys, mteb_scores, run_depth, summarize_keys
 
 TOL = 5e-7  # TaskResult.to_disk rounds scores to 6 decimals
 
@@ -328,8 +328,8 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     """`r2med export --format mteb RUNS -o DIR`: a results root's systems, each as its own model, read back by
     mteb's loader with the scores of their metrics.json; local data is refused until --force."""
     from conftest import run_r2med
-    from test_report import synthetic, write_collection
     from r2med.runs.run import read_metrics
+    from test_report import synthetic, write_collection
 
     data = tmp_path / "data"
     write_collection(data, "Biology")
@@ -410,7 +410,7 @@ def test_mteb_task_counts_come_from_the_installed_package(mteb):
     )
     assert stats_file["num_documents"] == 3633
     assert mteb_task_counts(find_mteb_task("NFCorpus"), "dev") is None
-    with pytest.raises(R2MedError, match="--mteb-task SciFactt: 'SciFactt' not found. Did you mean: 'SciFact'"):
+    with pytest.raises(R2MedError, match=r"--mteb-task SciFactt: 'SciFactt' not found\. Did you mean: 'SciFact'"):
         find_mteb_task("SciFactt")
 
 

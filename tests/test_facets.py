@@ -6,9 +6,9 @@ import random
 
 import pytest
 
+from conftest import shared_collection
 from r2med.errors import R2MedError
 from r2med.evaluation.facets import NONE, facet_keys, facet_label, facet_table
-from conftest import shared_collection
 
 VALUES = {
     "bm25": {"MedQA-Diag": {"a": 0.2, "b": 0.4, "c": 1.0}, "PMC-Clinical": {"x": 0.5, "y": 0.0}},

@@ -20,8 +20,8 @@ from r2med.evaluation.metrics import DEFAULT_MEASURES
 from r2med.runs.run import read_metrics
 
 pytest.importorskip("torch")
-from test_dense_fixtures import tiny_bert  # noqa: E402
-from test_rerank import _tiny_bert as tiny_cross_encoder  # noqa: E402
+from test_dense_fixtures import tiny_bert
+from test_rerank import _tiny_bert as tiny_cross_encoder
 
 DOCS = {
     "c1": "chest pain radiating to the left arm with sweating suggests myocardial infarction",
@@ -323,8 +323,8 @@ def test_progress_of_dense_encoding(tmp_path, every_step):
 
 
 def test_progress_of_reranking(tmp_path, every_step):
-    from r2med.jobs.evaluate import run_task
     from r2med.data.loaders import load_folder
+    from r2med.jobs.evaluate import run_task
 
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
     run_task(coll, "bm25", {"cache": False}, k=5, out=tmp_path / "runs" / "bm25")

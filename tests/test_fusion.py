@@ -7,14 +7,12 @@ import json
 import numpy as np
 import pytest
 from scipy import stats
-from typer.testing import CliRunner
 
 from conftest import run_r2med, shared_collection
-from r2med.cli import app
 from r2med.errors import R2MedError
-from r2med.runs.fusion import comb, fuse, normalise, rrf
 from r2med.evaluation.metrics import evaluate
-from r2med.runs.run import read_trec, ranked
+from r2med.runs.fusion import comb, fuse, normalise, rrf
+from r2med.runs.run import ranked, read_trec
 
 A = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 0.5, "y": 0.5}}
 B = {"q1": {"b": 0.9, "d": 0.5, "a": 0.1}, "q3": {"z": 7.0}}
@@ -70,9 +68,8 @@ def test_bad_settings_are_errors():
 
 
 def _evaluate(out, retriever, data, extra=()):
-    runner = CliRunner()
-    result = runner.invoke(app, ["evaluate", "-r", retriever, "-d", str(data), "-o", str(out), *extra])
-    assert result.exit_code == 0, result.output
+    result = run_r2med("evaluate", "-r", retriever, "-d", str(data), "-o", str(out), *extra)
+    assert result.returncode == 0, result.stderr
 
 
 def test_fuse_command_on_real_runs(tmp_path):
@@ -80,13 +77,10 @@ def test_fuse_command_on_real_runs(tmp_path):
     out = tmp_path / "runs"
     _evaluate(out, "bm25", data)
     # a second, different lexical run: BM25 with other parameters, written under its own name
-    runner = CliRunner()
     _evaluate(tmp_path / "other", "bm25", data, ["--k1", "1.5", "--b", "0.9"])
     (tmp_path / "other" / "bm25").rename(out / "bm25-k15")
-    result = runner.invoke(
-        app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--method", "rrf", "--weights", "1,2"]
-    )
-    assert result.exit_code == 0, result.output
+    result = run_r2med("fuse", str(out / "bm25"), str(out / "bm25-k15"), "--method", "rrf", "--weights", "1,2")
+    assert result.returncode == 0, result.stderr
     folder = out / "rrf-bm25+bm25-k15" / "medline-med"
     fused = read_trec(folder / "run.trec")
     first, second = (
@@ -110,16 +104,15 @@ def test_fuse_command_on_real_runs(tmp_path):
     )
     assert metrics["config"]["fusion"] == "rrf" and metrics["config"]["weights"] == [1.0, 2.0]
     # a re-run reuses the finished task
-    again = runner.invoke(app, ["fuse", str(out / "bm25"), str(out / "bm25-k15"), "--weights", "1,2"])
-    assert again.exit_code == 0 and "reused" in again.output
+    again = run_r2med("fuse", str(out / "bm25"), str(out / "bm25-k15"), "--weights", "1,2")
+    assert again.returncode == 0 and "reused" in again.stdout + again.stderr
 
 
 def test_fuse_command_errors(tmp_path):
-    runner = CliRunner()
-    result = runner.invoke(app, ["fuse", str(tmp_path / "nope"), str(tmp_path / "nope2")])
-    assert isinstance(result.exception, R2MedError) and "no such run folder" in str(result.exception)
-    result = runner.invoke(app, ["fuse", str(tmp_path), str(tmp_path), "--weights", "1,x"])
-    assert isinstance(result.exception, R2MedError) and "comma-separated numbers" in str(result.exception)
+    result = run_r2med("fuse", str(tmp_path / "nope"), str(tmp_path / "nope2"))
+    assert result.returncode == 2 and "no such run folder" in result.stderr
+    result = run_r2med("fuse", str(tmp_path), str(tmp_path), "--weights", "1,x")
+    assert result.returncode == 2 and "comma-separated numbers" in result.stderr
     res = run_r2med("fuse", str(tmp_path), str(tmp_path), "--method", "borda")
     assert res.returncode == 2 and "unknown fusion method 'borda'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
@@ -164,9 +157,9 @@ def test_combmnz_is_combsum_times_hits(lists):
 
 def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.data.loaders import load_folder
-    from r2med.results.folders import metrics_payload
     from r2med.jobs.fuse import fuse_inputs
     from r2med.jobs.rerank import load_inputs
+    from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
 
     for task in ("t1", "t2"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import minilm_path, run_r2med, shared_collection
-from test_report import DOCS, QUERIES, QRELS, synthetic, write_collection
+from test_report import DOCS, QRELS, QUERIES, synthetic, write_collection
 
 
 def hub_sized(monkeypatch, task: str, queries: int, docs: int) -> None:
@@ -184,9 +184,8 @@ def test_a_reranked_run_keeps_its_first_stage_record_and_is_graded_by_it(biology
     """``rerank`` keeps the first stage's recorded configuration; a BM25 first stage named ``nv`` reranked by
     monobert's record is not the published nv+monobert row (no reranked BM25 row is published)."""
     pytest.importorskip("torch")
-    from test_rerank import _tiny_bert
-
     from r2med.results.published import PublishedKey, match_published
+    from test_rerank import _tiny_bert
 
     runs = tmp_path / "runs"
     ok("evaluate", "-r", "bm25", "--name", "nv", "-d", str(biology), "--out", str(runs))

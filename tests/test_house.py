@@ -8,33 +8,101 @@ corpus position, also at the cut); one retry rule (``Retry-After`` honoured) for
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import graphlib
 import json
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
 import r2med
-from conftest import SHARED
-from test_dense_fixtures import bert_dir  # noqa: F401
 from r2med.errors import R2MedError
 from test_data import make_r2med
+from test_dense_fixtures import bert_dir  # noqa: F401
 
 SRC = Path(r2med.__file__).parent
 
 
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (module and function level; not under ``TYPE_CHECKING``)."""
+    modules: dict[str, Path] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        type_checking_only = {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for node in ast.walk(block)
+        }
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(tree):
+            if id(node) in type_checking_only:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                stem = ".".join(base + ([node.module] if node.module else []))
+                targets = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in modules else stem for a in node.names]
+            for target in targets:
+                # a module importing its own package (``from . import app``) is not a circle
+                if target in modules and target != name and not name.startswith(target + "."):
+                    graph[name].add(target)
+    return graph
+
+
 def test_no_import_circles():
-    tool = SHARED / "tools" / "import_circles.py"
-    if not tool.exists():
-        pytest.skip("../shared/tools/import_circles.py is not available")
-    res = subprocess.run([sys.executable, str(tool), str(SRC)], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and res.stdout.startswith("no import circles"), res.stdout
+    """No module imports one that imports it back, directly or around a longer circle (graphlib finds one)."""
+    graph = _import_graph(SRC)
+    assert len(graph) > 50 and "r2med.jobs.evaluate" in graph["r2med.cli.core"] | {"r2med.jobs.evaluate"}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as err:
+        pytest.fail(f"import circle: {' -> '.join(err.args[1])}")
+
+
+def test_the_circle_check_finds_a_circle(tmp_path):
+    """The check above can fail: two modules importing each other (one of them inside a function) are found."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import x\n")
+    (pkg / "b.py").write_text("def f():\n    from . import a\n")
+    assert _import_graph(pkg) == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(_import_graph(pkg)).prepare()
+    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n")
+    graphlib.TopologicalSorter(_import_graph(pkg)).prepare()  # an import for the type checker only is no circle
+
+
+def test_py_typed_ships_with_the_package():
+    """Type checkers read r2med's annotations: ``py.typed`` is in the package and in its package data."""
+    import tomllib
+
+    pyproject = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert (SRC / "py.typed").is_file() and "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["r2med"]
+
+
+def test_tests_call_the_cli_one_way():
+    """Tests run ``r2med`` through ``conftest.run_r2med`` (in process); a test file that starts ``python -m
+    r2med`` says why (a real process: settings read at import, a kill, a whole process's memory)."""
+    tests = Path(__file__).parent
+    for path in sorted(set(tests.glob("*.py")) - {Path(__file__)}):
+        text = path.read_text(encoding="utf-8")
+        assert "CliRunner(" not in text, f"{path.name}: use conftest.run_r2med, not typer's CliRunner"
+        if '"-m", "r2med"' in text or "'-m', 'r2med'" in text:
+            assert "real process" in text or "fresh process" in text, f"{path.name}: say why a subprocess"
 
 
 def test_public_api_fuse_make_reranker_and_rerank():
@@ -80,7 +148,6 @@ def test_collection_is_frozen(tmp_path):
 
 def test_one_resolver_for_task_names_and_folders(tmp_path):
     from r2med.data import locate, resolve
-
     from r2med.errors import R2MedError
 
     one = make_r2med(tmp_path / "one")
@@ -152,19 +219,19 @@ def test_dense_top_k_keeps_the_earlier_of_tied_docs_at_the_cut():
         docs = np.stack([values, np.zeros(n, dtype=np.float32)], axis=1)
         k = int(rng.integers(1, n))
         for chunk in (7, 64, 1000):
-            scores, idx = exact_top_k(query, docs, k, chunk=chunk, device="cpu")
+            _scores, idx = exact_top_k(query, docs, k, chunk=chunk, device="cpu")
             assert idx[0].tolist() == np.argsort(-values, kind="stable")[:k].tolist()
 
 
 class _Busy(BaseHTTPRequestHandler):
     """Answers 429 with ``Retry-After: 0.3`` once, then embeddings."""
 
-    hits: list[float] = []
+    hits: ClassVar[list[float]] = []
 
     def log_message(self, *args):
         pass
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Busy.hits.append(time.monotonic())
         if len(_Busy.hits) == 1:

@@ -12,19 +12,20 @@ import re
 import shutil
 import socket
 import subprocess
-import time
+import threading
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import run_task
-from r2med.results.folders import find_systems as load_systems
-from r2med.report import build_leaderboard
 from r2med.jobs.report import expansion_texts, task_texts
+from r2med.report import build_leaderboard
 from r2med.report.html import write_html
+from r2med.results.folders import find_systems as load_systems
 from r2med.runs.run import read_trec
 from test_report import QUERIES, make_runs
 
@@ -39,7 +40,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 needs_browser = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER),
-    reason="headless browser test needs Debian packages chromium and chromium-driver (apt-get install chromium chromium-driver)",
+    reason="headless browser test needs Debian packages chromium and chromium-driver "
+    "(apt-get install chromium chromium-driver)",
 )
 
 
@@ -192,15 +194,21 @@ class Browser:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         self.proc = subprocess.Popen(
-            [CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [CHROMEDRIVER, f"--port={port}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
+        listening = threading.Event()
+
+        def watch(lines: IO[str]) -> None:  # chromedriver says so once it listens; read on so it never blocks
+            for line in lines:
+                if "started successfully" in line:
+                    listening.set()
+
+        assert self.proc.stdout is not None
+        threading.Thread(target=watch, args=(self.proc.stdout,), daemon=True).start()
+        if not listening.wait(timeout=30):
+            self.proc.kill()
+            raise RuntimeError(f"{CHROMEDRIVER} did not start listening on port {port} within 30 s")
         self.base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                self._call("GET", "/status")
-                break
-            except OSError:
-                time.sleep(0.1)
         args = [
             "--headless",
             "--no-sandbox",

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hub_server import EXPANSION, ForwardingProxy, HubEmulator, fill_hf_cache, r2med_task_files
 
+from hub_server import EXPANSION, ForwardingProxy, HubEmulator, fill_hf_cache, r2med_task_files
 from r2med.errors import R2MedError
 
 # The revisions MTEB pins for its R2MED tasks (MTEB's R2MED task metadata; an independent copy of the registry's data).
@@ -53,6 +53,8 @@ def cli(
     extra_env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess:
+    # a real process, not conftest.run_r2med: huggingface_hub reads HF_ENDPOINT, HF_HUB_CACHE and
+    # HF_HUB_OFFLINE once, at import
     env = {
         k: v
         for k, v in os.environ.items()
@@ -536,8 +538,7 @@ def test_a_damaged_cached_file_is_refused_offline_in_one_line(hf_cache, damage):
 
 
 def test_verified_files_are_not_hashed_again_until_they_change(hf_cache, monkeypatch):
-    from r2med.data import hub
-    from r2med.data import load_task
+    from r2med.data import hub, load_task
 
     snap = fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN)
     hashed: list[str] = []

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from conftest import run_r2med
-
 import r2med
+from conftest import run_r2med
 from r2med.data import load_folder
 
 

@@ -133,7 +133,7 @@ def test_every_later_csv_row_has_exactly_one_preset_and_its_figures():
     assert set(retrievers) == set(PRESETS)
     csv_names = {f.retriever for f in published_figures() if f.setting == "later_embedder"}
     assert sorted(r["published"]["retriever"] for r in retrievers.values()) == sorted(csv_names)
-    for name, (hub, line, csv_name, average) in PRESETS.items():
+    for name, (_hub, _line, csv_name, average) in PRESETS.items():
         pub = retrievers[name]["published"]
         assert (pub["setting"], pub["retriever"], pub["expansion"], pub["llm"]) == (
             "later_embedder",

@@ -99,7 +99,7 @@ def test_prompt_ids_are_prefix_pair_suffix_with_the_middle_truncated(tiny_rerank
 def test_left_padding_in_a_batch_changes_no_score(tiny_reranker):
     from r2med.reranking.qwen3 import Qwen3Reranker
 
-    folder, model, tokenizer = tiny_reranker
+    folder, _model, _tokenizer = tiny_reranker
     pairs = [(QUERIES["q1"], CORPUS[d]) for d in ("d4", "d5", "d1", "d3")]  # very different lengths
     one_by_one = Qwen3Reranker(model=str(folder), batch_size=1, device="cpu").score_pairs(pairs)
     together = Qwen3Reranker(model=str(folder), batch_size=4, device="cpu").score_pairs(pairs)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from conftest import hub_data
-from test_dense_cli import r2med as run_r2med
+from conftest import hub_data, run_r2med
+from test_dense_cli import r2med as r2med_with_home
 from test_later_protocol import PRESETS, TASKS
 
 # preset -> (parameters, tolerance points, precision on a GPU, precision on a CPU)
@@ -38,10 +37,10 @@ REMOTE_CODE = {"rader-7b", "gte-qwen2-7b", "reasonir-8b"}
 
 
 def test_models_json_lists_every_later_preset_with_its_published_row_and_sources(r2med_home):
-    proc = run_r2med("models", "--json", home=r2med_home)
+    proc = r2med_with_home("models", "--json", home=r2med_home)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
-    assert rows == json.loads(run_r2med("models", "--format", "json", home=r2med_home).stdout)
+    assert rows == json.loads(r2med_with_home("models", "--format", "json", home=r2med_home).stdout)
     later = {name for name, r in rows.items() if r["kind"] == "retriever" and r.get("later")}
     assert later == set(PRESETS)
     for name, (hub, _, csv_name, average) in PRESETS.items():
@@ -64,7 +63,7 @@ def test_models_json_lists_every_later_preset_with_its_published_row_and_sources
 
 
 def test_models_table_fits_80_columns_and_wide_shows_everything(r2med_home):
-    proc = run_r2med("models", home=r2med_home, extra_env={"COLUMNS": "80"})
+    proc = r2med_with_home("models", home=r2med_home, extra_env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -76,7 +75,7 @@ def test_models_table_fits_80_columns_and_wide_shows_everything(r2med_home):
         assert any(hub in line for line in lines), hub  # a hub id is never broken into pieces
     assert "settings ASSUMED" in text and "reasonrank-32b" in text[later:] and "no published R2MED figure" in text
     assert "fp16 (CPU: fp32)" in text and "nvidia/NV-Embed-v2" in text[:later]
-    wide = run_r2med("models", "--wide", home=r2med_home, extra_env={"COLUMNS": "80"})
+    wide = r2med_with_home("models", "--wide", home=r2med_home, extra_env={"COLUMNS": "80"})
     assert wide.returncode == 0, wide.stderr
     row = next(line for line in wide.stdout.splitlines() if "│ reasonembed-qwen3-8b" in line)
     assert "hanhainebula/reason-embed-qwen3-8b-0928" in row and "published 43.18" in row and "256" in row
@@ -139,10 +138,10 @@ def _dense_config(name, **options):
 
 
 def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(tmp_path):
-    from r2med.results.folders import find_systems
     from r2med.protocol import published_ndcg10
-    from r2med.results.published import PublishedKey
     from r2med.report import build_leaderboard
+    from r2med.results.folders import find_systems
+    from r2med.results.published import PublishedKey
 
     runs = tmp_path / "runs"
     pub = published_ndcg10("ReasonEmbed-Qwen3-8B")
@@ -236,7 +235,7 @@ def test_reproduce_plan_says_why_each_later_configuration_can_or_cannot_run(monk
 
 
 def test_reproduce_dry_run_cli_lists_later_work(r2med_home):
-    proc = run_r2med(
+    proc = r2med_with_home(
         "reproduce",
         "--dry-run",
         "--settings",
@@ -249,7 +248,7 @@ def test_reproduce_dry_run_cli_lists_later_work(r2med_home):
         assert name in proc.stdout, name
     assert "no endpoint" in proc.stdout and "no published R2MED figure" in proc.stdout
     as_json = json.loads(
-        run_r2med(
+        r2med_with_home(
             "reproduce",
             "--dry-run",
             "--settings",
@@ -286,9 +285,9 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
     )
     assert outcome.status == "ungraded" and outcome.tolerance is None and outcome.value is not None
     assert (tmp_path / "out" / "gte-qwen2-7b" / "Biology" / "metrics.json").exists()
-    from r2med.report.reproduce_tables import outcome_table
-
     from rich.console import Console
+
+    from r2med.report.reproduce_tables import outcome_table
 
     console = Console(width=200, record=True)
     console.print(outcome_table([outcome]))
@@ -301,8 +300,8 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
 
 def _first_stage(tmp_path, n_docs=30):
     from r2med.data.loaders import load_folder
-    from r2med.results.folders import metrics_payload
     from r2med.evaluation.metrics import evaluate
+    from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
 
     data = tmp_path / "data" / "toy"
@@ -326,8 +325,6 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
     pytest.importorskip("openai")
     pytest.importorskip("ftfy")
     from llm_server import LLMServer
-
-    from r2med.cli import app
     from r2med.runs.run import read_metrics
 
     first = _first_stage(tmp_path, n_docs=120)
@@ -342,52 +339,42 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
         LLMServer(responder=keep, model="other-llm") as other,
     ):
         base = ["rerank", "--run", str(first), "--set", "tokenizer=words", "--set", "cache=false"]
-        res = CliRunner().invoke(app, [*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b"])
-        assert res.exit_code == 0, res.output
+        res = run_r2med(*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b")
+        assert res.returncode == 0, res.stderr
         stored = read_metrics(tmp_path / "runs" / "first+reasonrank-32b" / "toy")
         assert stored["config"]["top_k"] == 100 and len(calls) == 2 * 9  # 9 windows over the top 100, per query
         assert calls[0]["model"] == "liuwenhan/reasonrank-32B" and calls[0]["max_tokens"] == 3172
-        res = CliRunner().invoke(
-            app, [*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b", "--top-k", "20"]
-        )
-        assert res.exit_code == 0, res.output
+        res = run_r2med(*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b", "--top-k", "20")
+        assert res.returncode == 0, res.stderr
         assert read_metrics(tmp_path / "runs" / "first+reasonrank-32b-top20" / "toy")["config"]["top_k"] == 20
-        res = CliRunner().invoke(
-            app,
-            [
-                *base,
-                "--base-url",
-                server.base_url,
-                "--reranker",
-                "reasonrank-32b",
-                "--model",
-                "liuwenhan/reasonrank-32B",
-            ],
+        res = run_r2med(
+            *base,
+            "--base-url",
+            server.base_url,
+            "--reranker",
+            "reasonrank-32b",
+            "--model",
+            "liuwenhan/reasonrank-32B",
         )
-        assert res.exit_code == 0 and "reused" in res.output  # the preset's own model: the same folder
-        res = CliRunner().invoke(
-            app, [*base, "--base-url", other.base_url, "--reranker", "reasonrank-32b", "--model", "other-llm"]
-        )
-        assert res.exit_code == 0, res.output
+        assert res.returncode == 0 and "reused" in res.stdout + res.stderr  # the preset's own model: the same folder
+        res = run_r2med(*base, "--base-url", other.base_url, "--reranker", "reasonrank-32b", "--model", "other-llm")
+        assert res.returncode == 0, res.stderr
         assert (tmp_path / "runs" / "first+reasonrank-32b-other-llm" / "toy").is_dir()
-        res = CliRunner().invoke(
-            app,
-            [
-                "rerank",
-                "--run",
-                str(first),
-                "--base-url",
-                other.base_url,
-                "--reranker",
-                "listwise",
-                "--model",
-                "other-llm",
-                "--set",
-                "cache=false",
-            ],
+        res = run_r2med(
+            "rerank",
+            "--run",
+            str(first),
+            "--base-url",
+            other.base_url,
+            "--reranker",
+            "listwise",
+            "--model",
+            "other-llm",
+            "--set",
+            "cache=false",
         )
-        assert res.exit_code == 0, res.output
+        assert res.returncode == 0, res.stderr
         stored = read_metrics(tmp_path / "runs" / "first+listwise-other-llm" / "toy")
         assert stored["config"]["top_k"] == 10  # the paper's depth
-    res = CliRunner().invoke(app, [*base, "--base-url", "http://127.0.0.1:9/v1", "--reranker", "reasonrank"])
-    assert res.exit_code != 0 and "needs --model" in str(res.exception or res.output)
+    res = run_r2med(*base, "--base-url", "http://127.0.0.1:9/v1", "--reranker", "reasonrank")
+    assert res.returncode != 0 and "needs --model" in res.stderr

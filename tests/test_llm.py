@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from llm_server import Faults, LLMServer, default_reply
 from conftest import run_r2med
+from llm_server import Faults, LLMServer, default_reply
 from r2med.errors import R2MedError
 from r2med.infra.llm import LLMClient, LLMError, RequestCache
 from r2med.infra.retry import backoff_delay, parse_retry_after
@@ -136,7 +136,7 @@ def test_retrying_gauge_counts_requests_between_an_error_and_their_answer():
             [msgs(p) for p in PROMPTS[:8]], on_retry=lambda _e: seen.append(client.usage.retrying)
         )
     assert all(r.ok for r in results) and len(seen) == 8 == server.faults_sent["500"]
-    assert 1 <= min(seen) and max(seen) <= 4 and max(seen) >= 2  # several waited at once, never more than in flight
+    assert min(seen) >= 1 and max(seen) <= 4 and max(seen) >= 2  # several waited at once, never more than in flight
     assert client.usage.retrying == 0 and client.usage.retries == 8
 
 
@@ -282,8 +282,8 @@ def test_expansions_never_hold_a_non_text_answer(tmp_path, r2med_home):
 
 def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
     from r2med.data.loaders import load_folder
-    from r2med.results.folders import metrics_payload
     from r2med.evaluation.metrics import evaluate
+    from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
 
     secret = "s3cretTOKEN"
@@ -461,8 +461,8 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
     """A key in the base URL's query string (``?key=SECRET``) reaches no file and no output: metrics.json,
     expansion records, the LLM cache, logs (-v), errors, reproduce, rerank configs, the HTML report."""
     from r2med.data.loaders import load_folder
-    from r2med.results.folders import metrics_payload
     from r2med.evaluation.metrics import evaluate
+    from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
 
     secret = "qS3cretKEY"

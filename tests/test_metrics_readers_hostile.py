@@ -197,6 +197,6 @@ def test_compare_over_disjoint_queries_is_an_error_not_nan(finished_runs):
     assert "share no query" in res.stderr and "nan" not in res.stdout.lower()
 
 
-def teardown_module(module) -> None:  # noqa: ARG001 - pytest hook signature
+def teardown_module(module) -> None:
     for folder in Path(tempfile.gettempdir()).glob("r2med-hostile-*"):
         shutil.rmtree(folder, ignore_errors=True)

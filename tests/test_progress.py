@@ -81,11 +81,10 @@ def test_short_steps_print_nothing_and_errors_say_so(clock, caplog):
             clock.at(0.5 * (i + 1))
             p.advance()
     assert _lines(caplog) == []
-    with pytest.raises(RuntimeError):
-        with progress.task("reranking", total=10, unit="queries") as p:  # starts at 1.5 s
-            clock.at(5.5)
-            p.advance(4)
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), progress.task("reranking", total=10, unit="queries") as p:  # starts at 1.5 s
+        clock.at(5.5)
+        p.advance(4)
+        raise RuntimeError("boom")
     assert _lines(caplog) == [
         "reranking: 4/10 (40.0%), 1.00 queries/s, ETA 6.0 s",
         "reranking: 4/10 (40.0%), 1.00 queries/s, took 4.0 s (stopped by an error)",

@@ -12,10 +12,9 @@ import pytest
 
 from conftest import run_r2med
 from llm_server import LLMServer
-from test_expansion_generate import make_collection
-
 from r2med.data import load_folder
 from r2med.expansion.generate import lamer_passages
+from test_expansion_generate import make_collection
 
 pytest.importorskip("openai")
 

@@ -203,7 +203,7 @@ def test_expansion_reader_random_json_lines(values):
     _check_expansion_file(_write(b"\n".join(_dumps(v) for v in values) + b"\n", "query_with_hydoc.jsonl"))
 
 
-def teardown_module(module) -> None:  # noqa: ARG001 - pytest hook signature
+def teardown_module(module) -> None:
     import shutil
 
     for folder in Path(tempfile.gettempdir()).glob("r2med-prop-*"):

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_r2med, hub_data
+from conftest import hub_data, run_r2med
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.protocol import published_ndcg10
-from r2med.results.folders import find_systems as load_systems
-from r2med.results.published import parse_label
 from r2med.report import build_leaderboard
-from r2med.results.published import PublishedKey, match_published
+from r2med.results.folders import find_systems as load_systems
+from r2med.results.published import PublishedKey, match_published, parse_label
 from r2med.runs.run import read_trec, write_task_results
 
 DOCS = {
@@ -391,11 +390,11 @@ def test_a_root_holds_its_systems_directly_and_names_sub_roots(tmp_path, caplog)
     deeper (an older `fuse --out runs/fused`, a demo under runs/demo) are not mixed in, but named."""
     import logging
 
-    from r2med.jobs.evaluate import run_task
-    from r2med.results.folders import find_runs, find_systems as load_systems
-
-    from test_data import make_r2med
     from r2med.data import load_folder
+    from r2med.jobs.evaluate import run_task
+    from r2med.results.folders import find_runs
+    from r2med.results.folders import find_systems as load_systems
+    from test_data import make_r2med
 
     coll = load_folder(make_r2med(tmp_path / "c"))
     run_task(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")

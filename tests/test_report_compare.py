@@ -9,8 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from conftest import run_r2med
-from r2med.results.folders import find_systems as load_systems
 from r2med.report import compare_many, compare_systems, render_comparisons
+from r2med.results.folders import find_systems as load_systems
 from r2med.runs.run import read_metrics
 from test_report import make_runs
 

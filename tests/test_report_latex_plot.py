@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_r2med, shared_collection
 
+from conftest import run_r2med, shared_collection
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 

@@ -10,13 +10,12 @@ import pytest
 from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
-from r2med.protocol import published_figures
 from r2med.jobs import reproduce as rp
+from r2med.protocol import published_figures
 from r2med.report.reproduce_tables import plan_rows
 from r2med.runs.run import read_metrics, read_trec
 from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 from test_report import QUERIES, write_collection
-
 
 #: The CSV's names of the later systems -> the r2med presets that run them (docs/later-models.md's table).
 LATER_NAMES = {
@@ -87,9 +86,9 @@ class OverlapReranker:
 
 def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path, monkeypatch):
     """As src/eval_reranker.py: the first stage's top 10 (ties in corpus order), reranked, scored alone."""
-    import pytrec_eval
-
     from dataclasses import replace
+
+    import pytrec_eval
 
     from r2med.reranking.base import RERANKERS
     from r2med.retrieval.bm25 import _factory
@@ -226,7 +225,6 @@ def test_cli_dry_run_json_and_run_exit_code(data_dir, tmp_path):
 def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
     """As on an offline cluster node: task files only in the standard Hugging Face cache, at the pinned commit."""
     from hub_server import fill_hf_cache
-
     from r2med.data.tasks import get_task
 
     src = write_collection(tmp_path / "src", "Bioinformatics")
@@ -289,9 +287,9 @@ def test_medcpt_graded_row_encodes_queries_with_the_article_encoder(data_dir, tm
 def test_medcpt_corrected_encoder_runs_beside_ungraded_and_report_grades_only_the_published(
     data_dir, tmp_path, hf_cache, bert_dir, bert_dir_2
 ):
+    from r2med.report.reproduce_tables import to_json
     from r2med.results.folders import load_system
     from r2med.results.published import PublishedKey
-    from r2med.report.reproduce_tables import to_json
 
     _cache_model(hf_cache, ARTICLE, bert_dir, "a" * 40)
     _cache_model(hf_cache, QUERY, bert_dir_2, "b" * 40)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +135,7 @@ def test_rerank_run_skips_queries_without_text(bert_one, caplog):
 
 
 def test_unknown_reranker_is_a_one_line_error():
-    with pytest.raises(R2MedError, match="unknown reranker 'nonsense'.*bge-reranker.*monobert.*rankllama"):
+    with pytest.raises(R2MedError, match=r"unknown reranker 'nonsense'.*bge-reranker.*monobert.*rankllama"):
         make_reranker("nonsense")
 
 

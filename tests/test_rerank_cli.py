@@ -5,23 +5,19 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from conftest import run_r2med, shared_collection
-from r2med.cli import app
 from r2med.data.loaders import load_folder
-from r2med.errors import R2MedError
 from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
 from r2med.runs.run import ranked, read_trec
 
 pytest.importorskip("torch")
-from test_rerank import _direct_scores, _tiny_bert  # noqa: E402
+from test_rerank import _direct_scores, _tiny_bert
 
 K = 5
 
@@ -60,13 +56,9 @@ def first_stage(tmp_path_factory):
     return out / "runs", coll, model
 
 
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
 def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
     runs, coll, model = first_stage
-    res = _invoke(
+    res = run_r2med(
         "rerank",
         "--run",
         str(runs / "bm25"),
@@ -79,7 +71,7 @@ def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
         "--name",
         "ce",
     )
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, res.stderr
     folder = runs / "ce" / coll.name
     got = read_trec(folder / "run.trec")
     first = read_trec(runs / "bm25" / coll.name / "run.trec")
@@ -100,7 +92,7 @@ def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
     stored = json.loads((folder / "metrics.json").read_text())
     assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(evaluate(got, coll.qrels).aggregate["ndcg_cut_10"])
     assert stored["config"]["top_k"] == K and stored["config"]["first_stage"]["retriever"] == "bm25"
-    again = _invoke(
+    again = run_r2med(
         "rerank",
         "--run",
         str(runs / "bm25"),
@@ -113,10 +105,10 @@ def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
         "--name",
         "ce",
     )
-    assert again.exit_code == 0 and "reused" in again.output
+    assert again.returncode == 0 and "reused" in again.stdout + again.stderr
 
-    only = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K), "--top-k-only")
-    assert only.exit_code == 0, only.output
+    only = run_r2med("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--top-k", str(K), "--top-k-only")
+    assert only.returncode == 0, only.stderr
     short = read_trec(runs / f"bm25+{model.name}" / coll.name / "run.trec")
     assert all(len(docs) == K for docs in short.values())
     assert all(ranked(short[q]) == ranked({d: got[q][d] for d in short[q]}) for q in short)
@@ -136,7 +128,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
-    runs, coll, model = first_stage
+    runs, _coll, model = first_stage
     unknown = _broken_copy(
         runs, tmp_path, lambda ls: ls[:3] + [ls[3].replace(ls[3].split()[2], "NOT-A-DOC", 1)] + ls[4:]
     )
@@ -151,10 +143,10 @@ def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
     trec = next((malformed / "bm25").glob("*/run.trec"))
     lines = trec.read_text().splitlines(keepends=True)
     trec.write_text("".join(lines[:6] + ["q1 Q0 doc\n"] + lines[6:]))
-    res = _invoke("rerank", "--run", str(malformed / "bm25"), "--reranker", str(model))
-    assert isinstance(res.exception, R2MedError) and "run.trec:7" in str(res.exception)
+    res = run_r2med("rerank", "--run", str(malformed / "bm25"), "--reranker", str(model))
+    assert res.returncode == 2 and "run.trec:7" in res.stderr
 
-    res = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", "no-such-reranker")
-    assert isinstance(res.exception, R2MedError) and "unknown reranker 'no-such-reranker'" in str(res.exception)
-    res = _invoke("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--window", "5")
-    assert isinstance(res.exception, R2MedError) and "does not take that option" in str(res.exception)
+    res = run_r2med("rerank", "--run", str(runs / "bm25"), "--reranker", "no-such-reranker")
+    assert res.returncode == 2 and "unknown reranker 'no-such-reranker'" in res.stderr
+    res = run_r2med("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--window", "5")
+    assert res.returncode == 2 and "does not take that option" in res.stderr

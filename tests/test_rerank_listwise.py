@@ -6,15 +6,14 @@ import json
 import re
 
 import pytest
-from typer.testing import CliRunner
 
+from conftest import run_r2med
 from llm_server import Faults, LLMServer
-from r2med.cli import app
 from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
-from r2med.results.folders import metrics_payload
 from r2med.reranking import make_reranker, rerank
-from r2med.reranking.listwise import ranking_messages, parse_permutation, windows
+from r2med.reranking.listwise import parse_permutation, ranking_messages, windows
+from r2med.results.folders import metrics_payload
 from r2med.runs.run import ranked, read_trec, write_task_results
 
 pytest.importorskip("openai")
@@ -129,27 +128,24 @@ def test_rerank_command_with_listwise(tmp_path):
         tmp_path / "runs" / "first" / "toy", RUN, metrics_payload(coll, "first", {}, evaluate(RUN, coll.qrels), {})
     )
     with LLMServer(responder=responder) as server:
-        res = CliRunner().invoke(
-            app,
-            [
-                "rerank",
-                "--run",
-                str(tmp_path / "runs" / "first"),
-                "--reranker",
-                "listwise",
-                "--model",
-                "test-model",
-                "--base-url",
-                server.base_url,
-                "--window",
-                "4",
-                "--step",
-                "2",
-                "--top-k",
-                "7",
-            ],
+        res = run_r2med(
+            "rerank",
+            "--run",
+            str(tmp_path / "runs" / "first"),
+            "--reranker",
+            "listwise",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.base_url,
+            "--window",
+            "4",
+            "--step",
+            "2",
+            "--top-k",
+            "7",
         )
-        assert res.exit_code == 0, res.output
+        assert res.returncode == 0, res.stderr
     got = read_trec(tmp_path / "runs" / "first+listwise-test-model" / "toy" / "run.trec")
     assert {q: [d for d, _ in ranked(docs)] for q, docs in got.items()} == EXPECTED
     stored = json.loads((tmp_path / "runs" / "first+listwise-test-model" / "toy" / "metrics.json").read_text())

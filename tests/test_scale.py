@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import shared_collection
 from r2med import load_folder
 from r2med.errors import R2MedError
 from r2med.retrieval.bm25 import BM25
-from r2med.scale import ShardedBM25
 from r2med.retrieval.topk import merge_top_k, top_k_rows
+from r2med.scale import ShardedBM25
 from r2med.scale.shards import plan_shards
-
-from conftest import shared_collection
 
 
 def reference_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import run_r2med, shared_collection
 from r2med import load_folder
 from r2med.data.loaders import load_demo
 from r2med.jobs.evaluate import run_task
-
-from conftest import shared_collection
 
 ray = pytest.importorskip("ray")
 
@@ -71,9 +70,8 @@ def small_corpus():
 def settings(tmp_path_factory):
     """A tiny random BERT through plain transformers: what is tested is the sharding, restarts and cache, and
     each actor process then starts in a second or two (sentence-transformers alone takes ~6 s to import)."""
-    from test_dense_fixtures import tiny_bert
-
     from r2med.retrieval.encoders import EncoderSettings
+    from test_dense_fixtures import tiny_bert
 
     return EncoderSettings(
         model=tiny_bert(tmp_path_factory.mktemp("tiny_bert")), pooling="mean", max_length=64, loader="transformers"
@@ -127,7 +125,7 @@ def test_killed_actor_job_completes_with_every_shard_once(cluster, small_corpus,
     for qid in qids:
         assert list(on_ray[qid]) == list(whole[qid])
         np.testing.assert_allclose(list(on_ray[qid].values()), list(whole[qid].values()), atol=1e-6)
-    assert list(on_ray["q0"])[0] == doc_ids[10]  # a doc's own embedding is its best match
+    assert next(iter(on_ray["q0"])) == doc_ids[10]  # a doc's own embedding is its best match
 
 
 def _write_folder(folder, corpus, queries):
@@ -141,17 +139,13 @@ def _write_folder(folder, corpus, queries):
 
 
 def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, settings, reference):
-    from typer.testing import CliRunner
-
-    from r2med.cli import app
     from r2med.retrieval.dense import DenseRetriever
     from r2med.runs.run import read_trec
 
-    runner = CliRunner()
     medline = shared_collection("medline-med")
     out = tmp_path / "runs"
-    res = runner.invoke(app, ["evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out)])
-    assert res.exit_code == 0, res.output
+    res = run_r2med("evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out))
+    assert res.returncode == 0, res.stderr
     for retriever in ("bm25", "bm25-standard"):
         expected = run_task(load_folder(medline), retriever, {}, k=100).run
         got = read_trec(out / retriever / "medline-med" / "run.trec")
@@ -182,8 +176,8 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
         "--actors",
         "2",
     ]
-    res = runner.invoke(app, args)
-    assert res.exit_code == 0, res.output
+    res = run_r2med(*args)
+    assert res.returncode == 0, res.stderr
     coll = load_folder(folder)
     dense = DenseRetriever(settings).index(coll.corpus, corpus_fingerprint=coll.fingerprint)
     assert dense.docs_encoded == 0
@@ -194,9 +188,9 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     assert again.encoded_shards == [] and len(again.reused_shards) == 4
     # Bad input: --dest without --ray; a lexical retriever.
     assert (
-        runner.invoke(
-            app, ["encode", "-r", "dense", "--model", settings.model, "-d", str(folder), "--dest", str(tmp_path / "x")]
-        ).exit_code
+        run_r2med(
+            "encode", "-r", "dense", "--model", settings.model, "-d", str(folder), "--dest", str(tmp_path / "x")
+        ).returncode
         != 0
     )
-    assert runner.invoke(app, ["encode", "-r", "bm25", "-d", str(folder)]).exit_code != 0
+    assert run_r2med("encode", "-r", "bm25", "-d", str(folder)).returncode != 0

@@ -129,5 +129,5 @@ def test_compare_paired_aligns_on_common_queries():
     assert c.mean_a == pytest.approx(0.4) and c.mean_b == pytest.approx(1.6 / 3)
     assert c.diff == pytest.approx((0.3 + 0.0 + 0.1) / 3)
     assert (c.wins, c.ties, c.losses) == (2, 1, 0)
-    t_ref, p_ref = _hand_ttest([0.2, 0.4, 0.6], [0.5, 0.4, 0.7])
+    _t_ref, p_ref = _hand_ttest([0.2, 0.4, 0.6], [0.5, 0.4, 0.7])
     assert c.p_ttest == pytest.approx(p_ref, abs=1e-9)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import hub_data, run_r2med
-from r2med.runs.run import write_task_results
 from r2med.data.tasks import TASK_NAMES
+from r2med.runs.run import write_task_results
 
 LONG = ["bm25", "dense-all-MiniLM-L6-v2", "rrf-bm25+dense-all-MiniLM-L6-v2", "bm25+bge-reranker-v2-m3"]
 
@@ -121,8 +121,8 @@ def test_leaderboard_layouts_chosen_by_width(eight_tasks):
     """Full when it fits; else compact (R2MED's short task names, said in the legend); else tasks as rows."""
     from rich.console import Console
 
-    from r2med.results.folders import find_systems
     from r2med.report import build_leaderboard
+    from r2med.results.folders import find_systems
 
     def shown(board, width):
         console = Console(width=width, record=True)
@@ -164,10 +164,9 @@ def test_expand_and_encode_tables_fit_80_columns_and_never_cut_a_path(tmp_path):
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import minilm_path
     from llm_server import LLMServer
     from test_expansion_generate import make_collection
-
-    from conftest import minilm_path
 
     data = make_collection(tmp_path / "Biology", n_queries=3, n_docs=8)
     out = tmp_path / ("a-results-folder-with-a-name-long-enough-to-push-the-path-past-80-columns" * 2)

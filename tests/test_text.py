@@ -103,9 +103,8 @@ def test_recorded_cases_still_match_live_lucene(lucene):
 @pytest.mark.parametrize("name", ["nfcorpus-test", "nfcorpus-dev", "medline-med", "r2med-biology-demo"])
 def test_agreement_with_lucene_on_shared_collections(lucene, name):
     """As the README states: the token lists equal Lucene's for every document and query (100%)."""
-    from r2med.data import load_folder
-
     from conftest import shared_collection
+    from r2med.data import load_folder
 
     coll = load_folder(shared_collection(name))
     ours = EnglishAnalyzer()
@@ -130,10 +129,9 @@ def test_ascii_fast_path_equals_the_unicode_pattern():
 
 def test_bm25_with_lucene_tokens_scores_like_the_python_analyzer(lucene):
     """On a collection where the token lists agree, both analyzers give the same BM25 run."""
+    from conftest import shared_collection
     from r2med import BM25, evaluate
     from r2med.data import load_folder
-
-    from conftest import shared_collection
 
     coll = load_folder(shared_collection("medline-med"))
     ours = BM25(cache=False).index(coll.corpus).search(coll.queries)

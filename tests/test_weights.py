@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from conftest import minilm_path, run_r2med  # noqa: E402
-from r2med.infra.weights import IncompleteWeights, allowing_random_init  # noqa: E402
-from test_rerank import _tiny_bert  # noqa: E402
-from test_rerank_cli import first_stage  # noqa: E402,F401
+from conftest import minilm_path, run_r2med
+from r2med.infra.weights import IncompleteWeights, allowing_random_init
+from test_rerank import _tiny_bert
+from test_rerank_cli import first_stage  # noqa: F401
 
 
 def _bigger_config(folder: Path, layers: int) -> Path:
@@ -74,7 +74,7 @@ def test_complete_cross_encoder_loads_and_allowing_random_init_loads_the_bi_enco
     )
 
 
-def test_cli_rerank_with_a_bi_encoder_folder_is_refused_and_writes_nothing(first_stage, tmp_path):  # noqa: F811
+def test_cli_rerank_with_a_bi_encoder_folder_is_refused_and_writes_nothing(first_stage, tmp_path):
     """Before: nDCG@10 from a random classifier head (61.01 on all of medline-med's BM25 top 10; other
     figures on a re-run).  Now: exit 2, one line, no folder."""
     runs, _, _ = first_stage
@@ -162,9 +162,8 @@ def test_rankllama_score_head_must_come_from_the_base_or_the_adapter(tmp_path):
 
 
 def test_qwen3_reranker_without_its_lm_head_is_refused(tmp_path):
-    from tiny_lm import tiny_model
-
     from r2med.reranking.qwen3 import Qwen3Reranker
+    from tiny_lm import tiny_model
 
     tiny_model(tmp_path / "whole", "qwen3", causal_lm=True, seed=1)
     Qwen3Reranker(model=str(tmp_path / "whole"), device="cpu").load()
@@ -178,10 +177,9 @@ def test_qwen3_reranker_without_its_lm_head_is_refused(tmp_path):
 
 @pytest.mark.parametrize("loader", ["transformers", "sentence-transformers"])
 def test_dense_encoder_with_fewer_layers_than_its_config_is_refused(tmp_path, loader):
-    from test_dense_fixtures import tiny_bert
-
     from r2med.retrieval.dense import DenseRetriever
     from r2med.retrieval.encoders import EncoderSettings
+    from test_dense_fixtures import tiny_bert
 
     folder = Path(tiny_bert(tmp_path / "bert"))
     settings = EncoderSettings(model=str(folder), pooling="mean", max_length=32, loader=loader)
