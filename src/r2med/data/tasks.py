@@ -28,6 +28,8 @@ _SCENARIO = {
 @dataclass(frozen=True)
 class TaskSpec:
     name: str
+    #: the dataset card's name of the task ("Medical Sciences"); r2med itself names it by ``name``, but
+    #: ``r2med tasks --format json`` lists it, so it stays
     display_name: str
     hub_id: str
     queries: int

@@ -287,7 +287,8 @@ class BM25:
         )
 
     def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
-        """Dense (queries x docs) float32 scores; for tests and small query sets."""
+        """public: dense (queries x docs) float32 scores of every document, for small query sets and for checks
+        against another BM25 (:meth:`search` keeps only the top k)."""
         assert self.weights_t is not None, "index() first"
         return (self.query_vectors(queries) @ self.weights_t).toarray()
 

@@ -55,9 +55,8 @@ class RetrieverMeta:
     extra: tuple[tuple[str, ...], str] | None = None
     #: class of its default tolerance to the published figures (:data:`~r2med.infra.registry.TOLERANCES`)
     tolerance: str = "dense"
-    #: the precision and similarity the published code ran it with (dense presets)
+    #: the precision the published code ran it with (dense presets; its similarity is in ``paper``)
     paper_dtype: str | None = None
-    paper_similarity: str | None = None
     #: the precision the published code falls back to on a CPU (a run in it still is the published one)
     cpu_dtype: str | None = None
     #: its settings for ``r2med models``
@@ -80,6 +79,9 @@ class RetrieverMeta:
 
     @property
     def default_tolerance(self) -> float | None:
+        """public: the default |delta| (nDCG@10 x100) of its runs to the published figures (None: shown, not
+        graded); a published configuration's own (its reranker's when it has one):
+        :func:`r2med.results.published.tolerance_of`."""
         return TOLERANCES[self.tolerance]
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,13 +126,6 @@ def retriever_meta(name: str) -> RetrieverMeta:
             f"choose from: {', '.join(RETRIEVERS.all())}"
         )
     return meta
-
-
-def tolerance_for(name: str) -> float | None:
-    """The default |delta| to the published figures of retriever ``name`` (``dense`` when it is not registered
-    here); a published configuration's own: :func:`r2med.results.published.tolerance_of`."""
-    meta = RETRIEVERS.get(name)
-    return TOLERANCES[meta.tolerance if meta is not None else "dense"]
 
 
 def make_retriever(name: str | Any, task: str | None = None, **options: Any) -> Retriever:
