@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from ..errors import DataError, MissingDataFile
 from .collection import Qrels
 
 try:
@@ -84,7 +84,7 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
-        raise DataError(path, None, "file not found") from None
+        raise MissingDataFile(path, None, "file not found") from None
     except IsADirectoryError:
         raise DataError(path, None, "is a folder, not a file") from None
     except OSError as exc:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..errors import DataError, R2MedError
+from ..errors import DataError, NotFound, OptionError, R2MedError
 from .collection import Collection
 from .files import read_qrels, read_qrels_jsonl, read_qrels_tsv, read_texts
 
@@ -47,7 +47,7 @@ DEFAULT_SPLIT: Split = "test"
 def check_split(split: str) -> Split:
     """``split`` if it is one of :data:`SPLITS`, else a one-line error."""
     if split not in SPLITS:
-        raise R2MedError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+        raise OptionError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     return split  # type: ignore[return-value]
 
 
@@ -79,7 +79,7 @@ def layout_context(root: Path) -> Iterator[None]:
     except DataError as exc:
         if exc.context is not None:
             raise
-        raise DataError(exc.path, exc.line, exc.message, context=describe_layout(root)) from None
+        raise type(exc)(exc.path, exc.line, exc.message, context=describe_layout(root)) from None
 
 
 def beir_splits(root: Path) -> list[str]:
@@ -189,7 +189,7 @@ def load_folder(
     root = Path(root)
     split = check_split(split)
     if not root.is_dir():
-        raise R2MedError(f"{root}: no such folder")
+        raise NotFound(f"{root}: no such folder")
     if root.name in ("", ".", ".."):  # name the collection after the real folder
         root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import R2MedError, did_you_mean, shown
+from ..errors import OptionError, did_you_mean, shown
 from ..protocol import hub_configs
 
 _SCENARIO = {
@@ -75,7 +75,7 @@ def get_task(name: str) -> TaskSpec:
     lowered = {k.lower(): k for k in TASKS}
     if name.lower() in lowered:
         return TASKS[lowered[name.lower()]]
-    raise R2MedError(
+    raise OptionError(
         f"unknown task {shown(name)}{did_you_mean(name, TASK_NAMES)}; choose from: {', '.join(TASK_NAMES)}"
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import R2MedError, did_you_mean, shown
+from ..errors import OptionError, did_you_mean, shown
 from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
 
@@ -89,7 +89,7 @@ class RetrieverMeta:
         unknown = sorted(k for k, v in options.items() if v is not None and k not in self.parameters)
         if unknown:
             takes = ", ".join(_flag(p) for p in self.parameters if p != "cache") or "none"
-            raise R2MedError(
+            raise OptionError(
                 f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
                 f"({self.family}; its options: {takes})"
             )
@@ -121,7 +121,7 @@ def retriever_meta(name: str) -> RetrieverMeta:
     """The record of ``name``; an unknown name is a one-line error listing the known ones."""
     meta = RETRIEVERS.get(name)
     if meta is None:
-        raise R2MedError(
+        raise OptionError(
             f"unknown retriever {shown(name)}{did_you_mean(name, RETRIEVERS.all())}; "
             f"choose from: {', '.join(RETRIEVERS.all())}"
         )
