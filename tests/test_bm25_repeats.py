@@ -131,11 +131,10 @@ def test_bm25_repeats_change_the_scores_and_the_index_key(repeated, tmp_path):
 
 
 def test_strict_still_refuses_the_repeated_corpus(repeated):
-    from r2med.data.files import strict_reading
     from r2med.errors import DataError
 
-    with strict_reading(), pytest.raises(DataError, match=r"corpus.jsonl:26: duplicate id 'd3'"):
-        load_folder(repeated)
+    with pytest.raises(DataError, match=r"corpus.jsonl:26: duplicate id 'd3'"):
+        load_folder(repeated, strict=True)
 
 
 def test_the_repeats_are_counted_in_the_warnings(repeated, caplog):

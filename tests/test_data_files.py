@@ -16,7 +16,7 @@ import pytest
 from conftest import run_r2med
 from r2med.data import files as files_module
 from r2med.data import load_folder, read_qrels
-from r2med.data.files import iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts, strict_reading
+from r2med.data.files import iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts
 from r2med.errors import DataError, R2MedError
 from r2med.evaluation.metrics import evaluate
 from r2med.runs.run import read_trec
@@ -86,13 +86,8 @@ def test_strict_refuses_repeats_with_file_and_line(tmp_path, monkeypatch):
     path = write_jsonl(tmp_path / "corpus.jsonl", REPEATS)
     with pytest.raises(DataError, match=r"corpus.jsonl:3: duplicate id 'd1' \(first seen on line 1\)"):
         read_texts(path, strict=True)
-    with strict_reading(), pytest.raises(DataError, match=r"corpus.jsonl:3: duplicate id"):
-        read_texts(path)
-    monkeypatch.setenv("R2MED_STRICT", "1")
-    with pytest.raises(DataError, match=r"corpus.jsonl:3: duplicate id"):
-        read_texts(path)
-    with strict_reading(False):
-        assert len(read_texts(path)[0]) == 3
+    monkeypatch.setenv("R2MED_STRICT", "1")  # the CLI's default only: the Python readers take the parameter
+    assert len(read_texts(path)[0]) == 3
 
 
 def test_evaluate_strict_refuses_and_default_runs(tmp_path):
@@ -113,6 +108,49 @@ def test_evaluate_strict_refuses_and_default_runs(tmp_path):
     res = cli("evaluate", "-r", "bm25", "-d", str(root), "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert "1 id(s) repeated with a different record" in res.stderr
+
+
+def test_strict_reaches_every_route_and_leaves_nothing_behind(tmp_path):
+    """``--strict`` travels as a parameter: through ``$R2MED_STRICT`` (the CLI's default), ``score``'s own flag,
+    and ``r2med --strict`` into the jobs that find collections from recorded results (fuse, import); the
+    environment is left as it was, and the Python loaders read it not."""
+    import os
+
+    from r2med.data import load_task, resolve
+
+    root = make_r2med(
+        tmp_path / "c",
+        corpus=[{"id": "d1", "text": "aspirin inhibits cox"}, {"id": "d2", "text": "insulin lowers glucose"}],
+        qrels=[{"q_id": "q1", "p_id": "d2", "score": 1}, {"q_id": "q1", "p_id": "d2", "score": 0}],
+    )
+    out = tmp_path / "out"
+    refused = "qrels.jsonl:2: duplicate judgment"
+    for name in ("a", "b"):
+        res = cli("evaluate", "-r", "bm25", "-d", str(root), "-o", str(out), "--name", name)
+        assert res.returncode == 0, res.stderr
+    res = cli("evaluate", "-r", "bm25", "-d", str(root), "-o", str(tmp_path / "o2"), env={"R2MED_STRICT": "1"})
+    assert res.returncode == 2 and refused in res.stderr, res.stderr
+    assert "R2MED_STRICT" not in os.environ
+    for args in (("score", "--strict"), ("--strict", "score")):
+        res = cli(*args, str(root), str(out / "a" / "c" / "run.trec"))
+        assert res.returncode == 2 and refused in res.stderr, res.stderr
+    assert cli("score", str(root), str(out / "a" / "c" / "run.trec")).returncode == 0
+    res = cli("--strict", "fuse", str(out / "a"), str(out / "b"), "-o", str(tmp_path / "fused"))
+    assert res.returncode == 2 and refused in res.stderr, res.stderr
+    assert not (tmp_path / "fused").exists() or not any((tmp_path / "fused").rglob("metrics.json"))
+    run = out / "a" / "c" / "run.trec"
+    res = cli("--strict", "import", str(run), "--name", "imp", "-d", str(root), "-o", str(tmp_path / "imp"))
+    assert res.returncode == 2 and refused in res.stderr, res.stderr
+    assert cli("fuse", str(out / "a"), str(out / "b"), "-o", str(tmp_path / "fused")).returncode == 0
+    with pytest.raises(DataError, match=refused):
+        load_task("c", tmp_path, strict=True)
+    with pytest.raises(DataError, match=refused):
+        resolve("all", root, strict=True)[0].load()
+    os.environ["R2MED_STRICT"] = "1"
+    try:  # read by the CLI only
+        assert len(load_task("c", tmp_path).qrels["q1"]) == 1
+    finally:
+        del os.environ["R2MED_STRICT"]
 
 
 def test_ids_that_are_json_numbers_are_their_decimal_string(tmp_path):

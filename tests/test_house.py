@@ -180,13 +180,18 @@ def test_one_resolver_for_task_names_and_folders(tmp_path):
 def test_registry_records_answer_what_names_used_to():
     from r2med.jobs.ray import default_resources
     from r2med.jobs.reproduce import paper_options
-    from r2med.retrieval.registry import retriever_meta, tolerance_for
+    from r2med.retrieval.registry import retriever_meta
 
     nv, openai, bm25 = retriever_meta("nv"), retriever_meta("openai"), retriever_meta("bm25")
     assert nv.needs_gpu == "7B" and nv.local_model and nv.paper_dtype == "fp16" and nv.api_key_env is None
     assert openai.api_key_env == "OPENAI_API_KEY" and not openai.local_model and openai.extra is None
     assert bm25.family == "lexical" and not bm25.local_model
-    assert [tolerance_for(n) for n in ("bm25", "bge", "voyage", "qwen3-emb-8b")] == [0.5, 1.0, 2.0, 1.5]
+    assert [retriever_meta(n).default_tolerance for n in ("bm25", "bge", "voyage", "qwen3-emb-8b")] == [
+        0.5,
+        1.0,
+        2.0,
+        1.5,
+    ]
     from r2med.results.published import PublishedKey, tolerance_of
 
     # a published configuration's tolerance: its reranker's class when it names one, else its retriever's

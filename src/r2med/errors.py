@@ -3,6 +3,10 @@
 A value echoed inside a message (a name, an option's value) goes through :func:`shown`, which
 quotes it and cuts it to a bounded length, so a 5 MB argument gives a short line; the CLI also
 caps the whole line (:data:`MAX_ERROR_CHARS`).
+
+Each kind is also the built-in exception it is, so code that does not know r2med catches it as it would
+any other library's: :class:`OptionError` and :class:`DataError` are ``ValueError`` (``BM25(k1=-1)``, as
+in bm25s), :class:`NotFound` is ``FileNotFoundError`` (a missing collection folder or data file).
 """
 
 from __future__ import annotations
@@ -37,7 +41,16 @@ class R2MedError(Exception):
     exit_code = 2
 
 
-class DataError(R2MedError):
+class OptionError(R2MedError, ValueError):
+    """A parameter or option with a value r2med does not take (a negative ``k1``, an unknown task or
+    retriever name); the message says what it takes."""
+
+
+class NotFound(R2MedError, FileNotFoundError):
+    """A file or folder the user named does not exist; the message names it."""
+
+
+class DataError(R2MedError, ValueError):
     """Bad input data, located at ``file:line``; ``context`` (what the reader took the file for, e.g.
     ``BEIR layout (queries.jsonl found)``) goes in front of the location."""
 
@@ -48,6 +61,11 @@ class DataError(R2MedError):
         self.context = context
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{context}: {where}: {message}" if context else f"{where}: {message}")
+
+
+class MissingDataFile(DataError, NotFound):
+    """A data file a reader was given does not exist: a :class:`DataError` (it names the file) that is also
+    :class:`NotFound` (``FileNotFoundError``)."""
 
 
 class MissingExtraError(R2MedError):

@@ -85,31 +85,29 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-def enable_strict_data(ctx: typer.Context) -> None:
-    """``--strict``: the data readers of this command (and of workers it starts) refuse repeated ids.
+#: The environment variable holding ``r2med --strict``'s default (read once, by the CLI only).
+STRICT_ENV = "R2MED_STRICT"
 
-    Set through the environment so that worker processes inherit it; restored when the command ends,
-    so an in-process caller (tests, notebooks) is left as it was.
-    """
+
+def strict_from_environment() -> bool:
+    """``$R2MED_STRICT`` set to 1/true/yes/on: the default of ``r2med --strict``."""
     import os
 
-    from ..data.files import STRICT_ENV
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
-    before = os.environ.get(STRICT_ENV)
-    os.environ[STRICT_ENV] = "1"
 
-    def restore() -> None:
-        if before is None:
-            os.environ.pop(STRICT_ENV, None)
-        else:
-            os.environ[STRICT_ENV] = before
-
-    ctx.call_on_close(restore)
+def strict_data(ctx: typer.Context, strict: bool = False) -> bool:
+    """Whether this command's data readers refuse repeated ids: its own ``--strict``, or ``r2med --strict``
+    (default ``$R2MED_STRICT``).  The answer is passed down as the ``strict`` parameter of the jobs and
+    loaders (and travels with each :class:`~r2med.data.TaskRef` to workers)."""
+    settings = ctx.find_root().obj
+    return strict or bool(isinstance(settings, dict) and settings.get("strict"))
 
 
 def enable_random_init(ctx: typer.Context) -> None:
     """``--allow-random-init``: models whose checkpoints lack tensors load anyway, those tensors random (for
-    tests with tiny random models; :mod:`r2med.infra.weights`).  Through the environment, as ``--strict``."""
+    tests with tiny random models; :mod:`r2med.infra.weights`).  Through the environment, so worker processes
+    inherit it; restored when the command ends."""
     import os
 
     from ..infra.weights import ALLOW_ENV
@@ -145,8 +143,7 @@ def _main(
         help="Load models whose checkpoint lacks tensors, leaving them random (for tests; default: refused).",
     ),
 ) -> None:
-    if strict:
-        enable_strict_data(ctx)
+    ctx.obj = {**(ctx.obj or {}), "strict": strict or strict_from_environment()}
     if allow_random_init:
         enable_random_init(ctx)
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..data.tasks import TASKS
-from . import app, enable_strict_data
+from . import app, strict_data
 from ..infra.containment import check_output_dir, system_folder
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (
@@ -161,15 +161,14 @@ def evaluate_command(
     from ..errors import R2MedError
     from ..jobs import evaluate as jobs
 
-    if strict:
-        enable_strict_data(ctx)
+    strict = strict_data(ctx, strict)
     names = comma_list(retriever) if ray else [retriever]
     if name is not None and len(names) > 1:
         raise R2MedError(f"--name names one result, but --retriever lists {len(names)}")
     check_output_dir(out)
     if not no_cache:
         check_home()
-    refs = resolve(tasks, data_dir, revision, split)
+    refs = resolve(tasks, data_dir, revision, split, strict=strict)
     columns = table_measures(measure)
     options = dict(
         k1=k1,
@@ -237,6 +236,7 @@ def evaluate_command(
 
 @app.command("demo")
 def demo_command(
+    ctx: typer.Context,
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="Results root (default: $R2MED_HOME/demo, apart from your own results)."
     ),
@@ -250,7 +250,7 @@ def demo_command(
         check_output_dir(out)
     check_home()
     out = demo_out(out)
-    refs, fallback = demo_tasks(revision)
+    refs, fallback = demo_tasks(revision, strict=strict_data(ctx))
     if fallback is not None:
         console.print(
             f"[yellow]The Hugging Face hub cannot be reached, so the same pipeline runs on the built-in "
@@ -289,10 +289,9 @@ def score_command(
     """Score a run file against judgments, trec_eval style."""
     from ..jobs.evaluate import score_files
 
-    if strict:
-        enable_strict_data(ctx)
+    strict = strict_data(ctx, strict)
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
-    metrics = score_files(qrels, run, parse_measures(measure), count_missing)
+    metrics = score_files(qrels, run, parse_measures(measure), count_missing, strict=strict)
     if fmt == "json":
         payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
         if per_query:
@@ -333,8 +332,7 @@ def import_command(
     from ..jobs.evaluate import Summary
     from ..jobs.imports import import_files
 
-    if strict:
-        enable_strict_data(ctx)
+    strict = strict_data(ctx, strict)
     columns = table_measures(measure)
     system = import_files(
         runs,
@@ -347,5 +345,6 @@ def import_command(
         measures=columns,
         count_missing=count_missing,
         overwrite=overwrite,
+        strict=strict,
     )
     print_summary(system.results, Summary(system.name, retriever="imported"), system.folder, measures=columns)

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from . import app
+from . import app, strict_data
 from ._ui import print_with_paths
 from .options import (
     AT_LEAST_0,
@@ -33,6 +33,7 @@ from .options import (
 
 @app.command("encode")
 def encode_command(
+    ctx: typer.Context,
     retriever: str = typer.Option(..., "--retriever", "-r", help="Dense retriever: a preset or 'dense' with --model."),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
@@ -79,7 +80,7 @@ def encode_command(
         trust_remote_code=trust_remote_code or None,
     )
     done = encode_tasks(
-        resolve(tasks, data_dir, revision),
+        resolve(tasks, data_dir, revision, strict=strict_data(ctx)),
         retriever,
         options,
         ray=ray,

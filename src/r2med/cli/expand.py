@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from . import app
+from . import app, strict_data
 from ._ui import print_next, print_with_paths
 from .options import (
     AT_LEAST_0,
@@ -35,6 +35,7 @@ from .options import (
 
 @app.command("expand")
 def expand_command(
+    ctx: typer.Context,
     method: str = typer.Option(..., "--method", help="hyde, query2doc, lamer, search-r1 or search-o1."),
     model: str = typer.Option(
         ..., "--model", help="Model name at the endpoint (e.g. gpt-4o, Qwen/Qwen2.5-7B-Instruct)."
@@ -99,7 +100,7 @@ def expand_command(
         for noisy in ("httpx2", "httpx", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     method, llm, done = expand_tasks(
-        resolve(tasks, data_dir, revision, split),
+        resolve(tasks, data_dir, revision, split, strict=strict_data(ctx)),
         method,
         model,
         out,

@@ -7,13 +7,14 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from . import app
+from . import app, strict_data
 from ._ui import console, print_fitted, table_console
 from .options import Overwrite, Wide
 
 
 @app.command("run")
 def run_command(
+    ctx: typer.Context,
     experiment: Path = typer.Argument(
         ...,
         help="The experiment file (TOML: out, [data], [[retrievers]], "
@@ -45,7 +46,7 @@ def run_command(
             escape(f"{outcome.step.kind} {outcome.step.label}: {outcome.tasks} task(s){reused}"), highlight=False
         )
 
-    jobs.run_experiment(exp, overwrite=overwrite, on_step=done)
+    jobs.run_experiment(exp, overwrite=overwrite, on_step=done, strict=strict_data(ctx))
     written, boards = jobs.write_reports(exp)
     for board in boards:
         print_fitted(board.to_rich, wide=wide)

@@ -10,13 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from . import app
+from . import app, strict_data
 from ._ui import console, print_fitted
 from .options import Runs, Wide
 
 
 @app.command("export")
 def export_command(
+    ctx: typer.Context,
     runs: Runs,
     out: Path = typer.Option(
         ...,
@@ -50,7 +51,14 @@ def export_command(
     from ..jobs.export import export_runs
 
     for report in export_runs(
-        runs, out, fmt, model=model, model_revision=model_revision, force=force, mteb_task=mteb_task
+        runs,
+        out,
+        fmt,
+        model=model,
+        model_revision=model_revision,
+        force=force,
+        mteb_task=mteb_task,
+        strict=strict_data(ctx),
     ):
         table = Table(title=escape(f"{report.model_name} ({report.model_revision}): MTEB results"))
         for col in ("task", "MTEB task", "dataset revision", "nDCG@10", "scores"):

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import R2MedError
-from . import app
+from . import app, strict_data
 from ._ui import console, emit, print_fitted, table_console
 from .options import (
     AT_LEAST_0,
@@ -44,6 +44,7 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 
 @app.command("report")
 def report_command(
+    ctx: typer.Context,
     runs: Runs,
     measures: Optional[list[str]] = typer.Option(
         None,
@@ -130,7 +131,9 @@ def report_command(
     if by is not None:
         from ..evaluation.facets import SCENARIO
 
-        collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
+        collections = (
+            {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision, strict=strict_data(ctx))
+        )
         shown = [FacetBoard(jobs.facet_report(systems, b.measure, by, average, collections), b.measure) for b in boards]
     if fmt == "table" and output is None:
         for table in shown:
@@ -140,7 +143,7 @@ def report_command(
     if html is not None:
         from ..report.html import write_html
 
-        texts = jobs.task_texts(board.tasks, data_dir, hub=hub, revision=revision)
+        texts = jobs.task_texts(board.tasks, data_dir, hub=hub, revision=revision, strict=strict_data(ctx))
         texts.update(collections or {})
         facets = jobs.html_facets(systems, board.measure, texts, average, by)
         write_html(
@@ -208,6 +211,7 @@ def compare_command(
 
 @app.command("reproduce")
 def reproduce_command(
+    ctx: typer.Context,
     dry_run: bool = typer.Option(
         False, "--dry-run", "-n", help="Only list what would run here and why the rest cannot."
     ),
@@ -247,7 +251,9 @@ def reproduce_command(
     if fmt not in ("table", "json"):
         raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
     matrix = jobs.targets(comma_list(settings), comma_list(retrievers) or None, parse_tasks(tasks))
-    env = jobs.Environment(data_dir, force_cpu=force_cpu, revision=revision, trust_remote_code=trust_remote_code)
+    env = jobs.Environment(
+        data_dir, force_cpu=force_cpu, revision=revision, trust_remote_code=trust_remote_code, strict=strict_data(ctx)
+    )
     planned = jobs.plan(matrix, env)
     if dry_run:
         if fmt == "json":
@@ -289,6 +295,7 @@ def reproduce_command(
 
 @app.command("plot")
 def plot_command(
+    ctx: typer.Context,
     runs: Runs,
     output: Path = typer.Option(
         ..., "--output", "-o", help="The figure: .png, .pdf or .svg (the suffix names the format)."
@@ -337,7 +344,9 @@ def plot_command(
         from ..evaluation.facets import SCENARIO
         from ..evaluation.metrics import canonical
 
-        collections = {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision)
+        collections = (
+            {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision, strict=strict_data(ctx))
+        )
         plot.plot_facets(
             jobs.facet_report(systems, canonical(measure), by, average, collections), canonical(measure), output
         )

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from . import app, strict_data
 from ._ui import print_summary
 from .core import table_measures
 from .options import (
@@ -29,6 +29,7 @@ from .options import (
 
 @app.command("rerank")
 def rerank_command(
+    ctx: typer.Context,
     run: Path = typer.Option(
         ...,
         "--run",
@@ -148,12 +149,14 @@ def rerank_command(
         measures=columns,
         count_missing=count_missing,
         overwrite=overwrite,
+        strict=strict_data(ctx),
     ):
         print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)
 
 
 @app.command("fuse")
 def fuse_command(
+    ctx: typer.Context,
     runs: list[Path] = typer.Argument(
         ...,
         help="Systems to fuse, two or more: system folders (OUT/<system>), "
@@ -197,5 +200,6 @@ def fuse_command(
         measures=columns,
         count_missing=count_missing,
         overwrite=overwrite,
+        strict=strict_data(ctx),
     )
     print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)

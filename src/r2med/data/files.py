@@ -11,8 +11,8 @@ the order), and identical repeats change nothing; each kind is counted in one
 warning.  The paper's BM25 script reads the corpus as a list instead, so every copy
 counts in its statistics: :func:`read_texts` hands the superseded copies' texts back
 (``repeats=``), :attr:`r2med.data.Collection.corpus_repeats` keeps them and BM25 indexes
-them (docs/data.md, "Repeated ids").  In strict mode (``strict=True``, ``with strict_reading():``, the CLI's
-``--strict`` or ``R2MED_STRICT=1``) any repeat is a ``file:line`` error instead.
+them (docs/data.md, "Repeated ids").  In strict mode (each reader's and loader's ``strict=True`` parameter,
+which the CLI's ``--strict`` sets) any repeat is a ``file:line`` error instead.
 
 JSON lines are parsed by orjson when it is installed (about 2.5x faster); a line
 orjson refuses, or one holding a float (orjson reads integers beyond 64 bits as
@@ -22,18 +22,15 @@ reference: both paths give identical results (tested).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from ..errors import DataError, MissingDataFile
 from .collection import Qrels
 
 try:
@@ -46,32 +43,12 @@ log = logging.getLogger(__name__)
 GRADE_MIN, GRADE_MAX = -1000, 1000
 """Relevance grades r2med accepts (negative grades count as judged non-relevant, as in trec_eval)."""
 
-STRICT_ENV = "R2MED_STRICT"
-_STRICT: contextvars.ContextVar[bool | None] = contextvars.ContextVar("r2med_strict", default=None)
 _BLOCK = 1 << 20  # bytes read at a time: memory stays bounded, and reused (fewer page faults than larger blocks)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SHOWN_IDS = 5
 _has_space = re.compile(r"\s").search  # \s is str.isspace(): the characters str.split() cuts at
-
-
-def strict_default() -> bool:
-    """Whether readers refuse repeated ids: ``strict_reading()`` if active, else ``$R2MED_STRICT``."""
-    value = _STRICT.get()
-    if value is not None:
-        return value
-    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@contextlib.contextmanager
-def strict_reading(strict: bool = True) -> Iterator[None]:
-    """Within the block, readers refuse (``strict=True``) or merge (``False``) repeated ids."""
-    token = _STRICT.set(strict)
-    try:
-        yield
-    finally:
-        _STRICT.reset(token)
 
 
 def _short(value: Any, limit: int = 40) -> str:
@@ -84,7 +61,7 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
-        raise DataError(path, None, "file not found") from None
+        raise MissingDataFile(path, None, "file not found") from None
     except IsADirectoryError:
         raise DataError(path, None, "is a folder, not a file") from None
     except OSError as exc:
@@ -283,19 +260,18 @@ def read_texts(
     text_key: str = "text",
     title_key: str | None = None,
     keep_meta: bool = False,
-    strict: bool | None = None,
+    strict: bool = False,
     repeats: list[str] | None = None,
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """Read ``{id, text}`` records into an ordered id -> text map (titles joined in front when present).
 
-    A repeated id replaces the earlier record in place (see the module docstring); with ``strict``
-    (default: :func:`strict_default`) it is a DataError.  ``repeats``, when given, receives the text of
+    A repeated id replaces the earlier record in place (see the module docstring); with ``strict`` it is a
+    DataError.  ``repeats``, when given, receives the text of
     every copy the map does not hold (an identical repeat, or the earlier record a different one
     replaced), in file order of the line that dropped it: the map's texts plus these are the file read
     as a list, as the paper's BM25 script reads it.
     """
     path = Path(path)
-    strict = strict_default() if strict is None else strict
     texts: dict[str, str] = {}
     meta: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
@@ -365,9 +341,9 @@ def parse_grade(path: Path, number: int, value: Any) -> int:
 class _QrelsBuilder:
     """Judgments line by line: a repeated (query, doc) pair keeps the last grade (strict: an error)."""
 
-    def __init__(self, path: Path, strict: bool | None):
+    def __init__(self, path: Path, strict: bool):
         self.path = path
-        self.strict = strict_default() if strict is None else strict
+        self.strict = strict
         self.qrels: Qrels = {}
         self.seen: dict[tuple[str, str], int] = {}
         self.same: list[str] = []
@@ -396,7 +372,7 @@ class _QrelsBuilder:
 
 
 def read_qrels_jsonl(
-    path: Path, qid_key: str = "q_id", did_key: str = "p_id", score_key: str = "score", strict: bool | None = None
+    path: Path, qid_key: str = "q_id", did_key: str = "p_id", score_key: str = "score", strict: bool = False
 ) -> Qrels:
     path = Path(path)
     builder = _QrelsBuilder(path, strict)
@@ -409,7 +385,7 @@ def read_qrels_jsonl(
     return builder.done()
 
 
-def read_qrels_tsv(path: Path, strict: bool | None = None) -> Qrels:
+def read_qrels_tsv(path: Path, strict: bool = False) -> Qrels:
     """BEIR's ``qrels/<split>.tsv``: ``query-id<TAB>corpus-id<TAB>score`` with a header line."""
     path = Path(path)
     builder = _QrelsBuilder(path, strict)
@@ -427,7 +403,7 @@ def read_qrels_tsv(path: Path, strict: bool | None = None) -> Qrels:
     return builder.done()
 
 
-def read_qrels_trec(path: Path, strict: bool | None = None) -> Qrels:
+def read_qrels_trec(path: Path, strict: bool = False) -> Qrels:
     """A TREC qrels file: ``qid iteration docid relevance`` per line (whitespace-separated)."""
     path = Path(path)
     builder = _QrelsBuilder(path, strict)
@@ -440,7 +416,7 @@ def read_qrels_trec(path: Path, strict: bool | None = None) -> Qrels:
     return builder.done()
 
 
-def read_qrels(path: str | Path, strict: bool | None = None) -> Qrels:
+def read_qrels(path: str | Path, strict: bool = False) -> Qrels:
     """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC."""
     path = Path(path)
     if path.suffix == ".jsonl":

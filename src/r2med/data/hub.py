@@ -470,7 +470,7 @@ def hub_problem() -> str | None:
     return None
 
 
-def load_from_hub(task: str, revision: str | None = None) -> Collection:
+def load_from_hub(task: str, revision: str | None = None, strict: bool = False) -> Collection:
     """Task ``task`` at ``revision_for(task, revision)``: its three files from one commit, recorded on the collection."""
     from .tasks import get_task
 
@@ -486,6 +486,7 @@ def load_from_hub(task: str, revision: str | None = None) -> Collection:
         spec.name,
         source=f"hf://datasets/{spec.hub_id}@{commit}",
         revision=commit,
+        strict=strict,
     )
     log.info("%s: hub data at commit %s%s", spec.name, commit, "" if wanted == commit else f" ({wanted})")
     return coll

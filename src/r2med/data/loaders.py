@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..errors import DataError, R2MedError
+from ..errors import DataError, NotFound, OptionError, R2MedError
 from .collection import Collection
 from .files import read_qrels, read_qrels_jsonl, read_qrels_tsv, read_texts
 
@@ -47,7 +47,7 @@ DEFAULT_SPLIT: Split = "test"
 def check_split(split: str) -> Split:
     """``split`` if it is one of :data:`SPLITS`, else a one-line error."""
     if split not in SPLITS:
-        raise R2MedError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+        raise OptionError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     return split  # type: ignore[return-value]
 
 
@@ -79,7 +79,7 @@ def layout_context(root: Path) -> Iterator[None]:
     except DataError as exc:
         if exc.context is not None:
             raise
-        raise DataError(exc.path, exc.line, exc.message, context=describe_layout(root)) from None
+        raise type(exc)(exc.path, exc.line, exc.message, context=describe_layout(root)) from None
 
 
 def beir_splits(root: Path) -> list[str]:
@@ -116,10 +116,17 @@ def qrels_file(root: str | os.PathLike[str], split: str = DEFAULT_SPLIT) -> Path
     return path
 
 
-def load_r2med_folder(root: str | os.PathLike[str], name: str | None = None, source: str | None = None) -> Collection:
+def load_r2med_folder(
+    root: str | os.PathLike[str], name: str | None = None, source: str | None = None, strict: bool = False
+) -> Collection:
     root = Path(root)
     return load_r2med_files(
-        root / "corpus.jsonl", root / "query.jsonl", root / "qrels.jsonl", name or root.name, source=source
+        root / "corpus.jsonl",
+        root / "query.jsonl",
+        root / "qrels.jsonl",
+        name or root.name,
+        source=source,
+        strict=strict,
     )
 
 
@@ -130,16 +137,18 @@ def load_r2med_files(
     name: str,
     source: str | None = None,
     revision: str | None = None,
+    strict: bool = False,
 ) -> Collection:
     """A collection from the three R2MED files (expansion files are looked for beside ``query.jsonl``).
 
     ``source`` is recorded in results (default: the folder of ``query.jsonl``, absolute, so it is found
-    from any directory); ``revision`` is the hub commit the files came from.
+    from any directory); ``revision`` is the hub commit the files came from; ``strict``: a repeated id or
+    judgment is an error (default: the last one is kept, as the paper's loader).
     """
     repeats: list[str] = []
-    corpus, _ = read_texts(corpus_path, repeats=repeats)
-    queries, meta = read_texts(query_path, keep_meta=True)
-    qrels = read_qrels_jsonl(qrels_path)
+    corpus, _ = read_texts(corpus_path, repeats=repeats, strict=strict)
+    queries, meta = read_texts(query_path, keep_meta=True, strict=strict)
+    qrels = read_qrels_jsonl(qrels_path, strict=strict)
     return Collection(
         name=name,
         corpus=corpus,
@@ -153,16 +162,18 @@ def load_r2med_files(
     )
 
 
-def load_beir_folder(root: str | os.PathLike[str], name: str | None = None, split: str = DEFAULT_SPLIT) -> Collection:
+def load_beir_folder(
+    root: str | os.PathLike[str], name: str | None = None, split: str = DEFAULT_SPLIT, strict: bool = False
+) -> Collection:
     """A BEIR folder's corpus, and the queries and judgments of ``split`` (``qrels/<split>.tsv``)."""
     root = Path(root)
     split = check_split(split)
     qrels_path = _check_split_exists(root, split)
     repeats: list[str] = []
     with layout_context(root):
-        corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title", repeats=repeats)
-        queries, meta = read_texts(root / "queries.jsonl", id_key="_id", keep_meta=True)
-        qrels = read_qrels_tsv(qrels_path)
+        corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title", repeats=repeats, strict=strict)
+        queries, meta = read_texts(root / "queries.jsonl", id_key="_id", keep_meta=True, strict=strict)
+        qrels = read_qrels_tsv(qrels_path, strict=strict)
     # BEIR ships all splits' queries in one file: keep those judged in this split.
     queries = {q: t for q, t in queries.items() if q in qrels} or queries
     meta = {q: m for q, m in meta.items() if q in queries}
@@ -179,33 +190,38 @@ def load_beir_folder(root: str | os.PathLike[str], name: str | None = None, spli
 
 
 def load_folder(
-    root: str | os.PathLike[str], name: str | None = None, qrels: str | None = None, split: str = DEFAULT_SPLIT
+    root: str | os.PathLike[str],
+    name: str | None = None,
+    qrels: str | None = None,
+    split: str = DEFAULT_SPLIT,
+    strict: bool = False,
 ) -> Collection:
     """Load a collection folder in R2MED or BEIR layout (detected); ``qrels`` overrides the judgments file.
 
     ``split`` chooses a BEIR folder's judgments (``qrels/<split>.tsv``); an R2MED folder has one split,
-    so anything but ``test`` is an error there.  Data errors name the layout guessed.
+    so anything but ``test`` is an error there.  Data errors name the layout guessed.  ``strict``: a
+    repeated id or judgment is a ``file:line`` error (default: the last one is kept, as the paper's loader).
     """
     root = Path(root)
     split = check_split(split)
     if not root.is_dir():
-        raise R2MedError(f"{root}: no such folder")
+        raise NotFound(f"{root}: no such folder")
     if root.name in ("", ".", ".."):  # name the collection after the real folder
         root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)
     if layout == "r2med":
         _check_one_split(root, split)
         with layout_context(root):
-            coll = load_r2med_folder(root, name)
+            coll = load_r2med_folder(root, name, strict=strict)
     else:
-        coll = load_beir_folder(root, name, split)
-    return coll.replace(qrels=read_qrels(qrels)) if qrels else coll
+        coll = load_beir_folder(root, name, split, strict=strict)
+    return coll.replace(qrels=read_qrels(qrels, strict=strict)) if qrels else coll
 
 
-def load_demo() -> Collection:
+def load_demo(strict: bool = False) -> Collection:
     """The built-in demo collection (package data): short medical passages with judgments."""
     from importlib import resources
 
     root = resources.files("r2med").joinpath("demo_data")
     with resources.as_file(root) as path:
-        return load_r2med_folder(Path(path), name="demo", source=DEMO_SOURCE)
+        return load_r2med_folder(Path(path), name="demo", source=DEMO_SOURCE, strict=strict)

@@ -38,15 +38,16 @@ class TaskRef:
     source: str
     revision: str | None = None  # hub tasks: the --revision spec (None: the pinned commit)
     split: str = DEFAULT_SPLIT
+    strict: bool = False  # refuse repeated ids and judgments (``--strict``); it travels with the ref to workers
 
     def load(self) -> Collection:
         if self.source == DEMO:
-            return load_demo()
+            return load_demo(strict=self.strict)
         if self.source == HUB:
             from .hub import load_from_hub
 
-            return load_from_hub(self.name, revision=self.revision)
-        return load_folder(self.source, name=self.name, split=self.split)
+            return load_from_hub(self.name, revision=self.revision, strict=self.strict)
+        return load_folder(self.source, name=self.name, split=self.split, strict=self.strict)
 
 
 def is_collection(folder: Path) -> bool:
@@ -79,6 +80,7 @@ def resolve(
     data_dir: str | os.PathLike[str] | None = None,
     revision: str | None = None,
     split: str = DEFAULT_SPLIT,
+    strict: bool = False,
 ) -> list[TaskRef]:
     """The tasks to run, checked before anything is loaded.
 
@@ -89,6 +91,7 @@ def resolve(
     * no ``data_dir``: R2MED's tasks from the hub (at ``revision``).
 
     ``split``: the BEIR split of the folders (``qrels/<split>.tsv``); the hub's tasks have only ``test``.
+    ``strict``: the refs' collections refuse repeated ids and judgments when loaded.
     """
     from .hub import parse_revision
 
@@ -100,7 +103,7 @@ def resolve(
                 f"--split {split}: R2MED's hub tasks have one split (test); --split chooses among "
                 "the qrels/<split>.tsv of BEIR folders given with --data-dir"
             )
-        return [TaskRef(name, HUB, revision) for name in parse_tasks(tasks)]
+        return [TaskRef(name, HUB, revision, strict=strict) for name in parse_tasks(tasks)]
     root = _root(data_dir)
     asked = _asked(tasks)
     if is_collection(root):
@@ -110,7 +113,7 @@ def resolve(
                 f"--data-dir {data_dir} is one collection ({root.name}); --tasks {','.join(other)} "
                 "does not name it: pass the folder holding the collections, or leave --tasks out"
             )
-        return [TaskRef(root.name, str(root), split=split)]
+        return [TaskRef(root.name, str(root), split=split, strict=strict)]
     if not root.is_dir():
         raise R2MedError(f"--data-dir {data_dir}: no such folder")
     folders = collection_folders(root)
@@ -120,7 +123,7 @@ def resolve(
             "(expected <data-dir>/corpus.jsonl or <data-dir>/<collection>/corpus.jsonl)"
         )
     if asked is None:
-        return [TaskRef(_task_name(f), str(f), split=split) for f in folders]
+        return [TaskRef(_task_name(f), str(f), split=split, strict=strict) for f in folders]
     by_name = {f.name.lower(): f for f in folders}
     refs = []
     for name in asked:
@@ -131,7 +134,7 @@ def resolve(
                 f"{did_you_mean(name, [f.name for f in folders])}; "
                 f"it holds: {', '.join(f.name for f in folders)}"
             )
-        refs.append(TaskRef(_task_name(folder), str(folder), split=split))
+        refs.append(TaskRef(_task_name(folder), str(folder), split=split, strict=strict))
     return refs
 
 
@@ -148,6 +151,7 @@ def locate(
     recorded: Mapping[str, Any] | None = None,
     hub: bool = True,
     alone: bool = False,
+    strict: bool = False,
 ) -> TaskRef | None:
     """Where the collection of ``task`` (a name results are filed under) is, or None.
 
@@ -156,7 +160,7 @@ def locate(
     demo (``task == "demo"`` or a recorded demo source); without ``data_dir``, the folder a run
     recorded as its ``source`` (``recorded``: its metrics.json); last, when ``hub`` allows, the
     hub for R2MED's tasks, at ``revision`` or else the commit the run recorded.  A folder is read at
-    the BEIR split the run recorded (``split``; else ``test``).
+    the BEIR split the run recorded (``split``; else ``test``).  ``strict``: as in :func:`resolve`.
     """
     recorded = recorded or {}
     stored_split = recorded.get("split")
@@ -166,17 +170,19 @@ def locate(
         names = [task] + ([get_task(task).name] if task.lower() in _lowered() else [])
         for name in names:
             if (root / name).is_dir():
-                return TaskRef(task, str(root / name), split=split)
+                return TaskRef(task, str(root / name), split=split, strict=strict)
         if is_collection(root) and (alone or root.name == task):
-            return TaskRef(task, str(root), split=split)
+            return TaskRef(task, str(root), split=split, strict=strict)
     source = str(recorded.get("source") or "")
     if task == DEMO or source == DEMO_SOURCE:
-        return TaskRef(DEMO, DEMO)
+        return TaskRef(DEMO, DEMO, strict=strict)
     if data_dir is None and source and Path(source).is_dir():
-        return TaskRef(task, source, split=split)
+        return TaskRef(task, source, split=split, strict=strict)
     if hub and task.lower() in _lowered():
         stored = recorded.get("revision")
-        return TaskRef(get_task(task).name, HUB, revision or (stored if isinstance(stored, str) else None))
+        return TaskRef(
+            get_task(task).name, HUB, revision or (stored if isinstance(stored, str) else None), strict=strict
+        )
     return None
 
 
@@ -192,7 +198,11 @@ def task_filter(spec: str | None) -> set[str] | None:
 
 
 def load_task(
-    task: str, source: str | os.PathLike[str] | None = None, revision: str | None = None, split: str = DEFAULT_SPLIT
+    task: str,
+    source: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    split: str = DEFAULT_SPLIT,
+    strict: bool = False,
 ) -> Collection:
     """Load an R2MED task by name.
 
@@ -200,18 +210,20 @@ def load_task(
     the task's pinned commit unless ``revision`` -- ``main``, a commit, or ``TASK=REV`` pairs --
     says otherwise), a folder holding one sub-folder per task (``<source>/<Task>/corpus.jsonl``),
     or one collection folder. ``"demo"`` loads the built-in demo collection.  ``split``: a BEIR
-    folder's split (``qrels/<split>.tsv``).
+    folder's split (``qrels/<split>.tsv``).  ``strict``: refuse repeated ids and judgments.
     """
     if task == DEMO or source == DEMO:
-        return load_demo()
+        return load_demo(strict=strict)
     if source is None or str(source) == HUB:
-        return TaskRef(get_task(task).name, HUB, revision).load()
+        return TaskRef(get_task(task).name, HUB, revision, strict=strict).load()
     root = _root(source)
     name = get_task(task).name if task.lower() in _lowered() else task
     for folder in (root / task, root / name):
         if folder.is_dir():
-            return load_folder(folder, name=name, split=split)
-    return load_folder(root, name=task, split=split)  # one collection folder (or the reader's error naming it)
+            return load_folder(folder, name=name, split=split, strict=strict)
+    return load_folder(
+        root, name=task, split=split, strict=strict
+    )  # one collection folder (or the reader's error naming it)
 
 
 def require(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import R2MedError, did_you_mean, shown
+from ..errors import OptionError, did_you_mean, shown
 from ..protocol import hub_configs
 
 _SCENARIO = {
@@ -28,6 +28,8 @@ _SCENARIO = {
 @dataclass(frozen=True)
 class TaskSpec:
     name: str
+    #: the dataset card's name of the task ("Medical Sciences"); r2med itself names it by ``name``, but
+    #: ``r2med tasks --format json`` lists it, so it stays
     display_name: str
     hub_id: str
     queries: int
@@ -73,7 +75,7 @@ def get_task(name: str) -> TaskSpec:
     lowered = {k.lower(): k for k in TASKS}
     if name.lower() in lowered:
         return TASKS[lowered[name.lower()]]
-    raise R2MedError(
+    raise OptionError(
         f"unknown task {shown(name)}{did_you_mean(name, TASK_NAMES)}; choose from: {', '.join(TASK_NAMES)}"
     )
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..errors import R2MedError, did_you_mean
+from ..errors import OptionError, R2MedError, did_you_mean
 
 CUTOFFS = (1, 10, 25, 50, 100)
 #: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
@@ -45,7 +45,7 @@ def canonical(measure: str) -> str:
     m = re.fullmatch(r"([A-Za-z_]+?)[@._](\d+)", text)
     if m and m.group(1).lower() in _ALIASES:
         return f"{_ALIASES[m.group(1).lower()]}_{int(m.group(2))}"
-    raise R2MedError(
+    raise OptionError(
         f"unknown measure {measure!r}{did_you_mean(text, _measure_spellings(text))}; "
         "use e.g. ndcg_cut_10, nDCG@10, map_cut_100, R@100, P@10, MRR"
     )

@@ -66,10 +66,6 @@ def trace_format_of(llm: str) -> str:
     return "none"
 
 
-def is_reasoning_llm(llm: str) -> bool:
-    return trace_format_of(llm) != "none"
-
-
 def strip_trace(text: str, trace_format: str) -> str:
     """Apply one format's rule to ``text`` (see the module table)."""
     if trace_format == "none":

@@ -403,32 +403,17 @@ def export_mteb(
     The model's revision folder is rebuilt beside itself and swapped in at the end, keeping the
     other tasks' files already there: an interrupted export leaves the previous folder whole.
     """
-    from ..infra.home import atomic_dir
-    from ..infra.containment import ensure_within, name_problem
-    from ..runs.run import check_metrics
-    from ..data.tasks import TASKS
-
     mteb = _import_mteb()
-    from mteb import ResultCache, TaskResult
-
     out = Path(out)
     names = mteb_task_names()
     meta = _model_meta(model_name, model_revision, model_meta)
-    for part, what in ((meta.model_name_as_path(), "model name"), (meta.revision, "model revision")):
-        problem = name_problem(part)
-        if problem is not None:
-            raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
-    # model_name_as_path() raises on a missing name and name_problem() refuses a missing revision
-    assert meta.name is not None and meta.revision is not None
+    _check_folder_names(meta)
     report = MtebExport(
         out=out,
         model_name=meta.name,
         model_revision=meta.revision,
         folder=out / "results" / meta.model_name_as_path() / meta.revision,
     )
-    refused: list[str] = []
-    built: list[tuple[Any, ExportedTask]] = []
-    seen: set[str] = set()
     results = list(results)
     named = find_mteb_task(mteb_task) if mteb_task is not None else None
     if named is not None and len(results) != 1:
@@ -436,91 +421,168 @@ def export_mteb(
             f"--mteb-task {mteb_task} names one collection, but the results hold {len(results)} "
             "tasks: export the system folder's one task (OUT/<system>/<task>)"
         )
+    refused: list[str] = []
+    built: list[tuple[Any, ExportedTask]] = []
+    seen: set[str] = set()
     for payload in results:
-        task = _task_name(payload)
-        label = task if task is not None else "(no task name)"
-        check_metrics(payload, f"results for {label}")
-        split = str(payload.get("split") or SPLIT)
-        if named is not None:
-            local = (counts or {}).get(str(payload.get("task")))
-            if local is None:
-                raise R2MedError(f"--mteb-task {mteb_task}: the collection of {label} could not be counted")
-            check_mteb_task(named, split, local, label)
-            task = label
-            names = {**names, task: named}
-        elif task is None or task not in TASKS:
-            report.skipped[label] = "not an R2MED task: MTEB has no task for it"
+        chosen = _choose_task(payload, names, named, mteb_task, counts, report, mteb.__version__)
+        if chosen is None:
             continue
-        if task not in names:
-            report.skipped[task] = f"the installed mteb {mteb.__version__} has no task for R2MED/{task}"
-            continue
+        task, mtask = chosen
         if task in seen:
             raise R2MedError(f"two results for {task}: export one system's results at a time")
         seen.add(task)
-        mtask = names[task]
-        pin = mtask.metadata.revision
-        recorded = payload.get("revision")
-        revision = pin
-        if named is not None and recorded is None:
-            report.warnings.append(
-                f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
-                f"({(counts or {})[str(payload.get('task'))]}); written with MTEB's dataset revision "
-                f"{pin} on that evidence"
-            )
-        elif recorded != pin:
-            if recorded is None:
-                why = (
-                    f"{task}: the results record no data revision (data from a local folder), "
-                    f"MTEB's {mtask.metadata.name} is pinned at {pin}"
-                )
-            else:
-                why = (
-                    f"{task}: the results were made on data revision {recorded}, MTEB's {mtask.metadata.name} "
-                    f"is pinned at {pin}"
-                )
-            if not force:
-                refused.append(why)
-                continue
-            if recorded is not None:
-                revision = str(recorded)
-                report.warnings.append(
-                    f"{why}; written with revision {recorded} (forced): MTEB's results "
-                    f"repository compares only results at its pinned revision"
-                )
-            else:
-                report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
-        k_values = tuple(getattr(mtask, "k_values", K_VALUES))
-        scores = mteb_scores(payload, k_values, (depths or {}).get(str(payload.get("task")) if named else task))
-        if mtask.metadata.main_score != MAIN_SCORE:
-            raise R2MedError(
-                f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
-                f"which r2med does not compute"
-            )
-        if "main_score" not in scores.values:
-            raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
-        judged = len(payload.get("per_query") or {})
-        if named is None and judged and judged != TASKS[task].queries:
-            report.warnings.append(
-                f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
-                f"(a subset, or queries without results)"
-            )
-        seconds = (payload.get("timing") or {}).get("total_s")
-        result = TaskResult.from_task_results(
-            mtask,
-            {split: {SUBSET: dict(scores.values)}},
-            # mteb types the parameter float, but its TaskResult field is float | None and None is passed through
-            evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,  # type: ignore[arg-type]
+        revision = _dataset_revision(task, mtask, payload, named is not None, counts, force, report, refused)
+        if revision is None:
+            continue
+        depth = (depths or {}).get(str(payload.get("task")) if named else task)
+        built.append(_built_task(task, mtask, payload, revision, depth, named is not None, report))
+    _check_something_to_write(refused, report, built)
+    _write_results(out, report, built, meta)
+    report.tasks = [exported for _, exported in built]
+    absent = [key for key in mteb_score_keys() if any(key in t.scores.absent for t in report.tasks)]
+    log.info(
+        "MTEB export: %d task(s) in %s; MTEB keys not exported (r2med did not compute them): %s",
+        len(report.tasks),
+        report.folder,
+        summarize_keys(absent),
+    )
+    return report
+
+
+def _check_folder_names(meta: Any) -> None:
+    """The model's name and revision become folder names: each must be a safe one."""
+    from ..infra.containment import name_problem
+
+    for part, what in ((meta.model_name_as_path(), "model name"), (meta.revision, "model revision")):
+        problem = name_problem(part)
+        if problem is not None:
+            raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
+
+
+def _choose_task(
+    payload: Mapping[str, Any],
+    names: dict[str, Any],
+    named: Any,
+    mteb_task: str | None,
+    counts: Mapping[str, CollectionCounts] | None,
+    report: MtebExport,
+    mteb_version: str,
+) -> tuple[str, Any] | None:
+    """(r2med task, MTEB task) a checked result is filed under; None: skipped (the reason in ``report``).
+    ``named``: the ``--mteb-task`` a local collection is filed as (its counts checked against it)."""
+    from ..data.tasks import TASKS
+    from ..runs.run import check_metrics
+
+    task = _task_name(payload)
+    label = task if task is not None else "(no task name)"
+    check_metrics(payload, f"results for {label}")
+    if named is not None:
+        split = str(payload.get("split") or SPLIT)
+        local = (counts or {}).get(str(payload.get("task")))
+        if local is None:
+            raise R2MedError(f"--mteb-task {mteb_task}: the collection of {label} could not be counted")
+        check_mteb_task(named, split, local, label)
+        return label, named
+    if task is None or task not in TASKS:
+        report.skipped[label] = "not an R2MED task: MTEB has no task for it"
+        return None
+    if task not in names:
+        report.skipped[task] = f"the installed mteb {mteb_version} has no task for R2MED/{task}"
+        return None
+    return task, names[task]
+
+
+def _dataset_revision(
+    task: str,
+    mtask: Any,
+    payload: Mapping[str, Any],
+    named: bool,
+    counts: Mapping[str, CollectionCounts] | None,
+    force: bool,
+    report: MtebExport,
+    refused: list[str],
+) -> str | None:
+    """The data revision a result is written with (see :func:`export_mteb`); None: refused (why, in ``refused``).
+    Warnings go to ``report``."""
+    pin: str = mtask.metadata.revision
+    recorded = payload.get("revision")
+    if named and recorded is None:
+        report.warnings.append(
+            f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
+            f"({(counts or {})[str(payload.get('task'))]}); written with MTEB's dataset revision "
+            f"{pin} on that evidence"
         )
-        if revision != result.dataset_revision:
-            result = result.model_copy(update={"dataset_revision": revision})
-        built.append(
-            (
-                result,
-                ExportedTask(
-                    task, mtask.metadata.name, revision, report.folder / f"{mtask.metadata.name}.json", scores
-                ),
-            )
+        return pin
+    if recorded == pin:
+        return pin
+    if recorded is None:
+        why = (
+            f"{task}: the results record no data revision (data from a local folder), "
+            f"MTEB's {mtask.metadata.name} is pinned at {pin}"
         )
+    else:
+        why = (
+            f"{task}: the results were made on data revision {recorded}, MTEB's {mtask.metadata.name} "
+            f"is pinned at {pin}"
+        )
+    if not force:
+        refused.append(why)
+        return None
+    if recorded is not None:
+        report.warnings.append(
+            f"{why}; written with revision {recorded} (forced): MTEB's results "
+            f"repository compares only results at its pinned revision"
+        )
+        return str(recorded)
+    report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
+    return pin
+
+
+def _built_task(
+    task: str,
+    mtask: Any,
+    payload: Mapping[str, Any],
+    revision: str,
+    depth: int | None,
+    named: bool,
+    report: MtebExport,
+) -> tuple[Any, ExportedTask]:
+    """MTEB's ``TaskResult`` of one result, and what :func:`export_mteb` reports of it."""
+    from mteb import TaskResult
+
+    from ..data.tasks import TASKS
+
+    split = str(payload.get("split") or SPLIT)
+    k_values = tuple(getattr(mtask, "k_values", K_VALUES))
+    scores = mteb_scores(payload, k_values, depth)
+    if mtask.metadata.main_score != MAIN_SCORE:
+        raise R2MedError(
+            f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
+            f"which r2med does not compute"
+        )
+    if "main_score" not in scores.values:
+        raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
+    judged = len(payload.get("per_query") or {})
+    if not named and judged and judged != TASKS[task].queries:
+        report.warnings.append(
+            f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
+            f"(a subset, or queries without results)"
+        )
+    seconds = (payload.get("timing") or {}).get("total_s")
+    result = TaskResult.from_task_results(
+        mtask,
+        {split: {SUBSET: dict(scores.values)}},
+        evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,
+    )
+    if revision != result.dataset_revision:
+        result = result.model_copy(update={"dataset_revision": revision})
+    path = report.folder / f"{mtask.metadata.name}.json"
+    return result, ExportedTask(task, mtask.metadata.name, revision, path, scores)
+
+
+def _check_something_to_write(refused: list[str], report: MtebExport, built: list[tuple[Any, ExportedTask]]) -> None:
+    """Refuse before writing when a revision differs (unforced) or nothing is left; log skips and warnings."""
     if refused:
         raise R2MedError(
             "not exported, the data revision differs from MTEB's (re-run on the hub data at "
@@ -536,6 +598,14 @@ def export_mteb(
     for message in report.warnings:
         log.warning("%s", message)
 
+
+def _write_results(out: Path, report: MtebExport, built: list[tuple[Any, ExportedTask]], meta: Any) -> None:
+    """The model's revision folder rebuilt beside itself (keeping the tasks exported before) and swapped in."""
+    from mteb import ResultCache
+
+    from ..infra.containment import ensure_within
+    from ..infra.home import atomic_dir
+
     final = ensure_within(out, report.folder)
     with atomic_dir(final) as tmp:
         cache = ResultCache(cache_path=tmp / "stage")
@@ -547,12 +617,3 @@ def export_mteb(
         for child in staged.iterdir():
             os.replace(child, tmp / child.name)
         shutil.rmtree(tmp / "stage")
-    report.tasks = [exported for _, exported in built]
-    absent = [key for key in mteb_score_keys() if any(key in t.scores.absent for t in report.tasks)]
-    log.info(
-        "MTEB export: %d task(s) in %s; MTEB keys not exported (r2med did not compute them): %s",
-        len(report.tasks),
-        report.folder,
-        summarize_keys(absent),
-    )
-    return report

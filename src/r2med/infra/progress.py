@@ -102,6 +102,7 @@ def set_quiet(quiet: bool = True) -> None:
 
 
 def is_quiet() -> bool:
+    """public: whether progress is silenced (:func:`set_quiet`, ``r2med -q``)."""
     return _settings.quiet
 
 

@@ -243,7 +243,7 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name, ungraded)
 
 
-def demo_tasks(revision: str | None = None) -> tuple[list[TaskRef], str | None]:
+def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[TaskRef], str | None]:
     """What ``r2med demo`` runs: R2MED's 8 tasks from the hub; when the hub cannot be reached (only then:
     a missing file or revision is an error), the built-in demo collection, with the reason."""
     from ..data import resolve
@@ -253,8 +253,8 @@ def demo_tasks(revision: str | None = None) -> tuple[list[TaskRef], str | None]:
     try:
         download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
     except HubUnavailable as exc:
-        return [TaskRef("demo", "demo")], str(exc)
-    return resolve("all", None, revision), None
+        return [TaskRef("demo", "demo", strict=strict)], str(exc)
+    return resolve("all", None, revision, strict=strict), None
 
 
 #: ``r2med demo`` runs the paper's BM25 as it was first published by r2med (no options recorded).
@@ -262,7 +262,11 @@ DEMO = Plan("bm25", label="bm25")
 
 
 def score_files(
-    qrels: str | Path, run: str | Path, measures: Iterable[str] | None = None, count_missing: bool = False
+    qrels: str | Path,
+    run: str | Path,
+    measures: Iterable[str] | None = None,
+    count_missing: bool = False,
+    strict: bool = False,
 ) -> Metrics:
     """``r2med score``: a run scored against judgments.
 
@@ -285,7 +289,7 @@ def score_files(
         log.info("scoring %s against %s", run, qrels)
     check_input_file(qrels, "qrels")
     check_input_file(run, "run")
-    judged = read_qrels(qrels)
+    judged = read_qrels(qrels, strict=strict)
     ranked = read_trec(run)
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:

@@ -449,20 +449,21 @@ def order_steps(steps: Sequence[Step], checker: Checker) -> list[Step]:
     return done
 
 
-def data_refs(exp: Experiment) -> list[Any]:
-    """The tasks of ``[data]`` (:func:`r2med.data.resolve` per folder of ``dirs``; ``demo``: the built-in demo)."""
+def data_refs(exp: Experiment, strict: bool = False) -> list[Any]:
+    """The tasks of ``[data]`` (:func:`r2med.data.resolve` per folder of ``dirs``; ``demo``: the built-in demo);
+    ``strict``: their collections refuse repeated ids and judgments."""
     from ..data import TaskRef, resolve
 
     tasks = exp.tasks
     if not exp.dirs:
         if tasks == "demo" or tasks == ["demo"]:
-            return [TaskRef("demo", "demo")]
-        return resolve(tasks, None, exp.revision)
+            return [TaskRef("demo", "demo", strict=strict)]
+        return resolve(tasks, None, exp.revision, strict=strict)
     refs = []
     for folder in exp.dirs:
         if not folder.is_dir():
             raise R2MedError(f"dirs: {folder}: no such folder")
-        refs.extend(resolve(tasks if isinstance(tasks, str) else ",".join(tasks), folder, exp.revision))
+        refs.extend(resolve(tasks if isinstance(tasks, str) else ",".join(tasks), folder, exp.revision, strict=strict))
     return refs
 
 
@@ -489,17 +490,21 @@ def plan_rows(exp: Experiment) -> list[list[str]]:
 
 
 def run_experiment(
-    exp: Experiment, overwrite: bool = False, on_step: Callable[[StepOutcome], None] | None = None
+    exp: Experiment,
+    overwrite: bool = False,
+    on_step: Callable[[StepOutcome], None] | None = None,
+    strict: bool = False,
 ) -> list[StepOutcome]:
     """Run every step in order through the evaluate / rerank / fuse jobs, writing ``exp.out/<system>/``;
-    finished task folders of the same configuration are reused."""
+    finished task folders of the same configuration are reused.  ``strict``: collections with repeated ids
+    or judgments are refused (``r2med --strict``)."""
     from ..infra.containment import check_output_dir
     from .evaluate import run_tasks
     from .fuse import fuse_folders
     from .rerank import rerank_folder
 
     check_output_dir(exp.out)
-    refs = data_refs(exp)
+    refs = data_refs(exp, strict)
     measures = exp.report.measures
     outcomes = []
     for step in exp.steps:
@@ -517,6 +522,7 @@ def run_experiment(
                 revision=exp.revision,
                 measures=measures,
                 overwrite=overwrite,
+                strict=strict,
                 **step.job,
             )
             results = done.results
@@ -528,6 +534,7 @@ def run_experiment(
                 revision=exp.revision,
                 measures=measures,
                 overwrite=overwrite,
+                strict=strict,
                 **step.job,
             ).results
         outcome = StepOutcome(step, len(results), sum(1 for r in results if r.reused))

@@ -28,6 +28,7 @@ def export_runs(
     model_revision: str | None = None,
     force: bool = False,
     mteb_task: str | None = None,
+    strict: bool = False,
 ) -> list[Any]:
     """Export every system in ``runs`` under ``out``; one :class:`~r2med.export.mteb.MtebExport` per system.
 
@@ -67,7 +68,7 @@ def export_runs(
             for payload in payloads:
                 task = str(payload.get("task"))
                 counts[task] = collection_counts(
-                    require(locate(task, None, recorded=payload, hub=False), task, payload).load()
+                    require(locate(task, None, recorded=payload, hub=False, strict=strict), task, payload).load()
                 )
         read.append((model or ref.folder.name, payloads, depths, counts))
     return [

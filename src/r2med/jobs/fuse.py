@@ -104,6 +104,7 @@ def fuse_folders(
     measures: Iterable[str] = DEFAULT_MEASURES,
     count_missing: bool = False,
     overwrite: bool = False,
+    strict: bool = False,
 ) -> SystemResults:
     """``r2med fuse``: the systems in ``runs`` (results roots, system or task folders:
     :func:`~r2med.results.folders.find_runs`; a root's fused systems are left out) fused into ``<out>/<name>/``.
@@ -126,7 +127,8 @@ def fuse_folders(
     check_output_dir(out)
     collections: dict = {}
     groups = [
-        load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections) for ref in systems
+        load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections, strict=strict)
+        for ref in systems
     ]
     selection.announce()
     label = result_name(name, f"{method}-" + "+".join(folder_name(str(ref.folder)) for ref in systems))

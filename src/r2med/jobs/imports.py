@@ -232,6 +232,7 @@ def import_files(
     measures: Iterable[str] = DEFAULT_MEASURES,
     count_missing: bool = False,
     overwrite: bool = False,
+    strict: bool = False,
 ) -> SystemResults:
     """``r2med import``: every run file checked first (nothing is written when one is bad), matched to its
     task (:func:`assign_tasks`), then scored and written to ``out/<name>/<task>/``."""
@@ -244,7 +245,7 @@ def import_files(
     plain_name(name, "--name", run_name=True)
     check_output_dir(Path(out))
     read = [read_run_file(f) for f in files]
-    refs = resolve(tasks, data_dir, revision)
+    refs = resolve(tasks, data_dir, revision, strict=strict)
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
     results = []
     for file, collection in pairs:

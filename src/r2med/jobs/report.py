@@ -52,7 +52,11 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
 
 
 def task_texts(
-    tasks: Sequence[str], data_dir: str | os.PathLike[str] | None = None, hub: bool = False, revision: str | None = None
+    tasks: Sequence[str],
+    data_dir: str | os.PathLike[str] | None = None,
+    hub: bool = False,
+    revision: str | None = None,
+    strict: bool = False,
 ) -> dict[str, Collection]:
     """The collections of ``tasks`` that can be found (``--data-dir``, the built-in demo, or with ``hub`` the
     hub; :func:`r2med.data.locate`).  Texts are optional: a task that cannot be loaded is named in a warning
@@ -60,7 +64,7 @@ def task_texts(
     found: dict[str, Collection] = {}
     for task in tasks:
         try:
-            ref = locate(task, data_dir, revision, hub=hub, alone=len(tasks) == 1)
+            ref = locate(task, data_dir, revision, hub=hub, alone=len(tasks) == 1, strict=strict)
             if ref is not None:
                 found[task] = ref.load()
         except Exception as exc:  # texts are optional: the page degrades to ids
@@ -126,6 +130,7 @@ def facet_collections(
     data_dir: str | os.PathLike[str] | None = None,
     revision: str | None = None,
     hub: bool = True,
+    strict: bool = False,
 ) -> dict[str, Collection]:
     """The collection of every task of ``systems`` (their query metadata): ``--data-dir``, else the source
     each run recorded, else the hub at the recorded commit (:func:`r2med.data.locate`, as ``rerank``);
@@ -137,7 +142,7 @@ def facet_collections(
     tasks = task_order(systems)
     for task in tasks:
         recorded = next(s.tasks[task].metrics for s in systems if task in s.tasks)
-        ref = locate(task, data_dir, revision, recorded=recorded, hub=hub, alone=len(tasks) == 1)
+        ref = locate(task, data_dir, revision, recorded=recorded, hub=hub, alone=len(tasks) == 1, strict=strict)
         found[task] = require(ref, task, recorded, data_dir).load()
     return found
 

@@ -175,8 +175,10 @@ class Environment:
         force_cpu: bool = False,
         revision: str | None = None,
         trust_remote_code: bool = False,
+        strict: bool = False,
     ):
         self.data_dir = Path(data_dir) if data_dir else None
+        self.strict = strict  # the collections refuse repeated ids and judgments (``--strict``)
         self.force_cpu = force_cpu
         self.revision = revision
         self.trust_remote_code = trust_remote_code
@@ -404,7 +406,8 @@ def _load(task: str, env: Environment):
     from ..data import TaskRef
 
     folder = env.task_folder(task)
-    return (TaskRef(task, str(folder)) if folder is not None else TaskRef(task, "hub", env.revision)).load()
+    ref = TaskRef(task, str(folder)) if folder is not None else TaskRef(task, "hub", env.revision)
+    return replace(ref, strict=env.strict).load()
 
 
 def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):

@@ -79,13 +79,15 @@ def load_inputs(
     tasks: str | None = None,
     require_docs: bool = True,
     collections: dict[tuple[str, str], Collection] | None = None,
+    strict: bool = False,
 ) -> list[TaskInput]:
     """Read and validate the finished tasks of one system (a :class:`~r2med.results.folders.SystemRef`, a
     system folder or a task folder).
 
     ``tasks``: ``all`` or comma-separated names.  ``require_docs``: a run naming docs missing from the
     corpus is an error (rerankers need the texts); otherwise it is a counted warning.
-    ``collections`` caches loaded collections across calls (fusion reads several systems).
+    ``collections`` caches loaded collections across calls (fusion reads several systems).  ``strict``:
+    a collection with repeated ids or judgments is an error (``--strict``).
     """
     if isinstance(run, SystemRef):
         ref = run
@@ -112,7 +114,7 @@ def load_inputs(
             str(meta.get("split") or ""),
         )
         if key not in cache:
-            found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1)
+            found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1, strict=strict)
             cache[key] = require(found_ref, item.task, meta, data_dir).load()
         collection = cache[key]
         recorded = meta.get("dataset_fingerprint")
@@ -220,6 +222,7 @@ def rerank_folder(
     measures: Iterable[str] = DEFAULT_MEASURES,
     count_missing: bool = False,
     overwrite: bool = False,
+    strict: bool = False,
 ) -> list[SystemResults]:
     """``r2med rerank``: every system in ``runs`` (results roots, system or task folders:
     :func:`~r2med.results.folders.find_runs`; a root's reranked systems are left out) reranked into
@@ -245,7 +248,9 @@ def rerank_folder(
         )
     out = Path(out) if out is not None else selection.out
     check_output_dir(out)
-    groups = [load_inputs(ref, data_dir, revision, tasks) for ref in selection.systems]  # before any model loads
+    groups = [
+        load_inputs(ref, data_dir, revision, tasks, strict=strict) for ref in selection.systems
+    ]  # before any model loads
     selection.announce()
     options = dict(options or {})
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..retrieval.encoders.base import FramingRecord
-from ..errors import R2MedError, did_you_mean
+from ..errors import OptionError, R2MedError, did_you_mean
 from ..infra.registry import Registry
 from ..runs.run import Run, ranked
 
@@ -116,7 +116,7 @@ def reranker_meta(name: str) -> RerankerMeta:
     """The record of ``name`` (a model id or folder: the cross-encoder entry)."""
     meta = RERANKERS.get(name) or (RERANKERS.get(ANY_MODEL) if looks_like_model(name) else None)
     if meta is None:
-        raise R2MedError(
+        raise OptionError(
             f"unknown reranker {name!r}{did_you_mean(name, RERANKERS.all())}; "
             f"choose from: {', '.join(RERANKERS.all())}, "
             "or give a cross-encoder's hub id (org/model) or local folder"

@@ -55,7 +55,8 @@ _DIGIT_JOINERS = frozenset(".,;'\u2019")
 
 
 def split_words(text: str) -> list[str]:
-    """UAX#29-like word tokens of ``text`` (case preserved, no stop words removed)."""
+    """public: UAX#29-like word tokens of ``text`` (case preserved, no stop words removed), the words
+    :class:`EnglishAnalyzer` starts from."""
     out: list[str] = []
     for token in _findall(text):
         out.extend(_split_joined(token))
@@ -118,11 +119,6 @@ class EnglishAnalyzer:
     def tokenize(self, text: str) -> list[str]:
         analyse = self._analyse_surface
         return [t for token in _findall(text.lower()) for t in analyse(token)]
-
-    def analyse_surfaces(self, surfaces: Sequence[str]) -> list[tuple[str, ...]]:
-        """Terms for each distinct lowercased regex token."""
-        analyse = self._analyse_surface
-        return [analyse(s) for s in surfaces]
 
     def analyse_chunks(self, chunks: Sequence[str]) -> list[tuple[str, ...]]:
         """Terms for each distinct lowercased whitespace-separated chunk (its regex tokens, analysed)."""

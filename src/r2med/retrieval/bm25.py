@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
-from ..errors import R2MedError
+from ..errors import OptionError, R2MedError
 from ..protocol import models
 from ..runs.run import Run
 from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
@@ -82,9 +82,9 @@ class BM25:
         workers: int | None = None,
     ):
         if flavour not in FLAVOURS:
-            raise R2MedError(f"unknown BM25 flavour {flavour!r}; choose from {FLAVOURS}")
+            raise OptionError(f"unknown BM25 flavour {flavour!r}; choose from {FLAVOURS}")
         if k1 < 0 or not 0 <= b <= 1:
-            raise R2MedError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
+            raise OptionError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
         self.k1, self.b, self.flavour = float(k1), float(b), flavour
         self.analyzer = get_analyzer(analyzer) if isinstance(analyzer, str) else analyzer
         self.cache = cache
@@ -287,7 +287,8 @@ class BM25:
         )
 
     def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
-        """Dense (queries x docs) float32 scores; for tests and small query sets."""
+        """public: dense (queries x docs) float32 scores of every document, for small query sets and for checks
+        against another BM25 (:meth:`search` keeps only the top k)."""
         assert self.weights_t is not None, "index() first"
         return (self.query_vectors(queries) @ self.weights_t).toarray()
 
@@ -486,7 +487,7 @@ def _factory(flavour: str):
         **unknown: Any,
     ) -> BM25:
         if unknown:
-            raise R2MedError(f"BM25 does not take option(s): {', '.join(sorted(unknown))}")
+            raise OptionError(f"BM25 does not take option(s): {', '.join(sorted(unknown))}")
         return BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=cache)
 
     return make

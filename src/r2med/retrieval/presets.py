@@ -378,10 +378,6 @@ def get_preset(name: str) -> Preset:
     )
 
 
-def all_presets() -> dict[str, Preset]:
-    return {name: get_preset(name) for name in (*DENSE_PRESETS, *_ADDED)}
-
-
 def preset_meta(name: str) -> dict[str, Any]:
     """The registry facts of preset ``name`` (:class:`~r2med.retrieval.registry.RetrieverMeta` fields)."""
     from .registry import DENSE_EXTRA
@@ -405,7 +401,6 @@ def preset_meta(name: str) -> dict[str, Any]:
         "tolerance": "api" if api_key else "dense",
         "paper_dtype": preset.dtype,
         "cpu_dtype": preset.fields.get("cpu_dtype"),
-        "paper_similarity": preset.similarity,
         "paper": paper,
         "defaults": defaults,
         "overrides": PRESET_OVERRIDES,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import R2MedError, did_you_mean, shown
+from ..errors import OptionError, did_you_mean, shown
 from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
 
@@ -55,9 +55,8 @@ class RetrieverMeta:
     extra: tuple[tuple[str, ...], str] | None = None
     #: class of its default tolerance to the published figures (:data:`~r2med.infra.registry.TOLERANCES`)
     tolerance: str = "dense"
-    #: the precision and similarity the published code ran it with (dense presets)
+    #: the precision the published code ran it with (dense presets; its similarity is in ``paper``)
     paper_dtype: str | None = None
-    paper_similarity: str | None = None
     #: the precision the published code falls back to on a CPU (a run in it still is the published one)
     cpu_dtype: str | None = None
     #: its settings for ``r2med models``
@@ -80,6 +79,9 @@ class RetrieverMeta:
 
     @property
     def default_tolerance(self) -> float | None:
+        """public: the default |delta| (nDCG@10 x100) of its runs to the published figures (None: shown, not
+        graded); a published configuration's own (its reranker's when it has one):
+        :func:`r2med.results.published.tolerance_of`."""
         return TOLERANCES[self.tolerance]
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,7 +89,7 @@ class RetrieverMeta:
         unknown = sorted(k for k, v in options.items() if v is not None and k not in self.parameters)
         if unknown:
             takes = ", ".join(_flag(p) for p in self.parameters if p != "cache") or "none"
-            raise R2MedError(
+            raise OptionError(
                 f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
                 f"({self.family}; its options: {takes})"
             )
@@ -119,18 +121,11 @@ def retriever_meta(name: str) -> RetrieverMeta:
     """The record of ``name``; an unknown name is a one-line error listing the known ones."""
     meta = RETRIEVERS.get(name)
     if meta is None:
-        raise R2MedError(
+        raise OptionError(
             f"unknown retriever {shown(name)}{did_you_mean(name, RETRIEVERS.all())}; "
             f"choose from: {', '.join(RETRIEVERS.all())}"
         )
     return meta
-
-
-def tolerance_for(name: str) -> float | None:
-    """The default |delta| to the published figures of retriever ``name`` (``dense`` when it is not registered
-    here); a published configuration's own: :func:`r2med.results.published.tolerance_of`."""
-    meta = RETRIEVERS.get(name)
-    return TOLERANCES[meta.tolerance if meta is not None else "dense"]
 
 
 def make_retriever(name: str | Any, task: str | None = None, **options: Any) -> Retriever:

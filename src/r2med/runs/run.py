@@ -280,11 +280,3 @@ def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
         _measures(data["timing"], "timing", path, bounds=(0.0, math.inf))
     if "count_missing" in data and not isinstance(data["count_missing"], bool):
         raise DataError(path, None, f"count_missing must be true or false, got {shown(data['count_missing'])}")
-
-
-def task_folders(out: str | os.PathLike[str]) -> list[Path]:
-    """The finished task folders of a run folder (those with a metrics.json), sorted by name."""
-    out = Path(out)
-    if (out / METRICS_FILE).exists():
-        return [out]
-    return sorted(p.parent for p in out.glob(f"*/{METRICS_FILE}"))

@@ -57,6 +57,7 @@ class ShardedDenseIndex:
 
     @classmethod
     def from_arrays(cls, doc_ids: Sequence[str], shards: Sequence[np.ndarray]) -> ShardedDenseIndex:
+        """public: an index over embeddings held in memory (one array per shard, rows in ``doc_ids`` order)."""
         return cls(doc_ids, shards, [len(s) for s in shards])
 
     @classmethod

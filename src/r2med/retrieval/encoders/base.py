@@ -158,6 +158,7 @@ class EncoderSettings:
         return key
 
     def with_(self, **changes: Any) -> EncoderSettings:
+        """public: a copy with ``changes`` (``settings.with_(max_length=512)``), as :func:`dataclasses.replace`."""
         return replace(self, **changes)
 
 
