@@ -408,6 +408,8 @@ def export_mteb(
     names = mteb_task_names()
     meta = _model_meta(model_name, model_revision, model_meta)
     _check_folder_names(meta)
+    # model_name_as_path() raises on a missing name and name_problem() refuses a missing revision
+    assert meta.name is not None and meta.revision is not None
     report = MtebExport(
         out=out,
         model_name=meta.name,
@@ -573,7 +575,8 @@ def _built_task(
     result = TaskResult.from_task_results(
         mtask,
         {split: {SUBSET: dict(scores.values)}},
-        evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,
+        # mteb types the parameter float, but its TaskResult field is float | None and None is passed through
+        evaluation_time=float(seconds) if seconds is not None and math.isfinite(seconds) else None,  # type: ignore[arg-type]
     )
     if revision != result.dataset_revision:
         result = result.model_copy(update={"dataset_revision": revision})
