@@ -113,15 +113,14 @@ def read_trec(path: str | os.PathLike[str]) -> Run:
 
 def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
     """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
-    names = {"ndcg_cut_": "ndcg_at_", "map_cut_": "map_at_", "recall_": "recall_at_", "P_": "precision_at_"}
+    from ..evaluation.measures import from_trec
+
     test: dict[str, float] = {}
-    for measure, value in aggregate.items():
-        if measure == "recip_rank":
-            test["mrr"] = value
-            continue
-        for prefix, new in names.items():
-            if measure.startswith(prefix) and measure[len(prefix) :].isdigit():
-                test[new + measure[len(prefix) :]] = value
+    for name, value in aggregate.items():
+        try:
+            test[from_trec(name).r2med_results] = value
+        except R2MedError:
+            continue  # not a pytrec_eval measure name: the R2MED results file has no key for it
     return {"dataset_name": task, "model_name": model, "test": test}
 
 
