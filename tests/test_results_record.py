@@ -120,3 +120,31 @@ def test_version_2_read_back_equals_what_was_written(tmp_path: Path):
     record = parse_record(payload, tmp_path / "metrics.json")
     assert record.read_version == 2 and record.extra == {"unknown_later_key": {"kept": True}}
     assert record.to_json() == payload
+
+
+def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: Path):
+    """Run folders written before the structured ``expansion`` stored ``queries`` as text; the reader upgrades
+    them (also a reranked run's first stage), so matching a published row still works; a v2 file is as read."""
+    from r2med.results.published import PublishedKey, recorded_key
+
+    paper_bm25 = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4}
+    old = _damaged({"config": {**paper_bm25, "queries": "hyde:gpt4 trace=auto rule=paper-v1 files=/x"}})
+    record = parse_record(old, tmp_path / "metrics.json")
+    assert record.config is not None
+    assert record.config["expansion"] == {
+        "method": "hyde",
+        "llm": "gpt4",
+        "trace": "auto",
+        "rule": "paper-v1",
+        "files": "/x",
+    }
+    assert recorded_key(record.config) == PublishedKey("bm25", "hyde", "gpt4")
+    assert old["config"] == {**paper_bm25, "queries": "hyde:gpt4 trace=auto rule=paper-v1 files=/x"}  # unchanged
+    plain = parse_record(_damaged({"config": {**paper_bm25, "queries": "plain"}}), tmp_path / "metrics.json")
+    assert plain.config is not None and plain.config["expansion"] is None
+    assert recorded_key(plain.config) == PublishedKey("bm25")
+    reranked = {"reranker": {"reranker": "monobert"}, "first_stage": {"config": {**paper_bm25, "queries": "plain"}}}
+    upgraded = parse_record(_damaged({"config": reranked}), tmp_path / "metrics.json").config
+    assert upgraded is not None and upgraded["first_stage"]["config"]["expansion"] is None
+    v2 = parse_record(_damaged({"schema_version": 2, "config": {**paper_bm25, "queries": "x"}}), tmp_path / "m")
+    assert v2.config == {**paper_bm25, "queries": "x"}

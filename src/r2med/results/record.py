@@ -5,7 +5,8 @@ resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): 
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
 every query scored on the same measures) and any fault is one line naming the file and the key.
 Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); they are
-upgraded in memory.  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
+upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
+structured ``expansion``).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
 :func:`r2med.runs.run.write_task_results`, which writes it atomically beside the run.
 """
 
@@ -182,6 +183,8 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         if value is not None and not isinstance(value, dict):
             raise fail(f"{key} must be an object, got {type(value).__name__}")
         objects[key] = value
+    if version == 1 and objects["config"] is not None:
+        objects["config"] = upgrade_config_v1(objects["config"])
     timing = data.get("timing")
     if timing is not None:
         timing = numbers(timing, "timing", (0.0, math.inf), named=False)
@@ -210,6 +213,34 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         keys=keys,
         read_version=version,
     )
+
+
+def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 ``config`` with the structured ``expansion`` record: run folders written before it had one
+    stored the expansion as the text ``queries`` (``"plain"`` or ``"hyde:gpt4 trace=auto rule=paper-v1
+    files=..."``); a reranked run's first stage (``first_stage.config``) is upgraded the same way.  Anything
+    else is kept as it is (a new dict; ``config`` is not changed)."""
+    upgraded = dict(config)
+    first = upgraded.get("first_stage")
+    if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping):
+        upgraded["first_stage"] = {**first, "config": upgrade_config_v1(first["config"])}
+    queries = upgraded.get("queries")
+    if "expansion" in upgraded or not isinstance(queries, str):
+        return upgraded
+    expansion: dict[str, Any] | None = None
+    if queries.split() and queries != "plain":
+        head, *rest = queries.split()
+        method, _, llm = head.partition(":")
+        fields = dict(part.partition("=")[::2] for part in rest)
+        expansion = {
+            "method": method,
+            "llm": llm,
+            "trace": fields.get("trace", "auto"),
+            "rule": fields.get("rule"),
+            "files": fields.get("files"),
+        }
+    upgraded["expansion"] = expansion
+    return upgraded
 
 
 def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
