@@ -65,9 +65,10 @@ def mteb_score_keys(k_values: Sequence[int] = K_VALUES) -> list[str]:
     """Every score key an MTEB retrieval evaluation writes for ``k_values`` (148 for MTEB's default cutoffs):
     ``ndcg/map/recall/precision/mrr/hit_rate_at_k``, ``accuracy`` (= ``recall_at_1``) and the
     abstention curves ``nauc_<family>_at_k_<max|std|diff1>``."""
-    keys = [f"{family}_at_{k}" for family in ("ndcg", "map", "recall") for k in k_values]
+    keys = [Measure(family, k).mteb_at(k) for family in (Family.NDCG, Family.MAP, Family.RECALL) for k in k_values]
     keys.append("accuracy")
-    keys += [f"{family}_at_{k}" for family in ("precision", "mrr") for k in k_values]
+    keys += [Measure(Family.PRECISION, k).mteb_at(k) for k in k_values]
+    keys += [Measure(Family.MRR).mteb_at(k) for k in k_values]
     keys += [f"nauc_{family}_at_{k}_{stat}" for family in _NAUC_FAMILIES for k in k_values for stat in _NAUC_STATS]
     keys += [f"hit_rate_at_{k}" for k in k_values]
     return keys
