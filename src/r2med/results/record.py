@@ -22,6 +22,48 @@ from typing import Any, Final
 
 from ..errors import DataError, R2MedError
 
+#: a task folder's results file
+METRICS_FILE: Final = "metrics.json"
+#: The longest integer literal ``metrics.json`` may hold (r2med writes counts and seeds; a longer one is damage,
+#: and a 400-digit one would overflow every float conversion, a 4,301-digit one Python's int parser).
+MAX_INT_DIGITS: Final = 30
+#: The range of every measure r2med stores (trec_eval's nDCG, MAP, recall, precision and reciprocal rank).
+MEASURE_RANGE: Final = (0.0, 1.0)
+#: How much of a key or value an error message echoes.
+ECHO_CHARS: Final = 60
+
+
+class _LongInteger(str):
+    """An integer literal longer than :data:`MAX_INT_DIGITS` digits, kept as its text so the check can name its key."""
+
+
+def _parse_int(text: str) -> int | _LongInteger:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInteger(text)
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: one line, at most :data:`ECHO_CHARS` characters of it."""
+    if isinstance(value, str):
+        text = value if value.isprintable() else repr(value)
+        return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
+
+
+def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
+    """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _LongInteger):
+            return where or "the file", value
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{shown(k)}" if where else shown(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
 #: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``)
 SCHEMA_VERSION: Final = 2
 #: the fields of a record, in the order r2med writes them (``schema_version`` comes first)
@@ -90,7 +132,6 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
     and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
     from ..evaluation.measures import from_trec
     from ..infra.containment import name_problem
-    from ..runs.run import MEASURE_RANGE, shown
 
     where = Path(path)
 
@@ -245,8 +286,6 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
     """A task folder's ``metrics.json`` as a checked record (the one reader); any fault a DataError naming it."""
-    from ..runs.run import MAX_INT_DIGITS, METRICS_FILE, _long_integer, _parse_int, shown
-
     path = Path(folder) / METRICS_FILE
     try:
         data = json.loads(path.read_bytes().decode("utf-8"), parse_int=_parse_int)

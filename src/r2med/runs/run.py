@@ -19,12 +19,12 @@ from typing import Any
 from ..infra.home import atomic_dir, atomic_path
 from ..errors import DataError, R2MedError
 from ..infra.containment import ensure_within, name_problem
+from ..results.record import METRICS_FILE, metrics_json, parse_record, read_record
 
 Run = dict[str, dict[str, float]]
 """Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
 
 RUN_FILE = "run.trec"
-METRICS_FILE = "metrics.json"
 R2MED_RESULTS_FILE = "r2med_results.json"
 
 
@@ -136,8 +136,6 @@ def write_task_results(
     ``root``: the folder the user named (``--out``); ``folder`` must lie under it (build it with
     :func:`r2med.infra.containment.task_folder`).  Without ``root``, ``folder``'s parent is the root.
     """
-    from ..results.record import metrics_json
-
     folder = Path(folder)
     ensure_within(folder.parent if root is None else root, folder)
     with atomic_dir(folder) as tmp:
@@ -150,60 +148,16 @@ def write_task_results(
     return folder
 
 
-#: The longest integer literal ``metrics.json`` may hold (r2med writes counts and seeds; a longer one is damage,
-#: and a 400-digit one would overflow every float conversion, a 4,301-digit one Python's int parser).
-MAX_INT_DIGITS = 30
-#: The range of every measure r2med stores (trec_eval's nDCG, MAP, recall, precision and reciprocal rank).
-MEASURE_RANGE = (0.0, 1.0)
-#: How much of a key or value an error message echoes.
-ECHO_CHARS = 60
-
-
-class _LongInteger(str):
-    """An integer literal longer than :data:`MAX_INT_DIGITS` digits, kept as its text so the check can name its key."""
-
-
-def _parse_int(text: str) -> int | _LongInteger:
-    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInteger(text)
-
-
-def shown(value: object) -> str:
-    """``value`` for an error message: one line, at most :data:`ECHO_CHARS` characters of it."""
-    if isinstance(value, str):
-        text = value if value.isprintable() else repr(value)
-        return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(value):,} characters)"
-    text = repr(value)
-    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
-
-
-def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
-    """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, _LongInteger):
-            return where or "the file", value
-        if isinstance(value, dict):
-            stack.extend((f"{where}.{shown(k)}" if where else shown(k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
-    return None
-
-
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """A task folder's ``metrics.json`` as a plain object, read and checked by the one reader
     (:func:`r2med.results.record.read_record`); any fault is a DataError naming it.  A file from before the
     schema had a number comes back upgraded (``schema_version`` 2)."""
-    from ..results.record import read_record
-
     return read_record(folder).to_json()
 
 
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
     """``data`` checked as a ``metrics.json`` record (:func:`r2med.results.record.parse_record`): a DataError
     naming ``path`` and the key on any fault."""
-    from ..results.record import parse_record
-
     parse_record(data, path)
 
 
