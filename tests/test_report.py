@@ -251,7 +251,6 @@ GRADING_TABLE = [
     ({**PAPER_BM25, "k1": 1.2}, None),
     ({**PAPER_BM25, "flavour": "standard"}, None),
     ({**PAPER_BM25, "expansion": HYDE_GPT4}, PublishedKey("bm25", "hyde", "gpt4")),
-    ({**PAPER_BM25, "queries": "hyde:gpt4"}, PublishedKey("bm25", "hyde", "gpt4")),  # the older record
     ({**PAPER_BM25, "expansion": {**HYDE_GPT4, "llm": "not-an-llm"}}, None),
     ({**PAPER_BM25, "expansion": None}, PublishedKey("bm25")),
     # a dense preset matches unless what it computes was overridden (batch size/device do not count)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from ..errors import R2MedError
+from ..errors import OptionError, did_you_mean
 
 
 class Family(Enum):
@@ -65,9 +65,9 @@ class Measure:
 
     def __post_init__(self) -> None:
         if self.family.has_cutoff != (self.cutoff is not None):
-            raise R2MedError(f"{self.family.label} {'needs' if self.family.has_cutoff else 'takes no'} cut-off")
+            raise OptionError(f"{self.family.label} {'needs' if self.family.has_cutoff else 'takes no'} cut-off")
         if self.cutoff is not None and self.cutoff < 1:
-            raise R2MedError(f"a measure's cut-off must be at least 1, not {self.cutoff}")
+            raise OptionError(f"a measure's cut-off must be at least 1, not {self.cutoff}")
 
     @classmethod
     def parse(cls, text: str) -> Measure:
@@ -82,13 +82,9 @@ class Measure:
                 return cls(_FAMILY_ALIASES[m.group(1).lower()], int(m.group(2)))
             if m and m.group(1) == "P":
                 return cls(Family.PRECISION, int(m.group(2)))
-        hint = ""
-        close = _close_match(stripped)
-        if close:
-            hint = f" (did you mean {close}?)"
-        raise R2MedError(
-            f"unknown measure {shown!r}{hint}; use e.g. nDCG@10, MAP@100, R@100, P@10, MRR "
-            "(or pytrec_eval's names: ndcg_cut_10, recall_100, recip_rank)"
+        raise OptionError(
+            f"unknown measure {shown!r}{did_you_mean(stripped, _spellings_near(stripped))}; "
+            "use e.g. ndcg_cut_10, nDCG@10, map_cut_100, R@100, P@10, MRR"
         )
 
     @property
@@ -129,7 +125,7 @@ def from_trec(name: str) -> Measure:
     """The measure behind a pytrec_eval name as ``metrics.json`` stores it; anything else is an error."""
     parsed = Measure.parse(name)
     if parsed.trec != name:
-        raise R2MedError(f"{name!r} is not a pytrec_eval measure name (it would be {parsed.trec!r})")
+        raise OptionError(f"{name!r} is not a pytrec_eval measure name (it would be {parsed.trec!r})")
     return parsed
 
 
@@ -156,15 +152,10 @@ DEFAULT_MEASURES: Final[tuple[Measure, ...]] = tuple(
 HEADLINE: Final = Measure(Family.NDCG, 10)
 
 
-def _close_match(text: str) -> str | None:
-    """The display spelling nearest to a mistyped measure, for "did you mean"."""
-    import difflib
-
-    m = re.fullmatch(r"([A-Za-z_]+?)[@._](\d+)", text)
-    if m:
-        families = {f.label.lower(): f for f in Family if f.has_cutoff} | {f.trec.lower(): f for f in Family}
-        close = difflib.get_close_matches(m.group(1).lower(), list(families), n=1, cutoff=0.6)
-        if close and families[close[0]].has_cutoff:
-            return Measure(families[close[0]], int(m.group(2))).label
-    close = difflib.get_close_matches(text.lower(), sorted(_MRR_SPELLINGS), n=1, cutoff=0.75)
-    return "MRR" if close else None
+def _spellings_near(text: str) -> list[str]:
+    """The spellings a mistyped measure may have meant (at the cut-off it names, if any), for "did you mean"."""
+    number = re.search(r"(\d+)$", text)
+    cutoffs = [number.group(1)] if number else [str(k) for k in CUTOFFS]
+    families = [f for f in Family if f.has_cutoff]
+    names = [f.label for f in families] + ["Recall", "Precision"] + [f.trec for f in families]
+    return [f"{n}{sep}{k}" for n in names for k in cutoffs for sep in ("@", "_")] + [Family.MRR.label, Family.MRR.trec]

@@ -10,78 +10,42 @@ count as 0, as ``trec_eval -c`` does).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
-from ..errors import OptionError, R2MedError, did_you_mean
+from ..errors import R2MedError
+from .measures import CUTOFFS as TABLE_CUTOFFS
+from .measures import DEFAULT_MEASURES as TABLE_DEFAULTS
+from .measures import HEADLINE as TABLE_HEADLINE
+from .measures import Family, Measure, from_trec, pytrec_eval_spec
 
-CUTOFFS = (1, 10, 25, 50, 100)
+CUTOFFS: Final = TABLE_CUTOFFS
 #: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
-CUTOFF_MEASURES = ("ndcg_cut", "map_cut", "recall", "P")
-DEFAULT_MEASURES: tuple[str, ...] = tuple(f"{measure}_{k}" for measure in CUTOFF_MEASURES for k in CUTOFFS) + (
-    "recip_rank",
-)
-HEADLINE = "ndcg_cut_10"
-
-_ALIASES = {
-    "ndcg": "ndcg_cut",
-    "ndcg_cut": "ndcg_cut",
-    "map": "map_cut",
-    "map_cut": "map_cut",
-    "r": "recall",
-    "recall": "recall",
-    "p": "P",
-    "precision": "P",
-}
-_RR = {"mrr", "rr", "recip_rank", "mrr@all"}
+CUTOFF_MEASURES: Final[tuple[str, ...]] = tuple(f.trec for f in Family if f.has_cutoff)
+#: :data:`r2med.evaluation.measures.DEFAULT_MEASURES` by their pytrec_eval names (what ``metrics.json`` stores)
+DEFAULT_MEASURES: Final[tuple[str, ...]] = tuple(m.trec for m in TABLE_DEFAULTS)
+HEADLINE: Final = TABLE_HEADLINE.trec
 
 
 def canonical(measure: str) -> str:
     """``nDCG@10`` / ``ndcg_cut.10`` / ``ndcg_cut_10`` -> ``ndcg_cut_10``; ``MRR`` -> ``recip_rank``."""
-    text = measure.strip()
-    if text.lower() in _RR:
-        return "recip_rank"
-    m = re.fullmatch(r"([A-Za-z_]+?)[@._](\d+)", text)
-    if m and m.group(1).lower() in _ALIASES:
-        return f"{_ALIASES[m.group(1).lower()]}_{int(m.group(2))}"
-    raise OptionError(
-        f"unknown measure {measure!r}{did_you_mean(text, _measure_spellings(text))}; "
-        "use e.g. ndcg_cut_10, nDCG@10, map_cut_100, R@100, P@10, MRR"
-    )
-
-
-def _measure_spellings(text: str) -> list[str]:
-    """The spellings a mistyped measure may have meant (at the cutoff it names, if any)."""
-    number = re.search(r"(\d+)$", text)
-    cutoffs = [number.group(1)] if number else [str(k) for k in CUTOFFS]
-    names = ["nDCG", "MAP", "R", "P", "Recall", "Precision", *CUTOFF_MEASURES]
-    return [f"{n}{sep}{k}" for n in names for k in cutoffs for sep in ("@", "_")] + ["MRR", "recip_rank"]
+    return Measure.parse(measure).trec
 
 
 def measure_label(measure: str) -> str:
     """The display name of a measure (tables, help, messages): ``ndcg_cut_10`` -> ``nDCG@10``, ``recall_100`` ->
     ``R@100``, ``map_cut_10`` -> ``MAP@10``, ``P_10`` -> ``P@10``, ``recip_rank`` -> ``MRR``.  Files keep
-    pytrec_eval's names."""
-    names = {"ndcg_cut": "nDCG", "map_cut": "MAP", "recall": "R", "P": "P"}
-    if measure == "recip_rank":
-        return "MRR"
-    name, _, k = measure.rpartition("_")
-    return f"{names[name]}@{k}" if name in names else measure
+    pytrec_eval's names; a name that is not pytrec_eval's is shown as it is."""
+    try:
+        return from_trec(measure).label
+    except R2MedError:
+        return measure
 
 
 def _engine_spec(measures: Iterable[str]) -> set[str]:
-    groups: dict[str, set[int]] = {}
-    spec = set()
-    for m in measures:
-        if m == "recip_rank":
-            spec.add("recip_rank")
-            continue
-        measure, k = m.rsplit("_", 1)
-        groups.setdefault(measure, set()).add(int(k))
-    for measure, ks in groups.items():
-        spec.add(f"{measure}.{','.join(str(k) for k in sorted(ks))}")
-    return spec
+    """pytrec_eval's measure set for pytrec_eval names (``{"ndcg_cut.10,100", "recip_rank"}``)."""
+    return pytrec_eval_spec(from_trec(m) for m in measures)
 
 
 def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
@@ -136,7 +100,8 @@ class Metrics:
 
     def __repr__(self) -> str:
         """One line: query count, the headline measures, how many more (per-query values stay out)."""
-        shown = [m for m in (HEADLINE, "recall_100", "recip_rank") if m in self.aggregate] or list(self.aggregate)[:3]
+        headline = (HEADLINE, Measure(Family.RECALL, 100).trec, Measure(Family.MRR).trec)
+        shown = [m for m in headline if m in self.aggregate] or list(self.aggregate)[:3]
         parts = [f"{len(self.per_query)} queries"] + [f"{m}={self.aggregate[m]:.4f}" for m in shown]
         if len(self.aggregate) > len(shown):
             parts.append(f"+{len(self.aggregate) - len(shown)} measures")

@@ -43,6 +43,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtraError, R2MedError
+from ..evaluation.measures import HEADLINE, Family, Measure, from_trec
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
@@ -53,15 +54,13 @@ SPLIT = "test"
 """The split MTEB evaluates R2MED on (``eval_splits=["test"]``)."""
 SUBSET = "default"
 """MTEB's one subset of each R2MED task (``eng-Latn``)."""
-MAIN_SCORE = "ndcg_at_10"
+MAIN_SCORE = str(HEADLINE.mteb)
 """MTEB's ``main_score`` for the R2MED tasks (and the R2MED paper's headline measure)."""
 K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 20, 100, 1000)
 """MTEB's retrieval cutoffs (``AbsTaskRetrieval.k_values``); the installed task's own list is used when known."""
 MODEL_PREFIX = "r2med/"
 """Put before a model name without an organisation (MTEB model names are ``org/name``)."""
 
-_FAMILY = {"ndcg_cut": "ndcg_at", "map_cut": "map_at", "recall": "recall_at", "P": "precision_at"}
-_MEASURE = re.compile(r"(ndcg_cut|map_cut|recall|P)_(\d+)")
 _NAUC_FAMILIES = ("ndcg", "map", "recall", "precision", "mrr")
 _NAUC_STATS = ("max", "std", "diff1")
 
@@ -70,9 +69,10 @@ def mteb_score_keys(k_values: Sequence[int] = K_VALUES) -> list[str]:
     """Every score key an MTEB retrieval evaluation writes for ``k_values`` (148 for MTEB's default cutoffs):
     ``ndcg/map/recall/precision/mrr/hit_rate_at_k``, ``accuracy`` (= ``recall_at_1``) and the
     abstention curves ``nauc_<family>_at_k_<max|std|diff1>``."""
-    keys = [f"{family}_at_{k}" for family in ("ndcg", "map", "recall") for k in k_values]
+    keys = [Measure(family, k).mteb_at(k) for family in (Family.NDCG, Family.MAP, Family.RECALL) for k in k_values]
     keys.append("accuracy")
-    keys += [f"{family}_at_{k}" for family in ("precision", "mrr") for k in k_values]
+    keys += [Measure(Family.PRECISION, k).mteb_at(k) for k in k_values]
+    keys += [Measure(Family.MRR).mteb_at(k) for k in k_values]
     keys += [f"nauc_{family}_at_{k}_{stat}" for family in _NAUC_FAMILIES for k in k_values for stat in _NAUC_STATS]
     keys += [f"hit_rate_at_{k}" for k in k_values]
     return keys
@@ -142,34 +142,36 @@ def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES, 
     derived: dict[str, str] = {}
     left_out: dict[str, str] = {}
     for measure, value in aggregate.items():
-        if measure == "recip_rank":
+        try:
+            parsed = from_trec(str(measure))
+        except R2MedError:
+            left_out[measure] = "no MTEB counterpart"
+            continue
+        if parsed.cutoff is None:
             if depth is None:
-                left_out[measure] = "run depth unknown, so it cannot be matched to an MTEB mrr_at_k"
+                left_out[measure] = f"run depth unknown, so it cannot be matched to an MTEB {parsed.family.mteb_stem}_k"
                 continue
             cut = [k for k in k_values if k >= depth]
             if not cut:
                 left_out[measure] = f"runs are {depth} deep, deeper than MTEB's largest cutoff {max(k_values)}"
             for k in cut:
-                values[f"mrr_at_{k}"] = float(value)
-                derived[f"mrr_at_{k}"] = f"recip_rank (runs at most {depth} deep)"
+                values[parsed.mteb_at(k)] = float(value)
+                derived[parsed.mteb_at(k)] = f"{measure} (runs at most {depth} deep)"
             continue
-        m = _MEASURE.fullmatch(measure)
-        if m is None:
-            left_out[measure] = "no MTEB counterpart"
-            continue
-        k = int(m.group(2))
+        k = parsed.cutoff
         if k not in ks:
             left_out[measure] = f"cutoff {k} is not one of MTEB's ({', '.join(map(str, k_values))})"
             continue
-        key = f"{_FAMILY[m.group(1)]}_{k}"
+        key = parsed.mteb_at(k)
         values[key] = float(value)
         derived[key] = measure
-    if "recall_1" in aggregate and 1 in ks:
-        values["accuracy"] = float(aggregate["recall_1"])
-        derived["accuracy"] = "recall_1"
+    recall_at_1 = Measure(Family.RECALL, 1).trec
+    if recall_at_1 in aggregate and 1 in ks:
+        values["accuracy"] = float(aggregate[recall_at_1])
+        derived["accuracy"] = recall_at_1
     if per_query:
         for k in k_values:
-            name = f"recall_{k}"
+            name = Measure(Family.RECALL, k).trec
             if all(name in row for row in per_query.values()):
                 values[f"hit_rate_at_{k}"] = sum(1.0 for row in per_query.values() if row[name] > 0) / len(per_query)
                 derived[f"hit_rate_at_{k}"] = f"share of queries with {name} > 0"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import R2MedError
+from ..evaluation.metrics import HEADLINE
 
 if TYPE_CHECKING:
     from ..report.leaderboard import Leaderboard
@@ -94,7 +95,7 @@ class Step:
 
 @dataclass
 class ReportSpec:
-    measures: tuple[str, ...] = ("ndcg_cut_10",)
+    measures: tuple[str, ...] = (HEADLINE,)
     html: Path | None = None
     latex: Path | None = None
     markdown: Path | None = None

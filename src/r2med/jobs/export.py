@@ -41,7 +41,8 @@ def export_runs(
     from ..data.resolve import require
     from ..export.mteb import collection_counts, export_mteb, run_depth
     from ..infra.containment import check_output_dir
-    from ..runs.run import RUN_FILE, read_metrics, read_trec
+    from ..results.record import read_record
+    from ..runs.run import RUN_FILE, read_trec
 
     if fmt not in EXPORT_FORMATS:
         raise R2MedError(f"unknown export format {fmt!r}; choose from: {', '.join(EXPORT_FORMATS)}")
@@ -57,16 +58,17 @@ def export_runs(
     read: list[tuple[str, list[dict[str, Any]], dict[str, int], dict[str, Any]]] = []
     for ref in systems:  # every system read (and checked) before anything is written
         folders = ref.task_paths()
-        payloads = [read_metrics(f) for f in folders]
+        records = [read_record(f) for f in folders]
+        payloads = [r.to_json() for r in records]
         depths = {
-            str(p.get("task") or f.name): run_depth(read_trec(f / RUN_FILE))
-            for p, f in zip(payloads, folders)
+            str(r.task or f.name): run_depth(read_trec(f / RUN_FILE))
+            for r, f in zip(records, folders)
             if (f / RUN_FILE).is_file()
         }
         counts = {}
         if mteb_task is not None:
-            for payload in payloads:
-                task = str(payload.get("task"))
+            for record, payload in zip(records, payloads):
+                task = str(record.task)
                 counts[task] = collection_counts(
                     require(locate(task, None, recorded=payload, hub=False, strict=strict), task, payload).load()
                 )

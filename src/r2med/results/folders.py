@@ -35,7 +35,8 @@ from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, Metrics, evaluate
 from ..infra.containment import task_folder
 from .published import PublishedKey, expansion_of, match_published, parse_label
-from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_metrics, read_trec, write_task_results
+from .record import MetricsRecord, read_record
+from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..data.tasks import TASK_NAMES
 
 log = logging.getLogger(__name__)
@@ -228,12 +229,12 @@ def reuse(
     if not (folder / METRICS_FILE).exists():
         return None
     try:
-        stored = read_metrics(folder)
-        recorded_judgments = stored.get("judgments_fingerprint")
+        stored = read_record(folder)
+        recorded_judgments = stored.judgments_fingerprint
         if (
-            stored.get("config") != _as_json(config)
-            or stored.get("dataset_fingerprint") != collection.dataset_fingerprint
-            or stored.get("revision") != collection.revision
+            stored.config != _as_json(config)
+            or stored.dataset_fingerprint != collection.dataset_fingerprint
+            or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
         ):
             log.warning(
@@ -247,20 +248,18 @@ def reuse(
     except R2MedError:
         return None
     measures = stored_measures(measures)
-    timing = stored.get("timing", {})
+    timing = stored.timing or {}
     log.info("%s: reusing finished results in %s", collection.name, folder)
     if (
-        not set(measures) <= set(stored.get("aggregate") or {})  # stored before with fewer measures: re-scored
+        not set(measures) <= set(stored.aggregate)  # stored before with fewer measures: re-scored
         or recorded_judgments is None
     ):  # or before runs recorded their data: re-scored, the record added
-        name = str(stored.get("retriever") or folder.parent.name)
-        result = finish_task(
-            collection, name, run, config, out, measures, count_missing, timing, stored.get("encoding")
-        )
+        name = str(stored.retriever or folder.parent.name)
+        result = finish_task(collection, name, run, config, out, measures, count_missing, timing, stored.encoding)
     else:
         metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
         result = TaskResult(
-            collection.name, metrics, folder, timing, run=run, config=stored["config"], data=data_record(collection)
+            collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
         )
     result.reused = True
     return result
@@ -280,24 +279,30 @@ def file_fingerprint(path: str | os.PathLike[str]) -> str:
 
 @dataclass
 class TaskFolder:
-    """One finished task folder: its ``metrics.json`` and (lazily) its run."""
+    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.results.record.MetricsRecord`)
+    and (lazily) its run."""
 
     task: str
     folder: Path
-    metrics: dict[str, Any]
+    record: MetricsRecord
     _run: Run | None = field(default=None, repr=False)
 
     @property
+    def metrics(self) -> dict[str, Any]:
+        """The record as the plain ``metrics.json`` object (``schema_version`` 2)."""
+        return self.record.to_json()
+
+    @property
     def aggregate(self) -> dict[str, float]:
-        return self.metrics.get("aggregate", {})
+        return self.record.aggregate
 
     @property
     def per_query(self) -> dict[str, dict[str, float]]:
-        return self.metrics.get("per_query", {})
+        return self.record.per_query
 
     @property
     def config(self) -> dict[str, Any]:
-        return self.metrics.get("config", {}) or {}
+        return self.record.config or {}
 
     @property
     def expansion(self) -> dict[str, Any] | None:
@@ -307,7 +312,7 @@ class TaskFolder:
     @property
     def name(self) -> str:
         """The result's name (``metrics.json``'s ``retriever``; the parent folder when absent)."""
-        return str(self.metrics.get("retriever") or self.folder.parent.name)
+        return str(self.record.retriever or self.folder.parent.name)
 
     def value(self, measure: str) -> float | None:
         v = self.aggregate.get(measure)
@@ -343,14 +348,15 @@ def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
 def read_run_folder(folder: str | os.PathLike[str], tasks: set[str] | None = None) -> list[TaskFolder]:
     """Every finished task of a run folder (or a single task folder); ``tasks``: lowercased names to keep.
 
-    Each ``metrics.json`` is checked (:func:`r2med.runs.run.read_metrics`): a damaged one is an error naming it.
+    Each ``metrics.json`` is checked (:func:`r2med.results.record.read_record`): a damaged one is an error
+    naming it.
     """
     found = []
     for path in task_folders(folder):
-        metrics = read_metrics(path)
-        task = str(metrics.get("task") or path.name)
+        record = read_record(path)
+        task = str(record.task or path.name)
         if tasks is None or task.lower() in tasks:
-            found.append(TaskFolder(task, path, metrics))
+            found.append(TaskFolder(task, path, record))
     return found
 
 
@@ -386,7 +392,7 @@ def made_by(system_folder: Path) -> str:
     """The command that wrote a system folder (``evaluate``, ``rerank`` or ``fuse``), read from the
     configuration its first task recorded."""
     first = task_folders(system_folder)
-    config = read_metrics(first[0]).get("config") or {} if first else {}
+    config = (read_record(first[0]).config or {}) if first else {}
     return next((kind for key, kind in MADE_BY_KEYS if key in config), "evaluate")
 
 

@@ -184,25 +184,11 @@ def options_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
 def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
 
-    Also reads run folders written before the structured record, whose ``queries`` was a string
-    (``"plain"`` or ``"hyde:gpt4 trace=auto rule=paper-v1 files=..."``).
+    Run folders written before the structured record (their ``queries`` was a string) are upgraded when
+    read (:func:`r2med.results.record.upgrade_config_v1`), so only the structured record is read here.
     """
     found = config.get("expansion")
-    if isinstance(found, Mapping):
-        return dict(found)
-    queries = config.get("queries")
-    if isinstance(queries, str) and queries.split() and queries != "plain":
-        head, *rest = queries.split()
-        method, _, llm = head.partition(":")
-        fields = dict(part.partition("=")[::2] for part in rest)
-        return {
-            "method": method,
-            "llm": llm,
-            "trace": fields.get("trace", "auto"),
-            "rule": fields.get("rule"),
-            "files": fields.get("files"),
-        }
-    return None
+    return dict(found) if isinstance(found, Mapping) else None
 
 
 def _same(value: Any, paper: Any) -> bool:

@@ -19,12 +19,12 @@ from typing import Any
 from ..infra.home import atomic_dir, atomic_path
 from ..errors import DataError, R2MedError
 from ..infra.containment import ensure_within, name_problem
+from ..results.record import METRICS_FILE, metrics_json, parse_record, read_record
 
 Run = dict[str, dict[str, float]]
 """Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
 
 RUN_FILE = "run.trec"
-METRICS_FILE = "metrics.json"
 R2MED_RESULTS_FILE = "r2med_results.json"
 
 
@@ -113,15 +113,14 @@ def read_trec(path: str | os.PathLike[str]) -> Run:
 
 def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
     """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
-    names = {"ndcg_cut_": "ndcg_at_", "map_cut_": "map_at_", "recall_": "recall_at_", "P_": "precision_at_"}
+    from ..evaluation.measures import from_trec
+
     test: dict[str, float] = {}
-    for measure, value in aggregate.items():
-        if measure == "recip_rank":
-            test["mrr"] = value
-            continue
-        for prefix, new in names.items():
-            if measure.startswith(prefix) and measure[len(prefix) :].isdigit():
-                test[new + measure[len(prefix) :]] = value
+    for name, value in aggregate.items():
+        try:
+            test[from_trec(name).r2med_results] = value
+        except R2MedError:
+            continue  # not a pytrec_eval measure name: the R2MED results file has no key for it
     return {"dataset_name": task, "model_name": model, "test": test}
 
 
@@ -141,7 +140,7 @@ def write_task_results(
     ensure_within(folder.parent if root is None else root, folder)
     with atomic_dir(folder) as tmp:
         write_trec(run, tmp / RUN_FILE, tag=tag)
-        (tmp / METRICS_FILE).write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
+        (tmp / METRICS_FILE).write_text(metrics_json(metrics, folder / METRICS_FILE), encoding="utf-8")
         export = r2med_results(
             metrics.get("task", folder.name), metrics.get("retriever", tag), metrics.get("aggregate", {})
         )
@@ -149,134 +148,14 @@ def write_task_results(
     return folder
 
 
-#: The longest integer literal ``metrics.json`` may hold (r2med writes counts and seeds; a longer one is damage,
-#: and a 400-digit one would overflow every float conversion, a 4,301-digit one Python's int parser).
-MAX_INT_DIGITS = 30
-#: The range of every measure r2med stores (trec_eval's nDCG, MAP, recall, precision and reciprocal rank).
-MEASURE_RANGE = (0.0, 1.0)
-#: How much of a key or value an error message echoes.
-ECHO_CHARS = 60
-
-
-class _LongInteger(str):
-    """An integer literal longer than :data:`MAX_INT_DIGITS` digits, kept as its text so the check can name its key."""
-
-
-def _parse_int(text: str) -> int | _LongInteger:
-    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInteger(text)
-
-
-def shown(value: object) -> str:
-    """``value`` for an error message: one line, at most :data:`ECHO_CHARS` characters of it."""
-    if isinstance(value, str):
-        text = value if value.isprintable() else repr(value)
-        return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(value):,} characters)"
-    text = repr(value)
-    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
-
-
-def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
-    """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, _LongInteger):
-            return where or "the file", value
-        if isinstance(value, dict):
-            stack.extend((f"{where}.{shown(k)}" if where else shown(k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
-    return None
-
-
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """A task folder's ``metrics.json``, checked (:func:`check_metrics`); any fault is a DataError naming it.
-
-    The one reader of ``metrics.json``: report, compare, export, fuse, rerank and a resumed evaluate all
-    read through it, so a value that passed is safe for every consumer (finite measures in 0..1, no
-    integer too long for a float, bounded echo of whatever is wrong).
-    """
-    path = Path(folder) / METRICS_FILE
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"), parse_int=_parse_int)
-    except FileNotFoundError:
-        raise DataError(path, None, "no metrics.json (not a finished task folder)") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(path, None, f"not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, f"malformed JSON ({exc.msg})") from None
-    except RecursionError:
-        raise DataError(path, None, "malformed JSON (nested too deeply)") from None
-    except OSError as exc:
-        raise DataError(path, None, f"cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:  # e.g. a number literal json cannot convert
-        raise DataError(path, None, f"malformed JSON ({shown(str(exc))})") from None
-    found = _long_integer(data)
-    if found is not None:
-        where, literal = found
-        raise DataError(
-            path,
-            None,
-            f"{where} is a {len(literal.lstrip('-')):,}-digit integer, not a value r2med "
-            f"writes (at most {MAX_INT_DIGITS} digits)",
-        )
-    check_metrics(data, path)
-    return data
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _measures(values: Any, where: str, path: Path, bounds: tuple[float, float] | None = MEASURE_RANGE) -> None:
-    """Every value of ``values`` (an object) a finite number, within ``bounds`` (low, high) when given."""
-    if not isinstance(values, dict):
-        raise DataError(path, None, f"{where} must be an object of measure -> number, got {type(values).__name__}")
-    for measure, value in values.items():
-        if not _finite(value):
-            raise DataError(path, None, f"{where}.{shown(measure)} is {shown(value)}, not a finite number")
-        if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            raise DataError(
-                path,
-                None,
-                f"{where}.{shown(measure)} is {shown(value)}, outside "
-                f"{bounds[0]:g}..{bounds[1]:g} (the range of every measure r2med stores)",
-            )
+    """A task folder's ``metrics.json`` as a plain object, read and checked by the one reader
+    (:func:`r2med.results.record.read_record`); any fault is a DataError naming it.  A file from before the
+    schema had a number comes back upgraded (``schema_version`` 2)."""
+    return read_record(folder).to_json()
 
 
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
-    """The shape r2med writes: an object with ``aggregate`` (measure -> finite number) and, when present,
-    ``per_query`` (query -> measure -> finite number), a plain-name ``task``, text ``retriever``/``source``/
-    ``dataset_fingerprint``/``judgments_fingerprint``, object ``config``/``versions``/``data``, finite ``timing`` and boolean ``count_missing``."""
-    path = Path(path)
-    if not isinstance(data, dict):
-        raise DataError(path, None, f"expected a JSON object, got {type(data).__name__}")
-    if "aggregate" not in data:
-        raise DataError(path, None, "no 'aggregate' measures (not written by r2med?)")
-    _measures(data["aggregate"], "aggregate", path)
-    per_query = data.get("per_query", {})
-    if not isinstance(per_query, dict):
-        raise DataError(path, None, f"per_query must be an object of query -> measures, got {type(per_query).__name__}")
-    for qid, values in per_query.items():
-        _measures(values, f"per_query[{shown(qid)!r}]", path)
-    for key in ("task", "retriever"):
-        if isinstance(data.get(key), str) and len(data[key]) > 1000:  # before name_problem echoes it
-            raise DataError(path, None, f"{key} {shown(data[key])} is longer than a name can be")
-    if "task" in data and data["task"] is not None:
-        problem = name_problem(data["task"])
-        if problem is not None:
-            raise DataError(path, None, f"task {problem}; refusing to use it as a folder name")
-    for key in ("retriever", "source", "dataset_fingerprint", "judgments_fingerprint"):
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise DataError(path, None, f"{key} must be text, got {type(data[key]).__name__}")
-    if data.get("retriever") is not None:
-        problem = name_problem(data["retriever"], run_name=True)
-        if problem is not None:
-            raise DataError(path, None, f"retriever {problem}; refusing to use it in a folder name")
-    for key in ("config", "versions", "data"):
-        if data.get(key) is not None and not isinstance(data[key], dict):
-            raise DataError(path, None, f"{key} must be an object, got {type(data[key]).__name__}")
-    if data.get("timing") is not None:
-        _measures(data["timing"], "timing", path, bounds=(0.0, math.inf))
-    if "count_missing" in data and not isinstance(data["count_missing"], bool):
-        raise DataError(path, None, f"count_missing must be true or false, got {shown(data['count_missing'])}")
+    """``data`` checked as a ``metrics.json`` record (:func:`r2med.results.record.parse_record`): a DataError
+    naming ``path`` and the key on any fault."""
+    parse_record(data, path)

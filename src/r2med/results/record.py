@@ -1,0 +1,320 @@
+"""The record of one task's results (``metrics.json``): a typed, checked value with one reader and one writer.
+
+:func:`read_record` is the one reader of ``metrics.json`` (report, compare, export, fuse, rerank, html and a
+resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): every field is checked
+(types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
+every query scored on the same measures) and any fault is one line naming the file and the key.
+Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); they are
+upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
+structured ``expansion``).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
+:func:`r2med.runs.run.write_task_results`, which writes it atomically beside the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import DataError, R2MedError
+
+#: a task folder's results file
+METRICS_FILE: Final = "metrics.json"
+#: The longest integer literal ``metrics.json`` may hold (r2med writes counts and seeds; a longer one is damage,
+#: and a 400-digit one would overflow every float conversion, a 4,301-digit one Python's int parser).
+MAX_INT_DIGITS: Final = 30
+#: The range of every measure r2med stores (trec_eval's nDCG, MAP, recall, precision and reciprocal rank).
+MEASURE_RANGE: Final = (0.0, 1.0)
+#: How much of a key or value an error message echoes.
+ECHO_CHARS: Final = 60
+
+
+class _LongInteger(str):
+    """An integer literal longer than :data:`MAX_INT_DIGITS` digits, kept as its text so the check can name its key."""
+
+
+def _parse_int(text: str) -> int | _LongInteger:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _LongInteger(text)
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: one line, at most :data:`ECHO_CHARS` characters of it."""
+    if isinstance(value, str):
+        text = value if value.isprintable() else repr(value)
+        return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
+
+
+def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
+    """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _LongInteger):
+            return where or "the file", value
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{shown(k)}" if where else shown(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
+#: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``)
+SCHEMA_VERSION: Final = 2
+#: the fields of a record, in the order r2med writes them (``schema_version`` comes first)
+FIELDS: Final = (
+    "task",
+    "retriever",
+    "config",
+    "aggregate",
+    "per_query",
+    "count_missing",
+    "timing",
+    "versions",
+    "data",
+    "dataset_fingerprint",
+    "judgments_fingerprint",
+    "source",
+    "revision",
+    "split",
+    "encoding",
+)
+#: the most measures a file may hold (r2med stores 21 by default), and queries per task (R2MED's largest has 1,000s)
+MAX_MEASURES: Final = 1_000
+MAX_QUERIES: Final = 10_000_000
+#: the longest measure name, query id and text field a record may hold
+MAX_NAME_CHARS: Final = 100
+MAX_QUERY_ID_CHARS: Final = 1_000
+MAX_TEXT_CHARS: Final = 10_000
+
+
+@dataclass(frozen=True)
+class MetricsRecord:
+    """One task folder's ``metrics.json``, checked.  ``keys``: the keys the file holds, in its order (so a
+    record is written back as it was read); a field the file lacks is ``None`` (``per_query``: empty)."""
+
+    aggregate: dict[str, float]
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    task: str | None = None
+    retriever: str | None = None
+    config: dict[str, Any] | None = None
+    count_missing: bool | None = None
+    timing: dict[str, float] | None = None
+    versions: dict[str, Any] | None = None
+    data: dict[str, Any] | None = None
+    dataset_fingerprint: str | None = None
+    judgments_fingerprint: str | None = None
+    source: str | None = None
+    revision: str | None = None
+    split: str | None = None
+    encoding: dict[str, Any] | None = None
+    #: keys this schema does not name (kept as they are)
+    extra: dict[str, Any] = field(default_factory=dict)
+    keys: tuple[str, ...] = ()
+    #: the version of the file read (1: no ``schema_version``); the record itself is always :data:`SCHEMA_VERSION`
+    read_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The payload :func:`metrics_json` writes: ``schema_version`` first, then the file's keys in order."""
+        payload: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for key in self.keys or ("aggregate",):
+            payload[key] = getattr(self, key) if key in FIELDS else self.extra[key]
+        return payload
+
+
+def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
+    """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
+    and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
+    from ..evaluation.measures import from_trec
+    from ..infra.containment import name_problem
+
+    where = Path(path)
+
+    def fail(message: str) -> DataError:
+        return DataError(where, None, message)
+
+    if not isinstance(data, dict):
+        raise fail(f"expected a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise fail(f"schema_version must be a whole number, got {shown(version)}")
+    if version > SCHEMA_VERSION:
+        raise fail(
+            f"schema_version {shown(version)} is newer than this r2med reads (1..{SCHEMA_VERSION}); upgrade r2med"
+        )
+    if version < 1:
+        raise fail(f"schema_version {shown(version)} is not one r2med ever wrote (1..{SCHEMA_VERSION})")
+
+    def finite(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    def numbers(values: Any, key: str, bounds: tuple[float, float], named: bool) -> dict[str, float]:
+        if not isinstance(values, dict):
+            raise fail(f"{key} must be an object of measure -> number, got {type(values).__name__}")
+        if len(values) > MAX_MEASURES:
+            raise fail(f"{key} holds {len(values):,} values, more than {MAX_MEASURES:,}")
+        checked: dict[str, float] = {}
+        for name, value in values.items():
+            if len(name) > MAX_NAME_CHARS:
+                raise fail(f"{key}: a name of {len(name):,} characters ({shown(name)}), longer than a measure's")
+            if not finite(value):
+                raise fail(f"{key}.{shown(name)} is {shown(value)}, not a finite number")
+            if not bounds[0] <= value <= bounds[1]:
+                raise fail(
+                    f"{key}.{shown(name)} is {shown(value)}, outside "
+                    f"{bounds[0]:g}..{bounds[1]:g} (the range of every measure r2med stores)"
+                )
+            if named:
+                try:
+                    from_trec(name)
+                except R2MedError:
+                    raise fail(f"{key}.{shown(name)} is not a measure r2med stores (pytrec_eval names)") from None
+            checked[name] = value
+        return checked
+
+    if "aggregate" not in data:
+        raise fail("no 'aggregate' measures (not written by r2med?)")
+    aggregate = numbers(data["aggregate"], "aggregate", MEASURE_RANGE, named=True)
+    raw_per_query = data.get("per_query", {})
+    if not isinstance(raw_per_query, dict):
+        raise fail(f"per_query must be an object of query -> measures, got {type(raw_per_query).__name__}")
+    if len(raw_per_query) > MAX_QUERIES:
+        raise fail(f"per_query holds {len(raw_per_query):,} queries, more than {MAX_QUERIES:,}")
+    per_query: dict[str, dict[str, float]] = {}
+    first_qid, first_row = "", set[str]()
+    for qid, values in raw_per_query.items():
+        key = f"per_query[{shown(qid)!r}]"
+        if len(qid) > MAX_QUERY_ID_CHARS:
+            raise fail(f"per_query: a query id of {len(qid):,} characters ({shown(qid)})")
+        row = numbers(values, key, MEASURE_RANGE, named=True)
+        if per_query and set(row) != first_row:
+            odd = min(set(row) ^ first_row)
+            state = "lacks" if odd in first_row else "has"
+            raise fail(f"{key} {state} {shown(odd)}, unlike per_query[{shown(first_qid)!r}]")
+        if not per_query:
+            first_qid, first_row = qid, set(row)
+        per_query[qid] = row
+
+    texts: dict[str, str | None] = {}
+    for key in ("task", "retriever", "source", "dataset_fingerprint", "judgments_fingerprint", "revision", "split"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"{key} must be text, got {type(value).__name__}")
+        if isinstance(value, str) and len(value) > (1000 if key in ("task", "retriever") else MAX_TEXT_CHARS):
+            raise fail(
+                f"{key} {shown(value)} is longer than a {'name' if key in ('task', 'retriever') else key} can be"
+            )
+        texts[key] = value
+    if texts["task"] is not None:
+        problem = name_problem(texts["task"])
+        if problem is not None:
+            raise fail(f"task {problem}; refusing to use it as a folder name")
+    if texts["retriever"] is not None:
+        problem = name_problem(texts["retriever"], run_name=True)
+        if problem is not None:
+            raise fail(f"retriever {problem}; refusing to use it in a folder name")
+    objects: dict[str, dict[str, Any] | None] = {}
+    for key in ("config", "versions", "data", "encoding"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise fail(f"{key} must be an object, got {type(value).__name__}")
+        objects[key] = value
+    if version == 1 and objects["config"] is not None:
+        objects["config"] = upgrade_config_v1(objects["config"])
+    timing = data.get("timing")
+    if timing is not None:
+        timing = numbers(timing, "timing", (0.0, math.inf), named=False)
+    count_missing = data.get("count_missing")
+    if "count_missing" in data and not isinstance(count_missing, bool):
+        raise fail(f"count_missing must be true or false, got {shown(count_missing)}")
+
+    keys = tuple(k for k in data if k != "schema_version")
+    return MetricsRecord(
+        aggregate=aggregate,
+        per_query=per_query,
+        task=texts["task"],
+        retriever=texts["retriever"],
+        config=objects["config"],
+        count_missing=count_missing,
+        timing=timing,
+        versions=objects["versions"],
+        data=objects["data"],
+        dataset_fingerprint=texts["dataset_fingerprint"],
+        judgments_fingerprint=texts["judgments_fingerprint"],
+        source=texts["source"],
+        revision=texts["revision"],
+        split=texts["split"],
+        encoding=objects["encoding"],
+        extra={k: data[k] for k in keys if k not in FIELDS},
+        keys=keys,
+        read_version=version,
+    )
+
+
+def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 ``config`` with the structured ``expansion`` record: run folders written before it had one
+    stored the expansion as the text ``queries`` (``"plain"`` or ``"hyde:gpt4 trace=auto rule=paper-v1
+    files=..."``); a reranked run's first stage (``first_stage.config``) is upgraded the same way.  Anything
+    else is kept as it is (a new dict; ``config`` is not changed)."""
+    upgraded = dict(config)
+    first = upgraded.get("first_stage")
+    if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping):
+        upgraded["first_stage"] = {**first, "config": upgrade_config_v1(first["config"])}
+    queries = upgraded.get("queries")
+    if "expansion" in upgraded or not isinstance(queries, str):
+        return upgraded
+    expansion: dict[str, Any] | None = None
+    if queries.split() and queries != "plain":
+        head, *rest = queries.split()
+        method, _, llm = head.partition(":")
+        fields = dict(part.partition("=")[::2] for part in rest)
+        expansion = {
+            "method": method,
+            "llm": llm,
+            "trace": fields.get("trace", "auto"),
+            "rule": fields.get("rule"),
+            "files": fields.get("files"),
+        }
+    upgraded["expansion"] = expansion
+    return upgraded
+
+
+def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
+    """A task folder's ``metrics.json`` as a checked record (the one reader); any fault a DataError naming it."""
+    path = Path(folder) / METRICS_FILE
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_int=_parse_int)
+    except FileNotFoundError:
+        raise DataError(path, None, "no metrics.json (not a finished task folder)") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(path, None, f"not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"malformed JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(path, None, "malformed JSON (nested too deeply)") from None
+    except OSError as exc:
+        raise DataError(path, None, f"cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:  # e.g. a number literal json cannot convert
+        raise DataError(path, None, f"malformed JSON ({shown(str(exc))})") from None
+    found = _long_integer(data)
+    if found is not None:
+        key, literal = found
+        raise DataError(
+            path,
+            None,
+            f"{key} is a {len(literal.lstrip('-')):,}-digit integer, not a value r2med "
+            f"writes (at most {MAX_INT_DIGITS} digits)",
+        )
+    return parse_record(data, path)
+
+
+def metrics_json(payload: Mapping[str, Any], where: str | os.PathLike[str]) -> str:
+    """The text of ``metrics.json`` for ``payload`` (checked as a record; ``schema_version`` :data:`SCHEMA_VERSION`
+    first, then the payload's keys in order): the one writer's serialisation."""
+    record = parse_record(dict(payload), where)
+    return json.dumps(record.to_json(), indent=1) + "\n"

@@ -1,0 +1,150 @@
+"""The results record (r2med.results.record): one reader that checks every field and upgrades files written
+before the schema had a number (the real ones in tests/data/metrics_v1/, written by r2med at commit 81a9252),
+and one writer that adds only ``schema_version`` 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from r2med.errors import DataError
+from r2med.results.record import SCHEMA_VERSION, metrics_json, parse_record, read_record
+from r2med.runs.run import read_metrics, write_task_results
+
+V1 = Path(__file__).parent / "data" / "metrics_v1"
+V1_FILES = sorted(p.name for p in V1.glob("*.json"))
+
+
+def _folder(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / "system" / "task"
+    folder.mkdir(parents=True)
+    shutil.copy(V1 / name, folder / "metrics.json")
+    return folder
+
+
+def test_there_are_real_v1_files():
+    assert len(V1_FILES) == 3
+
+
+@pytest.mark.parametrize("name", V1_FILES)
+def test_a_v1_file_is_upgraded_in_memory_and_kept_whole(tmp_path: Path, name: str):
+    original = json.loads((V1 / name).read_text())
+    assert "schema_version" not in original
+    folder = _folder(tmp_path, name)
+    record = read_record(folder)
+    assert record.read_version == 1
+    assert record.aggregate == original["aggregate"] and record.per_query == original["per_query"]
+    assert record.task == original["task"] and record.retriever == original["retriever"]
+    assert record.config == original["config"] and record.revision is None
+    assert record.encoding == original.get("encoding")
+    payload = read_metrics(folder)
+    assert payload == {"schema_version": 2, **original}
+    assert list(payload) == ["schema_version", *original]
+    assert (folder / "metrics.json").read_bytes() == (V1 / name).read_bytes()  # reading never rewrites
+
+
+@pytest.mark.parametrize("name", V1_FILES)
+def test_the_writer_adds_only_schema_version(tmp_path: Path, name: str):
+    text = (V1 / name).read_text()
+    written = metrics_json(json.loads(text), tmp_path / "metrics.json")
+    # by hand: the old file's text with one line after the opening brace
+    assert written == text.replace("{\n", '{\n "schema_version": 2,\n', 1)
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "metrics.json").write_text(written)
+    assert read_record(again).read_version == SCHEMA_VERSION == 2
+
+
+def test_write_task_results_writes_version_2(tmp_path: Path):
+    payload = json.loads((V1 / "bm25_medline-med.json").read_text())
+    folder = write_task_results(tmp_path / "out" / "medline-med", {"Q1": {"d1": 1.0}}, payload, tag="bm25")
+    stored = json.loads((folder / "metrics.json").read_text())
+    assert next(iter(stored)) == "schema_version" and stored["schema_version"] == 2
+    assert {k: v for k, v in stored.items() if k != "schema_version"} == payload
+
+
+def test_the_writer_refuses_a_bad_payload_and_writes_nothing(tmp_path: Path):
+    payload = json.loads((V1 / "bm25_medline-med.json").read_text())
+    payload["aggregate"]["ndcg_cut_10"] = float("nan")
+    out = tmp_path / "out"
+    with pytest.raises(DataError, match=r"aggregate\.ndcg_cut_10 is nan, not a finite number"):
+        write_task_results(out / "medline-med", {"Q1": {"d1": 1.0}}, payload, tag="bm25")
+    assert not (out / "medline-med").exists()
+    assert not out.exists() or not any(out.iterdir())  # no temp folder left either
+
+
+def _damaged(change: dict[str, object]) -> dict[str, object]:
+    payload = json.loads((V1 / "bm25_medline-med.json").read_text())
+    payload.update(change)
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"schema_version": 3}, "schema_version 3 is newer than this r2med reads (1..2)"),
+        ({"schema_version": 0}, "schema_version 0 is not one r2med ever wrote"),
+        ({"schema_version": "2"}, "schema_version must be a whole number"),
+        ({"schema_version": True}, "schema_version must be a whole number"),
+        ({"aggregate": {"ndcg_cut_10": 1.5}}, "aggregate.ndcg_cut_10 is 1.5, outside 0..1"),
+        ({"aggregate": {"nDCG@10": 0.5}}, "aggregate.nDCG@10 is not a measure r2med stores"),
+        ({"aggregate": {"m" * 500: 0.5}}, "a name of 500 characters"),
+        ({"aggregate": {f"ndcg_cut_{k}": 0.5 for k in range(1, 1100)}}, "holds 1,099 values, more than 1,000"),
+        (
+            {"per_query": {"q1": {"recall_10": 0.5}, "q2": {"recall_100": 0.5}}},
+            "per_query['q2'] lacks recall_10, unlike per_query['q1']",
+        ),
+        ({"per_query": {"q1": {"P_1": 0.5, "P_10": 0.5}, "q2": {"P_1": 0.5}}}, "per_query['q2'] lacks P_10"),
+        ({"per_query": {"q" * 2000: {"P_1": 0.5}}}, "a query id of 2,000 characters"),
+        ({"revision": 7}, "revision must be text, got int"),
+        ({"split": ["test"]}, "split must be text, got list"),
+        ({"encoding": "fp16"}, "encoding must be an object, got str"),
+        ({"source": "x" * 20_000}, "is longer than a source can be"),
+        ({"timing": {"total_s": -1.0}}, "timing.total_s is -1.0, outside 0..inf"),
+        ({"count_missing": 0}, "count_missing must be true or false"),
+    ],
+)
+def test_each_fault_is_one_line_naming_file_and_key(tmp_path: Path, change: dict[str, object], said: str):
+    with pytest.raises(DataError) as caught:
+        parse_record(_damaged(change), tmp_path / "metrics.json")
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'metrics.json'}: ") and said in message, message
+    assert "\n" not in message and len(message) < 400
+
+
+def test_version_2_read_back_equals_what_was_written(tmp_path: Path):
+    payload = _damaged({"schema_version": 2, "unknown_later_key": {"kept": True}})
+    record = parse_record(payload, tmp_path / "metrics.json")
+    assert record.read_version == 2 and record.extra == {"unknown_later_key": {"kept": True}}
+    assert record.to_json() == payload
+
+
+def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: Path):
+    """Run folders written before the structured ``expansion`` stored ``queries`` as text; the reader upgrades
+    them (also a reranked run's first stage), so matching a published row still works; a v2 file is as read."""
+    from r2med.results.published import PublishedKey, recorded_key
+
+    paper_bm25 = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4}
+    old = _damaged({"config": {**paper_bm25, "queries": "hyde:gpt4 trace=auto rule=paper-v1 files=/x"}})
+    record = parse_record(old, tmp_path / "metrics.json")
+    assert record.config is not None
+    assert record.config["expansion"] == {
+        "method": "hyde",
+        "llm": "gpt4",
+        "trace": "auto",
+        "rule": "paper-v1",
+        "files": "/x",
+    }
+    assert recorded_key(record.config) == PublishedKey("bm25", "hyde", "gpt4")
+    assert old["config"] == {**paper_bm25, "queries": "hyde:gpt4 trace=auto rule=paper-v1 files=/x"}  # unchanged
+    plain = parse_record(_damaged({"config": {**paper_bm25, "queries": "plain"}}), tmp_path / "metrics.json")
+    assert plain.config is not None and plain.config["expansion"] is None
+    assert recorded_key(plain.config) == PublishedKey("bm25")
+    reranked = {"reranker": {"reranker": "monobert"}, "first_stage": {"config": {**paper_bm25, "queries": "plain"}}}
+    upgraded = parse_record(_damaged({"config": reranked}), tmp_path / "metrics.json").config
+    assert upgraded is not None and upgraded["first_stage"]["config"]["expansion"] is None
+    v2 = parse_record(_damaged({"schema_version": 2, "config": {**paper_bm25, "queries": "x"}}), tmp_path / "m")
+    assert v2.config == {**paper_bm25, "queries": "x"}
