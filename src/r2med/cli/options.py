@@ -2,6 +2,9 @@
 
 * The options several commands take (``--tasks``, ``--data-dir``, ``--revision``, ``--measure``...)
   are defined once, as ``Annotated`` types (``tasks: Tasks = "all"``).
+* Each option with a fixed set of values (``--similarity``, ``--pooling``, ``--dtype``, ``--method``...) is an
+  :class:`EnumChoice` of the enum that owns the values: ``--help`` shows them, and a value outside them is refused
+  while the command line is parsed, naming the option and listing the choices (exit code 2).
 * Each numeric option names its range with one of the callbacks below
   (``typer.Option(0.9, "--k1", callback=AT_LEAST_0)``), so a non-finite value (``nan``, ``inf``,
   ``1e999``) or one out of range is refused while the command line is parsed, before any data is
@@ -12,7 +15,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -20,6 +24,57 @@ import click
 import typer
 
 from ..errors import R2MedError
+from ..expansion.combine import ExpansionMethod, method_spelling
+from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
+from ..retrieval.dense_choices import Pooling as PoolingName
+from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..runs.fusion import FusionMethod, Normalisation
+
+
+class EnumChoice:
+    """A choice of a ``StrEnum``'s values that gives the member (a plain ``str`` subclass).
+
+    Used as ``typer.Option(..., metavar=choice.choices_metavar, callback=choice.callback)`` (this typer takes no
+    click type); a value outside the choices is refused as click refuses one:
+    ``Invalid value for '--similarity': 'x' is not one of 'cosine', 'dot'.`` (exit code 2).
+    ``normalize`` is applied to the given text first (case, spelling); a value in ``aliases`` (other spellings the
+    owner of the enum accepts) passes through as given, so that the code behind reads and records it as before.
+    ``--help`` and the error list only the enum's values.
+    """
+
+    def __init__(
+        self,
+        enum: type[StrEnum],
+        aliases: Mapping[str, object] | None = None,
+        normalize: Callable[[str], str] | None = None,
+    ) -> None:
+        self.enum = enum
+        self.aliases = dict(aliases or {})
+        self.normalize = normalize
+
+    def convert(self, value: str) -> str:
+        """The member ``value`` names (an alias as given), else :class:`typer.BadParameter` listing the choices."""
+        if isinstance(value, self.enum):
+            return value
+        text = self.normalize(value) if self.normalize else value
+        if text in self.aliases:
+            return value
+        for member in self.enum:
+            if member.value == text:
+                return member
+        listed = ", ".join(repr(member.value) for member in self.enum)
+        raise typer.BadParameter(f"{value!r} is not one of {listed}.")
+
+    @property
+    def choices_metavar(self) -> str:
+        """The choices as ``--help`` shows them: ``[cosine|dot]``."""
+        return "[" + "|".join(member.value for member in self.enum) + "]"
+
+    def callback(self, ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        """A typer callback checking the option's value (``None``, an unset option, passes)."""
+        if value is None or ctx.resilient_parsing:
+            return value
+        return self.convert(value)
 
 
 def _fmt(x: float) -> str:
@@ -238,7 +293,32 @@ Device = Annotated[
     Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
 ]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
-Pooling = Annotated[Optional[str], typer.Option("--pooling", help="Dense: cls, mean or last-token.")]
+POOLING_CHOICE = EnumChoice(PoolingName)
+SIMILARITY_CHOICE = EnumChoice(Similarity)
+Pooling = Annotated[
+    Optional[str],
+    typer.Option(
+        "--pooling",
+        metavar=POOLING_CHOICE.choices_metavar,
+        callback=POOLING_CHOICE.callback,
+        help="Dense: cls, mean or last-token.",
+    ),
+]
+SimilarityOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--similarity",
+        metavar=SIMILARITY_CHOICE.choices_metavar,
+        callback=SIMILARITY_CHOICE.callback,
+        help="Dense: cosine (the paper's, the default) or dot.",
+    ),
+]
+DTYPE_CHOICE = EnumChoice(Dtype, aliases=DTYPE_ALIASES, normalize=str.lower)
+"""``--dtype``: fp32, fp16, bf16, fp16-autocast or auto, in any case (torch's names ``float16``... accepted)."""
+ANALYZER_CHOICE = EnumChoice(AnalyzerName, aliases=ANALYZER_ALIASES)
+FUSION_METHOD_CHOICE = EnumChoice(FusionMethod)
+NORMALISATION_CHOICE = EnumChoice(Normalisation)
+EXPANSION_METHOD_CHOICE = EnumChoice(ExpansionMethod, normalize=method_spelling)
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Dense: allow models that run their own code (NV-Embed-v2).")
 ]
