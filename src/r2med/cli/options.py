@@ -35,25 +35,27 @@ class EnumChoice:
     """A choice of a ``StrEnum``'s values that gives the member (a plain ``str`` subclass).
 
     Used as ``typer.Option(..., metavar=choice.choices_metavar, callback=choice.callback)`` (this typer takes no
-    click type); a value outside the choices is refused as click refuses one:
-    ``Invalid value for '--similarity': 'x' is not one of 'cosine', 'dot'.`` (exit code 2).
+    click type): ``--help`` shows ``[cosine|dot]``, and a value outside the choices is refused while the command line
+    is parsed, in one line naming the option and listing the choices (exit code 2):
+    ``--similarity: unknown similarity 'x'; choose from: cosine, dot``.
     ``normalize`` is applied to the given text first (case, spelling); a value in ``aliases`` (other spellings the
     owner of the enum accepts) passes through as given, so that the code behind reads and records it as before.
-    ``--help`` and the error list only the enum's values.
     """
 
     def __init__(
         self,
         enum: type[StrEnum],
+        what: str,
         aliases: Mapping[str, object] | None = None,
         normalize: Callable[[str], str] | None = None,
     ) -> None:
         self.enum = enum
+        self.what = what
         self.aliases = dict(aliases or {})
         self.normalize = normalize
 
-    def convert(self, value: str) -> str:
-        """The member ``value`` names (an alias as given), else :class:`typer.BadParameter` listing the choices."""
+    def convert(self, value: str, option: str = "") -> str:
+        """The member ``value`` names (an alias as given), else a one-line :class:`R2MedError` listing the choices."""
         if isinstance(value, self.enum):
             return value
         text = self.normalize(value) if self.normalize else value
@@ -62,8 +64,9 @@ class EnumChoice:
         for member in self.enum:
             if member.value == text:
                 return member
-        listed = ", ".join(repr(member.value) for member in self.enum)
-        raise typer.BadParameter(f"{value!r} is not one of {listed}.")
+        listed = ", ".join(member.value for member in self.enum)
+        prefix = f"{option}: " if option else ""
+        raise R2MedError(f"{prefix}unknown {self.what} {value!r}; choose from: {listed}")
 
     @property
     def choices_metavar(self) -> str:
@@ -74,7 +77,7 @@ class EnumChoice:
         """A typer callback checking the option's value (``None``, an unset option, passes)."""
         if value is None or ctx.resilient_parsing:
             return value
-        return self.convert(value)
+        return self.convert(value, _option_name(param))
 
 
 def _fmt(x: float) -> str:
@@ -293,8 +296,8 @@ Device = Annotated[
     Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
 ]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
-POOLING_CHOICE = EnumChoice(PoolingName)
-SIMILARITY_CHOICE = EnumChoice(Similarity)
+POOLING_CHOICE = EnumChoice(PoolingName, "pooling")
+SIMILARITY_CHOICE = EnumChoice(Similarity, "similarity")
 Pooling = Annotated[
     Optional[str],
     typer.Option(
@@ -313,12 +316,12 @@ SimilarityOption = Annotated[
         help="Dense: cosine (the paper's, the default) or dot.",
     ),
 ]
-DTYPE_CHOICE = EnumChoice(Dtype, aliases=DTYPE_ALIASES, normalize=str.lower)
+DTYPE_CHOICE = EnumChoice(Dtype, "dtype", aliases=DTYPE_ALIASES, normalize=str.lower)
 """``--dtype``: fp32, fp16, bf16, fp16-autocast or auto, in any case (torch's names ``float16``... accepted)."""
-ANALYZER_CHOICE = EnumChoice(AnalyzerName, aliases=ANALYZER_ALIASES)
-FUSION_METHOD_CHOICE = EnumChoice(FusionMethod)
-NORMALISATION_CHOICE = EnumChoice(Normalisation)
-EXPANSION_METHOD_CHOICE = EnumChoice(ExpansionMethod, normalize=method_spelling)
+ANALYZER_CHOICE = EnumChoice(AnalyzerName, "analyzer", aliases=ANALYZER_ALIASES)
+FUSION_METHOD_CHOICE = EnumChoice(FusionMethod, "fusion method")
+NORMALISATION_CHOICE = EnumChoice(Normalisation, "normalisation")
+EXPANSION_METHOD_CHOICE = EnumChoice(ExpansionMethod, "expansion method", normalize=method_spelling)
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Dense: allow models that run their own code (NV-Embed-v2).")
 ]

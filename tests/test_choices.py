@@ -1,0 +1,110 @@
+"""Choices are types: each string choice is a StrEnum, checked once at the edge (issue 22 item 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_r2med
+from typer.testing import CliRunner
+
+from r2med.cli import app
+from r2med.errors import R2MedError
+from r2med.expansion.combine import ExpansionMethod, check_method
+from r2med.expansion.traces import TraceFormat, trace_format_of
+from r2med.retrieval.dense_choices import Dtype, Pooling, Similarity
+from r2med.retrieval.lexical_choices import AnalyzerName, Bm25Flavour
+from r2med.runs.fusion import FusionMethod, Normalisation
+
+# (command line before the option, option, the choices it must list), written out by hand from the docs
+CASES = [
+    (["evaluate", "-r", "dense"], "--similarity", ["cosine", "dot"], "similarity"),
+    (["evaluate", "-r", "dense"], "--pooling", ["cls", "mean", "last-token"], "pooling"),
+    (["evaluate", "-r", "dense"], "--dtype", ["fp32", "fp16", "bf16", "fp16-autocast", "auto"], "dtype"),
+    (["evaluate"], "--analyzer", ["english", "lucene"], "analyzer"),
+    (["encode"], "--pooling", ["cls", "mean", "last-token"], "pooling"),
+    (
+        ["rerank", "--run", "x", "--reranker", "y"],
+        "--dtype",
+        ["fp32", "fp16", "bf16", "fp16-autocast", "auto"],
+        "dtype",
+    ),
+    (["fuse", "a", "b"], "--method", ["rrf", "combsum", "combmnz"], "fusion method"),
+    (["fuse", "a", "b"], "--norm", ["minmax", "zscore", "none"], "normalisation"),
+    (
+        ["expand", "--model", "m"],
+        "--method",
+        ["hyde", "query2doc", "lamer", "search-r1", "search-o1"],
+        "expansion method",
+    ),
+]
+
+
+@pytest.mark.parametrize(("base", "option", "choices", "what"), CASES)
+def test_a_choice_outside_the_enum_is_refused_while_parsing_with_the_choices_listed(
+    base: list[str], option: str, choices: list[str], what: str, tmp_path: Path
+) -> None:
+    extra = ["-o", str(tmp_path / "out")] if base[0] == "evaluate" else []
+    proc = run_r2med(*base, option, "bogus", *extra, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    expected = f"{option}: unknown {what} 'bogus'; choose from: {', '.join(choices)}"
+    assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+@pytest.mark.parametrize(("base", "option", "choices", "what"), CASES)
+def test_help_shows_the_choices(base: list[str], option: str, choices: list[str], what: str) -> None:
+    res = CliRunner().invoke(app, [base[0], "--help"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0
+    assert "[" + "|".join(choices) + "]" in res.output
+
+
+def test_the_enums_hold_todays_strings_and_dump_as_plain_json_strings() -> None:
+    expected = {
+        Pooling: ["cls", "mean", "last-token"],
+        Similarity: ["cosine", "dot"],
+        Dtype: ["fp32", "fp16", "bf16", "fp16-autocast", "auto"],
+        AnalyzerName: ["english", "lucene"],
+        Bm25Flavour: ["paper", "standard"],
+        FusionMethod: ["rrf", "combsum", "combmnz"],
+        Normalisation: ["minmax", "zscore", "none"],
+        ExpansionMethod: ["hyde", "query2doc", "lamer", "search-r1", "search-o1"],
+        TraceFormat: ["think", "final-response", "solution", "answer", "none"],
+    }
+    for enum, values in expected.items():
+        assert [m.value for m in enum] == values
+        assert json.loads(json.dumps({"v": list(enum)})) == {"v": values}
+        assert json.dumps(list(enum)) == json.dumps(values)
+
+
+def test_encoder_settings_are_typed_inside_and_key_as_before() -> None:
+    from r2med.retrieval.encoders import EncoderSettings
+
+    settings = EncoderSettings(model="m", pooling="cls", dtype="float16")
+    assert settings.pooling is Pooling.CLS and settings.dtype is Dtype.FP16
+    key = json.loads(json.dumps(settings.key()))
+    assert key["pooling"] == "cls" and key["dtype"] == "fp16"
+    with pytest.raises(R2MedError, match="unknown pooling 'max'; choose from cls, mean, last-token"):
+        EncoderSettings(model="m", pooling="max")
+    with pytest.raises(R2MedError, match="unknown dtype 'fp8'; choose from fp32, fp16, bf16, fp16-autocast, auto"):
+        EncoderSettings(model="m", dtype="fp8")
+
+
+def test_fingerprint_of_enum_settings_equals_that_of_todays_strings() -> None:
+    from r2med.infra.home import fingerprint
+
+    assert fingerprint({"pooling": Pooling.MEAN, "dtype": Dtype.FP32}) == fingerprint(
+        {"pooling": "mean", "dtype": "fp32"}
+    )
+
+
+def test_aliases_and_spellings_still_accepted() -> None:
+    from r2med.cli.options import ANALYZER_CHOICE, DTYPE_CHOICE, EXPANSION_METHOD_CHOICE
+
+    assert DTYPE_CHOICE.convert("FP16") is Dtype.FP16
+    assert DTYPE_CHOICE.convert("float16") == "float16"  # passed on as given; EncoderSettings canonicalises it
+    assert ANALYZER_CHOICE.convert("python") == "python"
+    assert EXPANSION_METHOD_CHOICE.convert("HyDE") is ExpansionMethod.HYDE
+    assert check_method("Search_R1") is ExpansionMethod.SEARCH_R1
+    assert trace_format_of("r1-qwen-32b") is TraceFormat.THINK
