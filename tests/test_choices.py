@@ -108,3 +108,68 @@ def test_aliases_and_spellings_still_accepted() -> None:
     assert EXPANSION_METHOD_CHOICE.convert("HyDE") is ExpansionMethod.HYDE
     assert check_method("Search_R1") is ExpansionMethod.SEARCH_R1
     assert trace_format_of("r1-qwen-32b") is TraceFormat.THINK
+
+
+# -- records built from data refuse unknown fields ----------------------------------------------------------
+
+
+def test_retriever_meta_from_a_mapping_refuses_an_unknown_key_by_name() -> None:
+    from r2med.retrieval.registry import RetrieverMeta
+
+    meta = RetrieverMeta.from_mapping({"name": "x", "factory": dict, "family": "lexical"})
+    assert meta.family == "lexical"
+    with pytest.raises(R2MedError, match=r"retriever 'x': unknown field 'needs_gpus' \(did you mean 'needs_gpu'\?\)"):
+        RetrieverMeta.from_mapping({"name": "x", "factory": dict, "needs_gpus": "7B"})
+
+
+def test_reranker_meta_from_a_mapping_refuses_an_unknown_key_by_name() -> None:
+    from r2med.reranking.base import RerankerMeta
+
+    assert RerankerMeta.from_mapping({"name": "r", "factory": dict, "depth": 100}).depth == 100
+    with pytest.raises(R2MedError, match="reranker 'r': unknown field 'deepth'"):
+        RerankerMeta.from_mapping({"name": "r", "factory": dict, "deepth": 100})
+
+
+def test_a_preset_refuses_an_unknown_field_or_fact() -> None:
+    from r2med.retrieval.presets import Preset
+
+    Preset("p", "org/m", {"pooling": "cls", "batch_size": 8}, None, None)
+    with pytest.raises(R2MedError, match="preset 'p': unknown field 'poolng'"):
+        Preset("p", "org/m", {"poolng": "cls"}, None, None)
+    with pytest.raises(R2MedError, match="preset 'p' facts: unknown field 'publishd_as'"):
+        Preset("p", "org/m", {}, None, None, facts={"publishd_as": "X"})
+
+
+def test_every_built_in_preset_and_later_entry_passes_the_check() -> None:
+    from r2med.protocol.later_models import later_models, later_reranker, later_retriever
+    from r2med.retrieval.later_presets import later_preset
+    from r2med.retrieval.presets import all_presets
+
+    assert len(all_presets()) >= 12
+    for name in later_models()["retrievers"]:
+        later_retriever(name)
+        later_preset(name)
+    for name in later_models()["rerankers"]:
+        later_reranker(name)
+
+
+def test_a_later_models_entry_with_an_unknown_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import copy
+
+    from r2med.protocol import later_models as module
+    from r2med.retrieval import later_presets
+
+    data = copy.deepcopy(module.later_models())
+    name = next(iter(data["retrievers"]))
+    reranker = next(iter(data["rerankers"]))
+    data["retrievers"][name]["r2med_encoder"]["pooling_mode"] = "mean"
+    monkeypatch.setattr(module, "later_models", lambda: data)
+    monkeypatch.setattr(later_presets, "later_retriever", module.later_retriever)
+    with pytest.raises(R2MedError, match=f"retriever '{name}' r2med_encoder: unknown field 'pooling_mode'"):
+        later_presets.later_preset(name)
+    data["retrievers"][name]["hub"] = "x"
+    with pytest.raises(R2MedError, match=f"later_models.json: retriever '{name}': unknown field 'hub'"):
+        module.later_retriever(name)
+    data["rerankers"][reranker]["kinds"] = "x"
+    with pytest.raises(R2MedError, match=f"later_models.json: reranker '{reranker}': unknown field 'kinds'"):
+        module.later_reranker(reranker)

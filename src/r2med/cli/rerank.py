@@ -8,10 +8,10 @@ from typing import Optional
 
 import typer
 
+from ..runs.fusion import FusionMethod, Normalisation
 from . import app
 from ._ui import print_summary
 from .core import table_measures
-from ..runs.fusion import FusionMethod, Normalisation
 from .options import (
     AT_LEAST_0,
     AT_LEAST_1,

@@ -517,11 +517,13 @@ def register_preset(preset: Preset) -> RetrieverMeta:
     if preset.name not in DENSE_PRESETS:
         add_preset(preset)
     return register_retriever(
-        RetrieverMeta(
-            preset.name,
-            _preset_factory(preset.name),
-            parameters=CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()),
-            **preset_meta(preset.name),
+        RetrieverMeta.from_mapping(
+            {
+                "name": preset.name,
+                "factory": _preset_factory(preset.name),
+                "parameters": CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()),
+                **preset_meta(preset.name),
+            }
         )
     )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError, did_you_mean, shown
+from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
 
@@ -72,6 +73,11 @@ class RetrieverMeta:
     #: where its settings come from, for display: its published row and average, the source of each
     #: setting, what could not be found (gaps), whether r2med assumed them (``protocol/later_models.json``)
     provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> RetrieverMeta:
+        """The record of ``data`` (field -> value); a key that is no field is an error naming it."""
+        return record_from(cls, data, f"retriever {data.get('name')!r}")
 
     @property
     def local_model(self) -> bool:
