@@ -38,6 +38,13 @@ CASES = [
         ["hyde", "query2doc", "lamer", "search-r1", "search-o1"],
         "expansion method",
     ),
+    (["report", "runs"], "--format", ["table", "markdown", "csv", "latex", "json"], "format"),
+    (["compare", "a", "b"], "--format", ["table", "markdown", "csv", "latex", "json"], "format"),
+    (["tasks"], "--format", ["table", "json"], "format"),
+    (["cache", "ls"], "--format", ["table", "json"], "format"),
+    (["models"], "--format", ["table", "json"], "format"),
+    (["reproduce"], "--format", ["table", "json"], "format"),
+    (["score", "q", "r"], "--format", ["trec", "json"], "format"),
 ]
 
 
@@ -55,7 +62,8 @@ def test_a_choice_outside_the_enum_is_refused_while_parsing_with_the_choices_lis
 
 @pytest.mark.parametrize(("base", "option", "choices", "what"), CASES)
 def test_help_shows_the_choices(base: list[str], option: str, choices: list[str], what: str) -> None:
-    res = CliRunner().invoke(app, [base[0], "--help"], env={"COLUMNS": "400"})
+    command = base[:2] if base[0] == "cache" else base[:1]
+    res = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"})
     assert res.exit_code == 0
     assert "[" + "|".join(choices) + "]" in res.output
 
@@ -108,6 +116,18 @@ def test_aliases_and_spellings_still_accepted() -> None:
     assert EXPANSION_METHOD_CHOICE.convert("HyDE") is ExpansionMethod.HYDE
     assert check_method("Search_R1") is ExpansionMethod.SEARCH_R1
     assert trace_format_of("r1-qwen-32b") is TraceFormat.THINK
+
+
+def test_format_spellings_accepted_as_before() -> None:
+    from r2med.cli.options import LISTING_FORMAT_CHOICE, LISTING_FORMAT_EXACT, REPORT_FORMAT_CHOICE
+    from r2med.formats import ListingFormat, ReportFormat
+    from r2med.report.format import check_format
+
+    assert REPORT_FORMAT_CHOICE.convert("MD") == "MD" and check_format("MD") is ReportFormat.MARKDOWN
+    assert check_format("tex") is ReportFormat.LATEX and REPORT_FORMAT_CHOICE.convert("CSV") is ReportFormat.CSV
+    assert LISTING_FORMAT_CHOICE.convert("JSON") is ListingFormat.JSON
+    with pytest.raises(R2MedError, match="unknown format 'JSON'; choose from: table, json"):
+        LISTING_FORMAT_EXACT.convert("JSON")  # r2med models / reproduce: as written, as before
 
 
 # -- records built from data refuse unknown fields ----------------------------------------------------------

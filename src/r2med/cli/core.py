@@ -14,6 +14,7 @@ from . import app, enable_strict_data
 from ..infra.containment import check_output_dir, system_folder
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (
+    SCORE_FORMAT_CHOICE,
     ANALYZER_CHOICE,
     AT_LEAST_0,
     AT_LEAST_1,
@@ -291,7 +292,14 @@ def score_command(
     count_missing: bool = typer.Option(
         False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."
     ),
-    fmt: str = typer.Option("trec", "--format", "-f", help="trec (trec_eval's lines) or json."),
+    fmt: str = typer.Option(
+        "trec",
+        "--format",
+        "-f",
+        metavar=SCORE_FORMAT_CHOICE.choices_metavar,
+        callback=SCORE_FORMAT_CHOICE.callback,
+        help="trec (trec_eval's lines) or json.",
+    ),
     as_json: JsonAlias = False,
     strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
 ) -> None:

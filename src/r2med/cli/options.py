@@ -25,6 +25,7 @@ import typer
 
 from ..errors import R2MedError
 from ..expansion.combine import ExpansionMethod, method_spelling
+from ..formats import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
 from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..retrieval.dense_choices import Pooling as PoolingName
 from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
@@ -270,7 +271,23 @@ InputsOut = Annotated[
         "--out", "-o", help="Results root: OUT/<system>/<task>/ is written (default: the root the first input is in)."
     ),
 ]
-FormatJson = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+LISTING_FORMAT_CHOICE = EnumChoice(ListingFormat, "format", normalize=str.lower)
+"""``--format`` of the listings: table or json, in any case (``tasks``, ``cache``)."""
+LISTING_FORMAT_EXACT = EnumChoice(ListingFormat, "format")
+"""``--format`` of ``models`` and ``reproduce``: table or json, as written."""
+SCORE_FORMAT_CHOICE = EnumChoice(ScoreFormat, "format", normalize=str.lower)
+"""``--format`` of ``score``: trec or json, in any case."""
+REPORT_FORMAT_CHOICE = EnumChoice(ReportFormat, "format", aliases=REPORT_FORMAT_ALIASES, normalize=str.lower)
+FormatJson = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=LISTING_FORMAT_CHOICE.choices_metavar,
+        callback=LISTING_FORMAT_CHOICE.callback,
+        help="table or json.",
+    ),
+]
 JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="Same as --format json.")]
 Wide = Annotated[
     bool,
@@ -346,7 +363,16 @@ Strict = Annotated[
         help="Refuse data files with repeated ids or judgments (default: keep the last, as the paper's loader).",
     ),
 ]
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table (terminal), markdown, csv, latex or json.")]
+Format = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=REPORT_FORMAT_CHOICE.choices_metavar,
+        callback=REPORT_FORMAT_CHOICE.callback,
+        help="Output: table (terminal), markdown, csv, latex or json.",
+    ),
+]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to a file instead of stdout.")]
 Permutations = Annotated[
     int, typer.Option("--permutations", callback=at_least(100), help="Randomisation test permutations.")
