@@ -193,3 +193,18 @@ def test_a_later_models_entry_with_an_unknown_key_is_refused(monkeypatch: pytest
     data["rerankers"][reranker]["kinds"] = "x"
     with pytest.raises(R2MedError, match=f"later_models.json: reranker '{reranker}': unknown field 'kinds'"):
         module.later_reranker(reranker)
+
+
+def test_task_ref_source_is_a_kind_and_a_path(tmp_path: Path) -> None:
+    from r2med.data.resolve import TaskRef, resolve
+
+    folder = tmp_path / "mini"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n')
+    (ref,) = resolve(None, data_dir=folder)
+    assert ref.kind == "folder" and ref.folder == folder and ref.source == str(folder)
+    assert TaskRef.on_hub("Biology").source == "hub" and TaskRef.the_demo().source == "demo"
+    with pytest.raises(R2MedError, match="unknown source kind 'web'"):
+        TaskRef("Biology", "web")  # type: ignore[arg-type]
+    with pytest.raises(R2MedError, match="a folder source needs its folder"):
+        TaskRef("Biology", "folder")

@@ -456,7 +456,7 @@ def data_refs(exp: Experiment) -> list[Any]:
     tasks = exp.tasks
     if not exp.dirs:
         if tasks == "demo" or tasks == ["demo"]:
-            return [TaskRef("demo", "demo")]
+            return [TaskRef.the_demo()]
         return resolve(tasks, None, exp.revision)
     refs = []
     for folder in exp.dirs:

@@ -225,7 +225,7 @@ class Environment:
         if self.data_dir is None:
             return None
         ref = locate(task, self.data_dir, hub=False)
-        return Path(ref.source) if ref is not None and ref.source not in ("hub", "demo") else None
+        return ref.folder if ref is not None else None
 
     def hub_cached(self, task: str, filename: str) -> bool:
         from ..data.hub import cached_file, revision_for
@@ -404,7 +404,7 @@ def _load(task: str, env: Environment):
     from ..data import TaskRef
 
     folder = env.task_folder(task)
-    return (TaskRef(task, str(folder)) if folder is not None else TaskRef(task, "hub", env.revision)).load()
+    return (TaskRef.in_folder(task, folder) if folder is not None else TaskRef.on_hub(task, env.revision)).load()
 
 
 def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):
