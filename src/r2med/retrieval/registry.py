@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import R2MedError, did_you_mean, shown
 from ..infra.records import record_from
@@ -22,6 +22,8 @@ from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
 
 RetrieverFactory = Callable[..., Retriever]
+#: How an expansion joins a retriever's query (:func:`r2med.expansion.combine.combine`).
+RetrieverFamily = Literal["lexical", "dense"]
 
 #: The Python packages a local dense model needs, and how to install them.
 DENSE_EXTRA = (("torch", "transformers", "sentence_transformers"), "pip install 'r2med[dense]'")
@@ -35,7 +37,7 @@ class RetrieverMeta:
     factory: RetrieverFactory  # factory(task=..., **options) -> Retriever
     description: str = ""
     #: "lexical" or "dense": how an expansion joins the query (:mod:`r2med.expansion.combine`)
-    family: str = "dense"
+    family: RetrieverFamily = "dense"
     #: options the command line may set for it (``r2med evaluate --k1 / --model ...``)
     parameters: tuple[str, ...] = ()
     #: parameter values recorded even when not given (BM25's k1, b, analyzer)
