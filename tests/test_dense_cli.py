@@ -41,8 +41,11 @@ def small_collection(folder: Path) -> Path:
         (["--retriever", "bm25", "--model", "x"], "not an option of 'bm25'"),
         (["--retriever", "nv"], "--trust-remote-code"),
         (["--retriever", "bm25", "--similarity", "dot"], "not an option of 'bm25'"),
-        (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity"),
-        (["--retriever", "bge", "--dtype", "fp8"], "unknown dtype"),
+        (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity 'euclid'; choose from: cosine, dot"),
+        (
+            ["--retriever", "bge", "--dtype", "fp8"],
+            "unknown dtype 'fp8'; choose from: fp32, fp16, bf16, fp16-autocast, auto",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(tmp_path, r2med_home, args, message):

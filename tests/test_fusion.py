@@ -114,7 +114,7 @@ def test_fuse_command_errors(tmp_path):
     result = run_r2med("fuse", str(tmp_path), str(tmp_path), "--weights", "1,x")
     assert result.returncode == 2 and "comma-separated numbers" in result.stderr
     res = run_r2med("fuse", str(tmp_path), str(tmp_path), "--method", "borda")
-    assert res.returncode == 2 and "unknown fusion method 'borda'" in res.stderr
+    assert res.returncode == 2 and "unknown fusion method 'borda'; choose from: rrf, combsum, combmnz" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # nothing written
 

@@ -14,8 +14,11 @@ from . import app, strict_data
 from ..infra.containment import check_output_dir, system_folder
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (
+    SCORE_FORMAT_CHOICE,
+    ANALYZER_CHOICE,
     AT_LEAST_0,
     AT_LEAST_1,
+    DTYPE_CHOICE,
     UNIT,
     BatchSize,
     CountMissing,
@@ -34,6 +37,7 @@ from .options import (
     RayAddress,
     ResultName,
     Revision,
+    SimilarityOption,
     Split,
     Strict,
     Tasks,
@@ -109,7 +113,11 @@ def evaluate_command(
     k1: Optional[float] = typer.Option(None, "--k1", callback=AT_LEAST_0, help="BM25 k1 (default: the paper's 0.9)."),
     b: Optional[float] = typer.Option(None, "--b", callback=UNIT, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
     analyzer: Optional[str] = typer.Option(
-        None, "--analyzer", help="BM25 analyzer: english (pure Python, the default) or lucene."
+        None,
+        "--analyzer",
+        metavar=ANALYZER_CHOICE.choices_metavar,
+        callback=ANALYZER_CHOICE.callback,
+        help="BM25 analyzer: english (pure Python, the default) or lucene.",
     ),
     measure: Measures = None,
     count_missing: CountMissing = False,
@@ -121,11 +129,13 @@ def evaluate_command(
     device: Device = None,
     max_length: MaxLength = None,
     pooling: Pooling = None,
-    similarity: Optional[str] = typer.Option(
-        None, "--similarity", help="Dense: cosine (the paper's, the default) or dot."
-    ),
+    similarity: SimilarityOption = None,
     dtype: Optional[str] = typer.Option(
-        None, "--dtype", help="Dense: bf16, fp16 or fp32 (default: the paper's per preset, fp32 for other models)."
+        None,
+        "--dtype",
+        metavar=DTYPE_CHOICE.choices_metavar,
+        callback=DTYPE_CHOICE.callback,
+        help="Dense: bf16, fp16 or fp32 (default: the paper's per preset, fp32 for other models).",
     ),
     trust_remote_code: TrustRemoteCode = False,
     medcpt_published: bool = typer.Option(
@@ -282,7 +292,14 @@ def score_command(
     count_missing: bool = typer.Option(
         False, "--count-missing", "-c", help="Judged queries missing from the run count as 0."
     ),
-    fmt: str = typer.Option("trec", "--format", "-f", help="trec (trec_eval's lines) or json."),
+    fmt: str = typer.Option(
+        "trec",
+        "--format",
+        "-f",
+        metavar=SCORE_FORMAT_CHOICE.choices_metavar,
+        callback=SCORE_FORMAT_CHOICE.callback,
+        help="trec (trec_eval's lines) or json.",
+    ),
     as_json: JsonAlias = False,
     strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
 ) -> None:

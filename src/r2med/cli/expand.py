@@ -19,6 +19,7 @@ from ._ui import print_next, print_with_paths
 from .options import (
     AT_LEAST_0,
     AT_LEAST_1,
+    EXPANSION_METHOD_CHOICE,
     POSITIVE,
     TEMPERATURE,
     TOP_P,
@@ -36,7 +37,13 @@ from .options import (
 @app.command("expand")
 def expand_command(
     ctx: typer.Context,
-    method: str = typer.Option(..., "--method", help="hyde, query2doc, lamer, search-r1 or search-o1."),
+    method: str = typer.Option(
+        ...,
+        "--method",
+        metavar=EXPANSION_METHOD_CHOICE.choices_metavar,
+        callback=EXPANSION_METHOD_CHOICE.callback,
+        help="hyde, query2doc, lamer, search-r1 or search-o1.",
+    ),
     model: str = typer.Option(
         ..., "--model", help="Model name at the endpoint (e.g. gpt-4o, Qwen/Qwen2.5-7B-Instruct)."
     ),

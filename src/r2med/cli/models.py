@@ -13,6 +13,7 @@ from rich.table import Table
 from ..errors import R2MedError
 from . import app
 from ._ui import PrintableConsole, console
+from .options import LISTING_FORMAT_EXACT
 
 
 def retriever_settings() -> dict[str, dict[str, Any]]:
@@ -64,7 +65,14 @@ def reranker_settings() -> dict[str, dict[str, Any]]:
 @app.command("models")
 def models_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json (= --json)."),
+    fmt: str = typer.Option(
+        "table",
+        "--format",
+        "-f",
+        metavar=LISTING_FORMAT_EXACT.choices_metavar,
+        callback=LISTING_FORMAT_EXACT.callback,
+        help="table or json (= --json).",
+    ),
     wide: bool = typer.Option(
         False, "--wide", help="Every setting in one wide table per section (default: a layout that fits the terminal)."
     ),

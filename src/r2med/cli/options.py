@@ -2,6 +2,9 @@
 
 * The options several commands take (``--tasks``, ``--data-dir``, ``--revision``, ``--measure``...)
   are defined once, as ``Annotated`` types (``tasks: Tasks = "all"``).
+* Each option with a fixed set of values (``--similarity``, ``--pooling``, ``--dtype``, ``--method``...) is an
+  :class:`EnumChoice` of the enum that owns the values: ``--help`` shows them, and a value outside them is refused
+  while the command line is parsed, naming the option and listing the choices (exit code 2).
 * Each numeric option names its range with one of the callbacks below
   (``typer.Option(0.9, "--k1", callback=AT_LEAST_0)``), so a non-finite value (``nan``, ``inf``,
   ``1e999``) or one out of range is refused while the command line is parsed, before any data is
@@ -12,7 +15,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -20,6 +24,61 @@ import click
 import typer
 
 from ..errors import R2MedError
+from ..expansion.combine import ExpansionMethod, method_spelling
+from ..formats import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
+from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
+from ..retrieval.dense_choices import Pooling as PoolingName
+from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..runs.fusion import FusionMethod, Normalisation
+
+
+class EnumChoice:
+    """A choice of a ``StrEnum``'s values that gives the member (a plain ``str`` subclass).
+
+    Used as ``typer.Option(..., metavar=choice.choices_metavar, callback=choice.callback)`` (this typer takes no
+    click type): ``--help`` shows ``[cosine|dot]``, and a value outside the choices is refused while the command line
+    is parsed, in one line naming the option and listing the choices (exit code 2):
+    ``--similarity: unknown similarity 'x'; choose from: cosine, dot``.
+    ``normalize`` is applied to the given text first (case, spelling); a value in ``aliases`` (other spellings the
+    owner of the enum accepts) passes through as given, so that the code behind reads and records it as before.
+    """
+
+    def __init__(
+        self,
+        enum: type[StrEnum],
+        what: str,
+        aliases: Mapping[str, object] | None = None,
+        normalize: Callable[[str], str] | None = None,
+    ) -> None:
+        self.enum = enum
+        self.what = what
+        self.aliases = dict(aliases or {})
+        self.normalize = normalize
+
+    def convert(self, value: str, option: str = "") -> str:
+        """The member ``value`` names (an alias as given), else a one-line :class:`R2MedError` listing the choices."""
+        if isinstance(value, self.enum):
+            return value
+        text = self.normalize(value) if self.normalize else value
+        if text in self.aliases:
+            return value
+        for member in self.enum:
+            if member.value == text:
+                return member
+        listed = ", ".join(member.value for member in self.enum)
+        prefix = f"{option}: " if option else ""
+        raise R2MedError(f"{prefix}unknown {self.what} {value!r}; choose from: {listed}")
+
+    @property
+    def choices_metavar(self) -> str:
+        """The choices as ``--help`` shows them: ``[cosine|dot]``."""
+        return "[" + "|".join(member.value for member in self.enum) + "]"
+
+    def callback(self, ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        """A typer callback checking the option's value (``None``, an unset option, passes)."""
+        if value is None or ctx.resilient_parsing:
+            return value
+        return self.convert(value, _option_name(param))
 
 
 def _fmt(x: float) -> str:
@@ -212,7 +271,23 @@ InputsOut = Annotated[
         "--out", "-o", help="Results root: OUT/<system>/<task>/ is written (default: the root the first input is in)."
     ),
 ]
-FormatJson = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+LISTING_FORMAT_CHOICE = EnumChoice(ListingFormat, "format", normalize=str.lower)
+"""``--format`` of the listings: table or json, in any case (``tasks``, ``cache``)."""
+LISTING_FORMAT_EXACT = EnumChoice(ListingFormat, "format")
+"""``--format`` of ``models`` and ``reproduce``: table or json, as written."""
+SCORE_FORMAT_CHOICE = EnumChoice(ScoreFormat, "format", normalize=str.lower)
+"""``--format`` of ``score``: trec or json, in any case."""
+REPORT_FORMAT_CHOICE = EnumChoice(ReportFormat, "format", aliases=REPORT_FORMAT_ALIASES, normalize=str.lower)
+FormatJson = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=LISTING_FORMAT_CHOICE.choices_metavar,
+        callback=LISTING_FORMAT_CHOICE.callback,
+        help="table or json.",
+    ),
+]
 JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="Same as --format json.")]
 Wide = Annotated[
     bool,
@@ -238,7 +313,32 @@ Device = Annotated[
     Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
 ]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
-Pooling = Annotated[Optional[str], typer.Option("--pooling", help="Dense: cls, mean or last-token.")]
+POOLING_CHOICE = EnumChoice(PoolingName, "pooling")
+SIMILARITY_CHOICE = EnumChoice(Similarity, "similarity")
+Pooling = Annotated[
+    Optional[str],
+    typer.Option(
+        "--pooling",
+        metavar=POOLING_CHOICE.choices_metavar,
+        callback=POOLING_CHOICE.callback,
+        help="Dense: cls, mean or last-token.",
+    ),
+]
+SimilarityOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--similarity",
+        metavar=SIMILARITY_CHOICE.choices_metavar,
+        callback=SIMILARITY_CHOICE.callback,
+        help="Dense: cosine (the paper's, the default) or dot.",
+    ),
+]
+DTYPE_CHOICE = EnumChoice(Dtype, "dtype", aliases=DTYPE_ALIASES, normalize=str.lower)
+"""``--dtype``: fp32, fp16, bf16, fp16-autocast or auto, in any case (torch's names ``float16``... accepted)."""
+ANALYZER_CHOICE = EnumChoice(AnalyzerName, "analyzer", aliases=ANALYZER_ALIASES)
+FUSION_METHOD_CHOICE = EnumChoice(FusionMethod, "fusion method")
+NORMALISATION_CHOICE = EnumChoice(Normalisation, "normalisation")
+EXPANSION_METHOD_CHOICE = EnumChoice(ExpansionMethod, "expansion method", normalize=method_spelling)
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Dense: allow models that run their own code (NV-Embed-v2).")
 ]
@@ -263,7 +363,16 @@ Strict = Annotated[
         help="Refuse data files with repeated ids or judgments (default: keep the last, as the paper's loader).",
     ),
 ]
-Format = Annotated[str, typer.Option("--format", "-f", help="Output: table (terminal), markdown, csv, latex or json.")]
+Format = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=REPORT_FORMAT_CHOICE.choices_metavar,
+        callback=REPORT_FORMAT_CHOICE.callback,
+        help="Output: table (terminal), markdown, csv, latex or json.",
+    ),
+]
 Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to a file instead of stdout.")]
 Permutations = Annotated[
     int, typer.Option("--permutations", callback=at_least(100), help="Randomisation test permutations.")

@@ -16,6 +16,7 @@ from ..errors import R2MedError
 from . import app, strict_data
 from ._ui import console, emit, print_fitted, table_console
 from .options import (
+    LISTING_FORMAT_EXACT,
     AT_LEAST_0,
     Alpha,
     Format,
@@ -238,7 +239,14 @@ def reproduce_command(
         help="Allow models that run code from their hub repository (nv, rader-7b, gte-qwen2-7b, reasonir-8b).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Recompute cells whose results already exist."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    fmt: str = typer.Option(
+        "table",
+        "--format",
+        "-f",
+        metavar=LISTING_FORMAT_EXACT.choices_metavar,
+        callback=LISTING_FORMAT_EXACT.callback,
+        help="table or json.",
+    ),
     revision: Revision = None,
     wide: Wide = False,
 ) -> None:

@@ -8,12 +8,16 @@ from typing import Optional
 
 import typer
 
+from ..runs.fusion import FusionMethod, Normalisation
 from . import app, strict_data
 from ._ui import print_summary
 from .core import table_measures
 from .options import (
     AT_LEAST_0,
     AT_LEAST_1,
+    DTYPE_CHOICE,
+    FUSION_METHOD_CHOICE,
+    NORMALISATION_CHOICE,
     CountMissing,
     InputsOut,
     Measures,
@@ -76,6 +80,8 @@ def rerank_command(
     dtype: Optional[str] = typer.Option(
         None,
         "--dtype",
+        metavar=DTYPE_CHOICE.choices_metavar,
+        callback=DTYPE_CHOICE.callback,
         help="fp32 (cross-encoders' default, as the paper), "
         "fp16, bf16, or auto (half precision on GPU; RankLLaMA's default).",
     ),
@@ -162,10 +168,22 @@ def fuse_command(
         help="Systems to fuse, two or more: system folders (OUT/<system>), "
         "task folders, or a results root (its systems not yet fused).",
     ),
-    method: str = typer.Option("rrf", "--method", help="rrf, combsum or combmnz."),
+    method: str = typer.Option(
+        FusionMethod.RRF,
+        "--method",
+        metavar=FUSION_METHOD_CHOICE.choices_metavar,
+        callback=FUSION_METHOD_CHOICE.callback,
+        help="rrf, combsum or combmnz.",
+    ),
     weights: Optional[str] = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
     rrf_k: float = typer.Option(60.0, "--rrf-k", callback=AT_LEAST_0, help="RRF constant k."),
-    norm: str = typer.Option("minmax", "--norm", help="combsum/combmnz score normalisation: minmax, zscore, none."),
+    norm: str = typer.Option(
+        Normalisation.MINMAX,
+        "--norm",
+        metavar=NORMALISATION_CHOICE.choices_metavar,
+        callback=NORMALISATION_CHOICE.callback,
+        help="combsum/combmnz score normalisation: minmax, zscore, none.",
+    ),
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query in the fused run."),
     out: InputsOut = None,
     name: Optional[str] = typer.Option(

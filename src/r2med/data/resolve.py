@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..errors import PATH_CHARS, R2MedError, did_you_mean, shown
 from .tasks import TASK_NAMES, get_task, parse_tasks
@@ -29,25 +29,58 @@ HUB = "hub"
 DEMO = "demo"
 
 
+#: Where a task's data is: the Hugging Face hub, the built-in demo, or a local folder.
+SourceKind = Literal["hub", "demo", "folder"]
+SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
+
+
 @dataclass(frozen=True)
 class TaskRef:
-    """A task and where its data is: ``source`` is ``"hub"``, ``"demo"`` or a folder; ``split`` the BEIR
-    split of a folder (hub and demo tasks have one, ``test``)."""
+    """A task and where its data is: ``kind`` is ``"hub"``, ``"demo"`` or ``"folder"`` (then ``folder`` is the
+    folder); ``split`` the BEIR split of a folder (hub and demo tasks have one, ``test``).  Made with
+    :meth:`on_hub`, :meth:`the_demo` or :meth:`in_folder`."""
 
     name: str
-    source: str
+    kind: SourceKind
+    folder: Path | None = None
     revision: str | None = None  # hub tasks: the --revision spec (None: the pinned commit)
     split: str = DEFAULT_SPLIT
     strict: bool = False  # refuse repeated ids and judgments (``--strict``); it travels with the ref to workers
 
+    def __post_init__(self) -> None:
+        if self.kind not in SOURCE_KINDS:
+            raise R2MedError(f"task {self.name!r}: unknown source kind {self.kind!r}; choose from {SOURCE_KINDS}")
+        if (self.kind == "folder") != (self.folder is not None):
+            raise R2MedError(f"task {self.name!r}: a folder source needs its folder, and only it has one")
+
+    @classmethod
+    def on_hub(cls, name: str, revision: str | None = None, strict: bool = False) -> TaskRef:
+        return cls(name, "hub", revision=revision, strict=strict)
+
+    @classmethod
+    def the_demo(cls, strict: bool = False) -> TaskRef:
+        return cls(DEMO, "demo", strict=strict)
+
+    @classmethod
+    def in_folder(
+        cls, name: str, folder: str | os.PathLike[str], split: str = DEFAULT_SPLIT, strict: bool = False
+    ) -> TaskRef:
+        return cls(name, "folder", Path(folder), split=split, strict=strict)
+
+    @property
+    def source(self) -> str:
+        """Where the data is, as recorded: ``hub``, ``demo`` or the folder."""
+        return str(self.folder) if self.folder is not None else self.kind
+
     def load(self) -> Collection:
-        if self.source == DEMO:
+        if self.kind == "demo":
             return load_demo(strict=self.strict)
-        if self.source == HUB:
+        if self.kind == "hub":
             from .hub import load_from_hub
 
             return load_from_hub(self.name, revision=self.revision, strict=self.strict)
-        return load_folder(self.source, name=self.name, split=self.split, strict=self.strict)
+        assert self.folder is not None
+        return load_folder(self.folder, name=self.name, split=self.split, strict=self.strict)
 
 
 def is_collection(folder: Path) -> bool:
@@ -103,7 +136,7 @@ def resolve(
                 f"--split {split}: R2MED's hub tasks have one split (test); --split chooses among "
                 "the qrels/<split>.tsv of BEIR folders given with --data-dir"
             )
-        return [TaskRef(name, HUB, revision, strict=strict) for name in parse_tasks(tasks)]
+        return [TaskRef.on_hub(name, revision, strict=strict) for name in parse_tasks(tasks)]
     root = _root(data_dir)
     asked = _asked(tasks)
     if is_collection(root):
@@ -113,7 +146,7 @@ def resolve(
                 f"--data-dir {data_dir} is one collection ({root.name}); --tasks {','.join(other)} "
                 "does not name it: pass the folder holding the collections, or leave --tasks out"
             )
-        return [TaskRef(root.name, str(root), split=split, strict=strict)]
+        return [TaskRef.in_folder(root.name, root, split=split, strict=strict)]
     if not root.is_dir():
         raise R2MedError(f"--data-dir {data_dir}: no such folder")
     folders = collection_folders(root)
@@ -123,7 +156,7 @@ def resolve(
             "(expected <data-dir>/corpus.jsonl or <data-dir>/<collection>/corpus.jsonl)"
         )
     if asked is None:
-        return [TaskRef(_task_name(f), str(f), split=split, strict=strict) for f in folders]
+        return [TaskRef.in_folder(_task_name(f), f, split=split, strict=strict) for f in folders]
     by_name = {f.name.lower(): f for f in folders}
     refs = []
     for name in asked:
@@ -134,7 +167,7 @@ def resolve(
                 f"{did_you_mean(name, [f.name for f in folders])}; "
                 f"it holds: {', '.join(f.name for f in folders)}"
             )
-        refs.append(TaskRef(_task_name(folder), str(folder), split=split, strict=strict))
+        refs.append(TaskRef.in_folder(_task_name(folder), folder, split=split, strict=strict))
     return refs
 
 
@@ -170,18 +203,18 @@ def locate(
         names = [task] + ([get_task(task).name] if task.lower() in _lowered() else [])
         for name in names:
             if (root / name).is_dir():
-                return TaskRef(task, str(root / name), split=split, strict=strict)
+                return TaskRef.in_folder(task, root / name, split=split, strict=strict)
         if is_collection(root) and (alone or root.name == task):
-            return TaskRef(task, str(root), split=split, strict=strict)
+            return TaskRef.in_folder(task, root, split=split, strict=strict)
     source = str(recorded.get("source") or "")
     if task == DEMO or source == DEMO_SOURCE:
-        return TaskRef(DEMO, DEMO, strict=strict)
+        return TaskRef.the_demo(strict=strict)
     if data_dir is None and source and Path(source).is_dir():
-        return TaskRef(task, source, split=split, strict=strict)
+        return TaskRef.in_folder(task, source, split=split, strict=strict)
     if hub and task.lower() in _lowered():
         stored = recorded.get("revision")
-        return TaskRef(
-            get_task(task).name, HUB, revision or (stored if isinstance(stored, str) else None), strict=strict
+        return TaskRef.on_hub(
+            get_task(task).name, revision or (stored if isinstance(stored, str) else None), strict=strict
         )
     return None
 
@@ -215,7 +248,7 @@ def load_task(
     if task == DEMO or source == DEMO:
         return load_demo(strict=strict)
     if source is None or str(source) == HUB:
-        return TaskRef(get_task(task).name, HUB, revision, strict=strict).load()
+        return TaskRef.on_hub(get_task(task).name, revision, strict=strict).load()
     root = _root(source)
     name = get_task(task).name if task.lower() in _lowered() else task
     for folder in (root / task, root / name):

@@ -20,19 +20,38 @@ both and average them (see :mod:`r2med.retrieval.base`).
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from ..errors import R2MedError
 from ..retrieval.base import QueryText
 from .traces import strip_trace, trace_format_of
 
-EXPANSION_METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
-AGENTIC = ("search-r1", "search-o1")
+
+class ExpansionMethod(StrEnum):
+    """A query-expansion method: generation-augmented (one LLM answer) or agentic (search in the loop)."""
+
+    HYDE = "hyde"
+    QUERY2DOC = "query2doc"
+    LAMER = "lamer"
+    SEARCH_R1 = "search-r1"
+    SEARCH_O1 = "search-o1"
 
 
-def check_method(method: str) -> str:
-    m = method.strip().lower().replace("_", "-")
-    if m not in EXPANSION_METHODS:
-        raise R2MedError(f"unknown expansion method {method!r}; choose from: {', '.join(EXPANSION_METHODS)}")
-    return m
+EXPANSION_METHODS: tuple[ExpansionMethod, ...] = tuple(ExpansionMethod)
+AGENTIC: tuple[ExpansionMethod, ...] = (ExpansionMethod.SEARCH_R1, ExpansionMethod.SEARCH_O1)
+
+
+def method_spelling(method: str) -> str:
+    """The canonical spelling of a method name: ``HyDE`` -> ``hyde``, ``search_r1`` -> ``search-r1``."""
+    return method.strip().lower().replace("_", "-")
+
+
+def check_method(method: str) -> ExpansionMethod:
+    """``method`` as an :class:`ExpansionMethod`; an unknown name is a one-line error listing the choices."""
+    try:
+        return ExpansionMethod(method_spelling(method))
+    except ValueError:
+        raise R2MedError(f"unknown expansion method {method!r}; choose from: {', '.join(EXPANSION_METHODS)}") from None
 
 
 def combine(

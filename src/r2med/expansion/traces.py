@@ -20,24 +20,36 @@ LLM names are matched in the hub-folder spelling (``r1-qwen-32b``; ``r1_qwen_32b
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
 from ..errors import R2MedError
 
-TRACE_FORMATS = ("think", "final-response", "solution", "answer", "none")
+
+class TraceFormat(StrEnum):
+    """A reasoning LLM's trace format (the module table gives each rule)."""
+
+    THINK = "think"
+    FINAL_RESPONSE = "final-response"
+    SOLUTION = "solution"
+    ANSWER = "answer"
+    NONE = "none"
+
+
+TRACE_FORMATS: tuple[TraceFormat, ...] = tuple(TraceFormat)
 
 #: The paper's table: LLM name -> trace format (these are its "reasoning LLMs").
-REASONING_LLMS: dict[str, str] = {
-    "r1-llama-8b": "think",
-    "r1-qwen-32b": "think",
-    "r1-llama-70b": "think",
-    "qwq-32b": "think",
-    "qwen3-32b": "think",
-    "qwen3-8b": "think",
-    "huatuo-o1-8b": "final-response",
-    "huatuo-o1-70b": "final-response",
-    "sky-32b": "solution",
-    "qwen-7b-ins": "answer",
-    "qwen-3b-ins": "answer",
+REASONING_LLMS: dict[str, TraceFormat] = {
+    "r1-llama-8b": TraceFormat.THINK,
+    "r1-qwen-32b": TraceFormat.THINK,
+    "r1-llama-70b": TraceFormat.THINK,
+    "qwq-32b": TraceFormat.THINK,
+    "qwen3-32b": TraceFormat.THINK,
+    "qwen3-8b": TraceFormat.THINK,
+    "huatuo-o1-8b": TraceFormat.FINAL_RESPONSE,
+    "huatuo-o1-70b": TraceFormat.FINAL_RESPONSE,
+    "sky-32b": TraceFormat.SOLUTION,
+    "qwen-7b-ins": TraceFormat.ANSWER,
+    "qwen-3b-ins": TraceFormat.ANSWER,
 }
 
 _FINAL = re.compile(r"Final Response\s*(.*)", re.DOTALL)
@@ -50,20 +62,20 @@ def normalize_llm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def trace_format_of(llm: str) -> str:
+def trace_format_of(llm: str) -> TraceFormat:
     """The trace format of an LLM: the paper's table first, then name patterns, else ``none``."""
     name = normalize_llm(llm)
     if name in REASONING_LLMS:
         return REASONING_LLMS[name]
     if "huatuo" in name and "o1" in name:
-        return "final-response"
+        return TraceFormat.FINAL_RESPONSE
     if "sky-t1" in name or name.startswith("sky-"):
-        return "solution"
+        return TraceFormat.SOLUTION
     if "searchr1" in name or "search-r1" in name:
-        return "answer"
+        return TraceFormat.ANSWER
     if re.search(r"(^|[-/])(r1|qwq|qwen3|deepseek-r1)([-/.]|$)", name) or "thinking" in name:
-        return "think"
-    return "none"
+        return TraceFormat.THINK
+    return TraceFormat.NONE
 
 
 def strip_trace(text: str, trace_format: str) -> str:

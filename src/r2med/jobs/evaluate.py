@@ -253,7 +253,7 @@ def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[
     try:
         download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
     except HubUnavailable as exc:
-        return [TaskRef("demo", "demo", strict=strict)], str(exc)
+        return [TaskRef.the_demo(strict=strict)], str(exc)
     return resolve("all", None, revision, strict=strict), None
 
 

@@ -458,7 +458,7 @@ def data_refs(exp: Experiment, strict: bool = False) -> list[Any]:
     tasks = exp.tasks
     if not exp.dirs:
         if tasks == "demo" or tasks == ["demo"]:
-            return [TaskRef("demo", "demo", strict=strict)]
+            return [TaskRef.the_demo(strict=strict)]
         return resolve(tasks, None, exp.revision, strict=strict)
     refs = []
     for folder in exp.dirs:

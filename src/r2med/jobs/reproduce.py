@@ -227,7 +227,7 @@ class Environment:
         if self.data_dir is None:
             return None
         ref = locate(task, self.data_dir, hub=False)
-        return Path(ref.source) if ref is not None and ref.source not in ("hub", "demo") else None
+        return ref.folder if ref is not None else None
 
     def hub_cached(self, task: str, filename: str) -> bool:
         from ..data.hub import cached_file, revision_for
@@ -406,8 +406,11 @@ def _load(task: str, env: Environment):
     from ..data import TaskRef
 
     folder = env.task_folder(task)
-    ref = TaskRef(task, str(folder)) if folder is not None else TaskRef(task, "hub", env.revision)
-    return replace(ref, strict=env.strict).load()
+    return (
+        TaskRef.in_folder(task, folder, strict=env.strict)
+        if folder is not None
+        else TaskRef.on_hub(task, env.revision, strict=env.strict)
+    ).load()
 
 
 def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):

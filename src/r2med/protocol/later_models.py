@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import R2MedError
+from ..infra.records import refuse_unknown_keys
 
 
 @cache
@@ -23,12 +24,29 @@ def later_models() -> dict[str, Any]:
     return json.loads(text)
 
 
+#: The keys an entry of ``later_models.json`` may hold (what r2med reads, and the documentation it carries).
+_COMMON_KEYS = ("display_name", "gaps", "notes", "parameters", "published", "settings", "sources")
+RERANKER_KEYS: tuple[str, ...] = (*_COMMON_KEYS, "kind", "variants_seen")
+RETRIEVER_KEYS: tuple[str, ...] = (
+    *_COMMON_KEYS,
+    "architecture",
+    "assumed",
+    "default_choice",
+    "family",
+    "r2med_encoder",
+    "reference_only",
+    "revision_reference_only",
+)
+
+
 def later_reranker(name: str) -> dict[str, Any]:
     """The ``rerankers`` entry of ``name`` (e.g. ``reasonrank-32b``, ``qwen3-reranker-0.6b``)."""
     entries = later_models()["rerankers"]
     if name not in entries:
         raise R2MedError(f"no later-work reranker {name!r}; known: {', '.join(entries)}")
-    return entries[name]
+    entry: dict[str, Any] = entries[name]
+    refuse_unknown_keys(entry, RERANKER_KEYS, f"later_models.json: reranker {name!r}")
+    return entry
 
 
 def later_retriever(name: str) -> dict[str, Any]:
@@ -36,7 +54,9 @@ def later_retriever(name: str) -> dict[str, Any]:
     entries = later_models()["retrievers"]
     if name not in entries:
         raise R2MedError(f"no later-work retriever {name!r}; known: {', '.join(entries)}")
-    return entries[name]
+    entry: dict[str, Any] = entries[name]
+    refuse_unknown_keys(entry, RETRIEVER_KEYS, f"later_models.json: retriever {name!r}")
+    return entry
 
 
 def query_instruction(name: str, task: str) -> str:

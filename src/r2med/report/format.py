@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import R2MedError
+from ..formats import REPORT_FORMAT_ALIASES, ReportFormat
 
-FORMATS = ("table", "markdown", "csv", "latex", "json")
+FORMATS: tuple[ReportFormat, ...] = tuple(ReportFormat)
 SIGNIFICANT = "†"
 FLAG = "!"
 
@@ -35,12 +36,15 @@ def tex(text: str) -> str:
     return "".join(_TEX.get(ch, ch) for ch in text)
 
 
-def check_format(fmt: str) -> str:
+def check_format(fmt: str) -> ReportFormat:
     """A format name (``md`` and ``tex`` accepted), or a one-line error listing :data:`FORMATS`."""
-    fmt = {"md": "markdown", "tex": "latex"}.get(fmt.lower(), fmt.lower())
-    if fmt not in FORMATS:
-        raise R2MedError(f"unknown format {fmt!r}; choose from: {', '.join(FORMATS)}")
-    return fmt
+    name = fmt.lower()
+    if name in REPORT_FORMAT_ALIASES:
+        return REPORT_FORMAT_ALIASES[name]
+    try:
+        return ReportFormat(name)
+    except ValueError:
+        raise R2MedError(f"unknown format {name!r}; choose from: {', '.join(FORMATS)}") from None
 
 
 def records_text(

@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..retrieval.encoders.base import FramingRecord
 from ..errors import OptionError, R2MedError, did_you_mean
+from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..runs.run import Run, ranked
 
@@ -86,6 +87,11 @@ class RerankerMeta:
     #: from (published row, sources, gaps; ``protocol/later_models.json``)
     later: bool = False
     provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> RerankerMeta:
+        """The record of ``data`` (field -> value); a key that is no field is an error naming it."""
+        return record_from(cls, data, f"reranker {data.get('name')!r}")
 
 
 #: the built-ins, then (``custom``, last) your own scorer and the packages' entry points (a built-in name wins)

@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import MissingExtraError
+from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
 LUCENE_ENGLISH_STOPWORDS = frozenset(
@@ -291,14 +292,16 @@ def encode_with(tokenize, texts: Sequence[str]) -> tuple[list[str], np.ndarray, 
     return list(vocab), np.frombuffer(ids, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
 
 
-def get_analyzer(name: str = "english") -> Analyzer:
-    if name in ("english", "python", "default"):
+def get_analyzer(name: str = AnalyzerName.ENGLISH) -> Analyzer:
+    """The analyzer called ``name`` (an :class:`AnalyzerName` or one of :data:`ANALYZER_ALIASES`)."""
+    kind = ANALYZER_ALIASES.get(name) or next((a for a in AnalyzerName if a == name), None)
+    if kind is AnalyzerName.ENGLISH:
         return EnglishAnalyzer()
-    if name == "lucene":
+    if kind is AnalyzerName.LUCENE:
         return LuceneAnalyzer()
     from ..errors import R2MedError
 
-    raise R2MedError(f"unknown analyzer {name!r}; choose 'english' (pure Python) or 'lucene' (pyserini)")
+    raise R2MedError(f"unknown analyzer {str(name)!r}; choose 'english' (pure Python) or 'lucene' (pyserini)")
 
 
 # -- fast corpus encoding ----------------------------------------------------------------------

@@ -37,12 +37,13 @@ from ..protocol import models
 from ..runs.run import Run
 from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import QueryText, as_text
+from .lexical_choices import AnalyzerName, Bm25Flavour
 from .registry import RetrieverMeta, register_retriever
 from .topk import top_k_rows
 
 log = logging.getLogger(__name__)
 
-FLAVOURS = ("paper", "standard")
+FLAVOURS: tuple[Bm25Flavour, ...] = tuple(Bm25Flavour)
 INDEX_FORMAT = 3  # 2: CRC-32 of every file in params.json; 3: and of params.json's own fields (params_crc32)
 #: The key of params.json that holds the CRC-32 of its other fields (:func:`_params_checksum`).
 PARAMS_CHECKSUM = "params_crc32"
@@ -76,16 +77,16 @@ class BM25:
         self,
         k1: float = 0.9,
         b: float = 0.4,
-        flavour: str = "paper",
-        analyzer: str | Analyzer = "english",
+        flavour: str = Bm25Flavour.PAPER,
+        analyzer: str | Analyzer = AnalyzerName.ENGLISH,
         cache: bool = True,
         workers: int | None = None,
     ):
         if flavour not in FLAVOURS:
-            raise OptionError(f"unknown BM25 flavour {flavour!r}; choose from {FLAVOURS}")
+            raise OptionError(f"unknown BM25 flavour {flavour!r}; choose from {tuple(f.value for f in FLAVOURS)}")
         if k1 < 0 or not 0 <= b <= 1:
             raise OptionError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
-        self.k1, self.b, self.flavour = float(k1), float(b), flavour
+        self.k1, self.b, self.flavour = float(k1), float(b), Bm25Flavour(flavour)
         self.analyzer = get_analyzer(analyzer) if isinstance(analyzer, str) else analyzer
         self.cache = cache
         self.workers = workers

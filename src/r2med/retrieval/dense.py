@@ -41,6 +41,7 @@ from ..infra.home import fingerprint, fingerprint_texts
 from ..errors import R2MedError
 from ..runs.run import Run
 from .base import QueryText
+from .dense_choices import Similarity, choices_of
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
@@ -49,13 +50,15 @@ from .topk import merge_top_k, top_k_rows
 
 log = logging.getLogger(__name__)
 
-SIMILARITIES = ("cosine", "dot")
+SIMILARITIES: tuple[Similarity, ...] = tuple(Similarity)
 
 
-def check_similarity(similarity: str) -> str:
-    if similarity not in SIMILARITIES:
-        raise R2MedError(f"unknown similarity {similarity!r}; choose from {', '.join(SIMILARITIES)}")
-    return similarity
+def check_similarity(similarity: str) -> Similarity:
+    """``similarity`` as a :class:`Similarity`; an unknown name is a one-line error listing the choices."""
+    try:
+        return Similarity(similarity)
+    except ValueError:
+        raise R2MedError(f"unknown similarity {str(similarity)!r}; choose from {choices_of(Similarity)}") from None
 
 
 class DenseRetriever:
@@ -76,7 +79,7 @@ class DenseRetriever:
         token_budget: int | None = None,
         encoder: Encoder | None = None,
         search_chunk: int = 65536,
-        similarity: str = "cosine",
+        similarity: str = Similarity.COSINE,
         **api_options: Any,
     ):
         self.settings = settings
@@ -514,11 +517,13 @@ def register_preset(preset: Preset) -> RetrieverMeta:
     if preset.name not in DENSE_PRESETS:
         add_preset(preset)
     return register_retriever(
-        RetrieverMeta(
-            preset.name,
-            _preset_factory(preset.name),
-            parameters=CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()),
-            **preset_meta(preset.name),
+        RetrieverMeta.from_mapping(
+            {
+                "name": preset.name,
+                "factory": _preset_factory(preset.name),
+                "parameters": CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()),
+                **preset_meta(preset.name),
+            }
         )
     )
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..infra.records import refuse_unknown_keys
 from ..protocol.later_models import later_models, later_retriever, needs_gpu, provenance, query_instructions
 from .dense import register_preset
 from .encoders import FramingRecord
@@ -42,6 +43,8 @@ _FIELDS = (
     "extra",
     "batch_size",
 )
+#: Every key an ``r2med_encoder`` block may hold: the preset fields, and those read on their own.
+ENCODER_KEYS = (*_FIELDS, "similarity", "query_instruction_template", "doc_instruction", "framing")
 
 
 def tolerance_class(entry: dict[str, Any]) -> str:
@@ -55,6 +58,7 @@ def later_preset(name: str) -> Preset:
     """The preset record of the ``retrievers`` entry ``name`` of ``later_models.json``."""
     entry = later_retriever(name)
     encoder = entry["r2med_encoder"]
+    refuse_unknown_keys(encoder, ENCODER_KEYS, f"later_models.json: retriever {name!r} r2med_encoder")
     if encoder.get("similarity", "cosine") != "cosine":  # every later figure is cosine (Preset.similarity)
         raise ValueError(f"{name}: later_models.json names similarity {encoder['similarity']!r}")  # pragma: no cover
     fields = {k: encoder[k] for k in _FIELDS if k in encoder}

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError
+from ..infra.records import field_names, refuse_unknown_keys
 from ..protocol import models, protocol
 from .encoders import EncoderSettings, FramingRecord
 
@@ -241,6 +242,22 @@ REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env", "cpu_dt
 PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize", "framing")
 
 
+#: The keys a preset's ``fields`` may hold: encoder settings (those not resolved per run or per task), then the
+#: registry's facts (texts per batch, the GPU size, extra packages, the API key variable, the CPU precision).
+PRESET_FIELD_NAMES: tuple[str, ...] = (
+    *(
+        name
+        for name in field_names(EncoderSettings)
+        if name not in ("model", "query_model", "revision", "query_instruction", "doc_instruction", "framing")
+    ),
+    "batch_size",
+    "needs_gpu",
+    "packages",
+    "api_key_env",
+    "cpu_dtype",
+)
+
+
 @dataclass(frozen=True)
 class Preset:
     """One paper retriever: its settings with per-task instructions still unresolved."""
@@ -258,6 +275,12 @@ class Preset:
     #: more facts of its registry record (:class:`~r2med.retrieval.registry.RetrieverMeta` fields: a later
     #: model's ``published_as``, ``later``, ``provenance``, ``tolerance``)
     facts: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        refuse_unknown_keys(self.fields, PRESET_FIELD_NAMES, f"preset {self.name!r}")
+        from .registry import RetrieverMeta
+
+        refuse_unknown_keys(self.facts, field_names(RetrieverMeta), f"preset {self.name!r} facts")
 
     @property
     def batch_size(self) -> int:

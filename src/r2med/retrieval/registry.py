@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import OptionError, did_you_mean, shown
+from ..errors import OptionError, R2MedError, did_you_mean, shown
+from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
 
 RetrieverFactory = Callable[..., Retriever]
+#: How an expansion joins a retriever's query (:func:`r2med.expansion.combine.combine`).
+RetrieverFamily = Literal["lexical", "dense"]
 
 #: The Python packages a local dense model needs, and how to install them.
 DENSE_EXTRA = (("torch", "transformers", "sentence_transformers"), "pip install 'r2med[dense]'")
@@ -34,7 +37,7 @@ class RetrieverMeta:
     factory: RetrieverFactory  # factory(task=..., **options) -> Retriever
     description: str = ""
     #: "lexical" or "dense": how an expansion joins the query (:mod:`r2med.expansion.combine`)
-    family: str = "dense"
+    family: RetrieverFamily = "dense"
     #: options the command line may set for it (``r2med evaluate --k1 / --model ...``)
     parameters: tuple[str, ...] = ()
     #: parameter values recorded even when not given (BM25's k1, b, analyzer)
@@ -71,6 +74,11 @@ class RetrieverMeta:
     #: where its settings come from, for display: its published row and average, the source of each
     #: setting, what could not be found (gaps), whether r2med assumed them (``protocol/later_models.json``)
     provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> RetrieverMeta:
+        """The record of ``data`` (field -> value); a key that is no field is an error naming it."""
+        return record_from(cls, data, f"retriever {data.get('name')!r}")
 
     @property
     def local_model(self) -> bool:

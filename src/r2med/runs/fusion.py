@@ -17,12 +17,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 
 from ..errors import R2MedError
 from .run import Run, ranked, truncate
 
-FUSION_METHODS = ("rrf", "combsum", "combmnz")
-NORMS = ("minmax", "zscore", "none")
+
+class FusionMethod(StrEnum):
+    """How runs are fused (the module docstring gives each rule)."""
+
+    RRF = "rrf"
+    COMBSUM = "combsum"
+    COMBMNZ = "combmnz"
+
+
+class Normalisation(StrEnum):
+    """How CombSUM / CombMNZ normalise each run's scores per query."""
+
+    MINMAX = "minmax"
+    ZSCORE = "zscore"
+    NONE = "none"
+
+
+FUSION_METHODS: tuple[FusionMethod, ...] = tuple(FusionMethod)
+NORMS: tuple[Normalisation, ...] = tuple(Normalisation)
 RRF_K = 60
 
 

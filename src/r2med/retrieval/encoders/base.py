@@ -19,16 +19,13 @@ import numpy as np
 
 from ...errors import R2MedError
 from ..base import QueryText
+from ..dense_choices import DTYPE_ALIASES, Dtype, Pooling, choices_of
 
 log = logging.getLogger(__name__)
 
-POOLINGS = ("cls", "mean", "last-token")
-#: Weight precision: ``fp32`` / ``fp16`` / ``bf16`` load the weights in that type; ``fp16-autocast``
-#: keeps fp32 weights and runs the forward pass under CUDA fp16 autocast (BMRetriever in the
-#: paper's code; a no-op on CPU, as ``torch.cuda.amp.autocast`` is); ``auto`` is the checkpoint's
-#: own dtype (``from_pretrained(dtype="auto")``; GritLM in the paper's code).
-DTYPES = ("fp32", "fp16", "bf16", "fp16-autocast", "auto")
-_DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+POOLINGS: tuple[Pooling, ...] = tuple(Pooling)
+#: Weight precisions (:class:`~r2med.retrieval.dense_choices.Dtype` says what each does).
+DTYPES: tuple[Dtype, ...] = tuple(Dtype)
 API_LOADERS = ("openai", "voyage")
 LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", *API_LOADERS)
 ROLES = ("query", "expansion", "doc")
@@ -93,12 +90,23 @@ class FramingRecord:
         )
 
 
-def canonical_dtype(dtype: str) -> str:
+def canonical_dtype(dtype: str) -> Dtype:
     """``float16`` -> ``fp16`` etc.; an unknown name is a one-line error."""
-    name = _DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
-    if name not in DTYPES:
-        raise R2MedError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
-    return name
+    name = str(dtype).lower()
+    if name in DTYPE_ALIASES:
+        return DTYPE_ALIASES[name]
+    try:
+        return Dtype(name)
+    except ValueError:
+        raise R2MedError(f"unknown dtype {str(dtype)!r}; choose from {choices_of(Dtype)}") from None
+
+
+def canonical_pooling(pooling: str) -> Pooling:
+    """``pooling`` as a :class:`Pooling`; an unknown name is a one-line error listing the choices."""
+    try:
+        return Pooling(pooling)
+    except ValueError:
+        raise R2MedError(f"unknown pooling {str(pooling)!r}; choose from {choices_of(Pooling)}") from None
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ class EncoderSettings:
     loader: str = "auto"
     query_model: str | None = None
     revision: str | None = None
-    pooling: str = "mean"
+    pooling: Pooling = Pooling.MEAN
     normalize: bool = False
     #: tokens per text; None: the model's own (sentence-transformers ``max_seq_length``, else the
     #: tokenizer's / config's limit)
@@ -128,7 +136,7 @@ class EncoderSettings:
     #: encode documents as a (empty title, text) pair, as MedCPT's Article encoder expects
     doc_as_pair: bool = False
     trust_remote_code: bool = False
-    dtype: str = "fp32"
+    dtype: Dtype = Dtype.FP32
     extra: dict[str, Any] = field(default_factory=dict)
     #: special tokens around each text, built by r2med whatever the tokenizer adds (:data:`FRAMINGS`);
     #: None: what the tokenizer adds (a model that is not a preset)
@@ -137,8 +145,7 @@ class EncoderSettings:
     def __post_init__(self) -> None:
         if self.loader not in LOADERS:
             raise R2MedError(f"unknown encoder loader {self.loader!r}; choose from {', '.join(LOADERS)}")
-        if self.pooling not in POOLINGS:
-            raise R2MedError(f"unknown pooling {self.pooling!r}; choose from {', '.join(POOLINGS)}")
+        object.__setattr__(self, "pooling", canonical_pooling(self.pooling))
         if self.max_length is not None and self.max_length < 2:
             raise R2MedError(f"max_length must be at least 2 (got {self.max_length})")
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
