@@ -20,7 +20,8 @@ from ..errors import R2MedError
 @cache
 def later_models() -> dict[str, Any]:
     text = resources.files(__package__).joinpath("later_models.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def later_reranker(name: str) -> dict[str, Any]:
@@ -28,7 +29,8 @@ def later_reranker(name: str) -> dict[str, Any]:
     entries = later_models()["rerankers"]
     if name not in entries:
         raise R2MedError(f"no later-work reranker {name!r}; known: {', '.join(entries)}")
-    return entries[name]
+    entry: dict[str, Any] = entries[name]
+    return entry
 
 
 def later_retriever(name: str) -> dict[str, Any]:
@@ -36,7 +38,8 @@ def later_retriever(name: str) -> dict[str, Any]:
     entries = later_models()["retrievers"]
     if name not in entries:
         raise R2MedError(f"no later-work retriever {name!r}; known: {', '.join(entries)}")
-    return entries[name]
+    entry: dict[str, Any] = entries[name]
+    return entry
 
 
 def query_instruction(name: str, task: str) -> str:
@@ -45,7 +48,8 @@ def query_instruction(name: str, task: str) -> str:
     table = later_models()["query_instructions"][entry["settings"]["query_instructions"]]
     if task not in table:
         raise R2MedError(f"{name} has instructions for the R2MED tasks only, not {task!r}")
-    return entry["r2med_encoder"]["query_instruction_template"].format(instruction=table[task])
+    template: str = entry["r2med_encoder"]["query_instruction_template"]
+    return template.format(instruction=table[task])
 
 
 def query_instructions(name: str) -> dict[str, str]:
