@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_r2med
-from typer.testing import CliRunner
 
-from r2med.cli import app
 from r2med.errors import R2MedError
 from r2med.expansion.combine import ExpansionMethod, check_method
 from r2med.expansion.traces import TraceFormat, trace_format_of
@@ -63,9 +61,9 @@ def test_a_choice_outside_the_enum_is_refused_while_parsing_with_the_choices_lis
 @pytest.mark.parametrize(("base", "option", "choices", "what"), CASES)
 def test_help_shows_the_choices(base: list[str], option: str, choices: list[str], what: str) -> None:
     command = base[:2] if base[0] == "cache" else base[:1]
-    res = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"})
-    assert res.exit_code == 0
-    assert "[" + "|".join(choices) + "]" in res.output
+    res = run_r2med(*command, "--help", env={"COLUMNS": "400"})
+    assert res.returncode == 0, res.stderr
+    assert "[" + "|".join(choices) + "]" in res.stdout
 
 
 def test_the_enums_hold_todays_strings_and_dump_as_plain_json_strings() -> None:
@@ -120,7 +118,7 @@ def test_aliases_and_spellings_still_accepted() -> None:
 
 def test_format_spellings_accepted_as_before() -> None:
     from r2med.cli.options import LISTING_FORMAT_CHOICE, LISTING_FORMAT_EXACT, REPORT_FORMAT_CHOICE
-    from r2med.formats import ListingFormat, ReportFormat
+    from r2med.report.format import ListingFormat, ReportFormat
     from r2med.report.format import check_format
 
     assert REPORT_FORMAT_CHOICE.convert("MD") == "MD" and check_format("MD") is ReportFormat.MARKDOWN
@@ -163,9 +161,11 @@ def test_a_preset_refuses_an_unknown_field_or_fact() -> None:
 def test_every_built_in_preset_and_later_entry_passes_the_check() -> None:
     from r2med.protocol.later_models import later_models, later_reranker, later_retriever
     from r2med.retrieval.later_presets import later_preset
-    from r2med.retrieval.presets import all_presets
+    from r2med.retrieval.presets import DENSE_PRESETS, get_preset
 
-    assert len(all_presets()) >= 12
+    assert len(DENSE_PRESETS) >= 12
+    for name in DENSE_PRESETS:
+        get_preset(name)  # built from its fields and facts: unknown keys would be refused here
     for name in later_models()["retrievers"]:
         later_retriever(name)
         later_preset(name)

@@ -25,7 +25,7 @@ import typer
 
 from ..errors import R2MedError
 from ..expansion.combine import ExpansionMethod, method_spelling
-from ..formats import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
+from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
 from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..retrieval.dense_choices import Pooling as PoolingName
 from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName

@@ -121,7 +121,8 @@ def expansion_path(method: str, split: str) -> str:
     key = split.replace("-", "_")
     if key not in splits:
         raise R2MedError(f"unknown {method} split {split!r}; choose from: {', '.join(splits)}")
-    return splits[key]
+    path: str = splits[key]
+    return path
 
 
 # -- errors ---------------------------------------------------------------------------------------
@@ -164,12 +165,13 @@ def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def _cause_chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+def _cause_chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
 
 
 def hub_error(
@@ -471,7 +473,8 @@ def hub_problem() -> str | None:
 
 
 def load_from_hub(task: str, revision: str | None = None, strict: bool = False) -> Collection:
-    """Task ``task`` at ``revision_for(task, revision)``: its three files from one commit, recorded on the collection."""
+    """Task ``task`` at ``revision_for(task, revision)``: its three files from one commit, recorded on the
+    collection."""
     from .tasks import get_task
 
     spec = get_task(task)

@@ -16,6 +16,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,21 +28,25 @@ _CHUNK = 2_000_000  # sign-matrix entries per vectorised block (bounded memory)
 
 _EPS = 1e-12
 
+#: One score per query, for a paired test (a list or a 1-d numpy array).
+PairedSamples = Sequence[float] | np.ndarray
+
 
 def _constant(d: np.ndarray) -> bool:
     """All differences equal up to float noise (then t-test and bootstrap are degenerate)."""
     return bool(np.ptp(d) <= _EPS * max(1.0, float(np.abs(d).max())))
 
 
-def _diffs(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+def _diffs(a: PairedSamples, b: PairedSamples) -> np.ndarray:
     x = np.asarray(a, dtype=float)
     y = np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"paired samples must be 1-d and of equal length, got {x.shape} and {y.shape}")
-    return y - x
+    differences: np.ndarray = y - x
+    return differences
 
 
-def paired_ttest(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+def paired_ttest(a: PairedSamples, b: PairedSamples) -> tuple[float, float]:
     """Two-sided paired t-test of ``b`` against ``a`` (scipy's ``ttest_rel``): ``(t, p)``.
 
     When every difference is identical the test is undefined; r2med then reports
@@ -59,7 +64,7 @@ def paired_ttest(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
 
 
 def randomization_test(
-    a: Sequence[float], b: Sequence[float], n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
+    a: PairedSamples, b: PairedSamples, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
 ) -> float:
     """Two-sided paired randomisation test (Fisher's sign-flip test) of the mean difference.
 
@@ -91,8 +96,8 @@ def randomization_test(
 
 
 def bootstrap_ci(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: PairedSamples,
+    b: PairedSamples,
     confidence: float = 0.95,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -128,17 +133,20 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     out = np.full(p.shape, np.nan)
     valid = np.flatnonzero(~np.isnan(p))
     m = valid.size
+    adjusted: list[float]
     if m == 0:
-        return out.tolist()
+        adjusted = out.tolist()
+        return adjusted
     order = valid[np.argsort(p[valid], kind="stable")]
     running = 0.0
     for i, idx in enumerate(order):
         running = max(running, min(1.0, (m - i) * p[idx]))
         out[idx] = running
-    return out.tolist()
+    adjusted = out.tolist()
+    return adjusted
 
 
-def wins_ties_losses(a: Sequence[float], b: Sequence[float], tie_tolerance: float = 1e-9) -> tuple[int, int, int]:
+def wins_ties_losses(a: PairedSamples, b: PairedSamples, tie_tolerance: float = 1e-9) -> tuple[int, int, int]:
     """Queries where ``b`` beats ``a``, ties with it (within ``tie_tolerance``), loses to it."""
     d = _diffs(a, b)
     wins = int(np.count_nonzero(d > tie_tolerance))
@@ -165,9 +173,9 @@ class PairedComparison:
     only_a: int = 0
     only_b: int = 0
     p_holm: float | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -43,6 +43,7 @@ def encode_tasks(
 ) -> list[Encoded]:
     """Encode each task's corpus with ``retriever`` (a dense retriever of the registry)."""
     from ..infra.home import check_home
+    from ..retrieval.dense import DenseRetriever
     from ..retrieval.registry import make_retriever, retriever_meta
 
     meta = retriever_meta(retriever)
@@ -55,10 +56,11 @@ def encode_tasks(
     if not dest:
         check_home()  # the embeddings go to the cache: find an unusable home before encoding
     options = {k: v for k, v in (options or {}).items() if v is not None}
-    done = []
+    done: list[Encoded] = []
     for ref in tasks:
         collection = ref.load()
         dense = make_retriever(retriever, task=collection.name, **options)
+        assert isinstance(dense, DenseRetriever)  # every registry entry of family "dense" builds one
         if not ray:
             from ..infra.home import remember_collection
 

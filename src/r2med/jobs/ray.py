@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from .evaluate import Plan, QueryBuilder, run_task
 from ..results.folders import TaskResult
+from .evaluate import Plan, QueryBuilder, run_task
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def run_cell(
 
 
 @contextlib.contextmanager
-def _environment(env: Mapping[str, str]):
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
     """Set ``env`` for the duration of one task and restore the worker's own values after it.
 
     (Passing it as an argument rather than a Ray ``runtime_env`` lets Ray reuse its idle workers.)
@@ -135,22 +135,23 @@ def evaluate_matrix(
             env,
         )
         pending[ref] = i
-    results: list[TaskResult | None] = [None] * len(jobs)
+    finished: dict[int, TaskResult] = {}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
             i = pending.pop(ref)
-            results[i] = ray.get(ref)
+            result: TaskResult = ray.get(ref)
+            finished[i] = result
             log.info(
                 "%s x %s: nDCG@10 = %.4f%s",
                 jobs[i].retriever,
-                results[i].task,
-                results[i].headline,
-                " (reused)" if results[i].reused else "",
+                result.task,
+                result.headline,
+                " (reused)" if result.reused else "",
             )
             if on_done:
-                on_done(jobs[i], results[i])
-    return results  # type: ignore[return-value]
+                on_done(jobs[i], result)
+    return [finished[i] for i in range(len(jobs))]  # every cell was submitted, so every index is there
 
 
 def evaluate_plans(

@@ -23,17 +23,20 @@ def _read(name: str) -> str:
 
 @cache
 def protocol() -> dict[str, Any]:
-    return json.loads(_read("r2med_protocol.json"))
+    data: dict[str, Any] = json.loads(_read("r2med_protocol.json"))
+    return data
 
 
 @cache
 def models() -> dict[str, Any]:
-    return json.loads(_read("r2med_models.json"))
+    data: dict[str, Any] = json.loads(_read("r2med_models.json"))
+    return data
 
 
 @cache
 def hub_configs() -> dict[str, Any]:
-    return json.loads(_read("r2med_hub_configs.json"))
+    data: dict[str, Any] = json.loads(_read("r2med_hub_configs.json"))
+    return data
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def published_ndcg10(
     """
     found: dict[str, dict[str, float]] = {}
     for f in published_figures():
-        if f.retriever == retriever and f.expansion == expansion and f.llm == llm:
-            if setting is None or f.setting == setting:
-                found.setdefault(f.setting, {})[f.task] = f.ndcg10
+        same_configuration = f.retriever == retriever and f.expansion == expansion and f.llm == llm
+        if same_configuration and (setting is None or f.setting == setting):
+            found.setdefault(f.setting, {})[f.task] = f.ndcg10
     return found[preferred_setting(found)] if found else {}

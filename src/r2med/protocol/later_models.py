@@ -21,7 +21,8 @@ from ..infra.records import refuse_unknown_keys
 @cache
 def later_models() -> dict[str, Any]:
     text = resources.files(__package__).joinpath("later_models.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 #: The keys an entry of ``later_models.json`` may hold (what r2med reads, and the documentation it carries).
@@ -65,7 +66,8 @@ def query_instruction(name: str, task: str) -> str:
     table = later_models()["query_instructions"][entry["settings"]["query_instructions"]]
     if task not in table:
         raise R2MedError(f"{name} has instructions for the R2MED tasks only, not {task!r}")
-    return entry["r2med_encoder"]["query_instruction_template"].format(instruction=table[task])
+    template: str = entry["r2med_encoder"]["query_instruction_template"]
+    return template.format(instruction=table[task])
 
 
 def query_instructions(name: str) -> dict[str, str]:

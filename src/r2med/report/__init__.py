@@ -13,9 +13,32 @@
 
 from __future__ import annotations
 
-from .compare import Comparison, compare_many, compare_systems, render_comparisons
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .format import FORMATS
-from .leaderboard import Leaderboard, build_leaderboard
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .compare import Comparison, compare_many, compare_systems, render_comparisons
+    from .leaderboard import Leaderboard, build_leaderboard
+
+_LAZY = {
+    "Comparison": "compare",
+    "compare_many": "compare",
+    "compare_systems": "compare",
+    "render_comparisons": "compare",
+    "Leaderboard": "leaderboard",
+    "build_leaderboard": "leaderboard",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The renderers import numpy: loaded on first use, so ``--format``'s choices cost nothing at start-up."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "FORMATS",

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..evaluation.facets import Facets
 from ..evaluation.metrics import measure_label
 from .format import check_format, records_text, tex
 from .layout import compact_table, fitted
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @dataclass
@@ -58,18 +61,24 @@ class FacetBoard:
         return header, rows
 
     # -- renderers -------------------------------------------------------------------------------
-    def to_rich(self, width: int | None = None):
+    def to_rich(self, width: int | None = None) -> Table:
         if width is None:
             return self._rich(False)
-        return fitted(lambda: self._rich(False), lambda: self._rich(True))(width)
+        chosen: Table = fitted(lambda: self._rich(False), lambda: self._rich(True))(width)
+        return chosen
 
-    def _rich(self, compact: bool):
+    def _rich(self, compact: bool) -> Table:
         from rich.markup import escape
         from rich.table import Table
 
         header, rows = self.grid()
-        kwargs = dict(title=escape(self.title), caption=escape("\n".join(self.legend())), caption_justify="left")
-        table = compact_table(**kwargs) if compact else Table(**kwargs)
+        title = escape(self.title)
+        caption = escape("\n".join(self.legend()))
+        table: Table = (
+            compact_table(title=title, caption=caption, caption_justify="left")
+            if compact
+            else Table(title=title, caption=caption, caption_justify="left")
+        )
         for i, h in enumerate(header):
             table.add_column(escape(h), justify="left" if i == 0 else "right", overflow="fold", no_wrap=i == 1)
         for cells in rows:

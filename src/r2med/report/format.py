@@ -1,4 +1,8 @@
-"""Text shared by the report renderers: output formats, cell marks, LaTeX escaping."""
+"""Text shared by the report renderers: the output formats of every command (``--format``, as ``StrEnum`` s:
+a member is the plain string, ``ReportFormat.JSON == "json"``), cell marks, LaTeX escaping.
+
+Imported while the command line is parsed (the choices of ``--format``): no numpy here, and the ``report``
+package imports its renderers lazily."""
 
 from __future__ import annotations
 
@@ -6,10 +10,39 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 from ..errors import R2MedError
-from ..formats import REPORT_FORMAT_ALIASES, ReportFormat
+
+
+class ReportFormat(StrEnum):
+    """``r2med report`` / ``compare``: a terminal table, Markdown, CSV, LaTeX or JSON."""
+
+    TABLE = "table"
+    MARKDOWN = "markdown"
+    CSV = "csv"
+    LATEX = "latex"
+    JSON = "json"
+
+
+#: Short names accepted for a :class:`ReportFormat`.
+REPORT_FORMAT_ALIASES: dict[str, ReportFormat] = {"md": ReportFormat.MARKDOWN, "tex": ReportFormat.LATEX}
+
+
+class ListingFormat(StrEnum):
+    """``r2med tasks`` / ``models`` / ``cache`` / ``reproduce``: a terminal table or JSON."""
+
+    TABLE = "table"
+    JSON = "json"
+
+
+class ScoreFormat(StrEnum):
+    """``r2med score``: trec_eval's lines or JSON."""
+
+    TREC = "trec"
+    JSON = "json"
+
 
 FORMATS: tuple[ReportFormat, ...] = tuple(ReportFormat)
 SIGNIFICANT = "†"

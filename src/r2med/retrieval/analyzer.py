@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+import types
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from itertools import repeat
-from concurrent.futures import ProcessPoolExecutor
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import numpy as np
 
@@ -67,25 +68,47 @@ def split_words(text: str) -> list[str]:
 def _split_joined(token: str) -> list[str]:
     if token.isalnum():
         return [token]
-    pieces, start = [], 0
+    pieces: list[str] = []
+    start = 0
     for i, ch in enumerate(token):
-        if ch in _LETTER_JOINERS or ch in _DIGIT_JOINERS:
-            if ch == "'" or ch == "\u2019" or ch in ".:,;":
-                left, right = token[i - 1], token[i + 1]
-                keep = (left.isalpha() and right.isalpha() and ch in _LETTER_JOINERS) or (
-                    left.isdigit() and right.isdigit() and ch in _DIGIT_JOINERS
-                )
-                if not keep:
-                    pieces.append(token[start:i])
-                    start = i + 1
+        if (ch in _LETTER_JOINERS or ch in _DIGIT_JOINERS) and (ch == "'" or ch == "\u2019" or ch in ".:,;"):
+            left, right = token[i - 1], token[i + 1]
+            keep = (left.isalpha() and right.isalpha() and ch in _LETTER_JOINERS) or (
+                left.isdigit() and right.isdigit() and ch in _DIGIT_JOINERS
+            )
+            if not keep:
+                pieces.append(token[start:i])
+                start = i + 1
     pieces.append(token[start:])
     return [p for p in pieces if p.strip("_")]
+
+
+#: What an analyzer's ``config()`` returns (recorded in index fingerprints and manifests).
+AnalyzerConfig = dict[str, str | int | bool]
 
 
 class Analyzer(Protocol):
     name: str
 
+    def config(self) -> AnalyzerConfig: ...
+
     def tokenize(self, text: str) -> list[str]: ...
+
+    def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]: ...
+
+
+class _PorterStemmer(Protocol):
+    """The part of NLTK's ``PorterStemmer`` instances that is used here."""
+
+    def stem(self, word: str) -> str: ...
+
+
+class _PorterStemmerClass(Protocol):
+    """NLTK's ``PorterStemmer`` class: its mode constant and its constructor."""
+
+    MARTIN_EXTENSIONS: str
+
+    def __call__(self, mode: str) -> _PorterStemmer: ...
 
 
 class EnglishAnalyzer:
@@ -100,14 +123,14 @@ class EnglishAnalyzer:
         self._stemmer = stemmer_class(stemmer_class.MARTIN_EXTENSIONS)
         self._terms: dict[str, tuple[str, ...]] = {}
 
-    def config(self) -> dict:
+    def config(self) -> AnalyzerConfig:
         return {"name": self.name, "stopwords": len(self.stopwords), "stem": self.stem, "version": 1}
 
     def _analyse_surface(self, lowered: str) -> tuple[str, ...]:
         """Terms for one lowercased regex token (memoised)."""
         terms = self._terms.get(lowered)
         if terms is None:
-            out = []
+            out: list[str] = []
             for piece in _split_joined(lowered):
                 if piece.endswith(("'s", "\u2019s")):
                     piece = piece[:-2]
@@ -124,7 +147,7 @@ class EnglishAnalyzer:
     def analyse_chunks(self, chunks: Sequence[str]) -> list[tuple[str, ...]]:
         """Terms for each distinct lowercased whitespace-separated chunk (its regex tokens, analysed)."""
         analyse = self._analyse_surface
-        out = []
+        out: list[tuple[str, ...]] = []
         for chunk in chunks:
             if chunk.isascii() and chunk.isalnum():  # the chunk is one token: skip the regex
                 out.append(analyse(chunk))
@@ -151,7 +174,7 @@ class EnglishAnalyzer:
         return terms_from_surfaces(self.analyse_chunks(chunks), chunk_ids, lengths)
 
 
-def porter_stemmer_class() -> type:
+def porter_stemmer_class() -> _PorterStemmerClass:
     """NLTK's ``PorterStemmer`` class, without importing the ``nltk`` package when it is not loaded yet.
 
     ``import nltk`` runs the package ``__init__``, which imports most of NLTK and scipy.stats (about 2 s);
@@ -162,39 +185,45 @@ def porter_stemmer_class() -> type:
     """
     loaded = sys.modules.get("nltk.stem.porter")
     if loaded is not None:
-        return loaded.PorterStemmer
+        already_loaded: _PorterStemmerClass = loaded.PorterStemmer
+        return already_loaded
     global _PORTER
     if _PORTER is None:
         try:
             _PORTER = _standalone_nltk_module("stem/porter.py").PorterStemmer
             if _PORTER(_PORTER.MARTIN_EXTENSIONS).stem("generalizations") != "gener":
                 raise ImportError("unexpected stem")
-        except Exception:  # noqa: BLE001 - any surprise: use the ordinary import
+        except Exception:
             from nltk.stem.porter import PorterStemmer
 
             _PORTER = PorterStemmer
     return _PORTER
 
 
-_PORTER: type | None = None
+_PORTER: _PorterStemmerClass | None = None
 
 
-def _standalone_nltk_module(relative: str):
+def _standalone_nltk_module(relative: str) -> types.ModuleType:
     """Execute one file of the installed NLTK as a private module (not registered in ``sys.modules``)."""
     import builtins
     import importlib
     import importlib.util
-    import types
 
     spec = importlib.util.find_spec("nltk")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("nltk is not installed")
-    path = os.path.join(list(spec.submodule_search_locations)[0], relative)
+    path = os.path.join(next(iter(spec.submodule_search_locations)), relative)
     with open(path, encoding="utf-8") as handle:
         code = compile(handle.read(), path, "exec")
     real_import = builtins.__import__
 
-    def answer_import(name, globals=None, locals=None, fromlist=(), level=0):
+    def answer_import(
+        name: str,
+        globals: Mapping[str, object] | None = None,
+        locals: Mapping[str, object] | None = None,
+        fromlist: Sequence[str] = (),
+        level: int = 0,
+    ) -> types.ModuleType | _LazyNltk:
         if level == 0 and (name == "nltk" or name.startswith("nltk.")):
             if name == "nltk.stem.api":
                 return _standalone_nltk_module("stem/api.py")
@@ -217,7 +246,7 @@ class _LazyNltk:
     def __getattr__(self, attr: str) -> _LazyNltk:
         return _LazyNltk(f"{self._path}.{attr}")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: object, **kwargs: object) -> object:
         import importlib
 
         head, _, tail = self._path.rpartition(".")
@@ -242,7 +271,7 @@ class LuceneAnalyzer:
             raise MissingExtraError("pyserini", "lucene", "the Lucene analyzer") from None
         self._analyzer = PyseriniAnalyzer(get_lucene_analyzer())
 
-    def config(self) -> dict:
+    def config(self) -> AnalyzerConfig:
         return {"name": self.name, "version": 1}
 
     def tokenize(self, text: str) -> list[str]:
@@ -280,7 +309,7 @@ def _ensure_java() -> None:
         jnius_config._r2med_patched = True
 
 
-def encode_with(tokenize, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def encode_with(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Generic ``encode`` for any analyzer with a ``tokenize`` method."""
     vocab: dict[str, int] = {}
     ids = array("i")
@@ -307,7 +336,7 @@ def get_analyzer(name: str = AnalyzerName.ENGLISH) -> Analyzer:
 # -- fast corpus encoding ----------------------------------------------------------------------
 
 
-class _Ids(dict):
+class _Ids(dict[str, int]):
     """A dict that hands out the next integer id for an unseen key."""
 
     __slots__ = ()
@@ -421,17 +450,22 @@ def _terms_from_parts(
 
 # What forked workers inherit instead of receiving it through a pipe: set just before the pool forks
 # and cleared right after, so the corpus is never pickled.
-_FORKED: dict[str, object] = {}
+class _ForkedState(TypedDict, total=False):
+    texts: Sequence[str]
+    analyzer: EnglishAnalyzer
+
+
+_FORKED: _ForkedState = {}
 
 
 def _chunk_range(bounds: tuple[int, int]) -> tuple[list[str], bytes, bytes]:
     texts = _FORKED["texts"]
-    vocab, ids, lengths = chunk_encode(texts[bounds[0] : bounds[1]])  # type: ignore[index]
+    vocab, ids, lengths = chunk_encode(texts[bounds[0] : bounds[1]])
     return vocab, ids.tobytes(), lengths.tobytes()
 
 
 def _analyse_part(chunks: Sequence[str]) -> list[tuple[str, ...]]:
-    return _FORKED["analyzer"].analyse_chunks(chunks)  # type: ignore[attr-defined]
+    return _FORKED["analyzer"].analyse_chunks(chunks)
 
 
 def available_cores() -> int:
@@ -460,7 +494,7 @@ def encode_corpus(
     """
     workers = workers if workers is not None else available_cores()
     if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
-        return analyzer.encode(texts)  # type: ignore[attr-defined]
+        return analyzer.encode(texts)
     import gc
     import multiprocessing
 
@@ -468,7 +502,8 @@ def encode_corpus(
     bounds = _split(len(texts), workers)
     if len(bounds) < 2:
         return analyzer.encode(texts)
-    _FORKED.update(texts=texts, analyzer=analyzer)
+    _FORKED["texts"] = texts
+    _FORKED["analyzer"] = analyzer
     gc.freeze()
     try:
         with ProcessPoolExecutor(max_workers=len(bounds) - 1, mp_context=ctx) as pool:
@@ -476,7 +511,8 @@ def encode_corpus(
             own = chunk_encode(texts[bounds[0][0] : bounds[0][1]])
             merged = _Ids(zip(own[0], range(len(own[0]))))  # the parent's chunks keep their ids
             get = merged.__getitem__
-            mapped, all_lengths = [(None, own[1])], [own[2]]
+            mapped: list[tuple[np.ndarray | None, np.ndarray]] = [(None, own[1])]
+            all_lengths = [own[2]]
             for future in futures:
                 local_vocab, ids, lengths = future.result()
                 mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
@@ -484,13 +520,16 @@ def encode_corpus(
                 all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
             chunks = list(merged)
             pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
-            futures = [pool.submit(_analyse_part, piece) for piece in pieces[1:]]
+            analyse_futures: list[Future[list[tuple[str, ...]]]] = [
+                pool.submit(_analyse_part, piece) for piece in pieces[1:]
+            ]
             analysed = analyzer.analyse_chunks(pieces[0])
-            for piece, future in zip(pieces[1:], futures):
-                part = future.result()
+            for piece, analyse_future in zip(pieces[1:], analyse_futures):
+                part = analyse_future.result()
                 analysed.extend(part)
                 analyzer.remember(piece, part)  # queries are analysed here next: keep the workers' stems
     finally:
-        _FORKED.clear()
+        _FORKED.pop("texts", None)
+        _FORKED.pop("analyzer", None)
         gc.unfreeze()
     return _terms_from_parts(analysed, mapped, np.concatenate(all_lengths))

@@ -71,7 +71,7 @@ def checksum_algorithm() -> str:
 def array_checksum(arr: np.ndarray, algorithm: str | None = None) -> str:
     """``"<algorithm>:<hex>"`` of the raw bytes of ``arr`` (float32 rows, C order; a memmap slice is not copied)."""
     algorithm = algorithm or checksum_algorithm()
-    data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data  # a memoryview of the bytes, not a copy
     if algorithm == "xxh3_64":
         import xxhash
 
@@ -142,9 +142,10 @@ class EmbeddingCache:
 
     def _stored_meta(self) -> dict[str, Any] | None:
         try:
-            return json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+            stored: dict[str, Any] | None = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return stored
 
     @property
     def n_chunks(self) -> int:
@@ -250,9 +251,8 @@ class EmbeddingCache:
         self._refuse_links()
         self.chunk_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.sum_path(i), array_checksum(emb) + "\n")
-        with atomic_path(self.chunk_path(i), suffix=".npy") as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, emb)
+        with atomic_path(self.chunk_path(i), suffix=".npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, emb)
 
     def _drop_chunk(self, i: int) -> None:
         for path in (self.chunk_path(i), self.sum_path(i)):
@@ -295,7 +295,8 @@ class EmbeddingCache:
             log.warning("embedding cache chunk %s fails its checksum; dropping it, it will be encoded again", path)
             self._drop_chunk(i)
             return None
-        return arr
+        loaded: np.ndarray = arr
+        return loaded
 
     def verify_chunks(self) -> list[int]:
         """Read every finished chunk, dropping damaged ones; returns the indices dropped."""
@@ -334,6 +335,7 @@ class EmbeddingCache:
                     lo, hi = self.chunk_range(i)
                     out[lo:hi] = chunk
                     chunks.append(array_checksum(chunk))
+                assert out is not None  # chunk 0 exists (read above), so the loop ran and opened the file
                 out.flush()
                 del out
                 write_json_atomic(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import OptionError, R2MedError, did_you_mean, shown
+from ..errors import OptionError, did_you_mean, shown
 from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
 from .base import Retriever
