@@ -170,6 +170,7 @@ def evaluate_command(
     from ..data import resolve
     from ..errors import R2MedError
     from ..jobs import evaluate as jobs
+    from ..results.folders import summary
 
     strict = strict_data(ctx, strict)
     names = comma_list(retriever) if ray else [retriever]
@@ -241,7 +242,7 @@ def evaluate_command(
             )
         }
     for name_, results in grouped.items():
-        print_summary(results, jobs.summary(name_, results), out / name_, measures=columns)
+        print_summary(results, summary(name_, results), out / name_, measures=columns)
 
 
 @app.command("demo")
@@ -254,7 +255,8 @@ def demo_command(
 ) -> None:
     """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
     from ..infra.home import check_home
-    from ..jobs.evaluate import DEMO, Summary, demo_out, demo_tasks, run_tasks, summary
+    from ..jobs.evaluate import DEMO, demo_out, demo_tasks, run_tasks
+    from ..results.folders import Summary, summary
 
     if out is not None:
         check_output_dir(out)
@@ -346,7 +348,7 @@ def import_command(
     With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
     collection holding most of its query ids.
     """
-    from ..jobs.evaluate import Summary
+    from ..results.folders import Summary
     from ..jobs.imports import import_files
 
     strict = strict_data(ctx, strict)

@@ -121,7 +121,7 @@ def rerank_command(
     overwrite: Overwrite = False,
 ) -> None:
     """Rerank first-stage systems; writes OUT/<name>/<task>/{run.trec,metrics.json} and prints a table."""
-    from ..jobs.evaluate import summary
+    from ..results.folders import summary
     from ..jobs.rerank import rerank_folder
 
     options = {
@@ -199,7 +199,7 @@ def fuse_command(
     overwrite: Overwrite = False,
 ) -> None:
     """Fuse systems (RRF or CombSUM/CombMNZ); writes OUT/<name>/<task>/ evaluated like any run."""
-    from ..jobs.evaluate import summary
+    from ..results.folders import summary
     from ..jobs.fuse import fuse_folders
 
     columns = table_measures(measure)

@@ -28,7 +28,6 @@ from ..data import Collection, TaskRef
 from ..errors import shown
 from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
 from ..infra.containment import plain_name
-from ..results.published import PublishedKey, data_problem, match_published, precision_change
 from ..retrieval.base import QueryText, index_collection
 from ..results.folders import TaskResult, finish_task, reuse
 
@@ -210,37 +209,6 @@ def run_tasks(
             results.append(result)
             loop.advance()
     return results
-
-
-@dataclass
-class Summary:
-    """What a summary table shows beside a job's results."""
-
-    name: str
-    published: PublishedKey | None = None
-    precision: tuple[str, str] | None = None  # (used, the paper's) when they differ
-    retriever: str = ""
-    #: task -> why its published figure is not shown (its data is not the hub task's: data_problem)
-    ungraded: dict[str, str] = field(default_factory=dict)
-
-
-def summary(name: str, results: Sequence[TaskResult]) -> Summary:
-    """The published configuration ``results`` reproduce (:func:`r2med.results.published.match_published`) and
-    the precision they ran in when it is not the paper's (the published figures stay shown)."""
-    configs = [r.config for r in results]
-    published = match_published(configs) if results else None
-    if published is not None and published.reranker:
-        published = None  # a reranked run's own table shows no published row (see `r2med report`)
-    change = next((c for c in map(precision_change, configs) if c), None) if published is not None else None
-    figures = published.figures() if published is not None else {}
-    ungraded = {
-        r.task: problem
-        for r in results
-        if r.task in figures
-        for problem in [data_problem(r.task, r.data)]
-        if problem is not None
-    }
-    return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name, ungraded)
 
 
 def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[TaskRef], str | None]:

@@ -23,7 +23,7 @@ import importlib.util
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from ..evaluation.metrics import HEADLINE
 from ..infra.containment import system_folder
 from ..protocol import published_figures
 from ..results.published import PublishedKey, published_depth, published_retriever, tolerance_of
+from ..results.reproduction import Outcome, Planned, Target, Variant
 from ..data.tasks import TASK_NAMES, get_task
 
 log = logging.getLogger(__name__)
@@ -43,17 +44,6 @@ SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
 LATER_SETTINGS = ("later_embedder", "later_leaderboard")
 #: What ``r2med reproduce`` covers unless told otherwise: every published setting.
 ALL_SETTINGS = SETTINGS + LATER_SETTINGS
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A configuration run beside a published one, ungraded: r2med's correction of what the published code did."""
-
-    name: str  # appended to the published configuration's label: its folder under OUT
-    options: Mapping[str, Any]  # replace the published options
-    note: str  # why it runs, shown in the tables
-    #: it also loads the preset's separate query encoder (MedCPT's), whose weights must be here too
-    query_encoder: bool = False
 
 
 #: Corrected configurations run beside the plain published ones (setting ``base``), never graded.
@@ -68,70 +58,6 @@ VARIANTS: Mapping[str, tuple[Variant, ...]] = {
         ),
     ),
 }
-
-
-@dataclass(frozen=True)
-class Target:
-    """One published figure to reproduce (or, with ``variant``, a corrected configuration run beside it)."""
-
-    key: PublishedKey
-    setting: str
-    task: str
-    published: float
-    source: str
-    variant: Variant | None = None
-
-    @property
-    def label(self) -> str:
-        return self.key.label if self.variant is None else f"{self.key.label}-{self.variant.name}"
-
-    @property
-    def graded(self) -> bool:
-        """Whether its figure is graded (the published configuration), or only shown beside (a variant)."""
-        return self.variant is None
-
-
-@dataclass
-class Planned:
-    target: Target
-    runnable: bool
-    reasons: list[str] = field(default_factory=list)
-    data: str = ""  # where the task data comes from
-    notes: list[str] = field(default_factory=list)  # what does not block it but qualifies its grade
-
-    @property
-    def reason(self) -> str:
-        return "; ".join(self.reasons) if self.reasons else f"ready ({self.data})"
-
-
-@dataclass
-class Outcome:
-    target: Target
-    status: str  # pass | fail | ungraded (no tolerance: settings r2med assumed) | skip | error
-    value: float | None = None
-    tolerance: float | None = None
-    reused: bool = False
-    detail: str = ""
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.value is None else self.value - self.target.published
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "config": self.target.label,
-            "setting": self.target.setting,
-            "task": self.target.task,
-            "published": self.target.published,
-            "value": self.value,
-            "delta": self.delta,
-            "tolerance": self.tolerance,
-            "status": self.status,
-            "reused": self.reused,
-            "detail": self.detail,
-            "source": self.target.source,
-            "graded": self.target.graded,
-        }
 
 
 def targets(

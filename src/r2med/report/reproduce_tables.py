@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ..jobs.reproduce import Outcome, Planned
+from ..results.reproduction import Outcome, Planned
 
 
 def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:

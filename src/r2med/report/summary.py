@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..jobs.evaluate import Summary
+from ..results.folders import Summary
 from ..results.folders import TaskResult
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..data.tasks import TASK_NAMES

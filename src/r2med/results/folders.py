@@ -34,7 +34,7 @@ from ..data import Collection
 from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, Metrics, evaluate
 from ..infra.containment import task_folder
-from .published import PublishedKey, expansion_of, match_published, parse_label
+from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
 from .record import MetricsRecord, read_record
 from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..data.tasks import TASK_NAMES
@@ -97,31 +97,6 @@ def versions() -> dict[str, str]:
         out["pytrec_eval"] = version("pytrec-eval-terrier")
     except Exception:  # pragma: no cover - metadata missing in odd installs
         pass
-    return out
-
-
-#: The packages that make dense vectors (and reranker scores), by loader: their versions go in ``metrics.json``
-#: (``encoding.versions``), since a tokenizer or a library release can change the vectors (issue 20).
-VECTOR_PACKAGES: dict[str, tuple[str, ...]] = {
-    "torch": ("torch", "transformers", "tokenizers", "sentence-transformers"),
-    "gritlm": ("gritlm",),
-    "openai": ("openai",),
-    "voyage": ("voyageai",),
-    "peft": ("peft",),
-}
-
-
-def package_versions(groups: Iterable[str]) -> dict[str, str]:
-    """Installed versions of the :data:`VECTOR_PACKAGES` of ``groups`` (an absent package is left out)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str] = {}
-    for group in groups:
-        for package in VECTOR_PACKAGES.get(group, ()):
-            try:
-                out[package] = version(package)
-            except PackageNotFoundError:
-                continue
     return out
 
 
@@ -578,3 +553,34 @@ def task_order(systems: Iterable[System]) -> list[str]:
             if t not in seen:
                 seen.append(t)
     return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]
+
+
+@dataclass
+class Summary:
+    """What a summary table shows beside a job's results."""
+
+    name: str
+    published: PublishedKey | None = None
+    precision: tuple[str, str] | None = None  # (used, the paper's) when they differ
+    retriever: str = ""
+    #: task -> why its published figure is not shown (its data is not the hub task's: data_problem)
+    ungraded: dict[str, str] = field(default_factory=dict)
+
+
+def summary(name: str, results: Sequence[TaskResult]) -> Summary:
+    """The published configuration ``results`` reproduce (:func:`r2med.results.published.match_published`) and
+    the precision they ran in when it is not the paper's (the published figures stay shown)."""
+    configs = [r.config for r in results]
+    published = match_published(configs) if results else None
+    if published is not None and published.reranker:
+        published = None  # a reranked run's own table shows no published row (see `r2med report`)
+    change = next((c for c in map(precision_change, configs) if c), None) if published is not None else None
+    figures = published.figures() if published is not None else {}
+    ungraded = {
+        r.task: problem
+        for r in results
+        if r.task in figures
+        for problem in [data_problem(r.task, r.data)]
+        if problem is not None
+    }
+    return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name, ungraded)

@@ -132,7 +132,7 @@ class DenseRetriever:
         """What the vectors were actually made with, for ``metrics.json``: the versions of the packages that
         make them, the max length per side, the framing and the dtype (issue 20).  Vectors read from the
         embedding cache were made by an earlier run: ``made_by`` says so (that run's metrics.json has them)."""
-        from ..results.folders import package_versions
+        from ..infra.versions import package_versions
 
         s = self.settings
         groups = {"gritlm": ("torch", "gritlm"), "openai": ("openai",), "voyage": ("voyage",)}.get(s.loader, ("torch",))

@@ -1,0 +1,87 @@
+"""The records of the reproduction matrix (``r2med reproduce``): a published figure to reproduce
+(:class:`Target`, or a corrected configuration run beside it: :class:`Variant`), whether it can run here
+(:class:`Planned`) and its graded outcome (:class:`Outcome`).  :mod:`r2med.jobs.reproduce` makes them;
+:mod:`r2med.report.reproduce_tables` shows them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .published import PublishedKey
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A configuration run beside a published one, ungraded: r2med's correction of what the published code did."""
+
+    name: str  # appended to the published configuration's label: its folder under OUT
+    options: Mapping[str, Any]  # replace the published options
+    note: str  # why it runs, shown in the tables
+    #: it also loads the preset's separate query encoder (MedCPT's), whose weights must be here too
+    query_encoder: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """One published figure to reproduce (or, with ``variant``, a corrected configuration run beside it)."""
+
+    key: PublishedKey
+    setting: str
+    task: str
+    published: float
+    source: str
+    variant: Variant | None = None
+
+    @property
+    def label(self) -> str:
+        return self.key.label if self.variant is None else f"{self.key.label}-{self.variant.name}"
+
+    @property
+    def graded(self) -> bool:
+        """Whether its figure is graded (the published configuration), or only shown beside (a variant)."""
+        return self.variant is None
+
+
+@dataclass
+class Planned:
+    target: Target
+    runnable: bool
+    reasons: list[str] = field(default_factory=list)
+    data: str = ""  # where the task data comes from
+    notes: list[str] = field(default_factory=list)  # what does not block it but qualifies its grade
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else f"ready ({self.data})"
+
+
+@dataclass
+class Outcome:
+    target: Target
+    status: str  # pass | fail | ungraded (no tolerance: settings r2med assumed) | skip | error
+    value: float | None = None
+    tolerance: float | None = None
+    reused: bool = False
+    detail: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.value is None else self.value - self.target.published
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.target.label,
+            "setting": self.target.setting,
+            "task": self.target.task,
+            "published": self.target.published,
+            "value": self.value,
+            "delta": self.delta,
+            "tolerance": self.tolerance,
+            "status": self.status,
+            "reused": self.reused,
+            "detail": self.detail,
+            "source": self.target.source,
+            "graded": self.target.graded,
+        }
