@@ -50,11 +50,11 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .data import Collection, load_folder, load_task, read_qrels
-    from .runs.fusion import fuse
-    from .jobs.imports import import_run
     from .evaluation.metrics import Metrics, evaluate
+    from .jobs.imports import import_run
     from .reranking import make_reranker, rerank
     from .retrieval import BM25, make_retriever
+    from .runs.fusion import fuse
     from .runs.run import Run, read_trec, write_trec
 
 

@@ -181,7 +181,7 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_module}")
 
 
-def _on_interrupt(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+def _on_interrupt(signum, frame) -> None:
     err_console.print("interrupted: finished tasks are kept, and a re-run resumes from them")
     raise KeyboardInterrupt
 

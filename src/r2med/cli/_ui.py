@@ -41,7 +41,7 @@ class PrintableConsole(Console):
         return super().render_str(printable(text), **kwargs)
 
 
-def PrintableFilter() -> logging.Filter:  # noqa: N802 - used as a filter class
+def PrintableFilter() -> logging.Filter:
     """A log filter that writes control and bidi characters of a message as escapes (see :func:`printable`)."""
     from ..infra.redact import MessageFilter
 
@@ -123,8 +123,8 @@ def emit(text: str, output: Path | None) -> None:
     """``text`` to stdout, or written atomically to ``output``."""
     import typer
 
-    from ..infra.home import write_text_atomic
     from ..infra.containment import check_output_file
+    from ..infra.home import write_text_atomic
 
     if output is None:
         typer.echo(printable(text), nl=False)

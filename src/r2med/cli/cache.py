@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -31,7 +30,7 @@ def _size(n: float) -> str:
 
 @cache_app.command("ls")
 def cache_ls(
-    kind: Optional[str] = typer.Argument(None, help="Only this kind (bm25, embeddings, llm...)."),
+    kind: str | None = typer.Argument(None, help="Only this kind (bm25, embeddings, llm...)."),
     fmt: FormatJson = "table",
     as_json: JsonAlias = False,
     wide: Wide = False,
@@ -70,7 +69,7 @@ def cache_ls(
 @cache_app.command("rm")
 def cache_rm(
     kind: str = typer.Argument(..., help="Kind of artifact (bm25, embeddings, llm...)."),
-    names: Optional[list[str]] = typer.Argument(None, help="Entries to remove (see `r2med cache ls`)."),
+    names: list[str] | None = typer.Argument(None, help="Entries to remove (see `r2med cache ls`)."),
     all_: bool = typer.Option(False, "--all", help="Remove every entry of this kind."),
     partial: bool = typer.Option(
         False, "--partial", help="Remove unfinished embedding encodings and temps left by interrupted writes."

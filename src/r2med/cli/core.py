@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from ..data.tasks import TASKS
-from . import app, strict_data
 from ..infra.containment import check_output_dir, system_folder
+from . import app, strict_data
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (
-    SCORE_FORMAT_CHOICE,
     ANALYZER_CHOICE,
     AT_LEAST_0,
     AT_LEAST_1,
     DTYPE_CHOICE,
+    SCORE_FORMAT_CHOICE,
     UNIT,
     BatchSize,
     CountMissing,
@@ -83,14 +82,14 @@ def tasks_command(fmt: FormatJson = "table", as_json: JsonAlias = False, wide: W
     )
 
 
-def parse_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
+def parse_measures(measures: list[str] | None) -> tuple[str, ...]:
     """``-m`` as pytrec_eval names (``nDCG@10`` -> ``ndcg_cut_10``); none given: the default set (``score``)."""
     from ..evaluation.metrics import DEFAULT_MEASURES, canonical
 
     return tuple(canonical(m) for m in measures) if measures else DEFAULT_MEASURES
 
 
-def table_measures(measures: Optional[list[str]]) -> tuple[str, ...]:
+def table_measures(measures: list[str] | None) -> tuple[str, ...]:
     """The columns a writing command's table shows: ``-m`` (each once), else nDCG@10.  (What metrics.json
     stores is always the default set plus these: :func:`r2med.results.folders.stored_measures`.)"""
     from ..evaluation.metrics import HEADLINE, canonical
@@ -110,9 +109,9 @@ def evaluate_command(
     out: Out = Path("runs"),
     name: ResultName = None,
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query."),
-    k1: Optional[float] = typer.Option(None, "--k1", callback=AT_LEAST_0, help="BM25 k1 (default: the paper's 0.9)."),
-    b: Optional[float] = typer.Option(None, "--b", callback=UNIT, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
-    analyzer: Optional[str] = typer.Option(
+    k1: float | None = typer.Option(None, "--k1", callback=AT_LEAST_0, help="BM25 k1 (default: the paper's 0.9)."),
+    b: float | None = typer.Option(None, "--b", callback=UNIT, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
+    analyzer: str | None = typer.Option(
         None,
         "--analyzer",
         metavar=ANALYZER_CHOICE.choices_metavar,
@@ -130,7 +129,7 @@ def evaluate_command(
     max_length: MaxLength = None,
     pooling: Pooling = None,
     similarity: SimilarityOption = None,
-    dtype: Optional[str] = typer.Option(
+    dtype: str | None = typer.Option(
         None,
         "--dtype",
         metavar=DTYPE_CHOICE.choices_metavar,
@@ -143,19 +142,19 @@ def evaluate_command(
         "--medcpt-published-encoder",
         help="medcpt: encode queries with the Article encoder, as the published code did.",
     ),
-    expansion: Optional[str] = typer.Option(
+    expansion: str | None = typer.Option(
         None,
         "--expansion",
         "-e",
         help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); see docs/expansion.md.",
     ),
-    expansion_file: Optional[Path] = typer.Option(
+    expansion_file: Path | None = typer.Option(
         None, "--expansion-file", help="With --expansion: read this query_with_hydoc.jsonl (one task)."
     ),
-    expansion_dir: Optional[Path] = typer.Option(
+    expansion_dir: Path | None = typer.Option(
         None, "--expansion-dir", help="With --expansion: folder written by `r2med expand`."
     ),
-    encoder: Optional[str] = typer.Option(
+    encoder: str | None = typer.Option(
         None,
         "--encoder",
         help="-r custom: your encoder, MODULE:OBJ (a dotted module or a .py "
@@ -166,9 +165,9 @@ def evaluate_command(
     strict: Strict = False,
 ) -> None:
     """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
-    from ..infra.home import check_home
     from ..data import resolve
     from ..errors import R2MedError
+    from ..infra.home import check_home
     from ..jobs import evaluate as jobs
     from ..results.folders import summary
 
@@ -248,7 +247,7 @@ def evaluate_command(
 @app.command("demo")
 def demo_command(
     ctx: typer.Context,
-    out: Optional[Path] = typer.Option(
+    out: Path | None = typer.Option(
         None, "--out", "-o", help="Results root (default: $R2MED_HOME/demo, apart from your own results)."
     ),
     revision: Revision = None,
@@ -336,7 +335,7 @@ def import_command(
     tasks: Tasks = "all",
     data_dir: DataDir = None,
     out: Out = Path("runs"),
-    note: Optional[str] = typer.Option(None, "--note", help="A note recorded with the run (how it was made)."),
+    note: str | None = typer.Option(None, "--note", help="A note recorded with the run (how it was made)."),
     measure: Measures = None,
     count_missing: CountMissing = False,
     revision: Revision = None,
@@ -348,8 +347,8 @@ def import_command(
     With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
     collection holding most of its query ids.
     """
-    from ..results.folders import Summary
     from ..jobs.imports import import_files
+    from ..results.folders import Summary
 
     strict = strict_data(ctx, strict)
     columns = table_measures(measure)

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -37,7 +35,7 @@ def encode_command(
     retriever: str = typer.Option(..., "--retriever", "-r", help="Dense retriever: a preset or 'dense' with --model."),
     tasks: Tasks = "all",
     data_dir: DataDir = None,
-    model: Optional[str] = typer.Option(None, "--model", help="Embedding model (hub id or local folder) for 'dense'."),
+    model: str | None = typer.Option(None, "--model", help="Embedding model (hub id or local folder) for 'dense'."),
     max_length: MaxLength = None,
     pooling: Pooling = None,
     trust_remote_code: TrustRemoteCode = False,
@@ -46,7 +44,7 @@ def encode_command(
     revision: Revision = None,
     ray: Ray = False,
     address: RayAddress = None,
-    dest: Optional[str] = typer.Option(
+    dest: str | None = typer.Option(
         None,
         "--dest",
         help="With --ray: write shards to this path or URI (s3://, gs://, file://) "
@@ -55,11 +53,11 @@ def encode_command(
     shard_size: int = typer.Option(
         4096, "--shard-size", callback=AT_LEAST_1, help="Docs per shard (resume granularity)."
     ),
-    actors: Optional[int] = typer.Option(
+    actors: int | None = typer.Option(
         None, "--actors", callback=AT_LEAST_1, help="Encoder actors (default: one per GPU or CPU)."
     ),
     cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", callback=POSITIVE, help="CPUs each actor asks for."),
-    gpus_per_actor: Optional[float] = typer.Option(
+    gpus_per_actor: float | None = typer.Option(
         None,
         "--gpus-per-actor",
         callback=AT_LEAST_0,

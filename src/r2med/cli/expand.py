@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -53,7 +52,7 @@ def expand_command(
     out: Path = typer.Option(
         Path("expansions"), "--out", "-o", help="Writes OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl."
     ),
-    llm_name: Optional[str] = typer.Option(
+    llm_name: str | None = typer.Option(
         None, "--llm-name", "--name", help="Folder name for the LLM (default: from --model)."
     ),
     base_url: BaseUrl = None,
@@ -63,23 +62,23 @@ def expand_command(
     max_retries: int = typer.Option(
         6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."
     ),
-    sampling: Optional[str] = typer.Option(
+    sampling: str | None = typer.Option(
         None,
         "--sampling",
         help="Paper defaults: 'api' (temperature 0.8, top_p 0.8) or 'open' "
         "(temperature 0.7, seed 42, max_tokens 10240). Default: api for "
         "OpenAI, open with --base-url.",
     ),
-    temperature: Optional[float] = typer.Option(
+    temperature: float | None = typer.Option(
         None, "--temperature", callback=TEMPERATURE, help="Override the sampling temperature."
     ),
-    top_p: Optional[float] = typer.Option(None, "--top-p", callback=TOP_P, help="Override top_p."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", callback=AT_LEAST_1, help="Override max_tokens."),
-    seed: Optional[int] = typer.Option(None, "--seed", callback=AT_LEAST_0, help="Override the sampling seed."),
-    prompt_task: Optional[str] = typer.Option(
+    top_p: float | None = typer.Option(None, "--top-p", callback=TOP_P, help="Override top_p."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", callback=AT_LEAST_1, help="Override max_tokens."),
+    seed: int | None = typer.Option(None, "--seed", callback=AT_LEAST_0, help="Override the sampling seed."),
+    prompt_task: str | None = typer.Option(
         None, "--prompt-task", help="Use this task's prompt (for collections not named after a task)."
     ),
-    prompt_file: Optional[Path] = typer.Option(
+    prompt_file: Path | None = typer.Option(
         None,
         "--prompt-file",
         help="Your prompt template instead of the paper's: {query}, and "
@@ -90,11 +89,11 @@ def expand_command(
     search_k: int = typer.Option(
         3, "--search-k", callback=AT_LEAST_1, help="Agentic methods: passages returned per search."
     ),
-    search_tags: Optional[str] = typer.Option(
+    search_tags: str | None = typer.Option(
         None, "--search-tags", help="Agentic: OPEN,CLOSE tags of a search request (default: the protocol's)."
     ),
-    result_tags: Optional[str] = typer.Option(None, "--result-tags", help="Agentic: OPEN,CLOSE tags around results."),
-    answer_tags: Optional[str] = typer.Option(None, "--answer-tags", help="Agentic: OPEN,CLOSE tags of the answer."),
+    result_tags: str | None = typer.Option(None, "--result-tags", help="Agentic: OPEN,CLOSE tags around results."),
+    answer_tags: str | None = typer.Option(None, "--answer-tags", help="Agentic: OPEN,CLOSE tags of the answer."),
     revision: Revision = None,
     no_cache: NoCache = False,
     wide: Wide = False,

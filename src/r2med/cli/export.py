@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -26,10 +25,10 @@ def export_command(
         help="Folder to write the results in (MTEB: its results layout, OUT/results/<org>__<model>/<revision>/).",
     ),
     fmt: str = typer.Option("mteb", "--format", "-f", help="mteb: MTEB's results files (extra 'mteb')."),
-    model: Optional[str] = typer.Option(
+    model: str | None = typer.Option(
         None, "--model", help="Model name, org/name (default: the system's name, as r2med/<system>)."
     ),
-    model_revision: Optional[str] = typer.Option(
+    model_revision: str | None = typer.Option(
         None, "--model-revision", help="The model's commit (default: MTEB's registry, else no_revision_available)."
     ),
     force: bool = typer.Option(
@@ -37,7 +36,7 @@ def export_command(
         "--force",
         help="Export results made on another data revision than MTEB's pin (or on local data), saying so in a warning.",
     ),
-    mteb_task: Optional[str] = typer.Option(
+    mteb_task: str | None = typer.Option(
         None,
         "--mteb-task",
         help="The MTEB task a local collection is (SciFact, NFCorpus...): "

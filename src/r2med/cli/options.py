@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import click
 import typer
@@ -219,7 +219,7 @@ REVISION_HELP = (
 
 Tasks = Annotated[str, typer.Option("--tasks", "-t", help="'all' or comma-separated task names.")]
 DataDir = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--data-dir", "-d", help="Local data: one collection folder, or a folder of task folders."),
 ]
 
@@ -240,12 +240,12 @@ Split = Annotated[
     ),
 ]
 RecordedDataDir = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--data-dir", "-d", help="Local data (default: the source recorded in the run folders, else the hub)."
     ),
 ]
-Revision = Annotated[Optional[str], typer.Option("--revision", help=REVISION_HELP)]
+Revision = Annotated[str | None, typer.Option("--revision", help=REVISION_HELP)]
 Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure: nDCG@10, R@100, MRR, MAP@10, P@10...")]
 Runs = Annotated[
     list[Path],
@@ -256,7 +256,7 @@ Runs = Annotated[
     ),
 ]
 Measures = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--measure",
         "-m",
@@ -266,7 +266,7 @@ Measures = Annotated[
 ]
 Out = Annotated[Path, typer.Option("--out", "-o", help="Results root: OUT/<system>/<task>/ is written.")]
 InputsOut = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--out", "-o", help="Results root: OUT/<system>/<task>/ is written (default: the root the first input is in)."
     ),
@@ -301,22 +301,22 @@ NoCache = Annotated[
     bool, typer.Option("--no-cache", help="Do not read or write r2med's caches (indexes, embeddings, LLM answers).")
 ]
 ResultName = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--name", help="Result folder name and run tag, no spaces or slashes (default: from the inputs)."),
 ]
-Model = Annotated[Optional[str], typer.Option("--model", help="Dense: embedding model (hub id or local folder).")]
+Model = Annotated[str | None, typer.Option("--model", help="Dense: embedding model (hub id or local folder).")]
 BatchSize = Annotated[
-    Optional[int],
+    int | None,
     typer.Option("--batch-size", callback=AT_LEAST_1, help="Texts (or pairs) per batch (of the longest)."),
 ]
 Device = Annotated[
-    Optional[str], typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
+    str | None, typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
 ]
-MaxLength = Annotated[Optional[int], typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
+MaxLength = Annotated[int | None, typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
 POOLING_CHOICE = EnumChoice(PoolingName, "pooling")
 SIMILARITY_CHOICE = EnumChoice(Similarity, "similarity")
 Pooling = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--pooling",
         metavar=POOLING_CHOICE.choices_metavar,
@@ -325,7 +325,7 @@ Pooling = Annotated[
     ),
 ]
 SimilarityOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--similarity",
         metavar=SIMILARITY_CHOICE.choices_metavar,
@@ -349,7 +349,7 @@ Ray = Annotated[
     ),
 ]
 RayAddress = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--ray-address",
         envvar="RAY_ADDRESS",
@@ -373,14 +373,14 @@ Format = Annotated[
         help="Output: table (terminal), markdown, csv, latex or json.",
     ),
 ]
-Output = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to a file instead of stdout.")]
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file instead of stdout.")]
 Permutations = Annotated[
     int, typer.Option("--permutations", callback=at_least(100), help="Randomisation test permutations.")
 ]
 Seed = Annotated[int, typer.Option("--seed", callback=AT_LEAST_0, help="Seed of the randomisation test and bootstrap.")]
 Alpha = Annotated[float, typer.Option("--alpha", callback=OPEN_UNIT, help="Significance level.")]
 Tolerance = Annotated[
-    Optional[float],
+    float | None,
     typer.Option(
         "--tolerance",
         callback=AT_LEAST_0,
@@ -388,10 +388,10 @@ Tolerance = Annotated[
     ),
 ]
 BaseUrl = Annotated[
-    Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...); default: OpenAI.")
+    str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...); default: OpenAI.")
 ]
 ApiKey = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--api-key", envvar="OPENAI_API_KEY", show_envvar=True, help="API key (not needed for local endpoints)."
     ),

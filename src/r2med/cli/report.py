@@ -7,7 +7,6 @@ page from :mod:`r2med.report`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -16,8 +15,8 @@ from ..errors import R2MedError
 from . import app, strict_data
 from ._ui import console, emit, print_fitted, table_console
 from .options import (
-    LISTING_FORMAT_EXACT,
     AT_LEAST_0,
+    LISTING_FORMAT_EXACT,
     Alpha,
     Format,
     Measure,
@@ -33,7 +32,7 @@ from .options import (
 )
 
 
-def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
+def _published_overrides(items: list[str] | None) -> dict[str, str]:
     out = {}
     for item in items or []:
         name, eq, label = item.partition("=")
@@ -47,7 +46,7 @@ def _published_overrides(items: Optional[list[str]]) -> dict[str, str]:
 def report_command(
     ctx: typer.Context,
     runs: Runs,
-    measures: Optional[list[str]] = typer.Option(
+    measures: list[str] | None = typer.Option(
         None,
         "--measure",
         "-m",
@@ -56,8 +55,8 @@ def report_command(
     ),
     fmt: Format = "table",
     output: Output = None,
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
-    data_dir: Optional[Path] = typer.Option(
+    html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML report here."),
+    data_dir: Path | None = typer.Option(
         None,
         "--data-dir",
         "-d",
@@ -67,7 +66,7 @@ def report_command(
     ),
     hub: bool = typer.Option(False, "--hub", help="Load texts for the HTML report from the Hugging Face hub."),
     revision: Revision = None,
-    by: Optional[str] = typer.Option(
+    by: str | None = typer.Option(
         None,
         "--by",
         help="The leaderboard per value of a query metadata key "
@@ -79,17 +78,17 @@ def report_command(
         help="With --by: pooled (mean over the value's queries, across tasks) or macro (mean of per-task means).",
     ),
     tolerance: Tolerance = None,
-    baseline: Optional[str] = typer.Option(
+    baseline: str | None = typer.Option(
         None, "--baseline", "-b", help="Mark cells significantly different from this system."
     ),
-    published: Optional[list[str]] = typer.Option(
+    published: list[str] | None = typer.Option(
         None, "--published", help="SYSTEM=LABEL: compare SYSTEM with a published configuration (repeatable)."
     ),
     permutations: Permutations = 10_000,
     seed: Seed = 42,
     alpha: Alpha = 0.05,
     title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
-    with_published: Optional[str] = typer.Option(
+    with_published: str | None = typer.Option(
         None, "--with-published", help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."
     ),
     tasks: Tasks = "all",
@@ -98,12 +97,12 @@ def report_command(
     """Leaderboard of systems x tasks beside the published R2MED figures (or per facet value with --by);
     optional HTML report."""
     from ..evaluation.facets import AVERAGES
-    from ..jobs import report as jobs
+    from ..evaluation.metrics import HEADLINE, canonical
     from ..infra.containment import check_output_file
+    from ..jobs import report as jobs
     from ..report import build_leaderboard
     from ..report.facet_table import FacetBoard
     from ..report.format import check_format
-    from ..evaluation.metrics import HEADLINE, canonical
     from ..report.multi import Boards
 
     fmt = check_format(fmt)
@@ -170,7 +169,7 @@ def compare_command(
     permutations: Permutations = 10_000,
     seed: Seed = 42,
     alpha: Alpha = 0.05,
-    per_query: Optional[int] = typer.Option(
+    per_query: int | None = typer.Option(
         None,
         "--per-query",
         "-p",
@@ -183,8 +182,8 @@ def compare_command(
 ) -> None:
     """Paired comparison against the first system: mean difference, t-test, randomisation test, bootstrap CI,
     Holm-Bonferroni across tasks, wins/ties/losses."""
-    from ..jobs.report import load_report
     from ..infra.containment import check_output_file
+    from ..jobs.report import load_report
     from ..report import compare_many, render_comparisons
     from ..report.compare import render_changes
     from ..report.format import check_format
@@ -216,11 +215,9 @@ def reproduce_command(
     dry_run: bool = typer.Option(
         False, "--dry-run", "-n", help="Only list what would run here and why the rest cannot."
     ),
-    data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", "-d", help="Folder of R2MED task folders (else the hub)."
-    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", "-d", help="Folder of R2MED task folders (else the hub)."),
     out: Path = typer.Option(Path("runs/reproduce"), "--out", "-o", help="Where runs are written (and reused from)."),
-    retrievers: Optional[str] = typer.Option(
+    retrievers: str | None = typer.Option(
         None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."
     ),
     tasks: Tasks = "all",
@@ -251,10 +248,10 @@ def reproduce_command(
     wide: Wide = False,
 ) -> None:
     """Reproduce the published R2MED figures that this machine can: run, compare, print pass/fail with tolerance."""
-    from ..jobs import reproduce as jobs
-    from ..infra.containment import check_output_dir
-    from ..report import reproduce_tables as tables
     from ..data.tasks import parse_tasks
+    from ..infra.containment import check_output_dir
+    from ..jobs import reproduce as jobs
+    from ..report import reproduce_tables as tables
 
     if fmt not in ("table", "json"):
         raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
@@ -315,22 +312,19 @@ def plot_command(
         "two systems: --systems A,B) or facets (per value of --by).",
     ),
     measure: Measure = "nDCG@10",
-    systems_: Optional[str] = typer.Option(
+    systems_: str | None = typer.Option(
         None, "--systems", "-s", help="scatter: the two systems, X,Y (default: the first two)."
     ),
     by: str = typer.Option("scenario", "--by", help="facets: a query metadata key or 'scenario'."),
     average: str = typer.Option("pooled", "--average", help="facets: pooled or macro."),
-    data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", "-d", help="facets: local data for the query metadata."
-    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", "-d", help="facets: local data for the query metadata."),
     revision: Revision = None,
 ) -> None:
     """A figure for a paper (matplotlib: pip install 'r2med[plot]'): per-task bars, a per-query scatter of two
     systems, or facet bars; grayscale-safe, 8 pt text, one column wide."""
-    from ..jobs import report as jobs
     from ..infra.containment import check_output_file
-    from ..report import build_leaderboard
-    from ..report import plot
+    from ..jobs import report as jobs
+    from ..report import build_leaderboard, plot
 
     if kind not in plot.KINDS:
         raise R2MedError(f"unknown --kind {kind!r}; choose from: {', '.join(plot.KINDS)}")

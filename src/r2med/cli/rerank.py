@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -47,7 +46,7 @@ def rerank_command(
         "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
         "or a cross-encoder's hub id / local folder.",
     ),
-    top_k: Optional[int] = typer.Option(
+    top_k: int | None = typer.Option(
         None,
         "--top-k",
         "-k",
@@ -61,7 +60,7 @@ def rerank_command(
         help="Keep only the reranked top k (the paper's evaluation); default: the first-stage tail follows.",
     ),
     out: InputsOut = None,
-    name: Optional[str] = typer.Option(
+    name: str | None = typer.Option(
         None,
         "--name",
         help="Result folder name and run tag, no spaces or slashes "
@@ -72,12 +71,12 @@ def rerank_command(
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Pairs per forward pass."),
-    max_length: Optional[int] = typer.Option(
+    batch_size: int | None = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Pairs per forward pass."),
+    max_length: int | None = typer.Option(
         None, "--max-length", callback=at_least(8), help="Tokens per (query, doc) pair."
     ),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1... (default: GPU if present)."),
-    dtype: Optional[str] = typer.Option(
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1... (default: GPU if present)."),
+    dtype: str | None = typer.Option(
         None,
         "--dtype",
         metavar=DTYPE_CHOICE.choices_metavar,
@@ -85,35 +84,33 @@ def rerank_command(
         help="fp32 (cross-encoders' default, as the paper), "
         "fp16, bf16, or auto (half precision on GPU; RankLLaMA's default).",
     ),
-    model: Optional[str] = typer.Option(None, "--model", help="listwise: model name at the endpoint."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="listwise: OpenAI-compatible endpoint."),
-    api_key: Optional[str] = typer.Option(
+    model: str | None = typer.Option(None, "--model", help="listwise: model name at the endpoint."),
+    base_url: str | None = typer.Option(None, "--base-url", help="listwise: OpenAI-compatible endpoint."),
+    api_key: str | None = typer.Option(
         None,
         "--api-key",
         envvar="OPENAI_API_KEY",
         show_envvar=True,
         help="listwise: API key (not needed for local endpoints).",
     ),
-    window: Optional[int] = typer.Option(
+    window: int | None = typer.Option(
         None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."
     ),
-    step: Optional[int] = typer.Option(
-        None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."
-    ),
+    step: int | None = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
     with_scores: bool = typer.Option(
         False, "--with-scores", help="listwise: show first-stage scores in the prompt (InsertRank-style)."
     ),
-    concurrency: Optional[int] = typer.Option(
+    concurrency: int | None = typer.Option(
         None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."
     ),
-    scorer: Optional[str] = typer.Option(
+    scorer: str | None = typer.Option(
         None,
         "--scorer",
         help="--reranker custom: your scorer, MODULE:OBJ (a dotted "
         "module or a .py file; OBJ has score(query, docs)); "
         "runs its code. See docs/rerank.md.",
     ),
-    set_: Optional[list[str]] = typer.Option(
+    set_: list[str] | None = typer.Option(
         None, "--set", help="Other reranker options as key=value (e.g. label=1, lora=<path>, base=<path>)."
     ),
     measure: Measures = None,
@@ -121,8 +118,8 @@ def rerank_command(
     overwrite: Overwrite = False,
 ) -> None:
     """Rerank first-stage systems; writes OUT/<name>/<task>/{run.trec,metrics.json} and prints a table."""
-    from ..results.folders import summary
     from ..jobs.rerank import rerank_folder
+    from ..results.folders import summary
 
     options = {
         "batch_size": batch_size,
@@ -175,7 +172,7 @@ def fuse_command(
         callback=FUSION_METHOD_CHOICE.callback,
         help="rrf, combsum or combmnz.",
     ),
-    weights: Optional[str] = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
+    weights: str | None = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
     rrf_k: float = typer.Option(60.0, "--rrf-k", callback=AT_LEAST_0, help="RRF constant k."),
     norm: str = typer.Option(
         Normalisation.MINMAX,
@@ -186,7 +183,7 @@ def fuse_command(
     ),
     top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query in the fused run."),
     out: InputsOut = None,
-    name: Optional[str] = typer.Option(
+    name: str | None = typer.Option(
         None,
         "--name",
         help="Result folder name and run tag, no spaces or slashes (default: <method>-<system>+<system>...).",
@@ -199,8 +196,8 @@ def fuse_command(
     overwrite: Overwrite = False,
 ) -> None:
     """Fuse systems (RRF or CombSUM/CombMNZ); writes OUT/<name>/<task>/ evaluated like any run."""
-    from ..results.folders import summary
     from ..jobs.fuse import fuse_folders
+    from ..results.folders import summary
 
     columns = table_measures(measure)
     done = fuse_folders(

@@ -175,7 +175,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if fast is not None:
             try:
                 record = fast(raw)
-            except Exception:  # noqa: BLE001 - anything orjson refuses goes to json for the verdict
+            except Exception:
                 record = _BLANK
             else:  # orjson turns integers beyond 64 bits into floats; json keeps them exact
                 if type(record) is not dict or _holds_float(record):

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import PATH_CHARS, R2MedError, did_you_mean, shown
-from .tasks import TASK_NAMES, get_task, parse_tasks
 from .collection import Collection
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
+from .tasks import TASK_NAMES, get_task, parse_tasks
 
 HUB = "hub"
 DEMO = "demo"

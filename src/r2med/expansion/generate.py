@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..infra.home import write_text_atomic
 from ..data.collection import Collection
 from ..errors import R2MedError
+from ..infra.home import write_text_atomic
 from ..protocol import models, protocol
 from ..runs.run import ranked
 

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..infra.home import fingerprint
 from ..data.collection import Collection
 from ..data.files import field_id, iter_jsonl
 from ..data.loaders import EXPANSION_FILE
 from ..errors import DataError, R2MedError
+from ..infra.home import fingerprint
 from ..retrieval.base import QueryText
 from .combine import check_method, combine
 from .traces import TRACE_FORMATS, normalize_llm

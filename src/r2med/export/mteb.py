@@ -223,7 +223,7 @@ def mteb_task_counts(task: Any, split: str) -> CollectionCounts | None:
     package (no download), or None when it has none for that split."""
     try:
         stats = task.metadata.descriptive_stats
-    except Exception:  # noqa: BLE001 - no statistics file in this mteb
+    except Exception:
         return None
     split_stats = (stats or {}).get(split)
     if not isinstance(split_stats, dict):
@@ -316,7 +316,7 @@ def mteb_task_names() -> dict[str, Any]:
     mteb = _import_mteb()
     try:
         tasks = mteb.get_benchmark("R2MED").tasks
-    except Exception:  # noqa: BLE001 - an mteb without the benchmark: look the tasks up one by one
+    except Exception:
         tasks = [t for t in mteb.get_tasks(task_types=["Retrieval"]) if t.metadata.name.startswith("R2MED")]
     by_repo = {t.metadata.dataset.get("path"): t for t in tasks}
     return {name: by_repo[spec.hub_id] for name, spec in TASKS.items() if spec.hub_id in by_repo}
@@ -348,7 +348,7 @@ def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | 
         meta = meta.model_copy(update=updates)
     try:  # create_empty/model_copy do not validate: do it here, so a bad field fails before anything is written
         ModelMeta.model_validate(meta.model_dump())
-    except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, reported in one line
+    except Exception as exc:
         first = str(exc).strip().splitlines()
         raise R2MedError(f"model metadata for {name!r} is not valid for MTEB: {' '.join(first[:3])}") from None
     return meta

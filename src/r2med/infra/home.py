@@ -190,11 +190,10 @@ def _umask() -> int:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a synced temp file and a rename."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:

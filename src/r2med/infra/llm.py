@@ -47,9 +47,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .home import cache_dir, fingerprint, located, os_error_text
-from .deadline import request_deadline
 from ..errors import MissingExtraError, R2MedError
+from .deadline import request_deadline
+from .home import cache_dir, fingerprint, located, os_error_text
 from .redact import redact_url
 from .retry import Cancelled, GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 

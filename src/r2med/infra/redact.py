@@ -12,8 +12,8 @@ through :func:`redact_urls` too.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 
 # a URL in running text: scheme://..., ending at white space, a quote or a bracket
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>()\[\]{}`]*")
@@ -72,6 +72,6 @@ class MessageFilter(logging.Filter):
         return True
 
 
-def RedactingFilter() -> MessageFilter:  # noqa: N802 - used as a filter class
+def RedactingFilter() -> MessageFilter:
     """A log filter that redacts URL credentials and query values in the formatted message."""
     return MessageFilter(redact_urls)

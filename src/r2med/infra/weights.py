@@ -164,13 +164,13 @@ def recording_loads(name: str, what: str) -> Iterator[None]:
                     )
                 return report(*args, **kwargs)
 
-            setattr(modeling_utils, "log_state_dict_report", recorded)
+            modeling_utils.log_state_dict_report = recorded
         try:
             with _own_load_report(found):
                 yield
         finally:
             if report is not None:
-                setattr(modeling_utils, "log_state_dict_report", report)
+                modeling_utils.log_state_dict_report = report
     check_complete(name, what, dict.fromkeys(found))
 
 

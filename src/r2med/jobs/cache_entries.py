@@ -15,9 +15,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..infra.home import dir_size, home, temp_is_stale
 from ..errors import R2MedError
 from ..infra.containment import ensure_within, name_problem
+from ..infra.home import dir_size, home, temp_is_stale
 
 LEGACY_DETAIL = "temp left by an interrupted write of an earlier r2med (`cache rm KIND --partial` removes it)"
 _LEGACY_TEMP = re.compile(r"\..+\.(?:[a-z0-9_]{8}\.tmp|old\.\d+)")

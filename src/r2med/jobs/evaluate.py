@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..infra import progress
-from ..infra.home import fingerprint_texts
 from ..data import Collection, TaskRef
 from ..errors import shown
 from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
+from ..infra import progress
 from ..infra.containment import plain_name
-from ..retrieval.base import QueryText, index_collection
+from ..infra.home import fingerprint_texts
 from ..results.folders import TaskResult, finish_task, reuse
+from ..retrieval.base import QueryText, index_collection
 
 log = logging.getLogger(__name__)
 
@@ -245,8 +245,8 @@ def score_files(
     from ..data import read_qrels
     from ..data.loaders import qrels_file
     from ..infra.containment import check_input_file
-    from ..runs.run import read_trec
     from ..results.folders import run_file
+    from ..runs.run import read_trec
 
     qrels, run = Path(qrels), Path(run)
     collection = None

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..infra import progress
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
+from ..infra import progress
 from ..infra.containment import ensure_within, plain_name, task_folder
 
 
@@ -186,12 +186,12 @@ def expand_tasks(
     ``prompt_file``: a template of the user's instead of the paper's prompts (generative methods); its text
     and sha256 are recorded in ``prompt.json`` beside each expansion file, and each record names the sha256.
     """
-    from ..infra.home import check_home
     from ..expansion.combine import AGENTIC, check_method
-    from ..expansion.generate import generate_expansions, paper_sampling, prompt_task as resolve_prompt
-    from ..expansion.generate import write_expansion_file
-    from ..infra.llm import LLMClient
+    from ..expansion.generate import generate_expansions, paper_sampling, write_expansion_file
+    from ..expansion.generate import prompt_task as resolve_prompt
     from ..infra.containment import check_output_dir
+    from ..infra.home import check_home
+    from ..infra.llm import LLMClient
 
     method = check_method(method)
     if sampling is not None and sampling not in ("api", "open"):

@@ -286,8 +286,8 @@ class Checker:
         return Step("evaluate", index, made.name, (), name, job={"plan": made, **job}, options=options)
 
     def rerank(self, entry: Mapping[str, Any], index: int, exp: Experiment) -> list[Step]:
-        from ..results.published import published_depth
         from ..reranking.base import make_reranker, reranker_meta
+        from ..results.published import published_depth
         from .rerank import default_name, rerank_folder, result_name
 
         where = f"{TABLES['rerank']} {index}"

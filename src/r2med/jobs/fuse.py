@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import R2MedError
-from ..runs.fusion import check_fusion, fuse
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
-from ..results.published import different_data
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
+from ..results.published import different_data
+from ..runs.fusion import check_fusion, fuse
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
 log = logging.getLogger(__name__)

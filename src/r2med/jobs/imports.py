@@ -27,8 +27,8 @@ from ..data import Collection, TaskRef
 from ..errors import R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name
-from ..runs.run import Run, format_trec, read_trec
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
+from ..runs.run import Run, format_trec, read_trec
 
 log = logging.getLogger(__name__)
 

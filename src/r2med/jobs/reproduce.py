@@ -28,13 +28,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..data.tasks import TASK_NAMES, get_task
 from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE
 from ..infra.containment import system_folder
 from ..protocol import published_figures
 from ..results.published import PublishedKey, published_depth, published_retriever, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
-from ..data.tasks import TASK_NAMES, get_task
 
 log = logging.getLogger(__name__)
 
@@ -343,9 +343,9 @@ def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], o
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
     from ..reranking.base import make_reranker
+    from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
     from .evaluate import run_task
-    from ..results.folders import file_fingerprint
     from .rerank import TaskInput, rerank_inputs
 
     first = target.key.system

@@ -23,7 +23,6 @@ from ..errors import DataError, R2MedError, shown
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..reranking.base import Reranker, make_reranker, rerank, reranker_meta
-from ..runs.run import RUN_FILE, Run, read_trec
 from ..results.folders import (
     SystemRef,
     SystemResults,
@@ -34,6 +33,7 @@ from ..results.folders import (
     read_run_folder,
     reuse,
 )
+from ..runs.run import RUN_FILE, Run, read_trec
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import R2MedError
-from ..results.folders import System, task_order
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
-from ..results.published import different_data
 from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
+from ..results.folders import System, task_order
+from ..results.published import different_data
 from .format import SIGNIFICANT, check_format, records_text, tex
 from .layout import compact_table, fitted, short_task
 

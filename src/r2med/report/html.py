@@ -18,21 +18,21 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..infra.home import write_text_atomic
 from ..data import Collection
 from ..evaluation.facets import Facets
-from ..results.folders import System
 from ..evaluation.metrics import HEADLINE, measure_label
+from ..infra.home import write_text_atomic
+from ..results.folders import System
 from ..runs.run import ranked
-from .ticks import nice_ticks, tick_labels
 from .format import FLAG
 from .leaderboard import AVERAGE, Leaderboard, build_leaderboard
+from .ticks import nice_ticks, tick_labels
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def report_data(
                 entry["expansion"] = exp
     return {
         "title": "R2MED results",
-        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "version": __version__,
         "measure": measure,
         "measureLabel": measure_label(measure),

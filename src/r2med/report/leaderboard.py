@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import R2MedError
-from ..results.folders import System, task_order
-from ..evaluation.metrics import HEADLINE, canonical, measure_label
-from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from ..data.tasks import TASK_NAMES
+from ..errors import R2MedError
+from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..results.folders import System, task_order
+from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from .format import FLAG, SIGNIFICANT, check_format, records_text
 from .layout import compact_table, fitted, short_legend, short_task
 

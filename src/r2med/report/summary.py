@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..results.folders import Summary
-from ..results.folders import TaskResult
-from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..data.tasks import TASK_NAMES
+from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..results.folders import Summary, TaskResult
 
 
 def summary_table(

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..retrieval.encoders.base import FramingRecord
 from ..errors import OptionError, R2MedError, did_you_mean
 from ..infra.records import record_from
 from ..infra.registry import Registry
+from ..retrieval.encoders.base import FramingRecord
 from ..runs.run import Run, ranked
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..infra import progress
 from ..errors import MissingExtraError, R2MedError
+from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, model_max_length
 from .base import Candidates, RerankerMeta, register_reranker
@@ -64,7 +64,8 @@ def ensure_available(model: str, revision: str | None = None, probe: str = "conf
             return
     except Exception:  # a malformed id: let the loader report it
         return
-    from ..data.hub import HubUnavailable, probe as hub_probe
+    from ..data.hub import HubUnavailable
+    from ..data.hub import probe as hub_probe
 
     try:  # one request through huggingface_hub (its offline mode, endpoint, proxies): fail fast when unreachable
         hub_probe(model, probe, revision, repo_type="model")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import R2MedError
 from ..infra import progress
 from ..infra.user_code import (
     RERANKER_GROUP,
@@ -21,7 +22,6 @@ from ..infra.user_code import (
     register_entry_points,
     short_name,
 )
-from ..errors import R2MedError
 from .base import RERANKERS, Candidates, RerankerMeta, register_reranker
 
 

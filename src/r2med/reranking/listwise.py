@@ -27,8 +27,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..infra import progress
 from ..errors import R2MedError
+from ..infra import progress
 from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)

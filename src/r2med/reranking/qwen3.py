@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..infra import progress
 from ..errors import R2MedError
+from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord

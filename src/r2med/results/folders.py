@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..infra.home import fingerprint
 from ..data import Collection
+from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, Metrics, evaluate
 from ..infra.containment import task_folder
+from ..infra.home import fingerprint
+from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
 from .record import MetricsRecord, read_record
-from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_trec, write_task_results
-from ..data.tasks import TASK_NAMES
 
 log = logging.getLogger(__name__)
 

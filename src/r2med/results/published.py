@@ -36,8 +36,8 @@ from pathlib import PurePath
 from typing import Any
 
 from ..errors import R2MedError, shown
-from ..protocol import preferred_setting, published_figures, published_ndcg10
 from ..infra.registry import TOLERANCES
+from ..protocol import preferred_setting, published_figures, published_ndcg10
 
 RERANK = "rerank:"
 #: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import OptionError, R2MedError
 from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
-from ..errors import OptionError, R2MedError
 from ..protocol import models
 from ..runs.run import Run
 from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer

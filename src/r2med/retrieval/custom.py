@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import R2MedError
 from ..infra.user_code import (
     RETRIEVER_GROUP,
     EntryPointPreset,
@@ -24,7 +25,6 @@ from ..infra.user_code import (
     register_entry_points,
     text_lengths,
 )
-from ..errors import R2MedError
 from .encoders import EncoderSettings
 from .encoders.base import BaseEncoder
 from .registry import RETRIEVERS, RetrieverMeta, register_retriever

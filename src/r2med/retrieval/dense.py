@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
-from ..errors import R2MedError
 from ..runs.run import Run
 from .base import QueryText
 from .dense_choices import Similarity, choices_of

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..infra.home import atomic_dir, atomic_path
 from ..errors import DataError, R2MedError
 from ..infra.containment import ensure_within, name_problem
+from ..infra.home import atomic_dir, atomic_path
 from ..results.record import METRICS_FILE, metrics_json, parse_record, read_record
 
 Run = dict[str, dict[str, float]]

@@ -27,11 +27,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import R2MedError
+from ..retrieval.analyzer import get_analyzer
 from ..retrieval.base import QueryText, as_text
 from ..retrieval.bm25 import BM25, inverse_document_frequency, term_counts, term_weights
 from ..retrieval.topk import merge_top_k, top_k_rows
 from ..runs.run import Run
-from ..retrieval.analyzer import get_analyzer
 from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
 from .shards import Shard, plan_shards, to_run
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..infra.home import fingerprint_texts
 from ..errors import R2MedError
+from ..infra.home import fingerprint_texts
 from .cluster import connect, driver_env
 from .shards import Shard, plan_shards
 from .store import ShardStore

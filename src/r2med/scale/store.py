@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..infra.home import atomic_path, write_json_atomic
 from ..errors import R2MedError
+from ..infra.home import atomic_path, write_json_atomic
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ...infra.deadline import DeadlinePassed, urlopen_within
 from ...errors import R2MedError
+from ...infra.deadline import DeadlinePassed, urlopen_within
 from ...infra.redact import redact_url
 from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 from .base import BaseEncoder, EncoderSettings
