@@ -34,6 +34,9 @@ ALLOW_ENV = "R2MED_ALLOW_RANDOM_INIT"
 _ALLOW: contextvars.ContextVar[bool | None] = contextvars.ContextVar("r2med_allow_random_init", default=None)
 _SHOWN_TENSORS = 4
 _RECORDING = threading.RLock()  # one recorded load at a time (the recorder replaces a module-level function)
+#: the ``transformers.modeling_utils`` function that transformers >= 5 reports loading info to (by name:
+#: modeling_utils imports it without re-exporting it, so its typing does not list it)
+_LOAD_REPORT = "log_state_dict_report"
 
 
 class IncompleteWeights(R2MedError):
@@ -147,7 +150,7 @@ def recording_loads(name: str, what: str) -> Iterator[None]:
     from transformers import modeling_utils
 
     found: list[str] = []
-    report = getattr(modeling_utils, "log_state_dict_report", None)
+    report = getattr(modeling_utils, _LOAD_REPORT, None)
     with _RECORDING:
         if report is not None:
 
@@ -164,13 +167,13 @@ def recording_loads(name: str, what: str) -> Iterator[None]:
                     )
                 return report(*args, **kwargs)
 
-            modeling_utils.log_state_dict_report = recorded
+            setattr(modeling_utils, _LOAD_REPORT, recorded)
         try:
             with _own_load_report(found):
                 yield
         finally:
             if report is not None:
-                modeling_utils.log_state_dict_report = report
+                setattr(modeling_utils, _LOAD_REPORT, report)
     check_complete(name, what, dict.fromkeys(found))
 
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
 from .topk import merge_top_k, top_k_rows
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ class DenseRetriever:
         #: queries that went through the model in the last search() (0 when the cache had them all)
         self.queries_encoded = 0
         self.query_cache_entry: EmbeddingCache | None = None
-        self._faiss_index = None
+        self._faiss_index: Any = None  # a FAISS index (faiss names its class per CPU build), built by a search
 
     @property
     def encoder(self) -> Encoder:
@@ -249,7 +252,10 @@ class DenseRetriever:
         """The query vectors (encoder output, before any cosine normalisation), cached like documents:
         keyed by the encoder settings and a fingerprint of the query texts (expansion parts included)."""
         self.queries_encoded = 0
-        encode = lambda chunk: self.encoder.encode_queries(chunk, batch_size=self.batch_size)  # noqa: E731
+
+        def encode(chunk: Sequence[QueryText]) -> np.ndarray:
+            return self.encoder.encode_queries(chunk, batch_size=self.batch_size)
+
         parts = sum(len(q) if isinstance(q, tuple) else 1 for q in texts)
         with self._encoding("queries" if parts == len(texts) else "query texts", len(texts), parts) as (on_start, _):
             if not self.cache:
@@ -270,6 +276,7 @@ class DenseRetriever:
             from ..errors import MissingExtraError
 
             raise MissingExtraError("faiss-cpu", "dense", "FAISS search") from exc
+        assert self.faiss is not None and self.embeddings is not None  # search() checked both
         if self._faiss_index is None:
             d = np.array(self.embeddings, dtype=np.float32)  # a copy: the cached array stays as encoded
             if self.similarity == "cosine":
@@ -330,6 +337,7 @@ def exact_top_k(
             s[rows[hit], exclude[hit] - lo] = -np.inf
         part = top_k_rows(s, k, offset=lo)
         best = part if best is None else merge_top_k([best, part], k)
+    assert best is not None, "exact_top_k needs at least one doc"  # every caller has a non-empty corpus
     positions, scores = best
     return scores, np.where(np.isneginf(scores), -1, positions)  # an excluded doc never comes back
 
@@ -338,14 +346,15 @@ def _numpy_products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool
     block = np.asarray(block, dtype=np.float32)
     if normalize_docs:
         block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
-    return queries @ block.T
+    products: np.ndarray = queries @ block.T
+    return products
 
 
-def _torch_products(device: str | None):
+def _torch_products(device: str | None) -> Callable[[np.ndarray, np.ndarray, bool], np.ndarray]:
     import torch
 
     dev = torch.device("cuda" if device in (None, "auto") else device)
-    held: dict[int, Any] = {}
+    held: dict[int, torch.Tensor] = {}
 
     def products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool) -> np.ndarray:
         if id(queries) not in held:  # the queries go to the device once
@@ -354,7 +363,8 @@ def _torch_products(device: str | None):
         d = torch.as_tensor(np.ascontiguousarray(block, dtype=np.float32), device=dev)
         if normalize_docs:
             d = torch.nn.functional.normalize(d, dim=-1)
-        return (held[id(queries)] @ d.T).cpu().numpy()
+        scores: np.ndarray = (held[id(queries)] @ d.T).cpu().numpy()
+        return scores
 
     return products
 
@@ -437,7 +447,7 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
     return DenseRetriever(EncoderSettings(**settings), name="dense", **runtime)
 
 
-def _preset_factory(name: str):
+def _preset_factory(name: str) -> Callable[..., DenseRetriever]:
     def make(task: str | None = None, **options: Any) -> DenseRetriever:
         runtime, settings = _split(options, name)
         preset = get_preset(name)

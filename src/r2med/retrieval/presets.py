@@ -177,9 +177,9 @@ PAPER_FRAMING: dict[str, FramingRecord] = {
         True,
         "tokenizer",
         (
-            "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true (its tokenizer.json post-processor "
-            "adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, transformers >= 5 does not: "
-            f"mteb pull request #5237); {_E5_CODE}"
+            "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true (its tokenizer.json "
+            "post-processor adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, "
+            f"transformers >= 5 does not: mteb pull request #5237); {_E5_CODE}"
         ),
     ),
     "sfr": FramingRecord(
@@ -432,7 +432,9 @@ def preset_meta(name: str) -> dict[str, Any]:
     }
 
 
-def _extra(packages: tuple[tuple[str, ...], str] | None, base: tuple[tuple[str, ...], str]):
+def _extra(
+    packages: tuple[tuple[str, ...], str] | None, base: tuple[tuple[str, ...], str]
+) -> tuple[tuple[str, ...], str]:
     """The dense extra's packages, plus a preset's own (with its install line)."""
     if packages is None:
         return base

@@ -5,8 +5,8 @@ library, so no SDK is needed.  Texts are truncated to the preset's token limit (
 6,000 ``cl100k_base`` tokens, as the paper did; Voyage: the API's own truncation), sent in
 batches, and retried through :mod:`r2med.infra.retry` (exponential backoff, or the server's
 ``Retry-After``) on 408/409/425/429/5xx, connection errors, broken answers and a request that took
-longer than ``timeout`` in all (:mod:`r2med.infra.deadline`).  Keys come from ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` or ``api_key=``;
-``base_url`` points at any compatible endpoint (a local server in the tests).
+longer than ``timeout`` in all (:mod:`r2med.infra.deadline`).  Keys come from ``OPENAI_API_KEY`` /
+``VOYAGE_API_KEY`` or ``api_key=``; ``base_url`` points at any compatible endpoint (a local server in the tests).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from ...infra.deadline import DeadlinePassed, urlopen_within
 from ...infra.redact import redact_url
 from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 from .base import BaseEncoder, EncoderSettings
+
+if TYPE_CHECKING:
+    import tiktoken
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ class EmbeddingAPIError(R2MedError):
 
 
 @cache
-def token_encoding(encoding: str = "cl100k_base"):
+def token_encoding(encoding: str = "cl100k_base") -> tiktoken.Encoding | None:
     """tiktoken's ``encoding``, or None when tiktoken is missing or its BPE file cannot be had (offline)."""
     try:
         import tiktoken
@@ -143,7 +146,8 @@ class APIEncoder(BaseEncoder):
             except http.client.HTTPException as exc:  # e.g. IncompleteRead: the answer broke off
                 raise Transient(f"the answer broke off ({type(exc).__name__}: {exc})") from None
             try:
-                return json.loads(body.decode("utf-8"))
+                answer: dict[str, Any] = json.loads(body.decode("utf-8"))
+                return answer
             except (UnicodeDecodeError, ValueError) as exc:
                 raise Transient(f"the answer is not JSON ({type(exc).__name__})") from None
 

@@ -23,18 +23,22 @@ The helpers here (device, dtype, model limits, model files) serve the rerankers 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ...errors import MissingExtraError, R2MedError
 from ...infra.weights import load_pretrained, recording_loads
 from .base import BaseEncoder, EncoderSettings, Framing, canonical_dtype, framing_of
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +54,7 @@ def resolve_device(device: str | None = None) -> str:
     return device
 
 
-def resolve_dtype(dtype: str, device: str | None = None):
+def resolve_dtype(dtype: str, device: str | None = None) -> torch.dtype | Literal["auto"]:
     """The ``dtype`` argument for ``from_pretrained``: a torch dtype, or ``"auto"`` (the checkpoint's).
 
     ``fp16-autocast`` loads fp32 weights (the autocast is :func:`autocast_context`'s job).
@@ -63,10 +67,8 @@ def resolve_dtype(dtype: str, device: str | None = None):
     return {"fp32": torch.float32, "fp16-autocast": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
-def autocast_context(dtype: str, device: str):
+def autocast_context(dtype: str, device: str) -> contextlib.AbstractContextManager[Any]:
     """CUDA fp16 autocast for ``fp16-autocast`` on a GPU (as ``torch.cuda.amp.autocast()``), else nothing."""
-    import contextlib
-
     if canonical_dtype(dtype) == "fp16-autocast" and str(device).startswith("cuda"):
         import torch
 
@@ -74,10 +76,10 @@ def autocast_context(dtype: str, device: str):
     return contextlib.nullcontext()
 
 
-def model_max_length(model, tokenizer) -> int | None:
+def model_max_length(model: Any, tokenizer: Any) -> int | None:
     """The most tokens the model can read: its tokenizer's limit and its position embeddings
     (RoBERTa-style models lose 2 positions to the padding offset); None when neither says."""
-    limits = []
+    limits: list[int] = []
     positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if isinstance(positions, int) and positions > 0:
         offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") else 0
@@ -125,7 +127,7 @@ class TorchEncoder(BaseEncoder):
     ):
         super().__init__(settings, batch_size, token_budget)
         self.device = resolve_device(device)
-        self._model = None
+        self._model: Any = None  # loaded on first use; what it is depends on the loader
 
 
 # -- plain transformers --------------------------------------------------------------------------
@@ -259,11 +261,12 @@ class TransformersEncoder(TorchEncoder):
         name = s.query_model if (role != "doc" and s.query_model) else s.model
         tok, model = self._load(name)
         max_length = self.max_tokens(role, self._limits[name])
+        assert max_length is not None  # _load raised when neither the model nor the settings give a limit
         self.note_max_length(role, max_length)
         prefix = self.instruction(role)
         enc = self._tokenize(tok, [prefix + t for t in texts] if prefix else list(texts), role, max_length)
 
-        def encode_batch(idx: np.ndarray):
+        def encode_batch(idx: np.ndarray) -> torch.Tensor:
             feats = tok.pad({k: [v[i] for i in idx] for k, v in enc.items()}, padding=True, return_tensors="pt")
             feats = {k: v.to(self.device) for k, v in feats.items()}
             with autocast_context(s.dtype, self.device):
@@ -302,7 +305,7 @@ def tokenizer_framing(tok: Any, text: str) -> Framing:
     return framing_of(bos, eos)
 
 
-def pool(hidden, mask, pooling: str):
+def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """Pool token states ``hidden`` (B, T, H) under ``mask`` (B, T), in float32.
 
     ``cls``: the first token; ``mean``: the mean over unmasked tokens; ``last-token``: the last
@@ -337,7 +340,7 @@ class SentenceTransformerEncoder(TorchEncoder):
     """
 
     @property
-    def model(self):
+    def model(self) -> Any:
         if self._model is None:
             try:
                 from sentence_transformers import SentenceTransformer
@@ -380,7 +383,7 @@ class SentenceTransformerEncoder(TorchEncoder):
         prompt = self.prompt(role)
         if prompt is not None:
             return prompt
-        prompts = getattr(self.model, "prompts", None) or {}
+        prompts: dict[str, str] = getattr(self.model, "prompts", None) or {}
         names = ["query"] if role != "doc" else ["document", "passage", "corpus"]
         for name in names:
             if name in prompts:
@@ -404,8 +407,8 @@ class SentenceTransformerEncoder(TorchEncoder):
             self.used["framing"] = {"framing": self.settings.framing, "built_by": "tokenizer (checked)"}
         encode = getattr(model, "encode_document" if role == "doc" else "encode_query", model.encode)  # ST < 5: encode
 
-        def encode_batch(idx: np.ndarray):
-            return encode(
+        def encode_batch(idx: np.ndarray) -> torch.Tensor:
+            embeddings: torch.Tensor = encode(
                 [texts[i] for i in idx],
                 batch_size=len(idx),
                 prompt=prompt,
@@ -413,6 +416,7 @@ class SentenceTransformerEncoder(TorchEncoder):
                 convert_to_tensor=True,
                 show_progress_bar=False,
             )
+            return embeddings
 
         with autocast_context(self.settings.dtype, self.device):
             return self.in_length_order(lengths, batch_size, encode_batch, _torch_stack)
@@ -434,9 +438,9 @@ class RemoteCodeEncoder(TorchEncoder):
                 "--trust-remote-code (trust_remote_code=True)"
             )
         super().__init__(settings, device, batch_size, token_budget)
-        self._tok = None
+        self._tok: Any = None
 
-    def _load(self):
+    def _load(self) -> tuple[Any, Any]:
         if self._model is None:
             from transformers import AutoModel, AutoTokenizer
 
@@ -475,7 +479,7 @@ class RemoteCodeEncoder(TorchEncoder):
             min(len(ids), max_length) for ids in tok(full, padding=False, return_attention_mask=False)["input_ids"]
         ]
 
-        def encode_batch(idx: np.ndarray):
+        def encode_batch(idx: np.ndarray) -> torch.Tensor:
             emb = torch.as_tensor(
                 model.encode([full[i] for i in idx], instruction=self.instruction(role), max_length=max_length)
             ).float()
