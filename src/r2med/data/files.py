@@ -26,13 +26,14 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, MissingDataFile
 from .collection import Qrels
 
+_fast_loads: Callable[[bytes], Any] | None
 try:
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency; json alone gives the same results
@@ -59,7 +60,7 @@ def _short(value: Any, limit: int = 40) -> str:
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, raw bytes without the newline) for every line, read in large blocks; BOM dropped."""
     try:
-        handle = open(path, "rb")
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with handle:` below; only open()'s errors map here
     except FileNotFoundError:
         raise MissingDataFile(path, None, "file not found") from None
     except IsADirectoryError:
@@ -316,26 +317,29 @@ def parse_grade(path: Path, number: int, value: Any) -> int:
     """A relevance grade: an integer (written as a JSON number or a decimal string) in GRADE_MIN..GRADE_MAX."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise DataError(path, number, f"relevance {_short(value)} is not a number")
+    grade: int | float
     if isinstance(value, str):
         text = value.strip()
         if _INTEGER.match(text):
             if len(text.lstrip("+-").lstrip("0")) > 6:
                 shown = text if len(text) <= 40 else text[:37] + "..."
                 raise DataError(path, number, f"relevance {shown} is outside {GRADE_MIN}..{GRADE_MAX}")
-            value = int(text)
+            grade = int(text)
         elif _DECIMAL.match(text):
-            value = float(text)
+            grade = float(text)
         else:
             raise DataError(path, number, f"relevance {_short(value)} is not a number")
-    if isinstance(value, float):
-        if not math.isfinite(value) or value != int(value):
-            raise DataError(path, number, f"relevance {_short(value)} is not an integer grade")
-        if not GRADE_MIN <= value <= GRADE_MAX:
-            raise DataError(path, number, f"relevance {_short(value)} is outside {GRADE_MIN}..{GRADE_MAX}")
-        value = int(value)
-    if not GRADE_MIN <= value <= GRADE_MAX:
-        raise DataError(path, number, f"relevance {_short(value)} is outside {GRADE_MIN}..{GRADE_MAX}")
-    return value
+    else:
+        grade = value
+    if isinstance(grade, float):
+        if not math.isfinite(grade) or grade != int(grade):
+            raise DataError(path, number, f"relevance {_short(grade)} is not an integer grade")
+        if not GRADE_MIN <= grade <= GRADE_MAX:
+            raise DataError(path, number, f"relevance {_short(grade)} is outside {GRADE_MIN}..{GRADE_MAX}")
+        grade = int(grade)
+    if not GRADE_MIN <= grade <= GRADE_MAX:
+        raise DataError(path, number, f"relevance {_short(grade)} is outside {GRADE_MIN}..{GRADE_MAX}")
+    return grade
 
 
 class _QrelsBuilder:

@@ -60,7 +60,7 @@ def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
                 )
 
 
-class Measures(dict):
+class Measures(dict[str, float]):
     """One query's measures: pytrec_eval names as keys, friendly names accepted on lookup
     (``values["nDCG@10"]`` is ``values["ndcg_cut_10"]``)."""
 
@@ -79,7 +79,7 @@ class Measures(dict):
             return False
 
     def get(self, measure: str, default: float | None = None) -> float | None:  # type: ignore[override]
-        return self[measure] if measure in self else default
+        return self[measure] if measure in self else default  # noqa: SIM401 - this is get(); self.get would recurse
 
 
 @dataclass

@@ -11,7 +11,7 @@ Values are reported x100 like the paper.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
@@ -20,6 +20,9 @@ from ..results.folders import System, task_order
 from ..results.published import different_data
 from .format import SIGNIFICANT, check_format, records_text, tex
 from .layout import compact_table, fitted, short_task
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Comparison:
             for t, q, a, b in rows
         ]
 
-    def changes_rich(self, n: int):
+    def changes_rich(self, n: int) -> Table:
         from rich.markup import escape
         from rich.table import Table
 
@@ -154,15 +157,16 @@ class Comparison:
             )
         return recs
 
-    def to_rich(self, width: int | None = None):
+    def to_rich(self, width: int | None = None) -> Table:
         """The terminal table; with ``width``, the full one if it fits, else the narrow one: the randomisation
         test's p only (the one ``sig`` is based on: Holm-corrected per task, uncorrected for all queries),
         marked † when significant; no t-test or W/T/L columns."""
         if width is None:
             return self._rich()
-        return fitted(self._rich, self._rich_narrow)(width)
+        chosen: Table = fitted(self._rich, self._rich_narrow)(width)
+        return chosen
 
-    def _rich(self):
+    def _rich(self) -> Table:
         from rich.markup import escape
         from rich.table import Table
 
@@ -179,7 +183,7 @@ class Comparison:
             table.add_row(*cells, style="bold" if line.task == self.ALL else None)
         return table
 
-    def _rich_narrow(self):
+    def _rich_narrow(self) -> Table:
         from rich.markup import escape
 
         legend = (

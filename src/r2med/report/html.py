@@ -58,7 +58,7 @@ def report_data(
     expansion text its run used, :func:`r2med.jobs.report.expansion_texts`)."""
     tasks = board.tasks
     per_query: dict[str, dict[str, dict[str, float]]] = {}
-    runs: dict[str, dict[str, dict[str, list]]] = {}
+    runs: dict[str, dict[str, dict[str, list[list[str | float]]]]] = {}
     gold_ranks: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
     queries: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in tasks}
     docs: dict[str, dict[str, str]] = {t: {} for t in tasks}
@@ -68,13 +68,13 @@ def report_data(
         gold_ranks[s.name] = {}
         for t, r in s.tasks.items():
             coll = collections.get(t)
-            gold = coll.qrels if coll else {}
+            judgments = coll.qrels if coll else {}
             runs[s.name][t] = {}
             gold_ranks[s.name][t] = {}
             for qid, scores in r.run.items():
                 order = ranked(scores)
                 runs[s.name][t][qid] = [[d, round(v, 4)] for d, v in order[:top]]
-                rel = {d for d, g in gold.get(qid, {}).items() if g > 0}
+                rel = {d for d, g in judgments.get(qid, {}).items() if g > 0}
                 if rel:
                     gold_ranks[s.name][t][qid] = {d: i + 1 for i, (d, _) in enumerate(order) if d in rel}
                 if coll:
@@ -212,7 +212,8 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
             if v is not None:
                 w = max(v * scale, 0.5)
                 parts.append(
-                    f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colors.get(r.system, "#c7c7c7")}">'
+                    f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" '
+                    f'fill="{colors.get(r.system, "#c7c7c7")}">'
                     f"<title>{e(r.system)}: {v:.2f}</title></rect>"
                 )
                 parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 4}" class="val">{v:.2f}</text>')

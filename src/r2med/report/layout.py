@@ -10,7 +10,10 @@ R2MED's 8 task columns narrow.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 #: R2MED's task names as narrow column headers (the legend says which is which).
 SHORT_TASKS = {
@@ -59,7 +62,7 @@ def fitted(*layouts: Callable[[], Any]) -> Callable[[int], Any]:
     return choose
 
 
-def compact_table(**kwargs: Any):
+def compact_table(**kwargs: Any) -> Table:
     """A rich table without outer edges or vertical rules, one space of padding between columns."""
     from rich import box
     from rich.table import Table

@@ -16,7 +16,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError
@@ -25,6 +25,9 @@ from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from .format import FLAG, SIGNIFICANT, check_format, records_text
 from .layout import compact_table, fitted, short_legend, short_task
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 AVERAGE = "Average"
 
@@ -157,12 +160,15 @@ class Leaderboard:
         return out + self.notes
 
     # -- renderers ---------------------------------------------------------------------------------
-    def to_rich(self, width: int | None = None):
+    def to_rich(self, width: int | None = None) -> Table:
         """The terminal table; with ``width``, the first layout that fits it (:func:`~r2med.report.layout.fitted`):
         full, compact (short task names, no vertical rules), vertical (tasks as rows, systems as columns)."""
         if width is None:
             return self._rich(compact=False)
-        return fitted(lambda: self._rich(compact=False), lambda: self._rich(compact=True), self._rich_vertical)(width)
+        chosen: Table = fitted(
+            lambda: self._rich(compact=False), lambda: self._rich(compact=True), self._rich_vertical
+        )(width)
+        return chosen
 
     def _caption(self, compact: bool) -> str:
         lines = self.legend()
@@ -170,7 +176,7 @@ class Leaderboard:
             lines = [short_legend(self.columns), *lines] if short_legend(self.columns) else lines
         return "\n".join(lines)
 
-    def _rich(self, compact: bool):
+    def _rich(self, compact: bool) -> Table:
         from rich.markup import escape
         from rich.table import Table
 
@@ -194,11 +200,11 @@ class Leaderboard:
             table.add_row(*_styled(kind, cells))
         return table
 
-    def _rich_vertical(self):
+    def _rich_vertical(self) -> Table:
         """Tasks as rows, one column per system line (its published and delta lines as columns of their own)."""
         from rich.markup import escape
 
-        header, lines = self.grid(compact=True)
+        _header, lines = self.grid(compact=True)
         table = compact_table(
             title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
             caption=escape(self._caption(False)),
@@ -388,7 +394,7 @@ def build_leaderboard(
         precision = (
             next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") if figures else ""
         )
-        tol = tolerance if tolerance is not None else tolerance_of(key) if figures else None
+        tol = tolerance if tolerance is not None else tolerance_of(key) if figures and key is not None else None
         if tol is not None and precision and tolerance is None:
             tol += NONPAPER_PRECISION_EXTRA
         rows.append(

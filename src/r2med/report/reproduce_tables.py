@@ -7,10 +7,14 @@ The matrix itself -- targets, what this machine offers, running and grading -- i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results.reproduction import Outcome, Planned
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
@@ -42,7 +46,7 @@ def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
     return rows
 
 
-def plan_table(planned: list[Planned], unpublished: list[tuple[str, str]] = (), compact: bool = False):
+def plan_table(planned: list[Planned], unpublished: Sequence[tuple[str, str]] = (), compact: bool = False) -> Table:
     """The dry run: a row per configuration, then the later-work records no published figure grades.
 
     ``compact``: the layout for 80 columns -- each setting a heading row, and ``can run`` with the task count
@@ -74,7 +78,12 @@ def _mark(row: dict[str, Any]) -> str:
     return "[green]yes[/]" if row["can_run"] else "[yellow]partly[/]" if row["runnable"] else "[red]no[/]"
 
 
-def _compact_plan_table(rows: list[dict[str, Any]], unpublished: list[tuple[str, str]], title: str, make_table: Any):
+def _compact_plan_table(
+    rows: list[dict[str, Any]],
+    unpublished: Sequence[tuple[str, str]],
+    title: str,
+    make_table: Callable[..., Table],
+) -> Table:
     from rich.markup import escape
 
     table = make_table(title=title)
@@ -95,7 +104,7 @@ def _compact_plan_table(rows: list[dict[str, Any]], unpublished: list[tuple[str,
     return table
 
 
-def outcome_table(outcomes: list[Outcome]):
+def outcome_table(outcomes: list[Outcome]) -> Table:
     from rich.markup import escape
     from rich.table import Table
 

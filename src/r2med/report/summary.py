@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..data.tasks import TASK_NAMES
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..results.folders import Summary, TaskResult
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def summary_table(
@@ -15,7 +19,7 @@ def summary_table(
     measures: Sequence[str] | None = None,
     title: str | None = None,
     compact: bool = False,
-):
+) -> Table:
     """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
     nDCG@10 the published figures and deltas when ``summary.published`` is set (the average's delta only
     over R2MED's 8 tasks, the published average's scope).  ``compact``: no vertical rules, short headers
@@ -63,7 +67,8 @@ def summary_table(
                 full = (
                     sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None and not summary.ungraded
                 )
-                row += [f"{pub:.2f}" if full else "-", f"{avg - pub:+.2f}" if full else "-"]
+                shown = full and pub is not None  # full already requires a published average
+                row += [f"{pub:.2f}" if shown else "-", f"{avg - pub:+.2f}" if shown and pub is not None else "-"]
         row.append("")
         table.add_row(*row)
     return table

@@ -1,7 +1,8 @@
 """Round axis ticks for charts (the HTML report's bars): ``0, 0.25, 0.5, 0.75, 1`` rather than ``0.26, 0.53...``.
 
 :func:`nice_ticks` picks the smallest step of the form 1, 2, 2.5 or 5 × 10^k that covers ``[lo, hi]``
-with at most ``n`` ticks (3 if the range crosses 0 and ``n`` is 2), all multiples of the step (so 0 is a tick whenever the range crosses it).
+with at most ``n`` ticks (3 if the range crosses 0 and ``n`` is 2), all multiples of the step (so 0 is a tick
+whenever the range crosses it).
 """
 
 from __future__ import annotations

@@ -35,9 +35,9 @@ from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, Metrics, evaluate
 from ..infra.containment import task_folder
 from ..infra.home import fingerprint
-from ..runs.run import METRICS_FILE, RUN_FILE, Run, as_written, read_trec, write_task_results
+from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
-from .record import MetricsRecord, read_record
+from .record import METRICS_FILE, MetricsRecord, read_record
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,8 @@ def versions() -> dict[str, str]:
 
 def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
     """The configuration as ``metrics.json`` stores it (paths and other objects as text)."""
-    return json.loads(json.dumps(dict(config), default=str))
+    stored: dict[str, Any] = json.loads(json.dumps(dict(config), default=str))  # a dict in, a dict out
+    return stored
 
 
 def judgments_fingerprint(collection: Collection) -> str:
@@ -507,7 +508,7 @@ def run_file(path: str | os.PathLike[str], task: str | None = None) -> Path:
 def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = None) -> System:
     """A system folder (or one of :func:`find_runs`' systems, only its chosen tasks) as a :class:`System`."""
     ref = folder if isinstance(folder, SystemRef) else None
-    folder = ref.folder if ref is not None else Path(folder)
+    folder = folder.folder if isinstance(folder, SystemRef) else Path(folder)
     if ref is None and is_task_folder(folder):
         ref = SystemRef(folder.parent, [folder], TASK)
         folder = folder.parent

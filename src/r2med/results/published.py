@@ -22,8 +22,9 @@ what the run recorded (``metrics.json``'s ``config``), never its name:
 A precision other than the published one (``--dtype``) keeps the match: :func:`precision_change`
 names it, and the leaderboard widens the tolerance instead.
 
-A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a run may land from the figure
-is its tolerance class (:func:`tolerance_of`, from the records; :data:`r2med.infra.registry.TOLERANCES`).
+A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a
+run may land from the figure is its tolerance class (:func:`tolerance_of`, from the records;
+:data:`r2med.infra.registry.TOLERANCES`).
 """
 
 from __future__ import annotations
@@ -199,7 +200,8 @@ def _same(value: Any, paper: Any) -> bool:
             and math.isfinite(value)
             and abs(value - paper) < 1e-12
         )
-    return value == paper
+    equal: bool = value == paper  # JSON values: == gives a bool
+    return equal
 
 
 def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
@@ -340,19 +342,21 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
     from ..retrieval.encoders import canonical_dtype
     from ..retrieval.registry import RETRIEVERS
 
-    found = []
+    found: list[tuple[str | None, str | None, Any]] = []  # (published precision, CPU fallback, used)
     encoder = config.get("encoder")
     if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
-        meta = RETRIEVERS.get(str(config.get("retriever", "")))
-        also = getattr(meta, "cpu_dtype", None)
-        found.append((meta.paper_dtype if meta is not None else None, also, encoder["dtype"]))
+        retriever_meta = RETRIEVERS.get(str(config.get("retriever", "")))
+        also = getattr(retriever_meta, "cpu_dtype", None)
+        found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder["dtype"]))
     reranker = config.get("reranker")
     if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
-        meta = RERANKERS.get(str(reranker.get("reranker", "")))
-        found.append((meta.paper_dtype if meta is not None else None, None, reranker["dtype"]))
+        reranker_meta = RERANKERS.get(str(reranker.get("reranker", "")))
+        found.append((reranker_meta.paper_dtype if reranker_meta is not None else None, None, reranker["dtype"]))
     for paper, fallback, used in found:
+        if paper is None:  # no published precision: nothing to differ from
+            continue
         try:
-            if paper is not None and canonical_dtype(str(used)) not in (paper, fallback):
+            if canonical_dtype(str(used)) not in (paper, fallback):
                 return canonical_dtype(str(used)), paper
         except R2MedError:
             return str(used), paper
