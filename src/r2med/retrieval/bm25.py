@@ -23,7 +23,7 @@ import logging
 import mmap
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -291,7 +291,8 @@ class BM25:
         """public: dense (queries x docs) float32 scores of every document, for small query sets and for checks
         against another BM25 (:meth:`search` keeps only the top k)."""
         assert self.weights_t is not None, "index() first"
-        return (self.query_vectors(queries) @ self.weights_t).toarray()
+        scores: np.ndarray = (self.query_vectors(queries) @ self.weights_t).toarray()
+        return scores
 
     def search(self, queries: Mapping[str, QueryText], k: int = 100, batch_size: int = 512) -> Run:
         """Top-``k`` docs per query for all queries, as sparse matrix products in batches.
@@ -315,6 +316,7 @@ class BM25:
             return ranked_rows((vectors[start : start + step] @ weights_t).toarray(), doc_ids, k)
 
         starts = range(0, len(qids), step)
+        parts: Iterable[list[dict[str, float]]]
         if threads == 1:
             parts = map(batch, starts)
         else:
@@ -372,7 +374,7 @@ def _small_pages() -> Iterator[None]:
         switch(previous)
 
 
-def _dumps(values: list) -> bytes:
+def _dumps(values: list[Any]) -> bytes:
     try:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency
@@ -380,12 +382,14 @@ def _dumps(values: list) -> bytes:
     return orjson.dumps(values)
 
 
-def _loads(raw: bytes | mmap.mmap) -> list:
+def _loads(raw: bytes | mmap.mmap) -> list[Any]:
     try:
         import orjson
     except ImportError:  # pragma: no cover
-        return json.loads(bytes(raw))
-    return orjson.loads(memoryview(raw))
+        values: list[Any] = json.loads(bytes(raw))
+        return values
+    loaded: list[Any] = orjson.loads(memoryview(raw))
+    return loaded
 
 
 def _crc32_file(path: Path) -> str:
@@ -433,7 +437,8 @@ def term_counts(ids: np.ndarray, lengths: np.ndarray, n_terms: int) -> sp.csc_ma
 
 def inverse_document_frequency(df: np.ndarray, n_docs: int) -> np.ndarray:
     """``ln((N + 1) / (df + 0.5))`` per term (gensim's ``LuceneBM25Model``)."""
-    return np.log(n_docs + 1.0) - np.log(df.astype(np.float64) + 0.5)
+    idf: np.ndarray = np.log(n_docs + 1.0) - np.log(df.astype(np.float64) + 0.5)
+    return idf
 
 
 def term_weights(
@@ -478,7 +483,7 @@ def ranked_rows(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> list[dict
     return [{doc_ids[i]: v for i, v in zip(pos.tolist(), val.tolist())} for pos, val in zip(positions, values)]
 
 
-def _factory(flavour: str):
+def _factory(flavour: str) -> Callable[..., BM25]:
     def make(
         task: str | None = None,
         k1: float = 0.9,
@@ -500,7 +505,7 @@ PAPER = {
     "k1": models()["retrievers"]["bm25"].get("k1", 0.9),
     "b": models()["retrievers"]["bm25"].get("b", 0.4),
 }
-_LEXICAL = dict(
+_LEXICAL: dict[str, Any] = dict(
     family="lexical",
     parameters=("k1", "b", "analyzer", "cache"),
     tolerance="lexical",

@@ -48,7 +48,7 @@ def analyse_shard(
     texts: Sequence[str], analyzer: str
 ) -> tuple[tuple[list[str], np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]:
     """Pass 1: ((local vocab, local df, total length, n docs), (local term ids, lengths))."""
-    vocab, ids, lengths = get_analyzer(analyzer).encode(texts)  # type: ignore[attr-defined]
+    vocab, ids, lengths = get_analyzer(analyzer).encode(texts)
     df = np.diff(term_counts(ids, lengths, len(vocab)).indptr).astype(np.int64)
     return (vocab, df, int(lengths.sum()), len(lengths)), (ids, lengths)
 
