@@ -252,7 +252,8 @@ def demo_command(
     ),
     revision: Revision = None,
 ) -> None:
-    """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
+    """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be
+    reached."""
     from ..infra.home import check_home
     from ..jobs.evaluate import DEMO, demo_out, demo_tasks, run_tasks
     from ..results.folders import Summary, summary
