@@ -2,8 +2,8 @@
 
 Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``models``;
 ``cache``; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce/plot; ``encode``:
-encode; ``export``; ``experiment``: run); every module registers its commands on the shared ``app``.  Errors the user can fix
-(:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
+encode; ``export``; ``experiment``: run); every module registers its commands on the shared ``app``.  Errors the
+user can fix (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from types import FrameType
 
 import typer
 from rich.logging import RichHandler
@@ -181,7 +182,7 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_module}")
 
 
-def _on_interrupt(signum, frame) -> None:
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     err_console.print("interrupted: finished tasks are kept, and a re-run resumes from them")
     raise KeyboardInterrupt
 

@@ -244,7 +244,12 @@ def evaluate_command(
         print_summary(results, summary(name_, results), out / name_, measures=columns)
 
 
-@app.command("demo")
+@app.command(
+    "demo",
+    # given here, as one paragraph: typer's command list would keep a docstring's line breaks
+    help="BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be "
+    "reached.",
+)
 def demo_command(
     ctx: typer.Context,
     out: Path | None = typer.Option(
@@ -252,7 +257,7 @@ def demo_command(
     ),
     revision: Revision = None,
 ) -> None:
-    """BM25 over all 8 R2MED tasks from the hub beside the paper's figures; the built-in demo when it cannot be reached."""
+    """``r2med demo`` (its help text is the decorator's ``help``)."""
     from ..infra.home import check_home
     from ..jobs.evaluate import DEMO, demo_out, demo_tasks, run_tasks
     from ..results.folders import Summary, summary

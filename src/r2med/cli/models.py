@@ -43,7 +43,7 @@ def reranker_settings() -> dict[str, dict[str, Any]]:
 
     out = {}
     for name, meta in all_rerankers().items():
-        row = {
+        row: dict[str, Any] = {
             "kind": "reranker",
             "description": meta.description,
             "hub_id": meta.hub_id,

@@ -7,6 +7,7 @@ page from :mod:`r2med.report`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -30,6 +31,9 @@ from .options import (
     Wide,
     comma_list,
 )
+
+if TYPE_CHECKING:
+    from ..results.reproduction import Planned
 
 
 def _published_overrides(items: list[str] | None) -> dict[str, str]:
@@ -103,7 +107,7 @@ def report_command(
     from ..report import build_leaderboard
     from ..report.facet_table import FacetBoard
     from ..report.format import check_format
-    from ..report.multi import Boards
+    from ..report.multi import Board, Boards
 
     fmt = check_format(fmt)
     if average not in AVERAGES:
@@ -127,7 +131,7 @@ def report_command(
     ]
     board = boards[0]
     collections = None
-    shown: list = list(boards)
+    shown: list[Board] = list(boards)
     if by is not None:
         from ..evaluation.facets import SCENARIO
 
@@ -284,7 +288,7 @@ def reproduce_command(
 
     with progress.task("reproduce", total=sum(p.runnable for p in planned), unit="cells") as bar:
 
-        def step(p):
+        def step(p: Planned) -> None:
             bar.describe(f"reproduce · {p.target.label} · {p.target.task}")
             bar.advance()
 

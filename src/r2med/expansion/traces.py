@@ -83,7 +83,7 @@ def strip_trace(text: str, trace_format: str) -> str:
     if trace_format == "none":
         return text
     if trace_format == "think":
-        head, sep, tail = text.partition("</think>")
+        _, sep, tail = text.partition("</think>")
         return tail.strip() if sep else text
     if trace_format == "final-response":
         m = _FINAL.search(text)

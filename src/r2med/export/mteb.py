@@ -93,7 +93,8 @@ class MtebScores:
 
 
 def summarize_keys(keys: Iterable[str]) -> str:
-    """``ndcg_at_3``, ``ndcg_at_5``, ``nauc_map_at_1_max``... -> ``ndcg_at_{3,5}, nauc_* (1)``: a short list for messages."""
+    """``ndcg_at_3``, ``ndcg_at_5``, ``nauc_map_at_1_max``... -> ``ndcg_at_{3,5}, nauc_* (1)``: a short list for
+    messages."""
     groups: dict[str, list[str]] = {}
     nauc = 0
     for key in keys:

@@ -35,6 +35,7 @@ It raises :class:`LLMError` (an ``R2MedError``) only for problems no retry can f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -238,10 +239,8 @@ class RequestCache:
                 self._fd = None
 
     def __del__(self) -> None:  # pragma: no cover - best effort
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 def entry_problem(entry: Any) -> str | None:
@@ -562,10 +561,8 @@ class LLMClient:
         if self.cache is not None:
             self.cache.close()
         if self._client is not None:
-            try:
+            with contextlib.suppress(Exception):  # pragma: no cover
                 self._client.close()
-            except Exception:  # pragma: no cover
-                pass
 
     def __enter__(self) -> LLMClient:
         return self

@@ -13,13 +13,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
 from ..infra import progress
 from ..infra.containment import ensure_within, plain_name, task_folder
+
+if TYPE_CHECKING:
+    from ..expansion.agentic import TagFormat
 
 
 class Bar(Protocol):
@@ -79,9 +82,9 @@ def llm_folder_name(model: str) -> str:
 def check_llm_name(name: str) -> str:
     """``--llm-name`` as given, if it is a plain name in the folder form ``--expansion METHOD:LLM`` reads back.
 
-    Refused, never rewritten: a separator, whitespace or control character (:func:`~r2med.infra.containment.plain_name`),
-    and upper case or ``_``, which ``--expansion`` would read as another folder; so two different names
-    never write one folder.
+    Refused, never rewritten: a separator, whitespace or control character
+    (:func:`~r2med.infra.containment.plain_name`), and upper case or ``_``, which ``--expansion`` would read as
+    another folder; so two different names never write one folder.
     """
     from ..expansion.traces import normalize_llm
 
@@ -95,11 +98,13 @@ def check_llm_name(name: str) -> str:
     return name
 
 
-def agentic_tags(method: str, search: str | None = None, result: str | None = None, answer: str | None = None):
+def agentic_tags(
+    method: str, search: str | None = None, result: str | None = None, answer: str | None = None
+) -> TagFormat:
     """The tag format of an agentic method, with ``OPEN,CLOSE`` overrides (``--search-tags`` ...)."""
     from ..expansion.agentic import get_protocol
 
-    overrides = {}
+    overrides: dict[str, str] = {}
     for kind, value in (("search", search), ("result", result), ("answer", answer)):
         if value is None:
             continue
@@ -114,13 +119,13 @@ def _agentic(
     collection: Collection,
     method: str,
     client: Any,
-    sampling: dict,
+    sampling: dict[str, Any],
     retriever_name: str,
     max_turns: int,
     search_k: int,
     bar: Bar,
     tags: Any,
-) -> tuple[dict[str, str], dict[str, str], dict[str, dict]]:
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, Any]]]:
     from ..expansion.agentic import AgenticExpander
     from ..retrieval.registry import make_retriever
 

@@ -12,12 +12,16 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from ..results.published import different_data
+
+if TYPE_CHECKING:
+    from ..data import Collection
 from ..runs.fusion import check_fusion, fuse
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
@@ -125,7 +129,7 @@ def fuse_folders(
     check_fusion(len(systems), method, k=k, norm=norm, weights=weights)
     out = Path(out) if out is not None else systems[0].root
     check_output_dir(out)
-    collections: dict = {}
+    collections: dict[tuple[str, str, str], Collection] = {}
     groups = [
         load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections, strict=strict)
         for ref in systems

@@ -10,10 +10,14 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..data import Collection, locate
 from ..errors import R2MedError
 from ..results.folders import System, TaskFolder, find_systems
+
+if TYPE_CHECKING:
+    from ..evaluation.facets import Facets
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +156,7 @@ def per_query_values(systems: Sequence[System], measure: str) -> dict[str, dict[
     return {s.name: {t: folder.scores(measure) for t, folder in s.tasks.items()} for s in systems}
 
 
-def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, dict]]:
+def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, dict[str, Any]]]:
     """task -> query id -> metadata (the query keys beyond id and text)."""
     return {task: dict(coll.query_meta) for task, coll in collections.items()}
 
@@ -163,9 +167,10 @@ def facet_report(
     by: str,
     average: str = "pooled",
     collections: Mapping[str, Collection] | None = None,
-):
-    """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``): :func:`r2med.evaluation.facets.facet_table`
-    over every system's per-query values.  A key no query has is an error listing the keys there are."""
+) -> Facets:
+    """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``):
+    :func:`r2med.evaluation.facets.facet_table` over every system's per-query values.  A key no query has is an
+    error listing the keys there are."""
     from ..evaluation.facets import SCENARIO, facet_keys, facet_table
     from ..evaluation.metrics import canonical
 
@@ -186,7 +191,7 @@ def html_facets(
     collections: Mapping[str, Collection],
     average: str = "pooled",
     by: str | None = None,
-) -> dict[str, object]:
+) -> dict[str, Facets]:
     """The facets the HTML page offers in its selector: ``scenario``, every query key with 2 to
     :data:`HTML_FACET_VALUES` distinct values that queries share (not one per query, as ``answer``),
     and ``by`` (asked for)."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.tasks import TASK_NAMES, get_task
 from ..errors import R2MedError
@@ -35,6 +35,12 @@ from ..infra.containment import system_folder
 from ..protocol import published_figures
 from ..results.published import PublishedKey, published_depth, published_retriever, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
+
+if TYPE_CHECKING:
+    from ..data import Collection
+    from ..reranking.base import RerankerMeta
+    from ..results.folders import TaskResult
+    from ..retrieval.registry import RetrieverMeta
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +311,8 @@ def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]
     if not set(settings) & set(LATER_SETTINGS):
         return []
     out = []
-    for name, meta in {**all_retrievers(), **all_rerankers()}.items():
+    registered: dict[str, RetrieverMeta | RerankerMeta] = {**all_retrievers(), **all_rerankers()}
+    for name, meta in registered.items():
         if not meta.later or meta.published_as or not meta.provenance:
             continue
         elsewhere = (meta.provenance.get("published") or {}).get("elsewhere")
@@ -328,7 +335,7 @@ def paper_options(retriever: str) -> dict[str, Any]:
     return {**options, "trust_remote_code": True} if meta.trust_remote_code else options
 
 
-def _load(task: str, env: Environment):
+def _load(task: str, env: Environment) -> Collection:
     from ..data import TaskRef
 
     folder = env.task_folder(task)
@@ -339,7 +346,9 @@ def _load(task: str, env: Environment):
     ).load()
 
 
-def _rerank_target(target: Target, coll, out: Path, rerankers: dict[str, Any], overwrite: bool):
+def _rerank_target(
+    target: Target, coll: Collection, out: Path, rerankers: dict[str, Any], overwrite: bool
+) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
     from ..reranking.base import make_reranker

@@ -78,7 +78,7 @@ def load_inputs(
     revision: str | None = None,
     tasks: str | None = None,
     require_docs: bool = True,
-    collections: dict[tuple[str, str], Collection] | None = None,
+    collections: dict[tuple[str, str, str], Collection] | None = None,
     strict: bool = False,
 ) -> list[TaskInput]:
     """Read and validate the finished tasks of one system (a :class:`~r2med.results.folders.SystemRef`, a

@@ -254,7 +254,8 @@ PAIR_FRAMING = {
         True,
         "tokenizer",
         (
-            "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the XLM-RoBERTa template of BAAI/bge-reranker-v2-m3: "
+            "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the XLM-RoBERTa template of "
+            "BAAI/bge-reranker-v2-m3: "
             "<s> query </s></s> doc </s>"
         ),
         checked=False,
@@ -264,7 +265,8 @@ PAIR_FRAMING = {
         True,
         "tokenizer",
         (
-            "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the BERT template of castorini/monobert-large-msmarco: "
+            "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the BERT template of "
+            "castorini/monobert-large-msmarco: "
             "[CLS] query [SEP] doc [SEP]"
         ),
         checked=False,

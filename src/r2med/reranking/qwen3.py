@@ -189,7 +189,8 @@ CARD_FRAMING = FramingRecord(
     "r2med",
     (
         "the Qwen3-Reranker model card's process_inputs (fenghaitao/Qwen3-Embedding README.md@14f0f21): prefix ids + "
-        "tokenizer(pair) + suffix ids, the Qwen3 tokenizer adding nothing; r2med tokenizes the pair without special tokens"
+        "tokenizer(pair) + suffix ids, the Qwen3 tokenizer adding nothing; r2med tokenizes the pair without special "
+        "tokens"
     ),
 )
 

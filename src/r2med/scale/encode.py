@@ -133,8 +133,8 @@ def encode_distributed(
 
     ``dest``: a path or URI for a shard store; ``None`` writes into the local embedding cache
     (``$R2MED_HOME/embeddings/<key>``) and, with ``finalize``, assembles ``embeddings.npy``.
-    Only shards not already stored are encoded (run one job per store at a time).  ``actors`` defaults to one per cluster GPU
-    (``gpus_per_actor=1``) or one per ``cpus_per_actor`` CPUs.  Ray Data restarts a dead actor
+    Only shards not already stored are encoded (run one job per store at a time).  ``actors`` defaults to one per
+    cluster GPU (``gpus_per_actor=1``) or one per ``cpus_per_actor`` CPUs.  Ray Data restarts a dead actor
     and retries its shard (its actor pools default to ``max_restarts=-1, max_task_retries=-1``).
     """
     from ..retrieval.embedding_cache import EmbeddingCache
@@ -160,8 +160,8 @@ def encode_distributed(
                 reused_shards=[s.index for s in plan],
                 embeddings=done,
             )
-        cache.start()
-        cache.verify_chunks()  # truncated or damaged chunks are dropped and encoded again  # writes meta.json; drops chunks of a different chunking
+        cache.start()  # writes meta.json; drops chunks of a different chunking
+        cache.verify_chunks()  # truncated or damaged chunks are dropped and encoded again
         shard_size = cache.chunk_size
         store = ShardStore(str(cache.path), shard_dir="chunks")
     else:
