@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_r2med
 
+from conftest import run_r2med
 from r2med.errors import R2MedError
 from r2med.expansion.combine import ExpansionMethod, check_method
 from r2med.expansion.traces import TraceFormat, trace_format_of
@@ -118,8 +118,7 @@ def test_aliases_and_spellings_still_accepted() -> None:
 
 def test_format_spellings_accepted_as_before() -> None:
     from r2med.cli.options import LISTING_FORMAT_CHOICE, LISTING_FORMAT_EXACT, REPORT_FORMAT_CHOICE
-    from r2med.report.format import ListingFormat, ReportFormat
-    from r2med.report.format import check_format
+    from r2med.report.format import ListingFormat, ReportFormat, check_format
 
     assert REPORT_FORMAT_CHOICE.convert("MD") == "MD" and check_format("MD") is ReportFormat.MARKDOWN
     assert check_format("tex") is ReportFormat.LATEX and REPORT_FORMAT_CHOICE.convert("CSV") is ReportFormat.CSV

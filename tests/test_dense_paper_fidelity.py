@@ -428,9 +428,8 @@ def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype(
     """The summary `r2med evaluate` prints: published figures only for the paper's similarity; a precision
     other than the paper's keeps them, with a note (decided from the stored configuration)."""
     from r2med.evaluation.metrics import Metrics
-    from r2med.results.folders import summary
     from r2med.report.summary import precision_note
-    from r2med.results.folders import TaskResult
+    from r2med.results.folders import TaskResult, summary
     from r2med.results.published import PublishedKey
 
     def result(retriever, similarity=None, dtype=None):

@@ -39,7 +39,7 @@ def test_default_measures_have_the_names_files_and_tables_use():
     assert [m.label for m in DEFAULT_MEASURES] == LABELS
     assert [m.r2med_results for m in DEFAULT_MEASURES] == R2MED_RESULTS_KEYS
     assert list(metrics.DEFAULT_MEASURES) == TREC_NAMES
-    assert HEADLINE == Measure(Family.NDCG, 10) and metrics.HEADLINE == "ndcg_cut_10"
+    assert Measure(Family.NDCG, 10) == HEADLINE and metrics.HEADLINE == "ndcg_cut_10"
 
 
 @pytest.mark.parametrize("measure", DEFAULT_MEASURES, ids=str)
