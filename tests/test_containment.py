@@ -339,8 +339,8 @@ STRESS_WRITER = textwrap.dedent("""
     failures = 0
     for i in range(n):
         try:
-            write_task_results(folder, {"q1": {"a": float(i), "b": 0.5}}, {"task": "t1", "writer": tag, "i": i},
-                               tag=tag)
+            payload = {"task": "t1", "aggregate": {"ndcg_cut_10": 0.5}, "writer": tag, "i": i}
+            write_task_results(folder, {"q1": {"a": float(i), "b": 0.5}}, payload, tag=tag)
         except Exception as exc:
             failures += 1
             print(type(exc).__name__, exc, file=sys.stderr)
