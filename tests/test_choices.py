@@ -207,3 +207,21 @@ def test_task_ref_source_is_a_kind_and_a_path(tmp_path: Path) -> None:
         TaskRef("Biology", "web")  # type: ignore[arg-type]
     with pytest.raises(R2MedError, match="a folder source needs its folder"):
         TaskRef("Biology", "folder")
+
+
+def test_preset_fields_type_names_every_preset_field() -> None:
+    """The typed preset table (PresetFields, checked by mypy) and the run-time check name the same keys, and every
+    built-in entry's values have the declared types."""
+    import typing
+
+    from r2med.retrieval.presets import PRESET_FIELD_NAMES, PRESET_FIELDS, PresetFields
+
+    hints = typing.get_type_hints(PresetFields)
+    assert set(hints) == set(PRESET_FIELD_NAMES)
+    for name, fields in PRESET_FIELDS.items():
+        for key, value in fields.items():
+            declared = hints[key]
+            origin = typing.get_origin(declared) or declared
+            allowed = typing.get_args(declared) if origin in (typing.Union, type(int | None)) else (declared,)
+            kinds = tuple(typing.get_origin(a) or a for a in allowed)
+            assert isinstance(value, tuple(k for k in kinds if isinstance(k, type))), (name, key, value)

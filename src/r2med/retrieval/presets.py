@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import R2MedError
 from ..infra.records import field_names, refuse_unknown_keys
@@ -35,11 +35,35 @@ log = logging.getLogger(__name__)
 #: How every paper retriever is scored (eval_bench.py:150 ``score_function="cos_sim"``).
 PAPER_SIMILARITY = "cosine"
 
+
+class PresetFields(TypedDict, total=False):
+    """The fields of one preset in :data:`PRESET_FIELDS`: encoder settings (:class:`EncoderSettings`' own names and
+    types) and registry facts.  A typed record: mypy refuses a key the table does not know, and
+    :class:`Preset` refuses one at run time (``test_preset_fields_type_names_every_preset_field``)."""
+
+    loader: str
+    pooling: str
+    normalize: bool
+    max_length: int | None
+    query_max_length: int | None
+    expansion_instruction: str
+    append_eos: bool
+    doc_as_pair: bool
+    trust_remote_code: bool
+    dtype: str
+    extra: dict[str, Any]
+    batch_size: int
+    needs_gpu: str
+    packages: tuple[tuple[str, ...], str]
+    api_key_env: str
+    cpu_dtype: str
+
+
 #: Per-preset fields that the protocol JSON does not spell out as values.  Besides the encoder settings:
 #: ``batch_size`` (texts per batch), ``needs_gpu`` (too large for a CPU: its size), ``packages`` (Python
 #: packages beyond the ``dense`` extra, with how to install them), ``api_key_env`` (an embedding API: the
 #: variable holding its key).
-PRESET_FIELDS: dict[str, dict[str, Any]] = {
+PRESET_FIELDS: dict[str, PresetFields] = {
     # Contriever: FlagDRESModel, mean pooling, no normalisation (eval_bench.py:216-218), 512 tokens
     # (utils.py:42 default); AutoModel.from_pretrained without a dtype = fp32 (utils.py:47).
     "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "dtype": "fp32", "batch_size": 128},
@@ -264,7 +288,7 @@ class Preset:
 
     name: str
     hub_id: str
-    fields: dict[str, Any]
+    fields: dict[str, Any]  # built from data too (later_models.json): checked against PRESET_FIELD_NAMES
     query_instructions: dict[str, str] | str | None
     doc_instructions: dict[str, str] | str | None
     note: str = ""
