@@ -44,4 +44,4 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bm25_speed.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
