@@ -340,3 +340,30 @@ def test_entry_points_register_presets(tmp_path, encoder_file):
     )
     assert reranked.returncode == 0, reranked.stderr
     assert (out / "random16+overlap" / "mini" / "metrics.json").is_file()
+
+
+@pytest.mark.slow(seconds=20)
+def test_a_custom_encoder_runs_on_ray_as_in_process(tmp_path, r2med_home, encoder_file):
+    """``evaluate --ray`` imports the typed spec in the Ray worker: the same ranking and measures as in process."""
+    pytest.importorskip("ray")
+    data = collection(tmp_path / "mini")
+    args = ("evaluate", "-r", "custom", "--encoder", f"{encoder_file}:RandomEncoder", "-d", str(data))
+    local = r2med(*args, "-o", str(tmp_path / "local"), home=r2med_home)
+    assert local.returncode == 0, local.stderr
+    remote = r2med(*args, "--ray", "-o", str(tmp_path / "ray"), home=r2med_home)
+    assert remote.returncode == 0, remote.stderr
+
+    def ranking(root: Path) -> list[tuple[str, str, str]]:
+        lines = (root / "custom-RandomEncoder" / "mini" / "run.trec").read_text().splitlines()
+        return [(p[0], p[2], p[3]) for p in (line.split() for line in lines)]
+
+    assert ranking(tmp_path / "ray") == ranking(tmp_path / "local")
+    got, want = (
+        json.loads((root / "custom-RandomEncoder" / "mini" / "metrics.json").read_text())
+        for root in (tmp_path / "ray", tmp_path / "local")
+    )
+    assert got["aggregate"] == pytest.approx(want["aggregate"], abs=1e-9)
+    assert (
+        got["config"]["encoder"]["extra"]["custom"]["module_sha256"]
+        == want["config"]["encoder"]["extra"]["custom"]["module_sha256"]
+    )
