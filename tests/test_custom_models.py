@@ -367,3 +367,18 @@ def test_a_custom_encoder_runs_on_ray_as_in_process(tmp_path, r2med_home, encode
         got["config"]["encoder"]["extra"]["custom"]["module_sha256"]
         == want["config"]["encoder"]["extra"]["custom"]["module_sha256"]
     )
+
+
+def test_encode_fills_the_cache_a_custom_evaluate_then_reads(tmp_path, r2med_home, encoder_file):
+    """``r2med encode -r custom --encoder`` embeds the corpus once; evaluate then encodes no document."""
+    data = collection(tmp_path / "mini")
+    spec = f"{encoder_file}:RandomEncoder"
+    done = r2med("encode", "-r", "custom", "--encoder", spec, "-d", str(data), home=r2med_home)
+    assert done.returncode == 0, done.stderr
+    run = r2med(
+        "evaluate", "-r", "custom", "--encoder", spec, "-d", str(data), "-o", str(tmp_path / "o"), home=r2med_home
+    )
+    assert run.returncode == 0, run.stderr
+    assert "40 docs indexed (0 encoded)" in run.stderr, run.stderr
+    refused = r2med("encode", "-r", "custom", "--encoder", spec, "-d", str(data), "--ray", home=r2med_home)
+    assert refused.returncode == 2 and "without --ray" in refused.stderr

@@ -36,6 +36,11 @@ def encode_command(
     tasks: Tasks = "all",
     data_dir: DataDir = None,
     model: str | None = typer.Option(None, "--model", help="Embedding model (hub id or local folder) for 'dense'."),
+    encoder: str | None = typer.Option(
+        None,
+        "--encoder",
+        help="-r custom: your encoder, MODULE:OBJ (runs its code; in this process, not with --ray).",
+    ),
     max_length: MaxLength = None,
     pooling: Pooling = None,
     trust_remote_code: TrustRemoteCode = False,
@@ -76,6 +81,7 @@ def encode_command(
         batch_size=batch_size,
         device=device,
         trust_remote_code=trust_remote_code or None,
+        encoder=encoder,
     )
     done = encode_tasks(
         resolve(tasks, data_dir, revision, strict=strict_data(ctx)),

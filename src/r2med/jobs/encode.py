@@ -53,6 +53,11 @@ def encode_tasks(
         raise R2MedError("--dest needs --ray (without Ray, embeddings go to the r2med embedding cache)")
     if ray and meta.api_key_env:
         raise R2MedError(f"{retriever!r} embeds through an API; run it without --ray")
+    if ray and (options or {}).get("encoder") is not None:
+        raise R2MedError(
+            "a custom --encoder encodes in this process; run `r2med encode` without --ray "
+            "(`r2med evaluate --ray` runs it on Ray workers)"
+        )
     if not dest:
         check_home()  # the embeddings go to the cache: find an unusable home before encoding
     options = {k: v for k, v in (options or {}).items() if v is not None}
