@@ -73,6 +73,12 @@ def test_rerank_command_orders_head_keeps_tail_and_reuses(first_stage):
     )
     assert res.returncode == 0, res.stderr
     folder = runs / "ce" / coll.name
+    from importlib.metadata import version
+
+    encoding = json.loads((folder / "metrics.json").read_text())["encoding"]  # what made the scores (issue 20)
+    assert {p: encoding["versions"][p] for p in ("torch", "transformers", "tokenizers")} == {
+        p: version(p) for p in ("torch", "transformers", "tokenizers")
+    }
     got = read_trec(folder / "run.trec")
     first = read_trec(runs / "bm25" / coll.name / "run.trec")
     assert set(got) == set(first)
@@ -150,3 +156,18 @@ def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
     assert res.returncode == 2 and "unknown reranker 'no-such-reranker'" in res.stderr
     res = run_r2med("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--window", "5")
     assert res.returncode == 2 and "does not take that option" in res.stderr
+
+
+def test_reranker_runs_record_the_packages_that_made_their_scores():
+    """peft for a LoRA reranker, openai for an LLM one, torch's stack for a cross-encoder; nothing for your own."""
+    from importlib.metadata import version
+
+    from r2med.jobs.rerank import reranker_encoding
+
+    lora = reranker_encoding({"reranker": "rankllama"})
+    assert lora is not None and lora["versions"]["peft"] == version("peft") and "torch" in lora["versions"]
+    llm = reranker_encoding({"reranker": "reasonrank-32b"})
+    assert llm is not None and set(llm["versions"]) == {"openai"}
+    cross = reranker_encoding({"reranker": "bge-reranker", "dtype": "fp32"})
+    assert cross is not None and "peft" not in cross["versions"] and cross["dtype"] == "fp32"
+    assert reranker_encoding({"reranker": "custom"}) is None

@@ -22,7 +22,7 @@ from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
-from ..reranking.base import Reranker, make_reranker, rerank, reranker_meta
+from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
 from ..results.folders import (
     SystemRef,
     SystemResults,
@@ -159,6 +159,7 @@ def rerank_inputs(
     """Rerank each task's first-stage run and write ``out/<task>/`` (rerankers load their model lazily,
     so a fully reused job loads none)."""
     rconfig = reranker.config()
+    encoding = reranker_encoding(rconfig)
     results = []
     for item in inputs:
         config = {"reranker": rconfig, "top_k": top_k, "keep_tail": keep_tail, "first_stage": item.describe()}
@@ -173,7 +174,7 @@ def rerank_inputs(
         )
         timing = {"rerank_s": time.perf_counter() - t0}
         timing["total_s"] = timing["rerank_s"]
-        results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing))
+        results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing, encoding))
         log.info("%s: reranked top-%d of %d queries", item.task, top_k, len(run))
     return results
 
@@ -279,3 +280,23 @@ def rerank_folder(
         )
         done.append(SystemResults(label, target, results))
     return done
+
+
+def reranker_encoding(rconfig: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What ``metrics.json`` records of the packages that made a reranker's scores (``encoding.versions``: torch,
+    transformers, tokenizers, sentence-transformers, and peft for a LoRA reranker; openai for an LLM one); None
+    for your own scorer (its module's hash is in the config)."""
+    from ..infra.versions import package_versions
+
+    name = rconfig.get("reranker")
+    if not isinstance(name, str) or name == "custom":
+        return None
+    if name in RERANKERS.all():
+        meta = reranker_meta(name)
+        groups = ["openai"] if meta.llm else ["torch", *(["peft"] if "peft" in meta.packages else [])]
+    else:  # a model folder or hub id: a cross-encoder run with torch
+        groups = ["torch"]
+    facts: dict[str, Any] = {"versions": package_versions(groups), "made_by": "this run"}
+    if rconfig.get("dtype"):
+        facts["dtype"] = rconfig["dtype"]
+    return facts
