@@ -257,6 +257,11 @@ GRADING_TABLE = [
     ({"retriever": "nv", "options": {"batch_size": 4, "device": "cuda"}}, PublishedKey("nv")),
     ({"retriever": "bge", "options": {"max_length": 128}}, None),
     ({"retriever": "contriever", "options": {}}, PublishedKey("contriever")),
+    # MedCPT's figures came from the Article encoder for queries (issue 20): only that configuration matches;
+    # a folder written before the option was recorded ran the default Query encoder
+    ({"retriever": "medcpt", "options": {"medcpt_published": True}}, PublishedKey("medcpt")),
+    ({"retriever": "medcpt", "options": {"medcpt_published": False}}, None),
+    ({"retriever": "medcpt", "options": {}}, None),
     # any model given by path or id is a custom system: it never matches a published row (issue 23)
     (MINILM, None),
     ({"retriever": "dense", "options": {"model": "nvidia/NV-Embed-v2"}}, None),

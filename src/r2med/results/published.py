@@ -205,8 +205,9 @@ def _same(value: Any, paper: Any) -> bool:
 
 
 def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
-    """Whether a stored configuration runs ``retriever`` as the paper did (its registry record decides;
-    a value not recorded counts as the paper's; a retriever not registered here has nothing to check)."""
+    """Whether a stored configuration runs ``retriever`` as the paper did (its registry record decides; a
+    value not recorded counts as the option's default, else as the paper's; a retriever not registered here has
+    nothing to check)."""
     from ..retrieval.registry import RETRIEVERS
 
     meta = RETRIEVERS.get(retriever)
@@ -215,12 +216,15 @@ def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
     options = options_of(config)
     if any(options.get(name) is not None for name in meta.overrides):
         return False
-    return all(
-        _same(source[name], value)
-        for name, value in meta.paper.items()
-        for source in (options, config)
-        if source.get(name) is not None
-    )
+    for name, value in meta.paper.items():
+        recorded = [source[name] for source in (options, config) if source.get(name) is not None]
+        if not recorded and name in meta.defaults:
+            # not recorded: the run had the option's default (MedCPT folders written before
+            # medcpt_published was recorded encoded queries with the Query encoder, the default)
+            recorded = [meta.defaults[name]]
+        if not all(_same(seen, value) for seen in recorded):
+            return False
+    return True
 
 
 def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
