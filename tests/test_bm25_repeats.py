@@ -169,3 +169,20 @@ def test_dense_keeps_the_dict_reading(repeated, tmp_path, bert_dir):
     ours, ref = read_trec(tmp_path / "o1" / "c" / "run.trec"), read_trec(tmp_path / "o2" / "d" / "run.trec")
     assert ours == ref
     assert without.metrics.aggregate  # scored
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_sharded_bm25_counts_the_repeats_as_bm25_does(repeated, shards):
+    """r2med.scale's ShardedBM25 reads the corpus as a list too: the same run as the unsharded index."""
+    from r2med.retrieval.bm25 import BM25
+    from r2med.scale.bm25 import ShardedBM25
+
+    coll = load_folder(repeated)
+    queries = {q["id"]: q["text"] for q in QUERIES}
+    whole = BM25(cache=False).index(coll.corpus, repeats=coll.corpus_repeats).search(queries, k=100)
+    sharded = ShardedBM25(shards=shards).index(coll.corpus, repeats=coll.corpus_repeats).search(queries, k=100)
+    assert {q: list(d) for q, d in sharded.items()} == {q: list(d) for q, d in whole.items()}
+    for qid, docs in whole.items():
+        assert sharded[qid] == pytest.approx(docs, abs=1e-6)
+    plain = ShardedBM25(shards=shards).index(coll.corpus).search(queries, k=100)
+    assert any(plain[q] != pytest.approx(whole[q], abs=1e-6) for q in whole)  # the repeats matter here

@@ -87,6 +87,8 @@ class ShardedBM25:
     """
 
     family = "lexical"
+    #: ``index`` takes ``repeats`` as :class:`~r2med.retrieval.bm25.BM25` does (the corpus read as a list)
+    indexes_repeats = True
 
     def __init__(
         self,
@@ -118,7 +120,11 @@ class ShardedBM25:
     def stats(self) -> dict[str, Any]:
         return {"n_docs": len(self.doc_ids), "n_terms": len(self.head.vocab), "avgdl": self.head.avgdl}
 
-    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> ShardedBM25:
+    def index(
+        self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None, repeats: Sequence[str] = ()
+    ) -> ShardedBM25:
+        """Index ``corpus``; ``repeats`` (the file's other copies of repeated ids) count in the statistics
+        only, as in :meth:`r2med.retrieval.bm25.BM25.index`: analysed after the shards, never searched."""
         if not corpus:
             raise R2MedError("cannot index an empty corpus")
         t0 = time.perf_counter()
@@ -135,8 +141,11 @@ class ShardedBM25:
         else:
             results = map_tasks(analyse_shard, args)
             stats, encoded = [r[0] for r in results], [r[1] for r in results]
+        if repeats:  # after the corpus: their new terms take ids after its terms, as unsharded
+            stats = [*stats, analyse_shard(list(repeats), self.analyzer_name)[0]]
         t1 = time.perf_counter()
         mappings, idf, avgdl = self._merge_statistics(stats)
+        mappings = mappings[: len(self.plan)]  # the repeats' statistics are merged; they have no shard
         t2 = time.perf_counter()
         head = self.head
         if self.ray:
