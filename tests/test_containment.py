@@ -515,3 +515,30 @@ def test_links_are_refused_at_any_depth_below_the_root_but_the_root_may_be_one(t
     assert linked_part(root, root / "a" / "deep") is None  # the last part: replaced by its writer
     with pytest.raises(R2MedError, match="is a link"):
         refuse_links(root, root / "a" / "deep", include_last=True)
+
+
+def test_a_linked_shard_folder_in_a_shard_store_is_refused(tmp_path):
+    """r2med.scale's shard store (encode --ray --dest): a link below the folder named is refused, its target
+    untouched; the named folder itself may be a link."""
+    import numpy as np
+
+    from r2med.errors import R2MedError
+    from r2med.scale.store import ShardStore
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "mine.npy").write_bytes(b"keep")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "shards").symlink_to(victim)
+    store = ShardStore(str(dest))
+    with pytest.raises(R2MedError, match="is a link"):
+        store.write_shard(0, np.zeros((2, 3), dtype=np.float32))
+    with pytest.raises(R2MedError, match="is a link"):
+        store.remove_stale_temps()
+    assert sorted(p.name for p in victim.iterdir()) == ["mine.npy"]
+    named = tmp_path / "named"
+    named.symlink_to(tmp_path / "real", target_is_directory=True)
+    (tmp_path / "real").mkdir()
+    ShardStore(str(named)).write_shard(0, np.ones((1, 2), dtype=np.float32))
+    assert np.array_equal(ShardStore(str(named)).read_shard(0), np.ones((1, 2), dtype=np.float32))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import R2MedError
+from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, write_json_atomic
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ class ShardStore:
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         if self.local:
-            with atomic_path(self._local_root() / rel) as tmp:
+            root = self._local_root()  # the folder named (--dest or the home's): it may be a link, nothing below
+            with atomic_path(refuse_links(root, root / rel)) as tmp:
                 tmp.write_bytes(data)
             return
         fs, _ = self._remote()
@@ -133,7 +135,7 @@ class ShardStore:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         if self.local:
-            write_json_atomic(self._local_root() / MANIFEST, manifest)
+            write_json_atomic(refuse_links(self._local_root(), self._local_root() / MANIFEST), manifest)
         else:
             self.write_bytes(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
 
@@ -165,8 +167,8 @@ class ShardStore:
         """Delete temp files left by killed writers (local stores); returns how many."""
         if not self.local:
             return 0
-        folder = self._local_root() / self.shard_dir
-        stale = [p for p in folder.glob(".*.tmp")] if folder.is_dir() else []
+        folder = refuse_links(self._local_root(), self._local_root() / self.shard_dir, include_last=True)
+        stale = [p for p in folder.glob(".*.tmp") if not p.is_symlink()] if folder.is_dir() else []
         for p in stale:
             p.unlink(missing_ok=True)
         return len(stale)
