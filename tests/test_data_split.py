@@ -125,3 +125,21 @@ def test_cli_evaluate_split_recorded_and_not_mixed(tmp_path):
 def test_cli_split_refused(tmp_path):
     bad = run_r2med("evaluate", "-d", make_beir(tmp_path / "mini"), "--split", "val", "-o", tmp_path / "o")
     assert bad.returncode == 2 and "--split must be one of test, dev, train, got 'val'" in bad.stderr
+
+
+def test_score_takes_a_beir_folders_split(tmp_path):
+    """``r2med score FOLDER RUN --split dev`` scores against qrels/dev.tsv (pytrec_eval's figures)."""
+    root = make_beir(tmp_path / "mini")
+    out = tmp_path / "runs"
+    assert run_r2med("evaluate", "-d", root, "--split", "dev", "-o", out, "--name", "bm25").returncode == 0
+    run = out / "bm25" / "mini" / "run.trec"
+    res = run_r2med("score", root, run, "--split", "dev", "-m", "nDCG@10", "-p", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    payload = json.loads(res.stdout)
+    expected = _pytrec_ndcg10(run, DEV_QRELS)
+    assert payload["queries"] == 2
+    assert payload["aggregate"]["ndcg_cut_10"] == pytest.approx(sum(expected.values()) / len(expected))
+    default = json.loads(run_r2med("score", root, run, "-m", "nDCG@10", "--format", "json").stdout)
+    assert default["queries"] == 0  # the test split judges other queries than the dev run answers
+    bad = run_r2med("score", root, run, "--split", "valid")
+    assert bad.returncode == 2 and "test, dev, train" in bad.stderr

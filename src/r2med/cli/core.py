@@ -308,13 +308,14 @@ def score_command(
     ),
     as_json: JsonAlias = False,
     strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
+    split: Split = "test",
 ) -> None:
     """Score a run file against judgments, trec_eval style."""
     from ..jobs.evaluate import score_files
 
     strict = strict_data(ctx, strict)
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
-    metrics = score_files(qrels, run, parse_measures(measure), count_missing, strict=strict)
+    metrics = score_files(qrels, run, parse_measures(measure), count_missing, strict=strict, split=split)
     if fmt == "json":
         payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
         if per_query:

@@ -235,10 +235,12 @@ def score_files(
     measures: Iterable[str] | None = None,
     count_missing: bool = False,
     strict: bool = False,
+    split: str = "test",
 ) -> Metrics:
     """``r2med score``: a run scored against judgments.
 
-    ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments).
+    ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments;
+    ``split``: a BEIR folder's ``qrels/<split>.tsv``).
     ``run``: a TREC run file, or a task folder, system folder or results root holding one task (the
     one named after the collection folder when there are several: :func:`~r2med.results.folders.run_file`).
     """
@@ -251,7 +253,7 @@ def score_files(
     qrels, run = Path(qrels), Path(run)
     collection = None
     if qrels.is_dir():
-        collection, qrels = qrels.name, qrels_file(qrels)
+        collection, qrels = qrels.name, qrels_file(qrels, split)
     if run.is_dir():
         run = run_file(run, task=collection)
         log.info("scoring %s against %s", run, qrels)
