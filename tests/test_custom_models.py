@@ -345,12 +345,17 @@ def test_entry_points_register_presets(tmp_path, encoder_file):
 @pytest.mark.slow(seconds=20)
 def test_a_custom_encoder_runs_on_ray_as_in_process(tmp_path, r2med_home, encoder_file):
     """``evaluate --ray`` imports the typed spec in the Ray worker: the same ranking and measures as in process."""
-    pytest.importorskip("ray")
     data = collection(tmp_path / "mini")
     args = ("evaluate", "-r", "custom", "--encoder", f"{encoder_file}:RandomEncoder", "-d", str(data))
     local = r2med(*args, "-o", str(tmp_path / "local"), home=r2med_home)
     assert local.returncode == 0, local.stderr
-    remote = r2med(*args, "--ray", "-o", str(tmp_path / "ray"), home=r2med_home)
+    ray = pytest.importorskip("ray")
+    started = ray.is_initialized()
+    try:
+        remote = r2med(*args, "--ray", "-o", str(tmp_path / "ray"), home=r2med_home)
+    finally:
+        if not started and ray.is_initialized():
+            ray.shutdown()  # the CLI ran in this process: leave no cluster behind for other tests here
     assert remote.returncode == 0, remote.stderr
 
     def ranking(root: Path) -> list[tuple[str, str, str]]:
