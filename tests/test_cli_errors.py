@@ -13,6 +13,7 @@ import math
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +38,13 @@ EXPAND = [
     "/nonexistent-r2med-data",
 ]
 REPORT = ["report", "/nonexistent-run"]
+
+
+def expand_args(data: Path, out: Path) -> list[str]:
+    """``expand`` HyDE of ``data`` into ``out`` against an endpoint nothing answers (errors come first)."""
+    return [*EXPAND[:-1], str(data), "--prompt-task", "Biology", "-o", str(out)]
+
+
 COMPARE = ["compare", "/nonexistent-a", "/nonexistent-b"]
 REPRODUCE = ["reproduce", "--dry-run"]
 ENCODE = ["encode", "--retriever", "bge", "--data-dir", "/nonexistent-r2med-data"]
@@ -218,19 +226,7 @@ def test_expand_out_naming_a_file_fails_before_any_request(tmp_path):
     (tmp_path / "exp").write_text("x")
     line = one_line_error(
         r2med(
-            "expand",
-            "--method",
-            "hyde",
-            "--model",
-            "m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--data-dir",
-            str(data),
-            "--prompt-task",
-            "Biology",
-            "-o",
-            str(tmp_path / "exp"),
+            *expand_args(data, tmp_path / "exp"),
         )
     )
     assert str(tmp_path / "exp") in line and "is a file" in line
@@ -458,19 +454,7 @@ def test_expand_refuses_llm_names_it_used_to_rewrite(tmp_path, name, why):
     for flag in ("--llm-name", "--name"):
         line = one_line_error(
             r2med(
-                "expand",
-                "--method",
-                "hyde",
-                "--model",
-                "m",
-                "--base-url",
-                "http://127.0.0.1:9/v1",
-                "--data-dir",
-                str(data),
-                "--prompt-task",
-                "Biology",
-                "-o",
-                str(out),
+                *expand_args(data, out),
                 flag,
                 name,
             )

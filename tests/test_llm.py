@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +24,25 @@ def msgs(text: str) -> list[dict[str, str]]:
 
 
 PROMPTS = [f"question number {i} about insulin" for i in range(24)]
+
+
+def listwise_rerank(run: Path, url: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``r2med -v rerank`` of ``run``'s top 4 with the listwise reranker behind ``url`` (verbose: URLs in logs)."""
+    return run_r2med(
+        "-v",
+        "rerank",
+        "--run",
+        str(run),
+        "--reranker",
+        "listwise",
+        "--model",
+        "test-model",
+        "--base-url",
+        url,
+        "--top-k",
+        "4",
+        env=env,
+    )
 
 
 def test_answers_in_order_with_usage_and_bounded_concurrency():
@@ -302,21 +323,7 @@ def test_base_url_credentials_are_redacted_everywhere(tmp_path, r2med_home):
     with LLMServer() as server:
         plain_url = server.base_url
         url = plain_url.replace("http://", f"http://user:{secret}@")
-        res = run_r2med(
-            "-v",
-            "rerank",
-            "--run",
-            str(tmp_path / "runs" / "first"),
-            "--reranker",
-            "listwise",
-            "--model",
-            "test-model",
-            "--base-url",
-            url,
-            "--top-k",
-            "4",
-            env=env,
-        )
+        res = listwise_rerank(tmp_path / "runs" / "first", url, env)
         assert res.returncode == 0, res.stderr
         assert server.completions >= 1
     assert secret not in res.stdout + res.stderr
@@ -480,21 +487,7 @@ def test_base_url_query_secrets_are_redacted_in_every_writer(tmp_path, r2med_hom
     shown = []
     with LLMServer() as server:
         url = f"{server.base_url}?key={secret}&org=acme"
-        res = run_r2med(
-            "-v",
-            "rerank",
-            "--run",
-            str(runs / "first"),
-            "--reranker",
-            "listwise",
-            "--model",
-            "test-model",
-            "--base-url",
-            url,
-            "--top-k",
-            "4",
-            env=env,
-        )
+        res = listwise_rerank(runs / "first", url, env)
         assert res.returncode == 0, res.stderr
         shown.append(res.stdout + res.stderr)
         res = run_r2med(
