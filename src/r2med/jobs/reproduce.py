@@ -355,27 +355,25 @@ def _rerank_target(
     from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
     from .evaluate import run_task
+    from ..spec.steps import EvaluateStep, RerankStep
     from .rerank import TaskInput, rerank_inputs
 
     first = target.key.system
     name = target.key.reranker_name or ""
     depth = published_depth(name)
-    run_task(coll, first, paper_options(first), k=max(100, depth), out=system_folder(out, first), overwrite=overwrite)
+    run_task(
+        coll,
+        EvaluateStep.of(first, **paper_options(first), top_k=max(100, depth), overwrite=overwrite),
+        system_folder(out, first),
+    )
     folder = out / first / coll.name
     item = TaskInput(
         coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll, file_fingerprint(folder / RUN_FILE)
     )
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)
-    [result] = rerank_inputs(
-        [item],
-        rerankers[name],
-        target.label,
-        system_folder(out, target.label),
-        top_k=depth,
-        keep_tail=False,
-        overwrite=overwrite,
-    )
+    step = RerankStep.of(out / first, name, top_k=depth, keep_tail=False, overwrite=overwrite)
+    [result] = rerank_inputs([item], rerankers[name], step, target.label, system_folder(out, target.label))
     return result
 
 
@@ -388,7 +386,8 @@ def run_matrix(
     progress: Callable[[Planned], None] | None = None,
 ) -> list[Outcome]:
     """Run the runnable targets (reusing finished ones) and grade them; others are ``skip`` with their reason."""
-    from .evaluate import run_task
+    from ..spec.steps import EvaluateStep
+    from .evaluate import Plan, run_task, system_name
 
     out = Path(out)
     outcomes: list[Outcome] = []
@@ -419,16 +418,9 @@ def run_matrix(
                         target.key.expansion, target.key.llm, folders=folders, revision=env.revision
                     )
                 options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
-                result = run_task(
-                    coll,
-                    target.key.system,
-                    options,
-                    k=100,
-                    out=system_folder(out, target.label),
-                    label=target.label if builder or target.variant else None,
-                    query_builder=builder,
-                    overwrite=overwrite,
-                )
+                step = EvaluateStep.of(target.key.system, **options, top_k=100, overwrite=overwrite)
+                label = target.label if builder or target.variant else system_name(step)
+                result = run_task(coll, Plan(step, label, builder), system_folder(out, target.label))
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"

@@ -37,7 +37,7 @@ from ..infra.containment import task_folder
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
-from .record import METRICS_FILE, MetricsRecord, read_record
+from .record import METRICS_FILE, MetricsRecord, read_record, same_config
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +207,15 @@ def reuse(
     try:
         stored = read_record(folder)
         recorded_judgments = stored.judgments_fingerprint
+        wanted = _as_json(config)
+        other = other_custom_model(stored.config or {}, wanted)
+        if other is not None:
+            raise NameCollision(
+                f"{folder.parent}: holds results of {other}, another model under the same name; "
+                "pass --name (or label in an experiment) to keep both, or --overwrite to replace them"
+            )
         if (
-            stored.config != _as_json(config)
+            not same_config(stored, wanted)
             or stored.dataset_fingerprint != collection.dataset_fingerprint
             or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
@@ -221,6 +228,8 @@ def reuse(
             )
             return None
         run = read_trec(folder / RUN_FILE)
+    except NameCollision:
+        raise
     except R2MedError:
         return None
     measures = stored_measures(measures)
@@ -239,6 +248,35 @@ def reuse(
         )
     result.reused = True
     return result
+
+
+class NameCollision(R2MedError):
+    """A result folder that holds another custom model's results under the same name (never replaced silently)."""
+
+
+def custom_model(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(spec or class, class) of the custom encoder or scorer a recorded ``config`` ran (its code), else None."""
+    found: Any = None
+    encoder = config.get("encoder")
+    if isinstance(encoder, Mapping) and isinstance(encoder.get("extra"), Mapping):
+        found = encoder["extra"].get("custom")
+    reranker = config.get("reranker")
+    if isinstance(reranker, Mapping) and isinstance(reranker.get("scorer"), Mapping):
+        found = reranker["scorer"]
+    if not isinstance(found, Mapping):
+        return None
+    cls = str(found.get("class"))
+    return str(found.get("spec") or cls), cls
+
+
+def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+    """When a folder's record names another custom encoder or scorer than ``config`` (another spec or class:
+    two models under one name), the other one in words; else None (an edited module under the same spec is the
+    same model, recomputed)."""
+    mine, theirs = custom_model(config), custom_model(stored)
+    if mine is None or theirs is None or mine == theirs:
+        return None
+    return f"{theirs[0]!r}"
 
 
 def file_fingerprint(path: str | os.PathLike[str]) -> str:

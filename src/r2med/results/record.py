@@ -4,9 +4,10 @@
 resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): every field is checked
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
 every query scored on the same measures) and any fault is one line naming the file and the key.
-Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); they are
-upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
-structured ``expansion``).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
+Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); version 1 and 2
+files are upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
+structured ``expansion``; :func:`upgrade_config_v2`: the ``step`` that made the record, and a retriever's
+``options`` as its options type records them), and reused on everything they recorded (:func:`same_config`).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
 :func:`r2med.runs.run.write_task_results`, which writes it atomically beside the run.
 """
 
@@ -64,8 +65,12 @@ def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
     return None
 
 
-#: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``)
-SCHEMA_VERSION: Final = 2
+#: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``);
+#: 3: ``config`` is the step spec (:mod:`r2med.spec.steps`: its ``step`` kind, and a reranker's ``options``) with
+#: the facts of the run beside it
+SCHEMA_VERSION: Final = 3
+#: the keys of ``config`` schema 3 added to what version 2 recorded (a v2 record is reused on everything it holds)
+V3_CONFIG_KEYS: Final = frozenset({"step", "options"})
 #: the fields of a record, in the order r2med writes them (``schema_version`` comes first)
 FIELDS: Final = (
     "task",
@@ -226,6 +231,8 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         objects[key] = value
     if version == 1 and objects["config"] is not None:
         objects["config"] = upgrade_config_v1(objects["config"])
+    if version < 3 and objects["config"] is not None:
+        objects["config"] = upgrade_config_v2(objects["config"])
     timing = data.get("timing")
     if timing is not None:
         timing = numbers(timing, "timing", (0.0, math.inf), named=False)
@@ -282,6 +289,53 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
         }
     upgraded["expansion"] = expansion
     return upgraded
+
+
+def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-2 (or upgraded version-1) ``config`` as schema 3 records it: the ``step`` that made it (read from
+    its keys: :func:`r2med.spec.steps.step_kind`), and an evaluate record's ``options`` as its retriever's options
+    type records them (an option a v2 run did not record had its default: ``r2med demo`` recorded none); a
+    reranked run's first stage is upgraded the same way.  Anything else is kept as it is (a new dict)."""
+    from ..spec.steps import step_kind
+
+    upgraded = dict(config)
+    kind = step_kind(upgraded)
+    upgraded = {"step": kind, **upgraded}
+    first = upgraded.get("first_stage")
+    if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping) and "step" not in first["config"]:
+        upgraded["first_stage"] = {**first, "config": upgrade_config_v2(first["config"])}
+    inputs = upgraded.get("inputs")
+    if kind == "fuse" and isinstance(inputs, list):
+        upgraded["inputs"] = [
+            {**item, "config": upgrade_config_v2(item["config"])}
+            if isinstance(item, Mapping) and isinstance(item.get("config"), Mapping) and "step" not in item["config"]
+            else item
+            for item in inputs
+        ]
+    if kind == "evaluate" and isinstance(upgraded.get("options"), Mapping):
+        from ..retrieval.registry import RETRIEVERS
+        from ..spec.parse import Origin, SpecError, parse
+
+        meta = RETRIEVERS.get(str(upgraded.get("retriever")))
+        if meta is not None:
+            try:
+                upgraded["options"] = parse(meta.options, upgraded["options"], Origin.python("v2 record")).record()
+            except SpecError:
+                pass  # options this r2med's type refuses: kept as recorded (the record is never reused then)
+    return upgraded
+
+
+def same_config(stored: MetricsRecord, config: Mapping[str, Any]) -> bool:
+    """Whether a finished folder's record was made with ``config`` (as this r2med records it): equal, or for a
+    record of schema 2 or 1 (upgraded) equal on everything it recorded, ``config`` adding only the keys schema 3
+    added (:data:`V3_CONFIG_KEYS`)."""
+    recorded = stored.config
+    if recorded is None:
+        return False
+    if stored.read_version >= 3:
+        return recorded == config
+    extra = set(config) - set(recorded)
+    return extra <= V3_CONFIG_KEYS and all(config.get(k) == v for k, v in recorded.items())
 
 
 def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:

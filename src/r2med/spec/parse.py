@@ -185,10 +185,9 @@ def _message(spec: type[Spec], error: Mapping[str, Any], origin: Origin) -> str:
     kind = str(error.get("type", ""))
     if kind == "extra_forbidden" and loc:
         name = loc[0]
-        takes = [origin.key(spec, f) for f in spec.model_fields]
         return (
             f"unknown option {origin.key(spec, name)!r}{did_you_mean(name, list(spec.model_fields))}; "
-            f"it takes: {', '.join(takes) or 'none'}"
+            f"it takes: {takes(spec, origin)}"
         )
     if kind == "missing" and loc:
         return f"{origin.key(spec, loc[0])}: missing (required)"
@@ -200,6 +199,17 @@ def _message(spec: type[Spec], error: Mapping[str, Any], origin: Origin) -> str:
         ctx = error.get("ctx") or {}
         return f"{origin.key(spec, name)}: {ctx.get('error') or error.get('msg')}"
     return f"{origin.key(spec, name)}: expected {expected(spec, name)}, got {_value(error.get('input'))}"
+
+
+def takes(spec: type[Spec], origin: Origin) -> str:
+    """The options ``spec`` takes, as ``origin`` names them (on the command line: the flags, then those set with
+    ``--set``)."""
+    names = list(spec.model_fields)
+    if origin.style != "cli":
+        return ", ".join(names) or "none"
+    own = [flag_of(spec, n) for n in names if flag_of(spec, n) != "--set"]
+    by_set = [n for n in names if flag_of(spec, n) == "--set"]
+    return ", ".join(own) + (f"; with --set KEY=VALUE: {', '.join(by_set)}" if by_set else "") or "none"
 
 
 def plain(value: Any) -> Any:

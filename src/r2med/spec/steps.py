@@ -105,6 +105,12 @@ class EvaluateStep(Spec):
     data: Data = Field(default_factory=Data)
     output: Output = Field(default_factory=Output)
 
+    @classmethod
+    def of(cls, retriever: str, **values: Any) -> EvaluateStep:
+        """The step of ``retriever`` with ``values`` (its options, the step's fields, its data and output side
+        by side), through the one parse: ``EvaluateStep.of("bm25", k1=1.2, top_k=10)``."""
+        return evaluate_step({"retriever": retriever, **values}, Origin.python(f"EvaluateStep.of({retriever!r})"))
+
     def record(self) -> dict[str, Any]:
         """What ``metrics.json``'s ``config`` holds of this step (the facts of the run follow it)."""
         return {"step": "evaluate", "retriever": self.retriever, "options": self.options.record(), "k": self.top_k}
@@ -121,6 +127,15 @@ class RerankStep(Spec):
     name: str | None = None
     data: Data = Field(default_factory=Data)
     output: Output = Field(default_factory=Output)
+
+    @classmethod
+    def of(cls, runs: Any, reranker: Any, **values: Any) -> RerankStep:
+        """The step reranking ``runs`` (a folder or several) with ``reranker``, through the one parse."""
+        runs = (runs,) if isinstance(runs, (str, Path)) else tuple(runs)
+        shown = reranker if isinstance(reranker, str) else type(reranker).__name__
+        return rerank_step(
+            {"runs": runs, "reranker": reranker, **values}, Origin.python(f"RerankStep.of(reranker={shown!r})")
+        )
 
     @property
     def reranker_name(self) -> str:
@@ -146,6 +161,11 @@ class FuseStep(Spec):
     name: str | None = None
     data: Data = Field(default_factory=Data)
     output: Output = Field(default_factory=Output)
+
+    @classmethod
+    def of(cls, systems: Any, **values: Any) -> FuseStep:
+        """The step fusing ``systems`` (folders), through the one parse: ``FuseStep.of([a, b], method="rrf")``."""
+        return fuse_step({"systems": tuple(systems), **values}, Origin.python("FuseStep.of()"))
 
     def record(self) -> dict[str, Any]:
         o = self.options
@@ -228,10 +248,13 @@ def _split(
     for key, value in values.items():
         if key in own:
             fields[key] = value
-        elif key in nested and isinstance(value, Spec):
-            fields[key] = value
-        elif key == "options" and isinstance(value, Spec):
-            fields[key] = value
+        elif key in nested or key == "options":  # given whole (a spec), or as a mapping (a dumped spec)
+            if isinstance(value, Spec):
+                fields[key] = value
+            elif isinstance(value, Mapping):
+                (options if key == "options" else nested[key]).update(value)
+            else:
+                raise origin.fail(f"{key}: expected a table of options, got {value!r}")
         else:
             home = next((name for name, names in nested_fields.items() if key in names), None)
             if home is not None:
@@ -294,8 +317,8 @@ def rerank_step(values: Mapping[str, Any], origin: Origin) -> RerankStep:
             meta = reranker_meta(reranker)
         except ValueError as exc:
             raise origin.fail(f"{origin.key(RerankStep, 'reranker')}: {exc}") from None
-        if meta.name != reranker:  # a model id or folder: the cross-encoder entry, the name is its model
-            options = {"model": reranker, **options}
+        if meta.name != reranker and options.get("model") is None:  # a model id or folder: a cross-encoder's
+            options = {**options, "model": reranker}
         kind = meta.options
     else:  # a scorer object (Python): the custom reranker over it
         kind = reranker_meta("custom").options
@@ -311,13 +334,6 @@ def fuse_step(values: Mapping[str, Any], origin: Origin) -> FuseStep:
     fields, options, nested = _split(FuseStep, values, origin)
     given = fields.pop("options", None)
     parsed = given if isinstance(given, Spec) and not options else parse(FusionOptions, options, origin)
-    systems = fields.get("systems")
-    if isinstance(systems, (list, tuple)) and isinstance(parsed, FusionOptions) and parsed.weights is not None:
-        if len(parsed.weights) != len(systems):
-            raise origin.fail(
-                f"{origin.key(FusionOptions, 'weights')}: {len(parsed.weights)} weight(s) given for "
-                f"{len(systems)} system(s); give one weight per system"
-            )
     step: FuseStep = _build(FuseStep, fields, nested, parsed, origin)
     return step
 
