@@ -350,20 +350,27 @@ def import_command(
     """
     from ..jobs.imports import import_files
     from ..results.folders import Summary
+    from ..spec.parse import Origin
+    from ..spec.steps import ImportStep, flat
 
-    strict = strict_data(ctx, strict)
-    columns = table_measures(measure)
-    system = import_files(
-        runs,
-        name,
-        out,
-        tasks=tasks,
-        data_dir=data_dir,
-        revision=revision,
-        note=note,
-        measures=columns,
-        count_missing=count_missing,
-        overwrite=overwrite,
-        strict=strict,
+    step: ImportStep = flat(
+        {
+            "runs": tuple(runs),
+            "name": name,
+            "note": note,
+            "tasks": tasks,
+            "data_dir": data_dir,
+            "revision": revision,
+            "strict": strict_data(ctx, strict),
+            "out": out,
+            "measures": tuple(measure or ()),
+            "count_missing": count_missing,
+            "overwrite": overwrite,
+        },
+        ImportStep,
+        Origin.cli(),
     )
-    print_summary(system.results, Summary(system.name, retriever="imported"), system.folder, measures=columns)
+    system = import_files(step)
+    print_summary(
+        system.results, Summary(system.name, retriever="imported"), system.folder, measures=step.output.columns
+    )

@@ -25,7 +25,7 @@ from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecE
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
 PathField = Annotated[Path, Field(strict=False)]
 #: the kinds of steps, as ``metrics.json``'s ``config.step`` names them
-StepKind = Literal["evaluate", "rerank", "fuse"]
+StepKind = Literal["evaluate", "rerank", "fuse", "import"]
 
 
 class Data(Spec):
@@ -223,7 +223,7 @@ class ExportStep(Spec):
 
     runs: tuple[PathField, ...]
     out: PathField
-    format: Literal["mteb"] = "mteb"
+    format: str = "mteb"
     model: str | None = None
     model_revision: str | None = None
     force: bool = False
@@ -378,8 +378,10 @@ def step_kind(config: Mapping[str, Any]) -> StepKind:
     """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (a reranker's record, a
     fusion's, else an evaluate)."""
     kind = config.get("step")
-    if kind == "evaluate" or kind == "rerank" or kind == "fuse":
+    if kind == "evaluate" or kind == "rerank" or kind == "fuse" or kind == "import":
         return kind
+    if "imported" in config:
+        return "import"
     if "reranker" in config:
         return "rerank"
     if "fusion" in config:
