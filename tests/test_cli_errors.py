@@ -123,7 +123,7 @@ def test_numeric_option_edges_accepted(option, value):
 def test_numeric_error_is_one_line_exit_2_and_nothing_is_computed(tmp_path):
     data = make_data(tmp_path)
     line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "out"), "--k1", "nan"))
-    assert line == "error: --k1 must be a finite number of at least 0, got nan"
+    assert line == "error: --k1: expected a finite number >= 0, got nan"
     assert not (tmp_path / "out").exists()
 
 
@@ -133,7 +133,7 @@ def test_fuse_weights_and_set_values_must_be_finite(tmp_path):
     for weights in ("1,nan", "1,-1", "0,0", "1,inf"):
         assert "--weights" in one_line_error(r2med("fuse", str(one), str(two), "--weights", weights))
     res = run_r2med("rerank", "--run", str(one), "--reranker", "listwise", "--model", "m", "--set", "temperature=NaN")
-    assert "--set temperature must be a finite number" in one_line_error(res)
+    assert "--set temperature: expected a finite number" in one_line_error(res)
     assert not (tmp_path / "runs" / "rrf-one+two").exists()
 
 

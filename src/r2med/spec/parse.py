@@ -70,14 +70,16 @@ class Origin:
 
     style: Literal["cli", "file", "python"]
     where: str = ""
+    #: field -> the key a file spells it with (``[[retrievers]]``: the retriever is ``name``, the result ``label``)
+    spelled: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def cli(cls) -> Origin:
         return cls("cli")
 
     @classmethod
-    def file(cls, where: str) -> Origin:
-        return cls("file", where)
+    def file(cls, where: str, spelled: Mapping[str, str] | None = None) -> Origin:
+        return cls("file", where, tuple((spelled or {}).items()))
 
     @classmethod
     def python(cls, where: str) -> Origin:
@@ -86,7 +88,7 @@ class Origin:
     def key(self, spec: type[Spec] | None, name: str) -> str:
         """How a field is named to the user: its flag on the command line, else its name."""
         if self.style != "cli":
-            return name
+            return dict(self.spelled).get(name, name)
         flag = flag_of(spec, name) if spec is not None else None
         if flag == "--set":
             return f"--set {name}"
@@ -128,6 +130,13 @@ def _bounds(metadata: list[Any]) -> str:
             hi = item.le
         elif isinstance(item, annotated_types.Lt):
             hi, hi_open = item.lt, True
+    return range_words(lo, hi, lo_open, hi_open)
+
+
+def range_words(
+    lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False
+) -> str:
+    """A range in words, after the kind of number: `` >= 0``, `` between 0 and 1``, `` > 0 and <= 1``."""
     if lo is not None and hi is not None and not lo_open and not hi_open:
         return f" between {lo:g} and {hi:g}"
     parts = []
