@@ -9,11 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..data.tasks import TASKS
-from ..infra.containment import check_output_dir, system_folder
+from ..infra.containment import check_output_dir
 from . import app, strict_data
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
 from .options import (
-    parse_set,
     ANALYZER_CHOICE,
     AT_LEAST_0,
     AT_LEAST_1,
@@ -44,6 +43,7 @@ from .options import (
     TrustRemoteCode,
     Wide,
     comma_list,
+    parse_set,
 )
 
 
@@ -253,7 +253,7 @@ def demo_command(
 ) -> None:
     """``r2med demo`` (its help text is the decorator's ``help``)."""
     from ..infra.home import check_home
-    from ..jobs.evaluate import demo_out, demo_step, plan, run_tasks
+    from ..jobs.evaluate import demo_out, demo_step, demo_tasks, plan, run_tasks
     from ..results.folders import Summary, summary
 
     if out is not None:

@@ -142,7 +142,9 @@ def expand_command(
         Origin.cli(),
     )
     data = step.data
-    method, llm, done = expand_tasks(step, resolve(data.task_text, data.data_dir, data.revision, data.split, strict=data.strict))
+    method, llm, done = expand_tasks(
+        step, resolve(data.task_text, data.data_dir, data.revision, data.split, strict=data.strict)
+    )
 
     def layout(with_path: bool) -> Table:
         table = Table(title=escape(f"{method} expansions by {model}"))

@@ -95,9 +95,7 @@ def rerank_command(
     window: int | None = typer.Option(
         None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."
     ),
-    step_: int | None = typer.Option(
-        None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."
-    ),
+    step_: int | None = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
     with_scores: bool = typer.Option(
         False, "--with-scores", help="listwise: show first-stage scores in the prompt (InsertRank-style)."
     ),

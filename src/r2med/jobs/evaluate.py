@@ -18,13 +18,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import shown
-from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
+from ..evaluation.metrics import Metrics, evaluate
 from ..infra import progress
 from ..infra.containment import plain_name, system_folder
 from ..infra.home import fingerprint_texts

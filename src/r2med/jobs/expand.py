@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..spec.steps import ExpandStep
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
 from ..infra import progress
 from ..infra.containment import ensure_within, plain_name, task_folder
+from ..spec.steps import ExpandStep
 
 if TYPE_CHECKING:
     from ..expansion.agentic import TagFormat
@@ -168,8 +168,15 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
     and sha256 are recorded in ``prompt.json`` beside each expansion file, and each record names the sha256.
     """
     (method, model, out, llm_name, base_url, sampling, prompt_file, prompt_task, cache) = (
-        step.method, step.model, step.out, step.llm_name, step.base_url, step.sampling, step.prompt_file,
-        step.prompt_task, step.cache,
+        step.method,
+        step.model,
+        step.out,
+        step.llm_name,
+        step.base_url,
+        step.sampling,
+        step.prompt_file,
+        step.prompt_task,
+        step.cache,
     )
     from ..expansion.combine import AGENTIC, check_method
     from ..expansion.generate import generate_expansions, paper_sampling, write_expansion_file

@@ -24,6 +24,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -234,7 +235,8 @@ def make_experiment(
             if needed not in seen and not (exp.out / needed).is_dir():
                 raise fail(
                     step.where,
-                    f"'{needed}' is no system of this experiment (it makes: {', '.join(seen)}) nor a folder in {exp.out}",
+                    f"'{needed}' is no system of this experiment (it makes: {', '.join(seen)}) "
+                    f"nor a folder in {exp.out}",
                 )
     exp.steps = order_steps(exp.steps, fail)
     try:
@@ -375,7 +377,8 @@ class Reader:
         bad = [k for k in keys if k not in allowed]
         if bad:
             raise self.fail(
-                where, f"unknown option '{bad[0]}'{did_you_mean(bad[0], allowed)}; it takes: {', '.join(allowed)}{extra}"
+                where,
+                f"unknown option '{bad[0]}'{did_you_mean(bad[0], allowed)}; it takes: {', '.join(allowed)}{extra}",
             )
 
     def table(self, raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -503,10 +506,11 @@ class Reader:
         label = values.get("name")
         if label is not None and len(runs) > 1:
             raise self.fail(where, f"label names one result, but runs lists {len(runs)} systems")
+        origin = self.origin(where, "rerank")
         steps = []
         for run in runs:
             one = {**values, "runs": (run,)}
-            spec = self._step(lambda one=one: rerank_step(one, self.origin(where, "rerank")), where)
+            spec = self._step(partial(rerank_step, one, origin), where)
             steps.append(self._made(step_of, spec, index, where))
         return steps
 

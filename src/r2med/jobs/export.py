@@ -8,14 +8,12 @@ another data revision than MTEB's pin unless forced).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..spec.steps import ExportStep
 from ..errors import R2MedError
 from ..results.folders import find_runs
+from ..spec.steps import ExportStep
 
 #: The formats ``r2med export --format`` writes.
 EXPORT_FORMATS = ("mteb",)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import R2MedError
-from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from ..results.published import different_data
@@ -74,9 +73,7 @@ def fuse_inputs(
         run = fuse([i.run for i in items], o.method, k=o.k, norm=o.norm, weights=o.weights, depth=step.top_k)
         timing = {"fuse_s": time.perf_counter() - t0}
         timing["total_s"] = timing["fuse_s"]
-        results.append(
-            finish_task(collection, name, run, config, out, output.measures, output.count_missing, timing)
-        )
+        results.append(finish_task(collection, name, run, config, out, output.measures, output.count_missing, timing))
     return results
 
 
@@ -111,7 +108,12 @@ def fuse_folders(step: FuseStep) -> SystemResults:
     data = step.data
     groups = [
         load_inputs(
-            ref, data.data_dir, data.revision, data.task_text, require_docs=False, collections=collections,
+            ref,
+            data.data_dir,
+            data.revision,
+            data.task_text,
+            require_docs=False,
+            collections=collections,
             strict=data.strict,
         )
         for ref in systems

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..spec.steps import ImportStep
 from ..data import Collection, TaskRef
 from ..errors import R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, format_trec, read_trec
+from ..spec.steps import ImportStep
 
 log = logging.getLogger(__name__)
 
@@ -206,9 +206,7 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
     return checked
 
 
-def _finish(
-    run: Run, source: Mapping[str, Any], collection: Collection, step: ImportStep, where: str
-) -> TaskResult:
+def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: ImportStep, where: str) -> TaskResult:
     output = step.output
     config = {"step": "import", "retriever": IMPORTED, "imported": {**source, "note": step.note}}
     target = Path(output.out) / step.name if output.out is not None else None

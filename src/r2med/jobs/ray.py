@@ -15,12 +15,11 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..results.folders import TaskResult
 from ..infra.containment import system_folder
+from ..results.folders import TaskResult
 from ..spec.parse import Origin
 from ..spec.steps import EvaluateStep, evaluate_step
 from .evaluate import Plan, plan, run_task

@@ -354,8 +354,8 @@ def _rerank_target(
     from ..reranking.base import make_reranker
     from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
-    from .evaluate import run_task
     from ..spec.steps import EvaluateStep, RerankStep
+    from .evaluate import run_task
     from .rerank import TaskInput, rerank_inputs
 
     first = target.key.system

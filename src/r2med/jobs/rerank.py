@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
-from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
 from ..results.folders import (

@@ -26,8 +26,8 @@ from ..errors import OptionError, R2MedError, did_you_mean
 from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..retrieval.encoders.base import FramingRecord
-from ..spec.parse import Origin, RerankerOptions, parse
 from ..runs.run import Run, ranked
+from ..spec.parse import Origin, RerankerOptions, parse
 
 log = logging.getLogger(__name__)
 

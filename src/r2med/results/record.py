@@ -7,12 +7,14 @@ every query scored on the same measures) and any fault is one line naming the fi
 Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); version 1 and 2
 files are upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
 structured ``expansion``; :func:`upgrade_config_v2`: the ``step`` that made the record, and a retriever's
-``options`` as its options type records them), and reused on everything they recorded (:func:`same_config`).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
+``options`` as its options type records them), and reused on everything they recorded (:func:`same_config`).
+:func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
 :func:`r2med.runs.run.write_task_results`, which writes it atomically beside the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -318,10 +320,9 @@ def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
 
         meta = RETRIEVERS.get(str(upgraded.get("retriever")))
         if meta is not None:
-            try:
+            # options this r2med's type refuses are kept as recorded (the record is never reused then)
+            with contextlib.suppress(SpecError):
                 upgraded["options"] = parse(meta.options, upgraded["options"], Origin.python("v2 record")).record()
-            except SpecError:
-                pass  # options this r2med's type refuses: kept as recorded (the record is never reused then)
     return upgraded
 
 

@@ -32,6 +32,7 @@ from .registry import RETRIEVERS, RetrieverMeta, register_retriever
 
 log = logging.getLogger(__name__)
 
+
 class CustomEncoder(BaseEncoder):
     """A user object's ``encode(texts, role)`` behind r2med's encoder (batches of words, longest first)."""
 

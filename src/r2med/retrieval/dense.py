@@ -40,12 +40,12 @@ from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..runs.run import Run
+from ..spec.options import DenseOptions, MedcptOptions, PresetOptions
 from .base import QueryText
 from .dense_choices import Similarity, choices_of
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
 from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
-from ..spec.options import DenseOptions, MedcptOptions, PresetOptions
 from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
 from .topk import merge_top_k, top_k_rows
 

@@ -19,7 +19,7 @@ out of the record (``metrics.json``'s ``options``), as it always was.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -56,7 +56,7 @@ class Bm25Options(RetrieverOptions):
 
     k1: NonNegative = 0.9
     b: Share = 0.4
-    analyzer: str = Field("english", json_schema_extra={"expected": "one of: " + ", ".join(ANALYZERS)})
+    analyzer: str = Field(default="english", json_schema_extra={"expected": "one of: " + ", ".join(ANALYZERS)})
 
     @field_validator("analyzer")
     @classmethod
@@ -78,32 +78,32 @@ class EncoderOptions(RetrieverOptions):
     batch_size: Count | None = None
     device: str | None = None
     max_length: Annotated[int, Field(ge=2)] | None = None
-    pooling: str | None = Field(None, json_schema_extra={"expected": "one of: " + ", ".join(POOLINGS)})
-    similarity: str | None = Field(None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
-    dtype: str | None = Field(None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
+    pooling: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(POOLINGS)})
+    similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
+    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
     trust_remote_code: bool | None = None
-    query_model: str | None = Field(None, json_schema_extra=SET)
-    revision: str | None = Field(None, json_schema_extra=SET)
-    normalize: bool | None = Field(None, json_schema_extra=SET)
-    query_max_length: Annotated[int, Field(ge=2)] | None = Field(None, json_schema_extra=SET)
-    query_instruction: str | None = Field(None, json_schema_extra=SET)
-    doc_instruction: str | None = Field(None, json_schema_extra=SET)
-    expansion_instruction: str | None = Field(None, json_schema_extra=SET)
-    append_eos: bool | None = Field(None, json_schema_extra=SET)
-    doc_as_pair: bool | None = Field(None, json_schema_extra=SET)
-    loader: str | None = Field(None, json_schema_extra={**SET, "expected": "one of: " + ", ".join(LOADERS)})
-    framing: Any = Field(None, json_schema_extra={**SET, "expected": "a framing record"})
-    chunk_size: Count | None = Field(None, json_schema_extra=SET)
-    ignore_identical_ids: bool | None = Field(None, json_schema_extra=SET)
-    faiss: bool | None = Field(None, json_schema_extra=SET)
-    token_budget: Count | None = Field(None, json_schema_extra=SET)
-    search_chunk: Count | None = Field(None, json_schema_extra=SET)
-    api_key: str | None = Field(None, json_schema_extra={**SET, **SECRET})
-    base_url: str | None = Field(None, json_schema_extra=SET)
-    timeout: Positive | None = Field(None, json_schema_extra=SET)
-    max_retries: NonNegativeInt | None = Field(None, json_schema_extra=SET)
-    backoff_base: NonNegative | None = Field(None, json_schema_extra=SET)
-    backoff_max: NonNegative | None = Field(None, json_schema_extra=SET)
+    query_model: str | None = Field(default=None, json_schema_extra=SET)
+    revision: str | None = Field(default=None, json_schema_extra=SET)
+    normalize: bool | None = Field(default=None, json_schema_extra=SET)
+    query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
+    query_instruction: str | None = Field(default=None, json_schema_extra=SET)
+    doc_instruction: str | None = Field(default=None, json_schema_extra=SET)
+    expansion_instruction: str | None = Field(default=None, json_schema_extra=SET)
+    append_eos: bool | None = Field(default=None, json_schema_extra=SET)
+    doc_as_pair: bool | None = Field(default=None, json_schema_extra=SET)
+    loader: str | None = Field(default=None, json_schema_extra={**SET, "expected": "one of: " + ", ".join(LOADERS)})
+    framing: Any = Field(default=None, json_schema_extra={**SET, "expected": "a framing record"})
+    chunk_size: Count | None = Field(default=None, json_schema_extra=SET)
+    ignore_identical_ids: bool | None = Field(default=None, json_schema_extra=SET)
+    faiss: bool | None = Field(default=None, json_schema_extra=SET)
+    token_budget: Count | None = Field(default=None, json_schema_extra=SET)
+    search_chunk: Count | None = Field(default=None, json_schema_extra=SET)
+    api_key: str | None = Field(default=None, json_schema_extra={**SET, **SECRET})
+    base_url: str | None = Field(default=None, json_schema_extra=SET)
+    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
 
     @field_validator("pooling")
     @classmethod
@@ -143,15 +143,15 @@ class PresetOptions(EncoderOptions):
 class MedcptOptions(PresetOptions):
     """``medcpt``: also ``medcpt_published`` (queries through the Article encoder, as the published code did)."""
 
-    medcpt_published: bool = Field(False, json_schema_extra={"flag": "--medcpt-published-encoder"})
+    medcpt_published: bool = Field(default=False, json_schema_extra={"flag": "--medcpt-published-encoder"})
 
 
 class CustomEncoderOptions(RetrieverOptions):
     """``custom``: your encoder (``MODULE:OBJ``, or the object itself in Python), its batch size and similarity."""
 
-    encoder: Any = Field(None, json_schema_extra={"expected": "MODULE:OBJ (text) or an encoder object"})
+    encoder: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or an encoder object"})
     batch_size: Count | None = None
-    similarity: str | None = Field(None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
+    similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
 
     @field_validator("encoder")
     @classmethod
@@ -178,7 +178,7 @@ class EntryPointEncoderOptions(RetrieverOptions):
     """A package's encoder (entry point ``r2med.retrievers``): its batch size and similarity."""
 
     batch_size: Count | None = None
-    similarity: str | None = Field(None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
+    similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
 
     @field_validator("similarity")
     @classmethod
@@ -192,7 +192,7 @@ class EntryPointEncoderOptions(RetrieverOptions):
 class _ModelRuntime(RerankerOptions):
     batch_size: Count | None = None
     device: str | None = None
-    dtype: str | None = Field(None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
+    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
 
     @field_validator("dtype")
     @classmethod
@@ -204,10 +204,10 @@ class CrossEncoderOptions(_ModelRuntime):
     """A sequence-classification cross-encoder (``bge-reranker``, ``monobert``, or any model by id or folder)."""
 
     model: str | None = None
-    tokenizer: str | None = Field(None, json_schema_extra=SET)
-    revision: str | None = Field(None, json_schema_extra=SET)
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    revision: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
-    label: NonNegativeInt | None = Field(None, json_schema_extra=SET)
+    label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
 
 class AnyCrossEncoderOptions(CrossEncoderOptions):
@@ -223,45 +223,45 @@ class AnyCrossEncoderOptions(CrossEncoderOptions):
 class RankLlamaOptions(_ModelRuntime):
     """RankLLaMA: the base model, its LoRA adapter, the tokenizer, the pair length, whether to merge the adapter."""
 
-    base: str | None = Field(None, json_schema_extra=SET)
-    lora: str | None = Field(None, json_schema_extra=SET)
-    tokenizer: str | None = Field(None, json_schema_extra=SET)
+    base: str | None = Field(default=None, json_schema_extra=SET)
+    lora: str | None = Field(default=None, json_schema_extra=SET)
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
-    merge: bool | None = Field(None, json_schema_extra=SET)
+    merge: bool | None = Field(default=None, json_schema_extra=SET)
 
 
 class Qwen3Options(_ModelRuntime):
     """A Qwen3-Reranker checkpoint (yes/no logit scoring)."""
 
     model: str | None = None
-    tokenizer: str | None = Field(None, json_schema_extra=SET)
-    revision: str | None = Field(None, json_schema_extra=SET)
-    instruction: str | None = Field(None, json_schema_extra=SET)
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    revision: str | None = Field(default=None, json_schema_extra=SET)
+    instruction: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
 
 
 class _LlmClient(RerankerOptions):
     model: str | None = None
     base_url: str | None = None
-    api_key: str | None = Field(None, json_schema_extra=SECRET)
+    api_key: str | None = Field(default=None, json_schema_extra=SECRET)
     window: Annotated[int, Field(ge=2)] | None = None
     step: Count | None = None
     concurrency: Count | None = None
-    timeout: Positive | None = Field(None, json_schema_extra=SET)
-    max_retries: NonNegativeInt | None = Field(None, json_schema_extra=SET)
-    cache: bool | None = Field(None, json_schema_extra=SET)
-    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(None, json_schema_extra=SET)
-    max_tokens: Count | None = Field(None, json_schema_extra=SET)
-    backoff_base: NonNegative | None = Field(None, json_schema_extra=SET)
-    backoff_max: NonNegative | None = Field(None, json_schema_extra=SET)
-    seed: NonNegativeInt | None = Field(None, json_schema_extra=SET)
+    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+    cache: bool | None = Field(default=None, json_schema_extra=SET)
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
+    max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
 
 class ListwiseOptions(_LlmClient):
     """Listwise LLM reranking (RankGPT; ``with_scores``: InsertRank); ``model`` names the LLM at the endpoint."""
 
     with_scores: bool | None = None
-    max_passage_words: Count | None = Field(None, json_schema_extra=SET)
+    max_passage_words: Count | None = Field(default=None, json_schema_extra=SET)
 
     @model_validator(mode="after")
     def _needs_model(self) -> ListwiseOptions:
@@ -274,8 +274,8 @@ class ReasonRankOptions(_LlmClient):
     """ReasonRank behind an OpenAI-compatible endpoint (a preset names its checkpoint; ``reasonrank`` needs
     ``model``)."""
 
-    tokenizer: str | None = Field(None, json_schema_extra=SET)
-    max_passage_tokens: Count | None = Field(None, json_schema_extra=SET)
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    max_passage_tokens: Count | None = Field(default=None, json_schema_extra=SET)
 
 
 class AnyReasonRankOptions(ReasonRankOptions):
@@ -294,7 +294,7 @@ class AnyReasonRankOptions(ReasonRankOptions):
 class CustomScorerOptions(RerankerOptions):
     """``custom``: your scorer (``MODULE:OBJ``, or the object itself in Python)."""
 
-    scorer: Any = Field(None, json_schema_extra={"expected": "MODULE:OBJ (text) or a scorer object"})
+    scorer: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or a scorer object"})
 
     @field_validator("scorer")
     @classmethod
@@ -322,9 +322,9 @@ class EntryPointScorerOptions(RerankerOptions):
 class FusionOptions(Spec):
     """How runs are fused: the method, RRF's constant k, CombSUM/CombMNZ's normalisation, a weight per run."""
 
-    method: str = Field("rrf", json_schema_extra={"expected": "one of: " + ", ".join(m.value for m in FusionMethod)})
-    k: NonNegative = Field(60.0, json_schema_extra={"flag": "--rrf-k"})
-    norm: str = Field("minmax", json_schema_extra={"expected": "one of: " + ", ".join(n.value for n in Normalisation)})
+    method: str = Field(default="rrf", json_schema_extra={"expected": "one of: " + ", ".join(m.value for m in FusionMethod)})
+    k: NonNegative = Field(default=60.0, json_schema_extra={"flag": "--rrf-k"})
+    norm: str = Field(default="minmax", json_schema_extra={"expected": "one of: " + ", ".join(n.value for n in Normalisation)})
     weights: list[NonNegative] | None = None
 
     @field_validator("method")
@@ -343,4 +343,3 @@ class FusionOptions(Spec):
         if value is not None and not any(value):
             raise ValueError("at least one weight must be above 0")
         return value
-

@@ -119,23 +119,22 @@ def recorded(spec: type[Spec], name: str) -> bool:
 
 
 def _bounds(metadata: list[Any]) -> str:
-    lo = hi = None
+    lo: float | None = None
+    hi: float | None = None
     lo_open = hi_open = False
     for item in metadata:
         if isinstance(item, annotated_types.Ge):
-            lo = item.ge
+            lo = typing.cast(float, item.ge)  # r2med's bounds are numbers
         elif isinstance(item, annotated_types.Gt):
-            lo, lo_open = item.gt, True
+            lo, lo_open = typing.cast(float, item.gt), True
         elif isinstance(item, annotated_types.Le):
-            hi = item.le
+            hi = typing.cast(float, item.le)
         elif isinstance(item, annotated_types.Lt):
-            hi, hi_open = item.lt, True
+            hi, hi_open = typing.cast(float, item.lt), True
     return range_words(lo, hi, lo_open, hi_open)
 
 
-def range_words(
-    lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False
-) -> str:
+def range_words(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> str:
     """A range in words, after the kind of number: `` >= 0``, `` between 0 and 1``, `` > 0 and <= 1``."""
     if lo is not None and hi is not None and not lo_open and not hi_open:
         return f" between {lo:g} and {hi:g}"
@@ -246,7 +245,7 @@ def parse(spec: type[SpecT], values: Mapping[str, Any], origin: Origin) -> SpecT
 class RetrieverOptions(Spec):
     """What every retriever takes: ``cache`` (``--no-cache``: read and write no cached index or embeddings)."""
 
-    cache: bool = Field(True, json_schema_extra={"flag": "--no-cache"})
+    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
 
     def record(self) -> dict[str, Any]:
         """``metrics.json``'s ``options``: ``cache``, then every field set (secrets left out)."""

@@ -96,14 +96,14 @@ class EvaluateStep(Spec):
     """``r2med evaluate`` / ``[[retrievers]]``: one retriever with its options over tasks."""
 
     retriever: str
-    options: RetrieverOptions = Field(default_factory=RetrieverOptions)
+    options: RetrieverOptions = Field(default_factory=lambda: RetrieverOptions())
     top_k: Count = 100
     expansion: str | None = None
     expansion_file: PathField | None = None
     expansion_dir: PathField | None = None
     name: str | None = None
-    data: Data = Field(default_factory=Data)
-    output: Output = Field(default_factory=Output)
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
 
     @classmethod
     def of(cls, retriever: str, **values: Any) -> EvaluateStep:
@@ -121,12 +121,12 @@ class RerankStep(Spec):
 
     runs: tuple[PathField, ...]
     reranker: Any
-    options: RerankerOptions = Field(default_factory=RerankerOptions)
+    options: RerankerOptions = Field(default_factory=lambda: RerankerOptions())
     top_k: Count | None = None
     keep_tail: bool = True
     name: str | None = None
-    data: Data = Field(default_factory=Data)
-    output: Output = Field(default_factory=Output)
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
 
     @classmethod
     def of(cls, runs: Any, reranker: Any, **values: Any) -> RerankStep:
@@ -156,11 +156,11 @@ class FuseStep(Spec):
     """``r2med fuse`` / ``[[fusion]]``: several systems fused into one."""
 
     systems: tuple[PathField, ...]
-    options: FusionOptions = Field(default_factory=FusionOptions)
+    options: FusionOptions = Field(default_factory=lambda: FusionOptions())
     top_k: Count = 100
     name: str | None = None
-    data: Data = Field(default_factory=Data)
-    output: Output = Field(default_factory=Output)
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
 
     @classmethod
     def of(cls, systems: Any, **values: Any) -> FuseStep:
@@ -185,8 +185,8 @@ class ImportStep(Spec):
     runs: tuple[PathField, ...]
     name: str
     note: str | None = None
-    data: Data = Field(default_factory=Data)
-    output: Output = Field(default_factory=Output)
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
 
 
 class ExpandStep(Spec):
@@ -197,7 +197,7 @@ class ExpandStep(Spec):
     out: PathField
     llm_name: str | None = None
     base_url: str | None = None
-    api_key: str | None = Field(None, json_schema_extra={"record": False})
+    api_key: str | None = Field(default=None, json_schema_extra={"record": False})
     concurrency: Count = 16
     timeout: Annotated[float, Field(gt=0)] = 300.0
     max_retries: Annotated[int, Field(ge=0)] = 6
@@ -215,7 +215,7 @@ class ExpandStep(Spec):
     answer_tags: str | None = None
     cache: bool = True
     prompt_file: PathField | None = None
-    data: Data = Field(default_factory=Data)
+    data: Data = Field(default_factory=lambda: Data())
 
 
 class ExportStep(Spec):
@@ -233,7 +233,7 @@ class ExportStep(Spec):
 
 # -- the parse of a step whose options depend on what it runs ---------------------------------------------
 
-_NESTED = {"data": Data, "output": Output}
+_NESTED: dict[str, type[Spec]] = {"data": Data, "output": Output}
 
 
 def _split(
@@ -378,8 +378,9 @@ def step_kind(config: Mapping[str, Any]) -> StepKind:
     """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (a reranker's record, a
     fusion's, else an evaluate)."""
     kind = config.get("step")
-    if kind == "evaluate" or kind == "rerank" or kind == "fuse" or kind == "import":
-        return kind
+    for known in ("evaluate", "rerank", "fuse", "import"):
+        if kind == known:
+            return known
     if "imported" in config:
         return "import"
     if "reranker" in config:
