@@ -109,7 +109,7 @@ BAD_NUMBERS = [
 @pytest.mark.parametrize("base,option,value", BAD_NUMBERS, ids=[f"{b[0]} {o} {v}" for b, o, v in BAD_NUMBERS])
 def test_numeric_option_rejected_at_parse_time(base, option, value):
     message = one_line_error(run_r2med(*base, option, value)).removeprefix("error: ")
-    assert message.startswith(f"{option} must be ") and "\n" not in message
+    assert message.startswith(f"{option}: expected ") and "\n" not in message
     got = float(message.rsplit(", got ", 1)[1])
     assert got == float(value) or (math.isnan(got) and math.isnan(float(value)))
 

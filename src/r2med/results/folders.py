@@ -37,7 +37,7 @@ from ..infra.containment import task_folder
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
-from .record import METRICS_FILE, MetricsRecord, read_record, same_config
+from .record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def reuse(
                 "pass --name (or label in an experiment) to keep both, or --overwrite to replace them"
             )
         if (
-            not same_config(stored, wanted)
+            not same_config(stored, wanted, with_typed_options(stored.config or {}))
             or stored.dataset_fingerprint != collection.dataset_fingerprint
             or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
@@ -248,6 +248,23 @@ def reuse(
         )
     result.reused = True
     return result
+
+
+def with_typed_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """An evaluate record's ``options`` as its retriever's options type records them (an option a run did not
+    record had its default: ``r2med demo`` before schema 3 recorded none); any other record as it is, and options
+    this r2med's type refuses as recorded (such a record is never reused)."""
+    from ..retrieval.registry import RETRIEVERS
+    from ..spec.parse import Origin, SpecError, parse
+
+    options = config.get("options")
+    meta = RETRIEVERS.get(str(config.get("retriever")))
+    if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
+        return dict(config)
+    try:
+        return {**config, "options": parse(meta.options, options, Origin.python("a recorded config")).record()}
+    except SpecError:
+        return dict(config)
 
 
 class NameCollision(R2MedError):
@@ -303,7 +320,7 @@ class TaskFolder:
 
     @property
     def metrics(self) -> dict[str, Any]:
-        """The record as the plain ``metrics.json`` object (``schema_version`` 2)."""
+        """The record as the plain ``metrics.json`` object (``schema_version`` 3)."""
         return self.record.to_json()
 
     @property

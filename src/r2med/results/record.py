@@ -14,14 +14,13 @@ structured ``expansion``; :func:`upgrade_config_v2`: the ``step`` that made the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..errors import DataError, R2MedError
 
@@ -293,44 +292,52 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-2 (or upgraded version-1) ``config`` as schema 3 records it: the ``step`` that made it (read from
-    its keys: :func:`r2med.spec.steps.step_kind`), and an evaluate record's ``options`` as its retriever's options
-    type records them (an option a v2 run did not record had its default: ``r2med demo`` recorded none); a
-    reranked run's first stage is upgraded the same way.  Anything else is kept as it is (a new dict)."""
-    from ..spec.steps import step_kind
+#: what made a record: the ``step`` of its ``config`` (schema 3)
+StepKind = Literal["evaluate", "rerank", "fuse", "import"]
 
-    upgraded = dict(config)
-    kind = step_kind(upgraded)
-    upgraded = {"step": kind, **upgraded}
+
+def step_kind(config: Mapping[str, Any]) -> StepKind:
+    """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (an import's record, a
+    reranker's, a fusion's, else an evaluate)."""
+    kind = config.get("step")
+    for known in ("evaluate", "rerank", "fuse", "import"):
+        if kind == known:
+            return known
+    if "imported" in config:
+        return "import"
+    if "reranker" in config:
+        return "rerank"
+    if "fusion" in config:
+        return "fuse"
+    return "evaluate"
+
+
+def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-2 (or upgraded version-1) ``config`` as schema 3 records it: the ``step`` that made it first (read
+    from its keys: :func:`step_kind`), and the same for a reranked run's first stage and a fusion's inputs.
+    Anything else is kept as it is (a new dict).  (A retriever's ``options`` as its options type records them --
+    an option a v2 run did not record had its default -- are compared so when a folder is reused:
+    :func:`r2med.results.folders.reuse`.)"""
+    upgraded = {"step": step_kind(config), **config}
     first = upgraded.get("first_stage")
     if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping) and "step" not in first["config"]:
         upgraded["first_stage"] = {**first, "config": upgrade_config_v2(first["config"])}
     inputs = upgraded.get("inputs")
-    if kind == "fuse" and isinstance(inputs, list):
+    if upgraded["step"] == "fuse" and isinstance(inputs, list):
         upgraded["inputs"] = [
             {**item, "config": upgrade_config_v2(item["config"])}
             if isinstance(item, Mapping) and isinstance(item.get("config"), Mapping) and "step" not in item["config"]
             else item
             for item in inputs
         ]
-    if kind == "evaluate" and isinstance(upgraded.get("options"), Mapping):
-        from ..retrieval.registry import RETRIEVERS
-        from ..spec.parse import Origin, SpecError, parse
-
-        meta = RETRIEVERS.get(str(upgraded.get("retriever")))
-        if meta is not None:
-            # options this r2med's type refuses are kept as recorded (the record is never reused then)
-            with contextlib.suppress(SpecError):
-                upgraded["options"] = parse(meta.options, upgraded["options"], Origin.python("v2 record")).record()
     return upgraded
 
 
-def same_config(stored: MetricsRecord, config: Mapping[str, Any]) -> bool:
+def same_config(stored: MetricsRecord, config: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> bool:
     """Whether a finished folder's record was made with ``config`` (as this r2med records it): equal, or for a
     record of schema 2 or 1 (upgraded) equal on everything it recorded, ``config`` adding only the keys schema 3
-    added (:data:`V3_CONFIG_KEYS`)."""
-    recorded = stored.config
+    added (:data:`V3_CONFIG_KEYS`).  ``recorded``: the record's config as compared (default: as read)."""
+    recorded = stored.config if recorded is None else recorded
     if recorded is None:
         return False
     if stored.read_version >= 3:
@@ -371,5 +378,5 @@ def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
 def metrics_json(payload: Mapping[str, Any], where: str | os.PathLike[str]) -> str:
     """The text of ``metrics.json`` for ``payload`` (checked as a record; ``schema_version`` :data:`SCHEMA_VERSION`
     first, then the payload's keys in order): the one writer's serialisation."""
-    record = parse_record(dict(payload), where)
+    record = parse_record({**payload, "schema_version": SCHEMA_VERSION}, where)  # written as given: no upgrade
     return json.dumps(record.to_json(), indent=1) + "\n"

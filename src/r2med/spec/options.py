@@ -322,9 +322,9 @@ class EntryPointScorerOptions(RerankerOptions):
 class FusionOptions(Spec):
     """How runs are fused: the method, RRF's constant k, CombSUM/CombMNZ's normalisation, a weight per run."""
 
-    method: str = Field(default="rrf", json_schema_extra={"expected": "one of: " + ", ".join(m.value for m in FusionMethod)})
+    method: str = Field(default="rrf", json_schema_extra={"expected": "one of: " + ", ".join(FusionMethod)})
     k: NonNegative = Field(default=60.0, json_schema_extra={"flag": "--rrf-k"})
-    norm: str = Field(default="minmax", json_schema_extra={"expected": "one of: " + ", ".join(n.value for n in Normalisation)})
+    norm: str = Field(default="minmax", json_schema_extra={"expected": "one of: " + ", ".join(Normalisation)})
     weights: list[NonNegative] | None = None
 
     @field_validator("method")

@@ -19,13 +19,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
+from ..results.record import StepKind, step_kind
 from .options import FusionOptions
 from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
 PathField = Annotated[Path, Field(strict=False)]
-#: the kinds of steps, as ``metrics.json``'s ``config.step`` names them
-StepKind = Literal["evaluate", "rerank", "fuse", "import"]
 
 
 class Data(Spec):
@@ -372,19 +371,3 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
         return evaluate_step(values, Origin.python(f"the recorded config of {retriever!r}"))
     except SpecError:
         return None
-
-
-def step_kind(config: Mapping[str, Any]) -> StepKind:
-    """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (a reranker's record, a
-    fusion's, else an evaluate)."""
-    kind = config.get("step")
-    for known in ("evaluate", "rerank", "fuse", "import"):
-        if kind == known:
-            return known
-    if "imported" in config:
-        return "import"
-    if "reranker" in config:
-        return "rerank"
-    if "fusion" in config:
-        return "fuse"
-    return "evaluate"
