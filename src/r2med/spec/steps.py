@@ -17,9 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializeAsAny, field_validator
 
-from ..results.record import StepKind, step_kind
 from .options import FusionOptions
 from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
@@ -95,7 +94,7 @@ class EvaluateStep(Spec):
     """``r2med evaluate`` / ``[[retrievers]]``: one retriever with its options over tasks."""
 
     retriever: str
-    options: RetrieverOptions = Field(default_factory=lambda: RetrieverOptions())
+    options: SerializeAsAny[RetrieverOptions] = Field(default_factory=lambda: RetrieverOptions())
     top_k: Count = 100
     expansion: str | None = None
     expansion_file: PathField | None = None
@@ -120,7 +119,7 @@ class RerankStep(Spec):
 
     runs: tuple[PathField, ...]
     reranker: Any
-    options: RerankerOptions = Field(default_factory=lambda: RerankerOptions())
+    options: SerializeAsAny[RerankerOptions] = Field(default_factory=lambda: RerankerOptions())
     top_k: Count | None = None
     keep_tail: bool = True
     name: str | None = None
