@@ -43,7 +43,7 @@ from .options import (
     TrustRemoteCode,
     Wide,
     comma_list,
-    parse_set,
+    with_set,
 )
 
 
@@ -184,7 +184,7 @@ def evaluate_command(
     names = comma_list(retriever) if ray else [retriever]
     if name is not None and len(names) > 1:
         raise R2MedError(f"--name names one result, but --retriever lists {len(names)}")
-    values = dict(
+    named = dict(
         top_k=top_k,
         expansion=expansion,
         expansion_file=expansion_file,
@@ -214,8 +214,8 @@ def evaluate_command(
         trust_remote_code=trust_remote_code or None,
         medcpt_published=medcpt_published or None,
         encoder=encoder,
-        **parse_set(set_),
     )
+    values = with_set(named, set_)
     steps = [evaluate_step({"retriever": r, **values}, Origin.cli()) for r in names]  # the one parse, before any work
     check_output_dir(out)
     if not no_cache:

@@ -182,6 +182,17 @@ def parse_set(values: list[str] | None) -> dict[str, Any]:
     return options
 
 
+def with_set(values: Mapping[str, Any], pairs: list[str] | None) -> dict[str, Any]:
+    """``values`` (a command's options, None where not given) with the ``--set key=value`` pairs added; a key
+    that its own flag also set is a one-line error (one value per option)."""
+    merged = dict(values)
+    for key, value in parse_set(pairs).items():
+        if merged.get(key) is not None:
+            raise R2MedError(f"--set {key}: also given by its own flag; give it once")
+        merged[key] = value
+    return merged
+
+
 def parse_weights(text: str | None) -> list[float] | None:
     """``--weights 1,0.5`` -> [1.0, 0.5] (each finite and non-negative, one above 0)."""
     if not text:

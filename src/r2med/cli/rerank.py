@@ -24,8 +24,8 @@ from .options import (
     Revision,
     Tasks,
     at_least,
-    parse_set,
     parse_weights,
+    with_set,
 )
 
 
@@ -123,35 +123,37 @@ def rerank_command(
     from ..spec.steps import rerank_step
 
     step = rerank_step(
-        {
-            "runs": (run,),
-            "reranker": reranker,
-            "top_k": top_k,
-            "keep_tail": not top_k_only,
-            "name": name,
-            "tasks": tasks,
-            "data_dir": data_dir,
-            "revision": revision,
-            "strict": strict_data(ctx),
-            "out": out,
-            "measures": tuple(measure or ()),
-            "count_missing": count_missing,
-            "overwrite": overwrite,
-            # the reranker's own options (None: not set)
-            "batch_size": batch_size,
-            "max_length": max_length,
-            "device": device,
-            "dtype": dtype,
-            "model": model,
-            "base_url": base_url,
-            "api_key": api_key,
-            "window": window,
-            "step": step_,
-            "with_scores": with_scores or None,
-            "concurrency": concurrency,
-            "scorer": scorer,
-            **parse_set(set_),
-        },
+        with_set(
+            {
+                "runs": (run,),
+                "reranker": reranker,
+                "top_k": top_k,
+                "keep_tail": not top_k_only,
+                "name": name,
+                "tasks": tasks,
+                "data_dir": data_dir,
+                "revision": revision,
+                "strict": strict_data(ctx),
+                "out": out,
+                "measures": tuple(measure or ()),
+                "count_missing": count_missing,
+                "overwrite": overwrite,
+                # the reranker's own options (None: not set)
+                "batch_size": batch_size,
+                "max_length": max_length,
+                "device": device,
+                "dtype": dtype,
+                "model": model,
+                "base_url": base_url,
+                "api_key": api_key,
+                "window": window,
+                "step": step_,
+                "with_scores": with_scores or None,
+                "concurrency": concurrency,
+                "scorer": scorer,
+            },
+            set_,
+        ),
         Origin.cli(),
     )
     for done in rerank_folder(step):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, did_you_mean
 from ..evaluation.metrics import HEADLINE
+from ..results.record import StepKind
 from ..spec.options import FusionOptions
 from ..spec.parse import Origin, Spec, SpecError, field_names
 from ..spec.steps import (
@@ -39,7 +40,6 @@ from ..spec.steps import (
     ImportStep,
     Output,
     RerankStep,
-    StepKind,
     evaluate_step,
     flat,
     fuse_step,
@@ -660,13 +660,7 @@ def run_experiment(
             results = fuse_folders(spec.model_copy(update={**update, "output": output})).results
         else:
             chosen = _refs_of(spec, refs)
-            data = Data(
-                tasks=tuple(r.name for r in chosen),
-                data_dir=exp.dirs[0] if len(exp.dirs) == 1 else None,
-                revision=exp.revision,
-                strict=strict,
-            )
-            results = import_files(spec.model_copy(update={"data": data, "output": output})).results
+            results = import_files(spec.model_copy(update={"output": output}), chosen).results
         outcome = StepOutcome(step, len(results), sum(1 for r in results if r.reused))
         outcomes.append(outcome)
         if on_step is not None:

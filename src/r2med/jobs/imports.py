@@ -220,9 +220,10 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
     return result
 
 
-def import_files(step: ImportStep) -> SystemResults:
+def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> SystemResults:
     """``r2med import`` / ``[[imports]]``: every run file checked first (nothing is written when one is bad),
-    matched to its task (:func:`assign_tasks`), then scored and written to ``out/<name>/<task>/``."""
+    matched to its task (:func:`assign_tasks`; among ``refs``, default: the step's data), then scored and written
+    to ``out/<name>/<task>/``."""
     from ..data import resolve
     from ..data.resolve import _asked
     from ..infra.containment import check_output_dir
@@ -235,7 +236,8 @@ def import_files(step: ImportStep) -> SystemResults:
     read = [read_run_file(f) for f in step.runs]
     data = step.data
     tasks = data.task_text
-    refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict)
+    if refs is None:
+        refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict)
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
     results = []
     for file, collection in pairs:

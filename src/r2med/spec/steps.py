@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializeAsAny, field_validator
 
+from ..results.record import step_kind
 from .options import FusionOptions
 from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
@@ -67,7 +68,7 @@ class Output(Spec):
     judged queries count as 0, whether finished folders are recomputed."""
 
     out: PathField | None = None
-    measures: tuple[str, ...] = ()
+    measures: tuple[str, ...] = Field(default=(), json_schema_extra={"flag": "--measure"})
     count_missing: bool = False
     overwrite: bool = False
 
@@ -117,11 +118,11 @@ class EvaluateStep(Spec):
 class RerankStep(Spec):
     """``r2med rerank`` / ``[[rerank]]``: a reranker with its options over the runs of first-stage systems."""
 
-    runs: tuple[PathField, ...]
+    runs: tuple[PathField, ...] = Field(json_schema_extra={"flag": "--run"})
     reranker: Any
     options: SerializeAsAny[RerankerOptions] = Field(default_factory=lambda: RerankerOptions())
     top_k: Count | None = None
-    keep_tail: bool = True
+    keep_tail: bool = Field(default=True, json_schema_extra={"flag": "--top-k-only"})  # the flag sets it false
     name: str | None = None
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
@@ -211,7 +212,7 @@ class ExpandStep(Spec):
     search_tags: str | None = None
     result_tags: str | None = None
     answer_tags: str | None = None
-    cache: bool = True
+    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
     prompt_file: PathField | None = None
     data: Data = Field(default_factory=lambda: Data())
 
