@@ -27,7 +27,7 @@ from ..evaluation.metrics import Metrics, evaluate
 from ..infra import progress
 from ..infra.containment import plain_name, system_folder
 from ..infra.home import fingerprint_texts
-from ..results.folders import TaskResult, finish_task, reuse
+from ..results.folders import TaskResult, file_fingerprint, finish_task, reuse
 from ..retrieval.base import QueryText, index_collection
 from ..spec.parse import RetrieverOptions
 from ..spec.steps import EvaluateStep
@@ -139,6 +139,9 @@ def run_task(collection: Collection, job: Plan | EvaluateStep, out: str | Path |
         "queries_fingerprint": queries_fingerprint(queries),
         **({"split": collection.split} if collection.split is not None else {}),
     }
+    expanded = config["expansion"].get("file") if isinstance(config["expansion"], Mapping) else None
+    if expanded is not None and Path(expanded).is_file():  # the content of the expansion file read (schema 3)
+        config["expansion_fingerprint"] = file_fingerprint(expanded)
     if collection.corpus_repeats and getattr(retriever_, "indexes_repeats", False):
         config["corpus_repeats"] = len(collection.corpus_repeats)  # indexed too: the corpus read as a list
     reused = reuse(out, config, collection, output.measures, output.count_missing, output.overwrite)

@@ -68,10 +68,10 @@ def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
 
 #: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``);
 #: 3: ``config`` is the step spec (:mod:`r2med.spec.steps`: its ``step`` kind, and a reranker's ``options``) with
-#: the facts of the run beside it
+#: the facts of the run beside it (and the content fingerprint of an expansion file read: ``expansion_fingerprint``)
 SCHEMA_VERSION: Final = 3
 #: the keys of ``config`` schema 3 added to what version 2 recorded (a v2 record is reused on everything it holds)
-V3_CONFIG_KEYS: Final = frozenset({"step", "options"})
+V3_CONFIG_KEYS: Final = frozenset({"step", "options", "expansion_fingerprint"})
 #: the fields of a record, in the order r2med writes them (``schema_version`` comes first)
 FIELDS: Final = (
     "task",
