@@ -178,7 +178,9 @@ def kind_of(spec: EvaluateStep | RerankStep | FuseStep | ImportStep) -> StepKind
     return "fuse" if isinstance(spec, FuseStep) else "import"
 
 
-def exp_data(exp: Experiment | None = None, dirs: Sequence[Path] = (), revision: str | None = None) -> dict[str, Any]:
+def exp_data(
+    exp: Experiment | None = None, dirs: Sequence[Path] = (), revision: str | None = None
+) -> dict[str, object]:
     """What an evaluate step of the experiment reads beside its tasks: the one data folder (where expansion files
     are looked for, as ``--data-dir``) and the hub revision."""
     if exp is not None:
@@ -340,7 +342,7 @@ class Reader:
     def __init__(self, shown: str, base: Path) -> None:
         self.shown = shown
         self.base = base
-        self.read_data: dict[str, Any] = {}
+        self.read_data: dict[str, object] = {}
 
     def fail(self, where: str, message: str) -> ExperimentError:
         return ExperimentError(f"{self.shown}: {where + ': ' if where else ''}{message}")
@@ -381,7 +383,7 @@ class Reader:
                 f"unknown option '{bad[0]}'{did_you_mean(bad[0], allowed)}; it takes: {', '.join(allowed)}{extra}",
             )
 
-    def table(self, raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    def table(self, raw: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
         value = raw.get(key, [])
         if isinstance(value, Mapping):
             value = [value]
@@ -396,13 +398,13 @@ class Reader:
             raise self.fail(where, f"{key}: expected a system name or a list of them, got {value!r}")
         return tuple(value)
 
-    def values(self, entry: Mapping[str, Any], kind: StepKind, where: str, own: Sequence[str]) -> dict[str, Any]:
+    def values(self, entry: Mapping[str, object], kind: StepKind, where: str, own: Sequence[str]) -> dict[str, object]:
         """A table's keys checked (the step's, then the options ``own`` of what it runs), spelled as the step's
         fields, paths read against the file's folder."""
         keys = FILE_KEYS[kind]
         allowed = [*keys, *(k for k in own if k not in keys)]
         self.unknown(where, list(entry), allowed, extra=f" (options of what it runs: {', '.join(own) or 'none'})")
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for key, value in entry.items():
             if key in PATH_KEYS:
                 value = str(self.path(value, where, key))
@@ -414,7 +416,7 @@ class Reader:
         return values
 
     # -- the file's parts ----------------------------------------------------------------------------------
-    def experiment(self, raw: Mapping[str, Any], source: Path) -> Experiment:
+    def experiment(self, raw: Mapping[str, object], source: Path) -> Experiment:
         self.unknown("", list(raw), TOP_LEVEL)
         if "out" not in raw:
             raise self.fail("", "missing key 'out' (the results root, e.g. out = \"results\")")
@@ -455,7 +457,7 @@ class Reader:
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
 
-    def retriever(self, entry: Mapping[str, Any], index: int) -> Step:
+    def retriever(self, entry: Mapping[str, object], index: int) -> Step:
         from ..retrieval.registry import retriever_meta
 
         where = f"{TABLES['evaluate']} {index}"
@@ -476,7 +478,7 @@ class Reader:
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
 
-    def imported(self, entry: Mapping[str, Any], index: int) -> Step:
+    def imported(self, entry: Mapping[str, object], index: int) -> Step:
         where = f"{TABLES['import']} {index}"
         values = self.values(entry, "import", where, ())
         if "runs" in values:
@@ -488,7 +490,7 @@ class Reader:
         spec = self._step(lambda: flat(values, ImportStep, self.origin(where, "import")), where)
         return self._made(step_of, spec, index, where)
 
-    def rerank(self, entry: Mapping[str, Any], index: int, out: Path) -> list[Step]:
+    def rerank(self, entry: Mapping[str, object], index: int, out: Path) -> list[Step]:
         from ..reranking.base import reranker_meta
 
         where = f"{TABLES['rerank']} {index}"
@@ -514,7 +516,7 @@ class Reader:
             steps.append(self._made(step_of, spec, index, where))
         return steps
 
-    def fusion(self, entry: Mapping[str, Any], index: int, out: Path) -> Step:
+    def fusion(self, entry: Mapping[str, object], index: int, out: Path) -> Step:
         from ..runs.fusion import check_fusion
 
         where = f"{TABLES['fuse']} {index}"
@@ -587,10 +589,10 @@ class StepOutcome:
     reused: int
 
 
-def _settings(step: Step) -> dict[str, Any]:
+def _settings(step: Step) -> dict[str, object]:
     """What ``--dry-run`` shows of a step: the values set in its spec (its options included), not its data/output."""
     spec = step.spec
-    shown: dict[str, Any] = {}
+    shown: dict[str, object] = {}
     for name in field_names(type(spec)):
         if name in ("data", "output", "runs", "systems", "retriever", "reranker", "name", "options"):
             continue

@@ -15,7 +15,6 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..data import Collection, TaskRef
 from ..infra.containment import system_folder
@@ -32,7 +31,7 @@ class MatrixJob:
     """One (step, task) cell of a matrix.  The step travels as its values (``EvaluateStep.model_dump()``) and
     the worker rebuilds it through the one parse (:func:`r2med.spec.steps.evaluate_step`), as every edge does."""
 
-    values: Mapping[str, Any]
+    values: Mapping[str, object]
     task: str
     load: Callable[[], Collection]
 

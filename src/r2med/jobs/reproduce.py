@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.tasks import TASK_NAMES, get_task
 from ..errors import R2MedError
@@ -38,7 +38,7 @@ from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
     from ..data import Collection
-    from ..reranking.base import RerankerMeta
+    from ..reranking.base import Reranker, RerankerMeta
     from ..results.folders import TaskResult
     from ..retrieval.registry import RetrieverMeta
 
@@ -143,7 +143,7 @@ class Environment:
         return hub_problem() is None
 
     @cached_property
-    def retrievers(self) -> dict[str, Any]:
+    def retrievers(self) -> dict[str, RetrieverMeta]:
         from ..retrieval.registry import all_retrievers
 
         try:
@@ -323,7 +323,7 @@ def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]
     return out
 
 
-def paper_options(retriever: str) -> dict[str, Any]:
+def paper_options(retriever: str) -> dict[str, object]:
     """The options a reproduction runs ``retriever`` with: the paper's values of those it records
     (BM25's k1 and b; MedCPT's ``medcpt_published``, the Article encoder for queries as the published
     code did; nothing for the others, whose defaults are the paper's), and the opt-in to its hub
@@ -347,7 +347,7 @@ def _load(task: str, env: Environment) -> Collection:
 
 
 def _rerank_target(
-    target: Target, coll: Collection, out: Path, rerankers: dict[str, Any], overwrite: bool
+    target: Target, coll: Collection, out: Path, rerankers: dict[str, Reranker], overwrite: bool
 ) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
@@ -391,8 +391,8 @@ def run_matrix(
 
     out = Path(out)
     outcomes: list[Outcome] = []
-    collections: dict[str, Any] = {}
-    rerankers: dict[str, Any] = {}
+    collections: dict[str, Collection] = {}
+    rerankers: dict[str, Reranker] = {}
     for p in planned:
         target = p.target
         tol = None if not target.graded else tolerance if tolerance is not None else tolerance_of(target.key)

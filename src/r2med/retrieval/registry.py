@@ -93,11 +93,11 @@ class RetrieverMeta:
         return TOLERANCES[self.tolerance]
 
     @property
-    def defaults(self) -> dict[str, Any]:
+    def defaults(self) -> dict[str, object]:
         """The values its options type gives the options a run does not set (BM25's k1, b, analyzer)."""
         return {k: v for k, v in self.options.model_construct().given().items() if k != "cache"}
 
-    def parse_options(self, options: Mapping[str, Any], origin: Origin | None = None) -> RetrieverOptions:
+    def parse_options(self, options: Mapping[str, object], origin: Origin | None = None) -> RetrieverOptions:
         """``options`` as its options type (None: not set); a value it does not take is one
         :class:`~r2med.spec.parse.SpecError` line naming ``origin`` (default: ``make_retriever('<name>')``)."""
         return parse(self.options, options, origin or Origin.python(f"make_retriever({self.name!r})"))
