@@ -165,7 +165,7 @@ def evaluate_command(
         None,
         "--set",
         help="Other options of the retriever as key=value (e.g. query_instruction=..., chunk_size=4096); "
-        "`r2med models RETRIEVER` lists them.",
+        "one it does not take is refused with the list of those it takes.",
     ),
     ray: Ray = False,
     ray_address: RayAddress = None,

@@ -215,7 +215,7 @@ def reuse(
                 "pass --name (or label in an experiment) to keep both, or --overwrite to replace them"
             )
         if (
-            not same_config(stored, wanted, with_typed_options(stored.config or {}))
+            not same_config(stored, compared(wanted), compared(recorded_as_v3(stored)))
             or stored.dataset_fingerprint != collection.dataset_fingerprint
             or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
@@ -250,13 +250,26 @@ def reuse(
     return result
 
 
-def with_typed_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """An evaluate record's ``options`` as its retriever's options type records them (an option a run did not
-    record had its default: ``r2med demo`` before schema 3 recorded none); any other record as it is, and options
-    this r2med's type refuses as recorded (such a record is never reused)."""
+def compared(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What reuse compares of a recorded ``config``: all of it, but for a reranked run its reranker's record (what
+    the options resolved to: the model, tokenizer, lengths, label, dtype...) rather than the options as written
+    (``--model`` naming the preset's own checkpoint is the same reranker)."""
+    if step_kind(config) == "rerank":
+        return {k: v for k, v in config.items() if k != "options"}
+    return dict(config)
+
+
+def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
+    """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
+    ``options`` as its retriever's options type records them (an option a run did not record had its default:
+    ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
+    never reused)."""
     from ..retrieval.registry import RETRIEVERS
     from ..spec.parse import Origin, SpecError, parse
 
+    config = stored.config or {}
+    if stored.read_version >= 3:
+        return dict(config)
     options = config.get("options")
     meta = RETRIEVERS.get(str(config.get("retriever")))
     if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:

@@ -19,7 +19,7 @@ out of the record (``metrics.json``'s ``options``), as it always was.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -49,6 +49,8 @@ def _choice(value: Any, choices: tuple[str, ...], what: str, fold: bool = False)
 SET: dict[str, Any] = {"flag": "--set"}
 #: an API key: set, never recorded
 SECRET: dict[str, Any] = {"record": False}
+#: an endpoint: recorded without the credentials a URL may hold
+REDACTED: dict[str, Any] = {"record": "redact"}
 
 
 class Bm25Options(RetrieverOptions):
@@ -88,18 +90,18 @@ class EncoderOptions(RetrieverOptions):
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
     query_instruction: str | None = Field(default=None, json_schema_extra=SET)
     doc_instruction: str | None = Field(default=None, json_schema_extra=SET)
-    expansion_instruction: str | None = Field(default=None, json_schema_extra=SET)
+    expansion_instruction: Literal["none", "query"] | None = Field(default=None, json_schema_extra=SET)
     append_eos: bool | None = Field(default=None, json_schema_extra=SET)
     doc_as_pair: bool | None = Field(default=None, json_schema_extra=SET)
     loader: str | None = Field(default=None, json_schema_extra={**SET, "expected": "one of: " + ", ".join(LOADERS)})
-    framing: Any = Field(default=None, json_schema_extra={**SET, "expected": "a framing record"})
+    framing: str | None = Field(default=None, json_schema_extra={**SET, "expected": "a framing (bos+eos, eos...)"})
     chunk_size: Count | None = Field(default=None, json_schema_extra=SET)
     ignore_identical_ids: bool | None = Field(default=None, json_schema_extra=SET)
-    faiss: bool | None = Field(default=None, json_schema_extra=SET)
+    faiss: str | None = Field(default=None, json_schema_extra={**SET, "expected": "a FAISS index factory string"})
     token_budget: Count | None = Field(default=None, json_schema_extra=SET)
     search_chunk: Count | None = Field(default=None, json_schema_extra=SET)
     api_key: str | None = Field(default=None, json_schema_extra={**SET, **SECRET})
-    base_url: str | None = Field(default=None, json_schema_extra=SET)
+    base_url: str | None = Field(default=None, json_schema_extra={**SET, **REDACTED})
     timeout: Positive | None = Field(default=None, json_schema_extra=SET)
     max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
     backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
@@ -242,14 +244,14 @@ class Qwen3Options(_ModelRuntime):
 
 class _LlmClient(RerankerOptions):
     model: str | None = None
-    base_url: str | None = None
+    base_url: str | None = Field(default=None, json_schema_extra=REDACTED)
     api_key: str | None = Field(default=None, json_schema_extra=SECRET)
     window: Annotated[int, Field(ge=2)] | None = None
     step: Count | None = None
     concurrency: Count | None = None
     timeout: Positive | None = Field(default=None, json_schema_extra=SET)
     max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
-    cache: bool | None = Field(default=None, json_schema_extra=SET)
+    cache: bool | str | None = Field(default=None, json_schema_extra={**SET, "expected": "true, false or a file"})
     temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
     max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
     backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)

@@ -115,6 +115,15 @@ def recorded(spec: type[Spec], name: str) -> bool:
     return field_extra(spec, name, "record") is not False
 
 
+def as_recorded(spec: type[Spec], name: str, value: Any) -> Any:
+    """``value`` of field ``name`` as ``metrics.json`` records it: an endpoint's URL without its credentials."""
+    if field_extra(spec, name, "record") == "redact" and isinstance(value, str):
+        from ..infra.redact import redact_url
+
+        return redact_url(value)
+    return value
+
+
 # -- the words of an error ------------------------------------------------------------------------------
 
 
@@ -249,9 +258,10 @@ class RetrieverOptions(Spec):
 
     def record(self) -> dict[str, Any]:
         """``metrics.json``'s ``options``: ``cache``, then every field set (secrets left out)."""
+        kind = type(self)
         return {
             "cache": self.cache,
-            **{k: v for k, v in self.given().items() if k != "cache" and recorded(type(self), k)},
+            **{k: as_recorded(kind, k, v) for k, v in self.given().items() if k != "cache" and recorded(kind, k)},
         }
 
 
@@ -260,7 +270,8 @@ class RerankerOptions(Spec):
 
     def record(self) -> dict[str, Any]:
         """The fields set, as recorded (secrets left out)."""
-        return {k: v for k, v in self.given().items() if recorded(type(self), k)}
+        kind = type(self)
+        return {k: as_recorded(kind, k, v) for k, v in self.given().items() if recorded(kind, k)}
 
 
 def field_names(spec: type[Spec]) -> tuple[str, ...]:
