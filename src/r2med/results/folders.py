@@ -556,6 +556,26 @@ def task_order(systems: Iterable[System]) -> list[str]:
     return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]
 
 
+def split_columns(systems: list[System]) -> list[System]:
+    """Each split of a task a column of its own: a task some system ran on another split than ``test`` is
+    keyed ``<task> (<split>)`` in every system (``nfcorpus (dev)``, ``nfcorpus (test)``), so the dev and test
+    results of one BEIR folder are never averaged, ranked or compared as one column; a task run on ``test``
+    only keeps its name (a record naming no split ran on ``test``: R2MED's hub tasks).  The
+    :class:`TaskFolder` s keep their task name (where the data is found)."""
+    from ..data.loaders import DEFAULT_SPLIT
+
+    splits: dict[str, set[str]] = {}
+    for system in systems:
+        for task, folder in system.tasks.items():
+            splits.setdefault(task, set()).add(folder.record.split or DEFAULT_SPLIT)
+    for system in systems:
+        system.tasks = {
+            (task if splits[task] == {DEFAULT_SPLIT} else f"{task} ({folder.record.split or DEFAULT_SPLIT})"): folder
+            for task, folder in system.tasks.items()
+        }
+    return systems
+
+
 @dataclass
 class Summary:
     """What a summary table shows beside a job's results."""
