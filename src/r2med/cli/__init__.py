@@ -73,7 +73,7 @@ class R2MedGroup(TyperGroup):
         "...": click cuts it to the line's width)."""
         rows = []
         for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)  # type: ignore[arg-type]
+            command: Any = self.get_command(ctx, name)
             if command is not None and not getattr(command, "hidden", False):
                 rows.append((name, command.get_short_help_str(limit=10_000)))
         if rows:
