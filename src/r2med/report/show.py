@@ -90,7 +90,8 @@ class QueryView:
         console = _recording_console(width=140)
         for part in view_renderables(self):
             console.print(part)
-        return console.export_html(inline_styles=True)
+        page: str = console.export_html(inline_styles=True)
+        return page
 
 
 def _recording_console(width: int) -> Any:
