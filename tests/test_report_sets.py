@@ -311,7 +311,7 @@ def test_scatter_is_x100_and_refuses_a_system_without_per_query_values(root, tmp
     )
     assert [v for p in points for v in p] == pytest.approx([v for p in expected for v in p])
     assert ax.get_xlabel() == "alpha (nDCG@10 x100)" and ax.get_xlim()[1] > 100
-    with pytest.raises(R2MedError, match="empty: no per-query nDCG@10 in its metrics.json"):
+    with pytest.raises(R2MedError, match=r"empty: no per-query nDCG@10 in its metrics\.json"):
         scatter_figure({**VALUES, "empty": {"T1": {}}}, "alpha", "empty", "ndcg_cut_10")
     write_system(root, "nopq", {"T1": {}})
     res = run_r2med("plot", str(root), "--kind", "scatter", "-s", "alpha,nopq", "-o", str(tmp_path / "s.png"))

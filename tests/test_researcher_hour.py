@@ -37,7 +37,7 @@ def _ranks(run_file: Path, query: str) -> list[str]:
 
 
 def test_show_one_query_as_the_inspector_does(runs):
-    out, data = runs
+    out, _data = runs
     res = run_r2med("show", str(out), "--query", "q1", "-k", "3", "--format", "json")
     assert res.returncode == 0, res.stderr
     view = json.loads(res.stdout)
@@ -76,7 +76,7 @@ def test_show_from_python_and_a_notebook(runs):
 
 
 def test_score_says_when_its_files_look_swapped(runs, tmp_path):
-    out, data = runs
+    out, _data = runs
     run = out / "bm25" / "mine" / "run.trec"
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in QRELS.items() for d, g in docs.items()))
@@ -99,7 +99,7 @@ def test_a_mistyped_folder_gets_a_suggestion(runs, tmp_path):
 def test_import_run_repr_is_a_summary(runs):
     import r2med
 
-    out, data = runs
+    _out, data = runs
     coll = load_folder(data)
     run = {q: {d: float(i) for i, d in enumerate(DOCS)} for q in QUERIES}
     result = r2med.import_run(run, coll, name="mine")
