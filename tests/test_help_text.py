@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from conftest import run_r2med
 from r2med.cli import app
@@ -35,9 +34,9 @@ COMMANDS = _commands()
 
 
 def _help(path: list[str]) -> str:
-    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": str(WIDTH)}, terminal_width=WIDTH)
-    assert result.exit_code == 0, result.output
-    return result.output
+    result = run_r2med(*path, "--help", env={"COLUMNS": str(WIDTH)})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def _flat(text: str) -> str:
