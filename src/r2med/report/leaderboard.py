@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING
 
 from .board import AVERAGE, BoardCell, Leaderboard, Row, build_leaderboard
-from .format import FLAG, GAP, check_format, records_text
+from .format import FLAG, check_format, records_text
 from .layout import compact_table, fitted, short_legend
 
 if TYPE_CHECKING:
@@ -151,8 +151,3 @@ def render_board(board: Leaderboard, fmt: str) -> str:
     if fmt == "latex":
         return leaderboard_latex(board)
     return to_json(board)
-
-
-def gap_or(cell: BoardCell) -> str:
-    """A cell's value as text, :data:`~r2med.report.format.GAP` without one."""
-    return GAP if cell.value is None else f"{cell.value:.2f}"

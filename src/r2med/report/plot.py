@@ -170,6 +170,7 @@ def _grouped_bars(
     if ticks is not None:
         handles.append(ticks)
         labels.append("published")
+    ax.set_xlim(-0.5, len(groups) - 0.5)  # every slot inside the axes, a gap's n/a too
     ax.set_xticks(range(len(groups)))
     tilted = len(groups) > 3 or max(map(len, groups), default=0) > 10
     ax.set_xticklabels(groups, rotation=30 if tilted else 0, ha="right" if tilted else "center")
