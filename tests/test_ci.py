@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import unavailable
 
 ROOT = Path(__file__).resolve().parents[1]

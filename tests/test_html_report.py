@@ -20,6 +20,7 @@ from typing import IO
 
 import pytest
 
+from conftest import unavailable
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import run_task
@@ -28,7 +29,6 @@ from r2med.report import build_leaderboard
 from r2med.report.html import write_html
 from r2med.results.folders import find_systems as load_systems
 from r2med.runs.run import read_trec
-from conftest import unavailable
 from test_report import QUERIES, make_runs
 
 HYDOC = {
