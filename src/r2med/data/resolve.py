@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ..errors import PATH_CHARS, R2MedError, did_you_mean, shown
+from ..errors import PATH_CHARS, R2MedError, did_you_mean, did_you_mean_folder, shown
 from .collection import Collection
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
 from .tasks import TASK_NAMES, get_task, parse_tasks
@@ -148,7 +148,7 @@ def resolve(
             )
         return [TaskRef.in_folder(root.name, root, split=split, strict=strict)]
     if not root.is_dir():
-        raise R2MedError(f"--data-dir {data_dir}: no such folder")
+        raise R2MedError(f"--data-dir {data_dir}: no such folder{did_you_mean_folder(Path(data_dir).expanduser())}")
     folders = collection_folders(root)
     if not folders:
         raise R2MedError(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import shown
+from ..errors import R2MedError, shown
 from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
 from ..infra import progress
 from ..infra.containment import plain_name
@@ -259,12 +259,29 @@ def score_files(
         log.info("scoring %s against %s", run, qrels)
     check_input_file(qrels, "qrels")
     check_input_file(run, "run")
-    judged = read_qrels(qrels, strict=strict)
+    try:
+        judged = read_qrels(qrels, strict=strict)
+    except R2MedError as exc:
+        if _reads_as(read_trec, qrels) and _reads_as(read_qrels, run):
+            raise R2MedError(
+                f"{exc}; the two files look swapped ({qrels} reads as a run, {run} as judgments): "
+                f"`r2med score` takes the judgments first, then the run: r2med score {run} {qrels}"
+            ) from None
+        raise
     ranked = read_trec(run)
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
     return evaluate(ranked, judged, measures=measures, count_missing=count_missing)
+
+
+def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:
+    """Whether ``reader`` reads ``path`` without an error (which file a swapped pair of arguments is)."""
+    try:
+        reader(path)
+    except (R2MedError, OSError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def demo_out(out: str | Path | None = None) -> Path:

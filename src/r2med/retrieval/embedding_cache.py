@@ -207,7 +207,7 @@ class EmbeddingCache:
             if verdict is None:
                 log.warning(
                     "embedding cache %s was checksummed with %s, which this installation lacks "
-                    "(pip install xxhash); re-encoding",
+                    "(pip install 'r2med[dense]', which brings xxhash); re-encoding",
                     self.path,
                     str(expected).partition(":")[0],
                 )
