@@ -939,3 +939,18 @@ def test_a_deeply_nested_memo_is_no_traceback_from_the_cli(dirs, tmp_path):
     res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert "hub-verified.json is damaged (nested too deeply); discarded" in res.stderr
+
+
+def test_a_memo_or_key_that_is_no_regular_file_never_hangs(dirs, tmp_path):
+    """A memo linked to /dev/zero (endless bytes) and a key that is a FIFO (a read blocks): each is set aside,
+    the files are hashed, the command finishes (a hang would hit the subprocess timeout)."""
+    cache, home = dirs
+    fill_hf_cache(cache, "R2MED/Biology", r2med_task_files(), PIN)
+    home.mkdir(parents=True)
+    (home / "hub-verified.json").symlink_to("/dev/zero")
+    os.mkfifo(home / "hub-verified.key")
+    res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True, timeout=60)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "hub-verified.json is damaged" in res.stderr
+    assert (home / "hub-verified.json").is_file() and not (home / "hub-verified.json").is_symlink()
+    assert Path("/dev/zero").exists()  # the link was removed, not its target

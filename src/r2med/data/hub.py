@@ -353,7 +353,7 @@ def _answered_commit(exc: BaseException) -> str | None:
     for link in _cause_chain(exc):
         headers = getattr(getattr(link, "response", None), "headers", None)
         commit = headers.get("X-Repo-Commit") if headers is not None else None
-        if isinstance(commit, str) and commit:
+        if isinstance(commit, str) and is_commit(commit):
             return commit
     return None
 
@@ -484,7 +484,7 @@ def _ask(repo_id: str, files: tuple[str, ...], revision: str, repo_type: str) ->
             commit = commit or _answered_commit(exc)
             continue
         found = getattr(meta, "commit_hash", None)
-        commit = commit or (found if isinstance(found, str) and found else None)
+        commit = commit or (found if isinstance(found, str) and is_commit(found) else None)
         if commit is not None:
             _PRESENT.add((repo_type, repo_id, commit, name))
     if commit is not None and commit != revision:

@@ -32,6 +32,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -81,10 +82,23 @@ def _home() -> Path:
 # -- the key ----------------------------------------------------------------------------------------
 
 
+def _read_small(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most ``limit`` (more is a ValueError); a link, a FIFO or a device is an OSError
+    or a ValueError, never a hang on ``/dev/zero`` or a pipe."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"more than {limit:,} bytes, more than r2med ever writes")
+    return data
+
+
 def _read_key() -> bytes | None:
     try:
-        key = (_home() / KEY_FILE).read_bytes()
-    except OSError:
+        key = _read_small(_home() / KEY_FILE, _KEY_BYTES)
+    except (OSError, ValueError):
         return None
     return key if len(key) == _KEY_BYTES else None
 
@@ -147,9 +161,7 @@ def _read_memo() -> dict[str, VerifiedBlob]:
 
     path = _home() / VERIFIED_FILE
     try:
-        if path.stat().st_size > MAX_MEMO_BYTES:
-            raise ValueError(f"{path.stat().st_size:,} bytes, more than r2med ever writes")
-        data = parse_json(path.read_bytes())
+        data = parse_json(_read_small(path, MAX_MEMO_BYTES))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -226,6 +238,8 @@ def content_hash(path: str | os.PathLike[str], algorithm: str) -> str:
 
 def _observe(blob: Path) -> dict[str, Any]:
     info = blob.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(f"{blob} is not a regular file")
     return {
         "size": info.st_size,
         "mtime_ns": info.st_mtime_ns,
