@@ -214,15 +214,13 @@ def run_tasks(
 def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[TaskRef], str | None]:
     """What ``r2med demo`` runs: R2MED's 8 tasks from the hub; when the hub cannot be reached (only then:
     a missing file or revision is an error), the built-in demo collection, with the reason."""
-    from ..data import resolve
-    from ..data.hub import HubUnavailable, download, revision_for
-    from ..data.tasks import TASK_NAMES, get_task
+    from ..data import check_hub, resolve
+    from ..data.hub import HubUnavailable
 
     try:
-        download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
+        return check_hub(resolve("all", None, revision, strict=strict)), None  # all 8 found before any download
     except HubUnavailable as exc:
         return [TaskRef.the_demo(strict=strict)], str(exc)
-    return resolve("all", None, revision, strict=strict), None
 
 
 #: ``r2med demo`` runs the paper's BM25 as it was first published by r2med (no options recorded).
