@@ -172,7 +172,7 @@ def evaluate_command(
     strict: Strict = False,
 ) -> None:
     """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..errors import R2MedError
     from ..infra.home import check_home
     from ..jobs import evaluate as jobs
@@ -222,6 +222,7 @@ def evaluate_command(
         check_home()
     refs = resolve(tasks, data_dir, revision, split, strict=strict)
     plans = [jobs.plan(step) for step in steps]
+    refs = check_hub(refs, [job.query_builder for job in plans])  # every hub file found before any download
     columns = steps[0].output.columns
     if ray:
         from ..infra import progress

@@ -99,7 +99,7 @@ def expand_command(
     wide: Wide = False,
 ) -> None:
     """Generate expansions for each task's queries; re-runs are free (cache) and interrupted runs resume."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..jobs.expand import expand_tasks
     from ..spec.parse import Origin
     from ..spec.steps import ExpandStep, flat
@@ -143,7 +143,7 @@ def expand_command(
     )
     data = step.data
     method, llm, done = expand_tasks(
-        step, resolve(data.task_text, data.data_dir, data.revision, data.split, strict=data.strict)
+        step, check_hub(resolve(data.task_text, data.data_dir, data.revision, data.split, strict=data.strict))
     )
 
     def layout(with_path: bool) -> Table:

@@ -634,14 +634,16 @@ def run_experiment(
     """Run every step in order through the evaluate / rerank / fuse / import jobs, writing ``exp.out/<system>/``;
     finished task folders of the same step are reused.  A rerank and a fusion read only the experiment's tasks.
     ``strict``: collections with repeated ids or judgments are refused (``r2med --strict``)."""
+    from ..data import check_hub
     from ..infra.containment import check_output_dir
-    from .evaluate import run_tasks
+    from .evaluate import plan, run_tasks
     from .fuse import fuse_folders
     from .imports import import_files
     from .rerank import rerank_folder
 
     check_output_dir(exp.out)
-    refs = data_refs(exp, strict)
+    readers = [plan(step.spec).query_builder for step in exp.steps if isinstance(step.spec, EvaluateStep)]
+    refs = check_hub(data_refs(exp, strict), readers)  # every hub file found before any download
     output = Output(out=exp.out, measures=exp.report.measures, overwrite=overwrite)
     tasks = tuple(r.name for r in refs)
     outcomes = []
