@@ -135,6 +135,7 @@ OTHER_COMMANDS = {
     "encode",
     "plot",
     "html",
+    "show",
 }
 
 

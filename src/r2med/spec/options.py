@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, JsonValue, field_validator, model_validator
 
 from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
@@ -45,12 +45,14 @@ def _choice(value: Any, choices: tuple[str, ...], what: str, fold: bool = False)
     return value
 
 
+#: the extra facts of a field (pydantic's ``json_schema_extra``)
+JsonDict = dict[str, JsonValue]
 #: a field the command line sets as ``--set name=value`` (no flag of its own)
-SET: dict[str, Any] = {"flag": "--set"}
+SET: JsonDict = {"flag": "--set"}
 #: an API key: set, never recorded
-SECRET: dict[str, Any] = {"record": False}
+SECRET: JsonDict = {"record": False}
 #: an endpoint: recorded without the credentials a URL may hold
-REDACTED: dict[str, Any] = {"record": "redact"}
+REDACTED: JsonDict = {"record": "redact"}
 
 
 class Bm25Options(RetrieverOptions):

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import OptionError, did_you_mean, shown
 
@@ -197,7 +198,7 @@ def _value(value: Any) -> str:
     return shown(value)
 
 
-def _message(spec: type[Spec], error: Mapping[str, Any], origin: Origin) -> str:
+def _message(spec: type[Spec], error: ErrorDetails, origin: Origin) -> str:
     loc = [part for part in error.get("loc", ()) if isinstance(part, str)]
     kind = str(error.get("type", ""))
     if kind == "extra_forbidden" and loc:
@@ -236,7 +237,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def parse(spec: type[SpecT], values: Mapping[str, Any], origin: Origin) -> SpecT:
+def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> SpecT:
     """``spec`` built from ``values``, or one :class:`SpecError` line naming ``origin`` and the key.
 
     A value of ``None`` means "not set" (the field's default)."""
@@ -248,7 +249,7 @@ def parse(spec: type[SpecT], values: Mapping[str, Any], origin: Origin) -> SpecT
         return spec.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise origin.fail(_message(spec, dict(first), origin)) from None
+        raise origin.fail(_message(spec, first, origin)) from None
 
 
 class RetrieverOptions(Spec):

@@ -236,14 +236,14 @@ _NESTED: dict[str, type[Spec]] = {"data": Data, "output": Output}
 
 
 def _split(
-    step: type[Spec], values: Mapping[str, Any], origin: Origin
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]]:
+    step: type[Spec], values: Mapping[str, object], origin: Origin
+) -> tuple[dict[str, object], dict[str, object], dict[str, dict[str, object]]]:
     """``values`` (flat, as a command line or a table gives them) as (step fields, options, nested specs)."""
     own = set(field_names(step)) - {"options", *_NESTED}
     nested_fields = {name: set(field_names(kind)) for name, kind in _NESTED.items() if name in step.model_fields}
-    fields: dict[str, Any] = {}
-    options: dict[str, Any] = {}
-    nested: dict[str, dict[str, Any]] = {name: {} for name in nested_fields}
+    fields: dict[str, object] = {}
+    options: dict[str, object] = {}
+    nested: dict[str, dict[str, object]] = {name: {} for name in nested_fields}
     for key, value in values.items():
         if key in own:
             fields[key] = value
@@ -265,8 +265,8 @@ def _split(
 
 def _build(
     step: type[Spec],
-    fields: dict[str, Any],
-    nested: Mapping[str, Mapping[str, Any]],
+    fields: dict[str, object],
+    nested: Mapping[str, Mapping[str, object]],
     options: Spec | None,
     origin: Origin,
 ) -> Any:
@@ -278,7 +278,7 @@ def _build(
     return parse(step, fields, origin)
 
 
-def evaluate_step(values: Mapping[str, Any], origin: Origin) -> EvaluateStep:
+def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
     """An :class:`EvaluateStep` from flat ``values`` (the step's fields, its data and output, and the retriever's
     own options side by side, as ``r2med evaluate`` and ``[[retrievers]]`` give them); the options are parsed by
     the retriever's options type (its registry record)."""
@@ -302,7 +302,7 @@ def evaluate_step(values: Mapping[str, Any], origin: Origin) -> EvaluateStep:
     return step
 
 
-def rerank_step(values: Mapping[str, Any], origin: Origin) -> RerankStep:
+def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
     """A :class:`RerankStep` from flat ``values``; the options are parsed by the reranker's options type (a
     model id or folder: a cross-encoder's; a scorer object: ``custom``'s)."""
     from ..reranking.base import reranker_meta
@@ -328,7 +328,7 @@ def rerank_step(values: Mapping[str, Any], origin: Origin) -> RerankStep:
     return step
 
 
-def fuse_step(values: Mapping[str, Any], origin: Origin) -> FuseStep:
+def fuse_step(values: Mapping[str, object], origin: Origin) -> FuseStep:
     """A :class:`FuseStep` from flat ``values`` (the fusion options beside the step's fields)."""
     fields, options, nested = _split(FuseStep, values, origin)
     given = fields.pop("options", None)
@@ -337,7 +337,7 @@ def fuse_step(values: Mapping[str, Any], origin: Origin) -> FuseStep:
     return step
 
 
-def flat(values: Mapping[str, Any], step: type[Spec], origin: Origin) -> Any:
+def flat(values: Mapping[str, object], step: type[Spec], origin: Origin) -> Any:
     """A step without registry-dependent options (import, expand, export) from flat ``values``."""
     fields, extra, nested = _split(step, values, origin)
     if extra:
@@ -362,7 +362,7 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
         return None
     options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
     expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
-    values: dict[str, Any] = {"retriever": retriever, **(options or {})}
+    values: dict[str, object] = {"retriever": retriever, **(options or {})}
     if isinstance(config.get("k"), int):
         values["top_k"] = config["k"]
     if expansion is not None and expansion.get("method") and expansion.get("llm"):
