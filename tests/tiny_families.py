@@ -60,7 +60,8 @@ class Family:
 
     @property
     def vocab_size(self) -> int:
-        return max(self.specials.values()) + 1 if self.kind == "bytelevel" else len(_sp_vocab(self))
+        vocab = _bytelevel_vocab(self) if self.kind == "bytelevel" else _sp_vocab(self)
+        return max(len(vocab), max(self.specials.values()) + 1)
 
 
 _QWEN = {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645}
