@@ -349,3 +349,17 @@ def test_rankllama_stops_on_a_tokenizer_whose_files_disagree(tmp_path, caplog):
 
 def test_family_table_covers_every_family_the_presets_use():
     assert {family for family, _, _ in PRESET_FAMILY.values()} <= set(FAMILIES)
+
+
+def test_the_report_line_names_the_tokens_by_text():
+    from r2med.report.leaderboard import encoding_line
+
+    endoftext = [{"token": "<|endoftext|>", "id": 151643}]
+    framing = {
+        "framing": "tokenizer",
+        "tokens": {"framing": "{text} <|endoftext|>", "before": [], "after": endoftext},
+        "tokenizer_alone": {"framing": "{text}", "before": [], "after": []},
+        "built_by": "r2med",
+    }
+    line = encoding_line({"framing": framing, "dtype": "fp32", "weights": "float32", "compute": "float32"})
+    assert "framing {text} <|endoftext|> (tokenizer alone: {text})" in line
