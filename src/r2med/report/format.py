@@ -61,6 +61,7 @@ _TEX = {
     "^": r"\textasciicircum{}",
     "±": r"$\pm$",
     "†": r"$^\dagger$",
+    "≈": r"$^{\approx}$",
 }
 
 

@@ -33,6 +33,7 @@ from ..runs.run import ranked
 from .format import FLAG
 from .leaderboard import AVERAGE, Leaderboard, build_leaderboard
 from .ticks import nice_ticks, tick_labels
+from .ties import tie_mark_html
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ def leaderboard_html(board: Leaderboard) -> str:
             )
             if col == AVERAGE and row.partial_average and c.value is not None:
                 mark += '<span title="average over the tasks this system has">*</span>'
+            mark += tie_mark_html(c)
             extra = ""
             if c.published is not None:
                 d = c.delta

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..evaluation.ties import TIED_MARK
 from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from .format import FLAG, SIGNIFICANT, check_format, records_text
 from .layout import compact_table, fitted, short_legend, short_task
+from .ties import mark_ties, tie_legend
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -46,6 +48,8 @@ class BoardCell:
     significant: bool = False
     #: why the published figure is not shown though the system matched one (its data is not the hub task's)
     ungraded: str | None = None
+    #: (worst, best) x100 when the order of tied documents decides the value (:func:`r2med.report.ties.mark_ties`)
+    ties: tuple[float, float] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -97,6 +101,8 @@ class Leaderboard:
                 text = "-" if c.value is None else f"{c.value:.2f}"
                 if c.significant:
                     text += SIGNIFICANT
+                if c.ties is not None:
+                    text += TIED_MARK
                 if col == AVERAGE and row.partial_average and c.value is not None:
                     text += "*"
                 vals.append(text)
@@ -157,7 +163,7 @@ class Leaderboard:
                 f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
                 f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled)."
             )
-        return out + self.notes
+        return out + tie_legend(self) + self.notes
 
     # -- renderers ---------------------------------------------------------------------------------
     def to_rich(self, width: int | None = None) -> Table:
@@ -411,6 +417,7 @@ def build_leaderboard(
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     board.notes += _encoding_notes(rows, systems)
+    mark_ties(board, systems)
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
     return board
