@@ -398,3 +398,19 @@ def test_a_six_valued_llm_style_run_on_medline_med(tmp_path):
     for sign, end in ((1, r.best), (-1, r.worst)):  # and both ends are attained: grades break the ties
         ordered = {q: {d: s + sign * 1e-3 * qrels[q].get(d, 0) for d, s in docs.items()} for q, docs in six.items()}
         assert evaluate(ordered, qrels, ["ndcg_cut_10"])["ndcg_cut_10"] == pytest.approx(end, abs=1e-12)
+
+
+def test_fuse_of_coarse_runs_prints_the_line_with_the_stored_range(tied_root):
+    _, out = tied_root
+    done = run_r2med(
+        "fuse", str(out / "coarse"), str(out / "coarse2"), "--method", "combsum", "--norm", "none", "--name", "sum"
+    )
+    assert done.returncode == 0, done.stderr
+    record = read_record(out / "sum" / "toy")
+    entry = record.ties["measures"]["ndcg_cut_10"]  # sums of 0/1 scores tie
+    line = " ".join(done.stdout.split())
+    assert (
+        f"nDCG@10 {100 * record.aggregate['ndcg_cut_10']:.2f} "
+        f"(range {100 * entry['worst']:.2f}–{100 * entry['best']:.2f})" in line
+    )
+    assert f"{entry['queries']} of 3 queries depend on the order of tied documents" in line
