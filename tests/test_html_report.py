@@ -124,7 +124,9 @@ def test_counts_hint_and_round_ticks(built, tmp_path):
     assert "black ticks: published figures" in text  # bm25 is matched to its published row
     data = _embedded(built["page"])
     top = max(v for tasks in data["perQuery"].values() for values in tasks.values() for v in values.values())
-    assert data["scatterTicks"] == nice_ticks(0, top, 5) and data["scatterTicks"][-1] >= top
+    # the scatter is x100, as the bars and the leaderboard (the page says so on both axes)
+    assert data["scatterScale"] == 100
+    assert data["scatterTicks"] == nice_ticks(0, 100 * top, 5) and data["scatterTicks"][-1] >= 100 * top
     labels = re.findall(r'class="tick">([^<]+)<', text)
     assert labels and all(len(label.split(".")[-1]) <= 1 or label.endswith(("0", "5")) for label in labels)
     # one system on one task, no published figures: no plural slip, no hint about ticks that are not there
@@ -194,6 +196,7 @@ def test_facet_selector_in_the_page(tmp_path):
             axis = b.js("return Array.from(document.querySelectorAll('#scatter-svg text')).map(t => t.textContent)")
             ticks = _embedded(tmp_path / "f.html")["scatterTicks"]
             assert axis[: 2 * len(ticks) : 2] == tick_labels(ticks)
+            assert sum(t.endswith("(nDCG@10 x100)") for t in axis) == 2  # both axes say the scale
             assert [e for e in b.console() if e.get("level") == "SEVERE"] == []
         finally:
             b.close()

@@ -361,19 +361,73 @@ def test_report_marks_the_cells_ties_decide_in_every_format(tied_root, tmp_path)
     assert "ties decide this value: another order of tied (equal-scored) documents changes it" in html
 
 
+def test_the_mark_is_never_on_a_gap_and_the_average_range_is_its_tasks_mean(tmp_path):
+    """Two tasks; ``partial`` has only the first, so its second task and its Average are n/a (one stated set):
+    those cells carry no mark in any renderer, while every cell with a value that ties decide does, with its
+    range against the brute force, and the full system's Average range is the mean of its tasks' ranges."""
+    out = tmp_path / "runs"
+    data = {t: _collection(tmp_path / "data" / t) for t in ("toy", "toy2")}
+    for seed, folder in enumerate(data.values()):
+        r2med.import_run(_tied_run(2, 10 + seed), load_folder(folder), name="full", out=out)
+    r2med.import_run(_tied_run(2, 20), load_folder(data["toy"]), name="partial", out=out)
+    ranges = {}
+    for system, task in (("full", "toy"), ("full", "toy2"), ("partial", "toy")):
+        run = r2med.read_trec(out / system / task / "run.trec")
+        _, aggregate, depends = brute_force(run, _qrels(data[task]), ["ndcg_cut_10"])
+        assert depends["ndcg_cut_10"]  # two score values over 8 documents: ties decide nDCG@10
+        best, worst = aggregate["ndcg_cut_10"]
+        ranges[system, task] = (100 * worst, 100 * best)
+    average = tuple(sum(ranges["full", t][i] for t in data) / len(data) for i in (0, 1))
+    systems = [str(out / "full"), str(out / "partial")]
+
+    done = run_r2med("report", *systems, "-f", "json")
+    assert done.returncode == 0, done.stderr
+    board = json.loads(done.stdout)
+    cells = {s["name"]: s["cells"] for s in board["systems"]}
+    for (system, task), expected in [*ranges.items(), (("full", "Average"), average)]:
+        cell = cells[system][task]
+        assert cell["marks"] == [TIED_MARK]
+        assert (cell["ties"]["worst"], cell["ties"]["best"]) == pytest.approx(expected, abs=1e-6)
+        assert cell["ties"]["worst"] <= cell["value"] <= cell["ties"]["best"]
+    for col in ("toy2", "Average"):
+        assert cells["partial"][col]["value"] is None
+        assert cells["partial"][col]["marks"] == [] and cells["partial"][col]["ties"] is None
+    worst, best = ranges["partial", "toy"]
+    assert f"{TIED_MARK} partial: toy {worst:.2f}–{best:.2f}." in board["legend"]
+
+    md = run_r2med("report", *systems, "-f", "markdown").stdout
+    [partial] = [line for line in md.splitlines() if line.startswith("| **partial**")]
+    row = [c.strip() for c in partial.strip("|").split("|")]
+    assert row[1].endswith(TIED_MARK) and row[2:] == ["n/a", "n/a"]
+    latex = run_r2med("report", *systems, "-f", "latex").stdout
+    [partial] = [line for line in latex.splitlines() if line.startswith("partial &")]
+    row = partial.removesuffix(r" \\").split(" & ")
+    assert row[1].endswith(r"$^{\approx}$}") and row[2:] == ["n/a", "n/a"]  # ranked: \underline{...}
+    table = run_r2med("report", *systems, "--wide").stdout
+    page = tmp_path / "r.html"
+    assert run_r2med("report", *systems, "--html", str(page)).returncode == 0
+    html = page.read_text()
+    assert html.count('class="tied"') == 4  # the three task cells and full's Average
+    for text in (md, latex, table, html):
+        assert f"n/a{TIED_MARK}" not in text and "n/a$^" not in text
+
+
 def test_compare_notes_a_difference_within_the_tie_ranges(tied_root):
-    _, out = tied_root
+    data, out = tied_root
     done = run_r2med("compare", str(out / "coarse"), str(out / "coarse2"))
     assert done.returncode == 0
     a, b = read_record(out / "coarse" / "toy"), read_record(out / "coarse2" / "toy")
     ra, rb = ((r.ties["measures"]["ndcg_cut_10"]["worst"], r.ties["measures"]["ndcg_cut_10"]["best"]) for r in (a, b))
     low, high = rb[0] - ra[1], rb[1] - ra[0]
-    text = " ".join(done.stdout.split())
+    text = " ".join(done.stderr.split())  # a note, on stderr like compare's others: stdout stays the table
+    assert "tie ranges" not in done.stdout
     assert (low <= 0 <= high) == ("lies within the two systems' tie ranges" in text)
     assert low <= 0 <= high  # two coarse random runs of 8 documents: the ranges overlap
     assert f"anywhere from {100 * low:+.2f} to {100 * high:+.2f}" in text
-    fine = " ".join(run_r2med("compare", str(out / "fine"), str(out / "fine")).stdout.split())
-    assert "tie ranges" not in fine
+    untied = {q: {d: s + 0.02 * i for i, (d, s) in enumerate(docs.items())} for q, docs in _tied_run(8, 4).items()}
+    r2med.import_run(untied, load_folder(data), name="fine2", out=out)
+    fine = run_r2med("compare", str(out / "fine"), str(out / "fine2"))
+    assert fine.returncode == 0 and "tie ranges" not in fine.stderr + fine.stdout
 
 
 def test_a_six_valued_llm_style_run_on_medline_med(tmp_path):

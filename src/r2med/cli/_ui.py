@@ -49,13 +49,23 @@ def PrintableFilter() -> logging.Filter:
     return MessageFilter(printable)
 
 
-console = PrintableConsole()
-err_console = PrintableConsole(stderr=True)
+#: Emoji codes off: a text that holds ``:dog:`` or ``nothere.py:X:`` (a path, a spec, a message) is printed
+#: as written.  Markup stays on for r2med's own styling; every text from the user, a file or a docstring is
+#: passed through :func:`rich.markup.escape` (and ``--help`` is plain click text: ``rich_markup_mode=None``).
+console = PrintableConsole(emoji=False)
+err_console = PrintableConsole(stderr=True, emoji=False)
+
+
+def print_notes(lines: Sequence[str]) -> None:
+    """What a command left out or wants the reader to know beside its output, one ``note:`` line each, on
+    stderr (so stdout stays the table or file asked for); each line printed as written."""
+    for line in dict.fromkeys(lines):
+        err_console.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def table_console() -> Console:
     """The console for tables: wide enough when stdout is not a terminal (pipes, files, CI logs)."""
-    return console if console.is_terminal else PrintableConsole(width=max(console.width, 160))
+    return console if console.is_terminal else PrintableConsole(width=max(console.width, 160), emoji=False)
 
 
 #: Width of ``--wide`` tables: nothing is wrapped or shortened.
@@ -65,7 +75,7 @@ WIDE = 1000
 def fit_console(wide: bool = False) -> Console:
     """The console tables are fitted to: the terminal's width (80 columns when stdout is not a terminal,
     or ``$COLUMNS``); ``--wide``: as wide as the table wants."""
-    return PrintableConsole(width=WIDE) if wide else console
+    return PrintableConsole(width=WIDE, emoji=False) if wide else console
 
 
 def print_next(label: str, *command: object) -> None:

@@ -165,7 +165,7 @@ def evaluate_command(
     strict: Strict = False,
 ) -> None:
     """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..errors import R2MedError
     from ..infra.home import check_home
     from ..jobs import evaluate as jobs
@@ -209,6 +209,7 @@ def evaluate_command(
         )
         for retriever_ in names
     ]
+    refs = check_hub(refs, [job.query_builder for job in plans])  # every hub file found before any download
     if ray:
         from ..infra import progress
         from ..jobs.ray import evaluate_plans

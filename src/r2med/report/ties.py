@@ -1,6 +1,7 @@
 """What the reports say about ties that decide a measure (:mod:`r2med.evaluation.ties` computes them): the line
-under a job's summary table, the leaderboard's cell mark and legend, the HTML cell's mark, and the note
-``compare`` adds when a difference lies within the two systems' tie ranges.
+under a job's summary table, the leaderboard's cell mark (through the board's mark hook,
+:attr:`r2med.report.board.BoardCell.marks`) and legend, the HTML cell's tooltip, and the note ``compare``
+adds when a difference lies within the two systems' tie ranges.
 
 Each renderer calls one function here; the figures come from each task's ``metrics.json`` ``ties`` block (a
 record written before r2med recorded ties has none, and is shown as it always was).
@@ -17,7 +18,7 @@ from ..evaluation.ties import TIED_MARK, TOLERANCE, block_query_ranges, block_ra
 
 if TYPE_CHECKING:
     from ..results.folders import System, TaskResult
-    from .leaderboard import BoardCell, Leaderboard
+    from .board import BoardCell, Leaderboard
 
 #: The legend line of a leaderboard with a marked cell.
 LEGEND: str = (
@@ -38,37 +39,48 @@ def tie_lines(results: Sequence[TaskResult], measures: Sequence[str] | None = No
 
 
 def mark_ties(board: Leaderboard, systems: Sequence[System]) -> None:
-    """Set each leaderboard cell's tie range (x100) where the task's ``ties`` block says ties decide the board's
-    measure; the ``Average`` cell's range is the mean of its tasks' ranges (a task without ties counts its
-    value at both ends)."""
+    """Mark each leaderboard cell whose value the order of tied documents decides (the board's measure in its
+    task's ``ties`` block), through the board's mark hook: :data:`TIED_MARK` among the cell's marks
+    (:attr:`~r2med.report.board.BoardCell.marks`, explained by :data:`LEGEND` in
+    :attr:`~r2med.report.board.Leaderboard.marks`) and its range x100 (``BoardCell.ties``); then one legend note
+    per marked system with its ranges.  The ``Average`` cell's range is the mean of its tasks' ranges (a task
+    without ties counts its value at both ends).  A cell without a value (``n/a``: a task the system lacks, or
+    the Average of a system without every task) is never marked."""
+    lines = []
     for row, system in zip(board.rows, systems):  # the system rows come first, in order
         for task in board.tasks:
+            cell = row.cells[task]
             result = system.tasks.get(task)
             found = block_ranges(result.record.ties, board.measure) if result is not None else None
-            if found is not None and row.cells[task].value is not None:
+            if found is not None and cell.value is not None:
                 best, worst, _ = found
-                row.cells[task].ties = (100 * worst, 100 * best)
-        values = [(row.cells[t].value, row.cells[t].ties) for t in board.tasks]
-        ends = [ties or (value, value) for value, ties in values if value is not None]
-        if any(row.cells[t].ties for t in board.tasks):
-            for average in (col for col in board.columns if col not in board.tasks):  # the Average column
-                row.cells[average].ties = (sum(w for w, _ in ends) / len(ends), sum(b for _, b in ends) / len(ends))
-
-
-def tie_legend(board: Leaderboard) -> list[str]:
-    """The legend lines of a leaderboard with marked cells: what the mark means, then each system's ranges."""
-    lines = []
-    for row in board.rows:
+                _mark(cell, (100 * worst, 100 * best))
+        tasks = [row.cells[t] for t in board.tasks]
+        if any(c.ties for c in tasks) and all(c.value is not None for c in tasks):
+            ends = [c.ties or (c.value, c.value) for c in tasks if c.value is not None]
+            worst = sum(w for w, _ in ends) / len(ends)
+            best = sum(b for _, b in ends) / len(ends)
+            for col in board.columns[len(board.tasks) :]:  # the Average: over every task of the table, or n/a
+                if row.cells[col].value is not None:
+                    _mark(row.cells[col], (worst, best))
         ranges = [f"{col} {c.ties[0]:.2f}–{c.ties[1]:.2f}" for col in board.columns for c in [row.cells[col]] if c.ties]
         if ranges:
             lines.append(f"{TIED_MARK} {row.system}: {', '.join(ranges)}.")
-    return [LEGEND, *lines] if lines else []
+    if lines:
+        board.marks[TIED_MARK] = LEGEND
+        board.notes += lines
+
+
+def _mark(cell: BoardCell, ties: tuple[float, float]) -> None:
+    cell.ties = ties
+    if TIED_MARK not in cell.marks:
+        cell.marks.append(TIED_MARK)
 
 
 def tie_mark_html(cell: BoardCell) -> str:
-    """The HTML cell's mark (its range in the title), or nothing."""
+    """The HTML page's tie mark of a cell, its range in the title."""
     if cell.ties is None:
-        return ""
+        return f'<span class="tied">{TIED_MARK}</span>'
     worst, best = cell.ties
     title = f"ties decide this value: {worst:.2f}–{best:.2f} over the orders of tied documents"
     return f'<span class="tied" title="{html.escape(title)}">{TIED_MARK}</span>'

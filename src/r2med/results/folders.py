@@ -31,7 +31,7 @@ from typing import Any
 from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
-from ..errors import R2MedError
+from ..errors import R2MedError, did_you_mean_folder
 from ..evaluation.metrics import HEADLINE, Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import task_folder
@@ -63,6 +63,21 @@ class TaskResult:
         """nDCG@10 when computed, else the first measure."""
         aggregate = self.metrics.aggregate
         return aggregate[HEADLINE] if HEADLINE in aggregate else aggregate[self.metrics.measures[0]]
+
+    def __repr__(self) -> str:
+        """A summary (a notebook shows this): the task, its headline measure, the queries, where it was written;
+        never the whole run (``.run``) or configuration (``.config``)."""
+        from ..evaluation.metrics import measure_label
+
+        aggregate = self.metrics.aggregate
+        measure = HEADLINE if HEADLINE in aggregate else (self.metrics.measures[0] if self.metrics.measures else None)
+        value = f", {measure_label(measure)}={aggregate[measure]:.4f}" if measure is not None else ""
+        ranked = f", {len(self.run)} ranked queries" if self.run is not None else ""
+        where = f", folder={str(self.folder)!r}" if self.folder is not None else ""
+        return (
+            f"TaskResult(task={self.task!r}{value}, {len(self.metrics.per_query)} scored queries{ranked}{where}"
+            f"{', reused' if self.reused else ''})"
+        )
 
 
 @dataclass
@@ -445,7 +460,7 @@ def find_runs(paths: Iterable[str | os.PathLike[str]], skip_from_root: Sequence[
     for p in paths:
         path = Path(p)
         if not path.exists():
-            raise R2MedError(f"{path}: no such run folder")
+            raise R2MedError(f"{path}: no such run folder{did_you_mean_folder(path)}")
         if not path.is_dir():
             raise R2MedError(f"{path}: not a folder; pass a results root (--out), a system folder or a task folder")
         if is_task_folder(path):
@@ -558,6 +573,26 @@ def task_order(systems: Iterable[System]) -> list[str]:
             if t not in seen:
                 seen.append(t)
     return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]
+
+
+def split_columns(systems: list[System]) -> list[System]:
+    """Each split of a task a column of its own: a task some system ran on another split than ``test`` is
+    keyed ``<task> (<split>)`` in every system (``nfcorpus (dev)``, ``nfcorpus (test)``), so the dev and test
+    results of one BEIR folder are never averaged, ranked or compared as one column; a task run on ``test``
+    only keeps its name (a record naming no split ran on ``test``: R2MED's hub tasks).  The
+    :class:`TaskFolder` s keep their task name (where the data is found)."""
+    from ..data.loaders import DEFAULT_SPLIT
+
+    splits: dict[str, set[str]] = {}
+    for system in systems:
+        for task, folder in system.tasks.items():
+            splits.setdefault(task, set()).add(folder.record.split or DEFAULT_SPLIT)
+    for system in systems:
+        system.tasks = {
+            (task if splits[task] == {DEFAULT_SPLIT} else f"{task} ({folder.record.split or DEFAULT_SPLIT})"): folder
+            for task, folder in system.tasks.items()
+        }
+    return systems
 
 
 @dataclass
