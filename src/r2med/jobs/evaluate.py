@@ -24,7 +24,8 @@ from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
+from ..evaluation.metrics import DEFAULT_MEASURES, Metrics
+from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import plain_name
 from ..infra.home import fingerprint_texts
@@ -270,7 +271,7 @@ def score_files(
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
-    return evaluate(ranked, judged, measures=measures, count_missing=count_missing)
+    return evaluate_with_ties(ranked, judged, measures=measures, count_missing=count_missing)
 
 
 def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:
