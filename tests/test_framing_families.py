@@ -352,7 +352,7 @@ def test_family_table_covers_every_family_the_presets_use():
 
 
 def test_the_report_line_names_the_tokens_by_text():
-    from r2med.report.leaderboard import encoding_line
+    from r2med.report.board import encoding_line
 
     endoftext = [{"token": "<|endoftext|>", "id": 151643}]
     framing = {

@@ -101,7 +101,7 @@ def models_command(
         ),
         ("later work: rerankers", {n: r for n, r in rows.items() if r["kind"] == "reranker" and r.get("later")}),
     ]
-    out = PrintableConsole(width=10_000) if wide else console  # wide: never folded (pipe it, or scroll)
+    out = PrintableConsole(width=10_000, emoji=False) if wide else console  # wide: never folded (pipe it, or scroll)
     for title, section in sections:
         out.print(_wide_table(title, section) if wide else _narrow_table(title, section))
     if wide:

@@ -24,7 +24,6 @@ The helpers here (device, dtype, model limits, model files) serve the rerankers 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ...errors import MissingExtraError, R2MedError
+from ...infra.home import read_json
 from ...infra.weights import load_pretrained, recording_loads
 from .base import TOKENIZER_FRAMING, BaseEncoder, EncoderSettings, canonical_dtype
 from .files import model_file
@@ -618,7 +618,7 @@ def sentence_transformers_similarity(model: str, revision: str | None = None) ->
         return None
     path = model_file(model, "config_sentence_transformers.json", revision)
     try:
-        config = json.loads(path.read_text(encoding="utf-8")) if path else {}
+        config = read_json(path) if path else {}
     except (OSError, ValueError):
         config = {}
     return str(config.get("similarity_fn_name") or "cosine")
