@@ -385,9 +385,11 @@ def encoding_line(encoding: dict[str, Any]) -> str:
     if lengths:
         parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
     framing = encoding.get("framing") or {}
-    if framing:
-        alone = f" (tokenizer alone: {framing['tokenizer_alone']})" if framing.get("tokenizer_alone") else ""
-        parts.append(f"framing {framing.get('framing')}{alone}")
+    if framing:  # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+        built, alone = framing.get("tokens"), framing.get("tokenizer_alone")
+        used = built.get("framing") if isinstance(built, dict) else framing.get("framing")
+        alone = alone.get("framing") if isinstance(alone, dict) else alone
+        parts.append(f"framing {used}" + (f" (tokenizer alone: {alone})" if alone else ""))
     dtype = encoding.get("dtype")
     if dtype:
         weights = (
