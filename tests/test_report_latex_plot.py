@@ -67,6 +67,11 @@ def _brute_marks(values: list[float]) -> list[str]:
 
 
 def _mark(cell: str) -> tuple[str, str]:
+    kind, text = _rank_mark(cell)
+    return kind, text.removesuffix(r"$^{\approx}$")  # ties decide the value (nfcorpus: docs of identical text)
+
+
+def _rank_mark(cell: str) -> tuple[str, str]:
     m = re.fullmatch(r"\\textbf\{(.*)\}", cell)
     if m:
         return "bold", m.group(1)

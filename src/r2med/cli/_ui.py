@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -156,6 +157,7 @@ def print_summary(
     default), its precision note, where results are."""
     from ..report.layout import fitted
     from ..report.summary import precision_note, summary_table, ungraded_notes
+    from ..report.ties import tie_lines
 
     print_fitted(
         fitted(
@@ -168,5 +170,17 @@ def print_summary(
         console.print(f"[yellow]{escape(note)}[/]")
     for line in ungraded_notes(summary):
         console.print(f"[yellow]{escape(line)}[/]")
+    for line in tie_lines(results, measures):
+        console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     if folder is not None:
         console.print(f"results: {escape(str(folder))}")
+
+
+def print_tie_line(metrics: Any) -> None:
+    """``r2med score``'s line on stderr when ties decide a measure it printed (stdout stays trec_eval's lines)."""
+    from ..evaluation.ties import tie_line
+
+    line = tie_line(metrics.ties, metrics.measures)
+    if line is not None:
+        sys.stdout.flush()  # after the lines on stdout, where both reach one terminal
+        err_console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True, highlight=False)

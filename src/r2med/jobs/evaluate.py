@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..data import Collection, TaskRef
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import Metrics, evaluate
+from ..evaluation.metrics import Metrics
+from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import plain_name, system_folder
 from ..infra.home import fingerprint_texts
@@ -251,7 +252,7 @@ def score_files(
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
-    return evaluate(ranked, judged, measures=measures, count_missing=count_missing)
+    return evaluate_with_ties(ranked, judged, measures=measures, count_missing=count_missing)
 
 
 def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:

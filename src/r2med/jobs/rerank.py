@@ -167,10 +167,9 @@ def rerank_inputs(
         )
         timing = {"rerank_s": time.perf_counter() - t0}
         timing["total_s"] = timing["rerank_s"]
+        facts = {**encoding, **getattr(reranker, "used", {})} if encoding is not None else None  # as loaded
         results.append(
-            finish_task(
-                item.collection, name, run, config, out, output.measures, output.count_missing, timing, encoding
-            )
+            finish_task(item.collection, name, run, config, out, output.measures, output.count_missing, timing, facts)
         )
         log.info("%s: reranked top-%d of %d queries", item.task, top_k, len(run))
     return results

@@ -15,7 +15,9 @@ the comparison behind it pooled the queries of all those tasks.  Every renderer 
 :meth:`Leaderboard.grid` / :meth:`Leaderboard.cell_text`, so the rule holds in each of them.
 
 **Marks.**  Besides the significance mark, a cell can carry marks of its own (:attr:`BoardCell.marks`),
-each explained once by a legend line (:attr:`Leaderboard.marks`): the hook for annotations such as ties.
+each explained once by a legend line (:attr:`Leaderboard.marks`): the hook for annotations.  Ties use it
+(:func:`r2med.report.ties.mark_ties`): a cell whose value the order of tied documents decides carries ``≈``
+and its range (:attr:`BoardCell.ties`); a cell without a value never does.
 
 The renderers are apart from this type: :mod:`.leaderboard` (terminal, Markdown, CSV, JSON),
 :mod:`.latex`, :mod:`.html` and :mod:`.plot`.
@@ -34,6 +36,7 @@ from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from .format import FLAG, GAP, SIGNIFICANT
+from .ties import mark_ties
 
 AVERAGE = "Average"
 
@@ -54,6 +57,8 @@ class BoardCell:
     ungraded: str | None = None
     #: marks shown after the value in every renderer, each explained by a line of :attr:`Leaderboard.marks`
     marks: list[str] = field(default_factory=list)
+    #: (worst, best) x100 when the order of tied documents decides the value (:func:`r2med.report.ties.mark_ties`)
+    ties: tuple[float, float] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -264,6 +269,7 @@ class Leaderboard:
                             "significant": row.cells[col].significant,
                             "ungraded": row.cells[col].ungraded,
                             "marks": row.cells[col].marks,
+                            "ties": _range(row.cells[col].ties),
                         }
                         for col in self.columns
                     },
@@ -282,6 +288,10 @@ class Leaderboard:
 
 def _round(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
+
+
+def _range(ties: tuple[float, float] | None) -> dict[str, float | None] | None:
+    return None if ties is None else {"worst": _round(ties[0]), "best": _round(ties[1])}
 
 
 def build_leaderboard(
@@ -358,6 +368,7 @@ def build_leaderboard(
         )
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
+    mark_ties(board, systems)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
@@ -374,9 +385,11 @@ def encoding_line(encoding: dict[str, Any]) -> str:
     if lengths:
         parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
     framing = encoding.get("framing") or {}
-    if framing:
-        alone = f" (tokenizer alone: {framing['tokenizer_alone']})" if framing.get("tokenizer_alone") else ""
-        parts.append(f"framing {framing.get('framing')}{alone}")
+    if framing:  # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+        built, alone = framing.get("tokens"), framing.get("tokenizer_alone")
+        used = built.get("framing") if isinstance(built, dict) else framing.get("framing")
+        alone = alone.get("framing") if isinstance(alone, dict) else alone
+        parts.append(f"framing {used}" + (f" (tokenizer alone: {alone})" if alone else ""))
     dtype = encoding.get("dtype")
     if dtype:
         weights = (

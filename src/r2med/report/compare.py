@@ -20,6 +20,7 @@ from ..results.folders import System, task_order
 from ..results.published import different_data
 from .format import SIGNIFICANT, check_format, records_text, tex, tex_row
 from .layout import compact_table, fitted, short_task
+from .ties import tie_notes
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -316,6 +317,7 @@ def compare_systems(
         lines.append(
             ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations, seed=seed))
         )
+    notes += tie_notes(a, b, tasks, measure, Comparison.ALL)
     return Comparison(
         a.name,
         b.name,

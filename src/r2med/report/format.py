@@ -63,6 +63,7 @@ _TEX = {
     "^": r"\textasciicircum{}",
     "±": r"$\pm$",
     "†": r"$^\dagger$",
+    "≈": r"$^{\approx}$",
 }
 
 

@@ -27,12 +27,14 @@ from .. import __version__
 from ..data import Collection
 from ..evaluation.facets import Facets
 from ..evaluation.metrics import HEADLINE, measure_label
+from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
 from ..results.folders import System
 from ..runs.run import ranked
 from .board import AVERAGE, Leaderboard, build_leaderboard
 from .format import FLAG, GAP
 from .ticks import nice_ticks, tick_labels
+from .ties import tie_mark_html
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +161,9 @@ def leaderboard_html(board: Leaderboard) -> str:
                 if c.significant and c.p_holm is not None and c.value is not None
                 else ""
             )
-            mark += "".join(f'<span class="mark">{e(m)}</span>' for m in c.marks)
+            mark += "".join(
+                tie_mark_html(c) if m == TIED_MARK else f'<span class="mark">{e(m)}</span>' for m in c.marks
+            )
             if c.value is None:
                 why = (
                     f"no Average: no result for {', '.join(row.missing)}"

@@ -32,7 +32,8 @@ from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError, did_you_mean_folder
-from ..evaluation.metrics import HEADLINE, Metrics, evaluate
+from ..evaluation.metrics import HEADLINE, Metrics
+from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import task_folder
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
@@ -172,6 +173,8 @@ def metrics_payload(
     }
     if encoding:
         payload["encoding"] = _as_json(encoding)
+    if metrics.ties is not None:
+        payload["ties"] = metrics.ties.to_json()
     return payload
 
 
@@ -192,7 +195,7 @@ def finish_task(
     stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
     """
     run = as_written(run)
-    metrics = evaluate(run, collection.qrels, measures=stored_measures(measures), count_missing=count_missing)
+    metrics = evaluate_with_ties(run, collection.qrels, stored_measures(measures), count_missing)
     folder = task_folder(out, collection.name) if out is not None else None
     if folder is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
@@ -253,11 +256,12 @@ def reuse(
     if (
         not set(measures) <= set(stored.aggregate)  # stored before with fewer measures: re-scored
         or recorded_judgments is None
-    ):  # or before runs recorded their data: re-scored, the record added
+        or stored.ties is None
+    ):  # or before runs recorded their data (or their ties): re-scored, the record added
         name = str(stored.retriever or folder.parent.name)
         result = finish_task(collection, name, run, config, out, measures, count_missing, timing, stored.encoding)
     else:
-        metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
+        metrics = evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
         result = TaskResult(
             collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
         )
