@@ -250,12 +250,13 @@ def _in_process(args) -> tuple[float, float, float, float]:
 
     from r2med.data.loaders import load_folder
     from r2med.jobs.evaluate import run_task
+    from r2med.spec.steps import EvaluateStep
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["R2MED_HOME"] = home
         collection = load_folder(args.data)
         t0 = time.perf_counter()
-        result = run_task(collection, "dense", {"model": args.model, "device": "cpu"}, k=100)
+        result = run_task(collection, EvaluateStep.of("dense", model=args.model, device="cpu", top_k=100))
         t_ours = time.perf_counter() - t0
     t0 = time.perf_counter()
     model = SentenceTransformer(args.model, device="cpu")

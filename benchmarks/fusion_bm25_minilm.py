@@ -18,6 +18,7 @@ from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
 from r2med.runs.fusion import fuse
+from r2med.spec.steps import EvaluateStep
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -39,8 +40,8 @@ def main(names: list[str]) -> None:
     for name in names:
         coll = load_folder(SHARED / name)
         t0 = time.perf_counter()
-        bm25 = run_task(coll, "bm25", {}, k=100)
-        dense = run_task(coll, "dense", {"model": minilm(), "pooling": "mean", "normalize": True}, k=100)
+        bm25 = run_task(coll, EvaluateStep.of("bm25", top_k=100))
+        dense = run_task(coll, EvaluateStep.of("dense", model=minilm(), pooling="mean", normalize=True, top_k=100))
         print(f"\n{name}: {len(coll.queries)} queries, {len(coll.corpus)} docs ({time.perf_counter() - t0:.0f} s)")
         single = {"bm25": bm25.headline, "minilm": dense.headline}
         best_name = max(single, key=single.get)

@@ -22,6 +22,7 @@ from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.reranking.cross_encoder import CrossEncoderReranker
 from r2med.runs.run import ranked
+from r2med.spec.steps import EvaluateStep
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -62,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
 
     coll = load_folder(SHARED / args.collection)
-    run = run_task(coll, "bm25", {}, k=args.depth).run
+    run = run_task(coll, EvaluateStep.of("bm25", top_k=args.depth)).run
     qids = sorted(run)[: args.queries]
     pairs = [(coll.queries[q], coll.corpus[d]) for q in qids for d, _ in ranked(run[q])[: args.depth]]
     reranker = CrossEncoderReranker(minilm(), batch_size=args.batch_size, max_length=args.max_length, device="cpu")

@@ -21,6 +21,7 @@ from r2med.data import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.retrieval.analyzer import EnglishAnalyzer
 from r2med.runs.run import read_metrics, read_trec
+from r2med.spec.steps import EvaluateStep
 from test_data import make_r2med
 from test_dense_fixtures import bert_dir  # noqa: F401
 
@@ -103,7 +104,7 @@ def test_bm25_scores_a_repeated_corpus_as_the_papers_list_reading(repeated, tmp_
     pytest.importorskip("gensim")
     coll = load_folder(repeated)
     assert len(coll.corpus) == 40 and len(coll.corpus_repeats) == 8
-    result = run_task(coll, "bm25", {"cache": cache}, k=100, out=tmp_path / "out")
+    result = run_task(coll, EvaluateStep.of("bm25", cache=cache, top_k=100), tmp_path / "out")
     reference = paper_list_reading(repeated)
     run = read_trec(tmp_path / "out" / "c" / "run.trec")
     assert set(run) == set(reference)
@@ -163,8 +164,8 @@ def test_dense_keeps_the_dict_reading(repeated, tmp_path, bert_dir):
         qrels=[{"q_id": "q0", "p_id": "d5", "score": 1}],
     )
     options = {"model": bert_dir, "pooling": "mean", "max_length": 32, "device": "cpu", "cache": False}
-    with_repeats = run_task(coll, "dense", options, k=10, out=tmp_path / "o1")
-    without = run_task(load_folder(last_only), "dense", options, k=10, out=tmp_path / "o2")
+    with_repeats = run_task(coll, EvaluateStep.of("dense", **options, top_k=10), tmp_path / "o1")
+    without = run_task(load_folder(last_only), EvaluateStep.of("dense", **options, top_k=10), tmp_path / "o2")
     assert "corpus_repeats" not in with_repeats.config
     ours, ref = read_trec(tmp_path / "o1" / "c" / "run.trec"), read_trec(tmp_path / "o2" / "d" / "run.trec")
     assert ours == ref

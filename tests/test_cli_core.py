@@ -169,14 +169,15 @@ def test_demo_falls_back_to_builtin_collection(tmp_path):
 
 def test_changed_queries_are_not_reused(tmp_path):
     from r2med.jobs.evaluate import run_task
+    from r2med.spec.steps import EvaluateStep
 
     root = make_r2med(tmp_path / "c")
     coll = load_folder(root)
-    first = run_task(coll, "bm25", {}, out=tmp_path / "o")
+    first = run_task(coll, EvaluateStep.of("bm25"), tmp_path / "o")
     assert not first.reused
-    assert run_task(load_folder(root), "bm25", {}, out=tmp_path / "o").reused
+    assert run_task(load_folder(root), EvaluateStep.of("bm25"), tmp_path / "o").reused
     (root / "query.jsonl").write_text('{"id": "q1", "text": "aspirin cox"}\n', encoding="utf-8")
-    again = run_task(load_folder(root), "bm25", {}, out=tmp_path / "o")
+    again = run_task(load_folder(root), EvaluateStep.of("bm25"), tmp_path / "o")
     assert not again.reused and next(iter(again.run["q1"])) == "d1"
 
 

@@ -109,7 +109,7 @@ BAD_NUMBERS = [
 @pytest.mark.parametrize("base,option,value", BAD_NUMBERS, ids=[f"{b[0]} {o} {v}" for b, o, v in BAD_NUMBERS])
 def test_numeric_option_rejected_at_parse_time(base, option, value):
     message = one_line_error(run_r2med(*base, option, value)).removeprefix("error: ")
-    assert message.startswith(f"{option} must be ") and "\n" not in message
+    assert message.startswith(f"{option}: expected ") and "\n" not in message
     got = float(message.rsplit(", got ", 1)[1])
     assert got == float(value) or (math.isnan(got) and math.isnan(float(value)))
 
@@ -123,7 +123,7 @@ def test_numeric_option_edges_accepted(option, value):
 def test_numeric_error_is_one_line_exit_2_and_nothing_is_computed(tmp_path):
     data = make_data(tmp_path)
     line = one_line_error(r2med("evaluate", "--data-dir", str(data), "--out", str(tmp_path / "out"), "--k1", "nan"))
-    assert line == "error: --k1 must be a finite number of at least 0, got nan"
+    assert line == "error: --k1: expected a finite number >= 0, got nan"
     assert not (tmp_path / "out").exists()
 
 
@@ -133,7 +133,7 @@ def test_fuse_weights_and_set_values_must_be_finite(tmp_path):
     for weights in ("1,nan", "1,-1", "0,0", "1,inf"):
         assert "--weights" in one_line_error(r2med("fuse", str(one), str(two), "--weights", weights))
     res = run_r2med("rerank", "--run", str(one), "--reranker", "listwise", "--model", "m", "--set", "temperature=NaN")
-    assert "--set temperature must be a finite number" in one_line_error(res)
+    assert "--set temperature: expected a finite number" in one_line_error(res)
     assert not (tmp_path / "runs" / "rrf-one+two").exists()
 
 

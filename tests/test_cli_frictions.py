@@ -179,12 +179,13 @@ def test_reproduce_dry_run_fits_80_columns():
 def test_a_model_folder_is_named_alike_as_retriever_and_reranker(tmp_path):
     from r2med.jobs.evaluate import plan
     from r2med.jobs.rerank import default_name
+    from r2med.spec.steps import EvaluateStep
 
     snapshot = tmp_path / "hub" / "models--acme--mini-ce" / "snapshots" / ("0123456789abcdef" * 3)[:40]
     generic = tmp_path / "my-encoder" / "model"
     for folder, name in ((snapshot, "mini-ce"), (generic, "my-encoder")):
         folder.mkdir(parents=True)
-        assert plan("dense", {"model": str(folder)}).name == f"dense-{name}"
+        assert plan(EvaluateStep.of("dense", model=str(folder))).name == f"dense-{name}"
         assert default_name("bm25", str(folder)) == f"bm25+{name}"
 
 

@@ -237,7 +237,7 @@ def test_custom_scorer_reranks_as_its_scores_sort(tmp_path, r2med_home, encoder_
         home=r2med_home,
     )
     assert proc.returncode == 0, proc.stderr
-    folder = out / "bm25+custom-overlap" / "mini"
+    folder = out / "bm25+custom-Overlap" / "mini"  # named from the spec (its OBJ), as an encoder is
     stored = json.loads((folder / "metrics.json").read_text())
     assert stored["config"]["reranker"]["scorer"]["spec"] == f"{encoder_file}:Overlap"
     first = {}

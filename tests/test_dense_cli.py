@@ -38,9 +38,12 @@ def small_collection(folder: Path) -> Path:
         (["--retriever", "no-such-model"], "unknown retriever"),
         (["--retriever", "dense", "--model", "/no/such/model/folder"], "does not exist"),
         (["--retriever", "openai"], "OPENAI_API_KEY"),
-        (["--retriever", "bm25", "--model", "x"], "not an option of 'bm25'"),
+        (
+            ["--retriever", "bm25", "--model", "x"],
+            "unknown option '--model'; it takes: --no-cache, --k1, --b, --analyzer",
+        ),
         (["--retriever", "nv"], "--trust-remote-code"),
-        (["--retriever", "bm25", "--similarity", "dot"], "not an option of 'bm25'"),
+        (["--retriever", "bm25", "--similarity", "dot"], "unknown option '--similarity'"),
         (["--retriever", "bge", "--similarity", "euclid"], "unknown similarity 'euclid'; choose from: cosine, dot"),
         (
             ["--retriever", "bge", "--dtype", "fp8"],

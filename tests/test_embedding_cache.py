@@ -308,11 +308,14 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
     from r2med.data.loaders import load_folder
     from r2med.evaluation.metrics import evaluate
     from r2med.jobs.evaluate import run_task
+    from r2med.spec.steps import EvaluateStep
 
     collection = load_folder(shared_collection("medline-med"))
     model = _wide_bert(tmp_path / "wide_bert")
     options = {"model": model, "pooling": "mean", "max_length": 128, "device": "cpu"}
-    clean = run_task(collection, "dense", options, out=tmp_path / "clean").metrics.aggregate["ndcg_cut_10"]
+    clean = run_task(collection, EvaluateStep.of("dense", **options), tmp_path / "clean").metrics.aggregate[
+        "ndcg_cut_10"
+    ]
     docs = [
         e
         for e in (r2med_home / "embeddings").iterdir()
@@ -327,7 +330,7 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
     assert final.stat().st_size == size
     damaged = np.load(final)
     with caplog.at_level("WARNING"):
-        repaired = run_task(collection, "dense", options, out=tmp_path / "again")
+        repaired = run_task(collection, EvaluateStep.of("dense", **options), tmp_path / "again")
     assert "fail their checksum" in caplog.text
     assert repaired.metrics.aggregate["ndcg_cut_10"] == clean
     # the damage matters: the same search over the damaged rows scores far off

@@ -13,9 +13,10 @@ from r2med.data import load_folder
 from r2med.errors import DataError, R2MedError
 from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
 from r2med.expansion.precomputed import expansion_builder
-from r2med.jobs.evaluate import run_task
+from r2med.jobs.evaluate import Plan, run_task
 from r2med.retrieval.bm25 import BM25
 from r2med.runs.run import as_written
+from r2med.spec.steps import EvaluateStep
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -152,12 +153,8 @@ def test_expanded_bm25_run_equals_searching_the_expansions_directly(tmp_path):
     raw = _raw_records(folder / "hyde" / "qwen-7b" / "query_with_hydoc.jsonl")
     result = run_task(
         coll,
-        "bm25",
-        {"cache": False},
-        k=10,
-        out=tmp_path,
-        query_builder=ExpansionQueries("hyde", "qwen-7b"),
-        label="bm25+hyde-qwen-7b",
+        Plan(EvaluateStep.of("bm25", cache=False, top_k=10), "bm25+hyde-qwen-7b", ExpansionQueries("hyde", "qwen-7b")),
+        tmp_path,
     )
     direct = BM25(cache=False).index(coll.corpus).search({q: raw[q]["hy_doc"] for q in coll.queries}, k=10)
     assert result.run == as_written(direct)  # the run as run.trec holds it
@@ -300,10 +297,11 @@ def test_dense_hyde_scores_are_the_mean_of_query_and_expansion_embeddings(tmp_pa
     path = minilm_path()
     result = run_task(
         coll,
-        "dense",
-        {"model": path, "max_length": 64, "cache": False, "device": "cpu"},
-        k=10,
-        query_builder=ExpansionQueries("hyde", "qwen-7b"),
+        Plan(
+            EvaluateStep.of("dense", model=path, max_length=64, cache=False, device="cpu", top_k=10),
+            "",
+            ExpansionQueries("hyde", "qwen-7b"),
+        ),
     )
     model = SentenceTransformer(path, device="cpu")
     model.max_seq_length = 64

@@ -149,7 +149,7 @@ def test_a_killed_run_resumes(experiment, tmp_path, monkeypatch):
             ('name = "bm25-standard"', 'name = "bm25-standard"\nmodel = "x"'),
             "exp.toml: [[retrievers]] 3: unknown option 'model'",
         ),
-        (("top_k = 5", 'top_k = "five"'), "exp.toml: [[rerank]] 1: top_k: expected a number"),
+        (("top_k = 5", 'top_k = "five"'), "exp.toml: [[rerank]] 1: top_k: expected an integer >= 1, got 'five'"),
         (('method = "rrf"', 'method = "rrf"\nnorms = "minmax"'), "exp.toml: [[fusion]] 1: unknown option 'norms'"),
         (
             ('systems = ["bm25", "bm25-k1.2"]', 'systems = ["bm25", "nope"]'),

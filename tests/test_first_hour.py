@@ -326,9 +326,10 @@ def test_progress_of_dense_encoding(tmp_path, every_step):
 def test_progress_of_reranking(tmp_path, every_step):
     from r2med.data.loaders import load_folder
     from r2med.jobs.evaluate import run_task
+    from r2med.spec.steps import EvaluateStep
 
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
-    run_task(coll, "bm25", {"cache": False}, k=5, out=tmp_path / "runs" / "bm25")
+    run_task(coll, EvaluateStep.of("bm25", cache=False, top_k=5), tmp_path / "runs" / "bm25")
     model = tiny_cross_encoder(tmp_path / "ce", 1, seed=3)
     res = run_r2med(
         "rerank", "--run", str(tmp_path / "runs"), "--reranker", str(model), "--top-k", "4", "--batch-size", "8"
@@ -383,9 +384,10 @@ def test_progress_of_listwise_reranking(tmp_path, every_step):
     from llm_server import LLMServer
     from r2med.data.loaders import load_folder
     from r2med.jobs.evaluate import run_task
+    from r2med.spec.steps import EvaluateStep
 
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
-    run_task(coll, "bm25", {"cache": False}, k=6, out=tmp_path / "runs" / "bm25")
+    run_task(coll, EvaluateStep.of("bm25", cache=False, top_k=6), tmp_path / "runs" / "bm25")
     with LLMServer(responder=lambda messages, body: "[2] > [1]") as server:
         res = run_r2med(
             "rerank",

@@ -161,6 +161,7 @@ def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.jobs.rerank import load_inputs
     from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
+    from r2med.spec.steps import FuseStep
 
     for task in ("t1", "t2"):
         data = tmp_path / "data" / task
@@ -181,7 +182,8 @@ def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     cache: dict = {}
     groups = [load_inputs(tmp_path / "runs" / n, require_docs=False, collections=cache) for n in runs]
     assert "'zz' (query 'q1') is not in the corpus of t1 (1 unknown doc entry in all)" in caplog.text
-    results = fuse_inputs(groups, list(runs), "rrf-test", tmp_path / "out", depth=None)
+    step = FuseStep.of([tmp_path / "runs" / n for n in runs], top_k=1000)  # deeper than any run: every doc kept
+    results = fuse_inputs(groups, list(runs), step, "rrf-test", tmp_path / "out")
     assert [r.task for r in results] == ["t1"]
     assert "task(s) t2 are not in every run folder" in caplog.text
     assert read_trec(tmp_path / "out" / "t1" / "run.trec")["q1"] == pytest.approx(

@@ -207,9 +207,9 @@ def test_registry_records_answer_what_names_used_to():
     assert default_resources("openai", 4) == {"num_cpus": 1.0}  # an API needs no GPU
     assert paper_options("bm25") == {"k1": 0.9, "b": 0.4} and paper_options("bge") == {}
     assert retriever_meta("grit").extra[0] == ("torch", "transformers", "gritlm")
-    with pytest.raises(R2MedError, match="--pooling: not an option of 'bm25'"):
-        bm25.check_options({"pooling": "cls", "k1": None})
-    assert bm25.check_options({"b": 0.75}) == {"k1": 0.9, "b": 0.75, "analyzer": "english"}
+    with pytest.raises(R2MedError, match="unknown option 'pooling'; it takes: cache, k1, b, analyzer"):
+        bm25.parse_options({"pooling": "cls", "k1": None})
+    assert bm25.parse_options({"b": 0.75}).record() == {"cache": True, "k1": 0.9, "b": 0.75, "analyzer": "english"}
 
 
 def test_dense_top_k_keeps_the_earlier_of_tied_docs_at_the_cut():

@@ -23,12 +23,13 @@ import pytest
 from conftest import unavailable
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
-from r2med.jobs.evaluate import run_task
+from r2med.jobs.evaluate import Plan, run_task
 from r2med.jobs.report import expansion_texts, task_texts
 from r2med.report import build_leaderboard
 from r2med.report.html import write_html
 from r2med.results.folders import find_systems as load_systems
 from r2med.runs.run import read_trec
+from r2med.spec.steps import EvaluateStep
 from test_report import QUERIES, make_runs
 
 HYDOC = {
@@ -73,12 +74,8 @@ def built(tmp_path_factory):
         )
         run_task(
             load_folder(data / "Biology"),
-            "bm25",
-            {},
-            k=10,
-            out=out / "bm25+hyde-r1-qwen-32b",
-            label="bm25+hyde-r1-qwen-32b",
-            query_builder=ExpansionQueries("hyde", "r1-qwen-32b"),
+            Plan(EvaluateStep.of("bm25", top_k=10), "bm25+hyde-r1-qwen-32b", ExpansionQueries("hyde", "r1-qwen-32b")),
+            out / "bm25+hyde-r1-qwen-32b",
         )
     systems = load_systems([out])
     board = build_leaderboard(systems)
@@ -133,7 +130,7 @@ def test_counts_hint_and_round_ticks(built, tmp_path):
     from test_report import write_collection
 
     coll = load_folder(write_collection(tmp_path / "data", "mine"))
-    run_task(coll, "bm25-standard", {}, k=10, out=tmp_path / "runs" / "solo")
+    run_task(coll, EvaluateStep.of("bm25-standard", top_k=10), tmp_path / "runs" / "solo")
     systems = load_systems([tmp_path / "runs"])
     page = write_html(tmp_path / "solo.html", systems, board=build_leaderboard(systems)).read_text(encoding="utf-8")
     assert "1 system · 1 task ·" in page and "1 tasks" not in page and "1 systems" not in page
@@ -158,7 +155,7 @@ def test_facet_selector_in_the_page(tmp_path):
         )
     )
     coll = load_folder(folder)
-    run_task(coll, "bm25", {}, k=10, out=tmp_path / "runs" / "bm25")
+    run_task(coll, EvaluateStep.of("bm25", top_k=10), tmp_path / "runs" / "bm25")
     systems = load_systems([tmp_path / "runs"])
     collections = facet_collections(systems)  # the source the run recorded
     facets = html_facets(systems, "ndcg_cut_10", collections, by="body_system")
@@ -393,7 +390,7 @@ def hostile(tmp_path_factory):
         write_collection(data, "Biology", queries=HOSTILE_QUERIES, qrels=QRELS)
         coll = load_folder(data / "Biology")
         for name in ("bm25", "{{BARS}}"):
-            run_task(coll, "bm25", {}, k=10, out=root / "runs" / name)
+            run_task(coll, EvaluateStep.of("bm25", top_k=10), root / "runs" / name)
     systems = load_systems([root / "runs"])
     board = build_leaderboard(systems)
     page = write_html(

@@ -21,6 +21,7 @@ from r2med.report.latex import leaderboard_latex
 from r2med.results.folders import find_systems as load_systems
 from r2med.results.published import PublishedKey, match_published, parse_label
 from r2med.runs.run import read_trec, write_task_results
+from r2med.spec.steps import EvaluateStep
 
 DOCS = {
     "d1": "insulin therapy lowers blood glucose in type 1 diabetes",
@@ -82,7 +83,7 @@ def make_runs(tmp_path: Path) -> tuple[Path, Path]:
     for task in ("Biology", "MedQA-Diag"):
         coll = load_folder(data / task)
         for name in ("bm25", "bm25-standard"):
-            run_task(coll, name, {"k1": 0.9, "b": 0.4}, k=10, out=runs / name)
+            run_task(coll, EvaluateStep.of(name, k1=0.9, b=0.4, top_k=10), runs / name)
     return runs, data
 
 
@@ -399,11 +400,12 @@ def test_a_root_holds_its_systems_directly_and_names_sub_roots(tmp_path, caplog)
     from r2med.jobs.evaluate import run_task
     from r2med.results.folders import find_runs
     from r2med.results.folders import find_systems as load_systems
+    from r2med.spec.steps import EvaluateStep
     from test_data import make_r2med
 
     coll = load_folder(make_r2med(tmp_path / "c"))
-    run_task(coll, "bm25", {}, out=tmp_path / "runs" / "bm25")
-    run_task(coll, "bm25-standard", {}, out=tmp_path / "runs" / "fused" / "other")
+    run_task(coll, EvaluateStep.of("bm25"), tmp_path / "runs" / "bm25")
+    run_task(coll, EvaluateStep.of("bm25-standard"), tmp_path / "runs" / "fused" / "other")
     with caplog.at_level(logging.INFO, logger="r2med.results.folders"):
         names = [s.name for s in load_systems([tmp_path / "runs"])]
     assert names == ["bm25"]
@@ -514,7 +516,7 @@ def test_bidi_and_control_characters_are_escaped_on_the_terminal(tmp_path):
     folder = write_collection(data, "Biology")
     rows = [{"id": q, "text": t, "body_system": f"evil\u202e{i}\x1b[31m"} for i, (q, t) in enumerate(QUERIES.items())]
     (folder / "query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run_task(load_folder(folder), "bm25", {"k1": 0.9, "b": 0.4}, k=10, out=tmp_path / "runs" / "bm25")
+    run_task(load_folder(folder), EvaluateStep.of("bm25", k1=0.9, b=0.4, top_k=10), tmp_path / "runs" / "bm25")
     for args in (["--by", "body_system"], ["--by", "body_system", "--format", "json"]):
         res = run_r2med("report", str(tmp_path / "runs"), "--data-dir", str(data), *args)
         assert res.returncode == 0, res.stderr
@@ -541,7 +543,7 @@ def test_a_missing_collection_names_the_data_dir_searched(tmp_path):
     """The recorded source exists; the --data-dir given lacks the task: the error said the source "is gone"."""
     data = tmp_path / "data"
     folder = write_collection(data, "toy")
-    run_task(load_folder(folder), "bm25", {"k1": 0.9, "b": 0.4}, k=10, out=tmp_path / "runs" / "bm25")
+    run_task(load_folder(folder), EvaluateStep.of("bm25", k1=0.9, b=0.4, top_k=10), tmp_path / "runs" / "bm25")
     empty = tmp_path / "other"
     write_collection(empty, "unrelated")
     res = run_r2med("report", str(tmp_path / "runs"), "--by", "body_system", "--data-dir", str(empty))

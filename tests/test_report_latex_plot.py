@@ -12,7 +12,8 @@ import pytest
 
 from conftest import run_r2med, shared_collection
 from r2med.data.loaders import load_folder
-from r2med.jobs.evaluate import run_task
+from r2med.jobs.evaluate import Plan, run_task
+from r2med.spec.steps import EvaluateStep
 
 SYSTEMS = {"bm25": {}, "bm25-k1.2": {"k1": 1.2, "b": 0.75}, "bm25-b0": {"b": 0.0}}
 
@@ -26,7 +27,11 @@ def root(tmp_path_factory) -> Path:
             coll = load_folder(shared_collection(folder))
             for label, options in SYSTEMS.items():
                 retriever = "bm25"
-                run_task(coll, retriever, {"cache": False, **options}, out=out / "runs" / label, label=label)
+                run_task(
+                    coll,
+                    Plan(EvaluateStep.of(retriever, **{"cache": False, **options}), label, None),
+                    out / "runs" / label,
+                )
     return out / "runs"
 
 

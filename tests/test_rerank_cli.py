@@ -15,6 +15,7 @@ from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
 from r2med.runs.run import ranked, read_trec
+from r2med.spec.steps import EvaluateStep
 
 pytest.importorskip("torch")
 from test_rerank import _direct_scores, _tiny_bert
@@ -51,7 +52,7 @@ def first_stage(tmp_path_factory):
         )
     )
     coll = load_folder(small)
-    run_task(coll, "bm25", {"cache": False}, k=20, out=out / "runs" / "bm25")
+    run_task(coll, EvaluateStep.of("bm25", cache=False, top_k=20), out / "runs" / "bm25")
     model = _tiny_bert(tmp_path_factory.mktemp("model"), 1, seed=5)
     return out / "runs", coll, model
 
@@ -155,7 +156,7 @@ def test_bad_input_is_a_one_line_error_with_no_output(first_stage, tmp_path):
     res = run_r2med("rerank", "--run", str(runs / "bm25"), "--reranker", "no-such-reranker")
     assert res.returncode == 2 and "unknown reranker 'no-such-reranker'" in res.stderr
     res = run_r2med("rerank", "--run", str(runs / "bm25"), "--reranker", str(model), "--window", "5")
-    assert res.returncode == 2 and "does not take that option" in res.stderr
+    assert res.returncode == 2 and "unknown option '--window'" in res.stderr
 
 
 def test_reranker_runs_record_the_packages_that_made_their_scores():

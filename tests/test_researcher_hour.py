@@ -13,7 +13,8 @@ import pytest
 
 from conftest import run_r2med
 from r2med.data.loaders import load_folder
-from r2med.jobs.evaluate import run_task
+from r2med.jobs.evaluate import Plan, run_task
+from r2med.spec.steps import EvaluateStep
 from test_report import DOCS, QRELS, QUERIES, write_collection
 
 
@@ -25,7 +26,7 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
         data = root / "data"
         coll = load_folder(write_collection(data, "mine"))
         for name, options in (("bm25", {}), ("bm25-b0", {"b": 0.0})):
-            run_task(coll, "bm25", options, k=10, out=root / "runs" / name, label=name)
+            run_task(coll, Plan(EvaluateStep.of("bm25", **options, top_k=10), name, None), root / "runs" / name)
     return root / "runs", data / "mine"
 
 

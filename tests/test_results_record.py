@@ -1,6 +1,6 @@
 """The results record (r2med.results.record): one reader that checks every field and upgrades files written
 before the schema had a number (the real ones in tests/data/metrics_v1/, written by r2med at commit 81a9252),
-and one writer that adds only ``schema_version`` 2."""
+and one writer that adds only ``schema_version`` 3."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ def test_there_are_real_v1_files():
     assert len(V1_FILES) == 3
 
 
+def _as_schema_3(config: dict) -> dict:
+    """A v1/v2 config as schema 3 reads it, by hand: the step that made it first (a fusion's inputs too); these
+    files' options are already their types' full record."""
+    if "fusion" in config:
+        inputs = [{**i, "config": {"step": "evaluate", **i["config"]}} for i in config["inputs"]]
+        return {"step": "fuse", **config, "inputs": inputs}
+    return {"step": "evaluate", **config}
+
+
 @pytest.mark.parametrize("name", V1_FILES)
 def test_a_v1_file_is_upgraded_in_memory_and_kept_whole(tmp_path: Path, name: str):
     original = json.loads((V1 / name).read_text())
@@ -38,10 +47,10 @@ def test_a_v1_file_is_upgraded_in_memory_and_kept_whole(tmp_path: Path, name: st
     assert record.read_version == 1
     assert record.aggregate == original["aggregate"] and record.per_query == original["per_query"]
     assert record.task == original["task"] and record.retriever == original["retriever"]
-    assert record.config == original["config"] and record.revision is None
+    assert record.config == _as_schema_3(original["config"]) and record.revision is None
     assert record.encoding == original.get("encoding")
     payload = read_metrics(folder)
-    assert payload == {"schema_version": 2, **original}
+    assert payload == {"schema_version": 3, **original, "config": _as_schema_3(original["config"])}
     assert list(payload) == ["schema_version", *original]
     assert (folder / "metrics.json").read_bytes() == (V1 / name).read_bytes()  # reading never rewrites
 
@@ -51,18 +60,18 @@ def test_the_writer_adds_only_schema_version(tmp_path: Path, name: str):
     text = (V1 / name).read_text()
     written = metrics_json(json.loads(text), tmp_path / "metrics.json")
     # by hand: the old file's text with one line after the opening brace
-    assert written == text.replace("{\n", '{\n "schema_version": 2,\n', 1)
+    assert written == text.replace("{\n", '{\n "schema_version": 3,\n', 1)
     again = tmp_path / "again"
     again.mkdir()
     (again / "metrics.json").write_text(written)
-    assert read_record(again).read_version == SCHEMA_VERSION == 2
+    assert read_record(again).read_version == SCHEMA_VERSION == 3
 
 
-def test_write_task_results_writes_version_2(tmp_path: Path):
+def test_write_task_results_writes_version_3(tmp_path: Path):
     payload = json.loads((V1 / "bm25_medline-med.json").read_text())
     folder = write_task_results(tmp_path / "out" / "medline-med", {"Q1": {"d1": 1.0}}, payload, tag="bm25")
     stored = json.loads((folder / "metrics.json").read_text())
-    assert next(iter(stored)) == "schema_version" and stored["schema_version"] == 2
+    assert next(iter(stored)) == "schema_version" and stored["schema_version"] == 3
     assert {k: v for k, v in stored.items() if k != "schema_version"} == payload
 
 
@@ -85,7 +94,7 @@ def _damaged(change: dict[str, object]) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("change", "said"),
     [
-        ({"schema_version": 3}, "schema_version 3 is newer than this r2med reads (1..2)"),
+        ({"schema_version": 4}, "schema_version 4 is newer than this r2med reads (1..3)"),
         ({"schema_version": 0}, "schema_version 0 is not one r2med ever wrote"),
         ({"schema_version": "2"}, "schema_version must be a whole number"),
         ({"schema_version": True}, "schema_version must be a whole number"),
@@ -115,10 +124,10 @@ def test_each_fault_is_one_line_naming_file_and_key(tmp_path: Path, change: dict
     assert "\n" not in message and len(message) < 400
 
 
-def test_version_2_read_back_equals_what_was_written(tmp_path: Path):
-    payload = _damaged({"schema_version": 2, "unknown_later_key": {"kept": True}})
+def test_version_3_read_back_equals_what_was_written(tmp_path: Path):
+    payload = _damaged({"schema_version": 3, "unknown_later_key": {"kept": True}})
     record = parse_record(payload, tmp_path / "metrics.json")
-    assert record.read_version == 2 and record.extra == {"unknown_later_key": {"kept": True}}
+    assert record.read_version == 3 and record.extra == {"unknown_later_key": {"kept": True}}
     assert record.to_json() == payload
 
 
@@ -147,4 +156,4 @@ def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: P
     upgraded = parse_record(_damaged({"config": reranked}), tmp_path / "metrics.json").config
     assert upgraded is not None and upgraded["first_stage"]["config"]["expansion"] is None
     v2 = parse_record(_damaged({"schema_version": 2, "config": {**paper_bm25, "queries": "x"}}), tmp_path / "m")
-    assert v2.config == {**paper_bm25, "queries": "x"}
+    assert v2.config == {"step": "evaluate", **paper_bm25, "queries": "x"}  # v2: only the step it was added

@@ -15,6 +15,7 @@ from conftest import run_r2med, shared_collection
 from r2med import load_folder
 from r2med.data.loaders import load_demo
 from r2med.jobs.evaluate import run_task
+from r2med.spec.steps import EvaluateStep
 
 ray = pytest.importorskip("ray")
 
@@ -43,20 +44,25 @@ def test_matrix_on_ray_equals_sequential(cluster, tmp_path, r2med_home):
 
     path = shared_collection("medline-med")
     loaders = {"medline-med": lambda: load_folder(path), "demo": load_demo}
-    cells = [MatrixJob(r, t, load) for r in ("bm25", "bm25-standard") for t, load in loaders.items()]
+    cells = [
+        MatrixJob.of(EvaluateStep.of(r, top_k=50, out=tmp_path), t, load)
+        for r in ("bm25", "bm25-standard")
+        for t, load in loaders.items()
+    ]
+    assert all(c.step() == EvaluateStep.of(c.retriever, top_k=50, out=tmp_path) for c in cells)  # rebuilt alike
     finished = []
-    results = evaluate_matrix(cells, k=50, out=tmp_path, on_done=lambda c, r: finished.append((c.retriever, c.task)))
+    results = evaluate_matrix(cells, on_done=lambda c, r: finished.append((c.retriever, c.task)))
     assert sorted(finished) == sorted((c.retriever, c.task) for c in cells)
     # The tasks used this test's r2med home (forwarded by the driver) for their BM25 indexes.
     assert len(list((r2med_home / "bm25").iterdir())) == 2  # one per corpus, shared by both flavours
     for cell, result in zip(cells, results):
-        expected = run_task(cell.load(), cell.retriever, {}, k=50)
+        expected = run_task(cell.load(), EvaluateStep.of(cell.retriever, top_k=50))
         assert result.task == expected.task
         assert result.run == expected.run
         assert result.metrics.aggregate == expected.metrics.aggregate
         assert (tmp_path / cell.retriever / result.task / "metrics.json").exists()
     # A second run finds every cell's results on disk.
-    again = evaluate_matrix(cells, k=50, out=tmp_path)
+    again = evaluate_matrix(cells)
     assert all(r.reused for r in again)
 
 
@@ -147,7 +153,7 @@ def test_cli_evaluate_matrix_and_encode_on_ray(cluster, tmp_path, small_corpus, 
     res = run_r2med("evaluate", "--ray", "-r", "bm25,bm25-standard", "-d", str(medline), "-o", str(out))
     assert res.returncode == 0, res.stderr
     for retriever in ("bm25", "bm25-standard"):
-        expected = run_task(load_folder(medline), retriever, {}, k=100).run
+        expected = run_task(load_folder(medline), EvaluateStep.of(retriever, top_k=100)).run
         got = read_trec(out / retriever / "medline-med" / "run.trec")
         assert got.keys() == expected.keys()
         for qid in got:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..data.tasks import TASKS
-from ..infra.containment import check_output_dir, system_folder
+from ..infra.containment import check_output_dir
 from . import app, strict_data
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary, print_tie_line
 from .options import (
@@ -43,6 +43,7 @@ from .options import (
     TrustRemoteCode,
     Wide,
     comma_list,
+    with_set,
 )
 
 
@@ -160,6 +161,12 @@ def evaluate_command(
         help="-r custom: your encoder, MODULE:OBJ (a dotted module or a .py "
         "file; OBJ has encode(texts, role)); runs its code. See docs/dense.md.",
     ),
+    set_: list[str] | None = typer.Option(
+        None,
+        "--set",
+        help="Other options of the retriever as key=value (e.g. query_instruction=..., chunk_size=4096); "
+        "one it does not take is refused with the list of those it takes.",
+    ),
     ray: Ray = False,
     ray_address: RayAddress = None,
     strict: Strict = False,
@@ -170,17 +177,30 @@ def evaluate_command(
     from ..infra.home import check_home
     from ..jobs import evaluate as jobs
     from ..results.folders import summary
+    from ..spec.parse import Origin
+    from ..spec.steps import evaluate_step
 
     strict = strict_data(ctx, strict)
     names = comma_list(retriever) if ray else [retriever]
     if name is not None and len(names) > 1:
         raise R2MedError(f"--name names one result, but --retriever lists {len(names)}")
-    check_output_dir(out)
-    if not no_cache:
-        check_home()
-    refs = resolve(tasks, data_dir, revision, split, strict=strict)
-    columns = table_measures(measure)
-    options = dict(
+    named = dict(
+        top_k=top_k,
+        expansion=expansion,
+        expansion_file=expansion_file,
+        expansion_dir=expansion_dir,
+        name=name,
+        tasks=tasks,
+        data_dir=data_dir,
+        revision=revision,
+        split=split,
+        strict=strict,
+        out=out,
+        measures=tuple(measure or ()),
+        count_missing=count_missing,
+        overwrite=overwrite,
+        # the retriever's own options (None: not set, its options type's default)
+        cache=False if no_cache else None,
         k1=k1,
         b=b,
         analyzer=analyzer,
@@ -195,21 +215,15 @@ def evaluate_command(
         medcpt_published=medcpt_published or None,
         encoder=encoder,
     )
-    plans = [
-        jobs.plan(
-            retriever_,
-            options,
-            cache=not no_cache,
-            expansion=expansion,
-            expansion_file=expansion_file,
-            expansion_dir=expansion_dir,
-            data_dir=data_dir,
-            revision=revision,
-            name=name,
-        )
-        for retriever_ in names
-    ]
+    values = with_set(named, set_)
+    steps = [evaluate_step({"retriever": r, **values}, Origin.cli()) for r in names]  # the one parse, before any work
+    check_output_dir(out)
+    if not no_cache:
+        check_home()
+    refs = resolve(tasks, data_dir, revision, split, strict=strict)
+    plans = [jobs.plan(step) for step in steps]
     refs = check_hub(refs, [job.query_builder for job in plans])  # every hub file found before any download
+    columns = steps[0].output.columns
     if ray:
         from ..infra import progress
         from ..jobs.ray import evaluate_plans
@@ -217,30 +231,10 @@ def evaluate_command(
         with progress.task(
             f"{len(plans)} retriever(s) x {len(refs)} task(s) on Ray", total=len(plans) * len(refs), unit="runs"
         ) as bar:
-            grouped = evaluate_plans(
-                plans,
-                refs,
-                top_k,
-                out,
-                columns,
-                count_missing,
-                overwrite,
-                ray_address,
-                on_done=lambda job, result: bar.advance(),
-            )
+            grouped = evaluate_plans(plans, refs, ray_address, on_done=lambda job, result: bar.advance())
     else:
         [job] = plans
-        grouped = {
-            job.name: jobs.run_tasks(
-                job,
-                refs,
-                k=top_k,
-                out=system_folder(out, job.name),
-                measures=columns,
-                count_missing=count_missing,
-                overwrite=overwrite,
-            )
-        }
+        grouped = {job.name: jobs.run_tasks(job, refs)}
     for name_, results in grouped.items():
         print_summary(results, summary(name_, results), out / name_, measures=columns)
 
@@ -260,7 +254,7 @@ def demo_command(
 ) -> None:
     """``r2med demo`` (its help text is the decorator's ``help``)."""
     from ..infra.home import check_home
-    from ..jobs.evaluate import DEMO, demo_out, demo_tasks, run_tasks
+    from ..jobs.evaluate import demo_out, demo_step, demo_tasks, plan, run_tasks
     from ..results.folders import Summary, summary
 
     if out is not None:
@@ -275,13 +269,14 @@ def demo_command(
             highlight=False,
             soft_wrap=True,
         )
-    results = run_tasks(DEMO, refs, out=system_folder(out, DEMO.name), overwrite=fallback is not None)
+    job = plan(demo_step(out, overwrite=fallback is not None))
+    results = run_tasks(job, refs)
     if fallback is not None:
         print_summary(
-            results, Summary(DEMO.name), out / DEMO.name, title="bm25 on the built-in demo collection: nDCG@10 (x100)"
+            results, Summary(job.name), out / job.name, title="bm25 on the built-in demo collection: nDCG@10 (x100)"
         )
     else:
-        print_summary(results, summary(DEMO.name, results), out / DEMO.name)
+        print_summary(results, summary(job.name, results), out / job.name)
     print_next("report with:", "r2med", "report", out)
 
 
@@ -360,20 +355,27 @@ def import_command(
     """
     from ..jobs.imports import import_files
     from ..results.folders import Summary
+    from ..spec.parse import Origin
+    from ..spec.steps import ImportStep, flat
 
-    strict = strict_data(ctx, strict)
-    columns = table_measures(measure)
-    system = import_files(
-        runs,
-        name,
-        out,
-        tasks=tasks,
-        data_dir=data_dir,
-        revision=revision,
-        note=note,
-        measures=columns,
-        count_missing=count_missing,
-        overwrite=overwrite,
-        strict=strict,
+    step: ImportStep = flat(
+        {
+            "runs": tuple(runs),
+            "name": name,
+            "note": note,
+            "tasks": tasks,
+            "data_dir": data_dir,
+            "revision": revision,
+            "strict": strict_data(ctx, strict),
+            "out": out,
+            "measures": tuple(measure or ()),
+            "count_missing": count_missing,
+            "overwrite": overwrite,
+        },
+        ImportStep,
+        Origin.cli(),
     )
-    print_summary(system.results, Summary(system.name, retriever="imported"), system.folder, measures=columns)
+    system = import_files(step)
+    print_summary(
+        system.results, Summary(system.name, retriever="imported"), system.folder, measures=step.output.columns
+    )

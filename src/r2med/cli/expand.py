@@ -101,35 +101,49 @@ def expand_command(
     """Generate expansions for each task's queries; re-runs are free (cache) and interrupted runs resume."""
     from ..data import check_hub, resolve
     from ..jobs.expand import expand_tasks
+    from ..spec.parse import Origin
+    from ..spec.steps import ExpandStep, flat
 
     if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress
         for noisy in ("httpx2", "httpx", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
+    step: ExpandStep = flat(
+        {
+            "method": method,
+            "model": model,
+            "out": out,
+            "llm_name": llm_name,
+            "base_url": base_url,
+            "api_key": api_key,
+            "concurrency": concurrency,
+            "timeout": timeout,
+            "max_retries": max_retries,
+            "sampling": sampling,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "prompt_task": prompt_task,
+            "retriever": retriever,
+            "max_turns": max_turns,
+            "search_k": search_k,
+            "search_tags": search_tags,
+            "result_tags": result_tags,
+            "answer_tags": answer_tags,
+            "cache": not no_cache,
+            "prompt_file": prompt_file,
+            "tasks": tasks,
+            "data_dir": data_dir,
+            "revision": revision,
+            "split": split,
+            "strict": strict_data(ctx),
+        },
+        ExpandStep,
+        Origin.cli(),
+    )
+    data = step.data
     method, llm, done = expand_tasks(
-        check_hub(resolve(tasks, data_dir, revision, split, strict=strict_data(ctx))),
-        method,
-        model,
-        out,
-        llm_name=llm_name,
-        base_url=base_url,
-        api_key=api_key,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        sampling=sampling,
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        seed=seed,
-        prompt_task=prompt_task,
-        retriever=retriever,
-        max_turns=max_turns,
-        search_k=search_k,
-        search_tags=search_tags,
-        result_tags=result_tags,
-        answer_tags=answer_tags,
-        cache=not no_cache,
-        prompt_file=prompt_file,
+        step, check_hub(resolve(data.task_text, data.data_dir, data.revision, data.split, strict=data.strict))
     )
 
     def layout(with_path: bool) -> Table:

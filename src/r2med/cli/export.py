@@ -48,17 +48,24 @@ def export_command(
     """Export systems' results: MTEB's results files, which load with mteb's own loader."""
     from ..export.mteb import summarize_keys
     from ..jobs.export import export_runs
+    from ..spec.parse import Origin
+    from ..spec.steps import ExportStep, flat
 
-    for report in export_runs(
-        runs,
-        out,
-        fmt,
-        model=model,
-        model_revision=model_revision,
-        force=force,
-        mteb_task=mteb_task,
-        strict=strict_data(ctx),
-    ):
+    step: ExportStep = flat(
+        {
+            "runs": tuple(runs),
+            "out": out,
+            "format": fmt,
+            "model": model,
+            "model_revision": model_revision,
+            "force": force,
+            "mteb_task": mteb_task,
+            "strict": strict_data(ctx),
+        },
+        ExportStep,
+        Origin.cli(),
+    )
+    for report in export_runs(step):
         table = Table(title=escape(f"{report.model_name} ({report.model_revision}): MTEB results"))
         for col in ("task", "MTEB task", "dataset revision", "nDCG@10", "scores"):
             table.add_column(col, justify="right" if col in ("nDCG@10", "scores") else "left", no_wrap=col != "task")

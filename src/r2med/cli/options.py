@@ -81,10 +81,6 @@ class EnumChoice:
         return self.convert(value, _option_name(param))
 
 
-def _fmt(x: float) -> str:
-    return f"{x:g}"
-
-
 def describe(
     lo: float | None = None,
     hi: float | None = None,
@@ -92,18 +88,11 @@ def describe(
     hi_open: bool = False,
     integer: bool = False,
 ) -> str:
-    """The accepted range in words: ``a finite number between 0 and 1``, ``an integer of at least 1``."""
-    kind = "an integer" if integer else "a finite number"
-    if lo is not None and hi is not None:
-        if not lo_open and not hi_open:
-            return f"{kind} between {_fmt(lo)} and {_fmt(hi)}"
-        left, right = ("(" if lo_open else "["), (")" if hi_open else "]")
-        return f"{kind} in {left}{_fmt(lo)}, {_fmt(hi)}{right}"
-    if lo is not None:
-        return f"{kind} {'above' if lo_open else 'of at least'} {_fmt(lo)}"
-    if hi is not None:
-        return f"{kind} {'below' if hi_open else 'of at most'} {_fmt(hi)}"
-    return kind
+    """The accepted range in words, as the one parse says it (:func:`r2med.spec.parse.range_words`):
+    ``a finite number between 0 and 1``, ``an integer >= 1``."""
+    from ..spec.parse import range_words
+
+    return ("an integer" if integer else "a finite number") + range_words(lo, hi, lo_open, hi_open)
 
 
 def check_number(
@@ -114,7 +103,8 @@ def check_number(
     lo_open: bool = False,
     hi_open: bool = False,
 ) -> Any:
-    """``value`` if it is finite and within the range, else a one-line :class:`R2MedError` naming ``what``."""
+    """``value`` if it is finite and within the range, else a one-line :class:`R2MedError` naming ``what``, in the
+    words of the one parse (``--k1: expected a finite number >= 0, got nan``)."""
     integer = isinstance(value, int) and not isinstance(value, bool)
     ok = (
         isinstance(value, (int, float))
@@ -124,7 +114,7 @@ def check_number(
         and (hi is None or (value < hi if hi_open else value <= hi))
     )
     if not ok:
-        raise R2MedError(f"{what} must be {describe(lo, hi, lo_open, hi_open, integer)}, got {value!r}")
+        raise R2MedError(f"{what}: expected {describe(lo, hi, lo_open, hi_open, integer)}, got {value!r}")
     return value
 
 
@@ -169,7 +159,7 @@ def at_least(lo: float) -> Callable[..., Any]:
 def finite_json(value: Any, what: str) -> Any:
     """A value read from ``key=value`` JSON (``--set``): numbers must be finite (``NaN``/``Infinity`` parse)."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise R2MedError(f"{what} must be a finite number, got {value!r}")
+        raise R2MedError(f"{what}: expected a finite number, got {value!r}")
     if isinstance(value, list):
         return [finite_json(v, what) for v in value]
     if isinstance(value, dict):
@@ -190,6 +180,17 @@ def parse_set(values: list[str] | None) -> dict[str, Any]:
             parsed = value
         options[key.strip().replace("-", "_")] = finite_json(parsed, f"--set {key.strip()}")
     return options
+
+
+def with_set(values: Mapping[str, Any], pairs: list[str] | None) -> dict[str, Any]:
+    """``values`` (a command's options, None where not given) with the ``--set key=value`` pairs added; a key
+    that its own flag also set is a one-line error (one value per option)."""
+    merged = dict(values)
+    for key, value in parse_set(pairs).items():
+        if merged.get(key) is not None:
+            raise R2MedError(f"--set {key}: also given by its own flag; give it once")
+        merged[key] = value
+    return merged
 
 
 def parse_weights(text: str | None) -> list[float] | None:

@@ -10,7 +10,6 @@ import typer
 from ..runs.fusion import FusionMethod, Normalisation
 from . import app, strict_data
 from ._ui import print_summary
-from .core import table_measures
 from .options import (
     AT_LEAST_0,
     AT_LEAST_1,
@@ -25,8 +24,8 @@ from .options import (
     Revision,
     Tasks,
     at_least,
-    parse_set,
     parse_weights,
+    with_set,
 )
 
 
@@ -96,7 +95,7 @@ def rerank_command(
     window: int | None = typer.Option(
         None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."
     ),
-    step: int | None = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
+    step_: int | None = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
     with_scores: bool = typer.Option(
         False, "--with-scores", help="listwise: show first-stage scores in the prompt (InsertRank-style)."
     ),
@@ -120,41 +119,45 @@ def rerank_command(
     """Rerank first-stage systems; writes OUT/<name>/<task>/{run.trec,metrics.json} and prints a table."""
     from ..jobs.rerank import rerank_folder
     from ..results.folders import summary
+    from ..spec.parse import Origin
+    from ..spec.steps import rerank_step
 
-    options = {
-        "batch_size": batch_size,
-        "max_length": max_length,
-        "device": device,
-        "dtype": dtype,
-        "model": model,
-        "base_url": base_url,
-        "api_key": api_key,
-        "window": window,
-        "step": step,
-        "with_scores": with_scores or None,
-        "concurrency": concurrency,
-        **parse_set(set_),
-    }
-    if scorer is not None:
-        options["scorer"] = scorer
-    columns = table_measures(measure)
-    for done in rerank_folder(
-        run,
-        reranker,
-        options,
-        out=out,
-        name=name,
-        tasks=tasks,
-        data_dir=data_dir,
-        revision=revision,
-        top_k=top_k,
-        keep_tail=not top_k_only,
-        measures=columns,
-        count_missing=count_missing,
-        overwrite=overwrite,
-        strict=strict_data(ctx),
-    ):
-        print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)
+    step = rerank_step(
+        with_set(
+            {
+                "runs": (run,),
+                "reranker": reranker,
+                "top_k": top_k,
+                "keep_tail": not top_k_only,
+                "name": name,
+                "tasks": tasks,
+                "data_dir": data_dir,
+                "revision": revision,
+                "strict": strict_data(ctx),
+                "out": out,
+                "measures": tuple(measure or ()),
+                "count_missing": count_missing,
+                "overwrite": overwrite,
+                # the reranker's own options (None: not set)
+                "batch_size": batch_size,
+                "max_length": max_length,
+                "device": device,
+                "dtype": dtype,
+                "model": model,
+                "base_url": base_url,
+                "api_key": api_key,
+                "window": window,
+                "step": step_,
+                "with_scores": with_scores or None,
+                "concurrency": concurrency,
+                "scorer": scorer,
+            },
+            set_,
+        ),
+        Origin.cli(),
+    )
+    for done in rerank_folder(step):
+        print_summary(done.results, summary(done.name, done.results), done.folder, measures=step.output.columns)
 
 
 @app.command("fuse")
@@ -198,23 +201,28 @@ def fuse_command(
     """Fuse systems (RRF or CombSUM/CombMNZ); writes OUT/<name>/<task>/ evaluated like any run."""
     from ..jobs.fuse import fuse_folders
     from ..results.folders import summary
+    from ..spec.parse import Origin
+    from ..spec.steps import fuse_step
 
-    columns = table_measures(measure)
-    done = fuse_folders(
-        runs,
-        method,
-        parse_weights(weights),
-        k=rrf_k,
-        norm=norm,
-        depth=top_k,
-        out=out,
-        name=name,
-        tasks=tasks,
-        data_dir=data_dir,
-        revision=revision,
-        measures=columns,
-        count_missing=count_missing,
-        overwrite=overwrite,
-        strict=strict_data(ctx),
+    step = fuse_step(
+        {
+            "systems": tuple(runs),
+            "method": method,
+            "weights": parse_weights(weights),
+            "k": rrf_k,
+            "norm": norm,
+            "top_k": top_k,
+            "name": name,
+            "tasks": tasks,
+            "data_dir": data_dir,
+            "revision": revision,
+            "strict": strict_data(ctx),
+            "out": out,
+            "measures": tuple(measure or ()),
+            "count_missing": count_missing,
+            "overwrite": overwrite,
+        },
+        Origin.cli(),
     )
-    print_summary(done.results, summary(done.name, done.results), done.folder, measures=columns)
+    done = fuse_folders(step)
+    print_summary(done.results, summary(done.name, done.results), done.folder, measures=step.output.columns)

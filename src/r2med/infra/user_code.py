@@ -177,13 +177,16 @@ def as_loaded(value: Any, kind: Kind, what: str) -> Loaded:
 
 def short_name(value: Any) -> str:
     """A name for a result made with a custom object: its declared ``name``, else the spec's OBJ, else its class."""
-    declared = getattr(value.obj if isinstance(value, Loaded) else value, "name", None)
+    obj = value.obj if isinstance(value, Loaded) else value
+    declared = getattr(obj, "name", None)
     if isinstance(declared, str) and declared:
         text = declared
+    elif isinstance(value, Loaded) and value.spec:  # loaded from MODULE:OBJ: its OBJ, as before it was loaded
+        text = value.spec.rpartition(":")[2]
     elif isinstance(value, str):
         text = value.rpartition(":")[2]
-    else:
-        text = type(value).__name__ if not inspect.isclass(value) else value.__name__
+    else:  # an object given in Python (a loaded one: the object's class, never the wrapper's)
+        text = type(obj).__name__ if not inspect.isclass(obj) else obj.__name__
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text.rsplit("/", 1)[-1]) or "custom"
 
 

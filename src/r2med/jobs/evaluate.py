@@ -2,10 +2,10 @@
 
 (:func:`r2med.evaluate` only scores a run; this module is the whole job.)
 
-* :func:`plan` -- what a retriever is run with: its options, checked against its registry record
-  (defaults filled in), the query builder of an expansion, and the result's name;
+* :func:`plan` -- an :class:`~r2med.spec.steps.EvaluateStep` (parsed once, at the edge it came from) made
+  runnable: the query builder of its expansion, and the result's name (:func:`system_name`);
 * :func:`run_task` -- one collection: retrieve, then :func:`~r2med.results.folders.finish_task`, or
-  reuse a finished folder made with the same configuration and data;
+  reuse a finished folder made with the same step and data;
 * :func:`run_tasks` -- every task of a list of :class:`~r2med.data.TaskRef`, on the progress display;
 * :func:`summary` -- the published configuration the results reproduce, if any, and a note when the
   run used another precision than the paper's code;
@@ -18,19 +18,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import DEFAULT_MEASURES, Metrics
+from ..evaluation.metrics import Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
-from ..infra.containment import plain_name
+from ..infra.containment import plain_name, system_folder
 from ..infra.home import fingerprint_texts
-from ..results.folders import TaskResult, finish_task, reuse
+from ..results.folders import TaskResult, file_fingerprint, finish_task, reuse
 from ..retrieval.base import QueryText, index_collection
+from ..spec.parse import RetrieverOptions
+from ..spec.steps import EvaluateStep
 
 log = logging.getLogger(__name__)
 
@@ -40,59 +41,61 @@ QueryBuilder = Callable[[Collection, str], Mapping[str, QueryText]]
 
 @dataclass(frozen=True)
 class Plan:
-    """How one retriever is run: registry name, checked options, the result's name, the query builder."""
+    """A step made runnable: its spec (:class:`~r2med.spec.steps.EvaluateStep`), the result's name, the query
+    builder of its expansion."""
 
-    retriever: str
-    options: dict[str, Any] = field(default_factory=dict)
+    step: EvaluateStep
     label: str = ""
     query_builder: QueryBuilder | None = None
+
+    @property
+    def retriever(self) -> str:
+        return self.step.retriever
+
+    @property
+    def options(self) -> RetrieverOptions:
+        return self.step.options
 
     @property
     def name(self) -> str:
         return self.label or self.retriever
 
 
-def plan(
-    retriever: str,
-    options: Mapping[str, Any] | None = None,
-    cache: bool = True,
-    expansion: str | None = None,
-    expansion_file: str | Path | None = None,
-    expansion_dir: str | Path | None = None,
-    data_dir: str | Path | None = None,
-    revision: str | None = None,
-    name: str | None = None,
-) -> Plan:
-    """Check ``options`` against the retriever's registry record and set up its expansion, if any.
-
-    ``options`` holds what the user set (None: not set); an option the retriever does not take is a
-    one-line error.  The result is named ``name`` (``--name``), else after the retriever -- and the
-    model, for a retriever named after it (``dense-all-MiniLM-L6-v2``) -- and the expansion
-    (``<retriever>+<method>-<llm>``).
-    """
-    from ..retrieval.registry import retriever_meta
-
-    meta = retriever_meta(retriever)
-    checked = {"cache": cache, **meta.check_options(dict(options or {}))}
-    label = retriever
-    if meta.named_after and checked.get(meta.named_after):
-        label = f"{retriever}-{model_name(str(checked[meta.named_after]))}"
-    if retriever == "custom" and checked.get("encoder") is not None:
-        from ..infra.user_code import short_name
-
-        label = f"custom-{short_name(checked['encoder'])}"
+def plan(step: EvaluateStep) -> Plan:
+    """``step`` made runnable: its expansion set up (checked up front) and its result named (:func:`system_name`)."""
     builder = None
-    if expansion or expansion_file or expansion_dir:
+    if step.expansion or step.expansion_file or step.expansion_dir:
         from ..expansion.precomputed import expansion_builder
 
-        builder = expansion_builder(expansion, expansion_file, expansion_dir, data_dir, revision)
-        label = f"{label}+{builder.label}"
-    if name is not None:
-        label = plain_name(name, "--name", run_name=True)
-    plain_name(
-        label, f"result name {shown(label)} (pass --name):", run_name=True
-    )  # a folder under --out, the run's tag
-    return Plan(retriever, checked, label, builder)
+        builder = expansion_builder(
+            step.expansion, step.expansion_file, step.expansion_dir, step.data.data_dir, step.data.revision
+        )
+    return Plan(step, system_name(step, builder.label if builder is not None else None), builder)
+
+
+def system_name(step: EvaluateStep, expansion_label: str | None = None) -> str:
+    """The name of the result of ``step`` (the same from the command line, a file and Python): its ``name``
+    (``--name``), else the retriever -- and the model, for a retriever named after it
+    (``dense-all-MiniLM-L6-v2``), or your encoder (``custom-MyEncoder``) -- and the expansion
+    (``<retriever>+<method>-<llm>``)."""
+    from ..retrieval.registry import retriever_meta
+
+    meta = retriever_meta(step.retriever)
+    label = step.retriever
+    model = getattr(step.options, meta.named_after, None) if meta.named_after else None
+    if model:
+        label = f"{step.retriever}-{model_name(str(model))}"
+    encoder = getattr(step.options, "encoder", None)
+    if step.retriever == "custom" and encoder is not None:
+        from ..infra.user_code import short_name
+
+        label = f"custom-{short_name(encoder)}"
+    if expansion_label:
+        label = f"{label}+{expansion_label}"
+    if step.name is not None:
+        label = plain_name(step.name, "--name", run_name=True)
+    plain_name(label, f"result name {shown(label)} (pass --name):", run_name=True)  # a folder under --out, the tag
+    return label
 
 
 #: Folder names that say nothing about the model in them: the parent folder names it instead.
@@ -119,93 +122,70 @@ def queries_fingerprint(queries: Mapping[str, QueryText]) -> str:
     return fingerprint_texts((qid, q if isinstance(q, str) else "\x1f".join(q)) for qid, q in queries.items())
 
 
-def run_task(
-    collection: Collection,
-    retriever: str,
-    options: Mapping[str, Any] | None = None,
-    k: int = 100,
-    out: str | Path | None = None,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    query_builder: QueryBuilder | None = None,
-    label: str | None = None,
-    overwrite: bool = False,
-) -> TaskResult:
-    """Retrieve, evaluate and (with ``out``) write ``out/<task>/`` for one collection."""
+def run_task(collection: Collection, job: Plan | EvaluateStep, out: str | Path | None = None) -> TaskResult:
+    """Retrieve, evaluate and (with ``out``, the system folder) write ``out/<task>/`` for one collection; what
+    is stored and whether a finished folder is recomputed: the step's :class:`~r2med.spec.steps.Output`."""
     from ..retrieval.registry import make_retriever  # imports numpy/scipy: not at CLI start-up
 
-    options = dict(options or {})
+    job = plan(job) if isinstance(job, EvaluateStep) else job
+    step, output = job.step, job.step.output
     collection.warn_about_qrels()
-    retriever_ = make_retriever(retriever, task=collection.name, **options)
-    queries = query_builder(collection, retriever_.family) if query_builder else collection.queries
-    describe = getattr(query_builder, "describe", None)
+    retriever_ = make_retriever(step.retriever, task=collection.name, options=step.options)
+    queries = job.query_builder(collection, retriever_.family) if job.query_builder else collection.queries
+    describe = getattr(job.query_builder, "describe", None)
     config = {
-        "retriever": retriever,
-        "options": options,
-        "k": k,
+        **step.record(),
         **retriever_.config(),
         "expansion": describe(collection) if describe else None,
         "queries_fingerprint": queries_fingerprint(queries),
         **({"split": collection.split} if collection.split is not None else {}),
     }
+    expanded = config["expansion"].get("file") if isinstance(config["expansion"], Mapping) else None
+    if expanded is not None and Path(expanded).is_file():  # the content of the expansion file read (schema 3)
+        config["expansion_fingerprint"] = file_fingerprint(expanded)
     if collection.corpus_repeats and getattr(retriever_, "indexes_repeats", False):
         config["corpus_repeats"] = len(collection.corpus_repeats)  # indexed too: the corpus read as a list
-    reused = reuse(out, config, collection, measures, count_missing, overwrite)
+    reused = reuse(out, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
         return reused
-    if options.get("cache", True):
+    if step.options.cache:
         from ..infra.home import remember_collection
 
         remember_collection(collection.fingerprint, collection.name, collection.source)
     t0 = time.perf_counter()
     index_collection(retriever_, collection)
     t1 = time.perf_counter()
-    run = retriever_.search(queries, k=k)
+    run = retriever_.search(queries, k=step.top_k)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
     facts = getattr(retriever_, "encoding_facts", None)
     return finish_task(
         collection,
-        label or retriever,
+        job.name,
         run,
         config,
         out,
-        measures,
-        count_missing,
+        output.measures,
+        output.count_missing,
         timing,
         facts() if callable(facts) else None,
     )
 
 
-def run_tasks(
-    job: Plan,
-    tasks: Sequence[TaskRef],
-    k: int = 100,
-    out: str | Path | None = None,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
-) -> list[TaskResult]:
-    """:func:`run_task` for every task, in order, one collection in memory at a time (on the progress
-    display: the task loop, and inside it each task's long steps)."""
+def run_tasks(job: Plan | EvaluateStep, tasks: Sequence[TaskRef]) -> list[TaskResult]:
+    """:func:`run_task` for every task, in order, one collection in memory at a time, into the step's
+    ``OUT/<system>/`` (none: nothing written), on the progress display (the task loop, and inside it each task's
+    long steps)."""
+    job = plan(job) if isinstance(job, EvaluateStep) else job
+    root = job.step.output.out
+    out = system_folder(root, job.name) if root is not None else None
     results = []
     with progress.task(job.name, total=len(tasks), unit="tasks") as loop:
         for ref in tasks:
             loop.describe(f"{job.name} · {ref.name}: loading")
             collection = ref.load()
             loop.describe(f"{job.name} · {collection.name}")
-            result = run_task(
-                collection,
-                job.retriever,
-                job.options,
-                k=k,
-                out=out,
-                measures=measures,
-                count_missing=count_missing,
-                query_builder=job.query_builder,
-                label=job.name,
-                overwrite=overwrite,
-            )
+            result = run_task(collection, job, out)
             log.info("%s: nDCG@10 = %.4f%s", result.task, result.headline, " (reused)" if result.reused else "")
             results.append(result)
             loop.advance()
@@ -224,8 +204,9 @@ def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[
         return [TaskRef.the_demo(strict=strict)], str(exc)
 
 
-#: ``r2med demo`` runs the paper's BM25 as it was first published by r2med (no options recorded).
-DEMO = Plan("bm25", label="bm25")
+def demo_step(out: Path, overwrite: bool = False) -> EvaluateStep:
+    """What ``r2med demo`` runs: the paper's BM25 (its default options) into ``out``."""
+    return EvaluateStep.of("bm25", out=out, overwrite=overwrite)
 
 
 def score_files(

@@ -20,6 +20,7 @@ from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
 from ..infra import progress
 from ..infra.containment import ensure_within, plain_name, task_folder
+from ..spec.steps import ExpandStep
 
 if TYPE_CHECKING:
     from ..expansion.agentic import TagFormat
@@ -156,34 +157,9 @@ def _agentic(
     return texts, errors, extra
 
 
-def expand_tasks(
-    tasks: Sequence[TaskRef],
-    method: str,
-    model: str,
-    out: str | Path,
-    llm_name: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    concurrency: int = 16,
-    timeout: float = 300.0,
-    max_retries: int = 6,
-    sampling: str | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    max_tokens: int | None = None,
-    seed: int | None = None,
-    prompt_task: str | None = None,
-    retriever: str = "bm25",
-    max_turns: int = 4,
-    search_k: int = 3,
-    search_tags: str | None = None,
-    result_tags: str | None = None,
-    answer_tags: str | None = None,
-    cache: bool = True,
-    prompt_file: str | Path | None = None,
-) -> tuple[str, str, list[Expanded]]:
-    """Expand every query of every task; returns the method (normalised), the LLM's folder name and one
-    :class:`Expanded` per task.
+def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, list[Expanded]]:
+    """Expand every query of every task as ``step`` says; returns the method (normalised), the LLM's folder name
+    and one :class:`Expanded` per task.
 
     Everything that can be checked is checked before the first request: the method, the sampling
     preset, the output folder, the prompts of the tasks (generative methods), the agentic tags.
@@ -191,6 +167,17 @@ def expand_tasks(
     ``prompt_file``: a template of the user's instead of the paper's prompts (generative methods); its text
     and sha256 are recorded in ``prompt.json`` beside each expansion file, and each record names the sha256.
     """
+    (method, model, out, llm_name, base_url, sampling, prompt_file, prompt_task, cache) = (
+        step.method,
+        step.model,
+        step.out,
+        step.llm_name,
+        step.base_url,
+        step.sampling,
+        step.prompt_file,
+        step.prompt_task,
+        step.cache,
+    )
     from ..expansion.combine import AGENTIC, check_method
     from ..expansion.generate import generate_expansions, paper_sampling, write_expansion_file
     from ..expansion.generate import prompt_task as resolve_prompt
@@ -206,7 +193,7 @@ def expand_tasks(
     if cache:
         check_home()
     agentic = method in AGENTIC
-    tags = agentic_tags(method, search_tags, result_tags, answer_tags) if agentic else None
+    tags = agentic_tags(method, step.search_tags, step.result_tags, step.answer_tags) if agentic else None
     template = None
     if prompt_file is not None:
         from ..expansion.generate import read_prompt_file
@@ -219,18 +206,18 @@ def expand_tasks(
             resolve_prompt(ref.name, prompt_task)
     params = paper_sampling(
         api=(sampling or ("api" if base_url is None else "open")) == "api",
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        seed=seed,
+        temperature=step.temperature,
+        top_p=step.top_p,
+        max_tokens=step.max_tokens,
+        seed=step.seed,
     )
     client = LLMClient(
         model,
         base_url=base_url,
-        api_key=api_key,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
+        api_key=step.api_key,
+        concurrency=step.concurrency,
+        timeout=step.timeout,
+        max_retries=step.max_retries,
         cache=cache,
     )
     done = []
@@ -248,7 +235,7 @@ def expand_tasks(
                 bar = RequestBar(task, client)
                 if agentic:
                     texts, errors, extra = _agentic(
-                        collection, method, client, params, retriever, max_turns, search_k, bar, tags
+                        collection, method, client, params, step.retriever, step.max_turns, step.search_k, bar, tags
                     )
                 else:
                     res = generate_expansions(

@@ -1,92 +1,100 @@
-"""``r2med run EXPERIMENT.toml``: a declared grid of retrievers, rerankers and fusions over tasks, run as one job.
+"""``r2med run EXPERIMENT.toml``: a declared grid of steps over tasks, run as one job -- from a file or from Python.
 
-The file (read with :mod:`tomllib`) declares ``out``, ``[data]``, ``[[retrievers]]``, ``[[rerank]]``,
-``[[fusion]]`` and ``[report]`` (docs/experiments.md).  :func:`load_experiment` checks all of it before any
-work -- every key against what the job it feeds accepts (the keyword parameters of
-:func:`r2med.jobs.evaluate.plan` / :func:`~r2med.jobs.evaluate.run_tasks`, a retriever's
-:class:`~r2med.retrieval.registry.RetrieverMeta` options, :func:`r2med.jobs.rerank.rerank_folder`, the
-reranker's own constructor, :func:`r2med.jobs.fuse.fuse_folders`), so a bad file is one line naming the key.
-:func:`run_experiment` runs the steps in dependency order through those same jobs: finished task folders
-are reused (a second run recomputes nothing), and a killed run resumes from the folders it finished.
+An :class:`Experiment` is a results root, the data, and a list of step specs (:mod:`r2med.spec.steps`:
+:class:`~r2med.spec.steps.EvaluateStep`, :class:`~r2med.spec.steps.RerankStep`,
+:class:`~r2med.spec.steps.FuseStep`, :class:`~r2med.spec.steps.ImportStep`), each the spec its command builds;
+a rerank names the systems it reads in ``runs``, a fusion in ``systems`` (systems of the experiment, or folders
+already in ``out``).  :func:`make_experiment` checks it whole before any work (names, what each step reads, the
+order, the report's destinations); the TOML reader :func:`load_experiment` is one way to build it: each table
+goes through the one parse (:func:`r2med.spec.steps.evaluate_step` and the others), so a bad value is one line
+naming the file, the table and the key (``exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got
+'high'``).  :func:`run_experiment` runs the steps in dependency order through the same jobs as the commands:
+finished task folders are reused (a second run recomputes nothing), and a killed run resumes from the folders it
+finished.  :func:`write_reports` writes the report.
 
-Relative paths in the file (``out``, ``dirs``, ``expansion_file``, ``expansion_dir``, ``html``, ``latex``,
-and ``model`` / ``reranker`` values naming an existing folder or starting with ``.``) are read against
-the folder of the file, not the current one.
+Relative paths in a file (``out``, ``dirs``, ``expansion_file``, ``expansion_dir``, ``html``, ``latex``,
+``markdown``, ``[report] data_dir``, an import's ``runs``, the module of an ``encoder`` or ``scorer`` given as a
+``.py`` file, and ``model`` / ``reranker`` / ``base`` / ``lora`` / ``tokenizer`` values naming an existing
+folder or starting with ``.``) are read against the folder of the file, not the current one.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ..errors import R2MedError
+from ..errors import R2MedError, did_you_mean
 from ..evaluation.metrics import HEADLINE
+from ..results.record import StepKind
+from ..spec.options import FusionOptions
+from ..spec.parse import Origin, Spec, SpecError, field_names
+from ..spec.steps import (
+    Data,
+    EvaluateStep,
+    FuseStep,
+    ImportStep,
+    Output,
+    RerankStep,
+    evaluate_step,
+    flat,
+    fuse_step,
+    rerank_step,
+)
 
 if TYPE_CHECKING:
+    from ..data import TaskRef
     from ..report.leaderboard import Leaderboard
 
 log = logging.getLogger(__name__)
 
-StepKind = Literal["evaluate", "rerank", "fuse"]
-
 #: The file's tables, as written in it (for error messages).
-TABLES: dict[StepKind, str] = {"evaluate": "[[retrievers]]", "rerank": "[[rerank]]", "fuse": "[[fusion]]"}
-TOP_LEVEL = ("out", "data", "retrievers", "rerank", "fusion", "report")
-DATA_KEYS = ("tasks", "dirs", "revision")
-REPORT_KEYS = ("measures", "html", "latex", "markdown", "baseline", "title")
-#: Keys of a step that name the result folder (the jobs' ``name``: a retriever's ``name`` is the retriever).
-LABEL = "label"
-#: Option names the command line uses, as the jobs' parameters (``top_k`` -> evaluate's ``k``).
-ALIASES: dict[StepKind, dict[str, str]] = {"evaluate": {"top_k": "k"}, "rerank": {}, "fuse": {"top_k": "depth"}}
-#: Job parameters the experiment sets itself (never from a step's table).
-_SET_BY_EXPERIMENT = {
-    "retriever",
-    "options",
-    "data_dir",
-    "revision",
-    "name",
-    "job",
-    "tasks",
-    "out",
-    "measures",
-    "overwrite",
-    "runs",
-    "reranker",
+TABLES: dict[StepKind, str] = {
+    "evaluate": "[[retrievers]]",
+    "rerank": "[[rerank]]",
+    "fuse": "[[fusion]]",
+    "import": "[[imports]]",
 }
+#: The file's keys of each table -> the step's field (the options of what a table runs come on top).
+FILE_KEYS: dict[StepKind, dict[str, str]] = {
+    "evaluate": {
+        "name": "retriever",
+        "label": "name",
+        "tasks": "tasks",
+        "top_k": "top_k",
+        "expansion": "expansion",
+        "expansion_file": "expansion_file",
+        "expansion_dir": "expansion_dir",
+    },
+    "rerank": {"reranker": "reranker", "runs": "runs", "label": "name", "top_k": "top_k", "keep_tail": "keep_tail"},
+    "fuse": {"systems": "systems", "label": "name", "top_k": "top_k", **{f: f for f in field_names(FusionOptions)}},
+    "import": {"name": "name", "runs": "runs", "note": "note", "tasks": "tasks"},
+}
+TOP_LEVEL = ("out", "data", "retrievers", "rerank", "fusion", "imports", "report")
+DATA_KEYS = ("tasks", "dirs", "revision")
+REPORT_KEYS = ("measures", "html", "latex", "markdown", "baseline", "title", "data_dir")
 #: Keys whose values are paths (read against the file's folder).
 PATH_KEYS = {"expansion_file", "expansion_dir"}
 #: Keys whose values may be paths or hub ids (a path when it exists there or starts with ``.``).
 MAYBE_PATH_KEYS = {"model", "reranker", "base", "lora", "tokenizer"}
-
-
-def job_parameters(*functions: Callable[..., Any]) -> list[str]:
-    """The keyword parameters of ``functions`` a step's table may set (those the experiment sets left out)."""
-    names: list[str] = []
-    for function in functions:
-        for parameter in inspect.signature(function).parameters.values():
-            if parameter.kind in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
-                continue
-            if parameter.name not in _SET_BY_EXPERIMENT and parameter.name not in names:
-                names.append(parameter.name)
-    return names
+#: Keys naming your code as MODULE:OBJ (a ``.py`` module is a path, read against the file's folder).
+CODE_KEYS = {"encoder", "scorer"}
 
 
 @dataclass
 class Step:
-    """One job of the experiment: an ``evaluate``, ``rerank`` or ``fuse`` making the system ``label``."""
+    """One step of the experiment: its spec, the system ``label`` it makes and the systems it reads (``needs``)."""
 
     kind: StepKind
     index: int  # 1-based, within its table
     label: str
-    needs: tuple[str, ...] = ()  # systems it reads
-    what: str = ""  # the retriever, reranker or fusion method
-    job: dict[str, Any] = field(default_factory=dict)  # keyword arguments of its job
-    options: dict[str, Any] = field(default_factory=dict)  # the retriever's or reranker's own options
+    spec: EvaluateStep | RerankStep | FuseStep | ImportStep
+    needs: tuple[str, ...] = ()
+    what: str = ""  # the retriever, reranker, fusion method or "import"
 
     @property
     def where(self) -> str:
@@ -95,31 +103,221 @@ class Step:
 
 @dataclass
 class ReportSpec:
+    """``[report]``: the measures (one table each), the files written, the significance baseline, the page's title,
+    and the data whose query and document texts the HTML page carries."""
+
     measures: tuple[str, ...] = (HEADLINE,)
     html: Path | None = None
     latex: Path | None = None
     markdown: Path | None = None
     baseline: str | None = None
     title: str = "R2MED results"
+    data_dir: Path | None = None
 
 
 @dataclass
 class Experiment:
-    source: Path
+    """A results root, the data and the steps, checked (:func:`make_experiment`) and in the order they run."""
+
     out: Path
+    steps: list[Step] = field(default_factory=list)
     tasks: str | list[str] = "all"
     dirs: list[Path] = field(default_factory=list)
     revision: str | None = None
-    steps: list[Step] = field(default_factory=list)
     report: ReportSpec = field(default_factory=ReportSpec)
+    #: the file it was read from (None: built in Python)
+    source: Path | None = None
 
     @property
     def systems(self) -> list[str]:
         return [s.label for s in self.steps]
 
+    @property
+    def read_systems(self) -> list[str]:
+        """The systems of its report: those it makes, then those its steps read from ``out`` (a fusion's inputs)."""
+        made = self.systems
+        return made + [n for n in dict.fromkeys(need for s in self.steps for need in s.needs) if n not in made]
+
 
 class ExperimentError(R2MedError):
-    """An experiment file that cannot run: ``exp.toml: [[retrievers]] 2: unknown option 'k3'``."""
+    """An experiment that cannot run: ``exp.toml: [[retrievers]] 2: unknown option 'k3'``."""
+
+
+# -- an experiment from step specs (Python, and the file reader below) ---------------------------------------
+
+
+def _names(paths: Sequence[Path]) -> tuple[str, ...]:
+    return tuple(str(p) for p in paths)
+
+
+def step_of(spec: EvaluateStep | RerankStep | FuseStep | ImportStep, index: int) -> Step:
+    """The experiment step of ``spec`` (``index``: its number within its kind), named as its command names it."""
+    if isinstance(spec, EvaluateStep):
+        from .evaluate import plan
+
+        return Step("evaluate", index, plan(spec).name, spec, (), spec.retriever)
+    if isinstance(spec, RerankStep):
+        from .rerank import system_name
+
+        if len(spec.runs) != 1:
+            raise R2MedError(f"a rerank step of an experiment reads one system; got {len(spec.runs)}")
+        [run] = _names(spec.runs)
+        return Step("rerank", index, system_name(spec, run), spec, (run,), spec.reranker_name)
+    if isinstance(spec, FuseStep):
+        from .fuse import system_name as fused_name
+
+        return Step("fuse", index, fused_name(spec, spec.systems), spec, _names(spec.systems), spec.options.method)
+    return Step("import", index, spec.name, spec, (), "import")
+
+
+def kind_of(spec: EvaluateStep | RerankStep | FuseStep | ImportStep) -> StepKind:
+    if isinstance(spec, EvaluateStep):
+        return "evaluate"
+    if isinstance(spec, RerankStep):
+        return "rerank"
+    return "fuse" if isinstance(spec, FuseStep) else "import"
+
+
+def exp_data(
+    exp: Experiment | None = None, dirs: Sequence[Path] = (), revision: str | None = None
+) -> dict[str, object]:
+    """What an evaluate step of the experiment reads beside its tasks: the one data folder (where expansion files
+    are looked for, as ``--data-dir``) and the hub revision."""
+    if exp is not None:
+        dirs, revision = exp.dirs, exp.revision
+    return {"data_dir": dirs[0] if len(dirs) == 1 else None, "revision": revision}
+
+
+def make_experiment(
+    out: str | os.PathLike[str],
+    steps: Sequence[EvaluateStep | RerankStep | FuseStep | ImportStep | Step],
+    tasks: str | Sequence[str] = "all",
+    dirs: Sequence[str | os.PathLike[str]] = (),
+    revision: str | None = None,
+    report: ReportSpec | None = None,
+    source: str | os.PathLike[str] | None = None,
+    fail: Callable[[str, str], R2MedError] | None = None,
+) -> Experiment:
+    """An experiment of ``steps`` (specs, as the commands build them, or :class:`Step` s), checked before any work:
+    each system made once, every system a step reads made by the experiment or a folder in ``out``, no cycle, the
+    data found, the report's destinations writable (never the experiment file, never inside a system folder).
+    A rerank reads the system its ``runs`` names, a fusion those its ``systems`` name.  ``fail(where, message)``
+    makes the error (the file reader's names the file)."""
+    fail = fail or (lambda where, message: ExperimentError(f"{where + ': ' if where else ''}{message}"))
+    exp = Experiment(
+        Path(out),
+        tasks=tasks if isinstance(tasks, str) else list(tasks),
+        dirs=[Path(d) for d in dirs],
+        revision=revision,
+        report=report or ReportSpec(),
+        source=Path(source) if source is not None else None,
+    )
+    counts: dict[str, int] = {}
+    for item in steps:
+        if isinstance(item, Step):
+            exp.steps.append(item)
+            continue
+        kind = kind_of(item)
+        counts[kind] = counts.get(kind, 0) + 1
+        if isinstance(item, EvaluateStep) and item.data.data_dir is None and item.data.revision is None:
+            item = item.model_copy(update={"data": item.data.model_copy(update=exp_data(exp))})
+        try:
+            exp.steps.append(step_of(item, counts[kind]))
+        except R2MedError as exc:
+            raise fail(f"{TABLES[kind]} {counts[kind]}", str(exc)) from None
+    if not exp.steps:
+        raise fail("", "no [[retrievers]], [[rerank]], [[fusion]] or [[imports]] step to run")
+    seen: dict[str, Step] = {}
+    for step in exp.steps:
+        if step.label in seen:
+            raise fail(step.where, f"makes system '{step.label}', as {seen[step.label].where} does; give one a label")
+        seen[step.label] = step
+    for step in exp.steps:
+        for needed in step.needs:
+            if needed not in seen and not (exp.out / needed).is_dir():
+                raise fail(
+                    step.where,
+                    f"'{needed}' is no system of this experiment (it makes: {', '.join(seen)}) "
+                    f"nor a folder in {exp.out}",
+                )
+    exp.steps = order_steps(exp.steps, fail)
+    try:
+        refs = data_refs(exp)
+    except R2MedError as exc:
+        raise fail("[data]", str(exc)) from None
+    names = {r.name.lower() for r in refs}
+    for step in exp.steps:
+        wanted = step.spec.data.tasks if isinstance(step.spec, (EvaluateStep, ImportStep)) else "all"
+        if isinstance(wanted, tuple):
+            unknown = [t for t in wanted if t.lower() not in names]
+            if unknown:
+                raise fail(
+                    step.where,
+                    f"tasks: {unknown[0]!r} is none of the experiment's tasks ({', '.join(r.name for r in refs)})",
+                )
+    check_destinations(exp, fail)
+    return exp
+
+
+def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) -> None:
+    """``out`` and the report's files checked as every command checks its ``--out``; a report file may not be the
+    experiment file itself nor lie inside a system folder of ``out`` (it would replace a result)."""
+    from ..infra.containment import check_output_dir, check_output_file
+
+    try:
+        check_output_dir(exp.out, "out")
+    except R2MedError as exc:
+        raise fail("", str(exc)) from None
+    spec = exp.report
+    root = exp.out.resolve()
+    for key in ("html", "latex", "markdown"):
+        path: Path | None = getattr(spec, key)
+        if path is None:
+            continue
+        try:
+            setattr(spec, key, check_output_file(path, key))
+        except R2MedError as exc:
+            raise fail("[report]", str(exc)) from None
+        target = path.resolve()
+        if exp.source is not None and target == exp.source.resolve():
+            raise fail("[report]", f"{key}: {path} is the experiment file itself; name another file")
+        if target.is_relative_to(root) and len(target.relative_to(root).parts) > 1:
+            raise fail(
+                "[report]",
+                f"{key}: {path} lies inside the system folder {target.relative_to(root).parts[0]!r} of out; "
+                "write reports beside the systems (out/report.md) or elsewhere",
+            )
+    if spec.baseline is not None and spec.baseline not in exp.read_systems:
+        raise fail(
+            "[report]",
+            f"baseline '{spec.baseline}' is no system of this experiment (it makes: {', '.join(exp.systems)})",
+        )
+
+
+def order_steps(steps: Sequence[Step], fail: Callable[[str, str], R2MedError]) -> list[Step]:
+    """``steps`` in dependency order (a step after those making the systems it reads), else in the order given."""
+    by_label = {s.label: s for s in steps}
+    done: list[Step] = []
+    visiting: set[str] = set()
+
+    def visit(step: Step) -> None:
+        if step in done:
+            return
+        if step.label in visiting:
+            raise fail(step.where, f"depends on itself (through '{step.label}')")
+        visiting.add(step.label)
+        for needed in step.needs:
+            if needed in by_label:
+                visit(by_label[needed])
+        visiting.discard(step.label)
+        done.append(step)
+
+    for step in steps:
+        visit(step)
+    return done
+
+
+# -- the file ----------------------------------------------------------------------------------------------
 
 
 def load_experiment(path: str | os.PathLike[str]) -> Experiment:
@@ -135,22 +333,27 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
             raw = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(f"{shown}: not valid TOML ({exc})") from None
-    return Checker(shown, source.resolve().parent).experiment(raw, source)
+    return Reader(shown, source.resolve().parent).experiment(raw, source)
 
 
-class Checker:
+class Reader:
     """Turns the parsed file into an :class:`Experiment`, failing on the first bad key."""
 
     def __init__(self, shown: str, base: Path) -> None:
         self.shown = shown
         self.base = base
+        self.read_data: dict[str, object] = {}
 
     def fail(self, where: str, message: str) -> ExperimentError:
         return ExperimentError(f"{self.shown}: {where + ': ' if where else ''}{message}")
 
+    def origin(self, where: str, kind: StepKind) -> Origin:
+        spelled = {field: key for key, field in FILE_KEYS[kind].items() if key != field}
+        return Origin.file(f"{self.shown}: {where}", spelled)
+
     def path(self, value: Any, where: str, key: str) -> Path:
         if not isinstance(value, str) or not value:
-            raise self.fail(where, f"{key}: expected a path (a string), got {value!r}")
+            raise self.fail(where, f"{key}: expected a path (text), got {value!r}")
         p = Path(value).expanduser()
         return p if p.is_absolute() else self.base / p
 
@@ -161,16 +364,26 @@ class Checker:
         candidate = self.base / value
         return str(candidate) if value.startswith(".") or candidate.exists() else value
 
+    def code(self, value: Any) -> Any:
+        """``MODULE:OBJ`` with a ``.py`` module (or any path) read against the file's folder; a dotted module as
+        written (it is imported by name)."""
+        if not isinstance(value, str):
+            return value
+        module, sep, attr = value.rpartition(":")
+        if not sep or not (module.endswith(".py") or "/" in module or "\\" in module):
+            return value
+        p = Path(module).expanduser()
+        return value if p.is_absolute() else f"{self.base / p}:{attr}"
+
     def unknown(self, where: str, keys: Sequence[str], allowed: Sequence[str], extra: str = "") -> None:
         bad = [k for k in keys if k not in allowed]
         if bad:
-            from difflib import get_close_matches
+            raise self.fail(
+                where,
+                f"unknown option '{bad[0]}'{did_you_mean(bad[0], allowed)}; it takes: {', '.join(allowed)}{extra}",
+            )
 
-            close = get_close_matches(bad[0], list(allowed), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise self.fail(where, f"unknown option '{bad[0]}'{hint}; it takes: {', '.join(allowed)}{extra}")
-
-    def table(self, raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    def table(self, raw: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
         value = raw.get(key, [])
         if isinstance(value, Mapping):
             value = [value]
@@ -178,69 +391,74 @@ class Checker:
             raise self.fail("", f"{key}: expected [[{key}]] tables")
         return value
 
-    def names(self, value: Any, where: str, key: str) -> list[str]:
+    def names(self, value: Any, where: str, key: str) -> tuple[str, ...]:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
             raise self.fail(where, f"{key}: expected a system name or a list of them, got {value!r}")
-        return list(value)
+        return tuple(value)
 
-    # -- the file ------------------------------------------------------------------------------------
-    def experiment(self, raw: Mapping[str, Any], source: Path) -> Experiment:
+    def values(self, entry: Mapping[str, object], kind: StepKind, where: str, own: Sequence[str]) -> dict[str, object]:
+        """A table's keys checked (the step's, then the options ``own`` of what it runs), spelled as the step's
+        fields, paths read against the file's folder."""
+        keys = FILE_KEYS[kind]
+        allowed = [*keys, *(k for k in own if k not in keys)]
+        self.unknown(where, list(entry), allowed, extra=f" (options of what it runs: {', '.join(own) or 'none'})")
+        values: dict[str, object] = {}
+        for key, value in entry.items():
+            if key in PATH_KEYS:
+                value = str(self.path(value, where, key))
+            elif key in MAYBE_PATH_KEYS:
+                value = self.maybe_path(value)
+            elif key in CODE_KEYS:
+                value = self.code(value)
+            values[keys.get(key, key)] = value
+        return values
+
+    # -- the file's parts ----------------------------------------------------------------------------------
+    def experiment(self, raw: Mapping[str, object], source: Path) -> Experiment:
         self.unknown("", list(raw), TOP_LEVEL)
         if "out" not in raw:
             raise self.fail("", "missing key 'out' (the results root, e.g. out = \"results\")")
-        exp = Experiment(source, self.path(raw["out"], "", "out"))
-        self.data(raw.get("data", {}), exp)
+        out = self.path(raw["out"], "", "out")
+        tasks, dirs, revision = self.data(raw.get("data", {}))
+        self.read_data = exp_data(None, dirs, revision)
+        specs: list[Step] = []
         for i, entry in enumerate(self.table(raw, "retrievers"), start=1):
-            exp.steps.append(self.retriever(entry, i, exp))
+            specs.append(self.retriever(entry, i))
+        for i, entry in enumerate(self.table(raw, "imports"), start=1):
+            specs.append(self.imported(entry, i))
         for i, entry in enumerate(self.table(raw, "rerank"), start=1):
-            exp.steps.extend(self.rerank(entry, i, exp))
+            specs.extend(self.rerank(entry, i, out))
         for i, entry in enumerate(self.table(raw, "fusion"), start=1):
-            exp.steps.append(self.fusion(entry, i, exp))
-        if not exp.steps:
-            raise self.fail("", "no [[retrievers]], [[rerank]] or [[fusion]] step to run")
-        seen: dict[str, Step] = {}
-        for step in exp.steps:
-            if step.label in seen:
-                raise self.fail(
-                    step.where, f"makes system '{step.label}', as {seen[step.label].where} does; give one a label"
-                )
-            seen[step.label] = step
-        for step in exp.steps:
-            for needed in step.needs:
-                if needed not in seen and not (exp.out / needed).is_dir():
-                    raise self.fail(
-                        step.where,
-                        f"'{needed}' is no system of this experiment "
-                        f"(it makes: {', '.join(seen)}) nor a folder in {exp.out}",
-                    )
-        exp.steps = order_steps(exp.steps, self)
-        exp.report = self.report_spec(raw.get("report", {}), exp)
-        return exp
+            specs.append(self.fusion(entry, i, out))
+        report = self.report_spec(raw.get("report", {}))
+        return make_experiment(out, specs, tasks, dirs, revision, report, source, fail=self.fail)
 
-    def data(self, raw: Any, exp: Experiment) -> None:
+    def data(self, raw: Any) -> tuple[str | list[str], list[Path], str | None]:
         if not isinstance(raw, Mapping):
             raise self.fail("", "data: expected a [data] table")
         self.unknown("[data]", list(raw), DATA_KEYS)
         tasks = raw.get("tasks", "all")
-        if isinstance(tasks, list) and all(isinstance(t, str) for t in tasks):
-            exp.tasks = list(tasks)
-        elif isinstance(tasks, str):
-            exp.tasks = tasks
-        else:
+        if not (isinstance(tasks, str) or (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks))):
             raise self.fail("[data]", f'tasks: expected a list of task names or "all", got {tasks!r}')
         dirs = raw.get("dirs", [])
-        exp.dirs = [self.path(d, "[data]", "dirs") for d in ([dirs] if isinstance(dirs, str) else dirs)]
-        exp.revision = raw.get("revision")
-        try:
-            data_refs(exp)
-        except R2MedError as exc:
-            raise self.fail("[data]", str(exc)) from None
+        dirs = [self.path(d, "[data]", "dirs") for d in ([dirs] if isinstance(dirs, str) else dirs)]
+        revision = raw.get("revision")
+        if revision is not None and not isinstance(revision, str):
+            raise self.fail("[data]", f"revision: expected text, got {revision!r}")
+        return tasks, dirs, revision
 
-    def retriever(self, entry: Mapping[str, Any], index: int, exp: Experiment) -> Step:
+    def _step(self, build: Callable[[], Spec], where: str) -> Any:
+        try:
+            return build()
+        except SpecError:
+            raise
+        except R2MedError as exc:
+            raise self.fail(where, str(exc)) from None
+
+    def retriever(self, entry: Mapping[str, object], index: int) -> Step:
         from ..retrieval.registry import retriever_meta
-        from .evaluate import plan, run_tasks
 
         where = f"{TABLES['evaluate']} {index}"
         name = entry.get("name")
@@ -250,148 +468,71 @@ class Checker:
             meta = retriever_meta(name)
         except R2MedError as exc:
             raise self.fail(where, f"name: {exc}") from None
-        job_keys = job_parameters(plan, run_tasks)
-        aliases = ALIASES["evaluate"]
-        own = [p for p in meta.parameters if p not in job_keys]
-        allowed = ["name", LABEL, *aliases, *(k for k in job_keys if k not in aliases.values()), *own]
-        self.unknown(where, list(entry), allowed, extra=f" (options of {name}: {', '.join(own) or 'none'})")
-        job: dict[str, Any] = {}
-        options: dict[str, Any] = {}
-        for key, value in entry.items():
-            if key in ("name", LABEL):
-                continue
-            key = aliases.get(key, key)
-            if key in PATH_KEYS:
-                value = str(self.path(value, where, key))
-            elif key in MAYBE_PATH_KEYS:
-                value = self.maybe_path(value)
-            (options if key in own else job)[key] = value
-        label = entry.get(LABEL)
+        values = {**self.read_data, **self.values(entry, "evaluate", where, field_names(meta.options))}
+        spec = self._step(lambda: evaluate_step(values, self.origin(where, "evaluate")), where)
+        return self._made(step_of, spec, index, where)
+
+    def _made(self, make: Callable[[Any, int], Step], spec: Any, index: int, where: str) -> Step:
         try:
-            meta.check_options(options)
-            made = plan(
-                name,
-                options,
-                cache=bool(job.pop("cache", True)),
-                expansion=job.pop("expansion", None),
-                expansion_file=job.pop("expansion_file", None),
-                expansion_dir=job.pop("expansion_dir", None),
-                data_dir=exp.dirs[0] if len(exp.dirs) == 1 else None,
-                revision=exp.revision,
-                name=label if isinstance(label, str) else None,
-            )
+            return make(spec, index)
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
-        self.check_job_values(where, job, run_tasks)
-        return Step("evaluate", index, made.name, (), name, job={"plan": made, **job}, options=options)
 
-    def rerank(self, entry: Mapping[str, Any], index: int, exp: Experiment) -> list[Step]:
-        from ..reranking.base import make_reranker, reranker_meta
-        from ..results.published import published_depth
-        from .rerank import default_name, rerank_folder, result_name
+    def imported(self, entry: Mapping[str, object], index: int) -> Step:
+        where = f"{TABLES['import']} {index}"
+        values = self.values(entry, "import", where, ())
+        if "runs" in values:
+            runs = values["runs"]
+            runs = [runs] if isinstance(runs, str) else runs
+            if not isinstance(runs, list) or not runs:
+                raise self.fail(where, f"runs: expected a run file or a list of them, got {runs!r}")
+            values["runs"] = tuple(self.path(r, where, "runs") for r in runs)
+        spec = self._step(lambda: flat(values, ImportStep, self.origin(where, "import")), where)
+        return self._made(step_of, spec, index, where)
+
+    def rerank(self, entry: Mapping[str, object], index: int, out: Path) -> list[Step]:
+        from ..reranking.base import reranker_meta
 
         where = f"{TABLES['rerank']} {index}"
         reranker = entry.get("reranker")
         if not isinstance(reranker, str) or not reranker:
             raise self.fail(where, "missing key 'reranker' (as `r2med rerank --reranker`)")
-        reranker = self.maybe_path(reranker)
         if "runs" not in entry:
             raise self.fail(where, "missing key 'runs' (the systems to rerank)")
         runs = self.names(entry["runs"], where, "runs")
         try:
-            meta = reranker_meta(reranker)
+            meta = reranker_meta(self.maybe_path(reranker))
         except R2MedError as exc:
             raise self.fail(where, f"reranker: {exc}") from None
-        job_keys = job_parameters(rerank_folder)
-        job = {k: v for k, v in entry.items() if k in job_keys}
-        options = {
-            k: self.maybe_path(v)
-            for k, v in entry.items()
-            if k not in job_keys and k not in ("reranker", "runs", LABEL)
-        }
-        try:  # rerankers load their model lazily: building one checks its options and loads nothing
-            make_reranker(reranker, **options)
-        except TypeError as exc:
-            raise self.fail(
-                where,
-                f"reranker {reranker!r} does not take one of {', '.join(options)} ({exc}); "
-                f"the step takes: reranker, runs, {LABEL}, {', '.join(job_keys)} and the "
-                "reranker's own options",
-            ) from None
-        except R2MedError as exc:
-            raise self.fail(where, str(exc)) from None
-        self.check_job_values(where, job, rerank_folder)
-        top_k = job.get("top_k")
-        job["top_k"] = top_k if top_k is not None else published_depth(meta.name)
-        label = entry.get(LABEL)
+        values = self.values(entry, "rerank", where, field_names(meta.options))
+        label = values.get("name")
         if label is not None and len(runs) > 1:
-            raise self.fail(where, f"{LABEL} names one result, but runs lists {len(runs)} systems")
+            raise self.fail(where, f"label names one result, but runs lists {len(runs)} systems")
+        origin = self.origin(where, "rerank")
         steps = []
         for run in runs:
-            try:
-                made = result_name(label, default_name(run, reranker, options.get("model"), job["top_k"]))
-            except R2MedError as exc:
-                raise self.fail(where, str(exc)) from None
-            steps.append(Step("rerank", index, made, (run,), reranker, job=dict(job), options=options))
+            one = {**values, "runs": (run,)}
+            spec = self._step(partial(rerank_step, one, origin), where)
+            steps.append(self._made(step_of, spec, index, where))
         return steps
 
-    def fusion(self, entry: Mapping[str, Any], index: int, exp: Experiment) -> Step:
+    def fusion(self, entry: Mapping[str, object], index: int, out: Path) -> Step:
         from ..runs.fusion import check_fusion
-        from .fuse import fuse_folders
-        from .rerank import folder_name, result_name
 
         where = f"{TABLES['fuse']} {index}"
-        job_keys = job_parameters(fuse_folders)
-        aliases = ALIASES["fuse"]
-        allowed = ["systems", LABEL, *aliases, *(k for k in job_keys if k not in aliases.values())]
-        self.unknown(where, list(entry), allowed)
-        if "systems" not in entry:
+        values = self.values(entry, "fuse", where, ())
+        if "systems" not in values:
             raise self.fail(where, "missing key 'systems' (the systems to fuse)")
-        systems = self.names(entry["systems"], where, "systems")
-        job = {aliases.get(k, k): v for k, v in entry.items() if k not in ("systems", LABEL)}
-        method = job.get("method", "rrf")
+        values["systems"] = self.names(values["systems"], where, "systems")
+        spec: FuseStep = self._step(lambda: fuse_step(values, self.origin(where, "fuse")), where)
+        o = spec.options
         try:
-            check_fusion(
-                len(systems),
-                str(method),
-                k=job.get("k", 60),
-                norm=job.get("norm", "minmax"),
-                weights=job.get("weights"),
-            )
-            label = result_name(entry.get(LABEL), f"{method}-" + "+".join(folder_name(s) for s in systems))
+            check_fusion(len(spec.systems), o.method, k=o.k, norm=o.norm, weights=o.weights)
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
-        self.check_job_values(where, job, fuse_folders)
-        return Step("fuse", index, label, tuple(systems), str(method), job=job)
+        return self._made(step_of, spec, index, where)
 
-    def check_job_values(self, where: str, job: dict[str, Any], function: Callable[..., Any]) -> None:
-        """A value of the wrong type for a job parameter with a plain default (``top_k = "ten"``) is an error;
-        a parameter typed ``float`` gets a float, given or not (``k = 60`` is recorded as the command line
-        records it, 60.0, so the folders of either are reused by the other)."""
-        import typing
-
-        signature = inspect.signature(function)
-        hints = typing.get_type_hints(function)
-        for key, parameter in signature.parameters.items():
-            if hints.get(key) is float and isinstance(parameter.default, int) and key not in _SET_BY_EXPERIMENT:
-                value = job.get(key, parameter.default)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    job[key] = float(value)
-        for key, value in job.items():
-            expected = set(typing.get_args(hints.get(key))) or {hints.get(key)}
-            expected.discard(type(None))
-            if (
-                expected
-                and expected <= {int, float}
-                and (isinstance(value, bool) or not isinstance(value, (int, float)))
-            ):
-                raise self.fail(where, f"{key}: expected a number, got {value!r}")
-            if expected == {bool} and not isinstance(value, bool):
-                raise self.fail(where, f"{key}: expected true or false, got {value!r}")
-            if expected == {str} and not isinstance(value, str):
-                raise self.fail(where, f"{key}: expected a string, got {value!r}")
-
-    def report_spec(self, raw: Any, exp: Experiment) -> ReportSpec:
+    def report_spec(self, raw: Any) -> ReportSpec:
         from ..evaluation.metrics import canonical
 
         if not isinstance(raw, Mapping):
@@ -400,57 +541,27 @@ class Checker:
         spec = ReportSpec()
         measures = raw.get("measures", ["nDCG@10"])
         measures = [measures] if isinstance(measures, str) else measures
+        if not isinstance(measures, list) or not all(isinstance(m, str) for m in measures):
+            raise self.fail("[report]", f"measures: expected a list of measures, got {measures!r}")
         try:
-            spec.measures = tuple(dict.fromkeys(canonical(str(m)) for m in measures))
+            spec.measures = tuple(dict.fromkeys(canonical(m) for m in measures))
         except R2MedError as exc:
             raise self.fail("[report]", f"measures: {exc}") from None
-        from ..infra.containment import check_output_dir, check_output_file
-
-        try:  # destinations checked before any work, as every command checks its --out
-            check_output_dir(exp.out, "out")
-        except R2MedError as exc:
-            raise self.fail("", str(exc)) from None
-        for key in ("html", "latex", "markdown"):
+        for key in ("html", "latex", "markdown", "data_dir"):
             if key in raw:
-                try:
-                    setattr(spec, key, check_output_file(self.path(raw[key], "[report]", key), key))
-                except R2MedError as exc:
-                    raise self.fail("[report]", str(exc)) from None
+                setattr(spec, key, self.path(raw[key], "[report]", key))
         baseline = raw.get("baseline")
-        if baseline is not None and baseline not in exp.systems:
-            raise self.fail(
-                "[report]",
-                f"baseline '{baseline}' is no system of this experiment (it makes: {', '.join(exp.systems)})",
-            )
+        if baseline is not None and not isinstance(baseline, str):
+            raise self.fail("[report]", f"baseline: expected a system name, got {baseline!r}")
         spec.baseline = baseline
-        spec.title = str(raw.get("title", spec.title))
+        title = raw.get("title", spec.title)
+        if not isinstance(title, str):
+            raise self.fail("[report]", f"title: expected text, got {title!r}")
+        spec.title = title
         return spec
 
 
-def order_steps(steps: Sequence[Step], checker: Checker) -> list[Step]:
-    """``steps`` in dependency order (a step after those making the systems it reads), else file order."""
-    by_label = {s.label: s for s in steps}
-    done: list[Step] = []
-    visiting: set[str] = set()
-
-    def visit(step: Step) -> None:
-        if step in done:
-            return
-        if step.label in visiting:
-            raise checker.fail(step.where, f"depends on itself (through '{step.label}')")
-        visiting.add(step.label)
-        for needed in step.needs:
-            if needed in by_label:
-                visit(by_label[needed])
-        visiting.discard(step.label)
-        done.append(step)
-
-    for step in steps:
-        visit(step)
-    return done
-
-
-def data_refs(exp: Experiment, strict: bool = False) -> list[Any]:
+def data_refs(exp: Experiment, strict: bool = False) -> list[TaskRef]:
     """The tasks of ``[data]`` (:func:`r2med.data.resolve` per folder of ``dirs``; ``demo``: the built-in demo);
     ``strict``: their collections refuse repeated ids and judgments."""
     from ..data import TaskRef, resolve
@@ -478,16 +589,40 @@ class StepOutcome:
     reused: int
 
 
+def _settings(step: Step) -> dict[str, object]:
+    """What ``--dry-run`` shows of a step: the values set in its spec (its options included), not its data/output."""
+    spec = step.spec
+    shown: dict[str, object] = {}
+    for name in field_names(type(spec)):
+        if name in ("data", "output", "runs", "systems", "retriever", "reranker", "name", "options"):
+            continue
+        value = getattr(spec, name)
+        if value is not None and value != type(spec).model_fields[name].default:
+            shown[name] = value
+    options = getattr(spec, "options", None)
+    if isinstance(options, Spec):
+        shown.update({k: v for k, v in options.given().items() if k != "cache" or v is False})
+    return shown
+
+
 def plan_rows(exp: Experiment) -> list[list[str]]:
-    """``--dry-run``: one row per step (order, job, system made, what it reads, its options)."""
+    """``--dry-run``: one row per step (order, job, system made, what it reads, its settings)."""
     rows = []
+    names = [r.name for r in data_refs(exp)]
     for number, step in enumerate(exp.steps, start=1):
-        settings = {**{k: v for k, v in step.job.items() if k != "plan"}, **step.options}
-        reads = ", ".join(step.needs) if step.needs else ", ".join(r.name for r in data_refs(exp))
-        rows.append(
-            [str(number), step.kind, step.what, step.label, reads, " ".join(f"{k}={v}" for k, v in settings.items())]
-        )
+        tasks = step.spec.data.tasks if isinstance(step.spec, (EvaluateStep, ImportStep)) else "all"
+        reads = ", ".join(step.needs) if step.needs else ", ".join(names if tasks == "all" else tasks)
+        settings = " ".join(f"{k}={v}" for k, v in _settings(step).items())
+        rows.append([str(number), step.kind, step.what, step.label, reads, settings])
     return rows
+
+
+def _refs_of(step: EvaluateStep | ImportStep, refs: Sequence[TaskRef]) -> list[TaskRef]:
+    wanted = step.data.tasks
+    if wanted == "all" or not isinstance(wanted, tuple):
+        return list(refs)
+    keep = {t.lower() for t in wanted}
+    return [r for r in refs if r.name.lower() in keep]
 
 
 def run_experiment(
@@ -496,50 +631,40 @@ def run_experiment(
     on_step: Callable[[StepOutcome], None] | None = None,
     strict: bool = False,
 ) -> list[StepOutcome]:
-    """Run every step in order through the evaluate / rerank / fuse jobs, writing ``exp.out/<system>/``;
-    finished task folders of the same configuration are reused.  ``strict``: collections with repeated ids
-    or judgments are refused (``r2med --strict``)."""
+    """Run every step in order through the evaluate / rerank / fuse / import jobs, writing ``exp.out/<system>/``;
+    finished task folders of the same step are reused.  A rerank and a fusion read only the experiment's tasks.
+    ``strict``: collections with repeated ids or judgments are refused (``r2med --strict``)."""
     from ..data import check_hub
     from ..infra.containment import check_output_dir
-    from .evaluate import run_tasks
+    from .evaluate import plan, run_tasks
     from .fuse import fuse_folders
+    from .imports import import_files
     from .rerank import rerank_folder
 
     check_output_dir(exp.out)
-    readers = [step.job["plan"].query_builder for step in exp.steps if step.kind == "evaluate"]
+    readers = [plan(step.spec).query_builder for step in exp.steps if isinstance(step.spec, EvaluateStep)]
     refs = check_hub(data_refs(exp, strict), readers)  # every hub file found before any download
-    measures = exp.report.measures
+    output = Output(out=exp.out, measures=exp.report.measures, overwrite=overwrite)
+    tasks = tuple(r.name for r in refs)
     outcomes = []
     for step in exp.steps:
-        if step.kind == "evaluate":
-            job = dict(step.job)
-            made = job.pop("plan")
-            results = run_tasks(made, refs, out=exp.out / step.label, measures=measures, overwrite=overwrite, **job)
-        elif step.kind == "rerank":
-            [done] = rerank_folder(
-                exp.out / step.needs[0],
-                step.what,
-                step.options,
-                out=exp.out,
-                name=step.label,
-                revision=exp.revision,
-                measures=measures,
-                overwrite=overwrite,
-                strict=strict,
-                **step.job,
-            )
+        spec = step.spec
+        if isinstance(spec, EvaluateStep):
+            chosen = _refs_of(spec, refs)
+            spec = spec.model_copy(update={"output": output, "name": step.label})
+            results = run_tasks(spec, chosen)
+        elif isinstance(spec, RerankStep):
+            data = Data(tasks=tasks, revision=exp.revision, strict=strict)
+            update = {"runs": (exp.out / step.needs[0],), "name": step.label, "data": data, "output": output}
+            [done] = rerank_folder(spec.model_copy(update=update))
             results = done.results
+        elif isinstance(spec, FuseStep):
+            data = Data(tasks=tasks, revision=exp.revision, strict=strict)
+            update = {"systems": tuple(exp.out / s for s in step.needs), "name": step.label, "data": data}
+            results = fuse_folders(spec.model_copy(update={**update, "output": output})).results
         else:
-            results = fuse_folders(
-                [exp.out / s for s in step.needs],
-                out=exp.out,
-                name=step.label,
-                revision=exp.revision,
-                measures=measures,
-                overwrite=overwrite,
-                strict=strict,
-                **step.job,
-            ).results
+            chosen = _refs_of(spec, refs)
+            results = import_files(spec.model_copy(update={"output": output}), chosen).results
         outcome = StepOutcome(step, len(results), sum(1 for r in results if r.reused))
         outcomes.append(outcome)
         if on_step is not None:
@@ -566,14 +691,15 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 
 def write_reports(exp: Experiment) -> tuple[list[Path], list[Leaderboard]]:
-    """The experiment's report: ``out/report.md`` (every measure), and the LaTeX / HTML files of
-    ``[report]``; a file already holding the same report is left alone.  The written paths, and the
-    leaderboards (one per measure)."""
+    """The experiment's report: ``out/report.md`` (every measure), and the LaTeX / HTML files of ``[report]``; a
+    file already holding the same report is left alone.  It lists every system the experiment made and every
+    system its steps read from ``out`` (a fusion's inputs).  With ``[report] data_dir``, the HTML page carries
+    the query and document texts.  The written paths, and the leaderboards (one per measure)."""
     from ..report import build_leaderboard
     from ..report.multi import Boards
-    from .report import load_report
+    from .report import load_report, task_texts
 
-    systems = load_report([exp.out / label for label in exp.systems])
+    systems = load_report([exp.out / label for label in exp.read_systems])
     spec = exp.report
     tables = [build_leaderboard(systems, m, baseline=spec.baseline) for m in spec.measures]
     boards = Boards(tables)
@@ -584,7 +710,8 @@ def write_reports(exp: Experiment) -> tuple[list[Path], list[Leaderboard]]:
     if spec.html is not None:
         from ..report.html import render_html
 
-        page = render_html(systems, tables[0].measure, {}, board=tables[0], title=spec.title)
+        texts = task_texts(tables[0].tasks, spec.data_dir) if spec.data_dir is not None else {}
+        page = render_html(systems, tables[0].measure, texts, board=tables[0], title=spec.title)
         if write_if_changed(spec.html, page):
             written.append(spec.html)
     return written, tables

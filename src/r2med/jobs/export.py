@@ -8,35 +8,27 @@ another data revision than MTEB's pin unless forced).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import R2MedError
 from ..results.folders import find_runs
+from ..spec.steps import ExportStep
 
 #: The formats ``r2med export --format`` writes.
 EXPORT_FORMATS = ("mteb",)
 
 
-def export_runs(
-    runs: Iterable[str | os.PathLike[str]],
-    out: str | os.PathLike[str],
-    fmt: str = "mteb",
-    model: str | None = None,
-    model_revision: str | None = None,
-    force: bool = False,
-    mteb_task: str | None = None,
-    strict: bool = False,
-) -> list[Any]:
-    """Export every system in ``runs`` under ``out``; one :class:`~r2med.export.mteb.MtebExport` per system.
+def export_runs(step: ExportStep) -> list[Any]:
+    """Export every system in ``step.runs`` under ``step.out``; one :class:`~r2med.export.mteb.MtebExport` per system.
 
     ``model``: the model name to file the results under (default: the system's name; one system only);
     ``model_revision``: the model's commit; ``force``: export results whose data revision is not
     MTEB's pin (see :func:`r2med.export.mteb.export_mteb`); ``mteb_task``: the MTEB task a local
     collection is (checked against its counts: the collection is loaded from the source the run recorded).
     """
+    runs, out, fmt, model, model_revision = step.runs, step.out, step.format, step.model, step.model_revision
+    force, mteb_task, strict = step.force, step.mteb_task, step.strict
     from ..data import locate
     from ..data.resolve import require
     from ..export.mteb import collection_counts, export_mteb, run_depth

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import R2MedError
-from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from ..results.published import different_data
@@ -23,6 +22,7 @@ from ..results.published import different_data
 if TYPE_CHECKING:
     from ..data import Collection
 from ..runs.fusion import check_fusion, fuse
+from ..spec.steps import FuseStep
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
 log = logging.getLogger(__name__)
@@ -42,21 +42,12 @@ def match_tasks(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str]) ->
 
 
 def fuse_inputs(
-    groups: Sequence[Sequence[TaskInput]],
-    labels: Sequence[str],
-    name: str,
-    out: str | Path | None,
-    method: str = "rrf",
-    k: float = 60,
-    norm: str = "minmax",
-    weights: Sequence[float] | None = None,
-    depth: int | None = 100,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
+    groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], step: FuseStep, name: str, out: str | Path | None
 ) -> list[TaskResult]:
-    """Fuse the runs of each common task of ``groups`` (one group per input run folder)."""
-    check_fusion(len(groups), method, k=k, norm=norm, weights=weights)
+    """Fuse the runs of each common task of ``groups`` (one group per input run folder) as ``step`` says, into
+    ``out`` (the system folder)."""
+    o, output = step.options, step.output
+    check_fusion(len(groups), o.method, k=o.k, norm=o.norm, weights=o.weights)
     results = []
     for items in match_tasks(groups, labels):
         collection = items[0].collection
@@ -73,82 +64,62 @@ def fuse_inputs(
             problem = f"{collection.name}: the input runs were made on different corpora"
         if problem is not None:
             raise R2MedError(problem)
-        config = {
-            "fusion": method,
-            "k": k if method == "rrf" else None,
-            "norm": None if method == "rrf" else norm,
-            "weights": list(weights) if weights else None,
-            "depth": depth,
-            "inputs": [i.describe() for i in items],
-        }
-        reused = reuse(out, config, collection, measures, count_missing, overwrite)
+        config = {**step.record(), "inputs": [i.describe() for i in items]}
+        reused = reuse(out, config, collection, output.measures, output.count_missing, output.overwrite)
         if reused is not None:
             results.append(reused)
             continue
         t0 = time.perf_counter()
-        run = fuse([i.run for i in items], method, k=k, norm=norm, weights=weights, depth=depth)
+        run = fuse([i.run for i in items], o.method, k=o.k, norm=o.norm, weights=o.weights, depth=step.top_k)
         timing = {"fuse_s": time.perf_counter() - t0}
         timing["total_s"] = timing["fuse_s"]
-        results.append(finish_task(collection, name, run, config, out, measures, count_missing, timing))
+        results.append(finish_task(collection, name, run, config, out, output.measures, output.count_missing, timing))
     return results
 
 
-def fuse_folders(
-    runs: Sequence[str | Path],
-    method: str = "rrf",
-    weights: Sequence[float] | None = None,
-    k: float = 60,
-    norm: str = "minmax",
-    depth: int = 100,
-    out: str | Path | None = None,
-    name: str | None = None,
-    tasks: str | None = None,
-    data_dir: str | Path | None = None,
-    revision: str | None = None,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
-    strict: bool = False,
-) -> SystemResults:
-    """``r2med fuse``: the systems in ``runs`` (results roots, system or task folders:
+def system_name(step: FuseStep, systems: Sequence[str | Path]) -> str:
+    """The name of the result of ``step`` over ``systems`` (folders): its ``name``, else
+    ``<method>-<system>+<system>...`` (the same from the command line, a file and Python)."""
+    return result_name(step.name, f"{step.options.method}-" + "+".join(folder_name(str(s)) for s in systems))
+
+
+def fuse_folders(step: FuseStep) -> SystemResults:
+    """``r2med fuse``: the systems in ``step.systems`` (results roots, system or task folders:
     :func:`~r2med.results.folders.find_runs`; a root's fused systems are left out) fused into ``<out>/<name>/``.
 
-    Default ``out``: the results root of the first system; default ``name``: ``<method>-<system>+<system>...``.
+    Default ``out``: the results root of the first system; default ``name``: :func:`system_name`.
     """
     from ..infra.containment import check_output_dir
 
-    check_fusion(max(len(runs), 2), method, k=k, norm=norm)
-    if name is not None:
-        plain_name(name, "--name", run_name=True)
-    selection = find_runs(runs, skip_from_root=("fuse",))
+    o = step.options
+    check_fusion(max(len(step.systems), 2), o.method, k=o.k, norm=o.norm)
+    if step.name is not None:
+        plain_name(step.name, "--name", run_name=True)
+    selection = find_runs(list(step.systems), skip_from_root=("fuse",))
     systems = selection.systems
     if len(systems) < 2:
         raise R2MedError(
             f"fuse needs at least two systems; found {len(systems)} ({', '.join(s.folder.name for s in systems)})"
         )
-    check_fusion(len(systems), method, k=k, norm=norm, weights=weights)
-    out = Path(out) if out is not None else systems[0].root
+    check_fusion(len(systems), o.method, k=o.k, norm=o.norm, weights=o.weights)
+    out = Path(step.output.out) if step.output.out is not None else systems[0].root
     check_output_dir(out)
     collections: dict[tuple[str, str, str], Collection] = {}
+    data = step.data
     groups = [
-        load_inputs(ref, data_dir, revision, tasks, require_docs=False, collections=collections, strict=strict)
+        load_inputs(
+            ref,
+            data.data_dir,
+            data.revision,
+            data.task_text,
+            require_docs=False,
+            collections=collections,
+            strict=data.strict,
+        )
         for ref in systems
     ]
     selection.announce()
-    label = result_name(name, f"{method}-" + "+".join(folder_name(str(ref.folder)) for ref in systems))
+    label = system_name(step, [ref.folder for ref in systems])
     target = system_folder(out, label)
-    results = fuse_inputs(
-        groups,
-        [str(ref.folder) for ref in systems],
-        label,
-        target,
-        method=method,
-        k=k,
-        norm=norm,
-        weights=weights,
-        depth=depth,
-        measures=measures,
-        count_missing=count_missing,
-        overwrite=overwrite,
-    )
+    results = fuse_inputs(groups, [str(ref.folder) for ref in systems], step, label, target)
     return SystemResults(label, target, results)

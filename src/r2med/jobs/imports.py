@@ -29,6 +29,7 @@ from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, format_trec, read_trec
+from ..spec.steps import ImportStep
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,15 @@ def import_run(
         ranked = check_run(run)
         source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(), "tags": []}
         where = f"{name} (a run given in Python)"
-    return _finish(ranked, source, collection, name, out, note, measures, count_missing, overwrite, where)
+    step = ImportStep.model_validate(
+        {
+            "runs": (),
+            "name": name,
+            "note": note,
+            "output": {"out": out, "measures": tuple(measures), "count_missing": count_missing, "overwrite": overwrite},
+        }
+    )
+    return _finish(ranked, source, collection, step, where)
 
 
 def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
@@ -197,60 +206,41 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
     return checked
 
 
-def _finish(
-    run: Run,
-    source: Mapping[str, Any],
-    collection: Collection,
-    name: str,
-    out: str | os.PathLike[str] | None,
-    note: str | None,
-    measures: Iterable[str],
-    count_missing: bool,
-    overwrite: bool,
-    where: str,
-) -> TaskResult:
-    config = {"retriever": IMPORTED, "imported": {**source, "note": note}}
-    target = Path(out) / name if out is not None else None
-    reused = reuse(target, config, collection, measures, count_missing, overwrite)
+def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: ImportStep, where: str) -> TaskResult:
+    output = step.output
+    config = {"step": "import", "retriever": IMPORTED, "imported": {**source, "note": step.note}}
+    target = Path(output.out) / step.name if output.out is not None else None
+    reused = reuse(target, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
         return reused
     _check_against(run, collection, where)
     t0 = time.perf_counter()
-    result = finish_task(collection, name, run, config, target, measures, count_missing, {})
+    result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
     result.timing["total_s"] = time.perf_counter() - t0
     return result
 
 
-def import_files(
-    files: Sequence[str | os.PathLike[str]],
-    name: str,
-    out: str | os.PathLike[str],
-    tasks: str | None = None,
-    data_dir: str | os.PathLike[str] | None = None,
-    revision: str | None = None,
-    note: str | None = None,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
-    strict: bool = False,
-) -> SystemResults:
-    """``r2med import``: every run file checked first (nothing is written when one is bad), matched to its
-    task (:func:`assign_tasks`), then scored and written to ``out/<name>/<task>/``."""
+def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> SystemResults:
+    """``r2med import`` / ``[[imports]]``: every run file checked first (nothing is written when one is bad),
+    matched to its task (:func:`assign_tasks`; among ``refs``, default: the step's data), then scored and written
+    to ``out/<name>/<task>/``."""
     from ..data import resolve
     from ..data.resolve import _asked
     from ..infra.containment import check_output_dir
 
-    if not files:
+    if not step.runs:
         raise R2MedError("import needs at least one run file")
-    plain_name(name, "--name", run_name=True)
-    check_output_dir(Path(out))
-    read = [read_run_file(f) for f in files]
-    refs = resolve(tasks, data_dir, revision, strict=strict)
+    plain_name(step.name, "--name", run_name=True)
+    out = Path(step.output.out or ".")
+    check_output_dir(out)
+    read = [read_run_file(f) for f in step.runs]
+    data = step.data
+    tasks = data.task_text
+    if refs is None:
+        refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict)
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
     results = []
     for file, collection in pairs:
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
-        results.append(
-            _finish(file.run, source, collection, name, out, note, measures, count_missing, overwrite, str(file.path))
-        )
-    return SystemResults(name, Path(out) / name, results)
+        results.append(_finish(file.run, source, collection, step, str(file.path)))
+    return SystemResults(step.name, out / step.name, results)

@@ -1,6 +1,7 @@
 """``r2med evaluate --ray``: a (retriever x task) matrix, each cell one Ray task with a resource request.
 
-Each :class:`MatrixJob` is one :func:`r2med.jobs.evaluate.run_task` call -- load the task, index,
+Each :class:`MatrixJob` is one step (:class:`~r2med.spec.steps.EvaluateStep`, shipped as its values and rebuilt
+on the worker through the one parse) on one task: one :func:`r2med.jobs.evaluate.run_task` call -- load the task, index,
 search, score, write ``OUT/<name>/<task>/`` atomically -- run as a Ray task that asks for one GPU
 (a local neural model, when the cluster has GPUs: the registry's ``local_model``) or one CPU.
 Finished cells are reused by ``run_task`` itself, so an interrupted matrix resumes where it stopped.
@@ -13,31 +14,43 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 from ..data import Collection, TaskRef
+from ..infra.containment import system_folder
 from ..results.folders import TaskResult
-from .evaluate import Plan, QueryBuilder, run_task
+from ..spec.parse import Origin
+from ..spec.steps import EvaluateStep, evaluate_step
+from .evaluate import Plan, plan, run_task
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class MatrixJob:
-    """One (retriever, task) cell of a matrix."""
+    """One (step, task) cell of a matrix.  The step travels as its values (``EvaluateStep.model_dump()``) and
+    the worker rebuilds it through the one parse (:func:`r2med.spec.steps.evaluate_step`), as every edge does."""
 
-    retriever: str
+    values: Mapping[str, object]
     task: str
     load: Callable[[], Collection]
-    options: Mapping[str, Any] = field(default_factory=dict)
-    label: str | None = None
-    query_builder: QueryBuilder | None = None  # None: the matrix-wide one
+
+    @classmethod
+    def of(cls, step: EvaluateStep | str, task: str, load: Callable[[], Collection]) -> MatrixJob:
+        """The cell of ``step`` (or a retriever's name: its default step) on ``task``."""
+        step = EvaluateStep.of(step) if isinstance(step, str) else step
+        return cls(step.model_dump(), task, load)
+
+    def step(self) -> EvaluateStep:
+        return evaluate_step(self.values, Origin.python(f"the Ray cell {self.task!r}"))
+
+    @property
+    def retriever(self) -> str:
+        return str(self.values["retriever"])
 
     @property
     def name(self) -> str:
-        return self.label or self.retriever
+        return plan(self.step()).name
 
 
 def default_resources(retriever: str, gpus_available: float, lexical_cpus: float = 1.0) -> dict[str, float]:
@@ -50,32 +63,15 @@ def default_resources(retriever: str, gpus_available: float, lexical_cpus: float
     return {"num_cpus": 1.0, "num_gpus": 1.0}
 
 
-def run_cell(
-    job: MatrixJob,
-    k: int,
-    out: str | None,
-    measures: Sequence[str],
-    count_missing: bool,
-    overwrite: bool,
-    query_builder: QueryBuilder | None,
-    env: Mapping[str, str] | None = None,
-) -> TaskResult:
-    """Evaluate one cell (the body of a Ray task; also callable in-process) under the driver's ``env``."""
+def run_cell(job: MatrixJob, env: Mapping[str, str] | None = None) -> TaskResult:
+    """Evaluate one cell (the body of a Ray task; also callable in-process) under the driver's ``env``: the step
+    rebuilt from its values through the one parse, then :func:`r2med.jobs.evaluate.run_task` into its system
+    folder."""
     with _environment(env or {}):
+        made = plan(job.step())
         collection = job.load()
-        folder = Path(out) / job.name if out else None
-        return run_task(
-            collection,
-            job.retriever,
-            dict(job.options),
-            k=k,
-            out=folder,
-            measures=measures,
-            count_missing=count_missing,
-            overwrite=overwrite,
-            label=job.label,
-            query_builder=job.query_builder or query_builder,
-        )
+        root = made.step.output.out
+        return run_task(collection, made, system_folder(root, made.name) if root is not None else None)
 
 
 @contextlib.contextmanager
@@ -98,12 +94,6 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
 
 def evaluate_matrix(
     jobs: Sequence[MatrixJob],
-    k: int = 100,
-    out: str | Path | None = None,
-    measures: Sequence[str] | None = None,
-    count_missing: bool = False,
-    overwrite: bool = False,
-    query_builder: QueryBuilder | None = None,
     address: str | None = "local",
     resources: Callable[[str, float], Mapping[str, float]] | None = None,
     on_done: Callable[[MatrixJob, TaskResult], None] | None = None,
@@ -113,7 +103,6 @@ def evaluate_matrix(
     ``resources(retriever, cluster_gpus) -> {"num_cpus": .., "num_gpus": ..}`` overrides
     :func:`default_resources`; ``on_done`` is called as each cell finishes (progress bars).
     """
-    from ..evaluation.metrics import DEFAULT_MEASURES
     from ..scale.cluster import cluster_gpus, connect, driver_env
 
     ray = connect(address)
@@ -124,16 +113,7 @@ def evaluate_matrix(
     pending = {}
     for i, job in enumerate(jobs):
         ask = dict(pick(job.retriever, gpus))
-        ref = remote.options(name=f"r2med:{job.retriever}:{job.task}", max_retries=1, **ask).remote(
-            job,
-            k,
-            str(out) if out else None,
-            tuple(measures or DEFAULT_MEASURES),
-            count_missing,
-            overwrite,
-            query_builder,
-            env,
-        )
+        ref = remote.options(name=f"r2med:{job.retriever}:{job.task}", max_retries=1, **ask).remote(job, env)
         pending[ref] = i
     finished: dict[int, TaskResult] = {}
     while pending:
@@ -157,29 +137,13 @@ def evaluate_matrix(
 def evaluate_plans(
     plans: Iterable[Plan],
     tasks: Sequence[TaskRef],
-    k: int,
-    out: str | Path,
-    measures: Sequence[str],
-    count_missing: bool = False,
-    overwrite: bool = False,
     address: str | None = None,
     on_done: Callable[[MatrixJob, TaskResult], None] | None = None,
 ) -> dict[str, list[TaskResult]]:
     """Every (plan, task) cell on Ray; returns {result name: [results in task order]}."""
-    jobs = [
-        MatrixJob(p.retriever, ref.name, ref.load, p.options, p.name, p.query_builder) for p in plans for ref in tasks
-    ]
-    results = evaluate_matrix(
-        jobs,
-        k=k,
-        out=out,
-        measures=measures,
-        count_missing=count_missing,
-        overwrite=overwrite,
-        address=address or "local",
-        on_done=on_done,
-    )
+    cells = [(p.name, MatrixJob.of(p.step, ref.name, ref.load)) for p in plans for ref in tasks]
+    results = evaluate_matrix([job for _, job in cells], address=address or "local", on_done=on_done)
     grouped: dict[str, list[TaskResult]] = {}
-    for job, result in zip(jobs, results):
-        grouped.setdefault(job.name, []).append(result)
+    for (name, _), result in zip(cells, results):
+        grouped.setdefault(name, []).append(result)
     return grouped

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.tasks import TASK_NAMES, get_task
 from ..errors import R2MedError
@@ -38,7 +38,7 @@ from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
     from ..data import Collection
-    from ..reranking.base import RerankerMeta
+    from ..reranking.base import Reranker, RerankerMeta
     from ..results.folders import TaskResult
     from ..retrieval.registry import RetrieverMeta
 
@@ -143,7 +143,7 @@ class Environment:
         return hub_problem() is None
 
     @cached_property
-    def retrievers(self) -> dict[str, Any]:
+    def retrievers(self) -> dict[str, RetrieverMeta]:
         from ..retrieval.registry import all_retrievers
 
         try:
@@ -323,7 +323,7 @@ def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]
     return out
 
 
-def paper_options(retriever: str) -> dict[str, Any]:
+def paper_options(retriever: str) -> dict[str, object]:
     """The options a reproduction runs ``retriever`` with: the paper's values of those it records
     (BM25's k1 and b; MedCPT's ``medcpt_published``, the Article encoder for queries as the published
     code did; nothing for the others, whose defaults are the paper's), and the opt-in to its hub
@@ -347,35 +347,33 @@ def _load(task: str, env: Environment) -> Collection:
 
 
 def _rerank_target(
-    target: Target, coll: Collection, out: Path, rerankers: dict[str, Any], overwrite: bool
+    target: Target, coll: Collection, out: Path, rerankers: dict[str, Reranker], overwrite: bool
 ) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
     from ..reranking.base import make_reranker
     from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
+    from ..spec.steps import EvaluateStep, RerankStep
     from .evaluate import run_task
     from .rerank import TaskInput, rerank_inputs
 
     first = target.key.system
     name = target.key.reranker_name or ""
     depth = published_depth(name)
-    run_task(coll, first, paper_options(first), k=max(100, depth), out=system_folder(out, first), overwrite=overwrite)
+    run_task(
+        coll,
+        EvaluateStep.of(first, **paper_options(first), top_k=max(100, depth), overwrite=overwrite),
+        system_folder(out, first),
+    )
     folder = out / first / coll.name
     item = TaskInput(
         coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll, file_fingerprint(folder / RUN_FILE)
     )
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)
-    [result] = rerank_inputs(
-        [item],
-        rerankers[name],
-        target.label,
-        system_folder(out, target.label),
-        top_k=depth,
-        keep_tail=False,
-        overwrite=overwrite,
-    )
+    step = RerankStep.of(out / first, name, top_k=depth, keep_tail=False, overwrite=overwrite)
+    [result] = rerank_inputs([item], rerankers[name], step, target.label, system_folder(out, target.label))
     return result
 
 
@@ -388,12 +386,13 @@ def run_matrix(
     progress: Callable[[Planned], None] | None = None,
 ) -> list[Outcome]:
     """Run the runnable targets (reusing finished ones) and grade them; others are ``skip`` with their reason."""
-    from .evaluate import run_task
+    from ..spec.steps import EvaluateStep
+    from .evaluate import Plan, run_task, system_name
 
     out = Path(out)
     outcomes: list[Outcome] = []
-    collections: dict[str, Any] = {}
-    rerankers: dict[str, Any] = {}
+    collections: dict[str, Collection] = {}
+    rerankers: dict[str, Reranker] = {}
     for p in planned:
         target = p.target
         tol = None if not target.graded else tolerance if tolerance is not None else tolerance_of(target.key)
@@ -419,16 +418,9 @@ def run_matrix(
                         target.key.expansion, target.key.llm, folders=folders, revision=env.revision
                     )
                 options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
-                result = run_task(
-                    coll,
-                    target.key.system,
-                    options,
-                    k=100,
-                    out=system_folder(out, target.label),
-                    label=target.label if builder or target.variant else None,
-                    query_builder=builder,
-                    overwrite=overwrite,
-                )
+                step = EvaluateStep.of(target.key.system, **options, top_k=100, overwrite=overwrite)
+                label = target.label if builder or target.variant else system_name(step)
+                result = run_task(coll, Plan(step, label, builder), system_folder(out, target.label))
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"

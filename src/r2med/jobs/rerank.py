@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
-from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
 from ..results.folders import (
@@ -34,6 +33,7 @@ from ..results.folders import (
     reuse,
 )
 from ..runs.run import RUN_FILE, Run, read_trec
+from ..spec.steps import RerankStep
 
 log = logging.getLogger(__name__)
 
@@ -146,36 +146,31 @@ def load_inputs(
 
 
 def rerank_inputs(
-    inputs: Sequence[TaskInput],
-    reranker: Reranker,
-    name: str,
-    out: str | Path | None,
-    top_k: int = 10,
-    keep_tail: bool = True,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
+    inputs: Sequence[TaskInput], reranker: Reranker, step: RerankStep, name: str, out: str | Path | None
 ) -> list[TaskResult]:
-    """Rerank each task's first-stage run and write ``out/<task>/`` (rerankers load their model lazily,
-    so a fully reused job loads none)."""
+    """Rerank each task's first-stage run as ``step`` says and write ``out/<task>/`` (``out``: the system folder;
+    rerankers load their model lazily, so a fully reused job loads none)."""
     rconfig = reranker.config()
     encoding = reranker_encoding(rconfig)
+    top_k, output = step.depth(), step.output
     results = []
     for item in inputs:
-        config = {"reranker": rconfig, "top_k": top_k, "keep_tail": keep_tail, "first_stage": item.describe()}
-        reused = reuse(out, config, item.collection, measures, count_missing, overwrite)
+        config = {**step.record(), "reranker": rconfig, "first_stage": item.describe()}
+        reused = reuse(out, config, item.collection, output.measures, output.count_missing, output.overwrite)
         if reused is not None:
             results.append(reused)
             continue
         item.collection.warn_about_qrels()
         t0 = time.perf_counter()
         run = rerank(
-            item.run, item.collection.queries, item.collection.corpus, reranker, top_k=top_k, keep_tail=keep_tail
+            item.run, item.collection.queries, item.collection.corpus, reranker, top_k=top_k, keep_tail=step.keep_tail
         )
         timing = {"rerank_s": time.perf_counter() - t0}
         timing["total_s"] = timing["rerank_s"]
         facts = {**encoding, **getattr(reranker, "used", {})} if encoding is not None else None  # as loaded
-        results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing, facts))
+        results.append(
+            finish_task(item.collection, name, run, config, out, output.measures, output.count_missing, timing, facts)
+        )
         log.info("%s: reranked top-%d of %d queries", item.task, top_k, len(run))
     return results
 
@@ -200,7 +195,8 @@ def default_name(
 ) -> str:
     """The result's default name: ``<retriever>+<reranker>``, plus the model an LLM reranker was served as
     (``listwise-<model>``) unless it is the record's own checkpoint (``reasonrank-32b``), plus ``-top<k>``
-    when a reranker whose record names its published depth reranked another depth (``reasonrank-32b-top20``)."""
+    when a reranker whose record names its published depth reranked another depth (``reasonrank-32b-top20``);
+    ``made_as``: your scorer's name (``custom-<name>``: :func:`scorer_name`)."""
     meta = reranker_meta(reranker)
     suffix = made_as if made_as is not None and reranker == "custom" else folder_name(reranker)
     if meta.llm and model and folder_name(str(model)).lower() != folder_name(meta.hub_id or "").lower():
@@ -210,76 +206,62 @@ def default_name(
     return f"{retriever}+{suffix}"
 
 
-def rerank_folder(
-    runs: str | Path | Sequence[str | Path],
-    reranker: str,
-    options: Mapping[str, Any] | None = None,
-    out: str | Path | None = None,
-    name: str | None = None,
-    tasks: str | None = None,
-    data_dir: str | Path | None = None,
-    revision: str | None = None,
-    top_k: int | None = None,
-    keep_tail: bool = True,
-    measures: Iterable[str] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
-    strict: bool = False,
-) -> list[SystemResults]:
-    """``r2med rerank``: every system in ``runs`` (results roots, system or task folders:
+def scorer_name(step: RerankStep) -> str | None:
+    """``custom-<name>`` for your own scorer (its declared ``name``, else the spec's OBJ, else its class), read from
+    the spec alone -- the same from the command line, a file and Python; None for any other reranker."""
+    from ..infra.user_code import short_name
+
+    scorer = getattr(step.options, "scorer", None)
+    return f"custom-{short_name(scorer)}" if step.reranker_name == "custom" and scorer is not None else None
+
+
+def system_name(step: RerankStep, first_stage: str) -> str:
+    """The name of the result of ``step`` over ``first_stage``: its ``name``, else :func:`default_name`."""
+    return result_name(
+        step.name,
+        default_name(
+            first_stage,
+            step.reranker_name,
+            getattr(step.options, "model", None),
+            step.depth(),
+            made_as=scorer_name(step),
+        ),
+    )
+
+
+def rerank_folder(step: RerankStep) -> list[SystemResults]:
+    """``r2med rerank``: every system in ``step.runs`` (results roots, system or task folders:
     :func:`~r2med.results.folders.find_runs`; a root's reranked systems are left out) reranked into
     ``<out>/<name>/`` (default ``out``: the results root of the first system; default ``name``:
-    :func:`default_name`).  ``top_k`` (None): the depth of the reranker's published figures
+    :func:`system_name`).  Without ``top_k``: the depth of the reranker's published figures
     (:func:`r2med.results.published.published_depth`).
     """
     from ..infra.containment import check_output_dir
-    from ..results.published import published_depth
 
-    if top_k is None:
-        meta = reranker_meta(reranker)
-        top_k = published_depth(meta.name)
-        if meta.depth is not None:  # not the paper's usual 10: say so
-            log.info("%s: reranking each query's top %d (the depth of its published figures)", reranker, top_k)
-    if name is not None:
-        plain_name(name, "--name", run_name=True)
-    selection = find_runs([runs] if isinstance(runs, (str, Path)) else runs, skip_from_root=("rerank",))
-    if name is not None and len(selection.systems) > 1:
+    meta = reranker_meta(step.reranker_name)
+    if step.top_k is None and meta.depth is not None:  # not the paper's usual 10: say so
+        log.info("%s: reranking each query's top %d (the depth of its published figures)", meta.name, step.depth())
+    if step.name is not None:
+        plain_name(step.name, "--name", run_name=True)
+    selection = find_runs(list(step.runs), skip_from_root=("rerank",))
+    if step.name is not None and len(selection.systems) > 1:
         raise R2MedError(
             f"--name names one result, but there are {len(selection.systems)} systems to rerank "
             f"({', '.join(s.folder.name for s in selection.systems)}); pass one system folder"
         )
-    out = Path(out) if out is not None else selection.out
+    out = Path(step.output.out) if step.output.out is not None else selection.out
     check_output_dir(out)
+    data = step.data
     groups = [
-        load_inputs(ref, data_dir, revision, tasks, strict=strict) for ref in selection.systems
+        load_inputs(ref, data.data_dir, data.revision, data.task_text, strict=data.strict) for ref in selection.systems
     ]  # before any model loads
     selection.announce()
-    options = dict(options or {})
-    try:
-        made = make_reranker(reranker, **options)
-    except TypeError as exc:
-        raise R2MedError(f"reranker {reranker!r} does not take that option ({exc})") from None
+    made = make_reranker(meta.name, options=step.options)
     done = []
     for inputs in groups:
-        label = result_name(
-            name,
-            default_name(
-                inputs[0].retriever, reranker, options.get("model"), top_k, made_as=getattr(made, "name", None)
-            ),
-        )
+        label = system_name(step, inputs[0].retriever)
         target = system_folder(out, label)
-        results = rerank_inputs(
-            inputs,
-            made,
-            label,
-            target,
-            top_k=top_k,
-            keep_tail=keep_tail,
-            measures=measures,
-            count_missing=count_missing,
-            overwrite=overwrite,
-        )
-        done.append(SystemResults(label, target, results))
+        done.append(SystemResults(label, target, rerank_inputs(inputs, made, step, label, target)))
     return done
 
 

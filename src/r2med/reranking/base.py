@@ -27,6 +27,7 @@ from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..retrieval.encoders.base import FramingRecord
 from ..runs.run import Run, ranked
+from ..spec.parse import Origin, RerankerOptions, parse
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,11 @@ class RerankerMeta:
     """Every fact about one reranker: how to build it and what it needs."""
 
     name: str
-    factory: RerankerFactory  # factory(**options) -> Reranker
+    factory: RerankerFactory  # factory(**options.given()) -> Reranker
     description: str = ""
+    #: the type of its options (:mod:`r2med.spec.options`): what ``r2med rerank``, a ``[[rerank]]`` table and
+    #: :func:`make_reranker` may set, with its constraints
+    options: type[RerankerOptions] = RerankerOptions
     #: modules it imports, and how to install them
     packages: tuple[str, ...] = ("torch", "transformers")
     install: str = "pip install 'r2med[dense,rerank]'"
@@ -130,18 +134,26 @@ def reranker_meta(name: str) -> RerankerMeta:
     return meta
 
 
-def make_reranker(name: str | Any, **options: Any) -> Reranker:
-    """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder.
+def make_reranker(name: str | Any, options: RerankerOptions | None = None, **values: Any) -> Reranker:
+    """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder, with ``options`` (its
+    options type) or the keyword ``values`` parsed into it (None: not set): a value it does not take is one typed
+    :class:`~r2med.spec.parse.SpecError` naming the argument, before any model loads.
 
     ``name`` may also be your own scorer (an object with ``score(query, docs)``, or its class or factory):
     the ``custom`` reranker over it (:mod:`r2med.reranking.custom`)."""
     if not isinstance(name, str):
-        return reranker_meta("custom").factory(scorer=name, **{k: v for k, v in options.items() if v is not None})
+        values = {"scorer": name, **values}
+        name = "custom"
     meta = reranker_meta(name)
-    options = {k: v for k, v in options.items() if v is not None}
     if meta.name != name:  # a model id or folder
-        options["model"] = name
-    return meta.factory(**options)
+        values = {"model": name, **values}
+    if options is None:
+        options = parse(meta.options, values, Origin.python(f"make_reranker({name!r})"))
+    elif values and set(values) != {"model"}:
+        raise OptionError("make_reranker: pass the options as one options object or as keywords, not both")
+    elif not isinstance(options, meta.options):
+        raise OptionError(f"make_reranker({name!r}): options must be {meta.options.__name__}")
+    return meta.factory(**options.given())
 
 
 def candidates_of(

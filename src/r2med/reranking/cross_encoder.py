@@ -25,6 +25,7 @@ from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, model_max_length
+from ..spec.options import AnyCrossEncoderOptions, CrossEncoderOptions
 from .base import Candidates, RerankerMeta, register_reranker
 
 if TYPE_CHECKING:
@@ -301,6 +302,7 @@ register_reranker(
         "bge-reranker",
         _preset("bge-reranker"),
         "BAAI/bge-reranker-v2-m3 cross-encoder (paper)",
+        options=CrossEncoderOptions,
         paper_dtype="fp32",
         framing=PAIR_FRAMING["bge-reranker"],
     )
@@ -310,6 +312,7 @@ register_reranker(
         "monobert",
         _preset("monobert"),
         "castorini/monobert-large-msmarco, logit of the relevant class (paper)",
+        options=CrossEncoderOptions,
         paper_dtype="fp32",
         framing=PAIR_FRAMING["monobert"],
     )
@@ -319,5 +322,6 @@ register_reranker(
         "cross-encoder",
         lambda **o: CrossEncoderReranker(**o),
         "any sequence-classification model: model=<hub id or folder>",
+        options=AnyCrossEncoderOptions,
     )
 )

@@ -22,6 +22,7 @@ from ..infra.user_code import (
     register_entry_points,
     short_name,
 )
+from ..spec.options import CustomScorerOptions, EntryPointScorerOptions
 from .base import RERANKERS, Candidates, RerankerMeta, register_reranker
 
 
@@ -66,6 +67,7 @@ register_reranker(
         "custom",
         make_custom_reranker,
         "your own scorer: --scorer MODULE:OBJ (score(query, docs) -> list of floats)",
+        options=CustomScorerOptions,
         packages=(),
         install="",
         weights=(),
@@ -85,6 +87,7 @@ def _entry_point_meta(preset: EntryPointPreset) -> None:
             preset.name,
             factory,
             f"{preset.value} (entry point{' of ' + preset.dist if preset.dist else ''})",
+            options=EntryPointScorerOptions,
             packages=(),
             install="",
             weights=(),

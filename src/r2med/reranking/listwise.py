@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..infra import progress
+from ..spec.options import ListwiseOptions
 from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)
@@ -261,6 +262,7 @@ register_reranker(
         "listwise",
         lambda **o: ListwiseReranker(**o),
         "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via --model/--base-url",
+        options=ListwiseOptions,
         packages=("openai",),
         install="pip install 'r2med[llm]'",
         weights=(),

@@ -30,6 +30,7 @@ from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
+from ..spec.options import Qwen3Options
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -208,6 +209,7 @@ for _name in PRESETS:
             _name,
             _preset(_name),
             f"{_entry['settings']['hub_id']}: yes/no logit scoring (model card)",
+            options=Qwen3Options,
             install="pip install 'r2med[dense]'",
             needs_gpu=needs_gpu(_entry),
             hub_id=_entry["settings"]["hub_id"],
@@ -221,6 +223,7 @@ register_reranker(
         "qwen3-reranker",
         lambda **o: Qwen3Reranker(**o),
         "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, model card)",
+        options=Qwen3Options,
         install="pip install 'r2med[dense]'",
         later=True,
     )

@@ -23,6 +23,7 @@ from typing import Any, TypedDict
 from ..errors import MissingExtraError, R2MedError
 from ..infra.weights import load_adapter, pretrained_with_gaps
 from ..retrieval.encoders.base import FramingRecord
+from ..spec.options import RankLlamaOptions
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -173,6 +174,7 @@ register_reranker(
         "rankllama",
         lambda **o: RankLlamaReranker(**o),
         "castorini/rankllama-v1-7b-lora-passage on Llama-2-7b (peft LoRA; paper)",
+        options=RankLlamaOptions,
         packages=("torch", "transformers", "peft"),
         needs_gpu="7B",
         paper_dtype="auto",

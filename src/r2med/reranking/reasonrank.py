@@ -39,6 +39,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from ..protocol.later_models import later_reranker, provenance
+from ..spec.options import AnyReasonRankOptions, ReasonRankOptions
 from .base import Candidates, RerankerMeta, register_reranker
 from .listwise import ListwiseReranker
 
@@ -337,6 +338,7 @@ def _record(name: str, factory: Any, description: str, entry: dict[str, Any] | N
         name,
         factory,
         description,
+        options=ReasonRankOptions if entry else AnyReasonRankOptions,
         packages=("openai", "ftfy", "transformers"),
         install="pip install 'r2med[llm,dense]'",
         weights=(("tokenizer", "tokenizer_config.json"),),

@@ -38,7 +38,7 @@ from ..infra.containment import task_folder
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
-from .record import METRICS_FILE, MetricsRecord, read_record
+from .record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 
 log = logging.getLogger(__name__)
 
@@ -225,8 +225,15 @@ def reuse(
     try:
         stored = read_record(folder)
         recorded_judgments = stored.judgments_fingerprint
+        wanted = _as_json(config)
+        other = other_custom_model(stored.config or {}, wanted)
+        if other is not None:
+            raise NameCollision(
+                f"{folder.parent}: holds results of {other}, another model under the same name; "
+                "pass --name (or label in an experiment) to keep both, or --overwrite to replace them"
+            )
         if (
-            stored.config != _as_json(config)
+            not same_config(stored, compared(wanted), compared(recorded_as_v3(stored)))
             or stored.dataset_fingerprint != collection.dataset_fingerprint
             or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
@@ -239,6 +246,8 @@ def reuse(
             )
             return None
         run = read_trec(folder / RUN_FILE)
+    except NameCollision:
+        raise
     except R2MedError:
         return None
     measures = stored_measures(measures)
@@ -258,6 +267,65 @@ def reuse(
         )
     result.reused = True
     return result
+
+
+def compared(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What reuse compares of a recorded ``config``: all of it, but for a reranked run its reranker's record (what
+    the options resolved to: the model, tokenizer, lengths, label, dtype...) rather than the options as written
+    (``--model`` naming the preset's own checkpoint is the same reranker)."""
+    if step_kind(config) == "rerank":
+        return {k: v for k, v in config.items() if k != "options"}
+    return dict(config)
+
+
+def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
+    """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
+    ``options`` as its retriever's options type records them (an option a run did not record had its default:
+    ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
+    never reused)."""
+    from ..retrieval.registry import RETRIEVERS
+    from ..spec.parse import Origin, SpecError, parse
+
+    config = stored.config or {}
+    if stored.read_version >= 3:
+        return dict(config)
+    options = config.get("options")
+    meta = RETRIEVERS.get(str(config.get("retriever")))
+    if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
+        return dict(config)
+    try:
+        return {**config, "options": parse(meta.options, options, Origin.python("a recorded config")).record()}
+    except SpecError:
+        return dict(config)
+
+
+class NameCollision(R2MedError):
+    """A result folder that holds another custom model's results under the same name (never replaced silently)."""
+
+
+def custom_model(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(spec or class, class) of the custom encoder or scorer a recorded ``config`` ran (its code), else None."""
+    found: Any = None
+    encoder = config.get("encoder")
+    if isinstance(encoder, Mapping) and isinstance(encoder.get("extra"), Mapping):
+        found = encoder["extra"].get("custom")
+    reranker = config.get("reranker")
+    if isinstance(reranker, Mapping) and isinstance(reranker.get("scorer"), Mapping):
+        found = reranker["scorer"]
+    if not isinstance(found, Mapping):
+        return None
+    cls = str(found.get("class"))
+    return str(found.get("spec") or cls), cls
+
+
+def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+    """When a folder's record names another custom encoder or scorer than ``config`` (another spec or class:
+    two models under one name), the other one in words; else None (an edited module under the same spec is the
+    same model, recomputed)."""
+    mine, theirs = custom_model(config), custom_model(stored)
+    if mine is None or theirs is None or mine == theirs:
+        return None
+    return f"{theirs[0]!r}"
 
 
 def file_fingerprint(path: str | os.PathLike[str]) -> str:
@@ -284,7 +352,7 @@ class TaskFolder:
 
     @property
     def metrics(self) -> dict[str, Any]:
-        """The record as the plain ``metrics.json`` object (``schema_version`` 2)."""
+        """The record as the plain ``metrics.json`` object (``schema_version`` 3)."""
         return self.record.to_json()
 
     @property

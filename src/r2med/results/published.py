@@ -34,11 +34,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
 from ..infra.registry import TOLERANCES
 from ..protocol import preferred_setting, published_figures, published_ndcg10
+
+if TYPE_CHECKING:
+    from ..reranking.base import RerankerMeta
+    from ..retrieval.registry import RetrieverMeta
 
 RERANK = "rerank:"
 #: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
@@ -111,24 +115,24 @@ def _published_index() -> tuple[frozenset[str], frozenset[str], frozenset[tuple[
     return retrievers, methods, keys
 
 
-def _retriever_records() -> dict[str, Any]:
+def _retriever_records() -> dict[str, RetrieverMeta]:
     from ..retrieval.registry import all_retrievers
 
     return all_retrievers()
 
 
-def _reranker_records() -> dict[str, Any]:
+def _reranker_records() -> dict[str, RerankerMeta]:
     from ..reranking.base import all_rerankers
 
     return all_rerankers()
 
 
-def _r2med_name(published: str, records: Mapping[str, Any]) -> str:
+def _r2med_name(published: str, records: Mapping[str, RetrieverMeta] | Mapping[str, RerankerMeta]) -> str:
     """The record whose ``published_as`` is ``published`` (the CSV's name), else ``published`` itself."""
     return next((name for name, meta in records.items() if getattr(meta, "published_as", None) == published), published)
 
 
-def _published_name(name: str, records: Mapping[str, Any]) -> str:
+def _published_name(name: str, records: Mapping[str, RetrieverMeta] | Mapping[str, RerankerMeta]) -> str:
     """The CSV's name of r2med's record ``name`` (its ``published_as``), else ``name`` itself."""
     meta = records.get(name)
     return getattr(meta, "published_as", None) or name

@@ -5,9 +5,11 @@ resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): 
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
 every query scored on the same measures, the ``ties`` block by :func:`r2med.evaluation.ties.check_block`) and
 any fault is one line naming the file and the key.
-Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); they are
-upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
-structured ``expansion``).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
+Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); version 1 and 2
+files are upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
+structured ``expansion``; :func:`upgrade_config_v2`: the ``step`` that made the record), and reused on everything
+they recorded (:func:`same_config`).  :func:`metrics_json` is the one writer's text (version
+:data:`SCHEMA_VERSION`), used by
 :func:`r2med.runs.run.write_task_results`, which writes it atomically beside the run.
 """
 
@@ -19,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..errors import DataError, R2MedError
 
@@ -65,8 +67,12 @@ def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
     return None
 
 
-#: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``)
-SCHEMA_VERSION: Final = 2
+#: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``);
+#: 3: ``config`` is the step spec (:mod:`r2med.spec.steps`: its ``step`` kind, and a reranker's ``options``) with
+#: the facts of the run beside it (and the content fingerprint of an expansion file read: ``expansion_fingerprint``)
+SCHEMA_VERSION: Final = 3
+#: the keys of ``config`` schema 3 added to what version 2 recorded (a v2 record is reused on everything it holds)
+V3_CONFIG_KEYS: Final = frozenset({"step", "options", "expansion_fingerprint"})
 #: the fields of a record, in the order r2med writes them (``schema_version`` comes first)
 FIELDS: Final = (
     "task",
@@ -231,6 +237,8 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         objects[key] = value
     if version == 1 and objects["config"] is not None:
         objects["config"] = upgrade_config_v1(objects["config"])
+    if version < 3 and objects["config"] is not None:
+        objects["config"] = upgrade_config_v2(objects["config"])
     timing = data.get("timing")
     if timing is not None:
         timing = numbers(timing, "timing", (0.0, math.inf), named=False)
@@ -299,6 +307,60 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
+#: what made a record: the ``step`` of its ``config`` (schema 3)
+StepKind = Literal["evaluate", "rerank", "fuse", "import"]
+
+
+def step_kind(config: Mapping[str, Any]) -> StepKind:
+    """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (an import's record, a
+    reranker's, a fusion's, else an evaluate)."""
+    kind = config.get("step")
+    for known in ("evaluate", "rerank", "fuse", "import"):
+        if kind == known:
+            return known
+    if "imported" in config:
+        return "import"
+    if "reranker" in config:
+        return "rerank"
+    if "fusion" in config:
+        return "fuse"
+    return "evaluate"
+
+
+def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-2 (or upgraded version-1) ``config`` as schema 3 records it: the ``step`` that made it first (read
+    from its keys: :func:`step_kind`), and the same for a reranked run's first stage and a fusion's inputs.
+    Anything else is kept as it is (a new dict).  (A retriever's ``options`` as its options type records them --
+    an option a v2 run did not record had its default -- are compared so when a folder is reused:
+    :func:`r2med.results.folders.reuse`.)"""
+    upgraded = {"step": step_kind(config), **config}
+    first = upgraded.get("first_stage")
+    if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping) and "step" not in first["config"]:
+        upgraded["first_stage"] = {**first, "config": upgrade_config_v2(first["config"])}
+    inputs = upgraded.get("inputs")
+    if upgraded["step"] == "fuse" and isinstance(inputs, list):
+        upgraded["inputs"] = [
+            {**item, "config": upgrade_config_v2(item["config"])}
+            if isinstance(item, Mapping) and isinstance(item.get("config"), Mapping) and "step" not in item["config"]
+            else item
+            for item in inputs
+        ]
+    return upgraded
+
+
+def same_config(stored: MetricsRecord, config: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> bool:
+    """Whether a finished folder's record was made with ``config`` (as this r2med records it): equal, or for a
+    record of schema 2 or 1 (upgraded) equal on everything it recorded, ``config`` adding only the keys schema 3
+    added (:data:`V3_CONFIG_KEYS`).  ``recorded``: the record's config as compared (default: as read)."""
+    recorded = stored.config if recorded is None else recorded
+    if recorded is None:
+        return False
+    if stored.read_version >= 3:
+        return recorded == config
+    extra = set(config) - set(recorded)
+    return extra <= V3_CONFIG_KEYS and all(config.get(k) == v for k, v in recorded.items())
+
+
 def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
     """A task folder's ``metrics.json`` as a checked record (the one reader); any fault a DataError naming it."""
     path = Path(folder) / METRICS_FILE
@@ -331,5 +393,5 @@ def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
 def metrics_json(payload: Mapping[str, Any], where: str | os.PathLike[str]) -> str:
     """The text of ``metrics.json`` for ``payload`` (checked as a record; ``schema_version`` :data:`SCHEMA_VERSION`
     first, then the payload's keys in order): the one writer's serialisation."""
-    record = parse_record(dict(payload), where)
+    record = parse_record({**payload, "schema_version": SCHEMA_VERSION}, where)  # written as given: no upgrade
     return json.dumps(record.to_json(), indent=1) + "\n"

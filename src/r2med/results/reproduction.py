@@ -17,7 +17,7 @@ class Variant:
     """A configuration run beside a published one, ungraded: r2med's correction of what the published code did."""
 
     name: str  # appended to the published configuration's label: its folder under OUT
-    options: Mapping[str, Any]  # replace the published options
+    options: Mapping[str, object]  # replace the published options
     note: str  # why it runs, shown in the tables
     #: it also loads the preset's separate query encoder (MedCPT's), whose weights must be here too
     query_encoder: bool = False

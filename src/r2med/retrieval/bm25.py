@@ -35,6 +35,8 @@ from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
 from ..protocol import models
 from ..runs.run import Run
+from ..spec.options import Bm25Options
+from ..spec.parse import Origin, parse
 from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import QueryText, as_text
 from .lexical_choices import AnalyzerName, Bm25Flavour
@@ -84,10 +86,11 @@ class BM25:
     ):
         if flavour not in FLAVOURS:
             raise OptionError(f"unknown BM25 flavour {flavour!r}; choose from {tuple(f.value for f in FLAVOURS)}")
-        if k1 < 0 or not 0 <= b <= 1:
-            raise OptionError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
-        self.k1, self.b, self.flavour = float(k1), float(b), Bm25Flavour(flavour)
-        self.analyzer = get_analyzer(analyzer) if isinstance(analyzer, str) else analyzer
+        # the one parse of its options (a NaN, a text or a bool k1 is the same typed error as on the command line)
+        given = {"k1": k1, "b": b, "cache": cache, **({"analyzer": analyzer} if isinstance(analyzer, str) else {})}
+        options = parse(Bm25Options, given, Origin.python("BM25()"))
+        self.k1, self.b, self.flavour = options.k1, options.b, Bm25Flavour(flavour)
+        self.analyzer = get_analyzer(options.analyzer) if isinstance(analyzer, str) else analyzer
         self.cache = cache
         self.workers = workers
         self.name = "bm25" if flavour == "paper" else "bm25-standard"
@@ -488,19 +491,14 @@ def ranked_rows(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> list[dict
 
 
 def _factory(flavour: str) -> Callable[..., BM25]:
-    def make(
-        task: str | None = None,
-        k1: float = 0.9,
-        b: float = 0.4,
-        analyzer: str = "english",
-        cache: bool = True,
-        **unknown: Any,
-    ) -> BM25:
-        if unknown:
-            raise OptionError(f"BM25 does not take option(s): {', '.join(sorted(unknown))}")
-        return BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=cache)
+    def make(task: str | None = None, **options: Any) -> BM25:
+        checked = parse(Bm25Options, options, Origin.python(f"make_retriever({_NAMES[flavour]!r})"))
+        return BM25(k1=checked.k1, b=checked.b, flavour=flavour, analyzer=checked.analyzer, cache=checked.cache)
 
     return make
+
+
+_NAMES = {"paper": "bm25", "standard": "bm25-standard"}
 
 
 #: The paper's BM25 (BRIGHT's code; ``r2med_models.json`` -> ``bm25``): k1=0.9, b=0.4, the paper's scoring.
@@ -511,11 +509,12 @@ PAPER = {
 }
 _LEXICAL: dict[str, Any] = dict(
     family="lexical",
-    parameters=("k1", "b", "analyzer", "cache"),
+    options=Bm25Options,
     tolerance="lexical",
-    defaults={"k1": PAPER["k1"], "b": PAPER["b"], "analyzer": "english"},
     summary={"k1": PAPER["k1"], "b": PAPER["b"]},
 )
+if (Bm25Options().k1, Bm25Options().b) != (PAPER["k1"], PAPER["b"]):  # pragma: no cover - data and type agree
+    raise ValueError("Bm25Options' defaults are not the paper's k1 and b (r2med_models.json)")
 register_retriever(
     RetrieverMeta(
         "bm25",

@@ -25,14 +25,12 @@ from ..infra.user_code import (
     register_entry_points,
     text_lengths,
 )
+from ..spec.options import CustomEncoderOptions, EntryPointEncoderOptions
 from .encoders import EncoderSettings
 from .encoders.base import BaseEncoder
 from .registry import RETRIEVERS, RetrieverMeta, register_retriever
 
 log = logging.getLogger(__name__)
-
-#: What ``r2med evaluate -r custom`` may set.
-CUSTOM_OPTIONS = ("encoder", "batch_size", "similarity", "cache")
 
 
 class CustomEncoder(BaseEncoder):
@@ -103,7 +101,7 @@ register_retriever(
         "custom",
         make_custom,
         "your own encoder: --encoder MODULE:OBJ (encode(texts, role) -> array)",
-        parameters=CUSTOM_OPTIONS,
+        options=CustomEncoderOptions,
         tolerance="assumed",
         summary={"hub_id": "--encoder MODULE:OBJ", "similarity": "the object's own, else cosine (--similarity)"},
     )
@@ -119,7 +117,7 @@ def _entry_point_meta(preset: EntryPointPreset) -> None:
             preset.name,
             factory,
             f"{preset.value} (entry point{' of ' + preset.dist if preset.dist else ''})",
-            parameters=("batch_size", "similarity", "cache"),
+            options=EntryPointEncoderOptions,
             tolerance="assumed",
             summary={"hub_id": preset.value},
         )

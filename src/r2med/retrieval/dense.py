@@ -40,6 +40,7 @@ from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..runs.run import Run
+from ..spec.options import DenseOptions, MedcptOptions, PresetOptions
 from .base import QueryText
 from .dense_choices import Similarity, choices_of
 from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
@@ -488,25 +489,12 @@ def _on_cpu(device: str | None) -> bool:
     return not torch.cuda.is_available()
 
 
-#: What ``r2med evaluate`` may set for a dense retriever.
-CLI_OPTIONS = (
-    "model",
-    "batch_size",
-    "device",
-    "max_length",
-    "pooling",
-    "similarity",
-    "dtype",
-    "trust_remote_code",
-    "cache",
-)
-
 register_retriever(
     RetrieverMeta(
         "dense",
         make_dense,
         "any embedding model: --model <hub id or folder> (pooling, instructions)",
-        parameters=CLI_OPTIONS,
+        options=DenseOptions,
         extra=DENSE_EXTRA,
         named_after="model",
         summary={
@@ -531,7 +519,7 @@ def register_preset(preset: Preset) -> RetrieverMeta:
             {
                 "name": preset.name,
                 "factory": _preset_factory(preset.name),
-                "parameters": CLI_OPTIONS + (("medcpt_published",) if preset.query_hub_id else ()),
+                "options": MedcptOptions if preset.query_hub_id else PresetOptions,
                 **preset_meta(preset.name),
             }
         )

@@ -438,10 +438,9 @@ def preset_meta(name: str) -> dict[str, Any]:
     api_key = preset.fields.get("api_key_env")
     kind = "later work" if preset.facts.get("later") else "paper preset"
     paper: dict[str, Any] = {"similarity": preset.similarity}
-    defaults: dict[str, Any] = {}
     if preset.query_hub_id:  # MedCPT: the published figures encoded queries with the Article encoder
         paper["medcpt_published"] = True  # (eval_bench.py:253-254); r2med's default, the Query encoder, is
-        defaults["medcpt_published"] = False  # recorded as such, so it is never graded against them
+        # recorded as such (MedcptOptions.medcpt_published = False), so it is never graded against them
     return {
         "description": f"{kind}: {preset.describe()['hub_id']}",
         "family": "dense",
@@ -454,7 +453,6 @@ def preset_meta(name: str) -> dict[str, Any]:
         "paper_dtype": preset.dtype,
         "cpu_dtype": preset.fields.get("cpu_dtype"),
         "paper": paper,
-        "defaults": defaults,
         "overrides": PRESET_OVERRIDES,
         "summary": preset.describe(),
         **preset.facts,

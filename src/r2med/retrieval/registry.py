@@ -19,6 +19,7 @@ from typing import Any, Literal
 from ..errors import OptionError, did_you_mean, shown
 from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
+from ..spec.parse import Origin, RetrieverOptions, parse
 from .base import Retriever
 
 RetrieverFactory = Callable[..., Retriever]
@@ -34,14 +35,13 @@ class RetrieverMeta:
     """Every fact about one retriever (as mteb's ``ModelMeta``)."""
 
     name: str
-    factory: RetrieverFactory  # factory(task=..., **options) -> Retriever
+    factory: RetrieverFactory  # factory(task=..., **options.given()) -> Retriever
     description: str = ""
     #: "lexical" or "dense": how an expansion joins the query (:mod:`r2med.expansion.combine`)
     family: RetrieverFamily = "dense"
-    #: options the command line may set for it (``r2med evaluate --k1 / --model ...``)
-    parameters: tuple[str, ...] = ()
-    #: parameter values recorded even when not given (BM25's k1, b, analyzer)
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: the type of its options (:mod:`r2med.spec.options`): what ``r2med evaluate``, a ``[[retrievers]]`` table
+    #: and :func:`make_retriever` may set, with its constraints and defaults
+    options: type[RetrieverOptions] = RetrieverOptions
     #: the paper's values of stored configuration fields: a run with another value is not the published one
     paper: Mapping[str, Any] = field(default_factory=dict)
     #: options that change what a preset computes: a run that sets any is not the published one
@@ -92,25 +92,15 @@ class RetrieverMeta:
         :func:`r2med.results.published.tolerance_of`."""
         return TOLERANCES[self.tolerance]
 
-    def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        """``options`` with the defaults filled in; an option it does not take is a one-line error."""
-        unknown = sorted(k for k, v in options.items() if v is not None and k not in self.parameters)
-        if unknown:
-            takes = ", ".join(_flag(p) for p in self.parameters if p != "cache") or "none"
-            raise OptionError(
-                f"{', '.join(_flag(k) for k in unknown)}: not an option of {self.name!r} "
-                f"({self.family}; its options: {takes})"
-            )
-        given = {**self.defaults, **{k: v for k, v in options.items() if v is not None}}
-        return {k: given[k] for k in self.parameters if k in given}
+    @property
+    def defaults(self) -> dict[str, object]:
+        """The values its options type gives the options a run does not set (BM25's k1, b, analyzer)."""
+        return {k: v for k, v in self.options.model_construct().given().items() if k != "cache"}
 
-
-#: Command-line flags whose name is not the option's (for messages).
-FLAGS = {"medcpt_published": "--medcpt-published-encoder", "cache": "--no-cache"}
-
-
-def _flag(option: str) -> str:
-    return FLAGS.get(option, "--" + option.replace("_", "-"))
+    def parse_options(self, options: Mapping[str, object], origin: Origin | None = None) -> RetrieverOptions:
+        """``options`` as its options type (None: not set); a value it does not take is one
+        :class:`~r2med.spec.parse.SpecError` line naming ``origin`` (default: ``make_retriever('<name>')``)."""
+        return parse(self.options, options, origin or Origin.python(f"make_retriever({self.name!r})"))
 
 
 #: the built-ins, then (``custom``, last) your own encoder and the packages' entry points (a built-in name wins)
@@ -136,13 +126,23 @@ def retriever_meta(name: str) -> RetrieverMeta:
     return meta
 
 
-def make_retriever(name: str | Any, task: str | None = None, **options: Any) -> Retriever:
-    """Build the retriever registered as ``name`` for ``task``; unknown options are an error.
+def make_retriever(
+    name: str | Any, task: str | None = None, options: RetrieverOptions | None = None, **values: Any
+) -> Retriever:
+    """Build the retriever registered as ``name`` for ``task``, with ``options`` (its options type) or the
+    keyword ``values`` parsed into it (None: not set): a value it does not take is one typed
+    :class:`~r2med.spec.parse.SpecError` naming the argument, before anything loads.
 
     ``name`` may also be your own encoder (an object with ``encode(texts, role)``, or its class or factory):
     the ``custom`` retriever over it (:mod:`r2med.retrieval.custom`)."""
     if not isinstance(name, str):
-        return retriever_meta("custom").factory(
-            task=task, encoder=name, **{k: v for k, v in options.items() if v is not None}
-        )
-    return retriever_meta(name).factory(task=task, **{k: v for k, v in options.items() if v is not None})
+        values = {"encoder": name, **values}
+        name = "custom"
+    meta = retriever_meta(name)
+    if options is None:
+        options = meta.parse_options(values)
+    elif values:
+        raise OptionError("make_retriever: pass the options as one options object or as keywords, not both")
+    elif not isinstance(options, meta.options):
+        raise OptionError(f"make_retriever({name!r}): options must be {meta.options.__name__}")
+    return meta.factory(task=task, **options.given())

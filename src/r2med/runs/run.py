@@ -151,7 +151,7 @@ def write_task_results(
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """A task folder's ``metrics.json`` as a plain object, read and checked by the one reader
     (:func:`r2med.results.record.read_record`); any fault is a DataError naming it.  A file from before the
-    schema had a number comes back upgraded (``schema_version`` 2)."""
+    schema had a number comes back upgraded (``schema_version`` 3)."""
     return read_record(folder).to_json()
 
 

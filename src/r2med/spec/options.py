@@ -1,0 +1,349 @@
+"""The options types: what each retriever, reranker, fusion and expansion takes, with its constraints.
+
+One :class:`~r2med.spec.parse.Spec` per kind of model, named by its registry record
+(:attr:`r2med.retrieval.registry.RetrieverMeta.options`, :attr:`r2med.reranking.base.RerankerMeta.options`):
+
+* retrievers: :class:`Bm25Options` (``bm25``, ``bm25-standard``), :class:`DenseOptions` (``dense``: ``model``
+  required), :class:`PresetOptions` (every dense preset, the later ones and API embedders; ``model`` overrides
+  the preset's), :class:`MedcptOptions` (``medcpt``: also ``medcpt_published``), :class:`CustomEncoderOptions`
+  (``custom``: ``encoder`` required) and :class:`EntryPointEncoderOptions` (a package's encoder);
+* rerankers: :class:`CrossEncoderOptions` (``bge-reranker``, ``monobert``; ``cross-encoder`` needs ``model``),
+  :class:`RankLlamaOptions`, :class:`Qwen3Options`, :class:`ReasonRankOptions`, :class:`ListwiseOptions`,
+  :class:`CustomScorerOptions` (``custom``: ``scorer`` required) and :class:`EntryPointScorerOptions`;
+* :class:`FusionOptions` (``r2med fuse``, ``[[fusion]]``).
+
+Values keep the spelling they were given (``dtype = "float16"``, ``analyzer = "python"``): the code behind reads
+and records them as before.  A field set to None is "not set": the model's own default applies, and it is left
+out of the record (``metrics.json``'s ``options``), as it always was.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, JsonValue, field_validator, model_validator
+
+from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
+from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..runs.fusion import FusionMethod, Normalisation
+from .parse import Count, NonNegative, NonNegativeInt, Positive, RerankerOptions, RetrieverOptions, Share, Spec
+
+#: the choices of the fields below, as their text
+POOLINGS = tuple(p.value for p in Pooling)
+SIMILARITIES = tuple(s.value for s in Similarity)
+ANALYZERS = (*(a.value for a in AnalyzerName), *ANALYZER_ALIASES)
+LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", "openai", "voyage")
+
+
+def _choice(value: Any, choices: tuple[str, ...], what: str, fold: bool = False) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected one of: {', '.join(choices)}, got {value!r}")
+    if (value.lower() if fold else value) not in choices:
+        raise ValueError(f"unknown {what} {value!r}; choose from: {', '.join(choices)}")
+    return value
+
+
+#: the extra facts of a field (pydantic's ``json_schema_extra``)
+JsonDict = dict[str, JsonValue]
+#: a field the command line sets as ``--set name=value`` (no flag of its own)
+SET: JsonDict = {"flag": "--set"}
+#: an API key: set, never recorded
+SECRET: JsonDict = {"record": False}
+#: an endpoint: recorded without the credentials a URL may hold
+REDACTED: JsonDict = {"record": "redact"}
+
+
+class Bm25Options(RetrieverOptions):
+    """BM25's options: k1 >= 0, 0 <= b <= 1, the analyzer (the paper's 0.9, 0.4, english)."""
+
+    k1: NonNegative = 0.9
+    b: Share = 0.4
+    analyzer: str = Field(default="english", json_schema_extra={"expected": "one of: " + ", ".join(ANALYZERS)})
+
+    @field_validator("analyzer")
+    @classmethod
+    def _analyzer(cls, value: Any) -> Any:
+        return _choice(value, ANALYZERS, "analyzer")
+
+    def record(self) -> dict[str, Any]:
+        return {"cache": self.cache, "k1": self.k1, "b": self.b, "analyzer": self.analyzer}
+
+
+def _dtype(value: Any) -> Any:
+    return _choice(value, DTYPE_SPELLINGS, "dtype", fold=True)
+
+
+class EncoderOptions(RetrieverOptions):
+    """What a dense encoder takes (``r2med evaluate`` flags, and ``--set`` for the rest)."""
+
+    model: str | None = None
+    batch_size: Count | None = None
+    device: str | None = None
+    max_length: Annotated[int, Field(ge=2)] | None = None
+    pooling: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(POOLINGS)})
+    similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
+    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
+    trust_remote_code: bool | None = None
+    query_model: str | None = Field(default=None, json_schema_extra=SET)
+    revision: str | None = Field(default=None, json_schema_extra=SET)
+    normalize: bool | None = Field(default=None, json_schema_extra=SET)
+    query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
+    query_instruction: str | None = Field(default=None, json_schema_extra=SET)
+    doc_instruction: str | None = Field(default=None, json_schema_extra=SET)
+    expansion_instruction: Literal["none", "query"] | None = Field(default=None, json_schema_extra=SET)
+    append_eos: bool | None = Field(default=None, json_schema_extra=SET)
+    doc_as_pair: bool | None = Field(default=None, json_schema_extra=SET)
+    loader: str | None = Field(default=None, json_schema_extra={**SET, "expected": "one of: " + ", ".join(LOADERS)})
+    framing: str | None = Field(default=None, json_schema_extra={**SET, "expected": "a framing (bos+eos, eos...)"})
+    chunk_size: Count | None = Field(default=None, json_schema_extra=SET)
+    ignore_identical_ids: bool | None = Field(default=None, json_schema_extra=SET)
+    faiss: str | None = Field(default=None, json_schema_extra={**SET, "expected": "a FAISS index factory string"})
+    token_budget: Count | None = Field(default=None, json_schema_extra=SET)
+    search_chunk: Count | None = Field(default=None, json_schema_extra=SET)
+    api_key: str | None = Field(default=None, json_schema_extra={**SET, **SECRET})
+    base_url: str | None = Field(default=None, json_schema_extra={**SET, **REDACTED})
+    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
+
+    @field_validator("pooling")
+    @classmethod
+    def _pooling(cls, value: Any) -> Any:
+        return _choice(value, POOLINGS, "pooling")
+
+    @field_validator("similarity")
+    @classmethod
+    def _similarity(cls, value: Any) -> Any:
+        return _choice(value, SIMILARITIES, "similarity")
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: Any) -> Any:
+        return _dtype(value)
+
+    @field_validator("loader")
+    @classmethod
+    def _loader(cls, value: Any) -> Any:
+        return _choice(value, LOADERS, "loader")
+
+
+class DenseOptions(EncoderOptions):
+    """``dense``: any embedding model; ``model`` (a hub id or a local folder) is required."""
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> DenseOptions:
+        if not self.model:
+            raise ValueError("--retriever dense needs --model <hub id or local folder>")
+        return self
+
+
+class PresetOptions(EncoderOptions):
+    """A dense preset (the paper's, the later ones, an API embedder): ``model`` overrides the preset's checkpoint."""
+
+
+class MedcptOptions(PresetOptions):
+    """``medcpt``: also ``medcpt_published`` (queries through the Article encoder, as the published code did)."""
+
+    medcpt_published: bool = Field(default=False, json_schema_extra={"flag": "--medcpt-published-encoder"})
+
+
+class CustomEncoderOptions(RetrieverOptions):
+    """``custom``: your encoder (``MODULE:OBJ``, or the object itself in Python), its batch size and similarity."""
+
+    encoder: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or an encoder object"})
+    batch_size: Count | None = None
+    similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
+
+    @field_validator("encoder")
+    @classmethod
+    def _encoder(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("expected MODULE:OBJ, got ''")
+        if isinstance(value, (bool, int, float, list, dict)):
+            raise ValueError(f"expected MODULE:OBJ (text) or an encoder object, got {value!r}")
+        return value
+
+    @field_validator("similarity")
+    @classmethod
+    def _similarity(cls, value: Any) -> Any:
+        return _choice(value, SIMILARITIES, "similarity")
+
+    @model_validator(mode="after")
+    def _needs_encoder(self) -> CustomEncoderOptions:
+        if self.encoder is None:
+            raise ValueError("--retriever custom needs --encoder MODULE:OBJ (an object with encode(texts, role))")
+        return self
+
+
+class EntryPointEncoderOptions(RetrieverOptions):
+    """A package's encoder (entry point ``r2med.retrievers``): its batch size and similarity."""
+
+    batch_size: Count | None = None
+    similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
+
+    @field_validator("similarity")
+    @classmethod
+    def _similarity(cls, value: Any) -> Any:
+        return _choice(value, SIMILARITIES, "similarity")
+
+
+# -- rerankers ---------------------------------------------------------------------------------------------
+
+
+class _ModelRuntime(RerankerOptions):
+    batch_size: Count | None = None
+    device: str | None = None
+    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: Any) -> Any:
+        return _dtype(value)
+
+
+class CrossEncoderOptions(_ModelRuntime):
+    """A sequence-classification cross-encoder (``bge-reranker``, ``monobert``, or any model by id or folder)."""
+
+    model: str | None = None
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    revision: str | None = Field(default=None, json_schema_extra=SET)
+    max_length: Annotated[int, Field(ge=8)] | None = None
+    label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+
+
+class AnyCrossEncoderOptions(CrossEncoderOptions):
+    """``cross-encoder`` (or a model id / folder given as the reranker): ``model`` is required."""
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> AnyCrossEncoderOptions:
+        if not self.model:
+            raise ValueError("--reranker cross-encoder needs model=<hub id or local folder>")
+        return self
+
+
+class RankLlamaOptions(_ModelRuntime):
+    """RankLLaMA: the base model, its LoRA adapter, the tokenizer, the pair length, whether to merge the adapter."""
+
+    base: str | None = Field(default=None, json_schema_extra=SET)
+    lora: str | None = Field(default=None, json_schema_extra=SET)
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    max_length: Annotated[int, Field(ge=8)] | None = None
+    merge: bool | None = Field(default=None, json_schema_extra=SET)
+
+
+class Qwen3Options(_ModelRuntime):
+    """A Qwen3-Reranker checkpoint (yes/no logit scoring)."""
+
+    model: str | None = None
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    revision: str | None = Field(default=None, json_schema_extra=SET)
+    instruction: str | None = Field(default=None, json_schema_extra=SET)
+    max_length: Annotated[int, Field(ge=8)] | None = None
+
+
+class _LlmClient(RerankerOptions):
+    model: str | None = None
+    base_url: str | None = Field(default=None, json_schema_extra=REDACTED)
+    api_key: str | None = Field(default=None, json_schema_extra=SECRET)
+    window: Annotated[int, Field(ge=2)] | None = None
+    step: Count | None = None
+    concurrency: Count | None = None
+    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+    cache: bool | str | None = Field(default=None, json_schema_extra={**SET, "expected": "true, false or a file"})
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
+    max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+
+
+class ListwiseOptions(_LlmClient):
+    """Listwise LLM reranking (RankGPT; ``with_scores``: InsertRank); ``model`` names the LLM at the endpoint."""
+
+    with_scores: bool | None = None
+    max_passage_words: Count | None = Field(default=None, json_schema_extra=SET)
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> ListwiseOptions:
+        if not self.model:
+            raise ValueError("listwise reranking needs the LLM's name: --model (and --base-url for a local endpoint)")
+        return self
+
+
+class ReasonRankOptions(_LlmClient):
+    """ReasonRank behind an OpenAI-compatible endpoint (a preset names its checkpoint; ``reasonrank`` needs
+    ``model``)."""
+
+    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    max_passage_tokens: Count | None = Field(default=None, json_schema_extra=SET)
+
+
+class AnyReasonRankOptions(ReasonRankOptions):
+    """``reasonrank``: any ReasonRank checkpoint; ``model`` (the name the endpoint serves it under) is required."""
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> AnyReasonRankOptions:
+        if not self.model:
+            raise ValueError(
+                "--reranker reasonrank needs --model: the name the endpoint serves a ReasonRank checkpoint "
+                "under (for the published ReasonRank-32B, --reranker reasonrank-32b)"
+            )
+        return self
+
+
+class CustomScorerOptions(RerankerOptions):
+    """``custom``: your scorer (``MODULE:OBJ``, or the object itself in Python)."""
+
+    scorer: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or a scorer object"})
+
+    @field_validator("scorer")
+    @classmethod
+    def _scorer(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("expected MODULE:OBJ, got ''")
+        if isinstance(value, (bool, int, float, list, dict)):
+            raise ValueError(f"expected MODULE:OBJ (text) or a scorer object, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _needs_scorer(self) -> CustomScorerOptions:
+        if self.scorer is None:
+            raise ValueError("--reranker custom needs --scorer MODULE:OBJ (an object with score(query, docs))")
+        return self
+
+
+class EntryPointScorerOptions(RerankerOptions):
+    """A package's scorer (entry point ``r2med.rerankers``): it takes no options (set them on your scorer)."""
+
+
+# -- fusion ------------------------------------------------------------------------------------------------
+
+
+class FusionOptions(Spec):
+    """How runs are fused: the method, RRF's constant k, CombSUM/CombMNZ's normalisation, a weight per run."""
+
+    method: str = Field(default="rrf", json_schema_extra={"expected": "one of: " + ", ".join(FusionMethod)})
+    k: NonNegative = Field(default=60.0, json_schema_extra={"flag": "--rrf-k"})
+    norm: str = Field(default="minmax", json_schema_extra={"expected": "one of: " + ", ".join(Normalisation)})
+    weights: list[NonNegative] | None = None
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, value: Any) -> Any:
+        return _choice(value, tuple(m.value for m in FusionMethod), "fusion method")
+
+    @field_validator("norm")
+    @classmethod
+    def _norm(cls, value: Any) -> Any:
+        return _choice(value, tuple(n.value for n in Normalisation), "normalisation")
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: Any) -> Any:
+        if value is not None and not any(value):
+            raise ValueError("at least one weight must be above 0")
+        return value

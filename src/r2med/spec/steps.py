@@ -1,0 +1,373 @@
+"""The step types: one typed, frozen spec per job (evaluate, rerank, fuse, expand, import, export).
+
+A step is what one job runs: the command line, an experiment file, the Python API and a Ray worker build it
+through the same parse (:func:`evaluate_step`, :func:`rerank_step`, :func:`fuse_step`, and
+:func:`~r2med.spec.parse.parse` for the others), and the job takes it whole.  The part that changes scores is
+what ``metrics.json``'s ``config`` records (:meth:`EvaluateStep.record`, :meth:`RerankStep.record`,
+:meth:`FuseStep.record`) and what a finished folder is reused by; :func:`evaluate_from_record` and
+:func:`rerank_from_record` read a recorded ``config`` back as the same type.
+
+Where results go and what they store (:class:`Output`) and which data a step reads (:class:`Data`) are specs
+too, shared by the steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SerializeAsAny, field_validator
+
+from ..results.record import step_kind
+from .options import FusionOptions
+from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
+
+#: a path given as text or a Path (read as given: relative paths are relative to the current folder)
+PathField = Annotated[Path, Field(strict=False)]
+
+
+class Data(Spec):
+    """Which data a step reads: the tasks, a local folder (else the hub, or the source its inputs recorded), the
+    hub revision, a BEIR folder's split, and whether repeated ids or judgments are refused."""
+
+    tasks: str | tuple[str, ...] = "all"
+    data_dir: PathField | None = None
+    revision: str | None = None
+    split: str = "test"
+    strict: bool = False
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return tuple(value)
+        return value
+
+    @field_validator("split")
+    @classmethod
+    def _split(cls, value: str) -> str:
+        from ..data.loaders import check_split
+
+        try:
+            return check_split(value)
+        except SpecError:
+            raise
+        except ValueError as exc:
+            raise ValueError(str(exc).removeprefix("--split must be ")) from None
+
+    @property
+    def task_text(self) -> str:
+        """``tasks`` as ``r2med --tasks`` writes it (``all`` or comma-separated names)."""
+        return self.tasks if isinstance(self.tasks, str) else ",".join(self.tasks)
+
+
+class Output(Spec):
+    """Where a step writes (``OUT/<system>/<task>/``; None: the root of its first input, or nowhere) and what its
+    results store: the measures asked for (canonical names; stored beside the default set), whether unanswered
+    judged queries count as 0, whether finished folders are recomputed."""
+
+    out: PathField | None = None
+    measures: tuple[str, ...] = Field(default=(), json_schema_extra={"flag": "--measure"})
+    count_missing: bool = False
+    overwrite: bool = False
+
+    @field_validator("measures", mode="before")
+    @classmethod
+    def _measures(cls, value: Any) -> Any:
+        from ..evaluation.metrics import canonical
+
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, (list, tuple)) and all(isinstance(m, str) for m in value):
+            return tuple(dict.fromkeys(canonical(m) for m in value))
+        return value
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The measures a table shows: those asked for, else nDCG@10."""
+        from ..evaluation.metrics import HEADLINE
+
+        return self.measures or (HEADLINE,)
+
+
+class EvaluateStep(Spec):
+    """``r2med evaluate`` / ``[[retrievers]]``: one retriever with its options over tasks."""
+
+    retriever: str
+    options: SerializeAsAny[RetrieverOptions] = Field(default_factory=lambda: RetrieverOptions())
+    top_k: Count = 100
+    expansion: str | None = None
+    expansion_file: PathField | None = None
+    expansion_dir: PathField | None = None
+    name: str | None = None
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
+
+    @classmethod
+    def of(cls, retriever: str, **values: Any) -> EvaluateStep:
+        """The step of ``retriever`` with ``values`` (its options, the step's fields, its data and output side
+        by side), through the one parse: ``EvaluateStep.of("bm25", k1=1.2, top_k=10)``."""
+        return evaluate_step({"retriever": retriever, **values}, Origin.python(f"EvaluateStep.of({retriever!r})"))
+
+    def record(self) -> dict[str, Any]:
+        """What ``metrics.json``'s ``config`` holds of this step (the facts of the run follow it)."""
+        return {"step": "evaluate", "retriever": self.retriever, "options": self.options.record(), "k": self.top_k}
+
+
+class RerankStep(Spec):
+    """``r2med rerank`` / ``[[rerank]]``: a reranker with its options over the runs of first-stage systems."""
+
+    runs: tuple[PathField, ...] = Field(json_schema_extra={"flag": "--run"})
+    reranker: Any
+    options: SerializeAsAny[RerankerOptions] = Field(default_factory=lambda: RerankerOptions())
+    top_k: Count | None = None
+    keep_tail: bool = Field(default=True, json_schema_extra={"flag": "--top-k-only"})  # the flag sets it false
+    name: str | None = None
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
+
+    @classmethod
+    def of(cls, runs: Any, reranker: Any, **values: Any) -> RerankStep:
+        """The step reranking ``runs`` (a folder or several) with ``reranker``, through the one parse."""
+        runs = (runs,) if isinstance(runs, (str, Path)) else tuple(runs)
+        shown = reranker if isinstance(reranker, str) else type(reranker).__name__
+        return rerank_step(
+            {"runs": runs, "reranker": reranker, **values}, Origin.python(f"RerankStep.of(reranker={shown!r})")
+        )
+
+    @property
+    def reranker_name(self) -> str:
+        """The registry name it runs (``custom`` for a scorer object)."""
+        return self.reranker if isinstance(self.reranker, str) else "custom"
+
+    def depth(self) -> int:
+        """How deep it reranks: ``top_k``, else the depth of the reranker's published figures."""
+        from ..results.published import published_depth
+
+        return self.top_k if self.top_k is not None else published_depth(self.reranker_name)
+
+    def record(self) -> dict[str, Any]:
+        return {"step": "rerank", "options": self.options.record(), "top_k": self.depth(), "keep_tail": self.keep_tail}
+
+
+class FuseStep(Spec):
+    """``r2med fuse`` / ``[[fusion]]``: several systems fused into one."""
+
+    systems: tuple[PathField, ...]
+    options: FusionOptions = Field(default_factory=lambda: FusionOptions())
+    top_k: Count = 100
+    name: str | None = None
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
+
+    @classmethod
+    def of(cls, systems: Any, **values: Any) -> FuseStep:
+        """The step fusing ``systems`` (folders), through the one parse: ``FuseStep.of([a, b], method="rrf")``."""
+        return fuse_step({"systems": tuple(systems), **values}, Origin.python("FuseStep.of()"))
+
+    def record(self) -> dict[str, Any]:
+        o = self.options
+        return {
+            "step": "fuse",
+            "fusion": o.method,
+            "k": o.k if o.method == "rrf" else None,
+            "norm": None if o.method == "rrf" else o.norm,
+            "weights": list(o.weights) if o.weights else None,
+            "depth": self.top_k,
+        }
+
+
+class ImportStep(Spec):
+    """``r2med import`` / ``[[imports]]``: run files made elsewhere, scored and written as a system."""
+
+    runs: tuple[PathField, ...]
+    name: str
+    note: str | None = None
+    data: Data = Field(default_factory=lambda: Data())
+    output: Output = Field(default_factory=lambda: Output())
+
+
+class ExpandStep(Spec):
+    """``r2med expand``: queries expanded by an LLM, written as hub-layout expansion files."""
+
+    method: str
+    model: str
+    out: PathField
+    llm_name: str | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, json_schema_extra={"record": False})
+    concurrency: Count = 16
+    timeout: Annotated[float, Field(gt=0)] = 300.0
+    max_retries: Annotated[int, Field(ge=0)] = 6
+    sampling: Literal["api", "open"] | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    max_tokens: Count | None = None
+    seed: Annotated[int, Field(ge=0)] | None = None
+    prompt_task: str | None = None
+    retriever: str = "bm25"
+    max_turns: Count = 4
+    search_k: Count = 3
+    search_tags: str | None = None
+    result_tags: str | None = None
+    answer_tags: str | None = None
+    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
+    prompt_file: PathField | None = None
+    data: Data = Field(default_factory=lambda: Data())
+
+
+class ExportStep(Spec):
+    """``r2med export``: finished systems in another toolkit's results format (MTEB)."""
+
+    runs: tuple[PathField, ...]
+    out: PathField
+    format: str = "mteb"
+    model: str | None = None
+    model_revision: str | None = None
+    force: bool = False
+    mteb_task: str | None = None
+    strict: bool = False
+
+
+# -- the parse of a step whose options depend on what it runs ---------------------------------------------
+
+_NESTED: dict[str, type[Spec]] = {"data": Data, "output": Output}
+
+
+def _split(
+    step: type[Spec], values: Mapping[str, object], origin: Origin
+) -> tuple[dict[str, object], dict[str, object], dict[str, dict[str, object]]]:
+    """``values`` (flat, as a command line or a table gives them) as (step fields, options, nested specs)."""
+    own = set(field_names(step)) - {"options", *_NESTED}
+    nested_fields = {name: set(field_names(kind)) for name, kind in _NESTED.items() if name in step.model_fields}
+    fields: dict[str, object] = {}
+    options: dict[str, object] = {}
+    nested: dict[str, dict[str, object]] = {name: {} for name in nested_fields}
+    for key, value in values.items():
+        if key in own:
+            fields[key] = value
+        elif key in nested or key == "options":  # given whole (a spec), or as a mapping (a dumped spec)
+            if isinstance(value, Spec):
+                fields[key] = value
+            elif isinstance(value, Mapping):
+                (options if key == "options" else nested[key]).update(value)
+            else:
+                raise origin.fail(f"{key}: expected a table of options, got {value!r}")
+        else:
+            home = next((name for name, names in nested_fields.items() if key in names), None)
+            if home is not None:
+                nested[home][key] = value
+            else:
+                options[key] = value
+    return fields, options, nested
+
+
+def _build(
+    step: type[Spec],
+    fields: dict[str, object],
+    nested: Mapping[str, Mapping[str, object]],
+    options: Spec | None,
+    origin: Origin,
+) -> Any:
+    for name, values in nested.items():
+        if name not in fields:
+            fields[name] = parse(_NESTED[name], values, origin)
+    if options is not None:
+        fields["options"] = options
+    return parse(step, fields, origin)
+
+
+def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
+    """An :class:`EvaluateStep` from flat ``values`` (the step's fields, its data and output, and the retriever's
+    own options side by side, as ``r2med evaluate`` and ``[[retrievers]]`` give them); the options are parsed by
+    the retriever's options type (its registry record)."""
+    from ..retrieval.registry import retriever_meta
+
+    fields, options, nested = _split(EvaluateStep, values, origin)
+    retriever = fields.get("retriever")
+    if not isinstance(retriever, str) or not retriever:
+        raise origin.fail(f"{origin.key(EvaluateStep, 'retriever')}: missing (the retriever, as `r2med models` lists)")
+    try:
+        meta = retriever_meta(retriever)
+    except SpecError:
+        raise
+    except ValueError as exc:
+        raise origin.fail(f"{origin.key(EvaluateStep, 'retriever')}: {exc}") from None
+    given = fields.pop("options", None)
+    parsed = given if isinstance(given, Spec) and not options else parse(meta.options, options, origin)
+    if not isinstance(parsed, meta.options):
+        raise origin.fail(f"options: expected {meta.options.__name__} for {retriever!r}, got {type(parsed).__name__}")
+    step: EvaluateStep = _build(EvaluateStep, fields, nested, parsed, origin)
+    return step
+
+
+def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
+    """A :class:`RerankStep` from flat ``values``; the options are parsed by the reranker's options type (a
+    model id or folder: a cross-encoder's; a scorer object: ``custom``'s)."""
+    from ..reranking.base import reranker_meta
+
+    fields, options, nested = _split(RerankStep, values, origin)
+    reranker = fields.get("reranker")
+    if reranker is None or (isinstance(reranker, str) and not reranker):
+        raise origin.fail(f"{origin.key(RerankStep, 'reranker')}: missing (as `r2med rerank --reranker`)")
+    if isinstance(reranker, str):
+        try:
+            meta = reranker_meta(reranker)
+        except ValueError as exc:
+            raise origin.fail(f"{origin.key(RerankStep, 'reranker')}: {exc}") from None
+        if meta.name != reranker and options.get("model") is None:  # a model id or folder: a cross-encoder's
+            options = {**options, "model": reranker}
+        kind = meta.options
+    else:  # a scorer object (Python): the custom reranker over it
+        kind = reranker_meta("custom").options
+        options = {"scorer": reranker, **options}
+    given = fields.pop("options", None)
+    parsed = given if isinstance(given, Spec) and not options else parse(kind, options, origin)
+    step: RerankStep = _build(RerankStep, fields, nested, parsed, origin)
+    return step
+
+
+def fuse_step(values: Mapping[str, object], origin: Origin) -> FuseStep:
+    """A :class:`FuseStep` from flat ``values`` (the fusion options beside the step's fields)."""
+    fields, options, nested = _split(FuseStep, values, origin)
+    given = fields.pop("options", None)
+    parsed = given if isinstance(given, Spec) and not options else parse(FusionOptions, options, origin)
+    step: FuseStep = _build(FuseStep, fields, nested, parsed, origin)
+    return step
+
+
+def flat(values: Mapping[str, object], step: type[Spec], origin: Origin) -> Any:
+    """A step without registry-dependent options (import, expand, export) from flat ``values``."""
+    fields, extra, nested = _split(step, values, origin)
+    if extra:
+        first = next(iter(extra))
+        raise origin.fail(f"unknown option {origin.key(step, first)!r}")
+    return _build(step, fields, nested, None, origin)
+
+
+# -- a recorded config read back --------------------------------------------------------------------------
+
+
+def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
+    """The :class:`EvaluateStep` a ``metrics.json`` ``config`` recorded (any schema version, upgraded), or None
+    when it is not an evaluate record or names a retriever this r2med does not know."""
+    from ..retrieval.registry import RETRIEVERS
+
+    if step_kind(config) != "evaluate":
+        return None
+    retriever = config.get("retriever")
+    meta = RETRIEVERS.get(retriever) if isinstance(retriever, str) else None
+    if meta is None:
+        return None
+    options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
+    expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
+    values: dict[str, object] = {"retriever": retriever, **(options or {})}
+    if isinstance(config.get("k"), int):
+        values["top_k"] = config["k"]
+    if expansion is not None and expansion.get("method") and expansion.get("llm"):
+        values["expansion"] = f"{expansion['method']}:{expansion['llm']}"
+    try:
+        return evaluate_step(values, Origin.python(f"the recorded config of {retriever!r}"))
+    except SpecError:
+        return None
