@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import R2MedError
+from .file_hash import file_hash
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +75,6 @@ class Loaded:
             "module_file": self.module_file,
             "module_sha256": self.module_sha256,
         }
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _import_module(module: str, spec: str, what: str) -> Any:
@@ -153,7 +146,7 @@ def load_spec(spec: str, kind: Kind, what: str) -> Loaded:
         kind,
         spec,
         str(Path(file).resolve()) if file else None,
-        sha256_file(file) if file and Path(file).is_file() else None,
+        file_hash(file, "sha256") if file and Path(file).is_file() else None,
     )
 
 
@@ -171,7 +164,7 @@ def as_loaded(value: Any, kind: Kind, what: str) -> Loaded:
         kind,
         None,
         str(Path(file).resolve()) if file else None,
-        sha256_file(file) if file and Path(file).is_file() else None,
+        file_hash(file, "sha256") if file and Path(file).is_file() else None,
     )
 
 
@@ -222,7 +215,7 @@ class EntryPointPreset:
                 kind,
                 f"entry-point:{self.group}:{self.name}",
                 str(Path(file).resolve()) if file else None,
-                sha256_file(file) if file and Path(file).is_file() else None,
+                file_hash(file, "sha256") if file and Path(file).is_file() else None,
             )
         return self._cache["obj"]
 

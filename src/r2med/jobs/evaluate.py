@@ -27,8 +27,9 @@ from ..evaluation.metrics import Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import plain_name, system_folder
+from ..infra.file_hash import file_fingerprint
 from ..infra.home import fingerprint_texts
-from ..results.folders import TaskResult, file_fingerprint, finish_task, reuse
+from ..results.folders import TaskResult, finish_task, reuse
 from ..retrieval.base import QueryText, index_collection
 from ..spec.parse import RetrieverOptions
 from ..spec.steps import EvaluateStep

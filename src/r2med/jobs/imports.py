@@ -27,6 +27,7 @@ from ..data import Collection, TaskRef
 from ..errors import R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name
+from ..infra.file_hash import file_hash
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, format_trec, read_trec
 from ..spec.steps import ImportStep
@@ -45,15 +46,6 @@ class RunFile:
     run: Run
     sha256: str
     tags: tuple[str, ...]
-
-
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    """The sha256 of a file's bytes (hex)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def trec_tags(path: str | os.PathLike[str]) -> tuple[str, ...]:
@@ -75,7 +67,7 @@ def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     path = Path(path)
     check_input_file(path, "run")
     run = read_trec(path)
-    return RunFile(Path(os.path.abspath(path)), run, sha256_of(path), trec_tags(path))
+    return RunFile(Path(os.path.abspath(path)), run, file_hash(path, "sha256"), trec_tags(path))
 
 
 def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bool) -> list[tuple[RunFile, Collection]]:

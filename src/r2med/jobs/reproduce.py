@@ -351,8 +351,8 @@ def _rerank_target(
 ) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
+    from ..infra.file_hash import file_fingerprint
     from ..reranking.base import make_reranker
-    from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
     from ..spec.steps import EvaluateStep, RerankStep
     from .evaluate import run_task

@@ -255,7 +255,7 @@ def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> Sp
 class RetrieverOptions(Spec):
     """What every retriever takes: ``cache`` (``--no-cache``: read and write no cached index or embeddings)."""
 
-    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
+    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache", "scores": False})
 
     def record(self) -> dict[str, Any]:
         """``metrics.json``'s ``options``: ``cache``, then every field set (secrets left out)."""
@@ -278,3 +278,14 @@ class RerankerOptions(Spec):
 def field_names(spec: type[Spec]) -> tuple[str, ...]:
     """The fields of ``spec``, in order."""
     return tuple(spec.model_fields)
+
+
+def score_fields(spec: type[Spec]) -> tuple[str, ...]:
+    """The fields of ``spec`` that change scores (all but those marked ``scores = False``, how a model runs, and
+    ``scores = "precision"``, compared by their own rule): what grading compares (:mod:`r2med.results.grading`)."""
+    return tuple(name for name in spec.model_fields if field_extra(spec, name, "scores") is None)
+
+
+def by_checkpoint(spec: type[Spec], name: str) -> bool:
+    """Whether field ``name`` names a model or tokenizer, compared by its repository's name when graded."""
+    return bool(field_extra(spec, name, "compare") == "checkpoint")
