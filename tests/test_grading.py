@@ -4,6 +4,7 @@ only when made on the same data (issue 20, part 2): the CLI end to end, for each
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -687,3 +688,252 @@ def test_a_non_paper_precision_keeps_the_grade_and_says_so():
     # RankLLaMA's record names no dtype: the step's own option says it (the paper's is auto: fp16 on a GPU)
     assert nonpaper_precision(reranked(RANKLLAMA, NV_RUN, dtype="bf16")) == "bf16 (paper: auto)"
     assert nonpaper_precision(reranked(RANKLLAMA, NV_RUN)) is None
+
+
+#: values tried, in order, for a field set to what no published row ran (the first its type takes and the row's
+#: published spec does not accept)
+OTHER_VALUES = (True, False, 7, 64, 3, 0.3, 1.7, "mean", "cls", "dot", "query", "none", "sentence-transformers")
+OTHER_VALUES += ("transformers", "remote-code", "gritlm")
+OTHER_VALUES += ("<s> {text}", "Flat", "org/other-model", "other text")
+
+
+def _published_rows():
+    from r2med.results.grading import RerankSpec, published_specs
+
+    for key, spec in published_specs().items():
+        if key.expanded:
+            continue  # the same options as the plain row (its expansion: the rows above)
+        yield key, spec.step, isinstance(spec.step, RerankSpec)
+
+
+def _first_stage_of(step):
+    from r2med.results.grading import ImportedRun
+
+    if isinstance(step.first_stage, ImportedRun):
+        return AUTHORS_E5
+    return bm25_config() if step.first_stage.retriever == "bm25" else dense_config(step.first_stage.retriever)
+
+
+def _recorded(key, spec, is_rerank, /, **options):
+    if is_rerank:
+        return reranked({"reranker": spec.reranker}, _first_stage_of(spec), top_k=spec.depth, **options)
+    if spec.retriever == "medcpt":  # its published figures encoded queries with the Article encoder
+        options = {"medcpt_published": True, **options}
+    return bm25_config(**options) if spec.retriever == "bm25" else dense_config(spec.retriever, **options)
+
+
+#: fields every value of which is the published run's: BM25's analyzer (both make Lucene's English tokens)
+ALL_PUBLISHED = {"analyzer"}
+
+
+@pytest.mark.parametrize("key, step, is_rerank", list(_published_rows()), ids=lambda v: getattr(v, "label", ""))
+def test_every_score_changing_field_of_every_graded_row_is_compared(key, step, is_rerank):
+    """Each row's own record is graded; each field that changes scores, set to a value the row did not run, is
+    not, and the reason names the field; set to the published value it is graded (a local copy of the checkpoint
+    counts).  Fields that do not change scores (batch size, device, caches, endpoints) never ungrade."""
+    from r2med.results.grading import grade
+    from r2med.spec.parse import Origin, SpecError, parse
+
+    def kind():
+        from r2med.reranking.base import RERANKERS
+        from r2med.retrieval.registry import RETRIEVERS
+
+        meta = RERANKERS.get(step.reranker) if is_rerank else RETRIEVERS.get(step.retriever)
+        assert meta is not None
+        return meta.options
+
+    assert grade(_recorded(key, step, is_rerank), "Biology").key == key
+    medcpt = {"medcpt_published": True} if key.retriever == "medcpt" else {}
+    for name, published in step.options.items():
+        if name in ALL_PUBLISHED:
+            continue
+        concrete = [v for v in published.values if v is not None]
+        if concrete:  # the published value given explicitly is the published run
+            config = _recorded(key, step, is_rerank, **{**medcpt, name: concrete[0]})
+            assert grade(config, "Biology").key == key, (name, concrete[0], grade(config, "Biology"))
+        for value in OTHER_VALUES:
+            try:
+                parse(kind(), {**medcpt, name: value}, Origin.python("test"))
+            except SpecError:
+                continue
+            if not published.accepts(value):
+                break
+        else:
+            pytest.fail(f"{key.label}: no value to try for {name}")
+        got = grade(_recorded(key, step, is_rerank, **{**medcpt, name: value}), "Biology")
+        assert got.key is None and got.row == key, (name, value)
+        assert (got.reason is not None and f": {name} " in got.reason) or f"; {name} " in got.reason, got.reason
+    runtime = {"batch_size": 4, "device": "cpu"} if "batch_size" in kind().model_fields else {}
+    assert grade(_recorded(key, step, is_rerank, **{**medcpt, **runtime}), "Biology").key == key
+
+
+# -- the issue's three cases, end to end: no published figure, each with its reason -------------------------------
+
+
+def _relabel(folder: Path, config: dict) -> None:
+    """Make a finished task folder's record say it ran ``config`` (a stand-in for a model too large to run here)."""
+    path = folder / "metrics.json"
+    payload = json.loads(path.read_text())
+    path.write_text(json.dumps({**payload, "config": config}))
+
+
+def _cache_folder(hf_cache: Path, repo_id: str, folder: Path) -> None:
+    from hub_server import fill_hf_cache
+
+    files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    fill_hf_cache(hf_cache, repo_id, files, "1" * 40, repo_type="model")
+
+
+def test_a_reranked_run_with_another_length_or_label_shows_no_published_figure(biology, tmp_path, hf_cache):
+    """Case (a): the paper's cross-encoders (their checkpoints in the cache, tiny stand-ins) over a first stage
+    recorded as the paper's nv: graded as published; ``--max-length 32`` or ``--set label=0`` is not, and the
+    report and ``rerank`` say which field differs."""
+    pytest.importorskip("torch")
+    from test_rerank import _tiny_bert
+
+    _cache_folder(hf_cache, "BAAI/bge-reranker-v2-m3", _tiny_bert(tmp_path / "bge", 1, seed=5))
+    _cache_folder(hf_cache, "castorini/monobert-large-msmarco", _tiny_bert(tmp_path / "mono", 2, seed=6))
+    runs = tmp_path / "runs"
+    ok("evaluate", "-r", "bm25", "--name", "nv", "-d", str(biology), "--out", str(runs))
+    _relabel(runs / "nv" / "Biology", NV_RUN)
+    first = ["--run", str(runs / "nv"), "-d", str(biology)]
+    ok("rerank", *first, "--reranker", "bge-reranker")
+    out = ok("rerank", *first, "--reranker", "bge-reranker", "--max-length", "32", "--name", "bge-32")
+    assert (
+        "no published figure for bge-32: not the published nv+bge-reranker: max_length 32, published 512"
+        in " ".join(out.split())
+    )
+    ok("rerank", *first, "--reranker", "monobert", "--set", "label=0", "--name", "mono-0")
+    systems = {s["name"]: s for s in report_json(runs)["systems"]}
+    assert systems["nv+bge-reranker"]["published"]["label"] == "nv+bge-reranker"
+    assert systems["nv+bge-reranker"]["cells"]["Biology"]["published"] == published_figure(NV_BGE_R)
+    assert systems["nv+bge-reranker"]["ungraded"] is None
+    for name, why in (
+        ("bge-32", "not the published nv+bge-reranker: max_length 32, published 512"),
+        ("mono-0", "not the published nv+monobert: label 0, published 1"),
+    ):
+        assert systems[name]["published"] is None and systems[name]["cells"]["Biology"]["published"] is None
+        assert systems[name]["ungraded"] == why
+    legend = report_json(runs)["legend"]
+    assert "no published figure for mono-0: not the published nv+monobert: label 0, published 1." in legend
+    table = ok("report", str(runs), "--format", "markdown")
+    assert "max_length 32, published 512" in table
+
+
+def published_figure(key) -> float:
+    return key.figures()["Biology"]
+
+
+def test_an_expansion_file_given_by_hand_is_graded_only_as_the_hub_file(tmp_path, hf_cache):
+    """Case (b): ``-e hyde:gpt4`` read from the hub (a filled cache at the pinned commit) is graded, and r2med
+    records the file's fingerprint as it verifies it; ``--expansion-file`` with a copy of that file is graded too,
+    with any other file not -- the reason names the file and its fingerprint."""
+    from hub_server import EXPANSION, fill_hf_cache, r2med_task_files
+    from r2med.data.hub_integrity import FINGERPRINTS_FILE
+
+    files = r2med_task_files()
+    hyde = files.pop(EXPANSION)
+    fill_hf_cache(hf_cache, "R2MED/Biology", {**files, "hyde/gpt4/query_with_hydoc.jsonl": hyde}, PINNED)
+    runs = tmp_path / "runs"
+    out = ok("evaluate", "-t", "Biology", "-e", "hyde:gpt4", "--out", str(runs))
+    assert "57.34" in out  # the paper's BM25 + HyDE (GPT-4o) on Biology, shown beside the run
+    assert (Path(os.environ["R2MED_HOME"]) / FINGERPRINTS_FILE).is_file()
+    copy = tmp_path / "copy" / "hyde" / "gpt4" / "query_with_hydoc.jsonl"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(hyde)
+    ok("evaluate", "-t", "Biology", "-e", "hyde:gpt4", "--expansion-file", str(copy), "--name", "copy", "-o", str(runs))
+    other = tmp_path / "other.jsonl"
+    records = [json.loads(line) for line in hyde.decode().splitlines() if line.strip()]
+    other.write_text("".join(json.dumps({**r, "hy_doc": "an expansion of my own"}) + "\n" for r in records))
+    out = ok(
+        "evaluate",
+        "-t",
+        "Biology",
+        "-e",
+        "hyde:gpt4",
+        "--expansion-file",
+        str(other),
+        "--name",
+        "mine",
+        "-o",
+        str(runs),
+    )
+    said = " ".join(out.split())
+    assert "57.34" not in out
+    assert (
+        f"no published figure for mine: not the published bm25+hyde-gpt4: expansion file {other} (fingerprint" in said
+    )
+    assert "published the hub's hyde/gpt4 file of Biology (r2med verified that file as" in said
+    systems = {s["name"]: s for s in report_json(runs)["systems"]}
+    assert systems["bm25+hyde-gpt4"]["published"]["label"] == "bm25+hyde-gpt4"
+    assert systems["copy"]["published"]["label"] == "bm25+hyde-gpt4"
+    assert systems["copy"]["cells"]["Biology"]["published"] == 57.34
+    assert systems["mine"]["published"] is None and "expansion file" in systems["mine"]["ungraded"]
+
+
+def test_the_memo_of_hub_fingerprints_vouches_only_with_its_seal(tmp_path, hf_cache):
+    """A fingerprint is recorded only for a cache blob (named by its content hash, verified), and an entry edited
+    by hand vouches for nothing."""
+    from hub_server import fill_hf_cache
+    from r2med.data import hub_integrity
+    from r2med.infra.file_hash import file_hash
+
+    snap = fill_hf_cache(hf_cache, "R2MED/Biology", {"hyde/gpt4/query_with_hydoc.jsonl": b'{"id": "q"}\n'}, PINNED)
+    path = snap / "hyde" / "gpt4" / "query_with_hydoc.jsonl"
+    got = hub_integrity.remember_fingerprint("R2MED/Biology", PINNED, "hyde/gpt4/query_with_hydoc.jsonl", path)
+    assert got == file_hash(path, "blake2b-80")
+    assert hub_integrity.hub_fingerprints("R2MED/Biology", PINNED, "hyde/gpt4/query_with_hydoc.jsonl") == {got}
+    copy = tmp_path / "plain.jsonl"  # not a blob: nothing names its content
+    copy.write_bytes(path.read_bytes())
+    assert hub_integrity.remember_fingerprint("R2MED/Biology", "2" * 40, "x.jsonl", copy) is None
+    memo = Path(os.environ["R2MED_HOME"]) / hub_integrity.FINGERPRINTS_FILE
+    data = json.loads(memo.read_text())
+    name = f"R2MED/Biology@{PINNED}:hyde/gpt4/query_with_hydoc.jsonl"
+    data["files"][name]["fingerprint"] = "f" * 20  # edited: the seal no longer holds
+    memo.write_text(json.dumps(data))
+    assert hub_integrity.hub_fingerprints("R2MED/Biology", PINNED, "hyde/gpt4/query_with_hydoc.jsonl") == set()
+
+
+def test_reasonrank_over_r2meds_own_e5_run_shows_no_published_figure(biology, tmp_path, hf_cache):
+    """Case (c): ReasonRank-32B's published figure reranked its authors' E5 top 100; over r2med's e5 run (here a
+    first stage recorded as it) it is not graded, and an imported run of another file neither -- each says why."""
+    pytest.importorskip("openai")
+    pytest.importorskip("ftfy")
+    from llm_server import LLMServer
+    from tiny_lm import byte_tokenizer
+
+    byte_tokenizer(tmp_path / "tok")
+    (tmp_path / "tok" / "config.json").write_text('{"model_type": "qwen2"}')  # as the hub repo has one
+    _cache_folder(hf_cache, "liuwenhan/reasonrank-32B", tmp_path / "tok")
+    runs = tmp_path / "runs"
+    ok("evaluate", "-r", "bm25", "--name", "e5", "-d", str(biology), "--out", str(runs))
+    _relabel(runs / "e5" / "Biology", E5_RUN)
+    run_file = tmp_path / "authors.txt"  # a stand-in: the authors' file cannot be downloaded here
+    run_file.write_text((runs / "e5" / "Biology" / "run.trec").read_text())
+    ok("import", str(run_file), "-t", "Biology", "-d", str(biology), "--name", "e5-imported", "--out", str(runs))
+    with LLMServer(model="liuwenhan/reasonrank-32B") as server:  # served as `vllm serve <hub id>` names it
+        for first in ("e5", "e5-imported"):
+            out = ok(
+                "rerank",
+                "--run",
+                str(runs / first),
+                "--reranker",
+                "reasonrank-32b",
+                "--base-url",
+                server.base_url,
+                "-d",
+                str(biology),
+                "--set",
+                "cache=false",
+                "--name",
+                f"{first}+rr",
+            )
+            said = " ".join(out.split())
+            assert f"no published figure for {first}+rr: not the published e5+reasonrank-32b: first stage" in said
+    systems = {s["name"]: s for s in report_json(runs)["systems"]}
+    assert systems["e5+rr"]["ungraded"].startswith(f"not the published e5+reasonrank-32b: {ONE_STAGE} (")
+    assert "r2med import it, then rerank that" in systems["e5+rr"]["ungraded"]
+    assert systems["e5-imported+rr"]["ungraded"].startswith(
+        "not the published e5+reasonrank-32b: first stage an imported run (sha256 "
+    )
+    assert systems["e5+rr"]["published"] is None and systems["e5-imported+rr"]["published"] is None

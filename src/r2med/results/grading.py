@@ -458,7 +458,8 @@ def _first_stage_differences(
             return []
         else:
             what = f"an imported run (sha256 {str(sha256)[:12]}{f' for {task}' if task else ''})"
-        published = f"sha256 {spec.sha256[task][:12]}" if task in spec.sha256 else "sha256 per task"
+        own = spec.sha256.get(task) if task is not None else None
+        published = f"sha256 {own[:12]}" if own else "sha256 per task"
         return [
             f"first stage {what}, published {spec.name} ({spec.source}, {published}: r2med import it, then rerank that)"
         ]
