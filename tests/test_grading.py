@@ -185,8 +185,8 @@ def test_a_reranked_run_keeps_its_first_stage_record_and_is_graded_by_it(biology
     """``rerank`` keeps the first stage's recorded configuration; a BM25 first stage named ``nv`` reranked by
     monobert's record is not the published nv+monobert row (no reranked BM25 row is published)."""
     pytest.importorskip("torch")
-    from r2med.results.grading import grade
-    from r2med.results.published import PublishedKey, match_published
+    from r2med.results.grading import grade, match_published
+    from r2med.results.published import PublishedKey
     from test_rerank import _tiny_bert
 
     runs = tmp_path / "runs"
@@ -664,8 +664,7 @@ SPEC_TABLE = [
 
 @pytest.mark.parametrize("config, key, row, reason", [r[1:] for r in SPEC_TABLE], ids=[r[0] for r in SPEC_TABLE])
 def test_grading_table_keyed_by_recorded_specs(config, key, row, reason):
-    from r2med.results.grading import grade, grade_system
-    from r2med.results.published import match_published
+    from r2med.results.grading import grade, grade_system, match_published
 
     got = grade(config, "Biology")
     assert (got.key, got.row) == (key, row)

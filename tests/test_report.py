@@ -20,7 +20,8 @@ from r2med.protocol import published_ndcg10
 from r2med.report import build_leaderboard, leaderboard
 from r2med.report.latex import leaderboard_latex
 from r2med.results.folders import find_systems as load_systems
-from r2med.results.published import PublishedKey, match_published, parse_label
+from r2med.results.grading import match_published
+from r2med.results.published import PublishedKey, parse_label
 from r2med.runs.run import read_trec, write_task_results
 from r2med.spec.steps import EvaluateStep
 

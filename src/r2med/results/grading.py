@@ -497,3 +497,10 @@ def grade_system(configs: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str
     if reasons:
         return Grade(None, grades[0].row, reasons[0])
     return grades[0]
+
+
+def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
+    """The published configuration a run reproduces: the row every task's recorded spec is (:func:`grade_system`,
+    tasks unknown), else None.  Never read from the run's name: a folder named ``contriever`` that ran BM25 is graded
+    as BM25, one named ``bm25`` that ran a custom model is not graded."""
+    return grade_system(list(configs)).key

@@ -6,7 +6,7 @@ Where the CSV names a system otherwise than r2med does (the later models: ``Reas
 ``rerank:ReasonRank(32B)``), the r2med record's ``published_as`` says which CSV name it runs, and a
 key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b``,
 ``e5+reasonrank-32b``).
-:func:`match_published` is the one rule for "is this run the published one?", asked by
+:func:`r2med.results.grading.match_published` is the one rule for "is this run the published one?", asked by
 ``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix: a run is graded only
 when the spec it recorded (``metrics.json``'s ``config``, never its name) is the spec its published row was made
 with, field by field (:mod:`r2med.results.grading`, which says which field differs when it is not).
@@ -21,7 +21,7 @@ run may land from the figure is its tolerance class (:func:`tolerance_of`, from 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -178,15 +178,6 @@ def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """
     found = config.get("expansion")
     return dict(found) if isinstance(found, Mapping) else None
-
-
-def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
-    """The published configuration a run reproduces: the row every task's recorded spec is
-    (:func:`r2med.results.grading.grade_system`), else None.  Never read from the run's name: a folder named
-    ``contriever`` that ran BM25 is graded as BM25, one named ``bm25`` that ran a custom model is not graded."""
-    from .grading import grade_system
-
-    return grade_system(list(configs)).key
 
 
 def published_depth(reranker: str) -> int:
