@@ -252,9 +252,18 @@ def _rerank_spec(key: PublishedKey) -> RerankSpec | None:
     return None if first is None else RerankSpec(name, options, depth, first)
 
 
+def family_of(task: str | None) -> str:
+    """The benchmark family whose rows grade a run of ``task``: the prefix of a family's task (``<family>:<task>``),
+    else R2MED's."""
+    return task.split(":", 1)[0] if task and ":" in task else R2MED
+
+
 @cache
-def published_specs() -> dict[PublishedKey, PublishedSpec]:
-    """Every published row r2med can run, with the spec it was made with (built from the records)."""
+def published_specs(family: str = R2MED) -> dict[PublishedKey, PublishedSpec]:
+    """Every published row of benchmark ``family`` r2med can run, with the spec it was made with (built from the
+    records); a family whose rows r2med does not hold has none."""
+    if family != R2MED:
+        return {}
     _, _, keys = _published_index()
     specs: dict[PublishedKey, PublishedSpec] = {}
     for retriever, expansion, llm in sorted(keys):
@@ -385,7 +394,7 @@ def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
         else (str(expansion.get("method")), normalize_llm(str(expansion.get("llm"))))
     )
     key = PublishedKey(published_retriever(step.retriever), method, llm)
-    spec = published_specs().get(key)
+    spec = published_specs(family_of(task)).get(key)
     if spec is None or not isinstance(spec.step, RetrieverSpec):
         return Grade()
     return _graded(key, _retriever_differences(spec.step, step, config, task))
@@ -414,7 +423,7 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
         return Grade()
     rows = {
         k: s.step
-        for k, s in published_specs().items()
+        for k, s in published_specs(family_of(task)).items()
         if isinstance(s.step, RerankSpec) and s.step.reranker == meta.name
     }
     kind = step_kind(first)
