@@ -241,14 +241,15 @@ def score_files(
 
     ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments;
     ``split``: a BEIR folder's ``qrels/<split>.tsv``).
-    ``run``: a TREC run file, or a task folder, system folder or results root holding one task (the
-    one named after the collection folder when there are several: :func:`~r2med.results.folders.run_file`).
+    ``run``: a TREC run file or a JSON score file (:func:`r2med.runs.run.read_run`), or a task folder, system
+    folder or results root holding one task (the one named after the collection folder when there are several:
+    :func:`~r2med.results.folders.run_file`).
     """
     from ..data import read_qrels
     from ..data.loaders import qrels_file
     from ..infra.containment import check_input_file
     from ..results.folders import run_file
-    from ..runs.run import read_trec
+    from ..runs.run import read_run
 
     qrels, run = Path(qrels), Path(run)
     collection = None
@@ -260,7 +261,7 @@ def score_files(
     check_input_file(qrels, "qrels")
     check_input_file(run, "run")
     judged = read_qrels(qrels, strict=strict)
-    ranked = read_trec(run)
+    ranked = read_run(run)
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
