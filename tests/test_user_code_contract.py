@@ -305,3 +305,25 @@ def test_a_width_change_between_chunks_of_one_entry_is_an_error(tmp_path):
     widths = iter([4, 5])
     with pytest.raises(R2MedError, match=r"width 5 for documents 10\.\.19 but width 4 for the earlier ones"):
         cache.get_or_encode([str(i) for i in range(20)], lambda chunk: np.ones((len(chunk), next(widths)), np.float32))
+
+
+@pytest.mark.parametrize(
+    "source, obj, message",
+    [
+        ("import sys\nsys.exit(0)\n", "Enc", "importing {path} called sys.exit(0) (SystemExit)"),
+        ("raise KeyError('boom')\n", "Enc", "importing {path} raised KeyError: 'boom'"),
+        ("def broken(:\n", "Enc", "importing {path} raised SyntaxError"),
+        ("class Enc:\n    def __init__(self):\n        raise SystemExit(0)\n    def encode(self, t, r):\n        pass\n",
+         "Enc", "called with no arguments called sys.exit(0)"),
+        ("class Enc:\n    @property\n    def name(self):\n        raise SystemExit(0)\n"
+         "    def encode(self, t, r):\n        pass\n", "Enc", "reading .name called sys.exit(0)"),
+    ],
+)  # fmt: skip
+def test_user_code_exiting_or_raising_while_loading_is_one_line(tmp_path, r2med_home, source, obj, message):
+    data = collection(tmp_path / "mini")
+    path = tmp_path / "enc.py"
+    path.write_text(source)
+    args = ("evaluate", "-r", "custom", "--encoder", f"{path}:{obj}", "-d", str(data), "-o", str(tmp_path / "out"))
+    line = one_line(r2med(*args, "-q", home=r2med_home))
+    assert f"encoder {path}:{obj}" in line and message.format(path=path) in line, line
+    assert not (tmp_path / "out").exists()

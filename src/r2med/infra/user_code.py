@@ -89,14 +89,23 @@ class Loaded:
     module_sha256: str | None = None
 
     @property
+    def where(self) -> str:
+        """How messages name it: ``encoder ./my.py:Enc``."""
+        return f"{self.kind} {self.spec or type(self.obj).__name__}"
+
+    def attribute(self, name: str) -> Any:
+        """The object's optional attribute ``name`` (None when absent); a property that raises is a UserCodeError."""
+        return call_user(self.where, f"reading .{name}", getattr, self.obj, name, None)
+
+    @property
     def name(self) -> str | None:
-        value = getattr(self.obj, "name", None)
+        value = self.attribute("name")
         return str(value) if isinstance(value, str) and value else None
 
     @property
     def revision(self) -> str | None:
-        value = getattr(self.obj, "revision", None)
-        return str(value) if value is not None else None
+        value = self.attribute("revision")
+        return call_user(self.where, "str(.revision)", str, value) if value is not None else None
 
     def describe(self) -> dict[str, Any]:
         """What a result's configuration records (part of the key a finished folder is reused by)."""

@@ -77,7 +77,7 @@ def make_custom(
     if encoder is None:
         raise R2MedError("--retriever custom needs --encoder MODULE:OBJ (an object with encode(texts, role))")
     loaded = as_loaded(encoder, "encoder", "--encoder")
-    declared = getattr(loaded.obj, "similarity", None)
+    declared = loaded.attribute("similarity")
     chosen = check_similarity(str(similarity or declared or "cosine"))
     name = loaded.name
     code = code_sha256s(loaded)
