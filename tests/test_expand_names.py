@@ -81,3 +81,17 @@ def test_an_expansion_made_before_the_record_is_replaced_with_a_warning(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert "made before r2med recorded their model" in proc.stderr
     assert json.loads((old / "llm.json").read_text()) == {"model": "org1/qwen"}
+
+
+def test_an_unreadable_record_is_refused_not_guessed(tmp_path):
+    from r2med.errors import R2MedError
+    from r2med.jobs.expand import check_llm_folder
+
+    folder = tmp_path / "Biology" / "hyde" / "qwen"
+    (folder / "llm.json").mkdir(parents=True)  # a folder where the record belongs
+    with pytest.raises(R2MedError, match=r"llm\.json: unreadable"):
+        check_llm_folder(folder, "org1/qwen")
+    (folder / "llm.json").rmdir()
+    (folder / "llm.json").write_text("[1]")
+    with pytest.raises(R2MedError, match=r"llm\.json: unreadable"):
+        check_llm_folder(folder, "org1/qwen")

@@ -108,6 +108,8 @@ def test_without_prompt_file_the_papers_prompt_is_sent(tmp_path, r2med_home):
         ("Answer {query.__class__}", "unknown placeholder {query.__class__}"),
         ("Answer {query[0]}", "unknown placeholder {query[0]}"),
         ("Answer {}", "unknown placeholder {}"),
+        ("Answer {query\x00}", "unknown placeholder {query\\x00}"),  # shown escaped
+        ("{query} " * 101, "101 placeholders; a prompt file may hold at most 100"),  # 101 copies of every query
     ],
 )
 def test_bad_templates_are_one_line_naming_the_file_before_any_request(tmp_path, r2med_home, text, message):

@@ -184,6 +184,8 @@ def test_what_the_contract_accepts_is_taken_exactly():
         check_scores([torch.tensor(1.0)], 1, "scorer x")
     with pytest.raises(UserCodeError, match="a complex tensor"):
         check_vectors(torch.ones(2, 2, dtype=torch.complex64), 2, "encoder x")
+    with pytest.raises(UserCodeError, match="a tensor that cannot be read on the CPU"):
+        check_scores(torch.empty(2, device="meta"), 2, "scorer x")
     assert isinstance(UserCodeError("x"), R2MedError)
 
 
@@ -313,8 +315,8 @@ def test_a_width_change_between_chunks_of_one_entry_is_an_error(tmp_path):
         ("import sys\nsys.exit(0)\n", "Enc", "importing {path} called sys.exit(0) (SystemExit)"),
         ("raise KeyError('boom')\n", "Enc", "importing {path} raised KeyError: 'boom'"),
         ("def broken(:\n", "Enc", "importing {path} raised SyntaxError"),
-        ("class Enc:\n    def __init__(self):\n        raise SystemExit(0)\n    def encode(self, t, r):\n        pass\n",
-         "Enc", "called with no arguments called sys.exit(0)"),
+        ("class Enc:\n    def __init__(self):\n        raise SystemExit(0)\n"
+         "    def encode(self, t, r):\n        pass\n", "Enc", "called with no arguments called sys.exit(0)"),
         ("class Enc:\n    @property\n    def name(self):\n        raise SystemExit(0)\n"
          "    def encode(self, t, r):\n        pass\n", "Enc", "reading .name called sys.exit(0)"),
     ],

@@ -99,6 +99,8 @@ def lamer_passages(
 
 #: The placeholders a prompt file (``r2med expand --prompt-file``) may hold; ``{query}`` is required.
 PROMPT_FIELDS = ("query", "passages")
+#: The most placeholders a prompt file may hold: each repeats the query (or its passages) in every prompt sent.
+MAX_PLACEHOLDERS = 100
 
 
 @dataclass(frozen=True)
@@ -143,13 +145,19 @@ def _fields(text: str, path: Path) -> set[str]:
                 + ("conversion" if conv else "format spec")
                 + " (only plain {query} and {passages} are filled; literal braces are written {{ and }})"
             )
+    if len(fields) > MAX_PLACEHOLDERS:  # each one repeats a query (or 10 passages) in every prompt sent
+        raise R2MedError(
+            f"{path}: {len(fields):,} placeholders; a prompt file may hold at most {MAX_PLACEHOLDERS} (each "
+            "repeats the query or its passages in every prompt sent)"
+        )
     return {name for name, _, _ in fields}
 
 
 def name_of(name: str, spec: str | None, conv: str | None) -> str:
     """A placeholder as it was written (``{query!r:>9}``), for messages (cut to 80 characters)."""
     text = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
-    return text if len(text) <= 80 else text[:77] + "...}"
+    text = text if len(text) <= 80 else text[:77] + "...}"
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def read_prompt_file(path: str | Path) -> PromptFile:

@@ -389,7 +389,10 @@ def _as_numpy(value: Any, what: str, method: str) -> Any:
             raise UserCodeError(f"{what} a complex tensor ({dtype}), not real numbers")
         if dtype == "torch.bool":
             raise UserCodeError(f"{what} a tensor of bools, not real numbers")
-        return value.detach().cpu().double().numpy()
+        try:
+            return value.detach().cpu().double().numpy()
+        except Exception as exc:  # a meta tensor, a tensor on a device that is gone
+            raise UserCodeError(f"{what} a tensor that cannot be read on the CPU ({_reason(exc)})") from exc
     if isinstance(value, np.ndarray):
         array = value
     elif isinstance(value, (list, tuple)):

@@ -94,8 +94,10 @@ def check_llm_folder(folder: Path, model: str) -> None:
                     "filesystem the two are one folder; pass --llm-name to name this LLM apart"
                 )
     record = folder / LLM_RECORD
-    if record.is_file():
+    if record.exists() or record.is_symlink():
         try:
+            if record.is_symlink() or not record.is_file():
+                raise ValueError("not a file")
             recorded = json.loads(record.read_text(encoding="utf-8"))["model"]
         except (OSError, ValueError, KeyError, TypeError):
             raise R2MedError(

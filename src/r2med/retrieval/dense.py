@@ -163,11 +163,12 @@ class DenseRetriever:
         self.doc_ids = list(corpus)
         texts = list(corpus.values())
         start = time.perf_counter()
+        chunk_size = self.cache_chunk_size() if self.cache else 0  # before the progress display (it may import torch)
         with self._encoding("docs", len(texts)) as (on_start, _):
             if self.cache:
                 fp = corpus_fingerprint or fingerprint_texts(corpus.items())
                 self.cache_entry = EmbeddingCache(
-                    self._cache_config(), fp, len(texts), chunk_size=self.cache_chunk_size(), role="documents"
+                    self._cache_config(), fp, len(texts), chunk_size=chunk_size, role="documents"
                 )
                 self.embeddings = self.cache_entry.get_or_encode(
                     texts,
@@ -221,12 +222,11 @@ class DenseRetriever:
         """Rows per embedding-cache chunk: ``chunk_size`` when given; else 4,096 for a local model on a GPU and
         256 (:data:`~r2med.retrieval.embedding_cache.SLOW_CHUNK_SIZE`) where encoding is slow -- a CPU, an
         embedding API, your own encoder -- so an interruption loses minutes of work, not half an hour."""
-        if self.chunk_size is not None:
-            return self.chunk_size
-        custom = self.settings.model.startswith("custom:")
-        if custom or self.settings.loader in API_LOADERS or _on_cpu(self.device):
-            return SLOW_CHUNK_SIZE
-        return DEFAULT_CHUNK_SIZE
+        if self.chunk_size is None:
+            custom = self.settings.model.startswith("custom:")
+            slow = custom or self.settings.loader in API_LOADERS or _on_cpu(self.device)
+            self.chunk_size = SLOW_CHUNK_SIZE if slow else DEFAULT_CHUNK_SIZE
+        return self.chunk_size
 
     # -- search ----------------------------------------------------------------------------------
     def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run:
@@ -274,13 +274,14 @@ class DenseRetriever:
             return self.encoder.encode_queries(chunk, batch_size=self.batch_size)
 
         parts = sum(len(q) if isinstance(q, tuple) else 1 for q in texts)
+        chunk_size = self.cache_chunk_size() if self.cache else 0
         with self._encoding("queries" if parts == len(texts) else "query texts", len(texts), parts) as (on_start, _):
             if not self.cache:
                 self.queries_encoded = len(texts)
                 return np.asarray(encode(texts), dtype=np.float32)
             fp = fingerprint("queries", [q if isinstance(q, str) else list(q) for q in texts])
             self.query_cache_entry = EmbeddingCache(
-                self._cache_config(), fp, len(texts), chunk_size=self.cache_chunk_size(), role="queries"
+                self._cache_config(), fp, len(texts), chunk_size=chunk_size, role="queries"
             )
             q = self.query_cache_entry.get_or_encode(texts, encode, on_start=on_start)
             self.queries_encoded = self.query_cache_entry.encoded_docs
