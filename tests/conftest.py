@@ -36,6 +36,18 @@ def pytest_collection_modifyitems(items):
     items.sort(key=weight, reverse=True)  # stable: the same order on every worker
 
 
+def in_ci() -> bool:
+    """Whether this run is CI's (``CI`` set to true/1/yes, as CI services and ``.ci/run`` set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def unavailable(reason: str) -> None:
+    """A test that cannot run here: skipped with ``reason``; under CI a failure with it, never a silent skip."""
+    if in_ci():
+        pytest.fail(f"cannot run under CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(autouse=True)
 def r2med_home(tmp_path_factory, monkeypatch) -> Path:
     """Every test gets its own empty R2MED_HOME, its own empty Hugging Face cache, and an offline hub.

@@ -10,9 +10,12 @@ bytes)::
         hub.add("R2MED/Biology", files, commit, refs=("main",))
         env["HF_ENDPOINT"] = hub.url                        # then run r2med / huggingface_hub
         hub.requests                                        # [(method, path)] seen, in order
+        hub.body_bytes                                      # bytes of file content sent (GET bodies)
 
 ``HEAD|GET /datasets/<owner>/<name>/resolve/<revision>/<path>`` answers like the real hub:
 
+* a branch (``main``) or a commit as the revision: ``HEAD .../resolve/main/<path>`` is how r2med asks
+  where the head is and whether it holds a file (one metadata request, as huggingface_hub makes it);
 * found -> 200 with ``X-Repo-Commit`` (the commit the revision resolves to), ``ETag`` (the git
   blob sha1 of the file, quoted, as the hub sends for non-LFS files), ``Content-Length`` and,
   for ``GET``, the bytes;
@@ -106,6 +109,7 @@ class HubEmulator:
         self.gated: set[str] = set()
         self.truncated: set[str] = set()  # file paths whose GET sends half the body, then closes
         self.requests: list[tuple[str, str]] = []
+        self.body_bytes = 0  # file content sent in GET bodies of resolve URLs: what was downloaded
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -174,11 +178,13 @@ class HubEmulator:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if method == "GET" and any(path.endswith("/" + rel) for rel in emulator.truncated):
-                    self.wfile.write(body[: len(body) // 2])  # Content-Length says more: a broken download
-                    self.wfile.flush()
+                    body = body[: len(body) // 2]  # Content-Length says more: a broken download
                     self.close_connection = True
-                elif method == "GET":
+                if method == "GET":
                     self.wfile.write(body)
+                    self.wfile.flush()
+                    with emulator._lock:
+                        emulator.body_bytes += len(body) if status == 200 and "/resolve/" in path else 0
 
             def do_HEAD(self) -> None:
                 self._serve("HEAD")

@@ -65,6 +65,11 @@ def _garble_params(folder):
     (folder / "params.json").write_text("{not json", encoding="utf-8")
 
 
+def _nest_params(folder):
+    """Nested deeper than Python's json parser goes: RecursionError, not ValueError (issue 27, item 11)."""
+    (folder / "params.json").write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+
+
 def test_checksums_are_written_for_every_file(medline):
     bm25 = BM25().index(medline.corpus, corpus_fingerprint=medline.fingerprint)
     params = json.loads((bm25.index_path / "params.json").read_text(encoding="utf-8"))
@@ -80,7 +85,16 @@ def test_checksums_are_written_for_every_file(medline):
 
 @pytest.mark.parametrize(
     "damage",
-    [_damage_data, _damage_vocab, _truncate_indices, _change_params, _garble_params, _change_avgdl, _nudge_avgdl],
+    [
+        _damage_data,
+        _damage_vocab,
+        _truncate_indices,
+        _change_params,
+        _garble_params,
+        _nest_params,
+        _change_avgdl,
+        _nudge_avgdl,
+    ],
 )
 def test_a_damaged_index_is_rebuilt_with_a_warning(medline, caplog, damage):
     fresh = _fresh_scores(medline)

@@ -138,7 +138,7 @@ def test_hub_loading_from_a_filled_cache(hf_cache, tmp_path):
 def test_hub_unavailable_is_one_clear_error():
     from r2med.data.hub import HubUnavailable
 
-    with pytest.raises(HubUnavailable, match=r"offline mode is set .* is not in the Hugging Face cache"):
+    with pytest.raises(HubUnavailable, match=r"offline mode is set .* (is|are) not in the Hugging Face cache"):
         load_task("IIYi-Clinical")
 
 

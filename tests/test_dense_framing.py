@@ -53,7 +53,7 @@ def test_the_two_tokenizers_really_disagree(mistrals):
 @pytest.mark.parametrize("adds_eos", [True, False])
 def test_e5_ids_are_the_published_framing_whatever_the_tokenizer_adds(mistrals, adds_eos):
     settings = get_preset("e5").settings("Biology", model=str(mistrals[adds_eos]))
-    assert settings.framing == "bos+eos"
+    assert settings.framing == "<s> {text} </s>"
     encoder = make_encoder(settings, device="cpu", batch_size=2)
     tok, _ = encoder._load(settings.model)
     for text in TEXTS:
@@ -84,7 +84,7 @@ def test_a_tokenizer_without_the_framings_token_is_a_one_line_error(tmp_path):
     folder = tmp_path / "no-bos"
     tiny_model(folder, "qwen3", "plain")
     settings = get_preset("e5").settings("Biology", model=str(folder))
-    with pytest.raises(R2MedError, match="its framing is bos\\+eos but its tokenizer has no BOS token") as info:
+    with pytest.raises(R2MedError, match="names the token '<s>', which its tokenizer's vocabulary lacks") as info:
         make_encoder(settings, device="cpu").encode_corpus(TEXTS[:1])
     assert "\n" not in str(info.value)
 
@@ -104,10 +104,12 @@ def test_a_sentence_transformers_model_whose_tokenizer_lacks_the_framing_is_refu
     SentenceTransformer(
         modules=[Transformer(str(tmp_path / "hf")), Pooling(model.config.hidden_size, "mean")], device="cpu"
     ).save(str(tmp_path / "st"))
-    settings = EncoderSettings(model=str(tmp_path / "st"), loader="sentence-transformers", framing="bos")
-    with pytest.raises(R2MedError, match="lack its bos framing"):
+    settings = EncoderSettings(
+        model=str(tmp_path / "st"), loader="sentence-transformers", framing="<|begin_of_text|> {text}"
+    )
+    with pytest.raises(R2MedError, match="are not framed '<\\|begin_of_text\\|> \\{text\\}'"):
         make_encoder(settings, device="cpu").encode_corpus(TEXTS[:1])
-    ok = make_encoder(settings.with_(framing="none"), device="cpu").encode_corpus(TEXTS[:1])
+    ok = make_encoder(settings.with_(framing="{text}"), device="cpu").encode_corpus(TEXTS[:1])
     assert ok.shape[0] == 1
 
 
@@ -153,14 +155,16 @@ def test_every_preset_whose_framing_matters_has_a_sourced_record():
     for name, record in records.items():
         assert isinstance(record, FramingRecord), name
         assert record.added_by in ("tokenizer", "r2med", "model") and len(record.source) > 20, name
-    # what is known from the published files / code, independently of r2med's table
-    assert (records["e5"].bos, records["e5"].eos) == (True, True) == (records["sfr"].bos, records["sfr"].eos)
-    assert records["qwen3-emb-8b"].eos and not records["qwen3-emb-8b"].bos
+    # what is known from the published files / code, independently of r2med's table (tokens by text)
+    assert records["e5"].tokens == records["sfr"].tokens == "<s> {text} </s>"
+    assert records["qwen3-emb-8b"].tokens == "{text} <|endoftext|>" and records["qwen3-emb-8b"].bos is None
     assert records["nv"].added_by == "model" and not records["nv"].checked  # its encode() appends EOS itself
-    assert all(records[f"bmr-{s}"].eos and records[f"bmr-{s}"].added_by == "r2med" for s in ("410m", "2b", "7b"))
+    assert [records[f"bmr-{s}"].eos for s in ("410m", "2b", "7b")] == ["<|endoftext|>", "<eos>", "</s>"]
+    assert all(records[f"bmr-{s}"].added_by == "r2med" for s in ("410m", "2b", "7b"))
     assert "ASSUMED" in records["gte-qwen2-7b"].source and "ASSUMED" not in records["e5"].source
     # every transformers-loaded preset with a record gets it in its settings; the model's own encode does not
-    assert get_preset("qwen3-emb-8b").settings("Biology").framing == "eos"
+    assert get_preset("qwen3-emb-8b").settings("Biology").framing == "{text} <|endoftext|>"
+    assert get_preset("gte-qwen2-7b").settings("Biology").framing == "tokenizer"  # assumed: the tokenizer's own
     assert get_preset("nv").settings("Biology").framing is None
     assert get_preset("bge").settings("Biology").framing is None  # BERT: the tokenizer's own [CLS] ... [SEP]
 
@@ -254,10 +258,18 @@ def test_two_hf_caches_one_run_and_metrics_record_what_made_the_vectors(mistrals
         assert enc["versions"]["transformers"] == transformers.__version__
         assert enc["versions"]["tokenizers"] == tokenizers.__version__ and "torch" in enc["versions"]
         assert enc["max_length"] == {"doc": 2048, "query": 2048}
-        assert enc["framing"] == {
-            "framing": "bos+eos",
-            "tokenizer_alone": "bos+eos" if adds else "bos",
-            "built_by": "r2med",
+        framing = enc["framing"]
+        assert framing["framing"] == "<s> {text} </s>" and framing["built_by"] == "r2med"
+        assert framing["tokens"] == {
+            "framing": "<s> {text} </s>",
+            "before": [{"token": "<s>", "id": BOS}],
+            "after": [{"token": "</s>", "id": EOS}],
+        }
+        alone = {"token": "</s>", "id": EOS}
+        assert framing["tokenizer_alone"] == {
+            "framing": "<s> {text} </s>" if adds else "<s> {text}",
+            "before": [{"token": "<s>", "id": BOS}],
+            "after": [alone] if adds else [],
         }
         assert enc["dtype"] == "fp32" and enc["weights"] == "float32" and enc["made_by"] == "this run"
 
@@ -281,9 +293,11 @@ def test_models_wide_prints_the_framing_table_with_sources():
         for line in table.splitlines()
         if line.startswith("│") and line.split("│")[1].strip()
     }
-    assert rows["e5"][:4] == ["yes", "yes", "tokenizer", "builds"] and "add_eos_token" in rows["e5"][4]
-    assert rows["qwen3-emb-8b"][:4] == ["no", "yes", "tokenizer", "builds"]
-    assert rows["nv"][:4] == ["yes", "yes", "model", "no"] and rows["reasonir-8b"][3] == "checks"
-    assert rows["rankllama"][:2] == ["yes", "no"] and "ASSUMED" in rows["gte-qwen2-7b"][4]
+    assert rows["e5"][:3] == ["<s> {text} </s>", "tokenizer", "builds"] and "add_eos_token" in rows["e5"][3]
+    assert rows["qwen3-emb-8b"][:3] == ["{text} <|endoftext|>", "tokenizer", "builds"]
+    assert rows["nv"][:3] == ["<s> {text} </s>", "model", "no"] and rows["reasonir-8b"][2] == "tokenizer's"
+    assert rows["rankllama"][:3] == ["<s> {query} <s> {document}", "tokenizer", "tokenizer's"]
+    assert rows["gte-qwen2-7b"][2] == "tokenizer's" and "ASSUMED" in rows["gte-qwen2-7b"][3]
     listed = json.loads(run_r2med("models", "--json").stdout)
-    assert listed["e5"]["framing"]["framing"] == "bos+eos" and listed["monobert"]["framing"]["added_by"] == "tokenizer"
+    assert listed["e5"]["framing"]["framing"] == "<s> {text} </s>"
+    assert listed["monobert"]["framing"]["framing"] == "[CLS] {query} [SEP] {document} [SEP]"

@@ -372,7 +372,7 @@ def test_cross_encoder_rerankers_default_to_fp32_as_the_paper():
 def test_similarity_and_dtype_in_published_matching(tmp_path):
     from conftest import hub_data
     from r2med.protocol import published_ndcg10
-    from r2med.report import build_leaderboard
+    from r2med.report import build_leaderboard, leaderboard
     from r2med.results.folders import find_systems as load_systems
     from r2med.results.published import PublishedKey, match_published, nonpaper_precision
     from r2med.runs.run import write_task_results
@@ -406,7 +406,7 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     assert plain.tolerance == 1.0 and plain.precision_note == ""
     assert widened.published == PublishedKey("bge") and widened.tolerance == 2.0  # shown, with a wider band
     assert widened.precision_note == "bf16 (paper: fp32)"
-    text = board.to_markdown()
+    text = leaderboard.to_markdown(board)
     assert "tol ±2, bf16 (paper: fp32)" in text and "another precision" in text
 
 

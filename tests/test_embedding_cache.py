@@ -252,6 +252,32 @@ def test_final_file_without_checksums_is_reencoded(caplog):
     assert fake_vectors.calls == 12 and "cannot be verified" in caplog.text
 
 
+def test_home_json_nested_too_deeply_reads_as_damaged_not_a_traceback(caplog):
+    """Python's json raises RecursionError (no ValueError) past about 1,000 levels; each JSON file r2med reads back
+    from its home takes that for damage (issue 27, item 11): an entry's checksums.json and meta.json, the
+    collection record behind `r2med cache ls`."""
+    from r2med.infra.home import COLLECTIONS_DIR, collection_of, home_path, remember_collection
+
+    deep = "[" * 200_000 + "]" * 200_000
+    texts = [f"t{i}" for i in range(12)]
+    cache = EmbeddingCache({"model": "m"}, "fpdeep", len(texts), chunk_size=5)
+    _entry(cache, texts)
+    remember_collection("fpdeep", "mine", "/data/mine")
+    assert collection_of("fpdeep") == "mine"
+    (home_path() / COLLECTIONS_DIR / "fpdeep.json").write_text(deep)
+    assert collection_of("fpdeep") is None
+    (cache.path / "checksums.json").write_text(deep)
+    with caplog.at_level("WARNING"):
+        _entry(EmbeddingCache({"model": "m"}, "fpdeep", len(texts), chunk_size=5), texts)
+    assert fake_vectors.calls == 12 and "cannot be verified" in caplog.text
+    (cache.path / "meta.json").write_text(deep)
+    res = run_r2med("cache", "ls", "--json")
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    np.testing.assert_array_equal(
+        _entry(EmbeddingCache({"model": "m"}, "fpdeep", len(texts), chunk_size=5), texts), fake_vectors(texts)
+    )
+
+
 def _wide_bert(folder: Path) -> str:
     """A 2-layer random BERT with 128 dims, so medline-med's 1,033 doc vectors take 529 KB."""
     import torch

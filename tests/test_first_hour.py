@@ -236,8 +236,9 @@ def test_by_in_the_html_report(hour):
     page = root / "report.html"
     cli(root, "report", "runs", "--by", "body_system", "--html", str(page))
     text = page.read_text(encoding="utf-8")
-    assert '<option value="body_system" selected>' in text and '<option value="scenario">' in text
-    assert text.count('<div class="facet"') == 2  # answer has one value per query: not offered
+    assert '<option value="body_system" selected>' in text
+    # answer has one value per query, and no task is an R2MED task (one "(none)" scenario group): neither offered
+    assert '<option value="scenario">' not in text and text.count('<div class="facet"') == 1
     assert "4 systems · 2 tasks" in text
 
 

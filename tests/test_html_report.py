@@ -1,7 +1,8 @@
 """The HTML report: self-contained, and working in headless Chromium (driven over chromedriver's W3C HTTP API).
 
-Needs the Debian packages ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them); the browser
-tests skip with that reason when either is missing.
+Needs the Debian packages ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them); when either is
+missing the browser tests skip with that reason -- and fail with it under ``CI=true``
+(:func:`conftest.unavailable`), so a CI run never loses the only real-browser check without a word.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import IO
 
 import pytest
 
+from conftest import unavailable
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import run_task
@@ -38,11 +40,20 @@ HYDOC = {
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-needs_browser = pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER),
-    reason="headless browser test needs Debian packages chromium and chromium-driver "
-    "(apt-get install chromium chromium-driver)",
+BROWSER_MISSING = (
+    None
+    if CHROMIUM and CHROMEDRIVER
+    else "headless browser test needs Debian packages chromium and chromium-driver "
+    f"(missing: {', '.join(n for n, p in (('chromium', CHROMIUM), ('chromedriver', CHROMEDRIVER)) if not p)}; "
+    "apt-get install chromium chromium-driver)"
 )
+
+
+@pytest.fixture
+def needs_browser():
+    """Skip (fail under CI=true) when the browser or its driver is missing."""
+    if BROWSER_MISSING:
+        unavailable(BROWSER_MISSING)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +124,9 @@ def test_counts_hint_and_round_ticks(built, tmp_path):
     assert "black ticks: published figures" in text  # bm25 is matched to its published row
     data = _embedded(built["page"])
     top = max(v for tasks in data["perQuery"].values() for values in tasks.values() for v in values.values())
-    assert data["scatterTicks"] == nice_ticks(0, top, 5) and data["scatterTicks"][-1] >= top
+    # the scatter is x100, as the bars and the leaderboard (the page says so on both axes)
+    assert data["scatterScale"] == 100
+    assert data["scatterTicks"] == nice_ticks(0, 100 * top, 5) and data["scatterTicks"][-1] >= 100 * top
     labels = re.findall(r'class="tick">([^<]+)<', text)
     assert labels and all(len(label.split(".")[-1]) <= 1 or label.endswith(("0", "5")) for label in labels)
     # one system on one task, no published figures: no plural slip, no hint about ticks that are not there
@@ -165,7 +178,9 @@ def test_facet_selector_in_the_page(tmp_path):
     ids = sorted(per_query)
     respiratory = 100 * (per_query[ids[0]] + per_query[ids[1]]) / 2
     assert f"<td class=sys>respiratory</td><td>2</td><td>{respiratory:.2f}</td>" in page
-    if CHROMIUM and CHROMEDRIVER:  # the selector switches tables; the scatter's axis labels are round
+    if BROWSER_MISSING:
+        unavailable(BROWSER_MISSING)  # the checks above ran; the browser part below cannot
+    else:  # the selector switches tables; the scatter's axis labels are round
         from r2med.report.ticks import tick_labels
 
         b = Browser(tmp_path / "chrome-profile")
@@ -181,6 +196,7 @@ def test_facet_selector_in_the_page(tmp_path):
             axis = b.js("return Array.from(document.querySelectorAll('#scatter-svg text')).map(t => t.textContent)")
             ticks = _embedded(tmp_path / "f.html")["scatterTicks"]
             assert axis[: 2 * len(ticks) : 2] == tick_labels(ticks)
+            assert sum(t.endswith("(nDCG@10 x100)") for t in axis) == 2  # both axes say the scale
             assert [e for e in b.console() if e.get("level") == "SEVERE"] == []
         finally:
             b.close()
@@ -273,7 +289,7 @@ class Browser:
 
 
 @pytest.fixture
-def browser(tmp_path):
+def browser(tmp_path, needs_browser):
     b = Browser(tmp_path / "chrome-profile")
     yield b
     b.close()
@@ -286,7 +302,6 @@ def _row_order(browser: Browser) -> list[str]:
     )
 
 
-@needs_browser
 def test_report_in_headless_chromium(built, browser, tmp_path):
     board = built["board"]
     browser.get(built["page"].as_uri())
@@ -350,7 +365,6 @@ def test_report_in_headless_chromium(built, browser, tmp_path):
     assert any("probe" in e.get("message", "") for e in browser.console())
 
 
-@needs_browser
 def test_report_without_texts_degrades_to_ids(built, browser):
     browser.get(built["bare"].as_uri())
     assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
@@ -407,7 +421,6 @@ def test_fill_template_is_one_pass():
         fill_template("{{C}}", {})
 
 
-@needs_browser
 def test_report_with_hostile_data_and_a_malformed_link(hostile, browser):
     browser.get(hostile["page"].as_uri() + "#q=%E0%A4%A")
     assert browser.js("return typeof window.r2medReport") == "object"
@@ -421,7 +434,6 @@ def test_report_with_hostile_data_and_a_malformed_link(hostile, browser):
     assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
 
 
-@needs_browser
 def test_malformed_link_hash_opens_the_default_query(built, browser):
     browser.get(built["page"].as_uri() + "#q=%E0%A4%A")
     assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []

@@ -233,10 +233,14 @@ def test_main_and_other_commits_are_honoured(dirs, tmp_path):
             home=home,
         )
         assert res.returncode == 0, res.stderr
-        resolves = [p for p in hub.paths() if "/resolve/" in p]
-        # main is resolved once (query.jsonl); the other files are fetched at the commit it resolved to
-        assert {p for p in resolves if "/resolve/main/" in p} == {"/datasets/R2MED/Biology/resolve/main/query.jsonl"}
-        assert {p.rsplit("/", 1)[1] for p in resolves if f"/resolve/{NEWER}/" in p} == {"corpus.jsonl", "qrels.jsonl"}
+        # main is resolved once (one metadata request, for query.jsonl), before any download; every file is
+        # then fetched at the commit it resolved to
+        assert [(m, p) for m, p in hub.requests if "/resolve/main/" in p] == [
+            ("HEAD", "/datasets/R2MED/Biology/resolve/main/query.jsonl")
+        ]
+        got = sorted(p.rsplit("/", 1)[1] for p in hub.paths("GET") if "/resolve/" in p)
+        assert got == ["corpus.jsonl", "qrels.jsonl", "query.jsonl"]
+        assert all(f"/resolve/{NEWER}/" in p for p in hub.paths("GET") if "/resolve/" in p)
         metrics = metrics_of(tmp_path / "main")
         assert metrics["revision"] == NEWER and metrics["source"].endswith(f"@{NEWER}")
         assert EXTRA_DOC["id"] in (tmp_path / "main" / "bm25" / "Biology" / "run.trec").read_text()
@@ -519,7 +523,7 @@ def test_emulator_names_files_by_their_git_blob_sha1(tmp_path):
 @pytest.mark.parametrize("damage", [_lower_grades, _zero_tail])
 def test_a_damaged_cached_file_is_refused_offline_in_one_line(hf_cache, damage):
     from r2med.data import load_task
-    from r2med.data.hub import VERIFIED_FILE
+    from r2med.data.hub_integrity import VERIFIED_FILE
 
     files = r2med_task_files()
     snap = fill_hf_cache(hf_cache, "R2MED/Biology", files, PIN)
@@ -538,13 +542,14 @@ def test_a_damaged_cached_file_is_refused_offline_in_one_line(hf_cache, damage):
 
 
 def test_verified_files_are_not_hashed_again_until_they_change(hf_cache, monkeypatch):
-    from r2med.data import hub, load_task
+    from r2med.data import hub_integrity, load_task
 
     snap = fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN)
+    monkeypatch.setattr(hub_integrity, "RACY_NS", 0)  # blobs just written count as settled (racy rule: below)
     hashed: list[str] = []
-    real = hub.content_hash
+    real = hub_integrity.content_hash
     monkeypatch.setattr(
-        hub, "content_hash", lambda path, algorithm: hashed.append(Path(path).name) or real(path, algorithm)
+        hub_integrity, "content_hash", lambda path, algorithm: hashed.append(Path(path).name) or real(path, algorithm)
     )
     load_task("Biology")
     assert len(hashed) == 3  # the three task files, once each
@@ -591,3 +596,361 @@ def test_a_damaged_download_is_fetched_again_where_the_hub_answers(dirs, tmp_pat
         assert hub.paths("GET")[gets:] == [f"/datasets/R2MED/Biology/resolve/{PIN}/qrels.jsonl"]
     assert qrels.read_bytes() == files["qrels.jsonl"]
     assert metrics_of(tmp_path / "c")["aggregate"] == metrics_of(tmp_path / "a")["aggregate"]
+
+
+# -- every file a command needs, found at its revision before any download (issue 29) -------------------------
+
+SEARCH_O1 = "search-o1/qwen3-32b/query_with_hydoc.jsonl"  # a card config (r2med_hub_configs.json) of later papers
+
+
+def with_search_o1(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The task with the search-o1 qwen3_32b expansion file too (a commit made after the config was added)."""
+    return {**files, SEARCH_O1: files[EXPANSION]}
+
+
+def downloads(hub: HubEmulator) -> list[str]:
+    return [p for p in hub.paths("GET") if "/resolve/" in p]
+
+
+def test_a_file_the_pin_lacks_but_the_head_has_is_refused_before_any_download(dirs, tmp_path):
+    """The issue's case: the corpus and judgments were downloaded, then the expansion was a 404 with no word on
+    what to do.  Now nothing is downloaded, and the line names the head's commit and the option that uses it."""
+    cache, home = dirs
+    files = r2med_task_files()
+    out = tmp_path / "o"
+    args = ("evaluate", "-r", "bm25", "-t", "Biology", "-e", "search-o1:qwen3-32b", "-o", str(out))
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)  # the pinned commit: no search-o1 files
+        hub.add("R2MED/Biology", with_search_o1(files), NEWER, refs=("main",))
+        line = one_line_error(cli(*args, hub=hub, cache=cache, home=home))
+        assert line.startswith(
+            f"error: hub: R2MED/Biology has no file '{SEARCH_O1}' at revision {PIN} (HTTP 404), the commit r2med "
+            f"pins for Biology (MTEB's); the repository's head (main, commit {NEWER}) has all 4 files: "
+            "--revision Biology=main loads Biology from that commit"
+        ), line
+        assert f"results made so record commit {NEWER}" in line and "published query and document counts" in line
+        assert line.endswith("; nothing was downloaded"), line
+        assert downloads(hub) == [] and hub.body_bytes == 0  # measured: 0 bytes before the refusal
+        assert not any(p.is_file() for p in cache.rglob("*")) and not list(out.rglob("metrics.json"))
+
+        # the way forward the line gives: every file from the head's commit, recorded so
+        res = cli(*args, "--revision", "Biology=main", hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        metrics = metrics_of(out, "bm25+search-o1-qwen3-32b")
+        assert metrics["revision"] == NEWER and metrics["source"] == f"hf://datasets/R2MED/Biology@{NEWER}"
+        got = downloads(hub)
+        assert sorted(p.split(f"/resolve/{NEWER}/", 1)[1] for p in got) == sorted([*files][:3] + [SEARCH_O1])
+
+
+def test_a_file_missing_everywhere_is_refused_before_any_download(dirs, tmp_path):
+    cache, home = dirs
+    files = r2med_task_files()
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)
+        hub.add("R2MED/Biology", with_extra_doc(files), NEWER, refs=("main",))
+        for revision in ((), ("--revision", "main")):
+            res = cli(
+                "evaluate", "-t", "Biology", "-e", "search-o1:qwen3-32b", *revision, "-o", str(tmp_path / "o"),
+                hub=hub, cache=cache, home=home,
+            )  # fmt: skip
+            line = one_line_error(res)
+            at = (
+                f"revision {PIN} (HTTP 404), the commit r2med pins"
+                if not revision
+                else f"revision main (commit {NEWER})"
+            )
+            assert f"R2MED/Biology has no file '{SEARCH_O1}' at {at}" in line, line
+            assert (f"; nor has the repository's head (main, commit {NEWER})" in line) == (not revision), line
+            assert "--revision" not in line
+            assert "generate the expansions with `r2med expand`, or pass --expansion-file" in line
+        assert downloads(hub) == [] and hub.body_bytes == 0
+
+
+def test_every_task_is_checked_before_the_first_is_downloaded(dirs, tmp_path):
+    """Biology has every file at its pin; the expansion lacks at Bioinformatics' pin (its head has it): nothing
+    of Biology is downloaded either, and the option given moves Bioinformatics only."""
+    cache, home = dirs
+    files = r2med_task_files()
+    other = MTEB_PINS["Bioinformatics"]
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", with_search_o1(files), PIN)
+        hub.add("R2MED/Bioinformatics", files, other)
+        hub.add("R2MED/Bioinformatics", with_search_o1(files), NEWER, refs=("main",))
+        res = cli(
+            "evaluate", "-t", "Biology,Bioinformatics", "-e", "search-o1:qwen3-32b", "-o", str(tmp_path / "o"),
+            hub=hub, cache=cache, home=home,
+        )  # fmt: skip
+        line = one_line_error(res)
+        assert f"R2MED/Bioinformatics has no file '{SEARCH_O1}' at revision {other}" in line, line
+        assert "--revision Bioinformatics=main loads Bioinformatics from that commit" in line
+        assert downloads(hub) == [] and hub.body_bytes == 0
+        # two tasks lacking it: one line, one option for both
+        hub.add("R2MED/Biology", files, PIN)
+        hub.add("R2MED/Biology", with_search_o1(files), NEWER, refs=("main",))
+        res = cli(
+            "evaluate", "-t", "Biology,Bioinformatics", "-e", "search-o1:qwen3-32b", "--revision",
+            f"Bioinformatics={other}", "-o", str(tmp_path / "o"), hub=hub, cache=cache, home=home,
+        )  # fmt: skip
+        line = one_line_error(res)
+        assert line.startswith(f"error: hub: R2MED/Biology has no file '{SEARCH_O1}' at revision {PIN}"), line
+        assert "; Bioinformatics lacks files at its revision too" in line
+        assert "--revision Biology=main,Bioinformatics=main loads Biology, Bioinformatics from those commits" in line
+        assert f"the commit each came from (Biology {NEWER[:12]}, Bioinformatics {NEWER[:12]})" in line
+        assert downloads(hub) == [] and hub.body_bytes == 0
+
+
+def test_offline_with_a_cache_that_holds_the_head_only(dirs, tmp_path):
+    """`hf download R2MED/Biology --repo-type dataset` (no --revision) fills the cache at main: offline, the
+    pinned commit is not there, and the line says the cache holds main and how to use it."""
+    cache, home = dirs
+    fill_hf_cache(cache, "R2MED/Biology", with_search_o1(r2med_task_files()), NEWER, refs=("main",))
+    for extra in ((), ("-e", "search-o1:qwen3-32b")):
+        res = cli("evaluate", "-t", "Biology", *extra, "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
+        line = one_line_error(res)
+        count = 4 if extra else 3
+        assert line.startswith(
+            f"error: hub: offline mode is set (HF_HUB_OFFLINE), and R2MED/Biology 'query.jsonl', 'corpus.jsonl', "
+            f"'qrels.jsonl'{f', {SEARCH_O1!r}' if extra else ''} @ {PIN}, the commit r2med pins for Biology (MTEB's), "
+            f"are not in the Hugging Face cache ({cache}); the cache holds all {count} files at main (commit {NEWER}): "
+            "--revision Biology=main loads Biology from that cached commit"
+        ), line
+        assert f"results made so record commit {NEWER}" in line
+        assert f"; or fill the cache first (hf download R2MED/Biology --repo-type dataset --revision {PIN})" in line
+        res = cli(
+            "evaluate", "-t", "Biology", *extra, "--revision", "Biology=main", "-o", str(tmp_path / "o"),
+            cache=cache, home=home, offline=True,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        label = "bm25+search-o1-qwen3-32b" if extra else "bm25"
+        assert metrics_of(tmp_path / "o", label)["revision"] == NEWER
+    # the head does not hold the expansion either: no --revision to offer, the fill command instead
+    res = cli(
+        "evaluate", "-t", "Biology", "-e", "hyde:gpt4", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True
+    )
+    line = one_line_error(res)
+    assert "--revision Biology=main" not in line and "fill the cache first (hf download R2MED/Biology" in line
+
+
+def test_an_expansion_recorded_at_a_commit_loads_its_task_there_without_options(hf_cache, monkeypatch, tmp_path):
+    """The mechanism for an expansion whose commit is known (none is today: the data file says why): the task
+    loads at that commit, data and expansion alike, and the results record it."""
+    from conftest import run_r2med
+    from r2med import protocol
+    from r2med.data import check_hub, resolve
+    from r2med.expansion.precomputed import ExpansionQueries
+
+    holding = "3333333333333333333333333333333333333333"
+    files = r2med_task_files()
+    fill_hf_cache(hf_cache, "R2MED/Biology", files, PIN, refs=())
+    fill_hf_cache(hf_cache, "R2MED/Biology", with_search_o1(files), holding, refs=())
+    data = protocol.expansion_commits()
+    entry = {"commits": {"Biology": holding}, "status": "known", "source": "a test"}
+    patched = {**data, "expansions": {**data["expansions"], "search-o1:qwen3-32b": entry}}
+    monkeypatch.setattr(protocol, "expansion_commits", lambda: patched)
+    reader = ExpansionQueries("search-o1", "qwen3-32b")
+    [ref] = check_hub(resolve("Biology"), [reader])
+    assert ref.revision == holding
+    [plain] = check_hub(resolve("Biology"))  # without that expansion: the pinned commit
+    assert plain.revision == PIN
+    with pytest.raises(R2MedError, match=f"{SEARCH_O1}' @ {PIN} is not in the Hugging Face cache") as caught:
+        check_hub(resolve("Biology", revision=f"Biology={PIN}"), [reader])  # --revision wins
+    assert "r2med pins" not in str(caught.value) and "recorded as holding" not in str(caught.value)
+    res = run_r2med("evaluate", "-t", "Biology", "-e", "search-o1:qwen3-32b", "-o", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stderr
+    assert metrics_of(tmp_path / "o", "bm25+search-o1-qwen3-32b")["revision"] == holding
+
+
+def test_the_expansion_commit_record_is_checked_and_holds_only_sourced_commits(monkeypatch):
+    from r2med import protocol
+    from r2med.protocol import hub_configs
+
+    data = protocol.expansion_commits()
+    card = {f"{m}:{s.replace('_', '-')}" for m, splits in hub_configs()["configs"].items() for s in splits}
+    assert set(data["expansions"]) == card - {"corpus:corpus", "query:query", "qrels:qrels"}
+    # what could be established from the card, R2MED's repository and MTEB: no commit (see its _findings)
+    assert all(e["commits"] == {} and e["status"] == "unknown" for e in data["expansions"].values())
+    for bad in (
+        {"hyde:gpt4": {"commits": {"Biology": "8b9fec2"}, "source": "x"}},  # not a full commit
+        {"hyde:gpt4": {"commits": {"Cardiology": PIN}, "source": "x"}},  # not a task
+        {"hyde:gpt5": {"commits": {}}},  # not a card config
+        {"hyde:gpt4": {"commits": {"Biology": PIN}}},  # no source
+    ):
+        text = json.dumps({**data, "expansions": bad})
+        monkeypatch.setattr(protocol, "_read", lambda name, text=text: text)
+        protocol.expansion_commits.cache_clear()
+        with pytest.raises(ValueError, match="malformed"):
+            protocol.expansion_commits()
+    protocol.expansion_commits.cache_clear()
+
+
+# -- the verified-blob memo trusts nothing touch can set, nor itself (issue 27, items 6 and 11) ----------------
+
+
+def _count_hashes(monkeypatch) -> list[str]:
+    from r2med.data import hub_integrity
+
+    hashed: list[str] = []
+    real = hub_integrity.content_hash
+    monkeypatch.setattr(
+        hub_integrity, "content_hash", lambda path, algorithm: hashed.append(Path(path).name) or real(path, algorithm)
+    )
+    return hashed
+
+
+def _edit_in_place(blob: Path, data: bytes) -> None:
+    """The blob's bytes changed through the same inode, its times put back (``touch -r`` of a copy)."""
+    info = blob.stat()
+    blob.chmod(0o644)
+    with open(blob, "r+b") as handle:
+        handle.write(data)
+    os.utime(blob, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _replace_with_copy(blob: Path, data: bytes) -> None:
+    """Another file put in the blob's place (a new inode), its times those of the original."""
+    info = blob.stat()
+    fresh = blob.with_name(blob.name + ".new")
+    fresh.write_bytes(data)
+    os.utime(fresh, ns=(info.st_atime_ns, info.st_mtime_ns))
+    os.replace(fresh, blob)
+
+
+@pytest.mark.parametrize("edit", [_edit_in_place, _replace_with_copy])
+def test_a_blob_changed_with_its_dates_restored_is_hashed_again(hf_cache, monkeypatch, edit):
+    """The issue's case: grades edited in a cached qrels.jsonl, its mtime restored, gave another score recorded as
+    the pinned commit (64.06 for 64.71).  Size and mtime match; the change time (or the inode) does not."""
+    from r2med.data import hub_integrity, load_task
+
+    monkeypatch.setattr(hub_integrity, "RACY_NS", 0)  # only what the blob's stat says protects it here
+    files = r2med_task_files()
+    snap = fill_hf_cache(hf_cache, "R2MED/Biology", files, PIN)
+    sound = load_task("Biology")
+    blob = (snap / "qrels.jsonl").resolve()
+    before = blob.stat()
+    time.sleep(0.05)  # past the filesystem's timestamp tick (the racy rule covers less: its own test)
+    edit(blob, _lower_grades(files["qrels.jsonl"]))
+    after = blob.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    with pytest.raises(R2MedError, match="damaged in the Hugging Face cache"):
+        load_task("Biology")
+    edit(blob, files["qrels.jsonl"])
+    assert load_task("Biology").qrels == sound.qrels
+
+
+def _forged_memo(home: Path, blob: Path) -> None:
+    """A memo vouching for ``blob`` as it is now, in both layouts r2med has written (path -> size, mtime before;
+    format 2 now, with every stat field and a seal copied from a real entry or made up)."""
+    path = home / "hub-verified.json"
+    try:
+        real = json.loads(path.read_text())
+    except (OSError, ValueError):
+        real = {}
+    info = blob.stat()
+    stats = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "hash": blob.name}
+    sealed = next(iter(real.get("blobs", {}).values()), {"mac": "0" * 64})
+    forged = {
+        **stats,
+        "ctime_ns": info.st_ctime_ns,
+        "ino": info.st_ino,
+        "dev": info.st_dev,
+        "checked_ns": info.st_ctime_ns + 10**10,
+        "mac": sealed["mac"],
+    }
+    path.write_text(json.dumps({str(blob): stats, "format": 2, "blobs": {**real.get("blobs", {}), str(blob): forged}}))
+
+
+def test_an_edited_memo_vouches_for_no_blob_it_did_not_hash(hf_cache, r2med_home, monkeypatch):
+    from r2med.data import hub_integrity, load_task
+
+    monkeypatch.setattr(hub_integrity, "RACY_NS", 0)
+    files = r2med_task_files()
+    snap = fill_hf_cache(hf_cache, "R2MED/Biology", files, PIN)
+    load_task("Biology")  # a real memo, sealed
+    blob = (snap / "qrels.jsonl").resolve()
+    _edit_in_place(blob, _lower_grades(files["qrels.jsonl"]))
+    _forged_memo(r2med_home, blob)  # the memo edited to match the edited blob
+    with pytest.raises(R2MedError, match="damaged in the Hugging Face cache"):
+        load_task("Biology")
+    # a blob damaged before r2med ever saw it, and a memo written by hand for it
+    other = tmp_cache = hf_cache.parent / "other"
+    snap2 = fill_hf_cache(tmp_cache, "R2MED/Biology", files, PIN)
+    damaged = (snap2 / "qrels.jsonl").resolve()
+    _edit_in_place(damaged, _lower_grades(files["qrels.jsonl"]))
+    _forged_memo(r2med_home, damaged)
+    monkeypatch.setattr(__import__("huggingface_hub").constants, "HF_HUB_CACHE", str(other))
+    with pytest.raises(R2MedError, match="damaged in the Hugging Face cache"):
+        load_task("Biology")
+
+
+def test_the_memo_saves_hashing_only_once_a_blob_is_settled(hf_cache, r2med_home, monkeypatch):
+    """As git's racily-clean entries: a blob changed within RACY_NS of its check is checked again next time, so an
+    edit within one timestamp tick of the download cannot hide; once settled, it is not hashed again."""
+    from r2med.data import hub_integrity, load_task
+
+    snap = fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN)
+    ctime = max((snap / f).resolve().stat().st_ctime_ns for f in ("query.jsonl", "corpus.jsonl", "qrels.jsonl"))
+    hashed = _count_hashes(monkeypatch)
+    clock = [ctime + hub_integrity.RACY_NS // 2]  # checked soon after the download
+    monkeypatch.setattr(hub_integrity, "_now_ns", lambda: clock[0])
+    load_task("Biology")
+    load_task("Biology")
+    assert len(hashed) == 6  # racy: checked again
+    clock[0] = ctime + 2 * hub_integrity.RACY_NS
+    load_task("Biology")
+    assert len(hashed) == 9  # checked once more, now settled
+    load_task("Biology")
+    assert len(hashed) == 9
+    (r2med_home / hub_integrity.KEY_FILE).unlink()  # no key: nothing in the memo is trusted
+    load_task("Biology")
+    assert len(hashed) == 12 and len((r2med_home / hub_integrity.KEY_FILE).read_bytes()) == 32
+    assert (r2med_home / hub_integrity.KEY_FILE).stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "[" * 200_000 + "]" * 200_000,  # the issue's: RecursionError on every hub load
+        '{"format": 2, "blobs": ' * 50_000 + "{}" + "}" * 50_000,
+        "{not json",
+        '{"format": 2, "blobs": [1, 2]}',
+        "\xff\xfe",
+    ],
+    ids=["nested-200000", "nested-objects", "malformed", "wrong-shape", "not-utf8"],
+)
+def test_a_damaged_memo_is_discarded_with_a_warning_and_rebuilt(hf_cache, r2med_home, caplog, damage):
+    from r2med.data import load_task
+    from r2med.data.hub_integrity import MEMO_FORMAT, VERIFIED_FILE
+
+    fill_hf_cache(hf_cache, "R2MED/Biology", r2med_task_files(), PIN)
+    memo = r2med_home / VERIFIED_FILE
+    memo.write_bytes(damage.encode("utf-8", "surrogateescape") if damage != "\xff\xfe" else b"\xff\xfe")
+    with caplog.at_level("WARNING"):
+        assert load_task("Biology").revision == PIN
+    assert any(f"{memo} is damaged" in r.getMessage() and "discarded" in r.getMessage() for r in caplog.records)
+    rebuilt = json.loads(memo.read_text())
+    assert rebuilt["format"] == MEMO_FORMAT and len(rebuilt["blobs"]) == 3
+
+
+def test_a_deeply_nested_memo_is_no_traceback_from_the_cli(dirs, tmp_path):
+    cache, home = dirs
+    fill_hf_cache(cache, "R2MED/Biology", r2med_task_files(), PIN)
+    home.mkdir(parents=True)
+    (home / "hub-verified.json").write_text("[" * 200_000 + "]" * 200_000)
+    res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "hub-verified.json is damaged (nested too deeply); discarded" in res.stderr
+
+
+def test_a_memo_or_key_that_is_no_regular_file_never_hangs(dirs, tmp_path):
+    """A memo linked to /dev/zero (endless bytes) and a key that is a FIFO (a read blocks): each is set aside,
+    the files are hashed, the command finishes (a hang would hit the subprocess timeout)."""
+    cache, home = dirs
+    fill_hf_cache(cache, "R2MED/Biology", r2med_task_files(), PIN)
+    home.mkdir(parents=True)
+    (home / "hub-verified.json").symlink_to("/dev/zero")
+    os.mkfifo(home / "hub-verified.key")
+    res = cli("evaluate", "-t", "Biology", "-o", str(tmp_path / "o"), cache=cache, home=home, offline=True, timeout=60)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "hub-verified.json is damaged" in res.stderr
+    assert (home / "hub-verified.json").is_file() and not (home / "hub-verified.json").is_symlink()
+    assert Path("/dev/zero").exists()  # the link was removed, not its target

@@ -169,11 +169,11 @@ def test_the_last_token_is_the_tokenizers_eos_when_it_appends_one(standins):
     assert len(long_ids) == 512 and long_ids[-1] == tok.eos_token_id  # cut to 511 + EOS
     # the preset frames texts with exactly one EOS (append_eos cannot add a second); without it, another vector
     settings = encoder_settings("qwen3-emb-8b", "Biology", str(folder))
-    assert settings.framing == "eos"
+    assert settings.framing == "{text} <|endoftext|>"
     once = make_encoder(settings, device="cpu").encode_queries(QUERIES[:1])
     np.testing.assert_allclose(once, hand_embed(model, tok, [text], "last"), atol=2e-5)
     np.testing.assert_array_equal(
         make_encoder(settings.with_(append_eos=True), device="cpu").encode_queries(QUERIES[:1]), once
     )
-    bare = make_encoder(settings.with_(framing="none"), device="cpu").encode_queries(QUERIES[:1])
+    bare = make_encoder(settings.with_(framing="{text}"), device="cpu").encode_queries(QUERIES[:1])
     assert np.abs(bare - once).max() > 1e-3

@@ -16,7 +16,8 @@ from conftest import hub_data, run_r2med
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.protocol import published_ndcg10
-from r2med.report import build_leaderboard
+from r2med.report import build_leaderboard, leaderboard
+from r2med.report.latex import leaderboard_latex
 from r2med.results.folders import find_systems as load_systems
 from r2med.results.published import PublishedKey, match_published, parse_label
 from r2med.runs.run import read_trec, write_task_results
@@ -170,24 +171,24 @@ def test_results_equal_to_published_cell_report_delta_zero(tmp_path):
     board = build_leaderboard(systems)
     cell = board.rows[0].cells["Biology"]
     assert cell.delta == pytest.approx(0.0, abs=1e-9) and board.rows[0].within("Biology") is True
-    assert "+0.00" in board.to_markdown()
+    assert "+0.00" in leaderboard.to_markdown(board)
 
 
 def test_renderers_markdown_csv_latex_json(runs):
     out, _ = runs
     board = build_leaderboard(load_systems([out]))
-    md = board.to_markdown()
+    md = leaderboard.to_markdown(board)
     assert md.splitlines()[0] == "| system | Biology | MedQA-Diag | Average |"
     assert "published bm25" in md and "delta (tol ±0.5)" in md
-    records = list(csv.DictReader(io.StringIO(board.to_csv())))
+    records = list(csv.DictReader(io.StringIO(leaderboard.to_csv(board))))
     assert len(records) == 2 * 3 and {r["task"] for r in records} == {"Biology", "MedQA-Diag", "Average"}
     row = next(r for r in records if r["system"] == "bm25" and r["task"] == "Biology")
     assert float(row["value"]) == pytest.approx(board.rows[0].cells["Biology"].value, abs=1e-5)
     assert float(row["published"]) == 19.19
-    payload = json.loads(board.to_json())
+    payload = json.loads(leaderboard.to_json(board))
     assert payload["systems"][0]["published"]["label"] == "bm25"
     assert payload["systems"][0]["published"]["source"].startswith("github R2MED/R2MED")
-    tex = board.to_latex()
+    tex = leaderboard_latex(board)
     assert tex.startswith(r"\begin{tabular}{lrrr}") and r"\end{tabular}" in tex
     assert "bm25-standard" in tex and r"$\pm$" in tex
 
@@ -382,7 +383,7 @@ def test_published_reference_rows(runs):
     assert row.cells["Biology"].value == nv["Biology"] and row.cells["MedQA-Diag"].value == nv["MedQA-Diag"]
     assert row.cells["Average"].value == pytest.approx((nv["Biology"] + nv["MedQA-Diag"]) / 2)
     assert row.published is None and row.cells["Biology"].delta is None
-    assert "| _paper: nv_ |" in board.to_markdown()
+    assert "| _paper: nv_ |" in leaderboard.to_markdown(board)
     from r2med.errors import R2MedError
 
     with pytest.raises(R2MedError, match="no published figures"):
@@ -457,7 +458,7 @@ def test_baseline_average_cell_is_the_pooled_test_over_all_queries_of_all_tasks(
     for task in ("Biology", "MedQA-Diag"):
         assert b.cells[task].p_holm == pytest.approx(2 * 2 / 2**6, abs=0.01) and not b.cells[task].significant
     assert b.cells["Average"].p_holm == pytest.approx(2 / 2**12, abs=0.0005) and b.cells["Average"].significant
-    row = next(line for line in board.to_markdown().splitlines() if line.startswith("| **B**"))
+    row = next(line for line in leaderboard.to_markdown(board).splitlines() if line.startswith("| **B**"))
     assert [cell.strip().endswith("†") for cell in row.strip("|").split("|")[1:]] == [False, False, True]
     page = leaderboard_html(board)
     assert page.count('class="sig"') == 1 and "randomisation test, all queries pooled" in page
@@ -499,7 +500,7 @@ def test_a_cell_outside_its_tolerance_shows_what_made_its_vectors(tmp_path):
         "! my-bm25 Biology: made with torch 2.13.0, transformers 5.24.0, tokenizers 0.23.3; max length doc 2048 / "
         "query 512; framing bos+eos (tokenizer alone: bos); dtype fp32 (weights float32, compute float32)."
     )
-    assert line in far.legend() and line in json.loads(far.to_json())["legend"]
+    assert line in far.legend() and line in json.loads(leaderboard.to_json(far))["legend"]
     near = build_leaderboard(load_systems([tmp_path / "near" / "runs"]))
     assert near.rows[0].within("Biology") is True and not any("made with" in x for x in near.legend())
 

@@ -121,12 +121,12 @@ def test_leaderboard_layouts_chosen_by_width(eight_tasks):
     """Full when it fits; else compact (R2MED's short task names, said in the legend); else tasks as rows."""
     from rich.console import Console
 
-    from r2med.report import build_leaderboard
+    from r2med.report import build_leaderboard, leaderboard
     from r2med.results.folders import find_systems
 
     def shown(board, width):
         console = Console(width=width, record=True)
-        console.print(board.to_rich(width))
+        console.print(leaderboard.to_rich(board, width))
         return console.export_text()
 
     systems = find_systems([eight_tasks / "dense-all-MiniLM-L6-v2", eight_tasks / "bm25+bge-reranker-v2-m3"])

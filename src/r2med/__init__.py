@@ -22,6 +22,7 @@ _EXPORTS = {
     "make_retriever": "retrieval",
     "fuse": "runs.fusion",
     "import_run": "jobs.imports",
+    "show_query": "jobs.show",
     "make_reranker": "reranking",
     "rerank": "reranking",
     "Run": "runs.run",
@@ -45,6 +46,7 @@ __all__ = [
     "read_qrels",
     "read_trec",
     "rerank",
+    "show_query",
     "write_trec",
 ]
 
@@ -52,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .data import Collection, load_folder, load_task, read_qrels
     from .evaluation.metrics import Metrics, evaluate
     from .jobs.imports import import_run
+    from .jobs.show import show_query
     from .reranking import make_reranker, rerank
     from .retrieval import BM25, make_retriever
     from .runs.fusion import fuse

@@ -75,17 +75,41 @@ class MissingExtraError(R2MedError):
         super().__init__(f"{purpose} needs the '{package}' package: pip install 'r2med[{extra}]'")
 
 
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """``" (did you mean 'Biology'?)"`` when a known name is close to ``name`` (case aside), else ``""``: the one
-    place every unknown-name error (tasks, retrievers, rerankers, measures...) gets its suggestion from."""
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` (case aside), when one is close and differs from it, else None."""
     import difflib
 
     if len(name) > 100:  # nothing that long is a typo of a name, and difflib's time grows with it
-        return ""
+        return None
     by_lower: dict[str, str] = {}
     for choice in choices:
         by_lower.setdefault(choice.lower(), choice)
     close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
     if not close or by_lower[close[0]] == name:
+        return None
+    return by_lower[close[0]]
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'Biology'?)"`` when a known name is close to ``name`` (case aside), else ``""``: the one
+    place every unknown-name error (tasks, retrievers, rerankers, measures...) gets its suggestion from."""
+    match = closest(name, choices)
+    return "" if match is None else f" (did you mean {match!r}?)"
+
+
+def did_you_mean_folder(path: str | os.PathLike[str]) -> str:
+    """``" (did you mean 'runs/bm25'?)"`` when a folder beside a missing ``path`` has a close name (a mistyped
+    results root or data folder), else ``""``."""
+    from pathlib import Path
+
+    missing = Path(path)
+    parent = missing.parent
+    try:
+        folders = [entry.name for entry in parent.iterdir() if entry.is_dir()] if parent.is_dir() else []
+    except OSError:
         return ""
-    return f" (did you mean {by_lower[close[0]]!r}?)"
+    match = closest(missing.name, folders)
+    if match is None:
+        return ""
+    suggestion = match if str(parent) == "." else str(parent / match)
+    return f" (did you mean {suggestion!r}?)"

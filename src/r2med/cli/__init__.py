@@ -2,8 +2,10 @@
 
 Each group of commands lives in its own module (``core``: tasks/evaluate/demo/score; ``models``;
 ``cache``; ``expand``; ``rerank``: rerank/fuse; ``report``: report/compare/reproduce/plot; ``encode``:
-encode; ``export``; ``experiment``: run); every module registers its commands on the shared ``app``.  Errors the
-user can fix (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
+encode; ``export``; ``experiment``: run; ``show``: show); every module registers its commands on the shared
+``app``.  Errors the user can fix (:class:`r2med.errors.R2MedError`) print one line and exit with code 2.
+Every text shown is printed as written: help is click's plain text (no rich markup), and the consoles
+(:mod:`._ui`) read no emoji codes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import importlib
 import logging
 import sys
 from types import FrameType
+from typing import Any
 
 import typer
 from rich.logging import RichHandler
@@ -65,6 +68,18 @@ class R2MedGroup(TyperGroup):
         show_flags_as_flags(command)
         return command
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands with the first sentence of their help, whole (wrapped to the terminal, never cut with
+        "...": click cuts it to the line's width)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command: Any = self.get_command(ctx, name)
+            if command is not None and not getattr(command, "hidden", False):
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     cls=R2MedGroup,
@@ -73,9 +88,12 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # help texts are printed as written (click's formatter: `[data]`, `[[retrievers]]`, `r2med[plot]` and
+    # `:x:` are text, never rich markup or emoji codes), wrapped to the terminal, never cut with "…"
+    rich_markup_mode=None,
 )
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "expand", "models", "rerank", "encode", "export", "experiment", "cache"]
+COMMAND_MODULES = ["core", "report", "show", "expand", "models", "rerank", "encode", "export", "experiment", "cache"]
 
 
 def _print_version(value: bool) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,13 +49,23 @@ def PrintableFilter() -> logging.Filter:
     return MessageFilter(printable)
 
 
-console = PrintableConsole()
-err_console = PrintableConsole(stderr=True)
+#: Emoji codes off: a text that holds ``:dog:`` or ``nothere.py:X:`` (a path, a spec, a message) is printed
+#: as written.  Markup stays on for r2med's own styling; every text from the user, a file or a docstring is
+#: passed through :func:`rich.markup.escape` (and ``--help`` is plain click text: ``rich_markup_mode=None``).
+console = PrintableConsole(emoji=False)
+err_console = PrintableConsole(stderr=True, emoji=False)
+
+
+def print_notes(lines: Sequence[str]) -> None:
+    """What a command left out or wants the reader to know beside its output, one ``note:`` line each, on
+    stderr (so stdout stays the table or file asked for); each line printed as written."""
+    for line in dict.fromkeys(lines):
+        err_console.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def table_console() -> Console:
     """The console for tables: wide enough when stdout is not a terminal (pipes, files, CI logs)."""
-    return console if console.is_terminal else PrintableConsole(width=max(console.width, 160))
+    return console if console.is_terminal else PrintableConsole(width=max(console.width, 160), emoji=False)
 
 
 #: Width of ``--wide`` tables: nothing is wrapped or shortened.
@@ -64,7 +75,7 @@ WIDE = 1000
 def fit_console(wide: bool = False) -> Console:
     """The console tables are fitted to: the terminal's width (80 columns when stdout is not a terminal,
     or ``$COLUMNS``); ``--wide``: as wide as the table wants."""
-    return PrintableConsole(width=WIDE) if wide else console
+    return PrintableConsole(width=WIDE, emoji=False) if wide else console
 
 
 def print_next(label: str, *command: object) -> None:
@@ -146,6 +157,7 @@ def print_summary(
     default), its precision note, where results are."""
     from ..report.layout import fitted
     from ..report.summary import precision_note, summary_table, ungraded_notes
+    from ..report.ties import tie_lines
 
     print_fitted(
         fitted(
@@ -158,5 +170,17 @@ def print_summary(
         console.print(f"[yellow]{escape(note)}[/]")
     for line in ungraded_notes(summary):
         console.print(f"[yellow]{escape(line)}[/]")
+    for line in tie_lines(results, measures):
+        console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     if folder is not None:
         console.print(f"results: {escape(str(folder))}")
+
+
+def print_tie_line(metrics: Any) -> None:
+    """``r2med score``'s line on stderr when ties decide a measure it printed (stdout stays trec_eval's lines)."""
+    from ..evaluation.ties import tie_line
+
+    line = tie_line(metrics.ties, metrics.measures)
+    if line is not None:
+        sys.stdout.flush()  # after the lines on stdout, where both reach one terminal
+        err_console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True, highlight=False)

@@ -8,12 +8,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from . import app
+from . import R2MedGroup, app
 from ._ui import check_json_format, console, print_fitted, print_json
 from .options import FormatJson, JsonAlias, Wide
 
 cache_app = typer.Typer(
-    help="List or remove cached artifacts under the r2med home ($R2MED_HOME).", no_args_is_help=True
+    cls=R2MedGroup,
+    help="List or remove cached artifacts under the r2med home ($R2MED_HOME).",
+    no_args_is_help=True,
 )
 app.add_typer(cache_app, name="cache")
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..data.tasks import TASKS
 from ..infra.containment import check_output_dir, system_folder
 from . import app, strict_data
-from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary
+from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary, print_tie_line
 from .options import (
     ANALYZER_CHOICE,
     AT_LEAST_0,
@@ -165,7 +165,7 @@ def evaluate_command(
     strict: Strict = False,
 ) -> None:
     """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..errors import R2MedError
     from ..infra.home import check_home
     from ..jobs import evaluate as jobs
@@ -209,6 +209,7 @@ def evaluate_command(
         )
         for retriever_ in names
     ]
+    refs = check_hub(refs, [job.query_builder for job in plans])  # every hub file found before any download
     if ray:
         from ..infra import progress
         from ..jobs.ray import evaluate_plans
@@ -322,6 +323,9 @@ def score_command(
         payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
         if per_query:
             payload["per_query"] = metrics.per_query
+        if metrics.ties is not None:  # per measure; per query with --per-query, as the values
+            ties = metrics.ties.to_json()
+            payload["ties"] = ties if per_query else {k: v for k, v in ties.items() if k != "per_query"}
         print_json(payload)
         return
     if per_query:
@@ -331,6 +335,7 @@ def score_command(
     typer.echo(f"{'num_q':<16}\tall\t{len(metrics.per_query)}")
     for m in metrics.measures:
         typer.echo(f"{m:<16}\tall\t{metrics.aggregate[m]:.4f}")
+    print_tie_line(metrics)
 
 
 @app.command("import")

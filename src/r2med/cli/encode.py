@@ -71,7 +71,7 @@ def encode_command(
     wide: Wide = False,
 ) -> None:
     """Encode task corpora with a dense retriever into the embedding cache (or --dest), resumably."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..jobs.encode import encode_tasks
 
     options = dict(
@@ -84,7 +84,7 @@ def encode_command(
         encoder=encoder,
     )
     done = encode_tasks(
-        resolve(tasks, data_dir, revision, strict=strict_data(ctx)),
+        check_hub(resolve(tasks, data_dir, revision, strict=strict_data(ctx))),
         retriever,
         options,
         ray=ray,

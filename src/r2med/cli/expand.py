@@ -99,14 +99,14 @@ def expand_command(
     wide: Wide = False,
 ) -> None:
     """Generate expansions for each task's queries; re-runs are free (cache) and interrupted runs resume."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..jobs.expand import expand_tasks
 
     if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress
         for noisy in ("httpx2", "httpx", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     method, llm, done = expand_tasks(
-        resolve(tasks, data_dir, revision, split, strict=strict_data(ctx)),
+        check_hub(resolve(tasks, data_dir, revision, split, strict=strict_data(ctx))),
         method,
         model,
         out,

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from . import app, strict_data
-from ._ui import console, print_fitted, table_console
+from ._ui import console, print_fitted, print_notes, table_console
 from .options import Overwrite, Wide
 
 
@@ -48,8 +48,11 @@ def run_command(
 
     jobs.run_experiment(exp, overwrite=overwrite, on_step=done, strict=strict_data(ctx))
     written, boards = jobs.write_reports(exp)
+    from ..report.leaderboard import to_rich
+
     for board in boards:
-        print_fitted(board.to_rich, wide=wide)
+        print_fitted(lambda width, board=board: to_rich(board, width), wide=wide)
+    print_notes([line for board in boards for line in board.left_out()])
     for path in written:
         console.print(f"written: {escape(str(path))}", highlight=False)
     console.print(escape(f"results: {exp.out}"), highlight=False)

@@ -101,7 +101,7 @@ def models_command(
         ),
         ("later work: rerankers", {n: r for n, r in rows.items() if r["kind"] == "reranker" and r.get("later")}),
     ]
-    out = PrintableConsole(width=10_000) if wide else console  # wide: never folded (pipe it, or scroll)
+    out = PrintableConsole(width=10_000, emoji=False) if wide else console  # wide: never folded (pipe it, or scroll)
     for title, section in sections:
         out.print(_wide_table(title, section) if wide else _narrow_table(title, section))
     if wide:
@@ -209,14 +209,15 @@ def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
 
 
 def framing_table(rows: dict[str, dict[str, Any]]) -> Table:
-    """The special tokens around each text in every model's published runs, with the source (``--wide``)."""
+    """The special tokens around each text in every model's published runs, by text, with the source (``--wide``)."""
     table = Table(
-        title="framing: the special tokens each model saw in its published runs (r2med builds: the ids "
-        "are made by r2med whatever the tokenizer adds; checked: the first text's ids are checked; "
-        "no: the model's own code or its tokenizer's template, as published)",
+        title="framing: the special tokens each model saw in its published runs, by text (r2med builds: the ids "
+        "are made by r2med whatever the tokenizer adds; tokenizer's: an assumed framing, so the tokenizer's own "
+        "is used where its files agree, and a run stops where they do not; checks: the first text's ids are "
+        "checked; no: the model's own code or its tokenizer's template, as published)",
         title_justify="left",
     )
-    for col in ("name", "BOS", "EOS", "added by", "r2med", "source"):
+    for col in ("name", "tokens", "added by", "r2med", "source"):
         table.add_column(col, no_wrap=True)
     for name, r in rows.items():
         framing = r.get("framing")
@@ -224,21 +225,12 @@ def framing_table(rows: dict[str, dict[str, Any]]) -> Table:
             continue
         if not framing["checked"]:
             enforced = "no"
+        elif framing.get("used") == "tokenizer":
+            enforced = "tokenizer's"
         else:
             enforced = "builds" if r.get("loader") == "transformers" or r["kind"] == "reranker" else "checks"
-        table.add_row(
-            *(
-                escape(c)
-                for c in (
-                    name,
-                    "yes" if framing["bos"] else "no",
-                    "yes" if framing["eos"] else "no",
-                    framing["added_by"],
-                    enforced,
-                    framing["source"],
-                )
-            )
-        )
+        cells = (name, framing["framing"], framing["added_by"], enforced, framing["source"])
+        table.add_row(*(escape(c) for c in cells))
     return table
 
 

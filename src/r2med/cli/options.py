@@ -247,13 +247,10 @@ RecordedDataDir = Annotated[
 ]
 Revision = Annotated[str | None, typer.Option("--revision", help=REVISION_HELP)]
 Measure = Annotated[str, typer.Option("--measure", "-m", help="The measure: nDCG@10, R@100, MRR, MAP@10, P@10...")]
-Runs = Annotated[
-    list[Path],
-    typer.Argument(
-        help="Results: a results root (--out: every system in it), system "
-        "folders (OUT/<system>) or task folders; compare: the first "
-        "system is the baseline."
-    ),
+RUNS_HELP = "Results: a results root (--out: every system in it), system folders (OUT/<system>) or task folders."
+Runs = Annotated[list[Path], typer.Argument(help=RUNS_HELP)]
+CompareRuns = Annotated[
+    list[Path], typer.Argument(help=RUNS_HELP.removesuffix(".") + "; the first system is the baseline.")
 ]
 Measures = Annotated[
     list[str] | None,

@@ -14,11 +14,12 @@ from rich.markup import escape
 
 from ..errors import R2MedError
 from . import app, strict_data
-from ._ui import console, emit, print_fitted, table_console
+from ._ui import console, emit, print_fitted, print_notes, table_console
 from .options import (
     AT_LEAST_0,
     LISTING_FORMAT_EXACT,
     Alpha,
+    CompareRuns,
     Format,
     Measure,
     Output,
@@ -107,7 +108,7 @@ def report_command(
     from ..report import build_leaderboard
     from ..report.facet_table import FacetBoard
     from ..report.format import check_format
-    from ..report.multi import Board, Boards
+    from ..report.multi import Board, Boards, rich_of
 
     fmt = check_format(fmt)
     if average not in AVERAGES:
@@ -141,13 +142,16 @@ def report_command(
         shown = [FacetBoard(jobs.facet_report(systems, b.measure, by, average, collections), b.measure) for b in boards]
     if fmt == "table" and output is None:
         for table in shown:
-            print_fitted(table.to_rich, wide=wide)
+            print_fitted(rich_of(table), wide=wide)
     else:
         emit(Boards(shown).render(fmt), output)
+    print_notes([line for b in boards for line in b.left_out()])
     if html is not None:
         from ..report.html import write_html
 
-        texts = jobs.task_texts(board.tasks, data_dir, hub=hub, revision=revision, strict=strict_data(ctx))
+        texts = jobs.task_texts(
+            board.tasks, data_dir, hub=hub, revision=revision, strict=strict_data(ctx), systems=systems
+        )
         texts.update(collections or {})
         facets = jobs.html_facets(systems, board.measure, texts, average, by)
         write_html(
@@ -166,7 +170,7 @@ def report_command(
 
 @app.command("compare")
 def compare_command(
-    runs: Runs,
+    runs: CompareRuns,
     measure: Measure = "nDCG@10",
     fmt: Format = "table",
     output: Output = None,
@@ -201,16 +205,14 @@ def compare_command(
     comparisons = compare_many(systems, measure, n_permutations=permutations, seed=seed, alpha=alpha)
     if per_query is not None and fmt in ("csv", "json"):
         emit(render_changes(comparisons, fmt, per_query or None), output)
-        return
-    if fmt == "table" and output is None:
+    elif fmt == "table" and output is None:
         for c in comparisons:
             print_fitted(c.to_rich, wide=wide)
-            for note in c.notes:
-                console.print(f"[yellow]note:[/] {escape(note)}")
             if per_query is not None:
                 print_fitted(c.changes_rich(per_query or len(c.per_query)), wide=wide)
     else:
         emit(render_comparisons(comparisons, fmt), output)
+    print_notes([note for c in comparisons for note in c.notes])
 
 
 @app.command("reproduce")
@@ -323,6 +325,7 @@ def plot_command(
     average: str = typer.Option("pooled", "--average", help="facets: pooled or macro."),
     data_dir: Path | None = typer.Option(None, "--data-dir", "-d", help="facets: local data for the query metadata."),
     revision: Revision = None,
+    tasks: Tasks = "all",
 ) -> None:
     """A figure for a paper (matplotlib: pip install 'r2med[plot]'): per-task bars, a per-query scatter of two
     systems, or facet bars; grayscale-safe, 8 pt text, one column wide."""
@@ -334,9 +337,11 @@ def plot_command(
         raise R2MedError(f"unknown --kind {kind!r}; choose from: {', '.join(plot.KINDS)}")
     check_output_file(output, "--output")
     plot.figure_format(output)
-    systems = jobs.load_report(runs)
+    systems = jobs.load_report(runs, tasks=tasks)
     if kind == "bars":
-        plot.plot_bars(build_leaderboard(systems, measure), output)
+        board = build_leaderboard(systems, measure)
+        plot.plot_bars(board, output)
+        print_notes(board.left_out())
     elif kind == "scatter":
         from ..evaluation.metrics import canonical
 
@@ -353,7 +358,9 @@ def plot_command(
         collections = (
             {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision, strict=strict_data(ctx))
         )
-        plot.plot_facets(
-            jobs.facet_report(systems, canonical(measure), by, average, collections), canonical(measure), output
-        )
+        facets = jobs.facet_report(systems, canonical(measure), by, average, collections)
+        plot.plot_facets(facets, canonical(measure), output)
+        from ..report.facet_table import FacetBoard
+
+        print_notes(FacetBoard(facets, canonical(measure)).left_out())
     console.print(f"figure: {escape(str(output))}")

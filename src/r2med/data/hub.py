@@ -1,51 +1,56 @@
-"""Loading R2MED tasks from the Hugging Face hub (``R2MED/<Task>``) at pinned commits, via the standard HF cache.
+"""Hub files through the standard HF cache, found at their revision before any is downloaded; R2MED's tasks on it.
 
+The general part takes a repository (id, type), a revision and paths, for any dataset or model repo:
+:func:`resolve_files` (every file a command needs, found at one commit before any download), :func:`download`
+(one file, verified), :func:`hub_error` (every failure as one line).  The R2MED part (``R2MED/<Task>``):
+which revision a task loads at (:func:`task_revision`), its files (:func:`load_from_hub`,
+:func:`download_expansion`) and the line that refuses a missing one with the way forward (:func:`refusal`).
 The task files are plain JSONL (``corpus.jsonl``, ``query.jsonl``, ``qrels.jsonl`` and
-``<method>/<llm>/query_with_hydoc.jsonl``), so they are fetched with
-``huggingface_hub.hf_hub_download`` and parsed by r2med's own validated readers.
+``<method>/<llm>/query_with_hydoc.jsonl``), fetched with ``huggingface_hub.hf_hub_download`` and parsed by
+r2med's own validated readers.
 
 * **Revisions.** Each task loads at the commit pinned in the task registry
   (:attr:`r2med.data.tasks.TaskSpec.revision`, MTEB's pins) unless ``--revision`` says otherwise:
-  ``main`` (or any branch, tag or commit) for every task, or ``TASK=REV[,TASK=REV...]``.
+  ``main`` (or any branch, tag or commit) for every task, or ``TASK=REV[,TASK=REV...]``; an expansion
+  recorded as held by another commit (``protocol/r2med_expansion_commits.json``) loads its task there.
   The three task files and its expansion files all come from one resolved commit, which
   the collection records (``Collection.revision``) and every ``metrics.json`` keeps.
+* **Before any download.** Every file a command needs (the task files of every task, the expansion files)
+  is found at its revision first (:func:`resolve_files`, one metadata request per file not cached at a
+  commit; none offline).  A missing one is refused in one line before a byte is downloaded, saying where it
+  is (the repository's head, on the hub or in the cache), the ``--revision`` that reads it from there, and
+  what results made so record.
 * **Cache.** Files live in the standard Hugging Face cache (``HF_HUB_CACHE`` / ``HF_HOME``, as
   ``huggingface_hub`` resolves them), so ``hf download R2MED/<Task> --repo-type dataset`` on
   an offline node fills it and ``HF_HUB_OFFLINE=1`` reads it.  A file cached at a pinned
   commit is read without any request.  The r2med home holds none of it.
 * **Network.** ``huggingface_hub`` decides everything: offline mode, ``HF_ENDPOINT``,
-  proxies (``HTTPS_PROXY``...), tokens.  Before downloading a file that is not cached, r2med
-  asks once for its metadata (one HEAD through ``huggingface_hub``, no retries, a few
-  seconds at most), so an unreachable hub fails at once instead of after
+  proxies (``HTTPS_PROXY``...), tokens.  The metadata requests go through ``huggingface_hub`` with no
+  retries and a few seconds at most, so an unreachable hub fails at once instead of after
   ``hf_hub_download``'s ~23 s of retries; every failure becomes one line saying which it was
   (:func:`hub_error`): offline mode, connection/proxy/timeout, repo/file/revision not found,
   or access denied.
-* **Integrity.** The cache stores each file under its content hash (``blobs/<git blob SHA-1>``, or
-  ``blobs/<SHA-256>`` for LFS files; the snapshot path links to it).  Every file r2med takes from the
-  cache is checked against that name before use (:func:`verify_cached`); what was verified is remembered
-  by path, size and modification time in ``$R2MED_HOME/hub-verified.json``, so an unchanged file is
-  hashed once.  A file whose content does not match is downloaded afresh where the hub can be reached,
-  else it is a one-line error naming it.  (A cache without links, where huggingface_hub copies files into
-  the snapshot, has no hash to check against: those files are used as they are.)
+* **Integrity.** Every file r2med takes from the cache is checked against the content hash it is stored
+  under (:mod:`.hub_integrity`); a damaged one is downloaded afresh where the hub can be reached, else it is
+  a one-line error naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, cast
 
 from ..errors import DataError, R2MedError
 from ..protocol import hub_configs
 from .collection import Collection
-from .loaders import load_r2med_files
+from .hub_integrity import verify_cached
+from .loaders import EXPANSION_FILE, load_r2med_files
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +280,21 @@ def hub_error(
     return failed(HubError, f"cannot fetch {what} ({detail})")
 
 
-# -- files ----------------------------------------------------------------------------------------
+# -- files at a revision, found before any is downloaded ------------------------------------------
+
+HEAD = "main"
+"""The branch that is a repository's head (``--revision main``)."""
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+#: (repo type, repo id, commit, path) the hub said it holds, asked in this process (a commit never changes).
+_PRESENT: set[tuple[str, str, str, str]] = set()
+#: (repo type, repo id, commit) -> the branches and tags this process resolved to it: once a file of that commit
+#: is downloaded they are written to the cache's ``refs/``, as huggingface_hub does, so offline runs find them.
+_RESOLVED: dict[tuple[str, str, str], set[str]] = {}
+
+
+def is_commit(revision: str | None) -> bool:
+    """A full commit hash (40 hex digits): it names the same files forever, where a branch or tag may move."""
+    return revision is not None and _COMMIT.fullmatch(revision) is not None
 
 
 def cached_file(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> Path | None:
@@ -286,27 +305,268 @@ def cached_file(repo_id: str, filename: str, revision: str | None = None, repo_t
     return Path(found) if isinstance(found, str) else None
 
 
-def probe(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> None:
-    """One metadata request for a hub file through huggingface_hub (no retries); a classified error if it fails."""
+def _cached_ref(repo_id: str, ref: str, repo_type: str) -> str | None:
+    """The commit the cache's ``refs/<ref>`` names (``ref`` itself when it is a commit), if any."""
+    if is_commit(ref):
+        return ref
+    path = hf_cache_dir() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / ref
+    try:
+        commit = path.read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    return commit if is_commit(commit) else None
+
+
+def _probe_timeout() -> float:
+    try:
+        return float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or PROBE_TIMEOUT)
+    except ValueError:
+        return PROBE_TIMEOUT
+
+
+def _metadata(repo_id: str, filename: str, revision: str | None, repo_type: str) -> object:
+    """One metadata request (HEAD) through huggingface_hub, no retries: raises what it raises."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
+    url = hf_hub_url(repo_id, filename, repo_type=repo_type, revision=revision)
+    return get_hf_file_metadata(url, timeout=_probe_timeout())
+
+
+def probe(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> None:
+    """One metadata request for a hub file through huggingface_hub (no retries); a classified error if it fails."""
     try:
-        timeout = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or PROBE_TIMEOUT)
-    except ValueError:
-        timeout = PROBE_TIMEOUT
-    try:
-        get_hf_file_metadata(hf_hub_url(repo_id, filename, repo_type=repo_type, revision=revision), timeout=timeout)
+        _metadata(repo_id, filename, revision, repo_type)
     except Exception as exc:  # huggingface_hub's errors and its HTTP backend's come in many types
         raise hub_error(exc, repo_id, filename, revision, repo_type) from None
 
 
+def _missing_entry(exc: BaseException) -> bool:
+    """Whether the hub answered that the file is not there (404 EntryNotFound), as opposed to any other failure."""
+    names = set().union(*(_names(e) for e in _cause_chain(exc)))
+    return "RemoteEntryNotFoundError" in names or (
+        "EntryNotFoundError" in names and "LocalEntryNotFoundError" not in names
+    )
+
+
+def _answered_commit(exc: BaseException) -> str | None:
+    """The commit a 404 answer named (``X-Repo-Commit``: the hub resolves the revision before looking)."""
+    for link in _cause_chain(exc):
+        headers = getattr(getattr(link, "response", None), "headers", None)
+        commit = headers.get("X-Repo-Commit") if headers is not None else None
+        if isinstance(commit, str) and is_commit(commit):
+            return commit
+    return None
+
+
+def _download_command(repo_id: str, revision: str | None, repo_type: str) -> str:
+    return (
+        f"hf download {repo_id}"
+        + (f" --repo-type {repo_type}" if repo_type != "model" else "")
+        + (f" --revision {revision}" if revision and revision != HEAD else "")
+    )
+
+
+@dataclass(frozen=True)
+class HubFiles:
+    """Files of one hub repository found at one revision, before any of them is downloaded."""
+
+    repo_id: str
+    revision: str
+    commit: str
+    """What ``revision`` resolved to (the revision itself where the hub named no commit): download every file at
+    it, so they all come from one commit."""
+    files: tuple[str, ...]
+    repo_type: str = "dataset"
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Files one revision of a repository lacks (the hub answered 404), or, offline, that the cache lacks at it;
+    and whether the repository's head holds every file asked for (on the hub, or offline in the cache)."""
+
+    repo_id: str
+    revision: str
+    commit: str | None
+    """What ``revision`` resolved to, where that is known."""
+    files: tuple[str, ...]
+    """The missing ones."""
+    wanted: tuple[str, ...]
+    """Every file asked for."""
+    head: str = HEAD
+    head_commit: str | None = None
+    """The head's commit, where it was asked (None: not asked, or it could not be)."""
+    head_has_all: bool = False
+    """The head (at another commit than ``commit``) holds every file of ``wanted``."""
+    offline: bool = False
+    repo_type: str = "dataset"
+
+    def names(self) -> str:
+        return ", ".join(repr(f) for f in self.files)
+
+    def what(self, why: str = "") -> str:
+        """The first clause: which files, at which revision (``why``: whose revision that is)."""
+        whose = f", {why}" if why else ""
+        if self.offline:
+            return (
+                f"hub: offline mode is set (HF_HUB_OFFLINE), and {self.repo_id} {self.names()} @ {self.revision}"
+                f"{whose}{',' if why else ''} {'is' if len(self.files) == 1 else 'are'} not in the Hugging Face "
+                f"cache ({hf_cache_dir()})"
+            )
+        at = f"revision {self.revision}" + (
+            f" (commit {self.commit})" if self.commit and self.commit != self.revision else ""
+        )
+        files = "file" if len(self.files) == 1 else "files"
+        return f"hub: {self.repo_id} has no {files} {self.names()} at {at} (HTTP 404){whose}"
+
+    def where_else(self) -> str:
+        """Where they are: the repository's head, when it holds every file asked for (or that it does not)."""
+        if self.head_commit is None:
+            return ""
+        where = "the cache holds" if self.offline else "the repository's head"
+        if self.head_has_all:
+            them = "it" if len(self.wanted) == 1 else f"all {len(self.wanted)} files"
+            if self.offline:
+                return f"; the cache holds {them} at {self.head} (commit {self.head_commit})"
+            return f"; {where} ({self.head}, commit {self.head_commit}) has {them}"
+        if self.offline:
+            return ""
+        return f"; nor has {where} ({self.head}, commit {self.head_commit})"
+
+    def remedy(self) -> str:
+        """Offline: how to fill the cache; online: nothing (the files are not on the hub at this revision)."""
+        if not self.offline:
+            return ""
+        fill = f"; fill the cache first ({_download_command(self.repo_id, self.revision, self.repo_type)}) where "
+        fill += "the hub can be reached"
+        if self.repo_type == "dataset":
+            fill += f", or pass --data-dir with a local copy{legacy_cache_hint(self.repo_id, self.repo_type)}"
+        return fill
+
+    def describe(self, why: str = "") -> str:
+        return self.what(why) + self.where_else() + self.remedy()
+
+
+class FilesMissing(HubError):
+    """Files a revision lacks on the hub (HTTP 404), found before any download; ``missing`` says which."""
+
+    def __init__(self, missing: Missing, message: str | None = None):
+        super().__init__(message or missing.describe())
+        self.missing = missing
+        self.reason = f"{missing.repo_id} has no file {missing.names()} at revision {missing.revision}"
+
+
+class FilesNotCached(HubUnavailable):
+    """Offline: files the cache does not hold at the revision, found before any is read; ``missing`` says which."""
+
+    def __init__(self, missing: Missing, message: str | None = None):
+        super().__init__(message or missing.describe())
+        self.missing = missing
+        self.reason = "offline mode is set (HF_HUB_OFFLINE)"
+
+
+def _ask(repo_id: str, files: tuple[str, ...], revision: str, repo_type: str) -> tuple[str | None, list[str]]:
+    """(the commit ``revision`` resolved to, the files it lacks), asking the hub only about files not cached at a
+    commit; any failure but a missing file is :func:`hub_error`'s one line."""
+    commit = revision if is_commit(revision) else None
+    missing = []
+    for name in files:
+        if commit is not None and (
+            (repo_type, repo_id, commit, name) in _PRESENT or cached_file(repo_id, name, commit, repo_type)
+        ):
+            continue
+        at = commit or revision
+        try:
+            meta = _metadata(repo_id, name, at, repo_type)
+        except Exception as exc:  # huggingface_hub's errors and its HTTP backend's come in many types
+            if not _missing_entry(exc):
+                raise hub_error(exc, repo_id, name, at, repo_type) from None
+            missing.append(name)
+            commit = commit or _answered_commit(exc)
+            continue
+        found = getattr(meta, "commit_hash", None)
+        commit = commit or (found if isinstance(found, str) and is_commit(found) else None)
+        if commit is not None:
+            _PRESENT.add((repo_type, repo_id, commit, name))
+    if commit is not None and commit != revision:
+        _RESOLVED.setdefault((repo_type, repo_id, commit), set()).add(revision)
+    return commit, missing
+
+
+def _write_refs(repo_id: str, commit: str, repo_type: str) -> None:
+    """The cache's ``refs/<branch>`` for each branch this process resolved to ``commit`` (best effort)."""
+    from ..infra.home import write_text_atomic
+
+    refs = hf_cache_dir() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs"
+    for ref in sorted(_RESOLVED.pop((repo_type, repo_id, commit), ())):
+        if ".." in Path(ref).parts or Path(ref).is_absolute() or _cached_ref(repo_id, ref, repo_type) == commit:
+            continue
+        try:
+            write_text_atomic(refs / ref, commit)
+        except (OSError, R2MedError) as exc:
+            log.debug("cannot record %s's %s -> %s in the cache: %s", repo_id, ref, commit, exc)
+
+
+def _in_cache(repo_id: str, files: tuple[str, ...], revision: str, repo_type: str) -> tuple[str | None, list[str]]:
+    """Offline: (the commit ``revision`` names in the cache, the files the cache lacks there)."""
+    found = {name: cached_file(repo_id, name, revision, repo_type) for name in files}
+    commit = next((snapshot_commit(p) for p in found.values() if p is not None), None)
+    return commit or _cached_ref(repo_id, revision, repo_type), [n for n, p in found.items() if p is None]
+
+
+def resolve_files(
+    repo_id: str,
+    filenames: Iterable[str],
+    revision: str | None = None,
+    repo_type: str = "dataset",
+    head: str = HEAD,
+) -> HubFiles:
+    """Every file of ``filenames`` found at ``revision`` (default: the head) before any is downloaded.
+
+    A branch or tag is resolved to its commit on the first request, and the other files are asked for at that
+    commit; a file cached at a commit (or already found at it in this process) costs no request, so a command
+    whose files are all cached makes none.  Offline, the cache answers.  Files the revision lacks raise
+    :class:`FilesMissing` (offline: :class:`FilesNotCached`), after asking whether the repository's head holds
+    every file (nothing is downloaded either way); any other failure is :func:`hub_error`'s one line.
+    """
+    wanted = tuple(dict.fromkeys(filenames))
+    revision = revision or head
+    look = _in_cache if _offline() else _ask
+    commit, missing = look(repo_id, wanted, revision, repo_type)
+    if not missing:
+        return HubFiles(repo_id, revision, commit or revision, wanted, repo_type)
+    head_commit: str | None = None
+    head_missing: list[str] = []
+    if revision != head:
+        try:
+            head_commit, head_missing = look(repo_id, wanted, head, repo_type)
+        except HubError:
+            head_commit = None  # the head cannot be asked: say nothing of it
+    found = Missing(
+        repo_id,
+        revision,
+        commit,
+        tuple(missing),
+        wanted,
+        head,
+        head_commit,
+        head_commit is not None and not head_missing and head_commit != commit,
+        _offline(),
+        repo_type,
+    )
+    raise FilesNotCached(found) if found.offline else FilesMissing(found)
+
+
 def download(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> Path:
     """One file of a hub repo through the standard HF cache (no request when cached at a commit), verified
-    against the content hash the cache stores it under (:func:`verify_cached`; a damaged copy is fetched again
-    where the hub can be reached)."""
+    against the content hash the cache stores it under (:func:`~.hub_integrity.verify_cached`; a damaged copy
+    is fetched again where the hub can be reached)."""
     from huggingface_hub import hf_hub_download
 
-    if not _offline() and cached_file(repo_id, filename, revision, repo_type) is None:
+    if (
+        not _offline()
+        and (repo_type, repo_id, revision or "", filename) not in _PRESENT
+        and cached_file(repo_id, filename, revision, repo_type) is None
+    ):
         probe(repo_id, filename, revision, repo_type)  # fail fast, in one line, when the hub is unreachable
     try:
         with quiet_hub_logs():  # its retries' warnings: r2med says what happened in one line
@@ -315,6 +575,8 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
         raise hub_error(exc, repo_id, filename, revision, repo_type) from None
     damage = verify_cached(path)
     if damage is None:
+        if not _offline() and revision is not None:
+            _write_refs(repo_id, revision, repo_type)
         return path
     fix = (
         f"hf download {repo_id}"
@@ -347,95 +609,6 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
     if damage is not None:
         raise DataError(path, None, f"damaged even as downloaded again from {_endpoint()}: {damage}")
     return path
-
-
-# -- integrity of cached files --------------------------------------------------------------------
-
-#: Where the files already checked are remembered (under the r2med home): blob path -> size, mtime, hash.
-VERIFIED_FILE = "hub-verified.json"
-_BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-
-
-class VerifiedBlob(TypedDict):
-    """What was checked of one cached blob: its size and modification time then, and the hash it matched."""
-
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-def _verified_path() -> Path:
-    from ..infra.home import home_path
-
-    return home_path() / VERIFIED_FILE
-
-
-def _read_verified() -> dict[str, VerifiedBlob]:
-    try:
-        data = json.loads(_verified_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {
-        str(k): cast(VerifiedBlob, v)
-        for k, v in data.items()
-        if isinstance(v, dict)
-        and isinstance(v.get("size"), int)
-        and isinstance(v.get("mtime_ns"), int)
-        and isinstance(v.get("hash"), str)
-    }
-
-
-def _remember_verified(blob: Path, record: VerifiedBlob) -> None:
-    """Add ``blob`` to the verified list; best effort (an unwritable home only costs a re-hash next time)."""
-    from ..infra.home import home, write_json_atomic
-
-    known = {k: v for k, v in _read_verified().items() if os.path.exists(k)}
-    known[str(blob)] = record
-    try:
-        write_json_atomic(home() / VERIFIED_FILE, known)
-    except (OSError, R2MedError) as exc:
-        log.debug("cannot remember verified hub files in %s: %s", _verified_path(), exc)
-
-
-def content_hash(path: str | os.PathLike[str], algorithm: str) -> str:
-    """``path``'s hash as the hub names files: ``"git-sha1"`` (SHA-1 of ``blob <size>\\0`` + content) or
-    ``"sha256"`` (of the content, LFS files)."""
-    size = os.path.getsize(path)
-    h = hashlib.sha1(b"blob %d\0" % size) if algorithm == "git-sha1" else hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def verify_cached(path: str | os.PathLike[str]) -> str | None:
-    """None if the cached file ``path`` holds what its blob name says (or has no blob name to check), else
-    what is wrong, in a few words.  A blob already verified with the same size and mtime is not read again."""
-    blob = Path(os.path.realpath(path))
-    if blob.parent.name != "blobs" or not _BLOB_NAME.fullmatch(blob.name):
-        return None  # a copy in the snapshot (no links): nothing names its content
-    try:
-        info = blob.stat()
-    except OSError as exc:
-        return f"it cannot be read ({exc.strerror or exc})"
-    record: VerifiedBlob = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "hash": blob.name}
-    if _read_verified().get(str(blob)) == record:
-        return None
-    algorithm = "git-sha1" if len(blob.name) == 40 else "sha256"
-    try:
-        actual = content_hash(blob, algorithm)
-    except OSError as exc:
-        return f"it cannot be read ({exc.strerror or exc})"
-    if actual != blob.name:
-        what = "git blob SHA-1" if algorithm == "git-sha1" else "SHA-256"
-        return (
-            f"its content ({info.st_size:,} bytes, {what} {actual[:12]}...) does not match "
-            f"the hash it is stored under ({blob.name[:12]}...)"
-        )
-    _remember_verified(blob, record)
-    return None
 
 
 @contextlib.contextmanager
@@ -472,16 +645,112 @@ def hub_problem() -> str | None:
     return None
 
 
+# -- R2MED's tasks: which revision, which files, and the way forward when one is missing ------------
+
+
+def expansion_commit(task: str, method: str, llm: str) -> str | None:
+    """The hub commit recorded as holding the ``method:llm`` expansions of ``task``
+    (``protocol/r2med_expansion_commits.json``), or None where none is known."""
+    from ..protocol import expansion_commits
+
+    entry = expansion_commits()["expansions"].get(f"{method}:{llm.replace('_', '-')}")
+    commit = entry.get("commits", {}).get(task) if isinstance(entry, dict) else None
+    return commit if is_commit(commit) else None
+
+
+def task_revision(task: str, spec: str | None = None, expansions: Sequence[tuple[str, str]] = ()) -> tuple[str, str]:
+    """(the revision ``task`` is loaded at, whose revision it is): ``--revision``'s word for it (``""``), else
+    the commit recorded as holding all its hub ``expansions`` (``(method, llm)`` pairs) where one is, else
+    the task's pinned commit."""
+    from .tasks import get_task
+
+    task_spec = get_task(task)
+    every, per_task = parse_revision(spec)
+    asked = per_task.get(task_spec.name) or every
+    if asked:
+        return asked, ""
+    known = {f"{m}:{llm}": c for m, llm in expansions if (c := expansion_commit(task_spec.name, m, llm))}
+    if len(set(known.values())) > 1:
+        raise R2MedError(
+            f"{task_spec.name}: the expansions {', '.join(known)} are held by different hub commits "
+            f"({', '.join(f'{k} {c[:12]}' for k, c in known.items())}); run them apart, or pass "
+            f"--revision {task_spec.name}=<commit> to choose one"
+        )
+    if known:
+        label, commit = next(iter(known.items()))
+        return commit, f"the commit recorded as holding {label} for {task_spec.name}"
+    return task_spec.revision, f"the commit r2med pins for {task_spec.name} (MTEB's)"
+
+
+def revision_option(spec: str | None, tasks: Sequence[str], moved: Mapping[str, str]) -> str:
+    """The ``--revision`` value that keeps what ``spec`` said of ``tasks`` and puts the ``moved`` ones at their new
+    revision: ``Biology=main`` (a per-task pair for each task not at its default)."""
+    every, per_task = parse_revision(spec)
+    pairs = []
+    for task in tasks:
+        rev = moved.get(task) or per_task.get(task) or every
+        if rev:
+            pairs.append(f"{task}={rev}")
+    return ",".join(pairs)
+
+
+Problem = tuple[str, str, FilesMissing | FilesNotCached]
+"""(task, whose revision it was -- :func:`task_revision`, the files it lacks there)."""
+
+
+def refusal(problems: Sequence[Problem], spec: str | None, tasks: Sequence[str]) -> HubError:
+    """One line for the hub files missing at the revisions of one or more tasks of a command, found before any
+    download: the first task's files and revision, where they are (the repository's head), the ``--revision``
+    that reads every such task from there, and what results made so record and how they are graded."""
+    task, why, first = problems[0]
+    missing = first.missing
+    line = missing.what(why) + missing.where_else()
+    others = [t for t, _, _ in problems[1:]]
+    if others:
+        one = len(others) == 1
+        line += f"; {', '.join(others)} lack{'s' if one else ''} files at {'its' if one else 'their'} revision too"
+    forward = all(p.missing.head_has_all for _, _, p in problems)
+    if forward:
+        moved = {t: p.missing.head for t, _, p in problems}
+        commits = {t: str(p.missing.head_commit) for t, _, p in problems}
+        names = ", ".join(moved)
+        where = (
+            ("that cached commit" if len(moved) == 1 else "those cached commits")
+            if missing.offline
+            else ("that commit" if len(moved) == 1 else "those commits")
+        )
+        recorded = (
+            f"commit {commits[task]}"
+            if len(commits) == 1
+            else "the commit each came from (" + ", ".join(f"{t} {c[:12]}" for t, c in commits.items()) + ")"
+        )
+        line += (
+            f": --revision {revision_option(spec, tasks, moved)} loads {names} from {where} (data and expansions "
+            f"alike); results made so record {recorded}, and a published figure grades them only where their data "
+            "matches the figure's (the task's published query and document counts)"
+        )
+    elif not missing.offline and any(f.endswith(f"/{EXPANSION_FILE}") for f in missing.files):
+        line += "; generate the expansions with `r2med expand`, or pass --expansion-file"
+    remedy = missing.remedy()
+    line += remedy.replace("; fill the cache first", "; or fill the cache first", 1) if forward else remedy
+    if not missing.offline:
+        line += "; nothing was downloaded"
+    return type(first)(missing, line)
+
+
 def load_from_hub(task: str, revision: str | None = None, strict: bool = False) -> Collection:
-    """Task ``task`` at ``revision_for(task, revision)``: its three files from one commit, recorded on the
-    collection."""
+    """Task ``task`` at ``revision_for(task, revision)``: its three files found at one commit before any is
+    downloaded (a missing one is :func:`refusal`'s line), then read from that commit, recorded on the collection."""
     from .tasks import get_task
 
     spec = get_task(task)
-    wanted = revision_for(spec.name, revision)
-    first = download(spec.hub_id, TASK_FILES[0], wanted)
-    commit = snapshot_commit(first) or wanted  # a branch resolved once: the other files come from the same commit
-    files = {TASK_FILES[0]: first, **{name: download(spec.hub_id, name, commit) for name in TASK_FILES[1:]}}
+    wanted, why = task_revision(spec.name, revision)
+    try:
+        found = resolve_files(spec.hub_id, TASK_FILES, wanted)
+    except (FilesMissing, FilesNotCached) as exc:
+        raise refusal([(spec.name, why, exc)], revision, [spec.name]) from None
+    commit = found.commit
+    files = {name: download(spec.hub_id, name, commit) for name in TASK_FILES}
     coll = load_r2med_files(
         files["corpus.jsonl"],
         files["query.jsonl"],
@@ -499,4 +768,11 @@ def download_expansion(task: str, method: str, split: str, revision: str | None 
     """A hub expansion file of ``task``; ``revision`` is a ``--revision`` spec or the data's resolved commit."""
     from .tasks import get_task
 
-    return download(get_task(task).hub_id, expansion_path(method, split), revision_for(task, revision))
+    spec = get_task(task)
+    path = expansion_path(method, split)
+    wanted, why = task_revision(spec.name, revision)
+    try:
+        found = resolve_files(spec.hub_id, [path], wanted)
+    except (FilesMissing, FilesNotCached) as exc:
+        raise refusal([(spec.name, why, exc)], revision, [spec.name]) from None
+    return download(spec.hub_id, path, found.commit)

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..errors import DataError, NotFound, OptionError, R2MedError
+from ..errors import DataError, NotFound, OptionError, R2MedError, did_you_mean_folder
 from .collection import Collection
 from .files import read_qrels, read_qrels_jsonl, read_qrels_tsv, read_texts
 
@@ -207,7 +207,7 @@ def load_folder(
     root = Path(root)
     split = check_split(split)
     if not root.is_dir():
-        raise NotFound(f"{root}: no such folder")
+        raise NotFound(f"{root}: no such folder{did_you_mean_folder(root)}")
     if root.name in ("", ".", ".."):  # name the collection after the real folder
         root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)

@@ -9,18 +9,21 @@ spec), a local folder, or the built-in demo.  Every command finds its collection
 * :func:`locate` -- one task that results were filed under (``rerank``, ``fuse``, report texts,
   ``reproduce``): ``--data-dir`` when given, else the built-in demo, the source folder a run
   recorded, or the hub (R2MED's tasks, at the recorded commit unless ``--revision`` says otherwise);
+* :func:`check_hub` -- before a command downloads anything: every hub file its tasks need (their three files
+  and the expansion files it will read from the hub) found at their revisions, the refs pinned to the commits
+  those resolved to, or one line refusing what is missing, with the way forward;
 * :func:`load_task` -- the Python API's loader by name.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from ..errors import PATH_CHARS, R2MedError, did_you_mean, shown
+from ..errors import PATH_CHARS, R2MedError, did_you_mean, did_you_mean_folder, shown
 from .collection import Collection
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
 from .tasks import TASK_NAMES, get_task, parse_tasks
@@ -148,7 +151,7 @@ def resolve(
             )
         return [TaskRef.in_folder(root.name, root, split=split, strict=strict)]
     if not root.is_dir():
-        raise R2MedError(f"--data-dir {data_dir}: no such folder")
+        raise R2MedError(f"--data-dir {data_dir}: no such folder{did_you_mean_folder(Path(data_dir).expanduser())}")
     folders = collection_folders(root)
     if not folders:
         raise R2MedError(
@@ -169,6 +172,52 @@ def resolve(
             )
         refs.append(TaskRef.in_folder(_task_name(folder), folder, split=split, strict=strict))
     return refs
+
+
+@runtime_checkable
+class HubExpansions(Protocol):
+    """What reads expansions from the hub for a command (``r2med evaluate``'s expansion query builder): which
+    ``(method, llm)`` it will download for a task, or None where a local file serves it."""
+
+    def hub_expansion(self, task: str) -> tuple[str, str] | None: ...
+
+
+def check_hub(refs: Sequence[TaskRef], readers: Iterable[object] = ()) -> list[TaskRef]:
+    """``refs`` with their hub tasks checked before anything is downloaded: each task's three files and the
+    expansion files ``readers`` (:class:`HubExpansions`; anything else is skipped) will take from the hub are
+    found at the task's revision (:func:`r2med.data.hub.task_revision`), and each hub ref comes back at the
+    commit that revision resolved to, so every later download (and every Ray worker) reads that one commit.
+    Files missing at any task's revision are one line for the whole command (:func:`r2med.data.hub.refusal`),
+    raised before a byte is downloaded; folder and demo refs pass unchanged."""
+    from .hub import (
+        TASK_FILES,
+        FilesMissing,
+        FilesNotCached,
+        Problem,
+        expansion_path,
+        refusal,
+        resolve_files,
+        task_revision,
+    )
+
+    sources = [r for r in readers if isinstance(r, HubExpansions)]
+    hub_refs = [r for r in refs if r.kind == "hub"]
+    checked: dict[int, TaskRef] = {}
+    problems: list[Problem] = []
+    for ref in hub_refs:
+        spec = get_task(ref.name)
+        expansions = list(dict.fromkeys(e for e in (s.hub_expansion(spec.name) for s in sources) if e is not None))
+        wanted, why = task_revision(spec.name, ref.revision, expansions)
+        paths = [*TASK_FILES, *(expansion_path(method, llm) for method, llm in expansions)]
+        try:
+            found = resolve_files(spec.hub_id, paths, wanted)
+        except (FilesMissing, FilesNotCached) as exc:
+            problems.append((spec.name, why, exc))
+            continue
+        checked[id(ref)] = replace(ref, revision=found.commit)
+    if problems:
+        raise refusal(problems, hub_refs[0].revision, [r.name for r in hub_refs])
+    return [checked.get(id(r), r) for r in refs]
 
 
 def _task_name(folder: Path) -> str:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..errors import R2MedError
 from .measures import CUTOFFS as TABLE_CUTOFFS
 from .measures import DEFAULT_MEASURES as TABLE_DEFAULTS
 from .measures import HEADLINE as TABLE_HEADLINE
 from .measures import Family, Measure, from_trec, pytrec_eval_spec
+
+if TYPE_CHECKING:
+    from .ties import Ties
 
 CUTOFFS: Final = TABLE_CUTOFFS
 #: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
@@ -108,6 +111,8 @@ class Metrics:
     aggregate: dict[str, float]
     measures: tuple[str, ...]
     missing_queries: list[str] = field(default_factory=list)
+    #: the ranges the order of tied documents allows (:func:`r2med.evaluation.ties.evaluate_with_ties`)
+    ties: Ties | None = None
 
     def __getitem__(self, measure: str) -> float:
         return self.aggregate[canonical(measure)]
@@ -130,7 +135,8 @@ def evaluate(
     measures: Iterable[str] | None = None,
     count_missing: bool = False,
 ) -> Metrics:
-    """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine)."""
+    """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine); with the ranges the order
+    of tied documents allows: :func:`r2med.evaluation.ties.evaluate_with_ties`."""
     import pytrec_eval
 
     wanted = tuple(dict.fromkeys(canonical(m) for m in (measures or DEFAULT_MEASURES)))

@@ -3,8 +3,9 @@
 An expansion file has one record per query: ``{"id", "text", "hy_doc", ...}`` (R2MED's
 layout).  :func:`load_expansions` finds it for a collection -- an explicit file, an
 expansion folder (``DIR/<task>/<method>/<llm>/`` or ``DIR/<method>/<llm>/``), the files
-found beside the collection's data (``Collection.expansion_files``), or the hub config
-``<method>`` split ``<llm>`` of the task's repo -- and checks that every query has one.
+found beside a local collection's data (``Collection.expansion_files``), or the hub config
+``<method>`` split ``<llm>`` of the task's repo, at the commit the task's data came from (verified against its
+content hash, as every hub file) -- and checks that every query has one.
 
 :class:`ExpansionQueries` is ``r2med evaluate``'s ``QueryBuilder``: ``(collection, retriever
 family) -> {qid: query text or (query, expansion)}`` under the paper's combination rule.
@@ -76,17 +77,26 @@ def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Ex
     return Expansions(method=method, llm=llm, texts=texts, path=path)
 
 
+def local_expansion_file(task: str, method: str, llm: str, folders: Sequence[Path] | None = None) -> Path | None:
+    """The ``method:llm`` expansion file of ``task`` in one of ``folders`` (``DIR/<task>/<method>/<llm>/`` or
+    ``DIR/<method>/<llm>/``), if one holds it."""
+    rel = Path(method) / llm / EXPANSION_FILE
+    for folder in folders or []:
+        for cand in (folder / task / rel, folder / rel):
+            if cand.exists():
+                return cand
+    return None
+
+
 def find_expansion_file(
     collection: Collection, method: str, llm: str, folders: list[Path] | None = None, revision: str | None = None
 ) -> Path:
     """Where the ``method:llm`` expansions of ``collection`` are (see the module docstring for the order)."""
-    rel = Path(method) / llm / EXPANSION_FILE
-    for folder in folders or []:
-        for cand in (folder / collection.name / rel, folder / rel):
-            if cand.exists():
-                return cand
+    local = local_expansion_file(collection.name, method, llm, folders)
+    if local is not None:
+        return local
     key = f"{method}:{llm}"
-    if key in collection.expansion_files:
+    if key in collection.expansion_files and collection.revision is None:  # a hub snapshot's: verified below
         return collection.expansion_files[key]
     from ..data.tasks import TASK_NAMES
 
@@ -160,6 +170,13 @@ class ExpansionQueries:
         self.trace = trace
         self.loaded: dict[str, Expansions] = {}
 
+    def hub_expansion(self, task: str) -> tuple[str, str] | None:
+        """``(method, llm)`` when the expansions of the hub task ``task`` will be read from the hub (no file and no
+        folder given here holds them), else None: what :func:`r2med.data.check_hub` checks before any download."""
+        if self.path is not None or local_expansion_file(task, self.method, self.llm, self.folders) is not None:
+            return None
+        return self.method, self.llm
+
     @property
     def label(self) -> str:
         """The results folder suffix: ``<method>-<llm>``."""
@@ -186,10 +203,10 @@ class ExpansionQueries:
             described["file"] = str(self.loaded[collection.name].path)
             prompt = Path(self.loaded[collection.name].path).parent / "prompt.json"  # made with --prompt-file
             if prompt.is_file():
-                import json
+                from ..infra.home import read_json
 
                 try:
-                    described["prompt_sha256"] = str(json.loads(prompt.read_text(encoding="utf-8"))["sha256"])
+                    described["prompt_sha256"] = str(read_json(prompt)["sha256"])
                 except (ValueError, KeyError, TypeError, OSError):
                     described["prompt_sha256"] = "unreadable prompt.json"
         return described

@@ -200,6 +200,21 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None
     write_text_atomic(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
+def parse_json(data: str | bytes) -> Any:
+    """JSON that r2med wrote to its home or a cache, parsed; anything else is a ``ValueError``: bad UTF-8,
+    malformed JSON, or values nested too deeply for Python's parser (``json`` raises ``RecursionError`` for
+    those, which no reader expects: a damaged file must read as damaged, not crash)."""
+    try:
+        return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """:func:`parse_json` of a file (``OSError`` when it cannot be read)."""
+    return parse_json(Path(path).read_bytes())
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Build a folder under a temp name and rename it into place when the block succeeds.
@@ -291,7 +306,7 @@ COLLECTIONS_DIR = ".collections"
 
 def _recorded_collections(corpus_fingerprint: str) -> list[dict[str, str]]:
     try:
-        record = json.loads((home_path() / COLLECTIONS_DIR / f"{corpus_fingerprint}.json").read_text(encoding="utf-8"))
+        record = read_json(home_path() / COLLECTIONS_DIR / f"{corpus_fingerprint}.json")
     except (OSError, ValueError):
         return []
     found = record.get("collections") if isinstance(record, dict) else None

@@ -63,15 +63,13 @@ UNKNOWN_COLLECTION = "unknown"
 def entry_collection(kind: str, entry: Path) -> str | None:
     """The collection a ``bm25`` index or a document ``embeddings`` entry was built on (its recorded corpus
     fingerprint, looked up in :func:`r2med.infra.home.collection_of`): ``unknown`` when nobody recorded it."""
-    import json
-
-    from ..infra.home import collection_of
+    from ..infra.home import collection_of, read_json
 
     meta_file = {"bm25": "params.json", "embeddings": "meta.json"}.get(kind)
     if meta_file is None or not entry.is_dir():
         return None
     try:
-        meta = json.loads((entry / meta_file).read_text(encoding="utf-8"))
+        meta = read_json(entry / meta_file)
     except (OSError, ValueError):
         return UNKNOWN_COLLECTION
     if not isinstance(meta, dict) or meta.get("role", "documents") != "documents":

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import shown
-from ..evaluation.metrics import DEFAULT_MEASURES, Metrics, evaluate
+from ..errors import R2MedError, shown
+from ..evaluation.metrics import DEFAULT_MEASURES, Metrics
+from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import plain_name
 from ..infra.home import fingerprint_texts
@@ -214,15 +215,13 @@ def run_tasks(
 def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[TaskRef], str | None]:
     """What ``r2med demo`` runs: R2MED's 8 tasks from the hub; when the hub cannot be reached (only then:
     a missing file or revision is an error), the built-in demo collection, with the reason."""
-    from ..data import resolve
-    from ..data.hub import HubUnavailable, download, revision_for
-    from ..data.tasks import TASK_NAMES, get_task
+    from ..data import check_hub, resolve
+    from ..data.hub import HubUnavailable
 
     try:
-        download(get_task(TASK_NAMES[0]).hub_id, "query.jsonl", revision_for(TASK_NAMES[0], revision))
+        return check_hub(resolve("all", None, revision, strict=strict)), None  # all 8 found before any download
     except HubUnavailable as exc:
         return [TaskRef.the_demo(strict=strict)], str(exc)
-    return resolve("all", None, revision, strict=strict), None
 
 
 #: ``r2med demo`` runs the paper's BM25 as it was first published by r2med (no options recorded).
@@ -260,12 +259,29 @@ def score_files(
         log.info("scoring %s against %s", run, qrels)
     check_input_file(qrels, "qrels")
     check_input_file(run, "run")
-    judged = read_qrels(qrels, strict=strict)
+    try:
+        judged = read_qrels(qrels, strict=strict)
+    except R2MedError as exc:
+        if _reads_as(read_run, qrels) and _reads_as(read_qrels, run):
+            raise R2MedError(
+                f"{exc}; the two files look swapped ({qrels} reads as a run, {run} as judgments): "
+                f"`r2med score` takes the judgments first, then the run: r2med score {run} {qrels}"
+            ) from None
+        raise
     ranked = read_run(run)
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
-    return evaluate(ranked, judged, measures=measures, count_missing=count_missing)
+    return evaluate_with_ties(ranked, judged, measures=measures, count_missing=count_missing)
+
+
+def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:
+    """Whether ``reader`` reads ``path`` without an error (which file a swapped pair of arguments is)."""
+    try:
+        reader(path)
+    except (R2MedError, OSError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def demo_out(out: str | Path | None = None) -> Path:

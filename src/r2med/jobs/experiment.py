@@ -499,13 +499,15 @@ def run_experiment(
     """Run every step in order through the evaluate / rerank / fuse jobs, writing ``exp.out/<system>/``;
     finished task folders of the same configuration are reused.  ``strict``: collections with repeated ids
     or judgments are refused (``r2med --strict``)."""
+    from ..data import check_hub
     from ..infra.containment import check_output_dir
     from .evaluate import run_tasks
     from .fuse import fuse_folders
     from .rerank import rerank_folder
 
     check_output_dir(exp.out)
-    refs = data_refs(exp, strict)
+    readers = [step.job["plan"].query_builder for step in exp.steps if step.kind == "evaluate"]
+    refs = check_hub(data_refs(exp, strict), readers)  # every hub file found before any download
     measures = exp.report.measures
     outcomes = []
     for step in exp.steps:

@@ -26,8 +26,11 @@ def load_report(
     runs: Iterable[str | os.PathLike[str]], published: Mapping[str, str] | None = None, tasks: str | None = None
 ) -> list[System]:
     """The systems of a report (:func:`r2med.results.folders.find_systems`), keeping the tasks ``tasks`` names
-    (``--tasks``: ``all`` or comma-separated names, case aside; :func:`select_tasks`)."""
-    return select_tasks(find_systems(runs, published=published), tasks)
+    (``--tasks``: ``all`` or comma-separated names, case aside; :func:`select_tasks`), each split of a task a
+    column of its own (:func:`r2med.results.folders.split_columns`)."""
+    from ..results.folders import split_columns
+
+    return split_columns(select_tasks(find_systems(runs, published=published), tasks))
 
 
 def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
@@ -52,7 +55,19 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
         system.tasks = {t: folder for t, folder in system.tasks.items() if t.lower() in wanted}
         if system.tasks:
             kept.append(system)
+        else:
+            log.warning("%s: none of the tasks asked for (--tasks); left out of the report", system.name)
     return kept
+
+
+def recorded_task(systems: Sequence[System], column: str) -> tuple[str, Mapping[str, Any]]:
+    """The task name a report's column was filed under (a column can be ``nfcorpus (dev)``:
+    :func:`r2med.results.folders.split_columns`) and the ``metrics.json`` of its first run (its recorded
+    source, revision and split)."""
+    folder = next((s.tasks[column] for s in systems if column in s.tasks), None)
+    if folder is None:
+        return column, {}
+    return folder.task, folder.metrics
 
 
 def task_texts(
@@ -61,14 +76,17 @@ def task_texts(
     hub: bool = False,
     revision: str | None = None,
     strict: bool = False,
+    systems: Sequence[System] = (),
 ) -> dict[str, Collection]:
-    """The collections of ``tasks`` that can be found (``--data-dir``, the built-in demo, or with ``hub`` the
-    hub; :func:`r2med.data.locate`).  Texts are optional: a task that cannot be loaded is named in a warning
-    and the page shows its ids only."""
+    """The collections of ``tasks`` (a report's columns) that can be found (``--data-dir``, the built-in demo,
+    or with ``hub`` the hub; :func:`r2med.data.locate`), at the split the runs of ``systems`` recorded.
+    Texts are optional: a task that cannot be loaded is named in a warning and the page shows its ids only."""
     found: dict[str, Collection] = {}
     for task in tasks:
         try:
-            ref = locate(task, data_dir, revision, hub=hub, alone=len(tasks) == 1, strict=strict)
+            name, recorded = recorded_task(systems, task)
+            split = {"split": recorded["split"]} if isinstance(recorded.get("split"), str) else {}
+            ref = locate(name, data_dir, revision, recorded=split, hub=hub, alone=len(tasks) == 1, strict=strict)
             if ref is not None:
                 found[task] = ref.load()
         except Exception as exc:  # texts are optional: the page degrades to ids
@@ -145,9 +163,9 @@ def facet_collections(
     found: dict[str, Collection] = {}
     tasks = task_order(systems)
     for task in tasks:
-        recorded = next(s.tasks[task].metrics for s in systems if task in s.tasks)
-        ref = locate(task, data_dir, revision, recorded=recorded, hub=hub, alone=len(tasks) == 1, strict=strict)
-        found[task] = require(ref, task, recorded, data_dir).load()
+        name, recorded = recorded_task(systems, task)
+        ref = locate(name, data_dir, revision, recorded=recorded, hub=hub, alone=len(tasks) == 1, strict=strict)
+        found[task] = require(ref, name, recorded, data_dir).load()
     return found
 
 
@@ -171,17 +189,38 @@ def facet_report(
     """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``):
     :func:`r2med.evaluation.facets.facet_table` over every system's per-query values.  A key no query has is an
     error listing the keys there are."""
-    from ..evaluation.facets import SCENARIO, facet_keys, facet_table
+    from ..evaluation.facets import NONE, SCENARIO, facet_keys
     from ..evaluation.metrics import canonical
 
     measure = canonical(measure)
     meta = query_meta(collections or {})
     keys = facet_keys(meta)
+    listed = ", ".join(
+        [f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, n in keys.items() if n and k != SCENARIO] + [SCENARIO]
+    )
     if by != SCENARIO and not keys.get(by):
-        listed = ", ".join(
-            [f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, n in keys.items() if n and k != SCENARIO] + [SCENARIO]
-        )
         raise R2MedError(f"--by {by}: no query has this key; available: {listed}")
+    facets = _facets(systems, measure, by, average, meta)
+    if facets.rows and all(row.value == NONE for row in facets.rows):  # one "(none)" group means nothing
+        from ..results.folders import task_order
+
+        keys_line = (
+            f"group by a query metadata key instead: --by KEY ({listed})"
+            if listed != SCENARIO
+            else ("their queries carry no metadata to group by")
+        )
+        raise R2MedError(
+            f"--by {by}: no task of the report has a scenario ({', '.join(task_order(systems))} "
+            f"{'is not' if len(task_order(systems)) == 1 else 'are not'} R2MED tasks); {keys_line}"
+        )
+    return facets
+
+
+def _facets(
+    systems: Sequence[System], measure: str, by: str, average: str, meta: Mapping[str, Mapping[str, Any]]
+) -> Facets:
+    from ..evaluation.facets import facet_table
+
     return facet_table(per_query_values(systems, measure), meta, by, average=average, systems=[s.name for s in systems])
 
 
@@ -196,6 +235,7 @@ def html_facets(
     :data:`HTML_FACET_VALUES` distinct values that queries share (not one per query, as ``answer``),
     and ``by`` (asked for)."""
     from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label
+    from ..evaluation.metrics import canonical
 
     meta = query_meta(collections)
     wanted = [SCENARIO]
@@ -207,4 +247,9 @@ def html_facets(
             wanted.append(key)
     if by is not None and by not in wanted:
         wanted.append(by)
-    return {key: facet_report(systems, measure, key, average, collections) for key in wanted}
+    out = {}
+    for key in wanted:
+        facets = _facets(systems, canonical(measure), key, average, meta)
+        if key == by or not all(row.value == NONE for row in facets.rows):  # a single "(none)" group: not offered
+            out[key] = facet_report(systems, measure, key, average, collections) if key == by else facets
+    return out

@@ -171,7 +171,8 @@ def rerank_inputs(
         )
         timing = {"rerank_s": time.perf_counter() - t0}
         timing["total_s"] = timing["rerank_s"]
-        results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing, encoding))
+        facts = {**encoding, **getattr(reranker, "used", {})} if encoding is not None else None  # as loaded
+        results.append(finish_task(item.collection, name, run, config, out, measures, count_missing, timing, facts))
         log.info("%s: reranked top-%d of %d queries", item.task, top_k, len(run))
     return results
 

@@ -2,7 +2,8 @@
 
 Files (each names its source inside): ``r2med_protocol.json`` (instructions and
 generation prompts per task), ``r2med_models.json`` (retriever/reranker/LLM
-settings), ``r2med_hub_configs.json`` (hub configs, splits, task sizes) and
+settings), ``r2med_hub_configs.json`` (hub configs, splits, task sizes),
+``r2med_expansion_commits.json`` (the hub commit holding each expansion config, where one is known) and
 ``r2med_published_ndcg10.csv`` (every published nDCG@10 figure with its source).
 """
 
@@ -36,6 +37,30 @@ def models() -> dict[str, Any]:
 @cache
 def hub_configs() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(_read("r2med_hub_configs.json"))
+    return data
+
+
+@cache
+def expansion_commits() -> dict[str, Any]:
+    """``r2med_expansion_commits.json``, checked: every entry a card config (``method:llm``, folder spelling) whose
+    ``commits`` map R2MED task names to full commit hashes (a malformed entry is a packaging error, raised)."""
+    import re
+
+    data: dict[str, Any] = json.loads(_read("r2med_expansion_commits.json"))
+    configs = hub_configs()
+    known = {
+        f"{method}:{split.replace('_', '-')}"
+        for method, splits in configs["configs"].items()
+        if method not in ("corpus", "query", "qrels")
+        for split in splits
+    }
+    tasks = {row["name"] for row in configs["tasks"]}
+    for key, entry in data["expansions"].items():
+        commits = entry.get("commits")
+        bad = key not in known or not isinstance(commits, dict)
+        bad = bad or any(t not in tasks or not re.fullmatch(r"[0-9a-f]{40}", str(c)) for t, c in commits.items())
+        if bad or (commits and not entry.get("source")):
+            raise ValueError(f"r2med_expansion_commits.json: entry {key!r} is malformed (or names no source)")
     return data
 
 

@@ -18,8 +18,9 @@ from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
 from ..results.folders import System, task_order
 from ..results.published import different_data
-from .format import SIGNIFICANT, check_format, records_text, tex
+from .format import SIGNIFICANT, check_format, records_text, tex, tex_row
 from .layout import compact_table, fitted, short_task
+from .ties import tie_notes
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -229,13 +230,13 @@ class Comparison:
             f"% {self.system} vs {self.baseline}",
             r"\begin{tabular}{" + cols + "}",
             r"\toprule",
-            " & ".join(tex(h) for h in self.HEADER) + r" \\",
+            tex_row([tex(h) for h in self.HEADER]),
             r"\midrule",
         ]
         for line, cells in zip(self.rows, self.grid()):
             if line.task == self.ALL:
                 out.append(r"\midrule")
-            out.append(" & ".join(tex(c) for c in cells) + r" \\")
+            out.append(tex_row([tex(c) for c in cells]))
         out += [r"\bottomrule", r"\end{tabular}", "% " + self.legend()]
         return "\n".join(out) + "\n"
 
@@ -270,11 +271,19 @@ def compare_systems(
     measure = canonical(measure)
     tasks = [t for t in task_order([a, b]) if t in a.tasks and t in b.tasks]
     if not tasks:
-        raise R2MedError(f"{a.name} and {b.name} share no task; compare runs of the same tasks")
+        raise R2MedError(
+            f"{a.name} and {b.name} share no task ({a.name}: {', '.join(a.tasks)}; {b.name}: {', '.join(b.tasks)}); "
+            "compare runs of the same tasks"
+        )
     lines = []
     pooled_a: dict[str, float] = {}
     pooled_b: dict[str, float] = {}
-    notes = []
+    notes = [
+        f"{t}: only {one.name} has it (left out of {b.name} vs {a.name})"
+        for t in task_order([a, b])
+        for one in (a, b)
+        if t not in tasks and t in one.tasks
+    ]
     per_query: list[tuple[str, str, float, float]] = []
     for t in tasks:
         problem = different_data(t, {a.name: a.tasks[t].metrics, b.name: b.tasks[t].metrics})
@@ -308,6 +317,7 @@ def compare_systems(
         lines.append(
             ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations, seed=seed))
         )
+    notes += tie_notes(a, b, tasks, measure, Comparison.ALL)
     return Comparison(
         a.name,
         b.name,

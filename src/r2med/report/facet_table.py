@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..evaluation.facets import Facets
 from ..evaluation.metrics import measure_label
-from .format import check_format, records_text, tex
+from .format import GAP, check_format, records_text, tex, tex_row
 from .layout import compact_table, fitted
 
 if TYPE_CHECKING:
@@ -46,9 +46,23 @@ class FacetBoard:
             out.append("(n=..): the system has results for only that many of the value's queries.")
         return out
 
+    def left_out(self) -> list[str]:
+        """The groups whose systems cover different numbers of its queries, with each system's count (the
+        commands print them on stderr)."""
+        out = []
+        for row in self.facets.rows:
+            counts = {s: row.counts.get(s, 0) for s in self.facets.systems}
+            if any(n != row.queries for n in counts.values()):
+                listed = ", ".join(f"{s} {n}" for s, n in counts.items())
+                out.append(
+                    f"--by {self.facets.by} {row.value!r}: the systems cover different queries of its "
+                    f"{row.queries} ({listed}); each system's mean is over its own"
+                )
+        return out
+
     def cell(self, row: Any, system: str) -> str:
         if system not in row.mean:
-            return "-"
+            return GAP
         text = f"{100 * row.mean[system]:.2f}"
         n = row.counts.get(system, row.queries)
         return text if n == row.queries else f"{text} (n={n})"
@@ -101,10 +115,12 @@ class FacetBoard:
         out = [
             r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
             r"\toprule",
-            " & ".join(tex(h) for h in header) + r" \\",
+            r"\multicolumn{" + str(len(header)) + r"}{l}{" + tex(self.title) + r"} \\",
+            r"\midrule",
+            tex_row([tex(h) for h in header]),
             r"\midrule",
         ]
-        out += [" & ".join(tex(c) for c in cells) + r" \\" for cells in rows]
+        out += [tex_row([tex(c) for c in cells]) for cells in rows]
         out += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(out) + "\n" + "\n".join("% " + line for line in self.legend()) + "\n"
 

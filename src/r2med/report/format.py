@@ -47,6 +47,8 @@ class ScoreFormat(StrEnum):
 FORMATS: tuple[ReportFormat, ...] = tuple(ReportFormat)
 SIGNIFICANT = "†"
 FLAG = "!"
+#: A cell without a value, in every renderer (tables, the HTML page, figures): a gap, never a zero.
+GAP = "n/a"
 
 _TEX = {
     "\\": r"\textbackslash{}",
@@ -61,12 +63,23 @@ _TEX = {
     "^": r"\textasciicircum{}",
     "±": r"$\pm$",
     "†": r"$^\dagger$",
+    "≈": r"$^{\approx}$",
 }
 
 
 def tex(text: str) -> str:
     """``text`` with LaTeX's special characters escaped."""
     return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def tex_row(cells: Sequence[str]) -> str:
+    """One tabular row of (already escaped) cells, ended by ``\\\\``.  A row that starts with ``[`` or ``*``
+    gets ``{}`` in front: after the previous row's ``\\\\`` (or a booktabs rule) LaTeX would read it as that
+    command's optional argument or star (a system named ``[bold]z`` stops pdflatex with "Missing number")."""
+    first = cells[0] if cells else ""
+    if first.startswith(("[", "*")):
+        first = "{}" + first
+    return " & ".join([first, *cells[1:]]) + r" \\"
 
 
 def check_format(fmt: str) -> ReportFormat:

@@ -27,12 +27,14 @@ from .. import __version__
 from ..data import Collection
 from ..evaluation.facets import Facets
 from ..evaluation.metrics import HEADLINE, measure_label
+from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
 from ..results.folders import System
 from ..runs.run import ranked
-from .format import FLAG
-from .leaderboard import AVERAGE, Leaderboard, build_leaderboard
+from .board import AVERAGE, Leaderboard, build_leaderboard
+from .format import FLAG, GAP
 from .ticks import nice_ticks, tick_labels
+from .ties import tie_mark_html
 
 log = logging.getLogger(__name__)
 
@@ -116,15 +118,20 @@ def report_data(
         "queries": queries,
         "docs": docs,
         "hasTexts": {t: t in collections for t in tasks},
+        "scatterScale": SCALE,
         "scatterTicks": scatter_ticks(per_query),
     }
 
 
+#: Per-query values are shown x100 in the scatter, as in the leaderboard and the bars.
+SCALE = 100
+
+
 def scatter_ticks(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], n: int = 5) -> list[float]:
-    """Round ticks (:func:`r2med.report.ticks.nice_ticks`) from 0 to the largest per-query value of any system: the
-    scatter's axes, the same for every pair of systems."""
+    """Round ticks (:func:`r2med.report.ticks.nice_ticks`) from 0 to the largest per-query value of any system,
+    x100 (:data:`SCALE`): the scatter's axes, the same for every pair of systems."""
     top = max((v for tasks in per_query.values() for values in tasks.values() for v in values.values()), default=0.0)
-    return nice_ticks(0.0, top if top > 0 else 1.0, n)
+    return nice_ticks(0.0, SCALE * top if top > 0 else SCALE, n)
 
 
 # -- server-side pieces (work without JavaScript) -------------------------------------------------
@@ -147,16 +154,25 @@ def leaderboard_html(board: Leaderboard) -> str:
         ]
         for col in board.columns:
             c = row.cells[col]
-            val = "" if c.value is None else f"{c.value:.2f}"
             how = "all queries pooled" if col == AVERAGE else "Holm across tasks"
             mark = (
                 f'<span class="sig" title="differs from {e(board.baseline or "")}: p = {c.p_holm:.4g} '
                 f'(randomisation test, {how})">†</span>'
-                if c.significant and c.p_holm is not None
+                if c.significant and c.p_holm is not None and c.value is not None
                 else ""
             )
-            if col == AVERAGE and row.partial_average and c.value is not None:
-                mark += '<span title="average over the tasks this system has">*</span>'
+            mark += "".join(
+                tie_mark_html(c) if m == TIED_MARK else f'<span class="mark">{e(m)}</span>' for m in c.marks
+            )
+            if c.value is None:
+                why = (
+                    f"no Average: no result for {', '.join(row.missing)}"
+                    if col == AVERAGE and row.missing
+                    else "no result"
+                )
+                val = f'<span class="gap" title="{e(why)}">{GAP}</span>'
+            else:
+                val = f"{c.value:.2f}"
             extra = ""
             if c.published is not None:
                 d = c.delta
@@ -167,7 +183,7 @@ def leaderboard_html(board: Leaderboard) -> str:
                     f"{'' if d is None else f'{d:+.2f}'}{' ' + FLAG if within is False else ''}</span></div>"
                 )
             sort_value = "" if c.value is None else f"{c.value:.6f}"
-            cells.append(f'<td data-value="{sort_value}">{val or "–"}{mark}{extra}</td>')
+            cells.append(f'<td data-value="{sort_value}">{val}{mark}{extra}</td>')
         rows.append(('<tr class="ref">' if row.reference else "<tr>") + "".join(cells) + "</tr>")
     return (
         f'<table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to sort">system</th>'
@@ -209,7 +225,9 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
             parts.append(
                 f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="lab">{e(r.system[:22])}</text>'
             )
-            if v is not None:
+            if v is None:  # a gap, not a zero bar
+                parts.append(f'<text x="{label_w + 4}" y="{y + bar_h - 4}" class="val gap">{GAP}</text>')
+            else:
                 w = max(v * scale, 0.5)
                 parts.append(
                     f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" '

@@ -1,22 +1,23 @@
 """The leaderboard as a paper's LaTeX table (booktabs): tasks as columns plus Average, the best value of
 each column in bold and the second underlined.
 
-Ranks are taken over the report's systems (not the published or ``paper:`` rows shown beside them), on
-the values as printed (two decimals, x100), so equal printed values share their mark.  A system that
-matches a published configuration is followed by its published row and delta row (small type); a
-delta beyond tolerance keeps its ``(!)`` mark.
+The table is one labelled block: its first header row names the measure (``nDCG@10 (x100)``), so the
+tables of a report with several measures (``-m nDCG@10 -m R@100``) each say what they hold.  Ranks are
+taken over the report's systems (not the published or ``paper:`` rows shown beside them), on the values
+as printed (two decimals, x100), so equal printed values share their mark; a cell without a value
+(``n/a``: a system without every task has no Average) is never ranked.  A system that matches a published
+configuration is followed by its published row and delta row (small type); a delta beyond tolerance keeps
+its ``(!)`` mark.  Every row goes through :func:`~r2med.report.format.tex_row`, so a name starting with ``[``
+or ``*`` cannot be read as an argument of the line break before it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..evaluation.metrics import measure_label
-from .format import tex
-
-if TYPE_CHECKING:
-    from .leaderboard import Leaderboard
+from .board import Leaderboard
+from .format import tex, tex_row
 
 #: Decimals printed (and ranked on).
 DECIMALS = 2
@@ -37,37 +38,45 @@ def _marked(text: str, rank: int | None) -> str:
     return text
 
 
+def measure_header(measure: str, columns: int) -> str:
+    """The header row naming the table's measure, across all its ``columns``."""
+    return r"\multicolumn{" + str(columns) + r"}{l}{" + tex(f"{measure_label(measure)} (x100)") + r"} \\"
+
+
 def leaderboard_latex(board: Leaderboard) -> str:
     """The ``tabular`` (booktabs rules), legend lines as LaTeX comments after it."""
     _, lines = board.grid(flag="(!)")
     columns = board.columns
-    systems = [row for row in board.rows if not row.reference]
+    systems = board.systems
     ranks = {
         col: dict(zip((id(r) for r in systems), column_ranks([r.cells[col].value for r in systems]))) for col in columns
     }
     out = [
         r"\begin{tabular}{l" + "r" * len(columns) + "}",
         r"\toprule",
-        " & ".join(["System", *(tex(c) for c in columns)]) + r" \\",
+        measure_header(board.measure, len(columns) + 1),
+        r"\midrule",
+        tex_row(["System", *(tex(c) for c in columns)]),
         r"\midrule",
     ]
     grid_rows = iter(lines)
     for row in board.rows:
         _, cells = next(grid_rows)
         if row.reference:
-            out.append(" & ".join(r"\textit{" + tex(c) + "}" for c in cells) + r" \\")
+            out.append(tex_row([r"\textit{" + tex(c) + "}" for c in cells]))
             continue
         values = [_marked(tex(c), ranks[col][id(row)]) for col, c in zip(columns, cells[1:])]
-        out.append(" & ".join([tex(cells[0]), *values]) + r" \\")
+        out.append(tex_row([tex(cells[0]), *values]))
         if row.published is not None and any(row.cells[c].published is not None for c in columns):
             for _ in range(2):  # its published and delta lines
                 _, extra = next(grid_rows)
                 out.append(
-                    " & ".join(
-                        r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
-                        for i, c in enumerate(extra)
+                    tex_row(
+                        [
+                            r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
+                            for i, c in enumerate(extra)
+                        ]
                     )
-                    + r" \\"
                 )
     out += [r"\bottomrule", r"\end{tabular}"]
     marks = (

@@ -44,7 +44,7 @@ def table_width(table: Any) -> int:
     """The width a rich renderable wants when nothing limits it."""
     from rich.console import Console
 
-    return Console(width=10_000).measure(table).maximum
+    return Console(width=10_000, emoji=False).measure(table).maximum
 
 
 def fitted(*layouts: Callable[[], Any]) -> Callable[[int], Any]:

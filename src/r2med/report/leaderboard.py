@@ -1,332 +1,110 @@
-"""The leaderboard: systems x tasks for one measure, beside the published figures.
+"""The leaderboard's text renderers: the terminal (rich), Markdown, CSV (long form) and JSON.
 
-Rows are systems, columns the tasks (R2MED's 8 in the paper's order, then any
-others) and their macro average, values x100 like the paper.  A system that
-matches a published configuration (see :mod:`r2med.results.published`) gets a
-``published`` row and a ``delta`` row; a delta beyond the tolerance is flagged.
-With a baseline, each cell is marked when it differs significantly from the
-baseline (paired randomisation test, Holm-Bonferroni across tasks).
-
-Renderers: rich table (terminal), Markdown, CSV (long form), LaTeX, JSON.
+The table itself, and the rule that every average it shows is over one stated set, are the
+:class:`~r2med.report.board.Leaderboard` type's (:mod:`.board`); LaTeX is :mod:`.latex`.  Each renderer
+here takes a board and reads its cells through :meth:`~r2med.report.board.Leaderboard.grid`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..data.tasks import TASK_NAMES
-from ..errors import R2MedError
-from ..evaluation.metrics import HEADLINE, canonical, measure_label
-from ..results.folders import System, task_order
-from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
-from .format import FLAG, SIGNIFICANT, check_format, records_text
-from .layout import compact_table, fitted, short_legend, short_task
+from .board import AVERAGE, BoardCell, Leaderboard, Row, build_leaderboard
+from .format import FLAG, check_format, records_text
+from .layout import compact_table, fitted, short_legend
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-AVERAGE = "Average"
-
-#: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
-#: its row stays matched to the published one, with a wider band.
-NONPAPER_PRECISION_EXTRA = 1.0
-
-
-@dataclass
-class BoardCell:
-    """One system x task (or average) entry of the leaderboard, x100."""
-
-    value: float | None = None  # x100
-    published: float | None = None
-    p_holm: float | None = None
-    significant: bool = False
-    #: why the published figure is not shown though the system matched one (its data is not the hub task's)
-    ungraded: str | None = None
-
-    @property
-    def delta(self) -> float | None:
-        if self.value is None or self.published is None:
-            return None
-        return self.value - self.published
+__all__ = [
+    "AVERAGE",
+    "BoardCell",
+    "Leaderboard",
+    "Row",
+    "build_leaderboard",
+    "render_board",
+    "to_csv",
+    "to_json",
+    "to_markdown",
+    "to_rich",
+]
 
 
-@dataclass
-class Row:
-    system: str
-    published: PublishedKey | None
-    tolerance: float | None
-    cells: dict[str, BoardCell]
-    partial_average: bool = False
-    published_average_note: str = ""
-    reference: bool = False  # a published configuration shown for comparison, not a run
-    precision_note: str = ""  # e.g. "bf16 (paper: fp32)": the tolerance was widened for it
-
-    def within(self, task: str) -> bool | None:
-        d = self.cells[task].delta
-        if d is None or self.tolerance is None:
-            return None
-        return abs(d) <= self.tolerance + 1e-9
+def to_rich(board: Leaderboard, width: int | None = None) -> Table:
+    """The terminal table; with ``width``, the first layout that fits it (:func:`~r2med.report.layout.fitted`):
+    full, compact (short task names, no vertical rules), vertical (tasks as rows, systems as columns)."""
+    if width is None:
+        return _rich(board, compact=False)
+    chosen: Table = fitted(
+        lambda: _rich(board, compact=False), lambda: _rich(board, compact=True), lambda: _rich_vertical(board)
+    )(width)
+    return chosen
 
 
-@dataclass
-class Leaderboard:
-    measure: str
-    tasks: list[str]
-    rows: list[Row]
-    baseline: str | None = None
-    alpha: float = 0.05
-    notes: list[str] = field(default_factory=list)
+def _caption(board: Leaderboard, compact: bool) -> str:
+    lines = board.legend()
+    if compact:
+        lines = [short_legend(board.columns), *lines] if short_legend(board.columns) else lines
+    return "\n".join(lines)
 
-    @property
-    def columns(self) -> list[str]:
-        return [*self.tasks, AVERAGE]
 
-    # -- a grid of strings shared by the text renderers -----------------------------------------
-    def grid(self, flag: str = FLAG, compact: bool = False) -> tuple[list[str], list[tuple[str, list[str]]]]:
-        """Header and lines (kind, cells) as text; ``compact``: short task names and row labels."""
-        header = ["system", *(short_task(c) if compact else c for c in self.columns)]
-        lines: list[tuple[str, list[str]]] = []
-        for row in self.rows:
-            vals = []
-            for col in self.columns:
-                c = row.cells[col]
-                text = "-" if c.value is None else f"{c.value:.2f}"
-                if c.significant:
-                    text += SIGNIFICANT
-                if col == AVERAGE and row.partial_average and c.value is not None:
-                    text += "*"
-                vals.append(text)
-            lines.append(("reference" if row.reference else "system", [row.system, *vals]))
-            if row.published is not None and any(row.cells[c].published is not None for c in self.columns):
-                pub = ["-" if row.cells[c].published is None else f"{row.cells[c].published:.2f}" for c in self.columns]
-                lines.append(("published", [f"  {'pub.' if compact else 'published'} {row.published.label}", *pub]))
-                deltas = []
-                for col in self.columns:
-                    d = row.cells[col].delta
-                    if d is None:
-                        deltas.append("-")
-                    else:
-                        deltas.append(f"{d:+.2f}" + (f" {flag}" if row.within(col) is False else ""))
-                extra = f", {row.precision_note}" if row.precision_note and not compact else ""
-                band = (
-                    "ungraded"
-                    if row.tolerance is None
-                    else f"±{row.tolerance:g}"
-                    if compact
-                    else f"tol ±{row.tolerance:g}"
-                )
-                label = f"  delta {band}" if compact else f"  delta ({band}{extra})"
-                lines.append(("delta", [label, *deltas]))
-        return header, lines
+def _rich(board: Leaderboard, compact: bool) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
 
-    def legend(self) -> list[str]:
-        out = [
-            f"{measure_label(self.measure)} x100; {AVERAGE} = macro average, the mean over the columns' tasks "
-            "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."
-        ]
-        if any(r.reference for r in self.rows):
-            out.append("paper: rows are published figures (no run), for comparison.")
-        if any(r.partial_average for r in self.rows):
-            out.append("* average over the tasks this system has (not all columns).")
-        if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
-            out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
-        if any(r.published is not None and r.tolerance is None for r in self.rows):
-            out.append(
-                "ungraded: a configuration whose settings r2med assumed (none published); the delta "
-                "measures the assumption."
-            )
-        if any(r.precision_note for r in self.rows if r.published is not None):
-            out.append(
-                f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
-                "than the paper's code (--dtype)."
-            )
-        out += [
-            f"no published figure for {r.system}: {r.cells[c].ungraded}."
-            for r in self.rows
-            for c in self.columns
-            if r.cells[c].ungraded
-        ]
-        notes = sorted({r.published_average_note for r in self.rows if r.published_average_note})
-        out += [f"{AVERAGE} delta: {n}." for n in notes]
-        if self.baseline:
-            out.append(
-                f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
-                f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled)."
-            )
-        return out + self.notes
-
-    # -- renderers ---------------------------------------------------------------------------------
-    def to_rich(self, width: int | None = None) -> Table:
-        """The terminal table; with ``width``, the first layout that fits it (:func:`~r2med.report.layout.fitted`):
-        full, compact (short task names, no vertical rules), vertical (tasks as rows, systems as columns)."""
-        if width is None:
-            return self._rich(compact=False)
-        chosen: Table = fitted(
-            lambda: self._rich(compact=False), lambda: self._rich(compact=True), self._rich_vertical
-        )(width)
-        return chosen
-
-    def _caption(self, compact: bool) -> str:
-        lines = self.legend()
-        if compact:
-            lines = [short_legend(self.columns), *lines] if short_legend(self.columns) else lines
-        return "\n".join(lines)
-
-    def _rich(self, compact: bool) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
-        header, lines = self.grid(compact=compact)
-        lines = [(kind, [escape(cells[0]), *cells[1:]]) for kind, cells in lines]
-        title = escape(f"Leaderboard: {measure_label(self.measure)} (x100)")
-        caption = escape(self._caption(compact))
-        table = (
-            compact_table(title=title, caption=caption, caption_justify="left")
-            if compact
-            else Table(title=title, caption=caption, caption_justify="left")
+    header, lines = board.grid(compact=compact)
+    lines = [(kind, [escape(c) for c in cells]) for kind, cells in lines]
+    title = escape(f"Leaderboard: {board_measure(board)} (x100)")
+    caption = escape(_caption(board, compact))
+    table = (
+        compact_table(title=title, caption=caption, caption_justify="left")
+        if compact
+        else Table(title=title, caption=caption, caption_justify="left")
+    )
+    for i, h in enumerate(header):  # task names: text, not markup
+        table.add_column(
+            escape(h),
+            justify="left" if i == 0 else "right",
+            no_wrap=i > 0,
+            overflow="fold" if i == 0 else "ellipsis",
         )
-        for i, h in enumerate(header):  # task names: text, not markup
-            table.add_column(
-                escape(h),
-                justify="left" if i == 0 else "right",
-                no_wrap=i > 0,
-                overflow="fold" if i == 0 else "ellipsis",
-            )
-        for kind, cells in lines:
-            table.add_row(*_styled(kind, cells))
-        return table
+    for kind, cells in lines:
+        table.add_row(*_styled(kind, cells))
+    return table
 
-    def _rich_vertical(self) -> Table:
-        """Tasks as rows, one column per system line (its published and delta lines as columns of their own)."""
-        from rich.markup import escape
 
-        _header, lines = self.grid(compact=True)
-        table = compact_table(
-            title=escape(f"Leaderboard: {measure_label(self.measure)} (x100)"),
-            caption=escape(self._caption(False)),
-            caption_justify="left",
-        )
-        table.add_column("task", no_wrap=True)
-        for kind, cells in lines:
-            style = "bold" if kind == "system" else "dim" if kind in ("published", "reference") else None
-            head = escape(cells[0].strip()).replace("+", "+\n")  # a long name breaks where its parts meet
-            table.add_column(head, justify="right", style=style, overflow="fold")
-        for i, col in enumerate(self.columns, start=1):
-            cells = [_styled(kind, line)[i] if kind == "delta" else line[i] for kind, line in lines]
-            table.add_row(escape(col), *cells)
-        return table
+def board_measure(board: Leaderboard) -> str:
+    from ..evaluation.metrics import measure_label
 
-    def to_markdown(self) -> str:
-        header, lines = self.grid()
-        out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
-        for kind, cells in lines:
-            first = (
-                f"**{cells[0]}**" if kind == "system" else f"_{cells[0]}_" if kind == "reference" else cells[0].strip()
-            )
-            out.append("| " + " | ".join([first, *cells[1:]]) + " |")
-        return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in self.legend()) + "\n"
+    return measure_label(board.measure)
 
-    def to_latex(self) -> str:
-        """booktabs, best value per column bold, second underlined (:func:`r2med.report.latex.leaderboard_latex`)."""
-        from .latex import leaderboard_latex
 
-        return leaderboard_latex(self)
+def _rich_vertical(board: Leaderboard) -> Table:
+    """Tasks as rows, one column per system line (its published and delta lines as columns of their own)."""
+    from rich.markup import escape
 
-    def records(self) -> list[dict[str, Any]]:
-        """Long form: one record per system x column."""
-        recs = []
-        for row in self.rows:
-            for col in self.columns:
-                c = row.cells[col]
-                recs.append(
-                    {
-                        "system": row.system,
-                        "reference": row.reference,
-                        "task": col,
-                        "measure": self.measure,
-                        "value": _round(c.value),
-                        "published": c.published,
-                        "delta": _round(c.delta),
-                        "tolerance": row.tolerance if c.published is not None else None,
-                        "within_tolerance": row.within(col),
-                        "published_config": row.published.label if row.published and c.published is not None else None,
-                        "p_holm": c.p_holm,
-                        "significant": c.significant if self.baseline else None,
-                        "ungraded": c.ungraded,
-                    }
-                )
-        return recs
-
-    def to_csv(self) -> str:
-        recs = self.records()
-        return records_text(recs, "csv", None if recs else ["system"], blank_none=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        systems = []
-        for row in self.rows:
-            key = row.published
-            systems.append(
-                {
-                    "name": row.system,
-                    "published": None
-                    if key is None
-                    else {
-                        "retriever": key.retriever,
-                        "expansion": key.expansion,
-                        "llm": key.llm,
-                        "label": key.label,
-                        "setting": key.setting(),
-                        "source": key.source(),
-                    },
-                    "tolerance": row.tolerance,
-                    "precision_note": row.precision_note or None,
-                    "partial_average": row.partial_average,
-                    "reference": row.reference,
-                    "cells": {
-                        col: {
-                            "value": _round(row.cells[col].value),
-                            "published": row.cells[col].published,
-                            "delta": _round(row.cells[col].delta),
-                            "within_tolerance": row.within(col),
-                            "p_holm": row.cells[col].p_holm,
-                            "significant": row.cells[col].significant,
-                            "ungraded": row.cells[col].ungraded,
-                        }
-                        for col in self.columns
-                    },
-                }
-            )
-        return {
-            "measure": self.measure,
-            "scale": 100,
-            "tasks": self.tasks,
-            "baseline": self.baseline,
-            "alpha": self.alpha,
-            "systems": systems,
-            "legend": self.legend(),
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1) + "\n"
-
-    def render(self, fmt: str) -> str:
-        """Markdown, CSV, LaTeX or JSON (``table`` is the rich table: :meth:`to_rich`; here Markdown)."""
-        fmt = check_format(fmt)
-        return {
-            "table": self.to_markdown,
-            "markdown": self.to_markdown,
-            "csv": self.to_csv,
-            "latex": self.to_latex,
-            "json": self.to_json,
-        }[fmt]()
+    _header, lines = board.grid(compact=True)
+    lines = [(kind, [escape(c) for c in cells]) for kind, cells in lines]
+    table = compact_table(
+        title=escape(f"Leaderboard: {board_measure(board)} (x100)"),
+        caption=escape(_caption(board, False)),
+        caption_justify="left",
+    )
+    table.add_column("task", no_wrap=True)
+    for kind, cells in lines:
+        style = "bold" if kind == "system" else "dim" if kind in ("published", "reference") else None
+        head = cells[0].strip().replace("+", "+\n")  # a long name breaks where its parts meet
+        table.add_column(head, justify="right", style=style, overflow="fold")
+    for i, col in enumerate(board.columns, start=1):
+        cells = [_styled(kind, line)[i] if kind == "delta" else line[i] for kind, line in lines]
+        table.add_row(escape(col), *cells)
+    return table
 
 
 def _styled(kind: str, cells: list[str]) -> list[str]:
-    """A grid line's cells for rich: systems bold, published and reference rows dim, deltas green/red."""
+    """A grid line's (escaped) cells for rich: systems bold, published and reference rows dim, deltas
+    green/red."""
     if kind == "system":
         return [f"[bold]{c}[/]" for c in cells]
     if kind in ("published", "reference"):
@@ -334,160 +112,42 @@ def _styled(kind: str, cells: list[str]) -> list[str]:
     return [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c for c in cells[1:]]
 
 
-def _round(v: float | None) -> float | None:
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
+def to_markdown(board: Leaderboard) -> str:
+    header, lines = board.grid()
+    out = [
+        "| " + " | ".join(_md(h) for h in header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    for kind, cells in lines:
+        name = _md(cells[0].strip()) if kind in ("published", "delta") else _md(cells[0])
+        first = f"**{name}**" if kind == "system" else f"_{name}_" if kind == "reference" else name
+        out.append("| " + " | ".join([first, *(_md(c) for c in cells[1:])]) + " |")
+    return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in board.legend()) + "\n"
 
 
-def build_leaderboard(
-    systems: list[System],
-    measure: str = HEADLINE,
-    tolerance: float | None = None,
-    baseline: str | None = None,
-    alpha: float = 0.05,
-    n_permutations: int = 10_000,
-    seed: int = 42,
-    references: Sequence[str] = (),
-) -> Leaderboard:
-    """Tabulate ``systems`` for ``measure``; published deltas only for nDCG@10 (the published measure).
-
-    ``references`` adds published configurations (``nv``, ``bm25+hyde-gpt4``) as rows of their
-    own, for comparison with systems that have no published counterpart.
-    """
-    measure = canonical(measure)
-    if not systems:
-        raise R2MedError("no systems to report; pass run folders written by `r2med evaluate`")
-    if not any(measure in s.measures() for s in systems):
-        label = measure_label(measure)
-        raise R2MedError(f"no run folder has {label}; re-run `r2med evaluate -m {label}` (it re-scores finished runs)")
-    tasks = task_order(systems)
-    base = None
-    if baseline is not None:
-        named = [s for s in systems if s.name == baseline]
-        if not named:
-            raise R2MedError(f"--baseline {baseline!r} is not one of the systems: {', '.join(s.name for s in systems)}")
-        base = named[0]
-    rows = []
-    for s in systems:
-        key = s.published if measure == HEADLINE else None
-        figures = key.figures() if key else {}
-        cells: dict[str, BoardCell] = {}
-        for t in tasks:
-            res = s.tasks.get(t)
-            v = res.value(measure) if res else None
-            problem = data_problem(t, res.metrics) if res is not None and t in figures else None
-            cells[t] = BoardCell(
-                value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
-            )
-        graded = {t: f for t, f in figures.items() if t == AVERAGE or cells.get(t) is None or not cells[t].ungraded}
-        present = [t for t in tasks if cells[t].value is not None]
-        avg = sum(cells[t].value for t in present) / len(present) if present else None  # type: ignore[misc]
-        note = ""
-        pub_avg = None
-        if figures and all(t in graded for t in present):
-            r2 = [t for t in present if t in TASK_NAMES]
-            if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
-                pub_avg = figures.get(AVERAGE)
-            elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
-                pub_avg = sum(figures[t] for t in r2) / len(r2)
-                note = f"published average over the same {len(r2)} tasks"
-        cells[AVERAGE] = BoardCell(value=avg, published=pub_avg)
-        precision = (
-            next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") if figures else ""
-        )
-        tol = tolerance if tolerance is not None else tolerance_of(key) if figures and key is not None else None
-        if tol is not None and precision and tolerance is None:
-            tol += NONPAPER_PRECISION_EXTRA
-        rows.append(
-            Row(
-                s.name,
-                key if figures else None,
-                tol,
-                cells,
-                partial_average=0 < len(present) < len(tasks),
-                published_average_note=note,
-                precision_note=precision,
-            )
-        )
-    rows += _reference_rows(references, tasks, measure)
-    board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
-    board.notes += _encoding_notes(rows, systems)
-    if base is not None:
-        _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
-    return board
+def _md(text: str) -> str:
+    """A table cell's text with ``|`` escaped (a system named ``a|b`` keeps the table's columns)."""
+    return text.replace("|", "\\|")
 
 
-def encoding_line(encoding: dict[str, Any]) -> str:
-    """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
-    parts = []
-    versions = encoding.get("versions") or {}
-    if versions:
-        parts.append(", ".join(f"{name} {version}" for name, version in versions.items()))
-    lengths = encoding.get("max_length") or {}
-    if lengths:
-        parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
-    framing = encoding.get("framing") or {}
-    if framing:
-        alone = f" (tokenizer alone: {framing['tokenizer_alone']})" if framing.get("tokenizer_alone") else ""
-        parts.append(f"framing {framing.get('framing')}{alone}")
-    dtype = encoding.get("dtype")
-    if dtype:
-        weights = (
-            f" (weights {encoding['weights']}, compute {encoding.get('compute')})" if encoding.get("weights") else ""
-        )
-        parts.append(f"dtype {dtype}{weights}")
-    if encoding.get("made_by") == "the embedding cache":
-        parts.append("vectors from the embedding cache")
-    return "; ".join(parts)
+def to_csv(board: Leaderboard) -> str:
+    recs = board.records()
+    return records_text(recs, "csv", None if recs else ["system"], blank_none=True)
 
 
-def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
-    """For each cell outside its tolerance, what made its vectors (issue 20): the library versions, the max
-    length per side, the framing and the dtype its ``metrics.json`` recorded."""
-    notes = []
-    for row, system in zip(rows, systems):  # the system rows come first, in order
-        for task, result in system.tasks.items():
-            if task in row.cells and row.within(task) is False:
-                encoding = result.metrics.get("encoding")
-                line = encoding_line(encoding) if isinstance(encoding, dict) else ""
-                notes.append(f"{FLAG} {row.system} {task}: made with {line or 'no recorded encoding facts'}.")
-    return notes
+def to_json(board: Leaderboard) -> str:
+    return json.dumps(board.to_dict(), indent=1) + "\n"
 
 
-def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> list[Row]:
-    if labels and measure != HEADLINE:
-        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure}")
-    rows = []
-    for label in labels:
-        key = require_label(label)
-        figures = key.figures()
-        cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
-        present = [t for t in tasks if cells[t].value is not None]
-        if present and len(present) == len(TASK_NAMES) == len(tasks):
-            avg = figures.get(AVERAGE)
-        else:
-            avg = sum(figures[t] for t in present) / len(present) if present else None
-        cells[AVERAGE] = BoardCell(value=avg)
-        rows.append(
-            Row(f"paper: {key.label}", None, None, cells, partial_average=0 < len(present) < len(tasks), reference=True)
-        )
-    return rows
+def render_board(board: Leaderboard, fmt: str) -> str:
+    """Markdown, CSV, LaTeX or JSON (``table`` is the rich table: :func:`to_rich`; here Markdown)."""
+    from .latex import leaderboard_latex
 
-
-def _mark_significance(
-    board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float, n_permutations: int, seed: int
-) -> None:
-    from .compare import compare_systems
-
-    for row, s in zip(board.rows, systems):
-        if s is base:
-            continue
-        comparison = compare_systems(base, s, measure, n_permutations=n_permutations, seed=seed)
-        lines = comparison.rows
-        if len(lines) == 1:  # one common task: its queries are all the queries, and the Average is that task
-            lines = [lines[0], replace(lines[0], task=comparison.ALL, p_rand_holm=lines[0].stats.p_randomization)]
-        for line in lines:
-            col = AVERAGE if line.task == comparison.ALL else line.task
-            if col in row.cells:
-                p = line.p_rand_holm if line.task != comparison.ALL else line.stats.p_randomization
-                row.cells[col].p_holm = p
-                row.cells[col].significant = p is not None and p < alpha
+    fmt = check_format(fmt)
+    if fmt in ("table", "markdown"):
+        return to_markdown(board)
+    if fmt == "csv":
+        return to_csv(board)
+    if fmt == "latex":
+        return leaderboard_latex(board)
+    return to_json(board)

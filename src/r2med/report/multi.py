@@ -1,24 +1,27 @@
 """Several measures in one report (``r2med report -m nDCG@10 -m R@100``): one table per measure, in the
 order asked, in every format.
 
-Terminal, Markdown and LaTeX: the tables one after another (Markdown and LaTeX under a heading or
-comment naming the measure); CSV: the long-form records of all of them under one header (each record
-names its measure); JSON: one measure as before (the table's object), several as
+Terminal, Markdown and LaTeX: the tables one after another (Markdown under a heading naming the measure;
+each LaTeX table a block whose header row names it); CSV: the long-form records of all of them under one
+header (each record names its measure); JSON: one measure as before (the table's object), several as
 ``{"measures": [...], "tables": [...]}``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..evaluation.metrics import measure_label
+from .board import Leaderboard
 from .format import check_format, records_text
 
 
-class Board(Protocol):
+class Table(Protocol):
+    """A table with its renderers (:class:`~r2med.report.facet_table.FacetBoard`)."""
+
     measure: str
 
     def render(self, fmt: str) -> str: ...
@@ -30,6 +33,33 @@ class Board(Protocol):
     def to_rich(self, width: int | None = None) -> Any: ...
 
 
+#: What a report shows per measure: a leaderboard (rendered by :mod:`.leaderboard`) or a table with renderers.
+Board = Leaderboard | Table
+
+
+def render_one(board: Board, fmt: str) -> str:
+    """One table in ``fmt``."""
+    if isinstance(board, Leaderboard):
+        from .leaderboard import render_board
+
+        return render_board(board, fmt)
+    return board.render(fmt)
+
+
+def rich_of(board: Board) -> Callable[[int | None], Any]:
+    """The function of the width giving ``board``'s terminal table (for :func:`r2med.cli._ui.print_fitted`)."""
+    if isinstance(board, Leaderboard):
+        from .leaderboard import to_rich
+
+        leaderboard = board
+
+        def rich(width: int | None = None) -> Any:
+            return to_rich(leaderboard, width)
+
+        return rich
+    return board.to_rich
+
+
 @dataclass
 class Boards:
     """The tables of a report, one per measure."""
@@ -39,7 +69,7 @@ class Boards:
     def render(self, fmt: str) -> str:
         fmt = check_format(fmt)
         if len(self.boards) == 1:
-            return self.boards[0].render(fmt)
+            return render_one(self.boards[0], fmt)
         if fmt == "csv":
             records = [r for board in self.boards for r in board.records()]
             return records_text(records, "csv", None if records else ["system"], blank_none=True)
@@ -53,5 +83,5 @@ class Boards:
                 + "\n"
             )
         if fmt == "latex":
-            return "\n".join(b.render(fmt) for b in self.boards)
-        return "\n".join(f"### {measure_label(b.measure)}\n\n{b.render(fmt)}" for b in self.boards)
+            return "\n".join(render_one(b, fmt) for b in self.boards)
+        return "\n".join(f"### {measure_label(b.measure)}\n\n{render_one(b, fmt)}" for b in self.boards)

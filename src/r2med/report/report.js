@@ -51,7 +51,8 @@
     var tasks = task === "__all__" ? data.tasks : [task];
     tasks.forEach(function (t) {
       var a = (data.perQuery[sx] || {})[t] || {}, b = (data.perQuery[sy] || {})[t] || {};
-      Object.keys(a).forEach(function (q) { if (q in b) out.push({ task: t, qid: q, x: a[q], y: b[q] }); });
+      var k = data.scatterScale || 1;  /* x100, as the bars and the leaderboard */
+      Object.keys(a).forEach(function (q) { if (q in b) out.push({ task: t, qid: q, x: k * a[q], y: k * b[q] }); });
     });
     return out;
   }
@@ -82,15 +83,17 @@
       var ty = svgEl("text", { x: P - 6, y: Y(v) + 4, "text-anchor": "end" }, svg);
       ty.textContent = v.toFixed(decimals);
     });
-    var lx = svgEl("text", { x: (W + P) / 2, y: H - 8, "text-anchor": "middle", "class": "title" }, svg); lx.textContent = sx;
+    var unit = " (" + data.measureLabel + (data.scatterScale === 100 ? " x100)" : ")");
+    var lx = svgEl("text", { x: (W + P) / 2, y: H - 8, "text-anchor": "middle", "class": "title" }, svg);
+    lx.textContent = sx + unit;
     var ly = svgEl("text", { x: 14, y: (H - P) / 2, "text-anchor": "middle", "class": "title",
-      transform: "rotate(-90 14 " + (H - P) / 2 + ")" }, svg); ly.textContent = sy;
+      transform: "rotate(-90 14 " + (H - P) / 2 + ")" }, svg); ly.textContent = sy + unit;
     var wins = 0, losses = 0, ties = 0;
     pts.forEach(function (p) {
       if (p.y > p.x + 1e-9) wins++; else if (p.y < p.x - 1e-9) losses++; else ties++;
       var c = svgEl("circle", { cx: X(p.x), cy: Y(p.y), r: 4, "class": "pt", fill: data.colors[sy] || "#4e79a7",
         "data-task": p.task, "data-qid": p.qid }, svg);
-      var t = svgEl("title", {}, c); t.textContent = p.task + " / " + p.qid + ": x " + fmt(p.x) + ", y " + fmt(p.y);
+      var t = svgEl("title", {}, c); t.textContent = p.task + " / " + p.qid + ": x " + fmt(p.x, 2) + ", y " + fmt(p.y, 2);
       c.addEventListener("click", function () { inspect(p.task, p.qid, true); });
     });
     el("scatter-summary").textContent = pts.length + " queries: " + sy + " wins " + wins + ", ties " + ties +

@@ -98,6 +98,10 @@ class PointwiseReranker:
         self.label = label
         self._model: Any = None  # a transformers model and tokenizer, once loaded
         self._tokenizer: Any = None
+        self._dtype: Any = None  # the torch dtype the weights load in (resolved by load())
+        #: what the scores were made with, for ``metrics.json``: the dtype read back from the loaded weights,
+        #: the special tokens around each pair where r2med builds them
+        self.used: dict[str, Any] = {}
 
     # -- subclasses provide these --------------------------------------------------------------
     def _load(self) -> tuple[Any, Any]:  # pragma: no cover - abstract
@@ -106,21 +110,39 @@ class PointwiseReranker:
     def format_pair(self, query: str, doc: str) -> tuple[str, str]:
         return query, doc
 
+    def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[Any]]:
+        """The token ids (and type ids) of each pair, unpadded: the tokenizer's own pair call by default."""
+        encoded = self._tokenizer(firsts, seconds, truncation=True, max_length=self.max_length, padding=False)
+        return {k: list(v) for k, v in encoded.items()}
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """The precision keyword for ``from_pretrained`` (``dtype=``): every loader gets the one it runs in."""
+        from ..retrieval.encoders.hf import dtype_kwargs
+
+        key = next(iter(dtype_kwargs("fp32")))
+        return {key: self._dtype}
+
     # -- shared --------------------------------------------------------------------------------
     def load(self) -> None:
         if self._model is None:
             from ..retrieval.encoders import canonical_dtype, resolve_device, resolve_dtype
+            from ..retrieval.encoders.hf import weights_dtype
 
             self.device = resolve_device(self.device_option)
-            model, tokenizer = self._load()
             if self.dtype_option == "auto":  # half precision on a GPU (fp16: bf16's 8-bit mantissa ties more)
                 dtype = require_torch().float16 if self.device.startswith("cuda") else require_torch().float32
             elif canonical_dtype(self.dtype_option) in ("fp16", "bf16", "fp32"):
                 dtype = resolve_dtype(self.dtype_option, self.device)
             else:
                 raise R2MedError(f"{self.name}: dtype {self.dtype_option!r} is not one of fp32, fp16, bf16, auto")
+            self._dtype = dtype
+            model, tokenizer = self._load()
             model.to(device=self.device, dtype=dtype)
             model.eval()
+            loaded, wanted = weights_dtype(model), str(dtype).replace("torch.", "")
+            if loaded != wanted:
+                raise R2MedError(f"{self.name}: its weights are in {loaded}, not the {wanted} it runs in")
+            self.used["weights"] = loaded
             self._model, self._tokenizer = model, tokenizer
             limit = model_max_length(model, tokenizer)
             if limit is not None and limit < self.max_length:
@@ -152,7 +174,7 @@ class PointwiseReranker:
         self.load()
         tok = self._tokenizer
         firsts, seconds = zip(*(self.format_pair(q, d) for q, d in pairs))
-        encoded = tok(list(firsts), list(seconds), truncation=True, max_length=self.max_length, padding=False)
+        encoded = self.encode_pairs(list(firsts), list(seconds))
         lengths = np.array([len(ids) for ids in encoded["input_ids"]])
         order = np.argsort(-lengths, kind="stable")  # longest first: a memory error shows up at once
         keys = [k for k in self._input_keys if k in encoded]
@@ -212,7 +234,11 @@ class CrossEncoderReranker(PointwiseReranker):
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
             model = load_pretrained(
-                AutoModelForSequenceClassification, self.model_id, "reranker model", revision=self.revision
+                AutoModelForSequenceClassification,
+                self.model_id,
+                "reranker model",
+                revision=self.revision,
+                **self.load_kwargs(),
             )
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -250,8 +276,7 @@ def _preset(name: str) -> Callable[..., CrossEncoderReranker]:
 #: Their pair framing is their tokenizers' own template, whose files agree (no add_eos_token setting to drift).
 PAIR_FRAMING = {
     "bge-reranker": FramingRecord(
-        True,
-        True,
+        "<s> {query} </s> </s> {document} </s>",
         "tokenizer",
         (
             "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the XLM-RoBERTa template of "
@@ -261,8 +286,7 @@ PAIR_FRAMING = {
         checked=False,
     ),
     "monobert": FramingRecord(
-        True,
-        True,
+        "[CLS] {query} [SEP] {document} [SEP]",
         "tokenizer",
         (
             "R2MED src/utils.py:866 (tokenizer(query, doc) pairs); the BERT template of "

@@ -94,7 +94,13 @@ class Qwen3Reranker(PointwiseReranker):
         ensure_available(self.model_id, self.revision)
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision, padding_side="left")
-            model = load_pretrained(AutoModelForCausalLM, self.model_id, "Qwen3-Reranker model", revision=self.revision)
+            model = load_pretrained(
+                AutoModelForCausalLM,
+                self.model_id,
+                "Qwen3-Reranker model",
+                revision=self.revision,
+                **self.load_kwargs(),
+            )
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise R2MedError(f"cannot load Qwen3-Reranker model {self.model_id!r}: {first}") from None
@@ -184,13 +190,13 @@ def _preset(name: str) -> Callable[..., Qwen3Reranker]:
 
 #: The card's inputs: its chat prompt around the pair and no BOS / EOS (r2med builds them: prefix + pair + suffix).
 CARD_FRAMING = FramingRecord(
-    False,
-    False,
+    "{text}",
     "r2med",
     (
-        "the Qwen3-Reranker model card's process_inputs (fenghaitao/Qwen3-Embedding README.md@14f0f21): prefix ids + "
-        "tokenizer(pair) + suffix ids, the Qwen3 tokenizer adding nothing; r2med tokenizes the pair without special "
-        "tokens"
+        "the Qwen3-Reranker model card's process_inputs (fenghaitao/Qwen3-Embedding README.md@14f0f21; QwenLM/"
+        "Qwen3-Embedding README.md@f4ad0c4): prefix ids + tokenizer(pair) + suffix ids, the Qwen3-Reranker "
+        "tokenizer adding nothing (no TemplateProcessing was added to it: ggml-org/llama.cpp issue #14252, unlike "
+        "Qwen3-Embedding's, which appends <|endoftext|>); r2med tokenizes the pair text without special tokens"
     ),
 )
 

@@ -5,10 +5,19 @@ as a sequence-classification model with one label, the adapter is applied and me
 pair is fed as ``"query: {q}"`` / ``"document: {d}"`` (max 1024 tokens); the score is the logit.
 The pad token is Llama's ``unk`` (Llama has none of its own), padding on the right, so the
 classification head reads the last real token.
+
+The pair's ids are built by r2med, as the R2MED paper's ``tokenizer(q, p, max_length=1024)`` made them
+(``src/utils.py:910-915``: with no ``truncation`` argument transformers truncates ``longest_first``): each
+segment tokenized without special tokens, the longer one cut first, and the special tokens of the
+tokenizer's pair template put around them -- read from its files, which must agree (``<s> q <s> d`` for
+Llama-2: ``add_bos_token`` true, ``add_eos_token`` false, and a post-processor saying the same), named by
+text and checked against the tokenizer's own call on the first pair.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any, TypedDict
 
 from ..errors import MissingExtraError, R2MedError
@@ -16,6 +25,21 @@ from ..infra.weights import load_adapter, pretrained_with_gaps
 from ..retrieval.encoders.base import FramingRecord
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
+
+log = logging.getLogger(__name__)
+
+#: The special tokens around each (query, document) pair in the paper's run: the Llama-2 tokenizer's own pair
+#: template (ASSUMED: r2med uses the tokenizer's, read from its files, which must agree).
+FRAMING = FramingRecord(
+    "<s> {query} <s> {document}",
+    "tokenizer",
+    (
+        "R2MED src/utils.py:906-915 tokenizer(f'query: {q}', f'document: {p}', max_length=1024) (longest_first "
+        "truncation, the tokenizer's special tokens); ASSUMED: the meta-llama/Llama-2-7b-hf template <s> q <s> d, "
+        "no EOS (its tokenizer_config.json add_bos_token true, add_eos_token false; tokenizer.json pair template "
+        "the same); r2med uses the template the tokenizer's files agree on and stops where they disagree"
+    ),
+)
 
 
 class RankLlamaDefaults(TypedDict):
@@ -50,9 +74,48 @@ class RankLlamaReranker(PointwiseReranker):
         self.base, self.lora, self.tokenizer_id = base, lora, tokenizer or base
         self.name = name
         self.merge = merge
+        self._pair: tuple[str, tuple[list[int], list[int], list[int]]] | None = None
+        self._checked = False
+        self._library_reads_files = False
 
     def format_pair(self, query: str, doc: str) -> tuple[str, str]:
         return f"query: {query}", f"document: {doc}"
+
+    def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[Any]]:
+        """The pairs' ids, built by r2med from the tokenizer's pair template (its files agreeing), checked on the
+        first pair against the tokenizer's own call ``tokenizer(q, p, truncation=True, max_length=...)``."""
+        from ..retrieval.encoders.framing import pair_ids, settled_pair
+
+        tok = self._tokenizer
+        if self._pair is None:
+            template, tokens, files = settled_pair(self.tokenizer_id, tok, FRAMING.tokens, FRAMING.follows_tokenizer)
+            self._pair = (template, tokens)
+            self.used["framing"] = {
+                "framing": template,
+                "tokens": {k: v for k, v in zip(("before", "between", "after"), tokens)},
+                "tokenizer_files": files.describe(),
+                "built_by": "r2med",
+            }
+            self._library_reads_files = files.loaded == template
+        template, tokens = self._pair
+        ids = pair_ids(tok, list(zip(firsts, seconds)), tokens, self.max_length, template)
+        if ids and not self._checked:
+            self._check_first(firsts[0], seconds[0], ids[0])
+        return {"input_ids": ids}
+
+    def _check_first(self, first: str, second: str, built: Sequence[int]) -> None:
+        """The first pair's ids against the tokenizer's own call: equal wherever this library reads the files'
+        template (elsewhere the files' ids are built, as the published run's library did; noted)."""
+        own = list(self._tokenizer(first, second, truncation=True, max_length=self.max_length)["input_ids"])
+        self._checked = True
+        if own == list(built):
+            return
+        if self._library_reads_files:
+            raise R2MedError(
+                f"{self.name}: r2med's ids of the first pair differ from the tokenizer's own call "
+                f"({len(built)} vs {len(own)} tokens); not scored"
+            )
+        log.info("%s: this transformers frames pairs otherwise; r2med builds %s (the files')", self.name, self._pair)
 
     def _load(self) -> tuple[Any, Any]:
         require_torch()
@@ -66,7 +129,9 @@ class RankLlamaReranker(PointwiseReranker):
         ensure_available(self.lora, probe="adapter_config.json")
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id)
-            base, base_gaps = pretrained_with_gaps(AutoModelForSequenceClassification, self.base, num_labels=1)
+            base, base_gaps = pretrained_with_gaps(
+                AutoModelForSequenceClassification, self.base, num_labels=1, **self.load_kwargs()
+            )
         except (OSError, ValueError) as exc:
             raise R2MedError(f"cannot load RankLLaMA base model {self.base!r}: {_first_line(exc)}") from None
         if tokenizer.pad_token is None:
@@ -112,17 +177,6 @@ register_reranker(
         needs_gpu="7B",
         paper_dtype="auto",
         weights=(("base", "config.json"), ("lora", "adapter_config.json")),
-        framing=FramingRecord(
-            True,
-            False,
-            "tokenizer",
-            (
-                "R2MED src/utils.py:861 (the pair tokenized as is); ASSUMED: the Llama-2 template "
-                "<s> query: q <s> document: d, no EOS (meta-llama/Llama-2-7b-hf: add_bos_token true, "
-                "add_eos_token false, as its tokenizer.json; whether the castorini card ends the "
-                "document with a literal </s> was not checked here)"
-            ),
-            checked=False,
-        ),
+        framing=FRAMING,
     )
 )

@@ -31,8 +31,9 @@ from typing import Any
 from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
-from ..errors import R2MedError
-from ..evaluation.metrics import HEADLINE, Metrics, evaluate
+from ..errors import R2MedError, did_you_mean_folder
+from ..evaluation.metrics import HEADLINE, Metrics
+from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import task_folder
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
@@ -62,6 +63,21 @@ class TaskResult:
         """nDCG@10 when computed, else the first measure."""
         aggregate = self.metrics.aggregate
         return aggregate[HEADLINE] if HEADLINE in aggregate else aggregate[self.metrics.measures[0]]
+
+    def __repr__(self) -> str:
+        """A summary (a notebook shows this): the task, its headline measure, the queries, where it was written;
+        never the whole run (``.run``) or configuration (``.config``)."""
+        from ..evaluation.metrics import measure_label
+
+        aggregate = self.metrics.aggregate
+        measure = HEADLINE if HEADLINE in aggregate else (self.metrics.measures[0] if self.metrics.measures else None)
+        value = f", {measure_label(measure)}={aggregate[measure]:.4f}" if measure is not None else ""
+        ranked = f", {len(self.run)} ranked queries" if self.run is not None else ""
+        where = f", folder={str(self.folder)!r}" if self.folder is not None else ""
+        return (
+            f"TaskResult(task={self.task!r}{value}, {len(self.metrics.per_query)} scored queries{ranked}{where}"
+            f"{', reused' if self.reused else ''})"
+        )
 
 
 @dataclass
@@ -157,6 +173,8 @@ def metrics_payload(
     }
     if encoding:
         payload["encoding"] = _as_json(encoding)
+    if metrics.ties is not None:
+        payload["ties"] = metrics.ties.to_json()
     return payload
 
 
@@ -177,7 +195,7 @@ def finish_task(
     stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
     """
     run = as_written(run)
-    metrics = evaluate(run, collection.qrels, measures=stored_measures(measures), count_missing=count_missing)
+    metrics = evaluate_with_ties(run, collection.qrels, stored_measures(measures), count_missing)
     folder = task_folder(out, collection.name) if out is not None else None
     if folder is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
@@ -229,11 +247,12 @@ def reuse(
     if (
         not set(measures) <= set(stored.aggregate)  # stored before with fewer measures: re-scored
         or recorded_judgments is None
-    ):  # or before runs recorded their data: re-scored, the record added
+        or stored.ties is None
+    ):  # or before runs recorded their data (or their ties): re-scored, the record added
         name = str(stored.retriever or folder.parent.name)
         result = finish_task(collection, name, run, config, out, measures, count_missing, timing, stored.encoding)
     else:
-        metrics = evaluate(run, collection.qrels, measures=measures, count_missing=count_missing)
+        metrics = evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
         result = TaskResult(
             collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
         )
@@ -441,7 +460,7 @@ def find_runs(paths: Iterable[str | os.PathLike[str]], skip_from_root: Sequence[
     for p in paths:
         path = Path(p)
         if not path.exists():
-            raise R2MedError(f"{path}: no such run folder")
+            raise R2MedError(f"{path}: no such run folder{did_you_mean_folder(path)}")
         if not path.is_dir():
             raise R2MedError(f"{path}: not a folder; pass a results root (--out), a system folder or a task folder")
         if is_task_folder(path):
@@ -554,6 +573,26 @@ def task_order(systems: Iterable[System]) -> list[str]:
             if t not in seen:
                 seen.append(t)
     return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]
+
+
+def split_columns(systems: list[System]) -> list[System]:
+    """Each split of a task a column of its own: a task some system ran on another split than ``test`` is
+    keyed ``<task> (<split>)`` in every system (``nfcorpus (dev)``, ``nfcorpus (test)``), so the dev and test
+    results of one BEIR folder are never averaged, ranked or compared as one column; a task run on ``test``
+    only keeps its name (a record naming no split ran on ``test``: R2MED's hub tasks).  The
+    :class:`TaskFolder` s keep their task name (where the data is found)."""
+    from ..data.loaders import DEFAULT_SPLIT
+
+    splits: dict[str, set[str]] = {}
+    for system in systems:
+        for task, folder in system.tasks.items():
+            splits.setdefault(task, set()).add(folder.record.split or DEFAULT_SPLIT)
+    for system in systems:
+        system.tasks = {
+            (task if splits[task] == {DEFAULT_SPLIT} else f"{task} ({folder.record.split or DEFAULT_SPLIT})"): folder
+            for task, folder in system.tasks.items()
+        }
+    return systems
 
 
 @dataclass

@@ -3,7 +3,8 @@
 :func:`read_record` is the one reader of ``metrics.json`` (report, compare, export, fuse, rerank, html and a
 resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): every field is checked
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
-every query scored on the same measures) and any fault is one line naming the file and the key.
+every query scored on the same measures, the ``ties`` block by :func:`r2med.evaluation.ties.check_block`) and
+any fault is one line naming the file and the key.
 Files without ``schema_version`` are version 1 (what r2med wrote before the schema had a number); they are
 upgraded in memory (:func:`upgrade_config_v1`: the older text record of a query expansion becomes the
 structured ``expansion``).  :func:`metrics_json` is the one writer's text (version :data:`SCHEMA_VERSION`), used by
@@ -83,6 +84,7 @@ FIELDS: Final = (
     "revision",
     "split",
     "encoding",
+    "ties",
 )
 #: the most measures a file may hold (r2med stores 21 by default), and queries per task (R2MED's largest has 1,000s)
 MAX_MEASURES: Final = 1_000
@@ -113,6 +115,9 @@ class MetricsRecord:
     revision: str | None = None
     split: str | None = None
     encoding: dict[str, Any] | None = None
+    #: the ranges the order of tied documents allows (:mod:`r2med.evaluation.ties`); None: written before r2med
+    #: recorded them
+    ties: dict[str, Any] | None = None
     #: keys this schema does not name (kept as they are)
     extra: dict[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] = ()
@@ -233,6 +238,15 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
     if "count_missing" in data and not isinstance(count_missing, bool):
         raise fail(f"count_missing must be true or false, got {shown(count_missing)}")
 
+    ties = data.get("ties")
+    if ties is not None:
+        from ..evaluation.ties import BlockError, check_block
+
+        try:
+            ties = check_block(ties, aggregate, per_query, MAX_QUERIES, MAX_QUERY_ID_CHARS)
+        except BlockError as exc:
+            raise fail(str(exc)) from None
+
     keys = tuple(k for k in data if k != "schema_version")
     return MetricsRecord(
         aggregate=aggregate,
@@ -250,6 +264,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         revision=texts["revision"],
         split=texts["split"],
         encoding=objects["encoding"],
+        ties=ties,
         extra={k: data[k] for k in keys if k not in FIELDS},
         keys=keys,
         read_version=version,

@@ -335,7 +335,9 @@ def _params_checksum(params: Mapping[str, Any]) -> str:
 
 def read_params(folder: Path) -> dict[str, Any]:
     """An index's ``params.json``, checked against its own CRC-32 (IndexDamaged when a field was changed)."""
-    params = json.loads((folder / "params.json").read_text(encoding="utf-8"))
+    from ..infra.home import read_json
+
+    params = read_json(folder / "params.json")  # nested too deeply: a ValueError too (rebuilt)
     if not isinstance(params, dict):
         raise IndexDamaged("params.json is not an object")
     if params.get("format") != INDEX_FORMAT:
@@ -386,7 +388,9 @@ def _loads(raw: bytes | mmap.mmap) -> list[Any]:
     try:
         import orjson
     except ImportError:  # pragma: no cover
-        values: list[Any] = json.loads(bytes(raw))
+        from ..infra.home import parse_json
+
+        values: list[Any] = parse_json(bytes(raw))
         return values
     loaded: list[Any] = orjson.loads(memoryview(raw))
     return loaded

@@ -36,7 +36,6 @@ and the driver calls :meth:`EmbeddingCache.finalize`.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import shutil
 import time
@@ -48,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import R2MedError
-from ..infra.home import atomic_path, cache_dir, fingerprint, write_json_atomic, write_text_atomic
+from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +151,7 @@ class EmbeddingCache:
 
     def _stored_meta(self) -> dict[str, Any] | None:
         try:
-            stored: dict[str, Any] | None = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+            stored: dict[str, Any] | None = read_json(self.path / "meta.json")
         except (OSError, ValueError):
             return None
         return stored
@@ -197,7 +196,7 @@ class EmbeddingCache:
             )
             return None, []
         try:
-            sums = json.loads(self.checksums_path.read_text(encoding="utf-8"))
+            sums = read_json(self.checksums_path)
             digests = list(sums["digests"])
             ok = int(sums["chunk_size"]) == self.chunk_size and len(digests) == self.n_chunks
         except (OSError, ValueError, KeyError, TypeError):
@@ -217,7 +216,7 @@ class EmbeddingCache:
             if verdict is None:
                 log.warning(
                     "embedding cache %s was checksummed with %s, which this installation lacks "
-                    "(pip install xxhash); re-encoding",
+                    "(pip install 'r2med[dense]', which brings xxhash); re-encoding",
                     self.path,
                     str(expected).partition(":")[0],
                 )
@@ -486,7 +485,7 @@ class EmbeddingCache:
 def describe_entry(folder: Path) -> tuple[str, bool]:
     """(what one cache entry holds, whether it is complete) for ``r2med cache ls``:
     ``<model> [pooling=.. max_length=..] · <n> docs|queries``; raises OSError/ValueError/KeyError when unreadable."""
-    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta = read_json(folder / "meta.json")
     enc = meta["encoder"]
     extras = " ".join(f"{k}={enc[k]}" for k in ("pooling", "max_length") if enc.get(k) is not None)
     unit = "docs" if meta.get("role", "documents") == "documents" else "queries"

@@ -185,30 +185,31 @@ PRESET_FIELDS: dict[str, PresetFields] = {
     },
 }
 
-#: The special tokens around each text in the paper presets' published runs (issue 20).  r2med builds them
-#: itself for the transformers loader (:attr:`EncoderSettings.framing`), whatever the tokenizer's
-#: post-processor adds -- which depends on the transformers version for e5-mistral and SFR, whose
+#: The special tokens around each text in the paper presets' published runs (issues 20, 26), named by their
+#: text.  r2med builds them itself for the transformers loader (:attr:`EncoderSettings.framing`), whatever the
+#: tokenizer's post-processor adds -- which depends on the transformers version for e5-mistral and SFR, whose
 #: ``tokenizer_config.json`` (``add_eos_token: true``) and ``tokenizer.json`` (only ``<s>``) disagree.
 #: BERT-style presets (contriever, medcpt, bge: ``[CLS] text [SEP]``, consistent files) have no record.
 _E5_CODE = (
     "R2MED src/utils.py:496-511 HighScaleModel 'Base' mode (eval_bench.py:225-229): a plain tokenizer(...) "
     "call, then the last token pooled"
 )
-_BMR_CODE = "R2MED src/utils.py:155, 162 (BMR mode: tokenizer(..., max_length - 1), then the EOS id appended)"
+_BMR_CODE = (
+    "R2MED src/utils.py:155, 162 (BMR mode: tokenizer(..., max_length - 1), then tokenizer.eos_token_id appended "
+    "-- the EOS by role; its text for the checkpoint"
+)
 PAPER_FRAMING: dict[str, FramingRecord] = {
     "e5": FramingRecord(
-        True,
-        True,
+        "<s> {text} </s>",
         "tokenizer",
         (
-            "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true (its tokenizer.json "
-            "post-processor adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, "
+            "intfloat/e5-mistral-7b-instruct tokenizer_config.json add_eos_token: true, bos <s>, eos </s> (its "
+            "tokenizer.json post-processor adds only <s>; transformers < 5 rebuilt it from the config as <s> $A </s>, "
             f"transformers >= 5 does not: mteb pull request #5237); {_E5_CODE}"
         ),
     ),
     "sfr": FramingRecord(
-        True,
-        True,
+        "<s> {text} </s>",
         "tokenizer",
         (
             "Salesforce/SFR-Embedding-Mistral tokenizer_config.json add_eos_token: true, bos <s>, eos </s> (the same "
@@ -216,37 +217,41 @@ PAPER_FRAMING: dict[str, FramingRecord] = {
         ),
     ),
     "bmr-410m": FramingRecord(
-        False,
-        True,
+        "{text} <|endoftext|>",
         "r2med",
-        (f"EOS: {_BMR_CODE}; BOS: ASSUMED none (a Pythia-410M fine-tune: the GPT-NeoX tokenizer adds no BOS)"),
+        (
+            f"EOS: {_BMR_CODE} ASSUMED <|endoftext|>, id 0: a Pythia-410M fine-tune, whose GPT-NeoX tokenizer "
+            "names <|endoftext|> its BOS, EOS and UNK); BOS: ASSUMED none (the GPT-NeoX tokenizer adds none)"
+        ),
     ),
     "bmr-2b": FramingRecord(
-        True,
-        True,
+        "<bos> {text} <eos>",
         "r2med",
-        (f"EOS: {_BMR_CODE}; BOS: ASSUMED <bos> (a Gemma-2B fine-tune: the Gemma tokenizer prepends <bos>)"),
+        (
+            f"EOS: {_BMR_CODE} ASSUMED <eos>, id 1: a Gemma-2B fine-tune); BOS: ASSUMED <bos>, id 2 (the Gemma "
+            "tokenizer prepends it: add_bos_token true)"
+        ),
     ),
     "bmr-7b": FramingRecord(
-        True,
-        True,
+        "<s> {text} </s>",
         "r2med",
-        (f"EOS: {_BMR_CODE}; BOS: ASSUMED <s> (a BioMistral-7B fine-tune: the Mistral tokenizer prepends <s>)"),
+        (
+            f"EOS: {_BMR_CODE} ASSUMED </s>, id 2: a BioMistral-7B fine-tune); BOS: ASSUMED <s>, id 1 (the Mistral "
+            "tokenizer prepends it: add_bos_token true)"
+        ),
     ),
     "nv": FramingRecord(
-        True,
-        True,
+        "<s> {text} </s>",
         "model",
         (
             "R2MED src/utils.py:704 model.encode(texts, instruction, max_length): nvidia/NV-Embed-v2's own encode() "
-            "appends the EOS text to each input (always_add_eos) and tokenizes itself, so r2med adds none; BOS: "
-            "ASSUMED <s> (its Mistral-7B tokenizer)"
+            "appends the EOS text (tokenizer.eos_token: </s>) to each input (always_add_eos) and tokenizes itself, "
+            "so r2med adds none; BOS: ASSUMED <s> (its Mistral-7B tokenizer)"
         ),
         checked=False,
     ),
     "grit": FramingRecord(
-        True,
-        False,
+        "<s> {text}",
         "model",
         (
             "R2MED src/utils.py:578-632: the gritlm package's GritLM.encode() builds and tokenizes its own inputs "
@@ -353,7 +358,7 @@ class Preset:
         """The encoder settings for ``task`` (hub task name), with user overrides applied."""
         fields = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
         if self.framing is not None and self.framing.checked:  # r2med builds / checks these tokens
-            fields["framing"] = self.framing.name
+            fields["framing"] = self.framing.encoder_framing  # the tokenizer's own (checked) for an assumed one
         fields["query_instruction"] = _instruction(self, self.query_instructions, task, "query")
         fields["doc_instruction"] = _instruction(self, self.doc_instructions, task, "document")
         if self.query_hub_id:  # MedCPT: a Query encoder beside the Article encoder

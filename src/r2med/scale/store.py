@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..infra.containment import refuse_links
-from ..infra.home import atomic_path, write_json_atomic
+from ..infra.home import atomic_path, parse_json, write_json_atomic
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -128,7 +128,7 @@ class ShardStore:
     # -- manifest ------------------------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
         try:
-            manifest: dict[str, Any] = json.loads(self.read_bytes(MANIFEST).decode("utf-8"))
+            manifest: dict[str, Any] = parse_json(self.read_bytes(MANIFEST))
             return manifest
         except (OSError, FileNotFoundError, ValueError):
             return None

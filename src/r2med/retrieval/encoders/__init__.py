@@ -17,7 +17,6 @@ from .api import APIEncoder, EmbeddingAPIError
 from .base import (
     API_LOADERS,
     DTYPES,
-    FRAMINGS,
     LOADERS,
     POOLINGS,
     BaseEncoder,
@@ -26,7 +25,8 @@ from .base import (
     Framing,
     FramingRecord,
     canonical_dtype,
-    framing_of,
+    framing_template,
+    framing_tokens,
     plan_batches,
 )
 from .hf import (
@@ -46,7 +46,6 @@ from .hf import (
 __all__ = [
     "API_LOADERS",
     "DTYPES",
-    "FRAMINGS",
     "LOADERS",
     "POOLINGS",
     "APIEncoder",
@@ -62,7 +61,8 @@ __all__ = [
     "TorchEncoder",
     "TransformersEncoder",
     "canonical_dtype",
-    "framing_of",
+    "framing_template",
+    "framing_tokens",
     "is_sentence_transformers_model",
     "make_encoder",
     "model_max_length",

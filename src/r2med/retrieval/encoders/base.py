@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from ...errors import R2MedError
+from ...errors import R2MedError, shown
 from ..base import QueryText
 from ..dense_choices import DTYPE_ALIASES, Dtype, Pooling, choices_of
 
@@ -29,65 +29,141 @@ DTYPES: tuple[Dtype, ...] = tuple(Dtype)
 API_LOADERS = ("openai", "voyage")
 LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", *API_LOADERS)
 ROLES = ("query", "expansion", "doc")
-#: The special tokens around every text a model reads (``EncoderSettings.framing``): ``bos+eos`` =
-#: ``<s> text </s>``.  r2med builds the ids itself (text tokenized without special tokens, then these
-#: added), so the tokenizer's post-processor -- which differs between library versions -- cannot change it.
-Framing = Literal["none", "bos", "eos", "bos+eos"]
-FRAMINGS: tuple[Framing, ...] = ("none", "bos", "eos", "bos+eos")
+#: The special tokens around every text a model reads (``EncoderSettings.framing``), named by their TEXT and
+#: resolved through the tokenizer's vocabulary: a template whose ``{text}`` stands for the text, with the
+#: tokens before and after it separated by spaces -- ``"<s> {text} </s>"``, ``"{text} <|endoftext|>"``,
+#: ``"{text}"`` (none).  r2med builds those ids itself (the text tokenized without special tokens, then these
+#: tokens put around it), so neither a tokenizer's post-processor -- which differs between library versions --
+#: nor which token a tokenizer calls its "EOS" can change them.  :data:`TOKENIZER_FRAMING` instead: what the
+#: tokenizer adds, once its own files are checked to agree with each other (:mod:`.framing`).
+Framing = str
+TEXT = "{text}"
+#: A framing that is the tokenizer's own, used only when its files agree (``tokenizer_config.json`` and the
+#: ``tokenizer.json`` post-processor): the rule for a published run whose framing no published file states.
+TOKENIZER_FRAMING = "tokenizer"
+#: The placeholders of a (query, document) pair's template (a reranker's input): ``"<s> {query} <s> {document}"``.
+QUERY, DOCUMENT = "{query}", "{document}"
 #: Who put the special tokens in around the texts of a model's published run.
 FramedBy = Literal["tokenizer", "r2med", "model"]
 
 
-def framing_of(bos: bool, eos: bool) -> Framing:
-    """The framing name of a BOS / EOS choice."""
-    name = "+".join(part for part, on in (("bos", bos), ("eos", eos)) if on) or "none"
-    return name  # type: ignore[return-value]
+def _template_error(template: str, why: str) -> R2MedError:
+    return R2MedError(
+        f"framing {shown(template)} {why}; name the special tokens by their text around {TEXT}, "
+        "e.g. '<s> {text} </s>' or '{text} <|endoftext|>' ('{text}': none)"
+    )
+
+
+def framing_tokens(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The token texts before and after ``{text}`` in a framing template (``"<s> {text} </s>"`` ->
+    ``(("<s>",), ("</s>",))``); a template without exactly one ``{text}`` is a one-line error."""
+    if not isinstance(template, str) or template.count(TEXT) != 1:
+        raise _template_error(str(template), f"must hold {TEXT} once")
+    before, after = template.split(TEXT)
+    return tuple(before.split()), tuple(after.split())
+
+
+def pair_framing_tokens(template: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The token texts before ``{query}``, between it and ``{document}``, and after ``{document}``."""
+    if template.count(QUERY) != 1 or template.count(DOCUMENT) != 1 or template.index(QUERY) > template.index(DOCUMENT):
+        raise R2MedError(f"pair framing {shown(template)} must hold {QUERY} then {DOCUMENT}, once each")
+    before, rest = template.split(QUERY)
+    middle, after = rest.split(DOCUMENT)
+    return tuple(before.split()), tuple(middle.split()), tuple(after.split())
+
+
+def framing_template(before: Sequence[str], after: Sequence[str]) -> Framing:
+    """The template of token texts ``before`` and ``after`` a text (``framing_tokens``' inverse)."""
+    return " ".join((*before, TEXT, *after))
 
 
 @dataclass(frozen=True)
 class FramingRecord:
-    """The special tokens a model saw in its published runs, and where that was read.
+    """The special tokens a model saw in its published runs, by their text, and where that was read.
 
-    ``added_by``: who put them there in the published run (its tokenizer's post-processor, the
-    published code -- r2med does the same --, or the model's own ``encode``); ``source``: file:line of
-    the published code, the model card, the mteb loader; ``ASSUMED`` in it where nothing published says.
+    ``tokens``: the template (``"<s> {text} </s>"``; a reranker's pair: ``"<s> {query} <s> {document}"``);
+    ``added_by``: who put them there in the published run (its tokenizer's post-processor, the published
+    code -- r2med does the same --, or the model's own ``encode``); ``source``: file:line of the published
+    code, the model card, the issue thread; ``ASSUMED`` in it where nothing published says.
     ``checked``: r2med builds (transformers loader) or checks (a model's own tokenization) these ids;
-    False where a package tokenizes out of r2med's sight (gritlm).
+    False where a package tokenizes out of r2med's sight (gritlm) or a template is the tokenizer's alone.
+
+    A record that is ASSUMED and whose tokens the tokenizer added (:attr:`follows_tokenizer`) never overrides
+    the tokenizer: its runs use what the tokenizer adds, as the published harness did, once the tokenizer's
+    files are checked to agree (:data:`TOKENIZER_FRAMING`).
     """
 
-    bos: bool
-    eos: bool
+    tokens: str
     added_by: FramedBy
     source: str
     checked: bool = True
 
+    def __post_init__(self) -> None:
+        if self.pair:
+            pair_framing_tokens(self.tokens)
+        else:
+            framing_tokens(self.tokens)
+
+    @property
+    def pair(self) -> bool:
+        """A (query, document) pair's template (a reranker's), not a single text's."""
+        return QUERY in self.tokens
+
     @property
     def name(self) -> Framing:
-        return framing_of(self.bos, self.eos)
+        return self.tokens
+
+    @property
+    def bos(self) -> str | None:
+        """The text of the first token before the text (None: none)."""
+        before = self.tokens.split(QUERY if self.pair else TEXT)[0].split()
+        return before[0] if before else None
+
+    @property
+    def eos(self) -> str | None:
+        """The text of the last token after the text (None: none)."""
+        after = self.tokens.split(DOCUMENT if self.pair else TEXT)[-1].split()
+        return after[-1] if after else None
 
     @property
     def assumed(self) -> bool:
         return "ASSUMED" in self.source
 
+    @property
+    def follows_tokenizer(self) -> bool:
+        """ASSUMED tokens the tokenizer added in the published run: the tokenizer's own are used (checked)."""
+        return self.assumed and self.added_by == "tokenizer"
+
+    @property
+    def encoder_framing(self) -> Framing:
+        """What an encoder is told (``EncoderSettings.framing``): these tokens, or the tokenizer's own."""
+        return TOKENIZER_FRAMING if self.follows_tokenizer else self.tokens
+
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary (``r2med models``, ``metrics.json``)."""
         return {
+            "framing": self.tokens,
             "bos": self.bos,
             "eos": self.eos,
-            "framing": self.name,
             "added_by": self.added_by,
             "checked": self.checked,
+            "assumed": self.assumed,
+            "used": self.encoder_framing,
             "source": self.source,
         }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> FramingRecord:
-        """A record from its protocol-data form (``{"bos": ..., "eos": ..., "added_by": ..., "source": ...}``)."""
+        """A record from its protocol-data form (``{"tokens": "{text} <|endoftext|>", "added_by": ..., "source":
+        ...}``); a record naming tokens by role (``"eos": true``) is refused."""
+        if "tokens" not in data or {"bos", "eos"} & set(data):
+            raise R2MedError(
+                f"framing record {shown(str(data))}: name its tokens by text in 'tokens' "
+                "(e.g. '<s> {text} </s>'), not by role (bos / eos)"
+            )
         if data.get("added_by") not in ("tokenizer", "r2med", "model"):
-            raise R2MedError(f"framing record {data!r}: added_by must be tokenizer, r2med or model")
-        return cls(
-            bool(data["bos"]), bool(data["eos"]), data["added_by"], str(data["source"]), bool(data.get("checked", True))
-        )
+            raise R2MedError(f"framing record {shown(str(data))}: added_by must be tokenizer, r2med or model")
+        return cls(str(data["tokens"]), data["added_by"], str(data["source"]), bool(data.get("checked", True)))
 
 
 def canonical_dtype(dtype: str) -> Dtype:
@@ -138,8 +214,9 @@ class EncoderSettings:
     trust_remote_code: bool = False
     dtype: Dtype = Dtype.FP32
     extra: dict[str, Any] = field(default_factory=dict)
-    #: special tokens around each text, built by r2med whatever the tokenizer adds (:data:`FRAMINGS`);
-    #: None: what the tokenizer adds (a model that is not a preset)
+    #: special tokens around each text by their text (:data:`Framing`: ``"<s> {text} </s>"``), built by r2med
+    #: whatever the tokenizer adds; ``"tokenizer"``: the tokenizer's own, its files checked to agree; None:
+    #: what the tokenizer adds, unchecked (a model that is not a preset)
     framing: Framing | None = None
 
     def __post_init__(self) -> None:
@@ -151,10 +228,12 @@ class EncoderSettings:
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.expansion_instruction not in ("none", "query"):
             raise R2MedError("expansion_instruction must be 'none' or 'query'")
-        if self.framing is not None and self.framing not in FRAMINGS:
-            raise R2MedError(f"unknown framing {self.framing!r}; choose from {', '.join(FRAMINGS)}")
-        if self.framing is not None and self.append_eos and "eos" not in self.framing:
-            raise R2MedError(f"append_eos contradicts framing {self.framing!r} (no EOS); set one of them")
+        if self.framing is not None and self.framing != TOKENIZER_FRAMING:
+            after = framing_tokens(self.framing)[1]
+            if self.append_eos and not after:
+                raise R2MedError(f"append_eos contradicts framing {shown(self.framing)} (no token after the text)")
+        if self.framing == TOKENIZER_FRAMING and self.append_eos:
+            raise R2MedError("append_eos contradicts framing 'tokenizer' (the tokenizer's own tokens); set one of them")
 
     def key(self) -> dict[str, Any]:
         """The vector-defining settings as a JSON-able dict (for fingerprints and run configs); ``framing``

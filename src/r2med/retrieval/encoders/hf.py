@@ -24,7 +24,6 @@ The helpers here (device, dtype, model limits, model files) serve the rerankers 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -34,8 +33,20 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ...errors import MissingExtraError, R2MedError
+from ...infra.home import read_json
 from ...infra.weights import load_pretrained, recording_loads
-from .base import BaseEncoder, EncoderSettings, Framing, canonical_dtype, framing_of
+from .base import TOKENIZER_FRAMING, BaseEncoder, EncoderSettings, canonical_dtype
+from .files import model_file
+from .framing import (
+    check_ids,
+    described,
+    framed_ids,
+    note_files,
+    resolve,
+    resolve_framing,
+    settled,
+    tokenizer_alone,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -65,6 +76,42 @@ def resolve_dtype(dtype: str, device: str | None = None) -> torch.dtype | Litera
     if name == "auto":
         return "auto"
     return {"fp32": torch.float32, "fp16-autocast": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+#: The torch dtype name each precision's weights load in (``auto``: the checkpoint's, whatever it is).
+WEIGHT_DTYPES = {"fp32": "float32", "fp16-autocast": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def dtype_kwargs(dtype: str, device: str | None = None) -> dict[str, Any]:
+    """The ``from_pretrained`` keyword for precision ``dtype``: ``dtype=`` (transformers >= 4.56), else
+    ``torch_dtype=`` -- passed for every precision, fp32 included (transformers 5 otherwise loads the
+    checkpoint's own precision: an fp16 checkpoint comes up fp16)."""
+    import transformers
+
+    major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
+    key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+    return {key: resolve_dtype(dtype, device)}
+
+
+def weights_dtype(model: Any) -> str:
+    """The dtype a loaded model's weights are in (``float32``): its ``dtype``, else its first floating tensor's."""
+    import torch
+
+    dtype = getattr(model, "dtype", None)
+    if not isinstance(dtype, torch.dtype):
+        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    return str(dtype).replace("torch.", "")
+
+
+def check_weights_dtype(model_name: str, dtype: str, loaded: str) -> None:
+    """The precision read back from the loaded weights against the one asked for: a mismatch is a one-line error
+    (a record must never say fp32 for vectors an fp16 forward pass made)."""
+    expected = WEIGHT_DTYPES.get(canonical_dtype(dtype))
+    if expected is not None and loaded != expected:
+        raise R2MedError(
+            f"model {model_name!r}: its weights loaded in {loaded}, not the {expected} that dtype {dtype} asks "
+            "for (the loader ignored the precision); nothing was encoded"
+        )
 
 
 def autocast_context(dtype: str, device: str) -> contextlib.AbstractContextManager[Any]:
@@ -146,6 +193,7 @@ class TransformersEncoder(TorchEncoder):
         super().__init__(settings, device, batch_size, token_budget)
         self._models: dict[str, tuple[Any, Any]] = {}
         self._limits: dict[str, int] = {}
+        self._frames: dict[str, tuple[str, list[int], list[int], dict[str, Any]]] = {}
 
     def _load(self, name: str) -> tuple[Any, Any]:
         if name in self._models:
@@ -160,17 +208,15 @@ class TransformersEncoder(TorchEncoder):
         kwargs = {"revision": s.revision, "trust_remote_code": s.trust_remote_code}
         try:
             tok = AutoTokenizer.from_pretrained(name, **kwargs)
-            model = load_pretrained(
-                AutoModel, name, "embedding model", dtype=resolve_dtype(s.dtype, self.device), **kwargs
-            )
+            model = load_pretrained(AutoModel, name, "embedding model", **dtype_kwargs(s.dtype, self.device), **kwargs)
+        except ImportError as exc:  # a model's own code (trust_remote_code) written for another transformers
+            raise R2MedError(f"cannot load model {name!r}: its own code does not import here ({exc})") from exc
         except (OSError, ValueError) as exc:
             raise _load_error(name, exc) from exc
         if s.pooling == "last-token" or s.append_eos:
-            if tok.pad_token is None:
+            if tok.pad_token is None:  # padding only (masked out); which token it is changes no vector
                 tok.pad_token = tok.eos_token
             tok.padding_side = "left"
-        if s.append_eos and tok.eos_token_id is None:
-            raise R2MedError(f"model {name!r} has no EOS token; it cannot be used with append_eos")
         limit = model_max_length(model, tok)
         if limit is None and s.max_length is None:
             raise R2MedError(
@@ -179,7 +225,8 @@ class TransformersEncoder(TorchEncoder):
         self._limits[name] = limit or 0
         model.eval().to(self.device)
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
-        self.used["weights"] = str(getattr(model, "dtype", "")).replace("torch.", "")
+        self.used["weights"] = weights_dtype(model)
+        check_weights_dtype(name, s.dtype, self.used["weights"])
         self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
         self.used["device"] = self.device
         if self.device == "cuda" and torch.cuda.device_count() > 1:
@@ -187,8 +234,11 @@ class TransformersEncoder(TorchEncoder):
         self._models[name] = (tok, model)
         return tok, model
 
-    def _tokenize(self, tok: Any, texts: list[str], role: str, max_length: int) -> dict[str, list[Any]]:
+    def _tokenize(
+        self, tok: Any, texts: list[str], role: str, max_length: int, name: str | None = None
+    ) -> dict[str, list[Any]]:
         s = self.settings
+        name = name or s.model
         if role == "doc" and s.doc_as_pair:
             enc = tok(
                 [""] * len(texts),
@@ -198,61 +248,86 @@ class TransformersEncoder(TorchEncoder):
                 padding=False,
                 return_attention_mask=False,
             )
-        elif s.framing is not None:
-            return {"input_ids": self._framed_ids(tok, texts, s.framing, max_length)}
-        elif s.append_eos:
-            enc = tok(
+            return {k: list(v) for k, v in enc.items()}
+        frame = self._frame(name, tok)
+        if frame is not None:
+            template, before, after, _ = frame
+            ids = framed_ids(tok, texts, before, after, max_length, template)
+        elif s.append_eos:  # the tokenizer's own framing, then its EOS (by the text it names), as BMRetriever's code
+            if not tok.eos_token:
+                raise R2MedError(f"model {name!r} has no EOS token; it cannot be used with append_eos")
+            eos = resolve(name, tok, f"{{text}} {tok.eos_token}", [tok.eos_token])
+            plain = tok(
                 texts,
                 truncation=True,
                 max_length=max_length - 1,
                 padding=False,
                 return_attention_mask=False,
                 return_token_type_ids=False,
-            )
-            enc = {"input_ids": [ids + [tok.eos_token_id] for ids in enc["input_ids"]]}
+            )["input_ids"]
+            ids = [[*one, *eos] for one in plain]
         else:
             enc = tok(texts, truncation=True, max_length=max_length, padding=False, return_attention_mask=False)
-        return {k: list(v) for k, v in enc.items()}
-
-    def _framed_ids(self, tok: Any, texts: list[str], framing: Framing, max_length: int) -> list[list[int]]:
-        """Token ids of ``texts`` framed as ``framing`` says, whatever the tokenizer's post-processor adds:
-        the texts tokenized without special tokens, cut to ``max_length`` minus the special tokens (the
-        limit counts them, as a tokenizer's own truncation does), then BOS / EOS put around them."""
-        name = self.settings.model
-        bos, eos = "bos" in framing, "eos" in framing
-        for wanted, token, token_id in ((bos, "BOS", tok.bos_token_id), (eos, "EOS", tok.eos_token_id)):
-            if wanted and token_id is None:
-                raise R2MedError(f"model {name!r}: its framing is {framing} but its tokenizer has no {token} token")
-        room = max_length - int(bos) - int(eos)
-        if room < 1:
-            raise R2MedError(f"max_length {max_length} leaves no room for text beside the {framing} tokens")
-        body = tok(
-            texts,
-            add_special_tokens=False,
-            truncation=True,
-            max_length=room,
-            padding=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
-        ids = [([tok.bos_token_id] if bos else []) + list(b) + ([tok.eos_token_id] if eos else []) for b in body]
+            if texts and "framing" not in self.used:
+                self._record_framing(name, tok, texts[0], None)
+            return {k: list(v) for k, v in enc.items()}  # token_type_ids too (BERT-style models)
         if texts and "framing" not in self.used:
-            self._check_framing(tok, texts[0], ids[0], framing)
-        return ids
+            self._record_framing(name, tok, texts[0], frame)
+        return {"input_ids": ids}
 
-    def _check_framing(self, tok: Any, text: str, ids: list[int], framing: Framing) -> None:
-        """The first text's ids against ``framing``, and a record of what the tokenizer alone would have
-        added (``used['framing']``, for ``metrics.json``)."""
-        framing_check(self.settings.model, tok, ids, framing)
-        own = tokenizer_framing(tok, text)
-        if own != framing:
+    def _frame(self, name: str, tok: Any) -> tuple[str, list[int], list[int], dict[str, Any]] | None:
+        """The framing ``name``'s texts get (its template, the ids before / after the text, what the tokenizer's
+        files say), resolved once per model: the settings' tokens by text, or the tokenizer's own where its
+        files agree (``framing="tokenizer"``); None: no framing of r2med's (the tokenizer's, unchecked)."""
+        if self.settings.framing is None:
+            return None
+        if name not in self._frames:
+            template, files = settled(name, tok, self.settings.framing, self.settings.revision)
+            before, after = resolve_framing(name, tok, template)
+            self._frames[name] = (template, before, after, files)
+        return self._frames[name]
+
+    def _record_framing(
+        self, name: str, tok: Any, text: str, frame: tuple[str, list[int], list[int], dict[str, Any]] | None
+    ) -> None:
+        """What the texts were framed with, and what the tokenizer alone would have added (``used['framing']``,
+        for ``metrics.json``): both by token text and id."""
+        s = self.settings
+        own = tokenizer_alone(tok, text)
+        if frame is None:
+            if s.append_eos:
+                eos = resolve(name, tok, f"{{text}} {tok.eos_token}", [tok.eos_token])
+                built = described(tok, [t["id"] for t in own["before"]], [t["id"] for t in own["after"]] + eos)
+                self.used["framing"] = {
+                    "framing": "tokenizer's own + its EOS (append_eos)",
+                    "tokens": built,
+                    "tokenizer_alone": own,
+                    "built_by": "tokenizer, then r2med",
+                }
+            else:
+                self.used["framing"] = {
+                    "framing": "tokenizer's own",
+                    "tokenizer_alone": own,
+                    "tokenizer_files": note_files(name, tok, s.revision).describe(),
+                    "built_by": "tokenizer",
+                }
+            return
+        template, before, after, files = frame
+        if own["framing"] != template:
             log.info(
-                "%s: its tokenizer frames texts as %s; r2med frames them as %s (the preset's framing)",
-                self.settings.model,
-                own,
-                framing,
+                "%s: its tokenizer alone frames texts as %r; r2med builds %r (%s)",
+                name,
+                own["framing"],
+                template,
+                "the tokenizer's files" if s.framing == TOKENIZER_FRAMING else "the preset's framing",
             )
-        self.used["framing"] = {"framing": framing, "tokenizer_alone": own, "built_by": "r2med"}
+        self.used["framing"] = {
+            "framing": s.framing,
+            "tokens": described(tok, before, after),
+            "tokenizer_alone": own,
+            "tokenizer_files": files,
+            "built_by": "r2med",
+        }
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         import torch
@@ -264,7 +339,7 @@ class TransformersEncoder(TorchEncoder):
         assert max_length is not None  # _load raised when neither the model nor the settings give a limit
         self.note_max_length(role, max_length)
         prefix = self.instruction(role)
-        enc = self._tokenize(tok, [prefix + t for t in texts] if prefix else list(texts), role, max_length)
+        enc = self._tokenize(tok, [prefix + t for t in texts] if prefix else list(texts), role, max_length, name)
 
         def encode_batch(idx: np.ndarray) -> torch.Tensor:
             feats = tok.pad({k: [v[i] for i in idx] for k, v in enc.items()}, padding=True, return_tensors="pt")
@@ -276,33 +351,6 @@ class TransformersEncoder(TorchEncoder):
 
         with torch.inference_mode():
             return self.in_length_order([len(ids) for ids in enc["input_ids"]], batch_size, encode_batch, _torch_stack)
-
-
-def framing_check(model: str, tok: Any, ids: list[int], framing: Framing) -> None:
-    """One line, never a run, when ``ids`` (a text's, unpadded) lack ``framing``: a BOS first (once) when it
-    says BOS and none otherwise, exactly one EOS last when it says EOS and none otherwise."""
-    bos, eos = "bos" in framing, "eos" in framing
-    bos_id, eos_id = tok.bos_token_id, tok.eos_token_id
-    starts_bos = bool(ids) and bos_id is not None and ids[0] == bos_id
-    doubled_bos = starts_bos and len(ids) > 1 and ids[1] == bos_id
-    eos_run = 0
-    while eos_id is not None and eos_run < len(ids) and ids[-1 - eos_run] == eos_id:
-        eos_run += 1
-    if starts_bos != bos or doubled_bos or eos_run != int(eos):
-        raise R2MedError(
-            f"model {model!r}: its first text's token ids lack its {framing} framing (BOS first: "
-            f"{'twice' if doubled_bos else starts_bos}, EOS at the end: {eos_run}); r2med cannot "
-            "repair them for this loader"
-        )
-
-
-def tokenizer_framing(tok: Any, text: str) -> Framing:
-    """What ``tok`` alone puts around ``text`` (its post-processor, as this transformers version reads it)."""
-    plain = list(tok(text, add_special_tokens=False)["input_ids"])
-    default = list(tok(text)["input_ids"])
-    bos = len(default) > len(plain) and tok.bos_token_id is not None and default[0] == tok.bos_token_id
-    eos = len(default) > len(plain) and tok.eos_token_id is not None and default[-1] == tok.eos_token_id
-    return framing_of(bos, eos)
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -348,9 +396,8 @@ class SentenceTransformerEncoder(TorchEncoder):
                 raise MissingExtraError("sentence-transformers", "dense", "dense retrieval") from exc
             s = self.settings
             check_model_source(s.model)
-            kwargs: dict[str, Any] = {}
-            if s.dtype not in ("fp32", "fp16-autocast"):  # sentence-transformers loads fp32 by default
-                kwargs["model_kwargs"] = {"torch_dtype": resolve_dtype(s.dtype)}
+            # the precision is passed whatever it is: with none, transformers 5 loads the checkpoint's own
+            kwargs: dict[str, Any] = {"model_kwargs": dtype_kwargs(s.dtype, self.device)}
             try:
                 with recording_loads(s.model, "embedding model"):
                     model = SentenceTransformer(
@@ -362,12 +409,41 @@ class SentenceTransformerEncoder(TorchEncoder):
                     )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
+            self.used["weights"] = weights_dtype(model)
+            check_weights_dtype(s.model, s.dtype, self.used["weights"])
+            autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
+            self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
+            self.used["device"] = self.device
             if s.max_length:
                 model.max_seq_length = s.max_length
             if s.extra.get("exclude_prompt_from_pooling"):
                 model.set_pooling_include_prompt(False)
             self._model = model
         return self._model
+
+    def _check_framing(self, tok: Any, text: str, ids: list[int]) -> None:
+        """sentence-transformers tokenizes: r2med cannot build the ids, only check the first text's against the
+        framing (its tokens by text, or the tokenizer's own once its files agree) and record them."""
+        s = self.settings
+        own = tokenizer_alone(tok, text)
+        if s.framing is None:
+            self.used["framing"] = {
+                "framing": "tokenizer's own",
+                "tokenizer_alone": own,
+                "tokenizer_files": note_files(s.model, tok, s.revision).describe(),
+                "built_by": "tokenizer",
+            }
+            return
+        template, files = settled(s.model, tok, s.framing, s.revision)
+        before, after = resolve_framing(s.model, tok, template)
+        check_ids(s.model, ids, before, after, template, [t["id"] for t in (*own["before"], *own["after"])])
+        self.used["framing"] = {
+            "framing": s.framing,
+            "tokens": described(tok, before, after),
+            "tokenizer_alone": own,
+            "tokenizer_files": files,
+            "built_by": "tokenizer (checked)",
+        }
 
     def prompt(self, role: str) -> str | None:
         """The prompt passed for ``role``: None lets the model choose its own."""
@@ -401,10 +477,8 @@ class SentenceTransformerEncoder(TorchEncoder):
             full, truncation=True, max_length=model.max_seq_length, padding=False, return_attention_mask=False
         )["input_ids"]
         lengths = [len(one) for one in ids]
-        if self.settings.framing is not None and "framing" not in self.used:
-            # sentence-transformers tokenizes: r2med cannot build the ids, only check the first text's
-            framing_check(self.settings.model, model.tokenizer, list(ids[0]), self.settings.framing)
-            self.used["framing"] = {"framing": self.settings.framing, "built_by": "tokenizer (checked)"}
+        if "framing" not in self.used:
+            self._check_framing(model.tokenizer, full[0], list(ids[0]))
         encode = getattr(model, "encode_document" if role == "doc" else "encode_query", model.encode)  # ST < 5: encode
 
         def encode_batch(idx: np.ndarray) -> torch.Tensor:
@@ -454,11 +528,14 @@ class RemoteCodeEncoder(TorchEncoder):
                     "embedding model",
                     revision=s.revision,
                     trust_remote_code=True,
-                    dtype=resolve_dtype(s.dtype, self.device),
+                    **dtype_kwargs(s.dtype, self.device),
                 )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             self._model.eval().to(self.device)
+            self.used["weights"] = self.used["compute"] = weights_dtype(self._model)
+            check_weights_dtype(s.model, s.dtype, self.used["weights"])
+            self.used["device"] = self.device
             if not hasattr(self._model, "encode"):
                 raise R2MedError(f"{s.model} has no encode() method; use --retriever dense with a pooling instead")
         return self._tok, self._model
@@ -469,8 +546,10 @@ class RemoteCodeEncoder(TorchEncoder):
         tok, model = self._load()
         s = self.settings
         # NV-Embed-v2's own encode() appends EOS (always_add_eos); append_eos would add a second one
-        eos = tok.eos_token or "" if s.append_eos else ""
+        eos = (tok.eos_token or "") if s.append_eos else ""
         full = [t + eos for t in texts]
+        if "framing" not in self.used:
+            self.used["framing"] = {"framing": "the model's own encode()", "appended_text": eos, "built_by": "model"}
         max_length = self.max_tokens(role, model_max_length(model, tok))
         self.note_max_length(role, max_length)
         if max_length is None:
@@ -510,6 +589,11 @@ class GritLMEncoder(TorchEncoder):
                 mode="embedding",
                 device_map="auto" if self.device == "cuda" else None,
             )
+            inner = getattr(self._model, "model", None)
+            if inner is not None and hasattr(inner, "parameters"):
+                self.used["weights"] = self.used["compute"] = weights_dtype(inner)
+                check_weights_dtype(s.model, s.dtype, self.used["weights"])
+            self.used["framing"] = {"framing": "the gritlm package's encode()", "built_by": "model"}
         max_length = self.max_tokens(role, 512)
         self.note_max_length(role, max_length)
         emb = self._model.encode(
@@ -520,34 +604,6 @@ class GritLMEncoder(TorchEncoder):
         if self.settings.normalize:
             emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
         return emb
-
-
-def _looks_like_hub_id(model: str) -> bool:
-    return bool(model) and model.count("/") <= 1 and not model.startswith((".", "/", "~")) and "\\" not in model
-
-
-def model_file(model: str, filename: str, revision: str | None = None) -> Path | None:
-    """``filename`` of a model: from its folder, or for a hub id from the Hugging Face cache (or the
-    hub, unless offline); None when the model has no such file or it cannot be found."""
-    folder = Path(model).expanduser()
-    if folder.is_dir():
-        path = folder / filename
-        return path if path.is_file() else None
-    if not _looks_like_hub_id(model):
-        return None
-    try:
-        from huggingface_hub import hf_hub_download, try_to_load_from_cache
-        from huggingface_hub.constants import HF_HUB_OFFLINE
-
-        cached = try_to_load_from_cache(model, filename, revision=revision)
-        if isinstance(cached, str):
-            return Path(cached)
-        offline = HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
-        if cached is not None or offline:
-            return None  # known absent, or not cached and we may not ask the hub
-        return Path(hf_hub_download(model, filename, revision=revision))
-    except Exception:  # not on the hub, no network, a malformed id: the loader reports it
-        return None
 
 
 def is_sentence_transformers_model(model: str, revision: str | None = None) -> bool:
@@ -562,7 +618,7 @@ def sentence_transformers_similarity(model: str, revision: str | None = None) ->
         return None
     path = model_file(model, "config_sentence_transformers.json", revision)
     try:
-        config = json.loads(path.read_text(encoding="utf-8")) if path else {}
+        config = read_json(path) if path else {}
     except (OSError, ValueError):
         config = {}
     return str(config.get("similarity_fn_name") or "cosine")

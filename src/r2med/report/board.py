@@ -1,0 +1,457 @@
+"""The leaderboard as a type: systems x tasks for one measure, beside the published figures (no rendering here).
+
+Rows are systems, columns the tasks (R2MED's 8 in the paper's order, then any
+others) and their macro average, values x100 like the paper.  A system that
+matches a published configuration (see :mod:`r2med.results.published`) gets a
+``published`` row and a ``delta`` row; a delta beyond the tolerance is flagged.
+With a baseline, each cell is marked when it differs significantly from the
+baseline (paired randomisation test, Holm-Bonferroni across tasks).
+
+**One stated set.**  The ``Average`` column is the macro average over *all* the table's tasks (its
+columns), and only that: a system without a value for one of them has no Average (:data:`GAP`, never
+ranked or bolded), its gaps are gaps, and :meth:`Leaderboard.left_out` says in words what the table
+leaves out (the commands print it on stderr).  A significance mark on the Average is shown only when
+the comparison behind it pooled the queries of all those tasks.  Every renderer reads its cells from
+:meth:`Leaderboard.grid` / :meth:`Leaderboard.cell_text`, so the rule holds in each of them.
+
+**Marks.**  Besides the significance mark, a cell can carry marks of its own (:attr:`BoardCell.marks`),
+each explained once by a legend line (:attr:`Leaderboard.marks`): the hook for annotations.  Ties use it
+(:func:`r2med.report.ties.mark_ties`): a cell whose value the order of tied documents decides carries ``≈``
+and its range (:attr:`BoardCell.ties`); a cell without a value never does.
+
+The renderers are apart from this type: :mod:`.leaderboard` (terminal, Markdown, CSV, JSON),
+:mod:`.latex`, :mod:`.html` and :mod:`.plot`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..data.tasks import TASK_NAMES
+from ..errors import R2MedError
+from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..results.folders import System, task_order
+from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
+from .format import FLAG, GAP, SIGNIFICANT
+from .ties import mark_ties
+
+AVERAGE = "Average"
+
+#: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
+#: its row stays matched to the published one, with a wider band.
+NONPAPER_PRECISION_EXTRA = 1.0
+
+
+@dataclass
+class BoardCell:
+    """One system x task (or average) entry of the leaderboard, x100."""
+
+    value: float | None = None  # x100
+    published: float | None = None
+    p_holm: float | None = None
+    significant: bool = False
+    #: why the published figure is not shown though the system matched one (its data is not the hub task's)
+    ungraded: str | None = None
+    #: marks shown after the value in every renderer, each explained by a line of :attr:`Leaderboard.marks`
+    marks: list[str] = field(default_factory=list)
+    #: (worst, best) x100 when the order of tied documents decides the value (:func:`r2med.report.ties.mark_ties`)
+    ties: tuple[float, float] | None = None
+
+    @property
+    def delta(self) -> float | None:
+        if self.value is None or self.published is None:
+            return None
+        return self.value - self.published
+
+
+@dataclass
+class Row:
+    system: str
+    published: PublishedKey | None
+    tolerance: float | None
+    cells: dict[str, BoardCell]
+    #: the table's tasks this row has no value for: it shows no Average (an Average is over every column)
+    missing: list[str] = field(default_factory=list)
+    published_average_note: str = ""
+    reference: bool = False  # a published configuration shown for comparison, not a run
+    precision_note: str = ""  # e.g. "bf16 (paper: fp32)": the tolerance was widened for it
+
+    @property
+    def partial_average(self) -> bool:
+        """Whether the row lacks some of the table's tasks (and so shows no Average)."""
+        return bool(self.missing)
+
+    def within(self, task: str) -> bool | None:
+        d = self.cells[task].delta
+        if d is None or self.tolerance is None:
+            return None
+        return abs(d) <= self.tolerance + 1e-9
+
+
+@dataclass
+class Leaderboard:
+    measure: str
+    tasks: list[str]
+    rows: list[Row]
+    baseline: str | None = None
+    alpha: float = 0.05
+    notes: list[str] = field(default_factory=list)
+    #: mark -> the legend line explaining it, for the marks cells carry (:attr:`BoardCell.marks`)
+    marks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self.tasks, AVERAGE]
+
+    @property
+    def systems(self) -> list[Row]:
+        """The rows of this report's systems (not the ``paper:`` reference rows): what is ranked."""
+        return [row for row in self.rows if not row.reference]
+
+    def cell_text(self, row: Row, col: str) -> str:
+        """A cell as every renderer shows it: the value with two decimals (:data:`GAP` when it has none), then
+        the significance mark and the cell's own marks."""
+        c = row.cells[col]
+        text = GAP if c.value is None else f"{c.value:.2f}"
+        if c.significant and c.value is not None:
+            text += SIGNIFICANT
+        return text + "".join(c.marks)
+
+    def common_tasks(self) -> list[str]:
+        """The tasks every system of the table has a value for."""
+        return [t for t in self.tasks if all(row.cells[t].value is not None for row in self.systems)]
+
+    def left_out(self) -> list[str]:
+        """What the table leaves out, one line each (the commands print them on stderr): each row without an
+        Average and the tasks it lacks, and the tasks every system has (``--tasks`` for an Average of each)."""
+        label = measure_label(self.measure)
+        n = len(self.tasks)
+        out = [
+            f"{row.system}: no {label} for {', '.join(row.missing)}; no {AVERAGE} shown for it "
+            f"(an {AVERAGE} is over all {n} tasks of the table)"
+            for row in self.rows
+            if row.missing
+        ]
+        if out:
+            common = self.common_tasks()
+            if common:
+                out.append(f"--tasks {','.join(common)}: the tasks every system has, for an {AVERAGE} of each")
+        return out
+
+    # -- a grid of strings shared by the text renderers -----------------------------------------
+    def grid(self, flag: str = FLAG, compact: bool = False) -> tuple[list[str], list[tuple[str, list[str]]]]:
+        """Header and lines (kind, cells) as text; ``compact``: short task names and row labels."""
+        from .layout import short_task
+
+        header = ["system", *(short_task(c) if compact else c for c in self.columns)]
+        lines: list[tuple[str, list[str]]] = []
+        for row in self.rows:
+            vals = [self.cell_text(row, col) for col in self.columns]
+            lines.append(("reference" if row.reference else "system", [row.system, *vals]))
+            if row.published is not None and any(row.cells[c].published is not None for c in self.columns):
+                pub = ["-" if row.cells[c].published is None else f"{row.cells[c].published:.2f}" for c in self.columns]
+                lines.append(("published", [f"  {'pub.' if compact else 'published'} {row.published.label}", *pub]))
+                deltas = []
+                for col in self.columns:
+                    d = row.cells[col].delta
+                    if d is None:
+                        deltas.append("-")
+                    else:
+                        deltas.append(f"{d:+.2f}" + (f" {flag}" if row.within(col) is False else ""))
+                extra = f", {row.precision_note}" if row.precision_note and not compact else ""
+                band = (
+                    "ungraded"
+                    if row.tolerance is None
+                    else f"±{row.tolerance:g}"
+                    if compact
+                    else f"tol ±{row.tolerance:g}"
+                )
+                label = f"  delta {band}" if compact else f"  delta ({band}{extra})"
+                lines.append(("delta", [label, *deltas]))
+        return header, lines
+
+    def legend(self) -> list[str]:
+        n = len(self.tasks)
+        over = "its one task" if n == 1 else f"all {n} tasks of the columns"
+        out = [
+            f"{measure_label(self.measure)} x100; {AVERAGE} = macro average over {over} "
+            "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."
+        ]
+        if any(r.reference for r in self.rows):
+            out.append("paper: rows are published figures (no run), for comparison.")
+        if any(r.missing for r in self.rows):
+            out.append(f"{GAP}: no result; a system without every task has no {AVERAGE} (never ranked).")
+        if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
+            out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        if any(r.published is not None and r.tolerance is None for r in self.rows):
+            out.append(
+                "ungraded: a configuration whose settings r2med assumed (none published); the delta "
+                "measures the assumption."
+            )
+        if any(r.precision_note for r in self.rows if r.published is not None):
+            out.append(
+                f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
+                "than the paper's code (--dtype)."
+            )
+        out += [
+            f"no published figure for {r.system}: {r.cells[c].ungraded}."
+            for r in self.rows
+            for c in self.columns
+            if r.cells[c].ungraded
+        ]
+        notes = sorted({r.published_average_note for r in self.rows if r.published_average_note})
+        out += [f"{AVERAGE} delta: {note}." for note in notes]
+        if self.baseline:
+            out.append(
+                f"{SIGNIFICANT} differs from {self.baseline} (paired randomisation test, Holm-Bonferroni "
+                f"across tasks, alpha {self.alpha:g}; {AVERAGE}: all queries pooled)."
+            )
+        used = {m for r in self.rows for c in r.cells.values() for m in c.marks}
+        out += [line for mark, line in self.marks.items() if mark in used]
+        return out + self.notes
+
+    def records(self) -> list[dict[str, Any]]:
+        """Long form: one record per system x column."""
+        recs = []
+        for row in self.rows:
+            for col in self.columns:
+                c = row.cells[col]
+                recs.append(
+                    {
+                        "system": row.system,
+                        "reference": row.reference,
+                        "task": col,
+                        "measure": self.measure,
+                        "value": _round(c.value),
+                        "published": c.published,
+                        "delta": _round(c.delta),
+                        "tolerance": row.tolerance if c.published is not None else None,
+                        "within_tolerance": row.within(col),
+                        "published_config": row.published.label if row.published and c.published is not None else None,
+                        "p_holm": c.p_holm,
+                        "significant": c.significant if self.baseline else None,
+                        "ungraded": c.ungraded,
+                    }
+                )
+        return recs
+
+    def to_dict(self) -> dict[str, Any]:
+        systems = []
+        for row in self.rows:
+            key = row.published
+            systems.append(
+                {
+                    "name": row.system,
+                    "published": None
+                    if key is None
+                    else {
+                        "retriever": key.retriever,
+                        "expansion": key.expansion,
+                        "llm": key.llm,
+                        "label": key.label,
+                        "setting": key.setting(),
+                        "source": key.source(),
+                    },
+                    "tolerance": row.tolerance,
+                    "precision_note": row.precision_note or None,
+                    "missing_tasks": row.missing,
+                    "reference": row.reference,
+                    "cells": {
+                        col: {
+                            "value": _round(row.cells[col].value),
+                            "published": row.cells[col].published,
+                            "delta": _round(row.cells[col].delta),
+                            "within_tolerance": row.within(col),
+                            "p_holm": row.cells[col].p_holm,
+                            "significant": row.cells[col].significant,
+                            "ungraded": row.cells[col].ungraded,
+                            "marks": row.cells[col].marks,
+                            "ties": _range(row.cells[col].ties),
+                        }
+                        for col in self.columns
+                    },
+                }
+            )
+        return {
+            "measure": self.measure,
+            "scale": 100,
+            "tasks": self.tasks,
+            "baseline": self.baseline,
+            "alpha": self.alpha,
+            "systems": systems,
+            "legend": self.legend(),
+        }
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
+
+
+def _range(ties: tuple[float, float] | None) -> dict[str, float | None] | None:
+    return None if ties is None else {"worst": _round(ties[0]), "best": _round(ties[1])}
+
+
+def build_leaderboard(
+    systems: list[System],
+    measure: str = HEADLINE,
+    tolerance: float | None = None,
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    n_permutations: int = 10_000,
+    seed: int = 42,
+    references: Sequence[str] = (),
+) -> Leaderboard:
+    """Tabulate ``systems`` for ``measure``; published deltas only for nDCG@10 (the published measure).
+
+    ``references`` adds published configurations (``nv``, ``bm25+hyde-gpt4``) as rows of their
+    own, for comparison with systems that have no published counterpart.
+    """
+    measure = canonical(measure)
+    if not systems:
+        raise R2MedError("no systems to report; pass run folders written by `r2med evaluate`")
+    if not any(measure in s.measures() for s in systems):
+        label = measure_label(measure)
+        raise R2MedError(f"no run folder has {label}; re-run `r2med evaluate -m {label}` (it re-scores finished runs)")
+    tasks = task_order(systems)
+    base = None
+    if baseline is not None:
+        named = [s for s in systems if s.name == baseline]
+        if not named:
+            raise R2MedError(f"--baseline {baseline!r} is not one of the systems: {', '.join(s.name for s in systems)}")
+        base = named[0]
+    rows = []
+    for s in systems:
+        key = s.published if measure == HEADLINE else None
+        figures = key.figures() if key else {}
+        cells: dict[str, BoardCell] = {}
+        for t in tasks:
+            res = s.tasks.get(t)
+            v = res.value(measure) if res else None
+            problem = data_problem(t, res.metrics) if res is not None and t in figures else None
+            cells[t] = BoardCell(
+                value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
+            )
+        graded = {t: f for t, f in figures.items() if t == AVERAGE or cells.get(t) is None or not cells[t].ungraded}
+        present = [t for t in tasks if cells[t].value is not None]
+        missing = [t for t in tasks if cells[t].value is None]
+        # one stated set: the Average is over every task of the table, or not shown
+        avg = sum(cells[t].value or 0.0 for t in tasks) / len(tasks) if tasks and not missing else None
+        note = ""
+        pub_avg = None
+        if figures and not missing and all(t in graded for t in present):
+            r2 = [t for t in present if t in TASK_NAMES]
+            if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
+                pub_avg = figures.get(AVERAGE)
+            elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
+                pub_avg = sum(figures[t] for t in r2) / len(r2)
+                note = f"published average over the same {len(r2)} tasks"
+        cells[AVERAGE] = BoardCell(value=avg, published=pub_avg)
+        precision = (
+            next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") if figures else ""
+        )
+        tol = tolerance if tolerance is not None else tolerance_of(key) if figures and key is not None else None
+        if tol is not None and precision and tolerance is None:
+            tol += NONPAPER_PRECISION_EXTRA
+        rows.append(
+            Row(
+                s.name,
+                key if figures else None,
+                tol,
+                cells,
+                missing=missing,
+                published_average_note=note,
+                precision_note=precision,
+            )
+        )
+    rows += _reference_rows(references, tasks, measure)
+    board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
+    mark_ties(board, systems)
+    board.notes += _encoding_notes(rows, systems)
+    if base is not None:
+        _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
+    return board
+
+
+def encoding_line(encoding: dict[str, Any]) -> str:
+    """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
+    parts = []
+    versions = encoding.get("versions") or {}
+    if versions:
+        parts.append(", ".join(f"{name} {version}" for name, version in versions.items()))
+    lengths = encoding.get("max_length") or {}
+    if lengths:
+        parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
+    framing = encoding.get("framing") or {}
+    if framing:  # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+        built, alone = framing.get("tokens"), framing.get("tokenizer_alone")
+        used = built.get("framing") if isinstance(built, dict) else framing.get("framing")
+        alone = alone.get("framing") if isinstance(alone, dict) else alone
+        parts.append(f"framing {used}" + (f" (tokenizer alone: {alone})" if alone else ""))
+    dtype = encoding.get("dtype")
+    if dtype:
+        weights = (
+            f" (weights {encoding['weights']}, compute {encoding.get('compute')})" if encoding.get("weights") else ""
+        )
+        parts.append(f"dtype {dtype}{weights}")
+    if encoding.get("made_by") == "the embedding cache":
+        parts.append("vectors from the embedding cache")
+    return "; ".join(parts)
+
+
+def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
+    """For each cell outside its tolerance, what made its vectors (issue 20): the library versions, the max
+    length per side, the framing and the dtype its ``metrics.json`` recorded."""
+    notes = []
+    for row, system in zip(rows, systems):  # the system rows come first, in order
+        for task, result in system.tasks.items():
+            if task in row.cells and row.within(task) is False:
+                encoding = result.metrics.get("encoding")
+                line = encoding_line(encoding) if isinstance(encoding, dict) else ""
+                notes.append(f"{FLAG} {row.system} {task}: made with {line or 'no recorded encoding facts'}.")
+    return notes
+
+
+def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> list[Row]:
+    if labels and measure != HEADLINE:
+        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure}")
+    rows = []
+    for label in labels:
+        key = require_label(label)
+        figures = key.figures()
+        cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
+        missing = [t for t in tasks if cells[t].value is None]
+        if missing:
+            avg = None
+        elif len(tasks) == len(TASK_NAMES) and set(tasks) == set(TASK_NAMES):
+            avg = figures.get(AVERAGE)
+        else:
+            avg = sum(figures[t] for t in tasks) / len(tasks)
+        cells[AVERAGE] = BoardCell(value=avg)
+        rows.append(Row(f"paper: {key.label}", None, None, cells, missing=missing, reference=True))
+    return rows
+
+
+def _mark_significance(
+    board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float, n_permutations: int, seed: int
+) -> None:
+    from .compare import compare_systems
+
+    for row, s in zip(board.rows, systems):
+        if s is base:
+            continue
+        comparison = compare_systems(base, s, measure, n_permutations=n_permutations, seed=seed)
+        lines = comparison.rows
+        if len(lines) == 1:  # one common task: its queries are all the queries, and the Average is that task
+            lines = [lines[0], replace(lines[0], task=comparison.ALL, p_rand_holm=lines[0].stats.p_randomization)]
+        pooled_all = {line.task for line in comparison.rows if line.task != comparison.ALL} == set(board.tasks)
+        for line in lines:
+            col = AVERAGE if line.task == comparison.ALL else line.task
+            if col == AVERAGE and not pooled_all:  # its queries are not those of the Average's tasks: no mark
+                continue
+            if col in row.cells and row.cells[col].value is not None:
+                p = line.p_rand_holm if line.task != comparison.ALL else line.stats.p_randomization
+                row.cells[col].p_holm = p
+                row.cells[col].significant = p is not None and p < alpha
