@@ -293,7 +293,7 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
         return dict(config)
     try:
-        return {**config, "options": parse(meta.options, options, Origin.python("a recorded config")).record()}
+        return {**config, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
     except SpecError:
         return dict(config)
 

@@ -21,13 +21,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
 
 from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 from ..retrieval.model_source import missing_model_path
 from ..runs.fusion import FusionMethod, Normalisation
-from .parse import Count, NonNegative, NonNegativeInt, Positive, RerankerOptions, RetrieverOptions, Share, Spec
+from .parse import (
+    Count,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    RerankerOptions,
+    RetrieverOptions,
+    Share,
+    Spec,
+    is_recorded,
+)
 
 #: the choices of the fields below, as their text
 POOLINGS = tuple(p.value for p in Pooling)
@@ -85,9 +95,12 @@ def _dtype(value: Any) -> Any:
     return _choice(value, DTYPE_SPELLINGS, "dtype", fold=True)
 
 
-def _existing_model(cls: type, value: Any) -> Any:
+def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
-    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`."""
+    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`.  A recorded spec read back
+    names the folder a run used, which need not be there any more (:func:`~r2med.spec.parse.is_recorded`)."""
+    if is_recorded(info):
+        return value
     problem = missing_model_path(value) if isinstance(value, str) else None
     if problem:
         raise ValueError(problem)

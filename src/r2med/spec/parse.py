@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
 from ..errors import OptionError, did_you_mean, shown
@@ -57,6 +57,15 @@ class Spec(BaseModel):
 
 # -- constrained field types (the words of their errors: :func:`expected`) -----------------------------------
 
+#: the validation context key of values read back from a record (:attr:`Origin.recorded`)
+RECORDED = "recorded"
+
+
+def is_recorded(info: ValidationInfo) -> bool:
+    """Whether a field validator checks values a run recorded (read back: nothing of the present is asked)."""
+    return isinstance(info.context, dict) and bool(info.context.get(RECORDED))
+
+
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 Share = Annotated[float, Field(ge=0, le=1)]
@@ -73,6 +82,9 @@ class Origin:
     where: str = ""
     #: field -> the key a file spells it with (``[[retrievers]]``: the retriever is ``name``, the result ``label``)
     spelled: tuple[tuple[str, str], ...] = ()
+    #: values a run recorded (``metrics.json``), read back: facts of the past, so what checks the present (a model
+    #: folder that must exist) is not asked (:data:`RECORDED`)
+    recorded: bool = False
 
     @classmethod
     def cli(cls) -> Origin:
@@ -85,6 +97,11 @@ class Origin:
     @classmethod
     def python(cls, where: str) -> Origin:
         return cls("python", where)
+
+    @classmethod
+    def record(cls, where: str) -> Origin:
+        """Values a run recorded, read back as the spec that made them (:attr:`recorded`)."""
+        return cls("python", where, recorded=True)
 
     def key(self, spec: type[Spec] | None, name: str) -> str:
         """How a field is named to the user: its flag on the command line, else its name."""
@@ -246,7 +263,7 @@ def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> Sp
     if bad:
         raise origin.fail(f"unknown option {bad[0]!r}")
     try:
-        return spec.model_validate(data)
+        return spec.model_validate(data, context={RECORDED: True} if origin.recorded else None)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise origin.fail(_message(spec, first, origin)) from None

@@ -370,7 +370,7 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
     if expansion is not None and expansion.get("method") and expansion.get("llm"):
         values["expansion"] = f"{expansion['method']}:{expansion['llm']}"
     try:
-        return evaluate_step(values, Origin.python(f"the recorded config of {retriever!r}"))
+        return evaluate_step(values, Origin.record(f"the recorded config of {retriever!r}"))
     except SpecError:
         return None
 
@@ -409,6 +409,6 @@ def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
         if config.get(key) is not None:
             values[key] = config[key]
     try:
-        return rerank_step(values, Origin.python(f"the recorded config of reranker {name!r}"))
+        return rerank_step(values, Origin.record(f"the recorded config of reranker {name!r}"))
     except SpecError:
         return None
