@@ -91,9 +91,8 @@ def _parquet(rows: list[dict], columns: tuple[str, ...], list_columns: tuple[str
     return out.getvalue()
 
 
-def _documents(task: str, rows: list[dict], distractors: int, seed: int, spaced_ids: bool = True) -> list[dict]:
-    """Every gold and excluded id of ``rows`` as a document, plus ``distractors`` generated ones, shuffled
-    (``spaced_ids``: a third of the distractors' ids hold spaces, as some of BRIGHT's do)."""
+def _documents(task: str, rows: list[dict], distractors: int, seed: int) -> list[dict]:
+    """Every gold and excluded id of ``rows`` as a document, plus ``distractors`` generated ones, shuffled."""
     docs: dict[str, str] = {}
     for row in rows:
         rng = _rng(seed, task, "query", row["id"])
@@ -105,17 +104,14 @@ def _documents(task: str, rows: list[dict], distractors: int, seed: int, spaced_
     for i in range(distractors):
         rng = _rng(seed, task, "distractor", i)
         # BRIGHT's document ids are paths, and some hold spaces (released runs keep them)
-        spaced = spaced_ids and i % 3 == 0
-        doc_id = f"{task}_distractor/page {i} of notes.txt" if spaced else f"{task}_distractor/page_{i}.txt"
+        doc_id = f"{task}_distractor/page {i} of notes.txt" if i % 3 == 0 else f"{task}_distractor/page_{i}.txt"
         docs.setdefault(doc_id, _text(rng, 40))
     out = [{"id": k, "content": v} for k, v in docs.items()]
     _rng(seed, task, "order").shuffle(out)
     return out
 
 
-def _long_documents(
-    task: str, rows: list[dict], short: list[dict], distractors: int, seed: int, spaced_ids: bool = True
-) -> list[dict]:
+def _long_documents(task: str, rows: list[dict], short: list[dict], distractors: int, seed: int) -> list[dict]:
     """Every long gold id of ``rows``; a long document holds the short ones whose id starts with its stem."""
     by_stem: dict[str, list[str]] = {}
     for d in short:
@@ -129,8 +125,7 @@ def _long_documents(
                     _rng(seed, task, "long", lid), 200, _query_words(row, 6)
                 )
     for i in range(distractors):
-        long_id = f"{task}_distractor/long page {i}.txt" if spaced_ids else f"{task}_distractor/long_page_{i}.txt"
-        docs.setdefault(long_id, _text(_rng(seed, task, "long distractor", i), 200))
+        docs.setdefault(f"{task}_distractor/long page {i}.txt", _text(_rng(seed, task, "long distractor", i), 200))
     out = [{"id": k, "content": v} for k, v in docs.items()]
     _rng(seed, task, "long order").shuffle(out)
     return out
@@ -153,23 +148,21 @@ def bright_files(
     long_distractors: int = 3,
     reasoning: tuple[str, ...] = REASONING_CONFIGS,
     seed: int = 0,
-    spaced_ids: bool = True,
 ) -> dict[str, bytes]:
     """Hub path -> parquet bytes of an emulated BRIGHT for ``tasks`` (hub names; None: all 12).
 
     ``queries``: how many of each task's real rows (None: all; aops and theoremqa_questions exclude ~5,000
-    documents per query, so every query adds that many documents); ``distractors``: generated documents per task;
-    ``spaced_ids``: some distractor ids hold spaces.
+    documents per query, so every query adds that many documents); ``distractors``: generated documents per task.
     """
     files: dict[str, bytes] = {}
     lists = ("excluded_ids", "gold_ids_long", "gold_ids")
     for task in tasks or TASKS:
         rows = shared_rows(task)[:queries] if queries is not None else shared_rows(task)
         files[hub_path("examples", task)] = _parquet(rows, EXAMPLE_COLUMNS, lists)
-        short = _documents(task, rows, distractors, seed, spaced_ids)
+        short = _documents(task, rows, distractors, seed)
         files[hub_path("documents", task)] = _parquet(short, DOCUMENT_COLUMNS)
         if task in LONG_TASKS:
-            long_docs = _long_documents(task, rows, short, long_distractors, seed, spaced_ids)
+            long_docs = _long_documents(task, rows, short, long_distractors, seed)
             files[hub_path("long_documents", task)] = _parquet(long_docs, DOCUMENT_COLUMNS)
         for config in reasoning:
             files[hub_path(config, task)] = _parquet(_reasoning_rows(config, rows, seed), EXAMPLE_COLUMNS, lists)

@@ -29,7 +29,7 @@ def cache(tmp_path_factory):
     if not have_shared_bright():
         pytest.skip("../shared/data/bright is not available")
     root = tmp_path_factory.mktemp("bright_cache")
-    files = bright_files(TASKS, queries=3, distractors=60, reasoning=(), spaced_ids=False)
+    files = bright_files(TASKS, queries=3, distractors=60, reasoning=())
     fill_bright_cache(root, files)
     return root
 

@@ -195,7 +195,7 @@ GOOD = {"query": "why?", "id": "0", "excluded_ids": ["N/A"], "gold_ids_long": ["
     [
         ({"id": None}, r"row 2: id is missing \(null\)"),
         ({"id": "1 2"}, r"row 2: id '1 2' contains whitespace"),
-        ({"id": "1\x002"}, r"row 2: id .* holds a control character \('\\x00'\)"),
+        ({"id": "1\x002"}, r"row 2: id .* holds a control character \('\\x00' at position 1\)"),
         ({"query": None}, r"row 2: query is missing \(null\)"),
         ({"gold_ids": ["ok.txt", "bad\x07.txt"]}, r"row 2: gold_ids\[1\] .* holds a control character"),
         ({"gold_ids": ["x.txt"], "excluded_ids": ["x.txt"]}, r"row 2: query '1': 'x.txt' is both a gold id and an"),

@@ -31,7 +31,7 @@ NEWER = "3333333333333333333333333333333333333333"
 def files() -> dict[str, bytes]:
     if not have_shared_bright():
         pytest.skip("../shared/data/bright is not available")
-    return bright_files(("leetcode", "biology", "pony"), queries=4, distractors=30, spaced_ids=False)
+    return bright_files(("leetcode", "biology", "pony"), queries=4, distractors=30)
 
 
 def examples_of(files, task):
@@ -74,7 +74,7 @@ def test_evaluate_downloads_at_the_pin_then_nothing_and_revision_pairs_move_one_
     """The first run downloads each task's examples and documents at mteb's pin; the second makes no request (every
     file is cached at a commit); ``--revision bright:leetcode=main`` reads that task from the head's commit."""
     cache, home, out = tmp_path / "hf" / "hub", tmp_path / "home", tmp_path / "out"
-    newer = {**files, "documents/leetcode-00000-of-00001.parquet": bright_files(("leetcode",), 4, 31, (), spaced_ids=False)[
+    newer = {**files, "documents/leetcode-00000-of-00001.parquet": bright_files(("leetcode",), 4, 31, ())[
         "documents/leetcode-00000-of-00001.parquet"
     ]}  # fmt: skip
     with HubEmulator() as hub:
@@ -157,6 +157,25 @@ def test_import_and_score_need_only_the_examples(files, tmp_path):
         for measure in ("ndcg_cut_10", "recall_1000", "recip_rank"):
             assert metrics["aggregate"][measure] == pytest.approx(brights_scores(run, rows, measure), abs=1e-12)
         assert len(metrics["per_query"]) == len(rows) - 1  # the unanswered judged query is not counted
+        # BRIGHT's own score file form ({qid: {docid: score}}, as run.py writes score.json): the same figures
+        score_json = tmp_path / "score.json"
+        score_json.write_text(json.dumps(run))
+        res = cli(
+            "import",
+            str(score_json),
+            "--name",
+            "mine-json",
+            "-t",
+            "bright:leetcode",
+            "-o",
+            str(out),
+            hub=hub,
+            cache=cache,
+            home=home,
+        )
+        assert res.returncode == 0, res.stderr
+        as_json = json.loads((out / "mine-json" / "bright-leetcode" / "metrics.json").read_text())
+        assert as_json["aggregate"] == metrics["aggregate"]
         scored = cli("score", "bright:leetcode", str(path), "--json", hub=hub, cache=cache, home=home)
         assert scored.returncode == 0, scored.stderr
         assert [p.rsplit("/", 2)[-2] for p in downloads(hub)] == ["examples"]  # cached: nothing more

@@ -29,7 +29,6 @@ earlier copies counted in BM25's statistics, as R2MED's readers do); ``strict`` 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +38,10 @@ from ..errors import DataError, MissingExtraError, shown
 from ..protocol import bright as facts
 from .collection import Collection
 from .exclusions import NONE_MARKER, Exclusions
+from .files import _doc_id_flaw, _query_id_flaw, id_problem
 from .names import parse_name, reasoning_config
 
 log = logging.getLogger(__name__)
-
-_CONTROL = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
-_query_id_flaw = re.compile(rf"[\s{_CONTROL}]").search
-_doc_id_flaw = re.compile(rf"[{_CONTROL}]|\A\s|\s\Z").search
 
 
 def files(name: str, corpus: bool = True, reasoning: Sequence[str] = ()) -> list[str]:
@@ -90,7 +86,8 @@ def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[Any]]:
 
 
 def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
-    """A row's id (text, not empty, no control character; a query id without whitespace)."""
+    """A row's id, keeping r2med's id rule (:func:`r2med.data.files.id_problem`: not empty, no control character;
+    a query id without whitespace, a document id with none at either end)."""
     if isinstance(value, str) and value and not (_doc_id_flaw if document else _query_id_flaw)(value):
         return value
     where = f"row {row}: {column}"
@@ -98,16 +95,8 @@ def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
         raise DataError(path, None, f"{where} is missing (null)")
     if not isinstance(value, str):
         raise DataError(path, None, f"{where} must be text, got {type(value).__name__}")
-    if not value:
-        raise DataError(path, None, f"{where} is empty")
-    flaw = re.search(f"[{_CONTROL}]", value)
-    if flaw is not None:
-        raise DataError(
-            path, None, f"{where} {shown(value)} holds a control character ({flaw.group()!a}), which no id may hold"
-        )
-    if document:
-        raise DataError(path, None, f"{where} {shown(value)} starts or ends with whitespace")
-    raise DataError(path, None, f"{where} {shown(value)} contains whitespace (query ids must fit a TREC run)")
+    problem = id_problem(value, spaces=document)
+    raise DataError(path, None, f"{where} {shown(value)} {problem}" if value else f"{where} is empty")
 
 
 def _text(path: Path, row: int, column: str, value: Any) -> str:

@@ -261,8 +261,9 @@ def score_files(
     ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, a collection folder (its judgments;
     ``split``: a BEIR folder's ``qrels/<split>.tsv``), or a benchmark's hub task (``bright:biology``,
     ``Biology``; :func:`score_task`: its judgments and exclusions only, under its protocol).
-    ``run``: a TREC run file, or a task folder, system folder or results root holding one task (the
-    one named after the collection folder when there are several: :func:`~r2med.results.folders.run_file`).
+    ``run``: a TREC run file or a JSON score file (:func:`r2med.runs.run.read_run`), or a task folder, system
+    folder or results root holding one task (the one named after the collection folder when there are several:
+    :func:`~r2med.results.folders.run_file`).
     ``measures``: None for the default set (a hub task's: its protocol's).  ``judgments``: with a hub task, a
     judgments file scored on in place of the task's own (``--qrels``).
     """
@@ -272,7 +273,7 @@ def score_files(
     from ..evaluation.metrics import DEFAULT_MEASURES
     from ..infra.containment import check_input_file
     from ..results.folders import run_file
-    from ..runs.run import read_trec
+    from ..runs.run import read_run
 
     qrels, run = Path(qrels), Path(run)
     if not qrels.exists() and is_hub_task(str(qrels)):
@@ -293,13 +294,13 @@ def score_files(
     try:
         judged = read_qrels(qrels, strict=strict)
     except R2MedError as exc:
-        if _reads_as(read_trec, qrels) and _reads_as(read_qrels, run):
+        if _reads_as(read_run, qrels) and _reads_as(read_qrels, run):
             raise R2MedError(
                 f"{exc}; the two files look swapped ({qrels} reads as a run, {run} as judgments): "
                 f"`r2med score` takes the judgments first, then the run: r2med score {run} {qrels}"
             ) from None
         raise
-    ranked = read_trec(run)
+    ranked = read_run(run)
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
@@ -325,7 +326,7 @@ def score_task(
     from ..data.benchmarks import protocol_of
     from ..infra.containment import check_input_file
     from ..results.folders import run_file
-    from ..runs.run import read_trec
+    from ..runs.run import read_run
 
     refs = resolve(task, None, revision, strict=strict, qrels=judgments)
     if len(refs) != 1:
@@ -334,7 +335,7 @@ def score_task(
     if run.is_dir():
         run = run_file(run, task=refs[0].name)
     check_input_file(run, "run")
-    ranked = read_trec(run)  # read before anything is downloaded: a bad file is one line at once
+    ranked = read_run(run)  # TREC or a JSON score file, read before anything is downloaded: a bad one is one line
     [ref] = check_hub(refs, corpus=False)
     collection = ref.load(corpus=False)
     if collection.exclusions:
