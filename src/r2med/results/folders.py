@@ -648,13 +648,17 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
 
 
 def task_order(systems: Iterable[System]) -> list[str]:
-    """R2MED's 8 tasks in the paper's order first, then any other task names in order of appearance."""
+    """R2MED's 8 tasks in the paper's order first, then BRIGHT's in its order (each task, then its long-document
+    setting), then any other task names in order of appearance."""
+    from ..data.names import names
+
     seen: list[str] = []
     for s in systems:
         for t in s.tasks:
             if t not in seen:
                 seen.append(t)
-    return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]
+    known = [*TASK_NAMES, *(n for t in names() for n in (t, f"{t}:long"))]
+    return [t for t in known if t in seen] + [t for t in seen if t not in known]
 
 
 def split_columns(systems: list[System]) -> list[System]:

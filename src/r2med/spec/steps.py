@@ -201,7 +201,8 @@ class FuseStep(Spec):
 
     systems: tuple[PathField, ...]
     options: FusionOptions = Field(default_factory=lambda: FusionOptions())
-    top_k: Count = 100
+    #: documents kept per query; None: the depth of each task's protocol (R2MED 100, BRIGHT 1000)
+    top_k: Count | None = None
     name: str | None = None
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
@@ -216,7 +217,13 @@ class FuseStep(Spec):
         """The step fusing ``systems`` (folders), through the one parse: ``FuseStep.of([a, b], method="rrf")``."""
         return fuse_step({"systems": tuple(systems), **values}, Origin.python("FuseStep.of()"))
 
-    def record(self) -> dict[str, Any]:
+    def depth(self, protocol_depth: int) -> int:
+        """How many documents the fused run keeps per query on a task whose protocol keeps ``protocol_depth``."""
+        return self.top_k if self.top_k is not None else protocol_depth
+
+    def record(self, depth: int | None = None) -> dict[str, Any]:
+        """What ``metrics.json``'s ``config`` holds of this step; ``depth``: the task's, where ``top_k`` is not
+        given."""
         o = self.options
         return {
             "step": "fuse",
@@ -224,7 +231,7 @@ class FuseStep(Spec):
             "k": o.k if o.method == "rrf" else None,
             "norm": None if o.method == "rrf" else o.norm,
             "weights": list(o.weights) if o.weights else None,
-            "depth": self.top_k,
+            "depth": self.top_k if self.top_k is not None else depth,
         }
 
 
