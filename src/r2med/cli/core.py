@@ -191,7 +191,8 @@ def evaluate_command(
         None,
         "--expansion",
         "-e",
-        help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); see docs/expansion.md.",
+        help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b; BRIGHT's reasoning in place of "
+        "the query: reason:gpt4); see docs/expansion.md.",
     ),
     expansion_file: Path | None = typer.Option(
         None, "--expansion-file", help="With --expansion: read this query_with_hydoc.jsonl (one task)."
