@@ -262,3 +262,39 @@ def test_the_long_document_report_shows_recall_at_1(offline, tmp_path):
         json.loads((out / "bm25" / "bright-biology-long" / "metrics.json").read_text())["aggregate"]["recall_1"]
     )
     assert board["systems"][0]["cells"]["Average"]["value"] == pytest.approx(100 * sum(values) / 2, abs=1e-6)
+
+
+def test_expansions_of_the_other_family_are_refused_before_any_download(offline, tmp_path):
+    hyde = run_r2med("evaluate", "-r", "bm25", "--tasks", "bright:pony", "-e", "hyde:gpt4", "-o", str(tmp_path))
+    assert hyde.returncode == 2 and "BRIGHT's hub holds no hyde:gpt4 expansions" in hyde.stderr
+    reason = run_r2med("evaluate", "-r", "bm25", "--tasks", "Biology", "-e", "reason:gpt4", "-o", str(tmp_path))
+    assert reason.returncode == 2 and "R2MED's tasks have none" in reason.stderr
+    assert not list(tmp_path.rglob("metrics.json"))
+
+
+def test_score_a_hub_task_with_a_qrels_file(offline, tmp_path):
+    from r2med.data import read_qrels
+    from r2med.evaluation.metrics import evaluate
+
+    fixed = SHARED_BRIGHT / "qrels" / "biology.fixed.txt"
+    rows = examples_of(offline, "biology")
+    run = {r["id"]: {g: 2.0 for g in r["gold_ids"][:1]} for r in rows}
+    path = tmp_path / "run.trec"
+    write_trec(run, path)
+    res = run_r2med("score", "bright:biology", str(path), "--qrels", str(fixed), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["aggregate"]["ndcg_cut_10"] == pytest.approx(
+        evaluate(run, read_qrels(fixed))["ndcg_cut_10"], abs=1e-12
+    )
+    bad = run_r2med("score", str(fixed), str(path), "--qrels", str(fixed))
+    assert bad.returncode == 2 and "go with a hub task" in bad.stderr
+
+
+def test_an_experiment_file_runs_the_long_document_setting(offline, tmp_path):
+    (tmp_path / "exp.toml").write_text(
+        'out = "runs"\n[data]\ntasks = ["bright:pony"]\nlong_documents = true\n[[retrievers]]\nname = "bm25"\n'
+    )
+    res = run_r2med("run", str(tmp_path / "exp.toml"))
+    assert res.returncode == 0, res.stderr
+    metrics = json.loads((tmp_path / "runs" / "bm25" / "bright-pony-long" / "metrics.json").read_text())
+    assert metrics["task"] == "bright:pony:long" and metrics["config"]["k"] == 1000

@@ -1,6 +1,7 @@
 """Hub files through the standard HF cache, found at their revision before any is downloaded; R2MED's tasks on it.
 
-The general part takes a repository (id, type), a revision and paths, for any dataset or model repo:
+The general part takes a repository (id, type), a revision and paths, for any dataset or model repo (BRIGHT's
+tasks use it from :mod:`.bright`):
 :func:`resolve_files` (every file a command needs, found at one commit before any download), :func:`download`
 (one file, verified), :func:`hub_error` (every failure as one line).  The R2MED part (``R2MED/<Task>``):
 which revision a task loads at (:func:`task_revision`), its files (:func:`load_from_hub`,
