@@ -183,9 +183,20 @@ def test_sharded_dense_in_process_is_the_exact_top_k_after_exclusion(case, shard
     assert_exact(run, ref, excl, tol=1e-4)
 
 
+@pytest.fixture
+def ray_cluster():
+    """A private Ray cluster for one test, shut down after it (another module's cluster fixture starts its own)."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():  # one another test left running in this process: used as it is
+        yield ray
+        return
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
 @pytest.mark.slow(seconds=40)
-def test_ray_sharded_bm25_and_dense_exclude_before_the_cut():
-    pytest.importorskip("ray")
+def test_ray_sharded_bm25_and_dense_exclude_before_the_cut(ray_cluster):
     from r2med import BM25
     from r2med.scale import ShardedBM25
     from r2med.scale.dense import ShardedDenseIndex
@@ -288,3 +299,19 @@ def test_rerank_never_surfaces_an_excluded_id(tmp_path, monkeypatch):
     for qid, docs in run.items():
         assert not set(docs) & coll.exclusions.get(qid), qid
         assert len(docs) == len(coll.corpus) - len(coll.exclusions.get(qid))  # the others all kept
+
+
+def test_the_torch_products_path_masks_the_same_cells():
+    """The products a CUDA device computes go through torch (here torch on the CPU): the same masked top k."""
+    pytest.importorskip("torch")
+    from r2med.retrieval.dense import exact_top_k
+
+    rng = np.random.default_rng(5)
+    docs, queries = rng.normal(size=(50, 8)).astype(np.float32), rng.normal(size=(4, 8)).astype(np.float32)
+    doc_ids, qids = [f"d{i}" for i in range(50)], [f"q{i}" for i in range(4)]
+    excl = exclusions_of(5, qids, doc_ids, 0.5)
+    cells = excl.cells(qids, {d: i for i, d in enumerate(doc_ids)})
+    for torch_products in (False, True):
+        scores, idx = exact_top_k(queries, docs, 20, chunk=9, device="cpu", torch_products=torch_products, cells=cells)
+        run = {q: {doc_ids[j]: float(s) for s, j in zip(scores[r], idx[r]) if j >= 0} for r, q in enumerate(qids)}
+        assert_exact(run, brute_force(queries @ docs.T, qids, doc_ids, excl, 20), excl, tol=1e-4)

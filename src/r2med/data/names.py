@@ -168,9 +168,8 @@ def unknown_task(task: str) -> OptionError:
     known = [*TASK_NAMES, *R2MED_ALIASES, BRIGHT, f"{BRIGHT}:long", *names()]
     return OptionError(
         f"unknown task {shown(task)}{did_you_mean(task, known)}; choose from R2MED's "
-        f"{', '.join(TASK_NAMES)} (all or r2med: the 8), BRIGHT's bright:<task> "
-        f"({', '.join(t.name for t in facts.tasks())}; bright: the 12, bright:long: the 8 "
-        "long-document settings)"
+        f"{', '.join(TASK_NAMES)} (all or r2med: the 8), or BRIGHT's bright:<task> (bright: the 12; "
+        "`r2med tasks` lists them)"
     )
 
 
