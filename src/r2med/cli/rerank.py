@@ -184,7 +184,13 @@ def fuse_command(
         callback=NORMALISATION_CHOICE.callback,
         help="combsum/combmnz score normalisation: minmax, zscore, none.",
     ),
-    top_k: int = typer.Option(100, "--top-k", "-k", callback=AT_LEAST_1, help="Docs kept per query in the fused run."),
+    top_k: int | None = typer.Option(
+        None,
+        "--top-k",
+        "-k",
+        callback=AT_LEAST_1,
+        help="Docs kept per query in the fused run (default: the task's protocol: R2MED 100, BRIGHT 1000).",
+    ),
     out: InputsOut = None,
     name: str | None = typer.Option(
         None,

@@ -236,8 +236,10 @@ def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
     (the run's name plays no part): its retriever (a registry preset, run with the paper's settings:
     :func:`paper_settings`) and expansion (method and LLM), or for a reranked run its reranker, how deep it
     reranked (:func:`published_depth`) and its first stage's own recorded configuration.  A fused run, a
-    model given by path or hub id (``-r dense --model ...``) or any other custom system matches nothing."""
-    if not config or "fusion" in config:
+    model given by path or hub id (``-r dense --model ...``) or any other custom system matches nothing, and so does
+    a run judged with a judgments file in place of its task's own (``--qrels``: ``config["judgments"]``; published
+    figures were made with the task's own)."""
+    if not config or "fusion" in config or config.get("judgments") is not None:
         return None
     _, _, keys = _published_index()
     reranker = config.get("reranker")
