@@ -19,11 +19,18 @@ def r2med(*args: str, cwd: Path | None = None, env_home: Path | None = None) -> 
     return run_r2med(*args, cwd=cwd, env={"R2MED_HOME": str(env_home)} if env_home is not None else None)
 
 
-def test_tasks_lists_all_eight():
+def test_tasks_lists_all_eight_then_brights_twelve():
     res = r2med("tasks", "--json")
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
-    assert [r["name"] for r in rows] == [
+    assert [r["name"] for r in rows if r["family"] == "bright"] == [
+        f"bright:{t}"
+        for t in (
+            "biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
+            "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions",
+        )
+    ]  # fmt: skip
+    assert [r["name"] for r in rows if r["family"] == "r2med"] == [
         "Biology",
         "Bioinformatics",
         "Medical-Sciences",
@@ -33,7 +40,8 @@ def test_tasks_lists_all_eight():
         "PMC-Clinical",
         "IIYi-Clinical",
     ]
-    assert sum(r["queries"] for r in rows) == 876
+    assert sum(r["queries"] for r in rows if r["family"] == "r2med") == 876
+    assert sum(r["queries"] for r in rows if r["family"] == "bright") == 1384  # the 12 tasks (../shared README)
 
 
 def test_evaluate_writes_run_folder_and_resumes(tmp_path):

@@ -59,7 +59,7 @@ def test_split_errors(tmp_path):
     r2med_folder = Path(__file__).parent.parent / "src" / "r2med" / "demo_data"
     with pytest.raises(R2MedError, match=r"R2MED layout \(query.jsonl found\), which has one split"):
         load_folder(r2med_folder, split="dev")
-    with pytest.raises(R2MedError, match="R2MED's hub tasks have one split"):
+    with pytest.raises(R2MedError, match=r"hub tasks \(R2MED's and BRIGHT's\) have one split"):
         resolve("all", None, None, split="dev")
 
 

@@ -107,9 +107,10 @@ def test_registry_errors_are_one_line(tmp_path):
 
     assert make_retriever("dense", model=minilm_path()).settings.loader == "auto"  # ST folder: its own pooling
     assert make_retriever("dense", model=minilm_path(), pooling="cls").settings.loader == "transformers"
-    r = make_retriever("dense", model=str(tmp_path / "missing"))
-    with pytest.raises(R2MedError, match="does not exist"):
-        r.index({"a": "text"})
+    from r2med.spec.parse import SpecError
+
+    with pytest.raises(SpecError, match=r"model: model path .* does not exist"):  # by the parse, before any work
+        make_retriever("dense", model=str(tmp_path / "missing"))
 
 
 def test_presets_carry_the_paper_settings():

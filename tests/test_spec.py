@@ -371,9 +371,11 @@ def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
                 ]
             )
             if name.startswith("bm25_"):
-                assert evaluate_from_record(record.config) == EvaluateStep.of("bm25")
+                assert evaluate_from_record(record.config) == EvaluateStep.of("bm25", top_k=100)
             if name.startswith("bm25+"):  # the first stage of a rerank read back too
-                assert evaluate_from_record(record.config["first_stage"]["config"]) == EvaluateStep.of("bm25")
+                assert evaluate_from_record(record.config["first_stage"]["config"]) == EvaluateStep.of(
+                    "bm25", top_k=100
+                )
 
 
 def test_the_v2_config_is_what_this_r2med_records_for_the_same_command(tmp_path):

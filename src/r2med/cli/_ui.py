@@ -155,6 +155,7 @@ def print_summary(
 ) -> None:
     """A job's summary table (:func:`r2med.report.summary.summary_table`: a column per measure, nDCG@10 by
     default), its precision note, where results are."""
+    from ..report.judgments import judgment_lines
     from ..report.layout import fitted
     from ..report.summary import precision_note, summary_table, ungraded_notes
     from ..report.ties import tie_lines
@@ -171,6 +172,8 @@ def print_summary(
     for line in ungraded_notes(summary):
         console.print(f"[yellow]{escape(line)}[/]")
     for line in tie_lines(results, measures):
+        console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
+    for line in judgment_lines(results):
         console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     if folder is not None:
         console.print(f"results: {escape(str(folder))}")

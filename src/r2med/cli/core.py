@@ -21,12 +21,14 @@ from .options import (
     Device,
     FormatJson,
     JsonAlias,
+    LongDocuments,
     Measures,
     Model,
     NoCache,
     Out,
     Overwrite,
     Pooling,
+    QrelsFile,
     Ray,
     RayAddress,
     ResultName,
@@ -47,10 +49,46 @@ from .options import (
 
 @app.command("tasks")
 def tasks_command(fmt: FormatJson = "table", as_json: JsonAlias = False, wide: Wide = False) -> None:
-    """List the 8 R2MED tasks with their published sizes."""
+    """List the tasks of both benchmark families, R2MED's 8 and BRIGHT's 12, with their sizes."""
+    from ..data.benchmarks import BENCHMARKS
+
     if check_json_format(fmt, as_json) == "json":
-        print_json([vars(t) for t in TASKS.values()])
+        print_json([{**row.facts, "family": b.name} for b in BENCHMARKS for row in b.rows()])
         return
+    for family in BENCHMARKS:
+        rows = family.rows()
+        if family.name == "r2med":
+            _r2med_table(wide)
+            continue
+        table = Table(title=f"{family.title} tasks (hub: xlangai/BRIGHT)")
+        table.add_column("task", no_wrap=True)
+        if wide:
+            table.add_column("group")
+        for col in ("queries", "docs", "gold", "excluded", "long"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for row in rows:
+            f = row.facts
+            table.add_row(
+                row.name,
+                *([str(f["group"])] if wide else []),
+                f"{row.queries:,}",
+                f"{row.docs:,}",
+                f"{row.judgments:,}",
+                f"{f['excluded_ids']:,}" if f["excluded_ids"] else "-",
+                f"{f['long_documents']:,}" if f["long_documents"] else "-",
+            )
+        print_fitted(table, wide=wide)
+        console.print(
+            f"{sum(r.queries for r in rows):,} queries in all; docs: Anserini's index of the hub's corpus; gold: "
+            "distinct (query, gold id) pairs; excluded: (query, document) pairs removed before the cut; long: "
+            "the long-document corpus. Hub data "
+            f"loads at commit {rows[0].revision[:7]} (mteb's pin; --revision changes it). --tasks bright runs all "
+            "12; bright:<task>:long (or --long-documents) the long-document setting of the 8 with long docs; "
+            "--tasks all stays R2MED's 8."
+        )
+
+
+def _r2med_table(wide: bool) -> None:
     table = Table(title="R2MED tasks (hub: R2MED/<task>)")
     table.add_column("task", no_wrap=True)
     table.add_column("scenario", no_wrap=not wide)
@@ -107,7 +145,13 @@ def evaluate_command(
     split: Split = "test",
     out: Out = Path("runs"),
     name: ResultName = None,
-    top_k: int = typer.Option(100, "--top-k", "-k", parser=as_given, help="Docs kept per query."),
+    top_k: int | None = typer.Option(
+        None,
+        "--top-k",
+        "-k",
+        parser=as_given,
+        help="Docs kept per query (default: the task's protocol: R2MED 100, BRIGHT 1000).",
+    ),
     k1: float | None = typer.Option(None, "--k1", parser=as_given, help="BM25 k1 (default: the paper's 0.9)."),
     b: float | None = typer.Option(None, "--b", parser=as_given, help="BM25 b, 0 to 1 (default: the paper's 0.4)."),
     analyzer: str | None = typer.Option(
@@ -145,7 +189,8 @@ def evaluate_command(
         None,
         "--expansion",
         "-e",
-        help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b); see docs/expansion.md.",
+        help="Expand queries with METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b; BRIGHT's reasoning in place of "
+        "the query: reason:gpt4); see docs/expansion.md.",
     ),
     expansion_file: Path | None = typer.Option(
         None, "--expansion-file", help="With --expansion: read this query_with_hydoc.jsonl (one task)."
@@ -168,6 +213,8 @@ def evaluate_command(
     ray: Ray = False,
     ray_address: RayAddress = None,
     strict: Strict = False,
+    long_documents: LongDocuments = False,
+    qrels: QrelsFile = None,
 ) -> None:
     """Run a retriever over tasks, write OUT/<system>/<task>/{run.trec,metrics.json} and print a table."""
     from ..data import check_hub, resolve
@@ -193,6 +240,8 @@ def evaluate_command(
         revision=revision,
         split=split,
         strict=strict,
+        long_documents=long_documents,
+        qrels=qrels,
         out=out,
         measures=tuple(measure or ()),
         count_missing=count_missing,
@@ -218,10 +267,10 @@ def evaluate_command(
     check_output_dir(out)
     if not no_cache:
         check_home()
-    refs = resolve(tasks, data_dir, revision, split, strict=strict)
+    refs = resolve(tasks, data_dir, revision, split, strict=strict, long_documents=long_documents, qrels=qrels)
     plans = [jobs.plan(step) for step in steps]
     refs = check_hub(refs, [job.query_builder for job in plans])  # every hub file found before any download
-    columns = steps[0].output.columns
+    columns = steps[0].output.columns_for([r.name for r in refs])
     if ray:
         from ..infra import progress
         from ..jobs.ray import evaluate_plans
@@ -282,7 +331,9 @@ def demo_command(
 def score_command(
     ctx: typer.Context,
     qrels: Path = typer.Argument(
-        ..., help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, or a collection folder."
+        ...,
+        help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, a collection folder, or a hub task "
+        "(bright:biology, Biology: its judgments and exclusions only, under its protocol).",
     ),
     run: Path = typer.Argument(
         ...,
@@ -305,13 +356,19 @@ def score_command(
     as_json: JsonAlias = False,
     strict: bool = typer.Option(False, "--strict", help="Refuse judgments repeated for the same query and doc."),
     split: Split = "test",
+    revision: Revision = None,
+    judgments: QrelsFile = None,
 ) -> None:
     """Score a run file against judgments, trec_eval style."""
+    from ..evaluation.metrics import canonical
     from ..jobs.evaluate import score_files
 
     strict = strict_data(ctx, strict)
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
-    metrics = score_files(qrels, run, parse_measures(measure), count_missing, strict=strict, split=split)
+    asked = tuple(canonical(m) for m in measure) if measure else None
+    metrics = score_files(
+        qrels, run, asked, count_missing, strict=strict, split=split, revision=revision, judgments=judgments
+    )
     if fmt == "json":
         payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
         if per_query:
@@ -349,6 +406,8 @@ def import_command(
     revision: Revision = None,
     overwrite: Overwrite = False,
     strict: Strict = False,
+    long_documents: LongDocuments = False,
+    qrels: QrelsFile = None,
 ) -> None:
     """Import run files made elsewhere as a system: scored and written as `evaluate` writes its results.
 
@@ -369,6 +428,8 @@ def import_command(
             "data_dir": data_dir,
             "revision": revision,
             "strict": strict_data(ctx, strict),
+            "long_documents": long_documents,
+            "qrels": qrels,
             "out": out,
             "measures": tuple(measure or ()),
             "count_missing": count_missing,
@@ -379,5 +440,8 @@ def import_command(
     )
     system = import_files(step)
     print_summary(
-        system.results, Summary(system.name, retriever="imported"), system.folder, measures=step.output.columns
+        system.results,
+        Summary(system.name, retriever="imported"),
+        system.folder,
+        measures=step.output.columns_for([r.task for r in system.results]),
     )

@@ -227,7 +227,28 @@ REVISION_HELP = (
     "or TASK=REV pairs (Biology=main,MedQA-Diag=<commit>)."
 )
 
-Tasks = Annotated[str, typer.Option("--tasks", "-t", help="'all' or comma-separated task names.")]
+Tasks = Annotated[
+    str,
+    typer.Option(
+        "--tasks",
+        "-t",
+        help="Comma-separated task names: R2MED's (all or r2med: its 8) and BRIGHT's bright:<task> (bright: its 12).",
+    ),
+]
+LongDocuments = Annotated[
+    bool,
+    typer.Option(
+        "--long-documents",
+        help="BRIGHT's long-document setting: long_documents, judged by gold_ids_long (results: bright:<task>:long).",
+    ),
+]
+QrelsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--qrels",
+        help="Judge with this qrels file instead of the task's own (one task; recorded by hash, never graded).",
+    ),
+]
 DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", "-d", help="Local data: one collection folder, or a folder of task folders."),

@@ -55,8 +55,8 @@ def report_command(
         None,
         "--measure",
         "-m",
-        help="The measure (repeatable: one table per measure, in every format; "
-        "default nDCG@10): nDCG@10, R@100, MRR, MAP@10, P@10...",
+        help="The measure (repeatable: one table per measure, in every format; default nDCG@10, R@1 when "
+        "every task is BRIGHT's long-document setting): nDCG@10, R@100, MRR, MAP@10, P@10...",
     ),
     fmt: Format = "table",
     output: Output = None,
@@ -106,6 +106,7 @@ def report_command(
     from ..infra.containment import check_output_file
     from ..jobs import report as jobs
     from ..report import build_leaderboard
+    from ..report.board import default_measure
     from ..report.facet_table import FacetBoard
     from ..report.format import check_format
     from ..report.multi import Board, Boards, rich_of
@@ -128,7 +129,7 @@ def report_command(
             seed=seed,
             references=comma_list(with_published) if m == HEADLINE or len(measures or []) < 2 else [],
         )
-        for m in dict.fromkeys(canonical(m) for m in measures or [HEADLINE])
+        for m in dict.fromkeys(canonical(m) for m in measures or [default_measure(systems)])
     ]
     board = boards[0]
     collections = None

@@ -178,7 +178,13 @@ def fuse_command(
         callback=NORMALISATION_CHOICE.callback,
         help="combsum/combmnz score normalisation: minmax, zscore, none.",
     ),
-    top_k: int = typer.Option(100, "--top-k", "-k", parser=as_given, help="Docs kept per query in the fused run."),
+    top_k: int | None = typer.Option(
+        None,
+        "--top-k",
+        "-k",
+        parser=as_given,
+        help="Docs kept per query in the fused run (default: the task's protocol: R2MED 100, BRIGHT 1000).",
+    ),
     out: InputsOut = None,
     name: str | None = typer.Option(
         None,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..infra.home import fingerprint, fingerprint_texts
+from .exclusions import NO_EXCLUSIONS, Exclusions
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,19 @@ class QrelsCheck:
 
 
 @dataclass(frozen=True)
+class JudgmentsFile:
+    """Judgments read from a file the user named (``--qrels FILE``) in place of the task's own: its path and the
+    sha256 of its bytes, recorded with every result made on it (a figure made so is never graded against rows
+    made with the task's own judgments)."""
+
+    path: str
+    sha256: str
+
+    def record(self) -> dict[str, str]:
+        return {"file": self.path, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
 class Collection:
     """A retrieval task in memory.
 
@@ -50,6 +64,13 @@ class Collection:
     repeats and the records a later one replaced): ``corpus`` is the file read as a dict, as the
     paper's dense loader reads it (each id once, its last record), and ``corpus`` plus these is the
     file read as a list, as the paper's BM25 script reads it (every copy counted).
+
+    A benchmark's task also carries its ``benchmark`` (the family's name: ``r2med``, ``bright``; None for a
+    local collection), its per-query ``exclusions`` (BRIGHT's ``excluded_ids``: removed from each query's
+    scores before the cut, :mod:`.exclusions`) and ``judgments`` (None: the task's own; a :class:`JudgmentsFile`
+    for ``--qrels FILE``).  ``corpus_read`` is False for a task read for its judgments only (``import`` and
+    ``score`` of a hub task download no documents): its ``corpus`` is empty and its :attr:`dataset_fingerprint`
+    None.
 
     Frozen: its :attr:`fingerprint` keys every cache built on it (indexes, embeddings, results), so a
     changed collection is a new one -- :meth:`replace` -- never an edited one.  Treat the mappings as
@@ -66,6 +87,10 @@ class Collection:
     revision: str | None = None
     split: str | None = None
     corpus_repeats: tuple[str, ...] = ()
+    benchmark: str | None = None
+    exclusions: Exclusions = NO_EXCLUSIONS
+    judgments: JudgmentsFile | None = None
+    corpus_read: bool = True
 
     def replace(self, **changes: Any) -> Collection:
         """A new collection with some fields changed (``coll.replace(qrels=other)``)."""
@@ -77,10 +102,13 @@ class Collection:
         return fingerprint_texts(self.corpus.items())
 
     @cached_property
-    def dataset_fingerprint(self) -> str:
+    def dataset_fingerprint(self) -> str | None:
         """What results record as ``dataset_fingerprint``: the corpus :attr:`fingerprint`, with the split
         mixed in for a BEIR split other than ``test`` (so a dev run is never taken for a test run, while
-        the test split keeps the fingerprint results recorded before splits were named)."""
+        the test split keeps the fingerprint results recorded before splits were named); None when the corpus
+        was not read (:attr:`corpus_read`)."""
+        if not self.corpus_read:
+            return None
         if self.split in (None, "test"):
             return self.fingerprint
         return fingerprint("split", self.fingerprint, self.split)
@@ -91,7 +119,8 @@ class Collection:
         for qid, docs in self.qrels.items():
             if qid not in self.queries:
                 check.unknown_queries += len(docs)
-            check.unknown_docs += sum(1 for d in docs if d not in self.corpus)
+            if self.corpus_read:
+                check.unknown_docs += sum(1 for d in docs if d not in self.corpus)
         check.queries_without_qrels = sum(1 for q in self.queries if q not in self.qrels)
         return check
 

@@ -1,6 +1,7 @@
 """Hub files through the standard HF cache, found at their revision before any is downloaded; R2MED's tasks on it.
 
-The general part takes a repository (id, type), a revision and paths, for any dataset or model repo:
+The general part takes a repository (id, type), a revision and paths, for any dataset or model repo (BRIGHT's
+tasks use it from :mod:`.bright`):
 :func:`resolve_files` (every file a command needs, found at one commit before any download), :func:`download`
 (one file, verified), :func:`hub_error` (every failure as one line).  The R2MED part (``R2MED/<Task>``):
 which revision a task loads at (:func:`task_revision`), its files (:func:`load_from_hub`,
@@ -50,7 +51,7 @@ from ..errors import DataError, R2MedError
 from ..protocol import hub_configs
 from .collection import Collection
 from .hub_integrity import remember_fingerprint, verify_cached
-from .loaders import EXPANSION_FILE, load_r2med_files
+from .loaders import EXPANSION_FILE, load_r2med_files, load_r2med_judgments
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,10 @@ def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
     """``--revision`` -> (one revision for every task or None, per-task overrides).
 
     ``None``/``""`` -> pinned commits; ``"main"`` or a commit/tag -> that for every task;
-    ``"Biology=abc,MedQA-Diag=main"`` -> those tasks at those revisions, the others pinned.
+    ``"Biology=abc,MedQA-Diag=main,bright:biology=main"`` -> those tasks at those revisions, the others pinned
+    (keys are the hub tasks, in r2med's spelling: a BRIGHT task's long-document setting reads its task's revision).
     """
-    from .tasks import get_task
+    from .names import hub_task
 
     spec = (spec or "").strip()
     if not spec:
@@ -94,7 +96,7 @@ def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
         task, sep, rev = (x.strip() for x in part.partition("="))
         if not sep or not task or not rev:
             raise R2MedError(f"--revision {spec!r}: {part!r} is not TASK=REV (e.g. Biology=main)")
-        per_task[get_task(task).name] = rev
+        per_task[hub_task(task)] = rev
     return None, per_task
 
 
@@ -738,28 +740,37 @@ def refusal(problems: Sequence[Problem], spec: str | None, tasks: Sequence[str])
     return type(first)(missing, line)
 
 
-def load_from_hub(task: str, revision: str | None = None, strict: bool = False) -> Collection:
+def load_from_hub(task: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
     """Task ``task`` at ``revision_for(task, revision)``: its three files found at one commit before any is
-    downloaded (a missing one is :func:`refusal`'s line), then read from that commit, recorded on the collection."""
+    downloaded (a missing one is :func:`refusal`'s line), then read from that commit, recorded on the collection.
+    ``corpus``: False reads the queries and judgments only (``import``, ``score``: no documents downloaded)."""
     from .tasks import get_task
 
     spec = get_task(task)
     wanted, why = task_revision(spec.name, revision)
+    names = tuple(f for f in TASK_FILES if corpus or f != "corpus.jsonl")
     try:
-        found = resolve_files(spec.hub_id, TASK_FILES, wanted)
+        found = resolve_files(spec.hub_id, names, wanted)
     except (FilesMissing, FilesNotCached) as exc:
         raise refusal([(spec.name, why, exc)], revision, [spec.name]) from None
     commit = found.commit
-    files = {name: download(spec.hub_id, name, commit) for name in TASK_FILES}
-    coll = load_r2med_files(
-        files["corpus.jsonl"],
-        files["query.jsonl"],
-        files["qrels.jsonl"],
-        spec.name,
-        source=f"hf://datasets/{spec.hub_id}@{commit}",
-        revision=commit,
-        strict=strict,
-    )
+    files = {name: download(spec.hub_id, name, commit) for name in names}
+    source = f"hf://datasets/{spec.hub_id}@{commit}"
+    if not corpus:
+        coll = load_r2med_judgments(
+            files["query.jsonl"], files["qrels.jsonl"], spec.name, source=source, revision=commit, strict=strict
+        )
+    else:
+        coll = load_r2med_files(
+            files["corpus.jsonl"],
+            files["query.jsonl"],
+            files["qrels.jsonl"],
+            spec.name,
+            source=source,
+            revision=commit,
+            strict=strict,
+        )
+    coll = coll.replace(benchmark="r2med")
     log.info("%s: hub data at commit %s%s", spec.name, commit, "" if wanted == commit else f" ({wanted})")
     return coll
 

@@ -162,6 +162,25 @@ def load_r2med_files(
     )
 
 
+def load_r2med_judgments(
+    query_path: Path, qrels_path: Path, name: str, source: str, revision: str | None = None, strict: bool = False
+) -> Collection:
+    """A collection of the R2MED queries and judgments files only (no corpus read: ``corpus_read`` False), for
+    commands that score runs made elsewhere (``import``, ``score``)."""
+    queries, meta = read_texts(query_path, keep_meta=True, strict=strict)
+    qrels = read_qrels_jsonl(qrels_path, strict=strict)
+    return Collection(
+        name=name,
+        corpus={},
+        queries=queries,
+        qrels=qrels,
+        source=source,
+        query_meta=meta,
+        revision=revision,
+        corpus_read=False,
+    )
+
+
 def load_beir_folder(
     root: str | os.PathLike[str], name: str | None = None, split: str = DEFAULT_SPLIT, strict: bool = False
 ) -> Collection:

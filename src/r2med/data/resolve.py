@@ -5,13 +5,17 @@ spec), a local folder, or the built-in demo.  Every command finds its collection
 
 * :func:`resolve` -- the tasks a command runs on (``evaluate``, ``expand``, ``encode``...):
   ``--data-dir`` as one collection folder (its name is the task), a folder of collection folders
-  (every one, or those ``--tasks`` names), or (no ``--data-dir``) R2MED's tasks from the hub;
+  (every one, or those ``--tasks`` names), or (no ``--data-dir``) benchmark tasks from the hub (R2MED's and
+  BRIGHT's: :mod:`.benchmarks`; ``--long-documents`` for BRIGHT's long-document setting), each with the
+  judgments file ``--qrels`` names in place of its own;
 * :func:`locate` -- one task that results were filed under (``rerank``, ``fuse``, report texts,
   ``reproduce``): ``--data-dir`` when given, else the built-in demo, the source folder a run
-  recorded, or the hub (R2MED's tasks, at the recorded commit unless ``--revision`` says otherwise);
-* :func:`check_hub` -- before a command downloads anything: every hub file its tasks need (their three files
-  and the expansion files it will read from the hub) found at their revisions, the refs pinned to the commits
-  those resolved to, or one line refusing what is missing, with the way forward;
+  recorded, or the hub (benchmark tasks, at the recorded commit unless ``--revision`` says otherwise);
+* :func:`check_hub` -- before a command downloads anything: every hub file its tasks need (their data files --
+  only those holding queries and judgments when no documents are needed -- and the expansion files it will read
+  from the hub, each family saying which: :meth:`r2med.data.benchmarks.Benchmark.hub_request`) found at their
+  revisions, the refs pinned to the commits those resolved to, or one line refusing what is missing, with the
+  way forward;
 * :func:`load_task` -- the Python API's loader by name.
 """
 
@@ -24,9 +28,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import PATH_CHARS, R2MedError, did_you_mean, did_you_mean_folder, shown
-from .collection import Collection
+from .benchmarks import benchmark_of
+from .collection import Collection, JudgmentsFile
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
-from .tasks import TASK_NAMES, get_task, parse_tasks
+from .names import canonical_task, is_hub_task, parse_tasks
+from .tasks import TASK_NAMES, get_task
 
 HUB = "hub"
 DEMO = "demo"
@@ -49,6 +55,7 @@ class TaskRef:
     revision: str | None = None  # hub tasks: the --revision spec (None: the pinned commit)
     split: str = DEFAULT_SPLIT
     strict: bool = False  # refuse repeated ids and judgments (``--strict``); it travels with the ref to workers
+    qrels: Path | None = None  # judgments read from this file in place of the task's own (``--qrels``)
 
     def __post_init__(self) -> None:
         if self.kind not in SOURCE_KINDS:
@@ -58,7 +65,8 @@ class TaskRef:
 
     @classmethod
     def on_hub(cls, name: str, revision: str | None = None, strict: bool = False) -> TaskRef:
-        return cls(name, "hub", revision=revision, strict=strict)
+        """A benchmark's hub task (R2MED's ``Biology``, BRIGHT's ``bright:biology``), in r2med's spelling."""
+        return cls(canonical_task(name), "hub", revision=revision, strict=strict)
 
     @classmethod
     def the_demo(cls, strict: bool = False) -> TaskRef:
@@ -75,15 +83,33 @@ class TaskRef:
         """Where the data is, as recorded: ``hub``, ``demo`` or the folder."""
         return str(self.folder) if self.folder is not None else self.kind
 
-    def load(self) -> Collection:
+    def load(self, corpus: bool = True) -> Collection:
+        """The collection (a hub task: through its family); ``corpus``: False reads a hub task's queries and
+        judgments only (no documents downloaded; local folders are read whole).  With ``qrels``, that file's
+        judgments replace the task's own (recorded by hash: :class:`~r2med.data.collection.JudgmentsFile`)."""
         if self.kind == "demo":
-            return load_demo(strict=self.strict)
-        if self.kind == "hub":
-            from .hub import load_from_hub
+            collection = load_demo(strict=self.strict)
+        elif self.kind == "hub":
+            family = benchmark_of(self.name)
+            assert family is not None  # on_hub checked the name
+            collection = family.load(self.name, revision=self.revision, strict=self.strict, corpus=corpus)
+        else:
+            assert self.folder is not None
+            collection = load_folder(self.folder, name=self.name, split=self.split, strict=self.strict)
+        return with_judgments(collection, self.qrels, self.strict) if self.qrels is not None else collection
 
-            return load_from_hub(self.name, revision=self.revision, strict=self.strict)
-        assert self.folder is not None
-        return load_folder(self.folder, name=self.name, split=self.split, strict=self.strict)
+
+def with_judgments(collection: Collection, qrels: str | os.PathLike[str], strict: bool = False) -> Collection:
+    """``collection`` judged by the file ``qrels`` (TREC, R2MED JSONL or BEIR TSV qrels) in place of its own, the
+    file recorded by path and sha256 (every result made on it names it; none is graded against published rows)."""
+    import hashlib
+
+    from .files import read_qrels
+
+    path = Path(qrels)
+    judged = read_qrels(path, strict=strict)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return collection.replace(qrels=judged, judgments=JudgmentsFile(str(path.absolute()), digest))
 
 
 def is_collection(folder: Path) -> bool:
@@ -117,6 +143,8 @@ def resolve(
     revision: str | None = None,
     split: str = DEFAULT_SPLIT,
     strict: bool = False,
+    long_documents: bool = False,
+    qrels: str | os.PathLike[str] | None = None,
 ) -> list[TaskRef]:
     """The tasks to run, checked before anything is loaded.
 
@@ -124,22 +152,52 @@ def resolve(
       ``all`` or its own name is an error, not ignored;
     * ``data_dir`` a folder of collection folders: every one (``tasks`` ``all``), or those ``tasks`` names
       (matched to the sub-folder names, case aside; an unknown name is an error listing them);
-    * no ``data_dir``: R2MED's tasks from the hub (at ``revision``).
+    * no ``data_dir``: benchmark tasks from the hub (at ``revision``): ``all`` is R2MED's 8, ``bright`` BRIGHT's
+      12 (:func:`r2med.data.benchmarks.parse_tasks`); ``long_documents``: BRIGHT's long-document settings.
 
     ``split``: the BEIR split of the folders (``qrels/<split>.tsv``); the hub's tasks have only ``test``.
-    ``strict``: the refs' collections refuse repeated ids and judgments when loaded.
+    ``strict``: the refs' collections refuse repeated ids and judgments when loaded.  ``qrels``: a judgments file
+    for the one task named (checked here: it exists; its judgments replace the task's own when loaded).
     """
     from .hub import parse_revision
 
     parse_revision(revision)
     split = check_split(split)
+    refs = _refs(tasks, data_dir, revision, split, strict, long_documents)
+    if qrels is None:
+        return refs
+    from ..infra.containment import check_input_file
+
+    check_input_file(Path(qrels), "--qrels")
+    if len(refs) != 1:
+        raise R2MedError(
+            f"--qrels {shown(str(qrels), PATH_CHARS)} holds the judgments of one task, but the command runs on "
+            f"{len(refs)} ({', '.join(r.name for r in refs[:4])}{', ...' if len(refs) > 4 else ''}): name one "
+            "with --tasks"
+        )
+    return [replace(refs[0], qrels=Path(os.path.abspath(qrels)))]
+
+
+def _refs(
+    tasks: str | Iterable[str] | None,
+    data_dir: str | os.PathLike[str] | None,
+    revision: str | None,
+    split: str,
+    strict: bool,
+    long_documents: bool,
+) -> list[TaskRef]:
     if data_dir is None:
         if split != DEFAULT_SPLIT:
             raise R2MedError(
-                f"--split {split}: R2MED's hub tasks have one split (test); --split chooses among "
+                f"--split {split}: the hub tasks (R2MED's and BRIGHT's) have one split (test); --split chooses among "
                 "the qrels/<split>.tsv of BEIR folders given with --data-dir"
             )
-        return [TaskRef.on_hub(name, revision, strict=strict) for name in parse_tasks(tasks)]
+        return [TaskRef.on_hub(name, revision, strict=strict) for name in parse_tasks(tasks, long_documents)]
+    if long_documents:
+        raise R2MedError(
+            "--long-documents is BRIGHT's long-document setting of its hub tasks; with --data-dir, pass the "
+            "folder of the collection you mean"
+        )
     root = _root(data_dir)
     asked = _asked(tasks)
     if is_collection(root):
@@ -182,37 +240,29 @@ class HubExpansions(Protocol):
     def hub_expansion(self, task: str) -> tuple[str, str] | None: ...
 
 
-def check_hub(refs: Sequence[TaskRef], readers: Iterable[object] = ()) -> list[TaskRef]:
-    """``refs`` with their hub tasks checked before anything is downloaded: each task's three files and the
-    expansion files ``readers`` (:class:`HubExpansions`; anything else is skipped) will take from the hub are
-    found at the task's revision (:func:`r2med.data.hub.task_revision`), and each hub ref comes back at the
-    commit that revision resolved to, so every later download (and every Ray worker) reads that one commit.
+def check_hub(refs: Sequence[TaskRef], readers: Iterable[object] = (), corpus: bool = True) -> list[TaskRef]:
+    """``refs`` with their hub tasks checked before anything is downloaded: each task's data files (``corpus``:
+    False, those holding queries and judgments only) and the expansion files ``readers`` (:class:`HubExpansions`;
+    anything else is skipped) will take from the hub are found at the task's revision (its family's
+    :meth:`~r2med.data.benchmarks.Benchmark.hub_request`), and each hub ref comes back at the commit that
+    revision resolved to, so every later download (and every Ray worker) reads that one commit.
     Files missing at any task's revision are one line for the whole command (:func:`r2med.data.hub.refusal`),
     raised before a byte is downloaded; folder and demo refs pass unchanged."""
-    from .hub import (
-        TASK_FILES,
-        FilesMissing,
-        FilesNotCached,
-        Problem,
-        expansion_path,
-        refusal,
-        resolve_files,
-        task_revision,
-    )
+    from .hub import FilesMissing, FilesNotCached, Problem, refusal, resolve_files
 
     sources = [r for r in readers if isinstance(r, HubExpansions)]
     hub_refs = [r for r in refs if r.kind == "hub"]
     checked: dict[int, TaskRef] = {}
     problems: list[Problem] = []
     for ref in hub_refs:
-        spec = get_task(ref.name)
-        expansions = list(dict.fromkeys(e for e in (s.hub_expansion(spec.name) for s in sources) if e is not None))
-        wanted, why = task_revision(spec.name, ref.revision, expansions)
-        paths = [*TASK_FILES, *(expansion_path(method, llm) for method, llm in expansions)]
+        family = benchmark_of(ref.name)
+        assert family is not None  # TaskRef.on_hub checked the name
+        expansions = list(dict.fromkeys(e for e in (s.hub_expansion(ref.name) for s in sources) if e is not None))
+        request = family.hub_request(ref.name, ref.revision, expansions, corpus=corpus)
         try:
-            found = resolve_files(spec.hub_id, paths, wanted)
+            found = resolve_files(request.repo_id, request.paths, request.revision)
         except (FilesMissing, FilesNotCached) as exc:
-            problems.append((spec.name, why, exc))
+            problems.append((ref.name, request.why, exc))
             continue
         checked[id(ref)] = replace(ref, revision=found.commit)
     if problems:
@@ -260,11 +310,9 @@ def locate(
         return TaskRef.the_demo(strict=strict)
     if data_dir is None and source and Path(source).is_dir():
         return TaskRef.in_folder(task, source, split=split, strict=strict)
-    if hub and task.lower() in _lowered():
+    if hub and is_hub_task(task):
         stored = recorded.get("revision")
-        return TaskRef.on_hub(
-            get_task(task).name, revision or (stored if isinstance(stored, str) else None), strict=strict
-        )
+        return TaskRef.on_hub(task, revision or (stored if isinstance(stored, str) else None), strict=strict)
     return None
 
 
@@ -273,10 +321,25 @@ def _lowered() -> set[str]:
 
 
 def task_filter(spec: str | None) -> set[str] | None:
-    """``--tasks`` as a filter over tasks found in run folders: None for ``all``, else the lowercased names."""
+    """``--tasks`` as a filter over tasks found in run folders: None for ``all``, else the lowercased names
+    (a benchmark task in r2med's spelling -- ``bright:earth-science`` is ``bright:earth_science`` -- and a family's
+    word for its tasks expanded: ``r2med``, ``bright``, ``bright:long``)."""
     if not spec or spec.strip().lower() == "all":
         return None
-    return {part.strip().lower() for part in spec.split(",") if part.strip()}
+    from ..errors import OptionError
+    from .benchmarks import BENCHMARKS
+
+    found: set[str] = set()
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        group = next((b.aliases()[part.lower()] for b in BENCHMARKS if part.lower() in b.aliases()), None)
+        if group is not None:
+            found |= {t.lower() for t in group}
+            continue
+        try:
+            found.add(canonical_task(part).lower())
+        except OptionError:
+            found.add(part.lower())  # a local collection's name
+    return found
 
 
 def load_task(
@@ -286,7 +349,7 @@ def load_task(
     split: str = DEFAULT_SPLIT,
     strict: bool = False,
 ) -> Collection:
-    """Load an R2MED task by name.
+    """Load a benchmark task (R2MED's ``Biology``, BRIGHT's ``bright:biology``) by name.
 
     ``source`` is ``None``/``"hub"`` for the Hugging Face hub (through the standard HF cache, at
     the task's pinned commit unless ``revision`` -- ``main``, a commit, or ``TASK=REV`` pairs --
@@ -297,7 +360,7 @@ def load_task(
     if task == DEMO or source == DEMO:
         return load_demo(strict=strict)
     if source is None or str(source) == HUB:
-        return TaskRef.on_hub(get_task(task).name, revision, strict=strict).load()
+        return TaskRef.on_hub(task, revision, strict=strict).load()
     root = _root(source)
     name = get_task(task).name if task.lower() in _lowered() else task
     for folder in (root / task, root / name):

@@ -25,6 +25,7 @@ from ..errors import DataError, R2MedError
 from ..infra.home import fingerprint
 from ..retrieval.base import QueryText
 from .combine import check_method, combine
+from .reasoning import ReasoningQueries
 from .traces import TRACE_FORMATS, normalize_llm
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def find_expansion_file(
         return collection.expansion_files[key]
     from ..data.tasks import TASK_NAMES
 
-    if collection.name in TASK_NAMES:
+    if collection.name in TASK_NAMES and collection.benchmark in (None, "r2med"):
         from ..data.hub import download_expansion
 
         # from the commit the task's data came from, so data and expansions always match
@@ -242,8 +243,22 @@ def expansion_builder(
     folder: str | Path | None = None,
     data_dir: str | Path | None = None,
     revision: str | None = None,
-) -> ExpansionQueries:
-    """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front)."""
+) -> ExpansionQueries | ReasoningQueries:
+    """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front):
+    ``reason:<llm>`` is BRIGHT's reasoning query set of that LLM (:mod:`.reasoning`), any other ``METHOD:LLM``
+    R2MED's expansions."""
+    from ..data.names import REASON
+
+    if spec and spec.partition(":")[0].strip().lower() == REASON:
+        if file is not None or folder is not None:
+            raise R2MedError(
+                f"--expansion {spec}: BRIGHT's reasoning query sets are read from its hub; --expansion-file and "
+                "--expansion-dir take R2MED-layout expansion files"
+            )
+        llm = spec.partition(":")[2]
+        if not llm.strip():
+            raise R2MedError(f"--expansion wants {REASON}:LLM (e.g. {REASON}:gpt4), got {spec!r}")
+        return ReasoningQueries(llm)
     if spec:
         method, llm = parse_spec(spec)
     elif file:

@@ -117,9 +117,16 @@ def system_folder(root: str | os.PathLike[str], name: str) -> Path:
     return refuse_links(root, Path(root) / plain_name(name, "result name"), include_last=True)
 
 
+def task_folder_name(task: str) -> str:
+    """The folder a task's results go in: its name, with ``:`` as ``-`` (``bright:biology`` -> ``bright-biology``:
+    a colon is no part of a portable file name, and ``scp`` or ``rsync`` read ``a:b`` as a host).  The task's name
+    itself is in the folder's ``metrics.json``."""
+    return task.replace(":", "-")
+
+
 def task_folder(out: str | os.PathLike[str], task: str, source: str | os.PathLike[str] | None = None) -> Path:
-    """``out/<task>`` for a plain task name, checked to stay under ``out``."""
-    folder = Path(out) / plain_name(task, "task", source)
+    """``out/<task>`` for a plain task name (:func:`task_folder_name`), checked to stay under ``out``."""
+    folder = Path(out) / task_folder_name(plain_name(task, "task", source))
     return ensure_within(out, folder)
 
 

@@ -23,14 +23,15 @@ from pathlib import Path
 
 from ..data import Collection, TaskRef
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import Metrics
+from ..evaluation.metrics import Metrics, measure_label
 from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
 from ..infra.home import fingerprint_texts
 from ..results.folders import TaskResult, finish_task, reuse
-from ..retrieval.base import QueryText, index_collection
+from ..retrieval.base import QueryText, Retriever, index_collection
+from ..runs.run import Run
 from ..spec.parse import RetrieverOptions
 from ..spec.steps import EvaluateStep
 
@@ -126,20 +127,25 @@ def queries_fingerprint(queries: Mapping[str, QueryText]) -> str:
 def run_task(collection: Collection, job: Plan | EvaluateStep, out: str | Path | None = None) -> TaskResult:
     """Retrieve, evaluate and (with ``out``, the system folder) write ``out/<task>/`` for one collection; what
     is stored and whether a finished folder is recomputed: the step's :class:`~r2med.spec.steps.Output`."""
+    from ..data.benchmarks import protocol_of
     from ..retrieval.registry import make_retriever  # imports numpy/scipy: not at CLI start-up
 
     job = plan(job) if isinstance(job, EvaluateStep) else job
     step, output = job.step, job.step.output
     collection.warn_about_qrels()
+    protocol = protocol_of(collection)
+    depth = step.depth(protocol.depth)
     retriever_ = make_retriever(step.retriever, task=collection.name, options=step.options)
+    check_excludes(retriever_, collection)
     queries = job.query_builder(collection, retriever_.family) if job.query_builder else collection.queries
     describe = getattr(job.query_builder, "describe", None)
     config = {
-        **step.record(),
+        **step.record(depth),
         **retriever_.config(),
         "expansion": describe(collection) if describe else None,
         "queries_fingerprint": queries_fingerprint(queries),
         **({"split": collection.split} if collection.split is not None else {}),
+        **({"judgments": collection.judgments.record()} if collection.judgments is not None else {}),
     }
     expanded = config["expansion"].get("file") if isinstance(config["expansion"], Mapping) else None
     if expanded is not None and Path(expanded).is_file():  # the content of the expansion file read (schema 3)
@@ -156,7 +162,7 @@ def run_task(collection: Collection, job: Plan | EvaluateStep, out: str | Path |
     t0 = time.perf_counter()
     index_collection(retriever_, collection)
     t1 = time.perf_counter()
-    run = retriever_.search(queries, k=step.top_k)
+    run = search(retriever_, queries, depth, collection)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
     facts = getattr(retriever_, "encoding_facts", None)
@@ -173,10 +179,37 @@ def run_task(collection: Collection, job: Plan | EvaluateStep, out: str | Path |
     )
 
 
+def check_excludes(retriever: object, collection: Collection) -> None:
+    """Refuse, in one line, a retriever that cannot remove each query's excluded documents inside its search when
+    the task's protocol has them (BRIGHT's ``excluded_ids``): ignoring them would rank documents the protocol
+    never lets a query have."""
+    if collection.exclusions and not getattr(retriever, "excludes", False):
+        name = getattr(retriever, "name", type(retriever).__name__)
+        raise R2MedError(
+            f"{collection.name}: {len(collection.exclusions)} queries exclude documents from their results, "
+            f"which the retriever {name!r} cannot do inside its search (its search() takes no exclusions); "
+            "give it an `excludes = True` search(queries, k, exclusions=...)"
+        )
+
+
+def search(retriever: Retriever, queries: Mapping[str, QueryText], depth: int, collection: Collection) -> Run:
+    """The retriever's top ``depth`` per query, each query's excluded documents (the collection's) removed before
+    the cut -- and checked: a document the protocol excludes in the run is an error, never a result."""
+    if not collection.exclusions:
+        return retriever.search(queries, k=depth)
+    run = retriever.search(queries, k=depth, exclusions=collection.exclusions)
+    _, leaked = collection.exclusions.drop_from(run)
+    if leaked:
+        raise R2MedError(f"{collection.name}: the retriever returned {leaked} excluded (query, document) pair(s)")
+    return run
+
+
 def run_tasks(job: Plan | EvaluateStep, tasks: Sequence[TaskRef]) -> list[TaskResult]:
     """:func:`run_task` for every task, in order, one collection in memory at a time, into the step's
     ``OUT/<system>/`` (none: nothing written), on the progress display (the task loop, and inside it each task's
     long steps)."""
+    from ..data.benchmarks import protocol_of
+
     job = plan(job) if isinstance(job, EvaluateStep) else job
     root = job.step.output.out
     out = system_folder(root, job.name) if root is not None else None
@@ -187,7 +220,11 @@ def run_tasks(job: Plan | EvaluateStep, tasks: Sequence[TaskRef]) -> list[TaskRe
             collection = ref.load()
             loop.describe(f"{job.name} · {collection.name}")
             result = run_task(collection, job, out)
-            log.info("%s: nDCG@10 = %.4f%s", result.task, result.headline, " (reused)" if result.reused else "")
+            headline = protocol_of(collection).headline
+            value = result.metrics.aggregate.get(headline, result.headline)
+            log.info(
+                "%s: %s = %.4f%s", result.task, measure_label(headline), value, " (reused)" if result.reused else ""
+            )
             results.append(result)
             loop.advance()
     return results
@@ -217,22 +254,36 @@ def score_files(
     count_missing: bool = False,
     strict: bool = False,
     split: str = "test",
+    revision: str | None = None,
+    judgments: str | Path | None = None,
 ) -> Metrics:
     """``r2med score``: a run scored against judgments.
 
-    ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments;
-    ``split``: a BEIR folder's ``qrels/<split>.tsv``).
+    ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, a collection folder (its judgments;
+    ``split``: a BEIR folder's ``qrels/<split>.tsv``), or a benchmark's hub task (``bright:biology``,
+    ``Biology``; :func:`score_task`: its judgments and exclusions only, under its protocol).
     ``run``: a TREC run file or a JSON score file (:func:`r2med.runs.run.read_run`), or a task folder, system
     folder or results root holding one task (the one named after the collection folder when there are several:
     :func:`~r2med.results.folders.run_file`).
+    ``measures``: None for the default set (a hub task's: its protocol's).  ``judgments``: with a hub task, a
+    judgments file scored on in place of the task's own (``--qrels``).
     """
     from ..data import read_qrels
     from ..data.loaders import qrels_file
+    from ..data.names import is_hub_task
+    from ..evaluation.metrics import DEFAULT_MEASURES
     from ..infra.containment import check_input_file
     from ..results.folders import run_file
     from ..runs.run import read_run
 
     qrels, run = Path(qrels), Path(run)
+    if not qrels.exists() and is_hub_task(str(qrels)):
+        return score_task(str(qrels), run, measures, count_missing, strict, revision, judgments)
+    if judgments is not None or revision is not None:
+        raise R2MedError(
+            f"--qrels and --revision go with a hub task as the judgments (r2med score bright:biology RUN); "
+            f"{qrels} is a file or folder of judgments itself"
+        )
     collection = None
     if qrels.is_dir():
         collection, qrels = qrels.name, qrels_file(qrels, split)
@@ -254,7 +305,55 @@ def score_files(
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
-    return evaluate_with_ties(ranked, judged, measures=measures, count_missing=count_missing)
+    return evaluate_with_ties(ranked, judged, measures=measures or DEFAULT_MEASURES, count_missing=count_missing)
+
+
+def score_task(
+    task: str,
+    run: str | Path,
+    measures: Iterable[str] | None = None,
+    count_missing: bool = False,
+    strict: bool = False,
+    revision: str | None = None,
+    judgments: str | Path | None = None,
+) -> Metrics:
+    """A run scored against a benchmark's hub task under its protocol: the task read for its queries and judgments
+    only (a BRIGHT task's examples file: no documents downloaded, every file found at its revision first), each
+    query's excluded documents removed from the run before scoring (counted in a warning), the protocol's measures
+    (``measures`` None) -- pytrec_eval averaging over the queries both judged and answered, as BRIGHT's
+    ``calculate_retrieval_metrics`` does unless ``count_missing``.  ``judgments``: a file judging in place of the
+    task's own (``--qrels``)."""
+    from ..data import check_hub, resolve
+    from ..data.benchmarks import protocol_of
+    from ..infra.containment import check_input_file
+    from ..results.folders import run_file
+    from ..runs.run import read_run
+
+    refs = resolve(task, None, revision, strict=strict, qrels=judgments)
+    if len(refs) != 1:
+        raise R2MedError(f"score takes one task's judgments; {task!r} names {len(refs)} tasks")
+    run = Path(run)
+    if run.is_dir():
+        run = run_file(run, task=refs[0].name)
+    check_input_file(run, "run")
+    ranked = read_run(run)  # TREC or a JSON score file, read before anything is downloaded: a bad one is one line
+    [ref] = check_hub(refs, corpus=False)
+    collection = ref.load(corpus=False)
+    if collection.exclusions:
+        ranked, removed = collection.exclusions.drop_from(ranked)
+        if removed:
+            log.warning(
+                "%s: %d entr%s the protocol of %s excludes removed before scoring (each query's excluded_ids)",
+                run,
+                removed,
+                "y" if removed == 1 else "ies",
+                collection.name,
+            )
+    unknown = sum(1 for q in ranked if q not in collection.qrels)
+    if unknown:
+        log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
+    wanted = tuple(measures) if measures else protocol_of(collection).measures
+    return evaluate_with_ties(ranked, collection.qrels, measures=wanted, count_missing=count_missing)
 
 
 def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:

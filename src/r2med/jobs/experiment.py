@@ -69,16 +69,17 @@ FILE_KEYS: dict[StepKind, dict[str, str]] = {
         "expansion": "expansion",
         "expansion_file": "expansion_file",
         "expansion_dir": "expansion_dir",
+        "qrels": "qrels",
     },
     "rerank": {"reranker": "reranker", "runs": "runs", "label": "name", "top_k": "top_k", "keep_tail": "keep_tail"},
     "fuse": {"systems": "systems", "label": "name", "top_k": "top_k", **{f: f for f in field_names(FusionOptions)}},
-    "import": {"name": "name", "runs": "runs", "note": "note", "tasks": "tasks"},
+    "import": {"name": "name", "runs": "runs", "note": "note", "tasks": "tasks", "qrels": "qrels"},
 }
 TOP_LEVEL = ("out", "data", "retrievers", "rerank", "fusion", "imports", "report")
-DATA_KEYS = ("tasks", "dirs", "revision")
+DATA_KEYS = ("tasks", "dirs", "revision", "long_documents")
 REPORT_KEYS = ("measures", "html", "latex", "markdown", "baseline", "title", "data_dir")
 #: Keys whose values are paths (read against the file's folder).
-PATH_KEYS = {"expansion_file", "expansion_dir"}
+PATH_KEYS = {"expansion_file", "expansion_dir", "qrels"}
 #: Keys whose values may be paths or hub ids (a path when it exists there or starts with ``.``).
 MAYBE_PATH_KEYS = {"model", "reranker", "base", "lora", "tokenizer"}
 #: Keys naming your code as MODULE:OBJ (a ``.py`` module is a path, read against the file's folder).
@@ -125,6 +126,8 @@ class Experiment:
     dirs: list[Path] = field(default_factory=list)
     revision: str | None = None
     report: ReportSpec = field(default_factory=ReportSpec)
+    #: ``[data] long_documents``: BRIGHT's tasks in their long-document setting (``bright:<task>:long``)
+    long_documents: bool = False
     #: the file it was read from (None: built in Python)
     source: Path | None = None
 
@@ -197,6 +200,7 @@ def make_experiment(
     report: ReportSpec | None = None,
     source: str | os.PathLike[str] | None = None,
     fail: Callable[[str, str], R2MedError] | None = None,
+    long_documents: bool = False,
 ) -> Experiment:
     """An experiment of ``steps`` (specs, as the commands build them, or :class:`Step` s), checked before any work:
     each system made once, every system a step reads made by the experiment or a folder in ``out``, no cycle, the
@@ -211,6 +215,7 @@ def make_experiment(
         revision=revision,
         report=report or ReportSpec(),
         source=Path(source) if source is not None else None,
+        long_documents=long_documents,
     )
     counts: dict[str, int] = {}
     for item in steps:
@@ -421,7 +426,7 @@ class Reader:
         if "out" not in raw:
             raise self.fail("", "missing key 'out' (the results root, e.g. out = \"results\")")
         out = self.path(raw["out"], "", "out")
-        tasks, dirs, revision = self.data(raw.get("data", {}))
+        tasks, dirs, revision, long_documents = self.data(raw.get("data", {}))
         self.read_data = exp_data(None, dirs, revision)
         specs: list[Step] = []
         for i, entry in enumerate(self.table(raw, "retrievers"), start=1):
@@ -433,9 +438,11 @@ class Reader:
         for i, entry in enumerate(self.table(raw, "fusion"), start=1):
             specs.append(self.fusion(entry, i, out))
         report = self.report_spec(raw.get("report", {}))
-        return make_experiment(out, specs, tasks, dirs, revision, report, source, fail=self.fail)
+        return make_experiment(
+            out, specs, tasks, dirs, revision, report, source, fail=self.fail, long_documents=long_documents
+        )
 
-    def data(self, raw: Any) -> tuple[str | list[str], list[Path], str | None]:
+    def data(self, raw: Any) -> tuple[str | list[str], list[Path], str | None, bool]:
         if not isinstance(raw, Mapping):
             raise self.fail("", "data: expected a [data] table")
         self.unknown("[data]", list(raw), DATA_KEYS)
@@ -447,7 +454,10 @@ class Reader:
         revision = raw.get("revision")
         if revision is not None and not isinstance(revision, str):
             raise self.fail("[data]", f"revision: expected text, got {revision!r}")
-        return tasks, dirs, revision
+        long_documents = raw.get("long_documents", False)
+        if not isinstance(long_documents, bool):
+            raise self.fail("[data]", f"long_documents: expected true or false, got {long_documents!r}")
+        return tasks, dirs, revision, long_documents
 
     def _step(self, build: Callable[[], Spec], where: str) -> Any:
         try:
@@ -570,7 +580,7 @@ def data_refs(exp: Experiment, strict: bool = False) -> list[TaskRef]:
     if not exp.dirs:
         if tasks == "demo" or tasks == ["demo"]:
             return [TaskRef.the_demo(strict=strict)]
-        return resolve(tasks, None, exp.revision, strict=strict)
+        return resolve(tasks, None, exp.revision, strict=strict, long_documents=exp.long_documents)
     refs = []
     for folder in exp.dirs:
         if not folder.is_dir():
@@ -618,11 +628,23 @@ def plan_rows(exp: Experiment) -> list[list[str]]:
 
 
 def _refs_of(step: EvaluateStep | ImportStep, refs: Sequence[TaskRef]) -> list[TaskRef]:
+    """The experiment's tasks a step runs on (its ``tasks``, in r2med's spelling; all of them by default), each
+    judged by the step's ``qrels`` file when it names one (one task)."""
+    from dataclasses import replace
+
+    from ..data.resolve import task_filter
+
     wanted = step.data.tasks
-    if wanted == "all" or not isinstance(wanted, tuple):
-        return list(refs)
-    keep = {t.lower() for t in wanted}
-    return [r for r in refs if r.name.lower() in keep]
+    keep = None if wanted == "all" or not isinstance(wanted, tuple) else task_filter(",".join(wanted))
+    chosen = [r for r in refs if keep is None or r.name.lower() in keep]
+    qrels = step.data.qrels
+    if qrels is None:
+        return chosen
+    if len(chosen) != 1:
+        raise R2MedError(
+            f"qrels {qrels}: holds the judgments of one task, but the step runs on {len(chosen)}; name one with tasks"
+        )
+    return [replace(chosen[0], qrels=Path(os.path.abspath(qrels)))]
 
 
 def run_experiment(

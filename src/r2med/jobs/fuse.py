@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
 from ..infra.containment import plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
@@ -64,13 +65,14 @@ def fuse_inputs(
             problem = f"{collection.name}: the input runs were made on different corpora"
         if problem is not None:
             raise R2MedError(problem)
-        config = {**step.record(), "inputs": [i.describe() for i in items]}
+        depth = step.depth(protocol_of(collection).depth)
+        config = {**step.record(depth), "inputs": [i.describe() for i in items]}
         reused = reuse(out, config, collection, output.measures, output.count_missing, output.overwrite)
         if reused is not None:
             results.append(reused)
             continue
         t0 = time.perf_counter()
-        run = fuse([i.run for i in items], o.method, k=o.k, norm=o.norm, weights=o.weights, depth=step.top_k)
+        run = fuse([i.run for i in items], o.method, k=o.k, norm=o.norm, weights=o.weights, depth=depth)
         timing = {"fuse_s": time.perf_counter() - t0}
         timing["total_s"] = timing["fuse_s"]
         results.append(finish_task(collection, name, run, config, out, output.measures, output.count_missing, timing))

@@ -11,6 +11,13 @@ run tag(s) and any note.  Importing the same file again reuses the finished fold
 Which task each file is (:func:`assign_tasks`): with ``--tasks`` naming tasks, the files map to them
 one by one, in order; otherwise each file goes to the one collection holding the most of its query
 ids (none, or a tie, is a one-line error), and two files may not go to the same task.
+
+A benchmark's hub task is read for its queries and judgments only: importing needs no documents (a BRIGHT task's
+examples file alone; an R2MED task's ``query.jsonl`` and ``qrels.jsonl``), found at the task's revision before
+anything is downloaded.  Under a protocol with exclusions (BRIGHT), each query's excluded documents are removed
+from the imported run before it is scored (a released run may hold them; BRIGHT's own runs never do), counted
+in a warning and recorded (``config.imported.excluded_removed``).  ``--qrels FILE`` scores it on that file's
+judgments instead of the task's own, recorded by hash (``config.judgments``).
 """
 
 from __future__ import annotations
@@ -74,8 +81,8 @@ def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bo
                 f"{len(files)} run file(s) for {len(refs)} task(s) ({', '.join(r.name for r in refs)}); "
                 "pass one run file per task, in the order --tasks lists them"
             )
-        return [(f, ref.load()) for f, ref in zip(files, refs)]
-    collections = [ref.load() for ref in refs]
+        return [(f, ref.load(corpus=False)) for f, ref in zip(files, refs)]
+    collections = [ref.load(corpus=False) for ref in refs]
     pairs: list[tuple[RunFile, Collection]] = []
     taken: dict[str, Path] = {}
     for f in files:
@@ -117,7 +124,8 @@ def _check_against(run: Run, collection: Collection, where: str) -> None:
             unknown[0],
             collection.name,
         )
-    missing = sum(1 for docs in run.values() for d in docs if d not in collection.corpus)
+    corpus = collection.corpus
+    missing = sum(1 for docs in run.values() for d in docs if d not in corpus) if collection.corpus_read else 0
     if missing:
         log.warning(
             "%s: %d doc entr%s not in the corpus of %s; they count as non-relevant",
@@ -192,7 +200,21 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
 
 def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: ImportStep, where: str) -> TaskResult:
     output = step.output
-    config = {"step": "import", "retriever": IMPORTED, "imported": {**source, "note": step.note}}
+    imported: dict[str, Any] = {**source, "note": step.note}
+    if collection.exclusions:
+        run, removed = collection.exclusions.drop_from(run)
+        imported["excluded_removed"] = removed
+        if removed:
+            log.warning(
+                "%s: %d entr%s the protocol of %s excludes removed before scoring (each query's excluded_ids)",
+                where,
+                removed,
+                "y" if removed == 1 else "ies",
+                collection.name,
+            )
+    config: dict[str, Any] = {"step": "import", "retriever": IMPORTED, "imported": imported}
+    if collection.judgments is not None:
+        config["judgments"] = collection.judgments.record()
     target = Path(output.out) / step.name if output.out is not None else None
     reused = reuse(target, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
@@ -208,7 +230,7 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     """``r2med import`` / ``[[imports]]``: every run file checked first (nothing is written when one is bad),
     matched to its task (:func:`assign_tasks`; among ``refs``, default: the step's data), then scored and written
     to ``out/<name>/<task>/``."""
-    from ..data import resolve
+    from ..data import check_hub, resolve
     from ..data.resolve import _asked
     from ..infra.containment import check_output_dir
 
@@ -221,7 +243,9 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     data = step.data
     tasks = data.task_text
     if refs is None:
-        refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict)
+        long = data.long_documents
+        refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict, long_documents=long, qrels=data.qrels)
+        refs = check_hub(refs, corpus=False)  # queries and judgments only, found before any download
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
     results = []
     for file, collection in pairs:

@@ -3,7 +3,9 @@
 :func:`load_inputs` reads a system folder (``OUT/<system>/``, found by :func:`~r2med.results.folders.find_runs`), finds
 each task's collection (:func:`r2med.data.locate`: ``--data-dir``, else the recorded source folder,
 else the hub at the recorded commit) and validates the runs against it *before* any model is loaded,
-so bad input fails at once with nothing written.  :func:`rerank_inputs` reranks each task and writes
+so bad input fails at once with nothing written; a document the task's protocol excludes for a query (BRIGHT's
+``excluded_ids``) is left out of its input run, so no reranker ever surfaces one.  :func:`rerank_inputs` reranks
+each task and writes
 ``OUT/<name>/<task>/`` through :func:`~r2med.results.folders.finish_task`; a task whose folder holds
 results for the same configuration, data and input run is reused, so an interrupted job resumes.
 """
@@ -114,6 +116,16 @@ def load_inputs(
             found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1, strict=strict)
             cache[key] = require(found_ref, item.task, meta, data_dir).load()
         collection = cache[key]
+        if collection.exclusions:  # never reranked into a run: the protocol removes them before any cut
+            run_, removed = collection.exclusions.drop_from(run_)
+            if removed:
+                log.warning(
+                    "%s: %d entr%s the protocol of %s excludes left out (each query's excluded_ids)",
+                    path,
+                    removed,
+                    "y" if removed == 1 else "ies",
+                    collection.name,
+                )
         recorded = meta.get("dataset_fingerprint")
         if recorded and recorded != collection.dataset_fingerprint:
             log.warning(

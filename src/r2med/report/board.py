@@ -36,6 +36,7 @@ from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from .format import FLAG, GAP, SIGNIFICANT
+from .judgments import mark_judgments
 from .ties import mark_ties
 
 AVERAGE = "Average"
@@ -374,10 +375,37 @@ def build_leaderboard(
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     mark_ties(board, systems)
+    mark_judgments(board, systems)
+    board.notes += _headline_notes(tasks, measure)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
     return board
+
+
+def default_measure(systems: Sequence[System]) -> str:
+    """The measure a report shows when none is asked for: the headline every task of ``systems`` shares under its
+    family's protocol (BRIGHT's long-document setting: Recall@1, as its leaderboard reports it), else nDCG@10."""
+    from ..data.benchmarks import protocol_of_task
+
+    headlines = {protocol_of_task(t).headline for s in systems for t in s.tasks}
+    return headlines.pop() if len(headlines) == 1 else HEADLINE
+
+
+def _headline_notes(tasks: Sequence[str], measure: str) -> list[str]:
+    """A note when some of the table's tasks have another headline measure than the one shown."""
+    from ..data.benchmarks import protocol_of_task
+
+    other: dict[str, list[str]] = {}
+    for t in tasks:
+        headline = protocol_of_task(t).headline
+        if headline != measure:
+            other.setdefault(headline, []).append(t)
+    return [
+        f"{', '.join(names)}: {measure_label(headline)} is the headline of {'its' if len(names) == 1 else 'their'} "
+        f"protocol (-m {measure_label(headline)})."
+        for headline, names in other.items()
+    ]
 
 
 def encoding_line(encoding: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedCompari
 from ..results.folders import System, task_order
 from ..results.published import different_data
 from .format import SIGNIFICANT, check_format, records_text, tex, tex_row
+from .judgments import legend_line, marks_for
 from .layout import compact_table, fitted, short_task
 from .ties import tie_notes
 
@@ -318,6 +319,8 @@ def compare_systems(
             ComparisonLine(Comparison.ALL, compare_paired(pooled_a, pooled_b, n_permutations=n_permutations, seed=seed))
         )
     notes += tie_notes(a, b, tasks, measure, Comparison.ALL)
+    judged = marks_for(s.tasks[t].config for t in tasks for s in (a, b))
+    notes += [f"{', '.join(tasks)}: {legend_line(mark, record)}" for mark, record in judged.values()]
     return Comparison(
         a.name,
         b.name,

@@ -46,8 +46,10 @@ def summary_table(
             table.add_column("Δ" if compact else "delta", justify="right")
     table.add_column("s" if compact else "time (s)", justify="right")
     values: dict[str, list[float]] = {m: [] for m in measures}
+    from .judgments import task_label
+
     for r in results:
-        row = [escape(r.task), str(len(r.metrics.per_query))]
+        row = [escape(task_label(r, results)), str(len(r.metrics.per_query))]
         for m in measures:
             value = 100 * r.metrics.aggregate[m]
             values[m].append(value)

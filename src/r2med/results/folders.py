@@ -33,7 +33,7 @@ from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError, did_you_mean_folder
 from ..evaluation.metrics import HEADLINE, Metrics
 from ..evaluation.ties import evaluate_with_ties
-from ..infra.containment import task_folder
+from ..infra.containment import task_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
@@ -88,12 +88,20 @@ class SystemResults:
     results: list[TaskResult]
 
 
-def stored_measures(asked: Iterable[str] = ()) -> tuple[str, ...]:
-    """What ``metrics.json`` stores: the default measures, then any other asked for (``-m`` only adds;
-    it chooses the columns a command prints, never what a later ``report``/``compare`` can use)."""
+def stored_measures(asked: Iterable[str] = (), base: Sequence[str] | None = None) -> tuple[str, ...]:
+    """What ``metrics.json`` stores: the task's protocol's measures (``base``; default: R2MED's set), then any other
+    asked for (``-m`` only adds; it chooses the columns a command prints, never what a later ``report``/``compare``
+    can use)."""
     from ..evaluation.metrics import DEFAULT_MEASURES, canonical
 
-    return tuple(dict.fromkeys([*DEFAULT_MEASURES, *(canonical(m) for m in asked)]))
+    return tuple(dict.fromkeys([*(DEFAULT_MEASURES if base is None else base), *(canonical(m) for m in asked)]))
+
+
+def task_measures(collection: Collection, asked: Iterable[str] = ()) -> tuple[str, ...]:
+    """What ``metrics.json`` stores for a task of ``collection``: its protocol's measures plus those asked for."""
+    from ..data.benchmarks import protocol_of
+
+    return stored_measures(asked, protocol_of(collection).measures)
 
 
 def versions() -> dict[str, str]:
@@ -122,13 +130,16 @@ def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def judgments_fingerprint(collection: Collection) -> str:
-    """Content hash of a collection's queries (ids and texts) and judgments: with the corpus fingerprint,
-    what says two runs were made on the same data."""
-    return fingerprint(
-        "judgments",
+    """Content hash of a collection's queries (ids and texts), judgments and exclusions (where it has any: an
+    R2MED task's hash is the same as before exclusions existed): with the corpus fingerprint, what says two runs
+    were made on the same data."""
+    parts: list[Any] = [
         sorted(collection.queries.items()),
         sorted((q, sorted(docs.items())) for q, docs in collection.qrels.items()),
-    )
+    ]
+    if collection.exclusions:
+        parts.append(collection.exclusions.fingerprint)
+    return fingerprint("judgments", *parts)
 
 
 def data_record(collection: Collection) -> dict[str, Any]:
@@ -136,7 +147,7 @@ def data_record(collection: Collection) -> dict[str, Any]:
     return {
         "data": {
             "queries": len(collection.queries),
-            "docs": len(collection.corpus),
+            "docs": len(collection.corpus) if collection.corpus_read else None,  # None: read for its judgments only
             "judged_queries": len(collection.qrels),
             "judgments": sum(len(docs) for docs in collection.qrels.values()),
         },
@@ -174,6 +185,9 @@ def metrics_payload(
         payload["encoding"] = _as_json(encoding)
     if metrics.ties is not None:
         payload["ties"] = metrics.ties.to_json()
+    from ..data.benchmarks import protocol_of
+
+    payload["protocol"] = protocol_of(collection).record(collection)
     return payload
 
 
@@ -194,7 +208,7 @@ def finish_task(
     stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
     """
     run = as_written(run)
-    metrics = evaluate_with_ties(run, collection.qrels, stored_measures(measures), count_missing)
+    metrics = evaluate_with_ties(run, collection.qrels, task_measures(collection, measures), count_missing)
     folder = task_folder(out, collection.name) if out is not None else None
     if folder is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
@@ -249,7 +263,7 @@ def reuse(
         raise
     except R2MedError:
         return None
-    measures = stored_measures(measures)
+    measures = task_measures(collection, measures)
     timing = stored.timing or {}
     log.info("%s: reusing finished results in %s", collection.name, folder)
     if (
@@ -571,7 +585,7 @@ def run_file(path: str | os.PathLike[str], task: str | None = None) -> Path:
     selection = find_runs([path])
     folders = [t for ref in selection.systems for t in ref.task_paths()]
     if task is not None and len(folders) > 1:
-        named = [f for f in folders if f.name.lower() == task.lower()]
+        named = [f for f in folders if f.name.lower() in (task.lower(), task_folder_name(task).lower())]
         folders = named or folders
     if len(folders) != 1:
         listed = ", ".join(str(f) for f in folders[:6]) + (" ..." if len(folders) > 6 else "")
@@ -629,13 +643,17 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
 
 
 def task_order(systems: Iterable[System]) -> list[str]:
-    """R2MED's 8 tasks in the paper's order first, then any other task names in order of appearance."""
+    """R2MED's 8 tasks in the paper's order first, then BRIGHT's in its order (each task, then its long-document
+    setting), then any other task names in order of appearance."""
+    from ..data.names import names
+
     seen: list[str] = []
     for s in systems:
         for t in s.tasks:
             if t not in seen:
                 seen.append(t)
-    return [t for t in TASK_NAMES if t in seen] + [t for t in seen if t not in TASK_NAMES]
+    known = [*TASK_NAMES, *(n for t in names() for n in (t, f"{t}:long"))]
+    return [t for t in known if t in seen] + [t for t in seen if t not in known]
 
 
 def split_columns(systems: list[System]) -> list[System]:

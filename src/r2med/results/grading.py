@@ -483,6 +483,8 @@ def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
     is per task -- the expansion file, an imported first stage's file -- against that task's (None: any task's)."""
     if not config:
         return Grade()
+    if config.get("judgments") is not None:  # judged with a file in place of the task's own (--qrels): the
+        return Grade()  # published figures were made with the task's own judgments
     kind = step_kind(config)
     if kind == "evaluate":
         return _grade_evaluate(config, task)

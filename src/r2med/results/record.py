@@ -69,7 +69,8 @@ def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
 
 #: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``);
 #: 3: ``config`` is the step spec (:mod:`r2med.spec.steps`: its ``step`` kind, and a reranker's ``options``) with
-#: the facts of the run beside it (and the content fingerprint of an expansion file read: ``expansion_fingerprint``)
+#: the facts of the run beside it (and the content fingerprint of an expansion file read: ``expansion_fingerprint``);
+#: its ``protocol`` field (the family's protocol the run followed) came later in 3: a file without it reads as before
 SCHEMA_VERSION: Final = 3
 #: the keys of ``config`` schema 3 added to what version 2 recorded (a v2 record is reused on everything it holds)
 V3_CONFIG_KEYS: Final = frozenset({"step", "options", "expansion_fingerprint"})
@@ -91,6 +92,7 @@ FIELDS: Final = (
     "split",
     "encoding",
     "ties",
+    "protocol",
 )
 #: the most measures a file may hold (r2med stores 21 by default), and queries per task (R2MED's largest has 1,000s)
 MAX_MEASURES: Final = 1_000
@@ -124,6 +126,9 @@ class MetricsRecord:
     #: the ranges the order of tied documents allows (:mod:`r2med.evaluation.ties`); None: written before r2med
     #: recorded them
     ties: dict[str, Any] | None = None
+    #: the protocol of the task's family the run followed (:meth:`r2med.data.benchmarks.Protocol.record`: family,
+    #: depth, judgments, corpus, exclusions, a ``--qrels`` file); None: written before r2med recorded it
+    protocol: dict[str, Any] | None = None
     #: keys this schema does not name (kept as they are)
     extra: dict[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] = ()
@@ -230,7 +235,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         if problem is not None:
             raise fail(f"retriever {problem}; refusing to use it in a folder name")
     objects: dict[str, dict[str, Any] | None] = {}
-    for key in ("config", "versions", "data", "encoding"):
+    for key in ("config", "versions", "data", "encoding", "protocol"):
         value = data.get(key)
         if value is not None and not isinstance(value, dict):
             raise fail(f"{key} must be an object, got {type(value).__name__}")
@@ -273,6 +278,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         split=texts["split"],
         encoding=objects["encoding"],
         ties=ties,
+        protocol=objects["protocol"],
         extra={k: data[k] for k in keys if k not in FIELDS},
         keys=keys,
         read_version=version,

@@ -15,6 +15,7 @@ from ..runs.run import Run
 
 if TYPE_CHECKING:
     from ..data import Collection
+    from ..data.exclusions import Exclusions
 
 QueryText = str | tuple[str, ...]
 
@@ -28,7 +29,11 @@ class Retriever(Protocol):
         """Index (or load the cached index of) ``corpus``; the fingerprint, when given, keys caches."""
         ...
 
-    def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run: ...
+    def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run:
+        """The top ``k`` documents of each query, best first; ``exclusions``: each query's documents it must never
+        get, removed from its scores before the cut (a retriever that does so says ``excludes = True``; r2med
+        refuses to run one that does not on a task with exclusions)."""
+        ...
 
     def config(self) -> dict[str, Any]: ...
 

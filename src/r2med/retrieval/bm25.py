@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import mmap
 import time
 import zlib
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..data.exclusions import Exclusions
 from ..errors import OptionError, R2MedError
 from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
@@ -41,7 +43,7 @@ from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import QueryText, as_text
 from .lexical_choices import AnalyzerName, Bm25Flavour
 from .registry import RetrieverMeta, register_retriever
-from .topk import top_k_rows
+from .topk import mask_cells, top_k_rows
 
 log = logging.getLogger(__name__)
 
@@ -297,12 +299,23 @@ class BM25:
         scores: np.ndarray = (self.query_vectors(queries) @ self.weights_t).toarray()
         return scores
 
-    def search(self, queries: Mapping[str, QueryText], k: int = 100, batch_size: int = 512) -> Run:
+    #: ``search`` takes ``exclusions`` and removes them before the cut (:mod:`r2med.data.exclusions`)
+    excludes = True
+
+    def search(
+        self,
+        queries: Mapping[str, QueryText],
+        k: int = 100,
+        exclusions: Exclusions | None = None,
+        batch_size: int = 512,
+    ) -> Run:
         """Top-``k`` docs per query for all queries, as sparse matrix products in batches.
 
         Batches hold at most ``batch_size`` queries and about 32M scores (128 MB), and run on as many
         threads as there are cores (scipy's sparse product and numpy's selection release the GIL;
-        each query's row is computed alone, so scores do not depend on the split).
+        each query's row is computed alone, so scores do not depend on the split).  ``exclusions``: each
+        query's excluded documents are set to ``-inf`` in its scores before the cut and never returned, so a
+        query gets the best ``k`` of the other documents (BRIGHT's rule).
         """
         if self.weights_t is None:
             raise R2MedError("BM25.search() called before index()")
@@ -311,12 +324,15 @@ class BM25:
             return {}
         vectors = self.query_vectors([as_text(queries[q]) for q in qids])
         doc_ids, weights_t = self.doc_ids, self.weights_t
+        rows, cols = excluded_cells(exclusions, qids, doc_ids)
         cores = self.workers if self.workers is not None else available_cores()
         threads = max(1, min(cores, len(qids) * len(doc_ids) // 1_000_000))
         step = max(1, min(batch_size, (1 << 25) // max(len(doc_ids), 1), -(-len(qids) // threads)))
 
         def batch(start: int) -> list[dict[str, float]]:
-            return ranked_rows((vectors[start : start + step] @ weights_t).toarray(), doc_ids, k)
+            block = (vectors[start : start + step] @ weights_t).toarray()
+            mask_cells(block, rows, cols, row_offset=start)
+            return ranked_rows(block, doc_ids, k)
 
         starts = range(0, len(qids), step)
         parts: Iterable[list[dict[str, float]]]
@@ -485,9 +501,23 @@ def ranked_rows(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> list[dict
 
     A query that matches fewer than ``k`` docs is filled with zero-score docs in corpus order, as the
     paper's code returns them (a stable sort over all docs), so every query is answered and counts.
+    Cells set to ``-inf`` (excluded documents: :func:`~r2med.retrieval.topk.mask_cells`) are never returned.
     """
     positions, values = top_k_rows(scores, k)
-    return [{doc_ids[i]: v for i, v in zip(pos.tolist(), val.tolist())} for pos, val in zip(positions, values)]
+    return [
+        {doc_ids[i]: v for i, v in zip(pos.tolist(), val.tolist()) if v != -math.inf}
+        for pos, val in zip(positions, values)
+    ]
+
+
+def excluded_cells(
+    exclusions: Exclusions | None, qids: Sequence[str], doc_ids: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (query row, document column) pairs of ``exclusions`` among ``qids`` and ``doc_ids`` (none: empty)."""
+    if not exclusions:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return exclusions.cells(qids, {d: i for i, d in enumerate(doc_ids)})
 
 
 def _factory(flavour: str) -> Callable[..., BM25]:

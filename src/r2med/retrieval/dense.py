@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
@@ -47,7 +48,7 @@ from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
 from .encoders import API_LOADERS, POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
-from .topk import merge_top_k, top_k_rows
+from .topk import mask_cells, merge_top_k, top_k_rows
 
 if TYPE_CHECKING:
     import torch
@@ -230,7 +231,13 @@ class DenseRetriever:
         return self.chunk_size
 
     # -- search ----------------------------------------------------------------------------------
-    def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run:
+    #: ``search`` takes ``exclusions`` and removes them before the cut (:mod:`r2med.data.exclusions`)
+    excludes = True
+
+    def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run:
+        """The top ``k`` documents of each query; ``exclusions``: each query's excluded documents (and its own id,
+        with ``ignore_identical_ids``) are set to ``-inf`` inside the search, block by block, and never returned:
+        the exact top ``k`` of the other documents, with FAISS as without."""
         if self.embeddings is None:
             raise R2MedError("DenseRetriever.search() called before index()")
         qids = list(queries)
@@ -245,18 +252,18 @@ class DenseRetriever:
         cosine = self.similarity == "cosine"
         if cosine:
             q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)  # as torch's normalize
-        exclude = None
-        if self.ignore_identical_ids:
+        cells = None
+        if self.ignore_identical_ids or exclusions:
             pos = {d: i for i, d in enumerate(self.doc_ids)}
-            exclude = np.array([pos.get(qid, -1) for qid in qids], dtype=np.int64)
+            cells = (exclusions or NO_EXCLUSIONS).cells(qids, pos, identical=self.ignore_identical_ids)
         if self.faiss:
-            scores, idx = self._faiss_search(q, k, exclude)
+            scores, idx = self._faiss_search(q, k, cells)
         else:
             scores, idx = exact_top_k(
                 q,
                 self.embeddings,
                 k,
-                exclude=exclude,
+                cells=cells,
                 chunk=self.search_chunk,
                 device=self.device,
                 normalize_docs=cosine,
@@ -288,7 +295,12 @@ class DenseRetriever:
             self.queries_encoded = self.query_cache_entry.encoded_docs
             return np.asarray(q, dtype=np.float32)
 
-    def _faiss_search(self, q: np.ndarray, k: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _faiss_search(
+        self, q: np.ndarray, k: int, cells: tuple[np.ndarray, np.ndarray] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS's top ``k`` of the documents each query may get: it asks FAISS for ``k`` plus the most documents
+        any query excludes (``cells``: :meth:`~r2med.data.exclusions.Exclusions.cells`), then drops the excluded
+        ones, so at least ``k`` of FAISS's own ranking remain for each query."""
         try:
             import faiss
         except ImportError as exc:  # pragma: no cover
@@ -305,15 +317,17 @@ class DenseRetriever:
                 index.train(d)
             index.add(d)
             self._faiss_index = index
-        extra = 1 if exclude is not None else 0
+        rows, cols = cells if cells is not None else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        extra = int(np.bincount(rows).max()) if len(rows) else 0
         n_docs = len(self.embeddings)
         scores, idx = self._faiss_index.search(np.ascontiguousarray(q), min(k + extra, n_docs))
-        if exclude is None:
+        if not extra:
             return scores[:, :k], idx[:, :k]
         out_s = np.full((len(q), k), -np.inf, dtype=np.float32)
         out_i = np.full((len(q), k), -1, dtype=np.int64)
+        starts = np.searchsorted(rows, np.arange(len(q) + 1))
         for r in range(len(q)):
-            keep = idx[r] != exclude[r]
+            keep = ~np.isin(idx[r], cols[starts[r] : starts[r + 1]])
             s, i = scores[r][keep][:k], idx[r][keep][:k]
             out_s[r, : len(s)], out_i[r, : len(i)] = s, i
         return out_s, out_i
@@ -328,13 +342,16 @@ def exact_top_k(
     device: str | None = None,
     normalize_docs: bool = False,
     torch_products: bool | None = None,
+    cells: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index (also at the cut).
 
     Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
     running top-k (:mod:`r2med.retrieval.topk`), so memory stays at ``n_queries * (chunk + k)``.
-    ``exclude[i]`` is a doc index query ``i`` must not get (-1 for none); it comes back as index -1
-    with score ``-inf`` when fewer than ``k`` docs remain.  ``normalize_docs`` divides each doc row by
+    ``exclude[i]`` is a doc index query ``i`` must not get (-1 for none); ``cells`` = (rows, columns) are
+    (query, doc index) pairs that must not be returned (rows sorted: :meth:`r2med.data.exclusions.Exclusions.cells`),
+    set to ``-inf`` in each chunk before its top-k is kept.  An excluded doc comes back as index -1 with score
+    ``-inf`` when fewer than ``k`` others remain.  ``normalize_docs`` divides each doc row by
     its norm first (cosine scores when the queries are normalised too).  The products run in torch on
     a CUDA device (``torch_products``: None = when one is used), in numpy otherwise.
     """
@@ -354,6 +371,8 @@ def exact_top_k(
         if exclude is not None:
             hit = (exclude >= lo) & (exclude < lo + s.shape[1])
             s[rows[hit], exclude[hit] - lo] = -np.inf
+        if cells is not None:
+            mask_cells(s, cells[0], cells[1], col_offset=lo)
         part = top_k_rows(s, k, offset=lo)
         best = part if best is None else merge_top_k([best, part], k)
     assert best is not None, "exact_top_k needs at least one doc"  # every caller has a non-empty corpus

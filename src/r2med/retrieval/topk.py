@@ -5,6 +5,11 @@ columns, best first.  Equal scores are ordered by position (corpus order), also 
 among tied documents the earlier one wins, as the paper's code does with a stable sort over the
 whole corpus.  Positions can be offset (a chunk or a shard starting at ``offset``), so per-chunk
 lists merge (:func:`merge_top_k`) into exactly the list one pass over all columns gives.
+
+Excluded documents (:class:`r2med.data.exclusions.Exclusions`) are removed inside the search: a block's excluded
+cells are set to ``-inf`` (:func:`mask_cells`) before its best ``k`` are kept, so they rank after every other
+document, and every caller drops ``-inf`` entries from what it returns -- the top ``k`` of the other documents,
+exactly, as BRIGHT's code computes it by popping them from each query's scores before the cut.
 """
 
 from __future__ import annotations
@@ -70,3 +75,19 @@ def merge_top_k(parts: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> tuple
     scores = np.concatenate([s for _, s in parts], axis=1)
     order = np.lexsort((positions, -scores), axis=-1)[:, :k]
     return np.take_along_axis(positions, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+def mask_cells(block: np.ndarray, rows: np.ndarray, cols: np.ndarray, row_offset: int = 0, col_offset: int = 0) -> None:
+    """Set to ``-inf``, in place, the cells of ``block`` that the (row, column) pairs ``rows``/``cols`` name.
+
+    ``block`` holds the query rows ``row_offset ..`` and document columns ``col_offset ..`` of a larger score
+    matrix; ``rows`` (sorted) and ``cols`` are positions in that matrix
+    (:meth:`r2med.data.exclusions.Exclusions.cells`), and pairs outside the block are left alone.
+    """
+    if len(rows) == 0:
+        return
+    n_rows, n_cols = block.shape
+    lo, hi = np.searchsorted(rows, [row_offset, row_offset + n_rows])
+    r, c = rows[lo:hi] - row_offset, cols[lo:hi] - col_offset
+    inside = (c >= 0) & (c < n_cols)
+    block[r[inside], c[inside]] = -np.inf

@@ -26,11 +26,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..data.exclusions import Exclusions
 from ..errors import R2MedError
 from ..retrieval.analyzer import get_analyzer
 from ..retrieval.base import QueryText, as_text
-from ..retrieval.bm25 import BM25, inverse_document_frequency, term_counts, term_weights
-from ..retrieval.topk import merge_top_k, top_k_rows
+from ..retrieval.bm25 import BM25, excluded_cells, inverse_document_frequency, term_counts, term_weights
+from ..retrieval.topk import mask_cells, merge_top_k, top_k_rows
 from ..runs.run import Run
 from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
 from .shards import Shard, plan_shards, to_run
@@ -63,14 +64,22 @@ def weigh_shard(
 
 
 def search_bm25_shard(
-    weights_t: sp.csr_matrix, query_vectors: sp.csr_matrix, k: int, offset: int
+    weights_t: sp.csr_matrix,
+    query_vectors: sp.csr_matrix,
+    k: int,
+    offset: int,
+    cells: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` of one shard for every query: (global positions, float32 scores)."""
+    """Top ``k`` of one shard for every query: (global positions, float32 scores).  ``cells``: the excluded
+    (query row, global document position) pairs (:meth:`r2med.data.exclusions.Exclusions.cells`), set to
+    ``-inf`` in the shard's scores before its top ``k`` is kept."""
     n_docs = weights_t.shape[1]
     step = max(1, SCORE_BLOCK // max(n_docs, 1))
     parts = []
     for start in range(0, query_vectors.shape[0], step):
         scores = (query_vectors[start : start + step] @ weights_t).toarray()
+        if cells is not None:
+            mask_cells(scores, cells[0], cells[1], row_offset=start, col_offset=offset)
         parts.append(top_k_rows(scores, k, offset))
     return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])
 
@@ -192,22 +201,28 @@ class ShardedBM25:
         head.idf, head.avgdl, head.doc_ids = idf, avgdl, self.doc_ids
         return mappings, idf, avgdl
 
-    def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run:
-        """Global top-``k`` per query: per-shard top-``k`` merged (ties by corpus order)."""
+    #: ``search`` takes ``exclusions`` and removes them before the cut, in every shard
+    excludes = True
+
+    def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run:
+        """Global top-``k`` per query: per-shard top-``k`` merged (ties by corpus order).  ``exclusions``: each
+        shard sets its excluded documents to ``-inf`` before its cut, and none is returned (the unsharded rule)."""
         if not self.shards:
             raise R2MedError("ShardedBM25.search() called before index()")
         qids = list(queries)
         qv = self.head.query_vectors([as_text(queries[q]) for q in qids])
+        cells = excluded_cells(exclusions, qids, self.doc_ids) if exclusions else None
         if self.ray:
             ray = require_ray()
             qv_ref = ray.put(qv)
+            cells_ref = ray.put(cells) if cells is not None else None
             parts = map_tasks(
                 search_bm25_shard,
-                [(w, qv_ref, k, s.start) for w, s in zip(self.shards, self.plan)],
+                [(w, qv_ref, k, s.start, cells_ref) for w, s in zip(self.shards, self.plan)],
                 use_ray=True,
                 resources=self.resources,
             )
         else:
-            parts = [search_bm25_shard(w, qv, k, s.start) for w, s in zip(self.shards, self.plan)]
+            parts = [search_bm25_shard(w, qv, k, s.start, cells) for w, s in zip(self.shards, self.plan)]
         positions, scores = merge_top_k(parts, k)
         return to_run(qids, self.doc_ids, positions, scores)

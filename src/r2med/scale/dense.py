@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import R2MedError
 from ..retrieval.dense import exact_top_k
 from ..retrieval.topk import merge_top_k
@@ -23,12 +24,19 @@ from .cluster import LOCAL, connect, map_tasks
 
 
 def search_dense_shard(
-    queries: np.ndarray, shard: Any, offset: int, k: int, exclude: np.ndarray | None, chunk: int = 65536
+    queries: np.ndarray,
+    shard: Any,
+    offset: int,
+    k: int,
+    exclude: np.ndarray | None,
+    chunk: int = 65536,
+    cells: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of one shard: (global positions, scores); ``shard`` is an array or ``(store location, index)``.
 
     The shard (possibly a memory map) is searched exactly (:func:`r2med.retrieval.dense.exact_top_k`);
-    ``exclude`` holds global positions, and an excluded doc sorts after every other in the merge.
+    ``exclude`` and ``cells`` (the excluded (query row, document) pairs: :meth:`r2med.data.exclusions.Exclusions.cells`)
+    hold global positions, and an excluded doc sorts after every other in the merge.
     """
     if isinstance(shard, tuple):
         from .store import ShardStore
@@ -38,7 +46,11 @@ def search_dense_shard(
     local = None
     if exclude is not None:
         local = np.where((exclude >= offset) & (exclude < offset + len(shard)), exclude - offset, -1)
-    scores, positions = exact_top_k(queries, shard, k, exclude=local, chunk=chunk, device="cpu")
+    local_cells = None
+    if cells is not None:
+        inside = (cells[1] >= offset) & (cells[1] < offset + len(shard))
+        local_cells = (cells[0][inside], cells[1][inside] - offset)
+    scores, positions = exact_top_k(queries, shard, k, exclude=local, chunk=chunk, device="cpu", cells=local_cells)
     return np.where(positions < 0, np.iinfo(np.int64).max, positions + offset), scores
 
 
@@ -74,23 +86,28 @@ class ShardedDenseIndex:
         k: int = 100,
         ignore_identical_ids: bool = True,
         ray: bool | str = False,
+        exclusions: Exclusions | None = None,
     ) -> Run:
-        """Global top-``k`` per query embedding row (``qids`` name the rows); ``ray``: True or an address."""
+        """Global top-``k`` per query embedding row (``qids`` name the rows); ``ray``: True or an address.
+        ``exclusions``: each query's excluded documents are removed inside every shard's search, before its cut."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        exclude = None
-        if ignore_identical_ids:
+        cells = None
+        if ignore_identical_ids or exclusions:
             pos = {d: i for i, d in enumerate(self.doc_ids)}
-            exclude = np.array([pos.get(q, -1) for q in qids], dtype=np.int64)
+            cells = (exclusions or NO_EXCLUSIONS).cells(list(qids), pos, identical=ignore_identical_ids)
         shards = self.shards
         if ray:
             ray_mod = connect(ray if isinstance(ray, str) else LOCAL)
             q_ref = ray_mod.put(queries)
+            cells_ref = ray_mod.put(cells) if cells is not None else None
             shards = [ray_mod.put(s) if isinstance(s, np.ndarray) else s for s in shards]
             parts = map_tasks(
-                search_dense_shard, [(q_ref, s, o, k, exclude) for s, o in zip(shards, self.offsets)], use_ray=True
+                search_dense_shard,
+                [(q_ref, s, o, k, None, 65536, cells_ref) for s, o in zip(shards, self.offsets)],
+                use_ray=True,
             )
         else:
-            parts = [search_dense_shard(queries, s, o, k, exclude) for s, o in zip(shards, self.offsets)]
+            parts = [search_dense_shard(queries, s, o, k, None, cells=cells) for s, o in zip(shards, self.offsets)]
         positions, scores = merge_top_k(parts, k)
         n = len(self.doc_ids)
         return {

@@ -7,6 +7,7 @@ score ties by it, which makes a merged ranking independent of how many shards th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -56,8 +57,9 @@ def split_corpus(
 def to_run(
     qids: Sequence[str], doc_ids: Sequence[str], positions: np.ndarray, scores: np.ndarray
 ) -> dict[str, dict[str, float]]:
-    """A :data:`r2med.runs.run.Run` from merged arrays (query rows in ``qids`` order)."""
+    """A :data:`r2med.runs.run.Run` from merged arrays (query rows in ``qids`` order); ``-inf`` entries (excluded
+    documents, ranked last) are left out."""
     return {
-        qid: {doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist())}
+        qid: {doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist()) if s != -math.inf}
         for r, qid in enumerate(qids)
     }

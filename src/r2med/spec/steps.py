@@ -13,11 +13,11 @@ too, shared by the steps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializeAsAny, field_validator
+from pydantic import Field, SerializeAsAny, field_validator, model_validator
 
 from ..results.record import step_kind
 from .options import FusionOptions
@@ -29,13 +29,17 @@ PathField = Annotated[Path, Field(strict=False)]
 
 class Data(Spec):
     """Which data a step reads: the tasks, a local folder (else the hub, or the source its inputs recorded), the
-    hub revision, a BEIR folder's split, and whether repeated ids or judgments are refused."""
+    hub revision, a BEIR folder's split, whether repeated ids or judgments are refused, BRIGHT's long-document
+    setting (``long_documents``: each BRIGHT task's ``bright:<task>:long``), and a judgments file read in place of
+    the task's own (``qrels``: one task; recorded by hash, never graded against published rows)."""
 
     tasks: str | tuple[str, ...] = "all"
     data_dir: PathField | None = None
     revision: str | None = None
     split: str = "test"
     strict: bool = False
+    long_documents: bool = False
+    qrels: PathField | None = None
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -60,6 +64,21 @@ class Data(Spec):
     def task_text(self) -> str:
         """``tasks`` as ``r2med --tasks`` writes it (``all`` or comma-separated names)."""
         return self.tasks if isinstance(self.tasks, str) else ",".join(self.tasks)
+
+
+def _refuse_evaluation_data(data: Data, job: str) -> None:
+    """``qrels`` and ``long_documents`` choose what a run is scored on and which corpus it searches; a job that
+    takes its tasks from runs made before (rerank, fuse) or makes none (expand) refuses them rather than ignore
+    them."""
+    if data.qrels is not None:
+        raise ValueError(
+            f"qrels: {job} takes no judgments file (evaluate, import and score do; a {job} result is scored on "
+            "the judgments of its task)"
+        )
+    if data.long_documents:
+        raise ValueError(
+            f"long_documents: {job} takes no long-document setting (the tasks of its inputs say it: bright:<task>:long)"
+        )
 
 
 class Output(Spec):
@@ -90,13 +109,23 @@ class Output(Spec):
 
         return self.measures or (HEADLINE,)
 
+    def columns_for(self, tasks: Sequence[str]) -> tuple[str, ...]:
+        """The measures a table of ``tasks`` shows: those asked for, else each task's headline (nDCG@10; Recall@1
+        for BRIGHT's long-document setting, as its leaderboard reports it), each once."""
+        from ..data.benchmarks import protocol_of_task
+
+        if self.measures or not tasks:
+            return self.columns
+        return tuple(dict.fromkeys(protocol_of_task(t).headline for t in tasks))
+
 
 class EvaluateStep(Spec):
     """``r2med evaluate`` / ``[[retrievers]]``: one retriever with its options over tasks."""
 
     retriever: str
     options: SerializeAsAny[RetrieverOptions] = Field(default_factory=lambda: RetrieverOptions())
-    top_k: Count = 100
+    #: documents kept per query; None: the depth of each task's protocol (R2MED 100, BRIGHT 1000)
+    top_k: Count | None = None
     expansion: str | None = None
     expansion_file: PathField | None = None
     expansion_dir: PathField | None = None
@@ -110,9 +139,20 @@ class EvaluateStep(Spec):
         by side), through the one parse: ``EvaluateStep.of("bm25", k1=1.2, top_k=10)``."""
         return evaluate_step({"retriever": retriever, **values}, Origin.python(f"EvaluateStep.of({retriever!r})"))
 
-    def record(self) -> dict[str, Any]:
-        """What ``metrics.json``'s ``config`` holds of this step (the facts of the run follow it)."""
-        return {"step": "evaluate", "retriever": self.retriever, "options": self.options.record(), "k": self.top_k}
+    def depth(self, protocol_depth: int) -> int:
+        """How many documents it keeps per query on a task whose protocol keeps ``protocol_depth``: ``top_k``
+        when given (``--top-k`` overrides the protocol, and is recorded), else the protocol's."""
+        return self.top_k if self.top_k is not None else protocol_depth
+
+    def record(self, depth: int | None = None) -> dict[str, Any]:
+        """What ``metrics.json``'s ``config`` holds of this step (the facts of the run follow it); ``k`` is the
+        depth it ran at (``depth``: the task's, where ``top_k`` is not given)."""
+        return {
+            "step": "evaluate",
+            "retriever": self.retriever,
+            "options": self.options.record(),
+            "k": self.top_k if self.top_k is not None else depth,
+        }
 
 
 class RerankStep(Spec):
@@ -126,6 +166,11 @@ class RerankStep(Spec):
     name: str | None = None
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
+
+    @model_validator(mode="after")
+    def _data(self) -> RerankStep:
+        _refuse_evaluation_data(self.data, "rerank")
+        return self
 
     @classmethod
     def of(cls, runs: Any, reranker: Any, **values: Any) -> RerankStep:
@@ -156,17 +201,29 @@ class FuseStep(Spec):
 
     systems: tuple[PathField, ...]
     options: FusionOptions = Field(default_factory=lambda: FusionOptions())
-    top_k: Count = 100
+    #: documents kept per query; None: the depth of each task's protocol (R2MED 100, BRIGHT 1000)
+    top_k: Count | None = None
     name: str | None = None
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
+
+    @model_validator(mode="after")
+    def _data(self) -> FuseStep:
+        _refuse_evaluation_data(self.data, "fuse")
+        return self
 
     @classmethod
     def of(cls, systems: Any, **values: Any) -> FuseStep:
         """The step fusing ``systems`` (folders), through the one parse: ``FuseStep.of([a, b], method="rrf")``."""
         return fuse_step({"systems": tuple(systems), **values}, Origin.python("FuseStep.of()"))
 
-    def record(self) -> dict[str, Any]:
+    def depth(self, protocol_depth: int) -> int:
+        """How many documents the fused run keeps per query on a task whose protocol keeps ``protocol_depth``."""
+        return self.top_k if self.top_k is not None else protocol_depth
+
+    def record(self, depth: int | None = None) -> dict[str, Any]:
+        """What ``metrics.json``'s ``config`` holds of this step; ``depth``: the task's, where ``top_k`` is not
+        given."""
         o = self.options
         return {
             "step": "fuse",
@@ -174,7 +231,7 @@ class FuseStep(Spec):
             "k": o.k if o.method == "rrf" else None,
             "norm": None if o.method == "rrf" else o.norm,
             "weights": list(o.weights) if o.weights else None,
-            "depth": self.top_k,
+            "depth": self.top_k if self.top_k is not None else depth,
         }
 
 
@@ -215,6 +272,11 @@ class ExpandStep(Spec):
     cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
     prompt_file: PathField | None = None
     data: Data = Field(default_factory=lambda: Data())
+
+    @model_validator(mode="after")
+    def _data(self) -> ExpandStep:
+        _refuse_evaluation_data(self.data, "expand")
+        return self
 
 
 class ExportStep(Spec):

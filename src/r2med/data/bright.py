@@ -1,0 +1,317 @@
+"""BRIGHT's tasks on the hub (``xlangai/BRIGHT``): their names, the files each needs, and reading them.
+
+Names: ``bright:<task>`` with BRIGHT's task names, ``bright:<task>:long`` for the long-document setting of the 8
+tasks that have one (:func:`r2med.data.names.parse_name`).  The facts behind them -- tasks, sizes, hub layout, the
+pinned revision -- are :mod:`r2med.protocol.bright`'s.
+
+Files (parquet, one per config and task; the hub's split of each config is the task)::
+
+    examples/<task>-00000-of-00001.parquet        id, query, excluded_ids, gold_ids, gold_ids_long, ...
+    documents/<task>-00000-of-00001.parquet       id, content
+    long_documents/<task>-00000-of-00001.parquet  id, content (8 tasks)
+    <llm>_reason/<task>-00000-of-00001.parquet    the examples with ``query`` replaced by the LLM's reasoning
+
+A task loads at the commit mteb pins (``a75a0eb``) unless ``--revision`` says otherwise (``main``, a commit, or
+``bright:biology=main`` pairs), through the standard Hugging Face cache and offline, every file it needs found at
+that revision before any is downloaded (:func:`r2med.data.hub.resolve_files`).  A task read for its judgments only
+(``import``, ``score``) downloads its examples alone.
+
+Every row is validated as R2MED's readers validate lines: a fault is one line naming the file and the row (rows
+count from 1, in file order): a missing column, a null or non-text value, an id that is empty or holds a control
+character, a query id with whitespace (a TREC run's first field cannot hold it), a gold id that is also excluded.
+Document ids may hold spaces inside (BRIGHT's ids are paths).  BRIGHT's ``["N/A"]`` (and ``[]``) in
+``excluded_ids`` means none.  Judgments are ``gold_ids`` (``gold_ids_long`` in the long setting), relevance 1; a
+gold id a query lists twice counts once (BRIGHT builds a dict: theoremqa_questions lists 617 gold ids, 439
+distinct pairs).  A repeated query id or document id keeps its last row (documents: in the first one's place, the
+earlier copies counted in BM25's statistics, as R2MED's readers do); ``strict`` refuses any repeat.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError, MissingExtraError, shown
+from ..protocol import bright as facts
+from .collection import Collection
+from .exclusions import NONE_MARKER, Exclusions
+from .files import _doc_id_flaw, _query_id_flaw, id_problem
+from .names import parse_name, reasoning_config
+
+log = logging.getLogger(__name__)
+
+
+def files(name: str, corpus: bool = True, reasoning: Sequence[str] = ()) -> list[str]:
+    """The hub files task ``name`` needs: its examples, its corpus (unless ``corpus`` is False: judgments only)
+    and the reasoning sets ``reasoning`` (LLM names)."""
+    parsed = parse_name(name)
+    layout = facts.hub()
+    wanted = [layout.path("examples", parsed.task)]
+    if corpus:
+        wanted.append(layout.path(parsed.documents, parsed.task))
+    wanted += [layout.path(reasoning_config(llm), parsed.task) for llm in reasoning]
+    return wanted
+
+
+# -- reading parquet rows ---------------------------------------------------------------------------------------
+
+
+def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[Any]]:
+    """The columns ``wanted`` of a parquet file as Python lists, or a one-line error naming the file."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("pyarrow", "bright", "reading BRIGHT's parquet files") from None
+    try:
+        handle = pq.ParquetFile(path)
+        present = list(handle.schema_arrow.names)
+        missing = [c for c in wanted if c not in present]
+        if missing:
+            raise DataError(
+                path, None, f"no column {', '.join(map(repr, missing))} (it has: {', '.join(present) or 'none'})"
+            )
+        table = handle.read(columns=list(wanted))
+    except FileNotFoundError:
+        raise DataError(path, None, "file not found") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(path, None, f"not a readable parquet file ({shown(reason)})") from None
+    return {c: table.column(c).to_pylist() for c in wanted}
+
+
+def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
+    """A row's id, keeping r2med's id rule (:func:`r2med.data.files.id_problem`: not empty, no control character;
+    a query id without whitespace, a document id with none at either end)."""
+    if isinstance(value, str) and value and not (_doc_id_flaw if document else _query_id_flaw)(value):
+        return value
+    where = f"row {row}: {column}"
+    if value is None:
+        raise DataError(path, None, f"{where} is missing (null)")
+    if not isinstance(value, str):
+        raise DataError(path, None, f"{where} must be text, got {type(value).__name__}")
+    problem = id_problem(value, spaces=document)
+    raise DataError(path, None, f"{where} {shown(value)} {problem}" if value else f"{where} is empty")
+
+
+def _text(path: Path, row: int, column: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise DataError(path, None, f"row {row}: {column} is missing (null)")
+    raise DataError(path, None, f"row {row}: {column} must be text, got {type(value).__name__}")
+
+
+def _ids(path: Path, row: int, column: str, value: Any) -> list[str]:
+    """A list column of document ids (``"N/A"`` kept: the caller decides what it means)."""
+    if value is None:
+        raise DataError(path, None, f"row {row}: {column} is missing (null)")
+    if not isinstance(value, list):
+        raise DataError(path, None, f"row {row}: {column} must be a list of ids, got {type(value).__name__}")
+    return [_id(path, row, f"{column}[{i}]", v, document=True) for i, v in enumerate(value)]
+
+
+@dataclass(frozen=True)
+class Examples:
+    """A task's examples read and checked: queries in file order, judgments, exclusions."""
+
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    exclusions: Exclusions
+    repeated_gold: int  #: gold ids a query listed more than once (counted once)
+
+
+def read_examples(path: str | Path, judgments: str = "gold_ids", strict: bool = False) -> Examples:
+    """A BRIGHT ``examples`` (or reasoning-set) parquet file: queries, judgments from ``judgments``
+    (``gold_ids`` or ``gold_ids_long``; relevance 1) and exclusions, every row checked (module docstring)."""
+    path = Path(path)
+    cols = _columns(path, ("id", "query", "excluded_ids", judgments))
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    excluded: dict[str, list[str]] = {}
+    first_row: dict[str, int] = {}
+    repeated_gold = 0
+    replaced: list[str] = []
+    for row, (qid, query, excl, gold) in enumerate(
+        zip(cols["id"], cols["query"], cols["excluded_ids"], cols[judgments]), start=1
+    ):
+        qid = _id(path, row, "id", qid, document=False)
+        text = _text(path, row, "query", query)
+        excl_ids = [e for e in _ids(path, row, "excluded_ids", excl) if e != NONE_MARKER]
+        gold_ids = [g for g in _ids(path, row, judgments, gold) if g != NONE_MARKER]
+        if qid in first_row:
+            if strict:
+                raise DataError(path, None, f"row {row}: query id {qid!r} repeats row {first_row[qid]} (--strict)")
+            replaced.append(qid)
+        first_row.setdefault(qid, row)
+        both = set(excl_ids) & set(gold_ids)
+        if both:
+            raise DataError(
+                path,
+                None,
+                f"row {row}: query {qid!r}: {shown(min(both))} is both a gold id and an excluded id "
+                "(BRIGHT's run.py asserts none is)",
+            )
+        distinct = dict.fromkeys(gold_ids)
+        if len(distinct) < len(gold_ids):
+            if strict:
+                raise DataError(
+                    path,
+                    None,
+                    f"row {row}: query {qid!r} lists a gold id twice (--strict; BRIGHT counts it once)",
+                )
+            repeated_gold += len(gold_ids) - len(distinct)
+        queries[qid] = text
+        excluded[qid] = excl_ids
+        if distinct:
+            qrels[qid] = dict.fromkeys(distinct, 1)
+        else:
+            qrels.pop(qid, None)
+    if not queries:
+        raise DataError(path, None, "no rows (an empty examples file)")
+    if replaced:
+        log.warning(
+            "%s: %d query id(s) repeated (e.g. %r): the last row of each is kept", path, len(replaced), replaced[0]
+        )
+    return Examples(queries, qrels, Exclusions.of(excluded), repeated_gold)
+
+
+def read_documents(path: str | Path, strict: bool = False, repeats: list[str] | None = None) -> dict[str, str]:
+    """A BRIGHT ``documents`` / ``long_documents`` parquet file as an ordered id -> content map.  A repeated id
+    keeps its last row in the first one's place; ``repeats`` receives the texts the map does not hold (BM25
+    counts them); ``strict`` refuses any repeat."""
+    path = Path(path)
+    cols = _columns(path, ("id", "content"))
+    corpus: dict[str, str] = {}
+    first_row: dict[str, int] = {}
+    for row, (did, content) in enumerate(zip(cols["id"], cols["content"]), start=1):
+        if not (type(did) is str and did and not _doc_id_flaw(did)):
+            did = _id(path, row, "id", did, document=True)
+        if type(content) is not str:
+            content = _text(path, row, "content", content)
+        if did in corpus:
+            if strict:
+                raise DataError(path, None, f"row {row}: document id {did!r} repeats row {first_row[did]} (--strict)")
+            if repeats is not None:
+                repeats.append(corpus[did])
+        else:
+            first_row[did] = row
+        corpus[did] = content
+    if not corpus:
+        raise DataError(path, None, "no rows (an empty documents file)")
+    if len(first_row) < len(cols["id"]):
+        log.warning(
+            "%s: %d document row(s) repeat an earlier id: the last of each is kept (the others count in BM25's "
+            "statistics, as BRIGHT's list of documents does)",
+            path,
+            len(cols["id"]) - len(first_row),
+        )
+    return corpus
+
+
+def read_reasoning(path: str | Path, examples: Examples) -> dict[str, str]:
+    """A reasoning set's ``query`` per example query (the LLM's reasoning, which replaces the query); a query the
+    set lacks is a one-line error; rows whose exclusions differ from the example's are counted in a warning
+    (the example's are used)."""
+    path = Path(path)
+    cols = _columns(path, ("id", "query", "excluded_ids"))
+    texts: dict[str, str] = {}
+    differs = 0
+    for row, (qid, query, excl) in enumerate(zip(cols["id"], cols["query"], cols["excluded_ids"]), start=1):
+        qid = _id(path, row, "id", qid, document=False)
+        texts[qid] = _text(path, row, "query", query)
+        if frozenset(e for e in _ids(path, row, "excluded_ids", excl) if e != NONE_MARKER) != examples.exclusions.get(
+            qid
+        ):
+            differs += 1
+    missing = [q for q in examples.queries if q not in texts]
+    if missing:
+        raise DataError(
+            path,
+            None,
+            f"{len(missing)} of the task's {len(examples.queries)} queries have no reasoning (first: {missing[0]!r})",
+        )
+    if differs:
+        log.warning("%s: %d row(s) list other excluded ids than the examples; the examples' are used", path, differs)
+    return {q: texts[q] for q in examples.queries}
+
+
+# -- a task from the hub ----------------------------------------------------------------------------------------
+
+
+def revision_for(name: str, spec: str | None = None) -> tuple[str, str]:
+    """(the revision task ``name`` loads at, whose it is): ``--revision``'s word for it, else BRIGHT's pin."""
+    from .hub import parse_revision
+
+    every, per_task = parse_revision(spec)
+    asked = per_task.get(parse_name(name).hub_task) or every
+    if asked:
+        return asked, ""
+    return facts.hub().revision, "the commit r2med pins for BRIGHT (mteb's)"
+
+
+def load(name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
+    """BRIGHT task ``name`` from the hub at ``revision`` (a ``--revision`` spec or a commit): every file it needs
+    found at one commit before any is downloaded, then read and checked.  ``corpus``: False reads the examples
+    only (judgments, exclusions: ``import`` and ``score``)."""
+    from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
+
+    parsed = parse_name(name)
+    layout = facts.hub()
+    wanted, why = revision_for(parsed.name, revision)
+    paths = files(parsed.name, corpus=corpus)
+    try:
+        found = resolve_files(layout.repo_id, paths, wanted)
+    except (FilesMissing, FilesNotCached) as exc:
+        raise refusal([(parsed.name, why, exc)], revision, [parsed.name]) from None
+    commit = found.commit
+    examples = read_examples(download(layout.repo_id, paths[0], commit), parsed.judgments, strict=strict)
+    if examples.repeated_gold:
+        log.info("%s: %d gold id(s) listed twice in a query count once", parsed.name, examples.repeated_gold)
+    documents: dict[str, str] = {}
+    repeats: list[str] = []
+    if corpus:
+        documents = read_documents(download(layout.repo_id, paths[1], commit), strict=strict, repeats=repeats)
+        unknown = examples.exclusions.unknown(documents)
+        if unknown:
+            log.warning(
+                "%s: %d excluded (query, document) pair(s) name no document of the corpus (nothing to remove)",
+                parsed.name,
+                unknown,
+            )
+    log.info("%s: hub data at commit %s%s", parsed.name, commit, "" if wanted == commit else f" ({wanted})")
+    return Collection(
+        name=parsed.name,
+        corpus=documents,
+        queries=examples.queries,
+        qrels=examples.qrels,
+        source=f"hf://datasets/{layout.repo_id}@{commit}",
+        revision=commit,
+        corpus_repeats=tuple(repeats),
+        benchmark=facts.FAMILY,
+        exclusions=examples.exclusions,
+        corpus_read=corpus,
+    )
+
+
+def reasoning_queries(collection: Collection, llm: str) -> tuple[dict[str, str], Path]:
+    """The reasoning set ``llm`` of a BRIGHT collection read from the hub at the commit its data came from: query
+    id -> the LLM's reasoning (which replaces the query), and the file it was read from."""
+    from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
+
+    parsed = parse_name(collection.name)
+    layout = facts.hub()
+    path = layout.path(reasoning_config(llm), parsed.task)
+    revision = collection.revision or layout.revision
+    try:
+        found = resolve_files(layout.repo_id, [path], revision)
+    except (FilesMissing, FilesNotCached) as exc:
+        raise refusal([(parsed.name, "the commit the task's data came from", exc)], revision, [parsed.name]) from None
+    file = download(layout.repo_id, path, found.commit)
+    examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
+    return read_reasoning(file, examples), file

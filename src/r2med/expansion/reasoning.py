@@ -1,0 +1,69 @@
+"""BRIGHT's reasoning query sets as an expansion: ``-e reason:<llm>`` searches with the LLM's reasoning in place of
+the query, as BRIGHT's ``run.py --reasoning <llm>`` does.
+
+BRIGHT's hub holds, per task, the examples rewritten by five LLMs (configs ``gpt4_reason``, ``llama3-70b_reason``,
+``claude-3-opus_reason``, ``Gemini-1.0_reason``, ``grit_reason``): each row's ``query`` is the LLM's reasoning
+about the original query (BRIGHT reason.py:157-165), and BRIGHT's run.py:39-40 and 63 search with it alone -- the
+reasoning *replaces* the query (no combination with it, unlike R2MED's HyDE/Query2doc rule).  The judgments and the
+exclusions stay the example's (r2med reads them from ``examples``; BRIGHT's code reads the copies the reasoning
+rows carry, and a row whose copy differs is counted in a warning).
+
+A set is named by its LLM as BRIGHT's ``--reasoning`` takes it (``gpt4``, ``llama3-70b``, ``claude-3-opus``,
+``Gemini-1.0``, ``grit``; case aside), read from the hub at the commit the task's data came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..data.collection import Collection
+from ..errors import R2MedError
+from ..retrieval.base import QueryText
+
+log = logging.getLogger(__name__)
+
+#: The combination rule recorded with results: the reasoning replaces the query.
+RULE = "replace"
+
+
+class ReasoningQueries:
+    """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): a BRIGHT task's queries replaced by one LLM's reasoning."""
+
+    def __init__(self, llm: str):
+        from ..data import names
+
+        self.method = names.REASON
+        self.llm = names.reasoning_name(llm)  # an unknown set is a one-line error listing the five
+        self.loaded: dict[str, Path] = {}
+
+    def hub_expansion(self, task: str) -> tuple[str, str] | None:
+        """``(reason, llm)``: the reasoning set is read from the hub (what :func:`r2med.data.check_hub` checks
+        before any download; a task of another family refuses it there)."""
+        return self.method, self.llm
+
+    @property
+    def label(self) -> str:
+        """The results folder suffix: ``reason-<llm>`` (lower case: ``reason-gemini-1.0``)."""
+        return f"{self.method}-{self.llm.lower()}"
+
+    def describe(self, collection: Collection | None = None) -> dict[str, str]:
+        """What decides the query texts, recorded as ``config["expansion"]``: the set, its rule (the reasoning
+        replaces the query) and, once read for ``collection``, the file it came from."""
+        described = {"method": self.method, "llm": self.llm, "rule": RULE}
+        if collection is not None and collection.name in self.loaded:
+            described["file"] = str(self.loaded[collection.name])
+        return described
+
+    def __call__(self, collection: Collection, family: str) -> dict[str, QueryText]:
+        from ..data import bright
+
+        if collection.benchmark != "bright":
+            raise R2MedError(
+                f"{collection.name}: {self.method}:{self.llm} is one of BRIGHT's reasoning query sets; "
+                f"{collection.name} is not a BRIGHT task"
+            )
+        texts, path = bright.reasoning_queries(collection, self.llm)
+        self.loaded[collection.name] = path
+        log.info("%s: queries replaced by %s's reasoning (%s)", collection.name, self.llm, path)
+        return dict(texts)
