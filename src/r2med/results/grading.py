@@ -296,7 +296,7 @@ def _retriever_differences(
         value = config.get(name)
         if value is not None and not pub.accepts(value) and name not in _named(out):
             out.append(f"{name} {_word(value)}, published {pub.words()}")
-    if not spec.top_k.accepts(step.top_k):
+    if step.top_k is not None and not spec.top_k.accepts(step.top_k):  # not set: the task's protocol depth (100)
         out.append(f"top_k {step.top_k}, published {spec.top_k.words()}")
     if spec.expansion is not None:
         out += _expansion_differences(spec.expansion, config, task)
