@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import R2MedError
+from ..errors import NothingToScore, R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
-from ..infra.containment import plain_name
+from ..infra.containment import plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, format_trec, read_trec
 from ..spec.steps import ImportStep
@@ -209,13 +209,16 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
 def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: ImportStep, where: str) -> TaskResult:
     output = step.output
     config = {"step": "import", "retriever": IMPORTED, "imported": {**source, "note": step.note}}
-    target = Path(output.out) / step.name if output.out is not None else None
+    target = system_folder(output.out, step.name) if output.out is not None else None
     reused = reuse(target, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
         return reused
-    _check_against(run, collection, where)
     t0 = time.perf_counter()
-    result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+    try:
+        result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+    except NothingToScore as exc:  # the file that shares no query with its task, named (in one line)
+        raise exc.at(where) from None
+    _check_against(run, collection, where)
     result.timing["total_s"] = time.perf_counter() - t0
     return result
 
@@ -233,6 +236,7 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     plain_name(step.name, "--name", run_name=True)
     out = Path(step.output.out or ".")
     check_output_dir(out)
+    target = system_folder(out, step.name)  # a link there: refused before any file is read
     read = [read_run_file(f) for f in step.runs]
     data = step.data
     tasks = data.task_text
@@ -243,4 +247,4 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     for file, collection in pairs:
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
         results.append(_finish(file.run, source, collection, step, str(file.path)))
-    return SystemResults(step.name, out / step.name, results)
+    return SystemResults(step.name, target.path, results)
