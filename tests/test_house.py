@@ -379,6 +379,12 @@ def _evaluate(tmp, victim, stack):
     return ["evaluate", "-r", "bm25", "-d", make_data(tmp), "-o", tmp / "out"], _linked(tmp / "out" / "bm25", victim)
 
 
+def _evaluate_ray(tmp, victim, stack):
+    pytest.importorskip("ray")
+    args, link = _evaluate(tmp, victim, stack)
+    return [*args, "--ray"], link  # refused before Ray starts
+
+
 def _demo(tmp, victim, stack):
     return ["demo", "-o", tmp / "out"], _linked(tmp / "out" / "bm25", victim)
 
@@ -496,6 +502,7 @@ def _cache_rm_entry(tmp, victim, stack):
 
 LINK_CASES = {
     "evaluate": LinkCase("evaluate", _evaluate),
+    "evaluate --ray": LinkCase("evaluate", _evaluate_ray),
     "demo": LinkCase("demo", _demo),
     "import": LinkCase("import", _import),
     "rerank": LinkCase("rerank", _rerank),
