@@ -190,6 +190,8 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
     llm = check_llm_name(llm_name) if llm_name is not None else llm_folder_name(model)
     check_output_dir(out)
+    for ref in tasks:  # every task's folders below --out, before the first request (a link there: one line)
+        ensure_within(out, task_folder(out, ref.name) / method / llm / EXPANSION_FILE)
     if cache:
         check_home()
     agentic = method in AGENTIC
