@@ -154,9 +154,15 @@ def test_unknown_task_and_expansion_split():
 
 
 def test_ids_with_whitespace_and_non_finite_grades_are_data_errors(tmp_path):
-    root = make_r2med(tmp_path / "c", corpus=[{"id": "d 1", "text": "x"}])
-    with pytest.raises(DataError, match=r"corpus.jsonl:1: field 'id' = 'd 1' contains whitespace"):
+    """A query id may hold no whitespace (a TREC line's first field); a document id may hold spaces inside
+    (BRIGHT's ids do: issue 32), not at either end."""
+    root = make_r2med(tmp_path / "c", queries=[{"id": "q 1", "text": "x"}])
+    with pytest.raises(DataError, match=r"query.jsonl:1: field 'id' = 'q 1' contains whitespace"):
         load_folder(root)
+    root = make_r2med(tmp_path / "e", corpus=[{"id": " d1", "text": "x"}])
+    with pytest.raises(DataError, match=r"corpus.jsonl:1: field 'id' = ' d1' starts or ends with whitespace"):
+        load_folder(root)
+    assert "d 1" in load_folder(make_r2med(tmp_path / "f", corpus=[{"id": "d 1", "text": "x"}])).corpus
     root = make_r2med(tmp_path / "d")
     (root / "qrels.jsonl").write_text('{"q_id": "q1", "p_id": "d2", "score": NaN}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"qrels.jsonl:1: relevance nan is not an integer grade"):

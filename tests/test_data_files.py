@@ -19,7 +19,7 @@ from r2med.data import load_folder, read_qrels
 from r2med.data.files import iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts
 from r2med.errors import DataError, R2MedError
 from r2med.evaluation.metrics import evaluate
-from r2med.runs.run import read_trec
+from r2med.runs.run import read_run, read_score_json, read_trec
 from test_data import make_r2med, write_jsonl
 
 
@@ -401,6 +401,8 @@ def _readers(tmp_path: Path):
         "qrels.tsv": lambda p: read_qrels_tsv(p),
         "qrels.txt": lambda p: read_qrels_trec(p),
         "run.trec": lambda p: read_trec(p),
+        "score.json": lambda p: read_score_json(p),
+        "run.txt": lambda p: read_run(p),
         "any.jsonl": lambda p: list(iter_jsonl(p)),
     }
 

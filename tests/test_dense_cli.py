@@ -209,3 +209,26 @@ def test_medline_cli_with_no_flags_equals_sentence_transformers_encode(tmp_path,
         f"medline-med MiniLM, no flags: nDCG@10 r2med {ours:.4f}, SentenceTransformer.encode {theirs:.4f}, "
         f"top-10 overlap {np.mean(overlap):.4f}"
     )
+
+
+def test_a_model_folder_that_is_not_there_is_refused_before_any_work(tmp_path, r2med_home):
+    """Refused by the step's parse (the one line, the option named), not after the task loop and encoding began:
+    under load those steps used to log progress lines ("stopped by an error") before the error."""
+    data = small_collection(tmp_path / "mini")
+    proc = r2med(
+        "evaluate",
+        "-r",
+        "dense",
+        "--model",
+        str(tmp_path / "gone"),
+        "-d",
+        str(data),
+        "-o",
+        str(tmp_path / "out"),
+        home=r2med_home,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: --model: model path '{tmp_path / 'gone'}' does not exist; pass an existing folder or a hub id"
+    ]
+    assert not (tmp_path / "out").exists()

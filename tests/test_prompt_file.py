@@ -97,6 +97,19 @@ def test_without_prompt_file_the_papers_prompt_is_sent(tmp_path, r2med_home):
         ("Answer {question}", "unknown placeholder {question}"),
         ("Answer the question.", "has no {query} placeholder"),
         ("Answer {query} {", "not a prompt template"),
+        # issue 27 items 11, 12: format specs and conversions are refused before any request (a 3 GB pad, a
+        # ValueError on str, a nested field, repr quoting)
+        ("Answer {query:>3000000000}", "placeholder {query:>3000000000} has a format spec"),
+        ("Answer {query:>20000000}", "placeholder {query:>20000000} has a format spec"),
+        ("Answer {query:d}", "placeholder {query:d} has a format spec"),
+        ("Answer {query:{query}}", "placeholder {query:{query}} has a format spec"),
+        ("Answer {query!r}", "placeholder {query!r} has a conversion"),
+        ("Answer {query} from {passages!s:^9}", "placeholder {passages!s:^9} has a conversion"),
+        ("Answer {query.__class__}", "unknown placeholder {query.__class__}"),
+        ("Answer {query[0]}", "unknown placeholder {query[0]}"),
+        ("Answer {}", "unknown placeholder {}"),
+        ("Answer {query\x00}", "unknown placeholder {query\\x00}"),  # shown escaped
+        ("{query} " * 101, "101 placeholders; a prompt file may hold at most 100"),  # 101 copies of every query
     ],
 )
 def test_bad_templates_are_one_line_naming_the_file_before_any_request(tmp_path, r2med_home, text, message):

@@ -287,7 +287,9 @@ def score_command(
         ..., help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, or a collection folder."
     ),
     run: Path = typer.Argument(
-        ..., help="A TREC run file, or a task folder (or a system folder / results root holding the collection's task)."
+        ...,
+        help="A run file (TREC, or JSON scores {qid: {docid: score}}), or a task folder (or a system folder / "
+        "results root holding the collection's task).",
     ),
     measure: Measures = None,
     per_query: bool = typer.Option(False, "--per-query", "-p", help="Also print per-query values."),
@@ -334,7 +336,9 @@ def score_command(
 @app.command("import")
 def import_command(
     ctx: typer.Context,
-    runs: list[Path] = typer.Argument(..., help="TREC run files (6 columns, or 4: qid docid rank score)."),
+    runs: list[Path] = typer.Argument(
+        ..., help="Run files: TREC (6 columns, or 4: qid docid rank score) or JSON scores {qid: {docid: score}}."
+    ),
     name: str = typer.Option(
         ..., "--name", help="The system's name: OUT/<name>/<task>/ is written (no spaces or slashes)."
     ),

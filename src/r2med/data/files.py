@@ -3,7 +3,15 @@
 Every reader raises :class:`r2med.errors.DataError` naming the file and line of
 the first problem: bad UTF-8, malformed JSON, a missing or mistyped field, a lone
 surrogate in a string, a relevance grade that is not an integer in -1000..1000,
-an empty file where content is required.  No other exception escapes a reader.
+an id that breaks the id rule (:func:`id_problem`), an empty file where content is
+required.  No other exception escapes a reader.
+
+The id rule, one for every reader of ids (these, the TREC run and JSON score readers of
+:mod:`r2med.runs.run`, the expansion reader) and for the run writer: an id is not empty and
+holds no control character (C0, DEL, C1, U+2028/U+2029; pytrec_eval reads ids as C strings,
+so ``13\0x`` would be scored as ``13``); a query id holds no whitespace at all (it is a TREC
+line's first field); a document id may hold spaces inside, not at either end (a TREC run's
+document id is what lies between its second field and its last three).
 
 Repeated ids follow the paper's dense loader (a dict filled line by line, BEIR-style): a
 record whose id was seen before replaces the earlier one (which keeps its place in
@@ -50,6 +58,44 @@ _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SHOWN_IDS = 5
 _has_space = re.compile(r"\s").search  # \s is str.isspace(): the characters str.split() cuts at
+_CONTROL = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
+_control_char = re.compile(f"[{_CONTROL}]").search
+#: a query id's flaw (whitespace or a control character), found at C speed
+_query_id_flaw = re.compile(rf"[\s{_CONTROL}]").search
+#: a document id's flaw (a control character, or whitespace at either end), found at C speed
+_doc_id_flaw = re.compile(rf"[{_CONTROL}]|\A\s|\s\Z").search
+
+
+def id_problem(value: str, spaces: bool = False) -> str | None:
+    """What makes ``value`` unusable as an id, or None (the id rule: the module docstring).
+
+    ``spaces``: a document id, which may hold whitespace inside (not at either end); a query id may not.
+    """
+    if not value:
+        return "is empty"
+    flaw = _control_char(value)
+    if flaw is not None:
+        return (
+            f"holds a control character ({flaw.group()!a} at position {flaw.start()}), which no id may hold "
+            "(pytrec_eval would cut the id there)"
+        )
+    if spaces:
+        if value[0].isspace() or value[-1].isspace():
+            return "starts or ends with whitespace (a TREC run cannot keep it)"
+        return None
+    if _has_space(value):
+        return "contains whitespace (query ids must fit a TREC run's first field)"
+    return None
+
+
+def check_id(value: str, path: Path, number: int | None, what: str, spaces: bool = False) -> str:
+    """``value`` if it keeps the id rule, else a DataError at ``path:number`` naming ``what`` (``query id``)."""
+    if (_doc_id_flaw if spaces else _query_id_flaw)(value) is None and value:
+        return value
+    problem = id_problem(value, spaces)
+    if problem is None:
+        return value
+    raise DataError(path, number, f"{what} {_short(value)} {problem}")
 
 
 def _short(value: Any, limit: int = 40) -> str:
@@ -195,11 +241,12 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     return _records(Path(path))
 
 
-def field_id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
+def field_id(path: Path, number: int, record: dict[str, Any], key: str, spaces: bool = False) -> str:
     """The id in ``record[key]`` as a string, or a DataError at ``path:number``.
 
     Strings are taken as they are; JSON numbers become their decimal string (``str()``, as the
-    paper's code ends up comparing them): ``7`` -> ``"7"``, ``1.5`` -> ``"1.5"``.
+    paper's code ends up comparing them): ``7`` -> ``"7"``, ``1.5`` -> ``"1.5"``.  The id rule
+    (:func:`id_problem`) holds; ``spaces``: a document id (spaces inside allowed).
     """
     if key not in record:
         raise DataError(path, number, f"missing field {key!r}")
@@ -211,10 +258,9 @@ def field_id(path: Path, number: int, record: dict[str, Any], key: str) -> str:
     value = str(value)
     if not value.strip():
         raise DataError(path, number, f"field {key!r} is empty")
-    if _has_space(value):
-        raise DataError(
-            path, number, f"field {key!r} = {_short(value)} contains whitespace (ids must fit TREC run files)"
-        )
+    problem = id_problem(value, spaces)
+    if problem is not None:
+        raise DataError(path, number, f"field {key!r} = {_short(value)} {problem}")
     return value
 
 
@@ -263,8 +309,11 @@ def read_texts(
     keep_meta: bool = False,
     strict: bool = False,
     repeats: list[str] | None = None,
+    spaces: bool = False,
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """Read ``{id, text}`` records into an ordered id -> text map (titles joined in front when present).
+
+    ``spaces``: the ids are document ids, which may hold spaces inside (the id rule: :func:`id_problem`).
 
     A repeated id replaces the earlier record in place (see the module docstring); with ``strict`` it is a
     DataError.  ``repeats``, when given, receives the text of
@@ -278,10 +327,11 @@ def read_texts(
     first_line: dict[str, int] = {}
     same: list[str] = []
     changed: list[str] = []
+    flaw = _doc_id_flaw if spaces else _query_id_flaw
     for number, record in _records(path):
         key = record.get(id_key)
-        if type(key) is not str or not key or _has_space(key):  # the usual case is checked in C
-            key = field_id(path, number, record, id_key)
+        if type(key) is not str or not key or flaw(key):  # the usual case is checked in C
+            key = field_id(path, number, record, id_key, spaces)
         text = record.get(text_key)
         if type(text) is not str:
             text = _text(path, number, record, text_key)
@@ -382,7 +432,7 @@ def read_qrels_jsonl(
     builder = _QrelsBuilder(path, strict)
     for number, record in _records(path):
         qid = field_id(path, number, record, qid_key)
-        did = field_id(path, number, record, did_key)
+        did = field_id(path, number, record, did_key, spaces=True)
         if score_key not in record:
             raise DataError(path, number, f"missing field {score_key!r}")
         builder.add(number, qid, did, parse_grade(path, number, record[score_key]))
@@ -394,28 +444,79 @@ def read_qrels_tsv(path: Path, strict: bool = False) -> Qrels:
     path = Path(path)
     builder = _QrelsBuilder(path, strict)
     for number, line in iter_lines(path):
-        fields = line.rstrip("\r\n").split("\t")
+        line = line.rstrip("\r\n")
+        flaw = _LINE_CONTROL(line)
+        if flaw is not None and flaw.group() != "\r":
+            raise DataError(
+                path, number, f"the line holds a control character ({flaw.group()!a} at column {flaw.start() + 1})"
+            )
+        fields = line.split("\t")
         if number == 1 and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
             continue
         if len(fields) != 3:
             raise DataError(path, number, f"expected 3 tab-separated fields, got {len(fields)}")
         qid, did, score = (f.strip() for f in fields)
-        for name, value in (("query-id", qid), ("corpus-id", did)):
-            if not value or any(c.isspace() for c in value):
-                raise DataError(path, number, f"{name} {_short(value)} is empty or contains whitespace")
+        check_id(qid, path, number, "query-id")
+        check_id(did, path, number, "corpus-id", spaces=True)
         builder.add(number, qid, did, parse_grade(path, number, score))
     return builder.done()
 
 
+_LINE_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]").search  # every control character but tab
+_FIELD_GAP = re.compile(r"[ \t]+")
+_MIDDLES: dict[tuple[int, int], re.Pattern[str]] = {}
+
+
+def trec_fields(path: Path, number: int, line: str) -> tuple[str, list[str]]:
+    """A line of a whitespace-separated file (TREC runs and qrels) as (the line without its CR, its fields).
+
+    Fields are separated by spaces and tabs, as trec_eval's C reader separates them (not by the other characters
+    ``str.split()`` cuts at: U+00A0, U+2028...); a control character anywhere but a tab is a DataError at the
+    line, since no id may hold one and no field is separated by one."""
+    if line.endswith("\r"):
+        line = line[:-1]
+    flaw = _LINE_CONTROL(line)
+    if flaw is not None:
+        raise DataError(
+            path,
+            number,
+            f"the line holds a control character ({flaw.group()!a} at column {flaw.start() + 1}), which no id may "
+            "hold (fields are separated by spaces or tabs)",
+        )
+    return line, (line.split() if line.isascii() else _FIELD_GAP.split(line.strip(" \t")))
+
+
+def split_fields(line: str, fields: list[str], left: int, right: int) -> tuple[list[str], str, list[str]] | None:
+    """A line's fields (:func:`trec_fields`) as (its first ``left`` fields, what lies between, its last ``right``
+    fields), the middle exactly as written (spaces inside kept); None when it has fewer than ``left + right + 1``
+    fields.  How TREC lines are read: a document id may hold spaces."""
+    if len(fields) <= left + right:
+        return None
+    if len(fields) == left + right + 1:  # the usual line: no spaces in the middle field
+        return fields[:left], fields[left], fields[len(fields) - right :]
+    pattern = _MIDDLES.get((left, right))
+    if pattern is None:
+        pattern = _MIDDLES[left, right] = re.compile(
+            rf"[ \t]*(?:[^ \t]+[ \t]+){{{left}}}(.*?)(?:[ \t]+[^ \t]+){{{right}}}[ \t]*"
+        )
+    found = pattern.fullmatch(line)
+    assert found is not None  # more fields than left + right: the pattern matches
+    return fields[:left], found.group(1), fields[len(fields) - right :]
+
+
 def read_qrels_trec(path: Path, strict: bool = False) -> Qrels:
-    """A TREC qrels file: ``qid iteration docid relevance`` per line (whitespace-separated)."""
+    """A TREC qrels file: ``qid iteration docid relevance`` per line (whitespace-separated; the document id is
+    what lies between the second field and the last, so it may hold spaces)."""
     path = Path(path)
     builder = _QrelsBuilder(path, strict)
-    for number, line in iter_lines(path):
-        fields = line.split()
-        if len(fields) != 4:
+    for number, raw in iter_lines(path):
+        line, fields = trec_fields(path, number, raw)
+        parts = split_fields(line, fields, 2, 1)
+        if parts is None:
             raise DataError(path, number, f"expected 4 fields 'qid iter docid rel', got {len(fields)}")
-        qid, _, did, score = fields
+        (qid, _), did, (score,) = parts
+        check_id(qid, path, number, "query id")
+        check_id(did, path, number, "document id", spaces=True)
         builder.add(number, qid, did, parse_grade(path, number, score))
     return builder.done()
 

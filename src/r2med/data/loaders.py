@@ -146,7 +146,7 @@ def load_r2med_files(
     judgment is an error (default: the last one is kept, as the paper's loader).
     """
     repeats: list[str] = []
-    corpus, _ = read_texts(corpus_path, repeats=repeats, strict=strict)
+    corpus, _ = read_texts(corpus_path, repeats=repeats, strict=strict, spaces=True)
     queries, meta = read_texts(query_path, keep_meta=True, strict=strict)
     qrels = read_qrels_jsonl(qrels_path, strict=strict)
     return Collection(
@@ -171,7 +171,9 @@ def load_beir_folder(
     qrels_path = _check_split_exists(root, split)
     repeats: list[str] = []
     with layout_context(root):
-        corpus, _ = read_texts(root / "corpus.jsonl", id_key="_id", title_key="title", repeats=repeats, strict=strict)
+        corpus, _ = read_texts(
+            root / "corpus.jsonl", id_key="_id", title_key="title", repeats=repeats, strict=strict, spaces=True
+        )
         queries, meta = read_texts(root / "queries.jsonl", id_key="_id", keep_meta=True, strict=strict)
         qrels = read_qrels_tsv(qrels_path, strict=strict)
     # BEIR ships all splits' queries in one file: keep those judged in this split.

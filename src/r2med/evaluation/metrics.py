@@ -63,6 +63,20 @@ def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
                 )
 
 
+def _check_ids(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Refuse ids holding a control character before pytrec_eval sees them: it reads ids as C strings, so
+    ``13\\0x`` would be scored as ``13`` (the readers refuse such ids at their line; this covers Python callers)."""
+    from ..data.files import _control_char, id_problem
+
+    for what, table in (("run", run), ("judgments", qrels)):
+        for qid, docs in table.items():
+            if _control_char(qid):
+                raise R2MedError(f"{what}: query id {qid!r} {id_problem(qid)}")
+            for did in docs:
+                if _control_char(did):
+                    raise R2MedError(f"{what}: query {qid!r}, doc id {did!r} {id_problem(did, spaces=True)}")
+
+
 class Measures(dict[str, float]):
     """One query's measures: pytrec_eval names as keys, friendly names accepted on lookup
     (``values["nDCG@10"]`` is ``values["ndcg_cut_10"]``)."""
@@ -152,6 +166,7 @@ def evaluate(
     qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
     _check_grades(qrels_clean)
     run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
+    _check_ids(run_clean, qrels_clean)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
     raw = evaluator.evaluate(run_clean)
     if not raw:  # trec_eval's num_q 0, with or without count_missing: no figure to report

@@ -99,12 +99,16 @@ def lamer_passages(
 
 #: The placeholders a prompt file (``r2med expand --prompt-file``) may hold; ``{query}`` is required.
 PROMPT_FIELDS = ("query", "passages")
+#: The most placeholders a prompt file may hold: each repeats the query (or its passages) in every prompt sent.
+MAX_PLACEHOLDERS = 100
 
 
 @dataclass(frozen=True)
 class PromptFile:
     """A prompt template of the user's (``--prompt-file``): ``{query}``, and ``{passages}`` (LameR-style: the
-    query's top-10 paper-BM25 passages, numbered as LameR's); literal braces are written ``{{`` and ``}}``."""
+    query's top-10 paper-BM25 passages, numbered as LameR's); literal braces are written ``{{`` and ``}}``.
+    Only plain placeholders: a conversion (``{query!r}``) or a format spec (``{query:>3000000000}``, ``{query:d}``,
+    ``{query:{query}}``) is refused when the file is read, before any request."""
 
     path: Path
     text: str
@@ -126,16 +130,34 @@ def _fields(text: str, path: Path) -> set[str]:
     import string
 
     try:
-        names = {name for _, name, spec, conv in string.Formatter().parse(text) if name is not None}
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(text) if name is not None]
     except ValueError as exc:
         raise R2MedError(f"{path}: not a prompt template ({exc}; write literal braces as {{{{ and }}}})") from None
-    for name in names:
+    for name, spec, conv in fields:
         if name not in PROMPT_FIELDS:
             raise R2MedError(
-                f"{path}: unknown placeholder {{{name}}} (a prompt file may use {{query}} and "
+                f"{path}: unknown placeholder {name_of(name, spec, conv)} (a prompt file may use {{query}} and "
                 "{passages}; literal braces are written {{ and }})"
             )
-    return names
+        if spec or conv:  # `{query:>3000000000}` would pad every prompt to 3 GB; `{query!r}` quotes it
+            raise R2MedError(
+                f"{path}: placeholder {name_of(name, spec, conv)} has a "
+                + ("conversion" if conv else "format spec")
+                + " (only plain {query} and {passages} are filled; literal braces are written {{ and }})"
+            )
+    if len(fields) > MAX_PLACEHOLDERS:  # each one repeats a query (or 10 passages) in every prompt sent
+        raise R2MedError(
+            f"{path}: {len(fields):,} placeholders; a prompt file may hold at most {MAX_PLACEHOLDERS} (each "
+            "repeats the query or its passages in every prompt sent)"
+        )
+    return {name for name, _, _ in fields}
+
+
+def name_of(name: str, spec: str | None, conv: str | None) -> str:
+    """A placeholder as it was written (``{query!r:>9}``), for messages (cut to 80 characters)."""
+    text = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+    text = text if len(text) <= 80 else text[:77] + "...}"
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def read_prompt_file(path: str | Path) -> PromptFile:

@@ -13,7 +13,16 @@ A *spec* ``MODULE:OBJ`` names one: ``MODULE`` is a dotted module importable from
 class (called with no arguments), a factory (called with no arguments) or an instance.  Loading it runs
 the user's code, so it is only ever done for a spec the user typed or an object passed in Python --
 never for one read from a results file.  What is loaded is recorded: the spec, the module's file and
-its sha256 (:func:`load_spec`).
+the sha256 of the code that runs (:func:`load_spec`): a ``.py`` file is read once, hashed, and those
+bytes are what is compiled and run (no ``__pycache__`` is read or written beside it), so a file edited
+between two loads in one process is loaded again, and the record names the code that ran.
+
+The contract is checked on every call (:func:`call_user`, :func:`check_vectors`, :func:`check_scores`):
+vectors are real finite numbers, one row per text, of a width of at least 1 that stays the same for every
+batch and for queries and documents; scores are real finite numbers, one per document.  Anything else
+-- strings, bools, complex numbers, a generator, ragged rows, a dict, ``10**400`` -- and any exception
+(``SystemExit`` included; only ``KeyboardInterrupt`` passes) raised by the user's code is one
+:class:`UserCodeError` line naming the spec; ``-v`` logs the traceback.
 
 Packages register presets through the entry-point groups ``r2med.retrievers`` and ``r2med.rerankers``
 (:func:`entry_point_records`): each entry point names an encoder or a scorer as above; it is listed by
@@ -33,9 +42,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import R2MedError
+from ..errors import R2MedError, shown
 
 log = logging.getLogger(__name__)
+
+
+class UserCodeError(R2MedError):
+    """The user's encoder or scorer broke its contract or raised: one line naming the spec (``-v``: the traceback)."""
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}) (SystemExit)"
+    text = " ".join(str(exc).split())
+    return f"raised {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def call_user(where: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, the user's code: any exception it raises (``SystemExit`` and other ``BaseException``\\ s
+    too, ``KeyboardInterrupt`` aside) becomes one :class:`UserCodeError` line ``<where>: <what> raised ...``; the
+    traceback goes to the debug log (``r2med -v``)."""
+    try:
+        return fn(*args)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        log.debug("%s: %s raised; its traceback:", where, what, exc_info=exc)
+        raise UserCodeError(f"{where}: {what} {_reason(exc)}") from exc
+
 
 Kind = Literal["encoder", "scorer"]
 #: The method each kind of object must have.
@@ -55,14 +89,23 @@ class Loaded:
     module_sha256: str | None = None
 
     @property
+    def where(self) -> str:
+        """How messages name it: ``encoder ./my.py:Enc``."""
+        return f"{self.kind} {self.spec or type(self.obj).__name__}"
+
+    def attribute(self, name: str) -> Any:
+        """The object's optional attribute ``name`` (None when absent); a property that raises is a UserCodeError."""
+        return call_user(self.where, f"reading .{name}", getattr, self.obj, name, None)
+
+    @property
     def name(self) -> str | None:
-        value = getattr(self.obj, "name", None)
+        value = self.attribute("name")
         return str(value) if isinstance(value, str) and value else None
 
     @property
     def revision(self) -> str | None:
-        value = getattr(self.obj, "revision", None)
-        return str(value) if value is not None else None
+        value = self.attribute("revision")
+        return call_user(self.where, "str(.revision)", str, value) if value is not None else None
 
     def describe(self) -> dict[str, Any]:
         """What a result's configuration records (part of the key a finished folder is reused by)."""
@@ -84,25 +127,73 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+#: the sha256 of the code each module r2med saw first ran with (module name -> hex): a module imported once
+#: keeps running the code it was imported with, whatever its file holds later
+_CODE_SHA256: dict[str, str] = {}
+
+
+def module_code_sha256(module: Any) -> str | None:
+    """The sha256 of the code ``module`` runs: for a ``.py`` file r2med loaded, of the bytes it compiled; for
+    another module, of its file when r2med first saw it in this process (None: no source file)."""
+    name = getattr(module, "__name__", None)
+    if isinstance(name, str) and name in _CODE_SHA256:
+        recorded = _CODE_SHA256[name]
+        file = getattr(module, "__file__", None)
+        if file and not name.startswith(_FILE_MODULE) and Path(file).is_file() and sha256_file(file) != recorded:
+            log.warning(
+                "%s changed on disk since it was imported: the code that runs (and is recorded) is the imported "
+                "one; restart Python to run the edit",
+                file,
+            )
+        return recorded
+    file = getattr(module, "__file__", None)
+    if not file or not Path(file).is_file():
+        return None
+    digest = sha256_file(file)
+    if isinstance(name, str):
+        _CODE_SHA256[name] = digest
+    return digest
+
+
+_FILE_MODULE = "r2med_user_"
+
+
+def _load_file(path: Path, spec: str, what: str) -> Any:
+    """A ``.py`` file as a module: its bytes read once, hashed and compiled (never a ``__pycache__`` copy), under
+    a name made of its path and that hash, so an edited file is a new module."""
+    import types
+
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise R2MedError(f"{what} {spec}: cannot read {path} ({exc.strerror or exc})") from None
+    digest = hashlib.sha256(source).hexdigest()
+    unique = _FILE_MODULE + hashlib.sha256(f"{path.resolve()}\0{digest}".encode()).hexdigest()[:16]
+    if unique in sys.modules:
+        return sys.modules[unique]
+    loaded = types.ModuleType(unique)
+    loaded.__file__ = str(path.resolve())
+    sys.modules[unique] = loaded
+    _CODE_SHA256[unique] = digest
+    try:
+        code = compile(source, str(path), "exec", dont_inherit=True)
+        exec(code, loaded.__dict__)
+    except KeyboardInterrupt:
+        del sys.modules[unique]
+        raise
+    except BaseException as exc:
+        del sys.modules[unique]
+        log.debug("%s %s: importing %s failed; its traceback:", what, spec, path, exc_info=exc)
+        raise UserCodeError(f"{what} {spec}: importing {path} {_reason(exc)}") from exc
+    return loaded
+
+
 def _import_module(module: str, spec: str, what: str) -> Any:
     if module.endswith(".py") or "/" in module or "\\" in module:
         path = Path(module).expanduser()
         if not path.is_file():
             raise R2MedError(f"{what} {spec}: no such file {path}")
-        unique = "r2med_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-        if unique in sys.modules:
-            return sys.modules[unique]
-        loader_spec = importlib.util.spec_from_file_location(unique, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise R2MedError(f"{what} {spec}: cannot load {path} as a Python module")
-        loaded = importlib.util.module_from_spec(loader_spec)
-        sys.modules[unique] = loaded
-        try:
-            loader_spec.loader.exec_module(loaded)
-        except Exception as exc:
-            del sys.modules[unique]
-            raise R2MedError(f"{what} {spec}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
-        return loaded
+        return _load_file(path, spec, what)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -111,22 +202,22 @@ def _import_module(module: str, spec: str, what: str) -> Any:
                 f"{what} {spec}: no module {module!r} on the Python path (or give a .py file's path)"
             ) from exc
         raise R2MedError(f"{what} {spec}: importing {module} failed: {exc}") from exc
-    except Exception as exc:
-        raise R2MedError(f"{what} {spec}: importing {module} failed: {type(exc).__name__}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        log.debug("%s %s: importing %s failed; its traceback:", what, spec, module, exc_info=exc)
+        raise UserCodeError(f"{what} {spec}: importing {module} {_reason(exc)}") from exc
 
 
 def ready(obj: Any, kind: Kind, where: str) -> Any:
     """An object with the method of ``kind``: ``obj`` itself, or what calling it (a class or a factory)
     with no arguments gives; anything else is a one-line error naming ``where``."""
     method = METHODS[kind]
-    if not inspect.isclass(obj) and callable(getattr(obj, method, None)):
+    if not inspect.isclass(obj) and callable(call_user(where, f"looking up {method}", getattr, obj, method, None)):
         return obj
     if callable(obj):
-        try:
-            made = obj()
-        except Exception as exc:
-            raise R2MedError(f"{where}: calling it with no arguments failed: {type(exc).__name__}: {exc}") from exc
-        if callable(getattr(made, method, None)):
+        made = call_user(where, "called with no arguments", obj)
+        if callable(call_user(where, f"looking up {method}", getattr, made, method, None)):
             return made
         raise R2MedError(f"{where}: calling it gave a {type(made).__name__}, which has no {method}() method")
     raise R2MedError(
@@ -153,7 +244,7 @@ def load_spec(spec: str, kind: Kind, what: str) -> Loaded:
         kind,
         spec,
         str(Path(file).resolve()) if file else None,
-        sha256_file(file) if file and Path(file).is_file() else None,
+        module_code_sha256(loaded),
     )
 
 
@@ -171,8 +262,21 @@ def as_loaded(value: Any, kind: Kind, what: str) -> Loaded:
         kind,
         None,
         str(Path(file).resolve()) if file else None,
-        sha256_file(file) if file and Path(file).is_file() else None,
+        module_code_sha256(module) if module is not None else None,
     )
+
+
+def code_sha256s(loaded: Loaded) -> list[str] | None:
+    """The sha256 of the code behind ``loaded``: its module's, and that of the module defining its object's
+    class when that is another file (a factory in one file making an object of another); None when a part has
+    no source file to hash (a class defined in a notebook)."""
+    found = [loaded.module_sha256]
+    own = sys.modules.get(type(loaded.obj).__module__)
+    if own is not None and getattr(own, "__file__", None) != loaded.module_file:
+        found.append(module_code_sha256(own))
+    if any(h is None for h in found):
+        return None
+    return sorted({h for h in found if h is not None})
 
 
 def short_name(value: Any) -> str:
@@ -211,10 +315,7 @@ class EntryPointPreset:
             if point is None:
                 raise R2MedError(f"entry point {self.name!r} of {self.group} is gone")
             where = f"entry point {self.name} ({self.value})"
-            try:
-                obj = point.load()
-            except Exception as exc:
-                raise R2MedError(f"{where}: loading failed: {type(exc).__name__}: {exc}") from exc
+            obj = call_user(where, "loading", point.load)
             module = sys.modules.get(point.module)
             file = getattr(module, "__file__", None)
             self._cache["obj"] = Loaded(
@@ -222,7 +323,7 @@ class EntryPointPreset:
                 kind,
                 f"entry-point:{self.group}:{self.name}",
                 str(Path(file).resolve()) if file else None,
-                sha256_file(file) if file and Path(file).is_file() else None,
+                module_code_sha256(module) if module is not None else None,
             )
         return self._cache["obj"]
 
@@ -247,31 +348,120 @@ def register_entry_points(group: str, register: Callable[[EntryPointPreset], Non
         register(preset)
 
 
+def _is_tensor(value: Any) -> bool:
+    return type(value).__module__.startswith("torch") and callable(getattr(value, "detach", None))
+
+
+def _shown_value(item: Any) -> str:
+    """A value for a message: an integer too long to print (``10**5000``) by its size, anything else cut short."""
+    if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 64:
+        return f"an integer of {item.bit_length()} bits"
+    return shown(item, 40)
+
+
+def _refuse_kind(array: Any, what: str) -> None:
+    """A numpy array's dtype as the contract wants it: real numbers (integers or floats), not bools, complex
+    numbers, text, dates or Python objects that are not real numbers (each element of an object array is looked
+    at: a bool among numbers is refused, not read as 0 or 1)."""
+    import numbers
+
+    import numpy as np
+
+    kind = array.dtype.kind
+    if kind in "iuf":
+        return
+    named = {"b": "bools", "c": "complex numbers", "U": "strings", "S": "bytes", "M": "dates", "m": "durations"}
+    if kind in named:
+        raise UserCodeError(f"{what} {named[kind]}, not real numbers")
+    if kind != "O":
+        raise UserCodeError(f"{what} values of dtype {array.dtype}, not real numbers")
+    for item in array.reshape(-1):
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
+            hint = " (return plain numbers: .item() or .tolist())" if callable(getattr(item, "item", None)) else ""
+            raise UserCodeError(f"{what} a {type(item).__name__} ({_shown_value(item)}), not a real number{hint}")
+
+
+def _as_numpy(value: Any, what: str, method: str) -> Any:
+    """An array (numpy, torch) or a list/tuple as a numpy array of real numbers (an object array when it came
+    from a list); anything else -- a generator, a dict, a string, a set, None -- is a UserCodeError naming its type."""
+    import numpy as np
+
+    if _is_tensor(value):
+        dtype = str(value.dtype)
+        if value.is_complex():
+            raise UserCodeError(f"{what} a complex tensor ({dtype}), not real numbers")
+        if dtype == "torch.bool":
+            raise UserCodeError(f"{what} a tensor of bools, not real numbers")
+        try:
+            return value.detach().cpu().double().numpy()
+        except Exception as exc:  # a meta tensor, a tensor on a device that is gone
+            raise UserCodeError(f"{what} a tensor that cannot be read on the CPU ({_reason(exc)})") from exc
+    if isinstance(value, np.ndarray):
+        array = value
+    elif isinstance(value, (list, tuple)):
+        try:
+            array = np.array(value, dtype=object)  # each element as it is: no bool read as 1, no "1.5" as 1.5
+        except ValueError:
+            raise UserCodeError(f"{what} rows of different lengths (ragged), not one array") from None
+        if array.ndim == 1 and any(isinstance(row, (list, tuple, np.ndarray)) for row in array):
+            raise UserCodeError(f"{what} rows of different lengths (ragged), not one array")
+    else:
+        wanted = "an array (n, d) or a list of rows"
+        if method != "encode()":
+            wanted = "a list or array of numbers, one per doc"
+        raise UserCodeError(f"{what} a {type(value).__name__}; {method} must return {wanted}")
+    _refuse_kind(array, what)
+    return array
+
+
 def check_scores(scores: Any, n: int, where: str) -> list[float]:
-    """A scorer's output: ``n`` finite numbers."""
+    """A scorer's output: ``n`` real finite numbers (a list, tuple, numpy array or tensor of shape ``(n,)``);
+    anything else is a UserCodeError naming ``where``."""
     import math
 
-    try:
-        values = [float(s) for s in scores]
-    except (TypeError, ValueError) as exc:
-        raise R2MedError(f"{where}: score() must return numbers ({exc})") from exc
-    if len(values) != n:
-        raise R2MedError(f"{where}: score() returned {len(values)} scores for {n} docs")
-    if not all(math.isfinite(v) for v in values):
-        raise R2MedError(f"{where}: score() returned a non-finite score")
+    what = f"{where}: score() returned"
+    array = _as_numpy(scores, what, "score()")
+    if array.ndim != 1:
+        raise UserCodeError(f"{what} an array of shape {tuple(array.shape)}; return one number per doc, shape ({n},)")
+    if len(array) != n:
+        raise UserCodeError(f"{what} {len(array)} scores for {n} docs")
+    values = []
+    for item in array.tolist() if array.dtype.kind != "O" else list(array):
+        try:
+            value = float(item)
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            raise UserCodeError(f"{what} {_shown_value(item)}, not a finite number")
+        values.append(value)
     return values
 
 
-def check_vectors(vectors: Any, n: int, where: str) -> Any:
-    """An encoder's output as a float32 array of ``n`` rows."""
+def check_vectors(vectors: Any, n: int, where: str, width: int | None = None) -> Any:
+    """An encoder's output as a float32 array of ``n`` rows of real finite numbers, at least 1 wide (``width``:
+    the width earlier batches had, which this one must have too); anything else is a UserCodeError."""
     import numpy as np
 
-    array = np.asarray(vectors, dtype=np.float32)
-    if array.ndim != 2 or array.shape[0] != n:
-        raise R2MedError(f"{where}: encode() must return an array of shape ({n}, d), got {array.shape}")
-    if not np.isfinite(array).all():
-        raise R2MedError(f"{where}: encode() returned non-finite values")
-    return array
+    what = f"{where}: encode() returned"
+    array = _as_numpy(vectors, what, "encode()")
+    if array.ndim != 2:
+        raise UserCodeError(f"{what} an array of shape {tuple(array.shape)}; it must be ({n}, d): one row per text")
+    if array.shape[0] != n:
+        raise UserCodeError(f"{what} {array.shape[0]} vectors for {n} texts")
+    if array.shape[1] < 1:
+        raise UserCodeError(f"{what} vectors of width 0")
+    if width is not None and array.shape[1] != width:
+        raise UserCodeError(f"{what} vectors of width {array.shape[1]} after vectors of width {width}")
+    if array.dtype.kind == "O":
+        try:
+            array = array.astype(np.float64)
+        except OverflowError:
+            raise UserCodeError(f"{what} a number beyond float range, not a finite vector value") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.asarray(array, dtype=np.float32)
+    if not np.isfinite(out).all():
+        raise UserCodeError(f"{what} values that are not finite numbers (NaN, inf, or beyond float32's range)")
+    return out
 
 
 def text_lengths(texts: Sequence[str]) -> list[int]:

@@ -224,14 +224,15 @@ def score_files(
 
     ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, or a collection folder (its judgments;
     ``split``: a BEIR folder's ``qrels/<split>.tsv``).
-    ``run``: a TREC run file, or a task folder, system folder or results root holding one task (the
-    one named after the collection folder when there are several: :func:`~r2med.results.folders.run_file`).
+    ``run``: a TREC run file or a JSON score file (:func:`r2med.runs.run.read_run`), or a task folder, system
+    folder or results root holding one task (the one named after the collection folder when there are several:
+    :func:`~r2med.results.folders.run_file`).
     """
     from ..data import read_qrels
     from ..data.loaders import qrels_file
     from ..infra.containment import check_input_file
     from ..results.folders import run_file
-    from ..runs.run import read_trec
+    from ..runs.run import read_run
 
     qrels, run = Path(qrels), Path(run)
     collection = None
@@ -247,13 +248,13 @@ def score_files(
     try:
         judged = read_qrels(qrels, strict=strict)
     except R2MedError as exc:
-        if _reads_as(read_trec, qrels) and _reads_as(read_qrels, run):
+        if _reads_as(read_run, qrels) and _reads_as(read_qrels, run):
             raise R2MedError(
                 f"{exc}; the two files look swapped ({qrels} reads as a run, {run} as judgments): "
                 f"`r2med score` takes the judgments first, then the run: r2med score {run} {qrels}"
             ) from None
         raise
-    ranked = read_trec(run)
+    ranked = read_run(run)
     try:
         metrics = evaluate_with_ties(ranked, judged, measures=measures, count_missing=count_missing)
     except NothingToScore as exc:

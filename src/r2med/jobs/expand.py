@@ -1,7 +1,9 @@
 """``r2med expand``: generate query expansions with any OpenAI-compatible LLM, task by task (cached, resumable).
 
 Writes ``OUT/<task>/<method>/<llm>/query_with_hydoc.jsonl`` (R2MED's layout) once every query of a
-task has its expansion; ``r2med evaluate --expansion METHOD:LLM --expansion-dir OUT`` scores it.
+task has its expansion, with ``llm.json`` naming the model (so two models whose names give one folder -- ``org1/qwen``
+and ``org2/Qwen`` -- are an error, never one replacing the other: :func:`check_llm_folder`);
+``r2med evaluate --expansion METHOD:LLM --expansion-dir OUT`` scores it.
 HyDE / Query2doc / LameR are one request per query (:mod:`r2med.expansion.generate`); Search-R1 /
 Search-O1 search the task's own index in a loop (:mod:`r2med.expansion.agentic`).  Every answer is
 cached by :class:`r2med.infra.llm.LLMClient`, so a re-run sends no request and an interrupted one resumes.
@@ -72,6 +74,50 @@ class Expanded:
 
 #: Beside an expansion file made with ``--prompt-file``: the prompt's file, sha256 and text.
 PROMPT_RECORD = "prompt.json"
+#: Beside every expansion file ``expand`` writes: the ``--model`` whose answers it holds.
+LLM_RECORD = "llm.json"
+
+
+def check_llm_folder(folder: Path, model: str) -> None:
+    """``OUT/<task>/<method>/<llm>`` free for the answers of ``model``, else a one-line error: it holds another
+    model's expansions (``--model org1/qwen`` and ``--model org2/Qwen`` both name ``qwen``), or a folder beside it
+    differs from it only in case (one folder on a case-insensitive filesystem).  An expansion file without a
+    record (made before r2med kept one) is replaced with a warning."""
+    import logging
+
+    from ..infra.home import read_json
+
+    parent = folder.parent
+    if parent.is_dir():
+        for entry in parent.iterdir():
+            if entry.name != folder.name and entry.name.casefold() == folder.name.casefold():
+                raise R2MedError(
+                    f"{folder}: {parent / entry.name} differs from it only in case, and on a case-insensitive "
+                    "filesystem the two are one folder; pass --llm-name to name this LLM apart"
+                )
+    record = folder / LLM_RECORD
+    if record.exists() or record.is_symlink():
+        try:
+            if record.is_symlink() or not record.is_file():
+                raise ValueError("not a file")
+            recorded = read_json(record)["model"]  # the one JSON reader: malformed or nested too deeply: ValueError
+        except (OSError, ValueError, KeyError, TypeError):
+            raise R2MedError(
+                f"{record}: unreadable, so whose expansions {folder} holds is unknown; remove the folder or "
+                "pass --llm-name to write elsewhere"
+            ) from None
+        if recorded != model:
+            raise R2MedError(
+                f"{folder} holds the expansions of --model {shown(recorded)}; those of --model {shown(model)} "
+                f"would replace them (both name the folder {folder.name!r}): pass --llm-name to name this one apart"
+            )
+    elif (folder / EXPANSION_FILE).exists():
+        logging.getLogger(__name__).warning(
+            "%s holds expansions made before r2med recorded their model (%s); those of %s replace them",
+            folder,
+            LLM_RECORD,
+            model,
+        )
 
 
 def llm_folder_name(model: str) -> str:
@@ -190,8 +236,10 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
     llm = check_llm_name(llm_name) if llm_name is not None else llm_folder_name(model)
     check_output_dir(out)
-    for ref in tasks:  # every task's folders below --out, before the first request (a link there: one line)
+    for ref in tasks:  # before any request: every task's folders below --out (a link there: one line), and no
+        # other model's expansions are replaced
         ensure_within(out, task_folder(out, ref.name) / method / llm / EXPANSION_FILE)
+        check_llm_folder(task_folder(out, ref.name) / method / llm, model)
     if cache:
         check_home()
     agentic = method in AGENTIC
@@ -228,6 +276,7 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
             collection = ref.load()
             before = client.usage.as_dict()
             path = ensure_within(out, task_folder(out, collection.name) / method / llm / EXPANSION_FILE)
+            check_llm_folder(path.parent, model)
             with progress.task(
                 f"{method} · {collection.name}",
                 total=len(collection.queries),
@@ -260,12 +309,13 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
                     f"(query {first[0]}: {first[1]}); answers so far are cached: re-run to resume"
                 )
             write_expansion_file(path, collection, texts, extra)
+            import json
+
+            from ..infra.home import write_text_atomic
+
+            write_text_atomic(path.parent / LLM_RECORD, json.dumps({"model": model}, ensure_ascii=False) + "\n")
             prompt_record = path.parent / PROMPT_RECORD
             if template is not None:
-                import json
-
-                from ..infra.home import write_text_atomic
-
                 write_text_atomic(prompt_record, json.dumps(template.record(), indent=1) + "\n")
             elif prompt_record.exists():  # the paper's prompts now: an older record of another prompt goes
                 prompt_record.unlink()

@@ -1,6 +1,7 @@
 """``r2med import``: runs made elsewhere (your own code, another toolkit) as r2med results.
 
-Each run is validated as every run file is (:func:`r2med.runs.run.read_trec`: ``file:line`` errors), scored
+Each run is validated as every run file is (:func:`r2med.runs.run.read_run`: TREC, or a JSON score file
+``{qid: {docid: score}}``; ``file:line`` errors), scored
 against its collection's judgments and written to ``OUT/<name>/<task>/`` through
 :func:`~r2med.results.folders.finish_task`, exactly as ``evaluate`` writes its results -- so ``report``,
 ``compare``, ``fuse``, ``rerank``, ``export`` and the HTML page take it.  The configuration records what
@@ -28,7 +29,7 @@ from ..errors import NothingToScore, R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
-from ..runs.run import Run, format_trec, read_trec
+from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
 from ..spec.steps import ImportStep
 
 log = logging.getLogger(__name__)
@@ -56,26 +57,16 @@ def sha256_of(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def trec_tags(path: str | os.PathLike[str]) -> tuple[str, ...]:
-    """The distinct run tags (sixth column) of a TREC run file, in order of appearance (4-column files: none)."""
-    from ..data.files import iter_lines
-
-    tags: dict[str, None] = {}
-    for _, line in iter_lines(Path(path)):
-        fields = line.split()
-        if len(fields) == 6:
-            tags.setdefault(fields[5], None)
-    return tuple(tags)
-
-
 def read_run_file(path: str | os.PathLike[str]) -> RunFile:
-    """A run file validated (:func:`r2med.runs.run.read_trec`) with its hash and tags."""
+    """A run file validated (:func:`r2med.runs.run.read_run`: TREC or a JSON score file) with its hash and
+    tags (a score file has none)."""
     from ..infra.containment import check_input_file
 
     path = Path(path)
     check_input_file(path, "run")
-    run = read_trec(path)
-    return RunFile(Path(os.path.abspath(path)), run, sha256_of(path), trec_tags(path))
+    run = read_run(path)
+    tags = trec_tags(path) if run_format(path) == "trec" else ()
+    return RunFile(Path(os.path.abspath(path)), run, sha256_of(path), tags)
 
 
 def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bool) -> list[tuple[RunFile, Collection]]:
@@ -183,7 +174,7 @@ def import_run(
 
 
 def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
-    """A Run given in Python, checked as a run file is: text ids, finite numeric scores, not empty."""
+    """A Run given in Python, checked as a run file is: ids keeping the id rule, finite numeric scores, not empty."""
     import math
 
     if not isinstance(run, Mapping) or not run:
@@ -203,6 +194,7 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
                 raise R2MedError(f"run query {qid!r}, doc {did!r}: score {score!r} is not a finite number")
             row[did] = float(score)
         checked[qid] = row
+    check_run_ids(checked)
     return checked
 
 

@@ -64,12 +64,9 @@ class TaskInput:
 
 
 def _line_of(path: Path, qid: str, did: str) -> int | None:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if len(fields) >= 4 and fields[0] == qid and (fields[2] == did or (len(fields) == 4 and fields[1] == did)):
-                return number
-    return None
+    from ..runs.run import trec_lines
+
+    return next((line[0] for line in trec_lines(path) if line[1] == qid and line[2] == did), None)
 
 
 def load_inputs(

@@ -18,6 +18,7 @@ from ..infra.user_code import (
     EntryPointPreset,
     Loaded,
     as_loaded,
+    call_user,
     check_scores,
     register_entry_points,
     short_name,
@@ -44,9 +45,9 @@ class CustomReranker:
         with progress.task(f"{self.name}: reranking", total=len(candidates), unit="queries") as bar:
             for qid, head in candidates.items():
                 ids = [did for did, _ in head]
-                scores = check_scores(
-                    self.loaded.obj.score(queries[qid], [corpus[d] for d in ids]), len(ids), f"{where} (query {qid!r})"
-                )
+                here = f"{where} (query {qid!r})"
+                given = call_user(here, "score()", self.loaded.obj.score, queries[qid], [corpus[d] for d in ids])
+                scores = check_scores(given, len(ids), here)
                 out[qid] = dict(zip(ids, scores))
                 bar.advance()
         return out

@@ -2,8 +2,11 @@
 
 The object's ``encode(texts, role)`` embeds one batch (:mod:`r2med.infra.user_code` states the contract); everything
 else is r2med's dense retrieval (:class:`~r2med.retrieval.dense.DenseRetriever`): length-sorted batches,
-the embedding cache (keyed by the object's declared ``name`` and ``revision``; off, with a note, when it
-declares no name), (query, expansion) averaging, cosine or dot scoring, the progress display.  Packages'
+the embedding cache (keyed by the object's declared ``name`` and ``revision``, its class and the sha256 of its
+code, so an encoder edited in place never reads vectors its old code made; off, with a note, when it declares
+no name or its code has no file to hash), (query, expansion) averaging, cosine or dot scoring, the progress
+display.  Every batch is held to the contract (:func:`~r2med.infra.user_code.check_vectors`: real finite numbers,
+one row per text, one width for all batches, queries and documents alike).  Packages'
 encoders registered under the entry-point group ``r2med.retrievers`` become presets of their own name.
 """
 
@@ -21,7 +24,9 @@ from ..infra.user_code import (
     EntryPointPreset,
     Loaded,
     as_loaded,
+    call_user,
     check_vectors,
+    code_sha256s,
     register_entry_points,
     text_lengths,
 )
@@ -39,6 +44,8 @@ class CustomEncoder(BaseEncoder):
     def __init__(self, loaded: Loaded, settings: EncoderSettings, batch_size: int = 32):
         super().__init__(settings, batch_size=batch_size)
         self.loaded = loaded
+        #: the width of the vectors the object gave first (every later batch, of either role, must have it)
+        self.width: int | None = None
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         contract_role = "doc" if role == "doc" else "query"  # an expansion text is embedded as a query
@@ -46,7 +53,9 @@ class CustomEncoder(BaseEncoder):
 
         def batch(idx: np.ndarray) -> np.ndarray:
             chunk = [texts[i] for i in idx]
-            vectors: np.ndarray = check_vectors(self.loaded.obj.encode(chunk, contract_role), len(chunk), where)
+            given = call_user(where, "encode()", self.loaded.obj.encode, chunk, contract_role)
+            vectors: np.ndarray = check_vectors(given, len(chunk), where, self.width)
+            self.width = vectors.shape[1]
             return vectors
 
         return self.in_length_order(text_lengths(texts), batch_size, batch)
@@ -66,13 +75,21 @@ def make_custom(
     if encoder is None:
         raise R2MedError("--retriever custom needs --encoder MODULE:OBJ (an object with encode(texts, role))")
     loaded = as_loaded(encoder, "encoder", "--encoder")
-    declared = getattr(loaded.obj, "similarity", None)
+    declared = loaded.attribute("similarity")
     chosen = check_similarity(str(similarity or declared or "cosine"))
     name = loaded.name
+    code = code_sha256s(loaded)
     if name is None and cache:
         log.warning(
             "encoder %s declares no name: its embeddings are not cached (give it a `name` and a "
             "`revision` attribute to cache them)",
+            loaded.spec or type(loaded.obj).__name__,
+        )
+        cache = False
+    elif code is None and cache:
+        log.warning(
+            "encoder %s: its code has no source file to hash (defined in a notebook or the interpreter), so its "
+            "embeddings are not cached: the cache is keyed by the code's sha256 (define it in a .py file to cache)",
             loaded.spec or type(loaded.obj).__name__,
         )
         cache = False
@@ -81,7 +98,8 @@ def make_custom(
         revision=loaded.revision,
         extra={"custom": loaded.describe()},
     )
-    # the embedding cache is keyed by the declared name and revision only (the settings' model and revision)
+    # the embedding cache is keyed by the declared name and revision, the object's class and the sha256 of its
+    # code: an encoder edited in place (same name and revision) makes new vectors, never reads the old ones
     custom_encoder = CustomEncoder(loaded, settings, batch_size=batch_size or 32)
     retriever = DenseRetriever(
         settings,
@@ -92,7 +110,13 @@ def make_custom(
         similarity=chosen,
         **runtime,
     )
-    retriever._cache_config = lambda: {"model": settings.model, "revision": settings.revision}  # type: ignore[method-assign]
+    key = {
+        "model": settings.model,
+        "revision": settings.revision,
+        "class": type(loaded.obj).__qualname__,
+        "code_sha256": code,
+    }
+    retriever._cache_config = lambda: key  # type: ignore[method-assign]
     return retriever
 
 

@@ -43,8 +43,8 @@ from ..runs.run import Run
 from ..spec.options import DenseOptions, MedcptOptions, PresetOptions
 from .base import QueryText
 from .dense_choices import Similarity, choices_of
-from .embedding_cache import DEFAULT_CHUNK_SIZE, EmbeddingCache
-from .encoders import POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
+from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
+from .encoders import API_LOADERS, POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
 from .topk import merge_top_k, top_k_rows
@@ -77,7 +77,7 @@ class DenseRetriever:
         batch_size: int = 32,
         device: str | None = None,
         cache: bool = True,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_size: int | None = None,
         ignore_identical_ids: bool = True,
         faiss: str | None = None,
         token_budget: int | None = None,
@@ -94,7 +94,8 @@ class DenseRetriever:
             raise R2MedError("--batch-size must be at least 1")
         self.device = device
         self.cache = cache
-        self.chunk_size = int(chunk_size)
+        #: rows per embedding-cache chunk (None: :meth:`cache_chunk_size` chooses by where encoding runs)
+        self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.ignore_identical_ids = bool(ignore_identical_ids)
         self.faiss = faiss
         self.token_budget = token_budget
@@ -163,11 +164,12 @@ class DenseRetriever:
         self.doc_ids = list(corpus)
         texts = list(corpus.values())
         start = time.perf_counter()
+        chunk_size = self.cache_chunk_size() if self.cache else 0  # before the progress display (it may import torch)
         with self._encoding("docs", len(texts)) as (on_start, _):
             if self.cache:
                 fp = corpus_fingerprint or fingerprint_texts(corpus.items())
                 self.cache_entry = EmbeddingCache(
-                    self._cache_config(), fp, len(texts), chunk_size=self.chunk_size, role="documents"
+                    self._cache_config(), fp, len(texts), chunk_size=chunk_size, role="documents"
                 )
                 self.embeddings = self.cache_entry.get_or_encode(
                     texts,
@@ -217,6 +219,16 @@ class DenseRetriever:
     def _cache_config(self) -> dict[str, Any]:
         return self.encoder.config()  # building an encoder is cheap: models load on first use
 
+    def cache_chunk_size(self) -> int:
+        """Rows per embedding-cache chunk: ``chunk_size`` when given; else 4,096 for a local model on a GPU and
+        256 (:data:`~r2med.retrieval.embedding_cache.SLOW_CHUNK_SIZE`) where encoding is slow -- a CPU, an
+        embedding API, your own encoder -- so an interruption loses minutes of work, not half an hour."""
+        if self.chunk_size is None:
+            custom = self.settings.model.startswith("custom:")
+            slow = custom or self.settings.loader in API_LOADERS or _on_cpu(self.device)
+            self.chunk_size = SLOW_CHUNK_SIZE if slow else DEFAULT_CHUNK_SIZE
+        return self.chunk_size
+
     # -- search ----------------------------------------------------------------------------------
     def search(self, queries: Mapping[str, QueryText], k: int = 100) -> Run:
         if self.embeddings is None:
@@ -225,6 +237,11 @@ class DenseRetriever:
         if not qids:
             return {}
         q = self.embed_queries([queries[i] for i in qids])
+        if q.ndim != 2 or q.shape[1] != self.embeddings.shape[1]:
+            raise R2MedError(
+                f"{self.name}: the query vectors are {q.shape[-1]} wide and the document vectors "
+                f"{self.embeddings.shape[1]}; an encoder must give queries and documents one width"
+            )
         cosine = self.similarity == "cosine"
         if cosine:
             q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)  # as torch's normalize
@@ -258,13 +275,14 @@ class DenseRetriever:
             return self.encoder.encode_queries(chunk, batch_size=self.batch_size)
 
         parts = sum(len(q) if isinstance(q, tuple) else 1 for q in texts)
+        chunk_size = self.cache_chunk_size() if self.cache else 0
         with self._encoding("queries" if parts == len(texts) else "query texts", len(texts), parts) as (on_start, _):
             if not self.cache:
                 self.queries_encoded = len(texts)
                 return np.asarray(encode(texts), dtype=np.float32)
             fp = fingerprint("queries", [q if isinstance(q, str) else list(q) for q in texts])
             self.query_cache_entry = EmbeddingCache(
-                self._cache_config(), fp, len(texts), chunk_size=self.chunk_size, role="queries"
+                self._cache_config(), fp, len(texts), chunk_size=chunk_size, role="queries"
             )
             q = self.query_cache_entry.get_or_encode(texts, encode, on_start=on_start)
             self.queries_encoded = self.query_cache_entry.encoded_docs

@@ -1,4 +1,9 @@
-"""The ``Run`` type (query id -> doc id -> score), TREC run files and result folders.
+"""The ``Run`` type (query id -> doc id -> score), run files (TREC, JSON score files) and result folders.
+
+Run files are read in the forms their authors release them: TREC (6 columns, or 4), document ids with
+spaces included (:func:`trec_lines`), and JSON score files ``{qid: {docid: score}}`` (:func:`read_score_json`);
+:func:`read_run` tells them apart.  r2med writes ``run.trec`` (6 columns) so that :func:`read_trec` gives the
+same run back, spaces inside document ids included.
 
 A run folder holds one sub-folder per task with ``run.trec`` (6-column TREC run),
 ``metrics.json`` (aggregate + per-query measures, config, timing, versions) and
@@ -12,11 +17,11 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import DataError, R2MedError
+from ..errors import DataError, OptionError, R2MedError, shown
 from ..infra.containment import ensure_within, name_problem, refuse_links
 from ..infra.home import atomic_dir, atomic_path
 from ..results.record import METRICS_FILE, metrics_json, parse_record, read_record
@@ -63,52 +68,347 @@ def format_trec(run: Mapping[str, Mapping[str, float]], tag: str = "r2med") -> s
     return "".join(lines)
 
 
+def check_run_ids(run: Mapping[str, Mapping[str, float]]) -> None:
+    """Every id of ``run`` keeps the id rule (:func:`r2med.data.files.id_problem`: a document id may hold
+    spaces inside, a query id none, no id a control character), or an OptionError naming the first that does not."""
+    from ..data.files import _doc_id_flaw, _query_id_flaw, id_problem
+
+    for qid, docs in run.items():
+        if not isinstance(qid, str) or not qid or _query_id_flaw(qid):
+            problem = id_problem(qid) if isinstance(qid, str) else f"is a {type(qid).__name__}, not text"
+            raise OptionError(f"run query id {shown(qid)} {problem}")
+        for did in docs:
+            if not isinstance(did, str) or not did or _doc_id_flaw(did):
+                problem = id_problem(did, spaces=True) if isinstance(did, str) else f"is a {type(did).__name__}"
+                raise OptionError(f"run query {shown(qid)}: document id {shown(did)} {problem}")
+
+
 def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], tag: str = "r2med") -> None:
-    """Write a 6-column TREC run file atomically (``qid Q0 docid rank score tag``)."""
+    """Write a 6-column TREC run file atomically (``qid Q0 docid rank score tag``).
+
+    A document id may hold spaces inside (:func:`read_trec` reads it back whole); an id that breaks the id rule
+    (:func:`check_run_ids`) is an OptionError before anything is written."""
     problem = name_problem(tag, run_name=True)
     if problem is not None:
         raise R2MedError(f"run tag {problem}")
-    for qid, docs in run.items():
-        for did in docs:
-            if any(c.isspace() for c in did) or any(c.isspace() for c in qid):
-                raise ValueError(f"ids with whitespace cannot be written to a TREC run: {qid!r} / {did!r}")
+    check_run_ids(run)
     with atomic_path(path) as tmp:
         tmp.write_text(format_trec(run, tag), encoding="utf-8")
 
 
 _SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 """A score as trec_eval's C reader takes it: decimal digits, optional fraction and exponent (no ``1_000``, ``inf``)."""
+_RANK = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def _score(path: Path, number: int, score: str) -> float:
+    """A score field as a float, or the DataError saying why it is not a finite number."""
+    value = float(score) if _SCORE.match(score) else None
+    if value is None and score.lstrip("+-").lower() not in ("nan", "inf", "infinity"):
+        raise DataError(path, number, f"score {score[:40]!r} is not a number")
+    if value is None or not math.isfinite(value):
+        raise DataError(path, number, f"score {score[:40]!r} is not a finite number")
+    return value
+
+
+def trec_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str, float, str | None]]:
+    """(line number, qid, docid, score, tag or None) for each line of a TREC run file, each checked
+    (``file:line`` DataErrors).
+
+    The first line sets the file's form: 4 fields is ``qid docid rank score``, anything else must be the
+    6-column ``qid Q0 docid rank score tag``.  Fields are separated by spaces and tabs
+    (:func:`r2med.data.files.trec_fields`) and read from both ends -- qid (and ``Q0``) from the left, rank, score
+    (and tag) from the right -- and the document id is what lies between, spaces inside kept (released BRIGHT
+    runs hold such ids); when it holds spaces, the rank must be an integer (a check that the fields were found
+    where they belong).  Ids keep the id rule (:func:`r2med.data.files.id_problem`).
+    """
+    from ..data.files import _doc_id_flaw, _query_id_flaw, check_id, iter_lines, split_fields, trec_fields
+
+    path = Path(path)
+    four: bool | None = None
+    for number, raw in iter_lines(path):
+        line, fields = trec_fields(path, number, raw)
+        if four is None:
+            four = len(fields) == 4
+        size = 4 if four else 6
+        tag: str | None = None
+        if len(fields) == size:  # the usual line: no spaces in the document id
+            if four:
+                qid, did, rank, score = fields
+            else:
+                qid, _, did, rank, score, tag = fields
+        else:
+            parts = split_fields(line, fields, 1, 2) if four else split_fields(line, fields, 2, 3)
+            if parts is None:
+                form = "4 fields 'qid docid rank score'" if four else "6 fields 'qid Q0 docid rank score tag'"
+                raise DataError(
+                    path,
+                    number,
+                    f"expected {form} (the first line sets the form; a document id may hold spaces), got {len(fields)}",
+                )
+            left, did, right = parts
+            qid, rank, score = left[0], right[0], right[1]
+            tag = None if four else right[2]
+            if not _RANK.match(rank):
+                raise DataError(
+                    path,
+                    number,
+                    f"read as a document id with spaces ({did[:60]!r}), but then the rank {rank[:40]!r} is not "
+                    "an integer: the line has fields out of place",
+                )
+        if _query_id_flaw(qid):
+            check_id(qid, path, number, "query id")
+        if _doc_id_flaw(did):
+            check_id(did, path, number, "document id", spaces=True)
+        value = float(score) if _SCORE.match(score) else _score(path, number, score)
+        if value - value != 0.0:  # inf or nan (``1e400``)
+            _score(path, number, score)
+        yield number, qid, did, value, tag
 
 
 def read_trec(path: str | os.PathLike[str]) -> Run:
-    """Read a TREC run file (6 columns; 4-column ``qid docid rank score`` is accepted too)."""
-    from ..data.files import iter_lines
-
+    """Read a TREC run file (6 columns; 4-column ``qid docid rank score`` is accepted too: :func:`trec_lines`)."""
     path = Path(path)
     run: Run = {}
     seen: dict[tuple[str, str], int] = {}
-    for number, line in iter_lines(path):
-        fields = line.split()
-        if len(fields) == 6:
-            qid, _, did, _, score, _ = fields
-        elif len(fields) == 4:
-            qid, did, _, score = fields
-        else:
-            raise DataError(path, number, f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}")
-        value = float(score) if _SCORE.match(score) else None
-        if value is None and score.lstrip("+-").lower() not in ("nan", "inf", "infinity"):
-            raise DataError(path, number, f"score {score[:40]!r} is not a number")
-        if value is None or not math.isfinite(value):
-            raise DataError(path, number, f"score {score[:40]!r} is not a finite number")
+    for number, qid, did, score, _ in trec_lines(path):
         if (qid, did) in seen:
             raise DataError(
                 path, number, f"doc {did[:60]!r} listed twice for query {qid[:60]!r} (first on line {seen[qid, did]})"
             )
         seen[qid, did] = number
-        run.setdefault(qid, {})[did] = value
+        run.setdefault(qid, {})[did] = score
     if not run:
         raise DataError(path, None, "empty run file")
     return run
+
+
+def trec_tags(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The distinct run tags (sixth column) of a TREC run file, in order of appearance (4-column files: none)."""
+    tags: dict[str, None] = {}
+    for *_, tag in trec_lines(path):
+        if tag is not None:
+            tags.setdefault(tag, None)
+    return tuple(tags)
+
+
+RunFormat = Literal["trec", "json"]
+
+
+def run_format(path: str | os.PathLike[str]) -> RunFormat:
+    """``json`` for a score file (``{qid: {docid: score}}``): a ``.json`` name, or a first character ``{``
+    (after a byte-order mark and whitespace); else ``trec``."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        return "json"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return "trec"  # the TREC reader says what is wrong with the file
+    return "json" if head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"{") else "trec"
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """A run file of either form a run's authors release: TREC (:func:`read_trec`) or a JSON score file
+    (:func:`read_score_json`), told apart by :func:`run_format`."""
+    return read_score_json(path) if run_format(path) == "json" else read_trec(path)
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def read_score_json(path: str | os.PathLike[str]) -> Run:
+    """A JSON score file ``{qid: {docid: score}}``, as BRIGHT (``score.json``), RaDeR and ReasonRank release runs.
+
+    Read by ``json`` at C speed, and read again with positions when anything is wrong, so every fault is a
+    ``file:line`` DataError: malformed JSON, something other than an
+    object of objects, a score that is not a finite real number (``true``, ``"1.5"``, ``NaN``, ``1e400``,
+    ``10**400`` written out), an id breaking the id rule, a query or a document listed twice for a query (which
+    ``json.load`` would silently collapse to the last).  A query with no documents is left out (no TREC line can
+    hold it), with a counted warning.
+    """
+    from ..data.files import _raw_lines
+
+    path = Path(path)
+    raw = b"\n".join(line for _, line in _raw_lines(path))  # errors opening or reading name the file; BOM dropped
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, raw.count(b"\n", 0, exc.start) + 1, f"not valid UTF-8 ({exc.reason})") from None
+    if not text.strip():
+        raise DataError(path, None, "empty run file")
+    quick = _quick_scores(text)
+    if quick is not None:
+        run, empty = quick
+    else:  # something is wrong: read again with positions, to say where
+        run, empty = _located_scores(path, text)
+    if empty:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "%s: %d quer%s with no documents left out", path, empty, "y" if empty == 1 else "ies"
+        )
+    if not run:
+        raise DataError(path, None, "empty run file (no query has a document)")
+    return run
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        raise ValueError("a key is repeated")
+    return made
+
+
+def _quick_scores(text: str) -> tuple[Run, int] | None:
+    """A score file read by ``json`` at C speed when every rule holds, else None (then :func:`_located_scores`
+    reads it again to say where the first fault is)."""
+    from ..data.files import _doc_id_flaw, _query_id_flaw
+
+    if _SURROGATE_ESCAPE.search(text):  # perhaps a lone one in an id: the located reading checks each
+        return None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return None
+    if type(data) is not dict or not data:
+        return None
+    run: Run = {}
+    empty = 0
+    for qid, docs in data.items():
+        if not qid or _query_id_flaw(qid) or type(docs) is not dict:
+            return None
+        if not docs:
+            empty += 1
+            continue
+        row: dict[str, float] = {}
+        for did, value in docs.items():
+            kind = type(value)
+            if not did or _doc_id_flaw(did) or (kind is not float and kind is not int):
+                return None
+            try:
+                score = float(value)
+            except OverflowError:
+                return None
+            if score - score != 0.0:
+                return None
+            row[did] = score
+        run[qid] = row
+    return run, empty
+
+
+def _located_scores(path: Path, text: str) -> tuple[Run, int]:
+    """A score file read with positions: the first fault is a DataError at its line."""
+    from json import JSONDecodeError
+
+    from ..data.files import _doc_id_flaw, _query_id_flaw, check_id
+
+    decoder = json.JSONDecoder(parse_constant=_refuse_constant, strict=True)
+
+    def line_of(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    def skip(pos: int) -> int:
+        """``pos`` past any JSON whitespace."""
+        return _WS.match(text, pos).end()  # type: ignore[union-attr]  # the pattern matches the empty string
+
+    def fail(pos: int, message: str) -> DataError:
+        return DataError(path, line_of(pos), message)
+
+    def expect(pos: int, char: str, what: str) -> int:
+        pos = skip(pos)
+        if text[pos : pos + 1] != char:
+            found = repr(text[pos]) if pos < len(text) else "the end of the file"
+            raise fail(pos, f"malformed JSON score file: expected {what}, found {found}")
+        return pos + 1
+
+    def key(pos: int, what: str) -> tuple[str, int, int]:
+        pos = expect(pos, '"', what) - 1
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except JSONDecodeError as exc:
+            raise fail(exc.pos, f"malformed JSON ({exc.msg.lower()})") from None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise fail(pos, "a string holds a lone surrogate escape (e.g. \\ud800), not valid Unicode") from None
+        return str(value), pos, end
+
+    run: Run = {}
+    first_query: dict[str, int] = {}
+    empty = 0
+    pos = expect(0, "{", "an object {query id: {doc id: score}}")
+    if text[skip(pos) : skip(pos) + 1] == "}":
+        raise DataError(path, None, "empty run file (no query)")
+    while True:
+        qid, at, pos = key(pos, "a query id in quotes")
+        if not qid or _query_id_flaw(qid):
+            check_id(qid, path, line_of(at), "query id")
+        if qid in first_query:
+            raise fail(at, f"query {qid[:60]!r} listed twice (first on line {line_of(first_query[qid])})")
+        first_query[qid] = at
+        pos = expect(pos, ":", "':'")
+        pos = expect(pos, "{", f"an object {{doc id: score}} for query {qid[:60]!r}")
+        docs: dict[str, float] = {}
+        first_doc: dict[str, int] = {}
+        after = skip(pos)
+        if text[after : after + 1] == "}":
+            pos = after + 1
+            empty += 1
+        else:
+            while True:
+                did, at, pos = key(pos, "a doc id in quotes")
+                if not did or _doc_id_flaw(did):
+                    check_id(did, path, line_of(at), "document id", spaces=True)
+                if did in first_doc:
+                    first = line_of(first_doc[did])
+                    raise fail(at, f"doc {did[:60]!r} listed twice for query {qid[:60]!r} (first on line {first})")
+                first_doc[did] = at
+                pos = skip(expect(pos, ":", "':'"))
+                try:
+                    value, end = decoder.raw_decode(text, pos)
+                except JSONDecodeError as exc:
+                    raise fail(exc.pos, f"malformed JSON ({exc.msg.lower()})") from None
+                except RecursionError:
+                    raise fail(pos, f"score of doc {did[:60]!r} (query {qid[:60]!r}) is nested too deeply") from None
+                except ValueError as exc:  # NaN / Infinity, or an integer with more digits than Python converts
+                    what = f"score of doc {did[:60]!r} (query {qid[:60]!r})"
+                    raise fail(pos, f"{what} is not a finite number ({exc})") from None
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise fail(
+                        pos, f"score of doc {did[:60]!r} (query {qid[:60]!r}) is a {type(value).__name__}, not a number"
+                    )
+                try:
+                    score = float(value)
+                except OverflowError:
+                    score = math.inf
+                if not math.isfinite(score):
+                    raise fail(pos, f"score of doc {did[:60]!r} (query {qid[:60]!r}) is not a finite number")
+                docs[did] = score
+                pos = skip(end)
+                if text[pos : pos + 1] == ",":
+                    pos += 1
+                    continue
+                pos = expect(pos, "}", f"',' or '}}' after the score of doc {did[:60]!r}")
+                break
+        if docs:
+            run[qid] = docs
+        pos = skip(pos)
+        if text[pos : pos + 1] == ",":
+            pos += 1
+            continue
+        pos = expect(pos, "}", "',' or '}' after a query's object")
+        break
+    rest = skip(pos)
+    if rest < len(text):
+        raise fail(rest, "malformed JSON score file: text after the closing '}'")
+    return run, empty
 
 
 def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:

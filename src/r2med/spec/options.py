@@ -25,6 +25,7 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 
 from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..retrieval.model_source import missing_model_path
 from ..runs.fusion import FusionMethod, Normalisation
 from .parse import Count, NonNegative, NonNegativeInt, Positive, RerankerOptions, RetrieverOptions, Share, Spec
 
@@ -75,6 +76,15 @@ def _dtype(value: Any) -> Any:
     return _choice(value, DTYPE_SPELLINGS, "dtype", fold=True)
 
 
+def _existing_model(cls: type, value: Any) -> Any:
+    """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
+    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`."""
+    problem = missing_model_path(value) if isinstance(value, str) else None
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class EncoderOptions(RetrieverOptions):
     """What a dense encoder takes (``r2med evaluate`` flags, and ``--set`` for the rest)."""
 
@@ -113,6 +123,8 @@ class EncoderOptions(RetrieverOptions):
     @classmethod
     def _pooling(cls, value: Any) -> Any:
         return _choice(value, POOLINGS, "pooling")
+
+    _model_source = field_validator("model", "query_model")(_existing_model)
 
     @field_validator("similarity")
     @classmethod
@@ -212,6 +224,8 @@ class CrossEncoderOptions(_ModelRuntime):
     revision: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
     label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+
+    _model_source = field_validator("model", "tokenizer")(_existing_model)
 
 
 class AnyCrossEncoderOptions(CrossEncoderOptions):

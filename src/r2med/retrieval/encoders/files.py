@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..model_source import looks_like_path
+
 
 def _looks_like_hub_id(model: str) -> bool:
-    return bool(model) and model.count("/") <= 1 and not model.startswith((".", "/", "~")) and "\\" not in model
+    return bool(model) and not looks_like_path(model)
 
 
 def model_file(model: str, filename: str, revision: str | None = None) -> Path | None:

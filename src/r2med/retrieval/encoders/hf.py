@@ -27,7 +27,6 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -139,10 +138,11 @@ def model_max_length(model: Any, tokenizer: Any) -> int | None:
 
 def check_model_source(model: str) -> None:
     """A path-looking model name must exist; a hub id (``org/name``) is checked when it is loaded."""
-    if Path(model).expanduser().exists():
-        return
-    if model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model:
-        raise R2MedError(f"model path {model!r} does not exist; pass an existing folder or a hub id")
+    from ..model_source import missing_model_path
+
+    problem = missing_model_path(model)
+    if problem:
+        raise R2MedError(problem)
 
 
 def _load_error(model: str, exc: Exception) -> R2MedError:

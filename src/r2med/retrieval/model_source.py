@@ -1,0 +1,23 @@
+"""Whether a model name is a local folder or a hub id, decided without loading anything (no torch, no network).
+
+The one rule for "does this model name point at a folder that is not there?": a name that exists on disk is a
+folder; a name that looks like a path (starts with ``.``, ``/`` or ``~``, holds a backslash, or more than one
+``/``) and does not exist is an error; anything else (``org/name``, ``name``) is a hub id, checked when it loads.
+The step specs ask it at parse time, so a missing folder is refused before any work; the loaders ask it again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def looks_like_path(model: str) -> bool:
+    """Whether ``model`` is written as a path rather than a hub id (``org/name``)."""
+    return model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
+
+
+def missing_model_path(model: str) -> str | None:
+    """The problem with ``model`` as a model source (a path-looking name that does not exist), else None."""
+    if Path(model).expanduser().exists() or not looks_like_path(model):
+        return None
+    return f"model path {model!r} does not exist; pass an existing folder or a hub id"
