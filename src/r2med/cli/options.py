@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -29,6 +28,7 @@ import typer
 
 from ..errors import R2MedError
 from ..expansion.combine import ExpansionMethod, method_spelling
+from ..infra.home import parse_json
 from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
 from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..retrieval.dense_choices import Pooling as PoolingName
@@ -183,9 +183,9 @@ def parse_set(values: list[str] | None) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise R2MedError(f"--set expects key=value, got {item!r}")
-        try:
-            parsed = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
+        try:  # the one JSON reader: malformed, or nested too deeply to walk, is read as a flag's text is
+            parsed = parse_json(value)
+        except ValueError:
             parsed = as_given(value)
         options[key.strip().replace("-", "_")] = parsed
     return options

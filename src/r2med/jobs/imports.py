@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import R2MedError
+from ..errors import NothingToScore, R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
-from ..infra.containment import plain_name
+from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
@@ -215,13 +215,16 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
     config: dict[str, Any] = {"step": "import", "retriever": IMPORTED, "imported": imported}
     if collection.judgments is not None:
         config["judgments"] = collection.judgments.record()
-    target = Path(output.out) / step.name if output.out is not None else None
+    target = system_folder(output.out, step.name) if output.out is not None else None
     reused = reuse(target, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
         return reused
-    _check_against(run, collection, where)
     t0 = time.perf_counter()
-    result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+    try:
+        result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+    except NothingToScore as exc:  # the file that shares no query with its task, named (in one line)
+        raise exc.at(where) from None
+    _check_against(run, collection, where)
     result.timing["total_s"] = time.perf_counter() - t0
     return result
 
@@ -239,6 +242,7 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     plain_name(step.name, "--name", run_name=True)
     out = Path(step.output.out or ".")
     check_output_dir(out)
+    target = system_folder(out, step.name)  # a link there: refused before any file is read
     read = [read_run_file(f) for f in step.runs]
     data = step.data
     tasks = data.task_text
@@ -251,4 +255,4 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     for file, collection in pairs:
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
         results.append(_finish(file.run, source, collection, step, str(file.path)))
-    return SystemResults(step.name, out / step.name, results)
+    return SystemResults(step.name, target.path, results)

@@ -404,6 +404,11 @@ def run_matrix(
     from .evaluate import Plan, run_task, system_name
 
     out = Path(out)
+    for p in planned:  # every system folder the matrix writes, checked before the first cell (a link: one line)
+        if p.runnable:
+            system_folder(out, p.target.label)
+            if p.target.key.reranker:
+                system_folder(out, p.target.key.system)
     outcomes: list[Outcome] = []
     collections: dict[str, Collection] = {}
     rerankers: dict[str, Reranker] = {}

@@ -30,10 +30,10 @@ from typing import Any
 from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
-from ..errors import R2MedError, did_you_mean_folder
+from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import HEADLINE, Metrics
 from ..evaluation.ties import evaluate_with_ties
-from ..infra.containment import task_folder, task_folder_name
+from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
@@ -191,35 +191,50 @@ def metrics_payload(
     return payload
 
 
+def scored(run: Run, collection: Collection, measures: Iterable[str], count_missing: bool) -> Metrics:
+    """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`); a run
+    that shares no query with them is a one-line :class:`~r2med.errors.NothingToScore` naming the task (and its
+    split), never a result of 0 queries."""
+    try:
+        return evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
+    except NothingToScore as exc:
+        split = f" ({collection.split} split)" if collection.split is not None else ""
+        raise exc.at(f"{collection.name}{split}") from None
+
+
 def finish_task(
     collection: Collection,
     name: str,
     run: Run,
     config: Mapping[str, Any],
-    out: str | Path | None,
+    out: SystemFolder | str | Path | None,
     measures: Iterable[str],
     count_missing: bool,
     timing: Mapping[str, float],
     encoding: Mapping[str, Any] | None = None,
 ) -> TaskResult:
-    """Score ``run`` as ``run.trec`` will hold it and (with ``out``) write ``out/<task>/`` atomically.
+    """Score ``run`` as ``run.trec`` will hold it and (with ``out``, the system folder) write ``out/<task>/``
+    atomically.
 
     ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``); the measures
-    stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
+    stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).  ``out``: a
+    :class:`~r2med.infra.containment.SystemFolder`, or its path (its parent is then the results root); a system
+    folder that is a link is refused (one line), as is anything between the root and it.
     """
     run = as_written(run)
-    metrics = evaluate_with_ties(run, collection.qrels, task_measures(collection, measures), count_missing)
-    folder = task_folder(out, collection.name) if out is not None else None
-    if folder is not None:
+    system = as_system_folder(out) if out is not None else None
+    folder = system.task(collection.name) if system is not None else None
+    metrics = scored(run, collection, task_measures(collection, measures), count_missing)
+    if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
-        write_task_results(folder, run, payload, tag=name, root=out)
+        write_task_results(folder, run, payload, tag=name, root=system.root)
     return TaskResult(
         collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
     )
 
 
 def reuse(
-    out: str | Path | None,
+    out: SystemFolder | str | Path | None,
     config: Mapping[str, Any],
     collection: Collection,
     measures: Iterable[str],
@@ -230,9 +245,11 @@ def reuse(
 
     Unreadable or foreign results are ignored (and replaced when the task is written).
     """
-    if out is None or overwrite:
+    if out is None:
         return None
-    folder = task_folder(out, collection.name)
+    folder = as_system_folder(out).task(collection.name)  # a linked system folder: refused, even when recomputed
+    if overwrite:
+        return None
     if not (folder / METRICS_FILE).exists():
         return None
     try:
@@ -274,7 +291,7 @@ def reuse(
         name = str(stored.retriever or folder.parent.name)
         result = finish_task(collection, name, run, config, out, measures, count_missing, timing, stored.encoding)
     else:
-        metrics = evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
+        metrics = scored(run, collection, measures, count_missing)
         result = TaskResult(
             collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
         )
