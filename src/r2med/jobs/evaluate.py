@@ -27,8 +27,9 @@ from ..evaluation.metrics import Metrics, measure_label
 from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.file_hash import file_fingerprint
 from ..infra.home import fingerprint_texts
-from ..results.folders import TaskResult, file_fingerprint, finish_task, reuse
+from ..results.folders import TaskResult, finish_task, reuse
 from ..retrieval.base import QueryText, Retriever, index_collection
 from ..runs.run import Run
 from ..spec.parse import RetrieverOptions

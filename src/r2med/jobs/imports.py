@@ -35,6 +35,7 @@ from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
+from ..infra.file_hash import file_hash
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
 from ..spec.steps import ImportStep
@@ -55,15 +56,6 @@ class RunFile:
     tags: tuple[str, ...]
 
 
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    """The sha256 of a file's bytes (hex)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     """A run file validated (:func:`r2med.runs.run.read_run`: TREC or a JSON score file) with its hash and
     tags (a score file has none)."""
@@ -73,7 +65,7 @@ def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     check_input_file(path, "run")
     run = read_run(path)
     tags = trec_tags(path) if run_format(path) == "trec" else ()
-    return RunFile(Path(os.path.abspath(path)), run, sha256_of(path), tags)
+    return RunFile(Path(os.path.abspath(path)), run, file_hash(path, "sha256"), tags)
 
 
 def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bool) -> list[tuple[RunFile, Collection]]:

@@ -23,12 +23,12 @@ from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
 from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.file_hash import file_fingerprint
 from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
 from ..results.folders import (
     SystemRef,
     SystemResults,
     TaskResult,
-    file_fingerprint,
     find_runs,
     finish_task,
     read_run_folder,
