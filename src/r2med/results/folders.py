@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
@@ -36,6 +35,7 @@ from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
+from ..version import __version__
 from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
 from .record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 
