@@ -347,7 +347,7 @@ V2 = Path(__file__).parent / "data" / "metrics_v2"
 
 def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
     """The files in tests/data/metrics_v2 were written by r2med at commit 516245b (schema 2)."""
-    from r2med.results.record import read_record
+    from r2med.runs.record import read_record
     from r2med.spec.steps import EvaluateStep, evaluate_from_record
 
     folder = V2 / "bm25_medline-med.json"

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, did_you_mean
 from ..evaluation.metrics import HEADLINE
-from ..results.record import StepKind
+from ..runs.record import StepKind
 from ..spec.options import FusionOptions
 from ..spec.parse import Origin, Spec, SpecError, field_names
 from ..spec.steps import (

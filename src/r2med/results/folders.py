@@ -34,10 +34,10 @@ from ..evaluation.metrics import HEADLINE, Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
+from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
 from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
-from .record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 
 log = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> 
 
 @dataclass
 class TaskFolder:
-    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.results.record.MetricsRecord`)
+    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.runs.record.MetricsRecord`)
     and (lazily) its run."""
 
     task: str
@@ -432,7 +432,7 @@ def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
 def read_run_folder(folder: str | os.PathLike[str], tasks: set[str] | None = None) -> list[TaskFolder]:
     """Every finished task of a run folder (or a single task folder); ``tasks``: lowercased names to keep.
 
-    Each ``metrics.json`` is checked (:func:`r2med.results.record.read_record`): a damaged one is an error
+    Each ``metrics.json`` is checked (:func:`r2med.runs.record.read_record`): a damaged one is an error
     naming it.
     """
     found = []

@@ -42,8 +42,8 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
+from ..runs.record import step_kind
 from .published import PublishedKey, _published_index, published_retriever
-from .record import step_kind
 
 if TYPE_CHECKING:
     from ..spec.parse import Spec

@@ -175,7 +175,7 @@ def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
 
     Run folders written before the structured record (their ``queries`` was a string) are upgraded when
-    read (:func:`r2med.results.record.upgrade_config_v1`), so only the structured record is read here.
+    read (:func:`r2med.runs.record.upgrade_config_v1`), so only the structured record is read here.
     """
     found = config.get("expansion")
     return dict(found) if isinstance(found, Mapping) else None

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializeAsAny, field_validator, model_validator
 
-from ..results.record import step_kind
+from ..runs.record import step_kind
 from .options import FusionOptions
 from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
