@@ -41,9 +41,9 @@ from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..runs.run import Run
+from ..spec.dense_choices import Similarity, choices_of
 from ..spec.options import DenseOptions, MedcptOptions, PresetOptions
 from .base import QueryText
-from .dense_choices import Similarity, choices_of
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
 from .encoders import API_LOADERS, POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta

@@ -23,10 +23,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
 
-from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
-from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
-from ..retrieval.model_source import missing_model_path
 from ..runs.fusion import FusionMethod, Normalisation
+from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
+from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from .model_source import missing_model_path
 from .parse import (
     Count,
     NonNegative,
@@ -97,7 +97,7 @@ def _dtype(value: Any) -> Any:
 
 def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
-    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`.  A recorded spec read back
+    checked when it loads): :func:`r2med.spec.model_source.missing_model_path`.  A recorded spec read back
     names the folder a run used, which need not be there any more (:func:`~r2med.spec.parse.is_recorded`)."""
     if is_recorded(info):
         return value
