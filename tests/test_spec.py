@@ -12,7 +12,7 @@ import pytest
 
 import r2med
 from conftest import run_r2med, shared_collection
-from r2med.spec.steps import EvaluateStep, FuseStep, RerankStep
+from r2med.steps import EvaluateStep, FuseStep, RerankStep
 
 MEDLINE = "medline-med"
 
@@ -201,7 +201,7 @@ def test_the_same_line_from_the_command_line_and_python(tmp_path):
     """The CLI names the flag, Python the argument; the words after it are the file's."""
     import r2med
     from r2med.spec import SpecError
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     data, out = str(shared_collection(MEDLINE)), tmp_path / "out"
     cases = [
@@ -348,7 +348,7 @@ V2 = Path(__file__).parent / "data" / "metrics_v2"
 def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
     """The files in tests/data/metrics_v2 were written by r2med at commit 516245b (schema 2)."""
     from r2med.runs.record import read_record
-    from r2med.spec.steps import EvaluateStep, evaluate_from_record
+    from r2med.steps import EvaluateStep, evaluate_from_record
 
     folder = V2 / "bm25_medline-med.json"
     raw = json.loads(folder.read_text())
@@ -444,7 +444,7 @@ def test_a_v2_record_of_no_options_is_reused_by_the_defaults(tmp_path):
     """``r2med demo`` (and Python's run_task) recorded no options before schema 3: they were the defaults."""
     from r2med.data import load_folder
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     coll = load_folder(shared_collection(MEDLINE))
     first = run_task(coll, EvaluateStep.of("bm25", top_k=10), tmp_path / "bm25")
@@ -554,7 +554,7 @@ def test_a_report_may_not_replace_the_experiment_file_or_a_result(exp_file, tmp_
 
 def test_an_experiment_built_in_python_equals_the_file(exp_file, tmp_path):
     from r2med.jobs.experiment import load_experiment, make_experiment, run_experiment
-    from r2med.spec.steps import EvaluateStep, FuseStep
+    from r2med.steps import EvaluateStep, FuseStep
 
     data = shared_collection(MEDLINE)
     text = exp_file.read_text().split("[[rerank]]")[0] + '[[fusion]]\nsystems = ["bm25", "bm25-k1.2"]\n'
@@ -584,7 +584,7 @@ def test_an_experiment_with_an_encoder_object_and_imports(tmp_path):
     import numpy as np
 
     from r2med.jobs.experiment import make_experiment, run_experiment, write_reports
-    from r2med.spec.steps import EvaluateStep, FuseStep, ImportStep
+    from r2med.steps import EvaluateStep, FuseStep, ImportStep
 
     class Hashing:
         name, revision = "hashing", "1"

@@ -114,7 +114,7 @@ def rerank_command(
     from ..jobs.rerank import rerank_folder
     from ..results.folders import summary
     from ..spec.parse import Origin
-    from ..spec.steps import rerank_step
+    from ..steps import rerank_step
 
     step = rerank_step(
         with_set(
@@ -202,7 +202,7 @@ def fuse_command(
     from ..jobs.fuse import fuse_folders
     from ..results.folders import summary
     from ..spec.parse import Origin
-    from ..spec.steps import fuse_step
+    from ..steps import fuse_step
 
     step = fuse_step(
         {

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..results.folders import find_runs
-from ..spec.steps import ExportStep
+from ..steps import ExportStep
 
 #: The formats ``r2med export --format`` writes.
 EXPORT_FORMATS = ("mteb",)

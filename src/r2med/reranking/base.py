@@ -118,6 +118,17 @@ all_rerankers = RERANKERS.all
 available_rerankers = RERANKERS.descriptions
 
 
+#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
+PUBLISHED_RERANK_DEPTH = 10
+
+
+def published_depth(reranker: str) -> int:
+    """How deep reranker ``reranker``'s published figures reranked: its record's ``depth`` (ReasonRank: 100),
+    else the paper's top 10 -- also the default ``r2med rerank --top-k``."""
+    meta = RERANKERS.get(reranker)
+    return getattr(meta, "depth", None) or PUBLISHED_RERANK_DEPTH
+
+
 def looks_like_model(name: str) -> bool:
     """A local model folder (or a path-looking name), or a hub id of the form ``org/model``."""
     if Path(name).expanduser().is_dir() or name.startswith((".", "/", "~")) or name.count("/") > 1:

@@ -19,7 +19,7 @@ the benchmark family :data:`R2MED`) was made with one spec.  :func:`published_sp
   (:class:`ImportedRun`: ReasonRank reranked its authors' E5 top 100, identified by each task's SHA-256).
 
 :func:`grade` reads one task's recorded ``config`` back as its step spec
-(:func:`~r2med.spec.steps.evaluate_from_record`, :func:`~r2med.spec.steps.rerank_from_record`), finds the row it
+(:func:`~r2med.steps.evaluate_from_record`, :func:`~r2med.steps.rerank_from_record`), finds the row it
 names (its retriever, expansion, reranker and first stage -- never its name), and compares every field: a run is
 graded against the row only when all are the published ones; otherwise its :class:`Grade` has no key and says
 which field differs (``not the published nv+bge-reranker: max_length 32, published 512``), what ``report``,
@@ -47,7 +47,7 @@ from .published import PublishedKey, _published_index, published_retriever
 
 if TYPE_CHECKING:
     from ..spec.parse import Spec
-    from ..spec.steps import EvaluateStep
+    from ..steps import EvaluateStep
 
 #: the benchmark family of the rows r2med grades against (``protocol/r2med_published_ndcg10.csv``); another
 #: family's rows are keyed by their own name
@@ -226,9 +226,8 @@ def _preset_settings(name: str) -> dict[str, object]:
 
 
 def _rerank_spec(key: PublishedKey) -> RerankSpec | None:
-    from ..reranking.base import RERANKERS
+    from ..reranking.base import RERANKERS, published_depth
     from ..spec.parse import by_checkpoint, score_fields
-    from .published import published_depth
 
     name = key.reranker_name
     meta = RERANKERS.get(name) if name else None
@@ -381,7 +380,7 @@ def _hub_fingerprints(task: str | None, method: str, llm: str) -> set[str]:
 
 def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
     from ..expansion.traces import normalize_llm
-    from ..spec.steps import evaluate_from_record
+    from ..steps import evaluate_from_record
     from .published import expansion_of
 
     step = evaluate_from_record(config)
@@ -414,7 +413,7 @@ def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     from ..reranking.base import RERANKERS
-    from ..spec.steps import evaluate_from_record, rerank_from_record
+    from ..steps import evaluate_from_record, rerank_from_record
 
     step = rerank_from_record(config)
     meta = RERANKERS.get(step.reranker_name) if step is not None else None

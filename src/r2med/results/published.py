@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from ..retrieval.registry import RetrieverMeta
 
 RERANK = "rerank:"
-#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
-PUBLISHED_RERANK_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -179,15 +177,6 @@ def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """
     found = config.get("expansion")
     return dict(found) if isinstance(found, Mapping) else None
-
-
-def published_depth(reranker: str) -> int:
-    """How deep reranker ``reranker``'s published figures reranked: its record's ``depth`` (ReasonRank: 100),
-    else the paper's top 10 -- also the default ``r2med rerank --top-k``."""
-    from ..reranking.base import RERANKERS
-
-    meta = RERANKERS.get(reranker)
-    return getattr(meta, "depth", None) or PUBLISHED_RERANK_DEPTH
 
 
 def tolerance_class(key: PublishedKey) -> str:
