@@ -146,8 +146,8 @@ class MetricsRecord:
 def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
     """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
     and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
-    from ..evaluation.measures import from_trec
     from ..infra.containment import name_problem
+    from ..measures import from_trec
 
     where = Path(path)
 

@@ -413,7 +413,7 @@ def _located_scores(path: Path, text: str) -> tuple[Run, int]:
 
 def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
     """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
-    from ..evaluation.measures import from_trec
+    from ..measures import from_trec
 
     test: dict[str, float] = {}
     for name, value in aggregate.items():
