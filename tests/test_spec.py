@@ -273,7 +273,8 @@ OTHER_COMMANDS = {
 def _spec_types(command: str) -> list[type]:
     from r2med.reranking.base import all_rerankers
     from r2med.retrieval.registry import all_retrievers
-    from r2med.spec import options, steps
+    from r2med import steps
+    from r2med.spec import options
 
     if command == "evaluate":
         return [steps.EvaluateStep, steps.Data, steps.Output, *{m.options for m in all_retrievers().values()}]
@@ -629,3 +630,30 @@ def test_per_retriever_tasks_and_a_rerank_limited_to_the_experiment_tasks(tmp_pa
     bad.write_text((tmp_path / "exp.toml").read_text().replace('tasks = ["r2med-biology-demo"]', 'tasks = ["nope"]'))
     res = run_r2med("run", str(bad))
     assert res.returncode == 2 and "bad.toml: [[retrievers]] 2: tasks: 'nope' is none of the experiment" in res.stderr
+
+
+def test_a_models_commit_is_model_revision_and_a_flat_revision_stays_the_datas(tmp_path):
+    """An encoder's or cross-encoder's own commit was an option named ``revision``, the name of the data's commit
+    too: given flat (``--set revision=``, ``revision = ...`` in a ``[[retrievers]]`` table) it was read as the
+    data's, so the model's could not be set there.  It is ``model_revision`` now, from the command line, a file and
+    Python alike, and reaches the model as its ``revision``; a record written with the old name reads back as it."""
+    from r2med.jobs.experiment import load_experiment
+    from r2med.spec.parse import Origin
+    from r2med.steps import evaluate_from_record, evaluate_step
+
+    flat = {"retriever": "dense", "model": "org/m", "model_revision": "abc", "revision": "def"}
+    step = evaluate_step(flat, Origin.cli())
+    assert (step.options.model_revision, step.data.revision) == ("abc", "def")
+    exp = tmp_path / "exp.toml"
+    exp.write_text('out = "o"\n[[retrievers]]\nname = "dense"\nmodel = "org/m"\nmodel_revision = "abc"\n')
+    [loaded] = [s.spec for s in load_experiment(exp).steps]
+    assert (loaded.options.model_revision, loaded.data.revision) == ("abc", None)
+    assert (
+        r2med.make_retriever("dense", model="org/m", model_revision="abc", similarity="cosine").settings.revision
+        == "abc"
+    )
+    assert r2med.make_reranker("bge-reranker", model_revision="abc").revision == "abc"
+    assert r2med.make_reranker("qwen3-reranker", model="org/q", model_revision="abc").revision == "abc"
+    old = {"step": "evaluate", "retriever": "dense", "options": {"model": "org/m", "revision": "abc"}, "k": 100}
+    read = evaluate_from_record(old)
+    assert read is not None and read.options.model_revision == "abc" and read.data.revision is None
