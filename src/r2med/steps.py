@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializeAsAny, field_validator, model_validator
 
 from .runs.record import step_kind
-from .spec.options import FusionOptions
+from .spec.options import FusionOptions, as_options_name
 from .spec.parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
@@ -424,9 +424,9 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
         return None
     options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
     expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
-    # the options as a table of their own: an option that shares a name with a step field (an encoder's model
-    # ``revision`` and the data's) is the option's
-    values: dict[str, object] = {"retriever": retriever, "options": dict(options or {})}
+    # the options as a table of their own (an option never reads as a step field); an encoder's ``revision``
+    # recorded before the option was named ``model_revision`` is read as it
+    values: dict[str, object] = {"retriever": retriever, "options": as_options_name(options or {}, meta.options)}
     if isinstance(config.get("k"), int):
         values["top_k"] = config["k"]
     if expansion is not None and expansion.get("method") and expansion.get("llm"):
@@ -459,7 +459,10 @@ def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
     options = config.get("options")
     if not isinstance(options, Mapping):  # before schema 3: the resolved record's fields of the options type
         fields = set(field_names(meta.options)) - {"model"} if meta.name != name else set(field_names(meta.options))
-        options = {k: v for k, v in block.items() if k in fields and v is not None}
+        resolved = as_options_name(block, meta.options)  # the model records its ``model_revision`` as ``revision``
+        options = {k: v for k, v in resolved.items() if k in fields and v is not None}
+    else:
+        options = as_options_name(options, meta.options)
     first = config.get("first_stage")
     folder = first.get("folder") if isinstance(first, Mapping) else None
     values: dict[str, object] = {

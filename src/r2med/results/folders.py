@@ -312,17 +312,20 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
     ``options`` as its retriever's options type records them (an option a run did not record had its default:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
-    never reused)."""
+    never reused).  An option recorded under its old name (``revision``, now ``model_revision``) is read as the
+    option, in a record of any version."""
     from ..retrieval.registry import RETRIEVERS
+    from ..spec.options import as_options_name
     from ..spec.parse import Origin, SpecError, parse
 
     config = stored.config or {}
-    if stored.read_version >= 3:
-        return dict(config)
     options = config.get("options")
     meta = RETRIEVERS.get(str(config.get("retriever")))
     if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
         return dict(config)
+    options = as_options_name(options, meta.options)
+    if stored.read_version >= 3:
+        return {**config, "options": options}
     try:
         return {**config, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
     except SpecError:

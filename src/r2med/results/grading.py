@@ -413,6 +413,7 @@ def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     from ..reranking.base import RERANKERS
+    from ..spec.options import as_options_name
     from ..steps import evaluate_from_record, rerank_from_record
 
     step = rerank_from_record(config)
@@ -441,7 +442,7 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     out = _options_differences(spec.options, step.options)
     block = config.get("reranker")
     if isinstance(block, Mapping):  # what the options resolved to, as the run recorded it (any schema version)
-        resolved = {k: v for k, v in block.items() if k in spec.options}
+        resolved = {k: v for k, v in as_options_name(block, meta.options).items() if k in spec.options}
         out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]
     if step.depth() != spec.depth:
         out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")
