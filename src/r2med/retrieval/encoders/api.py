@@ -7,6 +7,12 @@ batches, and retried through :mod:`r2med.infra.retry` (exponential backoff, or t
 ``Retry-After``) on 408/409/425/429/5xx, connection errors, broken answers and a request that took
 longer than ``timeout`` in all (:mod:`r2med.infra.deadline`).  Keys come from ``OPENAI_API_KEY`` /
 ``VOYAGE_API_KEY`` or ``api_key=``; ``base_url`` points at any compatible endpoint (a local server in the tests).
+``extra["json_quoted"]`` sends each text as BRIGHT's code does (``retrievers.py:56``): cut to the token limit, its
+newlines replaced by spaces, then ``json.dumps``'ed -- quoted and escaped, the quotes part of what is embedded.
+
+Cohere's embed API (BRIGHT's ``cohere``) is not spoken here: it answers ``POST /v1/embed`` with ``texts`` and
+``input_type`` and returns ``embeddings``, not the ``POST /embeddings`` ``input`` -> ``data[].embedding`` exchange
+of the two providers above.
 """
 
 from __future__ import annotations
@@ -163,7 +169,10 @@ class APIEncoder(BaseEncoder):
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         prefix = self.instruction(role)
         limit = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
-        inputs = [truncate_tokens((prefix + t).replace("\n", " ") or " ", limit) for t in texts]
+        if self.settings.extra.get("json_quoted"):  # BRIGHT's retrievers.py:56: cut first, then sent JSON-quoted
+            inputs = [json.dumps(truncate_tokens(prefix + t, limit).replace("\n", " ")) for t in texts]
+        else:
+            inputs = [truncate_tokens((prefix + t).replace("\n", " ") or " ", limit) for t in texts]
         rows: list[np.ndarray] = []
         for start in range(0, len(inputs), batch_size):
             batch = inputs[start : start + batch_size]
