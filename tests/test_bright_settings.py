@@ -135,7 +135,8 @@ def test_lengths_pooling_and_loader_are_brights(preset):
 
 def test_instructor_excludes_the_prompt_from_pooling_and_openai_quotes_its_texts():
     assert built("inst-xl", "bright:pony").settings.extra == {"exclude_prompt_from_pooling": True}  # retrievers.py:259
-    assert built("openai", "bright:pony").settings.extra == {"truncate_tokens": 6000, "json_quoted": True}
+    assert built("openai", "bright:pony").settings.extra == {"truncate_tokens": 6000, "text_form": "json-quoted"}
+    assert built("voyage-large-2-instruct", "bright:pony").settings.extra == {"text_form": "as-is"}
     assert built("sfr", "bright:pony").settings.framing == "<s> {text} </s>"  # transformers 4.40's e5 tokenizer
 
 
@@ -288,3 +289,20 @@ def test_a_tiny_model_through_the_cli_records_brights_settings(bright_cache, tmp
         metrics["config"]["encoder"]["doc_instruction"] == "Represent the Pony document for retrieval: "
     )  # a literal in its config
     assert metrics["config"]["settings"]["task"] == "bright:pony:long"
+
+
+def test_voyage_large_2_instruct_sends_brights_model_and_input_types():
+    """retrievers.py:445, 475: voyage_client.embed(texts, model="voyage-large-2-instruct", input_type="document" /
+    "query"), the texts as they are (no instruction, newlines kept)."""
+    from test_dense_api import EmbeddingServer
+
+    docs = {"d1": "moths and\nlight", "d2": "rivers"}
+    with EmbeddingServer() as server:
+        retriever = make_retriever(
+            "voyage-large-2-instruct", task="bright:biology", base_url=server.base_url, api_key="test-key"
+        )
+        retriever.index(docs)
+        retriever.search({"q": "why moths"}, k=2)
+    assert [b["model"] for b in server.bodies] == ["voyage-large-2-instruct"] * len(server.bodies)
+    assert server.bodies[0]["input_type"] == "document" and server.bodies[-1]["input_type"] == "query"
+    assert sorted(server.bodies[0]["input"]) == sorted(docs.values()) and server.bodies[-1]["input"] == ["why moths"]

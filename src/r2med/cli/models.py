@@ -193,7 +193,7 @@ def _family_lines(r: dict[str, Any]) -> list[str]:
         extra = summary.get("extra") or {}
         recipe += [
             "prompt excluded from pooling" if extra.get("exclude_prompt_from_pooling") else "",
-            "texts sent JSON-quoted" if extra.get("json_quoted") else "",
+            f"texts sent {extra['text_form']}" if extra.get("text_form") else "",
         ]
         for side in ("query", "doc"):
             if summary.get(f"{side}_instruction"):

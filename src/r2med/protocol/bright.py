@@ -6,11 +6,13 @@ Files (every entry names its source inside; docs/bright.md explains the protocol
   dataset ``xlangai/BRIGHT`` (pinned revision, file layout, columns) and the LLM reasoning query sets;
 * ``bright_models.json``: each retriever as BRIGHT's code runs it (checkpoint, pooling, max lengths, scoring,
   instructions per task exactly as ``configs/<model>/<task>.json`` hold them, with ``{task}`` unfilled), the
-  r2med preset with the same checkpoint, Pyserini's two-click reproductions and ``rerank.py``'s conventions;
+  r2med preset with the same checkpoint and how r2med's encoders run BRIGHT's setting (``r2med_encoder``: read by
+  :meth:`r2med.data.benchmarks.Bright.model_settings`), Pyserini's two-click reproductions, ``rerank.py``'s
+  conventions and its LLM prompt (:func:`rerank_prompt`);
 * ``bright_published.csv``: published figures -- the paper's table, the leaderboard's averages, Pyserini's
   reproductions, later papers -- one row per setting x retriever x queries x reranker x documents x measure x task;
 * ``bright_contamination.json``: models trained on data rebuilt from BRIGHT's documents and the tasks that touches
-  (R2MED's Biology shares BRIGHT biology's documents).
+  (R2MED's Biology shares BRIGHT biology's documents), looked up by checkpoint (:func:`contamination_of`).
 
 Task names are BRIGHT's (``earth_science``); :func:`task` also takes ``bright:earth-science`` and Anserini's hyphens.
 Instructions are filled as BRIGHT fills them (:func:`fill_instruction`): ``template.format(task=<BRIGHT task name>)``.
