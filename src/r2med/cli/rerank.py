@@ -42,7 +42,7 @@ def rerank_command(
         ...,
         "--reranker",
         help="bge-reranker, monobert, rankllama, listwise, "
-        "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
+        "reasonrank-32b, qwen3-reranker-0.6b, bright-llm, bright-cross-encoder... (r2med models), "
         "or a cross-encoder's hub id / local folder.",
     ),
     top_k: int | None = typer.Option(
