@@ -11,8 +11,6 @@ from ..runs.fusion import FusionMethod, Normalisation
 from . import app, strict_data
 from ._ui import print_summary
 from .options import (
-    AT_LEAST_0,
-    AT_LEAST_1,
     DTYPE_CHOICE,
     FUSION_METHOD_CHOICE,
     NORMALISATION_CHOICE,
@@ -23,7 +21,7 @@ from .options import (
     RecordedDataDir,
     Revision,
     Tasks,
-    at_least,
+    as_given,
     parse_weights,
     with_set,
 )
@@ -49,7 +47,7 @@ def rerank_command(
         None,
         "--top-k",
         "-k",
-        callback=AT_LEAST_1,
+        parser=as_given,
         help="Rerank each query's top k docs (default: the depth of the reranker's "
         "published figures: 10 as the paper, 100 for ReasonRank).",
     ),
@@ -70,10 +68,8 @@ def rerank_command(
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
-    batch_size: int | None = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Pairs per forward pass."),
-    max_length: int | None = typer.Option(
-        None, "--max-length", callback=at_least(8), help="Tokens per (query, doc) pair."
-    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", parser=as_given, help="Pairs per forward pass."),
+    max_length: int | None = typer.Option(None, "--max-length", parser=as_given, help="Tokens per (query, doc) pair."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1... (default: GPU if present)."),
     dtype: str | None = typer.Option(
         None,
@@ -93,15 +89,13 @@ def rerank_command(
         help="listwise: API key (not needed for local endpoints).",
     ),
     window: int | None = typer.Option(
-        None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."
+        None, "--window", parser=as_given, help="listwise: docs per prompt (default 20)."
     ),
-    step_: int | None = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
+    step_: int | None = typer.Option(None, "--step", parser=as_given, help="listwise: window stride (default 10)."),
     with_scores: bool = typer.Option(
         False, "--with-scores", help="listwise: show first-stage scores in the prompt (InsertRank-style)."
     ),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."
-    ),
+    concurrency: int | None = typer.Option(None, "--concurrency", parser=as_given, help="listwise: queries in flight."),
     scorer: str | None = typer.Option(
         None,
         "--scorer",
@@ -193,7 +187,7 @@ def fuse_command(
         help="rrf, combsum or combmnz.",
     ),
     weights: str | None = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
-    rrf_k: float = typer.Option(60.0, "--rrf-k", callback=AT_LEAST_0, help="RRF constant k."),
+    rrf_k: float = typer.Option(60.0, "--rrf-k", parser=as_given, help="RRF constant k."),
     norm: str = typer.Option(
         Normalisation.MINMAX,
         "--norm",
@@ -205,7 +199,7 @@ def fuse_command(
         None,
         "--top-k",
         "-k",
-        callback=AT_LEAST_1,
+        parser=as_given,
         help="Docs kept per query in the fused run (default: the task's protocol: R2MED 100, BRIGHT 1000).",
     ),
     out: InputsOut = None,

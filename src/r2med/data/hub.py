@@ -50,7 +50,7 @@ from pathlib import Path
 from ..errors import DataError, R2MedError
 from ..protocol import hub_configs
 from .collection import Collection
-from .hub_integrity import verify_cached
+from .hub_integrity import remember_fingerprint, verify_cached
 from .loaders import EXPANSION_FILE, load_r2med_files, load_r2med_judgments
 
 log = logging.getLogger(__name__)
@@ -786,4 +786,6 @@ def download_expansion(task: str, method: str, split: str, revision: str | None 
         found = resolve_files(spec.hub_id, [path], wanted)
     except (FilesMissing, FilesNotCached) as exc:
         raise refusal([(spec.name, why, exc)], revision, [spec.name]) from None
-    return download(spec.hub_id, path, found.commit)
+    local = download(spec.hub_id, path, found.commit)
+    remember_fingerprint(spec.hub_id, found.commit, path, local)  # what an expansion file given by hand is graded by
+    return local

@@ -83,8 +83,9 @@ def check_llm_folder(folder: Path, model: str) -> None:
     model's expansions (``--model org1/qwen`` and ``--model org2/Qwen`` both name ``qwen``), or a folder beside it
     differs from it only in case (one folder on a case-insensitive filesystem).  An expansion file without a
     record (made before r2med kept one) is replaced with a warning."""
-    import json
     import logging
+
+    from ..infra.home import read_json
 
     parent = folder.parent
     if parent.is_dir():
@@ -99,7 +100,7 @@ def check_llm_folder(folder: Path, model: str) -> None:
         try:
             if record.is_symlink() or not record.is_file():
                 raise ValueError("not a file")
-            recorded = json.loads(record.read_text(encoding="utf-8"))["model"]
+            recorded = read_json(record)["model"]  # the one JSON reader: malformed or nested too deeply: ValueError
         except (OSError, ValueError, KeyError, TypeError):
             raise R2MedError(
                 f"{record}: unreadable, so whose expansions {folder} holds is unknown; remove the folder or "
@@ -235,7 +236,9 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
     llm = check_llm_name(llm_name) if llm_name is not None else llm_folder_name(model)
     check_output_dir(out)
-    for ref in tasks:  # before any request: no other model's expansions are replaced
+    for ref in tasks:  # before any request: every task's folders below --out (a link there: one line), and no
+        # other model's expansions are replaced
+        ensure_within(out, task_folder(out, ref.name) / method / llm / EXPANSION_FILE)
         check_llm_folder(task_folder(out, ref.name) / method / llm, model)
     if cache:
         check_home()

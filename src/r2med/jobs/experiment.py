@@ -266,13 +266,19 @@ def make_experiment(
 
 def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) -> None:
     """``out`` and the report's files checked as every command checks its ``--out``; a report file may not be the
-    experiment file itself nor lie inside a system folder of ``out`` (it would replace a result)."""
-    from ..infra.containment import check_output_dir, check_output_file
+    experiment file itself nor lie inside a system folder of ``out`` (it would replace a result); no system folder
+    the steps write may be a link (:func:`r2med.infra.containment.system_folder`), found before the first step."""
+    from ..infra.containment import check_output_dir, check_output_file, system_folder
 
     try:
         check_output_dir(exp.out, "out")
     except R2MedError as exc:
         raise fail("", str(exc)) from None
+    for step in exp.steps:
+        try:
+            system_folder(exp.out, step.label)
+        except R2MedError as exc:
+            raise fail(step.where, str(exc)) from None
     spec = exp.report
     root = exp.out.resolve()
     for key in ("html", "latex", "markdown"):
@@ -338,6 +344,8 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
             raw = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(f"{shown}: not valid TOML ({exc})") from None
+    except RecursionError:  # arrays or tables nested deeper than tomllib's parser goes
+        raise ExperimentError(f"{shown}: not valid TOML (nested too deeply)") from None
     return Reader(shown, source.resolve().parent).experiment(raw, source)
 
 

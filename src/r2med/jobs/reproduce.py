@@ -11,9 +11,11 @@ shared with that retriever's own target) and scores the reranked list only (``r2
 each target whether it can run on this machine and, if not, every reason why (no GPU, no API key,
 no LLM endpoint, missing extra, retriever not installed, its own hub code not allowed, no data or
 expansions locally or on the hub, model weights not cached), with notes that do not block it
-(settings r2med assumed: graded by nothing; a published first stage r2med does not have).
+(settings r2med assumed: graded by nothing; a published first stage r2med does not have: the run is shown,
+ungraded, with the reason).
 :func:`run_matrix` runs the runnable targets (:func:`r2med.jobs.evaluate.run_task`) into
-``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure.
+``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure when its
+recorded spec is the published one (:func:`r2med.results.grading.grade`; else ``ungraded``, with the reason).
 The tables are :mod:`r2med.report.reproduce_tables`'s.
 """
 
@@ -272,7 +274,7 @@ def notes(key: PublishedKey, variant: Variant | None = None) -> list[str]:
     reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
     first = (getattr(reranker, "provenance", None) or {}).get("published", {}).get("first_stage")
     if first:
-        out.append(f"first stage: r2med's {key.system}; the published figure reranked {first}")
+        out.append(f"first stage: r2med's {key.system}; the published figure reranked {first}: not graded")
     return out
 
 
@@ -323,6 +325,18 @@ def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]
     return out
 
 
+def spec_problem(target: Target, config: Mapping[str, object]) -> str | None:
+    """Why the run a target made (its recorded ``config``) is not graded against the target's row -- the fields of
+    its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank over r2med's e5, whose published figure
+    reranked the authors' own run) -- or None."""
+    from ..results.grading import grade
+
+    graded = grade(config, target.task)
+    if graded.key == target.key:
+        return None
+    return graded.reason or f"its recorded spec is not the published {target.key.label}"
+
+
 def paper_options(retriever: str) -> dict[str, object]:
     """The options a reproduction runs ``retriever`` with: the paper's values of those it records
     (BM25's k1 and b; MedCPT's ``medcpt_published``, the Article encoder for queries as the published
@@ -351,8 +365,8 @@ def _rerank_target(
 ) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
+    from ..infra.file_hash import file_fingerprint
     from ..reranking.base import make_reranker
-    from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
     from ..spec.steps import EvaluateStep, RerankStep
     from .evaluate import run_task
@@ -390,6 +404,11 @@ def run_matrix(
     from .evaluate import Plan, run_task, system_name
 
     out = Path(out)
+    for p in planned:  # every system folder the matrix writes, checked before the first cell (a link: one line)
+        if p.runnable:
+            system_folder(out, p.target.label)
+            if p.target.key.reranker:
+                system_folder(out, p.target.key.system)
     outcomes: list[Outcome] = []
     collections: dict[str, Collection] = {}
     rerankers: dict[str, Reranker] = {}
@@ -424,6 +443,9 @@ def run_matrix(
             value = 100 * result.metrics.aggregate[HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
+            problem = spec_problem(target, result.config) if target.graded else None
+            if problem is not None:  # what it ran is not the published spec: shown, not graded, with the reason
+                status, tol, detail = "ungraded", None, problem
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
         except R2MedError as exc:
             outcomes.append(Outcome(target, "error", tolerance=tol, detail=str(exc)))

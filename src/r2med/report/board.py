@@ -81,6 +81,8 @@ class Row:
     published_average_note: str = ""
     reference: bool = False  # a published configuration shown for comparison, not a run
     precision_note: str = ""  # e.g. "bf16 (paper: fp32)": the tolerance was widened for it
+    #: why it shows no published figure though it names a published row (the fields of its spec that differ)
+    ungraded: str | None = None
 
     @property
     def partial_average(self) -> bool:
@@ -199,6 +201,7 @@ class Leaderboard:
                 f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
                 "than the paper's code (--dtype)."
             )
+        out += [f"no published figure for {r.system}: {r.ungraded}." for r in self.rows if r.ungraded]
         out += [
             f"no published figure for {r.system}: {r.cells[c].ungraded}."
             for r in self.rows
@@ -258,6 +261,7 @@ class Leaderboard:
                         "setting": key.setting(),
                         "source": key.source(),
                     },
+                    "ungraded": row.ungraded,
                     "tolerance": row.tolerance,
                     "precision_note": row.precision_note or None,
                     "missing_tasks": row.missing,
@@ -367,6 +371,7 @@ def build_leaderboard(
                 missing=missing,
                 published_average_note=note,
                 precision_note=precision,
+                ungraded=s.ungraded if key is None and measure == HEADLINE else None,
             )
         )
     rows += _reference_rows(references, tasks, measure)

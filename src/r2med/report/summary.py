@@ -88,7 +88,8 @@ def precision_note(summary: Summary) -> str | None:
 
 
 def ungraded_notes(summary: Summary) -> list[str]:
-    """One line per task whose published figure is not shown because its data is not the hub task's."""
+    """Why no published figure is shown: the line naming the fields of the spec that differ from the published
+    row's (:func:`r2med.results.grading.grade_system`), or one line per task whose data is not the hub task's."""
     if summary.published is None:
-        return []
+        return [f"no published figure for {summary.name}: {summary.reason}"] if summary.reason else []
     return [f"no published {summary.published.label} figure: {reason}" for reason in summary.ungraded.values()]

@@ -82,6 +82,10 @@ class RerankerMeta:
     #: the special tokens around each (query, document) input in its published runs (issue 20); None: not a
     #: model whose framing r2med records
     framing: FramingRecord | None = None
+    #: the value of each score-changing option in its published runs (what its preset runs: checkpoint, lengths,
+    #: label, window...); an option not named here was not set there.  What grading compares a run's options and
+    #: resolved record with (:mod:`r2med.results.grading`)
+    published_options: Mapping[str, Any] = field(default_factory=dict)
     #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
     #: expansion ``rerank:<published_as>``) when it is not ``name``
     published_as: str | None = None

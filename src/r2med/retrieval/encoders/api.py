@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import R2MedError
+from ...errors import R2MedError, shown
 from ...infra.deadline import DeadlinePassed, urlopen_within
+from ...infra.home import parse_json
 from ...infra.redact import redact_url
 from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 from .base import BaseEncoder, EncoderSettings
@@ -156,11 +157,13 @@ class APIEncoder(BaseEncoder):
                 raise Transient(f"connection problem ({getattr(exc, 'reason', exc)})") from None
             except http.client.HTTPException as exc:  # e.g. IncompleteRead: the answer broke off
                 raise Transient(f"the answer broke off ({type(exc).__name__}: {exc})") from None
-            try:
-                answer: dict[str, Any] = json.loads(body.decode("utf-8"))
-                return answer
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise Transient(f"the answer is not JSON ({type(exc).__name__})") from None
+            try:  # one reader for JSON from outside: bad UTF-8, malformed or nested too deeply is a ValueError
+                answer = parse_json(body)
+            except ValueError as exc:
+                raise Transient(f"the answer is not JSON r2med reads ({shown(str(exc))})") from None
+            if not isinstance(answer, dict):
+                raise Transient(f"the answer is JSON, but not an object ({type(answer).__name__})")
+            return answer
 
         def on_transient(exc: Transient, attempts: int, delay: float | None) -> None:
             if delay is not None:
