@@ -346,19 +346,21 @@ class BrightLlmOptions(RerankerOptions):
     (``gpt-4-0125-preview``), ``k`` is rerank.py's ``--k`` (None: the rerank depth, ``--top-k`` = its ``--input_k``);
     sampling as rerank.py's unless set (temperature 0.8, top_p 0.8, 2048 tokens)."""
 
-    model: str | None = None
-    base_url: str | None = Field(default=None, json_schema_extra=REDACTED)
-    api_key: str | None = Field(default=None, json_schema_extra=SECRET)
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    base_url: str | None = Field(default=None, json_schema_extra={**REDACTED, **RUNTIME})
+    api_key: str | None = Field(default=None, json_schema_extra={**SECRET, **RUNTIME})
     k: Count | None = Field(default=None, json_schema_extra=SET)
-    concurrency: Count | None = None
-    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
-    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
-    cache: bool | str | None = Field(default=None, json_schema_extra={**SET, "expected": "true, false or a file"})
+    concurrency: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    cache: bool | str | None = Field(
+        default=None, json_schema_extra={**SET, **RUNTIME, "expected": "true, false or a file"}
+    )
     temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
     top_p: Annotated[float, Field(gt=0, le=1)] | None = Field(default=None, json_schema_extra=SET)
     max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
-    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
-    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
     seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
     @model_validator(mode="after")
@@ -376,10 +378,10 @@ class BrightCrossEncoderOptions(RerankerOptions):
     the leaderboard's cross-encoder/ms-marco-MiniLM-L-12-v2 unless set; batch 8; ``k``: the top kept, None: the
     rerank depth)."""
 
-    model: str | None = None
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     k: Count | None = Field(default=None, json_schema_extra=SET)
-    batch_size: Count | None = None
-    device: str | None = None
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    device: str | None = Field(default=None, json_schema_extra=RUNTIME)
 
     _model_source = field_validator("model")(_existing_model)
 
