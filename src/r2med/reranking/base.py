@@ -248,7 +248,7 @@ def rerank(
                 f"reranker {reranker.name!r} returned no score for {len(missing)} candidate(s) of query {qid!r}"
             )
         reranked = {did: float(got[did]) for did, _ in head if did in got}
-        if not reranked:  # a query left without documents is not in the run (BRIGHT's pytrec_eval leaves it out)
+        if not reranked:  # left without documents: a run file cannot hold it (BRIGHT scores its empty entry 0)
             continue
         if keep_tail:
             floor = min(reranked.values())
