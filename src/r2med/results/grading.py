@@ -487,10 +487,41 @@ def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
         return Grade()  # published figures were made with the task's own judgments
     kind = step_kind(config)
     if kind == "evaluate":
-        return _grade_evaluate(config, task)
+        return _with_precision(_grade_evaluate(config, task), config)
     if kind == "rerank":
-        return _grade_rerank(config, task)
+        return _with_precision(_grade_rerank(config, task), config)
     return Grade()  # a fused or imported run is no published configuration
+
+
+#: Precision classes: within one (fp16, bf16: half precision) a run stays graded, with a wider tolerance
+#: (:func:`~r2med.results.published.precision_change`); across them (fp32 where the paper ran half precision, or
+#: the reverse) it is another computation and is not graded.  ``auto`` (the checkpoint's own precision, as the
+#: published code loaded it) names no class r2med can tell from the record: such a row keeps the wider tolerance.
+PRECISION_CLASSES = {"fp32": "full (fp32)", "fp16": "half", "bf16": "half", "fp16-autocast": "half"}
+
+
+def precision_class(dtype: str) -> str:
+    """The class of a canonical precision (``bf16`` -> ``half``); an unknown one is its own class."""
+    return PRECISION_CLASSES.get(dtype, dtype)
+
+
+def _with_precision(graded: Grade, config: Mapping[str, Any]) -> Grade:
+    """``graded``, unless the run's recorded precision is of another class than the published one (a CPU fallback
+    the published code takes is the published precision: :func:`~r2med.results.published.precision_change`)."""
+    from .published import precision_change
+
+    if graded.key is None:
+        return graded
+    change = precision_change(config)
+    if change is None or "auto" in change or precision_class(change[0]) == precision_class(change[1]):
+        return graded
+    used, paper = change
+    return Grade(
+        None,
+        graded.key,
+        f"not the published {graded.key.label}: dtype {used}, published {paper} "
+        f"({precision_class(used)} precision, published {precision_class(paper)})",
+    )
 
 
 def grade_system(configs: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]) -> Grade:

@@ -11,8 +11,9 @@ key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b
 when the spec it recorded (``metrics.json``'s ``config``, never its name) is the spec its published row was made
 with, field by field (:mod:`r2med.results.grading`, which says which field differs when it is not).
 
-A precision other than the published one (``--dtype``) keeps the match: :func:`precision_change`
-names it, and the leaderboard widens the tolerance instead.
+A precision other than the published one (``--dtype``) of the same class keeps the match: :func:`precision_change`
+names it, and the leaderboard widens the tolerance instead; one of another class is not graded
+(:func:`r2med.results.grading.precision_class`).
 
 A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a
 run may land from the figure is its tolerance class (:func:`tolerance_of`, from the records;
