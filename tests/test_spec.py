@@ -271,9 +271,9 @@ OTHER_COMMANDS = {
 
 
 def _spec_types(command: str) -> list[type]:
+    from r2med import steps
     from r2med.reranking.base import all_rerankers
     from r2med.retrieval.registry import all_retrievers
-    from r2med import steps
     from r2med.spec import options
 
     if command == "evaluate":

@@ -381,6 +381,12 @@ def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
         if meta.name != reranker and options.get("model") is None:  # a model id or folder: a cross-encoder's
             options = {**options, "model": reranker}
         kind = meta.options
+        if not meta.tail:  # its run is what it ranks (BRIGHT's rerank.py): no first-stage tail follows
+            from .reranking.base import TAIL_REFUSED
+
+            if fields.get("keep_tail") is True:
+                raise origin.fail(f"{origin.key(RerankStep, 'keep_tail')}: {reranker}: {TAIL_REFUSED}")
+            fields["keep_tail"] = False
     else:  # a scorer object (Python): the custom reranker over it
         kind = reranker_meta("custom").options
         options = {"scorer": reranker, **options}

@@ -40,7 +40,7 @@ def rerank_command(
         ...,
         "--reranker",
         help="bge-reranker, monobert, rankllama, listwise, "
-        "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
+        "reasonrank-32b, qwen3-reranker-0.6b, bright-llm, bright-cross-encoder... (r2med models), "
         "or a cross-encoder's hub id / local folder.",
     ),
     top_k: int | None = typer.Option(
@@ -116,13 +116,16 @@ def rerank_command(
     from ..spec.parse import Origin
     from ..steps import rerank_step
 
+    if api_key is not None and not _takes_api_key(ctx, reranker):
+        api_key = None  # read from $OPENAI_API_KEY for the LLM rerankers; a model run here takes no key
+
     step = rerank_step(
         with_set(
             {
                 "runs": (run,),
                 "reranker": reranker,
                 "top_k": top_k,
-                "keep_tail": not top_k_only,
+                "keep_tail": False if top_k_only else None,  # None: the reranker's own (BRIGHT's: no tail)
                 "name": name,
                 "tasks": tasks,
                 "data_dir": data_dir,
@@ -152,6 +155,20 @@ def rerank_command(
     )
     for done in rerank_folder(step):
         print_summary(done.results, summary(done.name, done.results), done.folder, measures=step.output.columns)
+
+
+def _takes_api_key(ctx: typer.Context, reranker: str) -> bool:
+    """Whether ``--api-key`` goes to ``reranker``: always when given on the command line (a reranker that takes none
+    refuses it in one line); from ``$OPENAI_API_KEY`` only to one whose options have an ``api_key``."""
+    from ..reranking.base import reranker_meta
+
+    source = ctx.get_parameter_source("api_key")
+    if getattr(source, "name", None) != "ENVIRONMENT":  # typer's own click: compared by name
+        return True
+    try:
+        return "api_key" in reranker_meta(reranker).options.model_fields
+    except ValueError:  # an unknown name: the step's parse says so
+        return True
 
 
 @app.command("fuse")

@@ -17,7 +17,8 @@ the comparison behind it pooled the queries of all those tasks.  Every renderer 
 **Marks.**  Besides the significance mark, a cell can carry marks of its own (:attr:`BoardCell.marks`),
 each explained once by a legend line (:attr:`Leaderboard.marks`): the hook for annotations.  Ties use it
 (:func:`r2med.report.ties.mark_ties`): a cell whose value the order of tied documents decides carries ``≈``
-and its range (:attr:`BoardCell.ties`); a cell without a value never does.
+and its range (:attr:`BoardCell.ties`); a cell without a value never does.  So do judgments files (``§``,
+:mod:`.judgments`) and models trained on data rebuilt from the task's documents (``‡``, :mod:`.contamination`).
 
 The renderers are apart from this type: :mod:`.leaderboard` (terminal, Markdown, CSV, JSON),
 :mod:`.latex`, :mod:`.html` and :mod:`.plot`.
@@ -35,6 +36,7 @@ from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
+from .contamination import mark_contamination
 from .format import FLAG, GAP, SIGNIFICANT
 from .judgments import mark_judgments
 from .ties import mark_ties
@@ -376,6 +378,7 @@ def build_leaderboard(
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     mark_ties(board, systems)
     mark_judgments(board, systems)
+    mark_contamination(board, systems)
     board.notes += _headline_notes(tasks, measure)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:

@@ -9,6 +9,7 @@ One :class:`~r2med.spec.parse.Spec` per kind of model, named by its registry rec
   (``custom``: ``encoder`` required) and :class:`EntryPointEncoderOptions` (a package's encoder);
 * rerankers: :class:`CrossEncoderOptions` (``bge-reranker``, ``monobert``; ``cross-encoder`` needs ``model``),
   :class:`RankLlamaOptions`, :class:`Qwen3Options`, :class:`ReasonRankOptions`, :class:`ListwiseOptions`,
+  :class:`BrightLlmOptions` and :class:`BrightCrossEncoderOptions` (BRIGHT's rerank.py conventions),
   :class:`CustomScorerOptions` (``custom``: ``scorer`` required) and :class:`EntryPointScorerOptions`;
 * :class:`FusionOptions` (``r2med fuse``, ``[[fusion]]``).
 
@@ -364,6 +365,51 @@ class AnyReasonRankOptions(ReasonRankOptions):
                 "under (for the published ReasonRank-32B, --reranker reasonrank-32b)"
             )
         return self
+
+
+class BrightLlmOptions(RerankerOptions):
+    """``bright-llm``: BRIGHT's rerank.py LLM reranking behind an OpenAI-compatible endpoint; ``model`` names the LLM
+    (``gpt-4-0125-preview``), ``k`` is rerank.py's ``--k`` (None: the rerank depth, ``--top-k`` = its ``--input_k``);
+    sampling as rerank.py's unless set (temperature 0.8, top_p 0.8, 2048 tokens)."""
+
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    base_url: str | None = Field(default=None, json_schema_extra={**REDACTED, **RUNTIME})
+    api_key: str | None = Field(default=None, json_schema_extra={**SECRET, **RUNTIME})
+    k: Count | None = Field(default=None, json_schema_extra=SET)
+    concurrency: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    cache: bool | str | None = Field(
+        default=None, json_schema_extra={**SET, **RUNTIME, "expected": "true, false or a file"}
+    )
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = Field(default=None, json_schema_extra=SET)
+    max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> BrightLlmOptions:
+        if not self.model:
+            raise ValueError(
+                "bright-llm needs the LLM's name: --model (the leaderboard's: gpt-4-0125-preview, gemini-1.0-pro), "
+                "and --base-url for an endpoint other than OpenAI's"
+            )
+        return self
+
+
+class BrightCrossEncoderOptions(RerankerOptions):
+    """``bright-cross-encoder``: a sentence-transformers ``CrossEncoder`` as BRIGHT's rerank.py runs it (``model``:
+    the leaderboard's cross-encoder/ms-marco-MiniLM-L-12-v2 unless set; batch 8; ``k``: the top kept, None: the
+    rerank depth)."""
+
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    k: Count | None = Field(default=None, json_schema_extra=SET)
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    device: str | None = Field(default=None, json_schema_extra=RUNTIME)
+
+    _model_source = field_validator("model")(_existing_model)
 
 
 class CustomScorerOptions(RerankerOptions):
