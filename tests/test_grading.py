@@ -541,12 +541,26 @@ SPEC_TABLE = [
         NV_BGE_R,
         "tokenizer org/tok, published BAAI/bge-reranker-v2-m3",
     ),
-    (
-        "bge-reranker revision",
+    (  # the option is model_revision; the cross-encoder records it as its revision
+        "bge-reranker model_revision",
+        reranked({**BGE_R, "revision": "v1"}, NV_RUN, model_revision="v1"),
+        None,
+        NV_BGE_R,
+        "model_revision v1, published not set",
+    ),
+    (  # a record written while the option was named revision
+        "bge-reranker revision recorded before its rename",
         reranked({**BGE_R, "revision": "v1"}, NV_RUN, revision="v1"),
         None,
         NV_BGE_R,
-        "revision v1, published not set",
+        "model_revision v1, published not set",
+    ),
+    (  # a record from before schema 3's options: only the cross-encoder's own record, which names it revision
+        "bge-reranker revision in the resolved record alone",
+        {k: v for k, v in reranked({**BGE_R, "revision": "v1"}, NV_RUN).items() if k != "options"},
+        None,
+        NV_BGE_R,
+        "model_revision v1, published not set",
     ),
     (
         "bge-reranker fp16 (another precision class than the paper's fp32)",
