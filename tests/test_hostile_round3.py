@@ -1,0 +1,433 @@
+"""A hostile pass over what this round added (issue 27, "done when"): BRIGHT's parquet loaders, ``--qrels FILE``,
+``bright:<task>:long`` and ``-e reason:<llm>`` names, importing BRIGHT's runs (spaced TREC ids, JSON score files),
+experiment files (TOML, ``[[imports]]``, ``[report] data_dir``), options through the CLI, TOML and Python, the
+hub-verified memo, ``expand`` claiming its answer folder, and an import interrupted mid-write.
+
+Each attempt is what a user meets: a file damaged, truncated, of the wrong types, with hostile ids, or two runs at
+once.  The promise checked for each: one line naming the file and row (or the option / key), exit 2 at the CLI,
+and nothing written half-way (every file under the test folder byte for byte as before); or, where the input is
+valid, the result an independent reading of it gives.  The count of attempts and of what held is in
+docs/reliability.md ("Hardening, third pass: a hostile pass over this round's additions").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import run_r2med
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+BRIGHT_REPO = "xlangai/BRIGHT"
+#: mteb's pin of BRIGHT (an independent copy, as tests/bright_hub.py keeps one)
+BRIGHT_PIN = "a75a0eb483f6a5233a6efc2d63d71540a4443dfb"
+LISTS = ("excluded_ids", "gold_ids_long", "gold_ids")
+EXAMPLE_COLUMNS = ("query", "id", "excluded_ids", "gold_ids_long", "gold_ids")
+
+
+def parquet(rows: list[dict], schema: pa.Schema | None = None) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), out)
+    return out.getvalue()
+
+
+def examples_schema(**types: pa.DataType) -> pa.Schema:
+    return pa.schema([(c, types.get(c, pa.list_(pa.string()) if c in LISTS else pa.string())) for c in EXAMPLE_COLUMNS])
+
+
+GOOD_ROWS = [
+    {"query": "why do moths fly to light", "id": "0", "excluded_ids": ["N/A"], "gold_ids_long": ["N/A"],
+     "gold_ids": ["moth/light_1.txt"]},
+    {"query": "what is a cell membrane", "id": "1", "excluded_ids": ["cell/other.txt"], "gold_ids_long": ["N/A"],
+     "gold_ids": ["cell/membrane page.txt"]},
+]  # fmt: skip
+GOOD_DOCS = [
+    {"id": "moth/light_1.txt", "content": "moths fly to light at night"},
+    {"id": "cell/membrane page.txt", "content": "a cell membrane holds the cell"},
+    {"id": "cell/other.txt", "content": "what is a cell membrane: the same question elsewhere"},
+    {"id": "river/soil.txt", "content": "soil and river water"},
+]
+
+
+def one_line(proc, code: int = 2) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    others = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip() and not line.startswith(("error:", "INFO ", "WARNING "))
+    ]
+    assert not others, proc.stderr  # progress and warnings aside, one line says what is wrong
+    return errors[0]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# -- BRIGHT's parquet files, read directly ----------------------------------------------------------------------
+
+
+def _truncated(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def _no_footer(data: bytes) -> bytes:
+    return data[:-8]
+
+
+def _bad_magic(data: bytes) -> bytes:
+    return data[:-4] + b"XXXX"
+
+
+def _footer_length_lies(data: bytes) -> bytes:
+    return data[:-8] + (10**9).to_bytes(4, "little") + b"PAR1"
+
+
+def _not_utf8_ids() -> bytes:
+    """Examples whose second id is bytes that are no UTF-8 in a ``string`` column (pyarrow writes what it is given)."""
+    table = pa.Table.from_pylist(GOOD_ROWS, schema=examples_schema())
+    ids = pa.array([b"0", b"\xff\xfe1"], pa.binary()).view(pa.string())
+    return _write(table.set_column(table.schema.get_field_index("id"), "id", ids))
+
+
+def _write(table: pa.Table) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+EXAMPLE_FAULTS = [
+    ("id-not-utf8", _not_utf8_ids, r"row 2: id is not valid UTF-8 \(invalid start byte at byte 0\)"),
+    # (id, bytes of the file, the message)
+    ("empty-file", lambda: b"", r"not a readable parquet file"),
+    ("truncated", lambda: _truncated(parquet(GOOD_ROWS, examples_schema())), r"not a readable parquet file"),
+    ("no-footer", lambda: _no_footer(parquet(GOOD_ROWS, examples_schema())), r"not a readable parquet file"),
+    ("bad-magic", lambda: _bad_magic(parquet(GOOD_ROWS, examples_schema())), r"not a readable parquet file"),
+    ("footer-lies", lambda: _footer_length_lies(parquet(GOOD_ROWS, examples_schema())), r"not a readable parquet"),
+    ("json-not-parquet", lambda: json.dumps(GOOD_ROWS).encode(), r"not a readable parquet file"),
+    (
+        "id-int64",
+        lambda: parquet([{**r, "id": i} for i, r in enumerate(GOOD_ROWS)], examples_schema(id=pa.int64())),
+        r"row 1: id must be text, got int",
+    ),
+    (
+        "excluded-text-not-list",
+        lambda: parquet([{**r, "excluded_ids": "N/A"} for r in GOOD_ROWS], examples_schema(excluded_ids=pa.string())),
+        r"row 1: excluded_ids must be a list of ids, got str",
+    ),
+    (
+        "gold-list-of-int",
+        lambda: parquet([{**r, "gold_ids": [7]} for r in GOOD_ROWS], examples_schema(gold_ids=pa.list_(pa.int64()))),
+        r"row 1: gold_ids\[0\] must be text, got int",
+    ),
+    (
+        "gold-nested-lists",
+        lambda: parquet(
+            [{**r, "gold_ids": [["a"]]} for r in GOOD_ROWS], examples_schema(gold_ids=pa.list_(pa.list_(pa.string())))
+        ),
+        r"row 1: gold_ids\[0\] must be text, got list",
+    ),
+    (
+        "id-struct",
+        lambda: parquet(
+            [{**r, "id": {"x": "1"}} for r in GOOD_ROWS], examples_schema(id=pa.struct([("x", pa.string())]))
+        ),
+        r"row 1: id must be text, got dict",
+    ),
+    (
+        "query-binary",
+        lambda: parquet([{**r, "query": b"why"} for r in GOOD_ROWS], examples_schema(query=pa.binary())),
+        r"row 1: query must be text, got bytes",
+    ),
+    ("zero-rows", lambda: parquet([], examples_schema()), r"no rows \(an empty examples file\)"),
+    ("id-newline", lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": "1\n"}], examples_schema()), r"row 2: id"),
+    ("id-u2028", lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": "1\u20282"}], examples_schema()), r"row 2: id"),
+    ("id-tab", lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": "1\t2"}], examples_schema()), r"row 2: id"),
+    ("id-space", lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": "1 2"}], examples_schema()), r"row 2: id"),
+    ("id-empty", lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": ""}], examples_schema()), r"row 2: id is empty"),
+    (
+        "gold-leading-space",
+        lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "gold_ids": [" a.txt"]}], examples_schema()),
+        r"row 2: gold_ids\[0\]",
+    ),
+    (
+        "excluded-nul",
+        lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "excluded_ids": ["a\x00b"]}], examples_schema()),
+        r"row 2: excluded_ids\[0\] .* control character",
+    ),
+    (
+        "gold-also-excluded",
+        lambda: parquet(
+            [GOOD_ROWS[0], {**GOOD_ROWS[1], "excluded_ids": ["g.txt"], "gold_ids": ["g.txt"]}], examples_schema()
+        ),
+        r"row 2: query '1': 'g.txt' is both a gold id and an excluded id",
+    ),  # fmt: skip
+    (
+        "huge-id",
+        lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": "x" * 1_000_000 + "\n"}], examples_schema()),
+        r"row 2: id .*1,000,001 characters",
+    ),
+    (
+        "gold-null-entry",
+        lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "gold_ids": ["a.txt", None]}], examples_schema()),
+        r"row 2: gold_ids\[1\] is missing \(null\)",
+    ),
+    (
+        "missing-column",
+        lambda: parquet([{k: v for k, v in r.items() if k != "gold_ids"} for r in GOOD_ROWS]),
+        r"no column 'gold_ids'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "message"), [c[1:] for c in EXAMPLE_FAULTS], ids=[c[0] for c in EXAMPLE_FAULTS])
+def test_a_hostile_examples_file_is_one_line_naming_the_file(tmp_path, make, message):
+    from r2med.data.bright import read_examples
+    from r2med.errors import DataError
+
+    path = tmp_path / "examples" / "biology-00000-of-00001.parquet"
+    path.parent.mkdir()
+    path.write_bytes(make())
+    with pytest.raises(DataError, match=message) as err:
+        read_examples(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: ") and "\n" not in text and len(text) < 2_000, text
+
+
+def test_a_corrupted_page_is_an_error_or_the_rows_never_a_crash(tmp_path):
+    """Bytes flipped inside the data pages (the footer intact): pyarrow either refuses the file (one line) or reads
+    values, which the row checks then hold to the id rule; never a traceback of another kind."""
+    from r2med.data.bright import read_documents
+    from r2med.errors import DataError
+
+    data = bytearray(parquet(GOOD_DOCS * 50))
+    path = tmp_path / "documents.parquet"
+    for at in range(8, len(data) // 2, max(1, len(data) // 40)):
+        flipped = bytearray(data)
+        flipped[at] ^= 0xFF
+        path.write_bytes(bytes(flipped))
+        try:
+            corpus = read_documents(path)
+        except DataError as exc:
+            assert str(exc).startswith(f"{path}: ") and "\n" not in str(exc)
+        else:
+            assert all(isinstance(k, str) and isinstance(v, str) for k, v in corpus.items())
+
+
+DOCUMENT_FAULTS = [
+    ("content-int", [{"id": "a", "content": 1}], pa.schema([("id", pa.string()), ("content", pa.int64())]),
+     r"row 1: content must be text, got int"),
+    ("content-null", [{"id": "a", "content": None}], None, r"row 1: content is missing \(null\)"),
+    ("id-null", [{"id": "a", "content": "x"}, {"id": None, "content": "y"}], None, r"row 2: id is missing"),
+    ("id-trailing-space", [{"id": "a ", "content": "x"}], None, r"row 1: id 'a '"),
+    ("id-del", [{"id": "a\x7f", "content": "x"}], None, r"row 1: id .* control character"),
+    ("id-c1", [{"id": "a\x85", "content": "x"}], None, r"row 1: id .* control character"),
+    ("no-content-column", [{"id": "a", "text": "x"}], None, r"no column 'content' \(it has: id, text\)"),
+    ("zero-rows", [], pa.schema([("id", pa.string()), ("content", pa.string())]), r"no rows"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rows", "schema", "message"), [c[1:] for c in DOCUMENT_FAULTS], ids=[c[0] for c in DOCUMENT_FAULTS]
+)
+def test_a_hostile_documents_file_is_one_line_naming_the_file(tmp_path, rows, schema, message):
+    from r2med.data.bright import read_documents
+    from r2med.errors import DataError
+
+    path = tmp_path / "documents.parquet"
+    path.write_bytes(parquet(rows, schema))
+    with pytest.raises(DataError, match=message) as err:
+        read_documents(path)
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+
+
+def test_valid_but_unusual_parquet_reads_as_pyarrow_reads_it(tmp_path):
+    """Dictionary-encoded and large types, unicode and spaced ids, several row groups: read as pyarrow reads them."""
+    from r2med.data.bright import read_documents, read_examples
+
+    docs = [{"id": f"é/页 {i}.txt", "content": f"text {i} ✓"} for i in range(30)]
+    table = pa.Table.from_pylist(docs, schema=pa.schema([("id", pa.large_string()), ("content", pa.string())]))
+    table = table.set_column(0, "id", pa.compute.dictionary_encode(table.column("id")))
+    path = tmp_path / "documents.parquet"
+    pq.write_table(table, path, row_group_size=7)
+    assert read_documents(path) == {d["id"]: d["content"] for d in docs}
+    rows = [{**r, "id": f"q{r['id']}é"} for r in GOOD_ROWS]
+    schema = examples_schema(gold_ids=pa.large_list(pa.large_string()))
+    ex_path = tmp_path / "examples.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), ex_path, row_group_size=1)
+    ex = read_examples(ex_path)
+    assert ex.qrels == {r["id"]: dict.fromkeys(r["gold_ids"], 1) for r in rows}
+    assert ex.exclusions.get("q1é") == frozenset({"cell/other.txt"})
+
+
+def test_a_reasoning_file_missing_a_query_or_of_the_wrong_types_is_one_line(tmp_path):
+    from r2med.data.bright import Examples, read_examples, read_reasoning
+    from r2med.errors import DataError
+
+    ex_path = tmp_path / "examples.parquet"
+    ex_path.write_bytes(parquet(GOOD_ROWS, examples_schema()))
+    ex: Examples = read_examples(ex_path)
+    path = tmp_path / "gpt4_reason.parquet"
+    path.write_bytes(parquet(GOOD_ROWS[:1], examples_schema()))
+    with pytest.raises(DataError, match=r"1 of the task's 2 queries have no reasoning \(first: '1'\)"):
+        read_reasoning(path, ex)
+    path.write_bytes(parquet([{**r, "query": None} for r in GOOD_ROWS], examples_schema()))
+    with pytest.raises(DataError, match=r"row 1: query is missing \(null\)"):
+        read_reasoning(path, ex)
+    extra = [*GOOD_ROWS, {**GOOD_ROWS[0], "id": "99", "query": "not a query of the task"}]
+    path.write_bytes(parquet([{**r, "query": f"reasoning {r['id']}"} for r in extra], examples_schema()))
+    assert read_reasoning(path, ex) == {"0": "reasoning 0", "1": "reasoning 1"}  # a row no query has: unused
+
+
+# -- a BRIGHT task from a Hugging Face cache laid out by hand --------------------------------------------------
+
+
+def hub_files(examples: bytes | None = None, documents: bytes | None = None) -> dict[str, bytes]:
+    return {
+        "examples/biology-00000-of-00001.parquet": examples or parquet(GOOD_ROWS, examples_schema()),
+        "documents/biology-00000-of-00001.parquet": documents or parquet(GOOD_DOCS),
+    }
+
+
+@pytest.fixture
+def biology(hf_cache):
+    from hub_server import fill_hf_cache
+
+    fill_hf_cache(hf_cache, BRIGHT_REPO, hub_files(), BRIGHT_PIN, refs=("main",))
+    return hf_cache
+
+
+def test_excluded_ids_naming_unknown_documents_are_counted_and_never_scored(hf_cache, tmp_path, caplog):
+    """An excluded id the corpus lacks: a warning counting it (BRIGHT's code stops with a KeyError); the run never
+    holds an excluded id; an imported run naming the excluded document has it removed before scoring."""
+    from hub_server import fill_hf_cache
+
+    rows = [GOOD_ROWS[0], {**GOOD_ROWS[1], "excluded_ids": ["cell/other.txt", "no/such doc.txt"]}]
+    fill_hf_cache(hf_cache, BRIGHT_REPO, hub_files(parquet(rows, examples_schema())), BRIGHT_PIN, refs=("main",))
+    out = tmp_path / "out"
+    res = run_r2med("evaluate", "-r", "bm25", "--tasks", "bright:biology", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "1 excluded (query, document) pair(s) name no document of the corpus" in res.stderr
+    from r2med.runs.run import read_trec
+
+    run = read_trec(out / "bm25" / "bright-biology" / "run.trec")
+    assert "cell/other.txt" not in run["1"] and "cell/other.txt" in run["0"]
+    # an imported run that ranks the excluded document first: removed and counted
+    trec = tmp_path / "released.trec"
+    trec.write_text("1 Q0 cell/other.txt 1 9.0 x\n1 Q0 cell/membrane page.txt 2 8.0 x\n0 Q0 moth/light_1.txt 1 1 x\n")
+    imp = run_r2med("import", str(trec), "--name", "rel", "-t", "bright:biology", "-o", str(out))
+    assert imp.returncode == 0, imp.stderr
+    metrics = json.loads((out / "rel" / "bright-biology" / "metrics.json").read_text())
+    assert metrics["aggregate"]["ndcg_cut_10"] == pytest.approx(1.0)  # the gold documents first, once removed
+
+
+QRELS_FAULTS = [
+    ("three-fields", "0 0 moth/light_1.txt 1\n1 0 2\n", r"qrels\.txt:2: expected 4 fields"),
+    ("grade-text", "0 0 moth/light_1.txt high\n", r"qrels\.txt:1: "),
+    ("grade-float", "0 0 moth/light_1.txt 1.5\n", r"qrels\.txt:1: "),
+    ("grade-huge", "0 0 moth/light_1.txt " + "9" * 400 + "\n", r"qrels\.txt:1: "),
+    ("nul-in-doc", "0 0 moth/light\x00_1.txt 1\n", r"qrels\.txt:1: the line holds a control character"),
+    ("cr-inside", "0 0 moth/li\rght_1.txt 1\n", r"qrels\.txt:1: the line holds a control character"),
+    ("empty", "", r"qrels\.txt: no judgments \(empty file\)"),
+    ("only-blank-lines", "\n\n   \n", r"qrels\.txt"),
+    ("no-query-of-the-task", "q9 0 moth/light_1.txt 1\n", r"none in common: nothing to score"),
+    ("bom-then-line", "\ufeff0 0 moth/light_1.txt 1\n", None),  # the BOM is no part of the query id
+]
+
+
+@pytest.mark.parametrize(("text", "message"), [c[1:] for c in QRELS_FAULTS], ids=[c[0] for c in QRELS_FAULTS])
+@pytest.mark.parametrize("command", ["evaluate", "score", "import"])
+def test_a_qrels_file_with_bad_lines_is_one_line_and_writes_nothing(biology, tmp_path, command, text, message):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_bytes(text.encode("utf-8"))
+    run = tmp_path / "run.trec"
+    run.write_text("0 Q0 moth/light_1.txt 1 2.0 x\n1 Q0 cell/membrane page.txt 1 2.0 x\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    before = snapshot(tmp_path)
+    if command == "evaluate":
+        args = ["evaluate", "-r", "bm25", "--tasks", "bright:biology", "--qrels", str(qrels), "-o", str(out)]
+    elif command == "score":
+        args = ["score", "bright:biology", str(run), "--qrels", str(qrels), "-f", "json"]
+    else:
+        args = ["import", str(run), "--name", "x", "-t", "bright:biology", "--qrels", str(qrels), "-o", str(out)]
+    proc = run_r2med(*args)
+    if message is None:  # valid: query 0 judged as written (BOM dropped), not as an unknown "\ufeff0"
+        assert proc.returncode == 0, proc.stderr
+        if command == "score":
+            per_query = json.loads(proc.stdout)
+            assert per_query["aggregate"]["ndcg_cut_10"] == pytest.approx(1.0), proc.stdout
+        return
+    line = one_line(proc)
+    assert __import__("re").search(message, line), line
+    assert snapshot(tmp_path) == before
+    assert "BM25 index" not in proc.stderr  # found before the work (before: the index built, then the error)
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder", "not-utf8", "utf16"])
+def test_a_qrels_path_that_is_no_text_file_is_one_line(biology, tmp_path, kind):
+    qrels = tmp_path / "qrels.txt"
+    if kind == "folder":
+        qrels.mkdir()
+    elif kind == "not-utf8":
+        qrels.write_bytes(b"0 0 moth/light_1.txt 1\n0 0 \xff\xfe 1\n")
+    elif kind == "utf16":
+        qrels.write_bytes("0 0 moth/light_1.txt 1\n".encode("utf-16"))
+    out = tmp_path / "out"
+    line = one_line(
+        run_r2med("evaluate", "-r", "bm25", "--tasks", "bright:biology", "--qrels", str(qrels), "-o", str(out))
+    )
+    assert str(qrels) in line, line
+    assert not out.exists()
+
+
+# -- names: bright:<task>:long, -e reason:<llm>, --tasks --------------------------------------------------------
+
+NAME_FAULTS = [
+    ("--tasks", "bright:biology:long:x", r"'long:x' is not a setting"),
+    ("--tasks", "bright:biology:", r"'' is not a setting"),
+    ("--tasks", "bright:", r"BRIGHT task"),
+    ("--tasks", "bright::long", r"BRIGHT task"),
+    ("--tasks", "bright:aops:long", r"has no long documents"),
+    ("--tasks", "bright:bio\nlogy", r"BRIGHT task"),
+    ("--tasks", "bright:" + "x" * 100_000, r"BRIGHT task"),
+    ("--tasks", "bright:biology\x00", r"BRIGHT task"),
+    ("--tasks", "bright:../../etc", r"BRIGHT task"),
+    ("-e", "reason:", r"reason:LLM"),
+    ("-e", "reason:../../x", r"no BRIGHT reasoning query set"),
+    ("-e", "reason:gpt4:extra", r"reason"),
+    ("--revision", "bright:nosuch=main", r"unknown BRIGHT task"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), NAME_FAULTS, ids=[f"{f}={v[:20]!r}" for f, v, _ in NAME_FAULTS])
+def test_hostile_task_and_reasoning_names_are_one_line_before_any_work(biology, tmp_path, flag, value, message):
+    args = ["evaluate", "-r", "bm25", "-o", str(tmp_path / "out")]
+    if flag != "--tasks":
+        args += ["--tasks", "bright:biology"]
+    proc = run_r2med(*args, flag, value)
+    line = one_line(proc)
+    assert __import__("re").search(message, line), line
+    assert len(line) < 2_500
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "revision", ["../../../../tmp/escape", "/abs/path", "main/../../x", "a\nb", "bright:biology=../../x"]
+)
+def test_a_hostile_revision_never_reaches_outside_the_hf_cache(biology, tmp_path, revision):
+    """A revision is a branch, tag or commit: one line naming it, nothing read or written outside the cache."""
+    proc = run_r2med(
+        "evaluate", "-r", "bm25", "--tasks", "bright:biology", "--revision", revision, "-o", str(tmp_path / "o")
+    )
+    line = one_line(proc)
+    assert "revision" in line.lower(), line
+    assert not (tmp_path / "o").exists()
