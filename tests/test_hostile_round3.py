@@ -420,14 +420,210 @@ def test_hostile_task_and_reasoning_names_are_one_line_before_any_work(biology, 
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize(
-    "revision", ["../../../../tmp/escape", "/abs/path", "main/../../x", "a\nb", "bright:biology=../../x"]
-)
-def test_a_hostile_revision_never_reaches_outside_the_hf_cache(biology, tmp_path, revision):
-    """A revision is a branch, tag or commit: one line naming it, nothing read or written outside the cache."""
+REVISIONS = ["../../../../tmp/escape", "/abs/path", "main/../../x", "a\nb", "bright:biology=../../x", "v1 .lock"]
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_a_hostile_revision_is_one_line_before_the_cache_is_read(biology, tmp_path, revision):
+    """A revision is a branch, tag or commit name: it becomes ``refs/<revision>`` in the Hugging Face cache, which
+    huggingface_hub and r2med read and write, so ``..`` would name a file outside it."""
     proc = run_r2med(
         "evaluate", "-r", "bm25", "--tasks", "bright:biology", "--revision", revision, "-o", str(tmp_path / "o")
     )
     line = one_line(proc)
-    assert "revision" in line.lower(), line
+    assert "is not a branch, tag or commit name" in line, line
     assert not (tmp_path / "o").exists()
+
+
+def test_a_revision_never_names_a_ref_outside_the_cache(biology, tmp_path):
+    """Before, ``--revision ../../<elsewhere>/fake`` read ``refs/../../<elsewhere>/fake``, a file outside the cache
+    naming the pinned commit, and loaded the task from it (exit 0); an experiment's ``[data] revision`` too."""
+    refs = biology / f"datasets--{BRIGHT_REPO.replace('/', '--')}" / "refs"
+    fake = tmp_path / "elsewhere" / "fake"
+    fake.parent.mkdir()
+    fake.write_text(BRIGHT_PIN)
+    revision = os.path.relpath(fake, refs)
+    assert (refs / revision).resolve() == fake.resolve()
+    out = tmp_path / "o"
+    line = one_line(run_r2med("evaluate", "-r", "bm25", "--tasks", "bright:biology", "--revision", revision, "-o", out))
+    assert "is not a branch, tag or commit name (it holds '..')" in line, line
+    assert not out.exists()
+    exp = tmp_path / "exp.toml"
+    exp.write_text(f'out = "o"\n[data]\ntasks = ["bright:biology"]\nrevision = "{revision}"\n{BM25_STEP}')
+    line = one_line(run_r2med("run", str(exp), "--dry-run"))
+    assert f"{exp}: [data]: revision: --revision" in line and "(it holds '..')" in line, line
+    from r2med.data.hub import resolve_files
+    from r2med.errors import R2MedError
+
+    with pytest.raises(R2MedError, match="is not a branch, tag or commit name"):  # a revision read from a record
+        resolve_files(BRIGHT_REPO, ["examples/biology-00000-of-00001.parquet"], revision)
+
+
+# -- released runs: TREC with spaced ids and BRIGHT's JSON score files, imported into a BRIGHT task ------------
+
+RUN_FILES = [
+    # (id, file name, bytes, the message; None: valid, and the figure checked against pytrec_eval)
+    ("trec-dup-doc", "run.trec", "0 Q0 a 1 2.0 r\n0 Q0 a 2 1.0 r\n", r"run\.trec:2: doc 'a' listed twice"),
+    ("trec-nan", "run.trec", "0 Q0 a 1 nan r\n", r"run\.trec:1: score 'nan' is not a finite number"),
+    ("trec-1e400", "run.trec", "0 Q0 a 1 1e400 r\n", r"run\.trec:1: score '1e400' is not a finite number"),
+    ("trec-spaced-rank-float", "run.trec", "0 Q0 a b 1.5 2.0 r\n", r"run\.trec:1: read as a document id with spaces"),
+    ("trec-forms-mixed", "run.trec", "0 Q0 a 1 2.0 r\n0 a 2 1.0\n", r"run\.trec:2: expected 6 fields"),
+    ("trec-5-fields", "run.trec", "0 Q0 a 1 2.0\n", r"run\.trec:1: expected 6 fields"),
+    ("trec-utf16", "run.trec", "0 Q0 a 1 2.0 r\n".encode("utf-16"), r"run\.trec:1: not valid UTF-8"),
+    ("trec-blank-only", "run.trec", "\n\n", r"run\.trec: empty run file"),
+    ("trec-nul", "run.trec", "0 Q0 moth/light\x00_1.txt 1 2.0 r\n", r"run\.trec:1: the line holds a control character"),
+    ("trec-spaced-crlf-tabs", "run.trec",
+     "\ufeff0\tQ0\tmoth/light_1.txt\t1\t2.0\tr\r\n1 Q0 cell/membrane page.txt 1 2.0 r\r\n", None),
+    ("json-bom", "score.json", '\ufeff{"0": {"moth/light_1.txt": 1.0}, "1": {"cell/membrane page.txt": 2}}', None),
+    ("json-utf16", "score.json", '{"0": {"a": 1.0}}'.encode("utf-16"), r"score\.json:1: not valid UTF-8"),
+    ("json-empty-qid", "score.json", '{"": {"a": 1.0}}', r"score\.json:1: query id '' is empty"),
+    ("json-nul-escaped", "score.json", '{"0": {"a\\u0000b": 1.0}}', r"score\.json:1: document id .* control"),
+    ("json-u2028", "score.json", '{"0": {"a\\u2028": 1.0}}', r"score\.json:1: document id .* control"),
+    ("json-null-docs", "score.json", '{"0": null}', r"score\.json:1: malformed JSON score file"),
+    ("json-top-string", "score.json", '"x"', r"score\.json:1: malformed JSON score file"),
+    ("json-trailing-comma", "score.json", '{"0": {"a": 1.0},}', r"score\.json:1: malformed JSON score file"),
+    ("json-single-quotes", "score.json", "{'0': {'a': 1.0}}", r"score\.json:1: malformed JSON score file"),
+    ("json-whitespace", "score.json", "  \n ", r"score\.json: empty run file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [c[1:] for c in RUN_FILES], ids=[c[0] for c in RUN_FILES])
+def test_a_released_run_into_a_bright_task_is_scored_or_one_line(biology, tmp_path, name, content, message):
+    import pytrec_eval
+
+    path = tmp_path / name
+    path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    out = tmp_path / "out"
+    proc = run_r2med("import", str(path), "--name", "rel", "-t", "bright:biology", "-o", str(out))
+    if message is None:
+        assert proc.returncode == 0, proc.stderr
+        metrics = json.loads((out / "rel" / "bright-biology" / "metrics.json").read_text())
+        run = {"0": {"moth/light_1.txt": 1.0}, "1": {"cell/membrane page.txt": 2.0}}
+        qrels = {r["id"]: dict.fromkeys(r["gold_ids"], 1) for r in GOOD_ROWS}
+        want = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+        assert metrics["aggregate"]["ndcg_cut_10"] == pytest.approx(sum(v["ndcg_cut_10"] for v in want.values()) / 2)
+        return
+    line = one_line(proc)
+    assert __import__("re").search(message, line), line
+    assert not out.exists()
+
+
+# -- experiment files --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def local_data(tmp_path):
+    from test_report import write_collection
+
+    write_collection(tmp_path / "data", "Biology")
+    return tmp_path / "data"
+
+
+BM25_STEP = '[[retrievers]]\nname = "bm25"\n'
+TOML_FAULTS = [
+    # (id, the file's bytes after `out` and `[data]`, the message)
+    ("not-utf8", b"# \xff\xfe\n" + BM25_STEP.encode(), r"exp\.toml: not valid TOML \(not UTF-8"),
+    ("utf16", None, r"exp\.toml: not valid TOML \(not UTF-8"),
+    ("bom", ("\ufeff" + BM25_STEP).encode(), r"exp\.toml: not valid TOML"),
+    ("dirs-int", b"dirs = 5\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: dirs: expected a path or a list of paths, got"),
+    ("dirs-table", b"dirs = {a = 1}\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: dirs: expected a path or a list of paths, got"),
+    ("dirs-nul", b'dirs = ["a\\u0000b"]\n' + BM25_STEP.encode(), r"exp\.toml: \[data\]: dirs: .*holds a NUL"),
+    ("out-nul", None, r"exp\.toml: out: .*holds a NUL"),
+    ("tasks-unknown", b'tasks = ["bright:nosuch"]\n' + BM25_STEP.encode(), r"exp\.toml: .*unknown BRIGHT task 'nosuch'"),
+    ("tasks-empty", b"tasks = []\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: tasks"),
+    ("revision-nul", b'revision = "a\\u0000"\n' + BM25_STEP.encode(), r"exp\.toml: \[data\]: revision: .*not a branch, tag"),
+    ("k1-negative", (BM25_STEP + "k1 = -1\n").encode(), r"exp\.toml: \[\[retrievers\]\] 1: k1: expected a finite"),
+    ("k1-inf", (BM25_STEP + "k1 = inf\n").encode(), r"exp\.toml: \[\[retrievers\]\] 1: k1: expected a finite"),
+    ("top-k-0", (BM25_STEP + "top_k = 0\n").encode(), r"exp\.toml: \[\[retrievers\]\] 1: top_k: expected an integer"),
+    ("imports-runs-nul", b'[[imports]]\nname = "x"\nruns = ["a\\u0000.trec"]\n', r"exp\.toml: \[\[imports\]\] 1: runs: .*holds a NUL"),
+    ("imports-runs-missing", b'[[imports]]\nname = "x"\nruns = ["nosuch.trec"]\n',
+     r"exp\.toml: \[\[imports\]\] 1: runs: .*nosuch\.trec: no such file"),
+    ("imports-name-dotdot", b'[[imports]]\nname = ".."\nruns = ["a.trec"]\n', r"exp\.toml: \[\[imports\]\] 1: result"),
+    ("report-html-nul", (BM25_STEP + '[report]\nhtml = "a\\u0000.html"\n').encode(), r"exp\.toml: \[report\]: html: .*holds a NUL"),
+    ("report-data-dir-nul", (BM25_STEP + '[report]\ndata_dir = "a\\u0000"\n').encode(),
+     r"exp\.toml: \[report\]: data_dir: .*holds a NUL"),
+    ("report-data-dir-missing", (BM25_STEP + '[report]\ndata_dir = "nosuch"\n').encode(),
+     r"exp\.toml: \[report\]: data_dir: .*nosuch: no such folder"),
+    ("report-latex-a-folder", (BM25_STEP + '[report]\nlatex = "."\n').encode(), r"exp\.toml: \[report\]: latex"),
+    ("huge-key", b"k" * 1_000_000 + b" = 1\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: unknown option 'k{10}.*1,000,000 characters"),
+    ("bright-llm-k-0", (BM25_STEP + '[[rerank]]\nreranker = "bright-llm"\nruns = ["bm25"]\nmodel = "m"\nk = 0\n')
+     .encode(), r"exp\.toml: \[\[rerank\]\] 1: k: expected an integer >= 1, got 0"),
+    ("bright-llm-top-p-0", (BM25_STEP + '[[rerank]]\nreranker = "bright-llm"\nruns = ["bm25"]\nmodel = "m"\n'
+     'top_p = 0\n').encode(), r"exp\.toml: \[\[rerank\]\] 1: top_p: expected a finite number > 0 and <= 1"),
+    ("bright-ce-batch-0", (BM25_STEP + '[[rerank]]\nreranker = "bright-cross-encoder"\nruns = ["bm25"]\n'
+     'batch_size = 0\n').encode(), r"exp\.toml: \[\[rerank\]\] 1: batch_size: expected an integer >= 1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "message"), [c[1:] for c in TOML_FAULTS], ids=[c[0] for c in TOML_FAULTS])
+@pytest.mark.parametrize("dry", [False, True], ids=["run", "dry-run"])
+def test_a_hostile_experiment_file_is_one_line_naming_the_key(local_data, tmp_path, body, message, dry):
+    path = tmp_path / "exp.toml"
+    head = f'out = "results"\n[data]\ndirs = ["{local_data}"]\n'
+    if body is None and "utf16" in message or body is None and message.startswith(r"exp\.toml: not valid"):
+        path.write_bytes((head + BM25_STEP).encode("utf-16"))
+    elif body is None:  # out-nul
+        path.write_bytes(b'out = "res\\u0000ults"\n' + BM25_STEP.encode())
+    elif body.startswith((b"dirs", b"tasks", b"revision")):
+        path.write_bytes(b'out = "results"\n[data]\n' + body.replace(b"[[", b"\n[[", 1))
+    elif body.startswith(b"k" * 10):
+        path.write_bytes(b'out = "results"\n[data]\n' + body)
+    else:
+        path.write_bytes(head.encode() + body)
+    (tmp_path / "a.trec").write_text("q1 Q0 d1 1 1.0 x\n")  # the run file the imports name, where they name one
+    before = snapshot(tmp_path)
+    proc = run_r2med("run", str(path), *(["--dry-run"] if dry else []))
+    line = one_line(proc)
+    assert __import__("re").search(message, line), line
+    assert len(line) < 2_500, len(line)
+    assert snapshot(tmp_path) == before and not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--top-k", "0", r"--top-k: expected an integer >= 1"),
+        ("--k1", "nan", r"--k1: expected a finite number >= 0"),
+        ("--k1", "1e400", r"--k1: expected a finite number >= 0"),
+        ("--b", "-0.5", r"--b: expected a finite number between 0 and 1"),
+    ],
+)
+def test_an_out_of_range_option_is_one_line_on_the_command_line(local_data, tmp_path, flag, value, message):
+    proc = run_r2med("evaluate", "-r", "bm25", "-d", str(local_data), "-o", str(tmp_path / "o"), flag, value)
+    line = one_line(proc)
+    assert __import__("re").search(message, line), line
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: __import__("r2med").BM25(b=1.5), r"b: expected a finite number between 0 and 1"),
+        (lambda: __import__("r2med").BM25(k1=float("nan")), r"k1: expected a finite number >= 0"),
+        (lambda: __import__("r2med").make_reranker("bright-llm", model="m", k=0), r"k: expected an integer >= 1"),
+        (lambda: __import__("r2med").make_reranker("bright-llm", model="m", top_p=1.5), r"top_p: expected"),
+        (lambda: __import__("r2med").make_reranker("bright-cross-encoder", batch_size=-1), r"batch_size: expected"),
+    ],
+    ids=["b-1.5", "k1-nan", "bright-llm-k-0", "bright-llm-top_p-1.5", "bright-ce-batch--1"],
+)
+def test_an_out_of_range_value_is_one_option_error_from_python(make, message):
+    from r2med.errors import OptionError
+
+    with pytest.raises(OptionError, match=message) as err:
+        make()
+    assert "\n" not in str(err.value)
+
+
+def test_a_depth_beyond_the_corpus_keeps_every_document(local_data, tmp_path):
+    """``--top-k 2**70`` (more than int64 holds): not an error, the whole ranked corpus, as ``-k`` of its size."""
+    from r2med.runs.run import read_trec
+
+    from test_report import DOCS
+
+    runs = {}
+    for k in (str(2**70), str(len(DOCS))):
+        out = tmp_path / k
+        proc = run_r2med("evaluate", "-r", "bm25", "-d", str(local_data), "-o", str(out), "--top-k", k)
+        assert proc.returncode == 0, proc.stderr
+        runs[k] = read_trec(out / "bm25" / "Biology" / "run.trec")
+    assert runs[str(2**70)] == runs[str(len(DOCS))]
