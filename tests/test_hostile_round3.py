@@ -42,11 +42,21 @@ def examples_schema(**types: pa.DataType) -> pa.Schema:
 
 
 GOOD_ROWS = [
-    {"query": "why do moths fly to light", "id": "0", "excluded_ids": ["N/A"], "gold_ids_long": ["N/A"],
-     "gold_ids": ["moth/light_1.txt"]},
-    {"query": "what is a cell membrane", "id": "1", "excluded_ids": ["cell/other.txt"], "gold_ids_long": ["N/A"],
-     "gold_ids": ["cell/membrane page.txt"]},
-]  # fmt: skip
+    {
+        "query": "why do moths fly to light",
+        "id": "0",
+        "excluded_ids": ["N/A"],
+        "gold_ids_long": ["N/A"],
+        "gold_ids": ["moth/light_1.txt"],
+    },
+    {
+        "query": "what is a cell membrane",
+        "id": "1",
+        "excluded_ids": ["cell/other.txt"],
+        "gold_ids_long": ["N/A"],
+        "gold_ids": ["cell/membrane page.txt"],
+    },
+]
 GOOD_DOCS = [
     {"id": "moth/light_1.txt", "content": "moths fly to light at night"},
     {"id": "cell/membrane page.txt", "content": "a cell membrane holds the cell"},
@@ -169,7 +179,7 @@ EXAMPLE_FAULTS = [
             [GOOD_ROWS[0], {**GOOD_ROWS[1], "excluded_ids": ["g.txt"], "gold_ids": ["g.txt"]}], examples_schema()
         ),
         r"row 2: query '1': 'g.txt' is both a gold id and an excluded id",
-    ),  # fmt: skip
+    ),
     (
         "huge-id",
         lambda: parquet([GOOD_ROWS[0], {**GOOD_ROWS[1], "id": "x" * 1_000_000 + "\n"}], examples_schema()),
@@ -223,8 +233,12 @@ def test_a_corrupted_page_is_an_error_or_the_rows_never_a_crash(tmp_path):
 
 
 DOCUMENT_FAULTS = [
-    ("content-int", [{"id": "a", "content": 1}], pa.schema([("id", pa.string()), ("content", pa.int64())]),
-     r"row 1: content must be text, got int"),
+    (
+        "content-int",
+        [{"id": "a", "content": 1}],
+        pa.schema([("id", pa.string()), ("content", pa.int64())]),
+        r"row 1: content must be text, got int",
+    ),
     ("content-null", [{"id": "a", "content": None}], None, r"row 1: content is missing \(null\)"),
     ("id-null", [{"id": "a", "content": "x"}, {"id": None, "content": "y"}], None, r"row 2: id is missing"),
     ("id-trailing-space", [{"id": "a ", "content": "x"}], None, r"row 1: id 'a '"),
@@ -232,7 +246,7 @@ DOCUMENT_FAULTS = [
     ("id-c1", [{"id": "a\x85", "content": "x"}], None, r"row 1: id .* control character"),
     ("no-content-column", [{"id": "a", "text": "x"}], None, r"no column 'content' \(it has: id, text\)"),
     ("zero-rows", [], pa.schema([("id", pa.string()), ("content", pa.string())]), r"no rows"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -472,8 +486,12 @@ RUN_FILES = [
     ("trec-utf16", "run.trec", "0 Q0 a 1 2.0 r\n".encode("utf-16"), r"run\.trec:1: not valid UTF-8"),
     ("trec-blank-only", "run.trec", "\n\n", r"run\.trec: empty run file"),
     ("trec-nul", "run.trec", "0 Q0 moth/light\x00_1.txt 1 2.0 r\n", r"run\.trec:1: the line holds a control character"),
-    ("trec-spaced-crlf-tabs", "run.trec",
-     "\ufeff0\tQ0\tmoth/light_1.txt\t1\t2.0\tr\r\n1 Q0 cell/membrane page.txt 1 2.0 r\r\n", None),
+    (
+        "trec-spaced-crlf-tabs",
+        "run.trec",
+        "\ufeff0\tQ0\tmoth/light_1.txt\t1\t2.0\tr\r\n1 Q0 cell/membrane page.txt 1 2.0 r\r\n",
+        None,
+    ),
     ("json-bom", "score.json", '\ufeff{"0": {"moth/light_1.txt": 1.0}, "1": {"cell/membrane page.txt": 2}}', None),
     ("json-utf16", "score.json", '{"0": {"a": 1.0}}'.encode("utf-16"), r"score\.json:1: not valid UTF-8"),
     ("json-empty-qid", "score.json", '{"": {"a": 1.0}}', r"score\.json:1: query id '' is empty"),
@@ -484,7 +502,7 @@ RUN_FILES = [
     ("json-trailing-comma", "score.json", '{"0": {"a": 1.0},}', r"score\.json:1: malformed JSON score file"),
     ("json-single-quotes", "score.json", "{'0': {'a': 1.0}}", r"score\.json:1: malformed JSON score file"),
     ("json-whitespace", "score.json", "  \n ", r"score\.json: empty run file"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [c[1:] for c in RUN_FILES], ids=[c[0] for c in RUN_FILES])
@@ -520,39 +538,86 @@ def local_data(tmp_path):
 
 
 BM25_STEP = '[[retrievers]]\nname = "bm25"\n'
+UTF16, OUT_NUL = b"<the whole file in UTF-16>", b"<out holds a NUL>"
 TOML_FAULTS = [
     # (id, the file's bytes after `out` and `[data]`, the message)
     ("not-utf8", b"# \xff\xfe\n" + BM25_STEP.encode(), r"exp\.toml: not valid TOML \(not UTF-8"),
-    ("utf16", None, r"exp\.toml: not valid TOML \(not UTF-8"),
+    ("utf16", UTF16, r"exp\.toml: not valid TOML \(not UTF-8"),
     ("bom", ("\ufeff" + BM25_STEP).encode(), r"exp\.toml: not valid TOML"),
-    ("dirs-int", b"dirs = 5\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: dirs: expected a path or a list of paths, got"),
-    ("dirs-table", b"dirs = {a = 1}\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: dirs: expected a path or a list of paths, got"),
+    (
+        "dirs-int",
+        b"dirs = 5\n" + BM25_STEP.encode(),
+        r"exp\.toml: \[data\]: dirs: expected a path or a list of paths, got",
+    ),
+    (
+        "dirs-table",
+        b"dirs = {a = 1}\n" + BM25_STEP.encode(),
+        r"exp\.toml: \[data\]: dirs: expected a path or a list of paths, got",
+    ),
     ("dirs-nul", b'dirs = ["a\\u0000b"]\n' + BM25_STEP.encode(), r"exp\.toml: \[data\]: dirs: .*holds a NUL"),
-    ("out-nul", None, r"exp\.toml: out: .*holds a NUL"),
-    ("tasks-unknown", b'tasks = ["bright:nosuch"]\n' + BM25_STEP.encode(), r"exp\.toml: .*unknown BRIGHT task 'nosuch'"),
+    ("out-nul", OUT_NUL, r"exp\.toml: out: .*holds a NUL"),
+    (
+        "tasks-unknown",
+        b'tasks = ["bright:nosuch"]\n' + BM25_STEP.encode(),
+        r"exp\.toml: .*unknown BRIGHT task 'nosuch'",
+    ),
     ("tasks-empty", b"tasks = []\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: tasks"),
-    ("revision-nul", b'revision = "a\\u0000"\n' + BM25_STEP.encode(), r"exp\.toml: \[data\]: revision: .*not a branch, tag"),
+    (
+        "revision-nul",
+        b'revision = "a\\u0000"\n' + BM25_STEP.encode(),
+        r"exp\.toml: \[data\]: revision: .*not a branch, tag",
+    ),
     ("k1-negative", (BM25_STEP + "k1 = -1\n").encode(), r"exp\.toml: \[\[retrievers\]\] 1: k1: expected a finite"),
     ("k1-inf", (BM25_STEP + "k1 = inf\n").encode(), r"exp\.toml: \[\[retrievers\]\] 1: k1: expected a finite"),
     ("top-k-0", (BM25_STEP + "top_k = 0\n").encode(), r"exp\.toml: \[\[retrievers\]\] 1: top_k: expected an integer"),
-    ("imports-runs-nul", b'[[imports]]\nname = "x"\nruns = ["a\\u0000.trec"]\n', r"exp\.toml: \[\[imports\]\] 1: runs: .*holds a NUL"),
-    ("imports-runs-missing", b'[[imports]]\nname = "x"\nruns = ["nosuch.trec"]\n',
-     r"exp\.toml: \[\[imports\]\] 1: runs: .*nosuch\.trec: no such file"),
+    (
+        "imports-runs-nul",
+        b'[[imports]]\nname = "x"\nruns = ["a\\u0000.trec"]\n',
+        r"exp\.toml: \[\[imports\]\] 1: runs: .*holds a NUL",
+    ),
+    (
+        "imports-runs-missing",
+        b'[[imports]]\nname = "x"\nruns = ["nosuch.trec"]\n',
+        r"exp\.toml: \[\[imports\]\] 1: runs: .*nosuch\.trec: no such file",
+    ),
     ("imports-name-dotdot", b'[[imports]]\nname = ".."\nruns = ["a.trec"]\n', r"exp\.toml: \[\[imports\]\] 1: result"),
-    ("report-html-nul", (BM25_STEP + '[report]\nhtml = "a\\u0000.html"\n').encode(), r"exp\.toml: \[report\]: html: .*holds a NUL"),
-    ("report-data-dir-nul", (BM25_STEP + '[report]\ndata_dir = "a\\u0000"\n').encode(),
-     r"exp\.toml: \[report\]: data_dir: .*holds a NUL"),
-    ("report-data-dir-missing", (BM25_STEP + '[report]\ndata_dir = "nosuch"\n').encode(),
-     r"exp\.toml: \[report\]: data_dir: .*nosuch: no such folder"),
+    (
+        "report-html-nul",
+        (BM25_STEP + '[report]\nhtml = "a\\u0000.html"\n').encode(),
+        r"exp\.toml: \[report\]: html: .*holds a NUL",
+    ),
+    (
+        "report-data-dir-nul",
+        (BM25_STEP + '[report]\ndata_dir = "a\\u0000"\n').encode(),
+        r"exp\.toml: \[report\]: data_dir: .*holds a NUL",
+    ),
+    (
+        "report-data-dir-missing",
+        (BM25_STEP + '[report]\ndata_dir = "nosuch"\n').encode(),
+        r"exp\.toml: \[report\]: data_dir: .*nosuch: no such folder",
+    ),
     ("report-latex-a-folder", (BM25_STEP + '[report]\nlatex = "."\n').encode(), r"exp\.toml: \[report\]: latex"),
-    ("huge-key", b"k" * 1_000_000 + b" = 1\n" + BM25_STEP.encode(), r"exp\.toml: \[data\]: unknown option 'k{10}.*1,000,000 characters"),
-    ("bright-llm-k-0", (BM25_STEP + '[[rerank]]\nreranker = "bright-llm"\nruns = ["bm25"]\nmodel = "m"\nk = 0\n')
-     .encode(), r"exp\.toml: \[\[rerank\]\] 1: k: expected an integer >= 1, got 0"),
-    ("bright-llm-top-p-0", (BM25_STEP + '[[rerank]]\nreranker = "bright-llm"\nruns = ["bm25"]\nmodel = "m"\n'
-     'top_p = 0\n').encode(), r"exp\.toml: \[\[rerank\]\] 1: top_p: expected a finite number > 0 and <= 1"),
-    ("bright-ce-batch-0", (BM25_STEP + '[[rerank]]\nreranker = "bright-cross-encoder"\nruns = ["bm25"]\n'
-     'batch_size = 0\n').encode(), r"exp\.toml: \[\[rerank\]\] 1: batch_size: expected an integer >= 1"),
-]  # fmt: skip
+    (
+        "huge-key",
+        b"k" * 1_000_000 + b" = 1\n" + BM25_STEP.encode(),
+        r"exp\.toml: \[data\]: unknown option 'k{10}.*1,000,000 characters",
+    ),
+    (
+        "bright-llm-k-0",
+        (BM25_STEP + '[[rerank]]\nreranker = "bright-llm"\nruns = ["bm25"]\nmodel = "m"\nk = 0\n').encode(),
+        r"exp\.toml: \[\[rerank\]\] 1: k: expected an integer >= 1, got 0",
+    ),
+    (
+        "bright-llm-top-p-0",
+        (BM25_STEP + '[[rerank]]\nreranker = "bright-llm"\nruns = ["bm25"]\nmodel = "m"\ntop_p = 0\n').encode(),
+        r"exp\.toml: \[\[rerank\]\] 1: top_p: expected a finite number > 0 and <= 1",
+    ),
+    (
+        "bright-ce-batch-0",
+        (BM25_STEP + '[[rerank]]\nreranker = "bright-cross-encoder"\nruns = ["bm25"]\nbatch_size = 0\n').encode(),
+        r"exp\.toml: \[\[rerank\]\] 1: batch_size: expected an integer >= 1",
+    ),
+]
 
 
 @pytest.mark.parametrize(("body", "message"), [c[1:] for c in TOML_FAULTS], ids=[c[0] for c in TOML_FAULTS])
@@ -560,9 +625,9 @@ TOML_FAULTS = [
 def test_a_hostile_experiment_file_is_one_line_naming_the_key(local_data, tmp_path, body, message, dry):
     path = tmp_path / "exp.toml"
     head = f'out = "results"\n[data]\ndirs = ["{local_data}"]\n'
-    if body is None and "utf16" in message or body is None and message.startswith(r"exp\.toml: not valid"):
+    if body == UTF16:
         path.write_bytes((head + BM25_STEP).encode("utf-16"))
-    elif body is None:  # out-nul
+    elif body == OUT_NUL:
         path.write_bytes(b'out = "res\\u0000ults"\n' + BM25_STEP.encode())
     elif body.startswith((b"dirs", b"tasks", b"revision")):
         path.write_bytes(b'out = "results"\n[data]\n' + body.replace(b"[[", b"\n[[", 1))
@@ -617,7 +682,6 @@ def test_an_out_of_range_value_is_one_option_error_from_python(make, message):
 def test_a_depth_beyond_the_corpus_keeps_every_document(local_data, tmp_path):
     """``--top-k 2**70`` (more than int64 holds): not an error, the whole ranked corpus, as ``-k`` of its size."""
     from r2med.runs.run import read_trec
-
     from test_report import DOCS
 
     runs = {}
