@@ -691,3 +691,143 @@ def test_a_depth_beyond_the_corpus_keeps_every_document(local_data, tmp_path):
         assert proc.returncode == 0, proc.stderr
         runs[k] = read_trec(out / "bm25" / "Biology" / "run.trec")
     assert runs[str(2**70)] == runs[str(len(DOCS))]
+
+
+# -- the hub-verified memo ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["mac", "hash"])
+def test_a_memo_entry_with_text_hmac_cannot_compare_is_distrusted_not_a_traceback(biology, r2med_home, field):
+    """``hmac.compare_digest`` raises TypeError on text that is not ASCII: a memo entry whose seal (or hash) is
+    ``"é"`` made every hub load a traceback.  It is an entry without r2med's seal: the blob is hashed again."""
+    from r2med.data import load_task
+    from r2med.data.hub_integrity import VERIFIED_FILE
+
+    assert load_task("bright:biology").queries  # a real, sealed memo
+    memo = r2med_home / VERIFIED_FILE
+    data = json.loads(memo.read_text())
+    for entry in data["blobs"].values():
+        entry[field] = "é" * 64
+    memo.write_text(json.dumps(data))
+    coll = load_task("bright:biology")
+    assert set(coll.queries) == {"0", "1"}
+    rebuilt = json.loads(memo.read_text())
+    assert all(e["mac"].isascii() and e["hash"].isascii() for e in rebuilt["blobs"].values())
+
+
+def test_a_fingerprint_memo_entry_with_a_text_seal_is_ignored(biology, r2med_home):
+    from r2med.data import load_task
+    from r2med.data.hub_integrity import FINGERPRINTS_FILE, hub_fingerprints, remember_fingerprint
+
+    load_task("bright:biology")
+    blob = next(biology.rglob("examples/biology-00000-of-00001.parquet"))
+    name = "examples/biology-00000-of-00001.parquet"
+    assert remember_fingerprint(BRIGHT_REPO, BRIGHT_PIN, name, blob)
+    memo = r2med_home / FINGERPRINTS_FILE
+    data = json.loads(memo.read_text())
+    for entry in data["files"].values():
+        entry["mac"] = "ü" * 64
+    memo.write_text(json.dumps(data))
+    assert hub_fingerprints(BRIGHT_REPO, BRIGHT_PIN, name) == set()  # vouches for nothing, no TypeError
+    assert remember_fingerprint(BRIGHT_REPO, BRIGHT_PIN, name, blob)  # and is rewritten, sealed
+    assert hub_fingerprints(BRIGHT_REPO, BRIGHT_PIN, name)
+
+
+# -- an import interrupted while writing -------------------------------------------------------------------------
+
+
+def test_an_import_interrupted_mid_write_leaves_no_half_folder_and_resumes(biology, tmp_path, monkeypatch):
+    """Ctrl-C while the task folder is being written (after run.trec, before metrics.json): no task folder, no
+    temp left, an earlier finished folder kept byte for byte under --overwrite; the rerun writes what an
+    uninterrupted import writes."""
+    import r2med.runs.run as run_module
+
+    run = tmp_path / "run.trec"
+    run.write_text("0 Q0 moth/light_1.txt 1 2.0 x\n1 Q0 cell/membrane page.txt 1 2.0 x\n")
+    out = tmp_path / "out"
+    real = run_module.r2med_results
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    args = ("import", str(run), "--name", "rel", "-t", "bright:biology", "-o", str(out))
+    monkeypatch.setattr(run_module, "r2med_results", interrupted)
+    proc = run_r2med(*args)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    system = out / "rel"
+    assert not system.exists() or list(system.iterdir()) == [], list(system.iterdir())
+    monkeypatch.setattr(run_module, "r2med_results", real)
+    assert run_r2med(*args).returncode == 0
+    finished = snapshot(out)
+    clean = tmp_path / "clean"
+    assert run_r2med("import", str(run), "--name", "rel", "-t", "bright:biology", "-o", str(clean)).returncode == 0
+    strip = lambda snap: {k: v for k, v in snap.items() if not k.endswith("metrics.json")}  # noqa: E731
+    assert strip(finished) == strip(snapshot(clean))  # metrics.json holds times and paths
+    monkeypatch.setattr(run_module, "r2med_results", interrupted)
+    proc = run_r2med(*args, "--overwrite")
+    assert proc.returncode != 0
+    assert snapshot(out) == finished  # the finished folder, untouched by the interrupted overwrite
+
+
+# -- expand: two models into one answer folder at once ---------------------------------------------------------
+
+
+def test_two_expands_of_other_models_into_one_folder_at_once_never_replace_each_other(tmp_path, r2med_home):
+    """``--model org1/qwen`` and ``--model org2/Qwen`` both name the folder ``qwen``.  The second run starts while
+    the first is waiting for its answers: before, both passed the check (no ``llm.json`` yet), the second wrote its
+    expansions and record, then the first replaced them (both exit 0, the second's work gone).  Now the first
+    claims the folder before any request and the second is refused, sending nothing."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("openai")
+    from llm_server import LLMServer
+    from test_expansion_generate import make_collection
+
+    data = make_collection(tmp_path / "Biology", n_queries=3)
+    out = tmp_path / "exp"
+    src = Path(__import__("r2med").__file__).parents[1]
+    second_run: dict[str, object] = {}
+
+    def args(server):
+        return ["expand", "--method", "hyde", "--model", server.model, "--base-url", server.base_url,
+                "--data-dir", str(data), "--out", str(out), "--timeout", "20"]  # fmt: skip
+
+    with LLMServer(model="org2/Qwen") as second:
+
+        def first_answers(messages, body):
+            if not second_run:  # the other model's run, start to end, while this one waits for its first answer
+                env = {**os.environ, "PYTHONPATH": str(src), "R2MED_HOME": str(r2med_home)}
+                cmd = [sys.executable, "-m", "r2med", *args(second)]
+                second_run["proc"] = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+            return "an answer of org1/qwen"
+
+        with LLMServer(model="org1/qwen", responder=first_answers) as first:
+            proc = run_r2med(*args(first), env={"R2MED_HOME": str(r2med_home)})
+        assert proc.returncode == 0, proc.stderr
+        other = second_run["proc"]
+        assert isinstance(other, subprocess.CompletedProcess)
+        assert other.returncode == 2, (other.stdout, other.stderr)
+        assert "is claimed by --model 'org1/qwen'" in other.stderr and "--llm-name" in other.stderr, other.stderr
+        assert second.requests == 0
+    folder = out / "Biology" / "hyde" / "qwen"
+    assert json.loads((folder / "llm.json").read_text()) == {"model": "org1/qwen"}
+    texts = [json.loads(line)["hy_doc"] for line in (folder / "query_with_hydoc.jsonl").read_text().splitlines()]
+    assert texts and all("org1/qwen" in t for t in texts)
+
+
+def test_a_run_that_sends_nothing_useful_drops_its_claim(tmp_path, r2med_home):
+    """A claim is dropped when the run writes no expansions (every request failed): nothing left under --out."""
+    pytest.importorskip("openai")
+    from llm_server import Faults, LLMServer
+    from test_expansion_generate import make_collection
+
+    data = make_collection(tmp_path / "Biology", n_queries=2)
+    out = tmp_path / "exp"
+    with LLMServer(model="org1/qwen", faults=Faults(rate_500=1.0, max_faults_per_prompt=99)) as server:
+        proc = run_r2med(
+            "expand", "--method", "hyde", "--model", server.model, "--base-url", server.base_url, "--data-dir",
+            str(data), "--out", str(out), "--timeout", "5", "--max-retries", "0", env={"R2MED_HOME": str(r2med_home)},
+        )  # fmt: skip
+    assert proc.returncode != 0
+    assert not out.exists() or list(out.rglob("*")) == [], list(out.rglob("*"))
