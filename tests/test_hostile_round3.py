@@ -72,7 +72,7 @@ def one_line(proc, code: int = 2) -> str:
     others = [
         line
         for line in proc.stderr.splitlines()
-        if line.strip() and not line.startswith(("error:", "INFO ", "WARNING "))
+        if line.strip() and not line.startswith(("error:", "INFO ", "WARNING ", "Loading weights"))
     ]
     assert not others, proc.stderr  # progress and warnings aside, one line says what is wrong
     return errors[0]
@@ -831,3 +831,31 @@ def test_a_run_that_sends_nothing_useful_drops_its_claim(tmp_path, r2med_home):
         )  # fmt: skip
     assert proc.returncode != 0
     assert not out.exists() or list(out.rglob("*")) == [], list(out.rglob("*"))
+
+
+# -- framings named by text (--set framing) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("framing", "message"),
+    [
+        ("{text}{text}", r"framing '\{text\}\{text\}' must hold \{text\} once"),
+        ("", r"framing '' must hold \{text\} once"),
+        ("no placeholder", r"must hold \{text\} once"),
+        ("<nosuchtoken> {text}", r"names the token '<nosuchtoken>', which its tokenizer's vocabulary lacks"),
+        ("<s> " * 600 + "{text}", r"\(2,406 characters\) names the token '<s>'"),
+    ],
+    ids=["twice", "empty", "none", "unknown-token", "600-tokens"],
+)
+def test_a_hostile_framing_is_one_line_and_writes_nothing(local_data, tmp_path, framing, message):
+    from conftest import minilm_path
+
+    model = minilm_path()
+    out = tmp_path / "o"
+    proc = run_r2med(
+        "evaluate", "-r", "dense", "--model", model, "-d", str(local_data), "-o", str(out),
+        "--set", f"framing={framing}", "--set", "loader=transformers",
+    )  # fmt: skip
+    line = one_line(proc)
+    assert __import__("re").search(message, line), line
+    assert not out.exists()
