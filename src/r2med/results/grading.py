@@ -403,8 +403,8 @@ def _family_settings_differences(spec: RetrieverSpec, config: Mapping[str, Any],
     expected = _family_encoder(spec.retriever, task)
     out = []
     for name, value in expected.items():
-        if name in ("dtype", "revision", "query_model"):
-            continue
+        if name in ("dtype", "revision", "query_model", "expansion_instruction", "trust_remote_code"):
+            continue  # the precision has its own rule; an option set is compared above; no query is expanded
         got = encoder.get(name)
         same = checkpoint_name(str(got)) == checkpoint_name(str(value)) if name == "model" else _same(got, value)
         if not same:
