@@ -418,3 +418,57 @@ def test_reproduce_lists_and_runs_brights_targets(offline, tmp_path):
     assert {p["task"] for p in r2med} == {"Biology", "Bioinformatics", "Medical-Sciences", "MedXpertQA-Exam",
                                            "MedQA-Diag", "PMC-Treatment", "PMC-Clinical", "IIYi-Clinical"}  # fmt: skip
     assert all("measure" not in p for p in r2med)
+
+
+def _bright_rows():
+    from r2med.results.grading import RerankSpec, published_specs
+
+    for row, spec in published_specs("bright").items():
+        if not row.expanded:
+            yield row, spec.step, isinstance(spec.step, RerankSpec)
+
+
+@pytest.mark.parametrize("row, step, is_rerank", list(_bright_rows()), ids=lambda v: getattr(v, "label", ""))
+def test_every_score_changing_field_of_every_bright_row_is_compared(row, step, is_rerank):
+    """Each BRIGHT row's own record (BRIGHT's settings recorded, no option set) is graded; each field that changes
+    scores set to a value the row did not run is not, and the reason names the field (the R2MED rows' rule,
+    tests/test_grading.py)."""
+    from r2med.results.grading import grade
+    from r2med.spec.parse import Origin, SpecError, parse
+    from test_grading import ALL_PUBLISHED, OTHER_VALUES
+
+    def record(**options):
+        if is_rerank:
+            reranker = {"reranker": step.reranker, "model": row.rerank_model}
+            llm = {"model": row.rerank_model} if step.reranker == "bright-llm" else {}
+            return reranked(reranker, bm25_config(), top_k=step.depth, **{**llm, **options})
+        if step.retriever == "bm25":
+            return bm25_config(**options)
+        config = dense_config(step.retriever, row.retriever, {}, **options)
+        del config["encoder"]  # the options alone (the recorded encoder: the table above)
+        return config
+
+    def kind():
+        from r2med.reranking.base import RERANKERS
+        from r2med.retrieval.registry import RETRIEVERS
+
+        meta = RERANKERS.get(step.reranker) if is_rerank else RETRIEVERS.get(step.retriever)
+        return meta.options
+
+    assert grade(record(), "bright:biology").key == row
+    for name, published in step.options.items():
+        if name in ALL_PUBLISHED or (is_rerank and name == "model"):
+            continue  # the model picks the row (another one names none: the table above)
+        for value in OTHER_VALUES:
+            try:
+                needs = {"model": row.rerank_model} if is_rerank and step.reranker == "bright-llm" else {}
+                parse(kind(), {**needs, name: value}, Origin.python("test"))
+            except SpecError:
+                continue
+            if not published.accepts(value):
+                break
+        else:
+            pytest.fail(f"{row.label}: no value to try for {name}")
+        got = grade(record(**{name: value}), "bright:biology")
+        assert got.key is None and got.row == row, (name, value, got)
+        assert f": {name} " in got.reason or f"; {name} " in got.reason, got.reason
