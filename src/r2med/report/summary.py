@@ -22,9 +22,10 @@ def summary_table(
     compact: bool = False,
 ) -> Table:
     """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
-    nDCG@10 the published figures and deltas when ``summary.published`` is set (the average's delta only
-    over R2MED's 8 tasks, the published average's scope).  ``compact``: no vertical rules, short headers
-    (for a narrow terminal)."""
+    each measure the published row has figures of (R2MED's: nDCG@10; BRIGHT's: nDCG@10, and Recall@1 on the long
+    documents) the published figures and deltas when ``summary.published`` is set (the average's delta only
+    over the tasks of the published average: R2MED's 8, BRIGHT's 12 or its 8 long settings).  ``compact``: no
+    vertical rules, short headers (for a narrow terminal)."""
     from rich.markup import escape
     from rich.table import Table
 

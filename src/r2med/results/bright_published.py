@@ -17,7 +17,8 @@ A row is one r2med can run when its retriever has an r2med preset running BRIGHT
 (``bright_models.json``'s ``r2med_preset``) and its reranker is one of rerank.py's (``bright-llm``,
 ``bright-cross-encoder``) over a first stage r2med runs.  Every other row is listed by :func:`not_reproducible`
 with the reason -- never graded against something else.  Spec, field by field, and data: :mod:`r2med.results.grading`
-(the same rule as R2MED's rows), :func:`bright_data_problem` (graded on the hub's data at the pinned commit only).
+(the same rule as R2MED's rows), :func:`r2med.data.bright.pinned_data_problem` (graded on the hub's data at the
+pinned commit only).
 """
 
 from __future__ import annotations
@@ -104,10 +105,9 @@ def task_name(task: str, documents: str) -> str:
 
 
 def _folder(model: str) -> str:
-    """A model's name as ``r2med rerank`` names its result folders (``org/model`` -> ``model``)."""
-    from ..jobs.rerank import folder_name
-
-    return folder_name(model)
+    """A hub model's name as ``r2med rerank`` names its result folders (``org/model`` -> ``model``:
+    :func:`r2med.jobs.rerank.folder_name`, which this module below ``jobs`` does not import)."""
+    return "_".join(model.rstrip("/").rsplit("/", 1)[-1].split()) or "model"
 
 
 @dataclass(frozen=True)
@@ -369,27 +369,3 @@ def _reasoning_name(llm: str) -> str:
             name: str = r.name
             return name
     return llm
-
-
-# -- the data a run was made on ---------------------------------------------------------------------------------
-
-
-def bright_data_problem(task: str, record: Mapping[str, Any]) -> str | None:
-    """Why one BRIGHT task folder's data (its ``metrics.json``: ``source``, ``revision``, ``protocol``) is not the hub
-    task at the commit r2med pins (mteb's), whose figures are graded, or None when it is.  A BRIGHT task is read from
-    the hub only (a local folder is no family's task): the revision decides."""
-    hub = _facts().hub()
-    source, revision = record.get("source"), record.get("revision")
-    if revision != hub.revision or not (isinstance(source, str) and source.startswith(f"hf://datasets/{hub.repo_id}@")):
-        where = f"hub commit {str(revision)[:12]}" if revision else "data not from the hub"
-        return f"{task}: {where}, graded on {hub.repo_id} at {hub.revision[:12]} only (--revision moved it)"
-    protocol = record.get("protocol")
-    if isinstance(protocol, Mapping):
-        from ..data import names
-
-        parsed = names.parse_name(task)
-        wanted = ("long_documents", "gold_ids_long") if parsed.long else ("documents", "gold_ids")
-        got = (protocol.get("documents"), protocol.get("judgments"))
-        if got != wanted:
-            return f"{task}: corpus {got[0]} and judgments {got[1]}, published {wanted[0]} and {wanted[1]}"
-    return None

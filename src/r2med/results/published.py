@@ -1,4 +1,6 @@
-"""Which published R2MED configuration a run reproduces, and how it differs from the paper's.
+"""Which published R2MED configuration a run reproduces, and how it differs from the paper's (BRIGHT's rows:
+:mod:`r2med.results.bright_published`, whose keys answer the same questions: figures per measure, the tasks an
+Average is over, the data they were made on).
 
 A published configuration is a :class:`PublishedKey` -- (retriever, expansion method, LLM), as in
 ``protocol/r2med_published_ndcg10.csv``; a reranked first stage is (retriever, ``rerank:<reranker>``).
@@ -323,9 +325,9 @@ def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
     from ..data.tasks import TASKS
 
     if task.lower().startswith("bright:"):  # BRIGHT's tasks: graded on the hub's data at the pinned commit
-        from .bright_published import bright_data_problem
+        from ..data.bright import pinned_data_problem
 
-        return bright_data_problem(task, record)
+        return pinned_data_problem(task, record)
     spec = TASKS.get(task)
     if spec is None:
         return f"{task} is not one of R2MED's tasks"
