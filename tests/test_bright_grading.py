@@ -371,6 +371,7 @@ def test_a_bm25_run_on_the_hub_is_graded_against_brights_row_and_a_qrels_run_is_
     assert system["cells"]["bright:pony"]["published"] == 7.9
     assert system["cells"]["Average"]["published"] == pytest.approx((18.9 + 7.9) / 2)  # over the same 2 tasks
     assert any("BRIGHT bm25: published figures from" in line for line in board["legend"])
+    assert not any("R2MED paper repo" in line for line in board["legend"])  # BRIGHT's sources only
     markdown = ok("report", str(runs), "--format", "markdown")
     assert "| published bm25 | 18.90 | 7.90 |" in markdown
     fixed = SHARED_BRIGHT / "qrels" / "biology.fixed.txt"

@@ -189,8 +189,11 @@ class Leaderboard:
             out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.missing for r in self.rows):
             out.append(f"{GAP}: no result; a system without every task has no {AVERAGE} (never ranked).")
-        if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
-            out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        shown = [r for r in self.rows if any(r.cells[c].published is not None for c in self.columns if c in r.cells)]
+        if shown:
+            r2med_rows = any(r.published is None or r.published.family == "r2med" for r in shown)
+            source = " (published figures: R2MED paper repo, then leaderboards)" if r2med_rows else ""
+            out.append(f"{FLAG} delta beyond tolerance{source}.")
         if any(r.published is not None and r.tolerance is None for r in self.rows):
             out.append(
                 "ungraded: a configuration whose settings r2med assumed (none published); the delta "
