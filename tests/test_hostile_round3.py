@@ -796,7 +796,9 @@ def test_two_expands_of_other_models_into_one_folder_at_once_never_replace_each_
     with LLMServer(model="org2/Qwen") as second:
 
         def first_answers(messages, body):
-            if not second_run:  # the other model's run, start to end, while this one waits for its first answer
+            # the other model's run, start to end, while this one waits for its first answer: a real process (a
+            # second run of the CLI in this process would share its stdout, signals and logging)
+            if not second_run:
                 env = {**os.environ, "PYTHONPATH": str(src), "R2MED_HOME": str(r2med_home)}
                 cmd = [sys.executable, "-m", "r2med", *args(second)]
                 second_run["proc"] = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
