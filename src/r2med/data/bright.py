@@ -82,7 +82,24 @@ def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[Any]]:
             raise
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(path, None, f"not a readable parquet file ({shown(reason)})") from None
-    return {c: table.column(c).to_pylist() for c in wanted}
+    return {c: _pylist(path, c, table.column(c)) for c in wanted}
+
+
+def _pylist(path: Path, name: str, column: Any) -> list[Any]:
+    """A column's values; bytes that are no UTF-8 in a text column (a damaged page, or a writer that did not
+    check) are a one-line error naming the row, not a ``UnicodeDecodeError``."""
+    try:
+        return list(column.to_pylist())
+    except UnicodeDecodeError:
+        pass
+    for row, value in enumerate(column, start=1):
+        try:
+            value.as_py()
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                path, None, f"row {row}: {name} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
+    raise DataError(path, None, f"{name}: not valid UTF-8")  # pragma: no cover - every row decoded one by one
 
 
 def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
