@@ -39,8 +39,9 @@ from ..results.published import PublishedKey, published_depth, published_retriev
 from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
-    from ..data import Collection
-    from ..jobs.evaluate import QueryBuilder
+    from ..data import Collection, TaskRef
+    from ..expansion.precomputed import ExpansionQueries
+    from ..expansion.reasoning import ReasoningQueries
     from ..reranking.base import Reranker, RerankerMeta
     from ..results.bright_published import BrightKey
     from ..results.folders import TaskResult
@@ -454,7 +455,7 @@ def paper_options(retriever: str) -> dict[str, object]:
     return {**options, "trust_remote_code": True} if meta.trust_remote_code else options
 
 
-def _load(task: str, env: Environment) -> Collection:
+def _task_ref(task: str, env: Environment) -> TaskRef:
     from ..data import TaskRef
     from ..data.names import family_of
 
@@ -463,7 +464,53 @@ def _load(task: str, env: Environment) -> Collection:
         TaskRef.in_folder(task, folder, strict=env.strict)
         if folder is not None
         else TaskRef.on_hub(task, env.revision, strict=env.strict)
-    ).load()
+    )
+
+
+def _query_builder(target: Target, env: Environment) -> ExpansionQueries | ReasoningQueries | None:
+    """What builds a retriever target's queries: BRIGHT's reasoning set, R2MED's expansion files, or None."""
+    if not target.key.expanded or target.key.reranker:
+        return None
+    if target.key.family == "bright":  # BRIGHT's reasoning set, from the hub at the data's commit
+        from ..expansion.reasoning import ReasoningQueries
+
+        return ReasoningQueries(target.key.llm)
+    from ..expansion.precomputed import ExpansionQueries
+
+    folders = [env.data_dir] if env.data_dir else []
+    return ExpansionQueries(target.key.expansion, target.key.llm, folders=folders, revision=env.revision)
+
+
+def check_hub_files(planned: list[Planned], env: Environment) -> tuple[dict[str, TaskRef], dict[int, str]]:
+    """Every hub file the runnable targets need, resolved at its revision before anything is downloaded (issue
+    29's rule, as ``evaluate`` keeps it): the hub tasks' refs at the commits their revisions resolved to, and,
+    by the target's place in ``planned``, the one line (:func:`r2med.data.hub.refusal`: where the files are and
+    the ``--revision`` that reads them) of a target whose files are missing -- it is an ``error``, the others run."""
+    from ..data import check_hub
+
+    refs: dict[str, TaskRef] = {}
+    problems: dict[int, str] = {}
+    seen: dict[tuple[str, tuple[str, str] | None], str | None] = {}
+    for i, p in enumerate(planned):
+        if not p.runnable:
+            continue
+        ref = _task_ref(p.target.task, env)
+        if ref.kind != "hub":
+            continue
+        builder = _query_builder(p.target, env)
+        wanted = builder.hub_expansion(p.target.task) if builder is not None else None
+        if (p.target.task, wanted) not in seen:
+            try:
+                [checked] = check_hub([ref], [builder] if builder is not None else [])
+            except R2MedError as exc:
+                seen[p.target.task, wanted] = str(exc)
+            else:
+                refs.setdefault(p.target.task, checked)
+                seen[p.target.task, wanted] = None
+        problem = seen[p.target.task, wanted]
+        if problem is not None:
+            problems[i] = problem
+    return refs, problems
 
 
 def _rerank_target(
@@ -515,38 +562,31 @@ def run_matrix(
             system_folder(out, p.target.label)
             if p.target.key.reranker:
                 system_folder(out, p.target.key.system)
+    refs, missing = check_hub_files(planned, env)  # every hub file found before the first download
     outcomes: list[Outcome] = []
     collections: dict[str, Collection] = {}
     rerankers: dict[str, Reranker] = {}
-    for p in planned:
+    for i, p in enumerate(planned):
         target = p.target
         tol = None if not target.graded else tolerance if tolerance is not None else tolerance_of(target.key)
         if not p.runnable:
             outcomes.append(Outcome(target, "skip", tolerance=tol, detail=p.reason))
+            continue
+        if i in missing:
+            outcomes.append(Outcome(target, "error", tolerance=tol, detail=missing[i]))
             continue
         if progress:
             progress(p)
         try:
             if target.task not in collections:
                 collections.clear()  # one task in memory at a time
-                collections[target.task] = _load(target.task, env)
+                collections[target.task] = refs.get(target.task, _task_ref(target.task, env)).load()
             coll = collections[target.task]
             if target.key.reranker:
                 result = _rerank_target(target, coll, out, rerankers, overwrite)
             else:
-                builder: QueryBuilder | None = None
+                builder = _query_builder(target, env)
                 bright = target.key.family == "bright"
-                if target.key.expanded and bright:  # BRIGHT's reasoning set, from the hub at the data's commit
-                    from ..expansion.reasoning import ReasoningQueries
-
-                    builder = ReasoningQueries(target.key.llm)
-                elif target.key.expanded:
-                    from ..expansion.precomputed import ExpansionQueries
-
-                    folders = [env.data_dir] if env.data_dir else []
-                    builder = ExpansionQueries(
-                        target.key.expansion, target.key.llm, folders=folders, revision=env.revision
-                    )
                 options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
                 depth = None if bright else 100  # BRIGHT's: its protocol's (1000)
                 step = EvaluateStep.of(target.key.system, **options, top_k=depth, overwrite=overwrite)
