@@ -558,7 +558,7 @@ def test_a_run_that_shares_no_query_with_its_judgments_is_one_line_everywhere(tm
         "import": (["import", other, "-d", data, "--name", "imp", "-o", out], f"{other}: t1: the run's 1 query"),
         "import, several": (["import", other, "-d", data.parent, "--name", "imp", "-o", out], "none of its 1 query"),
         "score": (["score", data, other], f"{other} against {data / 'qrels.jsonl'}: the run's 1 query"),
-        "evaluate": (["evaluate", "-r", "bm25", "-d", mismatched, "-o", out], "t1: the run's 1 query (e.g. 'q1')"),
+        "evaluate": (["evaluate", "-r", "bm25", "-d", mismatched, "-o", out], "t1: the task's 1 query (e.g. 'q1')"),
         "rerank": (
             ["rerank", "--run", one, "--reranker", "custom", "--scorer", scorer, "-o", out],
             "t1: the run ranks no document",

@@ -155,8 +155,13 @@ def _is_entry(value: object) -> bool:
         isinstance(value, dict)
         and all(type(value.get(f)) is int for f in _FIELDS)
         and isinstance(value.get("hash"), str)
-        and isinstance(value.get("mac"), str)
+        and _is_seal(value.get("mac"))
     )
+
+
+def _is_seal(value: object) -> bool:
+    """A seal as r2med writes it (hex text): ``hmac.compare_digest`` raises TypeError on text that is not ASCII."""
+    return isinstance(value, str) and value.isascii()
 
 
 def _read_memo() -> dict[str, VerifiedBlob]:
@@ -312,7 +317,7 @@ def _read_fingerprints() -> dict[str, dict[str, str]]:
     return {
         str(name): entry
         for name, entry in files.items()
-        if isinstance(entry, dict) and isinstance(entry.get("fingerprint"), str) and isinstance(entry.get("mac"), str)
+        if isinstance(entry, dict) and isinstance(entry.get("fingerprint"), str) and _is_seal(entry.get("mac"))
     }
 
 

@@ -721,7 +721,7 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     if published is not None and published.reranker:
         published = None  # a reranked run's own table shows no published row (see `r2med report`)
     change = next((c for c in map(precision_change, configs) if c), None) if published is not None else None
-    figures = published.figures() if published is not None else {}
+    figures = published.all_graded_tasks() if published is not None else set()
     ungraded = {
         r.task: problem
         for r in results

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
 from ..runs.record import step_kind
+from .bright_published import BRIGHT, BrightKey, bright_key_for
 from .published import PublishedKey, _published_index, published_retriever
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 R2MED = "r2med"
 #: the depth nDCG@10 reads: a run that kept fewer documents per query is not the published one
 HEADLINE_DEPTH = 10
+#: the expansion method of BRIGHT's reasoning query sets (``-e reason:<llm>``)
+REASON = "reason"
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,10 @@ class RetrieverSpec:
     facts: Mapping[str, Published] = field(default_factory=dict)
     top_k: Published = Published(at_least=HEADLINE_DEPTH)
     expansion: tuple[str, str] | None = None
+    #: the family whose own settings for the model its runs ran (``bright``: BRIGHT's ``configs/<model>/<task>.json``
+    #: and ``retrievers.py``, recorded as ``config["settings"]``), and that family's name for the model; None: the
+    #: preset's own
+    family_settings: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -169,7 +176,7 @@ class Grade:
         another name has no published figure to withhold)."""
         if self.reason is None or self.row is None:
             return None
-        figures = self.row.figures()
+        figures = self.row.all_graded_tasks()
         return self.reason if any(task in figures for task in tasks) else None
 
 
@@ -183,7 +190,8 @@ def _retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None
     meta = RETRIEVERS.get(key.system)
     if meta is None:
         return None
-    own = _preset_settings(key.system)
+    family = _family_settings(key)
+    own = _preset_settings(key.system) if family is None else _bright_settings(key.system)
     options: dict[str, Published] = {}
     for name in score_fields(meta.options):
         checkpoint = by_checkpoint(meta.options, name)
@@ -204,7 +212,33 @@ def _retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None
     if meta.family == "dense":
         facts["search"] = Published(("exact",))
     expansion = (key.expansion, key.llm) if key.expanded else None
-    return RetrieverSpec(key.system, options, facts, top_k, expansion)
+    return RetrieverSpec(key.system, options, facts, top_k, expansion, family)
+
+
+def _family_settings(key: PublishedKey) -> tuple[str, str] | None:
+    """(family, its model name) whose settings a published row's runs ran, when not the preset's own (BRIGHT's)."""
+    return (key.family, key.retriever) if key.family == BRIGHT else None
+
+
+def _bright_settings(name: str) -> dict[str, object]:
+    """BRIGHT's task-independent settings for preset ``name`` as its options name them (what ``_preset_settings``
+    is for the preset's own): the checkpoint BRIGHT's code loaded, its loader, pooling, lengths, normalisation and
+    framing, and its similarity; the instructions are per task (compared with what the run recorded)."""
+    from ..data.benchmarks import BRIGHT as BRIGHT_FAMILY
+    from ..data.names import names
+
+    settings = BRIGHT_FAMILY.model_settings(name, names()[0])
+    if settings is None:
+        return {}
+    keep = ("pooling", "normalize", "max_length", "query_max_length", "append_eos", "doc_as_pair", "loader", "framing")
+    own: dict[str, object] = {k: settings.encoder[k] for k in keep if k in settings.encoder}
+    from ..protocol import bright
+
+    model = bright.model_for_preset(name)
+    if model is not None and model.model:
+        own["model"] = model.model
+    own["similarity"] = settings.similarity or "cosine"
+    return own
 
 
 def _preset_settings(name: str) -> dict[str, object]:
@@ -261,6 +295,8 @@ def family_of(task: str | None) -> str:
 def published_specs(family: str = R2MED) -> dict[PublishedKey, PublishedSpec]:
     """Every published row of benchmark ``family`` r2med can run, with the spec it was made with (built from the
     records); a family whose rows r2med does not hold has none."""
+    if family == BRIGHT:
+        return _bright_specs()
     if family != R2MED:
         return {}
     _, _, keys = _published_index()
@@ -271,6 +307,43 @@ def published_specs(family: str = R2MED) -> dict[PublishedKey, PublishedSpec]:
         if step is not None:
             specs[key] = PublishedSpec(R2MED, key, step)
     return specs
+
+
+def _bright_specs() -> dict[PublishedKey, PublishedSpec]:
+    """BRIGHT's rows r2med can run (:func:`r2med.results.bright_published.bright_keys`), each with its spec."""
+    from .bright_published import bright_keys
+
+    specs: dict[PublishedKey, PublishedSpec] = {}
+    for key in bright_keys():
+        step = _bright_rerank_spec(key) if key.reranker else _retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+        if step is not None:
+            specs[key] = PublishedSpec(BRIGHT, key, step)
+    return specs
+
+
+def _bright_rerank_spec(key: BrightKey) -> RerankSpec | None:
+    """A leaderboard reranking row as rerank.py ran it: the reranker's model, ``--k`` = ``--input_k`` (the
+    leaderboard's top-10 / top-100: r2med's reading), rerank.py's sampling, over BRIGHT's BM25."""
+    from ..protocol import bright
+    from ..reranking.base import RERANKERS
+    from ..spec.parse import by_checkpoint, score_fields
+
+    name = key.reranker_name
+    meta = RERANKERS.get(name) if name else None
+    if meta is None or name is None or key.depth is None:
+        return None
+    sampling = dict(bright.rerank_prompt().get("sampling") or {})
+    published: dict[str, tuple[object, ...]] = {
+        "model": (key.rerank_model,) if meta.llm else (None, key.rerank_model),
+        "k": (None, key.depth, "the rerank depth"),  # unset, it records the depth it reranked at in words
+        **{option: (None, sampling[option]) for option in ("temperature", "top_p", "max_tokens") if option in sampling},
+    }
+    options = {
+        field_name: Published(published.get(field_name, (None,)), by_checkpoint(meta.options, field_name))
+        for field_name in score_fields(meta.options)
+    }
+    first = _retriever_spec(key.first_stage(), Published(at_least=key.depth))
+    return None if first is None else RerankSpec(name, options, key.depth, first)
 
 
 # -- a recorded config compared with them ---------------------------------------------------------------------
@@ -297,12 +370,82 @@ def _retriever_differences(
             out.append(f"{name} {_word(value)}, published {pub.words()}")
     if step.top_k is not None and not spec.top_k.accepts(step.top_k):  # not set: the task's protocol depth (100)
         out.append(f"top_k {step.top_k}, published {spec.top_k.words()}")
-    if spec.expansion is not None:
+    if spec.family_settings is not None:
+        out += _family_settings_differences(spec, config, task)
+    if spec.expansion is not None and spec.expansion[0] == REASON:
+        out += _reasoning_differences(spec.expansion, config)
+    elif spec.expansion is not None:
         out += _expansion_differences(spec.expansion, config, task)
     elif expansion_of(config) is not None:  # a first stage whose row has none
         recorded = expansion_of(config) or {}
         out.append(f"expansion {recorded.get('method')}:{recorded.get('llm')}, published none")
     return list(dict.fromkeys(out))
+
+
+def _family_settings_differences(spec: RetrieverSpec, config: Mapping[str, Any], task: str | None) -> list[str]:
+    """Why a run did not run the family's own settings a published row ran (BRIGHT's for its model): the settings it
+    recorded (``config["settings"]``), and -- for a vector model on a known task -- every encoder setting it recorded
+    (``config["encoder"]``: instructions as BRIGHT fills them, lengths, pooling...) against the family's for that
+    task (the precision apart: its own rule)."""
+    assert spec.family_settings is not None
+    family, model = spec.family_settings
+    published = f"{family.upper()}'s {model}"
+    recorded = config.get("settings")
+    if not isinstance(recorded, Mapping):
+        return [f"settings not recorded (the preset's own), published {published}"]
+    if (recorded.get("family"), recorded.get("model")) != (family, model):
+        whose = f"{recorded.get('family')}'s {recorded.get('model') or spec.retriever}"
+        return [f"settings {whose}, published {published}"]
+    encoder = config.get("encoder")
+    if task is None or not isinstance(encoder, Mapping):
+        return []
+    expected = _family_encoder(spec.retriever, task)
+    out = []
+    for name, value in expected.items():
+        if name in ("dtype", "revision", "query_model", "expansion_instruction", "trust_remote_code"):
+            continue  # the precision has its own rule; an option set is compared above; no query is expanded
+        got = encoder.get(name)
+        same = checkpoint_name(str(got)) == checkpoint_name(str(value)) if name == "model" else _same(got, value)
+        if not same:
+            out.append(f"encoder {name} {_word(got) if got is not None else 'not set'}, published {_word(value)}")
+    return out
+
+
+def _family_encoder(retriever: str, task: str) -> dict[str, object]:
+    """The encoder settings preset ``retriever`` runs on ``task`` with its family's settings and no option set."""
+    from ..data.benchmarks import benchmark_of
+    from ..retrieval.presets import get_preset
+
+    try:
+        family = benchmark_of(task)
+        settings = family.model_settings(retriever, task) if family is not None else None
+        if settings is None or not settings.encoder:
+            return {}
+        key: dict[str, object] = get_preset(retriever).settings(task, family=settings).key()
+    except R2MedError:
+        return {}
+    return key
+
+
+def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]) -> list[str]:
+    """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit."""
+    from ..data.hub import snapshot_commit
+    from ..protocol import bright
+
+    _, llm = expansion
+    recorded = config.get("expansion")
+    if not isinstance(recorded, Mapping):
+        return [f"expansion none, published {REASON}:{llm}"]
+    out = []
+    if recorded.get("rule") not in (None, "replace"):
+        out.append(f"expansion rule {_word(recorded['rule'])}, published replace (the reasoning replaces the query)")
+    file = recorded.get("file")
+    pin = bright.hub().revision
+    commit = snapshot_commit(file) if isinstance(file, str) else None
+    if commit != pin:
+        where = f"hub commit {commit[:12]}" if commit else f"{file or '(unrecorded)'}"
+        out.append(f"expansion read from {where}, published: the hub's {llm} reasoning set at {pin[:12]}")
+    return out
 
 
 def _expansion_differences(expansion: tuple[str, str], config: Mapping[str, Any], task: str | None) -> list[str]:
@@ -392,17 +535,22 @@ def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
         if expansion is None
         else (str(expansion.get("method")), normalize_llm(str(expansion.get("llm"))))
     )
-    key = PublishedKey(published_retriever(step.retriever), method, llm)
-    spec = published_specs(family_of(task)).get(key)
+    family = family_of(task)
+    key: PublishedKey | None = (
+        PublishedKey(published_retriever(step.retriever), method, llm)
+        if family != BRIGHT
+        else bright_key_for(step.retriever, method, llm)
+    )
+    spec = published_specs(family).get(key) if key is not None else None
     if spec is None or not isinstance(spec.step, RetrieverSpec):
         return Grade()
-    return _graded(key, _retriever_differences(spec.step, step, config, task))
+    return _graded(spec.key, _retriever_differences(spec.step, step, config, task))
 
 
 def _graded(key: PublishedKey, differences: list[str]) -> Grade:
     if not differences:
         return Grade(key, key)
-    return Grade(None, key, f"not the published {key.label}: {'; '.join(differences)}")
+    return Grade(None, key, f"not the published {key.title}: {'; '.join(differences)}")
 
 
 def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -421,14 +569,17 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     first = _first_stage(config)
     if step is None or meta is None or first is None:
         return Grade()
+    family = family_of(task)
     rows = {
         k: s.step
-        for k, s in published_specs(family_of(task)).items()
+        for k, s in published_specs(family).items()
         if isinstance(s.step, RerankSpec) and s.step.reranker == meta.name
     }
     kind = step_kind(first)
     first_step = evaluate_from_record(first) if kind == "evaluate" else None
-    if first_step is not None:
+    if first_step is not None and family == BRIGHT:
+        candidates = _bright_rerank_candidates(rows, first_step.retriever, step)
+    elif first_step is not None:
         retriever = published_retriever(first_step.retriever)
         candidates = [k for k in rows if k.retriever == retriever]
     elif kind == "import":
@@ -448,6 +599,25 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
         out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")
     out += _first_stage_differences(spec.first_stage, first, first_step, task)
     return _graded(key, list(dict.fromkeys(out)))
+
+
+def _bright_rerank_candidates(rows: Mapping[PublishedKey, RerankSpec], first: str, step: Any) -> list[PublishedKey]:
+    """The one BRIGHT reranking row a rerank of ``first``'s run names: its first stage, the reranker's model (by
+    checkpoint), then the depth (the top-10 row when the depth is neither published one)."""
+    first_key = bright_key_for(first, "none", "none")
+    if first_key is None:
+        return []
+    model = getattr(step.options, "model", None)
+    found = [k for k in rows if isinstance(k, BrightKey) and k.retriever == first_key.retriever]
+    meta_model: list[PublishedKey] = [
+        k for k in found if model is None or checkpoint_name(str(model)) == checkpoint_name(k.rerank_model)
+    ]
+    if model is None:  # the reranker's own model: the rows it published
+        meta_model = [k for k in found if rows[k].options["model"].accepts(None)]
+    if not meta_model:
+        return []
+    deep: list[PublishedKey] = [k for k in meta_model if rows[k].depth == step.depth()]
+    return deep or sorted(meta_model, key=lambda k: rows[k].depth)[:1]
 
 
 def _named(differences: list[str]) -> set[str]:
@@ -483,6 +653,8 @@ def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
     is per task -- the expansion file, an imported first stage's file -- against that task's (None: any task's)."""
     if not config:
         return Grade()
+    if task is None:  # a run of a family's task says which in its settings record (BRIGHT's tasks: theirs)
+        task = _recorded_task(config)
     if config.get("judgments") is not None:  # judged with a file in place of the task's own (--qrels): the
         return Grade()  # published figures were made with the task's own judgments
     kind = step_kind(config)
@@ -491,6 +663,17 @@ def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
     if kind == "rerank":
         return _with_precision(_grade_rerank(config, task), config)
     return Grade()  # a fused or imported run is no published configuration
+
+
+def _recorded_task(config: Mapping[str, Any]) -> str | None:
+    """The task a family's settings record names (``config["settings"]["task"]``, its first stage's when reranked),
+    when it is a family's task (``bright:biology``); else None."""
+    for record in (config, _first_stage(config) or {}):
+        settings = record.get("settings")
+        task = settings.get("task") if isinstance(settings, Mapping) else None
+        if isinstance(task, str) and family_of(task) != R2MED:
+            return task
+    return None
 
 
 #: Precision classes: within one (fp16, bf16: half precision) a run stays graded, with a wider tolerance
@@ -519,7 +702,7 @@ def _with_precision(graded: Grade, config: Mapping[str, Any]) -> Grade:
     return Grade(
         None,
         graded.key,
-        f"not the published {graded.key.label}: dtype {used}, published {paper} "
+        f"not the published {graded.key.title}: dtype {used}, published {paper} "
         f"({precision_class(used)} precision, published {precision_class(paper)})",
     )
 

@@ -1,4 +1,6 @@
-"""Which published R2MED configuration a run reproduces, and how it differs from the paper's.
+"""Which published R2MED configuration a run reproduces, and how it differs from the paper's (BRIGHT's rows:
+:mod:`r2med.results.bright_published`, whose keys answer the same questions: figures per measure, the tasks an
+Average is over, the data they were made on).
 
 A published configuration is a :class:`PublishedKey` -- (retriever, expansion method, LLM), as in
 ``protocol/r2med_published_ndcg10.csv``; a reranked first stage is (retriever, ``rerank:<reranker>``).
@@ -28,6 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
+from ..evaluation.metrics import HEADLINE
 from ..infra.registry import TOLERANCES
 from ..protocol import preferred_setting, published_figures, published_ndcg10
 
@@ -75,11 +78,42 @@ class PublishedKey:
         """Whether the queries were expanded by an LLM."""
         return self.expansion != "none" and self.reranker is None
 
-    def figures(self) -> dict[str, float]:
-        """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first)."""
+    @property
+    def family(self) -> str:
+        """The benchmark family whose published rows it is (``r2med``; BRIGHT's: ``bright``)."""
+        return "r2med"
+
+    @property
+    def title(self) -> str:
+        """How a legend names it (R2MED's: its label)."""
+        return self.label
+
+    def figures(self, measure: str = HEADLINE) -> dict[str, float]:
+        """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first); none for another
+        measure (R2MED's rows are nDCG@10)."""
+        if measure != HEADLINE:
+            return {}
         return published_ndcg10(self.retriever, self.expansion, self.llm)
 
-    def setting(self) -> str:
+    def average_tasks(self, measure: str = HEADLINE) -> tuple[str, ...]:
+        """The tasks its published Average is over: R2MED's 8."""
+        from ..data.tasks import TASK_NAMES
+
+        return tuple(TASK_NAMES)
+
+    def graded_tasks(self, measure: str = HEADLINE) -> set[str]:
+        """The tasks a published figure of ``measure`` covers (whose data must be the hub task's)."""
+        return set(self.figures(measure))
+
+    def all_graded_tasks(self) -> set[str]:
+        """The tasks a published figure of any measure covers."""
+        return self.graded_tasks()
+
+    def tolerance_hint(self) -> str | None:
+        """Its own tolerance class, where the records do not decide it (None: they do)."""
+        return None
+
+    def setting(self, measure: str | None = None) -> str:
         found = {
             f.setting
             for f in published_figures()
@@ -185,6 +219,9 @@ def tolerance_class(key: PublishedKey) -> str:
     from ..reranking.base import RERANKERS
     from ..retrieval.registry import RETRIEVERS
 
+    own = key.tolerance_hint()
+    if own is not None:
+        return own
     reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
     if reranker is not None and reranker.tolerance:
         return reranker.tolerance
@@ -216,7 +253,10 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
 
     found: list[tuple[str | None, str | None, Any]] = []  # (published precision, CPU fallback, used)
     encoder = config.get("encoder")
-    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
+    family = family_settings_dtype(config)
+    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None and family is not None:
+        found.append((family[0], None, encoder["dtype"]))  # a family's own precision (BRIGHT's), no CPU fallback
+    elif isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
         retriever_meta = RETRIEVERS.get(str(config.get("retriever", "")))
         also = getattr(retriever_meta, "cpu_dtype", None)
         found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder["dtype"]))
@@ -236,6 +276,21 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
         except R2MedError:
             return str(used), paper
     return None
+
+
+def family_settings_dtype(config: Mapping[str, Any]) -> tuple[str | None] | None:
+    """(the precision its family's code ran the model in, None: none stated) when a run ran a family's own settings
+    (``config["settings"]``: BRIGHT's for its model), else None: the preset's own."""
+    settings = config.get("settings")
+    if not isinstance(settings, Mapping) or settings.get("family") != "bright" or not settings.get("model"):
+        return None
+    from ..protocol import bright
+
+    try:
+        dtype = bright.model(str(settings["model"])).r2med_encoder.get("dtype")
+    except R2MedError:
+        return None
+    return (str(dtype) if dtype else None,)
 
 
 def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
@@ -258,6 +313,10 @@ def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
     """
     from ..data.tasks import TASKS
 
+    if task.lower().startswith("bright:"):  # BRIGHT's tasks: graded on the hub's data at the pinned commit
+        from ..data.bright import pinned_data_problem
+
+        return pinned_data_problem(task, record)
     spec = TASKS.get(task)
     if spec is None:
         return f"{task} is not one of R2MED's tasks"
