@@ -31,7 +31,7 @@ demo: $(VENV)/.installed
 # tests are handed out first: tests/conftest.py); PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 
-# Lint: ruff's checks and formatting (pyproject.toml [tool.ruff]), then mypy (the typed core strict: [tool.mypy])
+# Lint: ruff's checks and formatting (pyproject.toml [tool.ruff]), then mypy (strict on all of src/r2med: [tool.mypy])
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks

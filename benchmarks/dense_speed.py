@@ -250,7 +250,7 @@ def _in_process(args) -> tuple[float, float, float, float]:
 
     from r2med.data.loaders import load_folder
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["R2MED_HOME"] = home

@@ -18,7 +18,7 @@ from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
 from r2med.runs.fusion import fuse
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -22,7 +22,7 @@ from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.reranking.cross_encoder import CrossEncoderReranker
 from r2med.runs.run import ranked
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

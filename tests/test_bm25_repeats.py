@@ -21,7 +21,7 @@ from r2med.data import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.retrieval.analyzer import EnglishAnalyzer
 from r2med.runs.run import read_metrics, read_trec
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 from test_data import make_r2med
 from test_dense_fixtures import bert_dir  # noqa: F401
 

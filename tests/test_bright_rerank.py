@@ -21,7 +21,7 @@ import pytest
 from llm_server import LLMServer
 from r2med.errors import R2MedError
 from r2med.reranking import make_reranker, rerank
-from r2med.spec.steps import RerankStep
+from r2med.steps import RerankStep
 
 CORPUS = {
     "d1": "Moths fly\n\ntowards light.",

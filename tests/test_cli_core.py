@@ -177,7 +177,7 @@ def test_demo_falls_back_to_builtin_collection(tmp_path):
 
 def test_changed_queries_are_not_reused(tmp_path):
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     root = make_r2med(tmp_path / "c")
     coll = load_folder(root)

@@ -179,7 +179,7 @@ def test_reproduce_dry_run_fits_80_columns():
 def test_a_model_folder_is_named_alike_as_retriever_and_reranker(tmp_path):
     from r2med.jobs.evaluate import plan
     from r2med.jobs.rerank import default_name
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     snapshot = tmp_path / "hub" / "models--acme--mini-ce" / "snapshots" / ("0123456789abcdef" * 3)[:40]
     generic = tmp_path / "my-encoder" / "model"

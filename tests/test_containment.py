@@ -552,7 +552,7 @@ def test_the_one_writer_refuses_a_linked_system_folder_whatever_root_it_is_given
     from r2med.evaluation.metrics import evaluate
     from r2med.jobs.evaluate import run_task
     from r2med.results.folders import finish_task, reuse
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     data = make_data(tmp_path)
     coll = load_folder(data)

@@ -332,7 +332,7 @@ def test_overwriting_400kb_of_cached_embeddings_gives_the_correct_ndcg(tmp_path,
     from r2med.data.loaders import load_folder
     from r2med.evaluation.metrics import evaluate
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     collection = load_folder(shared_collection("medline-med"))
     model = _wide_bert(tmp_path / "wide_bert")

@@ -279,7 +279,7 @@ def test_rerank_never_surfaces_an_excluded_id(tmp_path, monkeypatch):
     from r2med.data.resolve import TaskRef
     from r2med.jobs import rerank as jobs
     from r2med.results.folders import finish_task
-    from r2med.spec.steps import RerankStep
+    from r2med.steps import RerankStep
 
     coll = _collection(Exclusions.of({"q0": ["d1", "d2"], "q1": ["d3"]}))
     first = {q: {d: 20.0 - i for i, d in enumerate(coll.corpus)} for q in coll.queries}  # excluded ones on top

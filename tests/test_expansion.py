@@ -16,7 +16,7 @@ from r2med.expansion.precomputed import expansion_builder
 from r2med.jobs.evaluate import Plan, run_task
 from r2med.retrieval.bm25 import BM25
 from r2med.runs.run import as_written
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -326,7 +326,7 @@ def test_progress_of_dense_encoding(tmp_path, every_step):
 def test_progress_of_reranking(tmp_path, every_step):
     from r2med.data.loaders import load_folder
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
     run_task(coll, EvaluateStep.of("bm25", cache=False, top_k=5), tmp_path / "runs" / "bm25")
@@ -384,7 +384,7 @@ def test_progress_of_listwise_reranking(tmp_path, every_step):
     from llm_server import LLMServer
     from r2med.data.loaders import load_folder
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     coll = load_folder(write_clinic(tmp_path / "data" / "clinic"))
     run_task(coll, EvaluateStep.of("bm25", cache=False, top_k=6), tmp_path / "runs" / "bm25")

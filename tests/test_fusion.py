@@ -161,7 +161,7 @@ def test_fuse_counts_unknown_docs_and_unshared_tasks(tmp_path, caplog):
     from r2med.jobs.rerank import load_inputs
     from r2med.results.folders import metrics_payload
     from r2med.runs.run import write_task_results
-    from r2med.spec.steps import FuseStep
+    from r2med.steps import FuseStep
 
     for task in ("t1", "t2"):
         data = tmp_path / "data" / task

@@ -29,7 +29,7 @@ from r2med.report import build_leaderboard
 from r2med.report.html import write_html
 from r2med.results.folders import find_systems as load_systems
 from r2med.runs.run import read_trec
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 from test_report import QUERIES, make_runs
 
 HYDOC = {

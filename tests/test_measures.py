@@ -1,4 +1,4 @@
-"""The one table of measures (r2med.evaluation.measures): every spelling of every default measure round-trips,
+"""The one table of measures (r2med.measures): every spelling of every default measure round-trips,
 pytrec_eval computes exactly the keys the table names, and the other modules' spellings come from it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from r2med.errors import R2MedError
 from r2med.evaluation import metrics
-from r2med.evaluation.measures import DEFAULT_MEASURES, HEADLINE, Family, Measure, from_trec, pytrec_eval_spec
+from r2med.measures import DEFAULT_MEASURES, HEADLINE, Family, Measure, from_trec, pytrec_eval_spec
 
 #: written out by hand: what every metrics.json stores (pytrec_eval's names), in the order files list them
 TREC_NAMES = [
@@ -120,7 +120,7 @@ def test_unknown_measures_get_one_suggestion_from_did_you_mean(typed: str, messa
 
 
 def test_measures_has_no_suggestion_code_of_its_own():
-    import r2med.evaluation.measures as table
+    import r2med.measures as table
 
     assert not hasattr(table, "_close_match")
 

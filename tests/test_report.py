@@ -23,7 +23,7 @@ from r2med.results.folders import find_systems as load_systems
 from r2med.results.grading import match_published
 from r2med.results.published import PublishedKey, parse_label
 from r2med.runs.run import read_trec, write_task_results
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 DOCS = {
     "d1": "insulin therapy lowers blood glucose in type 1 diabetes",
@@ -410,7 +410,7 @@ def test_a_root_holds_its_systems_directly_and_names_sub_roots(tmp_path, caplog)
     from r2med.jobs.evaluate import run_task
     from r2med.results.folders import find_runs
     from r2med.results.folders import find_systems as load_systems
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
     from test_data import make_r2med
 
     coll = load_folder(make_r2med(tmp_path / "c"))

@@ -13,7 +13,7 @@ import pytest
 from conftest import run_r2med, shared_collection
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import Plan, run_task
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 SYSTEMS = {"bm25": {}, "bm25-k1.2": {"k1": 1.2, "b": 0.75}, "bm25-b0": {"b": 0.0}}
 

@@ -15,7 +15,7 @@ from r2med.data.loaders import load_folder
 from r2med.evaluation.metrics import evaluate
 from r2med.jobs.evaluate import run_task
 from r2med.runs.run import ranked, read_trec
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 pytest.importorskip("torch")
 from test_rerank import _direct_scores, _tiny_bert

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_r2med
 from r2med.data.loaders import load_folder
 from r2med.jobs.evaluate import Plan, run_task
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 from test_report import DOCS, QRELS, QUERIES, write_collection
 
 

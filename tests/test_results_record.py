@@ -1,4 +1,4 @@
-"""The results record (r2med.results.record): one reader that checks every field and upgrades files written
+"""The results record (r2med.runs.record): one reader that checks every field and upgrades files written
 before the schema had a number (the real ones in tests/data/metrics_v1/, written by r2med at commit 81a9252),
 and one writer that adds only ``schema_version`` 3."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from r2med.errors import DataError
-from r2med.results.record import SCHEMA_VERSION, metrics_json, parse_record, read_record
+from r2med.runs.record import SCHEMA_VERSION, metrics_json, parse_record, read_record
 from r2med.runs.run import read_metrics, write_task_results
 
 V1 = Path(__file__).parent / "data" / "metrics_v1"

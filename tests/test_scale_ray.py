@@ -15,7 +15,7 @@ from conftest import run_r2med, shared_collection
 from r2med import load_folder
 from r2med.data.loaders import load_demo
 from r2med.jobs.evaluate import run_task
-from r2med.spec.steps import EvaluateStep
+from r2med.steps import EvaluateStep
 
 ray = pytest.importorskip("ray")
 

@@ -12,7 +12,7 @@ import pytest
 
 import r2med
 from conftest import run_r2med, shared_collection
-from r2med.spec.steps import EvaluateStep, FuseStep, RerankStep
+from r2med.steps import EvaluateStep, FuseStep, RerankStep
 
 MEDLINE = "medline-med"
 
@@ -201,7 +201,7 @@ def test_the_same_line_from_the_command_line_and_python(tmp_path):
     """The CLI names the flag, Python the argument; the words after it are the file's."""
     import r2med
     from r2med.spec import SpecError
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     data, out = str(shared_collection(MEDLINE)), tmp_path / "out"
     cases = [
@@ -271,9 +271,10 @@ OTHER_COMMANDS = {
 
 
 def _spec_types(command: str) -> list[type]:
+    from r2med import steps
     from r2med.reranking.base import all_rerankers
     from r2med.retrieval.registry import all_retrievers
-    from r2med.spec import options, steps
+    from r2med.spec import options
 
     if command == "evaluate":
         return [steps.EvaluateStep, steps.Data, steps.Output, *{m.options for m in all_retrievers().values()}]
@@ -347,8 +348,8 @@ V2 = Path(__file__).parent / "data" / "metrics_v2"
 
 def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
     """The files in tests/data/metrics_v2 were written by r2med at commit 516245b (schema 2)."""
-    from r2med.results.record import read_record
-    from r2med.spec.steps import EvaluateStep, evaluate_from_record
+    from r2med.runs.record import read_record
+    from r2med.steps import EvaluateStep, evaluate_from_record
 
     folder = V2 / "bm25_medline-med.json"
     raw = json.loads(folder.read_text())
@@ -444,7 +445,7 @@ def test_a_v2_record_of_no_options_is_reused_by_the_defaults(tmp_path):
     """``r2med demo`` (and Python's run_task) recorded no options before schema 3: they were the defaults."""
     from r2med.data import load_folder
     from r2med.jobs.evaluate import run_task
-    from r2med.spec.steps import EvaluateStep
+    from r2med.steps import EvaluateStep
 
     coll = load_folder(shared_collection(MEDLINE))
     first = run_task(coll, EvaluateStep.of("bm25", top_k=10), tmp_path / "bm25")
@@ -554,7 +555,7 @@ def test_a_report_may_not_replace_the_experiment_file_or_a_result(exp_file, tmp_
 
 def test_an_experiment_built_in_python_equals_the_file(exp_file, tmp_path):
     from r2med.jobs.experiment import load_experiment, make_experiment, run_experiment
-    from r2med.spec.steps import EvaluateStep, FuseStep
+    from r2med.steps import EvaluateStep, FuseStep
 
     data = shared_collection(MEDLINE)
     text = exp_file.read_text().split("[[rerank]]")[0] + '[[fusion]]\nsystems = ["bm25", "bm25-k1.2"]\n'
@@ -584,7 +585,7 @@ def test_an_experiment_with_an_encoder_object_and_imports(tmp_path):
     import numpy as np
 
     from r2med.jobs.experiment import make_experiment, run_experiment, write_reports
-    from r2med.spec.steps import EvaluateStep, FuseStep, ImportStep
+    from r2med.steps import EvaluateStep, FuseStep, ImportStep
 
     class Hashing:
         name, revision = "hashing", "1"
@@ -629,3 +630,30 @@ def test_per_retriever_tasks_and_a_rerank_limited_to_the_experiment_tasks(tmp_pa
     bad.write_text((tmp_path / "exp.toml").read_text().replace('tasks = ["r2med-biology-demo"]', 'tasks = ["nope"]'))
     res = run_r2med("run", str(bad))
     assert res.returncode == 2 and "bad.toml: [[retrievers]] 2: tasks: 'nope' is none of the experiment" in res.stderr
+
+
+def test_a_models_commit_is_model_revision_and_a_flat_revision_stays_the_datas(tmp_path):
+    """An encoder's or cross-encoder's own commit was an option named ``revision``, the name of the data's commit
+    too: given flat (``--set revision=``, ``revision = ...`` in a ``[[retrievers]]`` table) it was read as the
+    data's, so the model's could not be set there.  It is ``model_revision`` now, from the command line, a file and
+    Python alike, and reaches the model as its ``revision``; a record written with the old name reads back as it."""
+    from r2med.jobs.experiment import load_experiment
+    from r2med.spec.parse import Origin
+    from r2med.steps import evaluate_from_record, evaluate_step
+
+    flat = {"retriever": "dense", "model": "org/m", "model_revision": "abc", "revision": "def"}
+    step = evaluate_step(flat, Origin.cli())
+    assert (step.options.model_revision, step.data.revision) == ("abc", "def")
+    exp = tmp_path / "exp.toml"
+    exp.write_text('out = "o"\n[[retrievers]]\nname = "dense"\nmodel = "org/m"\nmodel_revision = "abc"\n')
+    [loaded] = [s.spec for s in load_experiment(exp).steps]
+    assert (loaded.options.model_revision, loaded.data.revision) == ("abc", None)
+    assert (
+        r2med.make_retriever("dense", model="org/m", model_revision="abc", similarity="cosine").settings.revision
+        == "abc"
+    )
+    assert r2med.make_reranker("bge-reranker", model_revision="abc").revision == "abc"
+    assert r2med.make_reranker("qwen3-reranker", model="org/q", model_revision="abc").revision == "abc"
+    old = {"step": "evaluate", "retriever": "dense", "options": {"model": "org/m", "revision": "abc"}, "k": 100}
+    read = evaluate_from_record(old)
+    assert read is not None and read.options.model_revision == "abc" and read.data.revision is None

@@ -21,7 +21,7 @@ from r2med.data import load_folder
 from r2med.errors import DataError
 from r2med.evaluation.metrics import DEFAULT_MEASURES, evaluate
 from r2med.evaluation.ties import TIED_MARK, evaluate_with_ties, tie_line
-from r2med.results.record import parse_record, read_record
+from r2med.runs.record import parse_record, read_record
 
 CUTS = (1, 2, 3, 5, 10)
 ALL_MEASURES = tuple(f"{f}_{k}" for f in ("ndcg_cut", "map_cut", "recall", "P") for k in CUTS) + ("recip_rank",)

@@ -98,7 +98,7 @@ COMMAND_MODULES = ["core", "report", "show", "expand", "models", "rerank", "enco
 
 def _print_version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from ..version import __version__
 
         console.print(f"r2med {__version__}")
         raise typer.Exit()

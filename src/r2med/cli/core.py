@@ -223,7 +223,7 @@ def evaluate_command(
     from ..jobs import evaluate as jobs
     from ..results.folders import summary
     from ..spec.parse import Origin
-    from ..spec.steps import evaluate_step
+    from ..steps import evaluate_step
 
     strict = strict_data(ctx, strict)
     names = comma_list(retriever) if ray else [retriever]
@@ -417,7 +417,7 @@ def import_command(
     from ..jobs.imports import import_files
     from ..results.folders import Summary
     from ..spec.parse import Origin
-    from ..spec.steps import ImportStep, flat
+    from ..steps import ImportStep, flat
 
     step: ImportStep = flat(
         {

@@ -98,7 +98,7 @@ def expand_command(
     from ..data import check_hub, resolve
     from ..jobs.expand import expand_tasks
     from ..spec.parse import Origin
-    from ..spec.steps import ExpandStep, flat
+    from ..steps import ExpandStep, flat
 
     if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress
         for noisy in ("httpx2", "httpx", "openai"):

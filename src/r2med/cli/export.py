@@ -49,7 +49,7 @@ def export_command(
     from ..export.mteb import summarize_keys
     from ..jobs.export import export_runs
     from ..spec.parse import Origin
-    from ..spec.steps import ExportStep, flat
+    from ..steps import ExportStep, flat
 
     step: ExportStep = flat(
         {

@@ -59,8 +59,7 @@ def _contamination(fact: Any) -> dict[str, Any]:
 def reranker_settings() -> dict[str, dict[str, Any]]:
     """name -> {kind, description, what it needs...} for every registered reranker (later work: its provenance)."""
     from ..infra.registry import TOLERANCES
-    from ..reranking.base import all_rerankers
-    from ..results.published import published_depth
+    from ..reranking.base import all_rerankers, published_depth
 
     out = {}
     for name, meta in all_rerankers().items():

@@ -30,10 +30,10 @@ from ..errors import R2MedError
 from ..expansion.combine import ExpansionMethod, method_spelling
 from ..infra.home import parse_json
 from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
-from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
-from ..retrieval.dense_choices import Pooling as PoolingName
-from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 from ..runs.fusion import FusionMethod, Normalisation
+from ..spec.dense_choices import DTYPE_ALIASES, Dtype, Similarity
+from ..spec.dense_choices import Pooling as PoolingName
+from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 
 class EnumChoice:

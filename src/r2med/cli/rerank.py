@@ -114,7 +114,7 @@ def rerank_command(
     from ..jobs.rerank import rerank_folder
     from ..results.folders import summary
     from ..spec.parse import Origin
-    from ..spec.steps import rerank_step
+    from ..steps import rerank_step
 
     if api_key is not None and not _takes_api_key(ctx, reranker):
         api_key = None  # read from $OPENAI_API_KEY for the LLM rerankers; a model run here takes no key
@@ -219,7 +219,7 @@ def fuse_command(
     from ..jobs.fuse import fuse_folders
     from ..results.folders import summary
     from ..spec.parse import Origin
-    from ..spec.steps import fuse_step
+    from ..steps import fuse_step
 
     step = fuse_step(
         {

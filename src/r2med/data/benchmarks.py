@@ -61,15 +61,15 @@ class Protocol:
 
 
 def _r2med_measures() -> tuple[str, ...]:
-    from ..evaluation.metrics import DEFAULT_MEASURES
+    from ..measures import DEFAULT_MEASURES
 
-    return DEFAULT_MEASURES
+    return tuple(m.trec for m in DEFAULT_MEASURES)
 
 
 def _bright_measures() -> tuple[str, ...]:
     """BRIGHT's measures (retrievers.py:544-588): nDCG, MAP, recall and precision at 1, 5, 10, 25, 50, 100, and MRR;
     plus R@1000, which Pyserini's reproductions report."""
-    from ..evaluation.measures import Family, Measure
+    from ..measures import Family, Measure
 
     cut = tuple(
         Measure(f, k).trec
@@ -81,13 +81,13 @@ def _bright_measures() -> tuple[str, ...]:
 
 @cache
 def r2med_protocol() -> Protocol:
-    from ..evaluation.metrics import HEADLINE
+    from ..measures import HEADLINE
 
     return Protocol(
         family="r2med",
         depth=100,
         measures=_r2med_measures(),
-        headline=HEADLINE,
+        headline=HEADLINE.trec,
         judgments="qrels.jsonl",
         documents="corpus.jsonl",
         exclusions=False,
@@ -104,13 +104,13 @@ def local_protocol() -> Protocol:
 
 @cache
 def bright_protocol(long: bool = False) -> Protocol:
-    from ..evaluation.metrics import HEADLINE
+    from ..measures import HEADLINE
 
     return Protocol(
         family="bright",
         depth=1000,
         measures=_bright_measures(),
-        headline="recall_1" if long else HEADLINE,
+        headline="recall_1" if long else HEADLINE.trec,
         judgments="gold_ids_long" if long else "gold_ids",
         documents="long_documents" if long else "documents",
         exclusions=True,
@@ -410,7 +410,7 @@ class Bright(Benchmark):
             block.pop(fact, None)
         encoder: dict[str, Any] = {}
         if model.kind != "bm25":
-            encoder = {**_encoder_defaults(), **block}
+            encoder = dict(block)  # r2med's encoder defaults fill the rest where it runs (Preset.settings)
             encoder["query_instruction"] = model.instruction(parsed.task, "query", parsed.long)
             encoder["doc_instruction"] = model.instruction(parsed.task, "document", parsed.long)
         return ModelSettings(
@@ -453,17 +453,6 @@ class Bright(Benchmark):
 
 #: Keys of a BRIGHT ``r2med_encoder`` block that are a defined preset's registry facts, not settings.
 _REGISTRY_FACTS = ("batch_size", "needs_gpu", "api_key_env")
-
-
-def _encoder_defaults() -> dict[str, Any]:
-    """What a family's encoder settings leave unset, as r2med's encoders' defaults: every field is set, so nothing of
-    the preset's own family leaks in (``expansion_instruction`` stays the preset's: r2med's rule for expansions)."""
-    from dataclasses import asdict
-
-    from ..retrieval.encoders.base import EncoderSettings
-
-    skip = ("model", "query_model", "revision", "query_instruction", "doc_instruction", "expansion_instruction")
-    return {k: v for k, v in asdict(EncoderSettings(model="")).items() if k not in skip}
 
 
 R2MED = R2med()

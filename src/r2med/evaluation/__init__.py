@@ -1,2 +1,3 @@
-"""Scoring runs: the one table of measures (``measures``), trec_eval through pytrec_eval (``metrics``),
-paired significance tests (``stats``) and per-query values grouped by query metadata (``facets``)."""
+"""Scoring runs: trec_eval through pytrec_eval (``metrics``), the ranges tied documents allow (``ties``), paired
+significance tests (``stats``) and per-query values grouped by query metadata (``facets``).  The measures they
+score are :mod:`r2med.measures`'s."""

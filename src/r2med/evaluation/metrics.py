@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from ..errors import NothingToScore, R2MedError, shown
-from .measures import CUTOFFS as TABLE_CUTOFFS
-from .measures import DEFAULT_MEASURES as TABLE_DEFAULTS
-from .measures import HEADLINE as TABLE_HEADLINE
-from .measures import Family, Measure, from_trec, pytrec_eval_spec
+from ..measures import CUTOFFS as TABLE_CUTOFFS
+from ..measures import DEFAULT_MEASURES as TABLE_DEFAULTS
+from ..measures import HEADLINE as TABLE_HEADLINE
+from ..measures import Family, Measure, from_trec, pytrec_eval_spec
 
 if TYPE_CHECKING:
     from .ties import Ties
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 CUTOFFS: Final = TABLE_CUTOFFS
 #: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
 CUTOFF_MEASURES: Final[tuple[str, ...]] = tuple(f.trec for f in Family if f.has_cutoff)
-#: :data:`r2med.evaluation.measures.DEFAULT_MEASURES` by their pytrec_eval names (what ``metrics.json`` stores)
+#: :data:`r2med.measures.DEFAULT_MEASURES` by their pytrec_eval names (what ``metrics.json`` stores)
 DEFAULT_MEASURES: Final[tuple[str, ...]] = tuple(m.trec for m in TABLE_DEFAULTS)
 HEADLINE: Final = TABLE_HEADLINE.trec
 

@@ -144,7 +144,7 @@ def extreme_orders(
 def _depth(measures: Sequence[str]) -> int | None:
     """How deep a ranking the measures read (their largest cut-off), or None when one reads it all; MRR reads
     down to the first relevant document (:func:`_as_run` keeps that far)."""
-    from .measures import Family, from_trec
+    from ..measures import Family, from_trec
 
     cutoffs = []
     for m in map(from_trec, measures):
@@ -259,7 +259,7 @@ def tie_line(ties: Ties | None, measures: Sequence[str], task: str | None = None
         ties: 112 of 112 queries depend on the order of tied documents; nDCG@10 0.2745 (range 0.2101–0.3980)
 
     ``scale``: 100 beside a table of values x100 (two decimals then, four otherwise); ``task`` names the task."""
-    from .measures import Measure
+    from ..measures import Measure
 
     if ties is None:
         return None
@@ -298,7 +298,7 @@ def check_block(
     query), each measure's ``queries`` the count of queries ``per_query`` lists it for, each such query one the
     record scored; any fault a :class:`BlockError` naming the key.  Returns the block as read."""
     from ..errors import R2MedError
-    from .measures import from_trec
+    from ..measures import from_trec
 
     def count(value: Any, key: str, most: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:

@@ -43,7 +43,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtraError, R2MedError
-from ..evaluation.measures import HEADLINE, Family, Measure, from_trec
+from ..measures import HEADLINE, Family, Measure, from_trec
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta

@@ -2,7 +2,7 @@
 
 (:func:`r2med.evaluate` only scores a run; this module is the whole job.)
 
-* :func:`plan` -- an :class:`~r2med.spec.steps.EvaluateStep` (parsed once, at the edge it came from) made
+* :func:`plan` -- an :class:`~r2med.steps.EvaluateStep` (parsed once, at the edge it came from) made
   runnable: the query builder of its expansion, and the result's name (:func:`system_name`);
 * :func:`run_task` -- one collection: retrieve, then :func:`~r2med.results.folders.finish_task`, or
   reuse a finished folder made with the same step and data;
@@ -33,7 +33,7 @@ from ..results.folders import TaskResult, finish_task, reuse
 from ..retrieval.base import QueryText, Retriever, index_collection
 from ..runs.run import Run
 from ..spec.parse import RetrieverOptions
-from ..spec.steps import EvaluateStep
+from ..steps import EvaluateStep
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ QueryBuilder = Callable[[Collection, str], Mapping[str, QueryText]]
 
 @dataclass(frozen=True)
 class Plan:
-    """A step made runnable: its spec (:class:`~r2med.spec.steps.EvaluateStep`), the result's name, the query
+    """A step made runnable: its spec (:class:`~r2med.steps.EvaluateStep`), the result's name, the query
     builder of its expansion."""
 
     step: EvaluateStep
@@ -129,7 +129,7 @@ def run_task(
 ) -> TaskResult:
     """Retrieve, evaluate and (with ``out``, the system folder: a path's parent is its results root) write
     ``out/<task>/`` for one collection; what is stored and whether a finished folder is recomputed: the step's
-    :class:`~r2med.spec.steps.Output`.  A system folder that is a link is refused in one line."""
+    :class:`~r2med.steps.Output`.  A system folder that is a link is refused in one line."""
     from ..data.benchmarks import protocol_of
     from ..retrieval.registry import make_retriever  # imports numpy/scipy: not at CLI start-up
 

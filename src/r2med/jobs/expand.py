@@ -22,7 +22,7 @@ from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
 from ..infra import progress
 from ..infra.containment import ensure_within, plain_name, task_folder
-from ..spec.steps import ExpandStep
+from ..steps import ExpandStep
 
 if TYPE_CHECKING:
     from ..expansion.agentic import TagFormat

@@ -1,12 +1,12 @@
 """``r2med run EXPERIMENT.toml``: a declared grid of steps over tasks, run as one job -- from a file or from Python.
 
-An :class:`Experiment` is a results root, the data, and a list of step specs (:mod:`r2med.spec.steps`:
-:class:`~r2med.spec.steps.EvaluateStep`, :class:`~r2med.spec.steps.RerankStep`,
-:class:`~r2med.spec.steps.FuseStep`, :class:`~r2med.spec.steps.ImportStep`), each the spec its command builds;
+An :class:`Experiment` is a results root, the data, and a list of step specs (:mod:`r2med.steps`:
+:class:`~r2med.steps.EvaluateStep`, :class:`~r2med.steps.RerankStep`,
+:class:`~r2med.steps.FuseStep`, :class:`~r2med.steps.ImportStep`), each the spec its command builds;
 a rerank names the systems it reads in ``runs``, a fusion in ``systems`` (systems of the experiment, or folders
 already in ``out``).  :func:`make_experiment` checks it whole before any work (names, what each step reads, the
 order, the report's destinations); the TOML reader :func:`load_experiment` is one way to build it: each table
-goes through the one parse (:func:`r2med.spec.steps.evaluate_step` and the others), so a bad value is one line
+goes through the one parse (:func:`r2med.steps.evaluate_step` and the others), so a bad value is one line
 naming the file, the table and the key (``exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got
 'high'``).  :func:`run_experiment` runs the steps in dependency order through the same jobs as the commands:
 finished task folders are reused (a second run recomputes nothing), and a killed run resumes from the folders it
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import R2MedError, did_you_mean
 from ..errors import shown as shown_value
 from ..evaluation.metrics import HEADLINE
-from ..results.record import StepKind
+from ..runs.record import StepKind
 from ..spec.options import FusionOptions
 from ..spec.parse import Origin, Spec, SpecError, field_names
-from ..spec.steps import (
+from ..steps import (
     Data,
     EvaluateStep,
     FuseStep,

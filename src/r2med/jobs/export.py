@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..results.folders import find_runs
-from ..spec.steps import ExportStep
+from ..steps import ExportStep
 
 #: The formats ``r2med export --format`` writes.
 EXPORT_FORMATS = ("mteb",)
@@ -33,7 +33,7 @@ def export_runs(step: ExportStep) -> list[Any]:
     from ..data.resolve import require
     from ..export.mteb import collection_counts, export_mteb, run_depth
     from ..infra.containment import check_output_dir
-    from ..results.record import read_record
+    from ..runs.record import read_record
     from ..runs.run import RUN_FILE, read_trec
 
     if fmt not in EXPORT_FORMATS:

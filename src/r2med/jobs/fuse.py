@@ -23,7 +23,7 @@ from ..results.published import different_data
 if TYPE_CHECKING:
     from ..data import Collection
 from ..runs.fusion import check_fusion, fuse
-from ..spec.steps import FuseStep
+from ..steps import FuseStep
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
 log = logging.getLogger(__name__)

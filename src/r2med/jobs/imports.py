@@ -38,7 +38,7 @@ from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
-from ..spec.steps import ImportStep
+from ..steps import ImportStep
 
 log = logging.getLogger(__name__)
 

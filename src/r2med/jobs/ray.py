@@ -1,6 +1,6 @@
 """``r2med evaluate --ray``: a (retriever x task) matrix, each cell one Ray task with a resource request.
 
-Each :class:`MatrixJob` is one step (:class:`~r2med.spec.steps.EvaluateStep`, shipped as its values and rebuilt
+Each :class:`MatrixJob` is one step (:class:`~r2med.steps.EvaluateStep`, shipped as its values and rebuilt
 on the worker through the one parse) on one task: one :func:`r2med.jobs.evaluate.run_task` call -- load the task, index,
 search, score, write ``OUT/<name>/<task>/`` atomically -- run as a Ray task that asks for one GPU
 (a local neural model, when the cluster has GPUs: the registry's ``local_model``) or one CPU.
@@ -20,7 +20,7 @@ from ..data import Collection, TaskRef
 from ..infra.containment import system_folder
 from ..results.folders import TaskResult
 from ..spec.parse import Origin
-from ..spec.steps import EvaluateStep, evaluate_step
+from ..steps import EvaluateStep, evaluate_step
 from .evaluate import Plan, plan, run_task
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class MatrixJob:
     """One (step, task) cell of a matrix.  The step travels as its values (``EvaluateStep.model_dump()``) and
-    the worker rebuilds it through the one parse (:func:`r2med.spec.steps.evaluate_step`), as every edge does."""
+    the worker rebuilds it through the one parse (:func:`r2med.steps.evaluate_step`), as every edge does."""
 
     values: Mapping[str, object]
     task: str

@@ -5,7 +5,7 @@ are data (``protocol/r2med_published_ndcg10.csv``: the paper's own ``base``, ``g
 ``lrm_agentic`` and ``reranker_top_10`` settings, and the later ``later_embedder`` and
 ``later_leaderboard`` ones; tolerances by the records' tolerance classes,
 :func:`r2med.results.published.tolerance_of`).  A reranker target reranks its first stage's top 10
-(ReasonRank: top 100, :func:`r2med.results.published.published_depth`; the ``OUT/<retriever>/<task>/`` run,
+(ReasonRank: top 100, :func:`r2med.reranking.base.published_depth`; the ``OUT/<retriever>/<task>/`` run,
 shared with that retriever's own target) and scores the reranked list only (``r2med rerank
 --top-k 10 --top-k-only``), as the paper's ``src/eval_reranker.py`` does.  :func:`plan` says for
 each target whether it can run on this machine and, if not, every reason why (no GPU, no API key,
@@ -35,7 +35,8 @@ from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE
 from ..infra.containment import system_folder
 from ..protocol import published_figures
-from ..results.published import PublishedKey, published_depth, published_retriever, tolerance_of
+from ..reranking.base import published_depth
+from ..results.published import PublishedKey, published_retriever, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
@@ -521,7 +522,7 @@ def _rerank_target(
     from ..infra.file_hash import file_fingerprint
     from ..reranking.base import make_reranker
     from ..runs.run import RUN_FILE, read_metrics, read_trec
-    from ..spec.steps import EvaluateStep, RerankStep
+    from ..steps import EvaluateStep, RerankStep
     from .evaluate import run_task
     from .rerank import TaskInput, rerank_inputs
 
@@ -553,7 +554,7 @@ def run_matrix(
     progress: Callable[[Planned], None] | None = None,
 ) -> list[Outcome]:
     """Run the runnable targets (reusing finished ones) and grade them; others are ``skip`` with their reason."""
-    from ..spec.steps import EvaluateStep
+    from ..steps import EvaluateStep
     from .evaluate import Plan, run_task, system_name
 
     out = Path(out)

@@ -35,7 +35,7 @@ from ..results.folders import (
     reuse,
 )
 from ..runs.run import RUN_FILE, Run, read_trec
-from ..spec.steps import RerankStep
+from ..steps import RerankStep
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ def rerank_folder(step: RerankStep) -> list[SystemResults]:
     :func:`~r2med.results.folders.find_runs`; a root's reranked systems are left out) reranked into
     ``<out>/<name>/`` (default ``out``: the results root of the first system; default ``name``:
     :func:`system_name`).  Without ``top_k``: the depth of the reranker's published figures
-    (:func:`r2med.results.published.published_depth`).
+    (:func:`r2med.reranking.base.published_depth`).
     """
     from ..infra.containment import check_output_dir
 

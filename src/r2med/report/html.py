@@ -23,7 +23,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..data import Collection
 from ..evaluation.facets import Facets
 from ..evaluation.metrics import HEADLINE, measure_label
@@ -31,6 +30,7 @@ from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
 from ..results.folders import System
 from ..runs.run import ranked
+from ..version import __version__
 from .board import AVERAGE, Leaderboard, build_leaderboard
 from .format import FLAG, GAP
 from .ticks import nice_ticks, tick_labels

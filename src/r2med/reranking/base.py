@@ -128,6 +128,17 @@ all_rerankers = RERANKERS.all
 available_rerankers = RERANKERS.descriptions
 
 
+#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
+PUBLISHED_RERANK_DEPTH = 10
+
+
+def published_depth(reranker: str) -> int:
+    """How deep reranker ``reranker``'s published figures reranked: its record's ``depth`` (ReasonRank: 100),
+    else the paper's top 10 -- also the default ``r2med rerank --top-k``."""
+    meta = RERANKERS.get(reranker)
+    return getattr(meta, "depth", None) or PUBLISHED_RERANK_DEPTH
+
+
 #: Why a reranker without a tail refuses one (``keep_tail``): the one line of :func:`rerank` and the step's parse.
 TAIL_REFUSED = (
     "its run holds only the documents it ranks, as BRIGHT's rerank.py writes it; the first stage's tail cannot follow "

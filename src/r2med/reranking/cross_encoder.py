@@ -25,7 +25,7 @@ from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, model_max_length
-from ..spec.options import AnyCrossEncoderOptions, CrossEncoderOptions
+from ..spec.options import AnyCrossEncoderOptions, CrossEncoderOptions, as_model_takes
 from .base import Candidates, RerankerMeta, register_reranker
 
 if TYPE_CHECKING:
@@ -266,7 +266,7 @@ class CrossEncoderReranker(PointwiseReranker):
 
 def _preset(name: str) -> Callable[..., CrossEncoderReranker]:
     def factory(**options: Any) -> CrossEncoderReranker:
-        settings = {**PRESETS[name], **options}
+        settings = {**PRESETS[name], **as_model_takes(options)}
         return CrossEncoderReranker(name=name, **settings)
 
     return factory
@@ -331,7 +331,7 @@ register_reranker(
 register_reranker(
     RerankerMeta(
         "cross-encoder",
-        lambda **o: CrossEncoderReranker(**o),
+        lambda **o: CrossEncoderReranker(**as_model_takes(o)),
         "any sequence-classification model: model=<hub id or folder>",
         options=AnyCrossEncoderOptions,
     )

@@ -30,7 +30,7 @@ from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
-from ..spec.options import Qwen3Options
+from ..spec.options import Qwen3Options, as_model_takes
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -184,7 +184,7 @@ class Qwen3Reranker(PointwiseReranker):
 
 def _preset(name: str) -> Callable[..., Qwen3Reranker]:
     def factory(**options: Any) -> Qwen3Reranker:
-        return Qwen3Reranker(preset=name, **options)
+        return Qwen3Reranker(preset=name, **as_model_takes(options))
 
     return factory
 
@@ -221,7 +221,7 @@ for _name in PRESETS:
 register_reranker(
     RerankerMeta(
         "qwen3-reranker",
-        lambda **o: Qwen3Reranker(**o),
+        lambda **o: Qwen3Reranker(**as_model_takes(o)),
         "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, model card)",
         options=Qwen3Options,
         install="pip install 'r2med[dense]'",

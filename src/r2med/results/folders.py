@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
@@ -35,9 +34,10 @@ from ..evaluation.metrics import HEADLINE, Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
+from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
+from ..version import __version__
 from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
-from .record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 
 log = logging.getLogger(__name__)
 
@@ -312,17 +312,20 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
     ``options`` as its retriever's options type records them (an option a run did not record had its default:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
-    never reused)."""
+    never reused).  An option recorded under its old name (``revision``, now ``model_revision``) is read as the
+    option, in a record of any version."""
     from ..retrieval.registry import RETRIEVERS
+    from ..spec.options import as_options_name
     from ..spec.parse import Origin, SpecError, parse
 
     config = stored.config or {}
-    if stored.read_version >= 3:
-        return dict(config)
     options = config.get("options")
     meta = RETRIEVERS.get(str(config.get("retriever")))
     if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
         return dict(config)
+    options = as_options_name(options, meta.options)
+    if stored.read_version >= 3:
+        return {**config, "options": options}
     try:
         return {**config, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
     except SpecError:
@@ -363,7 +366,7 @@ def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> 
 
 @dataclass
 class TaskFolder:
-    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.results.record.MetricsRecord`)
+    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.runs.record.MetricsRecord`)
     and (lazily) its run."""
 
     task: str
@@ -432,7 +435,7 @@ def task_folders(folder: str | os.PathLike[str]) -> list[Path]:
 def read_run_folder(folder: str | os.PathLike[str], tasks: set[str] | None = None) -> list[TaskFolder]:
     """Every finished task of a run folder (or a single task folder); ``tasks``: lowercased names to keep.
 
-    Each ``metrics.json`` is checked (:func:`r2med.results.record.read_record`): a damaged one is an error
+    Each ``metrics.json`` is checked (:func:`r2med.runs.record.read_record`): a damaged one is an error
     naming it.
     """
     found = []

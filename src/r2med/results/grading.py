@@ -19,7 +19,7 @@ the benchmark family :data:`R2MED`) was made with one spec.  :func:`published_sp
   (:class:`ImportedRun`: ReasonRank reranked its authors' E5 top 100, identified by each task's SHA-256).
 
 :func:`grade` reads one task's recorded ``config`` back as its step spec
-(:func:`~r2med.spec.steps.evaluate_from_record`, :func:`~r2med.spec.steps.rerank_from_record`), finds the row it
+(:func:`~r2med.steps.evaluate_from_record`, :func:`~r2med.steps.rerank_from_record`), finds the row it
 names (its retriever, expansion, reranker and first stage -- never its name), and compares every field: a run is
 graded against the row only when all are the published ones; otherwise its :class:`Grade` has no key and says
 which field differs (``not the published nv+bge-reranker: max_length 32, published 512``), what ``report``,
@@ -42,13 +42,13 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
+from ..runs.record import step_kind
 from .bright_published import BRIGHT, BrightKey, bright_key_for
 from .published import PublishedKey, _published_index, published_retriever
-from .record import step_kind
 
 if TYPE_CHECKING:
     from ..spec.parse import Spec
-    from ..spec.steps import EvaluateStep
+    from ..steps import EvaluateStep
 
 #: the benchmark family of the rows r2med grades against (``protocol/r2med_published_ndcg10.csv``); another
 #: family's rows are keyed by their own name
@@ -260,9 +260,8 @@ def _preset_settings(name: str) -> dict[str, object]:
 
 
 def _rerank_spec(key: PublishedKey) -> RerankSpec | None:
-    from ..reranking.base import RERANKERS
+    from ..reranking.base import RERANKERS, published_depth
     from ..spec.parse import by_checkpoint, score_fields
-    from .published import published_depth
 
     name = key.reranker_name
     meta = RERANKERS.get(name) if name else None
@@ -524,7 +523,7 @@ def _hub_fingerprints(task: str | None, method: str, llm: str) -> set[str]:
 
 def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
     from ..expansion.traces import normalize_llm
-    from ..spec.steps import evaluate_from_record
+    from ..steps import evaluate_from_record
     from .published import expansion_of
 
     step = evaluate_from_record(config)
@@ -562,7 +561,8 @@ def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     from ..reranking.base import RERANKERS
-    from ..spec.steps import evaluate_from_record, rerank_from_record
+    from ..spec.options import as_options_name
+    from ..steps import evaluate_from_record, rerank_from_record
 
     step = rerank_from_record(config)
     meta = RERANKERS.get(step.reranker_name) if step is not None else None
@@ -593,7 +593,7 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     out = _options_differences(spec.options, step.options)
     block = config.get("reranker")
     if isinstance(block, Mapping):  # what the options resolved to, as the run recorded it (any schema version)
-        resolved = {k: v for k, v in block.items() if k in spec.options}
+        resolved = {k: v for k, v in as_options_name(block, meta.options).items() if k in spec.options}
         out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]
     if step.depth() != spec.depth:
         out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")

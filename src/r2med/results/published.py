@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from ..retrieval.registry import RetrieverMeta
 
 RERANK = "rerank:"
-#: The published reranker rows rerank the first stage's top 10 (setting ``reranker_top_10``).
-PUBLISHED_RERANK_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -209,19 +207,10 @@ def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
 
     Run folders written before the structured record (their ``queries`` was a string) are upgraded when
-    read (:func:`r2med.results.record.upgrade_config_v1`), so only the structured record is read here.
+    read (:func:`r2med.runs.record.upgrade_config_v1`), so only the structured record is read here.
     """
     found = config.get("expansion")
     return dict(found) if isinstance(found, Mapping) else None
-
-
-def published_depth(reranker: str) -> int:
-    """How deep reranker ``reranker``'s published figures reranked: its record's ``depth`` (ReasonRank: 100),
-    else the paper's top 10 -- also the default ``r2med rerank --top-k``."""
-    from ..reranking.base import RERANKERS
-
-    meta = RERANKERS.get(reranker)
-    return getattr(meta, "depth", None) or PUBLISHED_RERANK_DEPTH
 
 
 def tolerance_class(key: PublishedKey) -> str:

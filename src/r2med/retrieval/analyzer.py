@@ -27,7 +27,7 @@ from typing import Protocol, TypedDict
 import numpy as np
 
 from ..errors import MissingExtraError
-from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
 LUCENE_ENGLISH_STOPWORDS = frozenset(

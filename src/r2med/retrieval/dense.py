@@ -41,9 +41,9 @@ from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..runs.run import Run
-from ..spec.options import DenseOptions, MedcptOptions, PresetOptions
+from ..spec.dense_choices import Similarity, choices_of
+from ..spec.options import DenseOptions, MedcptOptions, PresetOptions, as_model_takes
 from .base import QueryText
-from .dense_choices import Similarity, choices_of
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
 from .encoders import API_LOADERS, POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
@@ -458,6 +458,7 @@ SETTING_OPTIONS = (
 
 
 def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    options = as_model_takes(options)  # ``model_revision``: the encoder's ``revision``
     unknown = set(options) - set(RUNTIME_OPTIONS) - set(SETTING_OPTIONS) - {"medcpt_published"}
     if unknown:
         raise R2MedError(f"{name} does not take option(s): {', '.join(sorted(unknown))}")

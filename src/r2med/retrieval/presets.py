@@ -373,7 +373,7 @@ class Preset:
         which replace the preset's encoder settings (the user's overrides still apply on top)."""
         fields = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
         if family is not None:
-            fields.update(family.encoder)  # every field the family sets, its instructions filled for the task
+            fields.update({**_unset_by_family(), **family.encoder})  # its fields, r2med's defaults for the rest
         else:
             if self.framing is not None and self.framing.checked:  # r2med builds / checks these tokens
                 fields["framing"] = self.framing.encoder_framing  # the tokenizer's own (checked) for an assumed one
@@ -386,6 +386,15 @@ class Preset:
             fields["query_model"] = None  # a user model replaces both encoders
         fields.setdefault("model", self.hub_id)
         return EncoderSettings(**fields)
+
+
+def _unset_by_family() -> dict[str, Any]:
+    """What a family's encoder settings leave unset, as r2med's encoders' defaults: every field is set, so nothing of
+    the preset's own family leaks in (``expansion_instruction`` stays the preset's: r2med's rule for expansions)."""
+    from dataclasses import asdict
+
+    skip = ("model", "query_model", "revision", "query_instruction", "doc_instruction", "expansion_instruction")
+    return {k: v for k, v in asdict(EncoderSettings(model="")).items() if k not in skip}
 
 
 def _instruction(preset: Preset, table: dict[str, str] | str | None, task: str | None, kind: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from ..errors import DataError, OptionError, R2MedError, shown
 from ..infra.containment import ensure_within, name_problem, refuse_links
 from ..infra.home import atomic_dir, atomic_path
-from ..results.record import METRICS_FILE, metrics_json, parse_record, read_record
+from .record import METRICS_FILE, metrics_json, parse_record, read_record
 
 Run = dict[str, dict[str, float]]
 """Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
@@ -413,7 +413,7 @@ def _located_scores(path: Path, text: str) -> tuple[Run, int]:
 
 def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
     """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
-    from ..evaluation.measures import from_trec
+    from ..measures import from_trec
 
     test: dict[str, float] = {}
     for name, value in aggregate.items():
@@ -455,12 +455,12 @@ def write_task_results(
 
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """A task folder's ``metrics.json`` as a plain object, read and checked by the one reader
-    (:func:`r2med.results.record.read_record`); any fault is a DataError naming it.  A file from before the
+    (:func:`r2med.runs.record.read_record`); any fault is a DataError naming it.  A file from before the
     schema had a number comes back upgraded (``schema_version`` 3)."""
     return read_record(folder).to_json()
 
 
 def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
-    """``data`` checked as a ``metrics.json`` record (:func:`r2med.results.record.parse_record`): a DataError
+    """``data`` checked as a ``metrics.json`` record (:func:`r2med.runs.record.parse_record`): a DataError
     naming ``path`` and the key on any fault."""
     parse_record(data, path)

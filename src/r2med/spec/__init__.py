@@ -1,9 +1,11 @@
-"""Typed specs: the options of every model and the step of every job, parsed once at every edge.
+"""Typed specs: the options of every model, parsed once at every edge.
 
 * :mod:`.parse` -- the :class:`~r2med.spec.parse.Spec` base and the one parse (:func:`~r2med.spec.parse.parse`),
   whose errors name where a value came from;
 * :mod:`.options` -- the options types of retrievers, rerankers and fusion;
-* :mod:`.steps` -- the step types (evaluate, rerank, fuse, import, expand, export) and their parse.
+* :mod:`.dense_choices`, :mod:`.lexical_choices`, :mod:`.model_source` -- the choices those options take.
+
+The step of every job (:mod:`r2med.steps`) is built on these, above the registries it looks options types up in.
 """
 
 from .parse import Origin, Spec, SpecError, parse

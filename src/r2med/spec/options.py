@@ -16,18 +16,26 @@ One :class:`~r2med.spec.parse.Spec` per kind of model, named by its registry rec
 Values keep the spelling they were given (``dtype = "float16"``, ``analyzer = "python"``): the code behind reads
 and records them as before.  A field set to None is "not set": the model's own default applies, and it is left
 out of the record (``metrics.json``'s ``options``), as it always was.
+
+A model's own commit is ``model_revision`` (``--set model_revision=``, ``model_revision = ...`` in a table): a
+step's flat ``revision`` is the data's (:attr:`r2med.steps.Data.revision`, ``--revision``), which is what the
+option's old name, ``revision``, was read as from the command line and a file.  The models take and record it as
+``revision`` (``from_pretrained(revision=...)``, their ``config()``): :func:`as_model_takes` spells the options
+for them, :func:`as_options_name` reads a recorded ``revision`` (a record written before the rename, a model's
+record) back as the option.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
 
-from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
-from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
-from ..retrieval.model_source import missing_model_path
 from ..runs.fusion import FusionMethod, Normalisation
+from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
+from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from .model_source import missing_model_path
 from .parse import (
     Count,
     NonNegative,
@@ -37,8 +45,26 @@ from .parse import (
     RetrieverOptions,
     Share,
     Spec,
+    field_names,
     is_recorded,
 )
+
+#: option -> the name the models take it by and record it as (the options types' fields are the step's names)
+MODEL_NAMES: Final[Mapping[str, str]] = {"model_revision": "revision"}
+
+
+def as_model_takes(options: Mapping[str, Any]) -> dict[str, Any]:
+    """An options type's fields (``Spec.given()``) spelled as the model's factory takes them (``revision``)."""
+    return {MODEL_NAMES.get(k, k): v for k, v in options.items()}
+
+
+def as_options_name(values: Mapping[str, Any], spec: type[Spec]) -> dict[str, Any]:
+    """Recorded options, or a model's record, spelled as ``spec``'s fields: a ``revision`` that ``spec`` does not
+    take is its ``model_revision`` where it takes one (what a record written before the rename holds)."""
+    fields = set(field_names(spec))
+    old = {model: option for option, model in MODEL_NAMES.items() if option in fields and model not in fields}
+    return {old.get(k, k): v for k, v in values.items() if not (k in old and old[k] in values)}  # the new name wins
+
 
 #: the choices of the fields below, as their text
 POOLINGS = tuple(p.value for p in Pooling)
@@ -98,7 +124,7 @@ def _dtype(value: Any) -> Any:
 
 def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
-    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`.  A recorded spec read back
+    checked when it loads): :func:`r2med.spec.model_source.missing_model_path`.  A recorded spec read back
     names the folder a run used, which need not be there any more (:func:`~r2med.spec.parse.is_recorded`)."""
     if is_recorded(info):
         return value
@@ -123,7 +149,7 @@ class EncoderOptions(RetrieverOptions):
     #: an opt-in to run a hub repository's own code (the preset decides the loader): not a setting of the model
     trust_remote_code: bool | None = Field(default=None, json_schema_extra=RUNTIME)
     query_model: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
-    revision: str | None = Field(default=None, json_schema_extra=SET)
+    model_revision: str | None = Field(default=None, json_schema_extra=SET)
     normalize: bool | None = Field(default=None, json_schema_extra=SET)
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
     query_instruction: str | None = Field(default=None, json_schema_extra=SET)
@@ -249,7 +275,7 @@ class CrossEncoderOptions(_ModelRuntime):
 
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
-    revision: str | None = Field(default=None, json_schema_extra=SET)
+    model_revision: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
     label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
@@ -282,7 +308,7 @@ class Qwen3Options(_ModelRuntime):
 
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
-    revision: str | None = Field(default=None, json_schema_extra=SET)
+    model_revision: str | None = Field(default=None, json_schema_extra=SET)
     instruction: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
 

@@ -6,6 +6,10 @@
 repository's results file: ``ndcg_at_10``) and ``.mteb`` (MTEB's results: ``ndcg_at_10``; MRR has
 none without a depth, :meth:`Measure.mteb_at`).  Families live in :class:`Family`; nothing else in r2med
 spells a measure by hand.
+
+A leaf of the house (it imports only :mod:`r2med.errors`): a benchmark's protocol (:mod:`r2med.data.benchmarks`)
+names its measures, the scoring (:mod:`r2med.evaluation`) reads the data's id rule, and every layer above takes a
+:class:`Measure`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from ..errors import OptionError, did_you_mean
+from .errors import OptionError, did_you_mean
 
 
 class Family(Enum):

@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializeAsAny, field_validator, model_validator
 
-from ..results.record import step_kind
-from .options import FusionOptions
-from .parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
+from .runs.record import step_kind
+from .spec.options import FusionOptions, as_options_name
+from .spec.parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
 PathField = Annotated[Path, Field(strict=False)]
@@ -51,7 +51,7 @@ class Data(Spec):
     @field_validator("split")
     @classmethod
     def _split(cls, value: str) -> str:
-        from ..data.loaders import check_split
+        from .data.loaders import check_split
 
         try:
             return check_split(value)
@@ -94,7 +94,7 @@ class Output(Spec):
     @field_validator("measures", mode="before")
     @classmethod
     def _measures(cls, value: Any) -> Any:
-        from ..evaluation.metrics import canonical
+        from .evaluation.metrics import canonical
 
         if isinstance(value, str):
             value = [value]
@@ -105,14 +105,14 @@ class Output(Spec):
     @property
     def columns(self) -> tuple[str, ...]:
         """The measures a table shows: those asked for, else nDCG@10."""
-        from ..evaluation.metrics import HEADLINE
+        from .evaluation.metrics import HEADLINE
 
         return self.measures or (HEADLINE,)
 
     def columns_for(self, tasks: Sequence[str]) -> tuple[str, ...]:
         """The measures a table of ``tasks`` shows: those asked for, else each task's headline (nDCG@10; Recall@1
         for BRIGHT's long-document setting, as its leaderboard reports it), each once."""
-        from ..data.benchmarks import protocol_of_task
+        from .data.benchmarks import protocol_of_task
 
         if self.measures or not tasks:
             return self.columns
@@ -188,7 +188,7 @@ class RerankStep(Spec):
 
     def depth(self) -> int:
         """How deep it reranks: ``top_k``, else the depth of the reranker's published figures."""
-        from ..results.published import published_depth
+        from .reranking.base import published_depth
 
         return self.top_k if self.top_k is not None else published_depth(self.reranker_name)
 
@@ -344,7 +344,7 @@ def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
     """An :class:`EvaluateStep` from flat ``values`` (the step's fields, its data and output, and the retriever's
     own options side by side, as ``r2med evaluate`` and ``[[retrievers]]`` give them); the options are parsed by
     the retriever's options type (its registry record)."""
-    from ..retrieval.registry import retriever_meta
+    from .retrieval.registry import retriever_meta
 
     fields, options, nested = _split(EvaluateStep, values, origin)
     retriever = fields.get("retriever")
@@ -367,7 +367,7 @@ def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
 def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
     """A :class:`RerankStep` from flat ``values``; the options are parsed by the reranker's options type (a
     model id or folder: a cross-encoder's; a scorer object: ``custom``'s)."""
-    from ..reranking.base import reranker_meta
+    from .reranking.base import reranker_meta
 
     fields, options, nested = _split(RerankStep, values, origin)
     reranker = fields.get("reranker")
@@ -382,7 +382,7 @@ def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
             options = {**options, "model": reranker}
         kind = meta.options
         if not meta.tail:  # its run is what it ranks (BRIGHT's rerank.py): no first-stage tail follows
-            from ..reranking.base import TAIL_REFUSED
+            from .reranking.base import TAIL_REFUSED
 
             if fields.get("keep_tail") is True:
                 raise origin.fail(f"{origin.key(RerankStep, 'keep_tail')}: {reranker}: {TAIL_REFUSED}")
@@ -420,7 +420,7 @@ def flat(values: Mapping[str, object], step: type[Spec], origin: Origin) -> Any:
 def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
     """The :class:`EvaluateStep` a ``metrics.json`` ``config`` recorded (any schema version, upgraded), or None
     when it is not an evaluate record or names a retriever this r2med does not know."""
-    from ..retrieval.registry import RETRIEVERS
+    from .retrieval.registry import RETRIEVERS
 
     if step_kind(config) != "evaluate":
         return None
@@ -430,9 +430,9 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
         return None
     options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
     expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
-    # the options as a table of their own: an option that shares a name with a step field (an encoder's model
-    # ``revision`` and the data's) is the option's
-    values: dict[str, object] = {"retriever": retriever, "options": dict(options or {})}
+    # the options as a table of their own (an option never reads as a step field); an encoder's ``revision``
+    # recorded before the option was named ``model_revision`` is read as it
+    values: dict[str, object] = {"retriever": retriever, "options": as_options_name(options or {}, meta.options)}
     if isinstance(config.get("k"), int):
         values["top_k"] = config["k"]
     if expansion is not None and expansion.get("method") and expansion.get("llm"):
@@ -450,7 +450,7 @@ def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
     Its options are schema 3's ``options``; a record written before them (schema 1 and 2) holds only what they
     resolved to (its ``reranker`` record), so the options type's fields found there are read back instead.  Its
     runs are the first stage's system folder as recorded (``first_stage.folder``)."""
-    from ..reranking.base import reranker_meta
+    from .reranking.base import reranker_meta
 
     if step_kind(config) != "rerank":
         return None
@@ -465,7 +465,10 @@ def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
     options = config.get("options")
     if not isinstance(options, Mapping):  # before schema 3: the resolved record's fields of the options type
         fields = set(field_names(meta.options)) - {"model"} if meta.name != name else set(field_names(meta.options))
-        options = {k: v for k, v in block.items() if k in fields and v is not None}
+        resolved = as_options_name(block, meta.options)  # the model records its ``model_revision`` as ``revision``
+        options = {k: v for k, v in resolved.items() if k in fields and v is not None}
+    else:
+        options = as_options_name(options, meta.options)
     first = config.get("first_stage")
     folder = first.get("folder") if isinstance(first, Mapping) else None
     values: dict[str, object] = {

@@ -68,7 +68,7 @@ def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
 
 
 #: the schema :func:`metrics_json` writes; 1 is a file from before the schema had a number (no ``schema_version``);
-#: 3: ``config`` is the step spec (:mod:`r2med.spec.steps`: its ``step`` kind, and a reranker's ``options``) with
+#: 3: ``config`` is the step spec (:mod:`r2med.steps`: its ``step`` kind, and a reranker's ``options``) with
 #: the facts of the run beside it (and the content fingerprint of an expansion file read: ``expansion_fingerprint``);
 #: its ``protocol`` field (the family's protocol the run followed) came later in 3: a file without it reads as before
 SCHEMA_VERSION: Final = 3
@@ -146,8 +146,8 @@ class MetricsRecord:
 def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
     """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
     and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
-    from ..evaluation.measures import from_trec
     from ..infra.containment import name_problem
+    from ..measures import from_trec
 
     where = Path(path)
 

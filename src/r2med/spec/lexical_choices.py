@@ -1,7 +1,9 @@
 """The choices of BM25's settings: the analyzer and the scoring flavour.
 
-Kept apart from :mod:`.bm25` and :mod:`.analyzer` (which import numpy) so that the CLI can show and check them while
-the command line is parsed.  Each is a ``StrEnum``: a member is the plain string (``json.dumps`` writes ``"english"``).
+Kept apart from :mod:`r2med.retrieval.bm25` and :mod:`r2med.retrieval.analyzer` (which import numpy) so that the CLI
+can show and check them while the command line is parsed; in ``spec/``, below ``retrieval/``, because the options
+types (:mod:`.options`) take them.  Each is a ``StrEnum``: a member is the plain string (``json.dumps`` writes
+``"english"``).
 """
 
 from __future__ import annotations
