@@ -70,6 +70,7 @@ class QueryView:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["measure"] = self.measure.trec  # as metrics.json names it
         for entry in [*data["judged"], *(hit for hits in data["top"].values() for hit in hits)]:
             if entry["text"] is not None:
                 entry["text"] = entry["text"][:JSON_SNIPPET]
