@@ -39,7 +39,7 @@ HOSTILE = [
     "x" * 5000 + " " + "y.z" * 2000,  # a very long token
 ]
 
-SURROGATE = "a lone surrogate \ud800 between words"  # JSON allows "\ud800": UTF-8 cannot encode it
+SURROGATE = "a lone surrogate \ud800 between words, glued\udfffinside"  # JSON allows "\ud800": UTF-8 cannot encode it
 
 
 def _plain(texts):

@@ -508,12 +508,12 @@ def encode_corpus(
     if arrow and compute is None:
         raise MissingExtraError("pyarrow", "bright", "cutting a corpus into chunks with Arrow")
     if compute is not None:
-        chunks, parts, lengths = arrow_chunks(texts, threads=workers, compute=compute)
-        if workers < 2 or len(chunks) < min_parallel:
-            analysed = analyzer.analyse_chunks(chunks)
+        distinct, parts, per_text = arrow_chunks(texts, threads=workers, compute=compute)
+        if workers < 2 or len(distinct) < min_parallel:
+            analysed = analyzer.analyse_chunks(distinct)
         else:
-            analysed = _analyse_forked(analyzer, chunks, workers)
-        return _terms_from_parts(analysed, parts, lengths)
+            analysed = _analyse_forked(analyzer, distinct, workers)
+        return _terms_from_parts(analysed, parts, per_text)
     if workers < 2:
         return analyzer.encode(texts)
     import gc
