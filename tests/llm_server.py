@@ -112,6 +112,7 @@ class Faults:
     seed: int = 0
     drip_s: float = 0.0  # >0: every answer body is sent one byte per drip_s seconds
     truncate: bool = False  # every answer: headers and half its body, then the connection is closed
+    body: bytes | None = None  # every answer: these bytes as its body (status 200), e.g. JSON nested too deeply
 
 
 class LLMServer:
@@ -191,6 +192,8 @@ class LLMServer:
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, broken: bool = False
             ) -> None:
                 data = json.dumps(payload).encode("utf-8")
+                if broken and server.faults.body is not None:
+                    data = server.faults.body
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

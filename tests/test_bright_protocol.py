@@ -241,8 +241,10 @@ def test_presets_map_to_the_same_checkpoint():
     mapped = {n: m.r2med_preset for n, m in bright.models().items() if m.r2med_preset}
     assert mapped == {
         "bm25": "bm25", "bge": "bge", "e5": "e5", "sf": "sfr", "grit": "grit", "inst-l": "inst-l", "inst-xl": "inst-xl",
-        "openai": "openai", "qwen2": "gte-qwen2-7b",
+        "openai": "openai", "qwen2": "gte-qwen2-7b", "sbert": "sbert", "qwen": "qwen",
+        "voyage": "voyage-large-2-instruct",
     }  # fmt: skip
+    assert {n for n, m in bright.models().items() if m.defines_preset} == {"sbert", "qwen", "voyage"}
     for name, preset in mapped.items():
         retriever_meta(preset)
         if name != "bm25":

@@ -26,6 +26,10 @@ from test_containment import make_data, make_run_folder, one_line_error, r2med, 
 EVALUATE = ["evaluate", "--data-dir", "/nonexistent-r2med-data"]
 RERANK = ["rerank", "--run", "/nonexistent-run", "--reranker", "bge-reranker"]
 FUSE = ["fuse", "/nonexistent-a", "/nonexistent-b"]
+#: since issue 30 a step command's numbers reach the spec of what it runs as typed, so an option is checked by the
+#: retriever or reranker that takes it (BM25 takes no --batch-size: that is "unknown option" first)
+DENSE_EVALUATE = [*EVALUATE, "-r", "bge"]
+LISTWISE = ["rerank", "--run", "/nonexistent-run", "--reranker", "listwise", "--model", "m"]
 EXPAND = [
     "expand",
     "--method",
@@ -58,14 +62,14 @@ BAD_NUMBERS = [
     (EVALUATE, "--b", "-0.1"),
     (EVALUATE, "--b", "1.5"),
     (EVALUATE, "--b", "nan"),
-    (EVALUATE, "--batch-size", "0"),
-    (EVALUATE, "--max-length", "1"),
+    (DENSE_EVALUATE, "--batch-size", "0"),
+    (DENSE_EVALUATE, "--max-length", "1"),
     (RERANK, "--top-k", "0"),
     (RERANK, "--batch-size", "0"),
     (RERANK, "--max-length", "7"),
-    (RERANK, "--window", "1"),
-    (RERANK, "--step", "0"),
-    (RERANK, "--concurrency", "0"),
+    (LISTWISE, "--window", "1"),
+    (LISTWISE, "--step", "0"),
+    (LISTWISE, "--concurrency", "0"),
     (FUSE, "--rrf-k", "nan"),
     (FUSE, "--rrf-k", "-1"),
     (FUSE, "--rrf-k", "inf"),
@@ -135,6 +139,17 @@ def test_fuse_weights_and_set_values_must_be_finite(tmp_path):
     res = run_r2med("rerank", "--run", str(one), "--reranker", "listwise", "--model", "m", "--set", "temperature=NaN")
     assert "--set temperature: expected a finite number" in one_line_error(res)
     assert not (tmp_path / "runs" / "rrf-one+two").exists()
+
+
+def test_a_set_value_nested_too_deeply_is_text_and_one_line(tmp_path):
+    """``--set k1=[[[...]]]`` 900 deep parses (under Python's limit), then the check of its numbers recursed into it:
+    RecursionError, a traceback.  The one JSON reader refuses it (deeper than 100 levels), so it is read as text."""
+    data = make_data(tmp_path)
+    for depth in (900, 50_000):
+        deep = "[" * depth + "]" * depth
+        line = one_line_error(r2med("evaluate", "-d", str(data), "-o", str(tmp_path / "out"), "--set", f"k1={deep}"))
+        assert line.startswith("error: --k1: expected a finite number >= 0, got '[[[") and len(line) < 300
+    assert not (tmp_path / "out").exists()
 
 
 # -- destinations and inputs checked up front ---------------------------------------------------------
@@ -492,3 +507,69 @@ def test_one_error_line_is_bounded_whatever_raised_it(monkeypatch, capsys):
         cli.main()
     err = capsys.readouterr().err.strip()
     assert len(err) < 2200 and "3,000,000 characters in all" in err
+
+
+# -- a run that shares no query with its judgments (issue 27, item 4) -------------------------------
+
+OVERLAP_SCORER = """
+class Overlap:
+    name = "overlap"
+
+    def score(self, query, docs):
+        return [float(len(set(query.split()) & set(d.split()))) for d in docs]
+"""
+
+
+def _old_import(tmp_path: Path, data: Path, name: str) -> Path:
+    """A system folder holding a run of query ``x1`` only, as ``r2med import`` wrote one before the rule (0 queries
+    scored): what rerank and fuse read."""
+    from r2med.data.loaders import load_folder
+    from r2med.evaluation.metrics import Metrics
+    from r2med.results.folders import metrics_payload
+    from r2med.runs.run import write_task_results
+
+    coll = load_folder(data)
+    nothing = Metrics(per_query={}, aggregate={"ndcg_cut_10": 0.0}, measures=("ndcg_cut_10",))
+    folder = tmp_path / "old" / name / coll.name
+    write_task_results(folder, {"x1": {"a": 2.0, "b": 1.0}}, metrics_payload(coll, name, {}, nothing, {}))
+    return folder.parent
+
+
+def test_a_run_that_shares_no_query_with_its_judgments_is_one_line_everywhere(tmp_path):
+    """Every place a run is scored (import into one collection or several, score, evaluate, rerank, fuse): trec_eval's
+    num_q 0 is one line naming the task or file, exit 2, nothing written.  Before, import into one collection wrote
+    a system of 0 queries and 0.00 (exit 0) while the same file was an error with several collections, and score,
+    evaluate, rerank and fuse printed 0 queries and 0.00 with exit 0.  pytrec_eval itself scores no query here."""
+    import pytrec_eval
+
+    data = make_data(tmp_path)  # t1: query q1, judged
+    make_data(tmp_path, "t2")
+    other = tmp_path / "other.trec"
+    other.write_text("x1 Q0 a 1 2.0 mine\nx1 Q0 b 2 1.0 mine\n")
+    assert pytrec_eval.RelevanceEvaluator({"q1": {"a": 1}}, {"ndcg_cut.10"}).evaluate({"x1": {"a": 2.0}}) == {}
+    mismatched = tmp_path / "mismatched" / "t1"  # judgments that name another query than its queries file
+    shutil.copytree(data, mismatched)
+    (mismatched / "qrels.jsonl").write_text(json.dumps({"q_id": "q9", "p_id": "a", "score": 1}) + "\n")
+    (tmp_path / "overlap.py").write_text(OVERLAP_SCORER)
+    scorer = f"{tmp_path / 'overlap.py'}:Overlap"
+    one, two = _old_import(tmp_path, data, "one"), _old_import(tmp_path, data, "two")
+    out = tmp_path / "out"
+    cases = {
+        "import": (["import", other, "-d", data, "--name", "imp", "-o", out], f"{other}: t1: the run's 1 query"),
+        "import, several": (["import", other, "-d", data.parent, "--name", "imp", "-o", out], "none of its 1 query"),
+        "score": (["score", data, other], f"{other} against {data / 'qrels.jsonl'}: the run's 1 query"),
+        "evaluate": (["evaluate", "-r", "bm25", "-d", mismatched, "-o", out], "t1: the task's 1 query (e.g. 'q1')"),
+        "rerank": (
+            ["rerank", "--run", one, "--reranker", "custom", "--scorer", scorer, "-o", out],
+            "t1: the run ranks no document",
+        ),
+        "fuse": (["fuse", one, two, "-d", data.parent, "-o", out], "t1: the run's 1 query (e.g. 'x1')"),
+    }
+    before = snapshot(tmp_path)
+    for case, (args, said) in cases.items():
+        res = r2med("-q", *map(str, args))
+        assert res.returncode == 2 and "Traceback" not in res.stderr, (case, res.stdout, res.stderr)
+        errors = [line for line in res.stderr.splitlines() if not line.startswith("WARNING")]
+        assert len(errors) == 1 and said in errors[0], (case, res.stderr)
+        assert case == "import, several" or "nothing to score" in errors[0], (case, res.stderr)
+        assert res.stdout == "" and snapshot(tmp_path) == before and not out.exists(), case

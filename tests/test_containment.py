@@ -542,3 +542,35 @@ def test_a_linked_shard_folder_in_a_shard_store_is_refused(tmp_path):
     (tmp_path / "real").mkdir()
     ShardStore(str(named)).write_shard(0, np.ones((1, 2), dtype=np.float32))
     assert np.array_equal(ShardStore(str(named)).read_shard(0), np.ones((1, 2), dtype=np.float32))
+
+
+def test_the_one_writer_refuses_a_linked_system_folder_whatever_root_it_is_given(tmp_path):
+    """Issue 27, item 1: containment is the writer's, not each command's.  ``import`` passed ``out/<name>`` as the
+    root, so the system folder was the "named" folder, allowed to be a link.  Now the one writer of task folders,
+    ``finish_task`` / ``reuse`` and ``run_task`` given the system folder as a path, all refuse a linked one; the
+    target keeps its files."""
+    from r2med.evaluation.metrics import evaluate
+    from r2med.jobs.evaluate import run_task
+    from r2med.results.folders import finish_task, reuse
+    from r2med.spec.steps import EvaluateStep
+
+    data = make_data(tmp_path)
+    coll = load_folder(data)
+    victim = _victim(tmp_path)
+    system = tmp_path / "out" / "imp"
+    system.parent.mkdir()
+    system.symlink_to(victim)
+    before = snapshot(tmp_path / "elsewhere")
+    run = {"q1": {"a": 2.0, "b": 1.0}}
+    payload = metrics_payload(coll, "imp", {}, evaluate(run, coll.qrels), {})
+    attempts = [
+        lambda: write_task_results(system / "t1", run, payload, root=system),  # the system folder as the root
+        lambda: write_task_results(system / "t1", run, payload),
+        lambda: finish_task(coll, "imp", run, {}, system, ["ndcg_cut_10"], False, {}),
+        lambda: reuse(system, {}, coll, ["ndcg_cut_10"], False, overwrite=True),
+        lambda: run_task(coll, EvaluateStep.of("bm25", cache=False), system),
+    ]
+    for attempt in attempts:
+        with pytest.raises(R2MedError, match=f"{system} is a link"):
+            attempt()
+    assert snapshot(tmp_path / "elsewhere") == before and sorted(os.listdir(victim / "t1")) == ["mine.txt"]

@@ -139,7 +139,10 @@ def test_score_takes_a_beir_folders_split(tmp_path):
     expected = _pytrec_ndcg10(run, DEV_QRELS)
     assert payload["queries"] == 2
     assert payload["aggregate"]["ndcg_cut_10"] == pytest.approx(sum(expected.values()) / len(expected))
-    default = json.loads(run_r2med("score", root, run, "-m", "nDCG@10", "--format", "json").stdout)
-    assert default["queries"] == 0  # the test split judges other queries than the dev run answers
+    # the test split judges other queries than the dev run answers: trec_eval's num_q 0 is one line, exit 2 (before:
+    # "num_q 0" and 0.0000, exit 0)
+    default = run_r2med("score", root, run, "-m", "nDCG@10", "--format", "json")
+    assert default.returncode == 2 and default.stdout == "" and len(default.stderr.splitlines()) == 1, default.stderr
+    assert "have none in common: nothing to score" in default.stderr and "--split test" in default.stderr
     bad = run_r2med("score", root, run, "--split", "valid")
     assert bad.returncode == 2 and "test, dev, train" in bad.stderr

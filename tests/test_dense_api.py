@@ -26,10 +26,19 @@ def vector(text: str, dim: int = 8) -> list[float]:
 class EmbeddingServer:
     """POST /v1/embeddings -> {"data": [{"index", "embedding"}]}; the first ``fail`` requests get
     429 (Retry-After: 0) or 500 alternately; ``key`` is required as a Bearer token; ``drip_s`` sends
-    each answer one byte per ``drip_s`` seconds (``drip_headers``: the status line and headers too)."""
+    each answer one byte per ``drip_s`` seconds (``drip_headers``: the status line and headers too); ``body``: every
+    answer's bytes instead."""
 
-    def __init__(self, fail: int = 0, key: str = "test-key", drip_s: float = 0.0, drip_headers: bool = False):
+    def __init__(
+        self,
+        fail: int = 0,
+        key: str = "test-key",
+        drip_s: float = 0.0,
+        drip_headers: bool = False,
+        body: bytes | None = None,
+    ):
         self.fail, self.key = fail, key
+        self.body = body  # every answer's body instead (status 200), e.g. JSON nested too deeply
         self.drip_s, self.drip_headers = drip_s, drip_headers
         self.closing = threading.Event()
         self.bodies: list[dict] = []
@@ -54,7 +63,7 @@ class EmbeddingServer:
                 self._send(200, {"data": data, "model": body["model"]})
 
             def _send(self, status, payload, headers=None):
-                raw = json.dumps(payload).encode()
+                raw = json.dumps(payload).encode() if outer.body is None or status != 200 else outer.body
                 if outer.drip_headers:  # everything, byte by byte
                     head = (
                         f"HTTP/1.0 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n"
@@ -180,3 +189,25 @@ def test_a_dripping_server_cannot_hold_a_request_past_its_timeout(drip_headers):
             r.index({"d": "insulin"})
         took = time.monotonic() - start
     assert took < 5.0, took
+
+
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        (b'{"data": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested too deeply"),
+        (b'{"data": ' + b"[" * 500 + b"]" * 500 + b"}", "nested more than 100 levels deep"),
+        (b"[1, 2]", "not an object (list)"),
+    ],
+    ids=["200000-deep", "500-deep", "a-list"],
+)
+def test_an_answer_nested_too_deeply_or_not_an_object_is_one_line(body, said):
+    """The endpoint's answer is read by the one JSON reader (``r2med.infra.home.parse_json``): nested 200,000 deep
+    (``json`` raises RecursionError: a traceback before), 500 deep (parsed, then walked recursively), or not an
+    object (``.get`` on a list: AttributeError before) is retried, then one line naming the endpoint."""
+    with EmbeddingServer(body=body) as server:
+        r = make_retriever("openai", base_url=server.base_url, api_key="test-key", max_retries=1, backoff_base=0.0)
+        with pytest.raises(EmbeddingAPIError) as info:
+            r.index(CORPUS)
+    message = str(info.value)
+    assert message.startswith(server.base_url) and "giving up after 2 attempts" in message and said in message
+    assert "\n" not in message and len(message) < 300

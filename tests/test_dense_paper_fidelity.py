@@ -374,7 +374,8 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     from r2med.protocol import published_ndcg10
     from r2med.report import build_leaderboard, leaderboard
     from r2med.results.folders import find_systems as load_systems
-    from r2med.results.published import PublishedKey, match_published, nonpaper_precision
+    from r2med.results.grading import grade, match_published
+    from r2med.results.published import PublishedKey, nonpaper_precision
     from r2med.runs.run import write_task_results
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}
@@ -382,32 +383,39 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     assert match_published([{**paper, "similarity": "dot"}]) is None
     assert match_published([{**paper, "options": {"similarity": "dot"}}]) is None
     assert match_published([{**paper, "options": {"similarity": "cosine"}}]) == PublishedKey("bge")
+    # another precision class than the published one (half for full) is not the published spec: not graded
     bf16 = {**paper, "options": {"dtype": "bf16"}, "encoder": {"dtype": "bf16"}}
-    assert match_published([bf16]) == PublishedKey("bge")  # still matched...
+    assert match_published([bf16]) is None
+    assert "dtype bf16, published fp32" in grade(bf16).reason
+    # the same class (bf16 for the paper's fp16) stays graded, with a note and a wider band
+    nv = {"retriever": "nv", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp16"}}
+    nv_bf16 = {**nv, "options": {"dtype": "bf16"}, "encoder": {"dtype": "bf16"}}
+    assert match_published([nv]) == match_published([nv_bf16]) == PublishedKey("nv")
+    assert nonpaper_precision(nv_bf16) == "bf16 (paper: fp16)" and nonpaper_precision(nv) is None
     assert nonpaper_precision(bf16) == "bf16 (paper: fp32)" and nonpaper_precision(paper) is None
     assert nonpaper_precision({"retriever": "nv", "encoder": {"dtype": "fp16"}}) is None
     assert nonpaper_precision({"reranker": {"reranker": "monobert", "dtype": "fp16"}}) == "fp16 (paper: fp32)"
 
-    pub = published_ndcg10("bge")["Biology"] / 100
-    for name, config in (("bge", paper), ("bf16/bge", bf16)):
+    pub = published_ndcg10("nv")["Biology"] / 100
+    for name, config in (("nv", nv), ("bf16/nv", nv_bf16)):
         payload = {
             "task": "Biology",
-            "retriever": "bge",
+            "retriever": "nv",
             "config": config,
             "aggregate": {"ndcg_cut_10": pub},
             "per_query": {"q1": {"ndcg_cut_10": pub}},
             **hub_data("Biology"),
         }
         write_task_results(tmp_path / name / "Biology", {"q1": {"d1": 1.0}}, payload)
-    board = build_leaderboard(load_systems([tmp_path / "bge", tmp_path / "bf16" / "bge"]))
+    board = build_leaderboard(load_systems([tmp_path / "nv", tmp_path / "bf16" / "nv"]))
     rows = {r.system: r for r in board.rows}
     assert len(rows) == 2
-    widened, plain = rows["bf16/bge"], next(r for n, r in rows.items() if n != "bf16/bge")
+    widened, plain = rows["bf16/nv"], next(r for n, r in rows.items() if n != "bf16/nv")
     assert plain.tolerance == 1.0 and plain.precision_note == ""
-    assert widened.published == PublishedKey("bge") and widened.tolerance == 2.0  # shown, with a wider band
-    assert widened.precision_note == "bf16 (paper: fp32)"
+    assert widened.published == PublishedKey("nv") and widened.tolerance == 2.0  # shown, with a wider band
+    assert widened.precision_note == "bf16 (paper: fp16)"
     text = leaderboard.to_markdown(board)
-    assert "tol ±2, bf16 (paper: fp32)" in text and "another precision" in text
+    assert "tol ±2, bf16 (paper: fp16)" in text and "another precision" in text
 
 
 def test_torch_search_path_normalises_docs_like_numpy():
@@ -425,8 +433,8 @@ def test_torch_search_path_normalises_docs_like_numpy():
 
 
 def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype():
-    """The summary `r2med evaluate` prints: published figures only for the paper's similarity; a precision
-    other than the paper's keeps them, with a note (decided from the stored configuration)."""
+    """The summary `r2med evaluate` prints: published figures only for the paper's similarity; a precision of
+    the paper's class keeps them, with a note, another class drops them (decided from the stored configuration)."""
     from r2med.evaluation.metrics import Metrics
     from r2med.report.summary import precision_note
     from r2med.results.folders import TaskResult, summary
@@ -449,7 +457,9 @@ def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype(
     assert summary("bge", result("bge", "dot")).published is None
     assert note("bge") is None and note("bge", "fp32") is None
     assert note("nv", "fp16") is None and note("bmr-7b") is None
-    assert "bf16" in note("bge", "bf16") and "fp32" in note("bge", "bf16")
+    assert "bf16" in note("nv", "bf16") and "fp16" in note("nv", "bf16")
+    half = summary("bge", result("bge", dtype="bf16"))  # half precision where the paper ran fp32: not graded
+    assert half.published is None and "dtype bf16, published fp32" in half.reason
     api = [
         TaskResult(
             "Biology",

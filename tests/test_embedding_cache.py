@@ -278,6 +278,30 @@ def test_home_json_nested_too_deeply_reads_as_damaged_not_a_traceback(caplog):
     )
 
 
+def test_the_one_json_reader_refuses_what_later_code_could_not_walk():
+    """``parse_json`` (every reader of JSON from outside, and of the home): 100 levels are read; 101 are refused
+    though Python's parser takes them (a walk, ``repr`` or ``json.dumps`` of them recursed past the limit in the
+    code that used them), 200,000 are refused without a RecursionError; a facet label of such text is the text."""
+    from r2med.evaluation.facets import facet_label
+    from r2med.infra.home import MAX_JSON_DEPTH, parse_json
+
+    assert MAX_JSON_DEPTH == 100
+    assert parse_json("[" * 100 + "]" * 100) == json.loads("[" * 100 + "]" * 100)  # Python's parser: the reference
+    assert parse_json(b'{"a": [{"b": 1}]}') == {"a": [{"b": 1}]}
+    for text, said in (
+        ("[" * 101 + "]" * 101, "nested more than 100 levels deep"),
+        ('{"a":' * 150 + "1" + "}" * 150, "nested more than 100 levels deep"),
+        ("[" * 200_000 + "]" * 200_000, "nested too deeply"),
+        (b"\xff", "utf-8"),
+        ("{", "expecting"),
+    ):
+        with pytest.raises(ValueError) as info:
+            parse_json(text)
+        assert said in str(info.value).lower(), info.value
+    deep = "[" * 5000 + "]" * 5000
+    assert facet_label(deep, max_len=10_000) == deep
+
+
 def _wide_bert(folder: Path) -> str:
     """A 2-layer random BERT with 128 dims, so medline-med's 1,033 doc vectors take 529 KB."""
     import torch

@@ -95,3 +95,17 @@ def test_an_unreadable_record_is_refused_not_guessed(tmp_path):
     (folder / "llm.json").write_text("[1]")
     with pytest.raises(R2MedError, match=r"llm\.json: unreadable"):
         check_llm_folder(folder, "org1/qwen")
+
+
+def test_a_record_nested_too_deeply_is_unreadable_not_a_traceback(tmp_path):
+    """``llm.json`` nested 200,000 deep raised RecursionError from ``json.loads`` (a traceback before any request);
+    it is read by the one JSON reader, so it is an unreadable record (issue 27, deep JSON)."""
+    from r2med.errors import R2MedError
+    from r2med.jobs.expand import check_llm_folder
+
+    folder = tmp_path / "Biology" / "hyde" / "qwen"
+    folder.mkdir(parents=True)
+    for deep in ("[" * 200_000 + "]" * 200_000, '{"model": ' + "[" * 500 + "]" * 500 + "}"):
+        (folder / "llm.json").write_text(deep)
+        with pytest.raises(R2MedError, match=r"llm\.json: unreadable"):
+            check_llm_folder(folder, "org1/qwen")

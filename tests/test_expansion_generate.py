@@ -64,7 +64,7 @@ def expected_prompt(method: str, task: str, query: str, passages: str = "") -> s
     return template.replace("{TEXT}", query).replace("{PASSAGE}", passages)
 
 
-def expand_args(data: Path, out: Path, url: str, *extra: str) -> list[str]:
+def expand_args(data: Path, out: Path, url: str, *extra: str, timeout: float = 1) -> list[str]:
     """``r2med expand`` of HyDE with the test model, for run_cli (or after ``python -m r2med``)."""
     return [
         "expand",
@@ -79,7 +79,7 @@ def expand_args(data: Path, out: Path, url: str, *extra: str) -> list[str]:
         "--out",
         str(out),
         "--timeout",
-        "1",
+        str(timeout),
         *extra,
     ]
 
@@ -192,11 +192,13 @@ def test_generate_and_write_file_in_r2med_layout(tmp_path):
 def test_expand_with_faults_then_rerun_makes_zero_requests(tmp_path):
     data = make_collection(tmp_path / "Biology", n_queries=30)
     out = tmp_path / "exp"
+    # a hang outlasts the 3 s timeout by far, a slow reply (0.2 s) stays inside it even on a loaded machine: so
+    # every retry is one injected fault (with a 1 s timeout a stalled worker once turned slow replies into retries)
     faults = Faults(
-        rate_429=0.15, retry_after=0.05, rate_500=0.15, rate_hang=0.05, hang_s=2.5, rate_slow=0.1, slow_s=0.2, seed=3
+        rate_429=0.15, retry_after=0.05, rate_500=0.15, rate_hang=0.05, hang_s=6, rate_slow=0.1, slow_s=0.2, seed=3
     )
     with LLMServer(faults) as server:
-        res = run_cli(*expand_args(data, out, server.base_url, "--concurrency", "8"))
+        res = run_cli(*expand_args(data, out, server.base_url, "--concurrency", "8", timeout=3))
         assert res.returncode == 0, res.stderr
         first = server.requests
         faulted = sum(v for k, v in server.faults_sent.items() if k != "slow")

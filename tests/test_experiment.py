@@ -166,6 +166,15 @@ def test_a_bad_file_is_one_line_naming_the_key_before_any_work(experiment, tmp_p
     assert not (tmp_path / "results").exists()
 
 
+def test_a_file_nested_too_deeply_is_one_line(tmp_path):
+    """Arrays nested deeper than tomllib's parser goes raised RecursionError from ``tomllib.load``: a traceback."""
+    (tmp_path / "exp.toml").write_text('out = "results"\nx = ' + "[" * 5000 + "]" * 5000 + "\n")
+    for args in (["exp.toml"], ["exp.toml", "--dry-run"]):
+        res = run_r2med("run", *args, cwd=tmp_path)
+        assert res.returncode == 2 and res.stderr == "error: exp.toml: not valid TOML (nested too deeply)\n", res.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_dry_run_prints_the_plan_in_dependency_order(experiment, tmp_path):
     experiment.write_text(
         EXPERIMENT.replace(

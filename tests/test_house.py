@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import graphlib
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -316,3 +317,270 @@ def test_a_preset_is_a_data_record(bert_dir, monkeypatch):
         register_preset(
             presets.Preset(name="bge", hub_id="x", fields={}, query_instructions=None, doc_instructions=None)
         )
+
+
+# -- every command that writes, against a link below its output (issue 27, item 1) ---------------------------------
+#
+# The commands are listed from the typer app itself, so a new command is covered: it writes (a case below, run
+# against a link where it would write) or it writes nothing under a folder the user names (WRITES_NOTHING, with why).
+
+#: Commands that write no file under a folder the user names: they print, or read.
+WRITES_NOTHING = {
+    "tasks": "prints the task table",
+    "score": "prints the measures of a run file",
+    "models": "prints the model table",
+    "show": "prints one query of the systems",
+    "cache ls": "lists the home",
+}
+
+_SCORER = (
+    "class Overlap:\n    name = 'overlap'\n\n    def score(self, query, docs):\n        return [1.0 for _ in docs]\n"
+)
+_ENCODER = (
+    "import numpy as np\n\nclass Enc:\n    name = 'enc'\n    revision = '1'\n\n"
+    "    def encode(self, texts, role):\n        return np.ones((len(texts), 4), dtype=np.float32)\n"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkCase:
+    """One command run where a folder (or file) it writes is a link to the user's own files elsewhere.
+
+    ``build(tmp, victim, stack)`` lays out the inputs and the link, and returns (arguments, the link); ``expect``:
+    ``refuse`` (one line, exit 2), ``replace`` (the link at the very place a file is written whole is replaced, exit
+    0) or ``unlink`` (``cache rm`` removes the link entry itself).  The target is byte-for-byte untouched in all."""
+
+    command: str
+    build: object
+    expect: str = "refuse"
+
+
+def _runs(tmp: Path, *systems: str, task: str = "t1") -> tuple[Path, Path]:
+    """A results root with ``systems`` evaluated on a small collection named ``task``: (root, data)."""
+    from conftest import run_r2med
+    from test_containment import make_data
+
+    data = make_data(tmp, task)
+    for system in systems:
+        res = run_r2med("-q", "evaluate", "-r", system, "-d", str(data), "-o", str(tmp / "runs"))
+        assert res.returncode == 0, res.stderr
+    return tmp / "runs", data
+
+
+def _linked(link: Path, target: Path) -> Path:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+    return link
+
+
+def _evaluate(tmp, victim, stack):
+    from test_containment import make_data
+
+    return ["evaluate", "-r", "bm25", "-d", make_data(tmp), "-o", tmp / "out"], _linked(tmp / "out" / "bm25", victim)
+
+
+def _evaluate_ray(tmp, victim, stack):
+    pytest.importorskip("ray")
+    args, link = _evaluate(tmp, victim, stack)
+    return [*args, "--ray"], link  # refused before Ray starts
+
+
+def _demo(tmp, victim, stack):
+    return ["demo", "-o", tmp / "out"], _linked(tmp / "out" / "bm25", victim)
+
+
+def _import(tmp, victim, stack):
+    from test_containment import make_data
+
+    run = tmp / "mine.trec"
+    run.write_text("q1 Q0 a 1 2.0 mine\nq1 Q0 b 2 1.0 mine\n")
+    args = ["import", run, "-d", make_data(tmp), "--name", "imp", "-o", tmp / "out"]
+    return args, _linked(tmp / "out" / "imp", victim)
+
+
+def _rerank(tmp, victim, stack):
+    runs, _ = _runs(tmp, "bm25")
+    (tmp / "overlap.py").write_text(_SCORER)
+    scorer = f"{tmp / 'overlap.py'}:Overlap"
+    args = ["rerank", "--run", runs / "bm25", "--reranker", "custom", "--scorer", scorer, "--name", "rr", "-o", runs]
+    return args, _linked(runs / "rr", victim)
+
+
+def _fuse(tmp, victim, stack):
+    runs, _ = _runs(tmp, "bm25", "bm25-standard")
+    return ["fuse", runs / "bm25", runs / "bm25-standard", "--name", "fused"], _linked(runs / "fused", victim)
+
+
+def _experiment(tmp: Path, extra: str = "") -> Path:
+    from test_containment import make_data
+
+    make_data(tmp)
+    (tmp / "mine.trec").write_text("q1 Q0 a 1 2.0 mine\n")
+    path = tmp / "exp.toml"
+    path.write_text(
+        'out = "out"\n[data]\ndirs = ["data/t1"]\n[[retrievers]]\nname = "bm25"\n'
+        '[[imports]]\nname = "imp"\nruns = ["mine.trec"]\n' + extra
+    )
+    return path
+
+
+def _run_system(tmp, victim, stack):
+    return ["run", _experiment(tmp)], _linked(tmp / "out" / "bm25", victim)
+
+
+def _run_import(tmp, victim, stack):
+    return ["run", _experiment(tmp)], _linked(tmp / "out" / "imp", victim)
+
+
+def _run_report(tmp, victim, stack):
+    return ["run", _experiment(tmp)], _linked(tmp / "out" / "report.md", victim.parent / "mine.md")
+
+
+def _expand(tmp, victim, stack):
+    from llm_server import LLMServer
+    from test_containment import make_data
+
+    server = stack.enter_context(LLMServer())
+    stack.callback(lambda: pytest.fail(f"{server.requests} request(s) sent") if server.requests else None)
+    url = server.base_url
+    args = ["expand", "--method", "hyde", "--model", "test-model", "--base-url", url, "--api-key", "k"]
+    args += ["-d", make_data(tmp), "--prompt-task", "Biology", "-o", tmp / "exp"]
+    return args, _linked(tmp / "exp" / "t1", victim)
+
+
+def _encode(tmp, victim, stack):
+    from test_containment import make_data
+
+    (tmp / "enc.py").write_text(_ENCODER)
+    args = ["encode", "-r", "custom", "--encoder", f"{tmp / 'enc.py'}:Enc", "-d", make_data(tmp)]
+    return args, _linked(Path(os.environ["R2MED_HOME"]) / "embeddings", victim)
+
+
+def _export(tmp, victim, stack):
+    pytest.importorskip("mteb")
+    runs, _ = _runs(tmp, "bm25", task="Biology")
+    args = ["export", runs / "bm25", "-o", tmp / "m", "--force", "--model", "me/m", "--model-revision", "v1"]
+    return args, _linked(tmp / "m" / "results" / "me__m" / "v1", victim)
+
+
+def _report(fmt: str, option: str = "-o"):
+    def build(tmp, victim, stack):
+        runs, _ = _runs(tmp, "bm25")
+        args = ["report", runs, option, tmp / "out" / "r"] + (["--format", fmt] if option == "-o" else [])
+        return args, _linked(tmp / "out" / "r", victim.parent / "mine.md")
+
+    return build
+
+
+def _compare(tmp, victim, stack):
+    runs, _ = _runs(tmp, "bm25", "bm25-standard")
+    args = ["compare", runs / "bm25", runs / "bm25-standard", "--format", "markdown", "-o", tmp / "out" / "c.md"]
+    return args, _linked(tmp / "out" / "c.md", victim.parent / "mine.md")
+
+
+def _plot(tmp, victim, stack):
+    pytest.importorskip("matplotlib")
+    runs, _ = _runs(tmp, "bm25")
+    return ["plot", runs, "-o", tmp / "out" / "f.svg"], _linked(tmp / "out" / "f.svg", victim.parent / "mine.md")
+
+
+def _reproduce(tmp, victim, stack):
+    from test_containment import make_data
+
+    data = make_data(tmp, "Biology").parent
+    args = ["reproduce", "-r", "bm25", "--settings", "base", "-t", "Biology", "-d", data, "-o", tmp / "out"]
+    return args, _linked(tmp / "out" / "bm25", victim)
+
+
+def _cache_rm_kind(tmp, victim, stack):
+    return ["cache", "rm", "bm25", "--all"], _linked(Path(os.environ["R2MED_HOME"]) / "bm25", victim)
+
+
+def _cache_rm_entry(tmp, victim, stack):
+    return ["cache", "rm", "bm25", "--all"], _linked(Path(os.environ["R2MED_HOME"]) / "bm25" / "abc", victim)
+
+
+LINK_CASES = {
+    "evaluate": LinkCase("evaluate", _evaluate),
+    "evaluate --ray": LinkCase("evaluate", _evaluate_ray),
+    "demo": LinkCase("demo", _demo),
+    "import": LinkCase("import", _import),
+    "rerank": LinkCase("rerank", _rerank),
+    "fuse": LinkCase("fuse", _fuse),
+    "run: a system folder": LinkCase("run", _run_system),
+    "run: an imported system": LinkCase("run", _run_import),
+    "run: report.md": LinkCase("run", _run_report, "replace"),
+    "expand": LinkCase("expand", _expand),
+    "encode": LinkCase("encode", _encode),
+    "export": LinkCase("export", _export),
+    "report -o markdown": LinkCase("report", _report("markdown"), "replace"),
+    "report -o latex": LinkCase("report", _report("latex"), "replace"),
+    "report --html": LinkCase("report", _report("", "--html"), "replace"),
+    "compare -o": LinkCase("compare", _compare, "replace"),
+    "plot -o": LinkCase("plot", _plot, "replace"),
+    "reproduce": LinkCase("reproduce", _reproduce),
+    "cache rm: a kind folder": LinkCase("cache rm", _cache_rm_kind),
+    "cache rm: an entry": LinkCase("cache rm", _cache_rm_entry, "unlink"),
+}
+
+
+def _leaf_commands() -> set[str]:
+    import typer.main
+
+    from r2med.cli import app
+
+    found: set[str] = set()
+
+    def walk(path: list[str], command: object) -> None:
+        subs = getattr(command, "commands", None)
+        if not subs:
+            found.add(" ".join(path))
+        for name, sub in (subs or {}).items():
+            walk([*path, name], sub)
+
+    walk([], typer.main.get_command(app))
+    return found
+
+
+def test_every_command_writes_or_is_classified_as_writing_nothing():
+    commands = _leaf_commands()
+    writing = {case.command for case in LINK_CASES.values()}
+    assert not writing & set(WRITES_NOTHING)
+    unclassified = commands - writing - set(WRITES_NOTHING)
+    assert not unclassified, f"new command(s) {unclassified}: give each a LinkCase, or say why it writes nothing"
+    assert writing | set(WRITES_NOTHING) <= commands
+
+
+@pytest.mark.parametrize("case", list(LINK_CASES))
+def test_every_writing_command_writes_nothing_through_a_link(case, tmp_path):
+    """The command runs with a link to the user's own folder (``elsewhere/victim``, holding ``t1/mine.txt``) or file
+    (``elsewhere/mine.md``) where it would write: it refuses in one line naming the link, exit 2, or (the documented
+    rule, for a file written whole, and ``cache rm``'s link entry) replaces or removes the link itself; the target is
+    untouched.  Before, ``import`` and an experiment's imports deleted ``mine.txt`` and wrote r2med's files there."""
+    import contextlib
+
+    from conftest import run_r2med
+    from test_containment import snapshot
+
+    victim = tmp_path / "elsewhere" / "victim"
+    (victim / "t1").mkdir(parents=True)
+    (victim / "t1" / "mine.txt").write_text("precious")
+    (tmp_path / "elsewhere" / "mine.md").write_text("my own notes")
+    spec = LINK_CASES[case]
+    with contextlib.ExitStack() as stack:
+        args, link = spec.build(tmp_path, victim, stack)  # type: ignore[operator]
+        before = snapshot(tmp_path / "elsewhere")
+        res = run_r2med("-q", *map(str, args), cwd=tmp_path)
+    assert "Traceback" not in res.stderr, res.stderr
+    if spec.expect == "refuse":
+        errors = [line for line in res.stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
+        assert res.returncode == 2 and len(errors) == 1, (res.returncode, res.stdout, res.stderr)
+        assert f"{link} is a link" in errors[0] or f"{link.name} is a link" in errors[0], errors[0]
+        assert link.is_symlink()
+    elif spec.expect == "replace":
+        assert res.returncode == 0, res.stderr
+        assert not link.is_symlink() and link.is_file()
+    else:
+        assert res.returncode == 0, res.stderr
+        assert not link.is_symlink() and not link.exists()
+    assert snapshot(tmp_path / "elsewhere") == before

@@ -954,3 +954,37 @@ def test_a_memo_or_key_that_is_no_regular_file_never_hangs(dirs, tmp_path):
     assert "hub-verified.json is damaged" in res.stderr
     assert (home / "hub-verified.json").is_file() and not (home / "hub-verified.json").is_symlink()
     assert Path("/dev/zero").exists()  # the link was removed, not its target
+
+
+def test_reproduce_checks_every_targets_files_before_the_first_download(dirs, tmp_path):
+    """``reproduce`` keeps the rule too: every runnable target's hub files are resolved before anything is
+    downloaded; a target whose expansion the pin lacks is an ``error`` with the one line (where the file is and
+    the option that reads it) and sends no GET, while the targets whose files are there run."""
+    cache, home = dirs
+    files = r2med_task_files()
+    gpt4 = "hyde/gpt4/query_with_hydoc.jsonl"
+    with HubEmulator() as hub:
+        hub.add("R2MED/Biology", files, PIN)  # hyde/qwen-7b only
+        hub.add("R2MED/Biology", {**files, gpt4: files[EXPANSION]}, NEWER, refs=("main",))
+        res = cli(
+            "reproduce", "-r", "bm25", "--settings", "gar", "-t", "Biology", "-f", "json", "-o", str(tmp_path / "o"),
+            hub=hub, cache=cache, home=home, timeout=300,
+        )  # fmt: skip
+        assert res.returncode in (0, 1), res.stderr  # 1: a figure outside its tolerance (a demo collection)
+        rows = {r["config"]: r for r in json.loads(res.stdout)}
+        ran = {c: r for c, r in rows.items() if r["status"] in ("pass", "fail")}
+        assert list(ran) == ["bm25+hyde-qwen-7b"], rows
+        at_head = rows["bm25+hyde-gpt4"]
+        assert at_head["status"] == "error"
+        assert f"no file '{gpt4}' at revision {PIN}" in at_head["detail"], at_head
+        assert "--revision Biology=main" in at_head["detail"], at_head
+        nowhere = rows["bm25+lamer-gpt4"]
+        assert nowhere["status"] == "error" and "nor has the repository's head" in nowhere["detail"], nowhere
+        errors = [r for r in rows.values() if r["status"] == "error"]
+        assert len(errors) == len(rows) - 1  # every other expansion of the gar setting is missing here
+        requests = hub.requests
+        first_get = next(i for i, (m, p) in enumerate(requests) if m == "GET" and "/resolve/" in p)
+        missing_asked = [i for i, (m, p) in enumerate(requests) if m == "HEAD" and gpt4 in p]
+        assert missing_asked and max(missing_asked) < first_get  # found missing before the first download
+        got = sorted(p.split(f"/resolve/{PIN}/", 1)[1] for p in downloads(hub))
+        assert got == sorted([*files][:3] + [EXPANSION]), got  # only what the one runnable target reads

@@ -139,14 +139,22 @@ def test_several_files_go_to_the_task_their_query_ids_name(tmp_path, r2med_home)
         stored = json.loads((out / "mine" / task / "metrics.json").read_text())
         assert stored["config"]["imported"]["file"] == str(trec.resolve())
         assert stored["aggregate"]["ndcg_cut_10"] == pytest.approx(pytrec_reference(root / task, trec)["ndcg_cut_10"])
-    # -t names the tasks in order: the files are taken as given (here, deliberately crossed: b.trec as colA)
-    crossed = r2med_cli(
-        "import", *map(str, runs), "-d", str(root), "-t", "colA,colB", "--name", "x", "-o", str(out), home=r2med_home
+    # -t names the tasks in order: the files are taken as given, not matched by their query ids
+    given = r2med_cli(
+        "import", *map(str, runs), "-d", str(root), "-t", "colB,colA", "--name", "x", "-o", str(out), home=r2med_home
     )
-    assert crossed.returncode == 0
-    assert json.loads((out / "x" / "colA" / "metrics.json").read_text())["config"]["imported"]["file"] == str(
+    assert given.returncode == 0, given.stderr
+    assert json.loads((out / "x" / "colB" / "metrics.json").read_text())["config"]["imported"]["file"] == str(
         runs[0].resolve()
     )
+    # crossed (b.trec as colA): it shares no query with colA's judgments -- one line, nothing written (before:
+    # a system of 0 queries and 0.00, exit 0)
+    crossed = r2med_cli(
+        "import", *map(str, runs), "-d", str(root), "-t", "colA,colB", "--name", "y", "-o", str(out), home=r2med_home
+    )
+    assert crossed.returncode == 2 and not (out / "y").exists()
+    assert crossed.stderr.count("\n") == 1 and "have none in common: nothing to score" in crossed.stderr
+    assert str(runs[0].resolve()) in crossed.stderr
 
 
 @pytest.mark.parametrize(

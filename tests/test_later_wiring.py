@@ -12,6 +12,7 @@ import json
 import pytest
 
 from conftest import hub_data, run_r2med
+from r2med.protocol.later_models import later_reranker
 from test_dense_cli import r2med as r2med_with_home
 from test_later_protocol import PRESETS, TASKS
 
@@ -157,17 +158,26 @@ def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(
     _write_system(runs, "my-qwen", {t: q4[t] + 2.2 for t in TASKS}, _dense_config("qwen3-emb-4b", dtype="bf16"))
     _write_system(runs, "other-qwen", {t: q4[t] for t in TASKS}, _dense_config("qwen3-emb-4b", max_length=256))
     rr = published_ndcg10("e5", "rerank:ReasonRank(32B)")
-    e5 = _dense_config("e5")  # the first stage's record, as `r2med rerank` keeps it
-    for name, depth in (("e5+reasonrank-32b", 100), ("e5+reasonrank-32b-top20", 20)):
+    e5 = _dense_config("e5")  # r2med's e5 run's record, as `r2med rerank` keeps it
+    authors = later_reranker("reasonrank-32b")["published"]["first_stage_run"]["sha256"]
+
+    def imported(task):  # the authors' E5 top 100 of the task, as `r2med import` records it (issue 30)
+        return {"step": "import", "retriever": "imported", "imported": {"file": "e5.txt", "sha256": authors[task]}}
+
+    for name, depth, first in (
+        ("e5+reasonrank-32b", 100, imported),
+        ("e5+reasonrank-32b-top20", 20, imported),
+        ("r2med-e5+reasonrank-32b", 100, e5),
+    ):
         _write_system(
             runs,
             name,
             {t: rr[t] - 1.9 for t in TASKS},
-            lambda task, depth=depth: {
+            lambda task, depth=depth, first=first: {
                 "reranker": {"reranker": "reasonrank-32b"},
                 "top_k": depth,
                 "keep_tail": False,
-                "first_stage": {"retriever": "e5", "config": e5(task)},
+                "first_stage": {"retriever": "e5", "config": first(task)},
             },
         )
     systems = {s.name: s for s in find_systems([runs])}
@@ -177,6 +187,12 @@ def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(
     assert systems["other-qwen"].published is None  # another max length is not the published configuration
     assert systems["e5+reasonrank-32b"].published == PublishedKey("e5", "rerank:ReasonRank(32B)")
     assert systems["e5+reasonrank-32b-top20"].published is None  # not the published depth
+    assert systems["e5+reasonrank-32b-top20"].ungraded == (
+        "not the published e5+reasonrank-32b: depth (top_k) 20, published 100"
+    )
+    # the published figure reranked the authors' E5 top 100, not r2med's e5 run (issue 30): said, not graded
+    assert systems["r2med-e5+reasonrank-32b"].published is None
+    assert "first stage r2med's e5 run, published the authors'" in str(systems["r2med-e5+reasonrank-32b"].ungraded)
     board = build_leaderboard(list(systems.values()))
     rows = {r.system: r for r in board.rows}
     embed = rows["reasonembed-qwen3-8b"]

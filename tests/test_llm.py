@@ -461,6 +461,19 @@ def test_a_truncated_answer_is_not_an_unreachable_endpoint():
     assert "complete message body" in result.error
 
 
+def test_an_answer_nested_too_deeply_is_a_bad_reply_not_a_recursion_error():
+    """An endpoint's answer nested 200,000 deep: the openai client's JSON parser raises RecursionError, which came
+    out as ``RecursionError: maximum recursion depth exceeded while decoding a JSON array`` in the one-line error;
+    it is a bad reply, retried and then given up like any other (issue 27, deep JSON)."""
+    deep = b'{"choices": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    with LLMServer(Faults(body=deep)) as server:
+        client = LLMClient("test-model", base_url=server.base_url, max_retries=1, backoff_base=0.01, cache=False)
+        result = client.chat(msgs("insulin"))
+    assert not result.ok and result.attempts == 2 and server.requests == 2
+    assert "bad reply from the endpoint (JSON nested too deeply)" in result.error
+    assert "RecursionError" not in result.error
+
+
 # -- secrets in the query string ----------------------------------------------------------------------
 
 

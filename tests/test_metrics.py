@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from r2med.errors import R2MedError
+from r2med.errors import NothingToScore, R2MedError
 from r2med.evaluation.metrics import CUTOFFS, DEFAULT_MEASURES, canonical, evaluate
 
 
@@ -68,15 +68,19 @@ def run_and_qrels(draw):
 @given(run_and_qrels())
 def test_matches_brute_force_trec_eval(data):
     run, qrels = data
-    metrics = evaluate(run, qrels)
     answered = [q for q in qrels if run.get(q)]
+    if not answered:  # trec_eval's num_q 0: no figure, one error (not an average of 0.0 over no query)
+        with pytest.raises(NothingToScore, match="nothing to score"):
+            evaluate(run, qrels)
+        return
+    metrics = evaluate(run, qrels)
     assert sorted(metrics.per_query) == sorted(answered)
     for q in answered:
         expected = brute_force(run[q], qrels[q])
         for m in DEFAULT_MEASURES:
             assert metrics.per_query[q][m] == pytest.approx(expected[m], abs=1e-9), (q, m)
     for m in DEFAULT_MEASURES:
-        mean = sum(brute_force(run[q], qrels[q])[m] for q in answered) / len(answered) if answered else 0.0
+        mean = sum(brute_force(run[q], qrels[q])[m] for q in answered) / len(answered)
         assert metrics.aggregate[m] == pytest.approx(mean, abs=1e-9)
     # And the same numbers as calling pytrec_eval directly.
     import pytrec_eval
@@ -100,6 +104,10 @@ def test_matches_brute_force_trec_eval(data):
 @given(run_and_qrels())
 def test_count_missing_averages_over_all_judged_queries(data):
     run, qrels = data
+    if not any(run.get(q) for q in qrels):  # zeros for every judged query would read as a score: refused too
+        with pytest.raises(NothingToScore):
+            evaluate(run, qrels, measures=["ndcg_cut_10"], count_missing=True)
+        return
     metrics = evaluate(run, qrels, measures=["ndcg_cut_10"], count_missing=True)
     total = sum(brute_force(run[q], qrels[q])["ndcg_cut_10"] if run.get(q) else 0.0 for q in qrels)
     assert metrics.aggregate["ndcg_cut_10"] == pytest.approx(total / len(qrels), abs=1e-9)

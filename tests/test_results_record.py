@@ -134,10 +134,18 @@ def test_version_3_read_back_equals_what_was_written(tmp_path: Path):
 def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: Path):
     """Run folders written before the structured ``expansion`` stored ``queries`` as text; the reader upgrades
     them (also a reranked run's first stage), so matching a published row still works; a v2 file is as read."""
-    from r2med.results.published import PublishedKey, recorded_key
+    from r2med.expansion.precomputed import NO_LOCAL_FILES
+    from r2med.results.grading import grade
+    from r2med.results.published import PublishedKey
+
+    def recorded_key(config):
+        return grade(config).key
 
     paper_bm25 = {"retriever": "bm25", "flavour": "paper", "k1": 0.9, "b": 0.4}
-    old = _damaged({"config": {**paper_bm25, "queries": "hyde:gpt4 trace=auto rule=paper-v1 files=/x"}})
+    # the stamp of no local file or folder (read from the hub): what a version-1 record of a hub expansion held;
+    # since issue 30 only such a record is graded (an expansion file given by hand must be the hub's by content)
+    text = f"hyde:gpt4 trace=auto rule=paper-v1 files={NO_LOCAL_FILES}"
+    old = _damaged({"config": {**paper_bm25, "queries": text}})
     record = parse_record(old, tmp_path / "metrics.json")
     assert record.config is not None
     assert record.config["expansion"] == {
@@ -145,10 +153,12 @@ def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: P
         "llm": "gpt4",
         "trace": "auto",
         "rule": "paper-v1",
-        "files": "/x",
+        "files": NO_LOCAL_FILES,
     }
     assert recorded_key(record.config) == PublishedKey("bm25", "hyde", "gpt4")
-    assert old["config"] == {**paper_bm25, "queries": "hyde:gpt4 trace=auto rule=paper-v1 files=/x"}  # unchanged
+    assert old["config"] == {**paper_bm25, "queries": text}  # unchanged
+    by_hand = parse_record(_damaged({"config": {**paper_bm25, "queries": "hyde:gpt4 files=/x"}}), tmp_path / "m")
+    assert by_hand.config is not None and recorded_key(by_hand.config) is None  # a local file, content unknown
     plain = parse_record(_damaged({"config": {**paper_bm25, "queries": "plain"}}), tmp_path / "metrics.json")
     assert plain.config is not None and plain.config["expansion"] is None
     assert recorded_key(plain.config) == PublishedKey("bm25")

@@ -163,6 +163,34 @@ def test_shard_store_round_trip(tmp_path, kind):
         assert sorted(p.name for p in (tmp_path / "s" / "shards").iterdir()) == ["00000.npy", "00002.npy", "00011.npy"]
 
 
+@pytest.mark.parametrize(
+    "doc_ids, said",
+    [
+        (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+        (b"[" * 500 + b"]" * 500, "nested more than 100 levels deep"),
+        (b'{"d0": 1}', "a list of document ids"),
+        (b"\xff", "utf-8"),
+    ],
+    ids=["200000-deep", "500-deep", "an-object", "not-utf8"],
+)
+def test_a_stores_doc_ids_json_that_r2med_did_not_write_is_one_line(tmp_path, doc_ids, said):
+    """``doc_ids.json`` of a shard store (``encode --ray --dest``, read back by ``ShardedDenseIndex.from_store``)
+    goes through the one JSON reader: nested 200,000 deep was a RecursionError traceback, an object a list of its
+    keys, bad UTF-8 a UnicodeDecodeError; each is now one line naming the store."""
+    from r2med.scale.encode import load_shards
+    from r2med.scale.store import ShardStore
+
+    store = ShardStore(str(tmp_path / "s"))
+    store.write_shard(0, np.ones((1, 4), dtype=np.float32))
+    store.write_manifest({"n_docs": 1, "shard_size": 1})
+    store.write_bytes("doc_ids.json", doc_ids)
+    with pytest.raises(R2MedError) as info:
+        load_shards(str(tmp_path / "s"))
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 's'}: doc_ids.json is not what r2med writes") and said in message.lower()
+    assert len(message) < 300
+
+
 def test_matrix_resource_requests():
     from r2med.jobs.ray import default_resources
 

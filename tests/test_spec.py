@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import r2med
 from conftest import run_r2med, shared_collection
+from r2med.spec.steps import EvaluateStep, FuseStep, RerankStep
 
 MEDLINE = "medline-med"
 
@@ -31,25 +33,127 @@ runs = ["bm25"]
 systems = ["bm25", "bm25-k1.2"]
 """
 
-#: the issue's table: an edit of the file above -> the one line it gives (every row before any work)
-ROWS = [
-    (("k1 = 1.2", 'k1 = "high"'), "exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got 'high'"),
-    (("k1 = 1.2", "k1 = nan"), "exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got nan"),
-    (("k1 = 1.2", "k1 = inf"), "exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got inf"),
-    (("k1 = 1.2", "k1 = true"), "exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got True"),
-    (("k1 = 1.2", 'k1 = "1.2"'), "exp.toml: [[retrievers]] 2: k1: expected a finite number >= 0, got '1.2'"),
-    (("k1 = 1.2", "b = 2.0"), "exp.toml: [[retrievers]] 2: b: expected a finite number between 0 and 1, got 2.0"),
-    (("k1 = 1.2", "top_k = 10.5"), "exp.toml: [[retrievers]] 2: top_k: expected an integer >= 1, got 10.5"),
-    (("k1 = 1.2", "top_k = -5"), "exp.toml: [[retrievers]] 2: top_k: expected an integer >= 1, got -5"),
-    (('label = "bm25-k1.2"', "label = 7"), "exp.toml: [[retrievers]] 2: label: expected text, got 7"),
-    (("k1 = 1.2", 'cache = "false"'), "exp.toml: [[retrievers]] 2: cache: expected true or false, got 'false'"),
-    (('dirs = ["', 'revision = 5\ndirs = ["'), "exp.toml: [data]: revision: expected text, got 5"),
-    (("[[fusion]]", "[[fusion]]\nstrict = true"), "exp.toml: [[fusion]] 1: unknown option 'strict'"),
-    (("[[rerank]]", "[[rerank]]\nstrict = true"), "exp.toml: [[rerank]] 1: unknown option 'strict'"),
-    (("[[rerank]]", "[[rerank]]\nlabel = 7"), "exp.toml: [[rerank]] 1: label: expected text, got 7"),
-    (("[[rerank]]", "[[rerank]]\nmax_length = 7"), "exp.toml: [[rerank]] 1: max_length: expected an integer >= 8"),
-    (("[[fusion]]", "[[fusion]]\nk = -1"), "exp.toml: [[fusion]] 1: k: expected a finite number >= 0, got -1"),
+#: The issue's table, at the three edges.  Each row: the edit of the file above, where the file names the key
+#: (``exp.toml: [[retrievers]] 2: k1``), the words after the key -- the same at every edge --, the command line that
+#: gives the same value (its arguments after the command, and how it names the key) or why none can, and the
+#: Python call that does (and how its message names the key) or why none can.
+RUN = "/no/such/run"  # a first stage that is never read: the one parse refuses the value before
+THREE_EDGES = [
+    (
+        ("k1 = 1.2", 'k1 = "high"'),
+        "exp.toml: [[retrievers]] 2: k1",
+        "expected a finite number >= 0, got 'high'",
+        (["evaluate", "--k1", "high"], "--k1"),
+        (lambda: r2med.BM25(k1="high"), "BM25(): k1"),
+    ),
+    (
+        ("k1 = 1.2", "k1 = nan"),
+        "exp.toml: [[retrievers]] 2: k1",
+        "expected a finite number >= 0, got nan",
+        (["evaluate", "--k1", "nan"], "--k1"),
+        (lambda: r2med.BM25(k1=math.nan), "BM25(): k1"),
+    ),
+    (
+        ("k1 = 1.2", "k1 = inf"),
+        "exp.toml: [[retrievers]] 2: k1",
+        "expected a finite number >= 0, got inf",
+        (["evaluate", "--k1", "inf"], "--k1"),
+        (lambda: r2med.BM25(k1=math.inf), "BM25(): k1"),
+    ),
+    (
+        ("k1 = 1.2", "k1 = true"),
+        "exp.toml: [[retrievers]] 2: k1",
+        "expected a finite number >= 0, got True",
+        (["evaluate", "--set", "k1=true"], "--k1"),
+        (lambda: r2med.make_retriever("bm25", k1=True), "make_retriever('bm25'): k1"),
+    ),
+    (
+        ("k1 = 1.2", 'k1 = "1.2"'),
+        "exp.toml: [[retrievers]] 2: k1",
+        "expected a finite number >= 0, got '1.2'",
+        (["evaluate", "--set", 'k1="1.2"'], "--k1"),  # a JSON string: text, as the file's quoted value
+        (lambda: r2med.BM25(k1="1.2"), "BM25(): k1"),
+    ),
+    (
+        ("k1 = 1.2", "b = 2.0"),
+        "exp.toml: [[retrievers]] 2: b",
+        "expected a finite number between 0 and 1, got 2.0",
+        (["evaluate", "--b", "2.0"], "--b"),
+        (lambda: r2med.BM25(b=2.0), "BM25(): b"),
+    ),
+    (
+        ("k1 = 1.2", "top_k = 10.5"),
+        "exp.toml: [[retrievers]] 2: top_k",
+        "expected an integer >= 1, got 10.5",
+        (["evaluate", "--top-k", "10.5"], "--top-k"),
+        (lambda: EvaluateStep.of("bm25", top_k=10.5), "EvaluateStep.of('bm25'): top_k"),
+    ),
+    (
+        ("k1 = 1.2", "top_k = -5"),
+        "exp.toml: [[retrievers]] 2: top_k",
+        "expected an integer >= 1, got -5",
+        (["evaluate", "--top-k", "-5"], "--top-k"),
+        (lambda: EvaluateStep.of("bm25", top_k=-5), "EvaluateStep.of('bm25'): top_k"),
+    ),
+    (
+        ('label = "bm25-k1.2"', "label = 7"),
+        "exp.toml: [[retrievers]] 2: label",
+        "expected text, got 7",
+        (["evaluate", "--set", "name=7"], "--name"),  # a flag's text is text: --set gives the number
+        (lambda: EvaluateStep.of("bm25", name=7), "EvaluateStep.of('bm25'): name"),
+    ),
+    (
+        ("k1 = 1.2", 'cache = "false"'),
+        "exp.toml: [[retrievers]] 2: cache",
+        "expected true or false, got 'false'",
+        (["evaluate", "--set", 'cache="false"'], "--no-cache"),
+        (lambda: r2med.make_retriever("bm25", cache="false"), "make_retriever('bm25'): cache"),
+    ),
+    (
+        ('dirs = ["', 'revision = 5\ndirs = ["'),
+        "exp.toml: [data]: revision",
+        "expected text, got 5",
+        (["evaluate", "--set", "revision=5"], "--revision"),
+        (lambda: EvaluateStep.of("bm25", revision=5), "EvaluateStep.of('bm25'): revision"),
+    ),
+    (
+        ("[[fusion]]", "[[fusion]]\nstrict = true"),
+        "exp.toml: [[fusion]] 1",
+        "unknown option 'strict'",
+        "r2med fuse --strict and FuseStep.of(strict=True) are the data's, a key a [[fusion]] table leaves to [data]",
+        "the same",
+    ),
+    (
+        ("[[rerank]]", "[[rerank]]\nstrict = true"),
+        "exp.toml: [[rerank]] 1",
+        "unknown option 'strict'",
+        "r2med rerank --strict and RerankStep.of(strict=True) are the data's, left to [data] in a file",
+        "the same",
+    ),
+    (
+        ("[[rerank]]", "[[rerank]]\nlabel = 7"),
+        "exp.toml: [[rerank]] 1: label",
+        "expected text, got 7",
+        (["rerank", "--run", RUN, "--reranker", "bge-reranker", "--set", "name=7"], "--name"),
+        (lambda: RerankStep.of(RUN, "bge-reranker", name=7), "RerankStep.of(reranker='bge-reranker'): name"),
+    ),
+    (
+        ("[[rerank]]", "[[rerank]]\nmax_length = 7"),
+        "exp.toml: [[rerank]] 1: max_length",
+        "expected an integer >= 8, got 7",
+        (["rerank", "--run", RUN, "--reranker", "bge-reranker", "--max-length", "7"], "--max-length"),
+        (lambda: r2med.make_reranker("bge-reranker", max_length=7), "make_reranker('bge-reranker'): max_length"),
+    ),
+    (
+        ("[[fusion]]", "[[fusion]]\nk = -1"),
+        "exp.toml: [[fusion]] 1: k",
+        "expected a finite number >= 0, got -1",
+        (["fuse", RUN, RUN + "2", "--rrf-k", "-1"], "--rrf-k"),
+        (lambda: FuseStep.of([RUN, RUN + "2"], k=-1), "FuseStep.of(): k"),
+    ),
 ]
+#: the file's rows: an edit -> the one line it gives (every row before any work)
+ROWS = [(edit, f"{where}: {words}") for edit, where, words, _, _ in THREE_EDGES]
 
 
 @pytest.fixture
@@ -69,6 +173,30 @@ def test_every_row_of_the_table_is_one_line_before_any_work(exp_file, tmp_path, 
     assert not (tmp_path / "results").exists()  # nothing written: not even step 1 (b = 2.0 is in step 2)
 
 
+@pytest.mark.parametrize(
+    "where, words, cli, python", [r[1:] for r in THREE_EDGES], ids=[r[2][:40] for r in THREE_EDGES]
+)
+def test_every_row_is_the_same_words_from_the_command_line_and_python(tmp_path, where, words, cli, python):
+    """The file names the key, the CLI its flag, Python the argument; the words after it are the same at each edge,
+    from the one parse -- the command line's values reach it as typed (``--k1 high`` is text, ``--top-k 10.5`` a
+    float), before any work.  A row no other edge can express says why."""
+    from r2med.spec import SpecError
+
+    if isinstance(cli, str):  # the reason no command line gives this value
+        assert python == "the same" and "data" in cli
+        return
+    (args, flag), (call, named) = cli, python
+    out = tmp_path / "out"
+    data = ["-d", str(shared_collection(MEDLINE)), "-o", str(out)] if args[0] == "evaluate" else []
+    res = run_r2med(*args, *data)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == f"error: {flag}: {words}", res.stderr
+    assert not out.exists()
+    with pytest.raises(SpecError) as caught:
+        call()
+    assert str(caught.value) == f"{named}: {words}"
+
+
 def test_the_same_line_from_the_command_line_and_python(tmp_path):
     """The CLI names the flag, Python the argument; the words after it are the file's."""
     import r2med
@@ -78,9 +206,12 @@ def test_the_same_line_from_the_command_line_and_python(tmp_path):
     data, out = str(shared_collection(MEDLINE)), tmp_path / "out"
     cases = [
         (["--k1", "nan"], "--k1: expected a finite number >= 0, got nan"),
-        (["--b", "2"], "--b: expected a finite number between 0 and 1, got 2.0"),
+        (["--b", "2"], "--b: expected a finite number between 0 and 1, got 2"),  # as typed: an integer
+        (["--k1", "high"], "--k1: expected a finite number >= 0, got 'high'"),  # issue 30: not click's words
+        (["--top-k", "10.5"], "--top-k: expected an integer >= 1, got 10.5"),
         (["--set", "k1=true"], "--k1: expected a finite number >= 0, got True"),
         (["--set", "k1=high"], "--k1: expected a finite number >= 0, got 'high'"),
+        (["--set", "k1=nan"], "--k1: expected a finite number >= 0, got nan"),
         (["--set", "k3=1"], "unknown option '--k3'"),
         (["-r", "bge", "--k1", "1"], "unknown option '--k1'"),
     ]

@@ -6,7 +6,8 @@ caps the whole line (:data:`MAX_ERROR_CHARS`).
 
 Each kind is also the built-in exception it is, so code that does not know r2med catches it as it would
 any other library's: :class:`OptionError` and :class:`DataError` are ``ValueError`` (``BM25(k1=-1)``, as
-in bm25s), :class:`NotFound` is ``FileNotFoundError`` (a missing collection folder or data file).
+in bm25s), :class:`NotFound` is ``FileNotFoundError`` (a missing collection folder or data file), and
+:class:`NothingToScore` (a run sharing no query with its judgments) is a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ class R2MedError(Exception):
 class OptionError(R2MedError, ValueError):
     """A parameter or option with a value r2med does not take (a negative ``k1``, an unknown task or
     retriever name); the message says what it takes."""
+
+
+class NothingToScore(R2MedError, ValueError):
+    """A run that shares no query with its judgments (trec_eval's ``num_q`` would be 0): no figure is made of it,
+    since "0 queries, nDCG@10 0.00" reads as a result.  The message says what the run and the judgments hold;
+    :meth:`at` puts where (the task, the file) in front."""
+
+    def at(self, where: str) -> NothingToScore:
+        return NothingToScore(f"{where}: {self}")
 
 
 class NotFound(R2MedError, FileNotFoundError):

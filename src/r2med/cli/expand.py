@@ -16,12 +16,7 @@ from rich.table import Table
 from . import app, strict_data
 from ._ui import print_next, print_with_paths
 from .options import (
-    AT_LEAST_0,
-    AT_LEAST_1,
     EXPANSION_METHOD_CHOICE,
-    POSITIVE,
-    TEMPERATURE,
-    TOP_P,
     ApiKey,
     BaseUrl,
     DataDir,
@@ -30,6 +25,7 @@ from .options import (
     Split,
     Tasks,
     Wide,
+    as_given,
 )
 
 
@@ -57,10 +53,10 @@ def expand_command(
     ),
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
-    concurrency: int = typer.Option(16, "--concurrency", callback=AT_LEAST_1, help="Requests in flight at once."),
-    timeout: float = typer.Option(300.0, "--timeout", callback=POSITIVE, help="Seconds before a request is retried."),
+    concurrency: int = typer.Option(16, "--concurrency", parser=as_given, help="Requests in flight at once."),
+    timeout: float = typer.Option(300.0, "--timeout", parser=as_given, help="Seconds before a request is retried."),
     max_retries: int = typer.Option(
-        6, "--max-retries", callback=AT_LEAST_0, help="Retries per request (429/5xx/timeouts)."
+        6, "--max-retries", parser=as_given, help="Retries per request (429/5xx/timeouts)."
     ),
     sampling: str | None = typer.Option(
         None,
@@ -70,11 +66,11 @@ def expand_command(
         "OpenAI, open with --base-url.",
     ),
     temperature: float | None = typer.Option(
-        None, "--temperature", callback=TEMPERATURE, help="Override the sampling temperature."
+        None, "--temperature", parser=as_given, help="Override the sampling temperature."
     ),
-    top_p: float | None = typer.Option(None, "--top-p", callback=TOP_P, help="Override top_p."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", callback=AT_LEAST_1, help="Override max_tokens."),
-    seed: int | None = typer.Option(None, "--seed", callback=AT_LEAST_0, help="Override the sampling seed."),
+    top_p: float | None = typer.Option(None, "--top-p", parser=as_given, help="Override top_p."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", parser=as_given, help="Override max_tokens."),
+    seed: int | None = typer.Option(None, "--seed", parser=as_given, help="Override the sampling seed."),
     prompt_task: str | None = typer.Option(
         None, "--prompt-task", help="Use this task's prompt (for collections not named after a task)."
     ),
@@ -85,9 +81,9 @@ def expand_command(
         "{passages} for LameR-style prompts (top-10 BM25 passages).",
     ),
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Agentic methods: the index searched."),
-    max_turns: int = typer.Option(4, "--max-turns", callback=AT_LEAST_1, help="Agentic methods: LLM turns per query."),
+    max_turns: int = typer.Option(4, "--max-turns", parser=as_given, help="Agentic methods: LLM turns per query."),
     search_k: int = typer.Option(
-        3, "--search-k", callback=AT_LEAST_1, help="Agentic methods: passages returned per search."
+        3, "--search-k", parser=as_given, help="Agentic methods: passages returned per search."
     ),
     search_tags: str | None = typer.Option(
         None, "--search-tags", help="Agentic: OPEN,CLOSE tags of a search request (default: the protocol's)."

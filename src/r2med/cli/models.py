@@ -1,5 +1,9 @@
 """``r2med models``: every retriever and reranker of the registries and its settings (the paper's,
-then later work on R2MED); ``--wide`` shows every setting and its source."""
+then later work on R2MED, then BRIGHT's presets r2med defines); ``--wide`` shows every setting and its source.
+
+A preset another family has its own settings for shows them beside its own (``bright``: BRIGHT's settings on BRIGHT's
+tasks, :meth:`r2med.data.benchmarks.Benchmark.settings_summary`); a model trained on data rebuilt from a benchmark's
+documents carries its ``contamination`` (``‡``: the training data, the tasks it touches, the sources)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from .options import LISTING_FORMAT_EXACT
 def retriever_settings() -> dict[str, dict[str, Any]]:
     """name -> {kind, description, family, settings...} for every registered retriever; a later model's also
     carries its published row, the source of each setting, its gaps and tolerance class."""
+    from ..data.benchmarks import BENCHMARKS
     from ..infra.registry import TOLERANCES
     from ..retrieval.registry import all_retrievers
 
@@ -31,8 +36,24 @@ def retriever_settings() -> dict[str, dict[str, Any]]:
             row.update(
                 later=True, **meta.provenance, tolerance={"class": meta.tolerance, "points": TOLERANCES[meta.tolerance]}
             )
+        row["home"] = meta.home
+        others = {b.name: s for b in BENCHMARKS if (s := b.settings_summary(name)) is not None}
+        if others:
+            row["settings_on"] = others
+        if meta.contamination:
+            row["contamination"] = [_contamination(c) for c in meta.contamination]
         out[name] = row
     return out
+
+
+def _contamination(fact: Any) -> dict[str, Any]:
+    return {
+        "training_set": fact.training_set,
+        "tasks": list(fact.qualified_tasks()),
+        "how": fact.how,
+        "certainty": fact.certainty,
+        "sources": list(fact.sources),
+    }
 
 
 def reranker_settings() -> dict[str, dict[str, Any]]:
@@ -54,6 +75,8 @@ def reranker_settings() -> dict[str, dict[str, Any]]:
         }
         if meta.framing is not None:
             row["framing"] = meta.framing.describe()
+        if meta.contamination:
+            row["contamination"] = [_contamination(c) for c in meta.contamination]
         if meta.later:
             row.update(later=True, **meta.provenance)
             if meta.tolerance:
@@ -89,7 +112,7 @@ def models_command(
     sections = [
         (
             "retrievers: r2med evaluate --retriever NAME",
-            {n: r for n, r in rows.items() if r["kind"] == "retriever" and not r.get("later")},
+            {n: r for n, r in rows.items() if r["kind"] == "retriever" and not r.get("later") and _own(r)},
         ),
         (
             "rerankers: r2med rerank --reranker NAME",
@@ -100,6 +123,10 @@ def models_command(
             {n: r for n, r in rows.items() if r["kind"] == "retriever" and r.get("later")},
         ),
         ("later work: rerankers", {n: r for n, r in rows.items() if r["kind"] == "reranker" and r.get("later")}),
+        (
+            "BRIGHT's retrievers r2med defines (their settings are BRIGHT's; docs/bright.md): retrievers",
+            {n: r for n, r in rows.items() if r["kind"] == "retriever" and not _own(r)},
+        ),
     ]
     out = PrintableConsole(width=10_000, emoji=False) if wide else console  # wide: never folded (pipe it, or scroll)
     for title, section in sections:
@@ -110,9 +137,16 @@ def models_command(
         "similarity: how query and document vectors are scored (the paper: cosine for every retriever); "
         "dtype: the precision the published code ran each model in (fp16-autocast: fp32 weights under CUDA "
         "fp16 autocast; auto: the checkpoint's own; CPU: the precision used on a CPU); gaps: settings the "
-        "authors did not publish (r2med models --json: each setting's source).",
+        "authors did not publish (r2med models --json: each setting's source); BRIGHT: the settings a preset runs "
+        "on BRIGHT's tasks (configs/<model>/<task>.json, retrievers.py); ‡: trained on data rebuilt from a "
+        "benchmark's documents (the tasks it touches; r2med report marks those figures).",
         soft_wrap=wide,
     )
+
+
+def _own(r: dict[str, Any]) -> bool:
+    """A retriever whose own settings are R2MED's or r2med's (not one of the presets defined from BRIGHT's records)."""
+    return bool(r.get("home", "r2med") == "r2med")
 
 
 def _recipe(r: dict[str, Any]) -> list[str]:
@@ -145,6 +179,34 @@ def _recipe(r: dict[str, Any]) -> list[str]:
         f"needs a GPU ({r['needs_gpu']})" if r.get("needs_gpu") else "",
     ]
     return [p for p in parts if p]
+
+
+def _family_lines(r: dict[str, Any]) -> list[str]:
+    """Another family's settings for the model, one line each (``BRIGHT (sf): last-token · normalised ...``)."""
+    out = []
+    for family, summary in (r.get("settings_on") or {}).items():
+        if not summary.get("loader"):  # BM25: the same function as its own
+            out.append(f"{family.upper()} ({summary['model']}): the same as its own")
+            continue
+        shown = {**summary, "max_length": summary.get("max_length") or "model's own"}
+        recipe = _recipe({"kind": "retriever", **shown})
+        extra = summary.get("extra") or {}
+        recipe += [
+            "prompt excluded from pooling" if extra.get("exclude_prompt_from_pooling") else "",
+            f"texts sent {extra['text_form']}" if extra.get("text_form") else "",
+        ]
+        for side in ("query", "doc"):
+            if summary.get(f"{side}_instruction"):
+                recipe.append(f"{side} instruction {_short(summary[f'{side}_instruction'])}")
+        recipe = [part for part in recipe if part]
+        out.append(f"{family.upper()} ({summary['model']}): " + " · ".join(recipe))
+    return out
+
+
+def _contamination_line(r: dict[str, Any]) -> str:
+    from ..report.contamination import models_line
+
+    return models_line(r.get("contamination") or [])
 
 
 def _later_line(r: dict[str, Any]) -> str:
@@ -182,7 +244,7 @@ def _lines(r: dict[str, Any]) -> list[str]:
     what = str(r.get("description", "")) if r["kind"] == "reranker" or not model else ""
     if model and what.startswith(model):
         what = what[len(model) :].lstrip(": ")
-    return [model, what, " · ".join(_recipe(r)), _later_line(r)]
+    return [model, what, " · ".join(_recipe(r)), *_family_lines(r), _later_line(r), _contamination_line(r)]
 
 
 def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
@@ -192,7 +254,8 @@ def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
     cols = ["name", "model", "settings"]
     if retriever:
         cols += ["batch", "query instruction", "doc instruction"]
-    cols += ["published", "description"]
+        cols += ["BRIGHT settings"]
+    cols += ["published", "contamination", "description"]
     for col in cols:
         table.add_column(col, no_wrap=True)
     for name, r in rows.items():
@@ -202,8 +265,9 @@ def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
                 str(r.get("batch_size", "")),
                 _short(r.get("query_instruction")),
                 _short(r.get("doc_instruction")),
+                " | ".join(_family_lines(r)),
             ]
-        cells += [_later_line(r), str(r.get("description", ""))]
+        cells += [_later_line(r), _contamination_line(r), str(r.get("description", ""))]
         table.add_row(*(escape(c) for c in cells))
     return table
 

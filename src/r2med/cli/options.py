@@ -5,15 +5,18 @@
 * Each option with a fixed set of values (``--similarity``, ``--pooling``, ``--dtype``, ``--method``...) is an
   :class:`EnumChoice` of the enum that owns the values: ``--help`` shows them, and a value outside them is refused
   while the command line is parsed, naming the option and listing the choices (exit code 2).
-* Each numeric option names its range with one of the callbacks below
-  (``typer.Option(0.9, "--k1", callback=AT_LEAST_0)``), so a non-finite value (``nan``, ``inf``,
+* A numeric option that sets a field of a step spec (``--k1``, ``--top-k``, ``--max-length``...) reads its text
+  with :func:`as_given` (``typer.Option(None, "--k1", parser=as_given)``): a number as that number, any other text
+  as text, so the value reaches the one parse as typed and is refused there in the spec's own words, as the same
+  value in a file or in Python is (``--k1: expected a finite number >= 0, got 'high'``).
+* Every other numeric option names its range with one of the callbacks below
+  (``typer.Option(100, "--permutations", callback=at_least(100))``), so a non-finite value (``nan``, ``inf``,
   ``1e999``) or one out of range is refused while the command line is parsed, before any data is
   loaded: a one-line error naming the option, exit code 2.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -25,6 +28,7 @@ import typer
 
 from ..errors import R2MedError
 from ..expansion.combine import ExpansionMethod, method_spelling
+from ..infra.home import parse_json
 from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
 from ..retrieval.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..retrieval.dense_choices import Pooling as PoolingName
@@ -136,6 +140,20 @@ def number(
     return callback
 
 
+def as_given(text: str) -> int | float | str:
+    """A command-line value as written, for the one parse to check (:mod:`r2med.spec.parse`): an integer literal as
+    the integer (``10``), any other number as the float (``10.5``, ``1e3``, ``nan``, ``inf``), other text as the
+    text (``high``) -- as a file's ``top_k = 10.5`` or ``k1 = "high"`` reaches it."""
+    if not isinstance(text, str):  # a default, or a value given in Python
+        return text
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            continue
+    return text
+
+
 AT_LEAST_1 = number(lo=1)
 """Counts: top-k, batch size, concurrency, turns..."""
 AT_LEAST_0 = number(lo=0)
@@ -156,29 +174,20 @@ def at_least(lo: float) -> Callable[..., Any]:
     return number(lo=lo)
 
 
-def finite_json(value: Any, what: str) -> Any:
-    """A value read from ``key=value`` JSON (``--set``): numbers must be finite (``NaN``/``Infinity`` parse)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise R2MedError(f"{what}: expected a finite number, got {value!r}")
-    if isinstance(value, list):
-        return [finite_json(v, what) for v in value]
-    if isinstance(value, dict):
-        return {k: finite_json(v, what) for k, v in value.items()}
-    return value
-
-
 def parse_set(values: list[str] | None) -> dict[str, Any]:
-    """``--set key=value`` pairs; values are read as JSON when they parse (numbers, true/false), else as text."""
+    """``--set key=value`` pairs; values are read as JSON when they parse (numbers, true/false, quoted text, lists),
+    else as :func:`as_given` reads a flag's (``nan`` a number, ``high`` text), and checked by the one parse as a
+    file's values are (``--set k1=NaN``: ``--k1: expected a finite number >= 0, got nan``)."""
     options: dict[str, Any] = {}
     for item in values or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise R2MedError(f"--set expects key=value, got {item!r}")
-        try:
-            parsed = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            parsed = value
-        options[key.strip().replace("-", "_")] = finite_json(parsed, f"--set {key.strip()}")
+        try:  # the one JSON reader: malformed, or nested too deeply to walk, is read as a flag's text is
+            parsed = parse_json(value)
+        except ValueError:
+            parsed = as_given(value)
+        options[key.strip().replace("-", "_")] = parsed
     return options
 
 
@@ -332,6 +341,11 @@ Device = Annotated[
     str | None, typer.Option("--device", help="auto (default: the GPU if present), cpu, cuda, cuda:1...")
 ]
 MaxLength = Annotated[int | None, typer.Option("--max-length", callback=at_least(2), help="Max tokens per text.")]
+#: a step command's ``--batch-size`` / ``--max-length``: the value reaches the spec as given (:func:`as_given`)
+StepBatchSize = Annotated[
+    int | None, typer.Option("--batch-size", parser=as_given, help="Texts (or pairs) per batch (of the longest).")
+]
+StepMaxLength = Annotated[int | None, typer.Option("--max-length", parser=as_given, help="Max tokens per text.")]
 POOLING_CHOICE = EnumChoice(PoolingName, "pooling")
 SIMILARITY_CHOICE = EnumChoice(Similarity, "similarity")
 Pooling = Annotated[

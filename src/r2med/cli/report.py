@@ -228,12 +228,13 @@ def reproduce_command(
         None, "--retrievers", "-r", help="Comma-separated retrievers (default: all)."
     ),
     tasks: Tasks = "all",
-    settings: str = typer.Option(
-        ",".join(["base", "gar", "lrm_agentic", "reranker_top_10", "later_embedder", "later_leaderboard"]),
+    settings: str | None = typer.Option(
+        None,
         "--settings",
-        help="Published settings to include (the paper's base, gar, lrm_agentic, "
-        "reranker_top_10: the first stage's top 10 reranked, scored alone; the later "
-        "later_embedder, later_leaderboard: ReasonRank on e5's top 100).",
+        help="Published settings to include (default: all). R2MED's: the paper's base, gar, lrm_agentic, "
+        "reranker_top_10 (the first stage's top 10 reranked, scored alone) and the later "
+        "later_embedder, later_leaderboard (ReasonRank on e5's top 100). BRIGHT's (--tasks bright): "
+        "paper (its per-task nDCG@10) and later_third_party (long documents' per-task Recall@1).",
     ),
     tolerance: Tolerance = None,
     force_cpu: bool = typer.Option(False, "--force-cpu", help="Also run large local models without a GPU."),
@@ -254,15 +255,18 @@ def reproduce_command(
     revision: Revision = None,
     wide: Wide = False,
 ) -> None:
-    """Reproduce the published R2MED figures that this machine can: run, compare, print pass/fail with tolerance."""
-    from ..data.tasks import parse_tasks
+    """Reproduce the published R2MED figures (and BRIGHT's: --tasks bright) that this machine can: run, compare,
+    print pass/fail with tolerance."""
+    from ..data.names import family_of, parse_tasks
     from ..infra.containment import check_output_dir
     from ..jobs import reproduce as jobs
     from ..report import reproduce_tables as tables
 
     if fmt not in ("table", "json"):
         raise R2MedError(f"unknown --format {fmt!r}; choose table or json")
-    matrix = jobs.targets(comma_list(settings), comma_list(retrievers) or None, parse_tasks(tasks))
+    asked = parse_tasks(tasks)
+    chosen = comma_list(settings) or None
+    matrix = jobs.targets(chosen, comma_list(retrievers) or None, asked)
     env = jobs.Environment(
         data_dir, force_cpu=force_cpu, revision=revision, trust_remote_code=trust_remote_code, strict=strict_data(ctx)
     )
@@ -271,13 +275,17 @@ def reproduce_command(
         if fmt == "json":
             typer.echo(tables.to_json(planned), nl=False)
         else:
-            unpublished = jobs.unpublished(comma_list(settings)) if not retrievers else []
+            unpublished = jobs.unpublished(chosen or jobs.ALL_SETTINGS) if not retrievers else []
+            if not any(family_of(t) != "bright" for t in asked):
+                unpublished = []  # R2MED's later work, beside R2MED's tasks
+            brights = any(family_of(t) == "bright" for t in asked)
+            others = jobs.bright_unreproduced(chosen) if brights and not retrievers else []
             from ..report.layout import fitted
 
             print_fitted(
                 fitted(
-                    lambda: tables.plan_table(planned, unpublished),
-                    lambda: tables.plan_table(planned, unpublished, compact=True),
+                    lambda: tables.plan_table(planned, unpublished, others=others),
+                    lambda: tables.plan_table(planned, unpublished, compact=True, others=others),
                 ),
                 wide=wide,
             )

@@ -11,8 +11,6 @@ from ..runs.fusion import FusionMethod, Normalisation
 from . import app, strict_data
 from ._ui import print_summary
 from .options import (
-    AT_LEAST_0,
-    AT_LEAST_1,
     DTYPE_CHOICE,
     FUSION_METHOD_CHOICE,
     NORMALISATION_CHOICE,
@@ -23,7 +21,7 @@ from .options import (
     RecordedDataDir,
     Revision,
     Tasks,
-    at_least,
+    as_given,
     parse_weights,
     with_set,
 )
@@ -42,14 +40,14 @@ def rerank_command(
         ...,
         "--reranker",
         help="bge-reranker, monobert, rankllama, listwise, "
-        "reasonrank-32b, qwen3-reranker-0.6b... (r2med models), "
+        "reasonrank-32b, qwen3-reranker-0.6b, bright-llm, bright-cross-encoder... (r2med models), "
         "or a cross-encoder's hub id / local folder.",
     ),
     top_k: int | None = typer.Option(
         None,
         "--top-k",
         "-k",
-        callback=AT_LEAST_1,
+        parser=as_given,
         help="Rerank each query's top k docs (default: the depth of the reranker's "
         "published figures: 10 as the paper, 100 for ReasonRank).",
     ),
@@ -70,10 +68,8 @@ def rerank_command(
     tasks: Tasks = "all",
     data_dir: RecordedDataDir = None,
     revision: Revision = None,
-    batch_size: int | None = typer.Option(None, "--batch-size", callback=AT_LEAST_1, help="Pairs per forward pass."),
-    max_length: int | None = typer.Option(
-        None, "--max-length", callback=at_least(8), help="Tokens per (query, doc) pair."
-    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", parser=as_given, help="Pairs per forward pass."),
+    max_length: int | None = typer.Option(None, "--max-length", parser=as_given, help="Tokens per (query, doc) pair."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1... (default: GPU if present)."),
     dtype: str | None = typer.Option(
         None,
@@ -93,15 +89,13 @@ def rerank_command(
         help="listwise: API key (not needed for local endpoints).",
     ),
     window: int | None = typer.Option(
-        None, "--window", callback=at_least(2), help="listwise: docs per prompt (default 20)."
+        None, "--window", parser=as_given, help="listwise: docs per prompt (default 20)."
     ),
-    step_: int | None = typer.Option(None, "--step", callback=AT_LEAST_1, help="listwise: window stride (default 10)."),
+    step_: int | None = typer.Option(None, "--step", parser=as_given, help="listwise: window stride (default 10)."),
     with_scores: bool = typer.Option(
         False, "--with-scores", help="listwise: show first-stage scores in the prompt (InsertRank-style)."
     ),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", callback=AT_LEAST_1, help="listwise: queries in flight."
-    ),
+    concurrency: int | None = typer.Option(None, "--concurrency", parser=as_given, help="listwise: queries in flight."),
     scorer: str | None = typer.Option(
         None,
         "--scorer",
@@ -122,13 +116,16 @@ def rerank_command(
     from ..spec.parse import Origin
     from ..spec.steps import rerank_step
 
+    if api_key is not None and not _takes_api_key(ctx, reranker):
+        api_key = None  # read from $OPENAI_API_KEY for the LLM rerankers; a model run here takes no key
+
     step = rerank_step(
         with_set(
             {
                 "runs": (run,),
                 "reranker": reranker,
                 "top_k": top_k,
-                "keep_tail": not top_k_only,
+                "keep_tail": False if top_k_only else None,  # None: the reranker's own (BRIGHT's: no tail)
                 "name": name,
                 "tasks": tasks,
                 "data_dir": data_dir,
@@ -160,6 +157,20 @@ def rerank_command(
         print_summary(done.results, summary(done.name, done.results), done.folder, measures=step.output.columns)
 
 
+def _takes_api_key(ctx: typer.Context, reranker: str) -> bool:
+    """Whether ``--api-key`` goes to ``reranker``: always when given on the command line (a reranker that takes none
+    refuses it in one line); from ``$OPENAI_API_KEY`` only to one whose options have an ``api_key``."""
+    from ..reranking.base import reranker_meta
+
+    source = ctx.get_parameter_source("api_key")
+    if getattr(source, "name", None) != "ENVIRONMENT":  # typer's own click: compared by name
+        return True
+    try:
+        return "api_key" in reranker_meta(reranker).options.model_fields
+    except ValueError:  # an unknown name: the step's parse says so
+        return True
+
+
 @app.command("fuse")
 def fuse_command(
     ctx: typer.Context,
@@ -176,7 +187,7 @@ def fuse_command(
         help="rrf, combsum or combmnz.",
     ),
     weights: str | None = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
-    rrf_k: float = typer.Option(60.0, "--rrf-k", callback=AT_LEAST_0, help="RRF constant k."),
+    rrf_k: float = typer.Option(60.0, "--rrf-k", parser=as_given, help="RRF constant k."),
     norm: str = typer.Option(
         Normalisation.MINMAX,
         "--norm",
@@ -188,7 +199,7 @@ def fuse_command(
         None,
         "--top-k",
         "-k",
-        callback=AT_LEAST_1,
+        parser=as_given,
         help="Docs kept per query in the fused run (default: the task's protocol: R2MED 100, BRIGHT 1000).",
     ),
     out: InputsOut = None,

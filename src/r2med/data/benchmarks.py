@@ -123,6 +123,39 @@ def bright_protocol(long: bool = False) -> Protocol:
 
 
 @dataclass(frozen=True)
+class ModelSettings:
+    """A family's own settings for one retriever on one task (BRIGHT: ``configs/<model>/<task>.json`` and its
+    ``retrievers.py`` function), in the terms of r2med's encoders: what a preset runs on that family's tasks instead
+    of the settings of its own family (:meth:`Benchmark.model_settings`)."""
+
+    family: str  #: whose settings they are (``bright``)
+    model: str  #: the family's name for the model (BRIGHT's ``--model`` value: ``sf``)
+    task: str  #: the task they are for (``bright:biology``, ``bright:biology:long``)
+    #: ``EncoderSettings`` fields they set: instructions filled as the family fills them, max lengths, pooling,
+    #: normalisation, loader, dtype, framing, extra (empty: not a vector model -- BM25)
+    encoder: Mapping[str, Any]
+    similarity: str | None  #: how the family scores the vectors (None: not a vector model)
+    score_scale: float  #: the factor the family multiplies its similarity by (recorded; it changes no ranking)
+    batch_size: int | None  #: the family's batch (recorded; it changes no vector: r2med keeps its own)
+    differences: tuple[str, ...]  #: how they differ from the preset's settings in its own family
+    sources: Mapping[str, str]  #: file:line of each setting
+
+    def record(self) -> dict[str, Any]:
+        """What ``metrics.json``'s ``config["settings"]`` holds: whose settings ran, for which task, the family's
+        scoring facts and the code they come from (the vectors' own settings are ``config["encoder"]``; every
+        setting's source: ``r2med models --json``)."""
+        return {
+            "family": self.family,
+            "model": self.model,
+            "task": self.task,
+            "similarity": self.similarity,
+            "score_scale": self.score_scale,
+            "batch_size": self.batch_size,
+            "source": self.sources.get("function"),
+        }
+
+
+@dataclass(frozen=True)
 class HubRequest:
     """The hub files one task needs at one revision: checked before any download (:func:`r2med.data.check_hub`)."""
 
@@ -194,9 +227,14 @@ class Benchmark(abc.ABC):
         """Where its published figures are looked up (the hook graded rows start from)."""
         return None
 
-    def model_settings(self, retriever: str, task: str) -> Mapping[str, Any] | None:
-        """Its own settings for a retriever on a task, where the family defines any (None: r2med's preset's).
-        The hook for per-model presets (BRIGHT's instructions and lengths: :mod:`r2med.protocol.bright`)."""
+    def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
+        """Its own settings for retriever ``retriever`` (an r2med retriever name) on its task ``task``, where the
+        family defines any (None: the preset's own).  The hook per-model presets read (BRIGHT's instructions and
+        lengths: :mod:`r2med.protocol.bright`); looked up in the family's records, never by testing names."""
+        return None
+
+    def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
+        """Its settings for ``retriever`` across its tasks, for ``r2med models`` (None: it defines none)."""
         return None
 
 
@@ -354,8 +392,78 @@ class Bright(Benchmark):
 
         return facts.published_rows()
 
-    def model_settings(self, retriever: str, task: str) -> Mapping[str, Any] | None:
-        return None  # BRIGHT's own per-model settings: a later change (issue 32); r2med's presets run as set
+    def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
+        """BRIGHT's settings for the BRIGHT model whose record names ``retriever`` as its r2med preset
+        (``bright_models.json``): instructions from ``configs/<model>/<task>.json`` (``instructions_long`` in the long
+        setting) with ``{task}`` filled as BRIGHT fills it (the raw task id), and the lengths, pooling,
+        normalisation, loader and similarity of its ``retrievers.py`` function."""
+        from ..protocol import bright as facts
+
+        model = facts.model_for_preset(retriever)
+        if model is None:
+            return None
+        parsed = names.parse_name(task)
+        block = dict(model.r2med_encoder)
+        sources = {**model.sources, **dict(block.pop("sources", None) or {})}
+        similarity = block.pop("similarity", None)
+        for fact in _REGISTRY_FACTS:  # a defined preset's registry facts, not settings
+            block.pop(fact, None)
+        encoder: dict[str, Any] = {}
+        if model.kind != "bm25":
+            encoder = {**_encoder_defaults(), **block}
+            encoder["query_instruction"] = model.instruction(parsed.task, "query", parsed.long)
+            encoder["doc_instruction"] = model.instruction(parsed.task, "document", parsed.long)
+        return ModelSettings(
+            family=self.name,
+            model=model.name,
+            task=parsed.name,
+            encoder=encoder,
+            similarity=similarity,
+            score_scale=model.score_scale,
+            batch_size=model.batch_size,
+            differences=model.r2med_differences,
+            sources=sources,
+        )
+
+    def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
+        from ..protocol import bright as facts
+
+        model = facts.model_for_preset(retriever)
+        if model is None:
+            return None
+        block = {k: v for k, v in model.r2med_encoder.items() if k not in ("sources", *_REGISTRY_FACTS)}
+
+        def instructions(kind: str) -> str:
+            filled = {model.instruction(t.name, kind) for t in facts.tasks()}
+            if filled == {""}:
+                return ""
+            return f"per task (configs/{model.name}/<task>.json)" if len(filled) > 1 else filled.pop()
+
+        return {
+            "model": model.name,
+            "checkpoint": model.model,
+            **block,
+            "score_scale": model.score_scale,
+            "batch_size": model.batch_size,
+            "query_instruction": instructions("query"),
+            "doc_instruction": instructions("document"),
+            "differences": list(model.r2med_differences),
+        }
+
+
+#: Keys of a BRIGHT ``r2med_encoder`` block that are a defined preset's registry facts, not settings.
+_REGISTRY_FACTS = ("batch_size", "needs_gpu", "api_key_env")
+
+
+def _encoder_defaults() -> dict[str, Any]:
+    """What a family's encoder settings leave unset, as r2med's encoders' defaults: every field is set, so nothing of
+    the preset's own family leaks in (``expansion_instruction`` stays the preset's: r2med's rule for expansions)."""
+    from dataclasses import asdict
+
+    from ..retrieval.encoders.base import EncoderSettings
+
+    skip = ("model", "query_model", "revision", "query_instruction", "doc_instruction", "expansion_instruction")
+    return {k: v for k, v in asdict(EncoderSettings(model="")).items() if k not in skip}
 
 
 R2MED = R2med()

@@ -29,7 +29,7 @@ earlier copies counted in BM25's statistics, as R2MED's readers do); ``strict`` 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,24 @@ def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[Any]]:
             raise
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(path, None, f"not a readable parquet file ({shown(reason)})") from None
-    return {c: table.column(c).to_pylist() for c in wanted}
+    return {c: _pylist(path, c, table.column(c)) for c in wanted}
+
+
+def _pylist(path: Path, name: str, column: Any) -> list[Any]:
+    """A column's values; bytes that are no UTF-8 in a text column (a damaged page, or a writer that did not
+    check) are a one-line error naming the row, not a ``UnicodeDecodeError``."""
+    try:
+        return list(column.to_pylist())
+    except UnicodeDecodeError:
+        pass
+    for row, value in enumerate(column, start=1):
+        try:
+            value.as_py()
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                path, None, f"row {row}: {name} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
+    raise DataError(path, None, f"{name}: not valid UTF-8")  # pragma: no cover - every row decoded one by one
 
 
 def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
@@ -315,3 +332,22 @@ def reasoning_queries(collection: Collection, llm: str) -> tuple[dict[str, str],
     file = download(layout.repo_id, path, found.commit)
     examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
     return read_reasoning(file, examples), file
+
+
+def pinned_data_problem(task: str, record: Mapping[str, Any]) -> str | None:
+    """Why one BRIGHT task folder's data (its ``metrics.json``: ``source``, ``revision``, ``protocol``) is not the hub
+    task at the commit r2med pins (mteb's), whose figures are graded, or None when it is.  A BRIGHT task is read from
+    the hub only (a local folder is no family's task): the revision decides."""
+    hub = facts.hub()
+    source, revision = record.get("source"), record.get("revision")
+    if revision != hub.revision or not (isinstance(source, str) and source.startswith(f"hf://datasets/{hub.repo_id}@")):
+        where = f"hub commit {str(revision)[:12]}" if revision else "data not from the hub"
+        return f"{task}: {where}, graded on {hub.repo_id} at {hub.revision[:12]} only (--revision moved it)"
+    protocol = record.get("protocol")
+    if isinstance(protocol, Mapping):
+        parsed = parse_name(task)
+        wanted = ("long_documents", "gold_ids_long") if parsed.long else ("documents", "gold_ids")
+        got = (protocol.get("documents"), protocol.get("judgments"))
+        if got != wanted:
+            return f"{task}: corpus {got[0]} and judgments {got[1]}, published {wanted[0]} and {wanted[1]}"
+    return None

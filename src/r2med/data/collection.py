@@ -125,6 +125,24 @@ class Collection:
         return check
 
     def warn_about_qrels(self) -> None:
+        """Warn about judgments that point outside the collection; judgments that share no query with it are a
+        one-line error before any work (nothing could be scored: an index built or a model run for nothing)."""
+        if self.queries and not any(q in self.queries for q in self.qrels):
+            from ..errors import NothingToScore, shown
+
+            def count(n: int) -> str:
+                return f"{n:,} quer{'y' if n == 1 else 'ies'}"
+
+            judged = (
+                f"the judgments' {count(len(self.qrels))} (e.g. {shown(next(iter(self.qrels)))})"
+                if self.qrels
+                else "the judgments (none)"
+            )
+            where = f"{self.name} judged by {self.judgments.path}" if self.judgments is not None else self.name
+            raise NothingToScore(
+                f"{where}: the task's {count(len(self.queries))} (e.g. {shown(next(iter(self.queries)))}) and "
+                f"{judged} have none in common: nothing to score (judgments of another task, split or id scheme?)"
+            )
         msg = self.qrels_check.message(self.name)
         if msg:
             log.warning("%s (evaluation goes on)", msg)

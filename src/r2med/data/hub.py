@@ -47,10 +47,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DataError, R2MedError
+from ..errors import DataError, R2MedError, shown
 from ..protocol import hub_configs
 from .collection import Collection
-from .hub_integrity import verify_cached
+from .hub_integrity import remember_fingerprint, verify_cached
 from .loaders import EXPANSION_FILE, load_r2med_files, load_r2med_judgments
 
 log = logging.getLogger(__name__)
@@ -89,15 +89,33 @@ def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not any("=" in p for p in parts):
         if len(parts) != 1:
-            raise R2MedError(f"--revision {spec!r}: give one revision (main or a commit) or TASK=REV pairs")
-        return parts[0], {}
+            raise R2MedError(f"--revision {shown(spec)}: give one revision (main or a commit) or TASK=REV pairs")
+        return check_revision(parts[0]), {}
     per_task = {}
     for part in parts:
         task, sep, rev = (x.strip() for x in part.partition("="))
         if not sep or not task or not rev:
-            raise R2MedError(f"--revision {spec!r}: {part!r} is not TASK=REV (e.g. Biology=main)")
-        per_task[hub_task(task)] = rev
+            raise R2MedError(f"--revision {shown(spec)}: {shown(part)} is not TASK=REV (e.g. Biology=main)")
+        per_task[hub_task(task)] = check_revision(rev)
     return None, per_task
+
+
+#: What no branch, tag or commit name holds (git check-ref-format): ``..`` (a path out of the cache's ``refs/``,
+#: which the revision becomes part of), control characters, whitespace, ``~^:?*[\``, ``@{``, an empty part.
+_BAD_REVISION = re.compile(r"\.\.|@\{|//|[\x00-\x20\x7f-\x9f\u2028\u2029~^:?*\[\\]|^/|/$|\.lock$|^\.|/\.|\.$")
+
+
+def check_revision(revision: str) -> str:
+    """``revision`` if it can be a branch, tag or commit (git's rules for ref names), else a one-line error: it
+    becomes a path below the Hugging Face cache (``refs/<revision>``), read and written by huggingface_hub and
+    r2med, so ``../../x`` would name a file outside it."""
+    found = _BAD_REVISION.search(revision)
+    if found is not None:
+        raise R2MedError(
+            f"--revision {shown(revision)} is not a branch, tag or commit name (it holds {found.group()!a}); "
+            "--revision takes main, a commit, or TASK=REV pairs"
+        )
+    return revision
 
 
 def revision_for(task: str, spec: str | None = None) -> str:
@@ -531,7 +549,7 @@ def resolve_files(
     every file (nothing is downloaded either way); any other failure is :func:`hub_error`'s one line.
     """
     wanted = tuple(dict.fromkeys(filenames))
-    revision = revision or head
+    revision = check_revision(revision or head)  # a revision read from a file (metrics.json) too
     look = _in_cache if _offline() else _ask
     commit, missing = look(repo_id, wanted, revision, repo_type)
     if not missing:
@@ -564,6 +582,8 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
     is fetched again where the hub can be reached)."""
     from huggingface_hub import hf_hub_download
 
+    if revision is not None:
+        check_revision(revision)
     if (
         not _offline()
         and (repo_type, repo_id, revision or "", filename) not in _PRESENT
@@ -786,4 +806,6 @@ def download_expansion(task: str, method: str, split: str, revision: str | None 
         found = resolve_files(spec.hub_id, [path], wanted)
     except (FilesMissing, FilesNotCached) as exc:
         raise refusal([(spec.name, why, exc)], revision, [spec.name]) from None
-    return download(spec.hub_id, path, found.commit)
+    local = download(spec.hub_id, path, found.commit)
+    remember_fingerprint(spec.hub_id, found.commit, path, local)  # what an expansion file given by hand is graded by
+    return local

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from ..errors import R2MedError
+from ..infra.file_hash import HashAlgorithm, file_hash
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 VERIFIED_FILE = "hub-verified.json"
 #: The secret that seals the memo's entries (under the r2med home, beside it).
 KEY_FILE = "hub-verified.key"
+#: The content fingerprints of the hub files r2med downloaded and verified (under the r2med home), sealed with
+#: the same key: :func:`remember_fingerprint`, :func:`hub_fingerprints`.
+FINGERPRINTS_FILE = "hub-fingerprints.json"
+FINGERPRINTS_FORMAT = 1
 #: The memo's layout; a memo of another (older) layout is set aside without a warning.
 MEMO_FORMAT = 2
 #: A blob changed less than this before it was checked is checked again next time (filesystem timestamps are
@@ -150,8 +155,13 @@ def _is_entry(value: object) -> bool:
         isinstance(value, dict)
         and all(type(value.get(f)) is int for f in _FIELDS)
         and isinstance(value.get("hash"), str)
-        and isinstance(value.get("mac"), str)
+        and _is_seal(value.get("mac"))
     )
+
+
+def _is_seal(value: object) -> bool:
+    """A seal as r2med writes it (hex text): ``hmac.compare_digest`` raises TypeError on text that is not ASCII."""
+    return isinstance(value, str) and value.isascii()
 
 
 def _read_memo() -> dict[str, VerifiedBlob]:
@@ -225,15 +235,10 @@ def _remember(path: str, observed: dict[str, Any]) -> None:
 # -- hashing ----------------------------------------------------------------------------------------
 
 
-def content_hash(path: str | os.PathLike[str], algorithm: str) -> str:
+def content_hash(path: str | os.PathLike[str], algorithm: HashAlgorithm) -> str:
     """``path``'s hash as the hub names files: ``"git-sha1"`` (SHA-1 of ``blob <size>\\0`` + content) or
-    ``"sha256"`` (of the content, LFS files)."""
-    size = os.path.getsize(path)
-    h = hashlib.sha1(b"blob %d\0" % size) if algorithm == "git-sha1" else hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    ``"sha256"`` (of the content, LFS files) -- :func:`r2med.infra.file_hash.file_hash`."""
+    return file_hash(path, algorithm)
 
 
 def _observe(blob: Path) -> dict[str, Any]:
@@ -262,7 +267,7 @@ def verify_cached(path: str | os.PathLike[str]) -> str | None:
         return f"it cannot be read ({exc.strerror or exc})"
     if _trusted(str(blob), before):
         return None
-    algorithm = "git-sha1" if len(blob.name) == 40 else "sha256"
+    algorithm: HashAlgorithm = "git-sha1" if len(blob.name) == 40 else "sha256"
     checked_ns = _now_ns()
     try:
         actual = content_hash(blob, algorithm)
@@ -278,3 +283,93 @@ def verify_cached(path: str | os.PathLike[str]) -> str | None:
     if after == before:  # not changed while it was read: what was hashed is the file as observed
         _remember(str(blob), {**before, "checked_ns": checked_ns})
     return None
+
+
+# -- the fingerprints of the hub files r2med verified --------------------------------------------------------
+
+
+def _fingerprint_seal(key: bytes, name: str, fingerprint: str) -> str:
+    message = json.dumps(["fingerprint", name, fingerprint])
+    return hmac.new(key, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _fingerprint_name(repo_id: str, commit: str, filename: str) -> str:
+    return f"{repo_id}@{commit}:{filename}"
+
+
+def _read_fingerprints() -> dict[str, dict[str, str]]:
+    """The fingerprint memo's well-formed entries (not yet checked against their seal); a damaged memo is ignored
+    with a warning (the next download rewrites it)."""
+    from ..infra.home import parse_json
+
+    path = _home() / FINGERPRINTS_FILE
+    try:
+        data = parse_json(_read_small(path, MAX_MEMO_BYTES))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("%s is damaged (%s); the hub files it listed are not vouched for", path, exc)
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get("format") == FINGERPRINTS_FORMAT else None
+    if not isinstance(files, dict):
+        log.warning("%s is not the layout r2med writes; the hub files it listed are not vouched for", path)
+        return {}
+    return {
+        str(name): entry
+        for name, entry in files.items()
+        if isinstance(entry, dict) and isinstance(entry.get("fingerprint"), str) and _is_seal(entry.get("mac"))
+    }
+
+
+def remember_fingerprint(
+    repo_id: str, commit: str, filename: str, path: str | os.PathLike[str], repo_type: str = "dataset"
+) -> str | None:
+    """Record the content fingerprint (:func:`r2med.infra.file_hash.file_fingerprint`) of the hub file ``filename``
+    of ``repo_id`` at ``commit``, downloaded to ``path`` and verified by :func:`verify_cached` -- only a blob of the
+    cache, whose name is its content hash, is (a plain copy in a snapshot names nothing: not recorded).  Sealed with
+    the memo's key in ``$R2MED_HOME/hub-fingerprints.json`` (:data:`FINGERPRINTS_FILE`): what grading compares an
+    expansion file given by hand with (:func:`hub_fingerprints`).  Best effort; the fingerprint, or None."""
+    from ..infra.file_hash import file_fingerprint
+    from ..infra.home import home, write_json_atomic
+
+    blob = Path(os.path.realpath(path))
+    if repo_type != "dataset" or blob.parent.name != "blobs" or not _BLOB_NAME.fullmatch(blob.name):
+        return None
+    try:
+        fingerprint = file_fingerprint(blob)
+    except OSError:
+        return None
+    key = _read_key() or _make_key()
+    if key is None:
+        return fingerprint
+    name = _fingerprint_name(repo_id, commit, filename)
+    known = {
+        n: e
+        for n, e in _read_fingerprints().items()
+        if hmac.compare_digest(e["mac"], _fingerprint_seal(key, n, e["fingerprint"]))
+    }
+    if known.get(name, {}).get("fingerprint") == fingerprint:
+        return fingerprint
+    known[name] = {"fingerprint": fingerprint, "mac": _fingerprint_seal(key, name, fingerprint)}
+    try:
+        write_json_atomic(home() / FINGERPRINTS_FILE, {"format": FINGERPRINTS_FORMAT, "files": known})
+    except (OSError, R2MedError) as exc:
+        log.debug("cannot remember hub fingerprints in %s: %s", _home() / FINGERPRINTS_FILE, exc)
+    return fingerprint
+
+
+def hub_fingerprints(repo_id: str, commit: str, filename: str) -> set[str]:
+    """The content fingerprints r2med recorded of hub file ``filename`` of ``repo_id`` at ``commit`` when it
+    downloaded and verified it (:func:`remember_fingerprint`): those carrying r2med's seal (an entry written or
+    edited by anything else vouches for nothing)."""
+    key = _read_key()
+    if key is None:
+        return set()
+    name = _fingerprint_name(repo_id, commit, filename)
+    entry = _read_fingerprints().get(name)
+    if entry is None:
+        return set()
+    if not hmac.compare_digest(entry["mac"], _fingerprint_seal(key, name, entry["fingerprint"])):
+        log.warning("%s: the entry for %s does not carry r2med's seal (edited?); ignored", FINGERPRINTS_FILE, name)
+        return set()
+    return {entry["fingerprint"]}

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import R2MedError
+from ..infra.home import parse_json
 
 NONE = "(none)"
 """The facet value of a query without the key (or with ``None`` / a blank string)."""
@@ -54,8 +55,8 @@ def _quoted_if_ambiguous(text: str) -> str:
     if text == NONE or text.startswith('"'):
         return json.dumps(text, ensure_ascii=False)
     try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError):
+        parsed = parse_json(text)
+    except ValueError:  # the one JSON reader: malformed or nested too deeply is text
         parsed = text
     if text and not isinstance(parsed, (str, list, dict)):  # 1, 1.5, true, null, NaN
         return json.dumps(text, ensure_ascii=False)

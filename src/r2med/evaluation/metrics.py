@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from ..errors import R2MedError
+from ..errors import NothingToScore, R2MedError, shown
 from .measures import CUTOFFS as TABLE_CUTOFFS
 from .measures import DEFAULT_MEASURES as TABLE_DEFAULTS
 from .measures import HEADLINE as TABLE_HEADLINE
@@ -129,6 +129,25 @@ class Metrics:
         return f"Metrics({', '.join(parts)})"
 
 
+def nothing_shared(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> str:
+    """Why a run and judgments give nothing to score, in words: what each holds, with an example id."""
+
+    def queries(n: int) -> str:
+        return f"{n:,} quer{'y' if n == 1 else 'ies'}"
+
+    if not qrels:
+        return "the judgments hold no query: nothing to score"
+    ranked = [str(q) for q, docs in run.items() if docs]
+    judged = f"the judgments' {queries(len(qrels))} (e.g. {shown(next(iter(qrels)))})"
+    if not ranked:
+        held = f" (it holds {queries(len(run))}, each with no document)" if run else ""
+        return f"the run ranks no document{held}: nothing to score against {judged}"
+    return (
+        f"the run's {queries(len(ranked))} (e.g. {shown(ranked[0])}) and {judged} have none in common: nothing to "
+        "score (a run of another task, split or id scheme?)"
+    )
+
+
 def evaluate(
     run: Mapping[str, Mapping[str, float]],
     qrels: Mapping[str, Mapping[str, int]],
@@ -136,7 +155,11 @@ def evaluate(
     count_missing: bool = False,
 ) -> Metrics:
     """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine); with the ranges the order
-    of tied documents allows: :func:`r2med.evaluation.ties.evaluate_with_ties`."""
+    of tied documents allows: :func:`r2med.evaluation.ties.evaluate_with_ties`.
+
+    A run that shares no query with ``qrels`` (none of the queries it ranks documents for is judged: trec_eval's
+    ``num_q`` 0) is a :class:`~r2med.errors.NothingToScore`, with or without ``count_missing``: its average
+    would read as a score of 0.  This is the one place every command's scoring passes."""
     import pytrec_eval
 
     wanted = tuple(dict.fromkeys(canonical(m) for m in (measures or DEFAULT_MEASURES)))
@@ -146,6 +169,8 @@ def evaluate(
     _check_ids(run_clean, qrels_clean)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
     raw = evaluator.evaluate(run_clean)
+    if not raw:  # trec_eval's num_q 0, with or without count_missing: no figure to report
+        raise NothingToScore(nothing_shared(run, qrels_clean))
     per_query = {q: Measures((m, float(vals[m])) for m in wanted) for q, vals in raw.items()}
     missing = [q for q in qrels_clean if q not in per_query]
     if count_missing:

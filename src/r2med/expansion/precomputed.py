@@ -14,7 +14,7 @@ family) -> {qid: query text or (query, expansion)}`` under the paper's combinati
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 #: The version of the query + expansion combination rules (:mod:`.combine`); part of every result's key.
 COMBINATION_RULE = "paper-v1"
+#: The stamp (``files``) of an expansion given no local file or folder: :meth:`ExpansionQueries.describe`'s of none
+NO_LOCAL_FILES = fingerprint([])
 
 
 @dataclass
@@ -220,6 +222,19 @@ class ExpansionQueries:
             qid: combine(text, exp.texts[qid], self.method, self.llm, family, self.trace)
             for qid, text in collection.queries.items()
         }
+
+
+def read_from_hub(described: Mapping[str, object]) -> bool:
+    """Whether a recorded expansion (``config["expansion"]``, :meth:`ExpansionQueries.describe`) was read from the
+    hub: it was given no local file or folder (its ``files`` stamp is that of none) and the file it read, where
+    recorded (not before schema 2), is a Hugging Face cache snapshot's -- r2med took the task's file from the hub at
+    the commit the data came from (:func:`find_expansion_file`), verified against its content hash as every hub
+    file is.  A record without the stamp says nothing of where its file came from: False."""
+    from ..data.hub import snapshot_commit
+
+    file = described.get("file")
+    from_cache = file is None or (isinstance(file, str) and snapshot_commit(file) is not None)
+    return described.get("files") == NO_LOCAL_FILES and from_cache
 
 
 def expansion_builder(

@@ -609,10 +609,11 @@ def _write_results(out: Path, report: MtebExport, built: list[tuple[Any, Exporte
     """The model's revision folder rebuilt beside itself (keeping the tasks exported before) and swapped in."""
     from mteb import ResultCache
 
-    from ..infra.containment import ensure_within
+    from ..infra.containment import ensure_within, refuse_links
     from ..infra.home import atomic_dir
 
-    final = ensure_within(out, report.folder)
+    # the folder is merged with what it holds, not written whole: a link there (or above) is refused, never read
+    final = refuse_links(out, ensure_within(out, report.folder), include_last=True)
     with atomic_dir(final) as tmp:
         cache = ResultCache(cache_path=tmp / "stage")
         staged = cache.get_task_result_path(built[0][0].task_name, meta).parent

@@ -6,7 +6,10 @@ become path parts only through :func:`plain_name`, and task folders are made onl
 :func:`task_folder`, which also checks (:func:`ensure_within`) that the result stays under
 the named root.  Nothing is written, replaced or deleted *through* a symbolic link below the named
 root (:func:`refuse_links`): a linked folder on the way is refused in one line; a link at the very
-place a file or folder is written is replaced itself (the atomic rename), never its target.
+place a file or folder is written is replaced itself (the atomic rename), never its target.  A system
+folder (``OUT/<system>``) is a :class:`SystemFolder`, never a link: the one writer of task folders
+(:func:`r2med.runs.run.write_task_results`) refuses a task folder whose system folder is one, whatever root it is
+given, so no command can name ``OUT/<system>`` as a root of its own and write through a link there.
 :func:`check_output_dir` / :func:`check_output_file` find an unwritable destination before any
 compute starts.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError, R2MedError, shown
@@ -111,10 +115,50 @@ def ensure_within(root: str | os.PathLike[str], path: str | os.PathLike[str]) ->
     return Path(path)
 
 
-def system_folder(root: str | os.PathLike[str], name: str) -> Path:
-    """``root/<name>``: a system folder under the results root the user named, refused when it (or anything
-    between) is a link -- its task folders are written, replaced and deleted inside it."""
-    return refuse_links(root, Path(root) / plain_name(name, "result name"), include_last=True)
+@dataclass(frozen=True)
+class SystemFolder:
+    """``ROOT/<name>``: a system folder under a results root -- the only kind of folder task folders are written
+    into (:func:`r2med.results.folders.finish_task`, :func:`r2med.runs.run.write_task_results`).
+
+    Made by :func:`system_folder` (a results root the user named and a result's name) or :func:`as_system_folder`
+    (a path: its parent is the root).  :meth:`task` checks again, each time a task folder is named, that the system
+    folder is no link: its task folders are written, replaced and deleted inside it, so a link there would have
+    them written, replaced and deleted in its target."""
+
+    root: Path
+    name: str
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.name
+
+    def checked(self) -> Path:
+        """The folder, unless it (or a folder between the root and it) is a link: then a one-line R2MedError."""
+        return refuse_links(self.root, self.path, include_last=True)
+
+    def task(self, task: str, source: str | os.PathLike[str] | None = None) -> Path:
+        """``ROOT/<name>/<task>`` for a plain task name (:func:`task_folder`), the system folder checked first."""
+        return task_folder(self.checked(), task, source)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def system_folder(root: str | os.PathLike[str], name: str) -> SystemFolder:
+    """``root/<name>``: a system folder under the results root the user named, refused now (one line, before any
+    work) when it is a link -- and again whenever a task folder is written into it (:meth:`SystemFolder.task`)."""
+    folder = SystemFolder(Path(root), plain_name(name, "result name"))
+    folder.checked()
+    return folder
+
+
+def as_system_folder(out: SystemFolder | str | os.PathLike[str]) -> SystemFolder:
+    """``out`` as a :class:`SystemFolder`: a path names one whose root is its parent (``runs/bm25``: the system
+    ``bm25`` of ``runs``), so a system folder given as a path is held to the same rule -- never a link."""
+    if isinstance(out, SystemFolder):
+        return out
+    full = Path(os.path.normpath(os.path.abspath(out)))
+    return system_folder(full.parent, full.name)
 
 
 def task_folder_name(task: str) -> str:

@@ -200,14 +200,40 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None
     write_text_atomic(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
+#: How deep JSON r2med reads may nest (its own files and every format it reads nest a few levels).  Deeper values
+#: are refused even where Python's parser takes them: the code that walks, prints or writes them back (``repr``,
+#: ``json.dumps``, a recursive check) recurses once per level and would raise ``RecursionError`` there instead.
+MAX_JSON_DEPTH = 100
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` (parsed JSON) holds lists or objects nested more than ``limit`` deep (walked without
+    recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def parse_json(data: str | bytes) -> Any:
-    """JSON that r2med wrote to its home or a cache, parsed; anything else is a ``ValueError``: bad UTF-8,
-    malformed JSON, or values nested too deeply for Python's parser (``json`` raises ``RecursionError`` for
-    those, which no reader expects: a damaged file must read as damaged, not crash)."""
+    """JSON parsed: a file r2med wrote to its home or a cache, or anything from outside (an endpoint's answer, a
+    shard store's file, an option's value); a fault is a ``ValueError`` saying what it is, which every caller
+    turns into its own one line (or treats as damage): bad UTF-8, malformed JSON, or values nested more than
+    :data:`MAX_JSON_DEPTH` deep (deeper than Python's parser goes, ``json`` raises ``RecursionError``, which no
+    reader expects: a damaged file must read as damaged, not crash)."""
     try:
-        return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+        value = json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if nested_deeper_than(value):
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

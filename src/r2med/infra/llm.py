@@ -435,6 +435,9 @@ class LLMClient:
         except openai.APIError as exc:  # e.g. a reply that is not a chat completion
             self._ever_connected = True
             raise Transient(f"bad reply from the endpoint ({type(exc).__name__}: {_short(exc)})") from None
+        except RecursionError:  # the client's JSON parser on an answer nested deeper than it goes
+            self._ever_connected = True
+            raise Transient("bad reply from the endpoint (JSON nested too deeply)") from None
         self._ever_connected = True
         choice = response.choices[0] if response.choices else None
         text = getattr(getattr(choice, "message", None), "content", None) if choice else None

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import R2MedError, shown
+from .file_hash import file_hash
 
 log = logging.getLogger(__name__)
 
@@ -119,14 +120,6 @@ class Loaded:
         }
 
 
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 #: the sha256 of the code each module r2med saw first ran with (module name -> hex): a module imported once
 #: keeps running the code it was imported with, whatever its file holds later
 _CODE_SHA256: dict[str, str] = {}
@@ -139,7 +132,12 @@ def module_code_sha256(module: Any) -> str | None:
     if isinstance(name, str) and name in _CODE_SHA256:
         recorded = _CODE_SHA256[name]
         file = getattr(module, "__file__", None)
-        if file and not name.startswith(_FILE_MODULE) and Path(file).is_file() and sha256_file(file) != recorded:
+        if (
+            file
+            and not name.startswith(_FILE_MODULE)
+            and Path(file).is_file()
+            and file_hash(file, "sha256") != recorded
+        ):
             log.warning(
                 "%s changed on disk since it was imported: the code that runs (and is recorded) is the imported "
                 "one; restart Python to run the edit",
@@ -149,7 +147,7 @@ def module_code_sha256(module: Any) -> str | None:
     file = getattr(module, "__file__", None)
     if not file or not Path(file).is_file():
         return None
-    digest = sha256_file(file)
+    digest = file_hash(file, "sha256")
     if isinstance(name, str):
         _CODE_SHA256[name] = digest
     return digest

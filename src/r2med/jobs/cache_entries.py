@@ -126,6 +126,10 @@ def cache_entries(kind: str | None = None) -> list[CacheEntry]:
     if kind is not None:
         chosen = [k for k in kinds if k.name == kind and name_problem(kind) is None]
         if not chosen:
+            if name_problem(kind) is None and (root / kind).is_symlink():  # not a kind of the home: say why
+                from ..infra.containment import refuse_links
+
+                refuse_links(root, root / kind, include_last=True)
             known = ", ".join(k.name for k in kinds) or "none yet"
             raise R2MedError(f"no cached {kind!r} under {root} (kinds: {known}); see `r2med cache ls`")
         kinds = chosen

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data import Collection, TaskRef
-from ..errors import R2MedError, shown
+from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import Metrics, measure_label
 from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
-from ..infra.containment import plain_name, system_folder
+from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.file_hash import file_fingerprint
 from ..infra.home import fingerprint_texts
-from ..results.folders import TaskResult, file_fingerprint, finish_task, reuse
+from ..results.folders import TaskResult, finish_task, reuse
 from ..retrieval.base import QueryText, Retriever, index_collection
 from ..runs.run import Run
 from ..spec.parse import RetrieverOptions
@@ -123,9 +124,12 @@ def queries_fingerprint(queries: Mapping[str, QueryText]) -> str:
     return fingerprint_texts((qid, q if isinstance(q, str) else "\x1f".join(q)) for qid, q in queries.items())
 
 
-def run_task(collection: Collection, job: Plan | EvaluateStep, out: str | Path | None = None) -> TaskResult:
-    """Retrieve, evaluate and (with ``out``, the system folder) write ``out/<task>/`` for one collection; what
-    is stored and whether a finished folder is recomputed: the step's :class:`~r2med.spec.steps.Output`."""
+def run_task(
+    collection: Collection, job: Plan | EvaluateStep, out: SystemFolder | str | Path | None = None
+) -> TaskResult:
+    """Retrieve, evaluate and (with ``out``, the system folder: a path's parent is its results root) write
+    ``out/<task>/`` for one collection; what is stored and whether a finished folder is recomputed: the step's
+    :class:`~r2med.spec.steps.Output`.  A system folder that is a link is refused in one line."""
     from ..data.benchmarks import protocol_of
     from ..retrieval.registry import make_retriever  # imports numpy/scipy: not at CLI start-up
 
@@ -284,7 +288,9 @@ def score_files(
             f"{qrels} is a file or folder of judgments itself"
         )
     collection = None
+    split_folder = False  # a BEIR folder: its judgments are those of one split
     if qrels.is_dir():
+        split_folder = (qrels / "qrels").is_dir()
         collection, qrels = qrels.name, qrels_file(qrels, split)
     if run.is_dir():
         run = run_file(run, task=collection)
@@ -301,10 +307,15 @@ def score_files(
             ) from None
         raise
     ranked = read_run(run)
+    try:
+        metrics = evaluate_with_ties(ranked, judged, measures=measures or DEFAULT_MEASURES, count_missing=count_missing)
+    except NothingToScore as exc:
+        hint = f"; these are the judgments of --split {split}" if collection is not None and split_folder else ""
+        raise exc.at(f"{run} against {qrels}{hint}") from None
     unknown = sum(1 for q in ranked if q not in judged)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
-    return evaluate_with_ties(ranked, judged, measures=measures or DEFAULT_MEASURES, count_missing=count_missing)
+    return metrics
 
 
 def score_task(
@@ -352,7 +363,10 @@ def score_task(
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
     wanted = tuple(measures) if measures else protocol_of(collection).measures
-    return evaluate_with_ties(ranked, collection.qrels, measures=wanted, count_missing=count_missing)
+    try:
+        return evaluate_with_ties(ranked, collection.qrels, measures=wanted, count_missing=count_missing)
+    except NothingToScore as exc:
+        raise exc.at(f"{run} against {collection.name}") from None
 
 
 def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:

@@ -83,8 +83,9 @@ def check_llm_folder(folder: Path, model: str) -> None:
     model's expansions (``--model org1/qwen`` and ``--model org2/Qwen`` both name ``qwen``), or a folder beside it
     differs from it only in case (one folder on a case-insensitive filesystem).  An expansion file without a
     record (made before r2med kept one) is replaced with a warning."""
-    import json
     import logging
+
+    from ..infra.home import read_json
 
     parent = folder.parent
     if parent.is_dir():
@@ -99,12 +100,18 @@ def check_llm_folder(folder: Path, model: str) -> None:
         try:
             if record.is_symlink() or not record.is_file():
                 raise ValueError("not a file")
-            recorded = json.loads(record.read_text(encoding="utf-8"))["model"]
+            recorded = read_json(record)["model"]  # the one JSON reader: malformed or nested too deeply: ValueError
         except (OSError, ValueError, KeyError, TypeError):
             raise R2MedError(
                 f"{record}: unreadable, so whose expansions {folder} holds is unknown; remove the folder or "
                 "pass --llm-name to write elsewhere"
             ) from None
+        if recorded != model and not (folder / EXPANSION_FILE).exists():
+            raise R2MedError(
+                f"{folder} is claimed by --model {shown(recorded)} (a run of it in progress, or one that stopped "
+                f"before writing its expansions); those of --model {shown(model)} would replace them: pass "
+                f"--llm-name to name this one apart, or remove {record} if no such run is going on"
+            )
         if recorded != model:
             raise R2MedError(
                 f"{folder} holds the expansions of --model {shown(recorded)}; those of --model {shown(model)} "
@@ -117,6 +124,41 @@ def check_llm_folder(folder: Path, model: str) -> None:
             LLM_RECORD,
             model,
         )
+
+
+def claim_llm_folder(folder: Path, model: str) -> bool:
+    """Claim ``OUT/<task>/<method>/<llm>`` for ``model`` before any request: its ``llm.json`` is created naming the
+    model, atomically and only where none is, so of two runs of other models into one folder at once the second
+    is refused (:func:`check_llm_folder`), where both used to pass the check and the later writer replaced the
+    other's expansions.  True when this call made the claim (the caller drops it if it writes nothing)."""
+    import json
+    import os
+    import secrets
+
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / LLM_RECORD
+    tmp = folder / f".{LLM_RECORD}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        tmp.write_text(json.dumps({"model": model}, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            os.link(tmp, record)  # create-if-absent, with its whole content
+            return True
+        except FileExistsError:
+            check_llm_folder(folder, model)  # another run's claim: refused unless it is this model's
+            return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _remove_empty(folder: Path, top: Path) -> None:
+    """``folder`` and its parents up to ``top`` (the first this run made), where they are empty."""
+    import contextlib
+
+    for path in (folder, *folder.parents):
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        if path == top or not path.is_relative_to(top):
+            return
 
 
 def llm_folder_name(model: str) -> str:
@@ -235,7 +277,9 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         raise R2MedError(f"--sampling must be 'api' or 'open', got {sampling!r}")
     llm = check_llm_name(llm_name) if llm_name is not None else llm_folder_name(model)
     check_output_dir(out)
-    for ref in tasks:  # before any request: no other model's expansions are replaced
+    for ref in tasks:  # before any request: every task's folders below --out (a link there: one line), and no
+        # other model's expansions are replaced
+        ensure_within(out, task_folder(out, ref.name) / method / llm / EXPANSION_FILE)
         check_llm_folder(task_folder(out, ref.name) / method / llm, model)
     if cache:
         check_home()
@@ -268,7 +312,15 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         cache=cache,
     )
     done = []
+    claimed: list[
+        tuple[Path, Path | None]
+    ] = []  # (folder, the first folder made for it): dropped if nothing is written
     try:
+        for ref in tasks:
+            folder = task_folder(out, ref.name) / method / llm
+            made = next((p for p in (*reversed(folder.parents), folder) if not p.exists()), None)
+            if claim_llm_folder(folder, model):
+                claimed.append((folder, made))
         for ref in tasks:
             collection = ref.load()
             before = client.usage.as_dict()
@@ -320,4 +372,9 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
             done.append(Expanded(collection.name, len(collection.queries), path, {k: now[k] - before[k] for k in now}))
     finally:
         client.close()
+        for folder, made in claimed:
+            if not (folder / EXPANSION_FILE).exists():
+                (folder / LLM_RECORD).unlink(missing_ok=True)
+                if made is not None:
+                    _remove_empty(folder, made)
     return method, llm, done

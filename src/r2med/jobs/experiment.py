@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, did_you_mean
+from ..errors import shown as shown_value
 from ..evaluation.metrics import HEADLINE
 from ..results.record import StepKind
 from ..spec.options import FusionOptions
@@ -266,13 +267,19 @@ def make_experiment(
 
 def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) -> None:
     """``out`` and the report's files checked as every command checks its ``--out``; a report file may not be the
-    experiment file itself nor lie inside a system folder of ``out`` (it would replace a result)."""
-    from ..infra.containment import check_output_dir, check_output_file
+    experiment file itself nor lie inside a system folder of ``out`` (it would replace a result); no system folder
+    the steps write may be a link (:func:`r2med.infra.containment.system_folder`), found before the first step."""
+    from ..infra.containment import check_output_dir, check_output_file, system_folder
 
     try:
         check_output_dir(exp.out, "out")
     except R2MedError as exc:
         raise fail("", str(exc)) from None
+    for step in exp.steps:
+        try:
+            system_folder(exp.out, step.label)
+        except R2MedError as exc:
+            raise fail(step.where, str(exc)) from None
     spec = exp.report
     root = exp.out.resolve()
     for key in ("html", "latex", "markdown"):
@@ -338,6 +345,10 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
             raw = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(f"{shown}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 (a UTF-16 file, a stray byte)
+        raise ExperimentError(f"{shown}: not valid TOML (not UTF-8: {exc.reason} at byte {exc.start})") from None
+    except RecursionError:  # arrays or tables nested deeper than tomllib's parser goes
+        raise ExperimentError(f"{shown}: not valid TOML (nested too deeply)") from None
     return Reader(shown, source.resolve().parent).experiment(raw, source)
 
 
@@ -358,7 +369,9 @@ class Reader:
 
     def path(self, value: Any, where: str, key: str) -> Path:
         if not isinstance(value, str) or not value:
-            raise self.fail(where, f"{key}: expected a path (text), got {value!r}")
+            raise self.fail(where, f"{key}: expected a path (text), got {shown_value(value)}")
+        if "\0" in value:  # no file name holds one (os calls raise ValueError)
+            raise self.fail(where, f"{key}: expected a path, got {shown_value(value)}, which holds a NUL")
         p = Path(value).expanduser()
         return p if p.is_absolute() else self.base / p
 
@@ -385,7 +398,8 @@ class Reader:
         if bad:
             raise self.fail(
                 where,
-                f"unknown option '{bad[0]}'{did_you_mean(bad[0], allowed)}; it takes: {', '.join(allowed)}{extra}",
+                f"unknown option {shown_value(bad[0])}{did_you_mean(bad[0], allowed)}; it takes: "
+                f"{', '.join(allowed)}{extra}",
             )
 
     def table(self, raw: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
@@ -448,12 +462,23 @@ class Reader:
         self.unknown("[data]", list(raw), DATA_KEYS)
         tasks = raw.get("tasks", "all")
         if not (isinstance(tasks, str) or (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks))):
-            raise self.fail("[data]", f'tasks: expected a list of task names or "all", got {tasks!r}')
+            raise self.fail("[data]", f'tasks: expected a list of task names or "all", got {shown_value(tasks)}')
+        if isinstance(tasks, list) and not tasks:
+            raise self.fail("[data]", 'tasks: expected a list of task names or "all", got an empty list')
         dirs = raw.get("dirs", [])
+        if not isinstance(dirs, (str, list)):
+            raise self.fail("[data]", f"dirs: expected a path or a list of paths, got {shown_value(dirs)}")
         dirs = [self.path(d, "[data]", "dirs") for d in ([dirs] if isinstance(dirs, str) else dirs)]
         revision = raw.get("revision")
         if revision is not None and not isinstance(revision, str):
-            raise self.fail("[data]", f"revision: expected text, got {revision!r}")
+            raise self.fail("[data]", f"revision: expected text, got {shown_value(revision)}")
+        if revision is not None:
+            from ..data.hub import parse_revision
+
+            try:
+                parse_revision(revision)
+            except R2MedError as exc:
+                raise self.fail("[data]", f"revision: {exc}") from None
         long_documents = raw.get("long_documents", False)
         if not isinstance(long_documents, bool):
             raise self.fail("[data]", f"long_documents: expected true or false, got {long_documents!r}")
@@ -498,7 +523,11 @@ class Reader:
                 raise self.fail(where, f"runs: expected a run file or a list of them, got {runs!r}")
             values["runs"] = tuple(self.path(r, where, "runs") for r in runs)
         spec = self._step(lambda: flat(values, ImportStep, self.origin(where, "import")), where)
-        return self._made(step_of, spec, index, where)
+        step = self._made(step_of, spec, index, where)
+        for run in spec.runs:  # before any step runs (the steps before it would run for nothing)
+            if not run.is_file():
+                raise self.fail(where, f"runs: {run}: no such file")
+        return step
 
     def rerank(self, entry: Mapping[str, object], index: int, out: Path) -> list[Step]:
         from ..reranking.base import reranker_meta
@@ -560,6 +589,8 @@ class Reader:
         for key in ("html", "latex", "markdown", "data_dir"):
             if key in raw:
                 setattr(spec, key, self.path(raw[key], "[report]", key))
+        if spec.data_dir is not None and not spec.data_dir.is_dir():
+            raise self.fail("[report]", f"data_dir: {spec.data_dir}: no such folder")
         baseline = raw.get("baseline")
         if baseline is not None and not isinstance(baseline, str):
             raise self.fail("[report]", f"baseline: expected a system name, got {baseline!r}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
-from ..infra.containment import plain_name, system_folder
+from ..infra.containment import SystemFolder, plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from ..results.published import different_data
 
@@ -43,7 +43,11 @@ def match_tasks(groups: Sequence[Sequence[TaskInput]], labels: Sequence[str]) ->
 
 
 def fuse_inputs(
-    groups: Sequence[Sequence[TaskInput]], labels: Sequence[str], step: FuseStep, name: str, out: str | Path | None
+    groups: Sequence[Sequence[TaskInput]],
+    labels: Sequence[str],
+    step: FuseStep,
+    name: str,
+    out: SystemFolder | str | Path | None,
 ) -> list[TaskResult]:
     """Fuse the runs of each common task of ``groups`` (one group per input run folder) as ``step`` says, into
     ``out`` (the system folder)."""
@@ -106,6 +110,8 @@ def fuse_folders(step: FuseStep) -> SystemResults:
     check_fusion(len(systems), o.method, k=o.k, norm=o.norm, weights=o.weights)
     out = Path(step.output.out) if step.output.out is not None else systems[0].root
     check_output_dir(out)
+    label = system_name(step, [ref.folder for ref in systems])
+    target = system_folder(out, label)  # a link there: refused before any input is read
     collections: dict[tuple[str, str, str], Collection] = {}
     data = step.data
     groups = [
@@ -121,7 +127,5 @@ def fuse_folders(step: FuseStep) -> SystemResults:
         for ref in systems
     ]
     selection.announce()
-    label = system_name(step, [ref.folder for ref in systems])
-    target = system_folder(out, label)
     results = fuse_inputs(groups, [str(ref.folder) for ref in systems], step, label, target)
-    return SystemResults(label, target, results)
+    return SystemResults(label, target.path, results)

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import R2MedError
+from ..errors import NothingToScore, R2MedError
 from ..evaluation.metrics import DEFAULT_MEASURES
-from ..infra.containment import plain_name
+from ..infra.containment import plain_name, system_folder
+from ..infra.file_hash import file_hash
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
 from ..spec.steps import ImportStep
@@ -55,15 +56,6 @@ class RunFile:
     tags: tuple[str, ...]
 
 
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    """The sha256 of a file's bytes (hex)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     """A run file validated (:func:`r2med.runs.run.read_run`: TREC or a JSON score file) with its hash and
     tags (a score file has none)."""
@@ -73,7 +65,7 @@ def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     check_input_file(path, "run")
     run = read_run(path)
     tags = trec_tags(path) if run_format(path) == "trec" else ()
-    return RunFile(Path(os.path.abspath(path)), run, sha256_of(path), tags)
+    return RunFile(Path(os.path.abspath(path)), run, file_hash(path, "sha256"), tags)
 
 
 def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bool) -> list[tuple[RunFile, Collection]]:
@@ -223,13 +215,16 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
     config: dict[str, Any] = {"step": "import", "retriever": IMPORTED, "imported": imported}
     if collection.judgments is not None:
         config["judgments"] = collection.judgments.record()
-    target = Path(output.out) / step.name if output.out is not None else None
+    target = system_folder(output.out, step.name) if output.out is not None else None
     reused = reuse(target, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
         return reused
-    _check_against(run, collection, where)
     t0 = time.perf_counter()
-    result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+    try:
+        result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+    except NothingToScore as exc:  # the file that shares no query with its task, named (in one line)
+        raise exc.at(where) from None
+    _check_against(run, collection, where)
     result.timing["total_s"] = time.perf_counter() - t0
     return result
 
@@ -247,6 +242,7 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     plain_name(step.name, "--name", run_name=True)
     out = Path(step.output.out or ".")
     check_output_dir(out)
+    target = system_folder(out, step.name)  # a link there: refused before any file is read
     read = [read_run_file(f) for f in step.runs]
     data = step.data
     tasks = data.task_text
@@ -259,4 +255,4 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     for file, collection in pairs:
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
         results.append(_finish(file.run, source, collection, step, str(file.path)))
-    return SystemResults(step.name, out / step.name, results)
+    return SystemResults(step.name, target.path, results)

@@ -140,7 +140,12 @@ def evaluate_plans(
     address: str | None = None,
     on_done: Callable[[MatrixJob, TaskResult], None] | None = None,
 ) -> dict[str, list[TaskResult]]:
-    """Every (plan, task) cell on Ray; returns {result name: [results in task order]}."""
+    """Every (plan, task) cell on Ray; returns {result name: [results in task order]}.  Every system folder is
+    checked (:func:`~r2med.infra.containment.system_folder`: a link is one line) before Ray starts."""
+    plans = list(plans)
+    for p in plans:
+        if p.step.output.out is not None:
+            system_folder(p.step.output.out, p.name)
     cells = [(p.name, MatrixJob.of(p.step, ref.name, ref.load)) for p in plans for ref in tasks]
     results = evaluate_matrix([job for _, job in cells], address=address or "local", on_done=on_done)
     grouped: dict[str, list[TaskResult]] = {}

@@ -11,9 +11,11 @@ shared with that retriever's own target) and scores the reranked list only (``r2
 each target whether it can run on this machine and, if not, every reason why (no GPU, no API key,
 no LLM endpoint, missing extra, retriever not installed, its own hub code not allowed, no data or
 expansions locally or on the hub, model weights not cached), with notes that do not block it
-(settings r2med assumed: graded by nothing; a published first stage r2med does not have).
+(settings r2med assumed: graded by nothing; a published first stage r2med does not have: the run is shown,
+ungraded, with the reason).
 :func:`run_matrix` runs the runnable targets (:func:`r2med.jobs.evaluate.run_task`) into
-``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure.
+``OUT/<label>/<task>/`` -- finished ones are reused -- and grades each against its published figure when its
+recorded spec is the published one (:func:`r2med.results.grading.grade`; else ``ungraded``, with the reason).
 The tables are :mod:`r2med.report.reproduce_tables`'s.
 """
 
@@ -37,8 +39,11 @@ from ..results.published import PublishedKey, published_depth, published_retriev
 from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
-    from ..data import Collection
+    from ..data import Collection, TaskRef
+    from ..expansion.precomputed import ExpansionQueries
+    from ..expansion.reasoning import ReasoningQueries
     from ..reranking.base import Reranker, RerankerMeta
+    from ..results.bright_published import BrightKey
     from ..results.folders import TaskResult
     from ..retrieval.registry import RetrieverMeta
 
@@ -50,6 +55,10 @@ SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
 LATER_SETTINGS = ("later_embedder", "later_leaderboard")
 #: What ``r2med reproduce`` covers unless told otherwise: every published setting.
 ALL_SETTINGS = SETTINGS + LATER_SETTINGS
+#: BRIGHT's settings with per-task figures r2med grades: the paper's table, the long documents' per-task Recall@1
+#: (:data:`r2med.results.bright_published.PER_TASK_SETTINGS`); the leaderboard's rows are Averages, graded by
+#: ``r2med report`` over all the tasks (:func:`bright_unreproduced`)
+BRIGHT_SETTINGS = ("paper", "later_third_party")
 
 
 #: Corrected configurations run beside the plain published ones (setting ``base``), never graded.
@@ -67,14 +76,71 @@ VARIANTS: Mapping[str, tuple[Variant, ...]] = {
 
 
 def targets(
-    settings: Iterable[str] = ALL_SETTINGS, retrievers: Iterable[str] | None = None, tasks: Iterable[str] | None = None
+    settings: Iterable[str] | None = ALL_SETTINGS,
+    retrievers: Iterable[str] | None = None,
+    tasks: Iterable[str] | None = None,
 ) -> list[Target]:
     """The published per-task figures of the chosen settings (Average rows left out); ``retrievers`` by
-    r2med's names or the CSV's (``reasonembed-qwen3-8b`` or ``ReasonEmbed-Qwen3-8B``)."""
-    settings = tuple(settings)
-    unknown = [s for s in settings if s not in {f.setting for f in published_figures()}]
+    r2med's names or the CSV's (``reasonembed-qwen3-8b`` or ``ReasonEmbed-Qwen3-8B``).  ``tasks`` may name
+    BRIGHT's (``bright:biology``, ``bright:biology:long``): their targets are BRIGHT's graded per-task figures
+    (:func:`bright_targets`, settings :data:`BRIGHT_SETTINGS`); ``settings`` None: every setting of both."""
+    from ..data.names import family_of
+
+    asked = tuple(tasks) if tasks else None
+    bright_tasks = [t for t in asked or () if family_of(t) == "bright"]
+    settings = tuple(settings) if settings is not None else ALL_SETTINGS + BRIGHT_SETTINGS
+    known = {f.setting for f in published_figures()} | set(BRIGHT_SETTINGS)
+    unknown = [s for s in settings if s not in known]
     if unknown:
-        raise R2MedError(f"unknown setting {unknown[0]!r}; choose from: {', '.join(ALL_SETTINGS)}")
+        raise R2MedError(
+            f"unknown setting {unknown[0]!r}; choose from: {', '.join(ALL_SETTINGS)} (R2MED), "
+            f"{', '.join(BRIGHT_SETTINGS)} (BRIGHT)"
+        )
+    r2med_tasks = [t for t in asked if t not in bright_tasks] if asked else None
+    out = _r2med_targets(settings, retrievers, r2med_tasks, check=not bright_tasks)
+    if bright_tasks:
+        out += bright_targets([s for s in settings if s in BRIGHT_SETTINGS], retrievers, bright_tasks)
+        if retrievers and not out:
+            known_r = sorted({k.system for k in _bright_keys()})
+            raise R2MedError(
+                f"no published per-task figures for {', '.join(sorted(retrievers))} in {', '.join(settings)} on "
+                f"{', '.join(bright_tasks)}; BRIGHT's retrievers: {', '.join(known_r)}"
+            )
+    return out
+
+
+def _bright_keys() -> tuple[BrightKey, ...]:
+    from ..results.bright_published import bright_keys
+
+    return bright_keys()
+
+
+def bright_targets(
+    settings: Iterable[str] = (), retrievers: Iterable[str] | None = None, tasks: Iterable[str] = ()
+) -> list[Target]:
+    """BRIGHT's graded per-task figures of ``settings`` (the paper's nDCG@10, the long documents' Recall@1) on
+    ``tasks`` (r2med's names), for the configurations r2med can run (:func:`r2med.results.bright_published.
+    bright_keys`: no reranked row publishes per-task figures, so none is a target); ``retrievers`` by r2med's
+    names (``sfr``) or BRIGHT's (``sf``)."""
+    wanted_s, wanted_t = set(settings), set(tasks)
+    wanted_r = set(retrievers) if retrievers else None
+    out = []
+    for key in _bright_keys():
+        if wanted_r is not None and not {key.system, key.retriever} & wanted_r:
+            continue
+        for measure in ("ndcg_cut_10", "recall_1"):
+            for task, (setting, source) in key.sources(measure).items():
+                if task in wanted_t and setting in wanted_s:
+                    out.append(Target(key, setting, task, key.figures(measure)[task], source))
+    return out
+
+
+def _r2med_targets(
+    settings: tuple[str, ...], retrievers: Iterable[str] | None, tasks: list[str] | None, check: bool = True
+) -> list[Target]:
+    """R2MED's published per-task figures of ``settings`` (``check``: a retriever without any is an error)."""
+    if tasks is not None and not tasks:
+        return []
     wanted_r = {published_retriever(r) for r in retrievers} if retrievers else None
     wanted_t = {get_task(t).name for t in tasks} if tasks else None
     out = []
@@ -89,7 +155,7 @@ def targets(
         out.append(target)
         if f.setting == "base" and target.key.expansion == "none":
             out += [replace(target, variant=v) for v in VARIANTS.get(target.key.system, ())]
-    if wanted_r and not out:
+    if check and wanted_r and not out:
         known = sorted({PublishedKey(f.retriever).label for f in published_figures() if f.setting in settings})
         raise R2MedError(
             f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
@@ -166,8 +232,13 @@ class Environment:
 
         return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
 
-    def data_source(self, task: str) -> tuple[str | None, str]:
-        """(where the task comes from, or None) and a reason when it cannot be had."""
+    def data_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+        """(where the task comes from, or None) and a reason when it cannot be had; a BRIGHT task's with the
+        reasoning sets ``expansions`` (``(reason, llm)``) it reads."""
+        from ..data.names import family_of
+
+        if family_of(task) == "bright":
+            return self.bright_source(task, expansions)
         folder = self.task_folder(task)
         if folder is not None:
             return str(folder), ""
@@ -178,6 +249,19 @@ class Environment:
         where = f"not in {self.data_dir}, " if self.data_dir else ""
         hint = "" if self.data_dir else " (pass --data-dir)"
         return None, f"no data: {where}not cached and the hub is unreachable{hint}"
+
+    def bright_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+        """A BRIGHT task from the hub only (a local folder is no family's task, so none is graded): every file it
+        needs at its revision cached, or the hub reachable."""
+        from ..data.benchmarks import BRIGHT
+        from ..data.hub import cached_file
+
+        request = BRIGHT.hub_request(task, self.revision, list(expansions))
+        if all(cached_file(request.repo_id, path, request.revision) is not None for path in request.paths):
+            return "hub cache", ""
+        if self.hub:
+            return "hub", ""
+        return None, f"no data: {request.repo_id} at {request.revision[:12]} is not cached and the hub is unreachable"
 
     def expansion_source(self, task: str, method: str, llm: str) -> tuple[str | None, str]:
         from ..data.hub import expansion_path
@@ -272,7 +356,7 @@ def notes(key: PublishedKey, variant: Variant | None = None) -> list[str]:
     reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
     first = (getattr(reranker, "provenance", None) or {}).get("published", {}).get("first_stage")
     if first:
-        out.append(f"first stage: r2med's {key.system}; the published figure reranked {first}")
+        out.append(f"first stage: r2med's {key.system}; the published figure reranked {first}: not graded")
     return out
 
 
@@ -291,14 +375,38 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
             missing = env.model_weights(query_hub_id) if query_hub_id else ""
             if missing:
                 reasons.append(missing)
-        source, why = env.data_source(target.task)
+        bright = target.key.family == "bright"
+        reasoning = [(target.key.expansion, target.key.llm)] if bright and target.key.expanded else []
+        source, why = env.data_source(target.task, reasoning)
         if source is None:
             reasons.append(why)
-        if target.key.expanded:
+        if target.key.expanded and not bright:
             exp, why = env.expansion_source(target.task, target.key.expansion, target.key.llm)
             if exp is None:
                 reasons.append(why)
         out.append(Planned(target, not reasons, reasons, source or "", notes(target.key, target.variant)))
+    return out
+
+
+def bright_unreproduced(settings: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """(configuration, why ``reproduce`` has no target for it) for BRIGHT's rows: the graded configurations whose
+    figures are Averages only (the leaderboard's: ``r2med report`` grades them over all the tasks), then every row
+    r2med cannot run, with the reason (:func:`r2med.results.bright_published.not_reproducible`)."""
+    from ..results.bright_published import not_reproducible
+
+    chosen = set(settings) if settings is not None else set(BRIGHT_SETTINGS)
+    out = []
+    for key in _bright_keys():
+        per_task = {s for m in ("ndcg_cut_10", "recall_1") for t, (s, _) in key.sources(m).items() if t != "Average"}
+        if not per_task & chosen:
+            measures = [m for m, name in (("ndcg_cut_10", "nDCG@10"), ("recall_1", "Recall@1")) if key.figures(m)]
+            what = " and ".join(
+                f"{'Recall@1 (long documents)' if m == 'recall_1' else 'nDCG@10'} {key.figures(m)['Average']:.1f}"
+                for m in measures
+                if "Average" in key.figures(m)
+            )
+            out.append((key.label, f"graded by r2med report: the leaderboard's Average only ({what})"))
+    out += [(name, f"not reproducible: {why} ({n} figures)") for name, why, n in not_reproducible()]
     return out
 
 
@@ -323,6 +431,18 @@ def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]
     return out
 
 
+def spec_problem(target: Target, config: Mapping[str, object]) -> str | None:
+    """Why the run a target made (its recorded ``config``) is not graded against the target's row -- the fields of
+    its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank over r2med's e5, whose published figure
+    reranked the authors' own run) -- or None."""
+    from ..results.grading import grade
+
+    graded = grade(config, target.task)
+    if graded.key == target.key:
+        return None
+    return graded.reason or f"its recorded spec is not the published {target.key.label}"
+
+
 def paper_options(retriever: str) -> dict[str, object]:
     """The options a reproduction runs ``retriever`` with: the paper's values of those it records
     (BM25's k1 and b; MedCPT's ``medcpt_published``, the Article encoder for queries as the published
@@ -335,15 +455,62 @@ def paper_options(retriever: str) -> dict[str, object]:
     return {**options, "trust_remote_code": True} if meta.trust_remote_code else options
 
 
-def _load(task: str, env: Environment) -> Collection:
+def _task_ref(task: str, env: Environment) -> TaskRef:
     from ..data import TaskRef
+    from ..data.names import family_of
 
-    folder = env.task_folder(task)
+    folder = env.task_folder(task) if family_of(task) != "bright" else None
     return (
         TaskRef.in_folder(task, folder, strict=env.strict)
         if folder is not None
         else TaskRef.on_hub(task, env.revision, strict=env.strict)
-    ).load()
+    )
+
+
+def _query_builder(target: Target, env: Environment) -> ExpansionQueries | ReasoningQueries | None:
+    """What builds a retriever target's queries: BRIGHT's reasoning set, R2MED's expansion files, or None."""
+    if not target.key.expanded or target.key.reranker:
+        return None
+    if target.key.family == "bright":  # BRIGHT's reasoning set, from the hub at the data's commit
+        from ..expansion.reasoning import ReasoningQueries
+
+        return ReasoningQueries(target.key.llm)
+    from ..expansion.precomputed import ExpansionQueries
+
+    folders = [env.data_dir] if env.data_dir else []
+    return ExpansionQueries(target.key.expansion, target.key.llm, folders=folders, revision=env.revision)
+
+
+def check_hub_files(planned: list[Planned], env: Environment) -> tuple[dict[str, TaskRef], dict[int, str]]:
+    """Every hub file the runnable targets need, resolved at its revision before anything is downloaded (issue
+    29's rule, as ``evaluate`` keeps it): the hub tasks' refs at the commits their revisions resolved to, and,
+    by the target's place in ``planned``, the one line (:func:`r2med.data.hub.refusal`: where the files are and
+    the ``--revision`` that reads them) of a target whose files are missing -- it is an ``error``, the others run."""
+    from ..data import check_hub
+
+    refs: dict[str, TaskRef] = {}
+    problems: dict[int, str] = {}
+    seen: dict[tuple[str, tuple[str, str] | None], str | None] = {}
+    for i, p in enumerate(planned):
+        if not p.runnable:
+            continue
+        ref = _task_ref(p.target.task, env)
+        if ref.kind != "hub":
+            continue
+        builder = _query_builder(p.target, env)
+        wanted = builder.hub_expansion(p.target.task) if builder is not None else None
+        if (p.target.task, wanted) not in seen:
+            try:
+                [checked] = check_hub([ref], [builder] if builder is not None else [])
+            except R2MedError as exc:
+                seen[p.target.task, wanted] = str(exc)
+            else:
+                refs.setdefault(p.target.task, checked)
+                seen[p.target.task, wanted] = None
+        problem = seen[p.target.task, wanted]
+        if problem is not None:
+            problems[i] = problem
+    return refs, problems
 
 
 def _rerank_target(
@@ -351,8 +518,8 @@ def _rerank_target(
 ) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
+    from ..infra.file_hash import file_fingerprint
     from ..reranking.base import make_reranker
-    from ..results.folders import file_fingerprint
     from ..runs.run import RUN_FILE, read_metrics, read_trec
     from ..spec.steps import EvaluateStep, RerankStep
     from .evaluate import run_task
@@ -390,40 +557,47 @@ def run_matrix(
     from .evaluate import Plan, run_task, system_name
 
     out = Path(out)
+    for p in planned:  # every system folder the matrix writes, checked before the first cell (a link: one line)
+        if p.runnable:
+            system_folder(out, p.target.label)
+            if p.target.key.reranker:
+                system_folder(out, p.target.key.system)
+    refs, missing = check_hub_files(planned, env)  # every hub file found before the first download
     outcomes: list[Outcome] = []
     collections: dict[str, Collection] = {}
     rerankers: dict[str, Reranker] = {}
-    for p in planned:
+    for i, p in enumerate(planned):
         target = p.target
         tol = None if not target.graded else tolerance if tolerance is not None else tolerance_of(target.key)
         if not p.runnable:
             outcomes.append(Outcome(target, "skip", tolerance=tol, detail=p.reason))
+            continue
+        if i in missing:
+            outcomes.append(Outcome(target, "error", tolerance=tol, detail=missing[i]))
             continue
         if progress:
             progress(p)
         try:
             if target.task not in collections:
                 collections.clear()  # one task in memory at a time
-                collections[target.task] = _load(target.task, env)
+                collections[target.task] = refs.get(target.task, _task_ref(target.task, env)).load()
             coll = collections[target.task]
             if target.key.reranker:
                 result = _rerank_target(target, coll, out, rerankers, overwrite)
             else:
-                builder = None
-                if target.key.expanded:
-                    from ..expansion.precomputed import ExpansionQueries
-
-                    folders = [env.data_dir] if env.data_dir else []
-                    builder = ExpansionQueries(
-                        target.key.expansion, target.key.llm, folders=folders, revision=env.revision
-                    )
+                builder = _query_builder(target, env)
+                bright = target.key.family == "bright"
                 options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
-                step = EvaluateStep.of(target.key.system, **options, top_k=100, overwrite=overwrite)
+                depth = None if bright else 100  # BRIGHT's: its protocol's (1000)
+                step = EvaluateStep.of(target.key.system, **options, top_k=depth, overwrite=overwrite)
                 label = target.label if builder or target.variant else system_name(step)
                 result = run_task(coll, Plan(step, label, builder), system_folder(out, target.label))
-            value = 100 * result.metrics.aggregate[HEADLINE]
+            value = 100 * result.metrics.aggregate[target.measure if target.key.family != "r2med" else HEADLINE]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
+            problem = spec_problem(target, result.config) if target.graded else None
+            if problem is not None:  # what it ran is not the published spec: shown, not graded, with the reason
+                status, tol, detail = "ungraded", None, problem
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
         except R2MedError as exc:
             outcomes.append(Outcome(target, "error", tolerance=tol, detail=str(exc)))

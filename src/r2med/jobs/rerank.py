@@ -22,13 +22,13 @@ from typing import Any
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
-from ..infra.containment import plain_name, system_folder
+from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.file_hash import file_fingerprint
 from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
 from ..results.folders import (
     SystemRef,
     SystemResults,
     TaskResult,
-    file_fingerprint,
     find_runs,
     finish_task,
     read_run_folder,
@@ -155,7 +155,7 @@ def load_inputs(
 
 
 def rerank_inputs(
-    inputs: Sequence[TaskInput], reranker: Reranker, step: RerankStep, name: str, out: str | Path | None
+    inputs: Sequence[TaskInput], reranker: Reranker, step: RerankStep, name: str, out: SystemFolder | str | Path | None
 ) -> list[TaskResult]:
     """Rerank each task's first-stage run as ``step`` says and write ``out/<task>/`` (``out``: the system folder;
     rerankers load their model lazily, so a fully reused job loads none)."""
@@ -264,14 +264,13 @@ def rerank_folder(step: RerankStep) -> list[SystemResults]:
     groups = [
         load_inputs(ref, data.data_dir, data.revision, data.task_text, strict=data.strict) for ref in selection.systems
     ]  # before any model loads
+    targets = [system_folder(out, system_name(step, inputs[0].retriever)) for inputs in groups]  # before any model
     selection.announce()
     made = make_reranker(meta.name, options=step.options)
-    done = []
-    for inputs in groups:
-        label = system_name(step, inputs[0].retriever)
-        target = system_folder(out, label)
-        done.append(SystemResults(label, target, rerank_inputs(inputs, made, step, label, target)))
-    return done
+    return [
+        SystemResults(target.name, target.path, rerank_inputs(inputs, made, step, target.name, target))
+        for inputs, target in zip(groups, targets)
+    ]
 
 
 def reranker_encoding(rconfig: Mapping[str, Any]) -> dict[str, Any] | None:

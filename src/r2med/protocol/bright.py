@@ -6,11 +6,13 @@ Files (every entry names its source inside; docs/bright.md explains the protocol
   dataset ``xlangai/BRIGHT`` (pinned revision, file layout, columns) and the LLM reasoning query sets;
 * ``bright_models.json``: each retriever as BRIGHT's code runs it (checkpoint, pooling, max lengths, scoring,
   instructions per task exactly as ``configs/<model>/<task>.json`` hold them, with ``{task}`` unfilled), the
-  r2med preset with the same checkpoint, Pyserini's two-click reproductions and ``rerank.py``'s conventions;
+  r2med preset with the same checkpoint and how r2med's encoders run BRIGHT's setting (``r2med_encoder``: read by
+  :meth:`r2med.data.benchmarks.Bright.model_settings`), Pyserini's two-click reproductions, ``rerank.py``'s
+  conventions and its LLM prompt (:func:`rerank_prompt`);
 * ``bright_published.csv``: published figures -- the paper's table, the leaderboard's averages, Pyserini's
   reproductions, later papers -- one row per setting x retriever x queries x reranker x documents x measure x task;
 * ``bright_contamination.json``: models trained on data rebuilt from BRIGHT's documents and the tasks that touches
-  (R2MED's Biology shares BRIGHT biology's documents).
+  (R2MED's Biology shares BRIGHT biology's documents), looked up by checkpoint (:func:`contamination_of`).
 
 Task names are BRIGHT's (``earth_science``); :func:`task` also takes ``bright:earth-science`` and Anserini's hyphens.
 Instructions are filled as BRIGHT fills them (:func:`fill_instruction`): ``template.format(task=<BRIGHT task name>)``.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -253,6 +255,11 @@ class BrightModel:
     r2med_differences: tuple[str, ...]
     extra: Mapping[str, Any]  #: kind-specific facts (BM25's k1, b, analyzer, query weighting; notes)
     sources: Mapping[str, str]
+    #: how r2med's encoders run BRIGHT's setting: ``EncoderSettings`` fields (loader, pooling, normalize, max lengths,
+    #: dtype, framing, extra), ``similarity``, a defined preset's registry facts, and ``sources`` (empty: none)
+    r2med_encoder: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: r2med defines the preset :attr:`r2med_preset` from this record (a BRIGHT model r2med had none for)
+    defines_preset: bool = False
 
     def instruction_template(self, task_name: str, kind: str = "query", long: bool = False) -> str | None:
         """The unfilled instruction for ``task_name`` (None: the model has none for it).
@@ -277,6 +284,12 @@ _MODEL_FIELDS = (
     "kind", "display_name", "model", "loader", "pooling", "normalize", "similarity", "score_scale", "query_max_length",
     "doc_max_length", "max_length_note", "batch_size", "trust_remote_code", "framing", "instruction_filling",
     "instructions", "instructions_source", "r2med_preset", "r2med_same", "r2med_differences", "sources",
+    "r2med_encoder", "defines_preset",
+)  # fmt: skip
+#: the keys of an ``r2med_encoder`` block: encoder settings, the similarity, a defined preset's registry facts, sources
+ENCODER_KEYS = (
+    "loader", "pooling", "normalize", "max_length", "query_max_length", "dtype", "framing", "trust_remote_code",
+    "append_eos", "extra", "similarity", "batch_size", "needs_gpu", "api_key_env", "sources",
 )  # fmt: skip
 #: keys an entry may hold beyond the fields: they go to :attr:`BrightModel.extra`
 _MODEL_EXTRA = ("k1", "b", "analyzer", "query_weighting", "batch_size_note")
@@ -286,6 +299,8 @@ def _model_from(name: str, entry: Mapping[str, Any]) -> BrightModel:
     refuse_unknown_keys(entry, (*_MODEL_FIELDS, *_MODEL_EXTRA), f"bright_models.json: model {name!r}")
     tables = entry["instructions"] or {}
     refuse_unknown_keys(tables, INSTRUCTION_TABLES, f"bright_models.json: model {name!r} instructions")
+    encoder = entry.get("r2med_encoder") or {}
+    refuse_unknown_keys(encoder, ENCODER_KEYS, f"bright_models.json: model {name!r} r2med_encoder")
     return BrightModel(
         name=name,
         kind=entry["kind"],
@@ -309,6 +324,8 @@ def _model_from(name: str, entry: Mapping[str, Any]) -> BrightModel:
         r2med_differences=tuple(entry["r2med_differences"]),
         extra=_frozen({k: entry[k] for k in _MODEL_EXTRA if k in entry}),
         sources=_frozen({**entry["sources"], "instructions": entry["instructions_source"]}),
+        r2med_encoder=_frozen(encoder),
+        defines_preset=bool(entry.get("defines_preset", False)),
     )
 
 
@@ -365,6 +382,13 @@ def pyserini_query_prefix(condition: str, task_name: str) -> str | None:
 def rerank_conventions() -> Mapping[str, str]:
     """``rerank.py``'s conventions (input depth, LLM scores ``k - rank``, fallbacks), each with its lines."""
     return _frozen(_json("bright_models.json")["rerank"])
+
+
+def rerank_prompt() -> Mapping[str, Any]:
+    """``rerank.py``'s LLM prompt (system and user texts, the document line, the query's newline), its sampling, the
+    answer pattern, the cross-encoder's batch, and which reranker runs each of the leaderboard's reranking models;
+    each with its source."""
+    return _frozen(_json("bright_models.json")["rerank_prompt"])
 
 
 # ---------------------------------------------------------------- published figures
@@ -513,6 +537,24 @@ def contamination() -> tuple[Contamination, ...]:
             )
         )
     return tuple(out)
+
+
+def contamination_of(checkpoint: str | None) -> tuple[Contamination, ...]:
+    """The contamination facts of a checkpoint (a hub id, compared case-insensitively as the hub does; a local
+    folder or snapshot of it by its last path part): what registry records and recorded runs are looked up by."""
+    if not checkpoint:
+        return ()
+    wanted = _checkpoint_key(checkpoint)
+    return tuple(c for c in contamination() if _checkpoint_key(c.model) == wanted)
+
+
+def _checkpoint_key(model: str) -> str:
+    """A checkpoint's repository name, lowercased: ``org/name``'s ``name``; a Hugging Face cache snapshot
+    (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
+    parts = [p for p in model.replace("\\", "/").rstrip("/").split("/") if p]
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].split("--")[-1].lower()
+    return parts[-1].lower() if parts else ""
 
 
 def contaminated_tasks(name: str) -> tuple[str, ...]:

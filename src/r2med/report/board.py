@@ -17,7 +17,8 @@ the comparison behind it pooled the queries of all those tasks.  Every renderer 
 **Marks.**  Besides the significance mark, a cell can carry marks of its own (:attr:`BoardCell.marks`),
 each explained once by a legend line (:attr:`Leaderboard.marks`): the hook for annotations.  Ties use it
 (:func:`r2med.report.ties.mark_ties`): a cell whose value the order of tied documents decides carries ``≈``
-and its range (:attr:`BoardCell.ties`); a cell without a value never does.
+and its range (:attr:`BoardCell.ties`); a cell without a value never does.  So do judgments files (``§``,
+:mod:`.judgments`) and models trained on data rebuilt from the task's documents (``‡``, :mod:`.contamination`).
 
 The renderers are apart from this type: :mod:`.leaderboard` (terminal, Markdown, CSV, JSON),
 :mod:`.latex`, :mod:`.html` and :mod:`.plot`.
@@ -35,6 +36,7 @@ from ..errors import R2MedError
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
+from .contamination import mark_contamination
 from .format import FLAG, GAP, SIGNIFICANT
 from .judgments import mark_judgments
 from .ties import mark_ties
@@ -79,6 +81,8 @@ class Row:
     published_average_note: str = ""
     reference: bool = False  # a published configuration shown for comparison, not a run
     precision_note: str = ""  # e.g. "bf16 (paper: fp32)": the tolerance was widened for it
+    #: why it shows no published figure though it names a published row (the fields of its spec that differ)
+    ungraded: str | None = None
 
     @property
     def partial_average(self) -> bool:
@@ -185,8 +189,11 @@ class Leaderboard:
             out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.missing for r in self.rows):
             out.append(f"{GAP}: no result; a system without every task has no {AVERAGE} (never ranked).")
-        if any(r.cells[c].published is not None for r in self.rows for c in self.columns):
-            out.append(f"{FLAG} delta beyond tolerance (published figures: R2MED paper repo, then leaderboards).")
+        shown = [r for r in self.rows if any(r.cells[c].published is not None for c in self.columns if c in r.cells)]
+        if shown:
+            r2med_rows = any(r.published is None or r.published.family == "r2med" for r in shown)
+            source = " (published figures: R2MED paper repo, then leaderboards)" if r2med_rows else ""
+            out.append(f"{FLAG} delta beyond tolerance{source}.")
         if any(r.published is not None and r.tolerance is None for r in self.rows):
             out.append(
                 "ungraded: a configuration whose settings r2med assumed (none published); the delta "
@@ -197,6 +204,15 @@ class Leaderboard:
                 f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
                 "than the paper's code (--dtype)."
             )
+        families = {
+            r.published.title: r.published.setting(self.measure)
+            for r in self.rows
+            if r.published is not None and _shows_family(r, self.columns)
+        }
+        out += [
+            f"{title}: published figures from {how} (protocol/bright_published.csv)." for title, how in families.items()
+        ]
+        out += [f"no published figure for {r.system}: {r.ungraded}." for r in self.rows if r.ungraded]
         out += [
             f"no published figure for {r.system}: {r.cells[c].ungraded}."
             for r in self.rows
@@ -256,6 +272,7 @@ class Leaderboard:
                         "setting": key.setting(),
                         "source": key.source(),
                     },
+                    "ungraded": row.ungraded,
                     "tolerance": row.tolerance,
                     "precision_note": row.precision_note or None,
                     "missing_tasks": row.missing,
@@ -325,13 +342,14 @@ def build_leaderboard(
         base = named[0]
     rows = []
     for s in systems:
-        key = s.published if measure == HEADLINE else None
-        figures = key.figures() if key else {}
+        key = s.published if measure == HEADLINE or _family_measure(s.published, measure) else None
+        figures = key.figures(measure) if key else {}
+        covered = key.graded_tasks(measure) if key is not None and figures else set()
         cells: dict[str, BoardCell] = {}
         for t in tasks:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
-            problem = data_problem(t, res.metrics) if res is not None and t in figures else None
+            problem = data_problem(t, res.metrics) if res is not None and t in covered else None
             cells[t] = BoardCell(
                 value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
             )
@@ -342,7 +360,9 @@ def build_leaderboard(
         avg = sum(cells[t].value or 0.0 for t in tasks) / len(tasks) if tasks and not missing else None
         note = ""
         pub_avg = None
-        if figures and not missing and all(t in graded for t in present):
+        if key is not None and key.family != "r2med":
+            pub_avg, note = _family_average(key, measure, figures, cells, present, missing)
+        elif figures and not missing and all(t in graded for t in present):
             r2 = [t for t in present if t in TASK_NAMES]
             if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
                 pub_avg = figures.get(AVERAGE)
@@ -365,17 +385,65 @@ def build_leaderboard(
                 missing=missing,
                 published_average_note=note,
                 precision_note=precision,
+                ungraded=s.ungraded if key is None and (measure == HEADLINE or _all_family(s, measure)) else None,
             )
         )
     rows += _reference_rows(references, tasks, measure)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
     mark_ties(board, systems)
     mark_judgments(board, systems)
+    mark_contamination(board, systems)
     board.notes += _headline_notes(tasks, measure)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
     return board
+
+
+def _shows_family(row: Row, columns: Sequence[str]) -> bool:
+    """Whether ``row`` shows figures of another family's published row (BRIGHT's: its legend names their source)."""
+    return (
+        row.published is not None
+        and row.published.family != "r2med"
+        and any(row.cells[c].published is not None for c in columns if c in row.cells)
+    )
+
+
+def _family_measure(key: PublishedKey | None, measure: str) -> bool:
+    """Whether ``key`` is another family's row publishing figures of ``measure`` besides nDCG@10 (BRIGHT's long
+    documents: Recall@1); R2MED's rows are nDCG@10 only."""
+    return key is not None and key.family != "r2med" and bool(key.figures(measure))
+
+
+def _all_family(system: System, measure: str) -> bool:
+    """Whether every task of ``system`` is of a family whose headline is ``measure`` (BRIGHT's long documents)."""
+    from ..data.benchmarks import protocol_of_task
+
+    return bool(system.tasks) and all(
+        protocol_of_task(t).family not in (None, "r2med") and protocol_of_task(t).headline == measure
+        for t in system.tasks
+    )
+
+
+def _family_average(
+    key: PublishedKey,
+    measure: str,
+    figures: dict[str, float],
+    cells: dict[str, BoardCell],
+    present: list[str],
+    missing: list[str],
+) -> tuple[float | None, str]:
+    """A family row's published Average beside the table's (BRIGHT's): its own when the table holds exactly the tasks
+    it is over (the 12, or the 8 long-document settings) and none is ungraded; the mean of its per-task figures over
+    the same tasks when the table holds fewer (said in a note); else none."""
+    if not figures or missing or any(cells[t].ungraded for t in present):
+        return None, ""
+    scope = key.average_tasks(measure)
+    if sorted(present) == sorted(scope):
+        return figures.get(AVERAGE), ""
+    if present and all(t in scope and t in figures for t in present):
+        return sum(figures[t] for t in present) / len(present), f"published average over the same {len(present)} tasks"
+    return None, ""
 
 
 def default_measure(systems: Sequence[System]) -> str:

@@ -64,6 +64,7 @@ _TEX = {
     "±": r"$\pm$",
     "†": r"$^\dagger$",
     "≈": r"$^{\approx}$",
+    "‡": r"$^\ddagger$",
 }
 
 

@@ -162,7 +162,10 @@ def leaderboard_html(board: Leaderboard) -> str:
                 else ""
             )
             mark += "".join(
-                tie_mark_html(c) if m == TIED_MARK else f'<span class="mark">{e(m)}</span>' for m in c.marks
+                tie_mark_html(c)
+                if m == TIED_MARK
+                else f'<span class="mark" title="{e(board.marks.get(m, ""))}">{e(m)}</span>'
+                for m in c.marks
             )
             if c.value is None:
                 why = (

@@ -3,7 +3,7 @@ own: a mark beside every such figure and a line naming the file and its sha256.
 
 Each result made so records the file in its configuration (``config["judgments"]``: ``{"file", "sha256"}``, from
 :class:`r2med.data.collection.JudgmentsFile`); such a result is never graded against published figures (made with
-the task's own judgments: :func:`r2med.results.published.recorded_key`).  Each distinct file (by its sha256) gets
+the task's own judgments: :func:`r2med.results.grading.grade`).  Each distinct file (by its sha256) gets
 its own mark: :data:`MARK`, numbered when a table holds figures of more than one (``§1``, ``§2``).  The leaderboard
 marks cells through its mark hook (:attr:`r2med.report.board.BoardCell.marks`), the Average too when a task behind
 it carries one; a job's summary table marks the task and prints the line under it.

@@ -46,8 +46,14 @@ def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
     return rows
 
 
-def plan_table(planned: list[Planned], unpublished: Sequence[tuple[str, str]] = (), compact: bool = False) -> Table:
-    """The dry run: a row per configuration, then the later-work records no published figure grades.
+def plan_table(
+    planned: list[Planned],
+    unpublished: Sequence[tuple[str, str]] = (),
+    compact: bool = False,
+    others: Sequence[tuple[str, str]] = (),
+) -> Table:
+    """The dry run: a row per configuration, then the later-work records no published figure grades, then
+    ``others``: BRIGHT's rows without a target here (Averages graded by ``report``, rows r2med cannot run).
 
     ``compact``: the layout for 80 columns -- each setting a heading row, and ``can run`` with the task count
     (``no 0/8``), so the reasons get the width.
@@ -59,9 +65,9 @@ def plan_table(planned: list[Planned], unpublished: Sequence[tuple[str, str]] = 
 
     rows = plan_rows(planned)
     ok = sum(r["can_run"] for r in rows)
-    title = f"R2MED reproduction matrix (dry run): {ok} of {len(rows)} configurations can run here"
+    title = f"{_families(planned)} reproduction matrix (dry run): {ok} of {len(rows)} configurations can run here"
     if compact:
-        return _compact_plan_table(rows, unpublished, title, compact_table)
+        return _compact_plan_table(rows, unpublished, title, compact_table, others)
     table = Table(title=title, show_lines=False)
     for col in ("setting", "configuration", "tasks", "can run", "why / data"):
         table.add_column(col, justify="right" if col in ("tasks",) else "left", overflow="fold")
@@ -71,7 +77,15 @@ def plan_table(planned: list[Planned], unpublished: Sequence[tuple[str, str]] = 
         table.add_row(r["setting"], escape(r["config"]), f"{r['runnable']}/{r['tasks']}", mark, escape(why))
     for name, why in unpublished:
         table.add_row("later work", escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
+    for name, why in others:
+        table.add_row("BRIGHT", escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
     return table
+
+
+def _families(planned: Sequence[Planned] | Sequence[Outcome]) -> str:
+    """The families a matrix covers, as its title names them: ``R2MED`` (alone, as always), ``BRIGHT``, or both."""
+    names = {p.target.key.family for p in planned}
+    return " and ".join(n for family, n in (("r2med", "R2MED"), ("bright", "BRIGHT")) if family in names) or "R2MED"
 
 
 def _mark(row: dict[str, Any]) -> str:
@@ -83,6 +97,7 @@ def _compact_plan_table(
     unpublished: Sequence[tuple[str, str]],
     title: str,
     make_table: Callable[..., Table],
+    others: Sequence[tuple[str, str]] = (),
 ) -> Table:
     from rich.markup import escape
 
@@ -101,6 +116,10 @@ def _compact_plan_table(
         table.add_row("[bold]later work[/]", "", "")
     for name, why in unpublished:
         table.add_row(" " + escape(name), "[dim]-[/]", f"[dim]{escape(why)}[/]")
+    if others:
+        table.add_row("[bold]BRIGHT: no target here[/]", "", "")
+    for name, why in others:
+        table.add_row(" " + escape(name), "[dim]-[/]", f"[dim]{escape(why)}[/]")
     return table
 
 
@@ -110,8 +129,9 @@ def outcome_table(outcomes: list[Outcome]) -> Table:
 
     counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "ungraded", "error", "skip")}
     ungraded = f", {counts['ungraded']} ungraded" if counts["ungraded"] else ""
+    measure = "nDCG@10" if all(o.target.measure == "ndcg_cut_10" for o in outcomes) else "nDCG@10 / Recall@1"
     table = Table(
-        title="R2MED reproduction: nDCG@10 x100 against the published figures "
+        title=f"{_families(outcomes)} reproduction: {measure} x100 against the published figures "
         f"({counts['pass']} pass, {counts['fail']} fail{ungraded}, {counts['error']} error, "
         f"{counts['skip']} skipped)"
     )

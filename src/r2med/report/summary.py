@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..data.tasks import TASK_NAMES
 from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..results.folders import Summary, TaskResult
+from ..results.published import PublishedKey
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -21,19 +22,27 @@ def summary_table(
     compact: bool = False,
 ) -> Table:
     """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
-    nDCG@10 the published figures and deltas when ``summary.published`` is set (the average's delta only
-    over R2MED's 8 tasks, the published average's scope).  ``compact``: no vertical rules, short headers
-    (for a narrow terminal)."""
+    each measure the published row has figures of (R2MED's: nDCG@10; BRIGHT's: nDCG@10, and Recall@1 on the long
+    documents) the published figures and deltas when ``summary.published`` is set (the average's delta only
+    over the tasks of the published average: R2MED's 8, BRIGHT's 12 or its 8 long settings).  ``compact``: no
+    vertical rules, short headers (for a narrow terminal)."""
     from rich.markup import escape
     from rich.table import Table
 
     from .layout import compact_table
 
     measures = [canonical(m) for m in (measures or (HEADLINE,))]
-    published = summary.published.figures() if summary.published and HEADLINE in measures else {}
-    published = {task: value for task, value in published.items() if task not in summary.ungraded}
-    if not any(r.task in published for r in results):  # other collections: no published column at all
-        published = {}
+    key = summary.published
+    shown_figures: dict[str, dict[str, float]] = {}  # measure -> task -> published figure (R2MED: nDCG@10 only)
+    for m in measures:
+        figures = key.figures(m) if key is not None else {}
+        figures = {task: value for task, value in figures.items() if task not in summary.ungraded}
+        # a family whose rows publish only an Average (BRIGHT's leaderboard) shows it beside a run of all its tasks
+        average_only = key is not None and key.family != "r2med" and figures.get("Average") is not None
+        if any(r.task in figures for r in results) or (
+            average_only and not summary.ungraded and _whole(results, key, m)
+        ):
+            shown_figures[m] = figures  # other collections: no published column at all
     labels = ", ".join(measure_label(m) for m in measures)
     heading = escape(title or f"{summary.name}: {labels} (x100)")
     table = compact_table(title=heading) if compact else Table(title=heading)
@@ -41,7 +50,7 @@ def summary_table(
     table.add_column("n" if compact else "queries", justify="right")
     for m in measures:
         table.add_column(escape(measure_label(m)), justify="right")
-        if published and m == HEADLINE:
+        if m in shown_figures:
             table.add_column("pub." if compact else "published", justify="right")
             table.add_column("Δ" if compact else "delta", justify="right")
     table.add_column("s" if compact else "time (s)", justify="right")
@@ -54,8 +63,8 @@ def summary_table(
             value = 100 * r.metrics.aggregate[m]
             values[m].append(value)
             row.append(f"{value:.2f}")
-            if published and m == HEADLINE:
-                pub = published.get(r.task)
+            if m in shown_figures:
+                pub = shown_figures[m].get(r.task)
                 row += [f"{pub:.2f}" if pub is not None else "-", f"{value - pub:+.2f}" if pub is not None else "-"]
         row.append("reused" if r.reused else f"{r.timing.get('total_s', 0):.1f}")
         table.add_row(*row)
@@ -64,16 +73,21 @@ def summary_table(
         for m in measures:
             avg = sum(values[m]) / len(values[m])
             row.append(f"[bold]{avg:.2f}")
-            if published and m == HEADLINE:
-                pub = published.get("Average")
-                full = (
-                    sorted(r.task for r in results) == sorted(TASK_NAMES) and pub is not None and not summary.ungraded
-                )
+            if m in shown_figures:
+                pub = shown_figures[m].get("Average")
+                full = _whole(results, key, m) and pub is not None and not summary.ungraded
                 shown = full and pub is not None  # full already requires a published average
                 row += [f"{pub:.2f}" if shown else "-", f"{avg - pub:+.2f}" if shown and pub is not None else "-"]
         row.append("")
         table.add_row(*row)
     return table
+
+
+def _whole(results: Sequence[TaskResult], key: PublishedKey | None, measure: str) -> bool:
+    """Whether ``results`` are exactly the tasks the published Average of ``key`` is over (R2MED's 8; BRIGHT's 12,
+    or its 8 long-document settings for Recall@1)."""
+    scope = key.average_tasks(measure) if key is not None else TASK_NAMES
+    return sorted(r.task for r in results) == sorted(scope)
 
 
 def precision_note(summary: Summary) -> str | None:
@@ -88,7 +102,8 @@ def precision_note(summary: Summary) -> str | None:
 
 
 def ungraded_notes(summary: Summary) -> list[str]:
-    """One line per task whose published figure is not shown because its data is not the hub task's."""
+    """Why no published figure is shown: the line naming the fields of the spec that differ from the published
+    row's (:func:`r2med.results.grading.grade_system`), or one line per task whose data is not the hub task's."""
     if summary.published is None:
-        return []
+        return [f"no published figure for {summary.name}: {summary.reason}"] if summary.reason else []
     return [f"no published {summary.published.label} figure: {reason}" for reason in summary.ungraded.values()]

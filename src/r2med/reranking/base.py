@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import OptionError, R2MedError, did_you_mean
 from ..infra.records import record_from
 from ..infra.registry import Registry
+from ..protocol.bright import Contamination, contamination_of
 from ..retrieval.encoders.base import FramingRecord
 from ..runs.run import Run, ranked
 from ..spec.parse import Origin, RerankerOptions, parse
@@ -81,6 +82,10 @@ class RerankerMeta:
     #: the special tokens around each (query, document) input in its published runs (issue 20); None: not a
     #: model whose framing r2med records
     framing: FramingRecord | None = None
+    #: the value of each score-changing option in its published runs (what its preset runs: checkpoint, lengths,
+    #: label, window...); an option not named here was not set there.  What grading compares a run's options and
+    #: resolved record with (:mod:`r2med.results.grading`)
+    published_options: Mapping[str, Any] = field(default_factory=dict)
     #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
     #: expansion ``rerank:<published_as>``) when it is not ``name``
     published_as: str | None = None
@@ -91,6 +96,15 @@ class RerankerMeta:
     #: from (published row, sources, gaps; ``protocol/later_models.json``)
     later: bool = False
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: whether the first stage's tail may follow its reranked head (``keep_tail``); False: its run is what it
+    #: ranks and nothing else, as BRIGHT's rerank.py writes it (a ``keep_tail = true`` is refused, not ignored)
+    tail: bool = True
+
+    @property
+    def contamination(self) -> tuple[Contamination, ...]:
+        """What is known of its training data being rebuilt from a benchmark's documents, looked up by its
+        checkpoint (:func:`r2med.protocol.bright.contamination_of`; none of the rerankers here has any)."""
+        return contamination_of(self.hub_id)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RerankerMeta:
@@ -100,7 +114,7 @@ class RerankerMeta:
 
 #: the built-ins, then (``custom``, last) your own scorer and the packages' entry points (a built-in name wins)
 RERANKERS: Registry[RerankerMeta] = Registry(
-    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank", "custom"]
+    "reranker", __package__, ["cross_encoder", "rankllama", "listwise", "qwen3", "reasonrank", "bright", "custom"]
 )
 #: The entry that builds a cross-encoder from a hub id or local folder given as the reranker's name.
 ANY_MODEL = "cross-encoder"
@@ -112,6 +126,13 @@ register_reranker = RERANKERS.add
 all_rerankers = RERANKERS.all
 #: Name -> description of every registered reranker.
 available_rerankers = RERANKERS.descriptions
+
+
+#: Why a reranker without a tail refuses one (``keep_tail``): the one line of :func:`rerank` and the step's parse.
+TAIL_REFUSED = (
+    "its run holds only the documents it ranks, as BRIGHT's rerank.py writes it; the first stage's tail cannot follow "
+    "(keep_tail = false, the default for it)"
+)
 
 
 def looks_like_model(name: str) -> bool:
@@ -177,10 +198,11 @@ def rerank(
     corpus: Mapping[str, str],
     reranker: Reranker | str,
     top_k: int = 10,
-    keep_tail: bool = True,
+    keep_tail: bool | None = None,
     **options: Any,
 ) -> Run:
-    """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``).
+    """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``;
+    None: it follows unless the reranker says ``tail = False``, as BRIGHT's do -- then ``True`` is an error).
 
     ``reranker`` is a :class:`Reranker` or a name for :func:`make_reranker` (with ``options``).
 
@@ -188,11 +210,19 @@ def rerank(
     first-stage score are taken in corpus order (the order of ``corpus``), as the paper's stable
     sort takes them.  The tail keeps its first-stage order with scores strictly below the lowest
     reranked score.
+
+    A reranker that says ``takes_depth`` is given ``depth=top_k`` (BRIGHT's ``--input_k``, which its ``--k``
+    defaults to); one that says ``leaves_out`` may score only some candidates: the others leave the run (BRIGHT's
+    LLM reranking keeps the documents the LLM names, its cross-encoder the top ``k``), as does a query it gives none.
     """
     if top_k < 1:
         raise R2MedError("the rerank depth (--top-k) must be at least 1")
     if isinstance(reranker, str):
         reranker = make_reranker(reranker, **options)
+    own_tail = bool(getattr(reranker, "tail", True))
+    if keep_tail and not own_tail:
+        raise R2MedError(f"{reranker.name}: {TAIL_REFUSED}")
+    keep_tail = own_tail if keep_tail is None else keep_tail
     unknown = [q for q in run if q not in queries]
     if unknown:
         log.warning(
@@ -204,16 +234,22 @@ def rerank(
     position = {did: i for i, did in enumerate(corpus)}
     candidates = candidates_of(run, top_k, queries, position)
     texts = {qid: queries[qid] for qid in candidates}
-    scores = reranker.rerank(texts, candidates, corpus)
+    if getattr(reranker, "takes_depth", False):
+        scores = reranker.rerank(texts, candidates, corpus, depth=top_k)  # type: ignore[call-arg]  # its own API
+    else:
+        scores = reranker.rerank(texts, candidates, corpus)
+    leaves_out = bool(getattr(reranker, "leaves_out", False))
     out: Run = {}
     for qid, head in candidates.items():
         got = scores.get(qid, {})
         missing = [did for did, _ in head if did not in got]
-        if missing:
+        if missing and not leaves_out:
             raise RuntimeError(
                 f"reranker {reranker.name!r} returned no score for {len(missing)} candidate(s) of query {qid!r}"
             )
-        reranked = {did: float(got[did]) for did, _ in head}
+        reranked = {did: float(got[did]) for did, _ in head if did in got}
+        if not reranked:  # left without documents: a run file cannot hold it (BRIGHT scores its empty entry 0)
+            continue
         if keep_tail:
             floor = min(reranked.values())
             for i, (did, _) in enumerate(ranked(run[qid], position)[top_k:], start=1):

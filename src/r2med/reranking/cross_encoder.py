@@ -297,6 +297,15 @@ PAIR_FRAMING = {
         checked=False,
     ),
 }
+
+
+def published_options(name: str) -> dict[str, Any]:
+    """What the paper ran preset ``name`` with (R2MED src/utils.py:866-880): its checkpoint and tokenizer, its
+    length, and the logit scored -- a one-label model's single logit is label 0, monoBERT's relevant class 1."""
+    preset = PRESETS[name]
+    return {**preset, "tokenizer": preset["model"], "label": preset.get("label", 0)}
+
+
 register_reranker(
     RerankerMeta(
         "bge-reranker",
@@ -305,6 +314,7 @@ register_reranker(
         options=CrossEncoderOptions,
         paper_dtype="fp32",
         framing=PAIR_FRAMING["bge-reranker"],
+        published_options=published_options("bge-reranker"),
     )
 )
 register_reranker(
@@ -315,6 +325,7 @@ register_reranker(
         options=CrossEncoderOptions,
         paper_dtype="fp32",
         framing=PAIR_FRAMING["monobert"],
+        published_options=published_options("monobert"),
     )
 )
 register_reranker(

@@ -180,5 +180,6 @@ register_reranker(
         paper_dtype="auto",
         weights=(("base", "config.json"), ("lora", "adapter_config.json")),
         framing=FRAMING,
+        published_options={**DEFAULTS, "tokenizer": DEFAULTS["base"]},  # the model card's, as the paper ran it
     )
 )

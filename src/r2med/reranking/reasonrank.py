@@ -334,6 +334,16 @@ def _record(name: str, factory: Any, description: str, entry: dict[str, Any] | N
     passage cut is read here; the published depth (100) and, for a preset, its published row."""
     published = (entry or {}).get("published") or {}
     expansion = published.get("expansion") or ""
+    settings = entry["settings"] if entry else {}
+    ran = {  # the published settings, as the options name them (a preset runs exactly these)
+        "model": settings.get("hub_id"),
+        "tokenizer": settings.get("hub_id"),
+        "window": settings.get("window_size"),
+        "step": settings.get("step"),
+        "temperature": settings.get("temperature"),
+        "max_tokens": settings.get("max_tokens"),
+        "max_passage_tokens": settings.get("passage_max_tokens"),
+    }
     return RerankerMeta(
         name,
         factory,
@@ -349,6 +359,7 @@ def _record(name: str, factory: Any, description: str, entry: dict[str, Any] | N
         tolerance="llm-rerank",
         later=True,
         provenance=provenance(entry) if entry else {},
+        published_options={k: v for k, v in ran.items() if v is not None},
     )
 
 

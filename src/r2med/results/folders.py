@@ -13,12 +13,11 @@ The folder model: ``OUT/<system>/<task>/``.  ``OUT`` is a *results root* (every 
   fingerprint and hub revision) is read back instead of recomputed, so an interrupted job resumes;
 * :func:`read_run_folder` -- the finished task folders of a system folder (:class:`TaskFolder`);
 * :func:`find_systems` -- the systems of a report, each matched to the published configuration it
-  reproduces (:func:`r2med.results.published.match_published`).
+  reproduces (:func:`r2med.results.grading.grade_system`: its recorded spec, field by field).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -31,13 +30,13 @@ from typing import Any
 from .. import __version__
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
-from ..errors import R2MedError, did_you_mean_folder
+from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import HEADLINE, Metrics
 from ..evaluation.ties import evaluate_with_ties
-from ..infra.containment import task_folder, task_folder_name
+from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
-from .published import PublishedKey, data_problem, expansion_of, match_published, parse_label, precision_change
+from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
 from .record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 
 log = logging.getLogger(__name__)
@@ -192,35 +191,50 @@ def metrics_payload(
     return payload
 
 
+def scored(run: Run, collection: Collection, measures: Iterable[str], count_missing: bool) -> Metrics:
+    """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`); a run
+    that shares no query with them is a one-line :class:`~r2med.errors.NothingToScore` naming the task (and its
+    split), never a result of 0 queries."""
+    try:
+        return evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
+    except NothingToScore as exc:
+        split = f" ({collection.split} split)" if collection.split is not None else ""
+        raise exc.at(f"{collection.name}{split}") from None
+
+
 def finish_task(
     collection: Collection,
     name: str,
     run: Run,
     config: Mapping[str, Any],
-    out: str | Path | None,
+    out: SystemFolder | str | Path | None,
     measures: Iterable[str],
     count_missing: bool,
     timing: Mapping[str, float],
     encoding: Mapping[str, Any] | None = None,
 ) -> TaskResult:
-    """Score ``run`` as ``run.trec`` will hold it and (with ``out``) write ``out/<task>/`` atomically.
+    """Score ``run`` as ``run.trec`` will hold it and (with ``out``, the system folder) write ``out/<task>/``
+    atomically.
 
     ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``); the measures
-    stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).
+    stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).  ``out``: a
+    :class:`~r2med.infra.containment.SystemFolder`, or its path (its parent is then the results root); a system
+    folder that is a link is refused (one line), as is anything between the root and it.
     """
     run = as_written(run)
-    metrics = evaluate_with_ties(run, collection.qrels, task_measures(collection, measures), count_missing)
-    folder = task_folder(out, collection.name) if out is not None else None
-    if folder is not None:
+    system = as_system_folder(out) if out is not None else None
+    folder = system.task(collection.name) if system is not None else None
+    metrics = scored(run, collection, task_measures(collection, measures), count_missing)
+    if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
-        write_task_results(folder, run, payload, tag=name, root=out)
+        write_task_results(folder, run, payload, tag=name, root=system.root)
     return TaskResult(
         collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
     )
 
 
 def reuse(
-    out: str | Path | None,
+    out: SystemFolder | str | Path | None,
     config: Mapping[str, Any],
     collection: Collection,
     measures: Iterable[str],
@@ -231,9 +245,11 @@ def reuse(
 
     Unreadable or foreign results are ignored (and replaced when the task is written).
     """
-    if out is None or overwrite:
+    if out is None:
         return None
-    folder = task_folder(out, collection.name)
+    folder = as_system_folder(out).task(collection.name)  # a linked system folder: refused, even when recomputed
+    if overwrite:
+        return None
     if not (folder / METRICS_FILE).exists():
         return None
     try:
@@ -275,7 +291,7 @@ def reuse(
         name = str(stored.retriever or folder.parent.name)
         result = finish_task(collection, name, run, config, out, measures, count_missing, timing, stored.encoding)
     else:
-        metrics = evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
+        metrics = scored(run, collection, measures, count_missing)
         result = TaskResult(
             collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
         )
@@ -308,7 +324,7 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
         return dict(config)
     try:
-        return {**config, "options": parse(meta.options, options, Origin.python("a recorded config")).record()}
+        return {**config, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
     except SpecError:
         return dict(config)
 
@@ -340,15 +356,6 @@ def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> 
     if mine is None or theirs is None or mine == theirs:
         return None
     return f"{theirs[0]!r}"
-
-
-def file_fingerprint(path: str | os.PathLike[str]) -> str:
-    """A content hash of a file (a run's ``run.trec``: what reranked or fused results were made from)."""
-    h = hashlib.blake2b(digest_size=10)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # -- reading finished folders ---------------------------------------------------------------------
@@ -445,6 +452,8 @@ class System:
     folder: Path
     tasks: dict[str, TaskFolder]
     published: PublishedKey | None = None
+    #: why it shows no published figure though it names a published row (the fields of its spec that differ)
+    ungraded: str | None = None
 
     def measures(self) -> set[str]:
         out: set[str] = set()
@@ -616,7 +625,10 @@ def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = N
     paths = ref.task_paths() if ref is not None else task_folders(folder)
     tasks = {t.task: t for path in paths for t in read_run_folder(path)}
     system = System(name or folder.name, folder, tasks)
-    system.published = match_published([t.config for t in tasks.values()])
+    from .grading import grade_system
+
+    grade = grade_system({t.task: t.config for t in tasks.values()})
+    system.published, system.ungraded = grade.key, grade.reason_for(tasks)
     return system
 
 
@@ -643,7 +655,7 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
         key = None if label.lower() == "none" else parse_label(label)
         if label.lower() != "none" and key is None:
             raise R2MedError(f"--published {name}={label}: no published figures for {label!r}")
-        match[0].published = key
+        match[0].published, match[0].ungraded = key, None
     return systems
 
 
@@ -691,17 +703,22 @@ class Summary:
     retriever: str = ""
     #: task -> why its published figure is not shown (its data is not the hub task's: data_problem)
     ungraded: dict[str, str] = field(default_factory=dict)
+    #: why no published figure is shown though the results name a published row (the fields that differ)
+    reason: str | None = None
 
 
 def summary(name: str, results: Sequence[TaskResult]) -> Summary:
-    """The published configuration ``results`` reproduce (:func:`r2med.results.published.match_published`) and
-    the precision they ran in when it is not the paper's (the published figures stay shown)."""
+    """The published configuration ``results`` reproduce (:func:`r2med.results.grading.grade_system`), or why
+    not when they name one, and the precision they ran in when it is not the paper's (the figures stay shown)."""
+    from .grading import grade_system
+
     configs = [r.config for r in results]
-    published = match_published(configs) if results else None
+    grade = grade_system({r.task: r.config for r in results})
+    published = grade.key
     if published is not None and published.reranker:
         published = None  # a reranked run's own table shows no published row (see `r2med report`)
     change = next((c for c in map(precision_change, configs) if c), None) if published is not None else None
-    figures = published.figures() if published is not None else {}
+    figures = published.all_graded_tasks() if published is not None else set()
     ungraded = {
         r.task: problem
         for r in results
@@ -709,4 +726,5 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
         for problem in [data_problem(r.task, r.data)]
         if problem is not None
     }
-    return Summary(name, published, change, str(configs[0].get("retriever", name)) if configs else name, ungraded)
+    retriever = str(configs[0].get("retriever", name)) if configs else name
+    return Summary(name, published, change, retriever, ungraded, grade.reason_for([r.task for r in results]))

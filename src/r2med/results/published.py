@@ -1,4 +1,6 @@
-"""Which published R2MED configuration a run reproduces, and how it differs from the paper's.
+"""Which published R2MED configuration a run reproduces, and how it differs from the paper's (BRIGHT's rows:
+:mod:`r2med.results.bright_published`, whose keys answer the same questions: figures per measure, the tasks an
+Average is over, the data they were made on).
 
 A published configuration is a :class:`PublishedKey` -- (retriever, expansion method, LLM), as in
 ``protocol/r2med_published_ndcg10.csv``; a reranked first stage is (retriever, ``rerank:<reranker>``).
@@ -6,21 +8,14 @@ Where the CSV names a system otherwise than r2med does (the later models: ``Reas
 ``rerank:ReasonRank(32B)``), the r2med record's ``published_as`` says which CSV name it runs, and a
 key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b``,
 ``e5+reasonrank-32b``).
-:func:`match_published` is the one rule for "is this run the published one?", asked by
-``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix.  It reads only
-what the run recorded (``metrics.json``'s ``config``), never its name:
+:func:`r2med.results.grading.match_published` is the one rule for "is this run the published one?", asked by
+``r2med evaluate`` (figures beside its own), the leaderboard and the reproduction matrix: a run is graded only
+when the spec it recorded (``metrics.json``'s ``config``, never its name) is the spec its published row was made
+with, field by field (:mod:`r2med.results.grading`, which says which field differs when it is not).
 
-* its stored configuration names a published one: a registered retriever and its expansion (method, LLM),
-  or a reranker over a first stage whose own recorded configuration is a published one; a fused run
-  never is;
-* its stored configuration must be the paper's: the retriever's registry record says which values
-  (:attr:`~r2med.retrieval.registry.RetrieverMeta.paper`: BM25's flavour, k1, b; a dense preset's
-  cosine similarity) and which options change what it computes (``overrides``: model, pooling, max
-  length, instructions, normalisation); a reranked run must rerank as deep as the published figure
-  did (:func:`published_depth`: the paper's top 10, ReasonRank's top 100).
-
-A precision other than the published one (``--dtype``) keeps the match: :func:`precision_change`
-names it, and the leaderboard widens the tolerance instead.
+A precision other than the published one (``--dtype``) of the same class keeps the match: :func:`precision_change`
+names it, and the leaderboard widens the tolerance instead; one of another class is not graded
+(:func:`r2med.results.grading.precision_class`).
 
 A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a
 run may land from the figure is its tolerance class (:func:`tolerance_of`, from the records;
@@ -29,14 +24,13 @@ run may land from the figure is its tolerance class (:func:`tolerance_of`, from 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
+from ..evaluation.metrics import HEADLINE
 from ..infra.registry import TOLERANCES
 from ..protocol import preferred_setting, published_figures, published_ndcg10
 
@@ -86,11 +80,42 @@ class PublishedKey:
         """Whether the queries were expanded by an LLM."""
         return self.expansion != "none" and self.reranker is None
 
-    def figures(self) -> dict[str, float]:
-        """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first)."""
+    @property
+    def family(self) -> str:
+        """The benchmark family whose published rows it is (``r2med``; BRIGHT's: ``bright``)."""
+        return "r2med"
+
+    @property
+    def title(self) -> str:
+        """How a legend names it (R2MED's: its label)."""
+        return self.label
+
+    def figures(self, measure: str = HEADLINE) -> dict[str, float]:
+        """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first); none for another
+        measure (R2MED's rows are nDCG@10)."""
+        if measure != HEADLINE:
+            return {}
         return published_ndcg10(self.retriever, self.expansion, self.llm)
 
-    def setting(self) -> str:
+    def average_tasks(self, measure: str = HEADLINE) -> tuple[str, ...]:
+        """The tasks its published Average is over: R2MED's 8."""
+        from ..data.tasks import TASK_NAMES
+
+        return tuple(TASK_NAMES)
+
+    def graded_tasks(self, measure: str = HEADLINE) -> set[str]:
+        """The tasks a published figure of ``measure`` covers (whose data must be the hub task's)."""
+        return set(self.figures(measure))
+
+    def all_graded_tasks(self) -> set[str]:
+        """The tasks a published figure of any measure covers."""
+        return self.graded_tasks()
+
+    def tolerance_hint(self) -> str | None:
+        """Its own tolerance class, where the records do not decide it (None: they do)."""
+        return None
+
+    def setting(self, measure: str | None = None) -> str:
         found = {
             f.setting
             for f in published_figures()
@@ -180,12 +205,6 @@ def require_label(label: str) -> PublishedKey:
 # -- stored configurations ------------------------------------------------------------------------
 
 
-def options_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The retriever options a run was made with (``config["options"]``), or {}."""
-    options = config.get("options")
-    return options if isinstance(options, Mapping) else {}
-
-
 def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
 
@@ -194,118 +213,6 @@ def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """
     found = config.get("expansion")
     return dict(found) if isinstance(found, Mapping) else None
-
-
-def _same(value: Any, paper: Any) -> bool:
-    if isinstance(paper, (int, float)) and not isinstance(paper, bool):
-        return (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and abs(value - paper) < 1e-12
-        )
-    equal: bool = value == paper  # JSON values: == gives a bool
-    return equal
-
-
-def paper_settings(retriever: str, config: Mapping[str, Any]) -> bool:
-    """Whether a stored configuration runs ``retriever`` as the paper did (its registry record decides; a
-    value not recorded counts as the option's default, else as the paper's; a retriever not registered here has
-    nothing to check)."""
-    from ..retrieval.registry import RETRIEVERS
-
-    meta = RETRIEVERS.get(retriever)
-    if meta is None:
-        return True
-    options = options_of(config)
-    if any(options.get(name) is not None for name in meta.overrides):
-        return False
-    for name, value in meta.paper.items():
-        recorded = [source[name] for source in (options, config) if source.get(name) is not None]
-        if not recorded and name in meta.defaults:
-            # not recorded: the run had the option's default (MedCPT folders written before
-            # medcpt_published was recorded encoded queries with the Query encoder, the default)
-            recorded = [meta.defaults[name]]
-        if not all(_same(seen, value) for seen in recorded):
-            return False
-    return True
-
-
-def recorded_key(config: Mapping[str, Any]) -> PublishedKey | None:
-    """The published configuration one task's stored ``config`` ran, or None -- read from the record only
-    (the run's name plays no part): its retriever (a registry preset, run with the paper's settings:
-    :func:`paper_settings`) and expansion (method and LLM), or for a reranked run its reranker, how deep it
-    reranked (:func:`published_depth`) and its first stage's own recorded configuration.  A fused run, a
-    model given by path or hub id (``-r dense --model ...``) or any other custom system matches nothing, and so does
-    a run judged with a judgments file in place of its task's own (``--qrels``: ``config["judgments"]``; published
-    figures were made with the task's own)."""
-    if not config or "fusion" in config or config.get("judgments") is not None:
-        return None
-    _, _, keys = _published_index()
-    reranker = config.get("reranker")
-    if reranker is not None:
-        first = config.get("first_stage")
-        first_config = first.get("config") if isinstance(first, Mapping) else None
-        stage = recorded_key(first_config) if isinstance(first_config, Mapping) else None
-        name = reranker.get("reranker") if isinstance(reranker, Mapping) else None
-        if (
-            stage is None
-            or stage.expansion != "none"
-            or not isinstance(name, str)
-            or not isinstance(reranker, Mapping)
-            or not _runs_preset_model(name, reranker)
-        ):
-            return None
-        key = PublishedKey(stage.retriever, RERANK + _published_name(name, _reranker_records()))
-        if (key.retriever, key.expansion, key.llm) not in keys:
-            return None
-        return key if config.get("top_k") == published_depth(name) else None
-    retriever = config.get("retriever")
-    if not isinstance(retriever, str) or retriever not in _retriever_records():
-        return None
-    expansion = expansion_of(config)
-    method, llm = (
-        ("none", "none")
-        if expansion is None
-        else (str(expansion.get("method")), str(expansion.get("llm")).replace("_", "-"))
-    )
-    key = PublishedKey(published_retriever(retriever), method, llm)
-    if (key.retriever, key.expansion, key.llm) not in keys:
-        return None
-    return key if paper_settings(retriever, config) else None
-
-
-def _runs_preset_model(name: str, reranker: Mapping[str, Any]) -> bool:
-    """Whether a reranker's record ran the checkpoint of its preset ``name`` (its record's ``hub_id``, or a
-    cross-encoder preset's model), compared by the model's short name so that a local copy or Hugging Face
-    cache snapshot of it counts; a record that names no model, or a preset without one, has nothing to
-    check."""
-    from ..reranking.base import RERANKERS
-    from ..reranking.cross_encoder import PRESETS
-
-    meta = RERANKERS.get(name)
-    expected = meta.hub_id if meta is not None and meta.hub_id else PRESETS.get(name, {}).get("model")
-    model = reranker.get("model")
-    if not isinstance(model, str) or not isinstance(expected, str):
-        return True
-    return _checkpoint_name(model) == _checkpoint_name(expected)
-
-
-def _checkpoint_name(model: str) -> str:
-    """A model's repository name, lowercased: the last part of a hub id or folder, or for a Hugging Face
-    cache snapshot (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
-    parts = PurePath(model.rstrip("/\\")).parts or (model,)
-    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
-        return parts[-3].split("--")[-1].lower()
-    return parts[-1].lower()
-
-
-def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
-    """The published configuration a run reproduces: the one every task's stored configuration ran
-    (:func:`recorded_key`), else None.  Never read from the run's name: a folder named ``contriever`` that
-    ran BM25 is graded as BM25, one named ``bm25`` that ran a custom model is not graded."""
-    found = {recorded_key(c) for c in configs}
-    return found.pop() if len(found) == 1 else None
 
 
 def published_depth(reranker: str) -> int:
@@ -323,6 +230,9 @@ def tolerance_class(key: PublishedKey) -> str:
     from ..reranking.base import RERANKERS
     from ..retrieval.registry import RETRIEVERS
 
+    own = key.tolerance_hint()
+    if own is not None:
+        return own
     reranker = RERANKERS.get(key.reranker_name) if key.reranker_name else None
     if reranker is not None and reranker.tolerance:
         return reranker.tolerance
@@ -354,14 +264,20 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
 
     found: list[tuple[str | None, str | None, Any]] = []  # (published precision, CPU fallback, used)
     encoder = config.get("encoder")
-    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
+    family = family_settings_dtype(config)
+    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None and family is not None:
+        found.append((family[0], None, encoder["dtype"]))  # a family's own precision (BRIGHT's), no CPU fallback
+    elif isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
         retriever_meta = RETRIEVERS.get(str(config.get("retriever", "")))
         also = getattr(retriever_meta, "cpu_dtype", None)
         found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder["dtype"]))
     reranker = config.get("reranker")
-    if isinstance(reranker, Mapping) and reranker.get("dtype") is not None:
+    options = config.get("options") if config.get("step") == "rerank" else None
+    asked = options.get("dtype") if isinstance(options, Mapping) else None  # a reranker whose record has none
+    if isinstance(reranker, Mapping) and (reranker.get("dtype") or asked) is not None:
         reranker_meta = RERANKERS.get(str(reranker.get("reranker", "")))
-        found.append((reranker_meta.paper_dtype if reranker_meta is not None else None, None, reranker["dtype"]))
+        used = reranker.get("dtype") or asked
+        found.append((reranker_meta.paper_dtype if reranker_meta is not None else None, None, used))
     for paper, fallback, used in found:
         if paper is None:  # no published precision: nothing to differ from
             continue
@@ -371,6 +287,21 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
         except R2MedError:
             return str(used), paper
     return None
+
+
+def family_settings_dtype(config: Mapping[str, Any]) -> tuple[str | None] | None:
+    """(the precision its family's code ran the model in, None: none stated) when a run ran a family's own settings
+    (``config["settings"]``: BRIGHT's for its model), else None: the preset's own."""
+    settings = config.get("settings")
+    if not isinstance(settings, Mapping) or settings.get("family") != "bright" or not settings.get("model"):
+        return None
+    from ..protocol import bright
+
+    try:
+        dtype = bright.model(str(settings["model"])).r2med_encoder.get("dtype")
+    except R2MedError:
+        return None
+    return (str(dtype) if dtype else None,)
 
 
 def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
@@ -393,6 +324,10 @@ def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
     """
     from ..data.tasks import TASKS
 
+    if task.lower().startswith("bright:"):  # BRIGHT's tasks: graded on the hub's data at the pinned commit
+        from ..data.bright import pinned_data_problem
+
+        return pinned_data_problem(task, record)
     spec = TASKS.get(task)
     if spec is None:
         return f"{task} is not one of R2MED's tasks"

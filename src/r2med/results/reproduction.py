@@ -39,6 +39,14 @@ class Target:
         return self.key.label if self.variant is None else f"{self.key.label}-{self.variant.name}"
 
     @property
+    def measure(self) -> str:
+        """The measure its figure is: the headline of the task's protocol (nDCG@10; BRIGHT's long documents:
+        Recall@1)."""
+        from ..data.benchmarks import protocol_of_task
+
+        return protocol_of_task(self.task).headline
+
+    @property
     def graded(self) -> bool:
         """Whether its figure is graded (the published configuration), or only shown beside (a variant)."""
         return self.variant is None
@@ -71,7 +79,9 @@ class Outcome:
         return None if self.value is None else self.value - self.target.published
 
     def to_dict(self) -> dict[str, Any]:
+        family = {"measure": self.target.measure} if self.target.key.family != "r2med" else {}
         return {
+            **family,
             "config": self.target.label,
             "setting": self.target.setting,
             "task": self.target.task,

@@ -108,6 +108,9 @@ class BM25:
         self.weights_t: sp.csr_matrix | None = None  # terms x docs, float32
         self.index_path: Path | None = None
         self.built_from_cache = False
+        #: whose settings ran when a family defines its own for this BM25 (BRIGHT's ``bm25`` on a BRIGHT task:
+        #: the same k1, b and analyzer): ``config["settings"]``; None: nothing to record
+        self.settings_record: dict[str, Any] | None = None
 
     # -- configuration ---------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -117,6 +120,7 @@ class BM25:
             "k1": self.k1,
             "b": self.b,
             "analyzer": self.analyzer.config(),
+            **({"settings": self.settings_record} if self.settings_record is not None else {}),
         }
 
     def index_key(self, corpus_fingerprint: str) -> str:
@@ -527,8 +531,14 @@ def excluded_cells(
 
 def _factory(flavour: str) -> Callable[..., BM25]:
     def make(task: str | None = None, **options: Any) -> BM25:
+        from .family_settings import settings_for
+
         checked = parse(Bm25Options, options, Origin.python(f"make_retriever({_NAMES[flavour]!r})"))
-        return BM25(k1=checked.k1, b=checked.b, flavour=flavour, analyzer=checked.analyzer, cache=checked.cache)
+        retriever = BM25(k1=checked.k1, b=checked.b, flavour=flavour, analyzer=checked.analyzer, cache=checked.cache)
+        # a family's own BM25 (BRIGHT's is this one: k1 0.9, b 0.4, tested equal) is recorded, not applied: the
+        # options' defaults are its values; Lucene's BM25 (bm25-standard) is r2med's own, with no warning
+        _, retriever.settings_record = settings_for(_NAMES[flavour], task, warn=False)
+        return retriever
 
     return make
 

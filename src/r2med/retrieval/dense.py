@@ -112,6 +112,9 @@ class DenseRetriever:
         self.queries_encoded = 0
         self.query_cache_entry: EmbeddingCache | None = None
         self._faiss_index: Any = None  # a FAISS index (faiss names its class per CPU build), built by a search
+        #: whose settings a preset ran when they are not its own family's (BRIGHT's on a BRIGHT task):
+        #: ``config["settings"]`` (:mod:`r2med.retrieval.family_settings`); None: its own
+        self.settings_record: dict[str, Any] | None = None
 
     @property
     def encoder(self) -> Encoder:
@@ -132,6 +135,7 @@ class DenseRetriever:
             "similarity": self.similarity,
             "ignore_identical_ids": self.ignore_identical_ids,
             "search": self.faiss or "exact",
+            **({"settings": self.settings_record} if self.settings_record is not None else {}),
         }
 
     def encoding_facts(self) -> dict[str, Any]:
@@ -487,18 +491,22 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
 
 def _preset_factory(name: str) -> Callable[..., DenseRetriever]:
     def make(task: str | None = None, **options: Any) -> DenseRetriever:
+        from .family_settings import settings_for
+
         runtime, settings = _split(options, name)
         preset = get_preset(name)
         medcpt_published = bool(options.get("medcpt_published"))
         if medcpt_published and not preset.query_hub_id:
             raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
+        family, record = settings_for(name, task, preset.home, preset.per_task(), settings)
         runtime.setdefault("batch_size", preset.batch_size)
-        runtime.setdefault("similarity", preset.similarity)
-        if preset.fields.get("trust_remote_code") and not settings.get("trust_remote_code"):
+        runtime.setdefault("similarity", (family.similarity if family else None) or preset.similarity)
+        remote = family.encoder.get("trust_remote_code") if family else preset.fields.get("trust_remote_code")
+        if remote and not settings.get("trust_remote_code"):
             raise R2MedError(
                 f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with --trust-remote-code"
             )
-        cpu_dtype = preset.fields.get("cpu_dtype")
+        cpu_dtype = preset.fields.get("cpu_dtype") if family is None else None  # a family's dtype is its own
         if cpu_dtype and "dtype" not in settings and _on_cpu(runtime.get("device")):
             settings["dtype"] = cpu_dtype  # as its published code does on a CPU; recorded in the run's config
             log.info(
@@ -507,11 +515,13 @@ def _preset_factory(name: str) -> Callable[..., DenseRetriever]:
                 cpu_dtype,
                 preset.dtype,
             )
-        return DenseRetriever(
-            preset.settings(task, medcpt_published=medcpt_published, **settings), name=name, **runtime
+        retriever = DenseRetriever(
+            preset.settings(task, medcpt_published=medcpt_published, family=family, **settings), name=name, **runtime
         )
+        retriever.settings_record = record
+        return retriever
 
-    make.__doc__ = f"the R2MED paper's {name} retriever"
+    make.__doc__ = f"the {name} dense preset (its own settings; another family's where that family has any)"
     return make
 
 

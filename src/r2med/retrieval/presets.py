@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import R2MedError
 from ..infra.records import field_names, refuse_unknown_keys
 from ..protocol import models, protocol
 from .encoders import EncoderSettings, FramingRecord
+
+if TYPE_CHECKING:
+    from ..data.benchmarks import ModelSettings
 
 log = logging.getLogger(__name__)
 
@@ -304,6 +307,10 @@ class Preset:
     #: more facts of its registry record (:class:`~r2med.retrieval.registry.RetrieverMeta` fields: a later
     #: model's ``published_as``, ``later``, ``provenance``, ``tolerance``)
     facts: dict[str, Any] = field(default_factory=dict)
+    #: the benchmark family whose settings these are (``r2med``; ``bright`` for the presets defined from BRIGHT's
+    #: records): on another family's task, that family's own settings run where it has any
+    #: (:mod:`r2med.retrieval.family_settings`)
+    home: str = "r2med"
 
     def __post_init__(self) -> None:
         refuse_unknown_keys(self.fields, PRESET_FIELD_NAMES, f"preset {self.name!r}")
@@ -354,13 +361,24 @@ class Preset:
             **({"note": self.note} if self.note else {}),
         }
 
-    def settings(self, task: str | None = None, medcpt_published: bool = False, **overrides: Any) -> EncoderSettings:
-        """The encoder settings for ``task`` (hub task name), with user overrides applied."""
+    def settings(
+        self,
+        task: str | None = None,
+        medcpt_published: bool = False,
+        family: ModelSettings | None = None,
+        **overrides: Any,
+    ) -> EncoderSettings:
+        """The encoder settings for ``task`` (hub task name), with user overrides applied; ``family``: another
+        family's own settings for this model on ``task`` (:meth:`r2med.data.benchmarks.Bright.model_settings`),
+        which replace the preset's encoder settings (the user's overrides still apply on top)."""
         fields = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
-        if self.framing is not None and self.framing.checked:  # r2med builds / checks these tokens
-            fields["framing"] = self.framing.encoder_framing  # the tokenizer's own (checked) for an assumed one
-        fields["query_instruction"] = _instruction(self, self.query_instructions, task, "query")
-        fields["doc_instruction"] = _instruction(self, self.doc_instructions, task, "document")
+        if family is not None:
+            fields.update(family.encoder)  # every field the family sets, its instructions filled for the task
+        else:
+            if self.framing is not None and self.framing.checked:  # r2med builds / checks these tokens
+                fields["framing"] = self.framing.encoder_framing  # the tokenizer's own (checked) for an assumed one
+            fields["query_instruction"] = _instruction(self, self.query_instructions, task, "query")
+            fields["doc_instruction"] = _instruction(self, self.doc_instructions, task, "document")
         if self.query_hub_id:  # MedCPT: a Query encoder beside the Article encoder
             fields["query_model"] = self.hub_id if medcpt_published else self.query_hub_id
         fields.update({k: v for k, v in overrides.items() if v is not None})
@@ -376,10 +394,11 @@ def _instruction(preset: Preset, table: dict[str, str] | str | None, task: str |
     if task in table:
         return table[task]
     log.warning(
-        "%s has per-task %s instructions for the R2MED tasks only; %r gets none "
+        "%s has per-task %s instructions for the %s tasks only; %r gets none "
         "(pass query_instruction/doc_instruction to choose one)",
         preset.name,
         kind,
+        preset.home.upper(),
         task,
     )
     return ""
@@ -436,7 +455,7 @@ def preset_meta(name: str) -> dict[str, Any]:
 
     preset = get_preset(name)
     api_key = preset.fields.get("api_key_env")
-    kind = "later work" if preset.facts.get("later") else "paper preset"
+    kind = "later work" if preset.facts.get("later") else "paper preset" if preset.home == "r2med" else "BRIGHT preset"
     paper: dict[str, Any] = {"similarity": preset.similarity}
     if preset.query_hub_id:  # MedCPT: the published figures encoded queries with the Article encoder
         paper["medcpt_published"] = True  # (eval_bench.py:253-254); r2med's default, the Query encoder, is
@@ -455,6 +474,7 @@ def preset_meta(name: str) -> dict[str, Any]:
         "paper": paper,
         "overrides": PRESET_OVERRIDES,
         "summary": preset.describe(),
+        "home": preset.home,
         **preset.facts,
     }
 

@@ -7,7 +7,9 @@ wants a GPU) and ``r2med models`` (its settings).  A retriever is added by regis
 (:func:`register_retriever`); the built-in ones register when their module is imported: BM25
 (:mod:`.bm25`), the dense presets -- one record per entry of the preset data (:mod:`.presets`) --
 any embedding model (:mod:`.dense`), and the embedders published on R2MED after the paper
-(:mod:`.later`, from ``protocol/later_models.json``).
+(:mod:`.later`, from ``protocol/later_models.json``) and BRIGHT's retrievers r2med had no preset for
+(:mod:`.bright_presets`, from ``protocol/bright_models.json``).  A record's ``contamination`` is looked up by its
+checkpoint in ``protocol/bright_contamination.json`` (models trained on data rebuilt from BRIGHT's documents).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Literal
 from ..errors import OptionError, did_you_mean, shown
 from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
+from ..protocol.bright import Contamination, contamination_of
 from ..spec.parse import Origin, RetrieverOptions, parse
 from .base import Retriever
 
@@ -74,6 +77,14 @@ class RetrieverMeta:
     #: where its settings come from, for display: its published row and average, the source of each
     #: setting, what could not be found (gaps), whether r2med assumed them (``protocol/later_models.json``)
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: the family whose settings its own are (``r2med``; ``bright`` for the presets defined from BRIGHT's records)
+    home: str = "r2med"
+
+    @property
+    def contamination(self) -> tuple[Contamination, ...]:
+        """What is known of its training data being rebuilt from a benchmark's documents (BRIGHT's: the tasks it
+        touches, how, the sources), looked up by its checkpoint (:func:`r2med.protocol.bright.contamination_of`)."""
+        return contamination_of(self.hub_id)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RetrieverMeta:
@@ -104,7 +115,9 @@ class RetrieverMeta:
 
 
 #: the built-ins, then (``custom``, last) your own encoder and the packages' entry points (a built-in name wins)
-RETRIEVERS: Registry[RetrieverMeta] = Registry("retriever", __package__, ["bm25", "dense", "later_presets", "custom"])
+RETRIEVERS: Registry[RetrieverMeta] = Registry(
+    "retriever", __package__, ["bm25", "dense", "later_presets", "bright_presets", "custom"]
+)
 
 
 #: Add a retriever's record (a different record under a registered name is an error).

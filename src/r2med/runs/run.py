@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import DataError, OptionError, R2MedError, shown
-from ..infra.containment import ensure_within, name_problem
+from ..infra.containment import ensure_within, name_problem, refuse_links
 from ..infra.home import atomic_dir, atomic_path
 from ..results.record import METRICS_FILE, metrics_json, parse_record, read_record
 
@@ -433,11 +433,16 @@ def write_task_results(
 ) -> Path:
     """Write ``run.trec``, ``metrics.json`` and ``r2med_results.json`` into ``folder`` as one atomic step.
 
-    ``root``: the folder the user named (``--out``); ``folder`` must lie under it (build it with
-    :func:`r2med.infra.containment.task_folder`).  Without ``root``, ``folder``'s parent is the root.
+    ``folder`` is ``ROOT/<system>/<task>`` (build it with :meth:`r2med.infra.containment.SystemFolder.task`);
+    ``root``: the folder the user named (``--out``), which ``folder`` must lie under (default: ``folder``'s parent).
+    The system folder (``folder``'s parent) is refused when it is a link, whatever ``root`` is: the task folder
+    would be written, and the one it replaces deleted, in the link's target.  ``folder`` itself may be a link: the
+    atomic rename replaces the link, never its target.
     """
     folder = Path(folder)
     ensure_within(folder.parent if root is None else root, folder)
+    system = Path(os.path.abspath(folder)).parent
+    refuse_links(system.parent, system, include_last=True)
     with atomic_dir(folder) as tmp:
         write_trec(run, tmp / RUN_FILE, tag=tag)
         (tmp / METRICS_FILE).write_text(metrics_json(metrics, folder / METRICS_FILE), encoding="utf-8")

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import R2MedError
-from ..infra.home import fingerprint_texts
+from ..errors import R2MedError, shown
+from ..infra.home import fingerprint_texts, parse_json
 from .cluster import connect, driver_env
 from .shards import Shard, plan_shards
 from .store import ShardStore
@@ -288,14 +288,18 @@ def _json_bytes(obj: Any) -> bytes:
 
 
 def load_shards(location: str) -> tuple[list[str], list[np.ndarray]]:
-    """(doc ids, per-shard embedding arrays) of a finished store written by :func:`encode_distributed`."""
-    import json
-
+    """(doc ids, per-shard embedding arrays) of a finished store written by :func:`encode_distributed`; a
+    ``doc_ids.json`` that is not what r2med writes (malformed, nested too deeply, not a list of ids) is one line."""
     store = ShardStore(location)
     manifest = store.read_manifest()
     if manifest is None:
         raise R2MedError(f"{location} has no manifest.json; write embeddings there with `r2med encode --ray --dest`")
-    doc_ids = json.loads(store.read_bytes("doc_ids.json").decode("utf-8"))
+    try:  # the one JSON reader: bad UTF-8, malformed or nested too deeply is a ValueError
+        doc_ids = parse_json(store.read_bytes("doc_ids.json"))
+    except ValueError as exc:
+        raise R2MedError(f"{location}: doc_ids.json is not what r2med writes ({shown(str(exc))})") from None
+    if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
+        raise R2MedError(f"{location}: doc_ids.json is not what r2med writes (a list of document ids)")
     plan = plan_shards(manifest["n_docs"], shard_size=manifest["shard_size"])
     missing = [s.index for s in plan if not store.has_shard(s.index)]
     if missing:

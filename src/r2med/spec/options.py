@@ -9,6 +9,7 @@ One :class:`~r2med.spec.parse.Spec` per kind of model, named by its registry rec
   (``custom``: ``encoder`` required) and :class:`EntryPointEncoderOptions` (a package's encoder);
 * rerankers: :class:`CrossEncoderOptions` (``bge-reranker``, ``monobert``; ``cross-encoder`` needs ``model``),
   :class:`RankLlamaOptions`, :class:`Qwen3Options`, :class:`ReasonRankOptions`, :class:`ListwiseOptions`,
+  :class:`BrightLlmOptions` and :class:`BrightCrossEncoderOptions` (BRIGHT's rerank.py conventions),
   :class:`CustomScorerOptions` (``custom``: ``scorer`` required) and :class:`EntryPointScorerOptions`;
 * :class:`FusionOptions` (``r2med fuse``, ``[[fusion]]``).
 
@@ -21,13 +22,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
 
 from ..retrieval.dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from ..retrieval.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 from ..retrieval.model_source import missing_model_path
 from ..runs.fusion import FusionMethod, Normalisation
-from .parse import Count, NonNegative, NonNegativeInt, Positive, RerankerOptions, RetrieverOptions, Share, Spec
+from .parse import (
+    Count,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    RerankerOptions,
+    RetrieverOptions,
+    Share,
+    Spec,
+    is_recorded,
+)
 
 #: the choices of the fields below, as their text
 POOLINGS = tuple(p.value for p in Pooling)
@@ -54,6 +65,15 @@ SET: JsonDict = {"flag": "--set"}
 SECRET: JsonDict = {"record": False}
 #: an endpoint: recorded without the credentials a URL may hold
 REDACTED: JsonDict = {"record": "redact"}
+#: a field that does not change scores (how a model runs: batch size, device, retries, caches): grading
+#: (:mod:`r2med.results.grading`) compares every other field, a field marked :data:`PRECISION` by its own rule
+RUNTIME: JsonDict = {"scores": False}
+#: the precision a model runs in: compared by its class (the published precision, or its CPU fallback); another
+#: one keeps the grade with a wider tolerance (:func:`r2med.results.published.precision_change`)
+PRECISION: JsonDict = {"scores": "precision"}
+#: a model (or tokenizer) compared by its repository's name when graded: a local copy or a Hugging Face cache
+#: snapshot of the published checkpoint is that checkpoint
+CHECKPOINT: JsonDict = {"compare": "checkpoint"}
 
 
 class Bm25Options(RetrieverOptions):
@@ -76,9 +96,12 @@ def _dtype(value: Any) -> Any:
     return _choice(value, DTYPE_SPELLINGS, "dtype", fold=True)
 
 
-def _existing_model(cls: type, value: Any) -> Any:
+def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
-    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`."""
+    checked when it loads): :func:`r2med.retrieval.model_source.missing_model_path`.  A recorded spec read back
+    names the folder a run used, which need not be there any more (:func:`~r2med.spec.parse.is_recorded`)."""
+    if is_recorded(info):
+        return value
     problem = missing_model_path(value) if isinstance(value, str) else None
     if problem:
         raise ValueError(problem)
@@ -88,15 +111,18 @@ def _existing_model(cls: type, value: Any) -> Any:
 class EncoderOptions(RetrieverOptions):
     """What a dense encoder takes (``r2med evaluate`` flags, and ``--set`` for the rest)."""
 
-    model: str | None = None
-    batch_size: Count | None = None
-    device: str | None = None
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    device: str | None = Field(default=None, json_schema_extra=RUNTIME)
     max_length: Annotated[int, Field(ge=2)] | None = None
     pooling: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(POOLINGS)})
     similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
-    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
-    trust_remote_code: bool | None = None
-    query_model: str | None = Field(default=None, json_schema_extra=SET)
+    dtype: str | None = Field(
+        default=None, json_schema_extra={**PRECISION, "expected": "one of: " + ", ".join(DTYPE_SPELLINGS)}
+    )
+    #: an opt-in to run a hub repository's own code (the preset decides the loader): not a setting of the model
+    trust_remote_code: bool | None = Field(default=None, json_schema_extra=RUNTIME)
+    query_model: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     revision: str | None = Field(default=None, json_schema_extra=SET)
     normalize: bool | None = Field(default=None, json_schema_extra=SET)
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
@@ -107,17 +133,17 @@ class EncoderOptions(RetrieverOptions):
     doc_as_pair: bool | None = Field(default=None, json_schema_extra=SET)
     loader: str | None = Field(default=None, json_schema_extra={**SET, "expected": "one of: " + ", ".join(LOADERS)})
     framing: str | None = Field(default=None, json_schema_extra={**SET, "expected": "a framing (bos+eos, eos...)"})
-    chunk_size: Count | None = Field(default=None, json_schema_extra=SET)
+    chunk_size: Count | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
     ignore_identical_ids: bool | None = Field(default=None, json_schema_extra=SET)
     faiss: str | None = Field(default=None, json_schema_extra={**SET, "expected": "a FAISS index factory string"})
-    token_budget: Count | None = Field(default=None, json_schema_extra=SET)
-    search_chunk: Count | None = Field(default=None, json_schema_extra=SET)
-    api_key: str | None = Field(default=None, json_schema_extra={**SET, **SECRET})
-    base_url: str | None = Field(default=None, json_schema_extra={**SET, **REDACTED})
-    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
-    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
-    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
-    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    token_budget: Count | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    search_chunk: Count | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    api_key: str | None = Field(default=None, json_schema_extra={**SET, **SECRET, **RUNTIME})
+    base_url: str | None = Field(default=None, json_schema_extra={**SET, **REDACTED, **RUNTIME})
+    timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
 
     @field_validator("pooling")
     @classmethod
@@ -166,7 +192,7 @@ class CustomEncoderOptions(RetrieverOptions):
     """``custom``: your encoder (``MODULE:OBJ``, or the object itself in Python), its batch size and similarity."""
 
     encoder: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or an encoder object"})
-    batch_size: Count | None = None
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
     similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
 
     @field_validator("encoder")
@@ -193,7 +219,7 @@ class CustomEncoderOptions(RetrieverOptions):
 class EntryPointEncoderOptions(RetrieverOptions):
     """A package's encoder (entry point ``r2med.retrievers``): its batch size and similarity."""
 
-    batch_size: Count | None = None
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
     similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
 
     @field_validator("similarity")
@@ -206,9 +232,11 @@ class EntryPointEncoderOptions(RetrieverOptions):
 
 
 class _ModelRuntime(RerankerOptions):
-    batch_size: Count | None = None
-    device: str | None = None
-    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(DTYPE_SPELLINGS)})
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    device: str | None = Field(default=None, json_schema_extra=RUNTIME)
+    dtype: str | None = Field(
+        default=None, json_schema_extra={**PRECISION, "expected": "one of: " + ", ".join(DTYPE_SPELLINGS)}
+    )
 
     @field_validator("dtype")
     @classmethod
@@ -219,8 +247,8 @@ class _ModelRuntime(RerankerOptions):
 class CrossEncoderOptions(_ModelRuntime):
     """A sequence-classification cross-encoder (``bge-reranker``, ``monobert``, or any model by id or folder)."""
 
-    model: str | None = None
-    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     revision: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
     label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
@@ -241,37 +269,41 @@ class AnyCrossEncoderOptions(CrossEncoderOptions):
 class RankLlamaOptions(_ModelRuntime):
     """RankLLaMA: the base model, its LoRA adapter, the tokenizer, the pair length, whether to merge the adapter."""
 
-    base: str | None = Field(default=None, json_schema_extra=SET)
-    lora: str | None = Field(default=None, json_schema_extra=SET)
-    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    base: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
+    lora: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
+    tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     max_length: Annotated[int, Field(ge=8)] | None = None
-    merge: bool | None = Field(default=None, json_schema_extra=SET)
+    #: the adapter merged into the base weights or applied beside them: the same model (round-off apart)
+    merge: bool | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
 
 
 class Qwen3Options(_ModelRuntime):
     """A Qwen3-Reranker checkpoint (yes/no logit scoring)."""
 
-    model: str | None = None
-    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     revision: str | None = Field(default=None, json_schema_extra=SET)
     instruction: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
 
 
 class _LlmClient(RerankerOptions):
-    model: str | None = None
-    base_url: str | None = Field(default=None, json_schema_extra=REDACTED)
-    api_key: str | None = Field(default=None, json_schema_extra=SECRET)
+    #: the name the endpoint serves the LLM under (graded: the published checkpoint's, by repository name)
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    base_url: str | None = Field(default=None, json_schema_extra={**REDACTED, **RUNTIME})
+    api_key: str | None = Field(default=None, json_schema_extra={**SECRET, **RUNTIME})
     window: Annotated[int, Field(ge=2)] | None = None
     step: Count | None = None
-    concurrency: Count | None = None
-    timeout: Positive | None = Field(default=None, json_schema_extra=SET)
-    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
-    cache: bool | str | None = Field(default=None, json_schema_extra={**SET, "expected": "true, false or a file"})
+    concurrency: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    cache: bool | str | None = Field(
+        default=None, json_schema_extra={**SET, **RUNTIME, "expected": "true, false or a file"}
+    )
     temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
     max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
-    backoff_base: NonNegative | None = Field(default=None, json_schema_extra=SET)
-    backoff_max: NonNegative | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
     seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
 
@@ -292,7 +324,7 @@ class ReasonRankOptions(_LlmClient):
     """ReasonRank behind an OpenAI-compatible endpoint (a preset names its checkpoint; ``reasonrank`` needs
     ``model``)."""
 
-    tokenizer: str | None = Field(default=None, json_schema_extra=SET)
+    tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     max_passage_tokens: Count | None = Field(default=None, json_schema_extra=SET)
 
 
@@ -307,6 +339,51 @@ class AnyReasonRankOptions(ReasonRankOptions):
                 "under (for the published ReasonRank-32B, --reranker reasonrank-32b)"
             )
         return self
+
+
+class BrightLlmOptions(RerankerOptions):
+    """``bright-llm``: BRIGHT's rerank.py LLM reranking behind an OpenAI-compatible endpoint; ``model`` names the LLM
+    (``gpt-4-0125-preview``), ``k`` is rerank.py's ``--k`` (None: the rerank depth, ``--top-k`` = its ``--input_k``);
+    sampling as rerank.py's unless set (temperature 0.8, top_p 0.8, 2048 tokens)."""
+
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    base_url: str | None = Field(default=None, json_schema_extra={**REDACTED, **RUNTIME})
+    api_key: str | None = Field(default=None, json_schema_extra={**SECRET, **RUNTIME})
+    k: Count | None = Field(default=None, json_schema_extra=SET)
+    concurrency: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    cache: bool | str | None = Field(
+        default=None, json_schema_extra={**SET, **RUNTIME, "expected": "true, false or a file"}
+    )
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = Field(default=None, json_schema_extra=SET)
+    max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
+    backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
+    seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> BrightLlmOptions:
+        if not self.model:
+            raise ValueError(
+                "bright-llm needs the LLM's name: --model (the leaderboard's: gpt-4-0125-preview, gemini-1.0-pro), "
+                "and --base-url for an endpoint other than OpenAI's"
+            )
+        return self
+
+
+class BrightCrossEncoderOptions(RerankerOptions):
+    """``bright-cross-encoder``: a sentence-transformers ``CrossEncoder`` as BRIGHT's rerank.py runs it (``model``:
+    the leaderboard's cross-encoder/ms-marco-MiniLM-L-12-v2 unless set; batch 8; ``k``: the top kept, None: the
+    rerank depth)."""
+
+    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    k: Count | None = Field(default=None, json_schema_extra=SET)
+    batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
+    device: str | None = Field(default=None, json_schema_extra=RUNTIME)
+
+    _model_source = field_validator("model")(_existing_model)
 
 
 class CustomScorerOptions(RerankerOptions):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
 from ..errors import OptionError, did_you_mean, shown
@@ -57,6 +57,15 @@ class Spec(BaseModel):
 
 # -- constrained field types (the words of their errors: :func:`expected`) -----------------------------------
 
+#: the validation context key of values read back from a record (:attr:`Origin.recorded`)
+RECORDED = "recorded"
+
+
+def is_recorded(info: ValidationInfo) -> bool:
+    """Whether a field validator checks values a run recorded (read back: nothing of the present is asked)."""
+    return isinstance(info.context, dict) and bool(info.context.get(RECORDED))
+
+
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 Share = Annotated[float, Field(ge=0, le=1)]
@@ -73,6 +82,9 @@ class Origin:
     where: str = ""
     #: field -> the key a file spells it with (``[[retrievers]]``: the retriever is ``name``, the result ``label``)
     spelled: tuple[tuple[str, str], ...] = ()
+    #: values a run recorded (``metrics.json``), read back: facts of the past, so what checks the present (a model
+    #: folder that must exist) is not asked (:data:`RECORDED`)
+    recorded: bool = False
 
     @classmethod
     def cli(cls) -> Origin:
@@ -85,6 +97,11 @@ class Origin:
     @classmethod
     def python(cls, where: str) -> Origin:
         return cls("python", where)
+
+    @classmethod
+    def record(cls, where: str) -> Origin:
+        """Values a run recorded, read back as the spec that made them (:attr:`recorded`)."""
+        return cls("python", where, recorded=True)
 
     def key(self, spec: type[Spec] | None, name: str) -> str:
         """How a field is named to the user: its flag on the command line, else its name."""
@@ -246,7 +263,7 @@ def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> Sp
     if bad:
         raise origin.fail(f"unknown option {bad[0]!r}")
     try:
-        return spec.model_validate(data)
+        return spec.model_validate(data, context={RECORDED: True} if origin.recorded else None)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise origin.fail(_message(spec, first, origin)) from None
@@ -255,7 +272,7 @@ def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> Sp
 class RetrieverOptions(Spec):
     """What every retriever takes: ``cache`` (``--no-cache``: read and write no cached index or embeddings)."""
 
-    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
+    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache", "scores": False})
 
     def record(self) -> dict[str, Any]:
         """``metrics.json``'s ``options``: ``cache``, then every field set (secrets left out)."""
@@ -278,3 +295,14 @@ class RerankerOptions(Spec):
 def field_names(spec: type[Spec]) -> tuple[str, ...]:
     """The fields of ``spec``, in order."""
     return tuple(spec.model_fields)
+
+
+def score_fields(spec: type[Spec]) -> tuple[str, ...]:
+    """The fields of ``spec`` that change scores (all but those marked ``scores = False``, how a model runs, and
+    ``scores = "precision"``, compared by their own rule): what grading compares (:mod:`r2med.results.grading`)."""
+    return tuple(name for name in spec.model_fields if field_extra(spec, name, "scores") is None)
+
+
+def by_checkpoint(spec: type[Spec], name: str) -> bool:
+    """Whether field ``name`` names a model or tokenizer, compared by its repository's name when graded."""
+    return bool(field_extra(spec, name, "compare") == "checkpoint")

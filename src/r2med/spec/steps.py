@@ -381,6 +381,12 @@ def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
         if meta.name != reranker and options.get("model") is None:  # a model id or folder: a cross-encoder's
             options = {**options, "model": reranker}
         kind = meta.options
+        if not meta.tail:  # its run is what it ranks (BRIGHT's rerank.py): no first-stage tail follows
+            from ..reranking.base import TAIL_REFUSED
+
+            if fields.get("keep_tail") is True:
+                raise origin.fail(f"{origin.key(RerankStep, 'keep_tail')}: {reranker}: {TAIL_REFUSED}")
+            fields["keep_tail"] = False
     else:  # a scorer object (Python): the custom reranker over it
         kind = reranker_meta("custom").options
         options = {"scorer": reranker, **options}
@@ -424,12 +430,53 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
         return None
     options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
     expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
-    values: dict[str, object] = {"retriever": retriever, **(options or {})}
+    # the options as a table of their own: an option that shares a name with a step field (an encoder's model
+    # ``revision`` and the data's) is the option's
+    values: dict[str, object] = {"retriever": retriever, "options": dict(options or {})}
     if isinstance(config.get("k"), int):
         values["top_k"] = config["k"]
     if expansion is not None and expansion.get("method") and expansion.get("llm"):
         values["expansion"] = f"{expansion['method']}:{expansion['llm']}"
     try:
-        return evaluate_step(values, Origin.python(f"the recorded config of {retriever!r}"))
+        return evaluate_step(values, Origin.record(f"the recorded config of {retriever!r}"))
+    except SpecError:
+        return None
+
+
+def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
+    """The :class:`RerankStep` a ``metrics.json`` ``config`` recorded (any schema version), or None when it is not a
+    rerank record or names no reranker this r2med knows (a scorer of your own: ``custom``).
+
+    Its options are schema 3's ``options``; a record written before them (schema 1 and 2) holds only what they
+    resolved to (its ``reranker`` record), so the options type's fields found there are read back instead.  Its
+    runs are the first stage's system folder as recorded (``first_stage.folder``)."""
+    from ..reranking.base import reranker_meta
+
+    if step_kind(config) != "rerank":
+        return None
+    block = config.get("reranker")
+    name = block.get("reranker") if isinstance(block, Mapping) else None
+    if not isinstance(block, Mapping) or not isinstance(name, str) or not name:
+        return None
+    try:
+        meta = reranker_meta(name)
+    except ValueError:
+        return None
+    options = config.get("options")
+    if not isinstance(options, Mapping):  # before schema 3: the resolved record's fields of the options type
+        fields = set(field_names(meta.options)) - {"model"} if meta.name != name else set(field_names(meta.options))
+        options = {k: v for k, v in block.items() if k in fields and v is not None}
+    first = config.get("first_stage")
+    folder = first.get("folder") if isinstance(first, Mapping) else None
+    values: dict[str, object] = {
+        "runs": (Path(folder).parent,) if isinstance(folder, str) and folder else (Path("."),),
+        "reranker": name,
+        "options": dict(options),
+    }
+    for key in ("top_k", "keep_tail"):
+        if config.get(key) is not None:
+            values[key] = config[key]
+    try:
+        return rerank_step(values, Origin.record(f"the recorded config of reranker {name!r}"))
     except SpecError:
         return None

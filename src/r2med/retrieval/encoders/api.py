@@ -7,6 +7,13 @@ batches, and retried through :mod:`r2med.infra.retry` (exponential backoff, or t
 ``Retry-After``) on 408/409/425/429/5xx, connection errors, broken answers and a request that took
 longer than ``timeout`` in all (:mod:`r2med.infra.deadline`).  Keys come from ``OPENAI_API_KEY`` /
 ``VOYAGE_API_KEY`` or ``api_key=``; ``base_url`` points at any compatible endpoint (a local server in the tests).
+``extra["text_form"]`` says how a text is sent: ``plain`` (the default: newlines as spaces, then cut), ``json-quoted``
+(BRIGHT's OpenAI code, ``retrievers.py:56``: cut to the token limit, newlines as spaces, then ``json.dumps``'ed --
+quoted and escaped, the quotes part of what is embedded) or ``as-is`` (BRIGHT's Voyage code: the text itself).
+
+Cohere's embed API (BRIGHT's ``cohere``) is not spoken here: it answers ``POST /v1/embed`` with ``texts`` and
+``input_type`` and returns ``embeddings``, not the ``POST /embeddings`` ``input`` -> ``data[].embedding`` exchange
+of the two providers above.
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import R2MedError
+from ...errors import R2MedError, shown
 from ...infra.deadline import DeadlinePassed, urlopen_within
+from ...infra.home import parse_json
 from ...infra.redact import redact_url
 from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 from .base import BaseEncoder, EncoderSettings
@@ -38,6 +46,10 @@ PROVIDERS = {
     "openai": {"env": "OPENAI_API_KEY", "base_url": "https://api.openai.com/v1", "base_env": "OPENAI_BASE_URL"},
     "voyage": {"env": "VOYAGE_API_KEY", "base_url": "https://api.voyageai.com/v1", "base_env": "VOYAGE_BASE_URL"},
 }
+
+
+#: How a text is sent (``EncoderSettings.extra["text_form"]``).
+TEXT_FORMS = ("plain", "json-quoted", "as-is")
 
 
 class EmbeddingAPIError(R2MedError):
@@ -145,11 +157,13 @@ class APIEncoder(BaseEncoder):
                 raise Transient(f"connection problem ({getattr(exc, 'reason', exc)})") from None
             except http.client.HTTPException as exc:  # e.g. IncompleteRead: the answer broke off
                 raise Transient(f"the answer broke off ({type(exc).__name__}: {exc})") from None
-            try:
-                answer: dict[str, Any] = json.loads(body.decode("utf-8"))
-                return answer
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise Transient(f"the answer is not JSON ({type(exc).__name__})") from None
+            try:  # one reader for JSON from outside: bad UTF-8, malformed or nested too deeply is a ValueError
+                answer = parse_json(body)
+            except ValueError as exc:
+                raise Transient(f"the answer is not JSON r2med reads ({shown(str(exc))})") from None
+            if not isinstance(answer, dict):
+                raise Transient(f"the answer is JSON, but not an object ({type(answer).__name__})")
+            return answer
 
         def on_transient(exc: Transient, attempts: int, delay: float | None) -> None:
             if delay is not None:
@@ -163,7 +177,15 @@ class APIEncoder(BaseEncoder):
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         prefix = self.instruction(role)
         limit = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
-        inputs = [truncate_tokens((prefix + t).replace("\n", " ") or " ", limit) for t in texts]
+        form = self.settings.extra.get("text_form", "plain")
+        if form == "json-quoted":  # BRIGHT's retrievers.py:56: cut first, then sent JSON-quoted
+            inputs = [json.dumps(truncate_tokens(prefix + t, limit).replace("\n", " ")) for t in texts]
+        elif form == "as-is":  # BRIGHT's voyage (retrievers.py:445, 475): the text itself
+            inputs = [truncate_tokens(prefix + t, limit) or " " for t in texts]
+        elif form == "plain":
+            inputs = [truncate_tokens((prefix + t).replace("\n", " ") or " ", limit) for t in texts]
+        else:
+            raise R2MedError(f"unknown text_form {form!r} of the {self.provider} embedder; choose from {TEXT_FORMS}")
         rows: list[np.ndarray] = []
         for start in range(0, len(inputs), batch_size):
             batch = inputs[start : start + batch_size]

@@ -19,7 +19,6 @@ appends ``<|endoftext|>``, which its config calls the PAD token, while its EOS i
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import R2MedError, shown
+from ...infra.home import read_json
 from .base import DOCUMENT, QUERY, TOKENIZER_FRAMING, Framing, framing_template, framing_tokens
 from .files import model_file
 
@@ -202,8 +202,8 @@ def _processor_tokens(proc: Any) -> tuple[list[str], list[str]] | None:
 def _read_json(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # the one JSON reader: bad UTF-8, malformed or nested too deeply is a ValueError (the file says nothing)
+        data = read_json(path)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

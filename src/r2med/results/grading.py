@@ -1,0 +1,731 @@
+"""Graded from the whole spec: the spec each published row was made with, and whether a run recorded that spec.
+
+A published row (a :class:`~r2med.results.published.PublishedKey` of ``protocol/r2med_published_ndcg10.csv``, in
+the benchmark family :data:`R2MED`) was made with one spec.  :func:`published_specs` builds each row's
+:class:`PublishedSpec` from the records, never from a name:
+
+* a retriever (:class:`RetrieverSpec`): its registry record names the options type, and every field of that type
+  that changes scores (:func:`~r2med.spec.parse.score_fields`: all but how a model runs -- batch size, device,
+  retries, caches -- and the precision, which has its own rule) has a :class:`Published` value: the paper's
+  (``RetrieverMeta.paper``: BM25's k1 and b, MedCPT's Article encoder for queries, a preset's cosine), else the
+  preset's own setting (model, pooling, lengths, normalisation, loader, framing...), else "not set" (the
+  instructions, the query model, a revision, a FAISS index: the preset's own are the published ones).  Beside the
+  options it names the facts a run records of what it computed (BM25's flavour, a dense model's similarity and
+  exact search), the depth it must keep (nDCG@10 reads the top 10) and its expansion: the hub's file of that
+  method and LLM;
+* a reranked row (:class:`RerankSpec`): the reranker's record (``RerankerMeta.published_options``: checkpoint,
+  base and adapter, tokenizer, lengths, label, window, sampling), the published depth, and the first stage it
+  reranked -- a published run of r2med's (the paper's ``nv``) or the authors' own run file
+  (:class:`ImportedRun`: ReasonRank reranked its authors' E5 top 100, identified by each task's SHA-256).
+
+:func:`grade` reads one task's recorded ``config`` back as its step spec
+(:func:`~r2med.spec.steps.evaluate_from_record`, :func:`~r2med.spec.steps.rerank_from_record`), finds the row it
+names (its retriever, expansion, reranker and first stage -- never its name), and compares every field: a run is
+graded against the row only when all are the published ones; otherwise its :class:`Grade` has no key and says
+which field differs (``not the published nv+bge-reranker: max_length 32, published 512``), what ``report``,
+``evaluate``, ``rerank`` and ``reproduce`` show instead of the published figure.
+
+An expansion is the hub's file when r2med read it from the hub (no local file or folder was given: it was
+downloaded at the data's commit and verified, :func:`r2med.expansion.precomputed.read_from_hub`) -- at the commit
+r2med reads it from by default -- or when its recorded content fingerprint (``expansion_fingerprint``) is one r2med
+computed itself of the hub's file when it downloaded and verified it (:func:`r2med.data.hub_integrity.hub_fingerprints`;
+r2med ships no fingerprints of hub files: it records them as it downloads them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+
+from ..errors import R2MedError, shown
+from .bright_published import BRIGHT, BrightKey, bright_key_for
+from .published import PublishedKey, _published_index, published_retriever
+from .record import step_kind
+
+if TYPE_CHECKING:
+    from ..spec.parse import Spec
+    from ..spec.steps import EvaluateStep
+
+#: the benchmark family of the rows r2med grades against (``protocol/r2med_published_ndcg10.csv``); another
+#: family's rows are keyed by their own name
+R2MED = "r2med"
+#: the depth nDCG@10 reads: a run that kept fewer documents per query is not the published one
+HEADLINE_DEPTH = 10
+#: the expansion method of BRIGHT's reasoning query sets (``-e reason:<llm>``)
+REASON = "reason"
+
+
+@dataclass(frozen=True)
+class Published:
+    """What one score-changing field holds in a published row's runs: one of ``values`` (``None``: not set, the
+    model's own setting -- for a registered preset, the published one); ``checkpoint``: compared by repository name
+    (a local copy or a Hugging Face cache snapshot of the checkpoint is it); ``at_least``: a depth, any value from
+    it up."""
+
+    values: tuple[object, ...] = (None,)
+    checkpoint: bool = False
+    at_least: int | None = None
+
+    def accepts(self, value: object) -> bool:
+        if self.at_least is not None:
+            return isinstance(value, int) and not isinstance(value, bool) and value >= self.at_least
+        if self.checkpoint and isinstance(value, str):
+            return any(isinstance(v, str) and checkpoint_name(v) == checkpoint_name(value) for v in self.values)
+        return any(_same(value, v) for v in self.values)
+
+    def words(self) -> str:
+        """The published setting in words: ``512``, ``BAAI/bge-reranker-v2-m3``, ``not set``, ``at least 10``."""
+        if self.at_least is not None:
+            return f"at least {self.at_least}"
+        shown_values = [_word(v) for v in self.values if v is not None]
+        return " or ".join(shown_values) if shown_values else "not set"
+
+
+def _word(value: object) -> str:
+    return value if isinstance(value, str) else shown(value)
+
+
+def _same(value: object, published: object) -> bool:
+    if isinstance(published, (int, float)) and not isinstance(published, bool):
+        return (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and abs(value - published) < 1e-12
+        )
+    equal: bool = value == published  # JSON values and specs' values: == gives a bool
+    return equal
+
+
+def checkpoint_name(model: str) -> str:
+    """A model's repository name, lowercased: the last part of a hub id or folder, or for a Hugging Face cache
+    snapshot (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
+    parts = PurePath(model.rstrip("/\\")).parts or (model,)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].split("--")[-1].lower()
+    return parts[-1].lower()
+
+
+@dataclass(frozen=True)
+class RetrieverSpec:
+    """What a published row's retriever ran: r2med's retriever, the published value of every score-changing
+    field of its options type, the facts its runs record beside them, how many documents per query it kept, and
+    its expansion (method, LLM: the hub's file), if any."""
+
+    retriever: str
+    options: Mapping[str, Published]
+    facts: Mapping[str, Published] = field(default_factory=dict)
+    top_k: Published = Published(at_least=HEADLINE_DEPTH)
+    expansion: tuple[str, str] | None = None
+    #: the family whose own settings for the model its runs ran (``bright``: BRIGHT's ``configs/<model>/<task>.json``
+    #: and ``retrievers.py``, recorded as ``config["settings"]``), and that family's name for the model; None: the
+    #: preset's own
+    family_settings: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """A first stage made elsewhere that a published row reranked: one run file per task, each by its SHA-256 (as
+    ``r2med import`` records it: ``config.imported.sha256``)."""
+
+    name: str
+    sha256: Mapping[str, str]
+    #: where the files are (repository, commit, path with ``<Task>``)
+    source: str
+
+    def accepts(self, sha256: object, task: str | None) -> bool:
+        return sha256 == self.sha256.get(task) if task is not None else sha256 in self.sha256.values()
+
+
+@dataclass(frozen=True)
+class RerankSpec:
+    """What a published reranked row ran: the reranker, the published value of every score-changing field of its
+    options type, the depth it reranked and the first stage it reranked."""
+
+    reranker: str
+    options: Mapping[str, Published]
+    depth: int
+    first_stage: RetrieverSpec | ImportedRun
+
+
+@dataclass(frozen=True)
+class PublishedSpec:
+    """One published row and the spec its figures were made with (rows keyed by benchmark family and system)."""
+
+    family: str
+    key: PublishedKey
+    step: RetrieverSpec | RerankSpec
+
+
+@dataclass(frozen=True)
+class Grade:
+    """How a run grades: ``key``, the row it is graded against (None: none); ``row``, the published row it names
+    (its retriever, expansion, reranker and first stage); ``reason``, when it names a row but is not graded
+    against it, why -- the fields that differ, in one line."""
+
+    key: PublishedKey | None = None
+    row: PublishedKey | None = None
+    reason: str | None = None
+
+    def reason_for(self, tasks: Iterable[str]) -> str | None:
+        """:attr:`reason`, when one of ``tasks`` has a figure in the row it names (a collection of your own under
+        another name has no published figure to withhold)."""
+        if self.reason is None or self.row is None:
+            return None
+        figures = self.row.all_graded_tasks()
+        return self.reason if any(task in figures for task in tasks) else None
+
+
+# -- the published specs, from the records ------------------------------------------------------------------
+
+
+def _retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
+    from ..retrieval.registry import RETRIEVERS
+    from ..spec.parse import by_checkpoint, score_fields
+
+    meta = RETRIEVERS.get(key.system)
+    if meta is None:
+        return None
+    family = _family_settings(key)
+    own = _preset_settings(key.system) if family is None else _bright_settings(key.system)
+    options: dict[str, Published] = {}
+    for name in score_fields(meta.options):
+        checkpoint = by_checkpoint(meta.options, name)
+        if name in meta.paper:  # an option the type always holds must be it; one left unset is the preset's own
+            value = meta.paper[name]
+            options[name] = Published((value,) if name in meta.defaults else (None, value), checkpoint)
+        elif name == "analyzer":  # both analyzers make Lucene's EnglishAnalyzer tokens (README: identical lists)
+            from ..spec.options import ANALYZERS
+
+            options[name] = Published(tuple(ANALYZERS))
+        elif name in meta.defaults:  # a value the options type always holds (BM25's, MedCPT's)
+            options[name] = Published((meta.defaults[name],), checkpoint)
+        elif name in own:
+            options[name] = Published((None, own[name]), checkpoint)
+        else:
+            options[name] = Published()
+    facts = {name: Published((value,)) for name, value in meta.paper.items()}
+    if meta.family == "dense":
+        facts["search"] = Published(("exact",))
+    expansion = (key.expansion, key.llm) if key.expanded else None
+    return RetrieverSpec(key.system, options, facts, top_k, expansion, family)
+
+
+def _family_settings(key: PublishedKey) -> tuple[str, str] | None:
+    """(family, its model name) whose settings a published row's runs ran, when not the preset's own (BRIGHT's)."""
+    return (key.family, key.retriever) if key.family == BRIGHT else None
+
+
+def _bright_settings(name: str) -> dict[str, object]:
+    """BRIGHT's task-independent settings for preset ``name`` as its options name them (what ``_preset_settings``
+    is for the preset's own): the checkpoint BRIGHT's code loaded, its loader, pooling, lengths, normalisation and
+    framing, and its similarity; the instructions are per task (compared with what the run recorded)."""
+    from ..data.benchmarks import BRIGHT as BRIGHT_FAMILY
+    from ..data.names import names
+
+    settings = BRIGHT_FAMILY.model_settings(name, names()[0])
+    if settings is None:
+        return {}
+    keep = ("pooling", "normalize", "max_length", "query_max_length", "append_eos", "doc_as_pair", "loader", "framing")
+    own: dict[str, object] = {k: settings.encoder[k] for k in keep if k in settings.encoder}
+    from ..protocol import bright
+
+    model = bright.model_for_preset(name)
+    if model is not None and model.model:
+        own["model"] = model.model
+    own["similarity"] = settings.similarity or "cosine"
+    return own
+
+
+def _preset_settings(name: str) -> dict[str, object]:
+    """A dense preset's own encoder settings that do not depend on the task (what its options leave unset), as
+    the options name them; {} for a retriever that is no preset."""
+    from ..retrieval.presets import get_preset
+
+    try:
+        preset = get_preset(name)
+    except R2MedError:
+        return {}
+    settings = preset.settings("Biology").key()  # a task whose instructions every preset has (they are left out)
+    keep = ("pooling", "normalize", "max_length", "query_max_length", "expansion_instruction", "append_eos")
+    own: dict[str, object] = {k: settings[k] for k in (*keep, "doc_as_pair", "loader", "framing") if k in settings}
+    if not preset.query_hub_id:  # MedCPT: a model given replaces both encoders, never the published pair
+        own["model"] = preset.hub_id
+    own["similarity"] = preset.similarity
+    return own
+
+
+def _rerank_spec(key: PublishedKey) -> RerankSpec | None:
+    from ..reranking.base import RERANKERS
+    from ..spec.parse import by_checkpoint, score_fields
+    from .published import published_depth
+
+    name = key.reranker_name
+    meta = RERANKERS.get(name) if name else None
+    if meta is None or name is None:
+        return None
+    options = {
+        field_name: Published(
+            (None, meta.published_options[field_name]) if field_name in meta.published_options else (None,),
+            by_checkpoint(meta.options, field_name),
+        )
+        for field_name in score_fields(meta.options)
+    }
+    depth = published_depth(name)
+    run = (meta.provenance.get("published") or {}).get("first_stage_run")
+    first: RetrieverSpec | ImportedRun | None
+    if isinstance(run, Mapping):
+        where = f"{run['repository']} {run['file']}@{run['commit']}"
+        first = ImportedRun(str(run["name"]), dict(run["sha256"]), where)
+    else:
+        first = _retriever_spec(PublishedKey(key.retriever), Published(at_least=depth))
+    return None if first is None else RerankSpec(name, options, depth, first)
+
+
+def family_of(task: str | None) -> str:
+    """The benchmark family whose rows grade a run of ``task``: the prefix of a family's task (``<family>:<task>``),
+    else R2MED's."""
+    return task.split(":", 1)[0] if task and ":" in task else R2MED
+
+
+@cache
+def published_specs(family: str = R2MED) -> dict[PublishedKey, PublishedSpec]:
+    """Every published row of benchmark ``family`` r2med can run, with the spec it was made with (built from the
+    records); a family whose rows r2med does not hold has none."""
+    if family == BRIGHT:
+        return _bright_specs()
+    if family != R2MED:
+        return {}
+    _, _, keys = _published_index()
+    specs: dict[PublishedKey, PublishedSpec] = {}
+    for retriever, expansion, llm in sorted(keys):
+        key = PublishedKey(retriever, expansion, llm)
+        step = _rerank_spec(key) if key.reranker else _retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+        if step is not None:
+            specs[key] = PublishedSpec(R2MED, key, step)
+    return specs
+
+
+def _bright_specs() -> dict[PublishedKey, PublishedSpec]:
+    """BRIGHT's rows r2med can run (:func:`r2med.results.bright_published.bright_keys`), each with its spec."""
+    from .bright_published import bright_keys
+
+    specs: dict[PublishedKey, PublishedSpec] = {}
+    for key in bright_keys():
+        step = _bright_rerank_spec(key) if key.reranker else _retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+        if step is not None:
+            specs[key] = PublishedSpec(BRIGHT, key, step)
+    return specs
+
+
+def _bright_rerank_spec(key: BrightKey) -> RerankSpec | None:
+    """A leaderboard reranking row as rerank.py ran it: the reranker's model, ``--k`` = ``--input_k`` (the
+    leaderboard's top-10 / top-100: r2med's reading), rerank.py's sampling, over BRIGHT's BM25."""
+    from ..protocol import bright
+    from ..reranking.base import RERANKERS
+    from ..spec.parse import by_checkpoint, score_fields
+
+    name = key.reranker_name
+    meta = RERANKERS.get(name) if name else None
+    if meta is None or name is None or key.depth is None:
+        return None
+    sampling = dict(bright.rerank_prompt().get("sampling") or {})
+    published: dict[str, tuple[object, ...]] = {
+        "model": (key.rerank_model,) if meta.llm else (None, key.rerank_model),
+        "k": (None, key.depth, "the rerank depth"),  # unset, it records the depth it reranked at in words
+        **{option: (None, sampling[option]) for option in ("temperature", "top_p", "max_tokens") if option in sampling},
+    }
+    options = {
+        field_name: Published(published.get(field_name, (None,)), by_checkpoint(meta.options, field_name))
+        for field_name in score_fields(meta.options)
+    }
+    first = _retriever_spec(key.first_stage(), Published(at_least=key.depth))
+    return None if first is None else RerankSpec(name, options, key.depth, first)
+
+
+# -- a recorded config compared with them ---------------------------------------------------------------------
+
+
+def _options_differences(published: Mapping[str, Published], options: Spec | Mapping[str, Any]) -> list[str]:
+    out = []
+    for name, pub in published.items():
+        value = options.get(name) if isinstance(options, Mapping) else getattr(options, name, None)
+        if not pub.accepts(value):
+            out.append(f"{name} {_word(value) if value is not None else 'not set'}, published {pub.words()}")
+    return out
+
+
+def _retriever_differences(
+    spec: RetrieverSpec, step: EvaluateStep, config: Mapping[str, Any], task: str | None
+) -> list[str]:
+    from .published import expansion_of
+
+    out = _options_differences(spec.options, step.options)
+    for name, pub in spec.facts.items():  # what the run recorded it computed (any schema version)
+        value = config.get(name)
+        if value is not None and not pub.accepts(value) and name not in _named(out):
+            out.append(f"{name} {_word(value)}, published {pub.words()}")
+    if step.top_k is not None and not spec.top_k.accepts(step.top_k):  # not set: the task's protocol depth (100)
+        out.append(f"top_k {step.top_k}, published {spec.top_k.words()}")
+    if spec.family_settings is not None:
+        out += _family_settings_differences(spec, config, task)
+    if spec.expansion is not None and spec.expansion[0] == REASON:
+        out += _reasoning_differences(spec.expansion, config)
+    elif spec.expansion is not None:
+        out += _expansion_differences(spec.expansion, config, task)
+    elif expansion_of(config) is not None:  # a first stage whose row has none
+        recorded = expansion_of(config) or {}
+        out.append(f"expansion {recorded.get('method')}:{recorded.get('llm')}, published none")
+    return list(dict.fromkeys(out))
+
+
+def _family_settings_differences(spec: RetrieverSpec, config: Mapping[str, Any], task: str | None) -> list[str]:
+    """Why a run did not run the family's own settings a published row ran (BRIGHT's for its model): the settings it
+    recorded (``config["settings"]``), and -- for a vector model on a known task -- every encoder setting it recorded
+    (``config["encoder"]``: instructions as BRIGHT fills them, lengths, pooling...) against the family's for that
+    task (the precision apart: its own rule)."""
+    assert spec.family_settings is not None
+    family, model = spec.family_settings
+    published = f"{family.upper()}'s {model}"
+    recorded = config.get("settings")
+    if not isinstance(recorded, Mapping):
+        return [f"settings not recorded (the preset's own), published {published}"]
+    if (recorded.get("family"), recorded.get("model")) != (family, model):
+        whose = f"{recorded.get('family')}'s {recorded.get('model') or spec.retriever}"
+        return [f"settings {whose}, published {published}"]
+    encoder = config.get("encoder")
+    if task is None or not isinstance(encoder, Mapping):
+        return []
+    expected = _family_encoder(spec.retriever, task)
+    out = []
+    for name, value in expected.items():
+        if name in ("dtype", "revision", "query_model", "expansion_instruction", "trust_remote_code"):
+            continue  # the precision has its own rule; an option set is compared above; no query is expanded
+        got = encoder.get(name)
+        same = checkpoint_name(str(got)) == checkpoint_name(str(value)) if name == "model" else _same(got, value)
+        if not same:
+            out.append(f"encoder {name} {_word(got) if got is not None else 'not set'}, published {_word(value)}")
+    return out
+
+
+def _family_encoder(retriever: str, task: str) -> dict[str, object]:
+    """The encoder settings preset ``retriever`` runs on ``task`` with its family's settings and no option set."""
+    from ..data.benchmarks import benchmark_of
+    from ..retrieval.presets import get_preset
+
+    try:
+        family = benchmark_of(task)
+        settings = family.model_settings(retriever, task) if family is not None else None
+        if settings is None or not settings.encoder:
+            return {}
+        key: dict[str, object] = get_preset(retriever).settings(task, family=settings).key()
+    except R2MedError:
+        return {}
+    return key
+
+
+def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]) -> list[str]:
+    """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit."""
+    from ..data.hub import snapshot_commit
+    from ..protocol import bright
+
+    _, llm = expansion
+    recorded = config.get("expansion")
+    if not isinstance(recorded, Mapping):
+        return [f"expansion none, published {REASON}:{llm}"]
+    out = []
+    if recorded.get("rule") not in (None, "replace"):
+        out.append(f"expansion rule {_word(recorded['rule'])}, published replace (the reasoning replaces the query)")
+    file = recorded.get("file")
+    pin = bright.hub().revision
+    commit = snapshot_commit(file) if isinstance(file, str) else None
+    if commit != pin:
+        where = f"hub commit {commit[:12]}" if commit else f"{file or '(unrecorded)'}"
+        out.append(f"expansion read from {where}, published: the hub's {llm} reasoning set at {pin[:12]}")
+    return out
+
+
+def _expansion_differences(expansion: tuple[str, str], config: Mapping[str, Any], task: str | None) -> list[str]:
+    """Why a run's expansion is not the hub's file of ``expansion`` (method, LLM), if it is not."""
+    from ..data.hub import snapshot_commit
+    from ..expansion.precomputed import COMBINATION_RULE, read_from_hub
+
+    method, llm = expansion
+    recorded = config.get("expansion")
+    if not isinstance(recorded, Mapping):
+        return []
+    out = []
+    if recorded.get("trace") not in (None, "auto"):
+        out.append(f"expansion trace {_word(recorded['trace'])}, published auto (by the LLM's name)")
+    if recorded.get("rule") not in (None, COMBINATION_RULE):
+        out.append(f"expansion rule {_word(recorded['rule'])}, published {COMBINATION_RULE}")
+    where = f" of {task}" if task else ""
+    file = recorded.get("file")
+    name = str(file) if isinstance(file, str) and file else "(unrecorded)"
+    if read_from_hub(recorded):
+        commit = snapshot_commit(file) if isinstance(file, str) else None
+        default = _expansion_commit(task, method, llm)
+        if commit and default and commit != default:
+            out.append(f"expansion read at hub commit {commit[:12]}, published: the hub's file at {default[:12]}")
+        return out
+    fingerprint = config.get("expansion_fingerprint")
+    hub_file = f"the hub's {method}/{llm} file{where}"
+    if not isinstance(fingerprint, str):
+        out.append(
+            f"expansion file {name} with no recorded fingerprint (made before r2med recorded one), published {hub_file}"
+        )
+        return out
+    known = _hub_fingerprints(task, method, llm)
+    if fingerprint not in known:
+        seen = (
+            f"r2med verified that file as {', '.join(sorted(k[:12] for k in known))}"
+            if known
+            else "r2med has verified no copy of it here: it records each one it downloads"
+        )
+        out.append(f"expansion file {name} (fingerprint {fingerprint[:12]}), published {hub_file} ({seen})")
+    return out
+
+
+def _expansion_commit(task: str | None, method: str, llm: str) -> str | None:
+    """The hub commit r2med reads ``task``'s ``method:llm`` expansions from by default (None: task unknown)."""
+    from ..data.hub import task_revision
+    from ..data.tasks import TASKS
+
+    if task is None or task not in TASKS:
+        return None
+    try:
+        return task_revision(task, None, [(method, llm)])[0]
+    except R2MedError:
+        return None
+
+
+def _hub_fingerprints(task: str | None, method: str, llm: str) -> set[str]:
+    """The content fingerprints r2med recorded of the hub's ``method:llm`` file of ``task`` (None: any R2MED task)
+    at the commit it reads it from by default."""
+    from ..data.hub import expansion_path
+    from ..data.hub_integrity import hub_fingerprints
+    from ..data.tasks import TASKS
+
+    try:
+        path = expansion_path(method, llm)
+    except R2MedError:
+        return set()
+    found: set[str] = set()
+    for name, spec in TASKS.items():
+        commit = _expansion_commit(name, method, llm)
+        if (task is None or name == task) and commit is not None:
+            found |= hub_fingerprints(spec.hub_id, commit, path)
+    return found
+
+
+def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
+    from ..expansion.traces import normalize_llm
+    from ..spec.steps import evaluate_from_record
+    from .published import expansion_of
+
+    step = evaluate_from_record(config)
+    if step is None:
+        return Grade()
+    expansion = expansion_of(config)
+    method, llm = (
+        ("none", "none")
+        if expansion is None
+        else (str(expansion.get("method")), normalize_llm(str(expansion.get("llm"))))
+    )
+    family = family_of(task)
+    key: PublishedKey | None = (
+        PublishedKey(published_retriever(step.retriever), method, llm)
+        if family != BRIGHT
+        else bright_key_for(step.retriever, method, llm)
+    )
+    spec = published_specs(family).get(key) if key is not None else None
+    if spec is None or not isinstance(spec.step, RetrieverSpec):
+        return Grade()
+    return _graded(spec.key, _retriever_differences(spec.step, step, config, task))
+
+
+def _graded(key: PublishedKey, differences: list[str]) -> Grade:
+    if not differences:
+        return Grade(key, key)
+    return Grade(None, key, f"not the published {key.title}: {'; '.join(differences)}")
+
+
+def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    first = config.get("first_stage")
+    found = first.get("config") if isinstance(first, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
+    from ..reranking.base import RERANKERS
+    from ..spec.steps import evaluate_from_record, rerank_from_record
+
+    step = rerank_from_record(config)
+    meta = RERANKERS.get(step.reranker_name) if step is not None else None
+    first = _first_stage(config)
+    if step is None or meta is None or first is None:
+        return Grade()
+    family = family_of(task)
+    rows = {
+        k: s.step
+        for k, s in published_specs(family).items()
+        if isinstance(s.step, RerankSpec) and s.step.reranker == meta.name
+    }
+    kind = step_kind(first)
+    first_step = evaluate_from_record(first) if kind == "evaluate" else None
+    if first_step is not None and family == BRIGHT:
+        candidates = _bright_rerank_candidates(rows, first_step.retriever, step)
+    elif first_step is not None:
+        retriever = published_retriever(first_step.retriever)
+        candidates = [k for k in rows if k.retriever == retriever]
+    elif kind == "import":
+        candidates = [k for k, s in rows.items() if isinstance(s.first_stage, ImportedRun)]
+    else:
+        return Grade()
+    if len(candidates) != 1:
+        return Grade()
+    key = candidates[0]
+    spec = rows[key]
+    out = _options_differences(spec.options, step.options)
+    block = config.get("reranker")
+    if isinstance(block, Mapping):  # what the options resolved to, as the run recorded it (any schema version)
+        resolved = {k: v for k, v in block.items() if k in spec.options}
+        out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]
+    if step.depth() != spec.depth:
+        out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")
+    out += _first_stage_differences(spec.first_stage, first, first_step, task)
+    return _graded(key, list(dict.fromkeys(out)))
+
+
+def _bright_rerank_candidates(rows: Mapping[PublishedKey, RerankSpec], first: str, step: Any) -> list[PublishedKey]:
+    """The one BRIGHT reranking row a rerank of ``first``'s run names: its first stage, the reranker's model (by
+    checkpoint), then the depth (the top-10 row when the depth is neither published one)."""
+    first_key = bright_key_for(first, "none", "none")
+    if first_key is None:
+        return []
+    model = getattr(step.options, "model", None)
+    found = [k for k in rows if isinstance(k, BrightKey) and k.retriever == first_key.retriever]
+    meta_model: list[PublishedKey] = [
+        k for k in found if model is None or checkpoint_name(str(model)) == checkpoint_name(k.rerank_model)
+    ]
+    if model is None:  # the reranker's own model: the rows it published
+        meta_model = [k for k in found if rows[k].options["model"].accepts(None)]
+    if not meta_model:
+        return []
+    deep: list[PublishedKey] = [k for k in meta_model if rows[k].depth == step.depth()]
+    return deep or sorted(meta_model, key=lambda k: rows[k].depth)[:1]
+
+
+def _named(differences: list[str]) -> set[str]:
+    return {d.split(" ", 1)[0] for d in differences}
+
+
+def _first_stage_differences(
+    spec: RetrieverSpec | ImportedRun, first: Mapping[str, Any], first_step: EvaluateStep | None, task: str | None
+) -> list[str]:
+    """Why a reranked run's first stage (its recorded ``config``) is not the one the published row reranked."""
+    if isinstance(spec, ImportedRun):
+        imported = first.get("imported")
+        sha256 = imported.get("sha256") if isinstance(imported, Mapping) else None
+        if first_step is not None:
+            what = f"r2med's {first_step.retriever} run"
+        elif spec.accepts(sha256, task):
+            return []
+        else:
+            what = f"an imported run (sha256 {str(sha256)[:12]}{f' for {task}' if task else ''})"
+        own = spec.sha256.get(task) if task is not None else None
+        published = f"sha256 {own[:12]}" if own else "sha256 per task"
+        return [
+            f"first stage {what}, published {spec.name} ({spec.source}, {published}: r2med import it, then rerank that)"
+        ]
+    if first_step is None:
+        return [f"first stage an imported run, published r2med's {spec.retriever} run"]
+    inner = _retriever_differences(spec, first_step, first, task)
+    return [f"first stage {d}" for d in inner]
+
+
+def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
+    """How one task's recorded ``config`` grades (see the module docstring); ``task`` (the task it ran) checks what
+    is per task -- the expansion file, an imported first stage's file -- against that task's (None: any task's)."""
+    if not config:
+        return Grade()
+    if task is None:  # a run of a family's task says which in its settings record (BRIGHT's tasks: theirs)
+        task = _recorded_task(config)
+    if config.get("judgments") is not None:  # judged with a file in place of the task's own (--qrels): the
+        return Grade()  # published figures were made with the task's own judgments
+    kind = step_kind(config)
+    if kind == "evaluate":
+        return _with_precision(_grade_evaluate(config, task), config)
+    if kind == "rerank":
+        return _with_precision(_grade_rerank(config, task), config)
+    return Grade()  # a fused or imported run is no published configuration
+
+
+def _recorded_task(config: Mapping[str, Any]) -> str | None:
+    """The task a family's settings record names (``config["settings"]["task"]``, its first stage's when reranked),
+    when it is a family's task (``bright:biology``); else None."""
+    for record in (config, _first_stage(config) or {}):
+        settings = record.get("settings")
+        task = settings.get("task") if isinstance(settings, Mapping) else None
+        if isinstance(task, str) and family_of(task) != R2MED:
+            return task
+    return None
+
+
+#: Precision classes: within one (fp16, bf16: half precision) a run stays graded, with a wider tolerance
+#: (:func:`~r2med.results.published.precision_change`); across them (fp32 where the paper ran half precision, or
+#: the reverse) it is another computation and is not graded.  ``auto`` (the checkpoint's own precision, as the
+#: published code loaded it) names no class r2med can tell from the record: such a row keeps the wider tolerance.
+PRECISION_CLASSES = {"fp32": "full (fp32)", "fp16": "half", "bf16": "half", "fp16-autocast": "half"}
+
+
+def precision_class(dtype: str) -> str:
+    """The class of a canonical precision (``bf16`` -> ``half``); an unknown one is its own class."""
+    return PRECISION_CLASSES.get(dtype, dtype)
+
+
+def _with_precision(graded: Grade, config: Mapping[str, Any]) -> Grade:
+    """``graded``, unless the run's recorded precision is of another class than the published one (a CPU fallback
+    the published code takes is the published precision: :func:`~r2med.results.published.precision_change`)."""
+    from .published import precision_change
+
+    if graded.key is None:
+        return graded
+    change = precision_change(config)
+    if change is None or "auto" in change or precision_class(change[0]) == precision_class(change[1]):
+        return graded
+    used, paper = change
+    return Grade(
+        None,
+        graded.key,
+        f"not the published {graded.key.title}: dtype {used}, published {paper} "
+        f"({precision_class(used)} precision, published {precision_class(paper)})",
+    )
+
+
+def grade_system(configs: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]) -> Grade:
+    """How a system grades from what each of its tasks recorded (task -> ``config``, or configs alone): graded
+    against a row when every task is; when every task names one row but one is not the published spec, not graded,
+    with the first reason; else nothing."""
+    pairs = list(configs.items()) if isinstance(configs, Mapping) else [(None, c) for c in configs]
+    grades = [grade(config, task) for task, config in pairs]
+    if not grades:
+        return Grade()
+    rows = {g.row for g in grades}
+    if len(rows) != 1 or None in rows:
+        return Grade()
+    reasons = [g.reason for g in grades if g.reason]
+    if reasons:
+        return Grade(None, grades[0].row, reasons[0])
+    return grades[0]
+
+
+def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
+    """The published configuration a run reproduces: the row every task's recorded spec is (:func:`grade_system`,
+    tasks unknown), else None.  Never read from the run's name: a folder named ``contriever`` that ran BM25 is graded
+    as BM25, one named ``bm25`` that ran a custom model is not graded."""
+    return grade_system(list(configs)).key
