@@ -1,12 +1,19 @@
 """Synthetic corpora shaped like R2MED tasks and BRIGHT's LeetCode (Zipfian vocabulary of English-like pseudo-words).
 
 ``r2med_like``: an R2MED task's shape (61,379 docs of ~155 words, 100 queries of ~230 words).
-``leetcode_like``: BRIGHT LeetCode's shape, with judgments and per-query excluded documents (see its docstring).
+``leetcode_like``: BRIGHT LeetCode's shape, with judgments and per-query excluded documents (see its docstring);
+``leetcode_counts``: the per-query gold and excluded counts of LeetCode's real examples, for ``leetcode_like``;
+``write_bright_hub``: such a collection as BRIGHT's hub files (parquet) in a Hugging Face cache, so that
+``r2med evaluate --tasks bright:leetcode`` reads it offline as it reads the real task.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
@@ -147,15 +154,18 @@ def leetcode_like(
     vocab_size: int = 60_000,
     seed: int = 0,
     chunk: int = 20_000,
+    gold_counts: Sequence[int] | None = None,
+    excluded_counts: Sequence[int] | None = None,
 ) -> ExclusionCorpus:
     """A synthetic collection of BRIGHT LeetCode's shape (:data:`LEETCODE`), scaled to ``n_docs`` / ``n_queries``.
 
     Document lengths: a log-normal in characters fitted to LeetCode's mean and maximum (its shape in between is
     ASSUMED: mteb publishes min / mean / max only), clipped to the real minimum and maximum, turned into words by
     the synthetic vocabulary's mean word length. Per query: 1-5 gold documents (1.85 on average, LeetCode's 262 /
-    142) and 9-1,119 excluded ones (a log-normal with LeetCode's mean, 235.8); both carry words of their query,
-    the excluded ones more, so a retriever that keeps them ranks them high. ``chunk``: documents generated at once
-    (memory). Deterministic for a given ``seed``.
+    142) and 9-1,119 excluded ones (a log-normal with LeetCode's mean, 235.8), or exactly ``gold_counts`` /
+    ``excluded_counts`` per query when given (:func:`leetcode_counts`: the real examples'); both carry words of
+    their query, the excluded ones more, so a retriever that keeps them ranks them high. ``chunk``: documents
+    generated at once (memory). Deterministic for a given ``seed`` (and counts).
     """
     rng = np.random.default_rng(seed)
     vocab = vocabulary(vocab_size, seed)
@@ -174,20 +184,97 @@ def leetcode_like(
         int
     )
     query_texts = _texts_of_lengths(rng, q_words, vocab, 1.07)
-    gold_counts = rng.choice([1, 2, 3, 4, 5], size=n_queries, p=[0.5, 0.3, 0.1, 0.05, 0.05])  # mean 1.85
+    drawn_gold = rng.choice([1, 2, 3, 4, 5], size=n_queries, p=[0.5, 0.3, 0.1, 0.05, 0.05])  # mean 1.85
     e_lo, e_mean, e_hi = LEETCODE["excluded"]
     e_mu, e_sigma = _lognormal_for(e_mean, e_hi, n_queries)
-    excluded_counts = np.clip(rng.lognormal(e_mu, e_sigma, n_queries), e_lo, e_hi).astype(int)
+    drawn_excluded = np.clip(rng.lognormal(e_mu, e_sigma, n_queries), e_lo, e_hi).astype(int)
+    n_gold = drawn_gold if gold_counts is None else np.asarray(gold_counts[:n_queries], dtype=int)
+    n_excluded = drawn_excluded if excluded_counts is None else np.asarray(excluded_counts[:n_queries], dtype=int)
+    if len(n_gold) != n_queries or len(n_excluded) != n_queries:
+        raise ValueError(f"{n_queries} queries, but gold / excluded counts for {len(n_gold)} / {len(n_excluded)}")
 
     queries, qrels, excluded = {}, {}, {}
     for q in range(n_queries):
         qid = str(q)
         words = query_texts[q].rstrip(".").split()
-        picked = rng.choice(n_docs, size=min(n_docs, int(gold_counts[q] + excluded_counts[q])), replace=False)
-        gold, excl = picked[: gold_counts[q]], picked[gold_counts[q] :]
+        picked = rng.choice(n_docs, size=min(n_docs, int(n_gold[q] + n_excluded[q])), replace=False)
+        gold, excl = picked[: n_gold[q]], picked[n_gold[q] :]
         for i, n_shared in [(i, 8) for i in gold] + [(i, 12) for i in excl]:
             texts[i] = texts[i] + " " + " ".join(rng.choice(words, size=min(n_shared, len(words)), replace=False))
         queries[qid] = query_texts[q]
         qrels[qid] = {doc_ids[i]: 1 for i in gold}
         excluded[qid] = [doc_ids[i] for i in excl]
     return ExclusionCorpus(dict(zip(doc_ids, texts)), queries, qrels, excluded)
+
+
+#: BRIGHT's real LeetCode examples (Anserini's copy; ../shared/data/bright/README.md)
+LEETCODE_EXAMPLES = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "bright" / "examples" / "leetcode.jsonl.gz"
+)
+
+
+def leetcode_counts(path: str | Path = LEETCODE_EXAMPLES) -> tuple[list[int], list[int]]:
+    """(gold ids, excluded ids) per query of BRIGHT LeetCode's real examples, in file order (142 queries:
+    262 gold ids, 33,485 excluded ids; ``"N/A"`` counts as none)."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    gold = [len([g for g in r["gold_ids"] if g != "N/A"]) for r in rows]
+    excluded = [len({e for e in r["excluded_ids"] if e != "N/A"}) for r in rows]
+    return gold, excluded
+
+
+#: BRIGHT's hub dataset and the commit mteb pins (r2med's default revision for BRIGHT's tasks)
+BRIGHT_REPO = "xlangai/BRIGHT"
+BRIGHT_PIN = "a75a0eb483f6a5233a6efc2d63d71540a4443dfb"
+
+
+def bright_hub_files(corpus: ExclusionCorpus, task: str = "leetcode") -> dict[str, bytes]:
+    """BRIGHT's hub files of ``task`` for ``corpus`` (path -> parquet bytes): ``examples/`` with BRIGHT's columns
+    (``query``, ``reasoning``, ``id``, ``excluded_ids``, ``gold_ids_long``, ``gold_ids``, ``gold_answer``; the
+    ones r2med does not read hold LeetCode's ``"N/A"``) and ``documents/`` (``id``, ``content``)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def parquet(table: pa.Table) -> bytes:
+        out = io.BytesIO()
+        pq.write_table(table, out)
+        return out.getvalue()
+
+    qids = list(corpus.queries)
+    ids = pa.list_(pa.string())
+    examples = pa.table(
+        {
+            "query": pa.array([corpus.queries[q] for q in qids], pa.string()),
+            "reasoning": pa.array(["N/A"] * len(qids), pa.string()),
+            "id": pa.array(qids, pa.string()),
+            "excluded_ids": pa.array([corpus.excluded[q] or ["N/A"] for q in qids], ids),
+            "gold_ids_long": pa.array([["N/A"]] * len(qids), ids),
+            "gold_ids": pa.array([list(corpus.qrels[q]) for q in qids], ids),
+            "gold_answer": pa.array(["N/A"] * len(qids), pa.string()),
+        }
+    )
+    documents = pa.table(
+        {"id": pa.array(list(corpus.docs), pa.string()), "content": pa.array(list(corpus.docs.values()), pa.string())}
+    )
+    name = f"{task}-00000-of-00001.parquet"
+    return {f"examples/{name}": parquet(examples), f"documents/{name}": parquet(documents)}
+
+
+def write_bright_hub(cache: str | Path, corpus: ExclusionCorpus, task: str = "leetcode") -> Path:
+    """Lay ``corpus`` into the Hugging Face hub cache ``cache`` (``HF_HUB_CACHE``) as ``xlangai/BRIGHT`` task
+    ``task`` at :data:`BRIGHT_PIN` (also the ``main`` ref), the files in the snapshot itself (a cache without
+    links, which huggingface_hub reads as it reads its own); returns the snapshot folder.  With
+    ``HF_HUB_OFFLINE=1`` and ``HF_HUB_CACHE=cache``, ``r2med evaluate -r bm25 --tasks bright:<task>`` runs on it."""
+    repo = Path(cache) / f"datasets--{BRIGHT_REPO.replace('/', '--')}"
+    snapshot = repo / "snapshots" / BRIGHT_PIN
+    for rel, data in bright_hub_files(corpus, task).items():
+        target = snapshot / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(BRIGHT_PIN)
+    return snapshot

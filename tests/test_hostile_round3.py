@@ -861,3 +861,28 @@ def test_a_hostile_framing_is_one_line_and_writes_nothing(local_data, tmp_path, 
     line = one_line(proc)
     assert __import__("re").search(message, line), line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("revision", ["../../../../tmp/escape", "/abs", "a b", "x..y", "main.lock"])
+def test_a_hostile_model_revision_is_one_line_from_every_edge(tmp_path, revision):
+    """A model's own commit (``model_revision``) becomes ``refs/<revision>`` in the Hugging Face cache too
+    (``from_pretrained(revision=...)``): held to the same rule as the data's, from the command line, a file and
+    Python, before anything loads."""
+    import r2med
+    from r2med.spec import SpecError
+
+    words = "is not a branch, tag or commit name"
+    out = tmp_path / "o"
+    line = one_line(run_r2med("evaluate", "-r", "bge", "--set", f"model_revision={revision}", "-o", str(out)))
+    assert line.startswith("error: --set model_revision: ") and words in line, line
+    exp = tmp_path / "exp.toml"
+    table = f'[[retrievers]]\nname = "bge"\nmodel_revision = "{revision}"\n'
+    exp.write_text(f'out = "o"\n[data]\ntasks = ["Biology"]\n{table}')
+    line = one_line(run_r2med("run", str(exp), "--dry-run"))
+    assert f"{exp}: [[retrievers]] 1: model_revision: " in line and words in line, line
+    for build in (lambda: r2med.make_retriever("bge", model_revision=revision),
+                  lambda: r2med.make_reranker("bge-reranker", model_revision=revision)):  # fmt: skip
+        with pytest.raises(SpecError, match=words):
+            build()
+    assert not out.exists() and not (tmp_path / "o").exists()
+    assert r2med.make_retriever("bge", model_revision="v1.0/release").name  # a tag with a slash is a ref name

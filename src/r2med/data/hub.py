@@ -105,15 +105,21 @@ def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
 _BAD_REVISION = re.compile(r"\.\.|@\{|//|[\x00-\x20\x7f-\x9f\u2028\u2029~^:?*\[\\]|^/|/$|\.lock$|^\.|/\.|\.$")
 
 
+def revision_problem(revision: str) -> str | None:
+    """Why ``revision`` cannot be a branch, tag or commit name (git's rules for ref names), or None: the words
+    every check of a revision uses -- the data's (:func:`check_revision`) and a model's (``model_revision``)."""
+    found = _BAD_REVISION.search(revision)
+    return None if found is None else f"not a branch, tag or commit name (it holds {found.group()!a})"
+
+
 def check_revision(revision: str) -> str:
     """``revision`` if it can be a branch, tag or commit (git's rules for ref names), else a one-line error: it
     becomes a path below the Hugging Face cache (``refs/<revision>``), read and written by huggingface_hub and
     r2med, so ``../../x`` would name a file outside it."""
-    found = _BAD_REVISION.search(revision)
-    if found is not None:
+    problem = revision_problem(revision)
+    if problem is not None:
         raise R2MedError(
-            f"--revision {shown(revision)} is not a branch, tag or commit name (it holds {found.group()!a}); "
-            "--revision takes main, a commit, or TASK=REV pairs"
+            f"--revision {shown(revision)} is {problem}; --revision takes main, a commit, or TASK=REV pairs"
         )
     return revision
 

@@ -9,7 +9,10 @@ Pyserini for bit-exact tokens.
 
 For BM25 the analyzer turns a whole corpus straight into term-id arrays: texts are
 cut at whitespace into chunks at C speed, each distinct chunk is tokenized and
-analysed once (memoised), and large corpora are split across processes.
+analysed once (memoised), and large corpora are split across processes.  With pyarrow
+installed (extra ``bright``), a large corpus is cut into chunks by Arrow's compute functions
+instead (in threads: they release the GIL), with identical results: the chunks are only the
+unit of memoisation, and any cut at whitespace gives the same tokens.
 """
 
 from __future__ import annotations
@@ -482,18 +485,36 @@ def _split(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def encode_corpus(
-    analyzer: Analyzer, texts: Sequence[str], workers: int | None = None, min_parallel: int = 20_000
+    analyzer: Analyzer,
+    texts: Sequence[str],
+    workers: int | None = None,
+    min_parallel: int = 20_000,
+    arrow: bool | None = None,
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Encode a corpus to (vocabulary, term ids, lengths), using ``workers`` processes when it is large.
+    """Encode a corpus to (vocabulary, term ids, lengths), using ``workers`` cores when it is large
+    (at least ``min_parallel`` texts).
 
-    In parallel mode the parent and ``workers - 1`` forked processes each cut a slice of the corpus
-    into chunks (inherited by fork, not pickled), their chunk vocabularies are merged, and the
-    distinct chunks are analysed (tokenized, stemmed) once, split the same way.  The
-    parent's objects are frozen out of the garbage collector meanwhile, so the children never
-    copy them.
+    A large corpus is cut into chunks by Arrow (:func:`arrow_chunks`, ``workers`` threads) when pyarrow is
+    installed (``arrow``: None) or ``arrow`` is True, else by the parent and ``workers - 1`` forked
+    processes, each a slice of the corpus (inherited by fork, not pickled), whose chunk vocabularies are
+    merged.  The distinct chunks are then analysed (tokenized, stemmed) once, split the same way
+    (:func:`_analyse_forked`).  The parent's objects are frozen out of the garbage collector meanwhile, so the
+    children never copy them.  Every path gives the same result as ``analyzer.encode(texts)`` (tested).
     """
     workers = workers if workers is not None else available_cores()
-    if not isinstance(analyzer, EnglishAnalyzer) or workers < 2 or len(texts) < min_parallel:
+    if not isinstance(analyzer, EnglishAnalyzer) or len(texts) < min_parallel:
+        return analyzer.encode(texts)
+    compute = _arrow_compute() if arrow is not False else None
+    if arrow and compute is None:
+        raise MissingExtraError("pyarrow", "bright", "cutting a corpus into chunks with Arrow")
+    if compute is not None:
+        distinct, parts, per_text = arrow_chunks(texts, threads=workers, compute=compute)
+        if workers < 2 or len(distinct) < min_parallel:
+            analysed = analyzer.analyse_chunks(distinct)
+        else:
+            analysed = _analyse_forked(analyzer, distinct, workers)
+        return _terms_from_parts(analysed, parts, per_text)
+    if workers < 2:
         return analyzer.encode(texts)
     import gc
     import multiprocessing
@@ -533,3 +554,116 @@ def encode_corpus(
         _FORKED.pop("analyzer", None)
         gc.unfreeze()
     return _terms_from_parts(analysed, mapped, np.concatenate(all_lengths))
+
+
+def _analyse_forked(analyzer: EnglishAnalyzer, chunks: list[str], workers: int) -> list[tuple[str, ...]]:
+    """``analyzer.analyse_chunks(chunks)``, the chunks split between this process and ``workers - 1`` forked ones
+    (each inherits the analyzer and its memo); the workers' results are remembered here too."""
+    import gc
+    import multiprocessing
+
+    pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
+    _FORKED["analyzer"] = analyzer
+    gc.freeze()
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=max(1, len(pieces) - 1), mp_context=ctx) as pool:
+            futures = [pool.submit(_analyse_part, piece) for piece in pieces[1:]]
+            analysed = analyzer.analyse_chunks(pieces[0])
+            for piece, future in zip(pieces[1:], futures):
+                part = future.result()
+                analysed.extend(part)
+                analyzer.remember(piece, part)  # queries are analysed here next: keep the workers' stems
+    finally:
+        _FORKED.pop("analyzer", None)
+        gc.unfreeze()
+    return analysed
+
+
+# -- chunks by Arrow ---------------------------------------------------------------------------
+
+#: Texts per batch of :func:`arrow_chunks` (about 9 MB of text at BRIGHT LeetCode's lengths).
+ARROW_BATCH = 8192
+
+_ARROW: list[types.ModuleType | None] = []  # [pyarrow.compute or None], once checked
+
+
+def _arrow_compute() -> types.ModuleType | None:
+    """``pyarrow.compute`` when pyarrow is installed and its ASCII whitespace split cuts as :func:`arrow_chunks`
+    relies on (checked once, on every ASCII character and the ideographic space), else None."""
+    if _ARROW:
+        return _ARROW[0]
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        _ARROW.append(None)
+        return None
+    probes = [f"a{chr(c)}b" for c in range(128)] + ["a\u3000b", "a\u00a0b", "a\u2028b", "a\u0085b"]
+    cut = pc.ascii_split_whitespace(pa.array(probes, pa.large_string())).to_pylist()
+    # a cut is only allowed at a character no token holds or spans (whitespace, and never U+3000: a CJK token)
+    sound = all(
+        pieces == [text] or (text[1].isspace() and text[1] != "\u3000" and pieces == ["a", "b"])
+        for text, pieces in zip(probes, cut)
+    )
+    _ARROW.append(pc if sound else None)
+    return _ARROW[0]
+
+
+def arrow_chunks(
+    texts: Sequence[str], threads: int = 1, compute: types.ModuleType | None = None, batch: int = ARROW_BATCH
+) -> tuple[list[str], list[tuple[np.ndarray | None, np.ndarray]], np.ndarray]:
+    """Each text lowercased and cut at ASCII whitespace by Arrow: (chunk vocabulary in first-use order, per batch
+    (local -> global chunk ids, local chunk ids), chunks per text) -- what :func:`_terms_from_parts` takes.
+
+    The chunks differ from :func:`chunk_encode`'s where a text holds other whitespace (``"a\\u00a0b"`` stays one
+    chunk) or runs of it (an empty chunk), and the analysis of each chunk is the same regex tokenization, which no
+    whitespace is part of: the tokens, hence the terms, their first-use numbering and the lengths, are the same.
+    Batches of ``batch`` texts run on ``threads`` threads (Arrow releases the GIL while it cuts and hashes); each
+    batch's distinct chunks come from ``dictionary_encode`` in order of first occurrence (checked), merged here in
+    batch order.  A batch that cannot be UTF-8 encoded (a lone surrogate) is cut by :func:`chunk_encode`.
+    """
+    pc = compute or _arrow_compute()
+    if pc is None:
+        raise MissingExtraError("pyarrow", "bright", "cutting a corpus into chunks with Arrow")
+    starts = range(0, len(texts), batch)
+
+    def cut(start: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+        return _arrow_batch(texts[start : start + batch], pc)
+
+    if threads > 1 and len(starts) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(threads, len(starts))) as pool:
+            results = list(pool.map(cut, starts))
+    else:
+        results = [cut(start) for start in starts]
+    merged = _Ids()
+    get = merged.__getitem__
+    parts: list[tuple[np.ndarray | None, np.ndarray]] = []
+    for local_vocab, ids, _ in results:
+        parts.append((np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab)), ids))
+    lengths = np.concatenate([r[2] for r in results]) if results else np.zeros(0, dtype=np.int64)
+    return list(merged), parts, lengths
+
+
+def _arrow_batch(texts: Sequence[str], pc: types.ModuleType) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """One batch: (its distinct chunks in order of first occurrence, its chunk ids, chunks per text)."""
+    import pyarrow as pa
+
+    try:
+        encoded = [text.lower().encode("utf-8") for text in texts]
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): Python's own cut
+        return chunk_encode(texts)
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    del encoded
+    lists = pc.ascii_split_whitespace(pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), data))
+    lengths = pc.list_value_length(lists).to_numpy().astype(np.int64)
+    coded = pc.dictionary_encode(pc.list_flatten(lists))
+    ids = np.asarray(coded.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
+    # first-occurrence order: each id is at most one more than every id before it
+    if len(ids) and (ids[0] != 0 or np.any(np.diff(np.maximum.accumulate(ids)) > 1)):  # pragma: no cover
+        return chunk_encode(texts)
+    return coded.dictionary.to_pylist(), ids, lengths

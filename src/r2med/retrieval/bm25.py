@@ -53,6 +53,11 @@ INDEX_FORMAT = 3  # 2: CRC-32 of every file in params.json; 3: and of params.jso
 PARAMS_CHECKSUM = "params_crc32"
 _ARRAYS = ("indptr", "indices", "data", "idf")
 _LISTS = ("vocab", "doc_ids")
+#: Scores per block of a search (queries x documents, float32: 16 MB).  A block's sparse product comes out dense
+#: (a long query matches nearly every document), so smaller blocks page in less at once: at BRIGHT LeetCode's
+#: 413,932 documents (synthetic, 142 queries, exclusions), 10 queries a block searched in 3.15-3.24 s wall and
+#: 4.6-5.6 CPU s against 81 a block (1 << 25) in 3.50-3.66 s and 6.5 CPU s, identical runs (docs/scaling.md).
+SCORE_BLOCK = 1 << 22
 #: A corpus at least this large shows the steps of building its index (:mod:`r2med.infra.progress`); a smaller one
 #: builds in about a second (61K docs: ~3 s on 2 cores).
 PROGRESS_MIN_DOCS = 20_000
@@ -315,7 +320,7 @@ class BM25:
     ) -> Run:
         """Top-``k`` docs per query for all queries, as sparse matrix products in batches.
 
-        Batches hold at most ``batch_size`` queries and about 32M scores (128 MB), and run on as many
+        Batches hold at most ``batch_size`` queries and about :data:`SCORE_BLOCK` scores, and run on as many
         threads as there are cores (scipy's sparse product and numpy's selection release the GIL;
         each query's row is computed alone, so scores do not depend on the split).  ``exclusions``: each
         query's excluded documents are set to ``-inf`` in its scores before the cut and never returned, so a
@@ -331,7 +336,7 @@ class BM25:
         rows, cols = excluded_cells(exclusions, qids, doc_ids)
         cores = self.workers if self.workers is not None else available_cores()
         threads = max(1, min(cores, len(qids) * len(doc_ids) // 1_000_000))
-        step = max(1, min(batch_size, (1 << 25) // max(len(doc_ids), 1), -(-len(qids) // threads)))
+        step = max(1, min(batch_size, SCORE_BLOCK // max(len(doc_ids), 1), -(-len(qids) // threads)))
 
         def batch(start: int) -> list[dict[str, float]]:
             block = (vectors[start : start + step] @ weights_t).toarray()

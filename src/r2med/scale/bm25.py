@@ -28,9 +28,16 @@ import scipy.sparse as sp
 
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
-from ..retrieval.analyzer import get_analyzer
+from ..retrieval.analyzer import encode_corpus, get_analyzer
 from ..retrieval.base import QueryText, as_text
-from ..retrieval.bm25 import BM25, excluded_cells, inverse_document_frequency, term_counts, term_weights
+from ..retrieval.bm25 import (
+    BM25,
+    SCORE_BLOCK,
+    excluded_cells,
+    inverse_document_frequency,
+    term_counts,
+    term_weights,
+)
 from ..retrieval.topk import mask_cells, merge_top_k, top_k_rows
 from ..runs.run import Run
 from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
@@ -38,18 +45,16 @@ from .shards import Shard, plan_shards, to_run
 
 log = logging.getLogger(__name__)
 
-#: Dense score block per shard search step (queries x shard docs), in float32 cells.
-SCORE_BLOCK = 1 << 25
-
-
 # -- per-shard work (plain functions, so they run the same in-process or as Ray tasks) -----------
 
 
 def analyse_shard(
     texts: Sequence[str], analyzer: str
 ) -> tuple[tuple[list[str], np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]:
-    """Pass 1: ((local vocab, local df, total length, n docs), (local term ids, lengths))."""
-    vocab, ids, lengths = get_analyzer(analyzer).encode(texts)
+    """Pass 1: ((local vocab, local df, total length, n docs), (local term ids, lengths)); a large shard is cut
+    into chunks by Arrow when pyarrow is installed (:func:`r2med.retrieval.analyzer.encode_corpus`, one core: a
+    task's share), with the same result."""
+    vocab, ids, lengths = encode_corpus(get_analyzer(analyzer), texts, workers=1)
     df = np.diff(term_counts(ids, lengths, len(vocab)).indptr).astype(np.int64)
     return (vocab, df, int(lengths.sum()), len(lengths)), (ids, lengths)
 
@@ -74,7 +79,7 @@ def search_bm25_shard(
     (query row, global document position) pairs (:meth:`r2med.data.exclusions.Exclusions.cells`), set to
     ``-inf`` in the shard's scores before its top ``k`` is kept."""
     n_docs = weights_t.shape[1]
-    step = max(1, SCORE_BLOCK // max(n_docs, 1))
+    step = max(1, SCORE_BLOCK // max(n_docs, 1))  # the unsharded search's block
     parts = []
     for start in range(0, query_vectors.shape[0], step):
         scores = (query_vectors[start : start + step] @ weights_t).toarray()

@@ -41,6 +41,7 @@ from .parse import (
     NonNegative,
     NonNegativeInt,
     Positive,
+    RefName,
     RerankerOptions,
     RetrieverOptions,
     Share,
@@ -149,7 +150,7 @@ class EncoderOptions(RetrieverOptions):
     #: an opt-in to run a hub repository's own code (the preset decides the loader): not a setting of the model
     trust_remote_code: bool | None = Field(default=None, json_schema_extra=RUNTIME)
     query_model: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
-    model_revision: str | None = Field(default=None, json_schema_extra=SET)
+    model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     normalize: bool | None = Field(default=None, json_schema_extra=SET)
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
     query_instruction: str | None = Field(default=None, json_schema_extra=SET)
@@ -275,7 +276,7 @@ class CrossEncoderOptions(_ModelRuntime):
 
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
-    model_revision: str | None = Field(default=None, json_schema_extra=SET)
+    model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
     label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
@@ -308,7 +309,7 @@ class Qwen3Options(_ModelRuntime):
 
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
-    model_revision: str | None = Field(default=None, json_schema_extra=SET)
+    model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     instruction: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
 from ..errors import OptionError, did_you_mean, shown
@@ -66,6 +66,17 @@ def is_recorded(info: ValidationInfo) -> bool:
     return isinstance(info.context, dict) and bool(info.context.get(RECORDED))
 
 
+def _ref_name(value: str) -> str:
+    from ..data.hub import revision_problem
+
+    problem = revision_problem(value)
+    if problem is not None:  # it becomes refs/<value> below the Hugging Face cache: ../../x would leave it
+        raise ValueError(f"{shown(value)} is {problem}")
+    return value
+
+
+#: a model's branch, tag or commit on the hub (git's rules for ref names, as the data's ``--revision``)
+RefName = Annotated[str, AfterValidator(_ref_name)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 Share = Annotated[float, Field(ge=0, le=1)]
