@@ -136,7 +136,7 @@ def test_long_documents_are_the_corpus_and_gold_ids_long_the_judgments(cached):
     assert coll.corpus == {d["id"]: d["content"] for d in long_docs}
     assert coll.qrels == {r["id"]: dict.fromkeys(r["gold_ids_long"], 1) for r in rows if r["gold_ids_long"]}
     protocol = protocol_of(coll)
-    assert protocol.headline == "recall_1" and protocol.judgments == "gold_ids_long"
+    assert protocol.headline.trec == "recall_1" and protocol.judgments == "gold_ids_long"
     assert protocol.documents == "long_documents"
     with pytest.raises(OptionError, match="no long documents"):
         load_task("bright:aops:long")

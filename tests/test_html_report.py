@@ -25,6 +25,7 @@ from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import ExpansionQueries
 from r2med.jobs.evaluate import Plan, run_task
 from r2med.jobs.report import expansion_texts, task_texts
+from r2med.measures import Measure
 from r2med.report import build_leaderboard
 from r2med.report.html import write_html
 from r2med.results.folders import find_systems as load_systems
@@ -166,7 +167,7 @@ def test_facet_selector_in_the_page(tmp_path):
     run_task(coll, EvaluateStep.of("bm25", top_k=10), tmp_path / "runs" / "bm25")
     systems = load_systems([tmp_path / "runs"])
     collections = facet_collections(systems)  # the source the run recorded
-    facets = html_facets(systems, "ndcg_cut_10", collections, by="body_system")
+    facets = html_facets(systems, Measure.parse("ndcg_cut_10"), collections, by="body_system")
     assert list(facets) == ["scenario", "body_system"]
     page = write_html(
         tmp_path / "f.html",
@@ -179,7 +180,7 @@ def test_facet_selector_in_the_page(tmp_path):
     assert '<option value="body_system" selected>' in page
     shown = re.findall(r'<div class="facet" data-key="([^"]+)"( hidden)?>', page)
     assert shown == [("scenario", " hidden"), ("body_system", "")]
-    per_query = systems[0].tasks["Biology"].scores("ndcg_cut_10")
+    per_query = systems[0].tasks["Biology"].scores(Measure.parse("ndcg_cut_10"))
     ids = sorted(per_query)
     respiratory = 100 * (per_query[ids[0]] + per_query[ids[1]]) / 2
     assert f"<td class=sys>respiratory</td><td>2</td><td>{respiratory:.2f}</td>" in page

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from r2med.errors import DataError, R2MedError  # noqa: E402
+from r2med.measures import HEADLINE, Family, Measure  # noqa: E402
 
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -110,7 +111,7 @@ def _check_metrics_file(path: Path) -> None:
     # what the readers' consumers do with a file that passed: no other exception
     system = load_system(folder.parent)
     for task in system.tasks.values():
-        for measure in ("ndcg_cut_10", "recall_100"):
+        for measure in (HEADLINE, Measure(Family.RECALL, 100)):
             task.value(measure)
             task.scores(measure)
 

@@ -16,6 +16,7 @@ from conftest import hub_data, run_r2med
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import NO_LOCAL_FILES
 from r2med.jobs.evaluate import run_task
+from r2med.measures import Measure
 from r2med.protocol import published_ndcg10
 from r2med.report import build_leaderboard, leaderboard
 from r2med.report.latex import leaderboard_latex
@@ -206,13 +207,13 @@ def test_delta_beyond_tolerance_is_flagged(runs):
 
 def test_other_measures_and_missing_measure(runs):
     out, _ = runs
-    board = build_leaderboard(load_systems([out]), "R@10")
-    assert board.measure == "recall_10"
+    board = build_leaderboard(load_systems([out]), Measure.parse("R@10"))
+    assert board.measure.trec == "recall_10"
     assert all(c.published is None for r in board.rows for c in r.cells.values())  # published = nDCG@10 only
     from r2med.errors import R2MedError
 
     with pytest.raises(R2MedError, match="no run folder has nDCG@1000; re-run `r2med evaluate -m nDCG@1000`"):
-        build_leaderboard(load_systems([out]), "ndcg_cut_1000")
+        build_leaderboard(load_systems([out]), Measure.parse("ndcg_cut_1000"))
 
 
 def test_baseline_marks_use_holm_corrected_randomisation(runs):

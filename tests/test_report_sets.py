@@ -20,11 +20,14 @@ from pathlib import Path
 import pytest
 
 from conftest import run_r2med
+from r2med.measures import Measure
 from r2med.report import build_leaderboard, leaderboard
 from r2med.report.format import GAP
 from r2med.report.latex import leaderboard_latex
 from r2med.results.folders import find_systems
 from r2med.runs.run import write_task_results
+
+NDCG10 = Measure.parse("ndcg_cut_10")
 
 #: system -> task -> query -> nDCG@10 (written to metrics.json as is)
 VALUES = {
@@ -260,7 +263,7 @@ def test_facet_groups_with_uneven_coverage_are_marked(tmp_path):
     values = {"a": {"T": {"q1": 0.5, "q2": 0.7, "q3": 0.9}}, "b": {"T": {"q1": 0.1}}}
     meta = {"T": {"q1": {"k": "x"}, "q2": {"k": "x"}, "q3": {"k": "y"}}}
     facets = facet_table(values, meta, "k", systems=["a", "b"])
-    notes = FacetBoard(facets, "ndcg_cut_10").left_out()
+    notes = FacetBoard(facets, NDCG10).left_out()
     assert notes == [
         "--by k 'x': the systems cover different queries of its 2 (a 2, b 1); each system's mean is over its own",
         "--by k 'y': the systems cover different queries of its 1 (a 1, b 0); each system's mean is over its own",
@@ -268,14 +271,14 @@ def test_facet_groups_with_uneven_coverage_are_marked(tmp_path):
     pytest.importorskip("matplotlib")
     from r2med.report.plot import facets_figure
 
-    fig = facets_figure(facets, "ndcg_cut_10")
+    fig = facets_figure(facets, NDCG10)
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels == ["x (1–2)*", "y (0–1)*"]
     assert any(t.get_gid() == "uneven-note" for t in fig.texts)
     bars = {p.get_gid(): p.get_height() for p in fig.axes[0].patches if p.get_gid()}
     assert bars == {"bar:a:x": pytest.approx(60.0), "bar:a:y": pytest.approx(90.0), "bar:b:x": pytest.approx(10.0)}
     even = facet_table({"a": values["a"]}, meta, "k", systems=["a"])
-    assert [t.get_text() for t in facets_figure(even, "ndcg_cut_10").axes[0].get_xticklabels()] == ["x (2)", "y (1)"]
+    assert [t.get_text() for t in facets_figure(even, NDCG10).axes[0].get_xticklabels()] == ["x (2)", "y (1)"]
 
 
 def test_a_system_keeps_its_style_across_figures(root):
@@ -303,7 +306,7 @@ def test_scatter_is_x100_and_refuses_a_system_without_per_query_values(root, tmp
     from r2med.errors import R2MedError
     from r2med.report.plot import scatter_figure
 
-    fig = scatter_figure(VALUES, "alpha", "gamma", "ndcg_cut_10")
+    fig = scatter_figure(VALUES, "alpha", "gamma", NDCG10)
     ax = fig.axes[0]
     points = sorted(tuple(p) for c in ax.collections if c.get_gid() for p in c.get_offsets())
     expected = sorted(
@@ -312,7 +315,7 @@ def test_scatter_is_x100_and_refuses_a_system_without_per_query_values(root, tmp
     assert [v for p in points for v in p] == pytest.approx([v for p in expected for v in p])
     assert ax.get_xlabel() == "alpha (nDCG@10 x100)" and ax.get_xlim()[1] > 100
     with pytest.raises(R2MedError, match=r"empty: no per-query nDCG@10 in its metrics\.json"):
-        scatter_figure({**VALUES, "empty": {"T1": {}}}, "alpha", "empty", "ndcg_cut_10")
+        scatter_figure({**VALUES, "empty": {"T1": {}}}, "alpha", "empty", NDCG10)
     write_system(root, "nopq", {"T1": {}})
     res = run_r2med("plot", str(root), "--kind", "scatter", "-s", "alpha,nopq", "-o", str(tmp_path / "s.png"))
     assert res.returncode == 2 and "nopq: no per-query nDCG@10" in res.stderr and not (tmp_path / "s.png").exists()
@@ -346,7 +349,8 @@ from r2med.results.folders import find_systems
 systems = find_systems([{str(root)!r}])
 plot_bars(build_leaderboard(systems), {str(tmp_path / "b.png")!r})
 from r2med.jobs.report import per_query_values
-plot_scatter(per_query_values(systems, "ndcg_cut_10"), "alpha", "gamma", "ndcg_cut_10", {str(tmp_path / "s.svg")!r})
+from r2med.measures import HEADLINE
+plot_scatter(per_query_values(systems, HEADLINE), "alpha", "gamma", HEADLINE, {str(tmp_path / "s.svg")!r})
 after = dict(matplotlib.rcParams)
 changed = sorted(k for k in before if before[k] != after[k])
 print(matplotlib.get_backend(), matplotlib.rcParams["font.size"], "matplotlib.pyplot" in sys.modules, changed)

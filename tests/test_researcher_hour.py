@@ -56,6 +56,7 @@ def test_show_one_query_as_the_inspector_does(runs):
         assert [h["doc"] for h in hits] == order[:3] and [h["rank"] for h in hits] == [1, 2, 3]
         assert [h["grade"] for h in hits] == [QRELS["q1"].get(d) for d in order[:3]]  # None: not judged
     metrics = json.loads((out / "bm25" / "mine" / "metrics.json").read_text())
+    assert view["measure"] == "ndcg_cut_10"  # as metrics.json names it
     assert view["values"]["bm25"] == metrics["per_query"]["q1"]["ndcg_cut_10"]
     table = run_r2med("show", str(out), "--query", "q1", "-k", "2", "--wide")
     assert table.returncode == 0 and QUERIES["q1"] in table.stdout and "bm25-b0: top 2" in table.stdout

@@ -107,9 +107,9 @@ def test_help_spells_measures_as_tables_do():
     for command in ("report", "compare"):
         text = " ".join(run_r2med(command, "--help").stdout.split())
         assert "nDCG@10" in text and "ndcg_cut_10" not in text
-    from r2med.evaluation.metrics import measure_label
+    from r2med.measures import from_trec
 
-    assert [measure_label(m) for m in ("ndcg_cut_10", "recall_100", "recip_rank", "map_cut_10", "P_5")] == [
+    assert [from_trec(m).label for m in ("ndcg_cut_10", "recall_100", "recip_rank", "map_cut_10", "P_5")] == [
         "nDCG@10",
         "R@100",
         "MRR",

@@ -21,6 +21,8 @@ from r2med.data import load_folder
 from r2med.errors import DataError
 from r2med.evaluation.metrics import DEFAULT_MEASURES, evaluate
 from r2med.evaluation.ties import TIED_MARK, evaluate_with_ties, tie_line
+from r2med.measures import DEFAULT_MEASURES as MEASURE_VALUES
+from r2med.measures import Measure
 from r2med.runs.record import parse_record, read_record
 
 CUTS = (1, 2, 3, 5, 10)
@@ -200,7 +202,7 @@ def test_a_run_without_ties_reports_none():
     metrics = evaluate_with_ties(run, qrels)
     assert metrics.ties.tied_queries == 0 and metrics.ties.per_query == {}
     assert metrics.ties.to_json() == {"tied_queries": 0, "measures": {}, "per_query": {}}
-    assert tie_line(metrics.ties, DEFAULT_MEASURES) is None
+    assert tie_line(metrics.ties, MEASURE_VALUES) is None
     # ties among irrelevant documents only decide nothing either
     run["q0"].update({"t1": 0.001, "t2": 0.001})
     assert evaluate_with_ties(run, qrels).ties.per_query == {}
@@ -212,11 +214,11 @@ def test_the_line_names_the_queries_and_each_measure_range():
     metrics = evaluate_with_ties(run, qrels, ["nDCG@10", "P@1"])
     # by hand: q1's nDCG@10 is 1 (b first) or 1/log2(3) (b second); q2's is 1
     worst = (1 / math.log2(3) + 1) / 2
-    assert tie_line(metrics.ties, ["nDCG@10"]) == (
+    assert tie_line(metrics.ties, [Measure.parse("nDCG@10")]) == (
         "ties: 1 of 2 queries depend on the order of tied documents; "
         f"nDCG@10 {metrics['nDCG@10']:.4f} (range {worst:.4f}–1.0000)"
     )
-    line = tie_line(metrics.ties, ["ndcg_cut_10", "P_1"], task="T", scale=100)
+    line = tie_line(metrics.ties, [Measure.parse("ndcg_cut_10"), Measure.parse("P_1")], task="T", scale=100)
     assert line.startswith("ties (T): 1 of 2 queries") and "P@1 " in line and "(range 50.00–100.00)" in line
 
 
@@ -330,7 +332,7 @@ def test_score_says_it_on_stderr_and_in_json(tied_root):
     assert done.returncode == 0
     assert "ties" not in done.stdout  # stdout stays trec_eval's lines
     metrics = evaluate_with_ties(r2med.read_trec(run_path), _qrels(data), ["ndcg_cut_10", "P_1"])
-    assert " ".join(done.stderr.split()) == tie_line(metrics.ties, ["ndcg_cut_10", "P_1"])
+    assert " ".join(done.stderr.split()) == tie_line(metrics.ties, metrics.measures)
     payload = json.loads(run_r2med("score", str(data), str(run_path), "-f", "json", "-p").stdout)
     assert payload["ties"]["measures"]["ndcg_cut_10"]["best"] == pytest.approx(
         metrics.ties.aggregate["ndcg_cut_10"].best

@@ -17,14 +17,41 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializeAsAny, field_validator, model_validator
+from pydantic import (
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    SerializeAsAny,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
+from .measures import HEADLINE, Measure
 from .runs.record import step_kind
 from .spec.options import FusionOptions, as_options_name
 from .spec.parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
 
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
 PathField = Annotated[Path, Field(strict=False)]
+
+
+def _as_measure(value: Any) -> Measure:
+    """A measure field's value: a :class:`~r2med.measures.Measure`, or any spelling of one (parsed here)."""
+    if isinstance(value, Measure):
+        return value
+    if isinstance(value, str):
+        return Measure.parse(value)
+    raise ValueError(f"expected a measure name such as nDCG@10, got {value!r}")
+
+
+#: a measure given as a :class:`~r2med.measures.Measure` or any spelling; dumped as its pytrec_eval name
+MeasureField = Annotated[
+    Measure,
+    PlainValidator(_as_measure),
+    PlainSerializer(lambda m: m.trec, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]
 
 
 class Data(Spec):
@@ -83,33 +110,29 @@ def _refuse_evaluation_data(data: Data, job: str) -> None:
 
 class Output(Spec):
     """Where a step writes (``OUT/<system>/<task>/``; None: the root of its first input, or nowhere) and what its
-    results store: the measures asked for (canonical names; stored beside the default set), whether unanswered
+    results store: the measures asked for (stored beside the default set), whether unanswered
     judged queries count as 0, whether finished folders are recomputed."""
 
     out: PathField | None = None
-    measures: tuple[str, ...] = Field(default=(), json_schema_extra={"flag": "--measure"})
+    measures: tuple[MeasureField, ...] = Field(default=(), json_schema_extra={"flag": "--measure"})
     count_missing: bool = False
     overwrite: bool = False
 
     @field_validator("measures", mode="before")
     @classmethod
     def _measures(cls, value: Any) -> Any:
-        from .evaluation.metrics import canonical
-
-        if isinstance(value, str):
+        if isinstance(value, (str, Measure)):
             value = [value]
-        if isinstance(value, (list, tuple)) and all(isinstance(m, str) for m in value):
-            return tuple(dict.fromkeys(canonical(m) for m in value))
+        if isinstance(value, (list, tuple)) and all(isinstance(m, (str, Measure)) for m in value):
+            return tuple(dict.fromkeys(_as_measure(m) for m in value))
         return value
 
     @property
-    def columns(self) -> tuple[str, ...]:
+    def columns(self) -> tuple[Measure, ...]:
         """The measures a table shows: those asked for, else nDCG@10."""
-        from .evaluation.metrics import HEADLINE
-
         return self.measures or (HEADLINE,)
 
-    def columns_for(self, tasks: Sequence[str]) -> tuple[str, ...]:
+    def columns_for(self, tasks: Sequence[str]) -> tuple[Measure, ...]:
         """The measures a table of ``tasks`` shows: those asked for, else each task's headline (nDCG@10; Recall@1
         for BRIGHT's long-document setting, as its leaderboard reports it), each once."""
         from .data.benchmarks import protocol_of_task

@@ -20,6 +20,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from ..measures import Measure
+
 _KEPT = frozenset("\n\t")
 
 
@@ -151,7 +153,7 @@ def print_summary(
     summary: Any,
     folder: Path | None = None,
     title: str | None = None,
-    measures: Sequence[str] | None = None,
+    measures: Sequence[Measure] | None = None,
 ) -> None:
     """A job's summary table (:func:`r2med.report.summary.summary_table`: a column per measure, nDCG@10 by
     default), its precision note, where results are."""

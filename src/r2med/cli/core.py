@@ -119,21 +119,6 @@ def _r2med_table(wide: bool) -> None:
     )
 
 
-def parse_measures(measures: list[str] | None) -> tuple[str, ...]:
-    """``-m`` as pytrec_eval names (``nDCG@10`` -> ``ndcg_cut_10``); none given: the default set (``score``)."""
-    from ..evaluation.metrics import DEFAULT_MEASURES, canonical
-
-    return tuple(canonical(m) for m in measures) if measures else DEFAULT_MEASURES
-
-
-def table_measures(measures: list[str] | None) -> tuple[str, ...]:
-    """The columns a writing command's table shows: ``-m`` (each once), else nDCG@10.  (What metrics.json
-    stores is always the default set plus these: :func:`r2med.results.folders.stored_measures`.)"""
-    from ..evaluation.metrics import HEADLINE, canonical
-
-    return tuple(dict.fromkeys(canonical(m) for m in measures)) if measures else (HEADLINE,)
-
-
 @app.command("evaluate")
 def evaluate_command(
     ctx: typer.Context,
@@ -360,12 +345,12 @@ def score_command(
     judgments: QrelsFile = None,
 ) -> None:
     """Score a run file against judgments, trec_eval style."""
-    from ..evaluation.metrics import canonical
     from ..jobs.evaluate import score_files
+    from ..measures import Measure
 
     strict = strict_data(ctx, strict)
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
-    asked = tuple(canonical(m) for m in measure) if measure else None
+    asked = tuple(Measure.parse(m) for m in measure) if measure else None
     metrics = score_files(
         qrels, run, asked, count_missing, strict=strict, split=split, revision=revision, judgments=judgments
     )
@@ -381,10 +366,10 @@ def score_command(
     if per_query:
         for qid in sorted(metrics.per_query):
             for m in metrics.measures:
-                typer.echo(f"{m:<16}\t{qid}\t{metrics.per_query[qid][m]:.4f}")
+                typer.echo(f"{m.trec:<16}\t{qid}\t{metrics.per_query[qid][m.trec]:.4f}")
     typer.echo(f"{'num_q':<16}\tall\t{len(metrics.per_query)}")
     for m in metrics.measures:
-        typer.echo(f"{m:<16}\tall\t{metrics.aggregate[m]:.4f}")
+        typer.echo(f"{m.trec:<16}\tall\t{metrics.aggregate[m.trec]:.4f}")
     print_tie_line(metrics)
 
 

@@ -13,6 +13,8 @@ import typer
 from rich.markup import escape
 
 from ..errors import R2MedError
+from ..measures import HEADLINE
+from ..measures import Measure as MeasureValue
 from . import app, strict_data
 from ._ui import console, emit, print_fitted, print_notes, table_console
 from .options import (
@@ -102,7 +104,6 @@ def report_command(
     """Leaderboard of systems x tasks beside the published R2MED figures (or per facet value with --by);
     optional HTML report."""
     from ..evaluation.facets import AVERAGES
-    from ..evaluation.metrics import HEADLINE, canonical
     from ..infra.containment import check_output_file
     from ..jobs import report as jobs
     from ..report import build_leaderboard
@@ -111,6 +112,7 @@ def report_command(
     from ..report.format import check_format
     from ..report.multi import Board, Boards, rich_of
 
+    asked = [MeasureValue.parse(m) for m in measures or []]
     fmt = check_format(fmt)
     if average not in AVERAGES:
         raise R2MedError(f"unknown --average {average!r}; choose from: {', '.join(AVERAGES)}")
@@ -127,9 +129,9 @@ def report_command(
             alpha=alpha,
             n_permutations=permutations,
             seed=seed,
-            references=comma_list(with_published) if m == HEADLINE or len(measures or []) < 2 else [],
+            references=comma_list(with_published) if m == HEADLINE or len(asked) < 2 else [],
         )
-        for m in dict.fromkeys(canonical(m) for m in measures or [default_measure(systems)])
+        for m in dict.fromkeys(asked or [default_measure(systems)])
     ]
     board = boards[0]
     collections = None
@@ -197,13 +199,14 @@ def compare_command(
     from ..report.compare import render_changes
     from ..report.format import check_format
 
+    asked = MeasureValue.parse(measure)
     fmt = check_format(fmt)
     if output is not None:
         check_output_file(output, "--output")
     systems = load_report(runs, tasks=tasks)
     if len(systems) < 2:
         raise R2MedError("compare needs at least two systems: r2med compare BASELINE OTHER [MORE...]")
-    comparisons = compare_many(systems, measure, n_permutations=permutations, seed=seed, alpha=alpha)
+    comparisons = compare_many(systems, asked, n_permutations=permutations, seed=seed, alpha=alpha)
     if per_query is not None and fmt in ("csv", "json"):
         emit(render_changes(comparisons, fmt, per_query or None), output)
     elif fmt == "table" and output is None:
@@ -342,34 +345,30 @@ def plot_command(
     from ..jobs import report as jobs
     from ..report import build_leaderboard, plot
 
+    asked = MeasureValue.parse(measure)
     if kind not in plot.KINDS:
         raise R2MedError(f"unknown --kind {kind!r}; choose from: {', '.join(plot.KINDS)}")
     check_output_file(output, "--output")
     plot.figure_format(output)
     systems = jobs.load_report(runs, tasks=tasks)
     if kind == "bars":
-        board = build_leaderboard(systems, measure)
+        board = build_leaderboard(systems, asked)
         plot.plot_bars(board, output)
         print_notes(board.left_out())
     elif kind == "scatter":
-        from ..evaluation.metrics import canonical
-
         names = comma_list(systems_) or [s.name for s in systems[:2]]
         if len(names) != 2:
             raise R2MedError(f"--kind scatter plots two systems; got {len(names)} ({', '.join(names)})")
-        plot.plot_scatter(
-            jobs.per_query_values(systems, canonical(measure)), names[0], names[1], canonical(measure), output
-        )
+        plot.plot_scatter(jobs.per_query_values(systems, asked), names[0], names[1], asked, output)
     else:
         from ..evaluation.facets import SCENARIO
-        from ..evaluation.metrics import canonical
 
         collections = (
             {} if by == SCENARIO else jobs.facet_collections(systems, data_dir, revision, strict=strict_data(ctx))
         )
-        facets = jobs.facet_report(systems, canonical(measure), by, average, collections)
-        plot.plot_facets(facets, canonical(measure), output)
+        facets = jobs.facet_report(systems, asked, by, average, collections)
+        plot.plot_facets(facets, asked, output)
         from ..report.facet_table import FacetBoard
 
-        print_notes(FacetBoard(facets, canonical(measure)).left_out())
+        print_notes(FacetBoard(facets, asked).left_out())
     console.print(f"figure: {escape(str(output))}")

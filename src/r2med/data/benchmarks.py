@@ -27,6 +27,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, shown
+from ..measures import Measure
 from . import names
 
 if TYPE_CHECKING:
@@ -35,12 +36,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Protocol:
-    """How one task's runs are made and scored (pytrec_eval names for measures)."""
+    """How one task's runs are made and scored."""
 
     family: str | None  #: the benchmark family (None: a local collection)
     depth: int  #: documents kept per query (``--top-k`` overrides it, recorded)
-    measures: tuple[str, ...]  #: what every ``metrics.json`` of the task stores (``-m`` adds to it)
-    headline: str  #: the measure a table shows first
+    measures: tuple[Measure, ...]  #: what every ``metrics.json`` of the task stores (``-m`` adds to it)
+    headline: Measure  #: the measure a table shows first
     judgments: str  #: where the judgments come from (``qrels.jsonl``, ``gold_ids``, ``gold_ids_long``)
     documents: str  #: where the corpus comes from (``corpus.jsonl``, ``documents``, ``long_documents``)
     exclusions: bool  #: whether queries carry documents removed from their scores before the cut
@@ -60,23 +61,23 @@ class Protocol:
         }
 
 
-def _r2med_measures() -> tuple[str, ...]:
+def _r2med_measures() -> tuple[Measure, ...]:
     from ..measures import DEFAULT_MEASURES
 
-    return tuple(m.trec for m in DEFAULT_MEASURES)
+    return DEFAULT_MEASURES
 
 
-def _bright_measures() -> tuple[str, ...]:
+def _bright_measures() -> tuple[Measure, ...]:
     """BRIGHT's measures (retrievers.py:544-588): nDCG, MAP, recall and precision at 1, 5, 10, 25, 50, 100, and MRR;
     plus R@1000, which Pyserini's reproductions report."""
     from ..measures import Family, Measure
 
     cut = tuple(
-        Measure(f, k).trec
+        Measure(f, k)
         for f in (Family.NDCG, Family.MAP, Family.RECALL, Family.PRECISION)
         for k in (1, 5, 10, 25, 50, 100)
     )
-    return (*cut, Measure(Family.MRR).trec, Measure(Family.RECALL, 1000).trec)
+    return (*cut, Measure(Family.MRR), Measure(Family.RECALL, 1000))
 
 
 @cache
@@ -87,7 +88,7 @@ def r2med_protocol() -> Protocol:
         family="r2med",
         depth=100,
         measures=_r2med_measures(),
-        headline=HEADLINE.trec,
+        headline=HEADLINE,
         judgments="qrels.jsonl",
         documents="corpus.jsonl",
         exclusions=False,
@@ -104,13 +105,13 @@ def local_protocol() -> Protocol:
 
 @cache
 def bright_protocol(long: bool = False) -> Protocol:
-    from ..measures import HEADLINE
+    from ..measures import HEADLINE, Family, Measure
 
     return Protocol(
         family="bright",
         depth=1000,
         measures=_bright_measures(),
-        headline="recall_1" if long else HEADLINE.trec,
+        headline=Measure(Family.RECALL, 1) if long else HEADLINE,
         judgments="gold_ids_long" if long else "gold_ids",
         documents="long_documents" if long else "documents",
         exclusions=True,

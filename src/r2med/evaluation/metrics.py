@@ -1,8 +1,9 @@
 """The single entry point to trec_eval measures (via pytrec_eval), per query and aggregate.
 
-Measures are named as pytrec_eval names them (``ndcg_cut_10``, ``map_cut_10``,
-``recall_100``, ``P_10``, ``recip_rank``); friendlier spellings (``nDCG@10``,
-``R@100``, ``MRR``) are accepted everywhere a measure is asked for.
+Measures are :class:`~r2med.measures.Measure` values; the public entry points (:func:`evaluate`,
+``metrics["nDCG@10"]``, ``metrics.per_query[q]["R@100"]``) also take any spelling (``nDCG@10``,
+``ndcg_cut_10``, ``R@100``, ``MRR``) and parse it at once.  Scores are keyed by pytrec_eval's names
+(``ndcg_cut_10``, ``recip_rank``), as ``metrics.json`` stores them.
 Averages follow the R2MED paper: the mean over queries that are both judged and
 answered by the run, unless ``count_missing`` (then unanswered judged queries
 count as 0, as ``trec_eval -c`` does).
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING, Final
 from ..errors import NothingToScore, R2MedError, shown
 from ..measures import CUTOFFS as TABLE_CUTOFFS
 from ..measures import DEFAULT_MEASURES as TABLE_DEFAULTS
-from ..measures import HEADLINE as TABLE_HEADLINE
-from ..measures import Family, Measure, from_trec, pytrec_eval_spec
+from ..measures import HEADLINE, Family, Measure, pytrec_eval_spec
+from ..measures import measure as _measure
 
 if TYPE_CHECKING:
     from .ties import Ties
@@ -28,27 +29,12 @@ CUTOFFS: Final = TABLE_CUTOFFS
 CUTOFF_MEASURES: Final[tuple[str, ...]] = tuple(f.trec for f in Family if f.has_cutoff)
 #: :data:`r2med.measures.DEFAULT_MEASURES` by their pytrec_eval names (what ``metrics.json`` stores)
 DEFAULT_MEASURES: Final[tuple[str, ...]] = tuple(m.trec for m in TABLE_DEFAULTS)
-HEADLINE: Final = TABLE_HEADLINE.trec
 
 
-def canonical(measure: str) -> str:
-    """``nDCG@10`` / ``ndcg_cut.10`` / ``ndcg_cut_10`` -> ``ndcg_cut_10``; ``MRR`` -> ``recip_rank``."""
-    return Measure.parse(measure).trec
-
-
-def measure_label(measure: str) -> str:
-    """The display name of a measure (tables, help, messages): ``ndcg_cut_10`` -> ``nDCG@10``, ``recall_100`` ->
-    ``R@100``, ``map_cut_10`` -> ``MAP@10``, ``P_10`` -> ``P@10``, ``recip_rank`` -> ``MRR``.  Files keep
-    pytrec_eval's names; a name that is not pytrec_eval's is shown as it is."""
-    try:
-        return from_trec(measure).label
-    except R2MedError:
-        return measure
-
-
-def _engine_spec(measures: Iterable[str]) -> set[str]:
-    """pytrec_eval's measure set for pytrec_eval names (``{"ndcg_cut.10,100", "recip_rank"}``)."""
-    return pytrec_eval_spec(from_trec(m) for m in measures)
+def canonical(text: str) -> str:
+    """The pytrec_eval name of a measure typed in any spelling: ``nDCG@10`` / ``ndcg_cut.10`` -> ``ndcg_cut_10``;
+    ``MRR`` -> ``recip_rank`` (``Measure.parse(text).trec``)."""
+    return Measure.parse(text).trec
 
 
 def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
@@ -81,22 +67,30 @@ class Measures(dict[str, float]):
     """One query's measures: pytrec_eval names as keys, friendly names accepted on lookup
     (``values["nDCG@10"]`` is ``values["ndcg_cut_10"]``)."""
 
-    def __missing__(self, measure: str) -> float:
-        key = canonical(measure)
+    def __missing__(self, measure: Measure | str) -> float:
+        """A :class:`Measure`, or another spelling of a key (the public edge: users type names)."""
+        key = measure.trec if isinstance(measure, Measure) else canonical(measure)  # an unknown name: OptionError
         if key == measure or not dict.__contains__(self, key):
             raise KeyError(measure)
         return dict.__getitem__(self, key)
 
     def __contains__(self, measure: object) -> bool:
-        if dict.__contains__(self, measure):
-            return True
-        try:
-            return isinstance(measure, str) and dict.__contains__(self, canonical(measure))
-        except R2MedError:
-            return False
+        return isinstance(measure, (str, Measure)) and self._key(measure) is not None
 
-    def get(self, measure: str, default: float | None = None) -> float | None:  # type: ignore[override]
-        return self[measure] if measure in self else default  # noqa: SIM401 - this is get(); self.get would recurse
+    def get(self, measure: Measure | str, default: float | None = None) -> float | None:  # type: ignore[override]
+        """``values.get(m)`` for a :class:`Measure` or any spelling (dict's ``get`` takes the key type only)."""
+        key = self._key(measure)
+        return default if key is None else dict.__getitem__(self, key)
+
+    def _key(self, measure: Measure | str) -> str | None:
+        """The key ``measure`` names here (its pytrec_eval name), or None when this query holds none."""
+        if isinstance(measure, str) and dict.__contains__(self, measure):
+            return measure
+        try:
+            key = measure.trec if isinstance(measure, Measure) else canonical(measure)
+        except R2MedError:
+            return None
+        return key if dict.__contains__(self, key) else None
 
 
 @dataclass
@@ -109,17 +103,18 @@ class Metrics:
 
     per_query: dict[str, Measures]
     aggregate: dict[str, float]
-    measures: tuple[str, ...]
+    measures: tuple[Measure, ...]
     missing_queries: list[str] = field(default_factory=list)
     #: the ranges the order of tied documents allows (:func:`r2med.evaluation.ties.evaluate_with_ties`)
     ties: Ties | None = None
 
-    def __getitem__(self, measure: str) -> float:
-        return self.aggregate[canonical(measure)]
+    def __getitem__(self, measure: Measure | str) -> float:
+        """The average of a :class:`Measure`, or of one spelled as text (``"nDCG@10"``, parsed here)."""
+        return self.aggregate[_measure(measure).trec]
 
     def __repr__(self) -> str:
         """One line: query count, the headline measures, how many more (per-query values stay out)."""
-        headline = (HEADLINE, Measure(Family.RECALL, 100).trec, Measure(Family.MRR).trec)
+        headline = (HEADLINE.trec, Measure(Family.RECALL, 100).trec, Measure(Family.MRR).trec)
         shown = [m for m in headline if m in self.aggregate] or list(self.aggregate)[:3]
         parts = [f"{len(self.per_query)} queries"] + [f"{m}={self.aggregate[m]:.4f}" for m in shown]
         if len(self.aggregate) > len(shown):
@@ -151,7 +146,7 @@ def nothing_shared(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, M
 def evaluate(
     run: Mapping[str, Mapping[str, float]],
     qrels: Mapping[str, Mapping[str, int]],
-    measures: Iterable[str] | None = None,
+    measures: Iterable[Measure | str] | None = None,
     count_missing: bool = False,
 ) -> Metrics:
     """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine); with the ranges the order
@@ -159,15 +154,19 @@ def evaluate(
 
     A run that shares no query with ``qrels`` (none of the queries it ranks documents for is judged: trec_eval's
     ``num_q`` 0) is a :class:`~r2med.errors.NothingToScore`, with or without ``count_missing``: its average
-    would read as a score of 0.  This is the one place every command's scoring passes."""
+    would read as a score of 0.  This is the one place every command's scoring passes.
+
+    ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``,
+    ``"ndcg_cut_10"``), parsed here; default :data:`r2med.measures.DEFAULT_MEASURES`."""
     import pytrec_eval
 
-    wanted = tuple(dict.fromkeys(canonical(m) for m in (measures or DEFAULT_MEASURES)))
+    asked = tuple(dict.fromkeys(_measure(m) for m in (measures or TABLE_DEFAULTS)))
+    wanted = tuple(m.trec for m in asked)
     qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
     _check_grades(qrels_clean)
     run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
     _check_ids(run_clean, qrels_clean)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, _engine_spec(wanted))
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, pytrec_eval_spec(asked))
     raw = evaluator.evaluate(run_clean)
     if not raw:  # trec_eval's num_q 0, with or without count_missing: no figure to report
         raise NothingToScore(nothing_shared(run, qrels_clean))
@@ -178,4 +177,4 @@ def evaluate(
             per_query[q] = Measures((m, 0.0) for m in wanted)
     n = len(per_query)
     aggregate = {m: (sum(v[m] for v in per_query.values()) / n if n else 0.0) for m in wanted}
-    return Metrics(per_query=per_query, aggregate=aggregate, measures=wanted, missing_queries=missing)
+    return Metrics(per_query=per_query, aggregate=aggregate, measures=asked, missing_queries=missing)

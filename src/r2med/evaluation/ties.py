@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from ..measures import Measure
     from .metrics import Metrics
 
 #: Two values closer than this are the same value (best and worst of a query whose order does not matter).
@@ -53,7 +54,7 @@ class MeasureRange:
     """One measure's range over the orders of tied documents: the reported value (trec_eval's tie-break), the
     value in the best and in the worst order, and how many queries depend on the order."""
 
-    measure: str
+    measure: Measure
     reported: float
     best: float
     worst: float
@@ -69,24 +70,25 @@ class MeasureRange:
 class Ties:
     """The tie ranges of one run against its judgments: per measure (the aggregate) and per query.
 
-    ``per_query`` holds, for each query that depends on the order for some measure, ``measure -> (best,
-    worst)`` for those measures only; ``queries``: how many queries the reported average takes;
-    ``tied_queries``: how many of them hold a tied group of documents with different grades."""
+    ``aggregate`` and ``per_query`` are keyed by pytrec_eval names (``metrics.json``'s); ``per_query`` holds, for
+    each query that depends on the order for some measure, ``measure -> (best, worst)`` for those measures only;
+    ``queries``: how many queries the reported average takes; ``tied_queries``: how many of them hold a tied group
+    of documents with different grades."""
 
-    measures: tuple[str, ...]
+    measures: tuple[Measure, ...]
     aggregate: dict[str, MeasureRange]
     per_query: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     queries: int = 0
     tied_queries: int = 0
 
-    def decided(self, measures: Iterable[str] | None = None) -> list[MeasureRange]:
+    def decided(self, measures: Iterable[Measure] | None = None) -> list[MeasureRange]:
         """The ranges of ``measures`` (default: all) that the order of tied documents changes."""
-        wanted = self.measures if measures is None else tuple(measures)
+        wanted = [m.trec for m in (self.measures if measures is None else measures)]
         return [self.aggregate[m] for m in wanted if m in self.aggregate and self.aggregate[m].decided]
 
-    def depending(self, measures: Iterable[str] | None = None) -> int:
+    def depending(self, measures: Iterable[Measure] | None = None) -> int:
         """How many queries depend on the order of tied documents for at least one of ``measures``."""
-        wanted = set(self.measures if measures is None else measures)
+        wanted = {m.trec for m in (self.measures if measures is None else measures)}
         return sum(1 for values in self.per_query.values() if wanted & set(values))
 
     def to_json(self) -> dict[str, Any]:
@@ -94,7 +96,9 @@ class Ties:
         on, with ``queries``, ``best``, ``worst``; ``per_query``: query -> measure -> ``best``, ``worst``."""
         return {
             "tied_queries": self.tied_queries,
-            "measures": {r.measure: {"queries": r.queries, "best": r.best, "worst": r.worst} for r in self.decided()},
+            "measures": {
+                r.measure.trec: {"queries": r.queries, "best": r.best, "worst": r.worst} for r in self.decided()
+            },
             "per_query": {
                 qid: {m: {"best": best, "worst": worst} for m, (best, worst) in values.items()}
                 for qid, values in self.per_query.items()
@@ -141,13 +145,13 @@ def extreme_orders(
     return best, worst
 
 
-def _depth(measures: Sequence[str]) -> int | None:
+def _depth(measures: Sequence[Measure]) -> int | None:
     """How deep a ranking the measures read (their largest cut-off), or None when one reads it all; MRR reads
     down to the first relevant document (:func:`_as_run` keeps that far)."""
-    from ..measures import Family, from_trec
+    from ..measures import Family
 
     cutoffs = []
-    for m in map(from_trec, measures):
+    for m in measures:
         if m.cutoff is not None:
             cutoffs.append(m.cutoff)
         elif m.family is not Family.MRR:
@@ -173,11 +177,12 @@ def _as_run(
 def evaluate_with_ties(
     run: Mapping[str, Mapping[str, float]],
     qrels: Mapping[str, Mapping[str, int]],
-    measures: Iterable[str] | None = None,
+    measures: Iterable[Measure | str] | None = None,
     count_missing: bool = False,
 ) -> Metrics:
     """:func:`r2med.evaluation.metrics.evaluate` with ``ties`` set: the reported figures (trec_eval's tie-break)
-    and the ranges the order of tied documents allows (:func:`tie_ranges`)."""
+    and the ranges the order of tied documents allows (:func:`tie_ranges`).  ``measures``: as
+    :func:`~r2med.evaluation.metrics.evaluate` takes them (Measure values or any spelling, parsed there)."""
     from .metrics import evaluate
 
     metrics = evaluate(run, qrels, measures=measures, count_missing=count_missing)
@@ -216,20 +221,21 @@ def tie_ranges(
             shown = metrics.per_query[q]
             ranges = {
                 m: (max(best[q][m], shown[m]), min(worst[q][m], shown[m]))
-                for m in measures
+                for m in (measure.trec for measure in measures)
                 if best[q][m] - worst[q][m] > TOLERANCE
             }
             if ranges:
                 per_query[q] = ranges
     n = len(metrics.per_query)
     aggregate = {}
-    for m in measures:
+    for measure in measures:
+        m = measure.trec
         hits = {q: values[m] for q, values in per_query.items() if m in values}
         delta_best = math.fsum(b - metrics.per_query[q][m] for q, (b, _) in hits.items())
         delta_worst = math.fsum(w - metrics.per_query[q][m] for q, (_, w) in hits.items())
         reported = metrics.aggregate[m]
         aggregate[m] = MeasureRange(
-            m,
+            measure,
             reported,
             reported + delta_best / n if hits else reported,
             reported + delta_worst / n if hits else reported,
@@ -253,28 +259,23 @@ def _range_text(r: MeasureRange, scale: float, digits: int, count: bool) -> str:
     return f"{r.reported * scale:.{digits}f} (range {r.worst * scale:.{digits}f}–{r.best * scale:.{digits}f}{queries})"
 
 
-def tie_line(ties: Ties | None, measures: Sequence[str], task: str | None = None, scale: float = 1.0) -> str | None:
+def tie_line(ties: Ties | None, measures: Sequence[Measure], task: str | None = None, scale: float = 1.0) -> str | None:
     """The one line a command prints when ties decide one of ``measures``, else None::
 
         ties: 112 of 112 queries depend on the order of tied documents; nDCG@10 0.2745 (range 0.2101–0.3980)
 
     ``scale``: 100 beside a table of values x100 (two decimals then, four otherwise); ``task`` names the task."""
-    from ..measures import Measure
-
     if ties is None:
         return None
-    wanted = [Measure.parse(m).trec for m in measures]
-    decided = ties.decided(wanted)
+    decided = ties.decided(measures)
     if not decided:
         return None
     digits = 2 if scale == 100 else 4
     counts = {r.queries for r in decided}
-    shown = ", ".join(
-        f"{Measure.parse(r.measure).label} {_range_text(r, scale, digits, len(counts) > 1)}" for r in decided
-    )
+    shown = ", ".join(f"{r.measure.label} {_range_text(r, scale, digits, len(counts) > 1)}" for r in decided)
     where = f" ({task})" if task else ""
     return (
-        f"ties{where}: {ties.depending(wanted)} of {ties.queries} queries depend on the order of tied documents; "
+        f"ties{where}: {ties.depending(measures)} of {ties.queries} queries depend on the order of tied documents; "
         f"{shown}"
     )
 
@@ -370,24 +371,25 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
-def block_ranges(block: Mapping[str, Any] | None, measure: str) -> tuple[float, float, int] | None:
+def block_ranges(block: Mapping[str, Any] | None, measure: Measure) -> tuple[float, float, int] | None:
     """``(best, worst, queries)`` of ``measure`` in a checked ``ties`` block, or None when ties do not decide it
     (or the record was written before r2med recorded ties)."""
     if not block:
         return None
-    entry = block.get("measures", {}).get(measure)
+    entry = block.get("measures", {}).get(measure.trec)
     if not entry or not entry.get("queries"):
         return None
     return float(entry["best"]), float(entry["worst"]), int(entry["queries"])
 
 
-def block_query_ranges(block: Mapping[str, Any] | None, measure: str) -> dict[str, tuple[float, float]]:
+def block_query_ranges(block: Mapping[str, Any] | None, measure: Measure) -> dict[str, tuple[float, float]]:
     """query id -> ``(best, worst)`` of ``measure`` for the queries that depend on the order (from a checked
     block; empty when none or no block)."""
     if not block:
         return {}
+    key = measure.trec
     return {
-        qid: (float(values[measure]["best"]), float(values[measure]["worst"]))
+        qid: (float(values[key]["best"]), float(values[key]["worst"]))
         for qid, values in block.get("per_query", {}).items()
-        if measure in values
+        if key in values
     }

@@ -23,12 +23,13 @@ from pathlib import Path
 
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError, shown
-from ..evaluation.metrics import Metrics, measure_label
+from ..evaluation.metrics import Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import SystemFolder, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
 from ..infra.home import fingerprint_texts
+from ..measures import DEFAULT_MEASURES, Measure
 from ..results.folders import TaskResult, finish_task, reuse
 from ..retrieval.base import QueryText, Retriever, index_collection
 from ..runs.run import Run
@@ -224,10 +225,8 @@ def run_tasks(job: Plan | EvaluateStep, tasks: Sequence[TaskRef]) -> list[TaskRe
             loop.describe(f"{job.name} · {collection.name}")
             result = run_task(collection, job, out)
             headline = protocol_of(collection).headline
-            value = result.metrics.aggregate.get(headline, result.headline)
-            log.info(
-                "%s: %s = %.4f%s", result.task, measure_label(headline), value, " (reused)" if result.reused else ""
-            )
+            value = result.metrics.aggregate.get(headline.trec, result.headline)
+            log.info("%s: %s = %.4f%s", result.task, headline.label, value, " (reused)" if result.reused else "")
             results.append(result)
             loop.advance()
     return results
@@ -253,7 +252,7 @@ def demo_step(out: Path, overwrite: bool = False) -> EvaluateStep:
 def score_files(
     qrels: str | Path,
     run: str | Path,
-    measures: Iterable[str] | None = None,
+    measures: Iterable[Measure] | None = None,
     count_missing: bool = False,
     strict: bool = False,
     split: str = "test",
@@ -274,7 +273,6 @@ def score_files(
     from ..data import read_qrels
     from ..data.loaders import qrels_file
     from ..data.names import is_hub_task
-    from ..evaluation.metrics import DEFAULT_MEASURES
     from ..infra.containment import check_input_file
     from ..results.folders import run_file
     from ..runs.run import read_run
@@ -321,7 +319,7 @@ def score_files(
 def score_task(
     task: str,
     run: str | Path,
-    measures: Iterable[str] | None = None,
+    measures: Iterable[Measure] | None = None,
     count_missing: bool = False,
     strict: bool = False,
     revision: str | None = None,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, did_you_mean
 from ..errors import shown as shown_value
-from ..evaluation.metrics import HEADLINE
+from ..measures import HEADLINE, Measure
 from ..runs.record import StepKind
 from ..spec.options import FusionOptions
 from ..spec.parse import Origin, Spec, SpecError, field_names
@@ -108,7 +108,7 @@ class ReportSpec:
     """``[report]``: the measures (one table each), the files written, the significance baseline, the page's title,
     and the data whose query and document texts the HTML page carries."""
 
-    measures: tuple[str, ...] = (HEADLINE,)
+    measures: tuple[Measure, ...] = (HEADLINE,)
     html: Path | None = None
     latex: Path | None = None
     markdown: Path | None = None
@@ -572,8 +572,6 @@ class Reader:
         return self._made(step_of, spec, index, where)
 
     def report_spec(self, raw: Any) -> ReportSpec:
-        from ..evaluation.metrics import canonical
-
         if not isinstance(raw, Mapping):
             raise self.fail("", "report: expected a [report] table")
         self.unknown("[report]", list(raw), REPORT_KEYS)
@@ -583,7 +581,7 @@ class Reader:
         if not isinstance(measures, list) or not all(isinstance(m, str) for m in measures):
             raise self.fail("[report]", f"measures: expected a list of measures, got {measures!r}")
         try:
-            spec.measures = tuple(dict.fromkeys(canonical(m) for m in measures))
+            spec.measures = tuple(dict.fromkeys(Measure.parse(m) for m in measures))
         except R2MedError as exc:
             raise self.fail("[report]", f"measures: {exc}") from None
         for key in ("html", "latex", "markdown", "data_dir"):

@@ -33,9 +33,10 @@ from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError
-from ..evaluation.metrics import DEFAULT_MEASURES
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
+from ..measures import DEFAULT_MEASURES, Measure
+from ..measures import measure as as_measure
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
 from ..steps import ImportStep
@@ -142,7 +143,7 @@ def import_run(
     name: str,
     out: str | os.PathLike[str] | None = None,
     note: str | None = None,
-    measures: Iterable[str] = DEFAULT_MEASURES,
+    measures: Iterable[Measure | str] = DEFAULT_MEASURES,
     count_missing: bool = False,
     overwrite: bool = False,
 ) -> TaskResult:
@@ -152,7 +153,9 @@ def import_run(
     ``run``: a :data:`r2med.Run` (query id -> doc id -> score) or a TREC run file's path.  The
     configuration records ``retriever: "imported"``, the file (None for a Run given in Python), the
     sha256 of the file (of the run as r2med writes it, for a Run) and its tags, and ``note``.
+    ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``), parsed at once.
     """
+    asked = tuple(as_measure(m) for m in measures)
     plain_name(name, "--name", run_name=True)
     if isinstance(run, (str, os.PathLike)):
         file = read_run_file(run)
@@ -167,7 +170,7 @@ def import_run(
             "runs": (),
             "name": name,
             "note": note,
-            "output": {"out": out, "measures": tuple(measures), "count_missing": count_missing, "overwrite": overwrite},
+            "output": {"out": out, "measures": asked, "count_missing": count_missing, "overwrite": overwrite},
         }
     )
     return _finish(ranked, source, collection, step, where)

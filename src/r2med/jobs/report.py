@@ -18,6 +18,7 @@ from ..results.folders import System, TaskFolder, find_systems
 
 if TYPE_CHECKING:
     from ..evaluation.facets import Facets
+    from ..measures import Measure
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ def facet_collections(
     return found
 
 
-def per_query_values(systems: Sequence[System], measure: str) -> dict[str, dict[str, dict[str, float]]]:
+def per_query_values(systems: Sequence[System], measure: Measure) -> dict[str, dict[str, dict[str, float]]]:
     """system -> task -> query id -> value of ``measure`` (from each task's ``metrics.json``)."""
     return {s.name: {t: folder.scores(measure) for t, folder in s.tasks.items()} for s in systems}
 
@@ -181,7 +182,7 @@ def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, dic
 
 def facet_report(
     systems: Sequence[System],
-    measure: str,
+    measure: Measure,
     by: str,
     average: str = "pooled",
     collections: Mapping[str, Collection] | None = None,
@@ -190,9 +191,7 @@ def facet_report(
     :func:`r2med.evaluation.facets.facet_table` over every system's per-query values.  A key no query has is an
     error listing the keys there are."""
     from ..evaluation.facets import NONE, SCENARIO, facet_keys
-    from ..evaluation.metrics import canonical
 
-    measure = canonical(measure)
     meta = query_meta(collections or {})
     keys = facet_keys(meta)
     listed = ", ".join(
@@ -217,7 +216,7 @@ def facet_report(
 
 
 def _facets(
-    systems: Sequence[System], measure: str, by: str, average: str, meta: Mapping[str, Mapping[str, Any]]
+    systems: Sequence[System], measure: Measure, by: str, average: str, meta: Mapping[str, Mapping[str, Any]]
 ) -> Facets:
     from ..evaluation.facets import facet_table
 
@@ -226,7 +225,7 @@ def _facets(
 
 def html_facets(
     systems: Sequence[System],
-    measure: str,
+    measure: Measure,
     collections: Mapping[str, Collection],
     average: str = "pooled",
     by: str | None = None,
@@ -235,7 +234,6 @@ def html_facets(
     :data:`HTML_FACET_VALUES` distinct values that queries share (not one per query, as ``answer``),
     and ``by`` (asked for)."""
     from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label
-    from ..evaluation.metrics import canonical
 
     meta = query_meta(collections)
     wanted = [SCENARIO]
@@ -249,7 +247,7 @@ def html_facets(
         wanted.append(by)
     out = {}
     for key in wanted:
-        facets = _facets(systems, canonical(measure), key, average, meta)
+        facets = _facets(systems, measure, key, average, meta)
         if key == by or not all(row.value == NONE for row in facets.rows):  # a single "(none)" group: not offered
             out[key] = facet_report(systems, measure, key, average, collections) if key == by else facets
     return out

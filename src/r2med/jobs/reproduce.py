@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 from ..data.tasks import TASK_NAMES, get_task
 from ..errors import R2MedError
-from ..evaluation.metrics import HEADLINE
 from ..infra.containment import system_folder
+from ..measures import HEADLINE, Family, Measure
 from ..protocol import published_figures
 from ..reranking.base import published_depth
 from ..results.published import PublishedKey, published_retriever, tolerance_of
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from ..retrieval.registry import RetrieverMeta
 
 log = logging.getLogger(__name__)
+#: the measures BRIGHT's published rows grade: nDCG@10 (short documents), Recall@1 (long documents)
+BRIGHT_MEASURES: tuple[Measure, ...] = (HEADLINE, Measure(Family.RECALL, 1))
 
 #: The paper's own settings: retriever x expansion configurations, and rerankers over a first stage.
 SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
@@ -129,7 +131,7 @@ def bright_targets(
     for key in _bright_keys():
         if wanted_r is not None and not {key.system, key.retriever} & wanted_r:
             continue
-        for measure in ("ndcg_cut_10", "recall_1"):
+        for measure in BRIGHT_MEASURES:
             for task, (setting, source) in key.sources(measure).items():
                 if task in wanted_t and setting in wanted_s:
                     out.append(Target(key, setting, task, key.figures(measure)[task], source))
@@ -398,11 +400,11 @@ def bright_unreproduced(settings: Iterable[str] | None = None) -> list[tuple[str
     chosen = set(settings) if settings is not None else set(BRIGHT_SETTINGS)
     out = []
     for key in _bright_keys():
-        per_task = {s for m in ("ndcg_cut_10", "recall_1") for t, (s, _) in key.sources(m).items() if t != "Average"}
+        per_task = {s for m in BRIGHT_MEASURES for t, (s, _) in key.sources(m).items() if t != "Average"}
         if not per_task & chosen:
-            measures = [m for m, name in (("ndcg_cut_10", "nDCG@10"), ("recall_1", "Recall@1")) if key.figures(m)]
+            measures = [m for m in BRIGHT_MEASURES if key.figures(m)]
             what = " and ".join(
-                f"{'Recall@1 (long documents)' if m == 'recall_1' else 'nDCG@10'} {key.figures(m)['Average']:.1f}"
+                f"{'Recall@1 (long documents)' if m != HEADLINE else 'nDCG@10'} {key.figures(m)['Average']:.1f}"
                 for m in measures
                 if "Average" in key.figures(m)
             )
@@ -593,7 +595,7 @@ def run_matrix(
                 step = EvaluateStep.of(target.key.system, **options, top_k=depth, overwrite=overwrite)
                 label = target.label if builder or target.variant else system_name(step)
                 result = run_task(coll, Plan(step, label, builder), system_folder(out, target.label))
-            value = 100 * result.metrics.aggregate[target.measure if target.key.family != "r2med" else HEADLINE]
+            value = 100 * result.metrics.aggregate[(target.measure if target.key.family != "r2med" else HEADLINE).trec]
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
             problem = spec_problem(target, result.config) if target.graded else None

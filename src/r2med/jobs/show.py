@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import OptionError, did_you_mean
-from ..evaluation.metrics import HEADLINE, canonical
+from ..measures import HEADLINE, Measure
+from ..measures import measure as as_measure
 
 if TYPE_CHECKING:
     from ..data import Collection
@@ -32,26 +33,27 @@ def show_query(
     data_dir: str | os.PathLike[str] | None = None,
     hub: bool = False,
     revision: str | None = None,
-    measure: str = HEADLINE,
+    measure: Measure | str = HEADLINE,
     strict: bool = False,
 ) -> QueryView:
     """The view of ``query`` (an id) of ``task`` (a column of the report; may be left out when the systems have
     one) in every system of ``runs`` (results roots, system or task folders): print it, or show it in a
-    notebook.  An unknown task or query id is a one-line error with a suggestion."""
+    notebook.  An unknown task or query id is a one-line error with a suggestion.  ``measure``: a
+    :class:`~r2med.measures.Measure` or any spelling of one (``"nDCG@10"``), parsed at once."""
     from ..data import locate
     from ..results.folders import task_order
     from .report import load_report, recorded_task
 
     if k < 1:
         raise OptionError(f"-k must be an integer of at least 1, got {k!r}")
-    measure = canonical(measure)
+    asked = as_measure(measure)
     systems = load_report(runs)
     tasks = task_order(systems)
     column = _column(tasks, task)
     holding = [s for s in systems if column in s.tasks]
     name, recorded = recorded_task(holding, column)
     ref = locate(name, data_dir, revision, recorded=recorded, hub=hub, alone=True, strict=strict)
-    return build_view(holding, column, query, ref.load() if ref is not None else None, k, measure)
+    return build_view(holding, column, query, ref.load() if ref is not None else None, k, asked)
 
 
 def _column(tasks: Sequence[str], task: str | None) -> str:
@@ -68,7 +70,7 @@ def _column(tasks: Sequence[str], task: str | None) -> str:
 
 
 def build_view(
-    systems: Sequence[System], task: str, query: str, collection: Collection | None, k: int, measure: str
+    systems: Sequence[System], task: str, query: str, collection: Collection | None, k: int, measure: Measure
 ) -> QueryView:
     """The view of ``query`` of ``task`` (a key of each system's tasks) in ``systems``, with texts and
     judgments from ``collection`` when given."""

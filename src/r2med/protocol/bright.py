@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
 from ..infra.records import refuse_unknown_keys
+from ..measures import HEADLINE, Family, Measure
 
 #: The prefix of a BRIGHT task's qualified name (``bright:biology``); R2MED's tasks keep their own names.
 FAMILY = "bright"
@@ -403,7 +404,7 @@ class PublishedRow:
     queries: str  #: original, a reasoning config (gpt4_reason ...), or what the source names
     reranker: str  #: none, or the reranker and its depth
     documents: str  #: short or long
-    measure: str  #: nDCG@10, R@100, R@1000, Recall@1
+    measure: Measure  #: nDCG@10, R@100, R@1000, Recall@1 (:func:`csv_measure` spells it as the CSV does)
     task: str  #: a BRIGHT task name, or Average
     value: float
     qrels: str  #: gold_ids or gold_ids_long
@@ -426,6 +427,12 @@ _PUBLISHED_COLUMNS = (
 )
 
 
+def csv_measure(measure: Measure) -> str:
+    """A measure as ``bright_published.csv`` spells it: ``nDCG@10``, ``R@100``, ``R@1000``; ``Recall@1`` (the
+    leaderboard's name of the long documents' headline)."""
+    return "Recall@1" if measure == Measure(Family.RECALL, 1) else measure.label
+
+
 @cache
 def published_rows() -> tuple[PublishedRow, ...]:
     text = _text("bright_published.csv")
@@ -436,6 +443,11 @@ def published_rows() -> tuple[PublishedRow, ...]:
     for line, r in enumerate(reader, start=2):
         if not r["source"]:
             raise R2MedError(f"bright_published.csv:{line}: a row without a source")
+        measure = Measure.parse(r["measure"])
+        if csv_measure(measure) != r["measure"]:
+            raise R2MedError(
+                f"bright_published.csv:{line}: measure {r['measure']!r} is spelled {csv_measure(measure)!r}"
+            )
         out.append(
             PublishedRow(
                 setting=r["setting"],
@@ -443,7 +455,7 @@ def published_rows() -> tuple[PublishedRow, ...]:
                 queries=r["queries"],
                 reranker=r["reranker"],
                 documents=r["documents"],
-                measure=r["measure"],
+                measure=measure,
                 task=r["task"],
                 value=float(r["value"]),
                 qrels=r["qrels"],
@@ -460,7 +472,7 @@ def published(
     queries: str = "original",
     reranker: str = "none",
     documents: str = "short",
-    measure: str = "nDCG@10",
+    measure: Measure = HEADLINE,
 ) -> dict[str, float]:
     """Task (or ``Average``) -> published figure for one configuration; several settings publish it: the first of
     ``paper``, ``leaderboard``, ``pyserini_2cr``, then the others by name, unless ``setting`` picks one."""

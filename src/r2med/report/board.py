@@ -33,7 +33,7 @@ from typing import Any
 
 from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError
-from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
 from .contamination import mark_contamination
@@ -98,7 +98,7 @@ class Row:
 
 @dataclass
 class Leaderboard:
-    measure: str
+    measure: Measure
     tasks: list[str]
     rows: list[Row]
     baseline: str | None = None
@@ -132,7 +132,7 @@ class Leaderboard:
     def left_out(self) -> list[str]:
         """What the table leaves out, one line each (the commands print them on stderr): each row without an
         Average and the tasks it lacks, and the tasks every system has (``--tasks`` for an Average of each)."""
-        label = measure_label(self.measure)
+        label = self.measure.label
         n = len(self.tasks)
         out = [
             f"{row.system}: no {label} for {', '.join(row.missing)}; no {AVERAGE} shown for it "
@@ -182,7 +182,7 @@ class Leaderboard:
         n = len(self.tasks)
         over = "its one task" if n == 1 else f"all {n} tasks of the columns"
         out = [
-            f"{measure_label(self.measure)} x100; {AVERAGE} = macro average over {over} "
+            f"{self.measure.label} x100; {AVERAGE} = macro average over {over} "
             "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."
         ]
         if any(r.reference for r in self.rows):
@@ -241,7 +241,7 @@ class Leaderboard:
                         "system": row.system,
                         "reference": row.reference,
                         "task": col,
-                        "measure": self.measure,
+                        "measure": self.measure.trec,
                         "value": _round(c.value),
                         "published": c.published,
                         "delta": _round(c.delta),
@@ -294,7 +294,7 @@ class Leaderboard:
                 }
             )
         return {
-            "measure": self.measure,
+            "measure": self.measure.trec,
             "scale": 100,
             "tasks": self.tasks,
             "baseline": self.baseline,
@@ -314,7 +314,7 @@ def _range(ties: tuple[float, float] | None) -> dict[str, float | None] | None:
 
 def build_leaderboard(
     systems: list[System],
-    measure: str = HEADLINE,
+    measure: Measure = HEADLINE,
     tolerance: float | None = None,
     baseline: str | None = None,
     alpha: float = 0.05,
@@ -327,11 +327,10 @@ def build_leaderboard(
     ``references`` adds published configurations (``nv``, ``bm25+hyde-gpt4``) as rows of their
     own, for comparison with systems that have no published counterpart.
     """
-    measure = canonical(measure)
     if not systems:
         raise R2MedError("no systems to report; pass run folders written by `r2med evaluate`")
-    if not any(measure in s.measures() for s in systems):
-        label = measure_label(measure)
+    if not any(measure.trec in s.measures() for s in systems):
+        label = measure.label
         raise R2MedError(f"no run folder has {label}; re-run `r2med evaluate -m {label}` (it re-scores finished runs)")
     tasks = task_order(systems)
     base = None
@@ -409,13 +408,13 @@ def _shows_family(row: Row, columns: Sequence[str]) -> bool:
     )
 
 
-def _family_measure(key: PublishedKey | None, measure: str) -> bool:
+def _family_measure(key: PublishedKey | None, measure: Measure) -> bool:
     """Whether ``key`` is another family's row publishing figures of ``measure`` besides nDCG@10 (BRIGHT's long
     documents: Recall@1); R2MED's rows are nDCG@10 only."""
     return key is not None and key.family != "r2med" and bool(key.figures(measure))
 
 
-def _all_family(system: System, measure: str) -> bool:
+def _all_family(system: System, measure: Measure) -> bool:
     """Whether every task of ``system`` is of a family whose headline is ``measure`` (BRIGHT's long documents)."""
     from ..data.benchmarks import protocol_of_task
 
@@ -427,7 +426,7 @@ def _all_family(system: System, measure: str) -> bool:
 
 def _family_average(
     key: PublishedKey,
-    measure: str,
+    measure: Measure,
     figures: dict[str, float],
     cells: dict[str, BoardCell],
     present: list[str],
@@ -446,7 +445,7 @@ def _family_average(
     return None, ""
 
 
-def default_measure(systems: Sequence[System]) -> str:
+def default_measure(systems: Sequence[System]) -> Measure:
     """The measure a report shows when none is asked for: the headline every task of ``systems`` shares under its
     family's protocol (BRIGHT's long-document setting: Recall@1, as its leaderboard reports it), else nDCG@10."""
     from ..data.benchmarks import protocol_of_task
@@ -455,18 +454,18 @@ def default_measure(systems: Sequence[System]) -> str:
     return headlines.pop() if len(headlines) == 1 else HEADLINE
 
 
-def _headline_notes(tasks: Sequence[str], measure: str) -> list[str]:
+def _headline_notes(tasks: Sequence[str], measure: Measure) -> list[str]:
     """A note when some of the table's tasks have another headline measure than the one shown."""
     from ..data.benchmarks import protocol_of_task
 
-    other: dict[str, list[str]] = {}
+    other: dict[Measure, list[str]] = {}
     for t in tasks:
         headline = protocol_of_task(t).headline
         if headline != measure:
             other.setdefault(headline, []).append(t)
     return [
-        f"{', '.join(names)}: {measure_label(headline)} is the headline of {'its' if len(names) == 1 else 'their'} "
-        f"protocol (-m {measure_label(headline)})."
+        f"{', '.join(names)}: {headline.label} is the headline of {'its' if len(names) == 1 else 'their'} "
+        f"protocol (-m {headline.label})."
         for headline, names in other.items()
     ]
 
@@ -510,9 +509,9 @@ def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
     return notes
 
 
-def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> list[Row]:
+def _reference_rows(labels: Sequence[str], tasks: list[str], measure: Measure) -> list[Row]:
     if labels and measure != HEADLINE:
-        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure}")
+        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure.trec}")
     rows = []
     for label in labels:
         key = require_label(label)
@@ -531,7 +530,13 @@ def _reference_rows(labels: Sequence[str], tasks: list[str], measure: str) -> li
 
 
 def _mark_significance(
-    board: Leaderboard, systems: list[System], base: System, measure: str, alpha: float, n_permutations: int, seed: int
+    board: Leaderboard,
+    systems: list[System],
+    base: System,
+    measure: Measure,
+    alpha: float,
+    n_permutations: int,
+    seed: int,
 ) -> None:
     from .compare import compare_systems
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import R2MedError
-from ..evaluation.metrics import HEADLINE, canonical, measure_label
 from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
+from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.published import different_data
 from .format import SIGNIFICANT, check_format, records_text, tex, tex_row
@@ -45,7 +45,7 @@ class Comparison:
 
     baseline: str
     system: str
-    measure: str
+    measure: Measure
     rows: list[ComparisonLine]
     alpha: float = 0.05
     n_permutations: int = DEFAULT_PERMUTATIONS
@@ -73,7 +73,7 @@ class Comparison:
         table = Table(
             title=escape(
                 f"{self.system} vs {self.baseline}: the {n} largest per-query gains and losses "
-                f"({measure_label(self.measure)} x100)"
+                f"({self.measure.label} x100)"
             )
         )
         for col in ("task", "query", "A", "B", "B-A"):
@@ -132,7 +132,7 @@ class Comparison:
 
     def legend(self) -> str:
         return (
-            f"{measure_label(self.measure)} x100; A = {self.baseline}, B = {self.system}; "
+            f"{self.measure.label} x100; A = {self.baseline}, B = {self.system}; "
             f"randomisation test with {self.n_permutations:,} seeded sign flips (seed {self.seed}); "
             f"bootstrap percentile CI; Holm-Bonferroni across tasks; {SIGNIFICANT} = Holm-corrected "
             f"randomisation p < {self.alpha:g} ({self.ALL}: uncorrected; its means are over "
@@ -149,7 +149,7 @@ class Comparison:
                 {
                     "baseline": self.baseline,
                     "system": self.system,
-                    "measure": self.measure,
+                    "measure": self.measure.trec,
                     "task": line.task,
                     **d,
                     "p_ttest_holm": line.p_t_holm,
@@ -173,7 +173,7 @@ class Comparison:
         from rich.table import Table
 
         table = Table(
-            title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
+            title=escape(f"{self.system} vs {self.baseline}: {self.measure.label}"),
             caption=escape(self.legend()),
             caption_justify="left",
         )
@@ -193,7 +193,7 @@ class Comparison:
             "t-test and wins/ties/losses."
         )
         table = compact_table(
-            title=escape(f"{self.system} vs {self.baseline}: {measure_label(self.measure)}"),
+            title=escape(f"{self.system} vs {self.baseline}: {self.measure.label}"),
             caption=escape(legend),
             caption_justify="left",
         )
@@ -260,7 +260,7 @@ def _p(p: float | None) -> str:
 def compare_systems(
     a: System,
     b: System,
-    measure: str = HEADLINE,
+    measure: Measure = HEADLINE,
     n_permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = DEFAULT_SEED,
     alpha: float = 0.05,
@@ -269,7 +269,6 @@ def compare_systems(
 
     Runs are paired only when made on the same data: a task whose two runs recorded different corpus or
     judgment fingerprints (:func:`r2med.results.published.different_data`) is a one-line error."""
-    measure = canonical(measure)
     tasks = [t for t in task_order([a, b]) if t in a.tasks and t in b.tasks]
     if not tasks:
         raise R2MedError(
@@ -294,9 +293,9 @@ def compare_systems(
         sa, sb = a.tasks[t].scores(measure), b.tasks[t].scores(measure)
         if not sa or not sb:
             raise R2MedError(
-                f"{t}: no per-query {measure_label(measure)} in "
+                f"{t}: no per-query {measure.label} in "
                 f"{a.tasks[t].folder if not sa else b.tasks[t].folder}; "
-                f"re-run `r2med evaluate -m {measure_label(measure)}`"
+                f"re-run `r2med evaluate -m {measure.label}`"
             )
         stats = compare_paired(sa, sb, n_permutations=n_permutations, seed=seed)
         if stats.n == 0:
@@ -336,7 +335,7 @@ def compare_systems(
 
 def compare_many(
     systems: list[System],
-    measure: str = HEADLINE,
+    measure: Measure = HEADLINE,
     n_permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = DEFAULT_SEED,
     alpha: float = 0.05,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..evaluation.facets import Facets
-from ..evaluation.metrics import measure_label
+from ..measures import Measure
 from .format import GAP, check_format, records_text, tex, tex_row
 from .layout import compact_table, fitted
 
@@ -26,18 +26,15 @@ class FacetBoard:
     """A :class:`~r2med.evaluation.facets.Facets` table for one measure, ready to render."""
 
     facets: Facets
-    measure: str
+    measure: Measure
 
     @property
     def title(self) -> str:
         by = "scenario" if self.facets.by == "scenario" else f"query {self.facets.by}"
-        return f"{measure_label(self.measure)} (x100) by {by}, {self.facets.average} average"
+        return f"{self.measure.label} (x100) by {by}, {self.facets.average} average"
 
     def legend(self) -> list[str]:
-        out = [
-            f"{measure_label(self.measure)} x100 per {self.facets.by} value; queries: (task, query) pairs with "
-            "that value."
-        ]
+        out = [f"{self.measure.label} x100 per {self.facets.by} value; queries: (task, query) pairs with that value."]
         if self.facets.average == "pooled":
             out.append("pooled: the mean over every query of the value, across tasks (each query weighs the same).")
         else:
@@ -136,7 +133,7 @@ class FacetBoard:
                         "by": self.facets.by,
                         "value": row.value,
                         "system": system,
-                        "measure": self.measure,
+                        "measure": self.measure.trec,
                         "average": self.facets.average,
                         "queries": row.queries,
                         "count": row.counts[system],
@@ -149,7 +146,7 @@ class FacetBoard:
         return {
             "by": self.facets.by,
             "average": self.facets.average,
-            "measure": self.measure,
+            "measure": self.measure.trec,
             "scale": 100,
             "systems": self.facets.systems,
             "rows": [

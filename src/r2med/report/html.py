@@ -25,9 +25,9 @@ from typing import Any
 
 from ..data import Collection
 from ..evaluation.facets import Facets
-from ..evaluation.metrics import HEADLINE, measure_label
 from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
+from ..measures import HEADLINE, Measure
 from ..results.folders import System
 from ..runs.run import ranked
 from ..version import __version__
@@ -52,7 +52,7 @@ def report_data(
     systems: list[System],
     board: Leaderboard,
     collections: Mapping[str, Collection],
-    measure: str = HEADLINE,
+    measure: Measure = HEADLINE,
     top: int = TOP,
     expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
 ) -> dict[str, Any]:
@@ -106,8 +106,8 @@ def report_data(
         "title": "R2MED results",
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "version": __version__,
-        "measure": measure,
-        "measureLabel": measure_label(measure),
+        "measure": measure.trec,
+        "measureLabel": measure.label,
         "tasks": tasks,
         "systems": [s.name for s in systems],
         "colors": {s.name: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)},
@@ -297,7 +297,7 @@ def _count(n: int, word: str) -> str:
 
 def render_html(
     systems: list[System],
-    measure: str = HEADLINE,
+    measure: Measure = HEADLINE,
     collections: Mapping[str, Collection] | None = None,
     board: Leaderboard | None = None,
     title: str = "R2MED results",
@@ -332,7 +332,7 @@ def render_html(
             else "."
         ),
         "{{FACETS}}": facets_html(facets or {}, board, facet),
-        "{{MEASURE}}": html.escape(measure_label(board.measure)),
+        "{{MEASURE}}": html.escape(board.measure.label),
         "{{META}}": html.escape(
             f"{_count(len(systems), 'system')} · {_count(len(board.tasks), 'task')} · "
             f"generated {data['generated']} by r2med {__version__}"
@@ -357,7 +357,7 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
 def write_html(
     path: str | os.PathLike[str],
     systems: list[System],
-    measure: str = HEADLINE,
+    measure: Measure = HEADLINE,
     collections: Mapping[str, Collection] | None = None,
     board: Leaderboard | None = None,
     title: str = "R2MED results",

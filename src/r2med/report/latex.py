@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evaluation.metrics import measure_label
+from ..measures import Measure
 from .board import Leaderboard
 from .format import tex, tex_row
 
@@ -38,9 +38,9 @@ def _marked(text: str, rank: int | None) -> str:
     return text
 
 
-def measure_header(measure: str, columns: int) -> str:
+def measure_header(measure: Measure, columns: int) -> str:
     """The header row naming the table's measure, across all its ``columns``."""
-    return r"\multicolumn{" + str(columns) + r"}{l}{" + tex(f"{measure_label(measure)} (x100)") + r"} \\"
+    return r"\multicolumn{" + str(columns) + r"}{l}{" + tex(f"{measure.label} (x100)") + r"} \\"
 
 
 def leaderboard_latex(board: Leaderboard) -> str:
@@ -80,7 +80,7 @@ def leaderboard_latex(board: Leaderboard) -> str:
                 )
     out += [r"\bottomrule", r"\end{tabular}"]
     marks = (
-        f"{measure_label(board.measure)}: bold = best per column, underlined = second "
+        f"{board.measure.label}: bold = best per column, underlined = second "
         "(among this report's systems, on the printed values)."
     )
     legend = [*board.legend(), marks]

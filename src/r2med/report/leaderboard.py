@@ -75,9 +75,7 @@ def _rich(board: Leaderboard, compact: bool) -> Table:
 
 
 def board_measure(board: Leaderboard) -> str:
-    from ..evaluation.metrics import measure_label
-
-    return measure_label(board.measure)
+    return board.measure.label
 
 
 def _rich_vertical(board: Leaderboard) -> Table:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..evaluation.metrics import measure_label
+from ..measures import Measure
 from .board import Leaderboard
 from .format import check_format, records_text
 
@@ -22,7 +22,7 @@ from .format import check_format, records_text
 class Table(Protocol):
     """A table with its renderers (:class:`~r2med.report.facet_table.FacetBoard`)."""
 
-    measure: str
+    measure: Measure
 
     def render(self, fmt: str) -> str: ...
 
@@ -76,7 +76,7 @@ class Boards:
         if fmt == "json":
             return (
                 json.dumps(
-                    {"measures": [b.measure for b in self.boards], "tables": [b.to_dict() for b in self.boards]},
+                    {"measures": [b.measure.trec for b in self.boards], "tables": [b.to_dict() for b in self.boards]},
                     indent=1,
                     ensure_ascii=False,
                 )
@@ -84,4 +84,4 @@ class Boards:
             )
         if fmt == "latex":
             return "\n".join(render_one(b, fmt) for b in self.boards)
-        return "\n".join(f"### {measure_label(b.measure)}\n\n{render_one(b, fmt)}" for b in self.boards)
+        return "\n".join(f"### {b.measure.label}\n\n{render_one(b, fmt)}" for b in self.boards)

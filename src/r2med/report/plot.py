@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import R2MedError
-from ..evaluation.metrics import measure_label
+from ..measures import Measure
 from .format import GAP
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def bars_figure(board: Leaderboard) -> Figure:
         values = {r.system: [r.cells[c].value for c in columns] for r in rows}
         published = {r.system: [r.cells[c].published for c in columns] for r in rows}
         _grouped_bars(ax, [short_task(c) for c in columns], [r.system for r in rows], values, published, columns)
-        ax.set_ylabel(f"{measure_label(board.measure)} (x{SCALE})")
+        ax.set_ylabel(f"{board.measure.label} (x{SCALE})")
     return fig
 
 
@@ -213,12 +213,12 @@ def plot_bars(board: Leaderboard, path: str | Path) -> Path:
 
 
 def scatter_figure(
-    per_query: Mapping[str, Mapping[str, Mapping[str, float]]], x_system: str, y_system: str, measure: str
+    per_query: Mapping[str, Mapping[str, Mapping[str, float]]], x_system: str, y_system: str, measure: Measure
 ) -> Figure:
     """Per-query values x100 of two systems (``per_query``: system -> task -> query -> value), one marker per
     task, the diagonal dashed: points above it are queries ``y_system`` does better on.  A system without
     per-query values, or two that share no query, is a one-line error (not an empty figure)."""
-    label = measure_label(measure)
+    label = measure.label
     for name in (x_system, y_system):
         if name not in per_query:
             raise R2MedError(f"--systems: {name!r} is not one of the systems: {', '.join(per_query)}")
@@ -268,7 +268,7 @@ def plot_scatter(
     per_query: Mapping[str, Mapping[str, Mapping[str, float]]],
     x_system: str,
     y_system: str,
-    measure: str,
+    measure: Measure,
     path: str | Path,
 ) -> Path:
     """:func:`scatter_figure` written to ``path``."""
@@ -289,7 +289,7 @@ def facet_group_label(row: Any, systems: Sequence[str]) -> str:
     return f"{row.value} ({min(counts)}–{max(counts)}){UNEVEN}"
 
 
-def facets_figure(facets: Facets, measure: str) -> Figure:
+def facets_figure(facets: Facets, measure: Measure) -> Figure:
     """Bars per facet value (with its query count) for every system of ``facets``; a group whose systems cover
     different queries is marked (see :func:`facet_group_label`) and the figure says what the mark means."""
     groups = [facet_group_label(row, facets.systems) for row in facets.rows]
@@ -298,7 +298,7 @@ def facets_figure(facets: Facets, measure: str) -> Figure:
         fig = _figure(_width(len(groups) * len(facets.systems)), 2.2)
         ax = fig.add_subplot()
         _grouped_bars(ax, groups, facets.systems, values, keys=[row.value for row in facets.rows])
-        ax.set_ylabel(f"{measure_label(measure)} (x{SCALE})")
+        ax.set_ylabel(f"{measure.label} (x{SCALE})")
         ax.set_xlabel(facets.by)
         if any(g.endswith(UNEVEN) for g in groups):
             fig.text(
@@ -312,7 +312,7 @@ def facets_figure(facets: Facets, measure: str) -> Figure:
     return fig
 
 
-def plot_facets(facets: Facets, measure: str, path: str | Path) -> Path:
+def plot_facets(facets: Facets, measure: Measure, path: str | Path) -> Path:
     """:func:`facets_figure` written to ``path``."""
     figure_format(path)
     return _save(facets_figure(facets, measure), path)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ..measures import HEADLINE
 from ..results.reproduction import Outcome, Planned
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ def outcome_table(outcomes: list[Outcome]) -> Table:
 
     counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "ungraded", "error", "skip")}
     ungraded = f", {counts['ungraded']} ungraded" if counts["ungraded"] else ""
-    measure = "nDCG@10" if all(o.target.measure == "ndcg_cut_10" for o in outcomes) else "nDCG@10 / Recall@1"
+    measure = "nDCG@10" if all(o.target.measure == HEADLINE for o in outcomes) else "nDCG@10 / Recall@1"
     table = Table(
         title=f"{_families(outcomes)} reproduction: {measure} x100 against the published figures "
         f"({counts['pass']} pass, {counts['fail']} fail{ungraded}, {counts['error']} error, "

@@ -14,7 +14,7 @@ import io
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..evaluation.metrics import measure_label
+from ..measures import Measure
 from .format import GAP
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class QueryView:
     task: str
     query: str
     text: str | None
-    measure: str
+    measure: Measure
     #: system -> the query's value of :attr:`measure` (None: the system did not score it)
     values: dict[str, float | None]
     judged: list[Judged]
@@ -70,6 +70,7 @@ class QueryView:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["measure"] = self.measure.trec  # as metrics.json names it
         for entry in [*data["judged"], *(hit for hits in data["top"].values() for hit in hits)]:
             if entry["text"] is not None:
                 entry["text"] = entry["text"][:JSON_SNIPPET]
@@ -125,7 +126,7 @@ def view_renderables(view: QueryView) -> list[RenderableType]:
     from rich.table import Table
     from rich.text import Text
 
-    label = measure_label(view.measure)
+    label = view.measure.label
     parts: list[RenderableType] = [
         Text(f"{view.task} / {view.query}", style="bold"),
         Text(view.text if view.text is not None else "(no query text: pass --data-dir or --hub)"),

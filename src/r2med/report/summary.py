@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..data.tasks import TASK_NAMES
-from ..evaluation.metrics import HEADLINE, canonical, measure_label
+from ..measures import HEADLINE, Measure
 from ..results.folders import Summary, TaskResult
 from ..results.published import PublishedKey
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def summary_table(
     results: Sequence[TaskResult],
     summary: Summary,
-    measures: Sequence[str] | None = None,
+    measures: Sequence[Measure] | None = None,
     title: str | None = None,
     compact: bool = False,
 ) -> Table:
@@ -31,9 +31,9 @@ def summary_table(
 
     from .layout import compact_table
 
-    measures = [canonical(m) for m in (measures or (HEADLINE,))]
+    measures = list(measures or (HEADLINE,))
     key = summary.published
-    shown_figures: dict[str, dict[str, float]] = {}  # measure -> task -> published figure (R2MED: nDCG@10 only)
+    shown_figures: dict[Measure, dict[str, float]] = {}  # measure -> task -> published figure (R2MED: nDCG@10 only)
     for m in measures:
         figures = key.figures(m) if key is not None else {}
         figures = {task: value for task, value in figures.items() if task not in summary.ungraded}
@@ -43,24 +43,24 @@ def summary_table(
             average_only and not summary.ungraded and _whole(results, key, m)
         ):
             shown_figures[m] = figures  # other collections: no published column at all
-    labels = ", ".join(measure_label(m) for m in measures)
+    labels = ", ".join(m.label for m in measures)
     heading = escape(title or f"{summary.name}: {labels} (x100)")
     table = compact_table(title=heading) if compact else Table(title=heading)
     table.add_column("task", no_wrap=compact)
     table.add_column("n" if compact else "queries", justify="right")
     for m in measures:
-        table.add_column(escape(measure_label(m)), justify="right")
+        table.add_column(escape(m.label), justify="right")
         if m in shown_figures:
             table.add_column("pub." if compact else "published", justify="right")
             table.add_column("Δ" if compact else "delta", justify="right")
     table.add_column("s" if compact else "time (s)", justify="right")
-    values: dict[str, list[float]] = {m: [] for m in measures}
+    values: dict[Measure, list[float]] = {m: [] for m in measures}
     from .judgments import task_label
 
     for r in results:
         row = [escape(task_label(r, results)), str(len(r.metrics.per_query))]
         for m in measures:
-            value = 100 * r.metrics.aggregate[m]
+            value = 100 * r.metrics.aggregate[m.trec]
             values[m].append(value)
             row.append(f"{value:.2f}")
             if m in shown_figures:
@@ -83,7 +83,7 @@ def summary_table(
     return table
 
 
-def _whole(results: Sequence[TaskResult], key: PublishedKey | None, measure: str) -> bool:
+def _whole(results: Sequence[TaskResult], key: PublishedKey | None, measure: Measure) -> bool:
     """Whether ``results`` are exactly the tasks the published Average of ``key`` is over (R2MED's 8; BRIGHT's 12,
     or its 8 long-document settings for Recall@1)."""
     scope = key.average_tasks(measure) if key is not None else TASK_NAMES

@@ -13,8 +13,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..evaluation.metrics import HEADLINE, measure_label
 from ..evaluation.ties import TIED_MARK, TOLERANCE, block_query_ranges, block_ranges, tie_line
+from ..measures import HEADLINE, Measure
 
 if TYPE_CHECKING:
     from ..results.folders import System, TaskResult
@@ -27,7 +27,7 @@ LEGEND: str = (
 )
 
 
-def tie_lines(results: Sequence[TaskResult], measures: Sequence[str] | None = None) -> list[str]:
+def tie_lines(results: Sequence[TaskResult], measures: Sequence[Measure] | None = None) -> list[str]:
     """The lines under a job's summary table: one per task whose shown ``measures`` (default nDCG@10) ties
     decide, values x100 as the table shows them."""
     lines = []
@@ -96,11 +96,11 @@ def _range(
     return worst, best
 
 
-def tie_notes(a: System, b: System, tasks: Sequence[str], measure: str, pooled: str) -> list[str]:
+def tie_notes(a: System, b: System, tasks: Sequence[str], measure: Measure, pooled: str) -> list[str]:
     """``compare``'s notes: for each task (and, with several, all queries ``pooled``) where ties decide either
     system's ``measure`` and the difference B - A lies within the two systems' tie ranges (some order of tied
     documents gives B - A the other sign, or 0), the ranges and the differences they allow, x100."""
-    label = measure_label(measure)
+    label = measure.label
     notes = []
     pooled_a: dict[str, float] = {}
     pooled_b: dict[str, float] = {}

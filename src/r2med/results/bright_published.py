@@ -29,7 +29,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError
-from ..evaluation.metrics import HEADLINE
+from ..measures import HEADLINE, Family, Measure
 from .published import RERANK, PublishedKey
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 #: the benchmark family of these rows (the prefix of its task names)
 BRIGHT = "bright"
-#: the r2med measure of each (documents, measure) the CSV grades with
-MEASURES: Mapping[str, tuple[str, str]] = {HEADLINE: ("short", "nDCG@10"), "recall_1": ("long", "Recall@1")}
+#: the documents (short, long) of each measure the CSV grades with: nDCG@10 on the short, Recall@1 on the long ones
+MEASURES: Mapping[Measure, str] = {HEADLINE: "short", Measure(Family.RECALL, 1): "long"}
 #: the settings whose per-task figures grade, in order of preference
 PER_TASK_SETTINGS = ("paper", "later_third_party")
 #: the setting whose Average grades (BRIGHT's own leaderboard)
@@ -165,18 +165,18 @@ class BrightKey(PublishedKey):
         wanted = (self.retriever, queries_config(self.llm), self.csv_reranker)
         return (row.retriever, row.queries, row.reranker) == wanted
 
-    def figures(self, measure: str = HEADLINE) -> dict[str, float]:
+    def figures(self, measure: Measure = HEADLINE) -> dict[str, float]:
         """r2med task name (``bright:biology``, ``bright:biology:long``) and ``Average`` -> the published figure (x100)
         of ``measure`` (nDCG@10 on the short documents, Recall@1 on the long ones; any other: none)."""
         return dict(_figures(self, measure)[0])
 
-    def average_tasks(self, measure: str = HEADLINE) -> tuple[str, ...]:
+    def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: the 12 (nDCG@10) or the 8 long-document settings (Recall@1)."""
         from ..data import names
 
-        return names.names(long=MEASURES.get(measure, ("short", ""))[0] == "long")
+        return names.names(long=MEASURES.get(measure, "short") == "long")
 
-    def graded_tasks(self, measure: str = HEADLINE) -> set[str]:
+    def graded_tasks(self, measure: Measure = HEADLINE) -> set[str]:
         """The tasks a figure of ``measure`` covers: its per-task figures' and, with an Average, every task of it."""
         figures = self.figures(measure)
         tasks = {t for t in figures if t != AVERAGE}
@@ -185,7 +185,7 @@ class BrightKey(PublishedKey):
     def all_graded_tasks(self) -> set[str]:
         return {t for m in MEASURES for t in self.graded_tasks(m)}
 
-    def setting(self, measure: str | None = None) -> str:
+    def setting(self, measure: Measure | None = None) -> str:
         """The settings its figures (of ``measure``; None: of any) come from: ``leaderboard, paper``..."""
         measures = MEASURES if measure is None else (measure,)
         return ", ".join(sorted({setting for m in measures for setting, _ in self.sources(m).values()}))
@@ -193,7 +193,7 @@ class BrightKey(PublishedKey):
     def source(self) -> str:
         return " | ".join(sorted({source for m in MEASURES for _, source in self.sources(m).values()}))
 
-    def sources(self, measure: str = HEADLINE) -> dict[str, tuple[str, str]]:
+    def sources(self, measure: Measure = HEADLINE) -> dict[str, tuple[str, str]]:
         """task -> (setting, source) of each figure of ``measure``."""
         return dict(_figures(self, measure)[1])
 
@@ -229,11 +229,11 @@ _Figures = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, tuple[str, str]
 
 
 @cache
-def _figures(key: BrightKey, measure: str) -> _Figures:
+def _figures(key: BrightKey, measure: Measure) -> _Figures:
     if measure not in MEASURES:
         return (), ()
-    documents, csv_measure = MEASURES[measure]
-    rows = [r for r in _rows() if key._matches(r) and (r.documents, r.measure) == (documents, csv_measure)]
+    documents = MEASURES[measure]
+    rows = [r for r in _rows() if key._matches(r) and (r.documents, r.measure) == (documents, measure)]
     averages = [r for r in rows if r.setting == AVERAGE_SETTING and r.task == AVERAGE]
     average = averages[0] if averages else None
     per_task: list[PublishedRow] = []
@@ -312,8 +312,13 @@ def why_not_reproducible(row: PublishedRow) -> str | None:
                 f"a third party's per-task copy whose mean is not the leaderboard's Average ({average[0]}): "
                 "the Average grades, these do not"
             )
-    if (row.documents, row.measure) not in MEASURES.values():
-        return f"{row.measure} on {row.documents} documents: not a measure BRIGHT's rows grade (nDCG@10, long Recall@1)"
+    if MEASURES.get(row.measure) != row.documents:
+        from ..protocol.bright import csv_measure
+
+        return (
+            f"{csv_measure(row.measure)} on {row.documents} documents: not a measure BRIGHT's rows grade "
+            "(nDCG@10, long Recall@1)"
+        )
     split = split_reranker(row.reranker)
     if row.reranker != "none" and (split is None or split[0] not in RERANKER_OF):
         return f"reranker {row.reranker!r}: not one of rerank.py's that r2med runs"
@@ -326,17 +331,16 @@ def bright_keys() -> tuple[BrightKey, ...]:
     seen: dict[BrightKey, None] = {}
     for row in _rows():
         key = key_of_row(row)
-        if key is not None and (row.task in key.figures(_measure_of(row)) or row.task == AVERAGE):
+        graded = MEASURES.get(row.measure) == row.documents  # nDCG@10 of the short documents, Recall@1 of the long
+        if key is not None and ((graded and row.task in key.figures(row.measure)) or row.task == AVERAGE):
             seen.setdefault(key)
     return tuple(seen)
 
 
-def _measure_of(row: PublishedRow) -> str:
-    return next((m for m, pair in MEASURES.items() if pair == (row.documents, row.measure)), "")
-
-
 def not_reproducible() -> list[tuple[str, str, int]]:
     """(configuration as the CSV names it, why r2med cannot run it, how many figures) for every other row."""
+    from ..protocol.bright import csv_measure
+
     found: dict[tuple[str, str], int] = {}
     for row in _rows():
         why = why_not_reproducible(row)
@@ -345,7 +349,7 @@ def not_reproducible() -> list[tuple[str, str, int]]:
         parts = [row.setting, row.retriever, row.queries]
         if row.reranker != "none":
             parts.append(row.reranker)
-        parts += [row.documents, row.measure]
+        parts += [row.documents, csv_measure(row.measure)]
         name = " / ".join(parts)
         found[(name, why)] = found.get((name, why), 0) + 1
     return [(name, why, n) for (name, why), n in found.items()]

@@ -30,10 +30,11 @@ from typing import Any
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
-from ..evaluation.metrics import HEADLINE, Metrics
+from ..evaluation.metrics import Metrics
 from ..evaluation.ties import evaluate_with_ties
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
+from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
@@ -61,16 +62,16 @@ class TaskResult:
     def headline(self) -> float:
         """nDCG@10 when computed, else the first measure."""
         aggregate = self.metrics.aggregate
-        return aggregate[HEADLINE] if HEADLINE in aggregate else aggregate[self.metrics.measures[0]]
+        return aggregate[HEADLINE.trec] if HEADLINE.trec in aggregate else aggregate[self.metrics.measures[0].trec]
 
     def __repr__(self) -> str:
         """A summary (a notebook shows this): the task, its headline measure, the queries, where it was written;
         never the whole run (``.run``) or configuration (``.config``)."""
-        from ..evaluation.metrics import measure_label
-
         aggregate = self.metrics.aggregate
-        measure = HEADLINE if HEADLINE in aggregate else (self.metrics.measures[0] if self.metrics.measures else None)
-        value = f", {measure_label(measure)}={aggregate[measure]:.4f}" if measure is not None else ""
+        measure = (
+            HEADLINE if HEADLINE.trec in aggregate else (self.metrics.measures[0] if self.metrics.measures else None)
+        )
+        value = f", {measure.label}={aggregate[measure.trec]:.4f}" if measure is not None else ""
         ranked = f", {len(self.run)} ranked queries" if self.run is not None else ""
         where = f", folder={str(self.folder)!r}" if self.folder is not None else ""
         return (
@@ -88,16 +89,14 @@ class SystemResults:
     results: list[TaskResult]
 
 
-def stored_measures(asked: Iterable[str] = (), base: Sequence[str] | None = None) -> tuple[str, ...]:
+def stored_measures(asked: Iterable[Measure] = (), base: Sequence[Measure] | None = None) -> tuple[Measure, ...]:
     """What ``metrics.json`` stores: the task's protocol's measures (``base``; default: R2MED's set), then any other
     asked for (``-m`` only adds; it chooses the columns a command prints, never what a later ``report``/``compare``
     can use)."""
-    from ..evaluation.metrics import DEFAULT_MEASURES, canonical
-
-    return tuple(dict.fromkeys([*(DEFAULT_MEASURES if base is None else base), *(canonical(m) for m in asked)]))
+    return tuple(dict.fromkeys([*(DEFAULT_MEASURES if base is None else base), *asked]))
 
 
-def task_measures(collection: Collection, asked: Iterable[str] = ()) -> tuple[str, ...]:
+def task_measures(collection: Collection, asked: Iterable[Measure] = ()) -> tuple[Measure, ...]:
     """What ``metrics.json`` stores for a task of ``collection``: its protocol's measures plus those asked for."""
     from ..data.benchmarks import protocol_of
 
@@ -191,7 +190,7 @@ def metrics_payload(
     return payload
 
 
-def scored(run: Run, collection: Collection, measures: Iterable[str], count_missing: bool) -> Metrics:
+def scored(run: Run, collection: Collection, measures: Iterable[Measure], count_missing: bool) -> Metrics:
     """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`); a run
     that shares no query with them is a one-line :class:`~r2med.errors.NothingToScore` naming the task (and its
     split), never a result of 0 queries."""
@@ -208,7 +207,7 @@ def finish_task(
     run: Run,
     config: Mapping[str, Any],
     out: SystemFolder | str | Path | None,
-    measures: Iterable[str],
+    measures: Iterable[Measure],
     count_missing: bool,
     timing: Mapping[str, float],
     encoding: Mapping[str, Any] | None = None,
@@ -237,7 +236,7 @@ def reuse(
     out: SystemFolder | str | Path | None,
     config: Mapping[str, Any],
     collection: Collection,
-    measures: Iterable[str],
+    measures: Iterable[Measure],
     count_missing: bool,
     overwrite: bool = False,
 ) -> TaskResult | None:
@@ -284,7 +283,7 @@ def reuse(
     timing = stored.timing or {}
     log.info("%s: reusing finished results in %s", collection.name, folder)
     if (
-        not set(measures) <= set(stored.aggregate)  # stored before with fewer measures: re-scored
+        not {m.trec for m in measures} <= set(stored.aggregate)  # stored before with fewer measures: re-scored
         or recorded_judgments is None
         or stored.ties is None
     ):  # or before runs recorded their data (or their ties): re-scored, the record added
@@ -401,16 +400,18 @@ class TaskFolder:
         """The result's name (``metrics.json``'s ``retriever``; the parent folder when absent)."""
         return str(self.record.retriever or self.folder.parent.name)
 
-    def value(self, measure: str) -> float | None:
-        v = self.aggregate.get(measure)
+    def value(self, measure: Measure) -> float | None:
+        key = measure.trec
+        v = self.aggregate.get(key)
         if v is None and self.per_query:
-            vals = [q[measure] for q in self.per_query.values() if measure in q]
+            vals = [q[key] for q in self.per_query.values() if key in q]
             v = sum(vals) / len(vals) if vals and len(vals) == len(self.per_query) else None
         return v
 
-    def scores(self, measure: str) -> dict[str, float]:
+    def scores(self, measure: Measure) -> dict[str, float]:
         """Per-query values of ``measure`` (query id -> value)."""
-        return {q: v[measure] for q, v in self.per_query.items() if measure in v}
+        key = measure.trec
+        return {q: v[key] for q, v in self.per_query.items() if key in v}
 
     @property
     def run(self) -> Run:
@@ -459,6 +460,7 @@ class System:
     ungraded: str | None = None
 
     def measures(self) -> set[str]:
+        """The pytrec_eval names of the measures any of its tasks stores (``metrics.json``'s keys)."""
         out: set[str] = set()
         for t in self.tasks.values():
             out |= set(t.aggregate)

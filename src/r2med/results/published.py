@@ -30,8 +30,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import HEADLINE
 from ..infra.registry import TOLERANCES
+from ..measures import HEADLINE, Measure
 from ..protocol import preferred_setting, published_figures, published_ndcg10
 
 if TYPE_CHECKING:
@@ -88,20 +88,20 @@ class PublishedKey:
         """How a legend names it (R2MED's: its label)."""
         return self.label
 
-    def figures(self, measure: str = HEADLINE) -> dict[str, float]:
+    def figures(self, measure: Measure = HEADLINE) -> dict[str, float]:
         """Published nDCG@10 (x100) per task and ``Average`` (the paper's own rows first); none for another
         measure (R2MED's rows are nDCG@10)."""
         if measure != HEADLINE:
             return {}
         return published_ndcg10(self.retriever, self.expansion, self.llm)
 
-    def average_tasks(self, measure: str = HEADLINE) -> tuple[str, ...]:
+    def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: R2MED's 8."""
         from ..data.tasks import TASK_NAMES
 
         return tuple(TASK_NAMES)
 
-    def graded_tasks(self, measure: str = HEADLINE) -> set[str]:
+    def graded_tasks(self, measure: Measure = HEADLINE) -> set[str]:
         """The tasks a published figure of ``measure`` covers (whose data must be the hub task's)."""
         return set(self.figures(measure))
 
@@ -113,7 +113,7 @@ class PublishedKey:
         """Its own tolerance class, where the records do not decide it (None: they do)."""
         return None
 
-    def setting(self, measure: str | None = None) -> str:
+    def setting(self, measure: Measure | None = None) -> str:
         found = {
             f.setting
             for f in published_figures()

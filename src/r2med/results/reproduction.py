@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..measures import Measure
 from .published import PublishedKey
 
 
@@ -39,7 +40,7 @@ class Target:
         return self.key.label if self.variant is None else f"{self.key.label}-{self.variant.name}"
 
     @property
-    def measure(self) -> str:
+    def measure(self) -> Measure:
         """The measure its figure is: the headline of the task's protocol (nDCG@10; BRIGHT's long documents:
         Recall@1)."""
         from ..data.benchmarks import protocol_of_task
@@ -79,7 +80,7 @@ class Outcome:
         return None if self.value is None else self.value - self.target.published
 
     def to_dict(self) -> dict[str, Any]:
-        family = {"measure": self.target.measure} if self.target.key.family != "r2med" else {}
+        family = {"measure": self.target.measure.trec} if self.target.key.family != "r2med" else {}
         return {
             **family,
             "config": self.target.label,
