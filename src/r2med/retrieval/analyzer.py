@@ -23,7 +23,7 @@ import sys
 import types
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 from typing import Protocol, TypedDict
 
@@ -524,7 +524,6 @@ def encode_corpus(
     if len(bounds) < 2:
         return analyzer.encode(texts)
     _FORKED["texts"] = texts
-    _FORKED["analyzer"] = analyzer
     gc.freeze()
     try:
         with ProcessPoolExecutor(max_workers=len(bounds) - 1, mp_context=ctx) as pool:
@@ -539,20 +538,10 @@ def encode_corpus(
                 mapping = np.fromiter(map(get, local_vocab), dtype=np.int32, count=len(local_vocab))
                 mapped.append((mapping, np.frombuffer(ids, dtype=np.int32)))
                 all_lengths.append(np.frombuffer(lengths, dtype=np.int64))
-            chunks = list(merged)
-            pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
-            analyse_futures: list[Future[list[tuple[str, ...]]]] = [
-                pool.submit(_analyse_part, piece) for piece in pieces[1:]
-            ]
-            analysed = analyzer.analyse_chunks(pieces[0])
-            for piece, analyse_future in zip(pieces[1:], analyse_futures):
-                part = analyse_future.result()
-                analysed.extend(part)
-                analyzer.remember(piece, part)  # queries are analysed here next: keep the workers' stems
     finally:
         _FORKED.pop("texts", None)
-        _FORKED.pop("analyzer", None)
         gc.unfreeze()
+    analysed = _analyse_forked(analyzer, list(merged), workers)  # forked after the merge: the workers inherit it
     return _terms_from_parts(analysed, mapped, np.concatenate(all_lengths))
 
 
