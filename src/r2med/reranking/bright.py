@@ -109,6 +109,12 @@ def llm_scores(named: list[str] | None, inputs: Sequence[str], k: int) -> dict[s
     return scores
 
 
+def rerank_k(k: int | None, depth: int | None, candidates: Candidates) -> int:
+    """rerank.py's ``--k`` for both rerankers: as set, else the rerank depth (``--top-k``), else the most candidates
+    any query has."""
+    return k or depth or max((len(docs) for docs in candidates.values()), default=1)
+
+
 class BrightLlmReranker:
     """rerank.py's LLM reranking (see the module docstring)."""
 
@@ -185,7 +191,7 @@ class BrightLlmReranker:
     ) -> dict[str, dict[str, float]]:
         """``k - rank`` scores of the documents each query's reply names (see the module docstring)."""
         self.stats = self.fresh_stats()
-        k = self.k or depth or max((len(docs) for docs in candidates.values()), default=1)
+        k = rerank_k(self.k, depth, candidates)
         qids = list(candidates)
         inputs = {qid: [did for did, _ in candidates[qid]] for qid in qids}
         batch = [llm_messages(queries[qid], [corpus[d] for d in inputs[qid]], k) for qid in qids]
@@ -316,7 +322,7 @@ class BrightCrossEncoder:
     ) -> dict[str, dict[str, float]]:
         """The top ``k`` of each query's candidates by the cross-encoder's score (rerank.py:192-197)."""
         model = self.load()
-        k = self.k or depth or max((len(docs) for docs in candidates.values()), default=1)
+        k = rerank_k(self.k, depth, candidates)
         out: dict[str, dict[str, float]] = {}
         with progress.task(f"{self.name}: reranking", total=len(candidates), unit="queries") as bar:
             for qid, docs in candidates.items():
