@@ -30,7 +30,17 @@ from pydantic import (
 from .measures import HEADLINE, Measure
 from .runs.record import step_kind
 from .spec.options import FusionOptions, as_options_name
-from .spec.parse import Count, Origin, RerankerOptions, RetrieverOptions, Spec, SpecError, field_names, parse
+from .spec.parse import (
+    Count,
+    Origin,
+    RerankerOptions,
+    RetrieverOptions,
+    Spec,
+    SpecError,
+    field_names,
+    parse,
+    plain,
+)
 
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
 PathField = Annotated[Path, Field(strict=False)]
@@ -323,7 +333,9 @@ _NESTED: dict[str, type[Spec]] = {"data": Data, "output": Output}
 def _split(
     step: type[Spec], values: Mapping[str, object], origin: Origin
 ) -> tuple[dict[str, object], dict[str, object], dict[str, dict[str, object]]]:
-    """``values`` (flat, as a command line or a table gives them) as (step fields, options, nested specs)."""
+    """``values`` (flat, as a command line or a table gives them) as (step fields, options, nested specs); a path
+    object is its text (:func:`~r2med.spec.parse.plain`: ``reranker=Path(...)`` names a folder, as its text does)."""
+    values = {key: plain(value) for key, value in values.items()}
     own = set(field_names(step)) - {"options", *_NESTED}
     nested_fields = {name: set(field_names(kind)) for name, kind in _NESTED.items() if name in step.model_fields}
     fields: dict[str, object] = {}

@@ -116,6 +116,33 @@ class ReportSpec:
     title: str = "R2MED results"
     data_dir: Path | None = None
 
+    def __post_init__(self) -> None:
+        """What a Python user passes, taken as the file's keys are: measures as :class:`~r2med.measures.Measure`
+        values or any spelling (``"nDCG@10"``, one or several), files and folders as text or paths."""
+        given: Any = self.measures
+        if isinstance(given, (str, Measure)):
+            given = (given,)
+        if not isinstance(given, (list, tuple)):
+            raise ExperimentError(f"ReportSpec: measures: expected measure names such as 'nDCG@10', got {given!r}")
+        found: list[Measure] = []
+        for m in given:
+            if not isinstance(m, (str, Measure)):
+                raise ExperimentError(f"ReportSpec: measures: expected a measure name such as 'nDCG@10', got {m!r}")
+            try:
+                found.append(m if isinstance(m, Measure) else Measure.parse(m))
+            except R2MedError as exc:
+                raise ExperimentError(f"ReportSpec: measures: {exc}") from None
+        parsed = tuple(dict.fromkeys(found))
+        if not parsed:
+            raise ExperimentError("ReportSpec: measures: name at least one measure (e.g. 'nDCG@10')")
+        self.measures = parsed
+        for key in ("html", "latex", "markdown", "data_dir"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, Path):
+                if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+                    raise ExperimentError(f"ReportSpec: {key}: expected a path, got {shown_value(value)}")
+                setattr(self, key, Path(value))
+
 
 @dataclass
 class Experiment:

@@ -17,6 +17,7 @@ say the same thing.  A field's flag is ``--<name>`` unless its ``flag`` extra sa
 from __future__ import annotations
 
 import math
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -259,9 +260,15 @@ def takes(spec: type[Spec], origin: Origin) -> str:
 
 
 def plain(value: Any) -> Any:
-    """A value as the parse reads it: an enum member as its text (``StrEnum`` members come from typer's choices)."""
+    """A value as the parse reads it: an enum member as its text (``StrEnum`` members come from typer's choices),
+    a path (``pathlib.Path``, any ``os.PathLike``) as its text -- a field taking a model, a folder or a file takes
+    what a Python user passes as readily as what a file or the command line spells --, in lists and tuples too."""
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
     return value
 
 
