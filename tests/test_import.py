@@ -147,14 +147,18 @@ def test_several_files_go_to_the_task_their_query_ids_name(tmp_path, r2med_home)
     assert json.loads((out / "x" / "colB" / "metrics.json").read_text())["config"]["imported"]["file"] == str(
         runs[0].resolve()
     )
-    # crossed (b.trec as colA): it shares no query with colA's judgments -- one line, nothing written (before:
-    # a system of 0 queries and 0.00, exit 0)
+    # crossed (b.trec as colA): it shares no query with colA and fits colB -- one line naming colB, nothing written
+    # (before: a system of 0 queries and 0.00, exit 0)
     crossed = r2med_cli(
         "import", *map(str, runs), "-d", str(root), "-t", "colA,colB", "--name", "y", "-o", str(out), home=r2med_home
     )
     assert crossed.returncode == 2 and not (out / "y").exists()
-    assert crossed.stderr.count("\n") == 1 and "have none in common: nothing to score" in crossed.stderr
+    assert crossed.stderr.count("\n") == 1 and "fits colB better than colA" in crossed.stderr
+    assert "pass the files in the order --tasks lists the tasks" in crossed.stderr
     assert str(runs[0].resolve()) in crossed.stderr
+    # one file for one task it shares nothing with, and no better task named: nothing to score, as before
+    alone = r2med_cli("import", str(runs[0]), "-d", str(root / "colA"), "--name", "z", "-o", str(out), home=r2med_home)
+    assert alone.returncode == 2 and "have none in common: nothing to score" in alone.stderr
 
 
 @pytest.mark.parametrize(

@@ -30,13 +30,14 @@ reference: both paths give identical results (tested).
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import math
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import DataError, MissingDataFile
 from .collection import Qrels
@@ -103,16 +104,37 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw bytes without the newline) for every line, read in large blocks; BOM dropped."""
+GZIP_MAGIC = b"\x1f\x8b"
+"""The first two bytes of a gzip file (RFC 1952): such a file is read decompressed, whatever its name."""
+
+
+def open_data(path: Path) -> BinaryIO | gzip.GzipFile:
+    """``path`` opened for reading bytes, decompressed when it is gzip (:data:`GZIP_MAGIC`: runs are released gzipped,
+    ``run.trec.gz``); errors opening it name the file."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with handle:` below; only open()'s errors map here
+        handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
     except FileNotFoundError:
         raise MissingDataFile(path, None, "file not found") from None
     except IsADirectoryError:
         raise DataError(path, None, "is a folder, not a file") from None
     except OSError as exc:
         raise DataError(path, None, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        head = handle.peek(2)[:2]
+    except OSError:  # a folder where open() succeeds on it: the read that follows says so
+        head = b""
+    if head != GZIP_MAGIC:
+        return handle
+    handle.close()
+    return gzip.open(path, "rb")  # owns its file: closing it closes the file
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes without the newline) for every line, read in large blocks (decompressed when the file
+    is gzip: :func:`open_data`); BOM dropped."""
+    import zlib
+
+    handle = open_data(path)
     with handle:
         number, pending = 0, []  # pending: the pieces of a line that spans blocks
         try:
@@ -131,7 +153,9 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                         raw = raw[3:]
                     yield number, raw
-        except OSError as exc:  # e.g. a folder on a system where open() succeeds on it
+        except (EOFError, zlib.error) as exc:  # a gzip file cut short, or corrupt
+            raise DataError(path, number + 1, f"not a complete gzip file ({exc})") from None
+        except OSError as exc:  # e.g. a folder on a system where open() succeeds on it; a bad gzip header
             raise DataError(path, number + 1, f"cannot be read ({exc.strerror or exc})") from None
         if pending:
             number += 1

@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from ..infra.file_hash import file_hash
 from ..measures import DEFAULT_MEASURES, Measure
 from ..measures import measure as as_measure
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
-from ..runs.run import Run, check_run_ids, format_trec, read_run, run_format, trec_tags
+from ..runs.run import Run, check_run_ids, format_trec, read_score_file, read_trec, run_format, trec_tags
 from ..steps import ImportStep
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,15 @@ class RunFile:
     run: Run
     sha256: str
     tags: tuple[str, ...]
+    #: what the file states of itself (a search-results file's ``eval_name``, ``model_name``, ``dataset_name``...)
+    stated: Mapping[str, Any] = field(default_factory=dict)
+
+    def source(self) -> dict[str, Any]:
+        """What ``config.imported`` records of the file."""
+        out: dict[str, Any] = {"file": str(self.path), "sha256": self.sha256, "tags": list(self.tags)}
+        if self.stated:
+            out["stated"] = dict(self.stated)
+        return out
 
 
 def read_run_file(path: str | os.PathLike[str]) -> RunFile:
@@ -64,43 +73,163 @@ def read_run_file(path: str | os.PathLike[str]) -> RunFile:
 
     path = Path(path)
     check_input_file(path, "run")
-    run = read_run(path)
-    tags = trec_tags(path) if run_format(path) == "trec" else ()
-    return RunFile(Path(os.path.abspath(path)), run, file_hash(path, "sha256"), tags)
+    stated: dict[str, Any] = {}
+    if run_format(path) == "json":
+        run, stated = read_score_file(path)
+        tags: tuple[str, ...] = ()
+    else:
+        run, tags = read_trec(path), trec_tags(path)
+    return RunFile(Path(os.path.abspath(path)), run, file_hash(path, "sha256"), tags, stated)
 
 
-def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bool) -> list[tuple[RunFile, Collection]]:
+@dataclass(frozen=True)
+class Fit:
+    """How well a run fits a task, by content: how many of its queries are the task's (``shared``) and how many of
+    the task's judged-relevant (query, document) pairs it retrieves (``judged``)."""
+
+    task: str
+    shared: int
+    judged: int
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Larger fits better: judged documents retrieved first (BRIGHT's query ids are 0..N in every task, so
+        shared ids alone do not tell its tasks apart), then shared queries."""
+        return (self.judged, self.shared)
+
+
+def fit(run: Run, collection: Collection) -> Fit:
+    """How ``run`` fits ``collection`` (its queries and judgments; no documents needed)."""
+    shared = judged = 0
+    for qid, docs in run.items():
+        if qid not in collection.queries:
+            continue
+        shared += 1
+        relevant = collection.qrels.get(qid)
+        if relevant:
+            judged += sum(1 for d in docs if relevant.get(d, 0) > 0)
+    return Fit(collection.name, shared, judged)
+
+
+def poor(f: Fit, run: Run) -> bool:
+    """Whether a run fits its task poorly: fewer than half its queries are the task's, or it retrieves none of the
+    task's judged documents."""
+    return 2 * f.shared < len(run) or f.judged == 0
+
+
+def named_tasks(path: Path, stated: Mapping[str, Any] | None = None) -> list[str]:
+    """The benchmark tasks a run file's name says (``biology.bm25.txt``: R2MED's Biology and bright:biology), or the
+    file's own ``dataset_name`` (a search-results file's), every family asked through its task names."""
+    import re
+
+    from ..data.benchmarks import BENCHMARKS
+
+    def words(text: str) -> str:
+        return "_" + re.sub(r"[^a-z0-9]+", "_", text.lower()) + "_"
+
+    said = words(path.name) + (words(str(stated.get("dataset_name") or "")) if stated else "")
+    found = []
+    for family in BENCHMARKS:
+        for task in family.task_names():
+            bare = task.rsplit(":", 1)[-1]
+            if words(bare) in said:
+                found.append(task)
+    return found
+
+
+def _candidates(file: RunFile, known: Sequence[Collection], revision: str | None) -> list[Collection]:
+    """The collections ``file`` may be meant for besides ``known``: the tasks its name says, each loaded without
+    documents when it can be (one that cannot -- not on this machine, offline -- is passed over)."""
+    from ..data import TaskRef, check_hub
+
+    have = {c.name.lower() for c in known}
+    out = []
+    for task in named_tasks(file.path, file.stated):
+        if task.lower() in have:
+            continue
+        try:
+            [ref] = check_hub([TaskRef.on_hub(task, revision)], corpus=False)
+            out.append(ref.load(corpus=False))
+        except (R2MedError, OSError) as exc:
+            log.debug("%s: task %s not considered (%s)", file.path, task, exc)
+    return out
+
+
+def _check_fit(
+    file: RunFile, chosen: Collection, known: Sequence[Collection], explicit: bool, flag: str, revision: str | None
+) -> None:
+    """A run that another task fits better is an error naming that task: a task its file name says (``biology.txt``
+    sent to R2MED's Biology while it fits ``bright:biology`` better: R2MED's Biology is built from BRIGHT's, so
+    the content decides, not the name), or -- when it fits its own task poorly (:func:`poor`) -- another of the
+    tasks named (files given in the wrong order)."""
+    mine = fit(file.run, chosen)
+    others = _candidates(file, known, revision) if chosen.benchmark is not None else []  # a local folder: no hub
+    if poor(mine, file.run):
+        others = [c for c in known if c.name != chosen.name] + others
+    if not others:
+        return
+    best = max((fit(file.run, c) for c in others), key=lambda f: f.key)
+    if best.key <= mine.key or best.judged == 0:
+        return
+    n = len(file.run)
+    named = any(c.name == best.task for c in known)
+    fix = (
+        f"pass the files in the order {flag} lists the tasks"
+        if explicit and named
+        else f"name its task ({flag} {best.task})"
+    )
+    raise R2MedError(
+        f"{file.path}: fits {best.task} better than {chosen.name}: it retrieves {best.judged} judged-relevant "
+        f"document(s) of {best.task} and {mine.judged} of {chosen.name}; {best.shared} of its {n} queries are "
+        f"{best.task}'s, {mine.shared} are {chosen.name}'s; {fix}"
+    )
+
+
+def assign_tasks(
+    files: Sequence[RunFile],
+    refs: Sequence[TaskRef],
+    explicit: bool,
+    flag: str = "--tasks",
+    revision: str | None = None,
+) -> list[tuple[RunFile, Collection]]:
     """Each run file with its collection.
 
     ``explicit`` (``--tasks`` named tasks, or one collection): file i is task i, and the counts must
-    match.  Otherwise the run's query ids decide: the collection holding the most of them (none holding
-    any, or two holding as many, is an error); two files for one task is an error.
+    match.  Otherwise the run's content decides (:class:`Fit`: the task whose judged documents it retrieves most,
+    then whose queries it holds most; none holding any of its queries, or two fitting as well, is an error); two
+    files for one task is an error.  Either way a file that fits its task poorly while another task fits it better
+    (:func:`_check_fit`: one of ``refs``, or one its name says) is an error naming that task.  ``flag``: how the
+    tasks were named (``--tasks``; an experiment file's ``tasks``), for the messages.
     """
     if explicit or len(refs) == 1:
         if len(files) != len(refs):
             raise R2MedError(
                 f"{len(files)} run file(s) for {len(refs)} task(s) ({', '.join(r.name for r in refs)}); "
-                "pass one run file per task, in the order --tasks lists them"
+                f"pass one run file per task, in the order {flag} lists them"
             )
-        return [(f, ref.load(corpus=False)) for f, ref in zip(files, refs)]
+        collections = [ref.load(corpus=False) for ref in refs]
+        for f, c in zip(files, collections):
+            _check_fit(f, c, collections, explicit, flag, revision)
+        return list(zip(files, collections))
     collections = [ref.load(corpus=False) for ref in refs]
     pairs: list[tuple[RunFile, Collection]] = []
     taken: dict[str, Path] = {}
     for f in files:
-        counts = [(sum(1 for q in f.run if q in c.queries), c) for c in collections]
-        best = max(n for n, _ in counts)
-        winners = [c for n, c in counts if n == best]
-        if best == 0:
+        fits = [(fit(f.run, c), c) for c in collections]
+        best = max(x.key for x, _ in fits)
+        winners = [c for x, c in fits if x.key == best]
+        if best[1] == 0:
             raise R2MedError(
                 f"{f.path}: none of its {len(f.run)} query ids is a query of "
-                f"{', '.join(c.name for c in collections)}; name the task with --tasks"
+                f"{', '.join(c.name for c in collections)}; name the task with {flag}"
             )
         if len(winners) > 1:
             raise R2MedError(
-                f"{f.path}: its query ids fit {' and '.join(c.name for c in winners)} equally "
-                f"({best} each); name the task with --tasks"
+                f"{f.path}: it fits {' and '.join(c.name for c in winners)} equally "
+                f"({best[1]} of its queries and {best[0]} judged document(s) each); name the task with {flag}"
             )
         collection = winners[0]
+        _check_fit(f, collection, collections, False, flag, revision)
         if collection.name in taken:
             raise R2MedError(
                 f"{f.path}: its queries are those of {collection.name}, as are those of "
@@ -159,7 +288,7 @@ def import_run(
     plain_name(name, "--name", run_name=True)
     if isinstance(run, (str, os.PathLike)):
         file = read_run_file(run)
-        source: dict[str, Any] = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
+        source: dict[str, Any] = file.source()
         ranked, where = file.run, str(file.path)
     else:
         ranked = check_run(run)
@@ -232,10 +361,10 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
     return result
 
 
-def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> SystemResults:
+def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None, flag: str = "--tasks") -> SystemResults:
     """``r2med import`` / ``[[imports]]``: every run file checked first (nothing is written when one is bad),
     matched to its task (:func:`assign_tasks`; among ``refs``, default: the step's data), then scored and written
-    to ``out/<name>/<task>/``."""
+    to ``out/<name>/<task>/``.  ``flag``: what named the tasks, for the messages (an experiment's ``tasks``)."""
     from ..data import check_hub, resolve
     from ..data.resolve import _asked
     from ..infra.containment import check_output_dir
@@ -253,9 +382,8 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
         long = data.long_documents
         refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict, long_documents=long, qrels=data.qrels)
         refs = check_hub(refs, corpus=False)  # queries and judgments only, found before any download
-    pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
+    pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None, flag=flag, revision=data.revision)
     results = []
     for file, collection in pairs:
-        source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
-        results.append(_finish(file.run, source, collection, step, str(file.path)))
+        results.append(_finish(file.run, file.source(), collection, step, str(file.path)))
     return SystemResults(step.name, target.path, results)

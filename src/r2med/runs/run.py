@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -196,15 +197,18 @@ RunFormat = Literal["trec", "json"]
 
 
 def run_format(path: str | os.PathLike[str]) -> RunFormat:
-    """``json`` for a score file (``{qid: {docid: score}}``): a ``.json`` name, or a first character ``{``
-    (after a byte-order mark and whitespace); else ``trec``."""
+    """``json`` for a score file (``{qid: {docid: score}}``): a ``.json`` (or ``.json.gz``) name, or a first
+    character ``{`` (after a byte-order mark and whitespace); else ``trec``.  A gzip file is looked at decompressed."""
+    from ..data.files import open_data
+
     path = Path(path)
-    if path.suffix.lower() == ".json":
+    suffixes = [s.lower() for s in path.suffixes[-2:]]
+    if suffixes[-1:] == [".json"] or suffixes == [".json", ".gz"]:
         return "json"
     try:
-        with open(path, "rb") as handle:
+        with open_data(path) as handle:
             head = handle.read(4096)
-    except OSError:
+    except (OSError, EOFError, R2MedError, zlib.error):
         return "trec"  # the TREC reader says what is wrong with the file
     return "json" if head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"{") else "trec"
 
@@ -220,7 +224,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_score_json(path: str | os.PathLike[str]) -> Run:
-    """A JSON score file ``{qid: {docid: score}}``, as BRIGHT (``score.json``), RaDeR and ReasonRank release runs.
+    """A JSON score file ``{qid: {docid: score}}``, as BRIGHT (``score.json``), RaDeR and ReasonRank release runs;
+    or a search-results file (:func:`read_score_file`).
 
     Read by ``json`` at C speed, and read again with positions when anything is wrong, so every fault is a
     ``file:line`` DataError: malformed JSON, something other than an
@@ -228,6 +233,25 @@ def read_score_json(path: str | os.PathLike[str]) -> Run:
     ``10**400`` written out), an id breaking the id rule, a query or a document listed twice for a query (which
     ``json.load`` would silently collapse to the last).  A query with no documents is left out (no TREC line can
     hold it), with a counted warning.
+    """
+    return read_score_file(path)[0]
+
+
+#: The key of a search-results file's run (FlagEmbedding's evaluator, ``AbsEvaluator.save_search_results`` in
+#: FlagOpen/FlagEmbedding ``FlagEmbedding/abc/evaluation/evaluator.py``: BGE-Reasoner, ReasonEmbed and Retro*
+#: release their BRIGHT runs this way).
+SEARCH_RESULTS = "search_results"
+
+
+def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
+    """A JSON run file and the facts it states of itself: ``({qid: {docid: score}}, metadata)``.
+
+    Two forms: a score file ``{qid: {docid: score}}`` (no metadata), and FlagEmbedding's search-results file, whose
+    run is under ``search_results`` beside text facts (``eval_name``, ``model_name``, ``reranker_name``, ``split``,
+    ``dataset_name``: the metadata returned).  Its query ids are ``<split>-<id>`` (FlagEmbedding's BRIGHT loader,
+    ``FlagEmbedding/evaluation/bright/data_loader.py``, prefixes every id with its split so that splits do not
+    collide); when every id carries the file's own ``split`` prefix, it is taken off, giving the task's ids back.
+    Every fault is a ``file:line`` DataError (:func:`read_score_json`'s rules, inside ``search_results`` too).
     """
     from ..data.files import _raw_lines
 
@@ -239,11 +263,16 @@ def read_score_json(path: str | os.PathLike[str]) -> Run:
         raise DataError(path, raw.count(b"\n", 0, exc.start) + 1, f"not valid UTF-8 ({exc.reason})") from None
     if not text.strip():
         raise DataError(path, None, "empty run file")
-    quick = _quick_scores(text)
-    if quick is not None:
-        run, empty = quick
-    else:  # something is wrong: read again with positions, to say where
-        run, empty = _located_scores(path, text)
+    meta: dict[str, Any] = {}
+    start = _search_results_at(text)
+    if start is None:
+        quick = _quick_scores(text)
+        run, empty = quick if quick is not None else _located_scores(path, text)
+    else:
+        meta = _search_results_meta(path, text)
+        quick = _quick_scores(text, inner=True)
+        run, empty = quick if quick is not None else _located_scores(path, text, start)
+        run = _without_split_prefix(run, meta.get("split"))
     if empty:
         import logging
 
@@ -252,7 +281,70 @@ def read_score_json(path: str | os.PathLike[str]) -> Run:
         )
     if not run:
         raise DataError(path, None, "empty run file (no query has a document)")
-    return run
+    return run, meta
+
+
+def _search_results_at(text: str) -> int | None:
+    """Where the value of a top-level ``search_results`` key starts, when the file is FlagEmbedding's search-results
+    form (a top-level object with that key whose value is an object); else None (a plain score file)."""
+    if f'"{SEARCH_RESULTS}"' not in text:
+        return None
+    decoder = json.JSONDecoder()
+    pos = _WS.match(text, 0).end()  # type: ignore[union-attr]  # the pattern matches the empty string
+    if text[pos : pos + 1] != "{":
+        return None
+    pos += 1
+    try:
+        while True:
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            key, pos = decoder.raw_decode(text, pos)
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] != ":":
+                return None
+            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if key == SEARCH_RESULTS and text[pos : pos + 1] == "{":
+                return pos
+            _, pos = decoder.raw_decode(text, pos)
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] != ",":
+                return None
+            pos += 1
+    except (ValueError, RecursionError):
+        return None
+
+
+def _search_results_meta(path: Path, text: str) -> dict[str, Any]:
+    """The facts beside ``search_results``: each a text (or null); anything else is a DataError."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None  # the located reading says where the fault is
+    if not isinstance(data, dict):
+        return {}
+    meta: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == SEARCH_RESULTS:
+            continue
+        if value is not None and not isinstance(value, str):
+            line = text.count("\n", 0, text.find(json.dumps(key))) + 1
+            raise DataError(
+                path,
+                line,
+                f"search-results file: {key!r} beside {SEARCH_RESULTS!r} is a {type(value).__name__}; the facts "
+                "beside the run are text (eval_name, model_name, reranker_name, split, dataset_name)",
+            )
+        meta[key] = value
+    return meta
+
+
+def _without_split_prefix(run: Run, split: Any) -> Run:
+    """``run`` with each query id's ``<split>-`` prefix taken off, when every id carries it."""
+    if not isinstance(split, str) or not split:
+        return run
+    prefix = f"{split}-"
+    if not all(q.startswith(prefix) and len(q) > len(prefix) for q in run):
+        return run
+    return {q[len(prefix) :]: docs for q, docs in run.items()}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -266,9 +358,9 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return made
 
 
-def _quick_scores(text: str) -> tuple[Run, int] | None:
+def _quick_scores(text: str, inner: bool = False) -> tuple[Run, int] | None:
     """A score file read by ``json`` at C speed when every rule holds, else None (then :func:`_located_scores`
-    reads it again to say where the first fault is)."""
+    reads it again to say where the first fault is); ``inner``: the run under ``search_results``."""
     from ..data.files import _doc_id_flaw, _query_id_flaw
 
     if _SURROGATE_ESCAPE.search(text):  # perhaps a lone one in an id: the located reading checks each
@@ -277,6 +369,8 @@ def _quick_scores(text: str) -> tuple[Run, int] | None:
         data = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         return None
+    if inner:
+        data = data.get(SEARCH_RESULTS) if type(data) is dict else None
     if type(data) is not dict or not data:
         return None
     run: Run = {}
@@ -303,8 +397,9 @@ def _quick_scores(text: str) -> tuple[Run, int] | None:
     return run, empty
 
 
-def _located_scores(path: Path, text: str) -> tuple[Run, int]:
-    """A score file read with positions: the first fault is a DataError at its line."""
+def _located_scores(path: Path, text: str, start: int = 0) -> tuple[Run, int]:
+    """A score file read with positions: the first fault is a DataError at its line (``start``: where the object
+    of queries starts, for a search-results file's ``search_results``; what follows it is not this reader's)."""
     from json import JSONDecodeError
 
     from ..data.files import _doc_id_flaw, _query_id_flaw, check_id
@@ -343,7 +438,7 @@ def _located_scores(path: Path, text: str) -> tuple[Run, int]:
     run: Run = {}
     first_query: dict[str, int] = {}
     empty = 0
-    pos = expect(0, "{", "an object {query id: {doc id: score}}")
+    pos = expect(start, "{", "an object {query id: {doc id: score}}")
     if text[skip(pos) : skip(pos) + 1] == "}":
         raise DataError(path, None, "empty run file (no query)")
     while True:
@@ -406,7 +501,7 @@ def _located_scores(path: Path, text: str) -> tuple[Run, int]:
         pos = expect(pos, "}", "',' or '}' after a query's object")
         break
     rest = skip(pos)
-    if rest < len(text):
+    if rest < len(text) and not start:
         raise fail(rest, "malformed JSON score file: text after the closing '}'")
     return run, empty
 
