@@ -629,7 +629,11 @@ class Reader:
 
 def data_refs(exp: Experiment, strict: bool = False) -> list[TaskRef]:
     """The tasks of ``[data]`` (:func:`r2med.data.resolve` per folder of ``dirs``; ``demo``: the built-in demo);
-    ``strict``: their collections refuse repeated ids and judgments."""
+    ``strict``: their collections refuse repeated ids and judgments.
+
+    With ``dirs``, ``tasks`` may mix the folders' collections (by name) with hub tasks of either family
+    (``bright:biology``, ``Biology``, ``bright``): the folders' first, then the hub's.  A name that is both a
+    collection of the folders and a hub task is the collection (the folder is what the file names)."""
     from ..data import TaskRef, resolve
 
     tasks = exp.tasks
@@ -637,12 +641,36 @@ def data_refs(exp: Experiment, strict: bool = False) -> list[TaskRef]:
         if tasks == "demo" or tasks == ["demo"]:
             return [TaskRef.the_demo(strict=strict)]
         return resolve(tasks, None, exp.revision, strict=strict, long_documents=exp.long_documents)
-    refs = []
+    parts = [t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip()]
+    if [p.lower() for p in parts] in ([], ["all"]):
+        parts = []
+    local: list[TaskRef] = []
     for folder in exp.dirs:
         if not folder.is_dir():
             raise R2MedError(f"dirs: {folder}: no such folder")
-        refs.extend(resolve(tasks if isinstance(tasks, str) else ",".join(tasks), folder, exp.revision, strict=strict))
+        local.extend(resolve("all", folder, exp.revision, strict=strict))
+    if not parts:  # every collection of the folders
+        return local
+    have = {r.name.lower(): r for r in local}
+    hub = [t for t in parts if t.lower() not in have and _names_hub_tasks(t)]
+    unknown = [t for t in parts if t.lower() not in have and t not in hub]
+    if unknown:
+        raise R2MedError(
+            f"tasks: {unknown[0]!r} is no collection of dirs ({', '.join(r.name for r in local)}) nor a hub task "
+            "(R2MED's, bright:<task>, or r2med / bright for a whole benchmark)"
+        )
+    refs = [have[t.lower()] for t in dict.fromkeys(t for t in parts if t.lower() in have)]
+    if hub:  # hub tasks of either family beside the folders: one study, one file
+        refs += resolve(",".join(hub), None, exp.revision, strict=strict, long_documents=exp.long_documents)
     return refs
+
+
+def _names_hub_tasks(word: str) -> bool:
+    """Whether ``[data] tasks`` entry ``word`` names hub tasks (a task of either family, or a family's word:
+    ``r2med``, ``bright``, ``bright:long``) rather than a collection of ``dirs``."""
+    from ..data.names import aliases, is_hub_task
+
+    return is_hub_task(word) or word.strip().lower() in set(aliases()) - {"all"}
 
 
 # -- running ----------------------------------------------------------------------------------------------
@@ -693,6 +721,12 @@ def _refs_of(step: EvaluateStep | ImportStep, refs: Sequence[TaskRef]) -> list[T
     wanted = step.data.tasks
     keep = None if wanted == "all" or not isinstance(wanted, tuple) else task_filter(",".join(wanted))
     chosen = [r for r in refs if keep is None or r.name.lower() in keep]
+    if isinstance(wanted, tuple) and isinstance(step, ImportStep):  # file i is the i-th task its tasks list
+        order: dict[str, int] = {}
+        for i, word in enumerate(wanted):
+            for task in task_filter(word) or ():
+                order.setdefault(task, i)
+        chosen.sort(key=lambda r: order.get(r.name.lower(), len(wanted)))
     qrels = step.data.qrels
     if qrels is None:
         return chosen
@@ -742,7 +776,13 @@ def run_experiment(
             results = fuse_folders(spec.model_copy(update={**update, "output": output})).results
         else:
             chosen = _refs_of(spec, refs)
-            results = import_files(spec.model_copy(update={"output": output}), chosen).results
+            try:  # the file's key names the tasks, not the command line's flag
+                results = import_files(spec.model_copy(update={"output": output}), chosen, flag="tasks").results
+            except R2MedError as exc:
+                where = f"{exp.source}: {step.where}" if exp.source is not None else step.where
+                error = ExperimentError(f"{where}: {exc}")
+                error.exit_code = exc.exit_code
+                raise error from None
         outcome = StepOutcome(step, len(results), sum(1 for r in results if r.reused))
         outcomes.append(outcome)
         if on_step is not None:

@@ -176,13 +176,18 @@ def _check_fit(
     fix = (
         f"pass the files in the order {flag} lists the tasks"
         if explicit and named
-        else f"name its task ({flag} {best.task})"
+        else f"name its task ({_naming(flag, best.task)})"
     )
     raise R2MedError(
         f"{file.path}: fits {best.task} better than {chosen.name}: it retrieves {best.judged} judged-relevant "
         f"document(s) of {best.task} and {mine.judged} of {chosen.name}; {best.shared} of its {n} queries are "
         f"{best.task}'s, {mine.shared} are {chosen.name}'s; {fix}"
     )
+
+
+def _naming(flag: str, task: str) -> str:
+    """How the user names ``task``: ``--tasks bright:pony`` (command line), ``tasks = ["bright:pony"]`` (a file)."""
+    return f"{flag} {task}" if flag.startswith("-") else f'{flag} = ["{task}"]'
 
 
 def assign_tasks(

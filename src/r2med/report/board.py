@@ -42,6 +42,8 @@ from .judgments import mark_judgments
 from .ties import mark_ties
 
 AVERAGE = "Average"
+#: The benchmark a local collection (``--data-dir``) belongs to, as a per-benchmark Average names it.
+LOCAL = "local"
 
 #: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
 #: its row stays matched to the published one, with a wider band.
@@ -106,10 +108,18 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
     #: mark -> the legend line explaining it, for the marks cells carry (:attr:`BoardCell.marks`)
     marks: dict[str, str] = field(default_factory=dict)
+    #: (column, its tasks) of each benchmark's own Average, when the table holds tasks of several
+    #: (:func:`benchmark_groups`: ``Average R2MED``, ``Average BRIGHT``, ``Average local``); else none
+    groups: list[tuple[str, list[str]]] = field(default_factory=list)
 
     @property
     def columns(self) -> list[str]:
-        return [*self.tasks, AVERAGE]
+        """The tasks, each benchmark's Average (when the table holds several), then the Average of all."""
+        return [*self.tasks, *(col for col, _ in self.groups), AVERAGE]
+
+    def average_tasks(self, col: str) -> list[str]:
+        """The tasks an average column is over: a benchmark's own, or all of the table's (``Average``)."""
+        return dict(self.groups).get(col, self.tasks)
 
     @property
     def systems(self) -> list[Row]:
@@ -185,6 +195,11 @@ class Leaderboard:
             f"{self.measure.label} x100; {AVERAGE} = macro average over {over} "
             "(each task counts once; compare's 'all queries (pooled)' line averages queries instead)."
         ]
+        if self.groups:
+            out.append(
+                f"{', '.join(col for col, _ in self.groups)}: each benchmark's own macro average over its tasks in "
+                f"the columns (a system without every one of them has none); {AVERAGE}: over all of them."
+            )
         if any(r.reference for r in self.rows):
             out.append("paper: rows are published figures (no run), for comparison.")
         if any(r.missing for r in self.rows):
@@ -333,6 +348,7 @@ def build_leaderboard(
         label = measure.label
         raise R2MedError(f"no run folder has {label}; re-run `r2med evaluate -m {label}` (it re-scores finished runs)")
     tasks = task_order(systems)
+    groups = benchmark_groups(tasks)
     base = None
     if baseline is not None:
         named = [s for s in systems if s.name == baseline]
@@ -353,22 +369,12 @@ def build_leaderboard(
                 value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
             )
         graded = {t: f for t, f in figures.items() if t == AVERAGE or cells.get(t) is None or not cells[t].ungraded}
-        present = [t for t in tasks if cells[t].value is not None]
         missing = [t for t in tasks if cells[t].value is None]
-        # one stated set: the Average is over every task of the table, or not shown
-        avg = sum(cells[t].value or 0.0 for t in tasks) / len(tasks) if tasks and not missing else None
-        note = ""
-        pub_avg = None
-        if key is not None and key.family != "r2med":
-            pub_avg, note = _family_average(key, measure, figures, cells, present, missing)
-        elif figures and not missing and all(t in graded for t in present):
-            r2 = [t for t in present if t in TASK_NAMES]
-            if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
-                pub_avg = figures.get(AVERAGE)
-            elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
-                pub_avg = sum(figures[t] for t in r2) / len(r2)
-                note = f"published average over the same {len(r2)} tasks"
-        cells[AVERAGE] = BoardCell(value=avg, published=pub_avg)
+        notes = []
+        for col, over in [*groups, (AVERAGE, tasks)]:
+            cells[col], note = _average(key, measure, figures, graded, cells, over)
+            notes += [note if col == AVERAGE else f"{note} ({col})"] if note else []
+        note = "; ".join(dict.fromkeys(notes))
         precision = (
             next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") if figures else ""
         )
@@ -388,7 +394,7 @@ def build_leaderboard(
             )
         )
     rows += _reference_rows(references, tasks, measure)
-    board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha)
+    board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha, groups=groups)
     mark_ties(board, systems)
     mark_judgments(board, systems)
     mark_contamination(board, systems)
@@ -397,6 +403,53 @@ def build_leaderboard(
     if base is not None:
         _mark_significance(board, systems, base, measure, alpha, n_permutations, seed)
     return board
+
+
+def benchmark_groups(tasks: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Each benchmark's Average column and its tasks, when ``tasks`` hold tasks of more than one (R2MED, BRIGHT,
+    local collections), in the families' order then local; else none (the ``Average`` is the one average).  The
+    family is asked of each task (:func:`r2med.data.benchmarks.benchmark_of`), never read from its name."""
+    from ..data.benchmarks import BENCHMARKS, benchmark_of
+    from ..errors import OptionError
+
+    by: dict[str, list[str]] = {}
+    for task in tasks:
+        try:
+            family = benchmark_of(task)
+        except OptionError:
+            family = None
+        by.setdefault(family.title if family is not None else LOCAL, []).append(task)
+    if len(by) < 2:
+        return []
+    order = [b.title for b in BENCHMARKS] + [LOCAL]
+    return [(f"{AVERAGE} {title}", by[title]) for title in order if title in by]
+
+
+def _average(
+    key: PublishedKey | None,
+    measure: Measure,
+    figures: dict[str, float],
+    graded: dict[str, float],
+    cells: dict[str, BoardCell],
+    tasks: Sequence[str],
+) -> tuple[BoardCell, str]:
+    """The average cell over ``tasks`` (one stated set: over every one of them, or not shown) with its published
+    figure where one is published for the same set, and the note saying how that figure was taken."""
+    present = [t for t in tasks if cells[t].value is not None]
+    missing = [t for t in tasks if cells[t].value is None]
+    avg = sum(cells[t].value or 0.0 for t in tasks) / len(tasks) if tasks and not missing else None
+    note = ""
+    pub_avg = None
+    if key is not None and key.family != "r2med":
+        pub_avg, note = _family_average(key, measure, figures, cells, present, missing)
+    elif figures and not missing and all(t in graded for t in present):
+        r2 = [t for t in present if t in TASK_NAMES]
+        if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
+            pub_avg = figures.get(AVERAGE)
+        elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
+            pub_avg = sum(figures[t] for t in r2) / len(r2)
+            note = f"published average over the same {len(r2)} tasks"
+    return BoardCell(value=avg, published=pub_avg), note
 
 
 def _shows_family(row: Row, columns: Sequence[str]) -> bool:

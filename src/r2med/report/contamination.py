@@ -120,7 +120,7 @@ def mark_contamination(board: Leaderboard, systems: Sequence[System]) -> None:
     row with such a task), through the board's mark hook, with one legend line per model."""
     used: dict[tuple[str, str], Contamination] = {}
     for row, system in zip(board.rows, systems):  # the system rows come first, in order
-        marked = False
+        marked: set[str] = set()
         for task in board.tasks:
             result = system.tasks.get(task)
             cell = row.cells[task]
@@ -129,11 +129,13 @@ def mark_contamination(board: Leaderboard, systems: Sequence[System]) -> None:
             facts = [c for c in contamination_of_record(result.config) if touches(c, task)]
             if facts and MARK not in cell.marks:
                 cell.marks.append(MARK)
-                marked = True
+            if facts:
+                marked.add(task)
             for c in facts:
                 used.setdefault((c.model, c.training_set), c)
-        for col in board.columns[len(board.tasks) :]:
-            if marked and row.cells[col].value is not None and MARK not in row.cells[col].marks:
+        for col in board.columns[len(board.tasks) :]:  # an average over a marked task
+            over = marked.intersection(board.average_tasks(col))
+            if over and row.cells[col].value is not None and MARK not in row.cells[col].marks:
                 row.cells[col].marks.append(MARK)
     lines = [legend_line(c) for c in used.values()]
     if lines:  # the first explains the mark; one more line per other model

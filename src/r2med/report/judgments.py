@@ -56,7 +56,7 @@ def mark_judgments(board: Leaderboard, systems: Sequence[System]) -> None:
     if not marks:
         return
     for row, system in zip(board.rows, systems):  # the system rows come first, in order
-        used: list[str] = []
+        used: dict[str, str] = {}  # task -> its mark
         for task in board.tasks:
             result = system.tasks.get(task)
             record = judgments_file(result.config) if result is not None else None
@@ -64,10 +64,11 @@ def mark_judgments(board: Leaderboard, systems: Sequence[System]) -> None:
             if record is not None and cell.value is not None:
                 mark = marks[str(record["sha256"])][0]
                 cell.marks.append(mark)
-                used.append(mark)
-        for col in board.columns[len(board.tasks) :]:
-            if used and row.cells[col].value is not None:
-                row.cells[col].marks += [m for m in dict.fromkeys(used) if m not in row.cells[col].marks]
+                used[task] = mark
+        for col in board.columns[len(board.tasks) :]:  # an average over a marked task
+            over = [used[t] for t in board.average_tasks(col) if t in used]
+            if over and row.cells[col].value is not None:
+                row.cells[col].marks += [m for m in dict.fromkeys(over) if m not in row.cells[col].marks]
     for mark, record in marks.values():
         board.marks[mark] = legend_line(mark, record)
 

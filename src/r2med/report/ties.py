@@ -55,14 +55,15 @@ def mark_ties(board: Leaderboard, systems: Sequence[System]) -> None:
             if found is not None and cell.value is not None:
                 best, worst, _ = found
                 _mark(cell, (100 * worst, 100 * best))
-        tasks = [row.cells[t] for t in board.tasks]
-        if any(c.ties for c in tasks) and all(c.value is not None for c in tasks):
-            ends = [c.ties or (c.value, c.value) for c in tasks if c.value is not None]
-            worst = sum(w for w, _ in ends) / len(ends)
-            best = sum(b for _, b in ends) / len(ends)
-            for col in board.columns[len(board.tasks) :]:  # the Average: over every task of the table, or n/a
-                if row.cells[col].value is not None:
-                    _mark(row.cells[col], (worst, best))
+        for col in board.columns[len(board.tasks) :]:  # each average: over every one of its tasks, or n/a
+            tasks = [row.cells[t] for t in board.average_tasks(col)]
+            if row.cells[col].value is None or not any(c.ties for c in tasks):
+                continue
+            if all(c.value is not None for c in tasks):
+                ends = [c.ties or (c.value, c.value) for c in tasks if c.value is not None]
+                worst = sum(w for w, _ in ends) / len(ends)
+                best = sum(b for _, b in ends) / len(ends)
+                _mark(row.cells[col], (worst, best))
         ranges = [f"{col} {c.ties[0]:.2f}–{c.ties[1]:.2f}" for col in board.columns for c in [row.cells[col]] if c.ties]
         if ranges:
             lines.append(f"{TIED_MARK} {row.system}: {', '.join(ranges)}.")
