@@ -274,6 +274,8 @@ class ImportStep(Spec):
     runs: tuple[PathField, ...]
     name: str
     note: str | None = None
+    #: how equal scores are ordered when scored: trec_eval's rule, or the run's own listed order (recorded)
+    ties: Literal["trec_eval", "listed"] = "trec_eval"
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
 

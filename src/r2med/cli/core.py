@@ -39,6 +39,7 @@ from .options import (
     StepMaxLength,
     Strict,
     Tasks,
+    TieRuleOption,
     TrustRemoteCode,
     Wide,
     as_given,
@@ -343,6 +344,7 @@ def score_command(
     split: Split = "test",
     revision: Revision = None,
     judgments: QrelsFile = None,
+    tie_rule: TieRuleOption = "trec_eval",
 ) -> None:
     """Score a run file against judgments, trec_eval style."""
     from ..jobs.evaluate import score_files
@@ -352,10 +354,20 @@ def score_command(
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
     asked = tuple(Measure.parse(m) for m in measure) if measure else None
     metrics = score_files(
-        qrels, run, asked, count_missing, strict=strict, split=split, revision=revision, judgments=judgments
+        qrels,
+        run,
+        asked,
+        count_missing,
+        strict=strict,
+        split=split,
+        revision=revision,
+        judgments=judgments,
+        ties=tie_rule,  # type: ignore[arg-type]  # one of TIE_RULES: the option's choice checked it
     )
     if fmt == "json":
         payload = {"aggregate": metrics.aggregate, "queries": len(metrics.per_query)}
+        if tie_rule != "trec_eval":
+            payload["tie_rule"] = str(tie_rule)
         if per_query:
             payload["per_query"] = metrics.per_query
         if metrics.ties is not None:  # per measure; per query with --per-query, as the values
@@ -386,6 +398,7 @@ def import_command(
     data_dir: DataDir = None,
     out: Out = Path("runs"),
     note: str | None = typer.Option(None, "--note", help="A note recorded with the run (how it was made)."),
+    ties: TieRuleOption = "trec_eval",
     measure: Measures = None,
     count_missing: CountMissing = False,
     revision: Revision = None,
@@ -409,6 +422,7 @@ def import_command(
             "runs": tuple(runs),
             "name": name,
             "note": note,
+            "ties": ties,
             "tasks": tasks,
             "data_dir": data_dir,
             "revision": revision,

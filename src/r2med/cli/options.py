@@ -305,6 +305,27 @@ LISTING_FORMAT_EXACT = EnumChoice(ListingFormat, "format")
 """``--format`` of ``models`` and ``reproduce``: table or json, as written."""
 SCORE_FORMAT_CHOICE = EnumChoice(ScoreFormat, "format", normalize=str.lower)
 """``--format`` of ``score``: trec or json, in any case."""
+
+
+class TieRuleName(StrEnum):
+    """``--ties``: how equal scores are ordered when a run is scored (:data:`r2med.evaluation.ties.TIE_RULES`)."""
+
+    TREC_EVAL = "trec_eval"
+    LISTED = "listed"
+
+
+TIES_CHOICE = EnumChoice(TieRuleName, "tie rule", normalize=str.lower)
+TieRuleOption = Annotated[
+    str,
+    typer.Option(
+        "--ties",
+        metavar=TIES_CHOICE.choices_metavar,
+        callback=TIES_CHOICE.callback,
+        help="How equal scores are ordered: trec_eval's rule (by document id; the default, as every published "
+        "figure r2med grades) or listed (the run's own order, as BRIGHT's and RaDeR's code cut their lists; "
+        "recorded, never graded against figures made by trec_eval's rule).",
+    ),
+]
 REPORT_FORMAT_CHOICE = EnumChoice(ReportFormat, "format", aliases=REPORT_FORMAT_ALIASES, normalize=str.lower)
 FormatJson = Annotated[
     str,

@@ -37,7 +37,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from ..measures import Measure
@@ -174,18 +174,47 @@ def _as_run(
     return run
 
 
+#: How equal scores are ordered when a run is scored: ``trec_eval`` (by document id, descending: trec_eval's and
+#: pytrec_eval's rule, r2med's default) or ``listed`` (in the order the run lists them: a TREC file's lines, a JSON
+#: score file's keys -- what BRIGHT's and RaDeR's code did when they cut a sorted list before scoring it).
+TieRule = Literal["trec_eval", "listed"]
+TIE_RULES: Final[tuple[TieRule, ...]] = ("trec_eval", "listed")
+#: The rule every published figure r2med grades against was scored with (their authors' code fed pytrec_eval).
+PUBLISHED_TIE_RULE: Final[TieRule] = "trec_eval"
+
+
+def listed_order(run: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """``run`` with equal scores broken in the order each query lists its documents: every query's documents
+    ranked by score, then by their place in the run (a stable sort), and scored by that rank (``n``, ``n - 1``, ...
+    ``1``), so that trec_eval's rule -- and every reader of the written ``run.trec`` -- ranks them so."""
+    out: dict[str, dict[str, float]] = {}
+    for qid, docs in run.items():
+        order = sorted(enumerate(docs.items()), key=lambda item: (-item[1][1], item[0]))
+        n = len(order)
+        out[qid] = {doc: float(n - rank) for rank, (_, (doc, _)) in enumerate(order)}
+    return out
+
+
 def evaluate_with_ties(
     run: Mapping[str, Mapping[str, float]],
     qrels: Mapping[str, Mapping[str, int]],
     measures: Iterable[Measure | str] | None = None,
     count_missing: bool = False,
+    rule: TieRule = "trec_eval",
 ) -> Metrics:
-    """:func:`r2med.evaluation.metrics.evaluate` with ``ties`` set: the reported figures (trec_eval's tie-break)
-    and the ranges the order of tied documents allows (:func:`tie_ranges`).  ``measures``: as
-    :func:`~r2med.evaluation.metrics.evaluate` takes them (Measure values or any spelling, parsed there)."""
+    """:func:`r2med.evaluation.metrics.evaluate` with ``ties`` set: the reported figures (trec_eval's tie-break;
+    ``rule`` ``listed``: the run's own order of equal scores, :func:`listed_order`) and the ranges the order of
+    tied documents of ``run`` allows (:func:`tie_ranges`: either rule's figure is one of those orders, so it lies
+    within them).  ``measures``: as :func:`~r2med.evaluation.metrics.evaluate` takes them (Measure values or any
+    spelling, parsed there)."""
     from .metrics import evaluate
 
-    metrics = evaluate(run, qrels, measures=measures, count_missing=count_missing)
+    if rule not in TIE_RULES:
+        from ..errors import OptionError
+
+        raise OptionError(f"--ties: {rule!r} is no tie rule; choose from {', '.join(TIE_RULES)}")
+    scored = listed_order(run) if rule == "listed" else run
+    metrics = evaluate(scored, qrels, measures=measures, count_missing=count_missing)
     metrics.ties = tie_ranges(run, qrels, metrics)
     return metrics
 

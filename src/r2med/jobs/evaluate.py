@@ -24,7 +24,7 @@ from pathlib import Path
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import Metrics
-from ..evaluation.ties import evaluate_with_ties
+from ..evaluation.ties import TieRule, evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import SystemFolder, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
@@ -258,8 +258,10 @@ def score_files(
     split: str = "test",
     revision: str | None = None,
     judgments: str | Path | None = None,
+    ties: TieRule = "trec_eval",
 ) -> Metrics:
-    """``r2med score``: a run scored against judgments.
+    """``r2med score``: a run scored against judgments (equal scores ordered by ``ties``: trec_eval's rule, or the
+    run's listed order: :func:`r2med.evaluation.ties.listed_order`).
 
     ``qrels``: TREC qrels, R2MED ``qrels.jsonl``, BEIR ``.tsv``, a collection folder (its judgments;
     ``split``: a BEIR folder's ``qrels/<split>.tsv``), or a benchmark's hub task (``bright:biology``,
@@ -279,7 +281,7 @@ def score_files(
 
     qrels, run = Path(qrels), Path(run)
     if not qrels.exists() and is_hub_task(str(qrels)):
-        return score_task(str(qrels), run, measures, count_missing, strict, revision, judgments)
+        return score_task(str(qrels), run, measures, count_missing, strict, revision, judgments, ties)
     if judgments is not None or revision is not None:
         raise R2MedError(
             f"--qrels and --revision go with a hub task as the judgments (r2med score bright:biology RUN); "
@@ -306,7 +308,9 @@ def score_files(
         raise
     ranked = read_run(run)
     try:
-        metrics = evaluate_with_ties(ranked, judged, measures=measures or DEFAULT_MEASURES, count_missing=count_missing)
+        metrics = evaluate_with_ties(
+            ranked, judged, measures=measures or DEFAULT_MEASURES, count_missing=count_missing, rule=ties
+        )
     except NothingToScore as exc:
         hint = f"; these are the judgments of --split {split}" if collection is not None and split_folder else ""
         raise exc.at(f"{run} against {qrels}{hint}") from None
@@ -324,6 +328,7 @@ def score_task(
     strict: bool = False,
     revision: str | None = None,
     judgments: str | Path | None = None,
+    ties: TieRule = "trec_eval",
 ) -> Metrics:
     """A run scored against a benchmark's hub task under its protocol: the task read for its queries and judgments
     only (a BRIGHT task's examples file: no documents downloaded, every file found at its revision first), each
@@ -362,7 +367,7 @@ def score_task(
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
     wanted = tuple(measures) if measures else protocol_of(collection).measures
     try:
-        return evaluate_with_ties(ranked, collection.qrels, measures=wanted, count_missing=count_missing)
+        return evaluate_with_ties(ranked, collection.qrels, measures=wanted, count_missing=count_missing, rule=ties)
     except NothingToScore as exc:
         raise exc.at(f"{run} against {collection.name}") from None
 

@@ -74,7 +74,7 @@ FILE_KEYS: dict[StepKind, dict[str, str]] = {
     },
     "rerank": {"reranker": "reranker", "runs": "runs", "label": "name", "top_k": "top_k", "keep_tail": "keep_tail"},
     "fuse": {"systems": "systems", "label": "name", "top_k": "top_k", **{f: f for f in field_names(FusionOptions)}},
-    "import": {"name": "name", "runs": "runs", "note": "note", "tasks": "tasks", "qrels": "qrels"},
+    "import": {"name": "name", "runs": "runs", "note": "note", "ties": "ties", "tasks": "tasks", "qrels": "qrels"},
 }
 TOP_LEVEL = ("out", "data", "retrievers", "rerank", "fusion", "imports", "report")
 DATA_KEYS = ("tasks", "dirs", "revision", "long_documents")

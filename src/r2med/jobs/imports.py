@@ -33,6 +33,7 @@ from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError
+from ..evaluation.ties import TieRule
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
 from ..measures import DEFAULT_MEASURES, Measure
@@ -280,9 +281,11 @@ def import_run(
     measures: Iterable[Measure | str] = DEFAULT_MEASURES,
     count_missing: bool = False,
     overwrite: bool = False,
+    ties: TieRule = "trec_eval",
 ) -> TaskResult:
     """Score a run made elsewhere against ``collection`` and (with ``out``, a results root) write
-    ``out/<name>/<collection.name>/`` as ``evaluate`` would.
+    ``out/<name>/<collection.name>/`` as ``evaluate`` would.  ``ties``: ``listed`` orders equal scores as the run
+    lists them (:func:`r2med.evaluation.ties.listed_order`), recorded as ``config.ties``.
 
     ``run``: a :data:`r2med.Run` (query id -> doc id -> score) or a TREC run file's path.  The
     configuration records ``retriever: "imported"``, the file (None for a Run given in Python), the
@@ -304,6 +307,7 @@ def import_run(
             "runs": (),
             "name": name,
             "note": note,
+            "ties": ties,
             "output": {"out": out, "measures": asked, "count_missing": count_missing, "overwrite": overwrite},
         }
     )
@@ -350,6 +354,8 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
                 collection.name,
             )
     config: dict[str, Any] = {"step": "import", "retriever": IMPORTED, "imported": imported}
+    if step.ties != "trec_eval":  # recorded only when not the default: folders made before reuse as they were
+        config["ties"] = step.ties
     if collection.judgments is not None:
         config["judgments"] = collection.judgments.record()
     target = system_folder(output.out, step.name) if output.out is not None else None
@@ -358,7 +364,9 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
         return reused
     t0 = time.perf_counter()
     try:
-        result = finish_task(collection, step.name, run, config, target, output.measures, output.count_missing, {})
+        result = finish_task(
+            collection, step.name, run, config, target, output.measures, output.count_missing, {}, ties=step.ties
+        )
     except NothingToScore as exc:  # the file that shares no query with its task, named (in one line)
         raise exc.at(where) from None
     _check_against(run, collection, where)

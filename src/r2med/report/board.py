@@ -302,7 +302,7 @@ class Leaderboard:
                             "significant": row.cells[col].significant,
                             "ungraded": row.cells[col].ungraded,
                             "marks": row.cells[col].marks,
-                            "ties": _range(row.cells[col].ties),
+                            "ties": _range(row.cells[col].ties, row.cells[col].published),
                         }
                         for col in self.columns
                     },
@@ -323,8 +323,17 @@ def _round(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
 
 
-def _range(ties: tuple[float, float] | None) -> dict[str, float | None] | None:
-    return None if ties is None else {"worst": _round(ties[0]), "best": _round(ties[1])}
+def _range(ties: tuple[float, float] | None, published: float | None = None) -> dict[str, float | None] | None:
+    """A cell's tie range as JSON; with a published figure, where it lies in it (``published_place``: 0 at the
+    worst order's value, 1 at the best's; outside 0..1: no order gives it)."""
+    if ties is None:
+        return None
+    out = {"worst": _round(ties[0]), "best": _round(ties[1])}
+    if published is not None:
+        from .ties import published_place
+
+        out["published_place"] = _round(published_place(BoardCell(published=published, ties=ties)))
+    return out
 
 
 def build_leaderboard(

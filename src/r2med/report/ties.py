@@ -64,12 +64,40 @@ def mark_ties(board: Leaderboard, systems: Sequence[System]) -> None:
                 worst = sum(w for w, _ in ends) / len(ends)
                 best = sum(b for _, b in ends) / len(ends)
                 _mark(row.cells[col], (worst, best))
-        ranges = [f"{col} {c.ties[0]:.2f}–{c.ties[1]:.2f}" for col in board.columns for c in [row.cells[col]] if c.ties]
+        ranges = [
+            f"{col} {c.ties[0]:.2f}–{c.ties[1]:.2f}{published_place_text(c)}"
+            for col in board.columns
+            for c in [row.cells[col]]
+            if c.ties
+        ]
         if ranges:
             lines.append(f"{TIED_MARK} {row.system}: {', '.join(ranges)}.")
     if lines:
         board.marks[TIED_MARK] = LEGEND
         board.notes += lines
+
+
+def published_place(cell: BoardCell) -> float | None:
+    """Where the cell's published figure lies in its tie range: 0 at the worst order's value, 1 at the best's (below
+    0 or above 1: outside the range, so no order of the tied documents gives it); None without both."""
+    if cell.ties is None or cell.published is None:
+        return None
+    worst, best = cell.ties
+    if best - worst <= TOLERANCE:
+        return 0.0 if abs(cell.published - worst) <= TOLERANCE else (-1.0 if cell.published < worst else 2.0)
+    return (cell.published - worst) / (best - worst)
+
+
+def published_place_text(cell: BoardCell) -> str:
+    """`` (published 39.20: 58% of the way from worst to best)``, or that it lies outside the range; empty without
+    a published figure."""
+    place = published_place(cell)
+    if place is None or cell.published is None:
+        return ""
+    if 0.0 - TOLERANCE <= place <= 1.0 + TOLERANCE:
+        return f" (published {cell.published:.2f}: {100 * place:.0f}% of the way from worst to best)"
+    side = "below" if place < 0 else "above"
+    return f" (published {cell.published:.2f}: {side} it, no order of the tied documents gives it)"
 
 
 def _mark(cell: BoardCell, ties: tuple[float, float]) -> None:

@@ -31,7 +31,7 @@ from ..data import Collection
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import Metrics
-from ..evaluation.ties import evaluate_with_ties
+from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
@@ -190,12 +190,14 @@ def metrics_payload(
     return payload
 
 
-def scored(run: Run, collection: Collection, measures: Iterable[Measure], count_missing: bool) -> Metrics:
-    """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`); a run
-    that shares no query with them is a one-line :class:`~r2med.errors.NothingToScore` naming the task (and its
-    split), never a result of 0 queries."""
+def scored(
+    run: Run, collection: Collection, measures: Iterable[Measure], count_missing: bool, ties: TieRule = "trec_eval"
+) -> Metrics:
+    """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`, equal
+    scores ordered by ``ties``); a run that shares no query with them is a one-line
+    :class:`~r2med.errors.NothingToScore` naming the task (and its split), never a result of 0 queries."""
     try:
-        return evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing)
+        return evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing, rule=ties)
     except NothingToScore as exc:
         split = f" ({collection.split} split)" if collection.split is not None else ""
         raise exc.at(f"{collection.name}{split}") from None
@@ -211,6 +213,7 @@ def finish_task(
     count_missing: bool,
     timing: Mapping[str, float],
     encoding: Mapping[str, Any] | None = None,
+    ties: TieRule = "trec_eval",
 ) -> TaskResult:
     """Score ``run`` as ``run.trec`` will hold it and (with ``out``, the system folder) write ``out/<task>/``
     atomically.
@@ -218,12 +221,17 @@ def finish_task(
     ``name`` is the result's name (the run tag and ``metrics.json``'s ``retriever``); the measures
     stored are :func:`stored_measures` of ``measures`` (the defaults plus those asked for).  ``out``: a
     :class:`~r2med.infra.containment.SystemFolder`, or its path (its parent is then the results root); a system
-    folder that is a link is refused (one line), as is anything between the root and it.
+    folder that is a link is refused (one line), as is anything between the root and it.  ``ties`` ``listed``:
+    equal scores keep the order the run lists them in (:func:`~r2med.evaluation.ties.listed_order`); ``run.trec``
+    then holds that ranking (scores by rank), so re-scoring it gives the stored figures, and the ``ties`` block
+    keeps the ranges of the run as given.
     """
     run = as_written(run)
     system = as_system_folder(out) if out is not None else None
     folder = system.task(collection.name) if system is not None else None
-    metrics = scored(run, collection, task_measures(collection, measures), count_missing)
+    metrics = scored(run, collection, task_measures(collection, measures), count_missing, ties)
+    if ties == "listed":
+        run = listed_order(run)
     if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
         write_task_results(folder, run, payload, tag=name, root=system.root)

@@ -659,10 +659,29 @@ def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
         return Grade()  # published figures were made with the task's own judgments
     kind = step_kind(config)
     if kind == "evaluate":
-        return _with_precision(_grade_evaluate(config, task), config)
+        return _with_ties(_with_precision(_grade_evaluate(config, task), config), config)
     if kind == "rerank":
-        return _with_precision(_grade_rerank(config, task), config)
+        return _with_ties(_with_precision(_grade_rerank(config, task), config), config)
     return Grade()  # a fused or imported run is no published configuration
+
+
+def _with_ties(graded: Grade, config: Mapping[str, Any]) -> Grade:
+    """``graded``, unless the run (or the imported first stage it reranked) was scored with another tie rule than the
+    published figures were (``config.ties``, recorded by ``--ties listed``; every published row r2med grades against
+    was scored by trec_eval's rule: :data:`r2med.evaluation.ties.PUBLISHED_TIE_RULE`): a figure is graded only
+    against figures made the same way."""
+    from ..evaluation.ties import PUBLISHED_TIE_RULE
+
+    first = _first_stage(config) or {}
+    rule = config.get("ties", first.get("ties", PUBLISHED_TIE_RULE))  # a reranked imported run: its import's rule
+    if graded.key is None or rule == PUBLISHED_TIE_RULE:
+        return graded
+    return Grade(
+        None,
+        graded.key,
+        f"not the published {graded.key.title}: scored with ties broken in the run's {rule} order (--ties {rule}); "
+        f"the published figures were scored by {PUBLISHED_TIE_RULE}'s rule",
+    )
 
 
 def _recorded_task(config: Mapping[str, Any]) -> str | None:
