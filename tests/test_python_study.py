@@ -29,6 +29,13 @@ def test_paths_are_taken_where_text_names_a_model_or_folder(tmp_path):
     assert reranker == RerankStep.of("bm25", model)
     assert type(reranker.options).__name__ != "CustomScorerOptions"  # a folder, not a scorer object
     assert FuseStep.of([Path("a"), Path("b")]) == FuseStep.of(["a", "b"])
+    from r2med.steps import ImportStep
+
+    imported = ImportStep.of(Path("pony.trec"), name="theirs", tasks=["bright:pony"], ties="listed")
+    assert imported == ImportStep.of(["pony.trec"], name="theirs", tasks=("bright:pony",), ties="listed")
+    assert imported.runs == (Path("pony.trec"),) and imported.data.tasks == ("bright:pony",)
+    with pytest.raises(Exception, match=r"ImportStep\.of\(\.\.\.\): ties: expected one of: trec_eval, listed"):
+        ImportStep.of("pony.trec", name="theirs", ties="sorted")
     # a folder that is not there is the same one line whichever way it is named
     missing = tmp_path / "nomodel"
     with pytest.raises(Exception) as by_path:

@@ -13,6 +13,7 @@ too, shared by the steps.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -278,6 +279,18 @@ class ImportStep(Spec):
     ties: Literal["trec_eval", "listed"] = "trec_eval"
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
+
+    @classmethod
+    def of(cls, runs: Any, **values: Any) -> ImportStep:
+        """The step importing ``runs`` (one path or several, text or ``Path``) with ``values`` (its fields, its data
+        and output side by side, as ``[[imports]]`` gives them), through the one parse:
+        ``ImportStep.of([Path("pony.trec")], name="theirs", tasks=["bright:pony"], ties="listed")``."""
+        if isinstance(runs, (str, os.PathLike)):
+            runs = [runs]
+        if isinstance(runs, list):
+            runs = tuple(runs)
+        step: ImportStep = flat({"runs": runs, **values}, cls, Origin.python("ImportStep.of(...)"))
+        return step
 
 
 class ExpandStep(Spec):
