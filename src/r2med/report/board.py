@@ -146,7 +146,7 @@ class Leaderboard:
         n = len(self.tasks)
         out = [
             f"{row.system}: no {label} for {', '.join(row.missing)}; no {AVERAGE} shown for it "
-            f"(an {AVERAGE} is over all {n} tasks of the table)"
+            f"(an {AVERAGE} is over all {n} tasks of the table){self._own_averages(row)}"
             for row in self.rows
             if row.missing
         ]
@@ -155,6 +155,11 @@ class Leaderboard:
             if common:
                 out.append(f"--tasks {','.join(common)}: the tasks every system has, for an {AVERAGE} of each")
         return out
+
+    def _own_averages(self, row: Row) -> str:
+        """``; Average BRIGHT shown`` for the benchmarks' averages a row without the overall one has."""
+        shown = [col for col, _ in self.groups if row.cells[col].value is not None]
+        return f"; {', '.join(shown)} shown" if shown else ""
 
     # -- a grid of strings shared by the text renderers -----------------------------------------
     def grid(self, flag: str = FLAG, compact: bool = False) -> tuple[list[str], list[tuple[str, list[str]]]]:
