@@ -115,3 +115,6 @@ def test_the_published_figures_place_in_the_tie_range():
     assert "above it, no order of the tied documents gives it" in published_place_text(above)
     assert published_place_text(BoardCell(value=31.8, ties=(24.2, 50.3))) == ""
     assert _range((24.2, 50.3), 39.2)["published_place"] == pytest.approx(0.574713, abs=1e-6)
+    from r2med.report.ties import tie_mark_html
+
+    assert "24.20–50.30 over the orders of tied documents (published 39.20: 57% of the way" in tie_mark_html(inside)

@@ -107,11 +107,12 @@ def _mark(cell: BoardCell, ties: tuple[float, float]) -> None:
 
 
 def tie_mark_html(cell: BoardCell) -> str:
-    """The HTML page's tie mark of a cell, its range in the title."""
+    """The HTML page's tie mark of a cell, its range (and the published figure's place in it) in the title."""
     if cell.ties is None:
         return f'<span class="tied">{TIED_MARK}</span>'
     worst, best = cell.ties
     title = f"ties decide this value: {worst:.2f}–{best:.2f} over the orders of tied documents"
+    title += published_place_text(cell)
     return f'<span class="tied" title="{html.escape(title)}">{TIED_MARK}</span>'
 
 
