@@ -58,6 +58,49 @@ html = "page.html"
     )
 
 
+PYTHON_STUDY = """
+from pathlib import Path
+
+from r2med.jobs.experiment import ReportSpec, make_experiment, run_experiment, write_reports
+from r2med.steps import EvaluateStep, ImportStep
+
+root = Path({root!r})
+exp = make_experiment(
+    root / "py",
+    [
+        EvaluateStep.of("bm25", tasks=["medline-med", "Biology"]),
+        ImportStep.of(
+            [root / "biology.trec", root / "pony.trec"], name="released", tasks=["bright:biology", "bright:pony"]
+        ),
+    ],
+    tasks=["medline-med", "Biology", "bright:biology", "bright:pony"],
+    dirs=[Path({local!r})],
+    report=ReportSpec(measures="nDCG@10", markdown=root / "py.md"),
+)
+run_experiment(exp)
+_, boards = write_reports(exp)
+print(*boards[0].columns[len(boards[0].tasks):])
+"""
+
+
+def _python(script, hub, cache, home):
+    """``python script`` with the emulated hub's environment (as test_hub.cli sets it for ``python -m r2med``)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k.upper() not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+    env.update(
+        HF_HUB_CACHE=str(cache),
+        HF_HOME=str(cache.parent / "hf_home"),
+        R2MED_HOME=str(home),
+        HF_HUB_OFFLINE="0",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        HF_ENDPOINT=hub.url,
+    )
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+
+
 def _ndcg10(folder) -> float:
     return json.loads((folder / "metrics.json").read_text())["aggregate"]["ndcg_cut_10"]
 
@@ -120,6 +163,15 @@ def test_one_file_mixes_a_folder_and_both_families_with_an_average_per_benchmark
         for (_, col), want in expected.items():
             assert col in page and f"{want:.2f}" in page
             assert col in report_md and f"{want:.2f}" in report_md
+        # the same study from Python (paths as Path objects, measures as text): the same runs, byte for byte
+        script = tmp_path / "study.py"
+        script.write_text(PYTHON_STUDY.format(root=str(tmp_path), local=str(shared_collection("medline-med"))))
+        res = _python(script, hub=hub, cache=cache, home=home)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.split() == ["Average", "R2MED", "Average", "BRIGHT", "Average", "local", "Average"]
+        for system, _, folder in (key + (key[1].replace(":", "-"),) for key in value):
+            mine = (tmp_path / "py" / system / folder / "run.trec").read_bytes()
+            assert mine == (out / system / folder / "run.trec").read_bytes(), (system, folder)
     finally:
         hub.__exit__(None, None, None)
 
