@@ -410,7 +410,8 @@ def import_command(
     """Import run files made elsewhere as a system: scored and written as `evaluate` writes its results.
 
     With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
-    collection holding most of its query ids.
+    collection it fits best (the judged documents it retrieves, then the queries it holds).  A file another task
+    fits better is an error naming that task.  TREC, JSON scores and FlagEmbedding search results, gzipped or not.
     """
     from ..jobs.imports import import_files
     from ..results.folders import Summary

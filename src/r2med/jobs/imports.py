@@ -9,8 +9,12 @@ the run is: ``retriever: "imported"`` (it never matches a published row), the fi
 run tag(s) and any note.  Importing the same file again reuses the finished folder.
 
 Which task each file is (:func:`assign_tasks`): with ``--tasks`` naming tasks, the files map to them
-one by one, in order; otherwise each file goes to the one collection holding the most of its query
-ids (none, or a tie, is a one-line error), and two files may not go to the same task.
+one by one, in order; otherwise each file goes to the collection it fits best by content (:class:`Fit`: the
+judged documents it retrieves, then the queries it holds; none, or a tie, is a one-line error), and two files may
+not go to the same task.  Either way a file that another task fits better -- another of the tasks named, or a task
+its file name says (:func:`named_tasks`) -- is a one-line error naming that task: BRIGHT's query ids are 0..N in
+every task, so ids alone cannot tell a file given in the wrong order.  Run files are read as released
+(:func:`r2med.runs.run.read_run`): TREC, JSON scores, FlagEmbedding's search-results JSON, gzipped or not.
 
 A benchmark's hub task is read for its queries and judgments only: importing needs no documents (a BRIGHT task's
 examples file alone; an R2MED task's ``query.jsonl`` and ``qrels.jsonl``), found at the task's revision before
