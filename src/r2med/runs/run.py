@@ -3,8 +3,8 @@
 Run files are read in the forms their authors release them: TREC (6 columns, or 4), document ids with
 spaces included (:func:`trec_lines`), JSON score files ``{qid: {docid: score}}`` (:func:`read_score_json`) and
 FlagEmbedding's search-results files (:func:`read_score_file`), each gzipped or not (read decompressed:
-:func:`r2med.data.files.open_data`); :func:`read_run` tells them apart.  r2med writes ``run.trec`` (6 columns) so that :func:`read_trec` gives the
-same run back, spaces inside document ids included.
+:func:`r2med.data.files.open_data`); :func:`read_run` tells them apart.  r2med writes ``run.trec`` (6 columns)
+so that :func:`read_trec` gives the same run back, spaces inside document ids included.
 
 A run folder holds one sub-folder per task with ``run.trec`` (6-column TREC run),
 ``metrics.json`` (aggregate + per-query measures, config, timing, versions) and
