@@ -190,3 +190,22 @@ def test_imports_tasks_key_is_named_in_its_errors(files, tmp_path):
         assert not (tmp_path / "results" / "released").exists()
     finally:
         hub.__exit__(None, None, None)
+
+
+def test_a_local_folder_named_like_a_benchmark_task_is_local(tmp_path):
+    """A task's benchmark is the family its results recorded following, not its name: a folder named ``Biology``
+    beside another folder is two local collections, one Average (no ``Average R2MED``)."""
+    import shutil
+
+    from conftest import run_r2med
+    from r2med.jobs.report import load_report
+    from r2med.report import build_leaderboard
+
+    data = tmp_path / "data"
+    shutil.copytree(shared_collection("r2med-biology-demo"), data / "Biology")
+    shutil.copytree(shared_collection("medline-med"), data / "medline-med")
+    res = run_r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    board = build_leaderboard(load_report([tmp_path / "out" / "bm25"]))
+    assert sorted(board.tasks) == ["Biology", "medline-med"]
+    assert board.groups == [] and board.columns[-1] == "Average" and len(board.columns) == 3

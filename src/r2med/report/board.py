@@ -362,7 +362,7 @@ def build_leaderboard(
         label = measure.label
         raise R2MedError(f"no run folder has {label}; re-run `r2med evaluate -m {label}` (it re-scores finished runs)")
     tasks = task_order(systems)
-    groups = benchmark_groups(tasks)
+    groups = benchmark_groups(tasks, systems)
     base = None
     if baseline is not None:
         named = [s for s in systems if s.name == baseline]
@@ -419,17 +419,28 @@ def build_leaderboard(
     return board
 
 
-def benchmark_groups(tasks: Sequence[str]) -> list[tuple[str, list[str]]]:
+def benchmark_groups(tasks: Sequence[str], systems: Sequence[System] = ()) -> list[tuple[str, list[str]]]:
     """Each benchmark's Average column and its tasks, when ``tasks`` hold tasks of more than one (R2MED, BRIGHT,
-    local collections), in the families' order then local; else none (the ``Average`` is the one average).  The
-    family is asked of each task (:func:`r2med.data.benchmarks.benchmark_of`), never read from its name."""
-    from ..data.benchmarks import BENCHMARKS, benchmark_of
+    local collections), in the families' order then local; else none (the ``Average`` is the one average).  A
+    task's benchmark is the family its results recorded following (``metrics.json``'s ``protocol.family``: a local
+    folder named ``Biology`` is local), else -- a folder written before the protocol was recorded -- its family
+    asked by name (:func:`r2med.data.benchmarks.benchmark_of`)."""
+    from ..data.benchmarks import BENCHMARKS, benchmark, benchmark_of
     from ..errors import OptionError
 
     by: dict[str, list[str]] = {}
     for task in tasks:
+        recorded = [
+            r.record.protocol
+            for r in (s.tasks.get(task) for s in systems)
+            if r is not None and isinstance(r.record.protocol, dict)
+        ]
         try:
-            family = benchmark_of(task)
+            if recorded:
+                name = recorded[0].get("family")
+                family = benchmark(name) if isinstance(name, str) else None
+            else:
+                family = benchmark_of(task)
         except OptionError:
             family = None
         by.setdefault(family.title if family is not None else LOCAL, []).append(task)
