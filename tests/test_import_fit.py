@@ -142,3 +142,30 @@ def test_gzip_and_search_results_json_read_as_the_plain_file(files, tmp_path):
         bad = cli("import", str(cut), "-t", "bright:biology", "--name", "cut", "-o", str(out),
                   hub=hub, cache=cache, home=home)  # fmt: skip
         assert f"{cut}" in one_line_error(bad) and "gzip" in one_line_error(bad)
+
+
+def test_the_search_results_reader_keeps_the_score_file_rules(tmp_path):
+    """Inside ``search_results`` every score-file rule holds with its line; facts beside it are text; a plain score
+    file with a query named ``search_results`` stays a plain score file; ids keep a prefix that is not the split."""
+    from r2med.errors import DataError
+    from r2med.runs.run import read_run, read_score_file
+
+    def write(name, data):
+        path = tmp_path / name
+        path.write_text(json.dumps(data, indent=1))
+        return path
+
+    facts = {"eval_name": "bright_short", "split": "examples", "dataset_name": "pony"}
+    bad_score = write("bad.json", {**facts, "search_results": {"examples-0": {"d1": 1.0, "d2": "high"}}})
+    with pytest.raises(DataError, match=r"bad\.json:\d+: score of doc 'd2' \(query 'examples-0'\) is a str"):
+        read_run(bad_score)
+    bad_fact = write("fact.json", {**facts, "model_name": {"x": 1}, "search_results": {"examples-0": {"d1": 1.0}}})
+    with pytest.raises(DataError, match="'model_name' beside 'search_results' is a dict"):
+        read_run(bad_fact)
+    plain = write("plain.json", {"search_results": {"d1": 1.0}, "q2": {"d2": 2.0}})
+    assert read_score_file(plain) == ({"search_results": {"d1": 1.0}, "q2": {"d2": 2.0}}, {})
+    other = write("other.json", {**facts, "search_results": {"examples-0": {"d1": 1.0}, "gpt4_reason-1": {"d2": 1.0}}})
+    assert set(read_run(other)) == {"examples-0", "gpt4_reason-1"}  # not every id has the split's prefix: kept
+    gz = tmp_path / "run.json.gz"
+    gz.write_bytes(gzip.compress(other.read_bytes()))
+    assert read_score_file(gz) == read_score_file(other)

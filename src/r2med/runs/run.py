@@ -287,31 +287,40 @@ def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
 
 def _search_results_at(text: str) -> int | None:
     """Where the value of a top-level ``search_results`` key starts, when the file is FlagEmbedding's search-results
-    form (a top-level object with that key whose value is an object); else None (a plain score file)."""
+    form (a top-level object with that key holding an object, beside facts that are not objects); else None (a plain
+    score file, even one with a query named ``search_results``: all its values are objects)."""
     if f'"{SEARCH_RESULTS}"' not in text:
         return None
     decoder = json.JSONDecoder()
-    pos = _WS.match(text, 0).end()  # type: ignore[union-attr]  # the pattern matches the empty string
+
+    def skip(pos: int) -> int:
+        return _WS.match(text, pos).end()  # type: ignore[union-attr]  # the pattern matches the empty string
+
+    pos = skip(0)
     if text[pos : pos + 1] != "{":
         return None
+    found: int | None = None
+    facts = False
     pos += 1
     try:
         while True:
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-            key, pos = decoder.raw_decode(text, pos)
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            key, pos = decoder.raw_decode(text, skip(pos))
+            pos = skip(pos)
             if text[pos : pos + 1] != ":":
                 return None
-            pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            pos = skip(pos + 1)
             if key == SEARCH_RESULTS and text[pos : pos + 1] == "{":
-                return pos
+                found = pos
+            elif text[pos : pos + 1] != "{":
+                facts = True
             _, pos = decoder.raw_decode(text, pos)
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            pos = skip(pos)
             if text[pos : pos + 1] != ",":
-                return None
+                break
             pos += 1
     except (ValueError, RecursionError):
-        return None
+        pass  # malformed after the key was found: the located reading of search_results (or of the file) says where
+    return found if found is not None and facts else None
 
 
 def _search_results_meta(path: Path, text: str) -> dict[str, Any]:
