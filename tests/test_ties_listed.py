@@ -61,9 +61,13 @@ def test_import_records_the_rule_and_its_run_trec_rescores_to_the_stored_figure(
     run = tmp_path / "mine.trec"
     run.write_text(RUN)
     out = tmp_path / "out"
+    said = {}
     for name, extra in (("listed", ["--ties", "listed"]), ("plain", [])):
         res = run_r2med("import", str(run), "-d", str(data), "--name", name, "-o", str(out), *extra)
         assert res.returncode == 0, res.stderr
+        said[name] = res.stderr
+    assert "note: equal scores ranked as each file lists them (--ties listed" in said["listed"]
+    assert "--ties listed" not in said["plain"]
     listed = json.loads((out / "listed" / "col" / "metrics.json").read_text())
     plain = json.loads((out / "plain" / "col" / "metrics.json").read_text())
     assert listed["config"]["ties"] == "listed" and "ties" not in plain["config"]

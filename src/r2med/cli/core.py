@@ -445,3 +445,12 @@ def import_command(
         system.folder,
         measures=step.output.columns_for([r.task for r in system.results]),
     )
+    if step.ties != "trec_eval":
+        from ._ui import print_notes
+
+        print_notes(
+            [
+                "equal scores ranked as each file lists them (--ties listed; recorded as config.ties, run.trec holds "
+                "that ranking); never graded against figures made by trec_eval's rule"
+            ]
+        )
