@@ -87,6 +87,8 @@ def test_import_records_the_rule_and_its_run_trec_rescores_to_the_stored_figure(
         assert res.returncode == 0, res.stderr
         payload = json.loads(res.stdout)
         assert payload["aggregate"]["ndcg_cut_10"] == pytest.approx(LISTED) and payload["tie_rule"] == "listed"
+    text = run_r2med("score", str(data), str(run), "-m", "nDCG@10", "--ties", "listed")
+    assert f"ndcg_cut_10     \tall\t{LISTED:.4f}" in text.stdout and "(--ties listed)" in text.stderr
     # the rule is part of what a finished folder was made with: the same name under the other rule is recomputed
     again = run_r2med("import", str(run), "-d", str(data), "--name", "listed", "-o", str(out))
     assert again.returncode == 0, again.stderr

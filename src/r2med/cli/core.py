@@ -383,6 +383,10 @@ def score_command(
     for m in metrics.measures:
         typer.echo(f"{m.trec:<16}\tall\t{metrics.aggregate[m.trec]:.4f}")
     print_tie_line(metrics)
+    if tie_rule != "trec_eval":
+        from ._ui import print_notes
+
+        print_notes(["equal scores ranked as the run file lists them (--ties listed), not by trec_eval's rule"])
 
 
 @app.command("import")
