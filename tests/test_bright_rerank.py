@@ -117,8 +117,8 @@ def test_scores_equal_rerank_pys_on_hand_made_replies(case):
     assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.8, 0.8, 2048)  # rerank.py:126, 138
     if expected:
         assert out["q"] == expected
-    else:  # named no input: no documents (rerank.py's empty entry; a run file cannot hold one)
-        assert "q" not in out
+    else:  # named no input: rerank.py's empty entry ({}), which pytrec_eval scores 0
+        assert out["q"] == {}
 
 
 def test_where_rerank_py_stops_r2med_falls_back_to_first_stage_order():
@@ -291,3 +291,61 @@ def test_reranking_a_reasoning_first_stage_sees_the_original_query(cache, bert, 
     for qid, docs in ce.items():
         top6 = [d for d, _ in sorted(first_run[qid].items(), key=lambda x: x[1], reverse=True)[:6]]
         assert set(docs) <= set(top6)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("empty_replies", [1, 3])
+def test_a_reply_naming_nothing_scores_0_as_rerank_py_scores_it(cache, tmp_path, monkeypatch, empty_replies):
+    """Queries whose reply names no document stay in the average at 0, as BRIGHT's rerank.py keeps ``{}`` and its
+    pytrec_eval scores it (the hand computation: pytrec_eval over rerank.py's results, the empty entries included);
+    a task whose replies all name nothing scores 0 (before: left out of the average, or the task aborted).  The count
+    is in metrics.json (``empty_queries``) and a reuse scores the same."""
+    import pytrec_eval
+    from huggingface_hub import constants
+
+    from bright_hub import shared_rows
+    from conftest import run_r2med
+    from r2med.runs.run import read_trec
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("R2MED_HOME", str(tmp_path / "home"))
+    out = tmp_path / "out"
+    assert run_r2med("evaluate", "-r", "bm25", "-t", "bright:biology", "-o", out).returncode == 0
+    first = out / "bm25" / "bright-biology"
+    first_run = read_trec(first / "run.trec")
+    rows = shared_rows("biology")[:3]
+    empties = {r["id"] for r in rows[:empty_replies]}
+    originals = {r["query"].replace("\n", "  "): r["id"] for r in rows}
+
+    def reply(messages, body):
+        qid = next(q for text, q in originals.items() if f"related to query: {text}\n" in messages[-1]["content"])
+        return "```json\n[]\n```" if qid in empties else "```json\n[2, 1]\n```"
+
+    args = ("rerank", "--run", first, "--reranker", "bright-llm", "--model", "test-model", "--top-k", "5", "-o", out)
+    with LLMServer(responder=reply) as server:
+        res = run_r2med(*args, "--base-url", server.base_url, "--name", "llm")
+        assert res.returncode == 0, res.stderr
+    # rerank.py's results: each query's k - rank scores, {} for a reply that names nothing
+    results = {}
+    for r in rows:
+        qid = r["id"]
+        texts = {did: "" for did in first_run[qid]}
+        named = "```json\n[]\n```" if qid in empties else "```json\n[2, 1]\n```"
+        results[qid] = brights_rerank(first_run[qid], texts, r["query"], 5, 5, named)[1]
+    qrels = {r["id"]: {g: 1 for g in r["gold_ids"]} for r in rows}
+    scores = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(results)
+    expected = sum(v["ndcg_cut_10"] for v in scores.values()) / len(scores)
+    assert len(scores) == 3 and all(scores[q]["ndcg_cut_10"] == 0 for q in empties)
+    metrics = json.loads((out / "llm" / "bright-biology" / "metrics.json").read_text())
+    assert metrics["aggregate"]["ndcg_cut_10"] == pytest.approx(expected, abs=1e-12)
+    assert sorted(metrics["empty_queries"]) == sorted(empties) and len(metrics["per_query"]) == 3
+    if empty_replies == 3:
+        assert metrics["aggregate"]["ndcg_cut_10"] == 0.0
+    # reused: the run file lacks the empty entries, the record brings them back (same figure, no request sent)
+    with LLMServer(responder=reply) as server:
+        res = run_r2med(*args, "--base-url", server.base_url, "--name", "llm")
+        assert res.returncode == 0, res.stderr
+        assert not server.prompts
+    again = json.loads((out / "llm" / "bright-biology" / "metrics.json").read_text())
+    assert again["aggregate"] == metrics["aggregate"]

@@ -74,12 +74,24 @@ def test_hub_ids_are_recognised_from_the_hf_cache_offline(hf_cache):
     )
 
 
+def test_a_hub_models_resolved_commit_is_recorded(hf_cache, bert_dir):
+    """A hub id's vectors say which commit of the repository made them (the snapshot the cache resolved: refs/main
+    names ``c`` * 40 here), through sentence-transformers and transformers alike; a plain folder has none."""
+    for model in (HUB_ID, "someone/tiny-bert"):
+        r = make_retriever("dense", model=model, device="cpu")
+        r.index({"d1": TEXTS[0], "d2": TEXTS[1]})
+        assert r.encoding_facts()["model_commit"] == {model: "c" * 40}, model
+    r = make_retriever("dense", model=bert_dir, device="cpu", pooling="mean")
+    r.index({"d1": TEXTS[0]})
+    assert r.encoding_facts()["model_commit"] == {bert_dir: None}
+
+
 def test_sentence_transformers_model_keeps_its_own_max_length_and_normalisation():
     from sentence_transformers import SentenceTransformer
 
     path = minilm_path()
     r = make_retriever("dense", model=path, device="cpu")
-    assert r.settings.max_length is None and r.settings.loader == "auto"
+    assert r.settings.max_length is None and r.settings.loader == "sentence-transformers"  # known: recorded so
     enc = r.encoder
     model = SentenceTransformer(path, device="cpu")
     assert model.max_seq_length == 256 and enc.model.max_seq_length == 256  # not overridden

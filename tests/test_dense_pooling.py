@@ -140,3 +140,39 @@ def test_bad_settings_are_one_line_errors(tmp_path):
         EncoderSettings(model="x", pooling="max")
     with pytest.raises(R2MedError, match="does not exist"):
         TransformersEncoder(EncoderSettings(model=str(tmp_path / "nope")), device="cpu").encode_corpus(["a"])
+
+
+def test_the_recorded_pooling_is_the_one_that_runs(bert_dir, tmp_path, monkeypatch):
+    """A sentence-transformers folder with CLS pooling, run as ``-r dense --model DIR``: before, metrics.json said
+    ``pooling: mean`` (the settings' default, which the model's own Pooling module ignores) while CLS ran.  Now the
+    loader that runs is recorded, the settings' pooling is not set, and the encoding facts say ``cls``; the vectors
+    are the CLS states (checked against a direct forward pass)."""
+    import json
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling, Transformer
+    from transformers import AutoTokenizer
+
+    from conftest import run_r2med
+
+    folder = tmp_path / "st-cls"
+    SentenceTransformer(modules=[Transformer(bert_dir, max_seq_length=40), Pooling(32, "cls")], device="cpu").save(
+        str(folder)
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    docs = {f"d{i}": text for i, text in enumerate(TEXTS)}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in docs.items()))
+    (data / "query.jsonl").write_text(json.dumps({"id": "q1", "text": TEXTS[0]}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d0", "score": 1}) + "\n")
+    monkeypatch.setenv("R2MED_HOME", str(tmp_path / "home"))
+    res = run_r2med("evaluate", "-r", "dense", "--model", folder, "-d", data, "-o", tmp_path / "out", "--name", "st")
+    assert res.returncode == 0, res.stderr
+    (metrics_path,) = (tmp_path / "out" / "st").glob("*/metrics.json")
+    record = json.loads(metrics_path.read_text())
+    assert record["config"]["encoder"]["loader"] == "sentence-transformers"
+    assert record["config"]["encoder"]["pooling"] is None
+    assert record["encoding"]["pooling"] == "cls"
+    tok = AutoTokenizer.from_pretrained(bert_dir)
+    vec = SentenceTransformer(str(folder), device="cpu").encode([TEXTS[1]])[0]
+    np.testing.assert_allclose(vec, forward_one(bert_dir, tok(TEXTS[1])["input_ids"])[0], atol=2e-5)

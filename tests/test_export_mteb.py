@@ -395,7 +395,7 @@ def _beir_with_counts(root, docs: int, queries: int, judgments: int, zero_grades
 
 
 def test_mteb_task_counts_come_from_the_installed_package(mteb):
-    from r2med.export.mteb import CollectionCounts, find_mteb_task, mteb_task_counts
+    from r2med.export.mteb import MtebCounts, find_mteb_task, mteb_task_counts
 
     # NFCorpus test split, as MTEB's own statistics file counts it (mteb/descriptive_stats/Retrieval/NFCorpus.json)
     stats_file = json.loads(
@@ -403,7 +403,7 @@ def test_mteb_task_counts_come_from_the_installed_package(mteb):
             __import__("pathlib").Path(mteb.__file__).parent / "descriptive_stats" / "Retrieval" / "NFCorpus.json"
         ).read_text()
     )["test"]
-    assert mteb_task_counts(find_mteb_task("NFCorpus"), "test") == CollectionCounts(
+    assert mteb_task_counts(find_mteb_task("NFCorpus"), "test") == MtebCounts(
         stats_file["num_documents"],
         stats_file["num_queries"],
         stats_file["relevant_docs_statistics"]["num_relevant_docs"],
@@ -457,8 +457,61 @@ def test_mteb_task_with_other_counts_is_refused_in_one_line(mteb, tmp_path, shar
     res = run_r2med("export", tmp_path / "runs", "-o", tmp_path / "mteb", "--mteb-task", "NFCorpus")
     assert res.returncode == 2
     assert res.stderr.strip().splitlines()[-1] == (
-        "error: --mteb-task NFCorpus: nfcorpus-test (test) has 3,162 docs, 323 queries, "
-        "12,334 non-zero judgments, MTEB's NFCorpus has 3,633 docs, 323 queries, "
-        "12,334 non-zero judgments: not the same collection, not exported"
+        "error: --mteb-task NFCorpus: nfcorpus-test (test) has 3,162 documents where MTEB's statistics have 3,633: "
+        "not the same collection, not exported"
     )
     assert not (tmp_path / "mteb").exists()
+
+
+class _Stats:
+    """A task whose metadata holds ``stats`` as its descriptive statistics (mteb's own files, quoted below)."""
+
+    def __init__(self, stats):
+        from types import SimpleNamespace
+
+        self.metadata = SimpleNamespace(
+            name="T", descriptive_stats={"test": stats}, eval_splits=["test"], hf_subsets=["default"]
+        )
+
+
+#: mteb's descriptive statistics of three R2MED tasks (embeddings-benchmark/mteb
+#: mteb/descriptive_stats/Retrieval/R2MED<Task>Retrieval.json), the fields that count
+PMC_TREATMENT = {  # num_queries 5 beside 150 query texts, 28,954 documents beside 28,809 texts: not determined
+    "num_documents": 28954,
+    "num_queries": 5,
+    "documents_text_statistics": {"total_text_length": 20063067, "average_text_length": 696.4166406331354},
+    "queries_text_statistics": {"total_text_length": 263374, "average_text_length": 1755.8266666666666},
+    "relevant_docs_statistics": {"num_relevant_docs": 315},
+}
+BIOINFORMATICS = {  # no num_documents / num_queries: counted from the text statistics
+    "documents_text_statistics": {"total_text_length": 31273315, "average_text_length": 658.7877862273809},
+    "queries_text_statistics": {"total_text_length": 68555, "average_text_length": 890.3246753246754},
+    "relevant_docs_statistics": {"num_relevant_docs": 227},
+}
+MEDQA_DIAG = {"num_documents": 56194, "num_queries": 118, "num_relevant_docs": 522}  # an older mteb's layout
+
+
+def test_only_the_counts_mtebs_statistics_determine_are_compared():
+    """PMC-Treatment's true 150 queries are not refused for mteb's num_queries 5 (the statistics' own query texts
+    say 150), and the documents and judgments are still checked; Bioinformatics' statistics without num_* keys
+    still determine its counts; an older layout's flat keys are read."""
+    from r2med.export.mteb import CollectionCounts, MtebCounts, check_mteb_task, mteb_task_counts
+
+    counts = mteb_task_counts(_Stats(PMC_TREATMENT), "test")  # its document texts: 28,809, num_documents 28,954
+    assert (counts.documents, counts.queries, counts.judgments) == (None, None, 315)
+    assert counts.undetermined == (
+        "documents: the statistics say 28,809 and 28,954",
+        "queries: the statistics say 5 and 150",
+    )
+    warnings = check_mteb_task(_Stats(PMC_TREATMENT), "test", CollectionCounts(28954, 150, 315), "pmc")
+    assert warnings == [
+        "--mteb-task T: not compared, documents: the statistics say 28,809 and 28,954",
+        "--mteb-task T: not compared, queries: the statistics say 5 and 150",
+    ]
+    with pytest.raises(R2MedError, match="314 non-zero judgments where MTEB's statistics have 315"):
+        check_mteb_task(_Stats(PMC_TREATMENT), "test", CollectionCounts(28954, 150, 314), "pmc")
+    assert mteb_task_counts(_Stats(BIOINFORMATICS), "test") == MtebCounts(47471, 77, 227)
+    assert check_mteb_task(_Stats(BIOINFORMATICS), "test", CollectionCounts(47471, 77, 227), "bio") == []
+    with pytest.raises(R2MedError, match="76 queries where MTEB's statistics have 77"):
+        check_mteb_task(_Stats(BIOINFORMATICS), "test", CollectionCounts(47471, 76, 227), "bio")
+    assert mteb_task_counts(_Stats(MEDQA_DIAG), "test") == MtebCounts(56194, 118, 522)

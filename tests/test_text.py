@@ -52,9 +52,53 @@ LUCENE_CASES = {
 }
 
 
+# Lucene's own output for long tokens (its StandardTokenizer cuts a token at 255 UTF-16 code units and scans on),
+# characters that attach (soft hyphen, BOM, combining marks), the full joiner sets, flags, emoji sequences and
+# U+202F / U+3000 -- recorded from Lucene (Pyserini 1.6.0) on 2026-12-02; re-checked live below.
+LUCENE_CASES.update(
+    {
+        "x" * 254 + "y" * 10 + " ab.": ["x" * 254 + "y", "yyyyyyyyi", "ab"],
+        "ab." * 100: ["ab." * 84 + "ab", "ab." * 14 + "ab"],
+        "\U0001d538" * 130: ["\U0001d538" * 127, "\U0001d538" * 3],
+        "x" * 255 + "'s done": ["x" * 255, "s", "done"],
+        "further\u00admore 2\ufeff \U0001d466\u0302 everyone\u2018s I\u2018m kW\u00b7h": [
+            "further\u00admor",
+            "2\ufeff",
+            "\U0001d466\u0302",
+            "everyone\u2018",
+            "i\u2018m",
+            "kw\u00b7h",
+        ],
+        "\U0001f1ec\U0001f1e7\U0001f1eb\U0001f1f7 \U0001f1ec \u279d \u2713 \u2714 "
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u2764\ufe0fx": [
+            "\U0001f1ec\U0001f1e7",
+            "\U0001f1eb\U0001f1f7",
+            "\u2714",
+            "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+            "\u2764\ufe0f",
+            "x",
+        ],
+        "a\u202fb a\u3000b": ["a\u202fb", "b"],
+        "\u4e2d\u6587abc \u3072\u3089\u304c\u306a \u30c6\u30b9\u30c8": [
+            "\u4e2d",
+            "\u6587",
+            "abc",
+            "\u3072",
+            "\u3089",
+            "\u304c",
+            "\u306a",
+            "\u30c6\u30b9\u30c8",
+        ],
+    }
+)
+
+
 @pytest.mark.parametrize("text,expected", list(LUCENE_CASES.items()))
 def test_tokens_match_recorded_lucene_output(text, expected):
     assert EnglishAnalyzer().tokenize(text) == expected
+    analyzer = EnglishAnalyzer()  # the corpus path (whitespace chunks, memoised) gives the same
+    vocab, ids, lengths = analyzer.encode([text])
+    assert np.asarray(vocab, dtype=object)[ids].tolist() == expected and lengths.tolist() == [len(expected)]
 
 
 def test_split_words_keeps_case_and_stopwords():
@@ -118,12 +162,14 @@ def test_ascii_fast_path_equals_the_unicode_pattern():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from r2med.retrieval.analyzer import _TOKEN, _TOKEN_ASCII
+    from r2med.retrieval.analyzer import _TOKEN_ASCII, _tokens
+
+    pattern = _tokens().pattern
 
     @settings(max_examples=300, deadline=None)
     @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
     def check(text):
-        assert _TOKEN_ASCII.findall(text) == _TOKEN.findall(text)
+        assert _TOKEN_ASCII.findall(text) == pattern.findall(text)
 
     check()
 
@@ -219,11 +265,61 @@ def test_chunked_encoding_equals_tokenize_on_random_text():
             )
 
 
-def test_chunk_splitting_whitespace_is_str_split_less_the_ideographic_space():
+def test_chunk_splitting_whitespace_is_str_split_less_the_narrow_no_break_space():
     import sys
 
-    from r2med.retrieval.analyzer import _TOKEN, _WHITESPACE_NOT_3000
+    from r2med.retrieval.analyzer import _WHITESPACE_NOT_202F, _tokens
 
+    pattern = _tokens().pattern
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
-    assert [c for c in spaces if _TOKEN.fullmatch(c)] == ["\u3000"]  # the one space the token pattern emits
-    assert [c for c in spaces if _WHITESPACE_NOT_3000.fullmatch(c)] == [c for c in spaces if c != "\u3000"]
+    assert [c for c in spaces if pattern.fullmatch(f"a{c}b")] == ["\u202f"]  # the one space inside a token
+    assert [c for c in spaces if _WHITESPACE_NOT_202F.fullmatch(c)] == [c for c in spaces if c != "\u202f"]
+
+
+def _bright_texts():
+    import gzip
+    import json
+
+    from conftest import SHARED
+
+    folder = SHARED / "data" / "bright" / "examples"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/bright is not available")
+    texts = []
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                texts += [row[k] for k in ("query", "reasoning", "gold_answer") if isinstance(row.get(k), str)]
+    return texts
+
+
+@pytest.mark.shared
+def test_agreement_with_lucene_on_brights_texts(lucene):
+    """Every query, reasoning and gold answer of BRIGHT's 12 tasks (4,152 texts: soft hyphens, BOMs, combining
+    marks, flags, emoji, a 300-character hex token) gives Lucene's token list."""
+    texts = _bright_texts()
+    ours = EnglishAnalyzer()
+    differ = [t[:80] for t in texts if ours.tokenize(t) != lucene.tokenize(t)]
+    assert len(texts) > 4000 and differ == [], f"{len(differ)} of {len(texts)} texts differ"
+
+
+def test_the_character_table_is_lucenes_on_a_sample(lucene):
+    """protocol/lucene_word_classes.json against Lucene itself, on 1,500 code points drawn at random (the whole
+    table: benchmarks/lucene_word_classes.py, about a minute)."""
+    import json
+    import random
+    import sys
+    from importlib import resources
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
+    from pyserini.analysis import Analyzer, get_lucene_analyzer
+
+    from lucene_word_classes import CODE_POINTS, classify
+
+    raw = Analyzer(get_lucene_analyzer(stemming=False, stopwords=False))
+    table = json.loads(resources.files("r2med.protocol").joinpath("lucene_word_classes.json").read_text())
+    stored = {c: k for k in "WESXLNB" for a, b in table[k] for c in range(a, b + 1)}
+    sample = random.Random(7).sample(CODE_POINTS, 1500) + [0x5F, 0x27, 0x2E, 0x3A, 0x2C, 0x202F, 0x3000, 0xAD]
+    live = classify(lambda text: list(raw.analyze(text)), sample)
+    assert {c: stored.get(c) for c in sample} == {c: live.get(c) for c in sample}

@@ -156,6 +156,9 @@ def evaluate(
     ``num_q`` 0) is a :class:`~r2med.errors.NothingToScore`, with or without ``count_missing``: its average
     would read as a score of 0.  This is the one place every command's scoring passes.
 
+    A query the run holds with no document (an empty entry: a system that answered it with nothing, as BRIGHT's
+    LLM reranking can) scores 0 on every measure, as pytrec_eval scores it -- with or without ``count_missing``.
+
     ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``,
     ``"ndcg_cut_10"``), parsed here; default :data:`r2med.measures.DEFAULT_MEASURES`."""
     import pytrec_eval
@@ -164,7 +167,7 @@ def evaluate(
     wanted = tuple(m.trec for m in asked)
     qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
     _check_grades(qrels_clean)
-    run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
+    run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items()}
     _check_ids(run_clean, qrels_clean)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, pytrec_eval_spec(asked))
     raw = evaluator.evaluate(run_clean)

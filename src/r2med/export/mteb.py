@@ -17,7 +17,8 @@ The files are built and written by the ``mteb`` package's classes (``TaskResult`
 * **a local collection named as an MTEB task** (``mteb_task``: ``--mteb-task SciFact``) -- a BEIR
   folder is accepted as MTEB's task when its counts (documents, queries of the split, non-zero
   judgments) equal the task's descriptive statistics in the installed mteb (read offline from the
-  package, :func:`mteb_task_counts`); otherwise a one-line refusal giving both sets of counts.
+  package, :func:`mteb_task_counts`: each count the statistics determine -- where they say two things, as mteb's
+  PMC-Treatment does, that count is not compared and a warning says so); otherwise a one-line refusal giving both.
 
 Layout written under ``out`` (mteb's results cache, the same as the results repository)::
 
@@ -219,27 +220,89 @@ def find_mteb_task(name: str) -> Any:
     return task
 
 
-def mteb_task_counts(task: Any, split: str) -> CollectionCounts | None:
-    """The counts of ``task``'s ``split`` from the descriptive statistics shipped in the installed mteb
-    package (no download), or None when it has none for that split."""
+@dataclass(frozen=True)
+class MtebCounts:
+    """The counts an MTEB task's descriptive statistics truly determine: each is None where the statistics say two
+    different things (PMC-Treatment's ``num_queries`` 5 beside query-text statistics of 150 texts) or nothing, with
+    the reason in ``undetermined``."""
+
+    documents: int | None
+    queries: int | None
+    judgments: int | None
+    undetermined: tuple[str, ...] = ()
+
+    def differences(self, local: CollectionCounts) -> list[str]:
+        """Each determined count that ``local`` does not have, in words."""
+        out = []
+        for what, theirs, ours in (
+            ("documents", self.documents, local.documents),
+            ("queries", self.queries, local.queries),
+            ("non-zero judgments", self.judgments, local.judgments),
+        ):
+            if theirs is not None and theirs != ours:
+                out.append(f"{ours:,} {what} where MTEB's statistics have {theirs:,}")
+        return out
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _texts_counted(stats: object) -> int | None:
+    """How many texts a ``*_text_statistics`` block describes: its total length over its average length (the
+    statistics have no count of their own in every mteb version)."""
+    if not isinstance(stats, dict):
+        return None
+    total, average = stats.get("total_text_length"), stats.get("average_text_length")
+    if not isinstance(total, (int, float)) or not isinstance(average, (int, float)) or average <= 0:
+        return None
+    n = total / average
+    return round(n) if abs(n - round(n)) < 1e-6 * max(1.0, n) else None
+
+
+def mteb_task_counts(task: Any, split: str) -> MtebCounts | None:
+    """The counts of ``task``'s ``split`` that the descriptive statistics shipped in the installed mteb package
+    determine (no download), or None when it has none for that split.
+
+    A count is determined when the statistics give it once, or several times alike: documents from
+    ``num_documents`` and the document-text statistics (total length / average length), queries from
+    ``num_queries`` and the query-text statistics, judgments from ``num_relevant_docs``.  Where two of them
+    disagree (mteb's R2MED PMC-Treatment: ``num_queries`` 5, 150 query texts), the count is not determined and is
+    not compared."""
     try:
         stats = task.metadata.descriptive_stats
     except Exception:
         return None
-    split_stats = (stats or {}).get(split)
-    if not isinstance(split_stats, dict):
+    block = (stats or {}).get(split)
+    if not isinstance(block, dict):
         return None
-    relevant = split_stats.get("relevant_docs_statistics") or {}
-    try:
-        return CollectionCounts(
-            int(split_stats["num_documents"]), int(split_stats["num_queries"]), int(relevant["num_relevant_docs"])
-        )
-    except (KeyError, TypeError, ValueError):
+    relevant = block.get("relevant_docs_statistics")
+    relevant = relevant if isinstance(relevant, dict) else block  # older mteb: the keys at the top
+    undetermined: list[str] = []
+
+    def agreed(what: str, *values: int | None) -> int | None:
+        given = {v for v in values if v is not None}
+        if len(given) == 1:
+            return given.pop()
+        if given:
+            undetermined.append(f"{what}: the statistics say {' and '.join(f'{v:,}' for v in sorted(given))}")
+        else:
+            undetermined.append(f"{what}: the statistics do not say")
         return None
 
+    counts = MtebCounts(
+        agreed("documents", _count(block.get("num_documents")), _texts_counted(block.get("documents_text_statistics"))),
+        agreed("queries", _count(block.get("num_queries")), _texts_counted(block.get("queries_text_statistics"))),
+        agreed("non-zero judgments", _count(relevant.get("num_relevant_docs"))),
+    )
+    if counts.documents is None and counts.queries is None and counts.judgments is None:
+        return None
+    return MtebCounts(counts.documents, counts.queries, counts.judgments, tuple(undetermined))
 
-def check_mteb_task(task: Any, split: str, local: CollectionCounts, collection: str) -> None:
-    """A one-line error unless ``collection`` (its ``split``) has the counts of MTEB's ``task``."""
+
+def check_mteb_task(task: Any, split: str, local: CollectionCounts, collection: str) -> list[str]:
+    """A one-line error unless ``collection`` (its ``split``) has every count of MTEB's ``task`` that its statistics
+    determine; returns the counts they leave undetermined (said as warnings by the caller)."""
     name = task.metadata.name
     if split not in task.metadata.eval_splits:
         raise R2MedError(
@@ -257,11 +320,13 @@ def check_mteb_task(task: Any, split: str, local: CollectionCounts, collection: 
             f"--mteb-task {name}: the installed mteb has no descriptive statistics for its {split} "
             "split, so the collection cannot be checked against it"
         )
-    if expected != local:
+    differences = expected.differences(local)
+    if differences:
         raise R2MedError(
-            f"--mteb-task {name}: {collection} ({split}) has {local}, MTEB's {name} has {expected}: "
+            f"--mteb-task {name}: {collection} ({split}) has {'; '.join(differences)}: "
             "not the same collection, not exported"
         )
+    return [f"--mteb-task {name}: not compared, {reason}" for reason in expected.undetermined]
 
 
 @dataclass
@@ -487,7 +552,7 @@ def _choose_task(
         local = (counts or {}).get(str(payload.get("task")))
         if local is None:
             raise R2MedError(f"--mteb-task {mteb_task}: the collection of {label} could not be counted")
-        check_mteb_task(named, split, local, label)
+        report.warnings.extend(check_mteb_task(named, split, local, label))
         return label, named
     if task is None or task not in TASKS:
         report.skipped[label] = "not an R2MED task: MTEB has no task for it"

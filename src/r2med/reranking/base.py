@@ -224,7 +224,10 @@ def rerank(
 
     A reranker that says ``takes_depth`` is given ``depth=top_k`` (BRIGHT's ``--input_k``, which its ``--k``
     defaults to); one that says ``leaves_out`` may score only some candidates: the others leave the run (BRIGHT's
-    LLM reranking keeps the documents the LLM names, its cross-encoder the top ``k``), as does a query it gives none.
+    LLM reranking keeps the documents the LLM names, its cross-encoder the top ``k``).  A query it gives none stays in
+    the run as an empty entry: the system answered it with no document, and it scores 0 in every average, as BRIGHT's
+    ``rerank.py`` keeps it (``{}``) and pytrec_eval scores it (``run.trec`` cannot hold it: ``metrics.json`` records
+    it, ``empty_queries``).
     """
     if top_k < 1:
         raise R2MedError("the rerank depth (--top-k) must be at least 1")
@@ -259,7 +262,8 @@ def rerank(
                 f"reranker {reranker.name!r} returned no score for {len(missing)} candidate(s) of query {qid!r}"
             )
         reranked = {did: float(got[did]) for did, _ in head if did in got}
-        if not reranked:  # left without documents: a run file cannot hold it (BRIGHT scores its empty entry 0)
+        if not reranked:  # answered with no document: an empty entry, scored 0 (BRIGHT's pytrec_eval scores it so)
+            out[qid] = {}
             continue
         if keep_tail:
             floor = min(reranked.values())

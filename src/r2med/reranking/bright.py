@@ -28,9 +28,10 @@ which ``r in indices_map`` cannot hash -- r2med takes the same fallback (counted
 activation), the top ``k`` by score kept (ties in input order: Python's stable sort).  Default model: the
 leaderboard's cross-encoder/ms-marco-MiniLM-L-12-v2.
 
-A query whose reply names no input document has none: BRIGHT's pytrec_eval scores that empty entry 0, while a run file
-cannot hold a query without documents, so r2med leaves it out of the average unless ``--count-missing`` (which then
-gives BRIGHT's figure: every query of a BRIGHT first stage is answered).  Counted in a warning.
+A query whose reply names no input document has none: BRIGHT keeps its empty entry and pytrec_eval scores it 0, and so
+does r2med (an empty entry of the run, scored 0 in every average; ``metrics.json`` lists it in ``empty_queries``, as a
+run file cannot hold a query without documents).  A task whose replies all name nothing scores 0.  Counted in a
+warning.
 """
 
 from __future__ import annotations
@@ -250,8 +251,8 @@ class BrightLlmReranker:
             )
         if s["empty"]:
             log.warning(
-                "%s: %d quer(ies) got a reply naming none of their documents and have none: BRIGHT's pytrec_eval "
-                "scores them 0, r2med leaves them out of the average unless --count-missing",
+                "%s: %d quer(ies) got a reply naming none of their documents and have none: each scores 0 in the "
+                "average, as BRIGHT's rerank.py keeps its empty entry and pytrec_eval scores it",
                 self.name,
                 s["empty"],
             )

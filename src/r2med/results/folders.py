@@ -166,9 +166,11 @@ def metrics_payload(
     timing: Mapping[str, float],
     count_missing: bool = False,
     encoding: Mapping[str, Any] | None = None,
+    empty: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The ``metrics.json`` of one task folder; ``encoding``: what a model actually ran with (the versions
-    of the packages that made its vectors, the max length per side, the framing, the dtype)."""
+    of the packages that made its vectors, the max length per side, the framing, the dtype); ``empty``: the queries
+    the system answered with no document (scored 0; ``run.trec`` cannot hold them)."""
     payload = {
         "task": collection.name,
         "retriever": name,
@@ -184,6 +186,8 @@ def metrics_payload(
         payload["encoding"] = _as_json(encoding)
     if metrics.ties is not None:
         payload["ties"] = metrics.ties.to_json()
+    if empty:
+        payload["empty_queries"] = list(empty)
     from ..data.benchmarks import protocol_of
 
     payload["protocol"] = protocol_of(collection).record(collection)
@@ -227,13 +231,14 @@ def finish_task(
     keeps the ranges of the run as given.
     """
     run = as_written(run)
+    empty = [qid for qid, docs in run.items() if not docs]
     system = as_system_folder(out) if out is not None else None
     folder = system.task(collection.name) if system is not None else None
     metrics = scored(run, collection, task_measures(collection, measures), count_missing, ties)
     if ties == "listed":
         run = listed_order(run)
     if folder is not None and system is not None:
-        payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding)
+        payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding, empty)
         write_task_results(folder, run, payload, tag=name, root=system.root)
     return TaskResult(
         collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
@@ -283,6 +288,7 @@ def reuse(
             )
             return None
         run = read_trec(folder / RUN_FILE)
+        run.update({qid: {} for qid in stored.empty_queries or () if qid not in run})  # answered with nothing
     except NameCollision:
         raise
     except R2MedError:
@@ -425,7 +431,9 @@ class TaskFolder:
     def run(self) -> Run:
         if self._run is None:
             path = self.folder / RUN_FILE
-            self._run = read_trec(path) if path.exists() else {}
+            run = read_trec(path) if path.exists() else {}
+            run.update({qid: {} for qid in self.record.empty_queries or () if qid not in run})  # answered with nothing
+            self._run = run
         return self._run
 
 

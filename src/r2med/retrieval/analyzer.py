@@ -17,6 +17,7 @@ unit of memoisation, and any cut at whitespace gives the same tokens.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -24,6 +25,9 @@ import types
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from itertools import repeat
 from typing import Protocol, TypedDict
 
@@ -38,52 +42,133 @@ LUCENE_ENGLISH_STOPWORDS = frozenset(
     "there these they this to was will with".split()
 )
 
-# A run of word characters, possibly joined by inner punctuation; each joiner is then checked
-# against UAX#29: letters join across : . ' (MidLetter/MidNumLet), digits across , . ; ' (MidNum).
-# Word characters exclude CJK ideographs (each one is its own token, as in Lucene) and "other number"
-# symbols such as superscripts and vulgar fractions (not word characters in UAX#29); symbols that
-# Lucene emits as emoji tokens (e.g. (R), (TM), pictographs) are single tokens.
-_WORD = r"[^\W\u00b2\u00b3\u00b9\u00bc-\u00be\u2070-\u209f\u2150-\u215f\u2460-\u24ff\u2e80-\u9fff\uf900-\ufaff]"
-_CJK = r"[\u2e80-\u9fff\uf900-\ufaff]"
-_EMOJI = r"[\u00a9\u00ae\u203c\u2049\u2122\u2139\u231a-\u23ff\u25aa-\u27bf\u2b05-\u2b55\U0001f000-\U0001faff]"
-_TOKEN = re.compile(rf"{_WORD}+(?:[.:,;'\u2019]{_WORD}+)*|{_CJK}|{_EMOJI}")
-# The same pattern for pure-ASCII text (most English text), about twice as fast.
+#: Lucene's ``StandardTokenizer`` cuts a token longer than this many UTF-16 code units into pieces of at most this
+#: length (its ``maxTokenLength``; the scanner goes on after each piece).
+MAX_TOKEN_LENGTH = 255
+#: UAX#29's Regional_Indicator letters: two of them (a flag) are one token, one alone none.
+_REGIONAL = "\U0001f1e6-\U0001f1ff"
+
+
+def _char_class(table: Mapping[str, list[list[int]]], kinds: str) -> str:
+    """A regex character class of the code point ranges of ``kinds`` in Lucene's table."""
+    parts = []
+    for kind in kinds:
+        for first, last in table[kind]:
+            parts.append(re.escape(chr(first)) + ("" if first == last else "-" + re.escape(chr(last))))
+    return "[" + "".join(parts) + "]"
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    """What Lucene's ``StandardTokenizer`` does with each character (``protocol/lucene_word_classes.json``, measured
+    from Lucene itself by benchmarks/lucene_word_classes.py), as one pattern and the sets the join rule reads."""
+
+    pattern: re.Pattern[str]
+    letter_joiners: frozenset[str]
+    digit_joiners: frozenset[str]
+    extend: re.Pattern[str]
+    extend_num: frozenset[str]
+
+
+@cache
+def _tokens() -> _Tokens:
+    table = json.loads(resources.files("r2med.protocol").joinpath("lucene_word_classes.json").read_text())
+    word, single, extend = _char_class(table, "WE"), _char_class(table, "S"), _char_class(table, "X")
+    joiner = _char_class(table, "LNB")
+    # a run of word characters (Extend and Format characters attached: UAX#29's WB4), possibly joined by inner
+    # punctuation (each joiner is then checked: letters join across MidLetter/MidNumLet, digits across
+    # MidNum/MidNumLet); a flag (two regional indicators); a single character (ideograph, Hiragana, emoji) with what
+    # attaches to it, and emoji joined by ZERO WIDTH JOINER (WB3c)
+    pattern = re.compile(
+        rf"(?:{word}{extend}*)+(?:{joiner}{extend}*(?:{word}{extend}*)+)*"
+        rf"|[{_REGIONAL}]{extend}*[{_REGIONAL}]{extend}*"
+        rf"|{single}{extend}*(?:(?<=\u200d){single}{extend}*)*"
+    )
+
+    def chars(kinds: str) -> frozenset[str]:
+        return frozenset(chr(c) for kind in kinds for first, last in table[kind] for c in range(first, last + 1))
+
+    return _Tokens(pattern, chars("LB"), chars("NB"), re.compile(extend), chars("E"))
+
+
+# The same tokens for pure-ASCII text (most English text), about twice as fast: ASCII has no Extend, single or
+# regional-indicator character, and its joiners are . : , ; ' (tests/test_text.py checks it against the table).
 _TOKEN_ASCII = re.compile(r"\w+(?:[.:,;']\w+)*", re.ASCII)
 
 
 def _findall(text: str) -> list[str]:
-    return (_TOKEN_ASCII if text.isascii() else _TOKEN).findall(text)
-
-
-_LETTER_JOINERS = frozenset(".:'\u2019")
-_DIGIT_JOINERS = frozenset(".,;'\u2019")
+    return (_TOKEN_ASCII if text.isascii() else _tokens().pattern).findall(text)
 
 
 def split_words(text: str) -> list[str]:
     """public: UAX#29-like word tokens of ``text`` (case preserved, no stop words removed), the words
-    :class:`EnglishAnalyzer` starts from."""
+    :class:`EnglishAnalyzer` starts from: Lucene's ``StandardTokenizer``'s tokens."""
     out: list[str] = []
     for token in _findall(text):
-        out.extend(_split_joined(token))
+        for piece in _split_joined(token):
+            out.extend(_cut_long(piece))
     return out
 
 
 def _split_joined(token: str) -> list[str]:
+    """The tokens of one pattern match: cut at each joiner whose two sides are not both letters (or both digits, for
+    a digit joiner); pieces of ExtendNumLet alone (``_``) dropped."""
     if token.isalnum():
         return [token]
+    tokens = _tokens()
+    letter, digit = tokens.letter_joiners, tokens.digit_joiners
     pieces: list[str] = []
     start = 0
     for i, ch in enumerate(token):
-        if (ch in _LETTER_JOINERS or ch in _DIGIT_JOINERS) and (ch == "'" or ch == "\u2019" or ch in ".:,;"):
-            left, right = token[i - 1], token[i + 1]
-            keep = (left.isalpha() and right.isalpha() and ch in _LETTER_JOINERS) or (
-                left.isdigit() and right.isdigit() and ch in _DIGIT_JOINERS
+        if ch in letter or ch in digit:
+            left, right = _neighbours(token, i, tokens.extend)
+            keep = (left.isalpha() and right.isalpha() and ch in letter) or (
+                left.isdigit() and right.isdigit() and ch in digit
             )
             if not keep:
                 pieces.append(token[start:i])
                 start = i + 1
     pieces.append(token[start:])
-    return [p for p in pieces if p.strip("_")]
+    enl = tokens.extend_num
+    return [p for p in pieces if p and not all(c in enl or tokens.extend.match(c) for c in p)]
+
+
+def _neighbours(token: str, i: int, extend: re.Pattern[str]) -> tuple[str, str]:
+    """The characters either side of ``token[i]``, Extend and Format characters skipped (UAX#29's WB4)."""
+    j = i - 1
+    while j > 0 and extend.match(token[j]):
+        j -= 1
+    return token[j] if j >= 0 else "", token[i + 1] if i + 1 < len(token) else ""
+
+
+def _cut_long(token: str) -> list[str]:
+    """``token`` as Lucene's tokenizer emits it: whole up to :data:`MAX_TOKEN_LENGTH` UTF-16 code units; longer, the
+    longest token that fits, then the scan goes on after it (a cut never splits a surrogate pair)."""
+    if len(token) <= MAX_TOKEN_LENGTH // 2 or _utf16_length(token) <= MAX_TOKEN_LENGTH:
+        return [token]
+    pattern = _TOKEN_ASCII if token.isascii() else _tokens().pattern
+    out: list[str] = []
+    pos = 0
+    while True:
+        found = pattern.search(token, pos)
+        if found is None:
+            return out
+        start = found.start()
+        end, units = start, 0
+        while end < len(token):
+            units += 2 if ord(token[end]) > 0xFFFF else 1
+            if units > MAX_TOKEN_LENGTH:
+                break
+            end += 1
+        piece = pattern.match(token, start, end)
+        if piece is None:  # pragma: no cover - a match starts at ``start``, so a shorter one does too
+            return out
+        out.append(piece.group())
+        pos = piece.end()
+
+
+def _utf16_length(text: str) -> int:
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 #: What an analyzer's ``config()`` returns (recorded in index fingerprints and manifests).
@@ -127,14 +212,14 @@ class EnglishAnalyzer:
         self._terms: dict[str, tuple[str, ...]] = {}
 
     def config(self) -> AnalyzerConfig:
-        return {"name": self.name, "stopwords": len(self.stopwords), "stem": self.stem, "version": 1}
+        return {"name": self.name, "stopwords": len(self.stopwords), "stem": self.stem, "version": 2}
 
     def _analyse_surface(self, lowered: str) -> tuple[str, ...]:
         """Terms for one lowercased regex token (memoised)."""
         terms = self._terms.get(lowered)
         if terms is None:
             out: list[str] = []
-            for piece in _split_joined(lowered):
+            for piece in (cut for joined in _split_joined(lowered) for cut in _cut_long(joined)):
                 if piece.endswith(("'s", "\u2019s")):
                     piece = piece[:-2]
                 if not piece or piece in self.stopwords:
@@ -349,8 +434,9 @@ class _Ids(dict[str, int]):
         return value
 
 
-#: ``str.split()``'s whitespace less U+3000 (IDEOGRAPHIC SPACE), which the token pattern emits as a CJK token.
-_WHITESPACE_NOT_3000 = re.compile("[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f]+")
+#: ``str.split()``'s whitespace less U+202F (NARROW NO-BREAK SPACE), which Lucene's tokenizer takes as ExtendNumLet:
+#: it joins the words either side into one token.
+_WHITESPACE_NOT_202F = re.compile("[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u205f\u3000]+")
 
 
 def chunk_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -366,7 +452,7 @@ def chunk_encode(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     lengths = array("q")
     for text in texts:
         text = text.lower()
-        chunks = text.split() if "\u3000" not in text else [c for c in _WHITESPACE_NOT_3000.split(text) if c]
+        chunks = text.split() if "\u202f" not in text else [c for c in _WHITESPACE_NOT_202F.split(text) if c]
         row = list(map(get, chunks, unseen))
         if -1 in row:
             i = row.index(-1)
@@ -588,11 +674,11 @@ def _arrow_compute() -> types.ModuleType | None:
     except ImportError:
         _ARROW.append(None)
         return None
-    probes = [f"a{chr(c)}b" for c in range(128)] + ["a\u3000b", "a\u00a0b", "a\u2028b", "a\u0085b"]
+    probes = [f"a{chr(c)}b" for c in range(128)] + ["a\u202fb", "a\u00a0b", "a\u2028b", "a\u0085b"]
     cut = pc.ascii_split_whitespace(pa.array(probes, pa.large_string())).to_pylist()
-    # a cut is only allowed at a character no token holds or spans (whitespace, and never U+3000: a CJK token)
+    # a cut is only allowed at a character no token holds or spans (whitespace, and never U+202F: it joins words)
     sound = all(
-        pieces == [text] or (text[1].isspace() and text[1] != "\u3000" and pieces == ["a", "b"])
+        pieces == [text] or (text[1].isspace() and text[1] != "\u202f" and pieces == ["a", "b"])
         for text, pieces in zip(probes, cut)
     )
     _ARROW.append(pc if sound else None)

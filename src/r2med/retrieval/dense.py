@@ -45,7 +45,15 @@ from ..spec.dense_choices import Similarity, choices_of
 from ..spec.options import DenseOptions, MedcptOptions, PresetOptions, as_model_takes
 from .base import QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
-from .encoders import API_LOADERS, POOLINGS, Encoder, EncoderSettings, make_encoder, sentence_transformers_similarity
+from .encoders import (
+    API_LOADERS,
+    POOLINGS,
+    Encoder,
+    EncoderSettings,
+    is_sentence_transformers_model,
+    make_encoder,
+    sentence_transformers_similarity,
+)
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
 from .topk import mask_cells, merge_top_k, top_k_rows
@@ -157,7 +165,7 @@ class DenseRetriever:
             facts["dtype"] = used.get("dtype", s.dtype)
             if used.get("framing"):
                 facts["framing"] = dict(used["framing"])
-            facts.update({k: used[k] for k in ("weights", "compute", "device") if k in used})
+            facts.update({k: used[k] for k in ("weights", "compute", "device", "pooling", "model_commit") if k in used})
         facts["made_by"] = "this run" if (self.docs_encoded or self.queries_encoded) else "the embedding cache"
         return facts
 
@@ -478,6 +486,10 @@ def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
         raise R2MedError(f"unknown pooling {settings['pooling']!r}; choose from {', '.join(POOLINGS)}")
     if "pooling" in settings:  # an explicit pooling means AutoModel + that pooling, even for an ST folder
         settings.setdefault("loader", "transformers")
+    elif settings.get("loader", "auto") == "auto" and is_sentence_transformers_model(
+        settings["model"], settings.get("revision")
+    ):  # known now (a folder, or a cached hub id): recorded as the loader that runs, with its own pooling
+        settings["loader"] = "sentence-transformers"
     if "similarity" not in runtime:  # the model's own (sentence-transformers), else cosine as the paper
         own = None
         if settings.get("loader", "auto") in ("auto", "sentence-transformers"):

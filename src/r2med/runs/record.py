@@ -93,6 +93,7 @@ FIELDS: Final = (
     "encoding",
     "ties",
     "protocol",
+    "empty_queries",
 )
 #: the most measures a file may hold (r2med stores 21 by default), and queries per task (R2MED's largest has 1,000s)
 MAX_MEASURES: Final = 1_000
@@ -129,6 +130,9 @@ class MetricsRecord:
     #: the protocol of the task's family the run followed (:meth:`r2med.data.benchmarks.Protocol.record`: family,
     #: depth, judgments, corpus, exclusions, a ``--qrels`` file); None: written before r2med recorded it
     protocol: dict[str, Any] | None = None
+    #: the queries the system answered with no document (an empty entry: scored 0, as pytrec_eval scores it; a
+    #: ``run.trec`` cannot hold them); None: none, or written before r2med recorded them
+    empty_queries: tuple[str, ...] | None = None
     #: keys this schema does not name (kept as they are)
     extra: dict[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] = ()
@@ -260,6 +264,15 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         except BlockError as exc:
             raise fail(str(exc)) from None
 
+    empty_queries = data.get("empty_queries")
+    if empty_queries is not None:
+        if not isinstance(empty_queries, list) or len(empty_queries) > MAX_QUERIES:
+            raise fail(f"empty_queries must be a list of query ids, got {type(empty_queries).__name__}")
+        for qid in empty_queries:
+            if not isinstance(qid, str) or not qid or len(qid) > MAX_QUERY_ID_CHARS:
+                raise fail(f"empty_queries holds {shown(qid)}, not a query id")
+        empty_queries = tuple(empty_queries)
+
     keys = tuple(k for k in data if k != "schema_version")
     return MetricsRecord(
         aggregate=aggregate,
@@ -279,6 +292,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         encoding=objects["encoding"],
         ties=ties,
         protocol=objects["protocol"],
+        empty_queries=empty_queries,
         extra={k: data[k] for k in keys if k not in FIELDS},
         keys=keys,
         read_version=version,

@@ -241,6 +241,8 @@ class EncoderSettings:
         key = asdict(self)
         if key["framing"] is None:
             del key["framing"]
+        if self.loader == "sentence-transformers":  # its own Pooling module runs (recorded as it ran: ``pooling``
+            key["pooling"] = None  # in the run's encoding facts), never ``pooling``
         return key
 
     def with_(self, **changes: Any) -> EncoderSettings:

@@ -27,9 +27,11 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from huggingface_hub import try_to_load_from_cache
 
 from ...errors import MissingExtraError, R2MedError
 from ...infra.home import read_json
@@ -100,6 +102,29 @@ def weights_dtype(model: Any) -> str:
     if not isinstance(dtype, torch.dtype):
         dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
     return str(dtype).replace("torch.", "")
+
+
+def checkpoint_commit(model: Any, name: str, revision: str | None = None) -> str | None:
+    """The hub commit a loaded model's files came from: transformers' ``config._commit_hash`` where it kept one,
+    else the snapshot a Hugging Face cache resolves for the hub id ``name`` (or holds the folder ``name``); None for
+    a folder outside any cache."""
+    modules = model.modules() if callable(getattr(model, "modules", None)) else [model]
+    for module in modules:
+        commit = getattr(getattr(module, "config", None), "_commit_hash", None)
+        if isinstance(commit, str) and commit:
+            return commit
+    path = Path(name)
+    if not path.exists():
+        try:
+            found = try_to_load_from_cache(name, "config.json", revision=revision)
+        except Exception:  # not a hub id at all
+            found = None
+        path = Path(found) if isinstance(found, str) else path
+    parts = Path(os.path.abspath(path)).parts  # not resolved: a snapshot's files link into blobs/
+    for i in range(len(parts) - 1, 1, -1):
+        if parts[i - 1] == "snapshots" and parts[i - 2].startswith("models--") and len(parts[i]) == 40:
+            return parts[i]
+    return None
 
 
 def check_weights_dtype(model_name: str, dtype: str, loaded: str) -> None:
@@ -227,8 +252,10 @@ class TransformersEncoder(TorchEncoder):
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
         self.used["weights"] = weights_dtype(model)
         check_weights_dtype(name, s.dtype, self.used["weights"])
+        self.used.setdefault("model_commit", {})[name] = checkpoint_commit(model, name, s.revision)
         self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
         self.used["device"] = self.device
+        self.used["pooling"] = str(s.pooling)
         if self.device == "cuda" and torch.cuda.device_count() > 1:
             model = torch.nn.DataParallel(model)
         self._models[name] = (tok, model)
@@ -411,6 +438,7 @@ class SentenceTransformerEncoder(TorchEncoder):
                 raise _load_error(s.model, exc) from exc
             self.used["weights"] = weights_dtype(model)
             check_weights_dtype(s.model, s.dtype, self.used["weights"])
+            self.used["model_commit"] = {s.model: checkpoint_commit(model, s.model, s.revision)}
             autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
             self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
             self.used["device"] = self.device
@@ -418,6 +446,7 @@ class SentenceTransformerEncoder(TorchEncoder):
                 model.max_seq_length = s.max_length
             if s.extra.get("exclude_prompt_from_pooling"):
                 model.set_pooling_include_prompt(False)
+            self.used["pooling"] = sentence_transformers_pooling(model)
             self._model = model
         return self._model
 
@@ -535,6 +564,7 @@ class RemoteCodeEncoder(TorchEncoder):
             self._model.eval().to(self.device)
             self.used["weights"] = self.used["compute"] = weights_dtype(self._model)
             check_weights_dtype(s.model, s.dtype, self.used["weights"])
+            self.used["model_commit"] = {s.model: checkpoint_commit(self._model, s.model, s.revision)}
             self.used["device"] = self.device
             if not hasattr(self._model, "encode"):
                 raise R2MedError(f"{s.model} has no encode() method; use --retriever dense with a pooling instead")
@@ -593,6 +623,7 @@ class GritLMEncoder(TorchEncoder):
             if inner is not None and hasattr(inner, "parameters"):
                 self.used["weights"] = self.used["compute"] = weights_dtype(inner)
                 check_weights_dtype(s.model, s.dtype, self.used["weights"])
+                self.used["model_commit"] = {s.model: checkpoint_commit(inner, s.model, s.revision)}
             self.used["framing"] = {"framing": "the gritlm package's encode()", "built_by": "model"}
         max_length = self.max_tokens(role, 512)
         self.note_max_length(role, max_length)
@@ -604,6 +635,20 @@ class GritLMEncoder(TorchEncoder):
         if self.settings.normalize:
             emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
         return emb
+
+
+def sentence_transformers_pooling(model: Any) -> str:
+    """The pooling a loaded sentence-transformers model runs: its ``Pooling`` module's mode (``cls``, ``mean``,
+    ``lasttoken``...), or ``"the model's own"`` when it has no such module (its own ``encode``)."""
+    modes = []
+    for module in model:
+        if type(module).__name__ != "Pooling":
+            continue
+        mode = getattr(module, "pooling_mode", None)  # sentence-transformers 6; 5 and earlier: a method
+        if mode is None and callable(getattr(module, "get_pooling_mode_str", None)):
+            mode = module.get_pooling_mode_str()
+        modes.append(str(mode))
+    return "+".join(modes) if modes else "the model's own"
 
 
 def is_sentence_transformers_model(model: str, revision: str | None = None) -> bool:
