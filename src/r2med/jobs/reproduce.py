@@ -256,10 +256,13 @@ class Environment:
     def bright_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
         """A BRIGHT task from the hub only (a local folder is no family's task, so none is graded): every file it
         needs at its revision cached, or the hub reachable."""
-        from ..data.benchmarks import BRIGHT
+        from ..data.benchmarks import benchmark_of
         from ..data.hub import cached_file
 
-        request = BRIGHT.hub_request(task, self.revision, list(expansions))
+        family = benchmark_of(task)
+        if family is None:
+            return None, f"{task} is no benchmark's task"
+        request = family.hub_request(task, self.revision, list(expansions))
         if all(cached_file(request.repo_id, path, request.revision) is not None for path in request.paths):
             return "hub cache", ""
         if self.hub:

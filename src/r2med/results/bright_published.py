@@ -172,9 +172,9 @@ class BrightKey(PublishedKey):
 
     def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: the 12 (nDCG@10) or the 8 long-document settings (Recall@1)."""
-        from ..data import names
+        from ..data import bright
 
-        return names.names(long=MEASURES.get(measure, "short") == "long")
+        return bright.names(long=MEASURES.get(measure, "short") == "long")
 
     def graded_tasks(self, measure: Measure = HEADLINE) -> set[str]:
         """The tasks a figure of ``measure`` covers: its per-task figures' and, with an Average, every task of it."""

@@ -667,7 +667,7 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
 def task_order(systems: Iterable[System]) -> list[str]:
     """R2MED's 8 tasks in the paper's order first, then BRIGHT's in its order (each task, then its long-document
     setting), then any other task names in order of appearance."""
-    from ..data.names import names
+    from ..data.bright import names
 
     seen: list[str] = []
     for s in systems:

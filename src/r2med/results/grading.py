@@ -224,10 +224,10 @@ def _bright_settings(name: str) -> dict[str, object]:
     """BRIGHT's task-independent settings for preset ``name`` as its options name them (what ``_preset_settings``
     is for the preset's own): the checkpoint BRIGHT's code loaded, its loader, pooling, lengths, normalisation and
     framing, and its similarity; the instructions are per task (compared with what the run recorded)."""
-    from ..data.benchmarks import BRIGHT as BRIGHT_FAMILY
-    from ..data.names import names
+    from ..data.benchmarks import benchmark
 
-    settings = BRIGHT_FAMILY.model_settings(name, names()[0])
+    family = benchmark(BRIGHT)
+    settings = family.model_settings(name, family.task_names()[0])
     if settings is None:
         return {}
     keep = ("pooling", "normalize", "max_length", "query_max_length", "append_eos", "doc_as_pair", "loader", "framing")
