@@ -89,6 +89,7 @@ class ModelSettings:
     batch_size: int | None  #: the family's batch (recorded; it changes no vector: r2med keeps its own)
     differences: tuple[str, ...]  #: how they differ from the preset's settings in its own family
     sources: Mapping[str, str]  #: file:line of each setting
+    checkpoint: str | None = None  #: the checkpoint the family's code loaded (None: the preset's own)
 
     def record(self) -> dict[str, Any]:
         """What ``metrics.json``'s ``config["settings"]`` holds: whose settings ran, for which task, the family's

@@ -19,9 +19,13 @@ from ..data.benchmarks import Benchmark, HubRequest, ModelSettings, Protocol, Ta
 from ..errors import OptionError
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import bright as facts
+from ..results import bright_published as published
+from ..results.grading import RerankSpec, RetrieverSpec
+from ..results.published import PublishedKey
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
+    from ..steps import RerankStep
 
 
 def measures() -> tuple[Measure, ...]:
@@ -51,6 +55,41 @@ def protocol(long: bool = False) -> Protocol:
             else "the unweighted mean of the 12 tasks' nDCG@10 (the leaderboard's)"
         ),
     )
+
+
+class BrightTable:
+    """BRIGHT's published figures (``protocol/bright_published.csv``: the paper, its leaderboard, later copies) as
+    r2med grades them (:class:`r2med.results.grading.PublishedTable`; the rows and their rules:
+    :mod:`r2med.results.bright_published`), graded on the hub's data at the pinned commit only."""
+
+    def configurations(self) -> tuple[PublishedKey, ...]:
+        return published.bright_keys()
+
+    def spec(self, key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
+        return published.spec(key)
+
+    def by_label(self, label: str) -> PublishedKey | None:
+        return published.by_label(label)
+
+    def examples(self) -> tuple[str, ...]:
+        return ("bm25", "sfr+reason-gpt4", "bm25+bright-llm-gpt-4-0125-preview-top100")
+
+    def key_for(self, retriever: str, method: str, llm: str) -> PublishedKey | None:
+        return published.bright_key_for(retriever, method, llm)
+
+    def rerank_candidates(
+        self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep
+    ) -> list[PublishedKey]:
+        return published.rerank_candidates(rows, first, step)
+
+    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
+        return bright.pinned_data_problem(task, record)
+
+    def settings_dtype(self, model: str) -> tuple[str | None] | None:
+        return published.settings_dtype(model)
+
+    def not_reproducible(self) -> list[tuple[str, str, int]]:
+        return published.not_reproducible()
 
 
 class Bright(Benchmark):
@@ -163,6 +202,9 @@ class Bright(Benchmark):
         )
         return TaskTable(f"{self.title} tasks (hub: {facts.hub().repo_id})", columns, rows, (note,))
 
+    def published(self) -> BrightTable:
+        return TABLE
+
     def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
         """BRIGHT's settings for the BRIGHT model whose record names ``retriever`` as its r2med preset
         (``bright_models.json``): instructions from ``configs/<model>/<task>.json`` (``instructions_long`` in the long
@@ -192,6 +234,7 @@ class Bright(Benchmark):
             batch_size=model.batch_size,
             differences=model.r2med_differences,
             sources=sources,
+            checkpoint=model.model or None,
         )
 
     def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
@@ -222,4 +265,5 @@ class Bright(Benchmark):
 _REGISTRY_FACTS = ("batch_size", "needs_gpu", "api_key_env")
 
 
+TABLE = BrightTable()
 BRIGHT = Bright()

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..data.benchmarks import Benchmark, HubRequest, Protocol, TaskColumn, TaskRow, TaskTable
 from ..data.hub import TASK_FILES, expansion_path, load_from_hub, task_revision
 from ..data.tasks import TASK_NAMES, TASKS, get_task
 from ..errors import OptionError
 from ..measures import DEFAULT_MEASURES, HEADLINE
+from ..results.grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, rerank_spec, retriever_spec
+from ..results.published import PublishedKey, parse_label, published_keys, published_retriever
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
+    from ..steps import RerankStep
 
 #: the words ``--tasks`` takes for the 8 (``all``: what it always meant)
 ALIASES = ("all", "r2med")
@@ -38,6 +41,64 @@ def protocol() -> Protocol:
         exclusions=False,
         average="the unweighted mean of the 8 tasks' nDCG@10",
     )
+
+
+class R2medTable:
+    """R2MED's published nDCG@10 figures (``protocol/r2med_published_ndcg10.csv``: the paper, its leaderboard and
+    later papers) as r2med grades them (:class:`r2med.results.grading.PublishedTable`)."""
+
+    def configurations(self) -> tuple[PublishedKey, ...]:
+        return published_keys()
+
+    def spec(self, key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
+        return rerank_spec(key) if key.reranker else retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+
+    def by_label(self, label: str) -> PublishedKey | None:
+        return parse_label(label)
+
+    def examples(self) -> tuple[str, ...]:
+        return ("bm25", "nv", "bge+hyde-gpt4", "bm25+query2doc-qwen-72b", "reasonembed-qwen3-8b", "e5+reasonrank-32b")
+
+    def key_for(self, retriever: str, method: str, llm: str) -> PublishedKey | None:
+        return PublishedKey(published_retriever(retriever), method, llm)
+
+    def rerank_candidates(
+        self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep
+    ) -> list[PublishedKey]:
+        retriever = published_retriever(first)
+        return [k for k in rows if k.retriever == retriever]
+
+    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
+        """Why the data one task folder recorded is not the hub task ``task`` whose figures are published.
+
+        The hub task is data read from the task's hub repository at its pinned commit, or data whose recorded
+        counts (queries, documents) equal the task's published counts (a local copy).  r2med knows no file hashes
+        of the pinned commits, so a local folder with the right name and counts is taken for the hub task; any
+        other local folder -- or one whose run recorded no counts -- is not."""
+        spec = TASKS.get(task)
+        if spec is None:
+            return f"{task} is not one of R2MED's tasks"
+        source, revision = record.get("source"), record.get("revision")
+        hub = f"hf://datasets/{spec.hub_id}@"
+        if revision == spec.revision and isinstance(source, str) and source.startswith(hub):
+            return None
+        counts = record.get("data")
+        where = f"hub commit {str(revision)[:12]}" if revision else "a local folder"
+        if not isinstance(counts, Mapping):
+            return f"{task}: data from {where} with no recorded counts (re-run with this r2med to grade it)"
+        queries, docs = counts.get("queries"), counts.get("docs")
+        if (queries, docs) != (spec.queries, spec.docs):
+            return (
+                f"{task}: data from {where} has {queries} queries and {docs} docs, the hub task "
+                f"{spec.queries} and {spec.docs}"
+            )
+        return None
+
+    def settings_dtype(self, model: str) -> tuple[str | None] | None:
+        return None  # R2MED's rows ran r2med's presets, whose records hold their precision
+
+    def not_reproducible(self) -> list[tuple[str, str, int]]:
+        return []  # every row names a retriever or reranker record; one r2med lacks is never a key with a spec
 
 
 class R2med(Benchmark):
@@ -126,5 +187,9 @@ class R2med(Benchmark):
         )
         return TaskTable("R2MED tasks (hub: R2MED/<task>)", columns, rows, notes)
 
+    def published(self) -> R2medTable:
+        return TABLE
 
+
+TABLE = R2medTable()
 R2MED = R2med()

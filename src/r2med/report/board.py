@@ -35,17 +35,14 @@ from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
-from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
+from ..results.grading import data_problem, nonpaper_precision, require_labels
+from ..results.published import PublishedKey, tolerance_of
 from .contamination import mark_contamination
-from .format import FLAG, GAP, SIGNIFICANT
+from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
 from .judgments import mark_judgments
 from .ties import mark_ties
 
 AVERAGE = "Average"
-
-#: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
-#: its row stays matched to the published one, with a wider band.
-NONPAPER_PRECISION_EXTRA = 1.0
 
 
 @dataclass
@@ -510,22 +507,26 @@ def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
 
 
 def _reference_rows(labels: Sequence[str], tasks: list[str], measure: Measure) -> list[Row]:
-    if labels and measure != HEADLINE:
-        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure.trec}")
+    """A row of published figures per label: every family's configuration of that label with figures for one of
+    ``tasks`` (``bm25`` over R2MED's and BRIGHT's tasks: both families' BM25), else the first family's."""
     rows = []
     for label in labels:
-        key = require_label(label)
-        figures = key.figures()
-        cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
-        missing = [t for t in tasks if cells[t].value is None]
-        if missing:
-            avg = None
-        elif len(tasks) == len(TASK_NAMES) and set(tasks) == set(TASK_NAMES):
-            avg = figures.get(AVERAGE)
-        else:
-            avg = sum(figures[t] for t in tasks) / len(tasks)
-        cells[AVERAGE] = BoardCell(value=avg)
-        rows.append(Row(f"paper: {key.label}", None, None, cells, missing=missing, reference=True))
+        keys = require_labels(label)
+        if not any(k.figures(measure) for k in keys):
+            raise R2MedError(f"published rows of {label!r} have no {measure.trec} figures (nDCG@10 has them)")
+        covering = [k for k in keys if set(tasks) & set(k.figures(measure))]
+        for key in covering or keys[:1]:
+            figures = key.figures(measure)
+            cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
+            missing = [t for t in tasks if cells[t].value is None]
+            if missing:
+                avg = None
+            elif sorted(tasks) == sorted(key.average_tasks(measure)):
+                avg = figures.get(AVERAGE)
+            else:
+                avg = sum(figures[t] for t in tasks) / len(tasks)
+            cells[AVERAGE] = BoardCell(value=avg)
+            rows.append(Row(f"paper: {key.title}", None, None, cells, missing=missing, reference=True))
     return rows
 
 
