@@ -79,6 +79,18 @@ def test_evaluate_and_report_follow_its_protocol(tiny, tmp_path):
     assert system["cells"]["tiny:beta"]["value"] == 100.0 and system["cells"]["Average"]["value"] == 100.0
 
 
+def test_an_experiment_file_runs_its_tasks(tiny, tmp_path):
+    out = tmp_path / "out"
+    (tmp_path / "exp.toml").write_text(
+        f'out = "{out.as_posix()}"\n\n[data]\ntasks = "tiny"\n\n[[retrievers]]\nname = "bm25"\n'
+    )
+    res = run_r2med("run", str(tmp_path / "exp.toml"))
+    assert res.returncode == 0, res.stderr
+    for task in ("alpha", "beta"):
+        record = json.loads((out / "bm25" / f"tiny-{task}" / "metrics.json").read_text())
+        assert record["protocol"]["family"] == "tiny" and record["aggregate"]["ndcg_cut_10"] == 1.0
+
+
 def test_a_packages_family_is_found_through_the_entry_point(tmp_path):
     """A *.dist-info on sys.path declaring ``[r2med.benchmarks]`` (as ``pip install`` writes it): ``r2med tasks``
     lists the family in a fresh process, with no registration in code."""

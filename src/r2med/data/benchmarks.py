@@ -9,8 +9,8 @@ a benchmark; nothing else names a family:
   averages; :func:`protocol_of` gives a collection's (a local folder follows :func:`local_protocol`);
 * :class:`Benchmark` -- a family: its task names and aliases (``--tasks``), the hub files a task needs at its revision
   (checked before any download), how a task loads (with or without its documents), the table of ``r2med tasks``, and
-  the hooks where published figures and per-model settings are looked up (:meth:`Benchmark.published`,
-  :meth:`Benchmark.model_settings`).
+  its own settings for a model (:meth:`Benchmark.model_settings`).  A family with published figures also gives its
+  table (``published()``: :class:`r2med.results.grading.Publishes`, a layer above this one).
 
 The registry (:func:`benchmarks`) holds r2med's own families, then those other packages declare under the entry-point
 group :data:`GROUP` (``[project.entry-points."r2med.benchmarks"]``: ``name = "package.module:OBJECT"``), then those
