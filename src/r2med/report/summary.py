@@ -40,7 +40,7 @@ def summary_table(
         figures = key.figures(m) if key is not None else {}
         figures = {task: value for task, value in figures.items() if task not in summary.ungraded}
         # a family whose rows publish only an Average (BRIGHT's leaderboard) shows it beside a run of all its tasks
-        average_only = key is not None and key.family != "r2med" and figures.get("Average") is not None
+        average_only = key is not None and key.average_alone and figures.get("Average") is not None
         if any(r.task in figures for r in results) or (
             average_only and not summary.ungraded and _whole(results, key, m)
         ):

@@ -126,6 +126,16 @@ class BrightKey(PublishedKey):
         return BRIGHT
 
     @property
+    def measures(self) -> tuple[Measure, ...]:
+        """nDCG@10 on the short documents, Recall@1 on the long ones."""
+        return tuple(MEASURES)
+
+    @property
+    def average_alone(self) -> bool:
+        """BRIGHT's leaderboard publishes Averages only for most rows: shown beside a run of all their tasks."""
+        return True
+
+    @property
     def family_settings(self) -> tuple[str, str] | None:
         """BRIGHT's own settings for its model (``configs/<model>/<task>.json``, ``retrievers.py``): its runs ran
         them."""

@@ -89,6 +89,17 @@ class PublishedKey:
         return None
 
     @property
+    def measures(self) -> tuple[Measure, ...]:
+        """The measures its family's rows publish figures of (R2MED's: nDCG@10)."""
+        return (HEADLINE,)
+
+    @property
+    def average_alone(self) -> bool:
+        """Whether its published Average is shown beside a run of all the Average's tasks where no per-task figure
+        is (a leaderboard that publishes Averages only); R2MED's rows show figures per task."""
+        return False
+
+    @property
     def title(self) -> str:
         """How a legend names it (R2MED's: its label)."""
         return self.label
