@@ -136,6 +136,13 @@ class BrightKey(PublishedKey):
         return True
 
     @property
+    def tolerance_source(self) -> str:
+        return ""  # its own legend line names the source
+
+    def legend(self, measure: Measure) -> str | None:
+        return f"{self.title}: published figures from {self.setting(measure)} (protocol/bright_published.csv)."
+
+    @property
     def family_settings(self) -> tuple[str, str] | None:
         """BRIGHT's own settings for its model (``configs/<model>/<task>.json``, ``retrievers.py``): its runs ran
         them."""

@@ -100,6 +100,15 @@ class PublishedKey:
         return False
 
     @property
+    def tolerance_source(self) -> str:
+        """Where its figures come from, as the table's "delta beyond tolerance" line says it."""
+        return " (published figures: R2MED paper repo, then leaderboards)"
+
+    def legend(self, measure: Measure) -> str | None:
+        """A legend line of its own where a table shows its figures of ``measure`` (None: the table's line)."""
+        return None
+
+    @property
     def title(self) -> str:
         """How a legend names it (R2MED's: its label)."""
         return self.label
