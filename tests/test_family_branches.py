@@ -24,7 +24,7 @@ LEFT = {
     "src/r2med/expansion/precomputed.py": 1,
     "src/r2med/expansion/reasoning.py": 1,
     "src/r2med/export/mteb.py": 1,
-    "src/r2med/jobs/reproduce.py": 8,
+    "src/r2med/jobs/reproduce.py": 7,
     "src/r2med/retrieval/encoders/base.py": 1,  # the tool's own name (a token added by r2med), not a family
     "src/r2med/retrieval/presets.py": 1,
 }
