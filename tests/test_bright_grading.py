@@ -302,10 +302,10 @@ def test_bright_rows_carry_the_published_figures():
 
 def test_which_bright_rows_r2med_grades_and_why_not_the_others():
     from r2med.results.bright_published import bright_keys, not_reproducible
-    from r2med.results.grading import published_specs
+    from r2med.results.grading import published_specs, table_of
     from r2med.results.published import tolerance_of
 
-    specs = published_specs("bright")
+    specs = published_specs(table_of("bright"))
     assert set(specs) == set(bright_keys())
     labels = {k.label for k in specs}
     assert {"bm25", "bge", "inst-l", "inst-xl", "sbert", "e5", "sfr", "grit", "qwen", "openai"} <= labels
@@ -320,11 +320,11 @@ def test_which_bright_rows_r2med_grades_and_why_not_the_others():
     assert "Cohere's embed endpoint" in why["paper cohere"]
     assert "not the leaderboard's Average (21.9)" in why["later_third_party openai"]
     # R2MED's rows are untouched
-    assert all(k.family == "r2med" for k in published_specs())
+    assert all(k.family == "r2med" for k in published_specs(table_of("r2med")))
 
 
 def test_a_bright_run_is_graded_on_the_pinned_hub_data_only():
-    from r2med.results.published import data_problem
+    from r2med.results.grading import data_problem
 
     pinned = {
         "source": f"hf://datasets/xlangai/BRIGHT@{BRIGHT_PIN}",
@@ -425,9 +425,9 @@ def test_reproduce_lists_and_runs_brights_targets(offline, tmp_path):
 
 
 def _bright_rows():
-    from r2med.results.grading import RerankSpec, published_specs
+    from r2med.results.grading import RerankSpec, published_specs, table_of
 
-    for row, spec in published_specs("bright").items():
+    for row, spec in published_specs(table_of("bright")).items():
         if not row.expanded:
             yield row, spec.step, isinstance(spec.step, RerankSpec)
 

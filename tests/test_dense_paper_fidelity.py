@@ -374,8 +374,8 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     from r2med.protocol import published_ndcg10
     from r2med.report import build_leaderboard, leaderboard
     from r2med.results.folders import find_systems as load_systems
-    from r2med.results.grading import grade, match_published
-    from r2med.results.published import PublishedKey, nonpaper_precision
+    from r2med.results.grading import grade, match_published, nonpaper_precision
+    from r2med.results.published import PublishedKey
     from r2med.runs.run import write_task_results
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}

@@ -740,7 +740,7 @@ def test_grading_table_keyed_by_recorded_specs(config, key, row, reason):
 
 
 def test_a_non_paper_precision_keeps_the_grade_and_says_so():
-    from r2med.results.published import nonpaper_precision
+    from r2med.results.grading import nonpaper_precision
 
     assert (
         nonpaper_precision({**dense_config("bge", dtype="bf16"), "encoder": {"dtype": "bf16"}}) == "bf16 (paper: fp32)"
@@ -759,9 +759,9 @@ OTHER_VALUES += ("<s> {text}", "Flat", "org/other-model", "other text")
 
 
 def _published_rows():
-    from r2med.results.grading import RerankSpec, published_specs
+    from r2med.results.grading import RerankSpec, published_specs, table_of
 
-    for key, spec in published_specs().items():
+    for key, spec in published_specs(table_of("r2med")).items():
         if key.expanded:
             continue  # the same options as the plain row (its expansion: the rows above)
         yield key, spec.step, isinstance(spec.step, RerankSpec)

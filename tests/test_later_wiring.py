@@ -100,7 +100,7 @@ def test_fp16_presets_run_fp32_on_a_cpu_unless_told():
 
 
 def test_a_cpu_fallback_is_the_published_precision_another_is_not():
-    from r2med.results.published import precision_change
+    from r2med.results.grading import precision_change
 
     def config(dtype):
         return {"retriever": "qwen3-emb-8b", "encoder": {"dtype": dtype}}

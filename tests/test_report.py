@@ -109,7 +109,7 @@ def hand_task_mean(folder: Path, qrels: dict) -> float:
 
 def as_hub_task(monkeypatch, task: str, queries: int, docs: int) -> None:
     """Make the published counts of ``task`` those of a tiny local collection, so that the collection counts
-    as the hub task (:func:`r2med.results.published.data_problem`) and the grading machinery can be checked on it."""
+    as the hub task (:func:`r2med.results.grading.data_problem`) and the grading machinery can be checked on it."""
     from dataclasses import replace
 
     from r2med.data.tasks import TASKS

@@ -8,7 +8,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..data.tasks import TASKS
 from ..infra.containment import check_output_dir
 from . import app, strict_data
 from ._ui import check_json_format, console, print_fitted, print_json, print_next, print_summary, print_tie_line
@@ -51,73 +50,21 @@ from .options import (
 @app.command("tasks")
 def tasks_command(fmt: FormatJson = "table", as_json: JsonAlias = False, wide: Wide = False) -> None:
     """List the tasks of both benchmark families, R2MED's 8 and BRIGHT's 12, with their sizes."""
-    from ..data.benchmarks import BENCHMARKS
+    from ..data.benchmarks import benchmarks
 
     if check_json_format(fmt, as_json) == "json":
-        print_json([{**row.facts, "family": b.name} for b in BENCHMARKS for row in b.rows()])
+        print_json([{**row.facts, "family": b.name} for b in benchmarks() for row in b.rows()])
         return
-    for family in BENCHMARKS:
-        rows = family.rows()
-        if family.name == "r2med":
-            _r2med_table(wide)
-            continue
-        table = Table(title=f"{family.title} tasks (hub: xlangai/BRIGHT)")
-        table.add_column("task", no_wrap=True)
-        if wide:
-            table.add_column("group")
-        for col in ("queries", "docs", "gold", "excluded", "long"):
-            table.add_column(col, justify="right", no_wrap=True)
-        for row in rows:
-            f = row.facts
-            table.add_row(
-                row.name,
-                *([str(f["group"])] if wide else []),
-                f"{row.queries:,}",
-                f"{row.docs:,}",
-                f"{row.judgments:,}",
-                f"{f['excluded_ids']:,}" if f["excluded_ids"] else "-",
-                f"{f['long_documents']:,}" if f["long_documents"] else "-",
-            )
+    for family in benchmarks():
+        shown = family.task_table(wide)
+        table = Table(title=shown.title)
+        for column in shown.columns:
+            table.add_column(column.title, justify=column.justify, no_wrap=column.no_wrap)  # type: ignore[arg-type]
+        for row in shown.rows:
+            table.add_row(*row)
         print_fitted(table, wide=wide)
-        console.print(
-            f"{sum(r.queries for r in rows):,} queries in all; docs: Anserini's index of the hub's corpus; gold: "
-            "distinct (query, gold id) pairs; excluded: (query, document) pairs removed before the cut; long: "
-            "the long-document corpus. Hub data "
-            f"loads at commit {rows[0].revision[:7]} (mteb's pin; --revision changes it). --tasks bright runs all "
-            "12; bright:<task>:long (or --long-documents) the long-document setting of the 8 with long docs; "
-            "--tasks all stays R2MED's 8."
-        )
-
-
-def _r2med_table(wide: bool) -> None:
-    table = Table(title="R2MED tasks (hub: R2MED/<task>)")
-    table.add_column("task", no_wrap=True)
-    table.add_column("scenario", no_wrap=not wide)
-    if wide:
-        table.add_column("retrieval")
-    for col in ("queries", "docs", "pos/q", "len q/d"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for t in TASKS.values():
-        scenario = t.scenario if wide else t.scenario.removesuffix(" retrieval")
-        table.add_row(
-            t.name,
-            scenario,
-            *([t.retrieval_type] if wide else []),
-            f"{t.queries:,}",
-            f"{t.docs:,}",
-            f"{t.avg_positives:.1f}",
-            f"{t.avg_query_length:.0f}/{t.avg_doc_length:.0f}",
-        )
-    print_fitted(table, wide=wide)
-    console.print(
-        f"{sum(t.queries for t in TASKS.values())} queries in all; lengths: the dataset card's mean "
-        "tokens per query/doc."
-    )
-    console.print(
-        "Hub data loads at pinned commits: "
-        + ", ".join(f"{t.name} {t.revision[:7]}" for t in TASKS.values())
-        + " (MTEB's pins; --revision changes them; `--format json` gives them in full)."
-    )
+        for note in shown.notes:
+            console.print(note)
 
 
 @app.command("evaluate")

@@ -23,7 +23,7 @@ from .options import LISTING_FORMAT_EXACT
 def retriever_settings() -> dict[str, dict[str, Any]]:
     """name -> {kind, description, family, settings...} for every registered retriever; a later model's also
     carries its published row, the source of each setting, its gaps and tolerance class."""
-    from ..data.benchmarks import BENCHMARKS
+    from ..data.benchmarks import benchmarks
     from ..infra.registry import TOLERANCES
     from ..retrieval.registry import all_retrievers
 
@@ -37,7 +37,7 @@ def retriever_settings() -> dict[str, dict[str, Any]]:
                 later=True, **meta.provenance, tolerance={"class": meta.tolerance, "points": TOLERANCES[meta.tolerance]}
             )
         row["home"] = meta.home
-        others = {b.name: s for b in BENCHMARKS if (s := b.settings_summary(name)) is not None}
+        others = {b.name: s for b in benchmarks() if (s := b.settings_summary(name)) is not None}
         if others:
             row["settings_on"] = others
         if meta.contamination:

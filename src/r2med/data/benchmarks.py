@@ -1,37 +1,42 @@
-"""Benchmark families: a family is its data plus its protocol, asked by name -- never a fork of the code.
+"""Benchmark families: a family is a plug-in -- its data plus its protocol, asked -- never a fork of the code.
 
-r2med runs two families, each under its own protocol: **R2MED** (8 tasks, ``R2MED/<Task>`` on the hub, JSONL
-files) and **BRIGHT** (12 tasks, ``xlangai/BRIGHT``, parquet files; named ``bright:<task>``).  Code that needs to
-know which rules a task follows asks its family (:func:`benchmark_of`), not its name:
+A family (R2MED: :mod:`r2med.families.r2med`; BRIGHT: :mod:`r2med.families.bright`; any package's, through the
+``r2med.benchmarks`` entry point) is one :class:`Benchmark` that answers every question the rest of the code asks of
+a benchmark; nothing else names a family:
 
-* :class:`Protocol` -- how a task's runs are made and scored: the run depth (R2MED 100, BRIGHT 1000), the measures
-  stored, the headline measure, where judgments come from, whether queries carry exclusions removed before the
-  cut (BRIGHT's ``excluded_ids``), and how the benchmark averages; :func:`protocol_of` gives a collection's (a local
-  folder follows :data:`LOCAL`, R2MED's numbers);
-* :class:`Benchmark` -- a family: its task names and aliases (``--tasks bright`` is BRIGHT's 12; ``all`` stays
-  R2MED's 8, as it always was, and ``r2med`` says so explicitly), the hub files a task needs at its revision (checked
-  before any download), how a task loads (with or without its documents), the rows of ``r2med tasks``, and the
-  hooks where published figures and per-model settings are looked up (:meth:`Benchmark.published`,
-  :meth:`Benchmark.model_settings`).
+* :class:`Protocol` -- how a task's runs are made and scored: the run depth, the measures stored, the headline
+  measure, where judgments come from, whether queries carry exclusions removed before the cut, and how the benchmark
+  averages; :func:`protocol_of` gives a collection's (a local folder follows :func:`local_protocol`);
+* :class:`Benchmark` -- a family: its task names and aliases (``--tasks``), the hub files a task needs at its revision
+  (checked before any download), how a task loads (with or without its documents), the table of ``r2med tasks``, and
+  its own settings for a model (:meth:`Benchmark.model_settings`).  A family with published figures also gives its
+  table (``published()``: :class:`r2med.results.grading.Publishes`, a layer above this one).
 
-:func:`r2med.data.names.parse_tasks` is the one reading of a ``--tasks`` spec over both families (names are
-:mod:`.names`'s; the families here add their data and protocols).
+The registry (:func:`benchmarks`) holds r2med's own families, then those other packages declare under the entry-point
+group :data:`GROUP` (``[project.entry-points."r2med.benchmarks"]``: ``name = "package.module:OBJECT"``), then those
+registered in code (:func:`register`); the first of a name wins.  Families load lazily, on the first question
+(importing this module imports none of them).  :func:`r2med.data.names.parse_tasks` is the one reading of a
+``--tasks`` spec over every family.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from importlib import import_module
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, shown
-from ..measures import Measure
-from . import names
+from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 
 if TYPE_CHECKING:
     from .collection import Collection
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,66 +66,10 @@ class Protocol:
         }
 
 
-def _r2med_measures() -> tuple[Measure, ...]:
-    from ..measures import DEFAULT_MEASURES
-
-    return DEFAULT_MEASURES
-
-
-def _bright_measures() -> tuple[Measure, ...]:
-    """BRIGHT's measures (retrievers.py:544-588): nDCG, MAP, recall and precision at 1, 5, 10, 25, 50, 100, and MRR;
-    plus R@1000, which Pyserini's reproductions report."""
-    from ..measures import Family, Measure
-
-    cut = tuple(
-        Measure(f, k)
-        for f in (Family.NDCG, Family.MAP, Family.RECALL, Family.PRECISION)
-        for k in (1, 5, 10, 25, 50, 100)
-    )
-    return (*cut, Measure(Family.MRR), Measure(Family.RECALL, 1000))
-
-
-@cache
-def r2med_protocol() -> Protocol:
-    from ..measures import HEADLINE
-
-    return Protocol(
-        family="r2med",
-        depth=100,
-        measures=_r2med_measures(),
-        headline=HEADLINE,
-        judgments="qrels.jsonl",
-        documents="corpus.jsonl",
-        exclusions=False,
-        average="the unweighted mean of the 8 tasks' nDCG@10",
-    )
-
-
 @cache
 def local_protocol() -> Protocol:
-    """A local collection's (``--data-dir``): R2MED's numbers, no family."""
-    base = r2med_protocol()
-    return Protocol(None, base.depth, base.measures, base.headline, "the folder's", "the folder's", False, "")
-
-
-@cache
-def bright_protocol(long: bool = False) -> Protocol:
-    from ..measures import HEADLINE, Family, Measure
-
-    return Protocol(
-        family="bright",
-        depth=1000,
-        measures=_bright_measures(),
-        headline=Measure(Family.RECALL, 1) if long else HEADLINE,
-        judgments="gold_ids_long" if long else "gold_ids",
-        documents="long_documents" if long else "documents",
-        exclusions=True,
-        average=(
-            "the unweighted mean of the 8 long-document tasks' Recall@1 (the leaderboard's)"
-            if long
-            else "the unweighted mean of the 12 tasks' nDCG@10 (the leaderboard's)"
-        ),
-    )
+    """A local collection's (``--data-dir``): no family; depth 100, the default measures, the headline first."""
+    return Protocol(None, 100, DEFAULT_MEASURES, HEADLINE, "the folder's", "the folder's", False, "")
 
 
 @dataclass(frozen=True)
@@ -140,6 +89,7 @@ class ModelSettings:
     batch_size: int | None  #: the family's batch (recorded; it changes no vector: r2med keeps its own)
     differences: tuple[str, ...]  #: how they differ from the preset's settings in its own family
     sources: Mapping[str, str]  #: file:line of each setting
+    checkpoint: str | None = None  #: the checkpoint the family's code loaded (None: the preset's own)
 
     def record(self) -> dict[str, Any]:
         """What ``metrics.json``'s ``config["settings"]`` holds: whose settings ran, for which task, the family's
@@ -180,11 +130,31 @@ class TaskRow:
     facts: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class TaskColumn:
+    """A column of a family's table in ``r2med tasks``."""
+
+    title: str
+    justify: str = "right"  #: ``left`` or ``right``
+    no_wrap: bool = True
+
+
+@dataclass(frozen=True)
+class TaskTable:
+    """A family's table in ``r2med tasks``: its title, columns, rows (one text per column) and the notes under it."""
+
+    title: str
+    columns: tuple[TaskColumn, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+
+
 class Benchmark(abc.ABC):
     """A benchmark family: its tasks, its protocol, its hub data."""
 
-    name: str
-    title: str
+    name: str  #: its registry name (the ``family`` of its records)
+    title: str  #: how text names it (``R2MED``)
+    has_long_documents: bool = False  #: whether some of its tasks have a long-document setting
 
     @abc.abstractmethod
     def task_names(self) -> tuple[str, ...]:
@@ -222,10 +192,19 @@ class Benchmark(abc.ABC):
 
     @abc.abstractmethod
     def rows(self) -> list[TaskRow]:
-        """Its tasks for ``r2med tasks``."""
+        """Its tasks for ``r2med tasks --format json`` (and the facts its table shows)."""
 
-    def published(self) -> Any:
-        """Where its published figures are looked up (the hook graded rows start from)."""
+    @abc.abstractmethod
+    def task_table(self, wide: bool) -> TaskTable:
+        """Its table in ``r2med tasks`` (``wide``: every column at full width)."""
+
+    @abc.abstractmethod
+    def choices(self) -> str:
+        """Its task names as an unknown task's error lists them (``BRIGHT's bright:<task> (bright: the 12)``)."""
+
+    def long_setting(self, name: str) -> str | None:
+        """The long-document setting of its task ``name`` (``--long-documents``), or None: the family has none (a
+        task of a family that has them but not this task's is the family's one-line error)."""
         return None
 
     def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
@@ -239,242 +218,61 @@ class Benchmark(abc.ABC):
         return None
 
 
-class R2med(Benchmark):
-    """R2MED: 8 tasks, one hub repository each (``R2MED/<Task>``), at the commits MTEB pins."""
+# -- the registry --------------------------------------------------------------------------------------------------
 
-    name = "r2med"
-    title = "R2MED"
-
-    def task_names(self) -> tuple[str, ...]:
-        from .tasks import TASK_NAMES
-
-        return tuple(TASK_NAMES)
-
-    def aliases(self) -> Mapping[str, tuple[str, ...]]:
-        return {word: tasks for word, tasks in names.aliases().items() if word in names.R2MED_ALIASES}
-
-    def canonical(self, name: str) -> str | None:
-        return names.canonical_task(name) if names.family_of(name) == self.name else None
-
-    def hub_task(self, name: str) -> str:
-        return names.canonical_task(name)
-
-    def protocol(self, name: str) -> Protocol:
-        return r2med_protocol()
-
-    def hub_request(
-        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
-    ) -> HubRequest:
-        from .hub import TASK_FILES, expansion_path, task_revision
-        from .tasks import get_task
-
-        spec = get_task(name)
-        if any(method == names.REASON for method, _ in expansions):
-            raise OptionError(
-                f"{spec.name}: {names.REASON}:<llm> names BRIGHT's reasoning query sets; R2MED's tasks have "
-                "none (their expansions: hyde, query2doc, lamer...)"
-            )
-        wanted, why = task_revision(spec.name, revision, expansions)
-        files = [f for f in TASK_FILES if corpus or f != "corpus.jsonl"]
-        paths = (*files, *(expansion_path(method, llm) for method, llm in expansions))
-        return HubRequest(spec.hub_id, tuple(paths), wanted, why)
-
-    def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
-        from .hub import load_from_hub
-
-        return load_from_hub(names.canonical_task(name), revision=revision, strict=strict, corpus=corpus)
-
-    def rows(self) -> list[TaskRow]:
-        from .tasks import TASKS
-
-        return [
-            TaskRow(
-                t.name,
-                self.name,
-                t.queries,
-                t.docs,
-                round(t.avg_positives * t.queries),
-                t.scenario.removesuffix(" retrieval"),
-                t.revision,
-                vars(t),
-            )
-            for t in TASKS.values()
-        ]
-
-    def published(self) -> Any:
-        from ..protocol import published_figures
-
-        return published_figures()
+#: the entry-point group other packages declare their families under
+GROUP = "r2med.benchmarks"
+#: r2med's own families, in the order of ``r2med tasks`` and of report columns (also declared under :data:`GROUP`
+#: in pyproject.toml; listed here so a source tree run without installing finds them)
+BUILT_IN = {"r2med": "r2med.families.r2med:R2MED", "bright": "r2med.families.bright:BRIGHT"}
+_registered: dict[str, Benchmark] = {}
 
 
-class Bright(Benchmark):
-    """BRIGHT: 12 tasks in one hub dataset (``xlangai/BRIGHT``), at the commit mteb pins; ``bright:<task>:long``
-    for the long-document setting of 8 of them."""
-
-    name = "bright"
-    title = "BRIGHT"
-
-    def task_names(self) -> tuple[str, ...]:
-        return names.names()
-
-    def aliases(self) -> Mapping[str, tuple[str, ...]]:
-        return {word: tasks for word, tasks in names.aliases().items() if word.startswith(self.name)}
-
-    def canonical(self, name: str) -> str | None:
-        return names.parse_name(name).name if names.is_bright(name) else None
-
-    def hub_task(self, name: str) -> str:
-        return names.parse_name(name).hub_task
-
-    def protocol(self, name: str) -> Protocol:
-        return bright_protocol(names.parse_name(name).long)
-
-    def hub_request(
-        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
-    ) -> HubRequest:
-        from ..protocol import bright as facts
-        from . import bright
-
-        parsed = names.parse_name(name)
-        others = [f"{m}:{llm}" for m, llm in expansions if m != names.REASON]
-        if others:
-            raise OptionError(
-                f"{parsed.name}: BRIGHT's hub holds no {others[0]} expansions (its query sets are "
-                f"{names.REASON}:<llm>: {', '.join(r.name for r in facts.hub().reasoning_sets)}); "
-                "pass --expansion-file or --expansion-dir for your own"
-            )
-        wanted, why = bright.revision_for(parsed.name, revision)
-        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions])
-        return HubRequest(facts.hub().repo_id, tuple(paths), wanted, why)
-
-    def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
-        from . import bright
-
-        return bright.load(name, revision=revision, strict=strict, corpus=corpus)
-
-    def rows(self) -> list[TaskRow]:
-        from ..protocol import bright as facts
-
-        out = []
-        for t in facts.tasks():
-            long = f"; long: {t.long_documents:,} docs, {t.long_gold_ids} judgments" if t.has_long_documents else ""
-            excluded = f"{t.excluded_ids:,} excluded pairs" if t.excluded_ids else "no exclusions"
-            out.append(
-                TaskRow(
-                    t.qualified_name,
-                    self.name,
-                    t.queries,
-                    t.documents,
-                    t.gold_pairs,
-                    f"{t.group}; {excluded}{long}",
-                    facts.hub().revision,
-                    {
-                        "name": t.qualified_name,
-                        "hub_split": t.name,
-                        "display_name": t.display_name,
-                        "group": t.group,
-                        "queries": t.queries,
-                        "docs": t.documents,
-                        "judgments": t.gold_pairs,
-                        "long_documents": t.long_documents,
-                        "long_judgments": t.long_gold_ids,
-                        "queries_with_exclusions": t.queries_with_exclusions,
-                        "excluded_ids": t.excluded_ids,
-                        "hub_id": facts.hub().repo_id,
-                        "revision": facts.hub().revision,
-                        "sources": dict(t.sources),
-                    },
-                )
-            )
-        return out
-
-    def published(self) -> Any:
-        from ..protocol import bright as facts
-
-        return facts.published_rows()
-
-    def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
-        """BRIGHT's settings for the BRIGHT model whose record names ``retriever`` as its r2med preset
-        (``bright_models.json``): instructions from ``configs/<model>/<task>.json`` (``instructions_long`` in the long
-        setting) with ``{task}`` filled as BRIGHT fills it (the raw task id), and the lengths, pooling,
-        normalisation, loader and similarity of its ``retrievers.py`` function."""
-        from ..protocol import bright as facts
-
-        model = facts.model_for_preset(retriever)
-        if model is None:
-            return None
-        parsed = names.parse_name(task)
-        block = dict(model.r2med_encoder)
-        sources = {**model.sources, **dict(block.pop("sources", None) or {})}
-        similarity = block.pop("similarity", None)
-        for fact in _REGISTRY_FACTS:  # a defined preset's registry facts, not settings
-            block.pop(fact, None)
-        encoder: dict[str, Any] = {}
-        if model.kind != "bm25":
-            encoder = dict(block)  # r2med's encoder defaults fill the rest where it runs (Preset.settings)
-            encoder["query_instruction"] = model.instruction(parsed.task, "query", parsed.long)
-            encoder["doc_instruction"] = model.instruction(parsed.task, "document", parsed.long)
-        return ModelSettings(
-            family=self.name,
-            model=model.name,
-            task=parsed.name,
-            encoder=encoder,
-            similarity=similarity,
-            score_scale=model.score_scale,
-            batch_size=model.batch_size,
-            differences=model.r2med_differences,
-            sources=sources,
-        )
-
-    def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
-        from ..protocol import bright as facts
-
-        model = facts.model_for_preset(retriever)
-        if model is None:
-            return None
-        block = {k: v for k, v in model.r2med_encoder.items() if k not in ("sources", *_REGISTRY_FACTS)}
-
-        def instructions(kind: str) -> str:
-            filled = {model.instruction(t.name, kind) for t in facts.tasks()}
-            if filled == {""}:
-                return ""
-            return f"per task (configs/{model.name}/<task>.json)" if len(filled) > 1 else filled.pop()
-
-        return {
-            "model": model.name,
-            "checkpoint": model.model,
-            **block,
-            "score_scale": model.score_scale,
-            "batch_size": model.batch_size,
-            "query_instruction": instructions("query"),
-            "doc_instruction": instructions("document"),
-            "differences": list(model.r2med_differences),
-        }
+def _load(value: str) -> Benchmark:
+    module, _, attr = value.partition(":")
+    found = getattr(import_module(module), attr)
+    if not isinstance(found, Benchmark):
+        raise OptionError(f"benchmark entry point {value}: not a r2med.data.benchmarks.Benchmark")
+    return found
 
 
-#: Keys of a BRIGHT ``r2med_encoder`` block that are a defined preset's registry facts, not settings.
-_REGISTRY_FACTS = ("batch_size", "needs_gpu", "api_key_env")
+def register(family: Benchmark) -> Benchmark:
+    """Add ``family`` to the registry (after the built-in and entry-point families; a name taken is refused)."""
+    if family.name in {b.name for b in benchmarks()}:
+        raise OptionError(f"benchmark {shown(family.name)} is already registered")
+    _registered[family.name] = family
+    return family
 
 
-R2MED = R2med()
-BRIGHT = Bright()
-#: every family r2med runs, R2MED's first (the order of ``r2med tasks``, of report columns)
-BENCHMARKS: tuple[Benchmark, ...] = (R2MED, BRIGHT)
+@cache
+def _discovered() -> tuple[Benchmark, ...]:
+    found = {name: _load(value) for name, value in BUILT_IN.items()}
+    for point in entry_points(group=GROUP):
+        if point.name in found:
+            if point.value != BUILT_IN.get(point.name):
+                log.warning("entry point %s of %s: the name is taken; ignored", point.name, GROUP)
+            continue
+        found[point.name] = _load(point.value)
+    return tuple(found.values())
+
+
+def benchmarks() -> tuple[Benchmark, ...]:
+    """Every family: r2med's own first, then the entry points', then those registered in code."""
+    return (*_discovered(), *_registered.values())
 
 
 def benchmark(name: str) -> Benchmark:
     """A family by its name (``r2med``, ``bright``)."""
-    for b in BENCHMARKS:
+    for b in benchmarks():
         if b.name == name:
             return b
-    raise OptionError(f"unknown benchmark {shown(name)}; choose from: {', '.join(b.name for b in BENCHMARKS)}")
+    raise OptionError(f"unknown benchmark {shown(name)}; choose from: {', '.join(b.name for b in benchmarks())}")
 
 
 def benchmark_of(task: str) -> Benchmark | None:
     """The family whose task ``task`` is (any accepted spelling), or None: not a benchmark's task (a local
     collection).  A malformed name of a family (``bright:nosuch``) is that family's one-line error."""
-    family = names.family_of(task)
-    return None if family is None else benchmark(family)
+    return next((b for b in benchmarks() if b.owns(task)), None)
 
 
 def protocol_of(collection: Collection) -> Protocol:
@@ -491,8 +289,3 @@ def protocol_of_task(task: str) -> Protocol:
     except OptionError:
         return local_protocol()
     return family.protocol(task) if family is not None else local_protocol()
-
-
-def parse_tasks(spec: str | Iterable[str] | None, long_documents: bool = False) -> list[str]:
-    """:func:`r2med.data.names.parse_tasks`: a ``--tasks`` spec over both families."""
-    return names.parse_tasks(spec, long_documents)

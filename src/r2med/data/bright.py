@@ -1,8 +1,9 @@
 """BRIGHT's tasks on the hub (``xlangai/BRIGHT``): their names, the files each needs, and reading them.
 
-Names: ``bright:<task>`` with BRIGHT's task names, ``bright:<task>:long`` for the long-document setting of the 8
-tasks that have one (:func:`r2med.data.names.parse_name`).  The facts behind them -- tasks, sizes, hub layout, the
-pinned revision -- are :mod:`r2med.protocol.bright`'s.
+Names: ``bright:<task>`` with BRIGHT's task names (hyphens and any case accepted: ``bright:Earth-Science``),
+``bright:<task>:long`` for the long-document setting of the 8 tasks that have one (:func:`parse_name`); its
+reasoning query sets are named by their LLM (:func:`reasoning_name`: ``-e reason:gpt4``).  The facts behind them
+-- tasks, sizes, hub layout, the pinned revision -- are :mod:`r2med.protocol.bright`'s.
 
 Files (parquet, one per config and task; the hub's split of each config is the task)::
 
@@ -34,14 +35,110 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, MissingExtraError, shown
+from ..errors import DataError, MissingExtraError, OptionError, did_you_mean, shown
 from ..protocol import bright as facts
 from .collection import Collection
 from .exclusions import NONE_MARKER, Exclusions
 from .files import _doc_id_flaw, _query_id_flaw, id_problem
-from .names import parse_name, reasoning_config
 
 log = logging.getLogger(__name__)
+
+# -- names -------------------------------------------------------------------------------------------------------
+
+PREFIX = f"{facts.FAMILY}:"
+LONG = "long"
+#: The expansion method of BRIGHT's reasoning query sets (``-e reason:gpt4``).
+REASON = "reason"
+
+
+@dataclass(frozen=True)
+class BrightName:
+    """A BRIGHT task as r2med names it: the hub task and whether its long-document setting is meant."""
+
+    task: str  #: BRIGHT's task name (``earth_science``)
+    long: bool = False
+
+    @property
+    def name(self) -> str:
+        """r2med's name: ``bright:earth_science`` (``bright:biology:long``)."""
+        return f"{PREFIX}{self.task}" + (f":{LONG}" if self.long else "")
+
+    @property
+    def hub_task(self) -> str:
+        """The hub task it reads (its revision is this name's in ``--revision`` pairs): ``bright:biology``."""
+        return f"{PREFIX}{self.task}"
+
+    @property
+    def documents(self) -> str:
+        """The hub config of its corpus: ``documents`` or ``long_documents``."""
+        return "long_documents" if self.long else "documents"
+
+    @property
+    def judgments(self) -> str:
+        """The examples' field its judgments come from: ``gold_ids`` or ``gold_ids_long``."""
+        return "gold_ids_long" if self.long else "gold_ids"
+
+
+def is_bright(name: str) -> bool:
+    """Whether ``name`` is in BRIGHT's spelling (``bright:...``, any case)."""
+    return name.strip().lower().startswith(PREFIX)
+
+
+def parse_name(name: str) -> BrightName:
+    """``bright:earth-science`` -> ``BrightName("earth_science")``; ``bright:biology:long`` -> the long setting
+    (a task without long documents is a one-line error naming the 8 that have them)."""
+    text = name.strip()
+    if not is_bright(text):
+        raise OptionError(f"{shown(name)} is not a BRIGHT task name (bright:<task>, e.g. bright:biology)")
+    rest = text[len(PREFIX) :]
+    task_part, sep, setting = rest.partition(":")
+    if sep and setting.strip().lower() != LONG:
+        raise OptionError(
+            f"BRIGHT task {shown(name)}: {shown(setting)} is not a setting (bright:<task>:long is the "
+            "long-document setting)"
+        )
+    task = facts.task(task_part)
+    if sep and not task.has_long_documents:
+        raise OptionError(
+            f"BRIGHT task {task.name!r} has no long documents; the long-document setting exists for "
+            + ", ".join(facts.hub().long_document_tasks)
+        )
+    return BrightName(task.name, long=bool(sep))
+
+
+def long_name(name: str) -> str:
+    """The long-document setting of a BRIGHT task name (``bright:biology`` -> ``bright:biology:long``)."""
+    parsed = parse_name(name)
+    return parse_name(f"{parsed.hub_task}:{LONG}").name
+
+
+def names(long: bool = False) -> tuple[str, ...]:
+    """The 12 tasks' names in BRIGHT's order (``long``: the 8 long-document settings)."""
+    if long:
+        return tuple(f"{PREFIX}{t}:{LONG}" for t in facts.hub().long_document_tasks)
+    return tuple(f"{PREFIX}{t.name}" for t in facts.tasks())
+
+
+def reasoning_config(llm: str) -> str:
+    """The hub config of a reasoning query set named by its LLM (``gpt4`` -> ``gpt4_reason``), case aside."""
+    known = {r.name.lower(): r for r in facts.hub().reasoning_sets}
+    found = known.get(llm.strip().lower()) or known.get(llm.strip().lower().removesuffix("_reason"))
+    if found is None:
+        choices = [r.name for r in facts.hub().reasoning_sets]
+        raise OptionError(
+            f"no BRIGHT reasoning query set {shown(llm)}{did_you_mean(llm, choices)}; "
+            f"choose from: {', '.join(f'{REASON}:{c}' for c in choices)}"
+        )
+    return found.config
+
+
+def reasoning_name(llm: str) -> str:
+    """A reasoning set's name as BRIGHT's ``--reasoning`` spells it (``GEMINI-1.0`` -> ``Gemini-1.0``)."""
+    config = reasoning_config(llm)
+    return next(r.name for r in facts.hub().reasoning_sets if r.config == config)
+
+
+# -- files -------------------------------------------------------------------------------------------------------
 
 
 def files(name: str, corpus: bool = True, reasoning: Sequence[str] = ()) -> list[str]:

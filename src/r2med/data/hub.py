@@ -796,7 +796,6 @@ def load_from_hub(task: str, revision: str | None = None, strict: bool = False, 
             revision=commit,
             strict=strict,
         )
-    coll = coll.replace(benchmark="r2med")
     log.info("%s: hub data at commit %s%s", spec.name, commit, "" if wanted == commit else f" ({wanted})")
     return coll
 

@@ -327,11 +327,11 @@ def task_filter(spec: str | None) -> set[str] | None:
     if not spec or spec.strip().lower() == "all":
         return None
     from ..errors import OptionError
-    from .benchmarks import BENCHMARKS
+    from .benchmarks import benchmarks
 
     found: set[str] = set()
     for part in (p.strip() for p in spec.split(",") if p.strip()):
-        group = next((b.aliases()[part.lower()] for b in BENCHMARKS if part.lower() in b.aliases()), None)
+        group = next((b.aliases()[part.lower()] for b in benchmarks() if part.lower() in b.aliases()), None)
         if group is not None:
             found |= {t.lower() for t in group}
             continue

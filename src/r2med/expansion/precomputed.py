@@ -247,7 +247,7 @@ def expansion_builder(
     """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front):
     ``reason:<llm>`` is BRIGHT's reasoning query set of that LLM (:mod:`.reasoning`), any other ``METHOD:LLM``
     R2MED's expansions."""
-    from ..data.names import REASON
+    from ..data.bright import REASON
 
     if spec and spec.partition(":")[0].strip().lower() == REASON:
         if file is not None or folder is not None:

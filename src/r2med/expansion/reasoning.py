@@ -31,10 +31,10 @@ class ReasoningQueries:
     """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): a BRIGHT task's queries replaced by one LLM's reasoning."""
 
     def __init__(self, llm: str):
-        from ..data import names
+        from ..data import bright
 
-        self.method = names.REASON
-        self.llm = names.reasoning_name(llm)  # an unknown set is a one-line error listing the five
+        self.method = bright.REASON
+        self.llm = bright.reasoning_name(llm)  # an unknown set is a one-line error listing the five
         self.loaded: dict[str, Path] = {}
 
     def hub_expansion(self, task: str) -> tuple[str, str] | None:

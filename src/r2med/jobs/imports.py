@@ -127,14 +127,14 @@ def named_tasks(path: Path, stated: Mapping[str, Any] | None = None) -> list[str
     file's own ``dataset_name`` (a search-results file's), every family asked through its task names."""
     import re
 
-    from ..data.benchmarks import BENCHMARKS
+    from ..data.benchmarks import benchmarks
 
     def words(text: str) -> str:
         return "_" + re.sub(r"[^a-z0-9]+", "_", text.lower()) + "_"
 
     said = words(path.name) + (words(str(stated.get("dataset_name") or "")) if stated else "")
     found = []
-    for family in BENCHMARKS:
+    for family in benchmarks():
         for task in family.task_names():
             bare = task.rsplit(":", 1)[-1]
             if words(bare) in said:

@@ -256,10 +256,13 @@ class Environment:
     def bright_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
         """A BRIGHT task from the hub only (a local folder is no family's task, so none is graded): every file it
         needs at its revision cached, or the hub reachable."""
-        from ..data.benchmarks import BRIGHT
+        from ..data.benchmarks import benchmark_of
         from ..data.hub import cached_file
 
-        request = BRIGHT.hub_request(task, self.revision, list(expansions))
+        family = benchmark_of(task)
+        if family is None:
+            return None, f"{task} is no benchmark's task"
+        request = family.hub_request(task, self.revision, list(expansions))
         if all(cached_file(request.repo_id, path, request.revision) is not None for path in request.paths):
             return "hub cache", ""
         if self.hub:
@@ -595,7 +598,7 @@ def run_matrix(
                 step = EvaluateStep.of(target.key.system, **options, top_k=depth, overwrite=overwrite)
                 label = target.label if builder or target.variant else system_name(step)
                 result = run_task(coll, Plan(step, label, builder), system_folder(out, target.label))
-            value = 100 * result.metrics.aggregate[(target.measure if target.key.family != "r2med" else HEADLINE).trec]
+            value = 100 * result.metrics.aggregate[target.measure.trec]  # its task's headline: the figure's measure
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
             problem = spec_problem(target, result.config) if target.graded else None

@@ -31,23 +31,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..data.tasks import TASK_NAMES
 from ..errors import R2MedError
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
-from ..results.published import PublishedKey, data_problem, nonpaper_precision, require_label, tolerance_of
+from ..results.grading import data_problem, nonpaper_precision, require_labels
+from ..results.published import PublishedKey, tolerance_of
 from .contamination import mark_contamination
-from .format import FLAG, GAP, SIGNIFICANT
+from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
 from .judgments import mark_judgments
 from .ties import mark_ties
 
 AVERAGE = "Average"
 #: The benchmark a local collection (``--data-dir``) belongs to, as a per-benchmark Average names it.
 LOCAL = "local"
-
-#: Added to the tolerance of a system that ran in another precision than the paper's code (``--dtype``):
-#: its row stays matched to the published one, with a wider band.
-NONPAPER_PRECISION_EXTRA = 1.0
 
 
 @dataclass
@@ -211,8 +207,7 @@ class Leaderboard:
             out.append(f"{GAP}: no result; a system without every task has no {AVERAGE} (never ranked).")
         shown = [r for r in self.rows if any(r.cells[c].published is not None for c in self.columns if c in r.cells)]
         if shown:
-            r2med_rows = any(r.published is None or r.published.family == "r2med" for r in shown)
-            source = " (published figures: R2MED paper repo, then leaderboards)" if r2med_rows else ""
+            source = next((s for r in shown if r.published is not None and (s := r.published.tolerance_source)), "")
             out.append(f"{FLAG} delta beyond tolerance{source}.")
         if any(r.published is not None and r.tolerance is None for r in self.rows):
             out.append(
@@ -224,14 +219,13 @@ class Leaderboard:
                 f"tolerance widened by {NONPAPER_PRECISION_EXTRA:g} for systems run in another precision "
                 "than the paper's code (--dtype)."
             )
-        families = {
-            r.published.title: r.published.setting(self.measure)
-            for r in self.rows
-            if r.published is not None and _shows_family(r, self.columns)
-        }
-        out += [
-            f"{title}: published figures from {how} (protocol/bright_published.csv)." for title, how in families.items()
-        ]
+        out += list(
+            dict.fromkeys(
+                str(r.published.legend(self.measure))
+                for r in self.rows
+                if r.published is not None and _shows_legend(r, self.columns, self.measure)
+            )
+        )
         out += [f"no published figure for {r.system}: {r.ungraded}." for r in self.rows if r.ungraded]
         out += [
             f"no published figure for {r.system}: {r.cells[c].ungraded}."
@@ -382,11 +376,10 @@ def build_leaderboard(
             cells[t] = BoardCell(
                 value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
             )
-        graded = {t: f for t, f in figures.items() if t == AVERAGE or cells.get(t) is None or not cells[t].ungraded}
         missing = [t for t in tasks if cells[t].value is None]
         notes = []
         for col, over in [*groups, (AVERAGE, tasks)]:
-            cells[col], note = _average(key, measure, figures, graded, cells, over)
+            cells[col], note = _average(key, measure, figures, cells, over)
             notes += [note if col == AVERAGE else f"{note} ({col})"] if note else []
         note = "; ".join(dict.fromkeys(notes))
         precision = (
@@ -425,7 +418,7 @@ def benchmark_groups(tasks: Sequence[str], systems: Sequence[System] = ()) -> li
     task's benchmark is the family its results recorded following (``metrics.json``'s ``protocol.family``: a local
     folder named ``Biology`` is local), else -- a folder written before the protocol was recorded -- its family
     asked by name (:func:`r2med.data.benchmarks.benchmark_of`)."""
-    from ..data.benchmarks import BENCHMARKS, benchmark, benchmark_of
+    from ..data.benchmarks import benchmark, benchmark_of, benchmarks
     from ..errors import OptionError
 
     by: dict[str, list[str]] = {}
@@ -446,7 +439,7 @@ def benchmark_groups(tasks: Sequence[str], systems: Sequence[System] = ()) -> li
         by.setdefault(family.title if family is not None else LOCAL, []).append(task)
     if len(by) < 2:
         return []
-    order = [b.title for b in BENCHMARKS] + [LOCAL]
+    order = [b.title for b in benchmarks()] + [LOCAL]
     return [(f"{AVERAGE} {title}", by[title]) for title in order if title in by]
 
 
@@ -454,55 +447,45 @@ def _average(
     key: PublishedKey | None,
     measure: Measure,
     figures: dict[str, float],
-    graded: dict[str, float],
     cells: dict[str, BoardCell],
     tasks: Sequence[str],
 ) -> tuple[BoardCell, str]:
     """The average cell over ``tasks`` (one stated set: over every one of them, or not shown) with its published
-    figure where one is published for the same set, and the note saying how that figure was taken."""
+    figure where one is published for the same set (:func:`_published_average`), and the note saying how that figure
+    was taken."""
     present = [t for t in tasks if cells[t].value is not None]
     missing = [t for t in tasks if cells[t].value is None]
     avg = sum(cells[t].value or 0.0 for t in tasks) / len(tasks) if tasks and not missing else None
     note = ""
     pub_avg = None
-    if key is not None and key.family != "r2med":
-        pub_avg, note = _family_average(key, measure, figures, cells, present, missing)
-    elif figures and not missing and all(t in graded for t in present):
-        r2 = [t for t in present if t in TASK_NAMES]
-        if len(r2) == len(TASK_NAMES) and len(present) == len(r2):
-            pub_avg = figures.get(AVERAGE)
-        elif r2 and len(present) == len(r2) and all(t in figures for t in r2):
-            pub_avg = sum(figures[t] for t in r2) / len(r2)
-            note = f"published average over the same {len(r2)} tasks"
+    if key is not None:
+        pub_avg, note = _published_average(key, measure, figures, cells, present, missing)
     return BoardCell(value=avg, published=pub_avg), note
 
 
-def _shows_family(row: Row, columns: Sequence[str]) -> bool:
-    """Whether ``row`` shows figures of another family's published row (BRIGHT's: its legend names their source)."""
+def _shows_legend(row: Row, columns: Sequence[str], measure: Measure) -> bool:
+    """Whether ``row`` shows published figures whose row has a legend line of its own (BRIGHT's: their source)."""
     return (
         row.published is not None
-        and row.published.family != "r2med"
+        and row.published.legend(measure) is not None
         and any(row.cells[c].published is not None for c in columns if c in row.cells)
     )
 
 
 def _family_measure(key: PublishedKey | None, measure: Measure) -> bool:
-    """Whether ``key`` is another family's row publishing figures of ``measure`` besides nDCG@10 (BRIGHT's long
-    documents: Recall@1); R2MED's rows are nDCG@10 only."""
-    return key is not None and key.family != "r2med" and bool(key.figures(measure))
+    """Whether ``key`` publishes figures of ``measure`` besides nDCG@10 (BRIGHT's long documents: Recall@1);
+    R2MED's rows are nDCG@10 only."""
+    return key is not None and bool(key.figures(measure))
 
 
 def _all_family(system: System, measure: Measure) -> bool:
     """Whether every task of ``system`` is of a family whose headline is ``measure`` (BRIGHT's long documents)."""
     from ..data.benchmarks import protocol_of_task
 
-    return bool(system.tasks) and all(
-        protocol_of_task(t).family not in (None, "r2med") and protocol_of_task(t).headline == measure
-        for t in system.tasks
-    )
+    return bool(system.tasks) and all(protocol_of_task(t).headline == measure for t in system.tasks)
 
 
-def _family_average(
+def _published_average(
     key: PublishedKey,
     measure: Measure,
     figures: dict[str, float],
@@ -510,10 +493,13 @@ def _family_average(
     present: list[str],
     missing: list[str],
 ) -> tuple[float | None, str]:
-    """A family row's published Average beside the table's (BRIGHT's): its own when the table holds exactly the tasks
-    it is over (the 12, or the 8 long-document settings) and none is ungraded; the mean of its per-task figures over
-    the same tasks when the table holds fewer (said in a note); else none."""
+    """A row's published Average beside the table's: its own when the table holds exactly the tasks it is over
+    (R2MED's 8, BRIGHT's 12 or its 8 long-document settings) and none is ungraded; the mean of its per-task figures
+    over the same tasks when the table holds fewer (said in a note); else none.  Every task shown needs a figure,
+    unless the row publishes Averages alone (:attr:`~r2med.results.published.PublishedKey.average_alone`)."""
     if not figures or missing or any(cells[t].ungraded for t in present):
+        return None, ""
+    if not key.average_alone and not all(t in figures for t in present):
         return None, ""
     scope = key.average_tasks(measure)
     if sorted(present) == sorted(scope):
@@ -588,22 +574,26 @@ def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
 
 
 def _reference_rows(labels: Sequence[str], tasks: list[str], measure: Measure) -> list[Row]:
-    if labels and measure != HEADLINE:
-        raise R2MedError(f"published rows exist for nDCG@10 only, not {measure.trec}")
+    """A row of published figures per label: every family's configuration of that label with figures for one of
+    ``tasks`` (``bm25`` over R2MED's and BRIGHT's tasks: both families' BM25), else the first family's."""
     rows = []
     for label in labels:
-        key = require_label(label)
-        figures = key.figures()
-        cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
-        missing = [t for t in tasks if cells[t].value is None]
-        if missing:
-            avg = None
-        elif len(tasks) == len(TASK_NAMES) and set(tasks) == set(TASK_NAMES):
-            avg = figures.get(AVERAGE)
-        else:
-            avg = sum(figures[t] for t in tasks) / len(tasks)
-        cells[AVERAGE] = BoardCell(value=avg)
-        rows.append(Row(f"paper: {key.label}", None, None, cells, missing=missing, reference=True))
+        keys = require_labels(label)
+        if not any(k.figures(measure) for k in keys):
+            raise R2MedError(f"published rows of {label!r} have no {measure.trec} figures (nDCG@10 has them)")
+        covering = [k for k in keys if set(tasks) & set(k.figures(measure))]
+        for key in covering or keys[:1]:
+            figures = key.figures(measure)
+            cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
+            missing = [t for t in tasks if cells[t].value is None]
+            if missing:
+                avg = None
+            elif sorted(tasks) == sorted(key.average_tasks(measure)):
+                avg = figures.get(AVERAGE)
+            else:
+                avg = sum(figures[t] for t in tasks) / len(tasks)
+            cells[AVERAGE] = BoardCell(value=avg)
+            rows.append(Row(f"paper: {key.title}", None, None, cells, missing=missing, reference=True))
     return rows
 
 

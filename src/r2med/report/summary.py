@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from ..data.tasks import TASK_NAMES
 from ..measures import HEADLINE, Measure
 from ..results.folders import Summary, TaskResult
-from ..results.published import PublishedKey
+from ..results.published import PublishedKey, tolerance_of
+from .format import FLAG, NONPAPER_PRECISION_EXTRA
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -24,7 +25,8 @@ def summary_table(
     """A rich table with an average row: one column per measure (``measures``, default nDCG@10), and beside
     each measure the published row has figures of (R2MED's: nDCG@10; BRIGHT's: nDCG@10, and Recall@1 on the long
     documents) the published figures and deltas when ``summary.published`` is set (the average's delta only
-    over the tasks of the published average: R2MED's 8, BRIGHT's 12 or its 8 long settings).  ``compact``: no
+    over the tasks of the published average: R2MED's 8, BRIGHT's 12 or its 8 long settings); a delta beyond its
+    tolerance ends in ``!``, as ``r2med report`` marks it.  ``compact``: no
     vertical rules, short headers (for a narrow terminal)."""
     from rich.markup import escape
     from rich.table import Table
@@ -38,7 +40,7 @@ def summary_table(
         figures = key.figures(m) if key is not None else {}
         figures = {task: value for task, value in figures.items() if task not in summary.ungraded}
         # a family whose rows publish only an Average (BRIGHT's leaderboard) shows it beside a run of all its tasks
-        average_only = key is not None and key.family != "r2med" and figures.get("Average") is not None
+        average_only = key is not None and key.average_alone and figures.get("Average") is not None
         if any(r.task in figures for r in results) or (
             average_only and not summary.ungraded and _whole(results, key, m)
         ):
@@ -55,6 +57,12 @@ def summary_table(
             table.add_column("Δ" if compact else "delta", justify="right")
     table.add_column("s" if compact else "time (s)", justify="right")
     values: dict[Measure, list[float]] = {m: [] for m in measures}
+    tolerance = _tolerance(summary)
+
+    def delta(value: float, pub: float) -> str:
+        beyond = tolerance is not None and abs(value - pub) > tolerance + 1e-9
+        return f"{value - pub:+.2f}{FLAG if beyond else ''}"
+
     from .judgments import task_label
 
     for r in results:
@@ -65,7 +73,7 @@ def summary_table(
             row.append(f"{value:.2f}")
             if m in shown_figures:
                 pub = shown_figures[m].get(r.task)
-                row += [f"{pub:.2f}" if pub is not None else "-", f"{value - pub:+.2f}" if pub is not None else "-"]
+                row += [f"{pub:.2f}" if pub is not None else "-", delta(value, pub) if pub is not None else "-"]
         row.append("reused" if r.reused else f"{r.timing.get('total_s', 0):.1f}")
         table.add_row(*row)
     if len(results) > 1:
@@ -77,10 +85,21 @@ def summary_table(
                 pub = shown_figures[m].get("Average")
                 full = _whole(results, key, m) and pub is not None and not summary.ungraded
                 shown = full and pub is not None  # full already requires a published average
-                row += [f"{pub:.2f}" if shown else "-", f"{avg - pub:+.2f}" if shown and pub is not None else "-"]
+                row += [f"{pub:.2f}" if shown else "-", delta(avg, pub) if shown and pub is not None else "-"]
         row.append("")
         table.add_row(*row)
     return table
+
+
+def _tolerance(summary: Summary) -> float | None:
+    """How far a delta may go (x100): the published row's tolerance (:func:`r2med.results.published.tolerance_of`),
+    widened when the run used another precision than the published code, as ``r2med report`` widens it."""
+    if summary.published is None:
+        return None
+    tolerance = tolerance_of(summary.published)
+    if tolerance is not None and summary.precision is not None:
+        tolerance += NONPAPER_PRECISION_EXTRA
+    return tolerance
 
 
 def _whole(results: Sequence[TaskResult], key: PublishedKey | None, measure: Measure) -> bool:

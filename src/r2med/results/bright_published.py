@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError
 from ..measures import HEADLINE, Family, Measure
+from .grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, checkpoint_name, retriever_spec
 from .published import RERANK, PublishedKey
 
 if TYPE_CHECKING:
     from ..protocol.bright import BrightModel, PublishedRow
+    from ..steps import RerankStep
 
 #: the benchmark family of these rows (the prefix of its task names)
 BRIGHT = "bright"
@@ -124,6 +126,29 @@ class BrightKey(PublishedKey):
         return BRIGHT
 
     @property
+    def measures(self) -> tuple[Measure, ...]:
+        """nDCG@10 on the short documents, Recall@1 on the long ones."""
+        return tuple(MEASURES)
+
+    @property
+    def average_alone(self) -> bool:
+        """BRIGHT's leaderboard publishes Averages only for most rows: shown beside a run of all their tasks."""
+        return True
+
+    @property
+    def tolerance_source(self) -> str:
+        return ""  # its own legend line names the source
+
+    def legend(self, measure: Measure) -> str | None:
+        return f"{self.title}: published figures from {self.setting(measure)} (protocol/bright_published.csv)."
+
+    @property
+    def family_settings(self) -> tuple[str, str] | None:
+        """BRIGHT's own settings for its model (``configs/<model>/<task>.json``, ``retrievers.py``): its runs ran
+        them."""
+        return (BRIGHT, self.retriever)
+
+    @property
     def model(self) -> BrightModel:
         found: BrightModel = _facts().model(self.retriever)
         return found
@@ -172,9 +197,9 @@ class BrightKey(PublishedKey):
 
     def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: the 12 (nDCG@10) or the 8 long-document settings (Recall@1)."""
-        from ..data import names
+        from ..data import bright
 
-        return names.names(long=MEASURES.get(measure, "short") == "long")
+        return bright.names(long=MEASURES.get(measure, "short") == "long")
 
     def graded_tasks(self, measure: Measure = HEADLINE) -> set[str]:
         """The tasks a figure of ``measure`` covers: its per-task figures' and, with an Average, every task of it."""
@@ -373,3 +398,72 @@ def _reasoning_name(llm: str) -> str:
             name: str = r.name
             return name
     return llm
+
+
+# -- as the spec grading compares a run with ---------------------------------------------------------------------
+
+
+def spec(key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
+    """The spec of BRIGHT's row ``key``: its retriever with BRIGHT's settings, or rerank.py's reranking over it."""
+    if not isinstance(key, BrightKey):
+        return None
+    return _rerank_spec(key) if key.reranker else retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+
+
+def _rerank_spec(key: BrightKey) -> RerankSpec | None:
+    """A leaderboard reranking row as rerank.py ran it: the reranker's model, ``--k`` = ``--input_k`` (the
+    leaderboard's top-10 / top-100: r2med's reading), rerank.py's sampling, over BRIGHT's BM25."""
+    from ..protocol import bright
+    from ..reranking.base import RERANKERS
+    from ..spec.parse import by_checkpoint, score_fields
+
+    name = key.reranker_name
+    meta = RERANKERS.get(name) if name else None
+    if meta is None or name is None or key.depth is None:
+        return None
+    sampling = dict(bright.rerank_prompt().get("sampling") or {})
+    published: dict[str, tuple[object, ...]] = {
+        "model": (key.rerank_model,) if meta.llm else (None, key.rerank_model),
+        "k": (None, key.depth, "the rerank depth"),  # unset, it records the depth it reranked at in words
+        **{option: (None, sampling[option]) for option in ("temperature", "top_p", "max_tokens") if option in sampling},
+    }
+    options = {
+        field_name: Published(published.get(field_name, (None,)), by_checkpoint(meta.options, field_name))
+        for field_name in score_fields(meta.options)
+    }
+    first = retriever_spec(key.first_stage(), Published(at_least=key.depth))
+    return None if first is None else RerankSpec(name, options, key.depth, first)
+
+
+def rerank_candidates(rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep) -> list[PublishedKey]:
+    """The one BRIGHT reranking row a rerank of ``first``'s run names: its first stage, the reranker's model (by
+    checkpoint), then the depth (the top-10 row when the depth is neither published one)."""
+    first_key = bright_key_for(first, "none", "none")
+    if first_key is None:
+        return []
+    model = getattr(step.options, "model", None)
+    found = [k for k in rows if isinstance(k, BrightKey) and k.retriever == first_key.retriever]
+    meta_model: list[PublishedKey] = [
+        k for k in found if model is None or checkpoint_name(str(model)) == checkpoint_name(k.rerank_model)
+    ]
+    if model is None:  # the reranker's own model: the rows it published
+        meta_model = [k for k in found if rows[k].options["model"].accepts(None)]
+    if not meta_model:
+        return []
+    deep: list[PublishedKey] = [k for k in meta_model if rows[k].depth == step.depth()]
+    return deep or sorted(meta_model, key=lambda k: rows[k].depth)[:1]
+
+
+def by_label(label: str) -> BrightKey | None:
+    """BRIGHT's row whose r2med label is ``label`` (``bm25``, ``reasonir-8b+reason-gpt4``; any case)."""
+    wanted = label.strip().lower()
+    return next((k for k in bright_keys() if k.label.lower() == wanted), None)
+
+
+def settings_dtype(model: str) -> tuple[str | None] | None:
+    """(the precision BRIGHT's code ran its model ``model`` in; None: none stated), or None: no such model."""
+    try:
+        dtype = _facts().model(model).r2med_encoder.get("dtype")
+    except OptionError:
+        return None
+    return (str(dtype) if dtype else None,)

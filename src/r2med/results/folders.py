@@ -38,7 +38,8 @@ from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
-from .published import PublishedKey, data_problem, expansion_of, parse_label, precision_change
+from .grading import data_problem, precision_change, published_label
+from .published import PublishedKey, expansion_of
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class TaskResult:
     run: Run | None = None
     config: dict[str, Any] = field(default_factory=dict)
     #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
-    #: fingerprints): what :func:`r2med.results.published.data_problem` grades
+    #: fingerprints): what :func:`r2med.results.grading.data_problem` grades
     data: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -673,9 +674,14 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
             raise R2MedError(
                 f"--published {name}={label}: no system named {name!r}; systems: {', '.join(s.name for s in systems)}"
             )
-        key = None if label.lower() == "none" else parse_label(label)
+        key = None if label.lower() == "none" else published_label(label, match[0].tasks)
         if label.lower() != "none" and key is None:
             raise R2MedError(f"--published {name}={label}: no published figures for {label!r}")
+        if key is not None and not set(match[0].tasks) & key.all_graded_tasks():
+            raise R2MedError(
+                f"--published {name}={label}: {key.title} has no published figure for {name}'s tasks "
+                f"({', '.join(sorted(match[0].tasks))})"
+            )
         match[0].published, match[0].ungraded = key, None
     return systems
 
@@ -683,7 +689,7 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
 def task_order(systems: Iterable[System]) -> list[str]:
     """R2MED's 8 tasks in the paper's order first, then BRIGHT's in its order (each task, then its long-document
     setting), then any other task names in order of appearance."""
-    from ..data.names import names
+    from ..data.bright import names
 
     seen: list[str] = []
     for s in systems:

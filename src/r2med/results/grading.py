@@ -1,7 +1,8 @@
 """Graded from the whole spec: the spec each published row was made with, and whether a run recorded that spec.
 
-A published row (a :class:`~r2med.results.published.PublishedKey` of ``protocol/r2med_published_ndcg10.csv``, in
-the benchmark family :data:`R2MED`) was made with one spec.  :func:`published_specs` builds each row's
+A published row (a :class:`~r2med.results.published.PublishedKey` of a family's :class:`PublishedTable`, which the
+family gives through :class:`Publishes`: R2MED's ``protocol/r2med_published_ndcg10.csv``, BRIGHT's
+``protocol/bright_published.csv``) was made with one spec.  :func:`published_specs` builds each row's
 :class:`PublishedSpec` from the records, never from a name:
 
 * a retriever (:class:`RetrieverSpec`): its registry record names the options type, and every field of that type
@@ -39,20 +40,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..errors import R2MedError, shown
+from ..data.benchmarks import benchmark, benchmark_of
+from ..data.names import DEFAULT, aliases
+from ..errors import OptionError, R2MedError, shown
 from ..runs.record import step_kind
-from .bright_published import BRIGHT, BrightKey, bright_key_for
-from .published import PublishedKey, _published_index, published_retriever
+from .published import PublishedKey
 
 if TYPE_CHECKING:
     from ..spec.parse import Spec
-    from ..steps import EvaluateStep
+    from ..steps import EvaluateStep, RerankStep
 
-#: the benchmark family of the rows r2med grades against (``protocol/r2med_published_ndcg10.csv``); another
-#: family's rows are keyed by their own name
-R2MED = "r2med"
 #: the depth nDCG@10 reads: a run that kept fewer documents per query is not the published one
 HEADLINE_DEPTH = 10
 #: the expansion method of BRIGHT's reasoning query sets (``-e reason:<llm>``)
@@ -161,6 +160,111 @@ class PublishedSpec:
     step: RetrieverSpec | RerankSpec
 
 
+class PublishedTable(Protocol):
+    """A family's published figures as r2med grades them: which configurations have figures r2med can run (their
+    figures, settings, sources and tolerance classes: :class:`~r2med.results.published.PublishedKey`), the spec
+    each was made with, which run names which row, on which data a figure may be graded, and what may not be graded
+    and why.  A family that publishes figures answers :meth:`Publishes.published` with one (hashable: the specs
+    built from it are kept)."""
+
+    def __hash__(self) -> int: ...
+
+    def configurations(self) -> tuple[PublishedKey, ...]:
+        """Every configuration with a figure r2med can run (what may be graded), in the table's order."""
+        ...
+
+    def spec(self, key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
+        """The spec ``key``'s figures were made with (None: r2med has no record to run it)."""
+        ...
+
+    def by_label(self, label: str) -> PublishedKey | None:
+        """The configuration r2med's label names (``bm25``, ``nv+hyde-gpt4``, ``sfr+reason-gpt4``), if any."""
+        ...
+
+    def examples(self) -> tuple[str, ...]:
+        """Labels an error message offers."""
+        ...
+
+    def key_for(self, retriever: str, method: str, llm: str) -> PublishedKey | None:
+        """The configuration a run of r2med's ``retriever`` with expansion ``method:llm`` (``none``) names."""
+        ...
+
+    def rerank_candidates(
+        self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep
+    ) -> list[PublishedKey]:
+        """The reranked rows (of ``rows``: those of the run's reranker) a rerank of r2med's ``first`` run names."""
+        ...
+
+    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
+        """Why the data one task folder recorded is not the data ``task``'s figures were made on (None: it is)."""
+        ...
+
+    def settings_dtype(self, model: str) -> tuple[str | None] | None:
+        """(the precision the family's code ran its model ``model`` in; None: none stated), or None: no such model."""
+        ...
+
+    def not_reproducible(self) -> list[tuple[str, str, int]]:
+        """(configuration, why r2med cannot run it, how many figures) for every row that is never graded."""
+        ...
+
+
+@runtime_checkable
+class Publishes(Protocol):
+    """A family with published figures (:class:`r2med.data.benchmarks.Benchmark` plus this)."""
+
+    def published(self) -> PublishedTable: ...
+
+
+def default_family() -> str:
+    """The family whose rows grade a run of a task of no family (a local folder): the one ``--tasks`` means when
+    it is not given (R2MED)."""
+    default = aliases()[DEFAULT][0]
+    family = benchmark_of(default)
+    assert family is not None
+    return family.name
+
+
+def family_of(task: str | None) -> str:
+    """The family whose rows grade a run of ``task``: its own family, else :func:`default_family`."""
+    try:
+        family = benchmark_of(task) if task else None
+    except OptionError:
+        family = None
+    return family.name if family is not None else default_family()
+
+
+def table_of(family: str) -> PublishedTable | None:
+    """Family ``family``'s published table (None: it publishes none)."""
+    found = benchmark(family)
+    return found.published() if isinstance(found, Publishes) else None
+
+
+def published_labels(label: str) -> list[PublishedKey]:
+    """The configurations r2med's label names, one per family whose table has it (``bm25``: R2MED's and BRIGHT's),
+    in the registry's order."""
+    found = (family.published().by_label(label) for family in _publishing())
+    return [key for key in found if key is not None]
+
+
+def published_label(label: str, tasks: Iterable[str] = ()) -> PublishedKey | None:
+    """The configuration r2med's label names: the one whose figures cover any of ``tasks`` (a system's; BRIGHT's
+    ``bm25`` for a run of BRIGHT's tasks), else the first family's that has it."""
+    keys = published_labels(label)
+    wanted = set(tasks)
+    return next((k for k in keys if wanted & k.all_graded_tasks()), keys[0] if keys else None)
+
+
+def label_examples() -> tuple[str, ...]:
+    """Labels an error message offers, every family's."""
+    return tuple(dict.fromkeys(e for family in _publishing() for e in family.published().examples()))
+
+
+def _publishing() -> list[Publishes]:
+    from ..data.benchmarks import benchmarks
+
+    return [b for b in benchmarks() if isinstance(b, Publishes)]
+
+
 @dataclass(frozen=True)
 class Grade:
     """How a run grades: ``key``, the row it is graded against (None: none); ``row``, the published row it names
@@ -183,15 +287,16 @@ class Grade:
 # -- the published specs, from the records ------------------------------------------------------------------
 
 
-def _retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
+def retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
+    """The spec of a published row's retriever (its first stage, when reranked) kept to depth ``top_k``."""
     from ..retrieval.registry import RETRIEVERS
     from ..spec.parse import by_checkpoint, score_fields
 
     meta = RETRIEVERS.get(key.system)
     if meta is None:
         return None
-    family = _family_settings(key)
-    own = _preset_settings(key.system) if family is None else _bright_settings(key.system)
+    family = key.family_settings
+    own = _preset_settings(key.system) if family is None else _family_own_settings(family[0], key.system)
     options: dict[str, Published] = {}
     for name in score_fields(meta.options):
         checkpoint = by_checkpoint(meta.options, name)
@@ -215,28 +320,19 @@ def _retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None
     return RetrieverSpec(key.system, options, facts, top_k, expansion, family)
 
 
-def _family_settings(key: PublishedKey) -> tuple[str, str] | None:
-    """(family, its model name) whose settings a published row's runs ran, when not the preset's own (BRIGHT's)."""
-    return (key.family, key.retriever) if key.family == BRIGHT else None
-
-
-def _bright_settings(name: str) -> dict[str, object]:
-    """BRIGHT's task-independent settings for preset ``name`` as its options name them (what ``_preset_settings``
-    is for the preset's own): the checkpoint BRIGHT's code loaded, its loader, pooling, lengths, normalisation and
-    framing, and its similarity; the instructions are per task (compared with what the run recorded)."""
-    from ..data.benchmarks import BRIGHT as BRIGHT_FAMILY
-    from ..data.names import names
-
-    settings = BRIGHT_FAMILY.model_settings(name, names()[0])
+def _family_own_settings(family: str, name: str) -> dict[str, object]:
+    """A family's task-independent settings for preset ``name`` as its options name them (what
+    ``_preset_settings`` is for the preset's own): the checkpoint the family's code loaded, its loader, pooling,
+    lengths, normalisation and framing, and its similarity; the instructions are per task (compared with what the
+    run recorded)."""
+    found = benchmark(family)
+    settings = found.model_settings(name, found.task_names()[0])
     if settings is None:
         return {}
     keep = ("pooling", "normalize", "max_length", "query_max_length", "append_eos", "doc_as_pair", "loader", "framing")
     own: dict[str, object] = {k: settings.encoder[k] for k in keep if k in settings.encoder}
-    from ..protocol import bright
-
-    model = bright.model_for_preset(name)
-    if model is not None and model.model:
-        own["model"] = model.model
+    if settings.checkpoint:
+        own["model"] = settings.checkpoint
     own["similarity"] = settings.similarity or "cosine"
     return own
 
@@ -259,7 +355,8 @@ def _preset_settings(name: str) -> dict[str, object]:
     return own
 
 
-def _rerank_spec(key: PublishedKey) -> RerankSpec | None:
+def rerank_spec(key: PublishedKey) -> RerankSpec | None:
+    """The spec of a published reranked row whose reranker's record says how it was published."""
     from ..reranking.base import RERANKERS, published_depth
     from ..spec.parse import by_checkpoint, score_fields
 
@@ -281,69 +378,95 @@ def _rerank_spec(key: PublishedKey) -> RerankSpec | None:
         where = f"{run['repository']} {run['file']}@{run['commit']}"
         first = ImportedRun(str(run["name"]), dict(run["sha256"]), where)
     else:
-        first = _retriever_spec(PublishedKey(key.retriever), Published(at_least=depth))
+        first = retriever_spec(PublishedKey(key.retriever), Published(at_least=depth))
     return None if first is None else RerankSpec(name, options, depth, first)
 
 
-def family_of(task: str | None) -> str:
-    """The benchmark family whose rows grade a run of ``task``: the prefix of a family's task (``<family>:<task>``),
-    else R2MED's."""
-    return task.split(":", 1)[0] if task and ":" in task else R2MED
-
-
 @cache
-def published_specs(family: str = R2MED) -> dict[PublishedKey, PublishedSpec]:
-    """Every published row of benchmark ``family`` r2med can run, with the spec it was made with (built from the
-    records); a family whose rows r2med does not hold has none."""
-    if family == BRIGHT:
-        return _bright_specs()
-    if family != R2MED:
-        return {}
-    _, _, keys = _published_index()
+def published_specs(table: PublishedTable) -> dict[PublishedKey, PublishedSpec]:
+    """Every configuration of a family's published ``table`` r2med can run, with the spec it was made with (built
+    from the records)."""
     specs: dict[PublishedKey, PublishedSpec] = {}
-    for retriever, expansion, llm in sorted(keys):
-        key = PublishedKey(retriever, expansion, llm)
-        step = _rerank_spec(key) if key.reranker else _retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+    for key in table.configurations():
+        step = table.spec(key)
         if step is not None:
-            specs[key] = PublishedSpec(R2MED, key, step)
+            specs[key] = PublishedSpec(key.family, key, step)
     return specs
 
 
-def _bright_specs() -> dict[PublishedKey, PublishedSpec]:
-    """BRIGHT's rows r2med can run (:func:`r2med.results.bright_published.bright_keys`), each with its spec."""
-    from .bright_published import bright_keys
-
-    specs: dict[PublishedKey, PublishedSpec] = {}
-    for key in bright_keys():
-        step = _bright_rerank_spec(key) if key.reranker else _retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
-        if step is not None:
-            specs[key] = PublishedSpec(BRIGHT, key, step)
-    return specs
+# -- the data and precision a run is graded on ------------------------------------------------------------------
 
 
-def _bright_rerank_spec(key: BrightKey) -> RerankSpec | None:
-    """A leaderboard reranking row as rerank.py ran it: the reranker's model, ``--k`` = ``--input_k`` (the
-    leaderboard's top-10 / top-100: r2med's reading), rerank.py's sampling, over BRIGHT's BM25."""
-    from ..protocol import bright
+def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
+    """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``, ``revision``) is not
+    the data ``task``'s published figures were made on, or None when it is: its family's table says
+    (:meth:`PublishedTable.data_problem`; a task of no family: :func:`default_family`'s)."""
+    table = table_of(family_of(task))
+    return table.data_problem(task, record) if table is not None else f"{task}: no published figures"
+
+
+def require_labels(label: str) -> list[PublishedKey]:
+    """The configurations r2med's label names in every family's table (:func:`published_labels`), or a one-line
+    error offering every family's labels."""
+    keys = published_labels(label)
+    if not keys:
+        raise R2MedError(f"no published figures for {label!r}; use e.g. {', '.join(label_examples())}")
+    return keys
+
+
+def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(precision used, the published one) when a run's recorded precision differs from the published, else
+    None.  A retriever's CPU fallback (its record's ``cpu_dtype``, as its published code falls back on a CPU)
+    is the published precision too."""
     from ..reranking.base import RERANKERS
-    from ..spec.parse import by_checkpoint, score_fields
+    from ..retrieval.encoders import canonical_dtype
+    from ..retrieval.registry import RETRIEVERS
 
-    name = key.reranker_name
-    meta = RERANKERS.get(name) if name else None
-    if meta is None or name is None or key.depth is None:
+    found: list[tuple[str | None, str | None, Any]] = []  # (published precision, CPU fallback, used)
+    encoder = config.get("encoder")
+    family = family_settings_dtype(config)
+    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None and family is not None:
+        found.append((family[0], None, encoder["dtype"]))  # a family's own precision (BRIGHT's), no CPU fallback
+    elif isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
+        retriever_meta = RETRIEVERS.get(str(config.get("retriever", "")))
+        also = getattr(retriever_meta, "cpu_dtype", None)
+        found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder["dtype"]))
+    reranker = config.get("reranker")
+    options = config.get("options") if config.get("step") == "rerank" else None
+    asked = options.get("dtype") if isinstance(options, Mapping) else None  # a reranker whose record has none
+    if isinstance(reranker, Mapping) and (reranker.get("dtype") or asked) is not None:
+        reranker_meta = RERANKERS.get(str(reranker.get("reranker", "")))
+        used = reranker.get("dtype") or asked
+        found.append((reranker_meta.paper_dtype if reranker_meta is not None else None, None, used))
+    for paper, fallback, used in found:
+        if paper is None:  # no published precision: nothing to differ from
+            continue
+        try:
+            if canonical_dtype(str(used)) not in (paper, fallback):
+                return canonical_dtype(str(used)), paper
+        except R2MedError:
+            return str(used), paper
+    return None
+
+
+def family_settings_dtype(config: Mapping[str, Any]) -> tuple[str | None] | None:
+    """(the precision its family's code ran the model in, None: none stated) when a run ran a family's own settings
+    (``config["settings"]``: BRIGHT's for its model), else None: the preset's own."""
+    settings = config.get("settings")
+    family = settings.get("family") if isinstance(settings, Mapping) else None
+    if not isinstance(settings, Mapping) or not isinstance(family, str) or not settings.get("model"):
         return None
-    sampling = dict(bright.rerank_prompt().get("sampling") or {})
-    published: dict[str, tuple[object, ...]] = {
-        "model": (key.rerank_model,) if meta.llm else (None, key.rerank_model),
-        "k": (None, key.depth, "the rerank depth"),  # unset, it records the depth it reranked at in words
-        **{option: (None, sampling[option]) for option in ("temperature", "top_p", "max_tokens") if option in sampling},
-    }
-    options = {
-        field_name: Published(published.get(field_name, (None,)), by_checkpoint(meta.options, field_name))
-        for field_name in score_fields(meta.options)
-    }
-    first = _retriever_spec(key.first_stage(), Published(at_least=key.depth))
-    return None if first is None else RerankSpec(name, options, key.depth, first)
+    try:
+        table = table_of(family)
+    except OptionError:
+        return None
+    return table.settings_dtype(str(settings["model"])) if table is not None else None
+
+
+def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
+    """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
+    change = precision_change(config)
+    return None if change is None else f"{change[0]} (paper: {change[1]})"
 
 
 # -- a recorded config compared with them ---------------------------------------------------------------------
@@ -535,13 +658,9 @@ def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
         if expansion is None
         else (str(expansion.get("method")), normalize_llm(str(expansion.get("llm"))))
     )
-    family = family_of(task)
-    key: PublishedKey | None = (
-        PublishedKey(published_retriever(step.retriever), method, llm)
-        if family != BRIGHT
-        else bright_key_for(step.retriever, method, llm)
-    )
-    spec = published_specs(family).get(key) if key is not None else None
+    table = table_of(family_of(task))
+    key = table.key_for(step.retriever, method, llm) if table is not None else None
+    spec = published_specs(table).get(key) if table is not None and key is not None else None
     if spec is None or not isinstance(spec.step, RetrieverSpec):
         return Grade()
     return _graded(spec.key, _retriever_differences(spec.step, step, config, task))
@@ -569,19 +688,18 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     first = _first_stage(config)
     if step is None or meta is None or first is None:
         return Grade()
-    family = family_of(task)
+    table = table_of(family_of(task))
+    if table is None:
+        return Grade()
     rows = {
         k: s.step
-        for k, s in published_specs(family).items()
+        for k, s in published_specs(table).items()
         if isinstance(s.step, RerankSpec) and s.step.reranker == meta.name
     }
     kind = step_kind(first)
     first_step = evaluate_from_record(first) if kind == "evaluate" else None
-    if first_step is not None and family == BRIGHT:
-        candidates = _bright_rerank_candidates(rows, first_step.retriever, step)
-    elif first_step is not None:
-        retriever = published_retriever(first_step.retriever)
-        candidates = [k for k in rows if k.retriever == retriever]
+    if first_step is not None:
+        candidates = table.rerank_candidates(rows, first_step.retriever, step)
     elif kind == "import":
         candidates = [k for k, s in rows.items() if isinstance(s.first_stage, ImportedRun)]
     else:
@@ -599,25 +717,6 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
         out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")
     out += _first_stage_differences(spec.first_stage, first, first_step, task)
     return _graded(key, list(dict.fromkeys(out)))
-
-
-def _bright_rerank_candidates(rows: Mapping[PublishedKey, RerankSpec], first: str, step: Any) -> list[PublishedKey]:
-    """The one BRIGHT reranking row a rerank of ``first``'s run names: its first stage, the reranker's model (by
-    checkpoint), then the depth (the top-10 row when the depth is neither published one)."""
-    first_key = bright_key_for(first, "none", "none")
-    if first_key is None:
-        return []
-    model = getattr(step.options, "model", None)
-    found = [k for k in rows if isinstance(k, BrightKey) and k.retriever == first_key.retriever]
-    meta_model: list[PublishedKey] = [
-        k for k in found if model is None or checkpoint_name(str(model)) == checkpoint_name(k.rerank_model)
-    ]
-    if model is None:  # the reranker's own model: the rows it published
-        meta_model = [k for k in found if rows[k].options["model"].accepts(None)]
-    if not meta_model:
-        return []
-    deep: list[PublishedKey] = [k for k in meta_model if rows[k].depth == step.depth()]
-    return deep or sorted(meta_model, key=lambda k: rows[k].depth)[:1]
 
 
 def _named(differences: list[str]) -> set[str]:
@@ -690,7 +789,7 @@ def _recorded_task(config: Mapping[str, Any]) -> str | None:
     for record in (config, _first_stage(config) or {}):
         settings = record.get("settings")
         task = settings.get("task") if isinstance(settings, Mapping) else None
-        if isinstance(task, str) and family_of(task) != R2MED:
+        if isinstance(task, str) and benchmark_of(task) is not None:
             return task
     return None
 
@@ -710,8 +809,6 @@ def precision_class(dtype: str) -> str:
 def _with_precision(graded: Grade, config: Mapping[str, Any]) -> Grade:
     """``graded``, unless the run's recorded precision is of another class than the published one (a CPU fallback
     the published code takes is the published precision: :func:`~r2med.results.published.precision_change`)."""
-    from .published import precision_change
-
     if graded.key is None:
         return graded
     change = precision_change(config)

@@ -13,13 +13,13 @@ key's :attr:`~PublishedKey.label` is r2med's folder name (``reasonembed-qwen3-8b
 when the spec it recorded (``metrics.json``'s ``config``, never its name) is the spec its published row was made
 with, field by field (:mod:`r2med.results.grading`, which says which field differs when it is not).
 
-A precision other than the published one (``--dtype``) of the same class keeps the match: :func:`precision_change`
-names it, and the leaderboard widens the tolerance instead; one of another class is not graded
-(:func:`r2med.results.grading.precision_class`).
+A precision other than the published one (``--dtype``) of the same class keeps the match:
+:func:`~r2med.results.grading.precision_change` names it, and the leaderboard widens the tolerance instead; one of
+another class is not graded (:func:`r2med.results.grading.precision_class`).
 
-A matched run is graded on a task only when it ran on the hub task's data (:func:`data_problem`).  How far a
-run may land from the figure is its tolerance class (:func:`tolerance_of`, from the records;
-:data:`r2med.infra.registry.TOLERANCES`).
+A matched run is graded on a task only when it ran on the data of its figures (its family's table says:
+:func:`~r2med.results.grading.data_problem`).  How far a run may land from the figure is its tolerance class
+(:func:`tolerance_of`, from the records; :data:`r2med.infra.registry.TOLERANCES`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ..errors import R2MedError, shown
+from ..errors import shown
 from ..infra.registry import TOLERANCES
 from ..measures import HEADLINE, Measure
 from ..protocol import preferred_setting, published_figures, published_ndcg10
@@ -84,6 +84,31 @@ class PublishedKey:
         return "r2med"
 
     @property
+    def family_settings(self) -> tuple[str, str] | None:
+        """(family, its name for the model) whose own settings its runs ran, when not the preset's own."""
+        return None
+
+    @property
+    def measures(self) -> tuple[Measure, ...]:
+        """The measures its family's rows publish figures of (R2MED's: nDCG@10)."""
+        return (HEADLINE,)
+
+    @property
+    def average_alone(self) -> bool:
+        """Whether its published Average is shown beside a run of all the Average's tasks where no per-task figure
+        is (a leaderboard that publishes Averages only); R2MED's rows show figures per task."""
+        return False
+
+    @property
+    def tolerance_source(self) -> str:
+        """Where its figures come from, as the table's "delta beyond tolerance" line says it."""
+        return " (published figures: R2MED paper repo, then leaderboards)"
+
+    def legend(self, measure: Measure) -> str | None:
+        """A legend line of its own where a table shows its figures of ``measure`` (None: the table's line)."""
+        return None
+
+    @property
     def title(self) -> str:
         """How a legend names it (R2MED's: its label)."""
         return self.label
@@ -127,6 +152,11 @@ class PublishedKey:
             if (f.retriever, f.expansion, f.llm, f.setting) == (self.retriever, self.expansion, self.llm, setting):
                 return f.source
         return ""
+
+
+def published_keys() -> tuple[PublishedKey, ...]:
+    """Every configuration of the figures CSV, in order."""
+    return tuple(PublishedKey(*k) for k in sorted(_published_index()[2]))
 
 
 @cache
@@ -188,18 +218,6 @@ def parse_label(label: str) -> PublishedKey | None:
     return None
 
 
-def require_label(label: str) -> PublishedKey:
-    """:func:`parse_label`, or a one-line error when no figures are published for ``label``."""
-    key = parse_label(label)
-    if key is None:
-        raise R2MedError(
-            f"no published figures for {label!r}; use e.g. bm25, nv, bge+hyde-gpt4, "
-            "bm25+query2doc-qwen-72b, reasonembed-qwen3-8b, e5+reasonrank-32b "
-            "(see r2med/protocol/r2med_published_ndcg10.csv)"
-        )
-    return key
-
-
 # -- stored configurations ------------------------------------------------------------------------
 
 
@@ -243,97 +261,7 @@ def paper_dtype(retriever: str) -> str | None:
     return meta.paper_dtype if meta is not None else None
 
 
-def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(precision used, the published one) when a run's recorded precision differs from the published, else
-    None.  A retriever's CPU fallback (its record's ``cpu_dtype``, as its published code falls back on a CPU)
-    is the published precision too."""
-    from ..reranking.base import RERANKERS
-    from ..retrieval.encoders import canonical_dtype
-    from ..retrieval.registry import RETRIEVERS
-
-    found: list[tuple[str | None, str | None, Any]] = []  # (published precision, CPU fallback, used)
-    encoder = config.get("encoder")
-    family = family_settings_dtype(config)
-    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None and family is not None:
-        found.append((family[0], None, encoder["dtype"]))  # a family's own precision (BRIGHT's), no CPU fallback
-    elif isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
-        retriever_meta = RETRIEVERS.get(str(config.get("retriever", "")))
-        also = getattr(retriever_meta, "cpu_dtype", None)
-        found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder["dtype"]))
-    reranker = config.get("reranker")
-    options = config.get("options") if config.get("step") == "rerank" else None
-    asked = options.get("dtype") if isinstance(options, Mapping) else None  # a reranker whose record has none
-    if isinstance(reranker, Mapping) and (reranker.get("dtype") or asked) is not None:
-        reranker_meta = RERANKERS.get(str(reranker.get("reranker", "")))
-        used = reranker.get("dtype") or asked
-        found.append((reranker_meta.paper_dtype if reranker_meta is not None else None, None, used))
-    for paper, fallback, used in found:
-        if paper is None:  # no published precision: nothing to differ from
-            continue
-        try:
-            if canonical_dtype(str(used)) not in (paper, fallback):
-                return canonical_dtype(str(used)), paper
-        except R2MedError:
-            return str(used), paper
-    return None
-
-
-def family_settings_dtype(config: Mapping[str, Any]) -> tuple[str | None] | None:
-    """(the precision its family's code ran the model in, None: none stated) when a run ran a family's own settings
-    (``config["settings"]``: BRIGHT's for its model), else None: the preset's own."""
-    settings = config.get("settings")
-    if not isinstance(settings, Mapping) or settings.get("family") != "bright" or not settings.get("model"):
-        return None
-    from ..protocol import bright
-
-    try:
-        dtype = bright.model(str(settings["model"])).r2med_encoder.get("dtype")
-    except R2MedError:
-        return None
-    return (str(dtype) if dtype else None,)
-
-
-def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
-    """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
-    change = precision_change(config)
-    return None if change is None else f"{change[0]} (paper: {change[1]})"
-
-
 # -- the data a run was made on ---------------------------------------------------------------------
-
-
-def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
-    """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``,
-    ``revision``) is not the hub task ``task`` whose figures are published, or None when it is.
-
-    The hub task is data read from the task's hub repository at its pinned commit, or data whose
-    recorded counts (queries, documents) equal the task's published counts (a local copy).  r2med
-    knows no file hashes of the pinned commits, so a local folder with the right name and counts is
-    taken for the hub task; any other local folder -- or one whose run recorded no counts -- is not.
-    """
-    from ..data.tasks import TASKS
-
-    if task.lower().startswith("bright:"):  # BRIGHT's tasks: graded on the hub's data at the pinned commit
-        from ..data.bright import pinned_data_problem
-
-        return pinned_data_problem(task, record)
-    spec = TASKS.get(task)
-    if spec is None:
-        return f"{task} is not one of R2MED's tasks"
-    source, revision = record.get("source"), record.get("revision")
-    if revision == spec.revision and isinstance(source, str) and source.startswith(f"hf://datasets/{spec.hub_id}@"):
-        return None
-    counts = record.get("data")
-    where = f"hub commit {str(revision)[:12]}" if revision else "a local folder"
-    if not isinstance(counts, Mapping):
-        return f"{task}: data from {where} with no recorded counts (re-run with this r2med to grade it)"
-    queries, docs = counts.get("queries"), counts.get("docs")
-    if (queries, docs) != (spec.queries, spec.docs):
-        return (
-            f"{task}: data from {where} has {queries} queries and {docs} docs, the hub task "
-            f"{spec.queries} and {spec.docs}"
-        )
-    return None
 
 
 def data_identity(record: Mapping[str, Any]) -> tuple[Any, Any]:

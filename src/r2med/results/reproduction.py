@@ -80,7 +80,7 @@ class Outcome:
         return None if self.value is None else self.value - self.target.published
 
     def to_dict(self) -> dict[str, Any]:
-        family = {"measure": self.target.measure.trec} if self.target.key.family != "r2med" else {}
+        family = {"measure": self.target.measure.trec} if len(self.target.key.measures) > 1 else {}
         return {
             **family,
             "config": self.target.label,

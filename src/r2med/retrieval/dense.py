@@ -10,7 +10,7 @@ Precision: a preset runs in the precision its published code used (``dtype``); a
 published code falls back to another one on a CPU (``cpu_dtype``: the later FlagEmbedding presets
 run fp16 on a GPU and fp32 on a CPU) does the same when it is built for a CPU and ``--dtype`` is not
 given.  The precision used is recorded in the run's configuration, and either one counts as the
-published configuration (:func:`r2med.results.published.precision_change`).
+published configuration (:func:`r2med.results.grading.precision_change`).
 
 * Document and query embeddings go through :class:`~r2med.retrieval.embedding_cache.EmbeddingCache`
   (keyed by every vector-defining setting and the fingerprint of the corpus / the query texts;

@@ -96,7 +96,7 @@ REDACTED: JsonDict = {"record": "redact"}
 #: (:mod:`r2med.results.grading`) compares every other field, a field marked :data:`PRECISION` by its own rule
 RUNTIME: JsonDict = {"scores": False}
 #: the precision a model runs in: compared by its class (the published precision, or its CPU fallback); another
-#: one keeps the grade with a wider tolerance (:func:`r2med.results.published.precision_change`)
+#: one keeps the grade with a wider tolerance (:func:`r2med.results.grading.precision_change`)
 PRECISION: JsonDict = {"scores": "precision"}
 #: a model (or tokenizer) compared by its repository's name when graded: a local copy or a Hugging Face cache
 #: snapshot of the published checkpoint is that checkpoint

@@ -1,0 +1,269 @@
+"""BRIGHT as a plug-in family: 12 tasks in one hub dataset (``xlangai/BRIGHT``, parquet files) at the commit mteb
+pins, named ``bright:<task>`` (``bright:<task>:long``: the long-document setting of 8 of them); run to depth 1000
+with each query's ``excluded_ids`` removed before the cut, judged by ``gold_ids`` (``gold_ids_long``), scored with
+BRIGHT's measures (``retrievers.py``); its models' own settings (``configs/<model>/<task>.json``) run where an r2med
+preset stands for one of its models.
+
+Its names and files are :mod:`r2med.data.bright`'s; its facts (tasks, sizes, hub layout, models, published figures)
+:mod:`r2med.protocol.bright`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from ..data import bright
+from ..data.benchmarks import Benchmark, HubRequest, ModelSettings, Protocol, TaskColumn, TaskRow, TaskTable
+from ..errors import OptionError
+from ..measures import HEADLINE, Family, Measure
+from ..protocol import bright as facts
+from ..results import bright_published as published
+from ..results.grading import RerankSpec, RetrieverSpec
+from ..results.published import PublishedKey
+
+if TYPE_CHECKING:
+    from ..data.collection import Collection
+    from ..steps import RerankStep
+
+
+def measures() -> tuple[Measure, ...]:
+    """BRIGHT's measures (retrievers.py:544-588): nDCG, MAP, recall and precision at 1, 5, 10, 25, 50, 100, and MRR;
+    plus R@1000, which Pyserini's reproductions report."""
+    cut = tuple(
+        Measure(f, k)
+        for f in (Family.NDCG, Family.MAP, Family.RECALL, Family.PRECISION)
+        for k in (1, 5, 10, 25, 50, 100)
+    )
+    return (*cut, Measure(Family.MRR), Measure(Family.RECALL, 1000))
+
+
+@cache
+def protocol(long: bool = False) -> Protocol:
+    return Protocol(
+        family="bright",
+        depth=1000,
+        measures=measures(),
+        headline=Measure(Family.RECALL, 1) if long else HEADLINE,
+        judgments="gold_ids_long" if long else "gold_ids",
+        documents="long_documents" if long else "documents",
+        exclusions=True,
+        average=(
+            "the unweighted mean of the 8 long-document tasks' Recall@1 (the leaderboard's)"
+            if long
+            else "the unweighted mean of the 12 tasks' nDCG@10 (the leaderboard's)"
+        ),
+    )
+
+
+class BrightTable:
+    """BRIGHT's published figures (``protocol/bright_published.csv``: the paper, its leaderboard, later copies) as
+    r2med grades them (:class:`r2med.results.grading.PublishedTable`; the rows and their rules:
+    :mod:`r2med.results.bright_published`), graded on the hub's data at the pinned commit only."""
+
+    def configurations(self) -> tuple[PublishedKey, ...]:
+        return published.bright_keys()
+
+    def spec(self, key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
+        return published.spec(key)
+
+    def by_label(self, label: str) -> PublishedKey | None:
+        return published.by_label(label)
+
+    def examples(self) -> tuple[str, ...]:
+        return ("bm25", "sfr+reason-gpt4", "bm25+bright-llm-gpt-4-0125-preview-top100")
+
+    def key_for(self, retriever: str, method: str, llm: str) -> PublishedKey | None:
+        return published.bright_key_for(retriever, method, llm)
+
+    def rerank_candidates(
+        self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep
+    ) -> list[PublishedKey]:
+        return published.rerank_candidates(rows, first, step)
+
+    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
+        return bright.pinned_data_problem(task, record)
+
+    def settings_dtype(self, model: str) -> tuple[str | None] | None:
+        return published.settings_dtype(model)
+
+    def not_reproducible(self) -> list[tuple[str, str, int]]:
+        return published.not_reproducible()
+
+
+class Bright(Benchmark):
+    """BRIGHT: 12 tasks in one hub dataset (``xlangai/BRIGHT``), at the commit mteb pins; ``bright:<task>:long``
+    for the long-document setting of 8 of them."""
+
+    name = "bright"
+    title = "BRIGHT"
+
+    has_long_documents = True
+
+    def task_names(self) -> tuple[str, ...]:
+        return bright.names()
+
+    def aliases(self) -> Mapping[str, tuple[str, ...]]:
+        return {self.name: bright.names(), f"{self.name}:{bright.LONG}": bright.names(long=True)}
+
+    def canonical(self, name: str) -> str | None:
+        return bright.parse_name(name).name if bright.is_bright(name) else None
+
+    def hub_task(self, name: str) -> str:
+        return bright.parse_name(name).hub_task
+
+    def protocol(self, name: str) -> Protocol:
+        return protocol(bright.parse_name(name).long)
+
+    def choices(self) -> str:
+        return f"BRIGHT's {bright.PREFIX}<task> (bright: the 12)"
+
+    def long_setting(self, name: str) -> str | None:
+        return bright.long_name(name)
+
+    def hub_request(
+        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
+    ) -> HubRequest:
+        parsed = bright.parse_name(name)
+        others = [f"{m}:{llm}" for m, llm in expansions if m != bright.REASON]
+        if others:
+            raise OptionError(
+                f"{parsed.name}: BRIGHT's hub holds no {others[0]} expansions (its query sets are "
+                f"{bright.REASON}:<llm>: {', '.join(r.name for r in facts.hub().reasoning_sets)}); "
+                "pass --expansion-file or --expansion-dir for your own"
+            )
+        wanted, why = bright.revision_for(parsed.name, revision)
+        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions])
+        return HubRequest(facts.hub().repo_id, tuple(paths), wanted, why)
+
+    def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
+        return bright.load(name, revision=revision, strict=strict, corpus=corpus)
+
+    def rows(self) -> list[TaskRow]:
+        out = []
+        for t in facts.tasks():
+            long = f"; long: {t.long_documents:,} docs, {t.long_gold_ids} judgments" if t.has_long_documents else ""
+            excluded = f"{t.excluded_ids:,} excluded pairs" if t.excluded_ids else "no exclusions"
+            out.append(
+                TaskRow(
+                    t.qualified_name,
+                    self.name,
+                    t.queries,
+                    t.documents,
+                    t.gold_pairs,
+                    f"{t.group}; {excluded}{long}",
+                    facts.hub().revision,
+                    {
+                        "name": t.qualified_name,
+                        "hub_split": t.name,
+                        "display_name": t.display_name,
+                        "group": t.group,
+                        "queries": t.queries,
+                        "docs": t.documents,
+                        "judgments": t.gold_pairs,
+                        "long_documents": t.long_documents,
+                        "long_judgments": t.long_gold_ids,
+                        "queries_with_exclusions": t.queries_with_exclusions,
+                        "excluded_ids": t.excluded_ids,
+                        "hub_id": facts.hub().repo_id,
+                        "revision": facts.hub().revision,
+                        "sources": dict(t.sources),
+                    },
+                )
+            )
+        return out
+
+    def task_table(self, wide: bool) -> TaskTable:
+        columns = (
+            TaskColumn("task", "left"),
+            *([TaskColumn("group", "left", no_wrap=False)] if wide else []),
+            *(TaskColumn(col) for col in ("queries", "docs", "gold", "excluded", "long")),
+        )
+        rows = tuple(
+            (
+                row.name,
+                *([str(row.facts["group"])] if wide else []),
+                f"{row.queries:,}",
+                f"{row.docs:,}",
+                f"{row.judgments:,}",
+                f"{row.facts['excluded_ids']:,}" if row.facts["excluded_ids"] else "-",
+                f"{row.facts['long_documents']:,}" if row.facts["long_documents"] else "-",
+            )
+            for row in self.rows()
+        )
+        note = (
+            f"{sum(r.queries for r in self.rows()):,} queries in all; docs: Anserini's index of the hub's corpus; "
+            "gold: distinct (query, gold id) pairs; excluded: (query, document) pairs removed before the cut; long: "
+            "the long-document corpus. Hub data "
+            f"loads at commit {facts.hub().revision[:7]} (mteb's pin; --revision changes it). --tasks bright runs "
+            "all 12; bright:<task>:long (or --long-documents) the long-document setting of the 8 with long docs; "
+            "--tasks all stays R2MED's 8."
+        )
+        return TaskTable(f"{self.title} tasks (hub: {facts.hub().repo_id})", columns, rows, (note,))
+
+    def published(self) -> BrightTable:
+        return TABLE
+
+    def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
+        """BRIGHT's settings for the BRIGHT model whose record names ``retriever`` as its r2med preset
+        (``bright_models.json``): instructions from ``configs/<model>/<task>.json`` (``instructions_long`` in the long
+        setting) with ``{task}`` filled as BRIGHT fills it (the raw task id), and the lengths, pooling,
+        normalisation, loader and similarity of its ``retrievers.py`` function."""
+        model = facts.model_for_preset(retriever)
+        if model is None:
+            return None
+        parsed = bright.parse_name(task)
+        block = dict(model.r2med_encoder)
+        sources = {**model.sources, **dict(block.pop("sources", None) or {})}
+        similarity = block.pop("similarity", None)
+        for fact in _REGISTRY_FACTS:  # a defined preset's registry facts, not settings
+            block.pop(fact, None)
+        encoder: dict[str, Any] = {}
+        if model.kind != "bm25":
+            encoder = dict(block)  # r2med's encoder defaults fill the rest where it runs (Preset.settings)
+            encoder["query_instruction"] = model.instruction(parsed.task, "query", parsed.long)
+            encoder["doc_instruction"] = model.instruction(parsed.task, "document", parsed.long)
+        return ModelSettings(
+            family=self.name,
+            model=model.name,
+            task=parsed.name,
+            encoder=encoder,
+            similarity=similarity,
+            score_scale=model.score_scale,
+            batch_size=model.batch_size,
+            differences=model.r2med_differences,
+            sources=sources,
+            checkpoint=model.model or None,
+        )
+
+    def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
+        model = facts.model_for_preset(retriever)
+        if model is None:
+            return None
+        block = {k: v for k, v in model.r2med_encoder.items() if k not in ("sources", *_REGISTRY_FACTS)}
+
+        def instructions(kind: str) -> str:
+            filled = {model.instruction(t.name, kind) for t in facts.tasks()}
+            if filled == {""}:
+                return ""
+            return f"per task (configs/{model.name}/<task>.json)" if len(filled) > 1 else filled.pop()
+
+        return {
+            "model": model.name,
+            "checkpoint": model.model,
+            **block,
+            "score_scale": model.score_scale,
+            "batch_size": model.batch_size,
+            "query_instruction": instructions("query"),
+            "doc_instruction": instructions("document"),
+            "differences": list(model.r2med_differences),
+        }
+
+
+#: Keys of a BRIGHT ``r2med_encoder`` block that are a defined preset's registry facts, not settings.
+_REGISTRY_FACTS = ("batch_size", "needs_gpu", "api_key_env")
+
+
+TABLE = BrightTable()
+BRIGHT = Bright()

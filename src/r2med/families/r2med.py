@@ -1,0 +1,195 @@
+"""R2MED as a plug-in family: 8 tasks, one hub repository each (``R2MED/<Task>``, JSONL files), at the commits MTEB
+pins; run to depth 100 and scored with r2med's default measures against ``qrels.jsonl``.
+
+Its task specs (hub ids, pinned commits, sizes) are :mod:`r2med.data.tasks`'s; its hub files :mod:`r2med.data.hub`'s.
+Names: the task names themselves, any case (``biology`` -> ``Biology``); ``all`` and ``r2med`` for the 8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from ..data.benchmarks import Benchmark, HubRequest, Protocol, TaskColumn, TaskRow, TaskTable
+from ..data.hub import TASK_FILES, expansion_path, load_from_hub, task_revision
+from ..data.tasks import TASK_NAMES, TASKS, get_task
+from ..errors import OptionError
+from ..measures import DEFAULT_MEASURES, HEADLINE
+from ..results.grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, rerank_spec, retriever_spec
+from ..results.published import PublishedKey, parse_label, published_keys, published_retriever
+
+if TYPE_CHECKING:
+    from ..data.collection import Collection
+    from ..steps import RerankStep
+
+#: the words ``--tasks`` takes for the 8 (``all``: what it always meant)
+ALIASES = ("all", "r2med")
+#: the expansion method of another family's query sets, which R2MED's hub does not hold
+_REASONING = "reason"
+
+
+@cache
+def protocol() -> Protocol:
+    return Protocol(
+        family="r2med",
+        depth=100,
+        measures=DEFAULT_MEASURES,
+        headline=HEADLINE,
+        judgments="qrels.jsonl",
+        documents="corpus.jsonl",
+        exclusions=False,
+        average="the unweighted mean of the 8 tasks' nDCG@10",
+    )
+
+
+class R2medTable:
+    """R2MED's published nDCG@10 figures (``protocol/r2med_published_ndcg10.csv``: the paper, its leaderboard and
+    later papers) as r2med grades them (:class:`r2med.results.grading.PublishedTable`)."""
+
+    def configurations(self) -> tuple[PublishedKey, ...]:
+        return published_keys()
+
+    def spec(self, key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
+        return rerank_spec(key) if key.reranker else retriever_spec(key, Published(at_least=HEADLINE_DEPTH))
+
+    def by_label(self, label: str) -> PublishedKey | None:
+        return parse_label(label)
+
+    def examples(self) -> tuple[str, ...]:
+        return ("bm25", "nv", "bge+hyde-gpt4", "bm25+query2doc-qwen-72b", "reasonembed-qwen3-8b", "e5+reasonrank-32b")
+
+    def key_for(self, retriever: str, method: str, llm: str) -> PublishedKey | None:
+        return PublishedKey(published_retriever(retriever), method, llm)
+
+    def rerank_candidates(
+        self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep
+    ) -> list[PublishedKey]:
+        retriever = published_retriever(first)
+        return [k for k in rows if k.retriever == retriever]
+
+    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
+        """Why the data one task folder recorded is not the hub task ``task`` whose figures are published.
+
+        The hub task is data read from the task's hub repository at its pinned commit, or data whose recorded
+        counts (queries, documents) equal the task's published counts (a local copy).  r2med knows no file hashes
+        of the pinned commits, so a local folder with the right name and counts is taken for the hub task; any
+        other local folder -- or one whose run recorded no counts -- is not."""
+        spec = TASKS.get(task)
+        if spec is None:
+            return f"{task} is not one of R2MED's tasks"
+        source, revision = record.get("source"), record.get("revision")
+        hub = f"hf://datasets/{spec.hub_id}@"
+        if revision == spec.revision and isinstance(source, str) and source.startswith(hub):
+            return None
+        counts = record.get("data")
+        where = f"hub commit {str(revision)[:12]}" if revision else "a local folder"
+        if not isinstance(counts, Mapping):
+            return f"{task}: data from {where} with no recorded counts (re-run with this r2med to grade it)"
+        queries, docs = counts.get("queries"), counts.get("docs")
+        if (queries, docs) != (spec.queries, spec.docs):
+            return (
+                f"{task}: data from {where} has {queries} queries and {docs} docs, the hub task "
+                f"{spec.queries} and {spec.docs}"
+            )
+        return None
+
+    def settings_dtype(self, model: str) -> tuple[str | None] | None:
+        return None  # R2MED's rows ran r2med's presets, whose records hold their precision
+
+    def not_reproducible(self) -> list[tuple[str, str, int]]:
+        return []  # every row names a retriever or reranker record; one r2med lacks is never a key with a spec
+
+
+class R2med(Benchmark):
+    """R2MED: 8 tasks, one hub repository each (``R2MED/<Task>``), at the commits MTEB pins."""
+
+    name = "r2med"
+    title = "R2MED"
+
+    def task_names(self) -> tuple[str, ...]:
+        return tuple(TASK_NAMES)
+
+    def aliases(self) -> Mapping[str, tuple[str, ...]]:
+        return dict.fromkeys(ALIASES, tuple(TASK_NAMES))
+
+    def canonical(self, name: str) -> str | None:
+        wanted = name.strip().lower()
+        return next((t for t in TASK_NAMES if t.lower() == wanted), None)
+
+    def hub_task(self, name: str) -> str:
+        return get_task(name.strip()).name
+
+    def protocol(self, name: str) -> Protocol:
+        return protocol()
+
+    def choices(self) -> str:
+        return f"R2MED's {', '.join(TASK_NAMES)} (all or r2med: the 8)"
+
+    def hub_request(
+        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
+    ) -> HubRequest:
+        spec = get_task(name)
+        if any(method == _REASONING for method, _ in expansions):
+            raise OptionError(
+                f"{spec.name}: {_REASONING}:<llm> names BRIGHT's reasoning query sets; R2MED's tasks have "
+                "none (their expansions: hyde, query2doc, lamer...)"
+            )
+        wanted, why = task_revision(spec.name, revision, expansions)
+        files = [f for f in TASK_FILES if corpus or f != "corpus.jsonl"]
+        paths = (*files, *(expansion_path(method, llm) for method, llm in expansions))
+        return HubRequest(spec.hub_id, tuple(paths), wanted, why)
+
+    def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
+        found = load_from_hub(get_task(name.strip()).name, revision=revision, strict=strict, corpus=corpus)
+        return found.replace(benchmark=self.name)
+
+    def rows(self) -> list[TaskRow]:
+        return [
+            TaskRow(
+                t.name,
+                self.name,
+                t.queries,
+                t.docs,
+                round(t.avg_positives * t.queries),
+                t.scenario.removesuffix(" retrieval"),
+                t.revision,
+                vars(t),
+            )
+            for t in TASKS.values()
+        ]
+
+    def task_table(self, wide: bool) -> TaskTable:
+        columns = (
+            TaskColumn("task", "left"),
+            TaskColumn("scenario", "left", no_wrap=not wide),
+            *([TaskColumn("retrieval", "left", no_wrap=False)] if wide else []),
+            *(TaskColumn(col) for col in ("queries", "docs", "pos/q", "len q/d")),
+        )
+        rows = tuple(
+            (
+                t.name,
+                t.scenario if wide else t.scenario.removesuffix(" retrieval"),
+                *([t.retrieval_type] if wide else []),
+                f"{t.queries:,}",
+                f"{t.docs:,}",
+                f"{t.avg_positives:.1f}",
+                f"{t.avg_query_length:.0f}/{t.avg_doc_length:.0f}",
+            )
+            for t in TASKS.values()
+        )
+        notes = (
+            f"{sum(t.queries for t in TASKS.values())} queries in all; lengths: the dataset card's mean "
+            "tokens per query/doc.",
+            "Hub data loads at pinned commits: "
+            + ", ".join(f"{t.name} {t.revision[:7]}" for t in TASKS.values())
+            + " (MTEB's pins; --revision changes them; `--format json` gives them in full).",
+        )
+        return TaskTable("R2MED tasks (hub: R2MED/<task>)", columns, rows, notes)
+
+    def published(self) -> R2medTable:
+        return TABLE
+
+
+TABLE = R2medTable()
+R2MED = R2med()
