@@ -176,3 +176,49 @@ def test_the_recorded_pooling_is_the_one_that_runs(bert_dir, tmp_path, monkeypat
     tok = AutoTokenizer.from_pretrained(bert_dir)
     vec = SentenceTransformer(str(folder), device="cpu").encode([TEXTS[1]])[0]
     np.testing.assert_allclose(vec, forward_one(bert_dir, tok(TEXTS[1])["input_ids"])[0], atol=2e-5)
+
+
+def test_left_padded_batch_gives_each_text_the_positions_it_has_alone(tmp_path):
+    """A last-token batch is padded on the left: each text must still sit at positions 0..n-1, as alone (BRIGHT's
+    batch-1 loop, the model cards' code).  transformers' default positions count the pads before a text, which an
+    absolute-position decoder (GPT-2 here) turns into other vectors, and a rotary one (Qwen, Mistral) into bf16/fp16
+    rounding that grows with the pad count (benchmarks/gpu_encode.py: cosine 0.9987 to the batch-1 vectors in bf16)."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2Model
+
+    from tiny_families import FAMILIES, family_tokenizer
+
+    family = FAMILIES["qwen3"]  # <|endoftext|> 151643 PAD, <|im_end|> 151645 EOS, no BOS
+    family_tokenizer(tmp_path, "qwen3")
+    config = GPT2Config(
+        vocab_size=family.vocab_size,
+        n_embd=16,
+        n_layer=2,
+        n_head=2,
+        n_positions=128,
+        bos_token_id=None,
+        eos_token_id=family.id("<|im_end|>"),
+        pad_token_id=family.id("<|endoftext|>"),
+        initializer_range=0.3,
+    )
+    torch.manual_seed(0)
+    model = GPT2Model(config).eval()
+    model.save_pretrained(tmp_path)
+    texts = ["short", "Antibodies neutralise viruses.", "The heart pumps blood through the body and the lungs."]
+    enc = TransformersEncoder(
+        EncoderSettings(model=str(tmp_path), pooling="last-token", max_length=64), device="cpu", batch_size=8
+    )
+    got = enc.encode_corpus(texts)  # one batch: the shorter texts padded on the left
+    tok = AutoTokenizer.from_pretrained(tmp_path)
+    alone, shifted = [], []
+    longest = max(len(tok(t)["input_ids"]) for t in texts)
+    with torch.no_grad():
+        for text in texts:
+            ids = tok(text)["input_ids"]
+            alone.append(model(input_ids=torch.tensor([ids])).last_hidden_state[0, -1].numpy())
+            pads = longest - len(ids)  # the same text left-padded, default positions: what r2med computed before
+            padded = torch.tensor([[family.id("<|endoftext|>")] * pads + ids])
+            mask = torch.tensor([[0] * pads + [1] * len(ids)])
+            shifted.append(model(input_ids=padded, attention_mask=mask).last_hidden_state[0, -1].numpy())
+    np.testing.assert_allclose(got, np.stack(alone), atol=1e-5)
+    assert np.abs(np.stack(shifted)[0] - np.stack(alone)[0]).max() > 1e-2  # the default positions do differ

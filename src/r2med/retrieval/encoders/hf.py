@@ -24,6 +24,7 @@ The helpers here (device, dtype, model limits, model files) serve the rerankers 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 from collections.abc import Sequence
@@ -218,6 +219,8 @@ class TransformersEncoder(TorchEncoder):
         super().__init__(settings, device, batch_size, token_budget)
         self._models: dict[str, tuple[Any, Any]] = {}
         self._limits: dict[str, int] = {}
+        #: per model: whether its forward takes ``position_ids`` (given for left-padded batches, see _embed)
+        self._positions: dict[str, bool] = {}
         self._frames: dict[str, tuple[str, list[int], list[int], dict[str, Any]]] = {}
 
     def _load(self, name: str) -> tuple[Any, Any]:
@@ -248,6 +251,7 @@ class TransformersEncoder(TorchEncoder):
                 f"model {name!r} states no maximum length (tokenizer or max_position_embeddings); pass --max-length"
             )
         self._limits[name] = limit or 0
+        self._positions[name] = "position_ids" in inspect.signature(model.forward).parameters
         model.eval().to(self.device)
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
         self.used["weights"] = weights_dtype(model)
@@ -368,8 +372,12 @@ class TransformersEncoder(TorchEncoder):
         prefix = self.instruction(role)
         enc = self._tokenize(tok, [prefix + t for t in texts] if prefix else list(texts), role, max_length, name)
 
+        left = tok.padding_side == "left" and self._positions[name]
+
         def encode_batch(idx: np.ndarray) -> torch.Tensor:
             feats = tok.pad({k: [v[i] for i in idx] for k, v in enc.items()}, padding=True, return_tensors="pt")
+            if left:  # each text's own positions 0..n-1, as unpadded (the default counts the pads before it)
+                feats["position_ids"] = (feats["attention_mask"].cumsum(-1) - 1).clamp(min=0)
             feats = {k: v.to(self.device) for k, v in feats.items()}
             with autocast_context(s.dtype, self.device):
                 hidden = model(**feats).last_hidden_state
