@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -250,13 +250,27 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
     return "".join(charts)
 
 
-def facets_html(facets: Mapping[str, Facets], board: Leaderboard, selected: str | None = None) -> str:
+def facets_html(
+    facets: Mapping[str, Facets], board: Leaderboard, selected: str | None = None, loaded: Sequence[str] = ()
+) -> str:
     """The leaderboard per facet value: a selector of the facets (``scenario``, query metadata keys) and
-    one table per facet (values x systems, x100, with query counts); the selected one shown."""
+    one table per facet (values x systems, x100, with query counts); the selected one shown.  Without facets,
+    why: the collections were not loaded (pass ``--data-dir``), or -- ``loaded`` names the tasks whose
+    collections were -- they were, and hold nothing to group by."""
     from .facet_table import FacetBoard
 
     if not facets:
-        return '<p class="hint">No query metadata loaded: pass --data-dir (or --by) for per-group tables.</p>'
+        missing = [t for t in board.tasks if t not in loaded]
+        if not missing:
+            return (
+                '<p class="hint">No query groups: no task here has a scenario (only R2MED\'s have), and no query '
+                "metadata key of the loaded collections is shared by several queries.</p>"
+            )
+        return (
+            '<p class="hint">No query metadata loaded for '
+            + html.escape(", ".join(missing))
+            + ": pass --data-dir (or --hub) for per-group tables.</p>"
+        )
     e = html.escape
     keys = list(facets)
     chosen = selected if selected in facets else keys[0]
@@ -311,7 +325,8 @@ def render_html(
     data = report_data(systems, board, collections or {}, measure=board.measure, expansions=expansions)
     data["title"] = title
     page = _asset("report.html")
-    missing = [t for t in board.tasks if t not in (collections or {})]
+    loaded = collections or {}
+    missing = [t for t in board.tasks if t not in loaded]
     note = (
         ""
         if not missing
@@ -331,7 +346,7 @@ def render_html(
             if any(c.published is not None for r in board.rows for c in r.cells.values())
             else "."
         ),
-        "{{FACETS}}": facets_html(facets or {}, board, facet),
+        "{{FACETS}}": facets_html(facets or {}, board, facet, loaded=[t for t in board.tasks if t in loaded]),
         "{{MEASURE}}": html.escape(board.measure.label),
         "{{META}}": html.escape(
             f"{_count(len(systems), 'system')} · {_count(len(board.tasks), 'task')} · "
