@@ -210,3 +210,27 @@ def test_a_users_own_bar_setting_is_kept(monkeypatch, given):
         assert progress.quiet_library_bars() is False and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == given
     finally:
         progress.reset()
+
+
+# -- the quickstart's commands are the command line's ---------------------------------------------------------------
+
+
+def test_the_quickstart_is_linked_and_its_commands_parse():
+    """docs/quickstart.md (issue 39): linked from the README, and each of its commands is parsed by r2med's own
+    command line (every option and choice it shows exists) without running it."""
+    import shlex
+
+    import typer.main
+
+    from r2med.cli import app
+
+    assert "(docs/quickstart.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    lines = [line.split("  #")[0].strip() for line in text.splitlines() if line.startswith(".venv/bin/r2med ")]
+    assert len(lines) >= 8
+    group = typer.main.get_command(app)
+    for line in lines:
+        words = shlex.split(line)[1:]
+        command = group.get_command(group.make_context("r2med", list(words), resilient_parsing=True), words[0])
+        assert command is not None, line
+        command.make_context(words[0], words[1:])  # unknown options and bad choices raise here
