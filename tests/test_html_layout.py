@@ -106,7 +106,12 @@ def test_the_title_names_the_benchmarks_shown(study):
     text = study["pages"]["all"].read_text(encoding="utf-8")
     assert "<title>R2MED and BRIGHT results</title>" in text and "<h1>R2MED and BRIGHT results</h1>" in text
     res = run_r2med("report", str(study["root"] / "all" / "bm25-bright"), "--html", str(study["root"] / "b.html"))
-    assert res.returncode == 0 and "<h1>BRIGHT results</h1>" in (study["root"] / "b.html").read_text()
+    bright = (study["root"] / "b.html").read_text()
+    assert res.returncode == 0 and "<h1>BRIGHT results</h1>" in bright
+    # where the texts come from: never a --data-dir for a BRIGHT task
+    note = re.search(r'<p class="note">(.*?)</p>', bright).group(1)
+    assert "<code>--hub</code>" in note and "--data-dir" not in note
+    assert "<code>--data-dir</code> (your collections) and <code>--hub</code>" in text
 
 
 def test_the_bars_figure_says_average_and_marks_significance(study):

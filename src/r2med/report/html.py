@@ -55,20 +55,24 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+def _family(task: str) -> str | None:
+    """The benchmark family whose task ``task`` is (``r2med``, ``bright``), None for a local collection."""
+    from ..data.benchmarks import benchmark_of
+
+    try:
+        found = benchmark_of(task)
+    except R2MedError:  # a name like a family's that is not one of its tasks: a local collection
+        return None
+    return found.name if found is not None else None
+
+
 def report_title(tasks: Sequence[str]) -> str:
     """The page's title from the benchmarks its tasks belong to: ``R2MED results``, ``BRIGHT results``,
     ``R2MED and BRIGHT results`` (a combined page), ``+ local`` when other collections are shown beside them;
     ``Retrieval results`` for local collections only (never one benchmark's name over another's tasks)."""
-    from ..data.benchmarks import BENCHMARKS, benchmark_of
+    from ..data.benchmarks import BENCHMARKS
 
-    def family(task: str) -> str | None:
-        try:
-            found = benchmark_of(task)
-        except R2MedError:  # a name like a family's that is not one of its tasks: a local collection
-            return None
-        return found.name if found is not None else None
-
-    shown = {family(t) for t in tasks}
+    shown = {_family(t) for t in tasks}
     names = [b.title for b in BENCHMARKS if b.name in shown]
     if not names:
         return "Retrieval results"
@@ -354,6 +358,19 @@ def facets_html(
     return "".join(parts)
 
 
+def _texts_option(tasks: Sequence[str]) -> str:
+    """Where the texts of ``tasks`` come from: ``--hub`` for a benchmark's tasks (a BRIGHT task is never read from
+    a folder), ``--data-dir`` for local collections (R2MED's tasks: either)."""
+    from ..data.benchmarks import BRIGHT
+
+    kinds = {_family(t) for t in tasks}
+    if kinds <= {BRIGHT.name}:
+        return "<code>--hub</code>"
+    if BRIGHT.name in kinds:
+        return "<code>--data-dir</code> (your collections) and <code>--hub</code> (the benchmarks' tasks)"
+    return "<code>--data-dir</code> (or <code>--hub</code>)"
+
+
 def _json_for_script(data: Any) -> str:
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return (
@@ -392,7 +409,7 @@ def render_html(
         ""
         if not missing
         else f'<p class="note">No texts or judgments for {html.escape(", ".join(missing))}: the inspector shows ids '
-        "only. Re-run with <code>--data-dir</code> (or <code>--hub</code>) for query and document texts.</p>"
+        f"only. Re-run with {_texts_option(missing)} for query and document texts.</p>"
     )
     replacements = {
         "{{TITLE}}": html.escape(title),

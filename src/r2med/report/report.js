@@ -156,12 +156,12 @@
       .map(function (s) { return "<b>" + esc(s) + "</b> " + fmt(data.perQuery[s][task][qid]); });
     h.push('<p class="qvals">' + esc(data.measureLabel) + ": " + vals.join(" · ") + "</p>");
     h.push('<div class="qtext" id="inspect-text">' + (entry.text ? esc(entry.text) :
-      "<i>query text unavailable (pass --data-dir)</i>") + "</div>");
+      "<i>query text unavailable (pass --data-dir or --hub)</i>") + "</div>");
     Object.keys(entry.expansion || {}).forEach(function (s) {
       h.push("<h4>Expansion used by " + esc(s) + '</h4><div class="exp">' + esc(entry.expansion[s]) + "</div>");
     });
     if (gold === null) {
-      h.push("<p><i>No judgments loaded: relevance marks and gold ranks need --data-dir.</i></p>");
+      h.push("<p><i>No judgments loaded: relevance marks and gold ranks need --data-dir or --hub.</i></p>");
     } else {
       var sysWithRun = data.systems.filter(function (s) { return (data.runs[s][task] || {})[qid]; });
       h.push("<h4>Gold documents (" + gold.length + ")</h4><div class='goldbox'><table id='gold-table'><tr><th>doc</th><th>grade</th>" +
