@@ -156,6 +156,10 @@ def test_the_page_in_chromium_at_1400_px(study, browser, tmp_path):
     )
     assert len(set(last_ticks)) == 1
     # the all-tasks scatter of bm25 against the system on every task: a colour per task, a legend naming each
+    # by default, y is the next system that ran a task of the first (bm25-bright shares none of bm25's)
+    assert browser.js(
+        "return [document.getElementById('scatter-x').value, document.getElementById('scatter-y').value]"
+    ) == ["bm25", "my-reasoning-retriever-v2"]
     browser.click('#scatter-x option[value="bm25"]')
     browser.click('#scatter-y option[value="my-reasoning-retriever-v2"]')
     browser.click('#scatter-task option[value="__all__"]')
