@@ -3,7 +3,9 @@ meaning per mark, the same ``!`` on a delta wherever a delta is printed, the ret
 its own, the HTML's query-group panel telling why it is empty, no library's progress bars in a log file.
 
 References: the report's own grading of the same folder (``Row.within``: the mark ``evaluate`` prints must agree),
-the files on disk (the printed command is run), transformers' bar text in a real subprocess's stderr.
+the files on disk (the printed command is run), transformers' bar text in a real subprocess's stderr.  Two tests
+start a real process: the printed command must run from a shell as a console script, and libraries' bars
+are drawn to a real file descriptor.
 """
 
 from __future__ import annotations
