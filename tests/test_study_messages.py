@@ -156,6 +156,9 @@ def test_a_dense_option_without_a_retriever_names_the_default_and_the_fix(tmp_pa
     # an option no retriever takes: the default named, -r dense not suggested
     res = run_r2med("evaluate", "--data-dir", str(data), "--set", "zzz=1", "-o", str(tmp_path / "o"))
     assert res.returncode == 2 and "the default retriever is bm25" in res.stderr and "-r dense" not in res.stderr
+    # a value out of range is not about the retriever: its line alone
+    res = run_r2med("evaluate", "--data-dir", str(data), "--k1", "nan", "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "--k1" in res.stderr and "default" not in res.stderr
 
 
 def test_the_query_group_panel_says_why_it_is_empty(tmp_path):

@@ -276,13 +276,16 @@ def evaluate_command(
 
 
 def _default_retriever_hint(ctx: typer.Context, err: Exception, values: dict[str, Any]) -> Exception:
-    """``err`` (an option the retriever does not take) with the retriever named when ``-r`` was not given: the
-    default is bm25, and when the options are a dense retriever's (``--model X``) the fix is ``-r dense``."""
+    """``err`` with the retriever named when it refused an option and ``-r`` was not given: the default is bm25,
+    and when the options are a dense retriever's (``--model X``) the fix is ``-r dense``.  Any other error (a
+    value out of range) is returned as it is."""
     from ..errors import OptionError
     from ..spec.parse import Origin, SpecError
     from ..steps import evaluate_step
 
     if getattr(ctx.get_parameter_source("retriever"), "name", None) != "DEFAULT":  # typer's own click: by name
+        return err
+    if not str(err).startswith("unknown option"):  # spec/parse.py's line for an option the retriever lacks
         return err
     try:
         evaluate_step({"retriever": "dense", **values}, Origin.cli())
