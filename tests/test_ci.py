@@ -14,16 +14,18 @@ from conftest import unavailable
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _missing_with(tmp_path: Path, commands: list[str]) -> str:
-    """What ``.ci/browser-packages`` prints on a machine whose PATH holds only ``commands`` (stand-ins) and bash."""
+def _missing_with(tmp_path: Path, commands: list[str] | dict[str, str], script: str = "browser-packages") -> str:
+    """What ``.ci/<script>`` prints on a machine whose PATH holds only ``commands`` (stand-ins: a name, or a name
+    and what it prints) and bash."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in commands:
+    said = commands if isinstance(commands, dict) else dict.fromkeys(commands, "")
+    for name, output in said.items():
         stub = bin_dir / name
-        stub.write_text("#!/bin/sh\nexit 0\n")
+        stub.write_text(f"#!/bin/sh\necho '{output}'\nexit 0\n" if output else "#!/bin/sh\nexit 0\n")
         stub.chmod(0o755)
     res = subprocess.run(
-        ["/bin/bash", str(ROOT / ".ci" / "browser-packages")],
+        ["/bin/bash", str(ROOT / ".ci" / script)],
         env={"PATH": str(bin_dir)},
         capture_output=True,
         text=True,
@@ -46,9 +48,24 @@ def test_browser_packages_are_checked_apart(tmp_path, present, missing):
     assert _missing_with(tmp_path, present) == missing
 
 
+@pytest.mark.parametrize(
+    ("present", "missing"),
+    [
+        ({}, "texlive-latex-base texlive-latex-recommended"),
+        ({"pdflatex": ""}, "texlive-latex-recommended"),  # pdflatex without booktabs: the tables do not compile
+        ({"pdflatex": "", "kpsewhich": ""}, "texlive-latex-recommended"),  # kpsewhich finds no booktabs.sty
+        ({"kpsewhich": "/usr/share/texmf/booktabs.sty"}, "texlive-latex-base"),
+        ({"pdflatex": "", "kpsewhich": "/usr/share/texmf/booktabs.sty"}, ""),
+    ],
+)
+def test_latex_packages_are_checked_apart(tmp_path, present, missing):
+    assert _missing_with(tmp_path, present, "latex-packages") == missing
+
+
 def test_ci_run_installs_what_is_missing_and_runs_as_ci():
     script = (ROOT / ".ci" / "run").read_text()
-    assert ".ci/browser-packages" in script
+    assert "install_missing .ci/browser-packages" in script
+    assert "install_missing .ci/latex-packages" in script  # before: the LaTeX compile test skipped everywhere
     assert 'export CI="${CI:-true}"' in script
     assert "make test" in script
 

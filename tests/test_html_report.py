@@ -143,7 +143,7 @@ def test_counts_hint_and_round_ticks(built, tmp_path):
     systems = load_systems([tmp_path / "runs"])
     page = write_html(tmp_path / "solo.html", systems, board=build_leaderboard(systems)).read_text(encoding="utf-8")
     assert "1 system · 1 task ·" in page and "1 tasks" not in page and "1 systems" not in page
-    assert "black ticks" not in page and "Bars: this report's systems." in page
+    assert "black ticks" not in page and "Bars: this report's systems, every panel on one axis (nDCG@10 x100)." in page
     bars = re.findall(r'class="tick">([^<]+)<', page)
     value = build_leaderboard(systems).rows[0].cells["mine"].value
     assert bars == 2 * tick_labels(nice_ticks(0, value, 4))  # the task's chart and the Average's

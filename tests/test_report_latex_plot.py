@@ -68,7 +68,7 @@ def _brute_marks(values: list[float]) -> list[str]:
 
 def _mark(cell: str) -> tuple[str, str]:
     kind, text = _rank_mark(cell)
-    return kind, text.removesuffix(r"$^{\approx}$")  # ties decide the value (nfcorpus: docs of identical text)
+    return kind, text.removesuffix(r"$^{\diamond}$")  # ties decide the value (nfcorpus: docs of identical text)
 
 
 def _rank_mark(cell: str) -> tuple[str, str]:

@@ -220,29 +220,14 @@ def test_latex_protects_a_row_starting_with_a_bracket(tmp_path):
     assert "[bold]z" in table
 
 
-PDFLATEX = __import__("shutil").which("pdflatex")
-
-
-@pytest.mark.skipif(
-    not PDFLATEX, reason="pdflatex not installed (Debian: texlive-latex-base texlive-latex-recommended)"
-)
 def test_latex_compiles_with_pdflatex(tmp_path, root):
+    from test_latex_compiles import compile_latex, needs_pdflatex
+
+    needs_pdflatex()
     write_system(root, "[bold]z", {"T1": {"q1": 0.5, "q2": 0.1}, "T2": {"q1": 0.3, "q2": 0.3}})
     res = run_r2med("report", str(root), "--format", "latex", "-m", "nDCG@10", "-m", "nDCG@10")
     assert res.returncode == 0, res.stderr
-    doc = tmp_path / "t.tex"
-    doc.write_text(
-        "\\documentclass{article}\\usepackage{booktabs}\\usepackage[T1]{fontenc}\\begin{document}\n"
-        + res.stdout
-        + "\n\\end{document}\n"
-    )
-    done = subprocess.run(
-        [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", doc.name],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = compile_latex(res.stdout, tmp_path)
     assert done.returncode == 0, done.stdout[-2000:]
     assert (tmp_path / "t.pdf").exists()
 

@@ -146,7 +146,7 @@ def test_leaderboard_layouts_chosen_by_width(eight_tasks):
         "PMC-T",
         "PMC-C",
         "IIYi",
-        "Avg",
+        "Average",
     ]
     assert "MedSci = Medical-Sciences" in " ".join(compact.split()) and widest(compact) <= 80
     rows = [

@@ -355,7 +355,10 @@ def test_report_marks_the_cells_ties_decide_in_every_format(tied_root, tmp_path)
     table = run_r2med("report", str(out / "coarse"), "--wide").stdout
     assert f"{value:.2f}{TIED_MARK}" in table and "ties decide this value" in " ".join(table.split())
     latex = run_r2med("report", str(out / "coarse"), "-f", "latex").stdout
-    assert rf"{value:.2f}$^{{\approx}}$" in latex and "% " + TIED_MARK in latex
+    assert rf"{value:.2f}$^{{\diamond}}$" in latex
+    # the mark is explained in the table's note, printed under it (issue 39: not a `%` comment no reader sees)
+    assert r"\noindent $^{\diamond}$ ties decide this value" in latex
+    assert not [line for line in latex.splitlines() if line.startswith("%")]
     page = tmp_path / "r.html"
     assert run_r2med("report", str(out / "coarse"), "--html", str(page)).returncode == 0
     html = page.read_text()
@@ -404,7 +407,7 @@ def test_the_mark_is_never_on_a_gap_and_the_average_range_is_its_tasks_mean(tmp_
     latex = run_r2med("report", *systems, "-f", "latex").stdout
     [partial] = [line for line in latex.splitlines() if line.startswith("partial &")]
     row = partial.removesuffix(r" \\").split(" & ")
-    assert row[1].endswith(r"$^{\approx}$}") and row[2:] == ["n/a", "n/a"]  # ranked: \underline{...}
+    assert row[1].endswith(r"$^{\diamond}$}") and row[2:] == ["n/a", "n/a"]  # ranked: \underline{...}
     table = run_r2med("report", *systems, "--wide").stdout
     page = tmp_path / "r.html"
     assert run_r2med("report", *systems, "--html", str(page)).returncode == 0

@@ -194,6 +194,7 @@ def _main(
     # one progress display for every long step, on stderr beside the log records; -q silences it
     progress.configure(console=err_console)
     progress.set_quiet(quiet)
+    progress.quiet_library_bars()  # no library's own bars in a log file (issue 39)
 
 
 for _module in COMMAND_MODULES:

@@ -86,8 +86,40 @@ def print_next(label: str, *command: object) -> None:
     can be pasted."""
     import shlex
 
+    parts = [str(part) for part in command]
+    if parts[:1] == ["r2med"]:  # as the user can run it from here: `.venv/bin/r2med` when no venv is activated
+        parts[:1] = program()
     console.print(escape(label), highlight=False)
-    console.print(escape(shlex.join(str(part) for part in command)), highlight=False, soft_wrap=True)
+    console.print(escape(shlex.join(parts)), highlight=False, soft_wrap=True)
+
+
+def program(argv0: str | None = None, path: str | None = None) -> list[str]:
+    """How to run this r2med again from the current folder, the words of a command line: ``r2med`` when that
+    name on ``PATH`` is the script running now; else the script's path (``.venv/bin/r2med`` after ``make demo``
+    without an activated venv: relative when it lies under the current folder); ``python -m r2med`` run as a
+    module (the running interpreter); ``r2med`` run by that bare name.  ``argv0``/``path``: ``sys.argv[0]``
+    and ``PATH`` (for tests)."""
+    import os
+    import shutil
+
+    argv0 = sys.argv[0] if argv0 is None else argv0
+
+    def shown(p: str) -> str:
+        full = Path(p).absolute()
+        try:
+            rel = full.relative_to(Path.cwd())
+        except ValueError:
+            return str(full)
+        return str(rel) if "/" in str(rel) else f"./{rel}"
+
+    if Path(argv0).name in ("__main__.py", "-m"):
+        return [shown(sys.executable) if os.sep in sys.executable else sys.executable, "-m", "r2med"]
+    if os.sep not in argv0:  # run by its name, found on PATH
+        return ["r2med"]
+    found = shutil.which("r2med", path=path)
+    if found is not None and os.path.realpath(found) == os.path.realpath(argv0):
+        return ["r2med"]
+    return [shown(argv0)]
 
 
 def print_fitted(*tables: Any, wide: bool = False) -> None:

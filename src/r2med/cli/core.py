@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -155,7 +156,7 @@ def evaluate_command(
     from ..infra.home import check_home
     from ..jobs import evaluate as jobs
     from ..results.folders import summary
-    from ..spec.parse import Origin
+    from ..spec.parse import Origin, SpecError
     from ..steps import evaluate_step
 
     strict = strict_data(ctx, strict)
@@ -196,7 +197,10 @@ def evaluate_command(
         encoder=encoder,
     )
     values = with_set(named, set_)
-    steps = [evaluate_step({"retriever": r, **values}, Origin.cli()) for r in names]  # the one parse, before any work
+    try:
+        steps = [evaluate_step({"retriever": r, **values}, Origin.cli()) for r in names]  # the one parse, first
+    except SpecError as err:
+        raise _default_retriever_hint(ctx, err, values) from None
     check_output_dir(out)
     if not no_cache:
         check_home()
@@ -217,6 +221,27 @@ def evaluate_command(
         grouped = {job.name: jobs.run_tasks(job, refs)}
     for name_, results in grouped.items():
         print_summary(results, summary(name_, results), out / name_, measures=columns)
+
+
+def _default_retriever_hint(ctx: typer.Context, err: Exception, values: dict[str, Any]) -> Exception:
+    """``err`` with the retriever named when it refused an option and ``-r`` was not given: the default is bm25,
+    and when the options are a dense retriever's (``--model X``) the fix is ``-r dense``.  Any other error (a
+    value out of range) is returned as it is."""
+    from ..errors import OptionError
+    from ..spec.parse import Origin, SpecError
+    from ..steps import evaluate_step
+
+    if getattr(ctx.get_parameter_source("retriever"), "name", None) != "DEFAULT":  # typer's own click: by name
+        return err
+    if not str(err).startswith("unknown option"):  # spec/parse.py's line for an option the retriever lacks
+        return err
+    try:
+        evaluate_step({"retriever": "dense", **values}, Origin.cli())
+    except SpecError:
+        return OptionError(f"{err} (no -r given: the default retriever is bm25)")
+    return OptionError(
+        f"{err}; no -r given, so the retriever is the default, bm25: for an embedding model add -r dense"
+    )
 
 
 @app.command(

@@ -94,7 +94,9 @@ def report_command(
     permutations: Permutations = 10_000,
     seed: Seed = 42,
     alpha: Alpha = 0.05,
-    title: str = typer.Option("R2MED results", "--title", help="Title of the HTML report."),
+    title: str | None = typer.Option(
+        None, "--title", help="Title of the HTML report (default: from the benchmarks shown, e.g. 'BRIGHT results')."
+    ),
     with_published: str | None = typer.Option(
         None, "--with-published", help="Add published configurations as rows, e.g. 'nv,bge,bm25+hyde-gpt4'."
     ),
@@ -335,6 +337,9 @@ def plot_command(
     ),
     by: str = typer.Option("scenario", "--by", help="facets: a query metadata key or 'scenario'."),
     average: str = typer.Option("pooled", "--average", help="facets: pooled or macro."),
+    baseline: str | None = typer.Option(
+        None, "--baseline", "-b", help="bars: mark (†) each bar that differs significantly from this system."
+    ),
     data_dir: Path | None = typer.Option(None, "--data-dir", "-d", help="facets: local data for the query metadata."),
     revision: Revision = None,
     tasks: Tasks = "all",
@@ -351,8 +356,10 @@ def plot_command(
     check_output_file(output, "--output")
     plot.figure_format(output)
     systems = jobs.load_report(runs, tasks=tasks)
+    if baseline is not None and kind != "bars":
+        raise R2MedError(f"--baseline marks the bars figure; --kind {kind} takes none")
     if kind == "bars":
-        board = build_leaderboard(systems, asked)
+        board = build_leaderboard(systems, asked, baseline=baseline)
         plot.plot_bars(board, output)
         print_notes(board.left_out())
     elif kind == "scatter":

@@ -155,6 +155,8 @@ class Benchmark(abc.ABC):
     name: str  #: its registry name (the ``family`` of its records)
     title: str  #: how text names it (``R2MED``)
     has_long_documents: bool = False  #: whether some of its tasks have a long-document setting
+    #: whether its tasks can also be read from a local folder in its layout (``--data-dir``), or only from the hub
+    reads_folders: bool = True
 
     @abc.abstractmethod
     def task_names(self) -> tuple[str, ...]:

@@ -355,6 +355,25 @@ def read_reasoning(path: str | Path, examples: Examples) -> dict[str, str]:
     return {q: texts[q] for q in examples.queries}
 
 
+def _check_same_task(path: Path, examples: Examples, task: str, judgments: str) -> None:
+    """A reasoning set's file given by hand must be ``task``'s: BRIGHT's query ids are 0..N in every task, so the
+    ids alone cannot tell another task's file; its rows' gold ids can (each row keeps its example's).  A file whose
+    gold ids differ from the task's judgments on most queries is a one-line error naming it."""
+    cols = _columns(path, ("id", judgments))
+    differ = sum(
+        1
+        for qid, gold in zip(cols["id"], cols[judgments])
+        if str(qid) in examples.qrels and set(map(str, gold or ())) != set(examples.qrels[str(qid)])
+    )
+    if differ * 2 > len(examples.queries):
+        raise DataError(
+            path,
+            None,
+            f"its rows' {judgments} differ from {task}'s judgments on {differ} of {len(examples.queries)} queries: "
+            "is it another task's reasoning file?",
+        )
+
+
 # -- a task from the hub ----------------------------------------------------------------------------------------
 
 
@@ -413,11 +432,18 @@ def load(name: str, revision: str | None = None, strict: bool = False, corpus: b
     )
 
 
-def reasoning_queries(collection: Collection, llm: str) -> tuple[dict[str, str], Path]:
-    """The reasoning set ``llm`` of a BRIGHT collection read from the hub at the commit its data came from: query
-    id -> the LLM's reasoning (which replaces the query), and the file it was read from."""
+def reasoning_queries(collection: Collection, llm: str, file: Path | None = None) -> tuple[dict[str, str], Path]:
+    """The reasoning set ``llm`` of a BRIGHT collection read from the hub at the commit its data came from (or from
+    ``file``, one task's file of it: ``--expansion-file``): query id -> the LLM's reasoning (which replaces the
+    query), and the file it was read from."""
     from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
 
+    examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
+    if file is not None:
+        texts = read_reasoning(file, examples)
+        judged = "gold_ids_long" if parse_name(collection.name).long else "gold_ids"
+        _check_same_task(file, examples, collection.name, judged)
+        return texts, file
     parsed = parse_name(collection.name)
     layout = facts.hub()
     path = layout.path(reasoning_config(llm), parsed.task)
@@ -426,9 +452,8 @@ def reasoning_queries(collection: Collection, llm: str) -> tuple[dict[str, str],
         found = resolve_files(layout.repo_id, [path], revision)
     except (FilesMissing, FilesNotCached) as exc:
         raise refusal([(parsed.name, "the commit the task's data came from", exc)], revision, [parsed.name]) from None
-    file = download(layout.repo_id, path, found.commit)
-    examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
-    return read_reasoning(file, examples), file
+    got = download(layout.repo_id, path, found.commit)
+    return read_reasoning(got, examples), got
 
 
 def pinned_data_problem(task: str, record: Mapping[str, Any]) -> str | None:

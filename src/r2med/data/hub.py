@@ -43,8 +43,9 @@ import functools
 import logging
 import os
 import re
+import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import DataError, R2MedError, shown
@@ -232,8 +233,7 @@ def hub_error(
     def failed(cls: type[HubError], reason: str, fix: str = "") -> HubError:
         if cls is HubUnavailable:
             message = f"hub: {reason}, and {what} is not in the Hugging Face cache ({hf_cache_dir()})"
-            if repo_type == "dataset":
-                fix += f" or pass --data-dir with a local copy{legacy_cache_hint(repo_id, repo_type)}"
+            fix += local_copy_hint(repo_id, repo_type).removeprefix(",")
         else:
             message = f"hub: {reason}"
         fix = fix.strip().rstrip(",")
@@ -241,8 +241,7 @@ def hub_error(
         err.reason = reason
         return err
 
-    download = f"hf download {repo_id}" + (f" --repo-type {repo_type}" if repo_type != "model" else "")
-    download += f" --revision {revision}" if revision and revision != "main" else ""
+    download = fill_command(repo_id, revision, repo_type, [filename] if filename else [])
     if "OfflineModeIsEnabled" in names or (_offline() and "LocalEntryNotFoundError" in names):
         return failed(
             HubUnavailable,
@@ -384,12 +383,45 @@ def _answered_commit(exc: BaseException) -> str | None:
     return None
 
 
-def _download_command(repo_id: str, revision: str | None, repo_type: str) -> str:
-    return (
+#: Up to this many missing files are named one by one in the ``hf download`` command; more are one
+#: ``--include 'CONFIG/*'`` per folder (BRIGHT's 12 tasks of a config).
+DOWNLOAD_FILES_NAMED = 6
+
+
+def _download_command(repo_id: str, revision: str | None, repo_type: str, files: Sequence[str] = ()) -> str:
+    """The ``hf download`` command that fills the cache with ``files`` (none given: the whole repository): what
+    is missing and no more -- not a whole dataset for one task's reasoning set (issue 39)."""
+    command = (
         f"hf download {repo_id}"
         + (f" --repo-type {repo_type}" if repo_type != "model" else "")
         + (f" --revision {revision}" if revision and revision != HEAD else "")
     )
+    if len(files) <= DOWNLOAD_FILES_NAMED:
+        return command + "".join(f" --include {shlex.quote(f)}" for f in files)
+    folders = dict.fromkeys(f.rpartition("/")[0] for f in files)
+    return command + "".join(f" --include {shlex.quote(f'{d}/*' if d else '*')}" for d in folders)
+
+
+def one_task_repo(repo_id: str, repo_type: str = "dataset") -> bool:
+    """Whether ``repo_id`` is one R2MED task's dataset repository (the whole of it is that task; a local folder in
+    its layout can stand for it), unlike BRIGHT's one repository of every task and configuration."""
+    from .tasks import TASKS
+
+    return repo_type == "dataset" and repo_id in {spec.hub_id for spec in TASKS.values()}
+
+
+def fill_command(repo_id: str, revision: str | None, repo_type: str, files: Sequence[str]) -> str:
+    """The command that fills the cache: one task's repository whole (R2MED's), else only ``files`` (of BRIGHT's
+    many configurations, the one a command needs: ``--include 'gpt4_reason/*'``)."""
+    return _download_command(repo_id, revision, repo_type, () if one_task_repo(repo_id, repo_type) else files)
+
+
+def local_copy_hint(repo_id: str, repo_type: str = "dataset") -> str:
+    """``, or pass --data-dir with a local copy`` where a local folder can stand for ``repo_id``: an R2MED task's
+    repository only (a BRIGHT task is read from its hub, never from a folder: no --data-dir is its task)."""
+    if not one_task_repo(repo_id, repo_type):
+        return ""
+    return f", or pass --data-dir with a local copy{legacy_cache_hint(repo_id, repo_type)}"
 
 
 @dataclass(frozen=True)
@@ -462,11 +494,9 @@ class Missing:
         """Offline: how to fill the cache; online: nothing (the files are not on the hub at this revision)."""
         if not self.offline:
             return ""
-        fill = f"; fill the cache first ({_download_command(self.repo_id, self.revision, self.repo_type)}) where "
-        fill += "the hub can be reached"
-        if self.repo_type == "dataset":
-            fill += f", or pass --data-dir with a local copy{legacy_cache_hint(self.repo_id, self.repo_type)}"
-        return fill
+        command = fill_command(self.repo_id, self.revision, self.repo_type, self.files)
+        fill = f"; fill the cache first ({command}) where the hub can be reached"
+        return fill + local_copy_hint(self.repo_id, self.repo_type)
 
     def describe(self, why: str = "") -> str:
         return self.what(why) + self.where_else() + self.remedy()
@@ -759,7 +789,10 @@ def refusal(problems: Sequence[Problem], spec: str | None, tasks: Sequence[str])
         )
     elif not missing.offline and any(f.endswith(f"/{EXPANSION_FILE}") for f in missing.files):
         line += "; generate the expansions with `r2med expand`, or pass --expansion-file"
-    remedy = missing.remedy()
+    # the cache-filling command fetches what every task of the line lacks (one repository, one revision)
+    at = (missing.repo_id, missing.revision)
+    same = [p.missing for _, _, p in problems if (p.missing.repo_id, p.missing.revision) == at]
+    remedy = replace(missing, files=tuple(dict.fromkeys(f for m in same for f in m.files))).remedy()
     line += remedy.replace("; fill the cache first", "; or fill the cache first", 1) if forward else remedy
     if not missing.offline:
         line += "; nothing was downloaded"

@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 
 #: Two values closer than this are the same value (best and worst of a query whose order does not matter).
 TOLERANCE: Final = 1e-9
-#: What the report marks a cell with whose value ties decide (terminal, Markdown, LaTeX, HTML).
-TIED_MARK: Final = "≈"
+#: What the report marks a cell with whose value ties decide (terminal, Markdown, LaTeX, HTML): a mark of its own,
+#: used for nothing else (``≈`` reads as "about equal" -- as in "within tolerance" -- and is no mark of r2med's).
+TIED_MARK: Final = "◇"
 
 
 @dataclass(frozen=True)

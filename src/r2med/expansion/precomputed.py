@@ -250,15 +250,17 @@ def expansion_builder(
     from ..data.bright import REASON
 
     if spec and spec.partition(":")[0].strip().lower() == REASON:
-        if file is not None or folder is not None:
+        if folder is not None:
             raise R2MedError(
-                f"--expansion {spec}: BRIGHT's reasoning query sets are read from its hub; --expansion-file and "
-                "--expansion-dir take R2MED-layout expansion files"
+                f"--expansion {spec}: BRIGHT's reasoning query sets are read from its hub (or one task's file: "
+                "--expansion-file); --expansion-dir takes R2MED-layout expansion folders"
             )
         llm = spec.partition(":")[2]
         if not llm.strip():
             raise R2MedError(f"--expansion wants {REASON}:LLM (e.g. {REASON}:gpt4), got {spec!r}")
-        return ReasoningQueries(llm)
+        if file is not None and not Path(file).is_file():
+            raise R2MedError(f"{file}: expansion file not found")
+        return ReasoningQueries(llm, path=file)
     if spec:
         method, llm = parse_spec(spec)
     elif file:

@@ -30,17 +30,20 @@ RULE = "replace"
 class ReasoningQueries:
     """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): a BRIGHT task's queries replaced by one LLM's reasoning."""
 
-    def __init__(self, llm: str):
+    def __init__(self, llm: str, path: str | Path | None = None):
         from ..data import bright
 
         self.method = bright.REASON
         self.llm = bright.reasoning_name(llm)  # an unknown set is a one-line error listing the five
+        #: one task's file of the set (``--expansion-file``: the hub config's parquet file of that task),
+        #: read in place of the hub's -- offline, as ``hyde:mine --expansion-file`` is
+        self.path = Path(path) if path is not None else None
         self.loaded: dict[str, Path] = {}
 
     def hub_expansion(self, task: str) -> tuple[str, str] | None:
         """``(reason, llm)``: the reasoning set is read from the hub (what :func:`r2med.data.check_hub` checks
-        before any download; a task of another family refuses it there)."""
-        return self.method, self.llm
+        before any download; a task of another family refuses it there); None with a file of it given."""
+        return None if self.path is not None else (self.method, self.llm)
 
     @property
     def label(self) -> str:
@@ -63,7 +66,7 @@ class ReasoningQueries:
                 f"{collection.name}: {self.method}:{self.llm} is one of BRIGHT's reasoning query sets; "
                 f"{collection.name} is not a BRIGHT task"
             )
-        texts, path = bright.reasoning_queries(collection, self.llm)
+        texts, path = bright.reasoning_queries(collection, self.llm, self.path)
         self.loaded[collection.name] = path
         log.info("%s: queries replaced by %s's reasoning (%s)", collection.name, self.llm, path)
         return dict(texts)

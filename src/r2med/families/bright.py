@@ -100,6 +100,7 @@ class Bright(Benchmark):
     title = "BRIGHT"
 
     has_long_documents = True
+    reads_folders = False  # a BRIGHT task is read from the hub (its parquet files), never from a folder
 
     def task_names(self) -> tuple[str, ...]:
         return bright.names()

@@ -123,6 +123,31 @@ def _mode() -> str:
     return _settings.mode
 
 
+#: huggingface_hub's switch for its progress bars, read when it is imported (transformers reads hub's switch too).
+HUB_BARS_ENV = "HF_HUB_DISABLE_PROGRESS_BARS"
+
+
+def quiet_library_bars() -> bool:
+    """Where r2med's own display is not a terminal's (logs to a file, CI, ``-q``), turn off the bars other
+    libraries draw by themselves (transformers' "Loading weights", huggingface_hub's downloads): a log then holds
+    r2med's progress lines only, never a library's carriage-return bars.  A user's own
+    ``HF_HUB_DISABLE_PROGRESS_BARS`` is left as set.  Returns whether the bars were turned off."""
+    import os
+
+    if _mode() == "rich" or HUB_BARS_ENV in os.environ:
+        return False
+    os.environ[HUB_BARS_ENV] = "1"  # for the libraries imported from now on, and for worker processes
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub import utils as hub_utils
+
+        hub_utils.disable_progress_bars()  # type: ignore[attr-defined]  # a call: off until enabled again
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    return True
+
+
 def duration(seconds: float) -> str:
     """``71 s``, ``12 min 05 s``, ``2 h 03 min``."""
     seconds = max(0.0, seconds)

@@ -16,7 +16,7 @@ the comparison behind it pooled the queries of all those tasks.  Every renderer 
 
 **Marks.**  Besides the significance mark, a cell can carry marks of its own (:attr:`BoardCell.marks`),
 each explained once by a legend line (:attr:`Leaderboard.marks`): the hook for annotations.  Ties use it
-(:func:`r2med.report.ties.mark_ties`): a cell whose value the order of tied documents decides carries ``≈``
+(:func:`r2med.report.ties.mark_ties`): a cell whose value the order of tied documents decides carries ``◇``
 and its range (:attr:`BoardCell.ties`); a cell without a value never does.  So do judgments files (``§``,
 :mod:`.judgments`) and models trained on data rebuilt from the task's documents (``‡``, :mod:`.contamination`).
 
@@ -44,6 +44,19 @@ from .ties import mark_ties
 AVERAGE = "Average"
 #: The benchmark a local collection (``--data-dir``) belongs to, as a per-benchmark Average names it.
 LOCAL = "local"
+
+
+def graded_tolerance(key: PublishedKey, other_precision: bool) -> float | None:
+    """The |delta| (x100) a run of ``key`` may show to its published figures: its tolerance class's, widened by
+    :data:`NONPAPER_PRECISION_EXTRA` when it ran in another precision than the paper's code; None: ungraded.
+    The one rule for every table that prints a delta (``report``'s and the one a job prints when it ends)."""
+    tol = tolerance_of(key)
+    return tol + NONPAPER_PRECISION_EXTRA if tol is not None and other_precision else tol
+
+
+def beyond(delta: float | None, tolerance: float | None) -> bool:
+    """Whether ``delta`` lies outside ``tolerance`` (a delta or tolerance of None is not graded)."""
+    return delta is not None and tolerance is not None and abs(delta) > tolerance + 1e-9
 
 
 @dataclass
@@ -91,7 +104,7 @@ class Row:
         d = self.cells[task].delta
         if d is None or self.tolerance is None:
             return None
-        return abs(d) <= self.tolerance + 1e-9
+        return not beyond(d, self.tolerance)
 
 
 @dataclass
@@ -385,9 +398,13 @@ def build_leaderboard(
         precision = (
             next((p for p in (nonpaper_precision(t.config) for t in s.tasks.values()) if p), "") if figures else ""
         )
-        tol = tolerance if tolerance is not None else tolerance_of(key) if figures and key is not None else None
-        if tol is not None and precision and tolerance is None:
-            tol += NONPAPER_PRECISION_EXTRA
+        tol = (
+            tolerance
+            if tolerance is not None
+            else graded_tolerance(key, bool(precision))
+            if figures and key is not None
+            else None
+        )
         rows.append(
             Row(
                 s.name,
@@ -562,15 +579,29 @@ def encoding_line(encoding: dict[str, Any]) -> str:
 
 def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
     """For each cell outside its tolerance, what made its vectors (issue 20): the library versions, the max
-    length per side, the framing and the dtype its ``metrics.json`` recorded."""
+    length per side, the framing and the dtype its ``metrics.json`` recorded.  Only a run that encoded has
+    vectors: a lexical retriever's cell (BM25) gets no such line (issue 39), a dense one without recorded facts
+    says so."""
     notes = []
     for row, system in zip(rows, systems):  # the system rows come first, in order
         for task, result in system.tasks.items():
             if task in row.cells and row.within(task) is False:
                 encoding = result.metrics.get("encoding")
                 line = encoding_line(encoding) if isinstance(encoding, dict) else ""
+                if not line and not _encodes(result.config):
+                    continue
                 notes.append(f"{FLAG} {row.system} {task}: made with {line or 'no recorded encoding facts'}.")
     return notes
+
+
+def _encodes(config: dict[str, Any]) -> bool:
+    """Whether the run a recorded ``config`` describes encoded texts into vectors: its retriever's registry
+    record is of the dense family (a name the registry does not know is taken to encode)."""
+    from ..retrieval.registry import RETRIEVERS
+
+    name = config.get("retriever")
+    meta = RETRIEVERS.get(name) if isinstance(name, str) else None
+    return meta is None or meta.family == "dense"
 
 
 def _reference_rows(labels: Sequence[str], tasks: list[str], measure: Measure) -> list[Row]:

@@ -18,7 +18,7 @@ from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedCompari
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.published import different_data
-from .format import SIGNIFICANT, check_format, records_text, tex, tex_row
+from .format import SIGNIFICANT, check_format, records_text, tex, tex_note, tex_row
 from .judgments import legend_line, marks_for
 from .layout import compact_table, fitted, short_task
 from .ties import tie_notes
@@ -238,8 +238,8 @@ class Comparison:
             if line.task == self.ALL:
                 out.append(r"\midrule")
             out.append(tex_row([tex(c) for c in cells]))
-        out += [r"\bottomrule", r"\end{tabular}", "% " + self.legend()]
-        return "\n".join(out) + "\n"
+        out += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(out) + "\n" + tex_note([self.legend()])
 
 
 def _coloured(diff: float, text: str) -> str:

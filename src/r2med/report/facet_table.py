@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..evaluation.facets import Facets
 from ..measures import Measure
-from .format import GAP, check_format, records_text, tex, tex_row
+from .format import GAP, check_format, records_text, tex, tex_note, tex_row
 from .layout import compact_table, fitted
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ class FacetBoard:
         ]
         out += [tex_row([tex(c) for c in cells]) for cells in rows]
         out += [r"\bottomrule", r"\end{tabular}"]
-        return "\n".join(out) + "\n" + "\n".join("% " + line for line in self.legend()) + "\n"
+        return "\n".join(out) + "\n" + tex_note(self.legend())
 
     def records(self) -> list[dict[str, Any]]:
         """Long form: one record per facet value x system (means x100, per-task means too)."""

@@ -66,7 +66,7 @@ _TEX = {
     "^": r"\textasciicircum{}",
     "±": r"$\pm$",
     "†": r"$^\dagger$",
-    "≈": r"$^{\approx}$",
+    "◇": r"$^{\diamond}$",
     "‡": r"$^\ddagger$",
 }
 
@@ -84,6 +84,16 @@ def tex_row(cells: Sequence[str]) -> str:
     if first.startswith(("[", "*")):
         first = "{}" + first
     return " & ".join([first, *cells[1:]]) + r" \\"
+
+
+def tex_note(lines: Sequence[str]) -> str:
+    """A table's note: ``lines`` (plain text, escaped here) as a small-type paragraph set under its ``tabular``,
+    so what the marks mean is printed with the table (not hidden in ``%`` comments a reader of the PDF never
+    sees).  Empty without lines."""
+    if not lines:
+        return ""
+    body = "\n".join(r"\noindent " + tex(line) + r"\par" for line in lines)
+    return "\\par\\smallskip\n{\\footnotesize\n" + body + "\n}\n"
 
 
 def check_format(fmt: str) -> ReportFormat:

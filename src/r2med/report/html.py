@@ -17,13 +17,14 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..data import Collection
+from ..errors import R2MedError
 from ..evaluation.facets import Facets
 from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
@@ -32,7 +33,7 @@ from ..results.folders import System
 from ..runs.run import ranked
 from ..version import __version__
 from .board import AVERAGE, Leaderboard, build_leaderboard
-from .format import FLAG, GAP
+from .format import FLAG, GAP, SIGNIFICANT
 from .ticks import nice_ticks, tick_labels
 from .ties import tie_mark_html
 
@@ -41,11 +42,41 @@ log = logging.getLogger(__name__)
 TOP = 10
 SNIPPET = 400
 EXPANSION_CHARS = 3000
+#: One colour per task in the "all tasks" scatter (Tableau 20: twenty distinguishable hues, BRIGHT's 12 and
+#: R2MED's 8 tasks on one page).
+TASK_PALETTE = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+]  # fmt: skip
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
 def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _family(task: str) -> str | None:
+    """The benchmark family whose task ``task`` is (``r2med``, ``bright``), None for a local collection."""
+    from ..data.benchmarks import benchmark_of
+
+    try:
+        found = benchmark_of(task)
+    except R2MedError:  # a name like a family's that is not one of its tasks: a local collection
+        return None
+    return found.name if found is not None else None
+
+
+def report_title(tasks: Sequence[str]) -> str:
+    """The page's title from the benchmarks its tasks belong to: ``R2MED results``, ``BRIGHT results``,
+    ``R2MED and BRIGHT results`` (a combined page), ``+ local`` when other collections are shown beside them;
+    ``Retrieval results`` for local collections only (never one benchmark's name over another's tasks)."""
+    from ..data.benchmarks import benchmarks
+
+    shown = {_family(t) for t in tasks}
+    names = [b.title for b in benchmarks() if b.name in shown]
+    if not names:
+        return "Retrieval results"
+    return " and ".join(names) + (" (and local collections)" if None in shown else "") + " results"
 
 
 def report_data(
@@ -103,7 +134,7 @@ def report_data(
             if exp:
                 entry["expansion"] = exp
     return {
-        "title": "R2MED results",
+        "title": report_title(tasks),
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "version": __version__,
         "measure": measure.trec,
@@ -111,6 +142,7 @@ def report_data(
         "tasks": tasks,
         "systems": [s.name for s in systems],
         "colors": {s.name: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)},
+        "taskColors": {t: TASK_PALETTE[i % len(TASK_PALETTE)] for i, t in enumerate(tasks)},
         "leaderboard": board.to_dict(),
         "perQuery": per_query,
         "runs": runs,
@@ -189,31 +221,57 @@ def leaderboard_html(board: Leaderboard) -> str:
             cells.append(f'<td data-value="{sort_value}">{val}{mark}{extra}</td>')
         rows.append(('<tr class="ref">' if row.reference else "<tr>") + "".join(cells) + "</tr>")
     return (
-        f'<table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to sort">system</th>'
-        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f'<div class="scroll"><table id="leaderboard" class="board"><thead><tr><th data-col="0" title="click to '
+        f'sort">system</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
         + "".join(f'<p class="legend">{e(line)}</p>' for line in board.legend())
     )
 
 
+def bar_columns_shown(board: Leaderboard) -> list[str]:
+    """The panels the page draws: each task, and the Average only when some system has one (a combined page
+    whose systems each lack a task has none: no empty panel)."""
+    return [c for c in board.columns if c in board.tasks or any(r.cells[c].value is not None for r in board.rows)]
+
+
+def bar_axis(board: Leaderboard, columns: Sequence[str]) -> list[float]:
+    """The one axis every panel shares (x100, as the table; round ticks from 0): the panels compare, so a bar of
+    the same length is the same value in each (:func:`r2med.report.ticks.nice_ticks`)."""
+    top = max(
+        [v for r in board.rows for c in columns for v in (r.cells[c].value, r.cells[c].published) if v is not None]
+        + [0.0]
+    )
+    return nice_ticks(0.0, top if top > 0 else 1.0, 4)
+
+
+def bars_hint(board: Leaderboard) -> str:
+    """The line above the bar panels: what they share and what their marks are."""
+    cells = [c for r in board.rows for c in r.cells.values()]
+    hint = f"Bars: this report's systems, every panel on one axis ({board.measure.label} x100)"
+    if any(c.published is not None for c in cells):
+        hint += "; black ticks: published figures"
+    if any(c.significant and c.p_holm is not None for c in cells):
+        hint += f"; {SIGNIFICANT}: differs from {board.baseline} (randomisation test, as in the table)"
+    return hint + "."
+
+
 def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
-    """One small horizontal bar chart per column (task or average) on a round axis
-    (:func:`r2med.report.ticks.nice_ticks`); published figures as black ticks."""
+    """One small horizontal bar chart per column (task, and the Average when it holds values), all on one round
+    axis (:func:`bar_axis`); published figures as black ticks; ``†`` after a value that differs significantly
+    from ``--baseline`` (the randomisation test ``compare`` runs, as the table marks it)."""
     e = html.escape
     charts = []
     rows = board.rows
     bar_h, gap, label_w, width = 16, 4, 150, 380
     plot_w = width - label_w - 50
-    for col in board.columns:
-        vals = [r.cells[col].value for r in rows]
-        pubs = [r.cells[col].published for r in rows]
-        top = max([v for v in vals + pubs if v is not None] + [0.0])
-        ticks = nice_ticks(0.0, top if top > 0 else 1.0, 4)
-        scale = plot_w / ticks[-1]
+    columns = bar_columns_shown(board)
+    ticks = bar_axis(board, columns)
+    scale = plot_w / ticks[-1]
+    for col in columns:
         axis_y = 24 + len(rows) * (bar_h + gap)
         height = axis_y + 22
         parts = [
             f'<svg class="bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(col)}">',
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(col)}" data-axis-max="{ticks[-1]:g}">',
             f'<text x="4" y="16" class="title">{e(col)}</text>',
         ]
         for tick, label in zip(ticks, tick_labels(ticks)):
@@ -224,7 +282,8 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
             )
         for i, r in enumerate(rows):
             y = 24 + i * (bar_h + gap)
-            v = r.cells[col].value
+            cell = r.cells[col]
+            v = cell.value
             parts.append(
                 f'<text x="{label_w - 6}" y="{y + bar_h - 4}" text-anchor="end" class="lab">{e(r.system[:22])}</text>'
             )
@@ -232,13 +291,18 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
                 parts.append(f'<text x="{label_w + 4}" y="{y + bar_h - 4}" class="val gap">{GAP}</text>')
             else:
                 w = max(v * scale, 0.5)
+                sig = cell.significant and cell.p_holm is not None
                 parts.append(
                     f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" '
                     f'fill="{colors.get(r.system, "#c7c7c7")}">'
                     f"<title>{e(r.system)}: {v:.2f}</title></rect>"
                 )
-                parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 4}" class="val">{v:.2f}</text>')
-            p = r.cells[col].published
+                parts.append(
+                    f'<text x="{label_w + w + 4:.1f}" y="{y + bar_h - 4}" class="val">{v:.2f}'
+                    + (f'<tspan class="sig">{SIGNIFICANT}</tspan>' if sig else "")
+                    + "</text>"
+                )
+            p = cell.published
             if p is not None:
                 x = label_w + p * scale
                 parts.append(
@@ -250,13 +314,27 @@ def bar_charts_svg(board: Leaderboard, colors: Mapping[str, str]) -> str:
     return "".join(charts)
 
 
-def facets_html(facets: Mapping[str, Facets], board: Leaderboard, selected: str | None = None) -> str:
+def facets_html(
+    facets: Mapping[str, Facets], board: Leaderboard, selected: str | None = None, loaded: Sequence[str] = ()
+) -> str:
     """The leaderboard per facet value: a selector of the facets (``scenario``, query metadata keys) and
-    one table per facet (values x systems, x100, with query counts); the selected one shown."""
+    one table per facet (values x systems, x100, with query counts); the selected one shown.  Without facets,
+    why: the collections were not loaded (pass ``--data-dir``), or -- ``loaded`` names the tasks whose
+    collections were -- they were, and hold nothing to group by."""
     from .facet_table import FacetBoard
 
     if not facets:
-        return '<p class="hint">No query metadata loaded: pass --data-dir (or --by) for per-group tables.</p>'
+        missing = [t for t in board.tasks if t not in loaded]
+        if not missing:
+            return (
+                '<p class="hint">No query groups: no task here has a scenario (only R2MED\'s have), and no query '
+                "metadata key of the loaded collections is shared by several queries.</p>"
+            )
+        return (
+            '<p class="hint">No query metadata loaded for '
+            + html.escape(", ".join(missing))
+            + ": pass --data-dir (or --hub) for per-group tables.</p>"
+        )
     e = html.escape
     keys = list(facets)
     chosen = selected if selected in facets else keys[0]
@@ -272,12 +350,26 @@ def facets_html(facets: Mapping[str, Facets], board: Leaderboard, selected: str 
         )
         hidden = "" if key == chosen else " hidden"
         parts.append(
-            f'<div class="facet" data-key="{e(key)}"{hidden}><table class="board facet-table"><thead><tr>'
-            f"{head}</tr></thead><tbody>{body}</tbody></table>"
+            f'<div class="facet" data-key="{e(key)}"{hidden}><div class="scroll"><table class="board facet-table">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
             + "".join(f'<p class="legend">{e(line)}</p>' for line in fb.legend())
             + "</div>"
         )
     return "".join(parts)
+
+
+def _texts_option(tasks: Sequence[str]) -> str:
+    """Where the texts of ``tasks`` come from: ``--hub`` for a benchmark's tasks that are never read from a folder
+    (its family's ``reads_folders``: BRIGHT's), ``--data-dir`` for local collections (R2MED's tasks: either)."""
+    from ..data.benchmarks import benchmark
+
+    kinds = {_family(t) for t in tasks}
+    hub_only = {k for k in kinds if k is not None and not benchmark(k).reads_folders}
+    if hub_only and kinds <= hub_only:
+        return "<code>--hub</code>"
+    if hub_only:
+        return "<code>--data-dir</code> (your collections) and <code>--hub</code> (the benchmarks' tasks)"
+    return "<code>--data-dir</code> (or <code>--hub</code>)"
 
 
 def _json_for_script(data: Any) -> str:
@@ -300,23 +392,25 @@ def render_html(
     measure: Measure = HEADLINE,
     collections: Mapping[str, Collection] | None = None,
     board: Leaderboard | None = None,
-    title: str = "R2MED results",
+    title: str | None = None,
     expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
     facets: Mapping[str, Facets] | None = None,
     facet: str | None = None,
 ) -> str:
     """The page (``facets``: facet name -> its table, :func:`r2med.jobs.report.html_facets`; ``facet``:
-    the one shown first)."""
+    the one shown first; ``title``: default :func:`report_title`)."""
     board = board or build_leaderboard(systems, measure)
+    title = title if title is not None else report_title(board.tasks)
     data = report_data(systems, board, collections or {}, measure=board.measure, expansions=expansions)
     data["title"] = title
     page = _asset("report.html")
-    missing = [t for t in board.tasks if t not in (collections or {})]
+    loaded = collections or {}
+    missing = [t for t in board.tasks if t not in loaded]
     note = (
         ""
         if not missing
         else f'<p class="note">No texts or judgments for {html.escape(", ".join(missing))}: the inspector shows ids '
-        "only. Re-run with <code>--data-dir</code> (or <code>--hub</code>) for query and document texts.</p>"
+        f"only. Re-run with {_texts_option(missing)} for query and document texts.</p>"
     )
     replacements = {
         "{{TITLE}}": html.escape(title),
@@ -325,13 +419,8 @@ def render_html(
         "{{DATA}}": _json_for_script(data),
         "{{LEADERBOARD}}": leaderboard_html(board),
         "{{BARS}}": bar_charts_svg(board, data["colors"]),
-        "{{BARSHINT}}": "Bars: this report's systems"
-        + (
-            "; black ticks: published figures."
-            if any(c.published is not None for r in board.rows for c in r.cells.values())
-            else "."
-        ),
-        "{{FACETS}}": facets_html(facets or {}, board, facet),
+        "{{BARSHINT}}": bars_hint(board),
+        "{{FACETS}}": facets_html(facets or {}, board, facet, loaded=[t for t in board.tasks if t in loaded]),
         "{{MEASURE}}": html.escape(board.measure.label),
         "{{META}}": html.escape(
             f"{_count(len(systems), 'system')} · {_count(len(board.tasks), 'task')} · "
@@ -360,7 +449,7 @@ def write_html(
     measure: Measure = HEADLINE,
     collections: Mapping[str, Collection] | None = None,
     board: Leaderboard | None = None,
-    title: str = "R2MED results",
+    title: str | None = None,
     expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
     facets: Mapping[str, Facets] | None = None,
     facet: str | None = None,

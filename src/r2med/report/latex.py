@@ -7,7 +7,8 @@ taken over the report's systems (not the published or ``paper:`` rows shown besi
 as printed (two decimals, x100), so equal printed values share their mark; a cell without a value
 (``n/a``: a system without every task has no Average) is never ranked.  A system that matches a published
 configuration is followed by its published row and delta row (small type); a delta beyond tolerance keeps
-its ``(!)`` mark.  Every row goes through :func:`~r2med.report.format.tex_row`, so a name starting with ``[``
+its ``(!)`` mark.  What every mark means is the note under the table.
+Every row goes through :func:`~r2med.report.format.tex_row`, so a name starting with ``[``
 or ``*`` cannot be read as an argument of the line break before it.
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from ..measures import Measure
 from .board import Leaderboard
-from .format import tex, tex_row
+from .format import tex, tex_note, tex_row
 
 #: Decimals printed (and ranked on).
 DECIMALS = 2
@@ -44,7 +45,8 @@ def measure_header(measure: Measure, columns: int) -> str:
 
 
 def leaderboard_latex(board: Leaderboard) -> str:
-    """The ``tabular`` (booktabs rules), legend lines as LaTeX comments after it."""
+    """The ``tabular`` (booktabs rules), then its legend (what each mark means, the published rows' sources) as a
+    table note in small type (:func:`~r2med.report.format.tex_note`)."""
     _, lines = board.grid(flag="(!)")
     columns = board.columns
     systems = board.systems
@@ -84,4 +86,4 @@ def leaderboard_latex(board: Leaderboard) -> str:
         "(among this report's systems, on the printed values)."
     )
     legend = [*board.legend(), marks]
-    return "\n".join(out) + "\n" + "\n".join("% " + line for line in legend) + "\n"
+    return "\n".join(out) + "\n" + tex_note(legend)

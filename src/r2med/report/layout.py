@@ -25,8 +25,7 @@ SHORT_TASKS = {
     "PMC-Treatment": "PMC-T",
     "PMC-Clinical": "PMC-C",
     "IIYi-Clinical": "IIYi",
-    "Average": "Avg",
-}
+}  # the Average is "Average" in every table and figure (issue 39: never "Avg")
 
 
 def short_task(name: str) -> str:

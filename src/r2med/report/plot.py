@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import R2MedError
 from ..measures import Measure
-from .format import GAP
+from .format import GAP, SIGNIFICANT
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -129,9 +129,12 @@ def _grouped_bars(
     values: Mapping[str, Sequence[float | None]],
     published: Mapping[str, Sequence[float | None]] | None = None,
     keys: Sequence[str] | None = None,
+    significant: Mapping[str, Sequence[bool]] | None = None,
 ) -> None:
-    """Bars of each series per group; a missing value is a gap (``n/a`` at the axis); legend entries are
-    given as handles and labels (so a name starting with ``_`` is not dropped)."""
+    """Bars of each series per group; a missing value is a gap (``n/a`` at the axis); ``significant``: a
+    :data:`~r2med.report.format.SIGNIFICANT` mark over the bars that differ from the baseline (gid
+    ``sig:<series>:<key>``); legend entries are given as handles and labels (so a name starting with ``_`` is not
+    dropped)."""
     from matplotlib.patches import Patch
 
     styles = series_styles(series)
@@ -159,6 +162,9 @@ def _grouped_bars(
                 continue
             [bar] = ax.bar([x], [v], width, color=gray, edgecolor="black", linewidth=0.4, hatch=hatch)
             bar.set_gid(f"bar:{name}:{key}")
+        for x, v, key, sig in zip(xs, values[name], keys, (significant or {}).get(name) or []):
+            if sig and v is not None:
+                ax.text(x, v, SIGNIFICANT, ha="center", va="bottom", fontsize=FONT_PT - 1, gid=f"sig:{name}:{key}")
         handles.append(Patch(facecolor=gray, edgecolor="black", linewidth=0.4, hatch=hatch))
         labels.append(name)
         marks = (published or {}).get(name)
@@ -191,7 +197,9 @@ def bar_columns(board: Leaderboard) -> list[str]:
 
 def bars_figure(board: Leaderboard) -> Figure:
     """Per-task bars (and the Average, with several tasks) of every system of ``board``; published figures as
-    black ticks; gaps where a system has no value (no Average for a system without every task)."""
+    black ticks; gaps where a system has no value (no Average for a system without every task); with a baseline
+    (``--baseline``), :data:`~r2med.report.format.SIGNIFICANT` over each bar that differs from it (the
+    randomisation test of ``compare``, Holm across tasks, as the table marks it), said in a note under the axes."""
     from .layout import short_task
 
     rows = board.systems
@@ -201,8 +209,25 @@ def bars_figure(board: Leaderboard) -> Figure:
         ax = fig.add_subplot()
         values = {r.system: [r.cells[c].value for c in columns] for r in rows}
         published = {r.system: [r.cells[c].published for c in columns] for r in rows}
-        _grouped_bars(ax, [short_task(c) for c in columns], [r.system for r in rows], values, published, columns)
+        significant = {
+            r.system: [bool(r.cells[c].significant and r.cells[c].p_holm is not None) for c in columns] for r in rows
+        }
+        names = [short_task(c) for c in columns]
+        _grouped_bars(ax, names, [r.system for r in rows], values, published, columns, significant)
         ax.set_ylabel(f"{board.measure.label} (x{SCALE})")
+        if any(any(marks) for marks in significant.values()):
+            top = max([v for vs in values.values() for v in vs if v is not None] + [0.0])
+            ax.set_ylim(0, top * 1.12 if top > 0 else 1)  # room for the marks over the tallest bars
+            fig.text(
+                0.01,
+                -0.02,
+                f"{SIGNIFICANT} differs from {board.baseline} (randomisation test, Holm across tasks; "
+                f"p < {board.alpha:g})",
+                fontsize=FONT_PT - 2,
+                ha="left",
+                va="top",
+                gid="sig-note",
+            )
     return fig
 
 

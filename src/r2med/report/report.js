@@ -89,9 +89,21 @@
     var ly = svgEl("text", { x: 14, y: (H - P) / 2, "text-anchor": "middle", "class": "title",
       transform: "rotate(-90 14 " + (H - P) / 2 + ")" }, svg); ly.textContent = sy + unit;
     var wins = 0, losses = 0, ties = 0;
+    var byTask = task === "__all__" && data.tasks.length > 1;  /* all tasks: one colour per task, a legend */
+    var legend = el("scatter-legend"); legend.innerHTML = "";
+    if (byTask) {
+      data.tasks.forEach(function (t) {
+        var n = pts.filter(function (p) { return p.task === t; }).length;
+        if (!n) return;
+        var item = document.createElement("span"); item.className = "key"; item.setAttribute("data-task", t);
+        item.innerHTML = '<i style="background:' + esc(data.taskColors[t]) + '"></i>' + esc(t) + " (" + n + ")";
+        legend.appendChild(item);
+      });
+    }
     pts.forEach(function (p) {
       if (p.y > p.x + 1e-9) wins++; else if (p.y < p.x - 1e-9) losses++; else ties++;
-      var c = svgEl("circle", { cx: X(p.x), cy: Y(p.y), r: 4, "class": "pt", fill: data.colors[sy] || "#4e79a7",
+      var colour = byTask ? data.taskColors[p.task] : data.colors[sy];
+      var c = svgEl("circle", { cx: X(p.x), cy: Y(p.y), r: 4, "class": "pt", fill: colour || "#4e79a7",
         "data-task": p.task, "data-qid": p.qid }, svg);
       var t = svgEl("title", {}, c); t.textContent = p.task + " / " + p.qid + ": x " + fmt(p.x, 2) + ", y " + fmt(p.y, 2);
       c.addEventListener("click", function () { inspect(p.task, p.qid, true); });
@@ -102,7 +114,13 @@
   function initScatter() {
     var sx = el("scatter-x"), sy = el("scatter-y"), st = el("scatter-task");
     data.systems.forEach(function (s) { option(sx, s, s); option(sy, s, s); });
-    if (data.systems.length > 1) sy.value = data.systems[1];
+    if (data.systems.length > 1) {  /* y: the next system that ran a task of the first (a combined page) */
+      var first = data.perQuery[data.systems[0]] || {};
+      var pair = data.systems.slice(1).filter(function (s) {
+        return data.tasks.some(function (t) { return first[t] && (data.perQuery[s] || {})[t]; });
+      });
+      sy.value = pair.length ? pair[0] : data.systems[1];
+    }
     option(st, "__all__", "all tasks");
     data.tasks.forEach(function (t) { option(st, t, t); });
     [sx, sy, st].forEach(function (s) { s.addEventListener("change", drawScatter); });
@@ -138,12 +156,12 @@
       .map(function (s) { return "<b>" + esc(s) + "</b> " + fmt(data.perQuery[s][task][qid]); });
     h.push('<p class="qvals">' + esc(data.measureLabel) + ": " + vals.join(" · ") + "</p>");
     h.push('<div class="qtext" id="inspect-text">' + (entry.text ? esc(entry.text) :
-      "<i>query text unavailable (pass --data-dir)</i>") + "</div>");
+      "<i>query text unavailable (pass --data-dir or --hub)</i>") + "</div>");
     Object.keys(entry.expansion || {}).forEach(function (s) {
       h.push("<h4>Expansion used by " + esc(s) + '</h4><div class="exp">' + esc(entry.expansion[s]) + "</div>");
     });
     if (gold === null) {
-      h.push("<p><i>No judgments loaded: relevance marks and gold ranks need --data-dir.</i></p>");
+      h.push("<p><i>No judgments loaded: relevance marks and gold ranks need --data-dir or --hub.</i></p>");
     } else {
       var sysWithRun = data.systems.filter(function (s) { return (data.runs[s][task] || {})[qid]; });
       h.push("<h4>Gold documents (" + gold.length + ")</h4><div class='goldbox'><table id='gold-table'><tr><th>doc</th><th>grade</th>" +

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from ..data.tasks import TASK_NAMES
 from ..measures import HEADLINE, Measure
 from ..results.folders import Summary, TaskResult
-from ..results.published import PublishedKey, tolerance_of
-from .format import FLAG, NONPAPER_PRECISION_EXTRA
+from ..results.published import PublishedKey
+from .board import beyond, graded_tolerance
+from .format import FLAG
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -57,12 +58,8 @@ def summary_table(
             table.add_column("Δ" if compact else "delta", justify="right")
     table.add_column("s" if compact else "time (s)", justify="right")
     values: dict[Measure, list[float]] = {m: [] for m in measures}
-    tolerance = _tolerance(summary)
-
-    def delta(value: float, pub: float) -> str:
-        beyond = tolerance is not None and abs(value - pub) > tolerance + 1e-9
-        return f"{value - pub:+.2f}{FLAG if beyond else ''}"
-
+    tolerance = graded_tolerance(key, summary.precision is not None) if key is not None else None
+    flagged: list[float] = []
     from .judgments import task_label
 
     for r in results:
@@ -73,7 +70,7 @@ def summary_table(
             row.append(f"{value:.2f}")
             if m in shown_figures:
                 pub = shown_figures[m].get(r.task)
-                row += [f"{pub:.2f}" if pub is not None else "-", delta(value, pub) if pub is not None else "-"]
+                row += [f"{pub:.2f}" if pub is not None else "-", _delta(value, pub, tolerance, flagged)]
         row.append("reused" if r.reused else f"{r.timing.get('total_s', 0):.1f}")
         table.add_row(*row)
     if len(results) > 1:
@@ -85,21 +82,24 @@ def summary_table(
                 pub = shown_figures[m].get("Average")
                 full = _whole(results, key, m) and pub is not None and not summary.ungraded
                 shown = full and pub is not None  # full already requires a published average
-                row += [f"{pub:.2f}" if shown else "-", delta(avg, pub) if shown and pub is not None else "-"]
+                row += [f"{pub:.2f}" if shown else "-", _delta(avg, pub if shown else None, tolerance, flagged)]
         row.append("")
         table.add_row(*row)
+    if flagged:  # the mark `report` puts on the same delta, explained as it explains it
+        table.caption = f"{FLAG} delta beyond tolerance (±{tolerance:g})"
     return table
 
 
-def _tolerance(summary: Summary) -> float | None:
-    """How far a delta may go (x100): the published row's tolerance (:func:`r2med.results.published.tolerance_of`),
-    widened when the run used another precision than the published code, as ``r2med report`` widens it."""
-    if summary.published is None:
-        return None
-    tolerance = tolerance_of(summary.published)
-    if tolerance is not None and summary.precision is not None:
-        tolerance += NONPAPER_PRECISION_EXTRA
-    return tolerance
+def _delta(value: float, published: float | None, tolerance: float | None, flagged: list[float]) -> str:
+    """A delta cell: ``-`` without a published figure; :data:`~r2med.report.format.FLAG` after a delta beyond
+    ``tolerance`` (:func:`~r2med.report.board.beyond`, the rule ``report`` marks by), noted in ``flagged``."""
+    if published is None:
+        return "-"
+    delta = value - published
+    if beyond(delta, tolerance):
+        flagged.append(delta)
+        return f"{delta:+.2f} {FLAG}"
+    return f"{delta:+.2f}"
 
 
 def _whole(results: Sequence[TaskResult], key: PublishedKey | None, measure: Measure) -> bool:
