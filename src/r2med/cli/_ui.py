@@ -80,6 +80,10 @@ def fit_console(wide: bool = False) -> Console:
     return PrintableConsole(width=WIDE, emoji=False) if wide else console
 
 
+#: the console script's name (pyproject.toml ``[project.scripts]``), as suggested commands start
+COMMAND = "r2med"
+
+
 def print_next(label: str, *command: object) -> None:
     """A suggested next command: ``label`` on one line, then the command alone on its own line, never wrapped by
     r2med (the terminal may fold it, but no line break lands inside an option), arguments shell-quoted so it
@@ -87,7 +91,7 @@ def print_next(label: str, *command: object) -> None:
     import shlex
 
     parts = [str(part) for part in command]
-    if parts[:1] == ["r2med"]:  # as the user can run it from here: `.venv/bin/r2med` when no venv is activated
+    if parts[:1] == [COMMAND]:  # as the user can run it from here: `.venv/bin/r2med` when no venv is activated
         parts[:1] = program()
     console.print(escape(label), highlight=False)
     console.print(escape(shlex.join(parts)), highlight=False, soft_wrap=True)
