@@ -52,6 +52,9 @@ from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_j
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 2  # 2: checksums, roles (documents / queries)
+#: the version of the code that turns texts into vectors, part of every key: vectors made by an older version are
+#: never served (2: a left-padded batch gives each text the positions it has alone, issue 38)
+ENCODING_VERSION = 2
 KIND = "embeddings"
 DEFAULT_CHUNK_SIZE = 4096
 #: Rows per chunk where encoding is slow -- a model on a CPU, an embedding API (paid per request), your own
@@ -62,7 +65,7 @@ ROLES = ("documents", "queries")
 
 
 def embedding_key(encoder_config: dict[str, Any], texts_fingerprint: str, role: str = "documents") -> str:
-    return fingerprint("dense-embeddings", CACHE_FORMAT, encoder_config, texts_fingerprint, role)
+    return fingerprint("dense-embeddings", CACHE_FORMAT, ENCODING_VERSION, encoder_config, texts_fingerprint, role)
 
 
 # -- checksums -----------------------------------------------------------------------------------
