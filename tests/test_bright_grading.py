@@ -215,9 +215,18 @@ BRIGHT_TABLE = [
         "query_instruction Q: , published not set",
     ),
     ("e5 model", dense_config("e5", "e5", E5_BIOLOGY, model="org/other"), None, E5_KEY, "model org/other"),
-    (
-        "e5 a local copy",
+    (  # a folder's name shows nothing of its weights (random weights could sit in a folder so named)
+        "e5 a folder named after it",
         dense_config("e5", "e5", E5_BIOLOGY, model="/models/e5-mistral-7b-instruct"),
+        None,
+        E5_KEY,
+        "model /models/e5-mistral-7b-instruct, published intfloat/e5-mistral-7b-instruct",
+    ),
+    (
+        "e5 its Hugging Face cache snapshot",
+        dense_config(
+            "e5", "e5", E5_BIOLOGY, model="/hf/models--intfloat--e5-mistral-7b-instruct/snapshots/" + "e" * 40
+        ),
         E5_KEY,
         E5_KEY,
         None,

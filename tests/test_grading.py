@@ -412,7 +412,22 @@ SPEC_TABLE = [
         BGE,
         "model org/other, published BAAI/bge-large-en-v1.5",
     ),
-    ("bge a local copy", dense_config("bge", model="/models/bge-large-en-v1.5"), BGE, BGE, None),
+    # a folder named after the checkpoint: its name shows nothing of its weights (random weights could sit there)
+    (
+        "bge a folder named after it",
+        dense_config("bge", model="/models/bge-large-en-v1.5"),
+        None,
+        BGE,
+        "model /models/bge-large-en-v1.5, published BAAI/bge-large-en-v1.5",
+    ),
+    ("bge the hub id", dense_config("bge", model="BAAI/bge-large-en-v1.5"), BGE, BGE, None),
+    (
+        "bge its Hugging Face cache snapshot",
+        dense_config("bge", model="/hf/hub/models--BAAI--bge-large-en-v1.5/snapshots/" + "d" * 40),
+        BGE,
+        BGE,
+        None,
+    ),
     (
         "bge model_revision",
         dense_config("bge", model_revision="abc"),

@@ -36,6 +36,7 @@ r2med ships no fingerprints of hub files: it records them as it downloads them).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -61,9 +62,9 @@ REASON = "reason"
 @dataclass(frozen=True)
 class Published:
     """What one score-changing field holds in a published row's runs: one of ``values`` (``None``: not set, the
-    model's own setting -- for a registered preset, the published one); ``checkpoint``: compared by repository name
-    (a local copy or a Hugging Face cache snapshot of the checkpoint is it); ``at_least``: a depth, any value from
-    it up."""
+    model's own setting -- for a registered preset, the published one); ``checkpoint``: compared by the repository
+    the model's identity shows (:func:`checkpoint_identity`: its hub id, or the repository a Hugging Face cache
+    snapshot holds -- never a folder's name); ``at_least``: a depth, any value from it up."""
 
     values: tuple[object, ...] = (None,)
     checkpoint: bool = False
@@ -73,7 +74,8 @@ class Published:
         if self.at_least is not None:
             return isinstance(value, int) and not isinstance(value, bool) and value >= self.at_least
         if self.checkpoint and isinstance(value, str):
-            return any(isinstance(v, str) and checkpoint_name(v) == checkpoint_name(value) for v in self.values)
+            shown_as = checkpoint_identity(value)
+            return shown_as is not None and any(isinstance(v, str) and v.lower() == shown_as for v in self.values)
         return any(_same(value, v) for v in self.values)
 
     def words(self) -> str:
@@ -98,6 +100,22 @@ def _same(value: object, published: object) -> bool:
         )
     equal: bool = value == published  # JSON values and specs' values: == gives a bool
     return equal
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def checkpoint_identity(model: str) -> str | None:
+    """The hub repository (``org/name``, lowercased) whose files a recorded model value shows it ran: a hub id, or a
+    Hugging Face cache snapshot (``.../models--org--name/snapshots/<commit>``: the cache says which repository and
+    commit its files are); None for any other folder -- a folder's name says nothing of the weights in it (random
+    weights in a folder named ``all-mpnet-base-v2`` are not that checkpoint)."""
+    parts = PurePath(model.rstrip("/\\")).parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return "/".join(parts[-3].split("--")[1:3]).lower()
+    if ("/" not in model and "\\" not in model) or (_HUB_ID.fullmatch(model) and ".." not in model):
+        return model.lower()  # an API's model name (no folder), or a hub id
+    return None
 
 
 def checkpoint_name(model: str) -> str:
