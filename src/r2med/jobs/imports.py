@@ -33,6 +33,7 @@ from typing import Any
 
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError
+from ..evaluation.metrics import check_run_scores
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
 from ..measures import DEFAULT_MEASURES, Measure
@@ -178,25 +179,12 @@ def import_run(
 
 def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
     """A Run given in Python, checked as a run file is: ids keeping the id rule, finite numeric scores, not empty."""
-    import math
-
     if not isinstance(run, Mapping) or not run:
         raise R2MedError("the run must be a non-empty mapping of query id -> {doc id: score}")
-    checked: Run = {}
-    for qid, docs in run.items():
-        if not isinstance(qid, str) or not isinstance(docs, Mapping):
+    for qid in run:
+        if not isinstance(qid, str):
             raise R2MedError(f"run query {qid!r}: expected a text id mapped to {{doc id: score}}")
-        row: dict[str, float] = {}
-        for did, score in docs.items():
-            if (
-                not isinstance(did, str)
-                or isinstance(score, bool)
-                or not isinstance(score, (int, float))
-                or not math.isfinite(float(score))
-            ):
-                raise R2MedError(f"run query {qid!r}, doc {did!r}: score {score!r} is not a finite number")
-            row[did] = float(score)
-        checked[qid] = row
+    checked = check_run_scores(run)
     check_run_ids(checked)
     return checked
 

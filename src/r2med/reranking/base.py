@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import OptionError, R2MedError, did_you_mean
+from ..evaluation.metrics import check_run_scores
 from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..protocol.bright import Contamination, contamination_of
@@ -228,6 +229,7 @@ def rerank(
     """
     if top_k < 1:
         raise R2MedError("the rerank depth (--top-k) must be at least 1")
+    run = check_run_scores(run)  # no run holds a non-finite score: the first stage's, nor the reranker's (below)
     if isinstance(reranker, str):
         reranker = make_reranker(reranker, **options)
     own_tail = bool(getattr(reranker, "tail", True))
@@ -266,4 +268,4 @@ def rerank(
             for i, (did, _) in enumerate(ranked(run[qid], position)[top_k:], start=1):
                 reranked[did] = floor - i
         out[qid] = reranked
-    return out
+    return check_run_scores(out, what=f"reranker {reranker.name!r}:")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import DataError, OptionError, R2MedError, shown
+from ..evaluation.metrics import check_run_scores
 from ..infra.containment import ensure_within, name_problem, refuse_links
 from ..infra.home import atomic_dir, atomic_path
 from .record import METRICS_FILE, metrics_json, parse_record, read_record
@@ -87,10 +88,12 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[s
     """Write a 6-column TREC run file atomically (``qid Q0 docid rank score tag``).
 
     A document id may hold spaces inside (:func:`read_trec` reads it back whole); an id that breaks the id rule
-    (:func:`check_run_ids`) is an OptionError before anything is written."""
+    (:func:`check_run_ids`) or a score that is not a finite number (:func:`check_run_scores`) is an OptionError
+    before anything is written."""
     problem = name_problem(tag, run_name=True)
     if problem is not None:
         raise R2MedError(f"run tag {problem}")
+    run = check_run_scores(run)
     check_run_ids(run)
     with atomic_path(path) as tmp:
         tmp.write_text(format_trec(run, tag), encoding="utf-8")

@@ -1,0 +1,212 @@
+"""Hardening, fourth pass (issue 40, items 5-10, 13, 14, 16-18): wrong numbers that look right, and what a step
+finds before any work.
+
+Each test is an attempt that broke before its fix (the issue names how each was shown), written as the rule it
+breaks: no run holds a non-finite score from any producer or the Python API, and a fractional grade is refused
+(item 5); a run is scored against its own task's judgments only (6); ``--set`` sets a step's options only (9);
+the Python API parses as strictly as a file (10, 17).  The house checks list the commands and producers from the
+code itself.  Counts are in docs/reliability.md ("Hardening, fourth pass: numbers, data states, checks first").
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+
+import numpy as np
+import pytest
+import typer.main
+
+from conftest import run_r2med
+from r2med.errors import R2MedError
+from test_containment import make_data, make_run_folder, snapshot
+
+
+def one_line_error(res) -> str:
+    """The one ``error:`` line of a refused command (exit 2, no traceback; INFO lines of progress aside)."""
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    others = [line for line in res.stderr.splitlines() if line.strip() and not line.startswith(("error:", "INFO "))]
+    assert len(errors) == 1 and not others, res.stderr
+    return errors[0]
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+# -- item 5: no run ever holds a non-finite score; a fractional grade is refused -------------------------------
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF, np.float32("nan"), "1.0", None, True])
+def test_evaluate_refuses_a_score_that_is_not_a_finite_number(bad):
+    """Two NaN scores gave nDCG@10 1.0 (pytrec_eval ranks NaN anywhere); now the query and document are named."""
+    import r2med
+
+    with pytest.raises(R2MedError, match=r"run query 'q', doc 'a': score .* (not a finite number|not a number)"):
+        r2med.evaluate({"q": {"a": bad, "b": 1.0}}, {"q": {"a": 1}})
+
+
+def test_evaluate_takes_numpy_scores_and_integral_grades():
+    import r2med
+
+    # hand computation: the one relevant document ranked first of two: nDCG@10 = 1, R@100 = 1
+    got = r2med.evaluate({"q": {"a": np.float32(2.0), "b": np.float64(1.0)}}, {"q": {"a": np.int64(2), "b": 0.0}})
+    assert got["nDCG@10"] == pytest.approx(1.0) and got["R@100"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("grade", [0.9, 1.5, -0.5, NAN, "1", True])
+def test_a_fractional_or_non_numeric_grade_is_refused_not_truncated(grade):
+    """``0.9`` was truncated to 0 (the run then scored 0 on a document judged relevant)."""
+    import r2med
+
+    with pytest.raises(R2MedError, match=r"judgment for query 'q', doc 'a': relevance .* (not an integer)"):
+        r2med.evaluate({"q": {"a": 1.0}}, {"q": {"a": grade}})
+
+
+@pytest.mark.parametrize("bad", [NAN, INF])
+def test_write_trec_refuses_a_non_finite_score_and_writes_nothing(tmp_path, bad):
+    import r2med
+
+    path = tmp_path / "run.trec"
+    with pytest.raises(R2MedError, match=r"score .* is not a finite number"):
+        r2med.write_trec({"q": {"a": 1.0, "b": bad}}, path)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("norm", ["minmax", "zscore", "none"])
+def test_fuse_refuses_a_nan_input_rather_than_spread_it_over_the_query(norm):
+    """One NaN made every fused score of its query NaN under minmax and zscore."""
+    import r2med
+
+    with pytest.raises(R2MedError, match=r"run 1 query 'q', doc 'a': score nan is not a finite number"):
+        r2med.fuse([{"q": {"a": NAN, "b": 1.0, "c": 2.0}}, {"q": {"b": 1.0}}], "combsum", norm=norm)
+
+
+@pytest.mark.parametrize("method", ["combsum", "combmnz"])
+def test_fuse_weights_that_overflow_are_refused_naming_them(method):
+    import r2med
+
+    run = {"q": {"a": 1.0, "b": 2.0}}
+    with pytest.raises(R2MedError, match=r"fusion weights 1e\+308, 1e\+308: .* overflows to inf"):
+        r2med.fuse([run, run], method, weights=[1e308, 1e308])
+    # the same ratio at a sane scale ranks the same: b first (hand computation, minmax: b=1, a=0)
+    assert r2med.fuse([run, run], method, weights=[1.0, 1.0])["q"] == pytest.approx(
+        {"a": 0.0, "b": 2.0 * (1 + (method == "combmnz"))}
+    )
+
+
+def test_fuse_command_with_overflowing_weights_is_one_line_and_writes_nothing(tmp_path):
+    """``fuse --weights 1e308,1e308`` wrote ``inf`` into run.trec, which r2med's own readers then refused."""
+    data = make_data(tmp_path)
+    one, two = (make_run_folder(tmp_path, n, data).parent for n in ("one", "two"))
+    before = snapshot(tmp_path)
+    res = run_r2med(
+        "fuse", str(one), str(two), "-d", str(data.parent), "--method", "combsum", "--weights", "1e308,1e308"
+    )
+    assert "overflows to inf" in one_line_error(res)
+    assert snapshot(tmp_path) == before
+
+
+def test_every_run_producer_passes_the_one_score_rule():
+    """House check, from the code: every public function that hands out or writes a run reaches
+    ``check_run_scores`` (written runs through ``write_trec``, scored ones through ``evaluate``, fused ones through
+    ``fuse``) -- a NaN given to each is refused."""
+    import r2med
+    from r2med.evaluation.metrics import check_run_scores
+
+    bad = {"q": {"a": NAN}}
+    calls = {
+        "evaluate": lambda: r2med.evaluate(bad, {"q": {"a": 1}}),
+        "fuse": lambda: r2med.fuse([bad]),
+        "write_trec": lambda: r2med.write_trec(bad, "/nonexistent-dir/never-written.trec"),
+        "import_run": lambda: r2med.import_run(bad, None, "x"),
+        "rerank": lambda: r2med.rerank(bad, {"q": "text"}, {"a": "doc"}, "bge-reranker"),
+    }
+    takers = []  # every public function whose first parameter is a run (or runs) in memory: listed from the package
+    for name in r2med.__all__:
+        value = getattr(r2med, name)
+        if inspect.isfunction(value):
+            first = next(iter(inspect.signature(value).parameters.values()), None)
+            if first is not None and first.name in ("run", "runs") and "Mapping" in str(first.annotation):
+                takers.append(name)
+    assert sorted(takers) == sorted(calls), takers
+    for call in calls.values():
+        with pytest.raises(R2MedError, match="not a finite number"):
+            call()
+    assert check_run_scores({"q": {"a": np.float16(1.5)}}) == {"q": {"a": 1.5}}
+
+
+# -- item 9: --set sets a step's options only -------------------------------------------------------------
+
+
+def _commands_with_set() -> dict[str, typer.models.CommandInfo]:
+    from r2med.cli import app
+
+    group = typer.main.get_group(app)
+    found = {}
+    for name, command in group.commands.items():
+        if any("--set" in getattr(p, "opts", ()) for p in command.params):
+            found[name] = command
+    return found
+
+
+def test_the_commands_that_take_set_are_listed_from_the_app():
+    assert set(_commands_with_set()) >= {"evaluate", "rerank"}
+
+
+@pytest.mark.parametrize(
+    "pair,flag",
+    [
+        ('output={"out": "ELSEWHERE"}', "--out"),
+        ("out=ELSEWHERE", "--out"),
+        ("qrels=judged.txt", "--qrels"),
+        ("revision=../../x", "--revision"),
+        ('data={"revision": "main"}', "--revision"),
+        ("tasks=Biology", "--tasks"),
+        ("name=other", "--name"),
+        ("count_missing=true", "--count-missing"),
+    ],
+)
+def test_set_refuses_what_is_not_an_option_naming_the_flag(tmp_path, pair, flag):
+    """``--set 'output={"out":"DIR"}'`` wrote to DIR while --out was checked; ``--set qrels=FILE`` and ``--set
+    revision=`` were ignored and the run graded.  Every command taking --set (listed from the app) refuses them."""
+    data = make_data(tmp_path)
+    folder = make_run_folder(tmp_path, "one", data).parent
+    base = {
+        "evaluate": ["evaluate", "-r", "bm25", "-d", str(data.parent), "-o", str(tmp_path / "out")],
+        "rerank": ["rerank", "--run", str(folder), "--reranker", "listwise", "--model", "m", "-o", str(tmp_path / "o")],
+    }
+    before = snapshot(tmp_path)
+    for command in _commands_with_set():
+        line = one_line_error(run_r2med(*base[command], "--set", pair))
+        key = pair.partition("=")[0]
+        assert line.startswith(f"error: --set {key}: --set sets the ") and flag in line, line
+        if key == "revision":
+            assert "model_revision" in line
+    assert snapshot(tmp_path) == before and not (tmp_path / "ELSEWHERE").exists()
+
+
+def test_set_still_sets_an_option(tmp_path):
+    data = make_data(tmp_path)
+    res = run_r2med("evaluate", "-r", "bm25", "-d", str(data.parent), "-o", str(tmp_path / "out"), "--set", "k1=1.2")
+    assert res.returncode == 0, res.stderr
+    record = json.loads((tmp_path / "out" / "bm25" / "t1" / "metrics.json").read_text())
+    assert math.isclose(record["config"]["options"]["k1"], 1.2)
+
+
+class _NanReranker:
+    """A reranker whose model gives NaN for one document (as an fp16 overflow does)."""
+
+    name = "nan-model"
+
+    def rerank(self, queries, candidates, corpus):
+        return {q: {d: (NAN if d == "b" else 1.0) for d, _ in docs} for q, docs in candidates.items()}
+
+
+def test_a_reranker_giving_nan_is_refused_naming_it():
+    import r2med
+
+    with pytest.raises(R2MedError, match=r"reranker 'nan-model': query 'q', doc 'b': score nan is not a finite number"):
+        r2med.rerank({"q": {"a": 2.0, "b": 1.0}}, {"q": "text"}, {"a": "x", "b": "y"}, _NanReranker())
