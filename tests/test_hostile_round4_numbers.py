@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -210,3 +211,122 @@ def test_a_reranker_giving_nan_is_refused_naming_it():
 
     with pytest.raises(R2MedError, match=r"reranker 'nan-model': query 'q', doc 'b': score nan is not a finite number"):
         r2med.rerank({"q": {"a": 2.0, "b": 1.0}}, {"q": "text"}, {"a": "x", "b": "y"}, _NanReranker())
+
+
+# -- items 10, 17: the Python API refuses misuse in r2med's one-line errors ---------------------------------------
+
+
+class _EchoReranker:
+    name = "echo"
+
+    def rerank(self, queries, candidates, corpus):
+        return {q: {d: s for d, s in docs} for q, docs in candidates.items()}
+
+
+def _api_calls(tmp_path) -> dict[str, dict[str, object]]:
+    """Valid arguments for every public function and class of ``r2med`` (keyword by keyword)."""
+    import r2med
+
+    data = make_data(tmp_path)
+    folder = make_run_folder(tmp_path, "one", data)
+    run = {"q1": {"a": 2.0, "b": 1.0}}
+    return {
+        "evaluate": {"run": run, "qrels": {"q1": {"a": 1}}},
+        "fuse": {"runs": [run, run]},
+        "write_trec": {"run": run, "path": tmp_path / "w.trec"},
+        "read_trec": {"path": folder / "run.trec"},
+        "read_qrels": {"path": data / "qrels.jsonl"},
+        "load_folder": {"root": data},
+        "load_task": {"task": "t1", "source": data.parent},
+        "import_run": {"run": run, "collection": r2med.load_folder(data), "name": "x"},
+        "rerank": {
+            "run": run,
+            "queries": {"q1": "glucose"},
+            "corpus": {"a": "x", "b": "y"},
+            "reranker": _EchoReranker(),
+        },
+        "show_query": {"runs": folder.parent, "query": "q1"},
+        "make_retriever": {"name": "bm25"},
+        "make_reranker": {"name": "listwise", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+        "BM25": {"k1": 0.9},
+    }
+
+
+def test_every_public_function_refuses_a_wrong_type_in_one_line(tmp_path):
+    """Each public function and class (listed from ``r2med.__all__``; types aside) given, argument by argument, a
+    value of no kind it takes: an r2med error (one line at the edge), never a raw AttributeError or TypeError."""
+    import r2med
+
+    calls = _api_calls(tmp_path)
+    callables = {n for n in r2med.__all__ if callable(getattr(r2med, n)) and n not in ("Collection", "Metrics", "Run")}
+    assert callables == set(calls), callables ^ set(calls)
+    for name, kwargs in calls.items():
+        function = getattr(r2med, name)
+        function(**kwargs)  # the valid call works
+        for key in kwargs:
+            for hostile in (object(), 5) if key != "k1" else (object(), "high"):
+                if name == "make_reranker" and key == "name":
+                    continue  # any object is a scorer there (checked when it scores)
+                try:
+                    function(**{**kwargs, key: hostile})
+                except R2MedError:
+                    continue
+                except Exception as exc:
+                    pytest.fail(f"{name}({key}={hostile!r}): {type(exc).__name__}: {exc}")
+                else:
+                    pytest.fail(f"{name}({key}={hostile!r}) was accepted")
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"tasks": []}, "tasks [] names no task"),
+        ({"tasks": ""}, "tasks '' names no task"),
+        ({"tasks": 5}, "tasks: expected task names"),
+        ({"long_documents": "no"}, "long_documents: expected true or false, got 'no'"),
+        ({"dirs": ["a\x00b"]}, "dirs: expected a path, got 'a\\x00b', which holds a NUL"),
+        ({"revision": 5}, "revision: expected text, got 5"),
+        ({"steps": None}, "steps: expected a list of steps"),
+        ({"steps": ["bm25"]}, "steps[0]: expected EvaluateStep"),
+    ],
+)
+def test_make_experiment_parses_as_strictly_as_the_file(tmp_path, kwargs, message):
+    """``long_documents="no"`` ran the long-document setting, ``tasks=[]`` succeeded until ``write_reports``."""
+    from r2med.jobs.experiment import make_experiment
+    from r2med.steps import EvaluateStep
+
+    args = {"out": tmp_path / "out", "steps": [EvaluateStep.of("bm25")], **kwargs}
+    with pytest.raises(R2MedError, match=re.escape(message)):
+        make_experiment(**args)
+    assert not (tmp_path / "out").exists()
+
+
+def test_make_experiment_checks_import_files_and_nul_paths_as_run_does(tmp_path):
+    from r2med.jobs.experiment import make_experiment
+    from r2med.spec.parse import Origin
+    from r2med.steps import EvaluateStep, ImportStep, flat
+
+    missing = flat({"runs": (tmp_path / "nope.trec",), "name": "x"}, ImportStep, Origin.python("test"))
+    with pytest.raises(R2MedError, match=r"\[\[imports\]\] 1: runs: .*nope.trec: no such file"):
+        make_experiment(tmp_path / "out", [EvaluateStep.of("bm25"), missing])
+    with pytest.raises(R2MedError, match=r"out: expected a path, got .* which holds a NUL"):
+        make_experiment(str(tmp_path / "o\x00ut"), [EvaluateStep.of("bm25")])
+
+
+def test_a_numpy_integer_is_the_integer_it_is():
+    """``top_k=np.int64(10)`` was refused as "expected an integer >= 1, got 10"."""
+    from r2med.steps import EvaluateStep
+
+    assert EvaluateStep.of("bm25", top_k=np.int64(10)).top_k == 10
+    assert EvaluateStep.of("bm25", k1=np.float32(1.5)).options.k1 == 1.5
+
+
+@pytest.mark.parametrize("tasks", [",", " , ", ""])
+def test_a_tasks_list_naming_nothing_is_refused(tmp_path, tasks):
+    """``evaluate -t ","`` printed an empty table with exit 0."""
+    data = make_data(tmp_path)
+    line = one_line_error(
+        run_r2med("evaluate", "-r", "bm25", "-d", str(data.parent), "-t", tasks, "-o", str(tmp_path / "o"))
+    )
+    assert "names no task" in line
+    assert not (tmp_path / "o").exists()

@@ -523,7 +523,9 @@ def read_qrels_trec(path: Path, strict: bool = False) -> Qrels:
 
 def read_qrels(path: str | Path, strict: bool = False) -> Qrels:
     """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC."""
-    path = Path(path)
+    from ..infra.containment import path_argument
+
+    path = path_argument(path, "qrels")
     if path.suffix == ".jsonl":
         return read_qrels_jsonl(path, strict=strict)
     if path.suffix == ".tsv":

@@ -181,16 +181,36 @@ def aliases() -> Mapping[str, tuple[str, ...]]:
     return {"all": r2med, "r2med": r2med, BRIGHT: names(), f"{BRIGHT}:long": names(long=True)}
 
 
+def task_parts(spec: str | Iterable[str] | None) -> list[str] | None:
+    """The names a ``--tasks`` spec gives, as written (None: every task -- ``all``, ``r2med``, None); a spec that
+    names nothing (``""``, ``","``, ``[]``) or holds something other than names is an OptionError: an empty
+    ``--tasks`` or ``tasks = ""`` never means "all", nor an empty table."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in R2MED_ALIASES):
+        return None
+    if isinstance(spec, str):
+        parts = spec.split(",")
+    elif isinstance(spec, Iterable) and not isinstance(spec, Mapping):
+        parts = list(spec)
+    else:
+        raise OptionError(f"--tasks: expected task names (text, or a list of them), got {shown(spec)}")
+    bad = [p for p in parts if not isinstance(p, str)]
+    if bad:
+        raise OptionError(f"--tasks: expected task names, got {shown(bad[0])} in {shown(spec)}")
+    names = [p.strip() for p in parts if p.strip()]
+    if not names:
+        raise OptionError(
+            f"--tasks {shown(spec)} names no task; name them (Biology,bright:pony), or all (R2MED's 8) or bright"
+        )
+    return names
+
+
 def parse_tasks(spec: str | Iterable[str] | None, long_documents: bool = False) -> list[str]:
     """A ``--tasks`` spec as benchmark task names, each once, in the order given: ``all``/``r2med``/None -> R2MED's
     8; ``bright`` -> BRIGHT's 12; ``bright:long`` -> its 8 long-document settings; else comma-separated names of
     either family (``Biology,bright:earth-science``).  ``long_documents``: every BRIGHT task in its long-document
     setting (``bright`` then means the 8 that have one; naming a task without one, or an R2MED task, is a one-line
     error)."""
-    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", *R2MED_ALIASES)):
-        parts: list[str] = ["all"]
-    else:
-        parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
+    parts = task_parts(spec) or ["all"]
     groups = aliases()
     found: list[str] = []
     for part in parts:

@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from ..errors import PATH_CHARS, R2MedError, did_you_mean, did_you_mean_folder, shown
+from ..errors import PATH_CHARS, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
 from .benchmarks import benchmark_of
 from .collection import Collection, JudgmentsFile
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
-from .names import canonical_task, is_hub_task, parse_tasks
+from .names import canonical_task, is_hub_task, parse_tasks, task_parts
 from .tasks import TASK_NAMES, get_task
 
 HUB = "hub"
@@ -119,15 +119,16 @@ def is_collection(folder: Path) -> bool:
 
 def _root(data_dir: str | os.PathLike[str]) -> Path:
     # absolute: the folder is recorded as the results' source, usable from anywhere
-    return Path(os.path.normpath(Path(data_dir).expanduser().absolute()))
+    from ..infra.containment import path_argument
+
+    return Path(os.path.normpath(path_argument(data_dir, "--data-dir").expanduser().absolute()))
 
 
 def _asked(tasks: str | Iterable[str] | None) -> list[str] | None:
     """The names in a ``--tasks`` spec as given (None for ``all``)."""
-    if tasks is None or (isinstance(tasks, str) and tasks.strip().lower() in ("", "all")):
-        return None
-    parts = tasks.split(",") if isinstance(tasks, str) else list(tasks)
-    return [p.strip() for p in parts if p.strip()] or None
+    if isinstance(tasks, str) and tasks.strip().lower() != "all":  # ``r2med`` names a folder here
+        return task_parts(tasks.split(","))
+    return task_parts(tasks)
 
 
 def collection_folders(root: Path) -> list[Path]:
@@ -357,6 +358,8 @@ def load_task(
     or one collection folder. ``"demo"`` loads the built-in demo collection.  ``split``: a BEIR
     folder's split (``qrels/<split>.tsv``).  ``strict``: refuse repeated ids and judgments.
     """
+    if not isinstance(task, str) or not task:
+        raise OptionError(f"load_task: expected a task name (text: Biology, bright:pony), got {shown(task)}")
     if task == DEMO or source == DEMO:
         return load_demo(strict=strict)
     if source is None or str(source) == HUB:

@@ -215,6 +215,8 @@ def evaluate(
 
     asked = tuple(dict.fromkeys(_measure(m) for m in (measures or TABLE_DEFAULTS)))
     wanted = tuple(m.trec for m in asked)
+    if not isinstance(qrels, Mapping) or not all(isinstance(docs, Mapping) for docs in qrels.values()):
+        raise OptionError(f"judgments must be a mapping of query id -> {{doc id: grade}}, got {shown(qrels)}")
     qrels_clean = {str(q): {str(d): _grade(q, d, g) for d, g in docs.items()} for q, docs in qrels.items()}
     _check_grades(qrels_clean)
     scored = check_run_scores(run)  # no run holds a non-finite score (pytrec_eval ranks NaN anywhere)

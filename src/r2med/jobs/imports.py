@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import NothingToScore, R2MedError
+from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import check_run_scores
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
@@ -166,6 +166,10 @@ def import_run(
         ranked = check_run(run)
         source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(), "tags": []}
         where = f"{name} (a run given in Python)"
+    if not isinstance(collection, Collection):
+        raise R2MedError(
+            f"import_run: collection must be a Collection (r2med.load_task / load_folder), got {shown(collection)}"
+        )
     step = ImportStep.model_validate(
         {
             "runs": (),

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import OptionError, did_you_mean
+from ..errors import OptionError, did_you_mean, shown
 from ..measures import HEADLINE, Measure
 from ..measures import measure as as_measure
 
@@ -47,7 +47,15 @@ def show_query(
     if k < 1:
         raise OptionError(f"-k must be an integer of at least 1, got {k!r}")
     asked = as_measure(measure)
-    systems = load_report(runs)
+    from ..infra.containment import path_argument
+
+    if isinstance(runs, (str, os.PathLike)):  # one folder (a text is no list of its characters)
+        runs = [runs]
+    if not isinstance(runs, Iterable):
+        raise OptionError(f"runs: expected run folders (a path or a list of them), got {shown(runs)}")
+    if not isinstance(query, str) or not query:
+        raise OptionError(f"query: expected a query id (text), got {shown(query)}")
+    systems = load_report([path_argument(r, "runs") for r in runs])
     tasks = task_order(systems)
     column = _column(tasks, task)
     holding = [s for s in systems if column in s.tasks]

@@ -16,6 +16,7 @@ list keeps the ``depth`` best docs (all by default).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
@@ -50,6 +51,10 @@ def _weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
         raise R2MedError("fusion needs at least one run")
     if weights is None:
         return [1.0] * n_runs
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
+        raise R2MedError(f"fusion weights: expected one number per run, got {shown(weights)}")
+    if any(isinstance(w, bool) or not isinstance(w, numbers.Real) for w in weights):
+        raise R2MedError(f"fusion weights: expected numbers, got {shown(list(weights))}")
     if len(weights) != n_runs:
         raise R2MedError(f"{len(weights)} weight(s) given for {n_runs} run(s); give one weight per run")
     if any(not math.isfinite(w) or w < 0 for w in weights):

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ..errors import DataError, OptionError, R2MedError, shown
 from ..evaluation.metrics import check_run_scores
-from ..infra.containment import ensure_within, name_problem, refuse_links
+from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
 from ..infra.home import atomic_dir, atomic_path
 from .record import METRICS_FILE, metrics_json, parse_record, read_record
 
@@ -95,7 +95,7 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[s
         raise R2MedError(f"run tag {problem}")
     run = check_run_scores(run)
     check_run_ids(run)
-    with atomic_path(path) as tmp:
+    with atomic_path(path_argument(path, "path")) as tmp:
         tmp.write_text(format_trec(run, tag), encoding="utf-8")
 
 
@@ -171,7 +171,7 @@ def trec_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str, fl
 
 def read_trec(path: str | os.PathLike[str]) -> Run:
     """Read a TREC run file (6 columns; 4-column ``qid docid rank score`` is accepted too: :func:`trec_lines`)."""
-    path = Path(path)
+    path = path_argument(path, "run")
     run: Run = {}
     seen: dict[tuple[str, str], int] = {}
     for number, qid, did, score, _ in trec_lines(path):
@@ -215,6 +215,7 @@ def run_format(path: str | os.PathLike[str]) -> RunFormat:
 def read_run(path: str | os.PathLike[str]) -> Run:
     """A run file of either form a run's authors release: TREC (:func:`read_trec`) or a JSON score file
     (:func:`read_score_json`), told apart by :func:`run_format`."""
+    path = path_argument(path, "run")
     return read_score_json(path) if run_format(path) == "json" else read_trec(path)
 
 

@@ -17,6 +17,7 @@ say the same thing.  A field's flag is ``--<name>`` unless its ``flag`` extra sa
 from __future__ import annotations
 
 import math
+import numbers
 import types
 import typing
 from collections.abc import Mapping
@@ -259,9 +260,14 @@ def takes(spec: type[Spec], origin: Origin) -> str:
 
 
 def plain(value: Any) -> Any:
-    """A value as the parse reads it: an enum member as its text (``StrEnum`` members come from typer's choices)."""
+    """A value as the parse reads it: an enum member as its text (``StrEnum`` members come from typer's choices); a
+    numpy scalar as the Python number it is (``np.int64(10)`` is the integer 10, ``np.float32(0.5)`` the float)."""
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
+        return float(value)
     return value
 
 
