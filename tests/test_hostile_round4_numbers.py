@@ -330,3 +330,48 @@ def test_a_tasks_list_naming_nothing_is_refused(tmp_path, tasks):
     )
     assert "names no task" in line
     assert not (tmp_path / "o").exists()
+
+
+# -- item 6: a run is scored against its own task's judgments only ------------------------------------------------
+
+
+@pytest.fixture
+def pony_and_leetcode(hf_cache):
+    pytest.importorskip("pyarrow")
+    from bright_hub import bright_files, fill_bright_cache, have_shared_bright
+
+    if not have_shared_bright():
+        pytest.skip("../shared/data/bright is not available")
+    fill_bright_cache(hf_cache, bright_files(("pony", "leetcode"), queries=4, distractors=30, reasoning=()))
+
+
+@pytest.mark.shared
+def test_a_run_of_another_bright_task_is_refused_naming_the_task_it_fits(pony_and_leetcode, tmp_path):
+    """BRIGHT's tasks share query ids 0..N: ``score bright:leetcode OUT/bm25`` (holding only pony) scored pony's
+    run at 0.0000 with exit 0.  A folder's recorded task must be the task; a bare file that retrieves none of the
+    task's judged documents names the task it fits."""
+    out = tmp_path / "out"
+    res = run_r2med("evaluate", "-r", "bm25", "-t", "bright:pony", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    [folder] = [p for p in (out / "bm25").iterdir() if p.is_dir()]
+    line = one_line_error(run_r2med("score", "bright:leetcode", str(out / "bm25")))
+    assert "holds a run of bright:pony, not of bright:leetcode" in line, line
+    line = one_line_error(run_r2med("score", "bright:leetcode", str(folder / "run.trec")))
+    assert "not a run of bright:leetcode" in line and "it fits bright:pony" in line, line
+    line = one_line_error(
+        run_r2med(
+            "import", str(folder / "run.trec"), "-t", "bright:leetcode", "--name", "x", "-o", str(tmp_path / "imp")
+        )
+    )
+    assert "it fits bright:pony" in line and not (tmp_path / "imp" / "x").exists()
+    # its own task scores it, by folder and by file, the same figures
+    by_folder = run_r2med("score", "bright:pony", str(out / "bm25"))
+    by_file = run_r2med("score", "bright:pony", str(folder / "run.trec"))
+    assert by_folder.returncode == by_file.returncode == 0 and by_folder.stdout == by_file.stdout
+    # a root whose systems all hold pony: ambiguous, not "none is named"
+    res = run_r2med(
+        "evaluate", "-r", "bm25", "-t", "bright:pony", "-o", str(out), "--name", "bm25-again", "--k1", "1.2"
+    )
+    assert res.returncode == 0, res.stderr
+    line = one_line_error(run_r2med("score", "bright:pony", str(out)))
+    assert "ambiguous: 2 task folders hold bright:pony" in line, line

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
+from ..data.names import is_hub_task
 from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import check_run_scores
 from ..infra.containment import plain_name, system_folder
@@ -246,6 +247,12 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
         refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict, long_documents=long, qrels=data.qrels)
         refs = check_hub(refs, corpus=False)  # queries and judgments only, found before any download
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None)
+    if data.qrels is None:  # a bare run on a hub task's own judgments: a run of that task (BRIGHT's share query ids)
+        from .evaluate import check_fits
+
+        for file, collection in pairs:
+            if is_hub_task(collection.name):
+                check_fits(file.run, collection, str(file.path), data.revision)
     results = []
     for file, collection in pairs:
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
