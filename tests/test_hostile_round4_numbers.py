@@ -375,3 +375,31 @@ def test_a_run_of_another_bright_task_is_refused_naming_the_task_it_fits(pony_an
     assert res.returncode == 0, res.stderr
     line = one_line_error(run_r2med("score", "bright:pony", str(out)))
     assert "ambiguous: 2 task folders hold bright:pony" in line, line
+
+
+# -- item 16: the command expand suggests finds what expand wrote -------------------------------------------------
+
+
+@pytest.mark.shared
+def test_the_evaluate_that_expand_suggests_finds_the_expansions(pony_and_leetcode, tmp_path):
+    """After ``expand -t bright:pony`` the suggested ``evaluate --expansion-dir`` could not find the expansions
+    (written under ``bright-pony/``, looked for under ``bright:pony/``), and named no task (so R2MED's 8)."""
+    import shlex
+
+    pytest.importorskip("openai")
+    from llm_server import LLMServer
+
+    exp = tmp_path / "exp"
+    with LLMServer(model="test-model") as server:
+        args = ["expand", "--method", "hyde", "--model", server.model, "--base-url", server.base_url]
+        res = run_r2med(*args, "-t", "bright:pony", "--prompt-task", "Biology", "--out", str(exp), "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    suggested = next(line for line in res.stdout.splitlines() if "r2med evaluate" in line)
+    command = shlex.split(suggested[suggested.index("r2med evaluate") :])[1:]
+    assert "--tasks" in command and "bright:pony" in command
+    out = tmp_path / "out"
+    res = run_r2med(*command, "-r", "bm25", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    [folder] = [p for p in out.iterdir() if p.is_dir()]
+    record = json.loads(next(folder.glob("*/metrics.json")).read_text())
+    assert record["task"] == "bright:pony" and record["config"]["expansion"]["method"] == "hyde"

@@ -81,11 +81,14 @@ def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Ex
 
 
 def local_expansion_file(task: str, method: str, llm: str, folders: Sequence[Path] | None = None) -> Path | None:
-    """The ``method:llm`` expansion file of ``task`` in one of ``folders`` (``DIR/<task>/<method>/<llm>/`` or
-    ``DIR/<method>/<llm>/``), if one holds it."""
+    """The ``method:llm`` expansion file of ``task`` in one of ``folders`` (``DIR/<task>/<method>/<llm>/`` -- the
+    task's folder named as ``r2med expand`` names it, :func:`~r2med.infra.containment.task_folder_name`:
+    ``bright:pony`` is ``bright-pony`` -- or ``DIR/<method>/<llm>/``), if one holds it."""
+    from ..infra.containment import task_folder_name
+
     rel = Path(method) / llm / EXPANSION_FILE
     for folder in folders or []:
-        for cand in (folder / task / rel, folder / rel):
+        for cand in (folder / task_folder_name(task) / rel, folder / task / rel, folder / rel):
             if cand.exists():
                 return cand
     return None
