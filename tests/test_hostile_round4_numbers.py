@@ -403,3 +403,30 @@ def test_the_evaluate_that_expand_suggests_finds_the_expansions(pony_and_leetcod
     [folder] = [p for p in out.iterdir() if p.is_dir()]
     record = json.loads(next(folder.glob("*/metrics.json")).read_text())
     assert record["task"] == "bright:pony" and record["config"]["expansion"]["method"] == "hyde"
+
+
+# -- item 14: what a step would find only after the steps before it ran, found by --dry-run --------------------------
+
+
+@pytest.mark.parametrize(
+    "tail,message",
+    [
+        ('[[imports]]\nname = "imp"\nruns = ["run.trec"]\ntasks = ["t1"]\nqrels = "nosuch.txt"\n', "no such file"),
+        ('[[imports]]\nname = "imp"\nruns = ["run.trec"]\ntasks = ["t1"]\nqrels = "."\n', "is a folder, not a file"),
+        ('[[retrievers]]\nname = "bm25"\nlabel = "two"\nqrels = "judged.txt"\n', "holds the judgments of one task"),
+        ('[[fusion]]\nsystems = ["bm25"]\n', "fusion needs at least two systems, got bm25"),
+        ('[report]\nmarkdown = "res/bm25"\n', "is the system folder 'bm25' of out"),
+    ],
+    ids=["import-qrels-missing", "qrels-dot", "one-task-qrels-two-tasks", "fusion-of-one", "report-on-a-system"],
+)
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "run"])
+def test_an_experiment_is_refused_before_any_step_runs(tmp_path, tail, message, dry):
+    """Each passed ``--dry-run`` and was found only after the steps before it ran (BM25 over both tasks)."""
+    make_data(tmp_path, "t1"), make_data(tmp_path, "t2")
+    (tmp_path / "run.trec").write_text("q1 Q0 a 1 2.0 x\n")
+    (tmp_path / "judged.txt").write_text("q1 0 a 1\n")
+    exp = tmp_path / "exp.toml"
+    exp.write_text(f'out = "res"\n[data]\ndirs = ["data"]\n[[retrievers]]\nname = "bm25"\n{tail}')
+    line = one_line_error(run_r2med("run", str(exp), *(["--dry-run"] if dry else [])))
+    assert message in line, line
+    assert not (tmp_path / "res").exists()

@@ -252,6 +252,8 @@ def make_experiment(
             raise fail(step.where, f"makes system '{step.label}', as {seen[step.label].where} does; give one a label")
         seen[step.label] = step
     for step in exp.steps:
+        if isinstance(step.spec, FuseStep) and len(set(step.needs)) < 2:  # as `r2med fuse` refuses, before any work
+            raise fail(step.where, f"systems: fusion needs at least two systems, got {', '.join(step.needs)}")
         for needed in step.needs:
             if needed not in seen and not (exp.out / needed).is_dir():
                 raise fail(
@@ -273,6 +275,20 @@ def make_experiment(
                 raise fail(
                     step.where,
                     f"tasks: {unknown[0]!r} is none of the experiment's tasks ({', '.join(r.name for r in refs)})",
+                )
+        qrels = step.spec.data.qrels if isinstance(step.spec, (EvaluateStep, ImportStep)) else None
+        if qrels is not None:  # as the command checks --qrels, before any step runs
+            from ..infra.containment import check_input_file
+
+            try:
+                check_input_file(_path(qrels, step.where, "qrels", fail), "qrels")
+            except R2MedError as exc:
+                raise fail(step.where, str(exc)) from None
+            count = len(wanted) if isinstance(wanted, tuple) else len(refs)
+            if count != 1:
+                raise fail(
+                    step.where,
+                    f"qrels {qrels} holds the judgments of one task, but the step runs on {count}: name one with tasks",
                 )
     check_destinations(exp, fail)
     return exp
@@ -362,6 +378,15 @@ def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) 
         target = path.resolve()
         if exp.source is not None and target == exp.source.resolve():
             raise fail("[report]", f"{key}: {path} is the experiment file itself; name another file")
+        inside = target.relative_to(root).parts if target.is_relative_to(root) else ()
+        if len(inside) == 1 and (inside[0] in exp.read_systems or target.is_dir()):
+            raise fail(
+                "[report]",
+                f"{key}: {path} is the system folder {inside[0]!r} of out; write reports beside the systems "
+                "(out/report.md) or elsewhere",
+            )
+        if target.is_dir():
+            raise fail("[report]", f"{key}: {path} is a folder; name a file")
         if target.is_relative_to(root) and len(target.relative_to(root).parts) > 1:
             raise fail(
                 "[report]",
