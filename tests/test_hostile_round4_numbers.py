@@ -430,3 +430,49 @@ def test_an_experiment_is_refused_before_any_step_runs(tmp_path, tail, message, 
     line = one_line_error(run_r2med("run", str(exp), *(["--dry-run"] if dry else [])))
     assert message in line, line
     assert not (tmp_path / "res").exists()
+
+
+# -- item 13: judgments and reasoning sets held to the examples' rules ----------------------------------------------
+
+
+@pytest.mark.shared
+def test_a_qrels_file_judging_an_excluded_document_relevant_is_refused(pony_and_leetcode, tmp_path):
+    """The examples reader refuses a gold id that is also excluded; a ``--qrels`` file doing so passed silently
+    (the document is removed from every run before scoring: no run could ever find it)."""
+    from bright_hub import shared_rows
+
+    rows = shared_rows("leetcode")[:4]
+    row = next(r for r in rows if [e for e in r["excluded_ids"] if e != "N/A"])
+    excluded = next(e for e in row["excluded_ids"] if e != "N/A")
+    judged = tmp_path / "judged.txt"
+    judged.write_text(f"{row['id']} 0 {excluded} 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text(f"{row['id']} Q0 {row['gold_ids'][0]} 1 1.0 x\n")
+    line = one_line_error(run_r2med("score", "bright:leetcode", str(run), "--qrels", str(judged)))
+    assert "is judged relevant, but the protocol of bright:leetcode excludes it" in line, line
+    judged.write_text(f"{row['id']} 0 {excluded} 0\n{row['id']} 0 {row['gold_ids'][0]} 1\n")  # judged 0: allowed
+    assert run_r2med("score", "bright:leetcode", str(run), "--qrels", str(judged)).returncode == 0
+
+
+def test_a_reasoning_set_repeating_a_query_is_counted_or_refused_with_strict(tmp_path, caplog):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from r2med.data.bright import Examples, read_reasoning
+    from r2med.data.exclusions import Exclusions
+    from r2med.errors import DataError
+    from r2med.expansion.precomputed import expansion_builder
+
+    rows = [
+        {"id": "0", "query": "first", "excluded_ids": ["N/A"]},
+        {"id": "1", "query": "one", "excluded_ids": ["N/A"]},
+        {"id": "0", "query": "second", "excluded_ids": ["N/A"]},
+    ]
+    path = tmp_path / "reason.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    ex = Examples({"0": "q0", "1": "q1"}, {"0": {"d": 1}, "1": {"d": 1}}, Exclusions.of({}), 0)
+    with pytest.raises(DataError, match=r"row 3: query id '0' repeats row 1 \(--strict\)"):
+        read_reasoning(path, ex, strict=True)
+    caplog.set_level("WARNING")
+    assert read_reasoning(path, ex) == {"0": "second", "1": "one"}
+    assert "1 query id(s) repeated (e.g. '0'): the last row of each is kept" in caplog.text
+    assert expansion_builder("reason:gpt4", strict=True).strict  # --strict reaches the reasoning reader

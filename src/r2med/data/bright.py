@@ -231,16 +231,24 @@ def read_documents(path: str | Path, strict: bool = False, repeats: list[str] | 
     return corpus
 
 
-def read_reasoning(path: str | Path, examples: Examples) -> dict[str, str]:
+def read_reasoning(path: str | Path, examples: Examples, strict: bool = False) -> dict[str, str]:
     """A reasoning set's ``query`` per example query (the LLM's reasoning, which replaces the query); a query the
     set lacks is a one-line error; rows whose exclusions differ from the example's are counted in a warning
-    (the example's are used)."""
+    (the example's are used).  A query id on two rows: the last is kept, counted in a warning, as the examples
+    reader does -- refused with ``strict``."""
     path = Path(path)
     cols = _columns(path, ("id", "query", "excluded_ids"))
     texts: dict[str, str] = {}
+    first_row: dict[str, int] = {}
+    replaced: list[str] = []
     differs = 0
     for row, (qid, query, excl) in enumerate(zip(cols["id"], cols["query"], cols["excluded_ids"]), start=1):
         qid = _id(path, row, "id", qid, document=False)
+        if qid in first_row:
+            if strict:
+                raise DataError(path, None, f"row {row}: query id {qid!r} repeats row {first_row[qid]} (--strict)")
+            replaced.append(qid)
+        first_row.setdefault(qid, row)
         texts[qid] = _text(path, row, "query", query)
         if frozenset(e for e in _ids(path, row, "excluded_ids", excl) if e != NONE_MARKER) != examples.exclusions.get(
             qid
@@ -255,6 +263,10 @@ def read_reasoning(path: str | Path, examples: Examples) -> dict[str, str]:
         )
     if differs:
         log.warning("%s: %d row(s) list other excluded ids than the examples; the examples' are used", path, differs)
+    if replaced:
+        log.warning(
+            "%s: %d query id(s) repeated (e.g. %r): the last row of each is kept", path, len(replaced), replaced[0]
+        )
     return {q: texts[q] for q in examples.queries}
 
 
@@ -316,7 +328,7 @@ def load(name: str, revision: str | None = None, strict: bool = False, corpus: b
     )
 
 
-def reasoning_queries(collection: Collection, llm: str) -> tuple[dict[str, str], Path]:
+def reasoning_queries(collection: Collection, llm: str, strict: bool = False) -> tuple[dict[str, str], Path]:
     """The reasoning set ``llm`` of a BRIGHT collection read from the hub at the commit its data came from: query
     id -> the LLM's reasoning (which replaces the query), and the file it was read from."""
     from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
@@ -331,7 +343,7 @@ def reasoning_queries(collection: Collection, llm: str) -> tuple[dict[str, str],
         raise refusal([(parsed.name, "the commit the task's data came from", exc)], revision, [parsed.name]) from None
     file = download(layout.repo_id, path, found.commit)
     examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
-    return read_reasoning(file, examples), file
+    return read_reasoning(file, examples, strict=strict), file
 
 
 def pinned_data_problem(task: str, record: Mapping[str, Any]) -> str | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from ..errors import PATH_CHARS, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
+from ..errors import PATH_CHARS, DataError, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
 from .benchmarks import benchmark_of
 from .collection import Collection, JudgmentsFile
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
@@ -108,6 +108,15 @@ def with_judgments(collection: Collection, qrels: str | os.PathLike[str], strict
 
     path = Path(qrels)
     judged = read_qrels(path, strict=strict)
+    for qid, docs in judged.items():  # as the examples' reader refuses a gold id that is also excluded
+        both = sorted(d for d, grade in docs.items() if grade > 0 and d in collection.exclusions.get(qid))
+        if both:
+            raise DataError(
+                path,
+                None,
+                f"query {shown(qid)}: {shown(both[0])} is judged relevant, but the protocol of {collection.name} "
+                "excludes it for that query (its excluded_ids): no run can retrieve it",
+            )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return collection.replace(qrels=judged, judgments=JudgmentsFile(str(path.absolute()), digest))
 

@@ -246,10 +246,12 @@ def expansion_builder(
     folder: str | Path | None = None,
     data_dir: str | Path | None = None,
     revision: str | None = None,
+    strict: bool = False,
 ) -> ExpansionQueries | ReasoningQueries:
     """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front):
     ``reason:<llm>`` is BRIGHT's reasoning query set of that LLM (:mod:`.reasoning`), any other ``METHOD:LLM``
-    R2MED's expansions."""
+    R2MED's expansions.  ``strict``: a reasoning set repeating a query id is refused (else its last row is kept,
+    counted in a warning), as ``--strict`` refuses repeats in the task's own files."""
     from ..data.names import REASON
 
     if spec and spec.partition(":")[0].strip().lower() == REASON:
@@ -261,7 +263,7 @@ def expansion_builder(
         llm = spec.partition(":")[2]
         if not llm.strip():
             raise R2MedError(f"--expansion wants {REASON}:LLM (e.g. {REASON}:gpt4), got {spec!r}")
-        return ReasoningQueries(llm)
+        return ReasoningQueries(llm, strict=strict)
     if spec:
         method, llm = parse_spec(spec)
     elif file:

@@ -30,9 +30,10 @@ RULE = "replace"
 class ReasoningQueries:
     """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): a BRIGHT task's queries replaced by one LLM's reasoning."""
 
-    def __init__(self, llm: str):
+    def __init__(self, llm: str, strict: bool = False):
         from ..data import names
 
+        self.strict = strict
         self.method = names.REASON
         self.llm = names.reasoning_name(llm)  # an unknown set is a one-line error listing the five
         self.loaded: dict[str, Path] = {}
@@ -63,7 +64,7 @@ class ReasoningQueries:
                 f"{collection.name}: {self.method}:{self.llm} is one of BRIGHT's reasoning query sets; "
                 f"{collection.name} is not a BRIGHT task"
             )
-        texts, path = bright.reasoning_queries(collection, self.llm)
+        texts, path = bright.reasoning_queries(collection, self.llm, strict=self.strict)
         self.loaded[collection.name] = path
         log.info("%s: queries replaced by %s's reasoning (%s)", collection.name, self.llm, path)
         return dict(texts)

@@ -71,7 +71,12 @@ def plan(step: EvaluateStep) -> Plan:
         from ..expansion.precomputed import expansion_builder
 
         builder = expansion_builder(
-            step.expansion, step.expansion_file, step.expansion_dir, step.data.data_dir, step.data.revision
+            step.expansion,
+            step.expansion_file,
+            step.expansion_dir,
+            step.data.data_dir,
+            step.data.revision,
+            strict=step.data.strict,
         )
     return Plan(step, system_name(step, builder.label if builder is not None else None), builder)
 
