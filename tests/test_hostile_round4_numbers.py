@@ -476,3 +476,43 @@ def test_a_reasoning_set_repeating_a_query_is_counted_or_refused_with_strict(tmp
     assert read_reasoning(path, ex) == {"0": "second", "1": "one"}
     assert "1 query id(s) repeated (e.g. '0'): the last row of each is kept" in caplog.text
     assert expansion_builder("reason:gpt4", strict=True).strict  # --strict reaches the reasoning reader
+
+
+# -- item 18: small fixes, each its own rule ----------------------------------------------------------------------
+
+
+def test_a_depth_a_record_cannot_hold_is_refused_before_any_work(tmp_path):
+    """``--top-k 10**41`` wrote a ``metrics.json`` every reader refuses (more than 30 digits)."""
+    data = make_data(tmp_path)
+    line = one_line_error(
+        run_r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(tmp_path / "o"), "--top-k", str(10**41))
+    )
+    assert f"--top-k: {10**41} has 42 digits; a count r2med records holds at most 30" in line
+    assert not (tmp_path / "o").exists()
+    res = run_r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(tmp_path / "o"), "--top-k", str(10**29))
+    assert res.returncode == 0, res.stderr  # the largest a record holds: runs, and reads back
+    assert run_r2med("report", str(tmp_path / "o")).returncode == 0
+
+
+def test_a_query_id_longer_than_a_record_holds_is_refused_when_read(tmp_path):
+    """A 1,001-character query id failed only when ``metrics.json`` was written, after the whole run."""
+    data = make_data(tmp_path)
+    long_id = "q" * 1001
+    (data / "query.jsonl").write_text(json.dumps({"id": long_id, "text": "glucose insulin"}) + "\n")
+    (data / "qrels.jsonl").write_text(json.dumps({"q_id": long_id, "p_id": "a", "score": 1}) + "\n")
+    line = one_line_error(run_r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(tmp_path / "o")))
+    assert "is 1,001 characters long; a query id holds at most 1,000" in line and "query.jsonl" in line, line
+    assert not (tmp_path / "o").exists()
+    run = tmp_path / "run.trec"
+    run.write_text(f"{long_id} Q0 a 1 1.0 x\n")
+    with pytest.raises(R2MedError, match="1,001 characters long"):
+        import r2med
+
+        r2med.read_trec(run)
+
+
+def test_score_refuses_a_split_on_a_hub_task_as_evaluate_does(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a 1 1.0 x\n")
+    line = one_line_error(run_r2med("score", "bright:pony", str(run), "--split", "dev"))
+    assert "--split dev: the hub tasks (R2MED's and BRIGHT's) have one split (test)" in line

@@ -284,6 +284,11 @@ def score_files(
 
     qrels, run = Path(qrels), Path(run)
     if not qrels.exists() and is_hub_task(str(qrels)):
+        if split != "test":  # as evaluate refuses it: the hub tasks have one split
+            raise R2MedError(
+                f"--split {split}: the hub tasks (R2MED's and BRIGHT's) have one split (test); --split chooses among "
+                "the qrels/<split>.tsv of a BEIR folder given as the judgments"
+            )
         return score_task(str(qrels), run, measures, count_missing, strict, revision, judgments)
     if judgments is not None or revision is not None:
         raise R2MedError(

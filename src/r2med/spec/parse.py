@@ -31,6 +31,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails
 
 from ..errors import OptionError, did_you_mean, shown
+from ..runs.record import MAX_INT_DIGITS
 
 SpecT = TypeVar("SpecT", bound="Spec")
 
@@ -81,8 +82,22 @@ RefName = Annotated[str, AfterValidator(_ref_name)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 Share = Annotated[float, Field(ge=0, le=1)]
-Count = Annotated[int, Field(ge=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+#: the largest count or seed a step takes: every integer a step records in ``metrics.json`` is one its reader reads
+#: back (:data:`r2med.runs.record.MAX_INT_DIGITS` digits), so ``--top-k 10**41`` is refused here, before any work
+COUNT_LIMIT = 10**MAX_INT_DIGITS
+
+
+def _recordable(value: int) -> int:
+    if value >= COUNT_LIMIT:
+        raise ValueError(
+            f"{value} has {len(str(value)):,} digits; a count r2med records holds at most {MAX_INT_DIGITS} "
+            "(metrics.json could not be read back)"
+        )
+    return value
+
+
+Count = Annotated[int, Field(ge=1), AfterValidator(_recordable)]
+NonNegativeInt = Annotated[int, Field(ge=0), AfterValidator(_recordable)]
 
 
 @dataclass(frozen=True)
