@@ -516,3 +516,34 @@ def test_score_refuses_a_split_on_a_hub_task_as_evaluate_does(tmp_path):
     run.write_text("q1 Q0 a 1 1.0 x\n")
     line = one_line_error(run_r2med("score", "bright:pony", str(run), "--split", "dev"))
     assert "--split dev: the hub tasks (R2MED's and BRIGHT's) have one split (test)" in line
+
+
+# -- item 7: one column, one data state -----------------------------------------------------------------------------
+
+
+def _two_states(tmp_path):
+    data = make_data(tmp_path)
+    judged = tmp_path / "judged.txt"
+    judged.write_text("q1 0 b 1\n")
+    out = tmp_path / "out"
+    for extra in ([], ["--qrels", str(judged), "--name", "bm25-judged"]):
+        res = run_r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(out), *extra)
+        assert res.returncode == 0, res.stderr
+    return data, out
+
+
+def test_show_marks_a_system_scored_on_its_own_judgments(tmp_path):
+    """``show`` printed a ``--qrels`` run's value beside the collection's judgments without the § mark."""
+    data, out = _two_states(tmp_path)
+    res = run_r2med("show", str(out), "--query", "q1", "-d", str(data))
+    assert res.returncode == 0, res.stderr
+    assert "bm25-judged §" in res.stdout and "judged with" in res.stdout + res.stderr, res.stdout
+
+
+def test_plot_refuses_a_qrels_run_beside_a_normal_one_as_compare_does(tmp_path):
+    pytest.importorskip("matplotlib")
+    _, out = _two_states(tmp_path)
+    compare = one_line_error(run_r2med("compare", str(out / "bm25"), str(out / "bm25-judged")))
+    line = one_line_error(run_r2med("plot", str(out), "-o", str(tmp_path / "fig.png")))
+    assert "were made on different data" in compare and "were made on different data" in line, line
+    assert not (tmp_path / "fig.png").exists()

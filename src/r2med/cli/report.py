@@ -351,6 +351,13 @@ def plot_command(
     check_output_file(output, "--output")
     plot.figure_format(output)
     systems = jobs.load_report(runs, tasks=tasks)
+    from ..results.folders import task_order
+    from ..results.published import different_data
+
+    for task in task_order(systems):  # one column, one data state: a figure pairs what compare pairs
+        problem = different_data(task, {s.name: s.tasks[task].metrics for s in systems if task in s.tasks})
+        if problem is not None:
+            raise R2MedError(f"{problem}; a figure draws its columns from one data state (plot them apart)")
     if kind == "bars":
         board = build_leaderboard(systems, asked)
         plot.plot_bars(board, output)

@@ -82,8 +82,17 @@ def build_view(
 ) -> QueryView:
     """The view of ``query`` of ``task`` (a key of each system's tasks) in ``systems``, with texts and
     judgments from ``collection`` when given."""
+    from ..report.judgments import judgments_file, legend_line, marks_for
     from ..report.show import Hit, Judged, QueryView
     from ..runs.run import ranked
+
+    # one column, one data state: a system scored on a judgments file of its own (--qrels) is marked wherever its
+    # name stands (the judgments shown are the collection's), and the mark explained in a note
+    judged_by = marks_for(s.tasks[task].config for s in systems)
+    label: dict[str, str] = {}
+    for s in systems:
+        record = judgments_file(s.tasks[task].config)
+        label[s.name] = f"{s.name} {judged_by[str(record['sha256'])][0]}" if record is not None else s.name
 
     known = {q for s in systems for q in (*s.tasks[task].run, *s.tasks[task].per_query)}
     if collection is not None:
@@ -94,21 +103,22 @@ def build_view(
         )
     judgments = dict(collection.qrels.get(query, {})) if collection is not None else {}
     corpus = collection.corpus if collection is not None else {}
-    orders = {s.name: [d for d, _ in ranked(s.tasks[task].run.get(query, {}))] for s in systems}
+    orders = {label[s.name]: [d for d, _ in ranked(s.tasks[task].run.get(query, {}))] for s in systems}
     positions = {name: {d: i + 1 for i, d in enumerate(order)} for name, order in orders.items()}
     relevant = sorted(((d, g) for d, g in judgments.items() if g > 0), key=lambda dg: (-dg[1], dg[0]))
     judged = [Judged(d, g, corpus.get(d), {name: positions[name].get(d) for name in orders}) for d, g in relevant]
     top = {}
     for s in systems:
         scores = s.tasks[task].run.get(query, {})
-        top[s.name] = [
+        top[label[s.name]] = [
             Hit(i + 1, d, v, judgments.get(d) if collection is not None else None, corpus.get(d))
             for i, (d, v) in enumerate(ranked(scores)[:k])
         ]
-    values = {s.name: s.tasks[task].scores(measure).get(query) for s in systems}
+    values = {label[s.name]: s.tasks[task].scores(measure).get(query) for s in systems}
     notes = []
     if collection is None:
         notes.append(f"{task}: no collection found (pass --data-dir, or --hub): ids and scores only, no judgments")
+    notes += [f"{task}: {legend_line(mark, record)}" for mark, record in judged_by.values()]
     for s in systems:
         if query not in s.tasks[task].run:
             notes.append(f"{s.name}: its run has no ranking for {query}")
