@@ -547,3 +547,17 @@ def test_plot_refuses_a_qrels_run_beside_a_normal_one_as_compare_does(tmp_path):
     line = one_line_error(run_r2med("plot", str(out), "-o", str(tmp_path / "fig.png")))
     assert "were made on different data" in compare and "were made on different data" in line, line
     assert not (tmp_path / "fig.png").exists()
+
+
+def test_latex_never_bolds_a_figure_of_another_judgments_file(tmp_path):
+    """A ``--qrels`` (§) figure was bolded as the column's best in LaTeX, beside figures on the task's own."""
+    data = make_data(tmp_path)
+    judged = tmp_path / "judged.txt"
+    judged.write_text("q1 0 a 1\n")  # the same judgment as the collection's: both runs score 100.00
+    out = tmp_path / "out"
+    for extra in ([], ["--qrels", str(judged), "--name", "judged"]):
+        assert run_r2med("evaluate", "-r", "bm25", "-d", str(data), "-o", str(out), *extra).returncode == 0
+    latex = run_r2med("report", str(out), "--format", "latex").stdout
+    [own] = [line for line in latex.splitlines() if line.startswith("bm25 &")]
+    [other] = [line for line in latex.splitlines() if line.startswith("judged &")]
+    assert r"\textbf{100.00" in own and r"\textbf" not in other and "§" in other, latex
