@@ -561,3 +561,18 @@ def test_latex_never_bolds_a_figure_of_another_judgments_file(tmp_path):
     [own] = [line for line in latex.splitlines() if line.startswith("bm25 &")]
     [other] = [line for line in latex.splitlines() if line.startswith("judged &")]
     assert r"\textbf{100.00" in own and r"\textbf" not in other and "§" in other, latex
+
+
+def test_a_model_revision_on_a_local_folder_is_refused_not_recorded(tmp_path):
+    """``model_revision`` on a local folder was recorded as if it had chosen the folder's files."""
+    import r2med
+
+    data = make_data(tmp_path)
+    model = tmp_path / "my-model"
+    model.mkdir()
+    args = ["evaluate", "-r", "dense", "--model", str(model), "-d", str(data), "-o", str(tmp_path / "o")]
+    line = one_line_error(run_r2med(*args, "--set", "model_revision=main"))
+    assert "model_revision 'main':" in line and "is a local folder" in line, line
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(R2MedError, match="is a local folder"):
+        r2med.make_reranker(str(model), model_revision="main")
