@@ -180,8 +180,9 @@ def test_set_refuses_what_is_not_an_option_naming_the_flag(tmp_path, pair, flag)
         "rerank": ["rerank", "--run", str(folder), "--reranker", "listwise", "--model", "m", "-o", str(tmp_path / "o")],
     }
     before = snapshot(tmp_path)
+    pair = pair.replace("ELSEWHERE", str(tmp_path / "ELSEWHERE"))  # where a leaked output would land
     for command in _commands_with_set():
-        line = one_line_error(run_r2med(*base[command], "--set", pair))
+        line = one_line_error(run_r2med(*base[command], "--set", pair, cwd=tmp_path))
         key = pair.partition("=")[0]
         assert line.startswith(f"error: --set {key}: --set sets the ") and flag in line, line
         if key == "revision":
