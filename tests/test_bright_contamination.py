@@ -34,8 +34,12 @@ SYSTEMS = {
     "rader": {"step": "evaluate", "retriever": "rader-7b",
               "encoder": {"model": "Raderspace/RaDeR_gte_Qwen2-7B_MATH_LLMq_CoT_lexical"}},
     "bge": {"step": "evaluate", "retriever": "bge", "encoder": {"model": "BAAI/bge-large-en-v1.5"}},
-    # a user's dense run of a local copy of ReasonIR-8B: marked by its checkpoint, not by a name
+    # a user's dense run of a local folder named ReasonIR-8B: nothing says which weights it holds (a folder renamed
+    # ReasonIR-8B is not ReasonIR-8B), so no mark -- a mark comes from what the run is, never from a name (issue 40
+    # item 18); a Hugging Face cache snapshot of the checkpoint is marked
     "mine": {"step": "evaluate", "retriever": "dense", "encoder": {"model": "/models/ReasonIR-8B"}},
+    "snapshot": {"step": "evaluate", "retriever": "dense",
+                 "encoder": {"model": "/hf/hub/models--reasonir--ReasonIR-8B/snapshots/0aac962"}},
     # BM25 reranked -- its first stage is clean; and a reranking of DIVER's run: its first stage is DIVER
     "bm25+ce": {"step": "rerank", "reranker": {"reranker": "bright-cross-encoder", "model": "x/ce"},
                 "first_stage": {"config": {"step": "evaluate", "retriever": "bm25"}}},
@@ -49,7 +53,8 @@ TOUCHED = {
     "diver": {"Biology", "bright:biology", "bright:pony", "bright:theoremqa_theorems", "bright:biology:long"},
     "rader": {"bright:theoremqa_theorems"},
     "bge": set(),
-    "mine": {"Biology", "bright:biology", "bright:pony", "bright:theoremqa_theorems", "bright:biology:long"},
+    "mine": set(),
+    "snapshot": {"Biology", "bright:biology", "bright:pony", "bright:theoremqa_theorems", "bright:biology:long"},
     "bm25+ce": set(),
     "diver+ce": {"Biology", "bright:biology", "bright:pony", "bright:theoremqa_theorems", "bright:biology:long"},
 }

@@ -375,6 +375,23 @@ def _split(
     return fields, options, nested
 
 
+def step_flags(step: type[Spec]) -> dict[str, str]:
+    """Each key of ``step``'s flat values that is not an option of what it runs (the step's own fields, its
+    ``data`` and ``output`` and their fields), with the command-line flag that sets it: what ``--set`` refuses,
+    naming the flag (``--set qrels=FILE``: ``--qrels``).  ``options`` (a table of options) is an option."""
+    from .spec.parse import flag_of
+
+    flags: dict[str, str] = {}
+    for name in field_names(step):
+        kind = _NESTED.get(name)
+        if kind is not None:
+            flags[name] = ", ".join(flag_of(kind, n) for n in field_names(kind))
+            flags.update((n, flag_of(kind, n)) for n in field_names(kind))
+        elif name != "options":
+            flags[name] = flag_of(step, name)
+    return flags
+
+
 def _build(
     step: type[Spec],
     fields: dict[str, object],

@@ -157,7 +157,7 @@ def evaluate_command(
     from ..jobs import evaluate as jobs
     from ..results.folders import summary
     from ..spec.parse import Origin, SpecError
-    from ..steps import evaluate_step
+    from ..steps import EvaluateStep, evaluate_step
 
     strict = strict_data(ctx, strict)
     names = comma_list(retriever) if ray else [retriever]
@@ -196,7 +196,7 @@ def evaluate_command(
         medcpt_published=medcpt_published or None,
         encoder=encoder,
     )
-    values = with_set(named, set_)
+    values = with_set(named, set_, EvaluateStep, "retriever")
     try:
         steps = [evaluate_step({"retriever": r, **values}, Origin.cli()) for r in names]  # the one parse, first
     except SpecError as err:

@@ -169,6 +169,8 @@ def expand_command(
         f"{method}:{llm}",
         "--expansion-dir",
         out,
+        "--tasks",  # the tasks expanded: without it evaluate runs R2MED's 8, whatever was expanded
+        ",".join(d.task for d in done),
         *(("--data-dir", data_dir) if data_dir else ()),
         *(("--split", split) if split != "test" else ()),
     )

@@ -34,6 +34,7 @@ from ..runs.fusion import FusionMethod, Normalisation
 from ..spec.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..spec.dense_choices import Pooling as PoolingName
 from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..spec.parse import Spec
 
 
 class EnumChoice:
@@ -191,11 +192,23 @@ def parse_set(values: list[str] | None) -> dict[str, Any]:
     return options
 
 
-def with_set(values: Mapping[str, Any], pairs: list[str] | None) -> dict[str, Any]:
-    """``values`` (a command's options, None where not given) with the ``--set key=value`` pairs added; a key
-    that its own flag also set is a one-line error (one value per option)."""
+def with_set(values: Mapping[str, Any], pairs: list[str] | None, step: type[Spec], runs: str) -> dict[str, Any]:
+    """``values`` (a command's options, None where not given) with the ``--set key=value`` pairs added.
+
+    ``--set`` sets the options of what the step runs (``runs``: "retriever", "reranker") and nothing else: a key of
+    the step itself, its data or its output (:func:`r2med.steps.step_flags`: ``qrels``, ``revision``, ``output``,
+    ``out``) is a one-line error naming the flag that sets it -- it would otherwise reach the step unchecked by
+    the command (``output.out`` written where ``--out`` was not checked) or be ignored.  A key that its own flag
+    also set is a one-line error (one value per option)."""
+    from ..steps import step_flags
+
+    flags = step_flags(step)
     merged = dict(values)
     for key, value in parse_set(pairs).items():
+        flag = flags.get(key)
+        if flag is not None:
+            model = "; a model's own commit is --set model_revision=<commit>" if key == "revision" else ""
+            raise R2MedError(f"--set {key}: --set sets the {runs}'s options only; {key} is set by {flag}{model}")
         if merged.get(key) is not None:
             raise R2MedError(f"--set {key}: also given by its own flag; give it once")
         merged[key] = value

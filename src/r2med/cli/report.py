@@ -358,6 +358,13 @@ def plot_command(
     systems = jobs.load_report(runs, tasks=tasks)
     if baseline is not None and kind != "bars":
         raise R2MedError(f"--baseline marks the bars figure; --kind {kind} takes none")
+    from ..results.folders import task_order
+    from ..results.published import different_data
+
+    for task in task_order(systems):  # one column, one data state: a figure pairs what compare pairs
+        problem = different_data(task, {s.name: s.tasks[task].metrics for s in systems if task in s.tasks})
+        if problem is not None:
+            raise R2MedError(f"{problem}; a figure draws its columns from one data state (plot them apart)")
     if kind == "bars":
         board = build_leaderboard(systems, asked, baseline=baseline)
         plot.plot_bars(board, output)

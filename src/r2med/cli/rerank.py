@@ -114,7 +114,7 @@ def rerank_command(
     from ..jobs.rerank import rerank_folder
     from ..results.folders import summary
     from ..spec.parse import Origin
-    from ..steps import rerank_step
+    from ..steps import RerankStep, rerank_step
 
     if api_key is not None and not _takes_api_key(ctx, reranker):
         api_key = None  # read from $OPENAI_API_KEY for the LLM rerankers; a model run here takes no key
@@ -150,6 +150,8 @@ def rerank_command(
                 "scorer": scorer,
             },
             set_,
+            RerankStep,
+            "reranker",
         ),
         Origin.cli(),
     )

@@ -328,16 +328,24 @@ def read_documents(path: str | Path, strict: bool = False, repeats: list[str] | 
     return corpus
 
 
-def read_reasoning(path: str | Path, examples: Examples) -> dict[str, str]:
+def read_reasoning(path: str | Path, examples: Examples, strict: bool = False) -> dict[str, str]:
     """A reasoning set's ``query`` per example query (the LLM's reasoning, which replaces the query); a query the
     set lacks is a one-line error; rows whose exclusions differ from the example's are counted in a warning
-    (the example's are used)."""
+    (the example's are used).  A query id on two rows: the last is kept, counted in a warning, as the examples
+    reader does -- refused with ``strict``."""
     path = Path(path)
     cols = _columns(path, ("id", "query", "excluded_ids"))
     texts: dict[str, str] = {}
+    first_row: dict[str, int] = {}
+    replaced: list[str] = []
     differs = 0
     for row, (qid, query, excl) in enumerate(zip(cols["id"], cols["query"], cols["excluded_ids"]), start=1):
         qid = _id(path, row, "id", qid, document=False)
+        if qid in first_row:
+            if strict:
+                raise DataError(path, None, f"row {row}: query id {qid!r} repeats row {first_row[qid]} (--strict)")
+            replaced.append(qid)
+        first_row.setdefault(qid, row)
         texts[qid] = _text(path, row, "query", query)
         if frozenset(e for e in _ids(path, row, "excluded_ids", excl) if e != NONE_MARKER) != examples.exclusions.get(
             qid
@@ -352,6 +360,10 @@ def read_reasoning(path: str | Path, examples: Examples) -> dict[str, str]:
         )
     if differs:
         log.warning("%s: %d row(s) list other excluded ids than the examples; the examples' are used", path, differs)
+    if replaced:
+        log.warning(
+            "%s: %d query id(s) repeated (e.g. %r): the last row of each is kept", path, len(replaced), replaced[0]
+        )
     return {q: texts[q] for q in examples.queries}
 
 
@@ -432,15 +444,17 @@ def load(name: str, revision: str | None = None, strict: bool = False, corpus: b
     )
 
 
-def reasoning_queries(collection: Collection, llm: str, file: Path | None = None) -> tuple[dict[str, str], Path]:
+def reasoning_queries(
+    collection: Collection, llm: str, file: Path | None = None, strict: bool = False
+) -> tuple[dict[str, str], Path]:
     """The reasoning set ``llm`` of a BRIGHT collection read from the hub at the commit its data came from (or from
     ``file``, one task's file of it: ``--expansion-file``): query id -> the LLM's reasoning (which replaces the
-    query), and the file it was read from."""
+    query), and the file it was read from; ``strict``: a query id on two rows is refused."""
     from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
 
     examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
     if file is not None:
-        texts = read_reasoning(file, examples)
+        texts = read_reasoning(file, examples, strict=strict)
         judged = "gold_ids_long" if parse_name(collection.name).long else "gold_ids"
         _check_same_task(file, examples, collection.name, judged)
         return texts, file
@@ -453,7 +467,7 @@ def reasoning_queries(collection: Collection, llm: str, file: Path | None = None
     except (FilesMissing, FilesNotCached) as exc:
         raise refusal([(parsed.name, "the commit the task's data came from", exc)], revision, [parsed.name]) from None
     got = download(layout.repo_id, path, found.commit)
-    return read_reasoning(got, examples), got
+    return read_reasoning(got, examples, strict=strict), got
 
 
 def pinned_data_problem(task: str, record: Mapping[str, Any]) -> str | None:

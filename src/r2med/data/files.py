@@ -37,7 +37,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 from ..errors import DataError, MissingDataFile
 from .collection import Qrels
@@ -61,8 +61,10 @@ _SHOWN_IDS = 5
 _has_space = re.compile(r"\s").search  # \s is str.isspace(): the characters str.split() cuts at
 _CONTROL = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
 _control_char = re.compile(f"[{_CONTROL}]").search
-#: a query id's flaw (whitespace or a control character), found at C speed
-_query_id_flaw = re.compile(rf"[\s{_CONTROL}]").search
+#: the longest query id (``metrics.json`` stores each query's values under its id: a longer one is damage there)
+MAX_QUERY_ID_CHARS: Final = 1_000
+#: a query id's flaw (whitespace, a control character, or more than :data:`MAX_QUERY_ID_CHARS`), found at C speed
+_query_id_flaw = re.compile(rf"[\s{_CONTROL}]|\A[\s\S]{{{MAX_QUERY_ID_CHARS + 1}}}").search
 #: a document id's flaw (a control character, or whitespace at either end), found at C speed
 _doc_id_flaw = re.compile(rf"[{_CONTROL}]|\A\s|\s\Z").search
 
@@ -86,6 +88,8 @@ def id_problem(value: str, spaces: bool = False) -> str | None:
         return None
     if _has_space(value):
         return "contains whitespace (query ids must fit a TREC run's first field)"
+    if len(value) > MAX_QUERY_ID_CHARS:
+        return f"is {len(value):,} characters long; a query id holds at most {MAX_QUERY_ID_CHARS:,}"
     return None
 
 
@@ -547,7 +551,9 @@ def read_qrels_trec(path: Path, strict: bool = False) -> Qrels:
 
 def read_qrels(path: str | Path, strict: bool = False) -> Qrels:
     """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC."""
-    path = Path(path)
+    from ..infra.containment import path_argument
+
+    path = path_argument(path, "qrels")
     if path.suffix == ".jsonl":
         return read_qrels_jsonl(path, strict=strict)
     if path.suffix == ".tsv":

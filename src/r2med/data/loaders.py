@@ -223,7 +223,9 @@ def load_folder(
     so anything but ``test`` is an error there.  Data errors name the layout guessed.  ``strict``: a
     repeated id or judgment is a ``file:line`` error (default: the last one is kept, as the paper's loader).
     """
-    root = Path(root)
+    from ..infra.containment import path_argument
+
+    root = path_argument(root, "collection folder")
     split = check_split(split)
     if not root.is_dir():
         raise NotFound(f"{root}: no such folder{did_you_mean_folder(root)}")

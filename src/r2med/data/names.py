@@ -68,16 +68,36 @@ def aliases() -> Mapping[str, tuple[str, ...]]:
     return {word: tasks for b in benchmarks() for word, tasks in b.aliases().items()}
 
 
-def parse_tasks(spec: str | Iterable[str] | None, long_documents: bool = False) -> list[str]:
-    """A ``--tasks`` spec as benchmark task names, each once, in the order given: None or empty -> :data:`DEFAULT`;
-    a family's word (``all``/``r2med``: R2MED's 8; ``bright``: BRIGHT's 12; ``bright:long``: its 8 long-document
-    settings); else comma-separated names of any family (``Biology,bright:earth-science``).  ``long_documents``:
-    every task in its long-document setting (a family's word then means its tasks that have one; a task without
-    one is a one-line error)."""
-    if spec is None or (isinstance(spec, str) and spec.strip() == ""):
-        parts: list[str] = [DEFAULT]
+def task_parts(spec: str | Iterable[str] | None) -> list[str] | None:
+    """The names a ``--tasks`` spec gives, as written (None for None: the default); a spec that
+    names nothing (``""``, ``","``, ``[]``) or holds something other than names is an OptionError: an empty
+    ``--tasks`` or ``tasks = ""`` never means "all", nor an empty table."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        parts = spec.split(",")
+    elif isinstance(spec, Iterable) and not isinstance(spec, Mapping):
+        parts = list(spec)
     else:
-        parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
+        raise OptionError(f"--tasks: expected task names (text, or a list of them), got {shown(spec)}")
+    bad = [p for p in parts if not isinstance(p, str)]
+    if bad:
+        raise OptionError(f"--tasks: expected task names, got {shown(bad[0])} in {shown(spec)}")
+    names = [p.strip() for p in parts if p.strip()]
+    if not names:
+        raise OptionError(
+            f"--tasks {shown(spec)} names no task; name them (Biology,bright:pony), or all (R2MED's 8) or bright"
+        )
+    return names
+
+
+def parse_tasks(spec: str | Iterable[str] | None, long_documents: bool = False) -> list[str]:
+    """A ``--tasks`` spec as benchmark task names, each once, in the order given: None -> :data:`DEFAULT`; a family's
+    word (``all``/``r2med``: R2MED's 8; ``bright``: BRIGHT's 12; ``bright:long``: its 8 long-document settings); else
+    comma-separated names of any family (``Biology,bright:earth-science``); a spec that names nothing is a one-line
+    error (:func:`task_parts`).  ``long_documents``: every task in its long-document setting (a family's word then
+    means its tasks that have one; a task without one is a one-line error)."""
+    parts = task_parts(spec) or [DEFAULT]
     groups = aliases()
     found: list[str] = []
     for part in parts:

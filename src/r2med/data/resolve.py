@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from ..errors import PATH_CHARS, R2MedError, did_you_mean, did_you_mean_folder, shown
+from ..errors import PATH_CHARS, DataError, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
 from .benchmarks import benchmark_of
 from .collection import Collection, JudgmentsFile
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
-from .names import canonical_task, is_hub_task, parse_tasks
+from .names import canonical_task, is_hub_task, parse_tasks, task_parts
 from .tasks import TASK_NAMES, get_task
 
 HUB = "hub"
@@ -108,6 +108,15 @@ def with_judgments(collection: Collection, qrels: str | os.PathLike[str], strict
 
     path = Path(qrels)
     judged = read_qrels(path, strict=strict)
+    for qid, docs in judged.items():  # as the examples' reader refuses a gold id that is also excluded
+        both = sorted(d for d, grade in docs.items() if grade > 0 and d in collection.exclusions.get(qid))
+        if both:
+            raise DataError(
+                path,
+                None,
+                f"query {shown(qid)}: {shown(both[0])} is judged relevant, but the protocol of {collection.name} "
+                "excludes it for that query (its excluded_ids): no run can retrieve it",
+            )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return collection.replace(qrels=judged, judgments=JudgmentsFile(str(path.absolute()), digest))
 
@@ -119,15 +128,18 @@ def is_collection(folder: Path) -> bool:
 
 def _root(data_dir: str | os.PathLike[str]) -> Path:
     # absolute: the folder is recorded as the results' source, usable from anywhere
-    return Path(os.path.normpath(Path(data_dir).expanduser().absolute()))
+    from ..infra.containment import path_argument
+
+    return Path(os.path.normpath(path_argument(data_dir, "--data-dir").expanduser().absolute()))
 
 
 def _asked(tasks: str | Iterable[str] | None) -> list[str] | None:
     """The names in a ``--tasks`` spec as given (None for ``all``)."""
-    if tasks is None or (isinstance(tasks, str) and tasks.strip().lower() in ("", "all")):
+    if isinstance(tasks, str) and tasks.strip().lower() == "all":
         return None
-    parts = tasks.split(",") if isinstance(tasks, str) else list(tasks)
-    return [p.strip() for p in parts if p.strip()] or None
+    if isinstance(tasks, str):  # ``r2med`` names a folder here
+        return task_parts(tasks.split(","))
+    return task_parts(tasks)
 
 
 def collection_folders(root: Path) -> list[Path]:
@@ -357,6 +369,8 @@ def load_task(
     or one collection folder. ``"demo"`` loads the built-in demo collection.  ``split``: a BEIR
     folder's split (``qrels/<split>.tsv``).  ``strict``: refuse repeated ids and judgments.
     """
+    if not isinstance(task, str) or not task:
+        raise OptionError(f"load_task: expected a task name (text: Biology, bright:pony), got {shown(task)}")
     if task == DEMO or source == DEMO:
         return load_demo(strict=strict)
     if source is None or str(source) == HUB:

@@ -11,11 +11,13 @@ count as 0, as ``trec_eval -c`` does).
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from ..errors import NothingToScore, R2MedError, shown
+from ..errors import NothingToScore, OptionError, R2MedError, shown
 from ..measures import CUTOFFS as TABLE_CUTOFFS
 from ..measures import DEFAULT_MEASURES as TABLE_DEFAULTS
 from ..measures import HEADLINE, Family, Measure, pytrec_eval_spec
@@ -47,6 +49,57 @@ def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
                 raise R2MedError(
                     f"judgment for query {qid!r}, doc {did!r}: relevance {grade} is outside {GRADE_MIN}..{GRADE_MAX}"
                 )
+
+
+def score_problem(score: object) -> str | None:
+    """Why ``score`` cannot be a run's score (a real number, finite: no ``nan``, ``inf``, bool or text), or None.
+
+    numpy's scalars count as the numbers they are (``np.float32(0.5)``); the one rule every run obeys, whoever made it
+    (:func:`check_run_scores`)."""
+    if isinstance(score, bool) or not isinstance(score, numbers.Real):
+        return f"is a {type(score).__name__}, not a number"
+    try:
+        value = float(score)
+    except (OverflowError, ValueError):
+        return "is not a finite number"
+    return None if math.isfinite(value) else "is not a finite number"
+
+
+def check_run_scores(run: Mapping[str, Mapping[str, float]], what: str = "run") -> dict[str, dict[str, float]]:
+    """``run`` with every score a finite float, or an OptionError naming the first query and document whose score is
+    not (:func:`score_problem`): no run holds a non-finite score, from a file, a producer or the Python API.  Ids
+    are left to :func:`check_run_ids`."""
+    if not isinstance(run, Mapping):
+        raise OptionError(f"{what} must be a mapping of query id -> {{doc id: score}}, not a {type(run).__name__}")
+    checked: dict[str, dict[str, float]] = {}
+    for qid, docs in run.items():
+        if not isinstance(docs, Mapping):
+            raise OptionError(f"{what} query {shown(qid)}: expected {{doc id: score}}, got a {type(docs).__name__}")
+        row: dict[str, float] = {}
+        for did, score in docs.items():
+            problem = score_problem(score)
+            if problem is not None:
+                raise OptionError(f"{what} query {shown(qid)}, doc {shown(did)}: score {shown(score)} {problem}")
+            row[did] = float(score)
+        checked[qid] = row
+    return checked
+
+
+def _grade(qid: object, did: object, grade: object) -> int:
+    """A judgment's relevance as an int: an integer (``2``, ``2.0``, numpy's), never a fraction cut to one (``0.9``
+    is refused, not read as 0), a bool or text; an OptionError naming the query and document otherwise."""
+    if isinstance(grade, bool) or not isinstance(grade, numbers.Real):
+        raise OptionError(
+            f"judgment for query {shown(qid)}, doc {shown(did)}: relevance {shown(grade)} is a "
+            f"{type(grade).__name__}, not an integer"
+        )
+    value = float(grade)
+    if not value.is_integer():
+        raise OptionError(
+            f"judgment for query {shown(qid)}, doc {shown(did)}: relevance {shown(grade)} is not an integer "
+            "(relevance grades are whole numbers: trec_eval reads them as integers)"
+        )
+    return int(value)
 
 
 def _check_ids(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> None:
@@ -165,9 +218,12 @@ def evaluate(
 
     asked = tuple(dict.fromkeys(_measure(m) for m in (measures or TABLE_DEFAULTS)))
     wanted = tuple(m.trec for m in asked)
-    qrels_clean = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
+    if not isinstance(qrels, Mapping) or not all(isinstance(docs, Mapping) for docs in qrels.values()):
+        raise OptionError(f"judgments must be a mapping of query id -> {{doc id: grade}}, got {shown(qrels)}")
+    qrels_clean = {str(q): {str(d): _grade(q, d, g) for d, g in docs.items()} for q, docs in qrels.items()}
     _check_grades(qrels_clean)
-    run_clean = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items()}
+    scored = check_run_scores(run)  # no run holds a non-finite score (pytrec_eval ranks NaN anywhere)
+    run_clean = {str(q): {str(d): s for d, s in docs.items()} for q, docs in scored.items()}
     _check_ids(run_clean, qrels_clean)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, pytrec_eval_spec(asked))
     raw = evaluator.evaluate(run_clean)

@@ -81,11 +81,14 @@ def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Ex
 
 
 def local_expansion_file(task: str, method: str, llm: str, folders: Sequence[Path] | None = None) -> Path | None:
-    """The ``method:llm`` expansion file of ``task`` in one of ``folders`` (``DIR/<task>/<method>/<llm>/`` or
-    ``DIR/<method>/<llm>/``), if one holds it."""
+    """The ``method:llm`` expansion file of ``task`` in one of ``folders`` (``DIR/<task>/<method>/<llm>/`` -- the
+    task's folder named as ``r2med expand`` names it, :func:`~r2med.infra.containment.task_folder_name`:
+    ``bright:pony`` is ``bright-pony`` -- or ``DIR/<method>/<llm>/``), if one holds it."""
+    from ..infra.containment import task_folder_name
+
     rel = Path(method) / llm / EXPANSION_FILE
     for folder in folders or []:
-        for cand in (folder / task / rel, folder / rel):
+        for cand in (folder / task_folder_name(task) / rel, folder / task / rel, folder / rel):
             if cand.exists():
                 return cand
     return None
@@ -243,10 +246,12 @@ def expansion_builder(
     folder: str | Path | None = None,
     data_dir: str | Path | None = None,
     revision: str | None = None,
+    strict: bool = False,
 ) -> ExpansionQueries | ReasoningQueries:
     """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front):
     ``reason:<llm>`` is BRIGHT's reasoning query set of that LLM (:mod:`.reasoning`), any other ``METHOD:LLM``
-    R2MED's expansions."""
+    R2MED's expansions.  ``strict``: a reasoning set repeating a query id is refused (else its last row is kept,
+    counted in a warning), as ``--strict`` refuses repeats in the task's own files."""
     from ..data.bright import REASON
 
     if spec and spec.partition(":")[0].strip().lower() == REASON:
@@ -260,7 +265,7 @@ def expansion_builder(
             raise R2MedError(f"--expansion wants {REASON}:LLM (e.g. {REASON}:gpt4), got {spec!r}")
         if file is not None and not Path(file).is_file():
             raise R2MedError(f"{file}: expansion file not found")
-        return ReasoningQueries(llm, path=file)
+        return ReasoningQueries(llm, path=file, strict=strict)
     if spec:
         method, llm = parse_spec(spec)
     elif file:

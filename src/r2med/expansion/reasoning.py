@@ -30,9 +30,10 @@ RULE = "replace"
 class ReasoningQueries:
     """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): a BRIGHT task's queries replaced by one LLM's reasoning."""
 
-    def __init__(self, llm: str, path: str | Path | None = None):
+    def __init__(self, llm: str, path: str | Path | None = None, strict: bool = False):
         from ..data import bright
 
+        self.strict = strict
         self.method = bright.REASON
         self.llm = bright.reasoning_name(llm)  # an unknown set is a one-line error listing the five
         #: one task's file of the set (``--expansion-file``: the hub config's parquet file of that task),
@@ -66,7 +67,7 @@ class ReasoningQueries:
                 f"{collection.name}: {self.method}:{self.llm} is one of BRIGHT's reasoning query sets; "
                 f"{collection.name} is not a BRIGHT task"
             )
-        texts, path = bright.reasoning_queries(collection, self.llm, self.path)
+        texts, path = bright.reasoning_queries(collection, self.llm, self.path, strict=self.strict)
         self.loaded[collection.name] = path
         log.info("%s: queries replaced by %s's reasoning (%s)", collection.name, self.llm, path)
         return dict(texts)

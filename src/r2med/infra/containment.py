@@ -26,6 +26,20 @@ from ..errors import DataError, R2MedError, shown
 _SEPARATORS = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
 
 
+def path_argument(value: object, what: str) -> Path:
+    """A path given to the Python API as a :class:`~pathlib.Path`: text or a path-like, not empty, no NUL (no file
+    name holds one); anything else is an OptionError naming ``what`` -- never a ``TypeError`` from ``os``."""
+    from ..errors import OptionError
+
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise OptionError(f"{what}: expected a path (text or a Path), got {shown(value)}")
+    if "\0" in value:
+        raise OptionError(f"{what}: {shown(value)} holds a NUL, which no file name holds")
+    return Path(value)
+
+
 def _control(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
 

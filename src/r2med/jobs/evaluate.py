@@ -71,7 +71,12 @@ def plan(step: EvaluateStep) -> Plan:
         from ..expansion.precomputed import expansion_builder
 
         builder = expansion_builder(
-            step.expansion, step.expansion_file, step.expansion_dir, step.data.data_dir, step.data.revision
+            step.expansion,
+            step.expansion_file,
+            step.expansion_dir,
+            step.data.data_dir,
+            step.data.revision,
+            strict=step.data.strict,
         )
     return Plan(step, system_name(step, builder.label if builder is not None else None), builder)
 
@@ -281,6 +286,11 @@ def score_files(
 
     qrels, run = Path(qrels), Path(run)
     if not qrels.exists() and is_hub_task(str(qrels)):
+        if split != "test":  # as evaluate refuses it: the hub tasks have one split
+            raise R2MedError(
+                f"--split {split}: the hub tasks (R2MED's and BRIGHT's) have one split (test); --split chooses among "
+                "the qrels/<split>.tsv of a BEIR folder given as the judgments"
+            )
         return score_task(str(qrels), run, measures, count_missing, strict, revision, judgments, ties)
     if judgments is not None or revision is not None:
         raise R2MedError(
@@ -362,6 +372,8 @@ def score_task(
                 "y" if removed == 1 else "ies",
                 collection.name,
             )
+    if judgments is None:  # the task's own judgments: a bare run must be a run of this task
+        check_fits(ranked, collection, str(run), revision)
     unknown = sum(1 for q in ranked if q not in collection.qrels)
     if unknown:
         log.warning("%d run quer%s have no judgments and are not scored", unknown, "y" if unknown == 1 else "ies")
@@ -370,6 +382,76 @@ def score_task(
         return evaluate_with_ties(ranked, collection.qrels, measures=wanted, count_missing=count_missing, rule=ties)
     except NothingToScore as exc:
         raise exc.at(f"{run} against {collection.name}") from None
+
+
+def _hits(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> tuple[int, int]:
+    """(judged-relevant documents the run retrieves, judged-relevant documents of the queries it answers), each
+    document counted once: how well a run's documents fit a task's judgments, whatever its scores."""
+    judged = {d for q, docs in qrels.items() if q in run for d, g in docs.items() if g > 0}
+    retrieved = {d for q, docs in run.items() if q in qrels for d in docs}
+    return len(retrieved & judged), len(judged)
+
+
+#: below this share of its queries' relevant documents retrieved (at any depth), a run is checked against the
+#: benchmark's other tasks: a real run of the task finds far more (BM25's Recall@1000 on BRIGHT is above 0.3)
+FIT_SHARE = 0.01
+
+
+def check_fits(
+    run: Mapping[str, Mapping[str, float]], collection: Collection, where: str, revision: str | None
+) -> None:
+    """A bare run (a file: no recorded task) scored against a benchmark task must be a run of that task: BRIGHT's
+    tasks share query ids 0..N, so a run of another task would be scored, at 0, as if it were this one's.
+
+    The run fits when it retrieves at least :data:`FIT_SHARE` of the documents judged relevant for the queries it
+    answers.  Otherwise the benchmark's other tasks are read (queries and judgments only) and the one it fits
+    far better (10 times the documents, and :data:`FIT_SHARE`) is named in the error; a run that retrieves none
+    of the task's judged documents is an error even when no other task is found (or can be read)."""
+    hits, judged = _hits(run, collection.qrels)
+    if not judged or hits >= FIT_SHARE * judged:
+        return
+    best: tuple[str, int, int] | None = None
+    for other in _siblings(collection.name, revision):
+        their_hits, their_judged = _hits(run, other.qrels)
+        better = their_judged > 0 and their_hits >= max(10 * hits, 1, FIT_SHARE * their_judged)
+        if better and (best is None or their_hits / their_judged > best[1] / best[2]):
+            best = (other.name, their_hits, their_judged)
+    if best is None and hits:
+        return
+    fits = (
+        f"; it fits {best[0]} ({best[1]:,} of its {best[2]:,} relevant documents retrieved): r2med score {best[0]} "
+        f"{where}"
+        if best is not None
+        else "; a run of another task or corpus?"
+    )
+    raise R2MedError(
+        f"{where}: not a run of {collection.name}: it retrieves {hits:,} of the {judged:,} documents judged relevant "
+        f"for its queries{fits}"
+    )
+
+
+def _siblings(task: str, revision: str | None) -> list[Collection]:
+    """The other hub tasks of ``task``'s benchmark, read for their queries and judgments where they can be (a
+    task that cannot be read -- offline, not in the cache -- is left out)."""
+    from ..data.benchmarks import benchmark_of
+
+    try:
+        family = benchmark_of(task)
+    except R2MedError:
+        family = None
+    if family is None:
+        return []
+    found = []
+    for name in family.task_names():
+        if name.lower() == task.lower():
+            continue
+        try:
+            found.append(
+                TaskRef.on_hub(name, revision if revision and "=" not in revision else None).load(corpus=False)
+            )
+        except (R2MedError, OSError):
+            continue
+    return found
 
 
 def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:

@@ -237,16 +237,23 @@ def make_experiment(
     makes the error (the file reader's names the file)."""
     fail = fail or (lambda where, message: ExperimentError(f"{where + ': ' if where else ''}{message}"))
     exp = Experiment(
-        Path(out),
-        tasks=tasks if isinstance(tasks, str) else list(tasks),
-        dirs=[Path(d) for d in dirs],
-        revision=revision,
-        report=report or ReportSpec(),
+        _path(out, "", "out", fail),
+        tasks=_tasks(tasks, fail),
+        dirs=[_path(d, "[data]", "dirs", fail) for d in ([dirs] if isinstance(dirs, (str, os.PathLike)) else dirs)],
+        revision=_revision(revision, fail),
+        report=_report(report, fail),
         source=Path(source) if source is not None else None,
-        long_documents=long_documents,
+        long_documents=_flag(long_documents, "[data]", "long_documents", fail),
     )
+    if isinstance(steps, (str, Mapping, Spec)) or not isinstance(steps, Sequence):
+        raise fail("", f"steps: expected a list of steps (EvaluateStep, RerankStep, ...), got {shown_value(steps)}")
     counts: dict[str, int] = {}
-    for item in steps:
+    for number, item in enumerate(steps, start=1):
+        if not isinstance(item, (Step, EvaluateStep, RerankStep, FuseStep, ImportStep)):
+            raise fail(
+                f"steps[{number - 1}]",
+                f"expected EvaluateStep, RerankStep, FuseStep or ImportStep (r2med.steps), got {shown_value(item)}",
+            )
         if isinstance(item, Step):
             exp.steps.append(item)
             continue
@@ -260,12 +267,20 @@ def make_experiment(
             raise fail(f"{TABLES[kind]} {counts[kind]}", str(exc)) from None
     if not exp.steps:
         raise fail("", "no [[retrievers]], [[rerank]], [[fusion]] or [[imports]] step to run")
+    for step in exp.steps:  # an import's files, before any step runs (the steps before it would run for nothing)
+        if isinstance(step.spec, ImportStep):
+            for run in step.spec.runs:
+                _path(run, step.where, "runs", fail)
+                if not run.is_file():
+                    raise fail(step.where, f"runs: {run}: no such file")
     seen: dict[str, Step] = {}
     for step in exp.steps:
         if step.label in seen:
             raise fail(step.where, f"makes system '{step.label}', as {seen[step.label].where} does; give one a label")
         seen[step.label] = step
     for step in exp.steps:
+        if isinstance(step.spec, FuseStep) and len(set(step.needs)) < 2:  # as `r2med fuse` refuses, before any work
+            raise fail(step.where, f"systems: fusion needs at least two systems, got {', '.join(step.needs)}")
         for needed in step.needs:
             if needed not in seen and not (exp.out / needed).is_dir():
                 raise fail(
@@ -288,8 +303,78 @@ def make_experiment(
                     step.where,
                     f"tasks: {unknown[0]!r} is none of the experiment's tasks ({', '.join(r.name for r in refs)})",
                 )
+        qrels = step.spec.data.qrels if isinstance(step.spec, (EvaluateStep, ImportStep)) else None
+        if qrels is not None:  # as the command checks --qrels, before any step runs
+            from ..infra.containment import check_input_file
+
+            try:
+                check_input_file(_path(qrels, step.where, "qrels", fail), "qrels")
+            except R2MedError as exc:
+                raise fail(step.where, str(exc)) from None
+            count = len(wanted) if isinstance(wanted, tuple) else len(refs)
+            if count != 1:
+                raise fail(
+                    step.where,
+                    f"qrels {qrels} holds the judgments of one task, but the step runs on {count}: name one with tasks",
+                )
     check_destinations(exp, fail)
     return exp
+
+
+def _path(value: object, where: str, key: str, fail: Callable[[str, str], R2MedError]) -> Path:
+    """A path argument as the file's reader takes it: text or a path, not empty, no NUL (no file name holds one)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise fail(where, f"{key}: expected a path (text), got {shown_value(value)}")
+    if "\0" in value:
+        raise fail(where, f"{key}: expected a path, got {shown_value(value)}, which holds a NUL")
+    return Path(value).expanduser()
+
+
+def _tasks(tasks: object, fail: Callable[[str, str], R2MedError]) -> str | list[str]:
+    """``[data] tasks``: ``all``, names as text, or a non-empty list of names (:func:`r2med.data.names.task_parts`:
+    ``""`` and ``[]`` name no task, they never mean all)."""
+    from ..data.names import task_parts
+
+    try:
+        task_parts(tasks)  # type: ignore[arg-type]  # checked there: any value, one line
+    except R2MedError as exc:
+        raise fail("[data]", f"tasks: {exc}".replace("tasks: --tasks", "tasks")) from None
+    return tasks if isinstance(tasks, str) else list(tasks)  # type: ignore[call-overload]  # a list of names
+
+
+def _revision(revision: object, fail: Callable[[str, str], R2MedError]) -> str | None:
+    if revision is None:
+        return None
+    if not isinstance(revision, str):
+        raise fail("[data]", f"revision: expected text, got {shown_value(revision)}")
+    from ..data.hub import parse_revision
+
+    try:
+        parse_revision(revision)
+    except R2MedError as exc:
+        raise fail("[data]", f"revision: {exc}") from None
+    return revision
+
+
+def _flag(value: object, where: str, key: str, fail: Callable[[str, str], R2MedError]) -> bool:
+    """A true/false setting, strictly: ``"no"`` (text) is no ``False``."""
+    if not isinstance(value, bool):
+        raise fail(where, f"{key}: expected true or false, got {shown_value(value)}")
+    return value
+
+
+def _report(report: object, fail: Callable[[str, str], R2MedError]) -> ReportSpec:
+    if report is None:
+        return ReportSpec()
+    if not isinstance(report, ReportSpec):
+        raise fail("[report]", f"expected a ReportSpec, got {shown_value(report)}")
+    for key in ("html", "latex", "markdown", "data_dir"):
+        value = getattr(report, key)
+        if value is not None:
+            setattr(report, key, _path(value, "[report]", key, fail))
+    return report
 
 
 def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) -> None:
@@ -320,6 +405,15 @@ def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) 
         target = path.resolve()
         if exp.source is not None and target == exp.source.resolve():
             raise fail("[report]", f"{key}: {path} is the experiment file itself; name another file")
+        inside = target.relative_to(root).parts if target.is_relative_to(root) else ()
+        if len(inside) == 1 and (inside[0] in exp.read_systems or target.is_dir()):
+            raise fail(
+                "[report]",
+                f"{key}: {path} is the system folder {inside[0]!r} of out; write reports beside the systems "
+                "(out/report.md) or elsewhere",
+            )
+        if target.is_dir():
+            raise fail("[report]", f"{key}: {path} is a folder; name a file")
         if target.is_relative_to(root) and len(target.relative_to(root).parts) > 1:
             raise fail(
                 "[report]",
@@ -483,33 +577,17 @@ class Reader:
             out, specs, tasks, dirs, revision, report, source, fail=self.fail, long_documents=long_documents
         )
 
-    def data(self, raw: Any) -> tuple[str | list[str], list[Path], str | None, bool]:
+    def data(self, raw: Any) -> tuple[Any, list[Path], str | None, Any]:
         if not isinstance(raw, Mapping):
             raise self.fail("", "data: expected a [data] table")
         self.unknown("[data]", list(raw), DATA_KEYS)
-        tasks = raw.get("tasks", "all")
-        if not (isinstance(tasks, str) or (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks))):
-            raise self.fail("[data]", f'tasks: expected a list of task names or "all", got {shown_value(tasks)}')
-        if isinstance(tasks, list) and not tasks:
-            raise self.fail("[data]", 'tasks: expected a list of task names or "all", got an empty list')
+        tasks = raw.get("tasks", "all")  # checked by make_experiment, as a Python caller's
         dirs = raw.get("dirs", [])
         if not isinstance(dirs, (str, list)):
             raise self.fail("[data]", f"dirs: expected a path or a list of paths, got {shown_value(dirs)}")
         dirs = [self.path(d, "[data]", "dirs") for d in ([dirs] if isinstance(dirs, str) else dirs)]
-        revision = raw.get("revision")
-        if revision is not None and not isinstance(revision, str):
-            raise self.fail("[data]", f"revision: expected text, got {shown_value(revision)}")
-        if revision is not None:
-            from ..data.hub import parse_revision
-
-            try:
-                parse_revision(revision)
-            except R2MedError as exc:
-                raise self.fail("[data]", f"revision: {exc}") from None
-        long_documents = raw.get("long_documents", False)
-        if not isinstance(long_documents, bool):
-            raise self.fail("[data]", f"long_documents: expected true or false, got {long_documents!r}")
-        return tasks, dirs, revision, long_documents
+        revision = _revision(raw.get("revision"), self.fail)  # before the steps' tables read it
+        return tasks, dirs, revision, raw.get("long_documents", False)
 
     def _step(self, build: Callable[[], Spec], where: str) -> Any:
         try:
@@ -550,11 +628,7 @@ class Reader:
                 raise self.fail(where, f"runs: expected a run file or a list of them, got {runs!r}")
             values["runs"] = tuple(self.path(r, where, "runs") for r in runs)
         spec = self._step(lambda: flat(values, ImportStep, self.origin(where, "import")), where)
-        step = self._made(step_of, spec, index, where)
-        for run in spec.runs:  # before any step runs (the steps before it would run for nothing)
-            if not run.is_file():
-                raise self.fail(where, f"runs: {run}: no such file")
-        return step
+        return self._made(step_of, spec, index, where)
 
     def rerank(self, entry: Mapping[str, object], index: int, out: Path) -> list[Step]:
         from ..reranking.base import reranker_meta

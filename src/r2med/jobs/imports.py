@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection, TaskRef
-from ..errors import NothingToScore, R2MedError
+from ..data.names import is_hub_task
+from ..errors import NothingToScore, R2MedError, shown
+from ..evaluation.metrics import check_run_scores
 from ..evaluation.ties import TieRule
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash
@@ -306,6 +308,10 @@ def import_run(
         ranked = check_run(run)
         source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(), "tags": []}
         where = f"{name} (a run given in Python)"
+    if not isinstance(collection, Collection):
+        raise R2MedError(
+            f"import_run: collection must be a Collection (r2med.load_task / load_folder), got {shown(collection)}"
+        )
     step = ImportStep.model_validate(
         {
             "runs": (),
@@ -320,25 +326,12 @@ def import_run(
 
 def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
     """A Run given in Python, checked as a run file is: ids keeping the id rule, finite numeric scores, not empty."""
-    import math
-
     if not isinstance(run, Mapping) or not run:
         raise R2MedError("the run must be a non-empty mapping of query id -> {doc id: score}")
-    checked: Run = {}
-    for qid, docs in run.items():
-        if not isinstance(qid, str) or not isinstance(docs, Mapping):
+    for qid in run:
+        if not isinstance(qid, str):
             raise R2MedError(f"run query {qid!r}: expected a text id mapped to {{doc id: score}}")
-        row: dict[str, float] = {}
-        for did, score in docs.items():
-            if (
-                not isinstance(did, str)
-                or isinstance(score, bool)
-                or not isinstance(score, (int, float))
-                or not math.isfinite(float(score))
-            ):
-                raise R2MedError(f"run query {qid!r}, doc {did!r}: score {score!r} is not a finite number")
-            row[did] = float(score)
-        checked[qid] = row
+    checked = check_run_scores(run)
     check_run_ids(checked)
     return checked
 
@@ -400,6 +393,12 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None, flag: 
         refs = resolve(tasks, data.data_dir, data.revision, strict=data.strict, long_documents=long, qrels=data.qrels)
         refs = check_hub(refs, corpus=False)  # queries and judgments only, found before any download
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None, flag=flag, revision=data.revision)
+    if data.qrels is None:  # a bare run on a hub task's own judgments: a run of that task (BRIGHT's share query ids)
+        from .evaluate import check_fits
+
+        for file, collection in pairs:
+            if is_hub_task(collection.name):
+                check_fits(file.run, collection, str(file.path), data.revision)
     results = []
     for file, collection in pairs:
         results.append(_finish(file.run, file.source(), collection, step, str(file.path)))

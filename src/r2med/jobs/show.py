@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import OptionError, did_you_mean
+from ..errors import OptionError, did_you_mean, shown
 from ..measures import HEADLINE, Measure
 from ..measures import measure as as_measure
 
@@ -47,7 +47,15 @@ def show_query(
     if k < 1:
         raise OptionError(f"-k must be an integer of at least 1, got {k!r}")
     asked = as_measure(measure)
-    systems = load_report(runs)
+    from ..infra.containment import path_argument
+
+    if isinstance(runs, (str, os.PathLike)):  # one folder (a text is no list of its characters)
+        runs = [runs]
+    if not isinstance(runs, Iterable):
+        raise OptionError(f"runs: expected run folders (a path or a list of them), got {shown(runs)}")
+    if not isinstance(query, str) or not query:
+        raise OptionError(f"query: expected a query id (text), got {shown(query)}")
+    systems = load_report([path_argument(r, "runs") for r in runs])
     tasks = task_order(systems)
     column = _column(tasks, task)
     holding = [s for s in systems if column in s.tasks]
@@ -74,8 +82,17 @@ def build_view(
 ) -> QueryView:
     """The view of ``query`` of ``task`` (a key of each system's tasks) in ``systems``, with texts and
     judgments from ``collection`` when given."""
+    from ..report.judgments import judgments_file, legend_line, marks_for
     from ..report.show import Hit, Judged, QueryView
     from ..runs.run import ranked
+
+    # one column, one data state: a system scored on a judgments file of its own (--qrels) is marked wherever its
+    # name stands (the judgments shown are the collection's), and the mark explained in a note
+    judged_by = marks_for(s.tasks[task].config for s in systems)
+    label: dict[str, str] = {}
+    for s in systems:
+        record = judgments_file(s.tasks[task].config)
+        label[s.name] = f"{s.name} {judged_by[str(record['sha256'])][0]}" if record is not None else s.name
 
     known = {q for s in systems for q in (*s.tasks[task].run, *s.tasks[task].per_query)}
     if collection is not None:
@@ -86,21 +103,22 @@ def build_view(
         )
     judgments = dict(collection.qrels.get(query, {})) if collection is not None else {}
     corpus = collection.corpus if collection is not None else {}
-    orders = {s.name: [d for d, _ in ranked(s.tasks[task].run.get(query, {}))] for s in systems}
+    orders = {label[s.name]: [d for d, _ in ranked(s.tasks[task].run.get(query, {}))] for s in systems}
     positions = {name: {d: i + 1 for i, d in enumerate(order)} for name, order in orders.items()}
     relevant = sorted(((d, g) for d, g in judgments.items() if g > 0), key=lambda dg: (-dg[1], dg[0]))
     judged = [Judged(d, g, corpus.get(d), {name: positions[name].get(d) for name in orders}) for d, g in relevant]
     top = {}
     for s in systems:
         scores = s.tasks[task].run.get(query, {})
-        top[s.name] = [
+        top[label[s.name]] = [
             Hit(i + 1, d, v, judgments.get(d) if collection is not None else None, corpus.get(d))
             for i, (d, v) in enumerate(ranked(scores)[:k])
         ]
-    values = {s.name: s.tasks[task].scores(measure).get(query) for s in systems}
+    values = {label[s.name]: s.tasks[task].scores(measure).get(query) for s in systems}
     notes = []
     if collection is None:
         notes.append(f"{task}: no collection found (pass --data-dir, or --hub): ids and scores only, no judgments")
+    notes += [f"{task}: {legend_line(mark, record)}" for mark, record in judged_by.values()]
     for s in systems:
         if query not in s.tasks[task].run:
             notes.append(f"{s.name}: its run has no ranking for {query}")

@@ -562,10 +562,15 @@ def contamination_of(checkpoint: str | None) -> tuple[Contamination, ...]:
 
 def _checkpoint_key(model: str) -> str:
     """A checkpoint's repository name, lowercased: ``org/name``'s ``name``; a Hugging Face cache snapshot
-    (``.../models--org--name/snapshots/<commit>``) the repository it caches."""
-    parts = [p for p in model.replace("\\", "/").rstrip("/").split("/") if p]
+    (``.../models--org--name/snapshots/<commit>``) the repository it caches.  Any other local folder is no
+    checkpoint's (``""``): a folder renamed ``ReasonIR-8B`` is not ReasonIR-8B -- a mark is given from what the
+    run is, never from a name."""
+    text = model.replace("\\", "/")
+    parts = [p for p in text.rstrip("/").split("/") if p]
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
         return parts[-3].split("--")[-1].lower()
+    if text.startswith(("/", ".", "~")) or len(parts) > 2 or (len(text) > 1 and text[1] == ":"):
+        return ""  # a local folder (absolute, relative or a drive path), not a cache snapshot
     return parts[-1].lower() if parts else ""
 
 

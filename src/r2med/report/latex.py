@@ -31,6 +31,13 @@ def column_ranks(values: Sequence[float | None]) -> list[int | None]:
     return [None if v is None or round(v, DECIMALS) not in top else top.index(round(v, DECIMALS)) + 1 for v in values]
 
 
+def _own_judgments(marks: Sequence[str]) -> bool:
+    """Whether a cell's figure was made on a judgments file of the user's (``--qrels``: marked §)."""
+    from .judgments import MARK
+
+    return any(m.startswith(MARK) for m in marks)
+
+
 def _marked(text: str, rank: int | None) -> str:
     if rank == 1:
         return r"\textbf{" + text + "}"
@@ -50,8 +57,15 @@ def leaderboard_latex(board: Leaderboard) -> str:
     _, lines = board.grid(flag="(!)")
     columns = board.columns
     systems = board.systems
+    # a figure made on a judgments file of the user's (§) is of another data state: never ranked beside the others
     ranks = {
-        col: dict(zip((id(r) for r in systems), column_ranks([r.cells[col].value for r in systems]))) for col in columns
+        col: dict(
+            zip(
+                (id(r) for r in systems),
+                column_ranks([None if _own_judgments(r.cells[col].marks) else r.cells[col].value for r in systems]),
+            )
+        )
+        for col in columns
     }
     out = [
         r"\begin{tabular}{l" + "r" * len(columns) + "}",

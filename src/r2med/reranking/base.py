@@ -17,12 +17,14 @@ sequence-classification cross-encoder (the ``cross-encoder`` entry).
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import OptionError, R2MedError, did_you_mean
+from ..errors import OptionError, R2MedError, did_you_mean, shown
+from ..evaluation.metrics import check_run_scores
 from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..protocol.bright import Contamination, contamination_of
@@ -229,10 +231,20 @@ def rerank(
     ``rerank.py`` keeps it (``{}``) and pytrec_eval scores it (``run.trec`` cannot hold it: ``metrics.json`` records
     it, ``empty_queries``).
     """
-    if top_k < 1:
-        raise R2MedError("the rerank depth (--top-k) must be at least 1")
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
+        raise R2MedError(f"the rerank depth (--top-k) must be an integer of at least 1, got {shown(top_k)}")
+    top_k = int(top_k)
+    for what, texts in (("queries", queries), ("corpus", corpus)):
+        if not isinstance(texts, Mapping):
+            raise R2MedError(f"rerank: {what} must be a mapping of id -> text, got {shown(texts)}")
+    run = check_run_scores(run)  # no run holds a non-finite score: the first stage's, nor the reranker's (below)
     if isinstance(reranker, str):
         reranker = make_reranker(reranker, **options)
+    if not callable(getattr(reranker, "rerank", None)):
+        raise R2MedError(
+            f"rerank: reranker must be a name or a Reranker (make_reranker), got {shown(reranker)}; your own scorer "
+            "object: make_reranker(scorer)"
+        )
     own_tail = bool(getattr(reranker, "tail", True))
     if keep_tail and not own_tail:
         raise R2MedError(f"{reranker.name}: {TAIL_REFUSED}")
@@ -249,7 +261,7 @@ def rerank(
     candidates = candidates_of(run, top_k, queries, position)
     texts = {qid: queries[qid] for qid in candidates}
     if getattr(reranker, "takes_depth", False):
-        scores = reranker.rerank(texts, candidates, corpus, depth=top_k)  # type: ignore[call-arg]  # its own API
+        scores = reranker.rerank(texts, candidates, corpus, depth=top_k)  # its own API (takes_depth)
     else:
         scores = reranker.rerank(texts, candidates, corpus)
     leaves_out = bool(getattr(reranker, "leaves_out", False))
@@ -270,4 +282,4 @@ def rerank(
             for i, (did, _) in enumerate(ranked(run[qid], position)[top_k:], start=1):
                 reranked[did] = floor - i
         out[qid] = reranked
-    return out
+    return check_run_scores(out, what=f"reranker {reranker.name!r}:")

@@ -623,18 +623,54 @@ def run_file(path: str | os.PathLike[str], task: str | None = None) -> Path:
         return path
     selection = find_runs([path])
     folders = [t for ref in selection.systems for t in ref.task_paths()]
+
+    def listed(found: list[Path]) -> str:
+        return ", ".join(str(f) for f in found[:6]) + (" ..." if len(found) > 6 else "")
+
     if task is not None and len(folders) > 1:
-        named = [f for f in folders if f.name.lower() in (task.lower(), task_folder_name(task).lower())]
-        folders = named or folders
+        named = [f for f in folders if _names_task(f.name, task)]
+        if len(named) > 1:
+            raise R2MedError(
+                f"{path}: ambiguous: {len(named)} task folders hold {task} ({listed(named)}); pass the system folder "
+                "or the task folder you mean"
+            )
+        if not named:
+            raise R2MedError(
+                f"{path}: holds {len(folders)} task folders ({listed(folders)}), none of them {task}; pass the task "
+                f"folder of {task} or its run.trec"
+            )
+        folders = named
     if len(folders) != 1:
-        listed = ", ".join(str(f) for f in folders[:6]) + (" ..." if len(folders) > 6 else "")
         raise R2MedError(
-            f"{path}: holds {len(folders)} task folders ({listed}); "
-            + (f"none is named {task!r}; " if task is not None else "")
-            + "pass one task folder or its run.trec"
+            f"{path}: holds {len(folders)} task folders ({listed(folders)}); pass one task folder or its run.trec"
         )
+    if task is not None:  # a run folder's recorded task is the task it is scored against
+        recorded = _recorded_task(folders[0])
+        if recorded is not None and not _names_task(recorded, task):
+            raise R2MedError(
+                f"{folders[0]}: holds a run of {recorded}, not of {task}: scored against {task}'s judgments it would "
+                f"read as a score of another task (r2med score {recorded} {folders[0]})"
+            )
     selection.announce()
     return folders[0] / RUN_FILE
+
+
+def _names_task(name: str, task: str) -> bool:
+    """Whether a folder or recorded name ``name`` is ``task`` (its name, or its task folder's, case aside)."""
+    return name.lower() in (task.lower(), task_folder_name(task).lower()) or task_folder_name(name).lower() == (
+        task_folder_name(task).lower()
+    )
+
+
+def _recorded_task(folder: Path) -> str | None:
+    """The task ``folder``'s ``metrics.json`` records, or None when it records none (or cannot be read: the
+    reader of the run says why, if it matters)."""
+    from ..runs.record import read_record
+
+    try:
+        return read_record(folder).task
+    except R2MedError:
+        return None
 
 
 def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = None) -> System:

@@ -16,10 +16,12 @@ list keeps the ``depth`` best docs (all by default).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from ..errors import R2MedError
+from ..errors import R2MedError, shown
+from ..evaluation.metrics import check_run_scores
 from .run import Run, ranked, truncate
 
 
@@ -49,6 +51,10 @@ def _weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
         raise R2MedError("fusion needs at least one run")
     if weights is None:
         return [1.0] * n_runs
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
+        raise R2MedError(f"fusion weights: expected one number per run, got {shown(weights)}")
+    if any(isinstance(w, bool) or not isinstance(w, numbers.Real) for w in weights):
+        raise R2MedError(f"fusion weights: expected numbers, got {shown(list(weights))}")
     if len(weights) != n_runs:
         raise R2MedError(f"{len(weights)} weight(s) given for {n_runs} run(s); give one weight per run")
     if any(not math.isfinite(w) or w < 0 for w in weights):
@@ -142,9 +148,26 @@ def fuse(
     weights: Sequence[float] | None = None,
     depth: int | None = None,
 ) -> Run:
-    """Fuse ``runs`` with ``method`` (``rrf``, ``combsum`` or ``combmnz``)."""
+    """Fuse ``runs`` with ``method`` (``rrf``, ``combsum`` or ``combmnz``).
+
+    Every input score must be a finite number (one ``nan`` would spread over its whole query under ``minmax`` or
+    ``zscore``), and so is every fused one: weights so large that a sum overflows are refused, naming them.  This is
+    the one entry the ``fuse`` command, ``[[fusion]]`` steps and Python pass."""
+    if isinstance(runs, Mapping) or not isinstance(runs, Sequence):
+        raise R2MedError(f"fuse takes a list of runs, not a {type(runs).__name__}")
+    inputs = [check_run_scores(run, what=f"run {i + 1}") for i, run in enumerate(runs)]
     if method == "rrf":
-        return rrf(runs, k=k, weights=weights, depth=depth)
-    if method in ("combsum", "combmnz"):
-        return comb(runs, method=method, norm=norm, weights=weights, depth=depth)
-    raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")
+        fused = rrf(inputs, k=k, weights=weights, depth=depth)
+    elif method in ("combsum", "combmnz"):
+        fused = comb(inputs, method=method, norm=norm, weights=weights, depth=depth)
+    else:
+        raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")
+    for qid, docs in fused.items():
+        for did, score in docs.items():
+            if not math.isfinite(score):
+                raise R2MedError(
+                    f"fusion weights {', '.join(f'{w:g}' for w in weights or ())}: the fused score of query "
+                    f"{shown(qid)}, doc {shown(did)} overflows to {score}; use smaller weights (only their ratios "
+                    "change the ranking)"
+                )
+    return fused

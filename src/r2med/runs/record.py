@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
 from ..errors import DataError, R2MedError
 
 #: a task folder's results file
@@ -100,7 +101,7 @@ MAX_MEASURES: Final = 1_000
 MAX_QUERIES: Final = 10_000_000
 #: the longest measure name, query id and text field a record may hold
 MAX_NAME_CHARS: Final = 100
-MAX_QUERY_ID_CHARS: Final = 1_000
+MAX_QUERY_ID_CHARS: Final = FILES_MAX_QUERY_ID_CHARS  # the id rule's (every reader refuses a longer id)
 MAX_TEXT_CHARS: Final = 10_000
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import DataError, OptionError, R2MedError, shown
-from ..infra.containment import ensure_within, name_problem, refuse_links
+from ..evaluation.metrics import check_run_scores
+from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
 from ..infra.home import atomic_dir, atomic_path
 from .record import METRICS_FILE, metrics_json, parse_record, read_record
 
@@ -89,12 +90,14 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike[s
     """Write a 6-column TREC run file atomically (``qid Q0 docid rank score tag``).
 
     A document id may hold spaces inside (:func:`read_trec` reads it back whole); an id that breaks the id rule
-    (:func:`check_run_ids`) is an OptionError before anything is written."""
+    (:func:`check_run_ids`) or a score that is not a finite number (:func:`check_run_scores`) is an OptionError
+    before anything is written."""
     problem = name_problem(tag, run_name=True)
     if problem is not None:
         raise R2MedError(f"run tag {problem}")
+    run = check_run_scores(run)
     check_run_ids(run)
-    with atomic_path(path) as tmp:
+    with atomic_path(path_argument(path, "path")) as tmp:
         tmp.write_text(format_trec(run, tag), encoding="utf-8")
 
 
@@ -170,7 +173,7 @@ def trec_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str, fl
 
 def read_trec(path: str | os.PathLike[str]) -> Run:
     """Read a TREC run file (6 columns; 4-column ``qid docid rank score`` is accepted too: :func:`trec_lines`)."""
-    path = Path(path)
+    path = path_argument(path, "run")
     run: Run = {}
     seen: dict[tuple[str, str], int] = {}
     for number, qid, did, score, _ in trec_lines(path):
@@ -217,6 +220,7 @@ def run_format(path: str | os.PathLike[str]) -> RunFormat:
 def read_run(path: str | os.PathLike[str]) -> Run:
     """A run file of either form a run's authors release: TREC (:func:`read_trec`) or a JSON score file
     (:func:`read_score_json`), told apart by :func:`run_format`."""
+    path = path_argument(path, "run")
     return read_score_json(path) if run_format(path) == "json" else read_trec(path)
 
 

@@ -16,6 +16,18 @@ def looks_like_path(model: str) -> bool:
     return model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
 
 
+def revision_problem(model: str | None, revision: str | None) -> str | None:
+    """Why ``revision`` (a model's ``model_revision``) cannot apply to ``model``, or None: a commit names a hub
+    repository's state; a local folder's files are what they are, so a revision given with one would be recorded
+    as if it had chosen them."""
+    if revision is None or model is None or not (Path(model).expanduser().exists() or looks_like_path(model)):
+        return None
+    return (
+        f"model_revision {revision!r}: {model!r} is a local folder, whose files are what they are (a commit chooses "
+        "a hub repository's files): leave model_revision out, or give the hub id"
+    )
+
+
 def missing_model_path(model: str) -> str | None:
     """The problem with ``model`` as a model source (a path-looking name that does not exist), else None."""
     if Path(model).expanduser().exists() or not looks_like_path(model):

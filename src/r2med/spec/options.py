@@ -35,7 +35,7 @@ from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_va
 from ..runs.fusion import FusionMethod, Normalisation
 from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
-from .model_source import missing_model_path
+from .model_source import missing_model_path, revision_problem
 from .parse import (
     Count,
     NonNegative,
@@ -123,6 +123,16 @@ def _dtype(value: Any) -> Any:
     return _choice(value, DTYPE_SPELLINGS, "dtype", fold=True)
 
 
+def _revision_applies(spec: Any, info: ValidationInfo) -> Any:
+    """A model validator: ``model_revision`` only with a hub id (:func:`~r2med.spec.model_source.revision_problem`);
+    a recorded spec is read back as it was written."""
+    if not is_recorded(info):
+        problem = revision_problem(spec.model, spec.model_revision)
+        if problem:
+            raise ValueError(problem)
+    return spec
+
+
 def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
     checked when it loads): :func:`r2med.spec.model_source.missing_model_path`.  A recorded spec read back
@@ -151,6 +161,7 @@ class EncoderOptions(RetrieverOptions):
     trust_remote_code: bool | None = Field(default=None, json_schema_extra=RUNTIME)
     query_model: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
+    _revision_applies = model_validator(mode="after")(_revision_applies)
     normalize: bool | None = Field(default=None, json_schema_extra=SET)
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
     query_instruction: str | None = Field(default=None, json_schema_extra=SET)
@@ -277,6 +288,7 @@ class CrossEncoderOptions(_ModelRuntime):
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
+    _revision_applies = model_validator(mode="after")(_revision_applies)
     max_length: Annotated[int, Field(ge=8)] | None = None
     label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
@@ -310,6 +322,7 @@ class Qwen3Options(_ModelRuntime):
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
+    _revision_applies = model_validator(mode="after")(_revision_applies)
     instruction: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
 

@@ -17,6 +17,7 @@ say the same thing.  A field's flag is ``--<name>`` unless its ``flag`` extra sa
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import types
 import typing
@@ -31,6 +32,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails
 
 from ..errors import OptionError, did_you_mean, shown
+from ..runs.record import MAX_INT_DIGITS
 
 SpecT = TypeVar("SpecT", bound="Spec")
 
@@ -81,8 +83,22 @@ RefName = Annotated[str, AfterValidator(_ref_name)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 Share = Annotated[float, Field(ge=0, le=1)]
-Count = Annotated[int, Field(ge=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+#: the largest count or seed a step takes: every integer a step records in ``metrics.json`` is one its reader reads
+#: back (:data:`r2med.runs.record.MAX_INT_DIGITS` digits), so ``--top-k 10**41`` is refused here, before any work
+COUNT_LIMIT = 10**MAX_INT_DIGITS
+
+
+def _recordable(value: int) -> int:
+    if value >= COUNT_LIMIT:
+        raise ValueError(
+            f"{value} has {len(str(value)):,} digits; a count r2med records holds at most {MAX_INT_DIGITS} "
+            "(metrics.json could not be read back)"
+        )
+    return value
+
+
+Count = Annotated[int, Field(ge=1), AfterValidator(_recordable)]
+NonNegativeInt = Annotated[int, Field(ge=0), AfterValidator(_recordable)]
 
 
 @dataclass(frozen=True)
@@ -262,11 +278,16 @@ def takes(spec: type[Spec], origin: Origin) -> str:
 def plain(value: Any) -> Any:
     """A value as the parse reads it: an enum member as its text (``StrEnum`` members come from typer's choices),
     a path (``pathlib.Path``, any ``os.PathLike``) as its text -- a field taking a model, a folder or a file takes
-    what a Python user passes as readily as what a file or the command line spells --, in lists and tuples too."""
+    what a Python user passes as readily as what a file or the command line spells --, in lists and tuples too; a
+    numpy scalar as the Python number it is (``np.int64(10)`` is the integer 10, ``np.float32(0.5)`` the float)."""
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, os.PathLike):
         return os.fspath(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
+        return float(value)
     if isinstance(value, (list, tuple)):
         return type(value)(plain(v) for v in value)
     return value
