@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, MissingDataFile
+from ..infra.input_files import TooLong, bounded_lines, open_input
 from .collection import Qrels
 
 _fast_loads: Callable[[bytes], Any] | None
@@ -52,7 +53,6 @@ log = logging.getLogger(__name__)
 GRADE_MIN, GRADE_MAX = -1000, 1000
 """Relevance grades r2med accepts (negative grades count as judged non-relevant, as in trec_eval)."""
 
-_BLOCK = 1 << 20  # bytes read at a time: memory stays bounded, and reused (fewer page faults than larger blocks)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -103,10 +103,15 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw bytes without the newline) for every line, read in large blocks; BOM dropped."""
+def _raw_lines(path: Path, max_line: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes without the newline) for every line, read in large blocks; BOM dropped.
+
+    The file is opened as an input (:func:`r2med.infra.input_files.open_input`: a stream such as ``<(cat run)`` is
+    read once, whoever reads it next gets the same bytes) and a line longer than ``max_line`` (default
+    :data:`r2med.infra.input_files.MAX_LINE_BYTES`) is a DataError naming that line,
+    found before it is held whole (``/dev/zero``, a 3 GB one-line file)."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with handle:` below; only open()'s errors map here
+        handle = open_input(path)
     except FileNotFoundError:
         raise MissingDataFile(path, None, "file not found") from None
     except IsADirectoryError:
@@ -114,29 +119,14 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     except OSError as exc:
         raise DataError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     with handle:
-        number, pending = 0, []  # pending: the pieces of a line that spans blocks
+        number = 0
         try:
-            while block := handle.read(_BLOCK):
-                lines = block.split(b"\n")
-                if len(lines) == 1:
-                    pending.append(block)
-                    continue
-                if pending:
-                    pending.append(lines[0])
-                    lines[0] = b"".join(pending)
-                last = lines.pop()
-                pending = [last] if last else []
-                for raw in lines:
-                    number += 1
-                    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                        raw = raw[3:]
-                    yield number, raw
+            for number, raw in bounded_lines(handle, path, max_line):
+                yield number, raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
+        except TooLong as exc:
+            raise DataError(path, None, f"cannot be read: {exc.strerror}") from None
         except OSError as exc:  # e.g. a folder on a system where open() succeeds on it
             raise DataError(path, number + 1, f"cannot be read ({exc.strerror or exc})") from None
-        if pending:
-            number += 1
-            raw = b"".join(pending)
-            yield number, raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
 
 
 def _decode(path: Path, number: int, raw: bytes) -> str:

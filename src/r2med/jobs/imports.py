@@ -76,6 +76,8 @@ def assign_tasks(files: Sequence[RunFile], refs: Sequence[TaskRef], explicit: bo
     match.  Otherwise the run's query ids decide: the collection holding the most of them (none holding
     any, or two holding as many, is an error); two files for one task is an error.
     """
+    if not refs:
+        raise R2MedError("no task to import into; name one with --tasks")
     if explicit or len(refs) == 1:
         if len(files) != len(refs):
             raise R2MedError(

@@ -48,6 +48,7 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
+from ..infra.input_files import open_regular, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +276,8 @@ class EmbeddingCache:
         lo, hi = self.chunk_range(i)
         path = self.chunk_path(i)
         try:
-            arr = np.load(path)
+            with open_regular(path) as handle:  # a FIFO or a device there: damage (dropped), never waited on
+                arr = np.load(handle)
         except FileNotFoundError:
             raise
         except (OSError, ValueError, EOFError) as exc:
@@ -297,9 +299,13 @@ class EmbeddingCache:
             self._drop_chunk(i)
             return None
         try:
-            expected = self.sum_path(i).read_text(encoding="utf-8").strip()
+            expected = read_regular(self.sum_path(i), limit=4096).decode("utf-8").strip()
         except FileNotFoundError:
             expected = None  # written through a ShardStore (Ray): the file's own structure is the check
+        except (OSError, ValueError) as exc:
+            log.warning("embedding cache checksum of chunk %s is unreadable (%s); dropping it", path, exc)
+            self._drop_chunk(i)
+            return None
         if expected is not None and verify_checksum(arr, expected) is False:
             log.warning("embedding cache chunk %s fails its checksum; dropping it, it will be encoded again", path)
             self._drop_chunk(i)

@@ -201,8 +201,10 @@ def run_format(path: str | os.PathLike[str]) -> RunFormat:
     path = Path(path)
     if path.suffix.lower() == ".json":
         return "json"
+    from ..infra.input_files import open_input
+
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:  # a stream is read once: the reader gets the same bytes
             head = handle.read(4096)
     except OSError:
         return "trec"  # the TREC reader says what is wrong with the file
@@ -230,9 +232,12 @@ def read_score_json(path: str | os.PathLike[str]) -> Run:
     hold it), with a counted warning.
     """
     from ..data.files import _raw_lines
+    from ..infra.input_files import MAX_STREAM_BYTES
 
     path = Path(path)
-    raw = b"\n".join(line for _, line in _raw_lines(path))  # errors opening or reading name the file; BOM dropped
+    # one line may hold the whole file (BRIGHT's score.json does): the bound is a stream's
+    # (errors opening or reading name the file; BOM dropped)
+    raw = b"\n".join(line for _, line in _raw_lines(path, MAX_STREAM_BYTES))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
