@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,36 @@ def test_a_bidi_override_in_a_query_id_never_reaches_the_terminal_raw(tmp_path):
     shown = run_r2med("show", out / "bm25", "--query", qid, "-d", data, "--wide")
     assert shown.returncode == 0, shown.stderr
     assert RLO not in shown.stdout and "q\\u202e1" in shown.stdout
+
+
+# ---------------------------------------------------------------- item 2
+
+
+@pytest.mark.parametrize(
+    ("report", "refused"),
+    [
+        ('latex = "eq.trec"', "latex: .*eq.trec is an input of the experiment \\(\\[\\[imports\\]\\] 1 runs\\)"),
+        ('html = "eq.trec"', "html: .*eq.trec is an input of the experiment"),
+        ('markdown = "q.txt"', "markdown: .*q.txt is an input of the experiment \\(\\[\\[imports\\]\\] 1 qrels\\)"),
+        ('latex = "t.tex"\nhtml = "t.tex"', "html: .*t.tex is also \\[report\\] latex"),
+        ('latex = "res/report.md"', "latex: .*report.md is also the Markdown report"),
+        ('markdown = "m.md"\nlatex = "m.md"', "latex: .*m.md is also \\[report\\] markdown"),
+    ],
+    ids=["latex-run", "html-run", "markdown-qrels", "latex-html", "latex-default-markdown", "markdown-latex"],
+)
+def test_a_report_destination_is_no_input_and_no_other_output(tmp_path, report, refused):
+    data = small(tmp_path / "coll")
+    run = tmp_path / "eq.trec"
+    before = "q1 Q0 d2 1 2.0 x\n"
+    run.write_text(before)
+    (tmp_path / "q.txt").write_text("q1 0 d2 1\n")
+    exp = tmp_path / "exp.toml"
+    exp.write_text(
+        f'out = "res"\n[data]\ndirs = ["{data}"]\n[[imports]]\nname = "eq"\nruns = ["eq.trec"]\nqrels = "q.txt"\n'
+        f"[report]\n{report}\n"
+    )
+    for args in (("run", exp, "--dry-run"), ("run", exp)):
+        res = run_r2med(*args)
+        assert res.returncode == 2, res.stderr
+        assert re.search(refused, res.stderr), res.stderr
+    assert run.read_text() == before and not (tmp_path / "res").exists()

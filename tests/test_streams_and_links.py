@@ -13,6 +13,7 @@ limit turn either into a failed test, never a stuck suite).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -279,16 +280,21 @@ def test_every_atomic_write_in_the_home_refuses_a_linked_folder(tmp_path, r2med_
     assert list(victim.iterdir()) == []
 
 
-def test_the_hugging_face_cache_is_held_to_the_same_rule(tmp_path, hf_cache):
-    from r2med.data.hub import _write_refs
+def test_the_hugging_face_cache_is_held_to_the_same_rule(tmp_path, hf_cache, monkeypatch):
+    from r2med.data import hub
 
     victim = tmp_path / "victim"
     victim.mkdir()
     repo = hf_cache / "datasets--org--repo"
     repo.mkdir(parents=True)
     (repo / "refs").symlink_to(victim)
-    _write_refs("org/repo", "a" * 40, "dataset")  # best effort: refused, nothing written
+    monkeypatch.setitem(hub._RESOLVED, ("dataset", "org/repo", "a" * 40), {"main"})  # this process resolved main
+    hub._write_refs("org/repo", "a" * 40, "dataset")  # best effort: refused, nothing written
     assert list(victim.iterdir()) == []
+    (repo / "refs").unlink()
+    monkeypatch.setitem(hub._RESOLVED, ("dataset", "org/repo", "a" * 40), {"main"})
+    hub._write_refs("org/repo", "a" * 40, "dataset")  # without the link: written, as huggingface_hub writes it
+    assert (repo / "refs" / "main").read_text() == "a" * 40
 
 
 # ---------------------------------------------------------------- item 3: devices and pipes written as streams
@@ -360,3 +366,128 @@ def test_a_device_named_as_a_results_folder_is_refused(tmp_path):
     with pytest.raises(R2MedError, match="character device, not a folder"), atomic_dir(node):
         pass
     assert stat.S_ISCHR(os.lstat(node).st_mode)
+
+
+# ---------------------------------------------------------------- house rules, enumerated from the code
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "r2med"
+
+#: Reads that do not go through r2med.infra.input_files, each with why (module, function, call).
+READS_ELSEWHERE = {
+    ("data/hub_integrity.py", "_read_small", "os.open"): "O_NOFOLLOW | O_NONBLOCK, read up to a limit: the memo",
+    ("infra/llm.py", "put", "open"): "one byte at the end of the answer cache _load already checked is a file",
+    ("infra/user_code.py", "_load_file", "read_bytes"): "the user's module: hashed, then imported from the path",
+    ("jobs/cache_entries.py", "_answers", "open"): "`cache ls`: only after entry.is_file() (a regular file)",
+    ("retrieval/analyzer.py", "_standalone_nltk_module", "open"): "a module file of an installed package",
+    ("retrieval/embedding_cache.py", "_load_verified", "np.load"): "memory-mapped after _regular() checked it",
+    ("retrieval/embedding_cache.py", "_stored_width", "np.load"): "memory-mapped after _regular() checked it",
+    ("retrieval/embedding_cache.py", "read_chunk", "np.load"): "from the handle open_regular opened",
+    ("scale/store.py", "read_shard", "np.load"): "a shard store's files (its manifest checks them)",
+    ("scale/store.py", "read_shard", "read_bytes"): "ShardStore.read_bytes (read_regular, or the remote store)",
+    ("scale/store.py", "read_manifest", "read_bytes"): "ShardStore.read_bytes (read_regular, or the remote store)",
+    ("scale/encode.py", "load_shards", "read_bytes"): "ShardStore.read_bytes (read_regular, or the remote store)",
+}
+#: Writes that do not go through r2med.infra.home's atomic writer, each with why.
+WRITES_ELSEWHERE = {
+    ("cli/__init__.py", "main", "os.open"): "stdout onto /dev/null after a broken pipe",
+    ("data/hub_integrity.py", "_make_key", "os.open"): "a 0600 key made with O_EXCL, then renamed into place",
+    ("data/hub_integrity.py", "_make_key", "os.replace"): "that key's rename",
+    ("export/mteb.py", "_write_results", "os.replace"): "moves files inside an atomic_dir temp",
+    ("infra/llm.py", "put", "os.open"): "the append-only answer cache (contained, a non-file there is removed)",
+    ("jobs/expand.py", "claim_llm_folder", "write_text"): "a claim made by os.link of a temp (create-if-absent)",
+    ("scale/encode.py", "_fault_injection", "write_text"): "the fault-injection marker of the tests",
+    ("scale/store.py", "write_bytes", "write_bytes"): "a shard store's temp, renamed by the store",
+    ("scale/encode.py", "encode_distributed", "write_bytes"): "ShardStore.write_bytes (a temp and a rename)",
+    ("scale/store.py", "write_shard", "write_bytes"): "ShardStore.write_bytes (a temp and a rename)",
+    ("scale/store.py", "write_manifest", "write_bytes"): "ShardStore.write_bytes (a temp and a rename)",
+    ("scale/store.py", "write_shard", "np.save"): "into an in-memory buffer",
+    ("retrieval/embedding_cache.py", "write_chunk", "np.save"): "into a handle on an atomic_path temp",
+}
+_WRITE_MODES = set("wax+")
+
+
+def _file_calls() -> list[tuple[str, str, str, str, ast.Call, set[str]]]:
+    """(module, function, kind, "read"/"write", the call, the names bound by `with atomic_path/atomic_dir as`)."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        module = path.relative_to(SRC).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        owner: dict[int, ast.AST] = {}
+        for fn in sorted(functions, key=lambda f: f.lineno):  # innermost last: it wins
+            for node in ast.walk(fn):
+                owner[id(node)] = fn
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            text = ast.unparse(node.func)
+            kind = {"open": "open", "os.open": "os.open", "os.replace": "os.replace", "os.rename": "os.rename"}.get(
+                text
+            )
+            if kind is None and isinstance(node.func, ast.Attribute):
+                attr = node.func.attr
+                if attr in ("read_bytes", "read_text", "write_text", "write_bytes") and "resources" not in text:
+                    kind = attr
+                elif attr == "open" and not text.startswith(("opener", "os.")):
+                    kind = "open"
+                elif text in ("np.load", "np.save"):
+                    kind = text
+            if kind is None:
+                continue
+            fn = owner.get(id(node))
+            name = getattr(fn, "name", "<module>")
+            atomic = set()
+            if fn is not None:
+                for w in ast.walk(fn):
+                    if isinstance(w, ast.With):
+                        for item in w.items:
+                            call = ast.unparse(item.context_expr)
+                            if call.startswith(("atomic_path(", "atomic_dir(")) and item.optional_vars is not None:
+                                atomic.add(ast.unparse(item.optional_vars))
+            code = ast.unparse(node)
+            if kind in ("open", "os.open"):
+                mode = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+                mode += " ".join(ast.unparse(k.value) for k in node.keywords if k.arg == "mode")
+                if kind == "open" and isinstance(node.func, ast.Attribute) and node.args:  # Path.open(mode)
+                    mode = ast.unparse(node.args[0])
+                writes = bool(_WRITE_MODES & set(mode.strip("'\""))) if kind == "open" else "O_WR" in code
+            else:
+                writes = kind in ("write_text", "write_bytes", "os.replace", "os.rename", "np.save")
+            found.append((module, name, kind, "write" if writes else "read", node, atomic))
+    return found
+
+
+def test_every_read_goes_through_the_input_or_cache_opener():
+    """Every file r2med reads is opened by r2med.infra.input_files (an input: a stream read once, lines bounded; a
+    cache entry: a regular file only, never waited on) or is listed above with why; a new reader must choose."""
+    stray = [
+        f"{module}:{call.lineno} {name}: {ast.unparse(call)[:80]}"
+        for module, name, kind, what, call, _ in _file_calls()
+        if what == "read" and module != "infra/input_files.py" and (module, name, kind) not in READS_ELSEWHERE
+    ]
+    assert stray == [], (
+        "read through r2med.infra.input_files (open_input / open_regular / read_regular):\n" + "\n".join(stray)
+    )
+
+
+def test_every_write_goes_through_the_contained_atomic_writer():
+    """Every file r2med writes is written by r2med.infra.home's atomic writer (contained in its own roots, streams
+    for devices), into a temp it hands out (``with atomic_path(...) as tmp``), or is listed above with why."""
+    stray = []
+    for module, name, kind, what, call, atomic in _file_calls():
+        if what != "write" or module == "infra/home.py" or (module, name, kind) in WRITES_ELSEWHERE:
+            continue
+        target = ast.unparse(call.args[0]) if call.args and kind in ("open", "np.save") else ast.unparse(call.func)
+        if any(target == a or target.startswith((f"({a} /", f"{a}.", f"{a} /")) for a in atomic):
+            continue
+        stray.append(f"{module}:{call.lineno} {name}: {ast.unparse(call)[:80]}")
+    assert stray == [], "write through r2med.infra.home (atomic_path / write_text_atomic / atomic_dir):\n" + "\n".join(
+        stray
+    )
+
+
+def test_the_lists_name_only_calls_that_exist():
+    """A listed exception that no longer exists is dropped from the list (no stale permission)."""
+    seen = {(module, name, kind) for module, name, kind, *_ in _file_calls()}
+    assert set(READS_ELSEWHERE) - seen == set()
+    assert set(WRITES_ELSEWHERE) - seen == set()

@@ -48,9 +48,20 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
-from ..infra.input_files import open_regular, read_regular
+from ..infra.input_files import exists_as_regular, open_regular, read_regular
 
 log = logging.getLogger(__name__)
+
+
+def _regular(path: Path) -> Path:
+    """``path`` if it is a regular file, else a NotRegularFile (an OSError: the entry is damage, encoded again)
+    -- checked before a memory map, which would wait on a FIFO."""
+    if not exists_as_regular(path) and path.exists():
+        from ..infra.input_files import NotRegularFile
+
+        raise NotRegularFile(f"{path} is not a regular file")
+    return path
+
 
 CACHE_FORMAT = 2  # 2: checksums, roles (documents / queries)
 KIND = "embeddings"
@@ -183,6 +194,7 @@ class EmbeddingCache:
         if not self.complete():
             return None, []
         try:
+            _regular(self.final_path)
             arr = np.load(self.final_path, mmap_mode="r" if mmap else None)
         except (OSError, ValueError, EOFError) as exc:
             log.warning("embedding cache %s is unreadable (%s); re-encoding", self.final_path, exc)
@@ -470,7 +482,7 @@ class EmbeddingCache:
         for i in range(self.n_chunks):
             if i not in missing:
                 with contextlib.suppress(OSError, ValueError, EOFError):
-                    arr = np.load(self.chunk_path(i), mmap_mode="r")
+                    arr = np.load(_regular(self.chunk_path(i)), mmap_mode="r")
                     return int(arr.shape[1]) if arr.ndim == 2 else None
         return None
 
