@@ -132,6 +132,18 @@ def test_a_stream_qrels_is_read_once_and_hashed_as_read(tmp_path):
     assert hashlib.sha256(qrels).hexdigest() in metrics.read_text()
 
 
+def test_a_stream_of_jsonl_judgments_is_read_as_jsonl(tmp_path):
+    """A stream has no extension to tell its form: its first ``{`` does (before: read as TREC, 'not a number')."""
+    from r2med.data.files import read_qrels
+    from r2med.infra.input_files import forget_streams
+
+    fifo = tmp_path / "qrels"
+    os.mkfifo(fifo)
+    forget_streams()
+    feed_fifo(fifo, b'{"q_id": "q1", "p_id": "d1", "score": 2}\n{"q_id": "q2", "p_id": "d 3", "score": 1}\n')
+    assert read_qrels(fifo) == {"q1": {"d1": 2}, "q2": {"d 3": 1}}
+
+
 # ---------------------------------------------------------------- item 11: bounded lines, regular cache entries
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, MissingDataFile
-from ..infra.input_files import TooLong, bounded_lines, open_input
+from ..infra.input_files import TooLong, bounded_lines, is_stream, open_input
 from .collection import Qrels
 
 _fast_loads: Callable[[bytes], Any] | None
@@ -511,10 +511,20 @@ def read_qrels_trec(path: Path, strict: bool = False) -> Qrels:
     return builder.done()
 
 
+def _starts_with_brace(path: Path) -> bool:
+    try:
+        with open_input(path) as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False  # the reader says what is wrong
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"{")
+
+
 def read_qrels(path: str | Path, strict: bool = False) -> Qrels:
-    """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC."""
+    """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC.  A stream
+    (``<(cat qrels.jsonl)``) has no extension: a first ``{`` says JSONL (its bytes are kept, read once)."""
     path = Path(path)
-    if path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" or (path.suffix != ".tsv" and is_stream(path) and _starts_with_brace(path)):
         return read_qrels_jsonl(path, strict=strict)
     if path.suffix == ".tsv":
         return read_qrels_tsv(path, strict=strict)
