@@ -344,9 +344,11 @@ def results(tmp_path) -> Path:
 )
 def test_a_device_destination_stays_a_device(tmp_path, results, args):
     node = _char_device(tmp_path / "null")
+    os.chmod(node, 0o666)  # as /dev/null is: writable by everyone
     res = run_r2med(*(a.format(out=results, dest=node) for a in args))
     assert res.returncode == 0, res.stderr
     assert stat.S_ISCHR(os.lstat(node).st_mode)
+    assert stat.S_IMODE(os.lstat(node).st_mode) == 0o666  # its permissions untouched too
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".null")] == []  # no temp beside it
 
 
