@@ -3,8 +3,9 @@
 References: BRIGHT's real examples rows and Anserini's qrels in ../shared/data/bright (skipped when absent); BRIGHT's
 own instruction filling rebuilt here from its code (retrievers.py ``add_instruct_concatenate``); instruction texts
 typed here from BRIGHT's configs/<model>/<task>.json; the leaderboard's averages against the paper's per-task rows
-(two sources); r2med's own preset registry; and, where this machine holds stored copies of BRIGHT's and Pyserini's
-repositories (/work/.mirror, skipped when absent), every instruction and every Pyserini figure against the files.
+(two sources); r2med's own preset registry; and every instruction and every Pyserini figure against BRIGHT's
+configs and Pyserini's 2cr matrix as ../shared/reference keeps them (skipped when ../shared is absent: tests read
+references only from the repository and ../shared).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,9 @@ from r2med.measures import Measure
 from r2med.protocol import bright
 
 SHARED_BRIGHT = Path(__file__).resolve().parents[2] / "shared" / "data" / "bright"
-MIRROR = Path("/work/.mirror")
+#: BRIGHT's configs/<model>/<task>.json (xlang-ai/BRIGHT d99e8391) and Pyserini's pyserini/2cr/bright.yaml
+#: (castorini/pyserini 0a0be296), as ../shared/README.md names them
+SHARED_REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 ALL = [
     "biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
     "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions",
@@ -38,13 +40,12 @@ def shared_rows(name: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def mirror_file(repo: str, path: str) -> str:
-    git_dir = MIRROR / repo / "repo"
-    if not git_dir.exists():
-        pytest.skip(f"no stored copy of {repo} on this machine")
-    return subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"HEAD:{path}"], capture_output=True, text=True, check=True
-    ).stdout
+def reference_file(path: str) -> str:
+    """A file of ../shared/reference (skip when ../shared is absent, as on a user's fresh clone)."""
+    full = SHARED_REFERENCE / path
+    if not SHARED_REFERENCE.is_dir():
+        pytest.skip("../shared/reference is not available")
+    return full.read_text(encoding="utf-8")  # a file missing from a present ../shared fails: never a silent skip
 
 
 # ---------------------------------------------------------------- tasks
@@ -213,11 +214,12 @@ def test_grit_document_instruction_needs_no_formatting():
         assert "{" not in bright.model("grit").instruction_template(t, "document")
 
 
+@pytest.mark.shared
 def test_instructions_equal_brights_config_files():
-    """Every stored template equals BRIGHT's configs/<model>/<task>.json (a stored copy of the repository)."""
+    """Every stored template equals BRIGHT's configs/<model>/<task>.json (../shared/reference/bright-configs)."""
     for name, m in bright.models().items():
         for t in ALL:
-            config = json.loads(mirror_file("xlang-ai+BRIGHT", f"configs/{name}/{t}.json"))
+            config = json.loads(reference_file(f"bright-configs/{name}/{t}.json"))
             for setting, key in (("instructions", "standard"), ("instructions_long", "long")):
                 for kind in ("query", "document"):
                     stored = m.instructions.get(f"{key}_{kind}", {}).get(t)
@@ -319,10 +321,11 @@ def test_leaderboard_has_every_reasoning_set_for_the_13():
     assert long_rows == {"Average": 11.4}
 
 
+@pytest.mark.shared
 def test_pyserini_rows_equal_the_2cr_file():
-    """Every Pyserini figure equals castorini/pyserini's pyserini/2cr/bright.yaml (a stored copy), x100."""
+    """Every Pyserini figure equals castorini/pyserini's pyserini/2cr/bright.yaml (../shared/reference), x100."""
     yaml = pytest.importorskip("yaml")
-    conditions = yaml.safe_load(mirror_file("castorini+pyserini", "pyserini/2cr/bright.yaml"))["conditions"]
+    conditions = yaml.safe_load(reference_file("pyserini-2cr-bright.yaml"))["conditions"]
     expected = {
         (c["name"], d["dataset"].replace("-", "_"), measure): value * 100
         for c in conditions

@@ -19,6 +19,7 @@ from r2med.data import load_folder, read_qrels
 from r2med.data.files import iter_jsonl, read_qrels_jsonl, read_qrels_trec, read_qrels_tsv, read_texts
 from r2med.errors import DataError, R2MedError
 from r2med.evaluation.metrics import evaluate
+from r2med.infra import input_files
 from r2med.runs.run import read_run, read_score_json, read_trec
 from test_data import make_r2med, write_jsonl
 
@@ -361,7 +362,7 @@ def test_bom_crlf_and_blank_lines(tmp_path):
 
 
 def test_big_files_are_read_across_block_boundaries(tmp_path, monkeypatch):
-    monkeypatch.setattr(files_module, "_BLOCK", 7)
+    monkeypatch.setattr(input_files, "_BLOCK", 7)  # the block size of the one bounded line reader
     rows = [{"id": f"d{i}", "text": "é" * (i % 5) + " text"} for i in range(50)]
     path = write_jsonl(tmp_path / "corpus.jsonl", rows)
     assert read_texts(path)[0] == paper_loader(path)

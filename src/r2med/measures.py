@@ -58,6 +58,10 @@ _MRR_SPELLINGS: Final = frozenset({"mrr", "rr", "recip_rank", "mrr@all"})
 _WITH_CUTOFF = re.compile(r"([A-Za-z_]+?)[@._](\d+)")
 #: the longest measure name anybody types; longer input is refused before any parsing
 _MAX_LENGTH: Final = 40
+#: The largest cut-off a measure takes: trec_eval (pytrec_eval) reads a cut-off as a C ``long`` and saturates
+#: larger ones (``ndcg_cut_99999999999999999999`` comes back as ``ndcg_cut_9223372036854775807``, a name no one
+#: asked for); the largest C ``int`` is far beyond any ranking and the same on every platform.
+MAX_CUTOFF: Final = 2**31 - 1
 
 
 @dataclass(frozen=True, order=True)
@@ -72,6 +76,9 @@ class Measure:
             raise OptionError(f"{self.family.label} {'needs' if self.family.has_cutoff else 'takes no'} cut-off")
         if self.cutoff is not None and self.cutoff < 1:
             raise OptionError(f"a measure's cut-off must be at least 1, not {self.cutoff}")
+        if self.cutoff is not None and self.cutoff > MAX_CUTOFF:
+            shown = str(self.cutoff) if self.cutoff < 10**30 else f"{str(self.cutoff)[:30]}..."
+            raise OptionError(f"a measure's cut-off must be at most {MAX_CUTOFF}, not {shown}")
 
     @classmethod
     def parse(cls, text: str) -> Measure:

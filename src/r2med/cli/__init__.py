@@ -209,7 +209,10 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     import signal
 
+    from ..infra.input_files import forget_streams
+
     signal.signal(signal.SIGINT, _on_interrupt)
+    forget_streams()  # a stream given as an input is read once per command
     try:
         app()
     except R2MedError as exc:

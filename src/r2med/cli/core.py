@@ -321,6 +321,7 @@ def score_command(
     """Score a run file against judgments, trec_eval style."""
     from ..jobs.evaluate import score_files
     from ..measures import Measure
+    from ..report.format import visible
 
     strict = strict_data(ctx, strict)
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
@@ -350,7 +351,7 @@ def score_command(
     if per_query:
         for qid in sorted(metrics.per_query):
             for m in metrics.measures:
-                typer.echo(f"{m.trec:<16}\t{qid}\t{metrics.per_query[qid][m.trec]:.4f}")
+                typer.echo(f"{m.trec:<16}\t{visible(qid)}\t{metrics.per_query[qid][m.trec]:.4f}")
     typer.echo(f"{'num_q':<16}\tall\t{len(metrics.per_query)}")
     for m in metrics.measures:
         typer.echo(f"{m.trec:<16}\tall\t{metrics.aggregate[m.trec]:.4f}")

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from ..errors import DataError, MissingDataFile
+from ..infra.input_files import TooLong, bounded_lines, is_stream, open_input
 from .collection import Qrels
 
 _fast_loads: Callable[[bytes], Any] | None
@@ -53,7 +54,6 @@ log = logging.getLogger(__name__)
 GRADE_MIN, GRADE_MAX = -1000, 1000
 """Relevance grades r2med accepts (negative grades count as judged non-relevant, as in trec_eval)."""
 
-_BLOCK = 1 << 20  # bytes read at a time: memory stays bounded, and reused (fewer page faults than larger blocks)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -112,59 +112,52 @@ GZIP_MAGIC = b"\x1f\x8b"
 """The first two bytes of a gzip file (RFC 1952): such a file is read decompressed, whatever its name."""
 
 
-def open_data(path: Path) -> BinaryIO | gzip.GzipFile:
-    """``path`` opened for reading bytes, decompressed when it is gzip (:data:`GZIP_MAGIC`: runs are released gzipped,
-    ``run.trec.gz``); errors opening it name the file."""
+def open_data(path: Path) -> BinaryIO:
+    """``path`` opened for reading bytes as an input (:func:`r2med.infra.input_files.open_input`: a stream such as
+    ``<(cat run)`` is read once, whoever reads it next gets the same bytes), decompressed when it is gzip
+    (:data:`GZIP_MAGIC`: runs are released gzipped, ``run.trec.gz``); errors opening it name the file."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
+        handle = open_input(path)
     except FileNotFoundError:
         raise MissingDataFile(path, None, "file not found") from None
     except IsADirectoryError:
         raise DataError(path, None, "is a folder, not a file") from None
+    except TooLong as exc:
+        raise DataError(path, None, f"cannot be read: {exc.strerror}") from None
     except OSError as exc:
         raise DataError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        head = handle.peek(2)[:2]
+        start = handle.tell()
+        head = handle.read(2)
+        handle.seek(start)
     except OSError:  # a folder where open() succeeds on it: the read that follows says so
         head = b""
     if head != GZIP_MAGIC:
         return handle
-    handle.close()
-    return gzip.open(path, "rb")  # owns its file: closing it closes the file
+    unpacked = gzip.GzipFile(fileobj=handle, mode="rb")
+    unpacked.myfileobj = handle  # type: ignore[assignment]  # closing it closes the file too
+    return unpacked  # type: ignore[return-value]  # a binary reader (read, close, context manager)
 
 
-def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _raw_lines(path: Path, max_line: int | None = None) -> Iterator[tuple[int, bytes]]:
     """(line number, raw bytes without the newline) for every line, read in large blocks (decompressed when the file
-    is gzip: :func:`open_data`); BOM dropped."""
+    is gzip: :func:`open_data`); BOM dropped.  A line longer than ``max_line`` (default
+    :data:`r2med.infra.input_files.MAX_LINE_BYTES`) is a DataError naming that line, found before it is held whole
+    (``/dev/zero``, a 3 GB one-line file, a gzip bomb of one line)."""
     import zlib
 
     handle = open_data(path)
     with handle:
-        number, pending = 0, []  # pending: the pieces of a line that spans blocks
+        number = 0
         try:
-            while block := handle.read(_BLOCK):
-                lines = block.split(b"\n")
-                if len(lines) == 1:
-                    pending.append(block)
-                    continue
-                if pending:
-                    pending.append(lines[0])
-                    lines[0] = b"".join(pending)
-                last = lines.pop()
-                pending = [last] if last else []
-                for raw in lines:
-                    number += 1
-                    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                        raw = raw[3:]
-                    yield number, raw
+            for number, raw in bounded_lines(handle, path, max_line):
+                yield number, raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
+        except TooLong as exc:
+            raise DataError(path, None, f"cannot be read: {exc.strerror}") from None
         except (EOFError, zlib.error) as exc:  # a gzip file cut short, or corrupt
             raise DataError(path, number + 1, f"not a complete gzip file ({exc})") from None
         except OSError as exc:  # e.g. a folder on a system where open() succeeds on it; a bad gzip header
             raise DataError(path, number + 1, f"cannot be read ({exc.strerror or exc})") from None
-        if pending:
-            number += 1
-            raw = b"".join(pending)
-            yield number, raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
 
 
 def _decode(path: Path, number: int, raw: bytes) -> str:
@@ -549,12 +542,22 @@ def read_qrels_trec(path: Path, strict: bool = False) -> Qrels:
     return builder.done()
 
 
+def _starts_with_brace(path: Path) -> bool:
+    try:
+        with open_input(path) as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False  # the reader says what is wrong
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"{")
+
+
 def read_qrels(path: str | Path, strict: bool = False) -> Qrels:
-    """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC."""
+    """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC.  A stream
+    (``<(cat qrels.jsonl)``) has no extension: a first ``{`` says JSONL (its bytes are kept, read once)."""
     from ..infra.containment import path_argument
 
     path = path_argument(path, "qrels")
-    if path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" or (path.suffix != ".tsv" and is_stream(path) and _starts_with_brace(path)):
         return read_qrels_jsonl(path, strict=strict)
     if path.suffix == ".tsv":
         return read_qrels_tsv(path, strict=strict)

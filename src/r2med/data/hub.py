@@ -335,8 +335,13 @@ def _cached_ref(repo_id: str, ref: str, repo_type: str) -> str | None:
     if is_commit(ref):
         return ref
     path = hf_cache_dir() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / ref
+    from ..infra.input_files import NotRegularFile, read_regular
+
     try:
-        commit = path.read_text(encoding="utf-8").strip()
+        commit = read_regular(path, limit=4096).decode("utf-8").strip()  # never waits on a FIFO, never reads /dev/zero
+    except NotRegularFile as exc:
+        log.warning("%s %s: damaged, read as no ref (written again once the hub answers)", path, exc.strerror)
+        return None
     except (OSError, ValueError):
         return None
     return commit if is_commit(commit) else None

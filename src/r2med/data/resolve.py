@@ -102,8 +102,7 @@ class TaskRef:
 def with_judgments(collection: Collection, qrels: str | os.PathLike[str], strict: bool = False) -> Collection:
     """``collection`` judged by the file ``qrels`` (TREC, R2MED JSONL or BEIR TSV qrels) in place of its own, the
     file recorded by path and sha256 (every result made on it names it; none is graded against published rows)."""
-    import hashlib
-
+    from ..infra.file_hash import file_hash
     from .files import read_qrels
 
     path = Path(qrels)
@@ -117,7 +116,7 @@ def with_judgments(collection: Collection, qrels: str | os.PathLike[str], strict
                 f"query {shown(qid)}: {shown(both[0])} is judged relevant, but the protocol of {collection.name} "
                 "excludes it for that query (its excluded_ids): no run can retrieve it",
             )
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = file_hash(path, "sha256")  # a stream (--qrels <(...)) is what the reader read: read once
     return collection.replace(qrels=judged, judgments=JudgmentsFile(str(path.absolute()), digest))
 
 
@@ -176,6 +175,9 @@ def resolve(
     parse_revision(revision)
     split = check_split(split)
     refs = _refs(tasks, data_dir, revision, split, strict, long_documents)
+    if not refs:  # e.g. --tasks "," (only separators): never an empty table, never a traceback further on
+        given = tasks if isinstance(tasks, str) else ",".join(map(str, tasks or ()))
+        raise R2MedError(f"--tasks {shown(given, PATH_CHARS)} names no task; name one, or pass all")
     if qrels is None:
         return refs
     from ..infra.containment import check_input_file

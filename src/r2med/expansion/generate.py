@@ -167,10 +167,14 @@ def read_prompt_file(path: str | Path) -> PromptFile:
     from ..infra.containment import check_input_file
 
     path = check_input_file(Path(path), "--prompt-file")
+    from ..infra.input_files import read_input
+
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_input(path).decode("utf-8")  # a stream given on purpose: read once, bounded
     except UnicodeDecodeError as exc:
         raise R2MedError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise R2MedError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if "query" not in _fields(text, path):
         raise R2MedError(f"{path}: the prompt has no {{query}} placeholder (where each query's text goes)")
     return PromptFile(Path(path).resolve(), text, hashlib.sha256(text.encode("utf-8")).hexdigest())

@@ -208,9 +208,15 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "--out") -> Path:
 
 def check_output_file(path: str | os.PathLike[str], what: str = "--output") -> Path:
     """Fail now (one line) if ``path`` cannot be written as a file (a folder, or an unwritable place)."""
+    from .input_files import is_stream
+
     path = Path(path)
     if path.is_dir():
         raise R2MedError(f"{what} {path}: is a folder; name a file")
+    if is_stream(path):  # a device or a pipe (/dev/null, >(cmd)): written as a stream, no temp beside it
+        if not os.access(path, os.W_OK):
+            raise R2MedError(f"{what} {path}: not writable")
+        return path
     check_output_dir(path.parent, what)  # written as a temp file beside it, then renamed
     return path
 

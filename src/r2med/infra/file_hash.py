@@ -11,7 +11,8 @@ algorithm that record has always used (so a recorded value is the same as before
 * ``"git-sha1"`` -- git's blob id (SHA-1 of ``blob <size>\\0`` and the content): how the hub and the Hugging Face
   cache name a file that is not in LFS.
 
-Files are read in 1 MiB blocks (never whole into memory).
+Files are read in 1 MiB blocks (never whole into memory); an input given as a stream (a pipe) is hashed as its
+readers read it, once (:func:`r2med.infra.input_files.open_input`).
 """
 
 from __future__ import annotations
@@ -41,10 +42,15 @@ def file_hash(path: str | os.PathLike[str], algorithm: HashAlgorithm = "sha256")
     elif algorithm == "blake2b-80":
         h = hashlib.blake2b(digest_size=10)
     elif algorithm == "git-sha1":
-        h = hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
+        from .input_files import is_stream, read_input
+
+        size = len(read_input(path)) if is_stream(path) else os.path.getsize(path)
+        h = hashlib.sha1(b"blob %d\0" % size)
     else:
         raise ValueError(f"unknown file hash {algorithm!r}; choose from: {', '.join(ALGORITHMS)}")
-    with open(path, "rb") as handle:
+    from .input_files import open_input
+
+    with open_input(path) as handle:  # a stream the readers read is hashed as they read it (read once)
         for block in iter(lambda: handle.read(_BLOCK), b""):
             h.update(block)
     return h.hexdigest()

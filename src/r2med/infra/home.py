@@ -161,10 +161,66 @@ def clean_stale_temps(target: str | os.PathLike[str]) -> int:
     return removed
 
 
+def own_roots() -> list[Path]:
+    """The folders r2med keeps for itself: the r2med home and the Hugging Face cache.  Inside them nothing is
+    written through a link (:func:`contain`), and what is not a regular file where a file goes is damage, replaced."""
+    roots = [home_path()]
+    hub = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
+    )
+    roots.append(Path(hub) if hub else Path.home() / ".cache" / "huggingface" / "hub")
+    return [Path(os.path.abspath(root)) for root in roots]
+
+
+def _root_of(target: Path) -> Path | None:
+    full = os.path.normpath(os.path.abspath(target))
+    for root in own_roots():
+        base = str(root)
+        if full != base and os.path.commonpath([base, full]) == base:
+            return root
+    return None
+
+
+def contain(target: str | os.PathLike[str]) -> Path:
+    """``target`` unless it lies in one of r2med's own roots (:func:`own_roots`) below a folder that is a link: then
+    a one-line R2MedError, before anything is written (a link inside ``R2MED_HOME``, e.g. ``.collections`` ->
+    ``VICTIM``, would have the write land in ``VICTIM``).  Where the user named the root (``--out``), the commands'
+    own checks hold it (:mod:`r2med.infra.containment`)."""
+    from .containment import refuse_links
+
+    target = Path(target)
+    root = _root_of(target)
+    if root is not None:
+        refuse_links(root, target)
+    return target
+
+
+def _streamed(target: Path) -> bool:
+    """Whether ``target`` is written as a stream: it exists, outside r2med's own roots, as something that is
+    neither a regular file nor a folder (``/dev/null``, ``/dev/stdout``, a FIFO, ``>(cmd)``), which a rename would
+    replace.  In r2med's own roots such a thing where a file goes is damage: replaced by the rename."""
+    from .input_files import is_stream
+
+    return is_stream(target) and _root_of(target) is None
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path beside ``path``; rename it onto ``path`` only if the block succeeds."""
-    target = Path(path)
+    """Yield a temp path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    Atomic replace is for regular files only: a destination that is a device or a pipe (``-o /dev/null``,
+    ``/dev/stdout``, a FIFO) outside r2med's own roots is written as a stream -- the block writes it directly, and
+    nothing is created, renamed or replaced beside it.  Inside r2med's own roots no folder on the way may be a link
+    (:func:`contain`)."""
+    target = contain(path)
+    if _streamed(target):
+        try:
+            yield target
+        except OSError as exc:
+            if exc.filename is None:
+                raise located(exc, target) from exc
+            raise
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(target)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=suffix + ".tmp", dir=target.parent)
@@ -193,7 +249,11 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
-        os.fsync(handle.fileno())
+        try:
+            os.fsync(handle.fileno())
+        except OSError:
+            if tmp != Path(path):  # a stream (a pipe, a terminal, /dev/null) cannot be synced
+                raise
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
@@ -237,8 +297,11 @@ def parse_json(data: str | bytes) -> Any:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """:func:`parse_json` of a file (``OSError`` when it cannot be read)."""
-    return parse_json(Path(path).read_bytes())
+    """:func:`parse_json` of a file r2med wrote (a cache entry, a record): a regular file only, never waited on
+    (:func:`r2med.infra.input_files.read_regular`: a FIFO or a device there is an ``OSError``, read as damage)."""
+    from .input_files import read_regular
+
+    return parse_json(read_regular(path))
 
 
 @contextlib.contextmanager
@@ -249,7 +312,11 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     so no half-built folder is ever visible under ``path``.  Temps of killed writers of
     the same ``path`` are removed first.
     """
-    target = Path(path)
+    target = contain(path)
+    if _streamed(target):
+        from .input_files import kind_of
+
+        raise R2MedError(f"{target}: is {kind_of(os.stat(target).st_mode)}, not a folder; name a folder")
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(target)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent))
@@ -351,11 +418,16 @@ def remember_collection(corpus_fingerprint: str, name: str, source: str = "") ->
         return
     try:
         path = home_path() / COLLECTIONS_DIR / f"{corpus_fingerprint}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(
             path, {"corpus_fingerprint": corpus_fingerprint, "collections": [*known, {"name": name, "source": source}]}
         )
-    except OSError:
+    except (OSError, R2MedError) as exc:  # e.g. .collections is a link: refused (contain), never followed
+        import logging
+
+        reason = exc if isinstance(exc, R2MedError) else os_error_text(exc)
+        logging.getLogger(__name__).warning(
+            "the label of cache entry %s is not recorded: %s", corpus_fingerprint, reason
+        )
         return
 
 

@@ -135,7 +135,9 @@ class RequestCache:
     """
 
     def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
+        from .home import contain
+
+        self.path = contain(path)  # in the home: no folder on the way is a link
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -146,6 +148,7 @@ class RequestCache:
             from .containment import refuse_links
 
             refuse_links(self.path.parent, self.path, include_last=True)
+        self._drop_if_not_a_file()
         target = self.path if self.path.exists() else self.path.parent
         if self.path.is_dir() or not os.access(target, os.W_OK):
             # found now, not as a failure of every request after the answers were paid for
@@ -159,12 +162,40 @@ class RequestCache:
         self.skipped_lines = 0
         self._load()
 
+    def _drop_if_not_a_file(self) -> None:
+        """A FIFO, a device or a socket where the cache goes is damage: reported and removed (the cache starts
+        again), never read or appended to -- a FIFO would be waited on, ``/dev/zero`` read without end."""
+        from .input_files import is_stream, kind_of
+
+        if is_stream(self.path):
+            log.warning(
+                "%s: is %s, not the LLM answer cache file; removed, the cache starts again",
+                self.path,
+                kind_of(os.stat(self.path).st_mode),
+            )
+            try:
+                self.path.unlink()
+            except OSError as exc:
+                raise R2MedError(f"{self.path}: cannot remove it ({exc.strerror or exc})") from None
+
     def _load(self) -> None:
+        from .input_files import TooLong, bounded_lines, open_regular
+
         if not self.path.exists():
             return
         first: tuple[int, str] | None = None
-        with open(self.path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
+        with open_regular(self.path) as handle:
+            lines = bounded_lines(handle, self.path)
+            number = 0
+            while True:
+                try:
+                    number, raw = next(lines)
+                except StopIteration:
+                    break
+                except TooLong:  # a damaged tail: what follows it is not read
+                    self.skipped_lines += 1
+                    first = first or (number + 1, "longer than the longest line r2med reads")
+                    break
                 if not raw.strip():
                     continue
                 problem: str | None

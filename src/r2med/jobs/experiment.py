@@ -379,8 +379,11 @@ def _report(report: object, fail: Callable[[str, str], R2MedError]) -> ReportSpe
 
 def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) -> None:
     """``out`` and the report's files checked as every command checks its ``--out``; a report file may not be the
-    experiment file itself nor lie inside a system folder of ``out`` (it would replace a result); no system folder
-    the steps write may be a link (:func:`r2med.infra.containment.system_folder`), found before the first step."""
+    experiment file itself, nor lie inside a system folder of ``out`` (it would replace a result), nor be any input
+    of the experiment (:func:`experiment_inputs`: an import's run, a qrels or expansion file, a data folder), nor
+    be another of its reports (``latex`` and ``html`` one file, or ``latex`` the Markdown report:
+    each would replace the other); no system folder the steps write may be a link
+    (:func:`r2med.infra.containment.system_folder`).  All found before the first step."""
     from ..infra.containment import check_output_dir, check_output_file, system_folder
 
     try:
@@ -420,11 +423,70 @@ def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) 
                 f"{key}: {path} lies inside the system folder {target.relative_to(root).parts[0]!r} of out; "
                 "write reports beside the systems (out/report.md) or elsewhere",
             )
+    _refuse_shared_destinations(exp, fail)
     if spec.baseline is not None and spec.baseline not in exp.read_systems:
         raise fail(
             "[report]",
             f"baseline '{spec.baseline}' is no system of this experiment (it makes: {', '.join(exp.systems)})",
         )
+
+
+def experiment_inputs(exp: Experiment) -> list[tuple[str, Path]]:
+    """Every file and folder the experiment reads, with where it is named (``[[imports]] 1 runs``, ``[data] dirs``,
+    ``[report] data_dir``, the experiment file): each path field of every step's spec, found by walking the spec
+    (a path field added tomorrow is an input too)."""
+    from pydantic import BaseModel
+
+    found: list[tuple[str, Path]] = [("[data] dirs", d) for d in exp.dirs]
+    if exp.report.data_dir is not None:
+        found.append(("[report] data_dir", exp.report.data_dir))
+    if exp.source is not None:
+        found.append(("the experiment file", exp.source))
+
+    def walk(where: str, value: object) -> None:
+        if isinstance(value, Path):
+            found.append((where, value))
+        elif isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                if name != "out":  # the results root: an output (report files inside system folders: refused)
+                    walk(
+                        f"{where} {name}" if name not in ("data", "options", "output") else where, getattr(value, name)
+                    )
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(where, item)
+
+    for step in exp.steps:
+        walk(step.where, step.spec)
+    return found
+
+
+def _refuse_shared_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) -> None:
+    """A report file is no input of the experiment and no other report of it (:func:`check_destinations`)."""
+    spec = exp.report
+    destinations = [
+        ("markdown", spec.markdown if spec.markdown is not None else exp.out / "report.md"),
+        ("latex", spec.latex),
+        ("html", spec.html),
+    ]
+    inputs = [(where, Path(os.path.realpath(path))) for where, path in experiment_inputs(exp)]
+    taken: dict[Path, str] = {}
+    for key, path in destinations:
+        if path is None:
+            continue
+        target = Path(os.path.realpath(path))
+        if target in taken:
+            other = taken[target]
+            said = "the Markdown report" if other == "markdown" and spec.markdown is None else f"[report] {other}"
+            raise fail("[report]", f"{key}: {path} is also {said}; each report needs a file of its own")
+        taken[target] = key
+        for where, source in inputs:
+            if target == source:
+                raise fail(
+                    "[report]",
+                    f"{key}: {path} is an input of the experiment ({where}); a report never replaces what the "
+                    "experiment reads",
+                )
 
 
 def order_steps(steps: Sequence[Step], fail: Callable[[str, str], R2MedError]) -> list[Step]:
@@ -461,8 +523,10 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     shown = str(path)
     if not source.is_file():
         raise ExperimentError(f"{shown}: no such file")
+    from ..infra.input_files import open_regular
+
     try:
-        with open(source, "rb") as handle:
+        with open_regular(source) as handle:
             raw = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(f"{shown}: not valid TOML ({exc})") from None
@@ -874,8 +938,11 @@ def write_if_changed(path: Path, text: str) -> bool:
     import re
 
     from ..infra.home import write_text_atomic
+    from ..infra.input_files import read_regular
 
-    if path.is_file() and re.sub(_GENERATED, "", path.read_text(encoding="utf-8")) == re.sub(_GENERATED, "", text):
+    if path.is_file() and re.sub(_GENERATED, "", read_regular(path).decode("utf-8", "replace")) == re.sub(
+        _GENERATED, "", text
+    ):
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, text)

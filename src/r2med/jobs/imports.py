@@ -213,6 +213,8 @@ def assign_tasks(
     (:func:`_check_fit`: one of ``refs``, or one its name says) is an error naming that task.  ``flag``: how the
     tasks were named (``--tasks``; an experiment file's ``tasks``), for the messages.
     """
+    if not refs:
+        raise R2MedError("no task to import into; name one with --tasks")
     if explicit or len(refs) == 1:
         if len(files) != len(refs):
             raise R2MedError(

@@ -18,7 +18,7 @@ from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedCompari
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.published import different_data
-from .format import SIGNIFICANT, check_format, records_text, tex, tex_note, tex_row
+from .format import SIGNIFICANT, check_format, md, records_text, tex, tex_note, tex_row
 from .judgments import legend_line, marks_for
 from .layout import compact_table, fitted, short_task
 from .ties import tie_notes
@@ -214,16 +214,17 @@ class Comparison:
 
     def to_markdown(self) -> str:
         out = [
-            f"### {self.system} vs {self.baseline}",
+            f"### {md(self.system)} vs {md(self.baseline)}",
             "",
-            "| " + " | ".join(self.HEADER) + " |",
+            "| " + " | ".join(md(h) for h in self.HEADER) + " |",
             "|" + "|".join(["---"] + ["---:"] * (len(self.HEADER) - 1)) + "|",
         ]
         for line, cells in zip(self.rows, self.grid()):
+            cells = [md(c) for c in cells]
             if line.task == self.ALL:
                 cells[0] = f"**{cells[0]}**"
             out.append("| " + " | ".join(cells) + " |")
-        return "\n".join(out) + f"\n\n_{self.legend()}_\n"
+        return "\n".join(out) + f"\n\n_{md(self.legend())}_\n"
 
     def to_latex(self) -> str:
         cols = "l" + "r" * (len(self.HEADER) - 1)

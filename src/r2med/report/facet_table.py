@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..evaluation.facets import Facets
 from ..measures import Measure
-from .format import GAP, check_format, records_text, tex, tex_note, tex_row
+from .format import GAP, check_format, md, records_text, tex, tex_note, tex_row
 from .layout import compact_table, fitted
 
 if TYPE_CHECKING:
@@ -101,11 +101,11 @@ class FacetBoard:
         out = [
             f"**{self.title}**",
             "",
-            "| " + " | ".join(header) + " |",
+            "| " + " | ".join(md(h) for h in header) + " |",
             "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
         ]
-        out += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in rows]
-        return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in self.legend()) + "\n"
+        out += ["| " + " | ".join(md(c) for c in cells) + " |" for cells in rows]
+        return "\n".join(out) + "\n\n" + "\n".join(f"_{md(line)}_  " for line in self.legend()) + "\n"
 
     def to_latex(self) -> str:
         header, rows = self.grid()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
@@ -68,12 +69,44 @@ _TEX = {
     "†": r"$^\dagger$",
     "◇": r"$^{\diamond}$",
     "‡": r"$^\ddagger$",
+    # OT1, LaTeX's default font encoding, prints these as other glyphs (¡, ¿, an em dash) and the backquote as an
+    # opening quote: each is written as the command that prints it
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "`": r"\textasciigrave{}",
 }
+
+_MD = {"|": "\\|", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "\\`"}
+
+
+def md(text: str) -> str:
+    """A Markdown table cell's text: ``|`` escaped (a system named ``a|b`` keeps the table's columns), the HTML
+    specials as entities (a system named ``<script>`` is text, never markup, wherever the Markdown is shown) and the
+    backquote escaped (never a code span).  Control and bidi characters are shown by :func:`visible`."""
+    return "".join(_MD.get(ch, ch) for ch in visible(text))
 
 
 def tex(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped."""
-    return "".join(_TEX.get(ch, ch) for ch in text)
+    """``text`` with LaTeX's special characters escaped (control and bidi characters shown by :func:`visible`)."""
+    return "".join(_TEX.get(ch, ch) for ch in visible(text))
+
+
+def _shown_char(ch: str) -> str:
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` for a terminal or a document: every control, format (bidi overrides such as U+202E, zero-width
+    characters) and line/paragraph separator character written as its escape (``\\u202e``), so what is shown is
+    what the text holds -- a query id can neither reorder the line it is printed in nor hide its characters.
+    ``keep``: characters left as they are (a query's text keeps its newlines and tabs)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_shown_char(ch) if unicodedata.category(ch) in _HIDDEN and ch not in keep else ch for ch in text)
+
+
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
 def tex_row(cells: Sequence[str]) -> str:

@@ -455,11 +455,14 @@ def write_html(
     facet: str | None = None,
 ) -> Path:
     """Write the self-contained report page atomically."""
+    from ..infra.input_files import exists_as_regular
+
     path = Path(path)
     page = render_html(systems, measure, collections, board, title, expansions, facets, facet)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)  # a page to share, not a private temp file
+    if exists_as_regular(path):  # a device or a pipe written as a stream keeps its own permissions
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(path, 0o666 & ~umask)  # a page to share, not a private temp file
     return path

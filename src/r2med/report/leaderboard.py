@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING
 
 from .board import AVERAGE, BoardCell, Leaderboard, Row, build_leaderboard
-from .format import FLAG, check_format, records_text
+from .format import FLAG, check_format, md, records_text
 from .layout import compact_table, fitted, short_legend
 
 if TYPE_CHECKING:
@@ -120,12 +120,12 @@ def to_markdown(board: Leaderboard) -> str:
         name = _md(cells[0].strip()) if kind in ("published", "delta") else _md(cells[0])
         first = f"**{name}**" if kind == "system" else f"_{name}_" if kind == "reference" else name
         out.append("| " + " | ".join([first, *(_md(c) for c in cells[1:])]) + " |")
-    return "\n".join(out) + "\n\n" + "\n".join(f"_{line}_  " for line in board.legend()) + "\n"
+    return "\n".join(out) + "\n\n" + "\n".join(f"_{_md(line)}_  " for line in board.legend()) + "\n"
 
 
 def _md(text: str) -> str:
-    """A table cell's text with ``|`` escaped (a system named ``a|b`` keeps the table's columns)."""
-    return text.replace("|", "\\|")
+    """A table cell's text for Markdown (:func:`r2med.report.format.md`)."""
+    return md(text)
 
 
 def to_csv(board: Leaderboard) -> str:

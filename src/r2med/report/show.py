@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..measures import Measure
-from .format import GAP
+from .format import GAP, visible
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -128,10 +128,12 @@ def view_renderables(view: QueryView) -> list[RenderableType]:
 
     label = view.measure.label
     parts: list[RenderableType] = [
-        Text(f"{view.task} / {view.query}", style="bold"),
-        Text(view.text if view.text is not None else "(no query text: pass --data-dir or --hub)"),
+        Text(visible(f"{view.task} / {view.query}"), style="bold"),
+        Text(visible(view.text, keep="\n\t") if view.text is not None else "(no query text: pass --data-dir or --hub)"),
     ]
-    parts.append(Text(f"{label} x100 on this query: " + " · ".join(f"{s} {_value(v)}" for s, v in view.values.items())))
+    parts.append(
+        Text(f"{label} x100 on this query: " + " · ".join(f"{visible(s)} {_value(v)}" for s, v in view.values.items()))
+    )
     judged = Table(
         title=Text(
             f"judged relevant documents ({len(view.judged)}; rank in each run, {GAP}: not ranked)"
@@ -143,15 +145,17 @@ def view_renderables(view: QueryView) -> list[RenderableType]:
     judged.add_column("doc", overflow="fold")
     judged.add_column("grade", justify="right")
     for system in view.systems:
-        judged.add_column(Text(system), justify="right", overflow="fold")
+        judged.add_column(Text(visible(system)), justify="right", overflow="fold")
     judged.add_column("text", overflow="fold", ratio=1)
     for doc in view.judged:
         ranks = [GAP if doc.ranks.get(s) is None else str(doc.ranks[s]) for s in view.systems]
-        judged.add_row(Text(doc.doc), str(doc.grade), *ranks, Text(_snippet(doc.text)))
+        judged.add_row(Text(visible(doc.doc)), str(doc.grade), *ranks, Text(visible(_snippet(doc.text))))
     parts.append(judged)
     for system, hits in view.top.items():
         table = Table(
-            title=Text(f"{system}: top {view.k} (grade: {GAP} = not judged)"), title_justify="left", show_edge=False
+            title=Text(f"{visible(system)}: top {view.k} (grade: {GAP} = not judged)"),
+            title_justify="left",
+            show_edge=False,
         )
         table.add_column("rank", justify="right")
         table.add_column("doc", overflow="fold")
@@ -162,8 +166,13 @@ def view_renderables(view: QueryView) -> list[RenderableType]:
             grade = GAP if hit.grade is None else str(hit.grade)
             style = "bold green" if hit.grade else None
             table.add_row(
-                str(hit.rank), Text(hit.doc), f"{hit.score:.4f}", grade, Text(_snippet(hit.text)), style=style
+                str(hit.rank),
+                Text(visible(hit.doc)),
+                f"{hit.score:.4f}",
+                grade,
+                Text(visible(_snippet(hit.text))),
+                style=style,
             )
         parts.append(table)
-    parts += [Text(f"note: {note}", style="yellow") for note in view.notes]
+    parts += [Text(f"note: {visible(note)}", style="yellow") for note in view.notes]
     return parts

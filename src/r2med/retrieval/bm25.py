@@ -430,7 +430,9 @@ def _crc32_file(path: Path) -> str:
 
 def _read_checked(path: Path, checksums: Mapping[str, str] | None) -> bytes | mmap.mmap:
     """The file's bytes, memory-mapped (no copy); with ``checksums``, IndexDamaged unless its CRC-32 matches."""
-    with open(path, "rb") as handle:
+    from ..infra.input_files import open_regular
+
+    with open_regular(path) as handle:  # a FIFO or a device planted in the index: damage (rebuilt), never waited on
         size = handle.seek(0, 2)
         raw: bytes | mmap.mmap = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     if checksums is not None and f"{zlib.crc32(raw):08x}" != checksums.get(path.name):

@@ -48,8 +48,20 @@ import numpy as np
 
 from ..errors import R2MedError
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
+from ..infra.input_files import exists_as_regular, open_regular, read_regular
 
 log = logging.getLogger(__name__)
+
+
+def _regular(path: Path) -> Path:
+    """``path`` if it is a regular file, else a NotRegularFile (an OSError: the entry is damage, encoded again)
+    -- checked before a memory map, which would wait on a FIFO."""
+    if not exists_as_regular(path) and path.exists():
+        from ..infra.input_files import NotRegularFile
+
+        raise NotRegularFile(f"{path} is not a regular file")
+    return path
+
 
 CACHE_FORMAT = 2  # 2: checksums, roles (documents / queries)
 #: the version of the code that turns texts into vectors, part of every key: vectors made by an older version are
@@ -185,6 +197,7 @@ class EmbeddingCache:
         if not self.complete():
             return None, []
         try:
+            _regular(self.final_path)
             arr = np.load(self.final_path, mmap_mode="r" if mmap else None)
         except (OSError, ValueError, EOFError) as exc:
             log.warning("embedding cache %s is unreadable (%s); re-encoding", self.final_path, exc)
@@ -278,7 +291,8 @@ class EmbeddingCache:
         lo, hi = self.chunk_range(i)
         path = self.chunk_path(i)
         try:
-            arr = np.load(path)
+            with open_regular(path) as handle:  # a FIFO or a device there: damage (dropped), never waited on
+                arr = np.load(handle)
         except FileNotFoundError:
             raise
         except (OSError, ValueError, EOFError) as exc:
@@ -300,9 +314,13 @@ class EmbeddingCache:
             self._drop_chunk(i)
             return None
         try:
-            expected = self.sum_path(i).read_text(encoding="utf-8").strip()
+            expected = read_regular(self.sum_path(i), limit=4096).decode("utf-8").strip()
         except FileNotFoundError:
             expected = None  # written through a ShardStore (Ray): the file's own structure is the check
+        except (OSError, ValueError) as exc:
+            log.warning("embedding cache checksum of chunk %s is unreadable (%s); dropping it", path, exc)
+            self._drop_chunk(i)
+            return None
         if expected is not None and verify_checksum(arr, expected) is False:
             log.warning("embedding cache chunk %s fails its checksum; dropping it, it will be encoded again", path)
             self._drop_chunk(i)
@@ -467,7 +485,7 @@ class EmbeddingCache:
         for i in range(self.n_chunks):
             if i not in missing:
                 with contextlib.suppress(OSError, ValueError, EOFError):
-                    arr = np.load(self.chunk_path(i), mmap_mode="r")
+                    arr = np.load(_regular(self.chunk_path(i)), mmap_mode="r")
                     return int(arr.shape[1]) if arr.ndim == 2 else None
         return None
 

@@ -384,9 +384,11 @@ def same_config(stored: MetricsRecord, config: Mapping[str, Any], recorded: Mapp
 
 def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
     """A task folder's ``metrics.json`` as a checked record (the one reader); any fault a DataError naming it."""
+    from ..infra.input_files import read_regular
+
     path = Path(folder) / METRICS_FILE
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"), parse_int=_parse_int)
+        data = json.loads(read_regular(path).decode("utf-8"), parse_int=_parse_int)  # a FIFO there: never waited on
     except FileNotFoundError:
         raise DataError(path, None, "no metrics.json (not a finished task folder)") from None
     except UnicodeDecodeError as exc:

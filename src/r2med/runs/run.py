@@ -210,7 +210,7 @@ def run_format(path: str | os.PathLike[str]) -> RunFormat:
     if suffixes[-1:] == [".json"] or suffixes == [".json", ".gz"]:
         return "json"
     try:
-        with open_data(path) as handle:
+        with open_data(path) as handle:  # a stream is read once (open_input): the reader gets the same bytes
             head = handle.read(4096)
     except (OSError, EOFError, R2MedError, zlib.error):
         return "trec"  # the TREC reader says what is wrong with the file
@@ -259,9 +259,12 @@ def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
     Every fault is a ``file:line`` DataError (:func:`read_score_json`'s rules, inside ``search_results`` too).
     """
     from ..data.files import _raw_lines
+    from ..infra.input_files import MAX_STREAM_BYTES
 
     path = Path(path)
-    raw = b"\n".join(line for _, line in _raw_lines(path))  # errors opening or reading name the file; BOM dropped
+    # one line may hold the whole file (BRIGHT's score.json does): the bound is a stream's
+    # (errors opening or reading name the file; BOM dropped)
+    raw = b"\n".join(line for _, line in _raw_lines(path, MAX_STREAM_BYTES))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
