@@ -42,7 +42,10 @@ def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (other than this machine: --token)."),
     port: int = typer.Option(8000, "--port", help="Port to listen on (0: one the system picks, printed)."),
     token: str | None = typer.Option(
-        None, "--token", envvar="R2MED_SERVE_TOKEN", help="Bearer token every request must send (env R2MED_SERVE_TOKEN)."
+        None,
+        "--token",
+        envvar="R2MED_SERVE_TOKEN",
+        help="Bearer token every request must send (or env R2MED_SERVE_TOKEN).",
     ),
     trace: Path | None = typer.Option(
         None, "--trace", help="Append every request and reply to this JSON-lines file (score it: score --trace)."
@@ -142,8 +145,7 @@ def serve_command(
     def listening(url: str) -> None:
         err_console.print(
             f"listening on {url}: POST /retrieve (Search-R1), /search, /batch_search (FlashRAG), /fetch; "
-            f"GET /health, /docs{'; MCP at /mcp' if not no_mcp else ''}"
-            + (f"; trace: {trace}" if trace else ""),
+            f"GET /health, /docs{'; MCP at /mcp' if not no_mcp else ''}" + (f"; trace: {trace}" if trace else ""),
             highlight=False,
             soft_wrap=True,
             markup=False,

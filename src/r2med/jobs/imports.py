@@ -146,6 +146,7 @@ def import_run(
     measures: Iterable[Measure | str] = DEFAULT_MEASURES,
     count_missing: bool = False,
     overwrite: bool = False,
+    source: Mapping[str, Any] | None = None,
 ) -> TaskResult:
     """Score a run made elsewhere against ``collection`` and (with ``out``, a results root) write
     ``out/<name>/<collection.name>/`` as ``evaluate`` would.
@@ -154,17 +155,19 @@ def import_run(
     configuration records ``retriever: "imported"``, the file (None for a Run given in Python), the
     sha256 of the file (of the run as r2med writes it, for a Run) and its tags, and ``note``.
     ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``), parsed at once.
+    ``source``: what to record of a Run's origin in place of the above (``r2med import --trace``: the trace file).
     """
     asked = tuple(as_measure(m) for m in measures)
     plain_name(name, "--name", run_name=True)
     if isinstance(run, (str, os.PathLike)):
         file = read_run_file(run)
-        source: dict[str, Any] = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
+        recorded: dict[str, Any] = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
         ranked, where = file.run, str(file.path)
     else:
         ranked = check_run(run)
-        source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(), "tags": []}
-        where = f"{name} (a run given in Python)"
+        digest = hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest()
+        recorded = dict(source) if source is not None else {"file": None, "sha256": digest, "tags": []}
+        where = str(recorded.get("file") or f"{name} (a run given in Python)")
     step = ImportStep.model_validate(
         {
             "runs": (),
@@ -173,7 +176,7 @@ def import_run(
             "output": {"out": out, "measures": asked, "count_missing": count_missing, "overwrite": overwrite},
         }
     )
-    return _finish(ranked, source, collection, step, where)
+    return _finish(ranked, recorded, collection, step, where)
 
 
 def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:

@@ -243,7 +243,9 @@ def http_app(
         return {"status": "healthy", "retrievers": {"total": 1, "available": 1}, "served": service.served}
 
     if mcp is not None:
-        app.router.routes.extend(mcp.streamable_http_app(
-            streamable_http_path="/mcp", host=host, max_request_body_size=limits.max_body_bytes
-        ).routes)
+        app.router.routes.extend(
+            mcp.streamable_http_app(
+                streamable_http_path="/mcp", host=host, max_request_body_size=limits.max_body_bytes
+            ).routes
+        )
     return Guard(app, token)

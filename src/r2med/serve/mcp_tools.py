@@ -29,7 +29,7 @@ def mcp_server(service: Service, instructions: str | None = None) -> Any:
         or f"Search {task}'s corpus with r2med's index ({served.get('retriever', '')}); fetch a document by id.",
     )
 
-    @server.tool(
+    @server.tool(  # type: ignore[untyped-decorator]
         name="search",
         description=f"Search {task}'s corpus. Returns the top documents (id, score, text), best first. "
         "query_id: the benchmark query this search serves (its excluded documents are then never returned); "
@@ -50,8 +50,10 @@ def mcp_server(service: Service, instructions: str | None = None) -> Any:
             out["note"] = NOT_APPLIED_NOTE
         return out
 
-    @server.tool(name="fetch", description=f"A document of {task}'s corpus by its id: its full text.")
-    async def fetch(id: str) -> dict[str, Any]:  # noqa: A002 -- the tool's argument is named as clients call it
+    @server.tool(  # type: ignore[untyped-decorator]
+        name="fetch", description=f"A document of {task}'s corpus by its id: its full text."
+    )
+    async def fetch(id: str) -> dict[str, Any]:  # the argument's name is what clients send
         try:
             return {"id": id, "text": service.fetch(id)}
         except Refused as exc:

@@ -35,12 +35,19 @@ class TraceWriter:
     """Appends records to a trace file, one ``os.write`` of one complete line per record (thread-safe)."""
 
     def __init__(self, path: str | Path):
+        from ..infra.containment import check_output_file
+
         self.path = Path(path)
         if self.path.is_symlink():
-            raise R2MedError(f"{self.path}: the trace file is a link; give a plain file")
+            raise R2MedError(f"--trace {self.path} is a link; give a plain file (r2med never writes through a link)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_output_file(self.path, "--trace")
         self._lock = threading.Lock()
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            self._fd: int | None = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise R2MedError(f"--trace {self.path}: {exc.strerror or exc}") from None
         self.torn_before = self._end_torn_line()
         self._turns: dict[tuple[str, str], int] = {}
 
@@ -108,7 +115,7 @@ def _record(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def read_trace(path: str | Path) -> Trace:
+def read_trace(path: str | os.PathLike[str]) -> Trace:
     """The records of a trace file; torn lines (see the module) counted and skipped, any other bad line an error
     naming the file and line."""
     path = Path(path)
