@@ -4,7 +4,8 @@ A batch of searches (:class:`Search`: a query text, its depth, and optionally th
 answered by one ``retriever.search`` call -- the same call ``r2med evaluate`` makes, with the same index and cached
 embeddings -- at the batch's largest depth, each query's list then cut to its own depth in r2med's one order
 (:func:`r2med.runs.run.ranked`: score, then corpus position), so a reply holds exactly the first ``k`` documents of
-``evaluate``'s run for that query.  A search naming a benchmark query of a task with exclusions (BRIGHT's
+``evaluate``'s run for that query, with their scores as its run file stores them (``SCORE_FORMAT``: exact for float32
+scores).  A search naming a benchmark query of a task with exclusions (BRIGHT's
 ``excluded_ids``) has those documents removed inside the search, before the cut, as ``evaluate`` does; one that
 names none is answered without them and says so.
 """
@@ -20,7 +21,7 @@ from ..data import Collection
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
 from ..retrieval.base import Retriever
-from ..runs.run import ranked
+from ..runs.run import SCORE_FORMAT, ranked
 
 #: What a reply says of BRIGHT's exclusions (a trace records the same word).
 APPLIED, NOT_APPLIED, NO_EXCLUSIONS = "applied", "not applied", "none"
@@ -96,5 +97,5 @@ class ServedIndex:
                 banned = excluded.get(s.query_id)
                 if any(d in banned for d, _ in order):
                     raise R2MedError(f"the retriever returned an excluded document for query {s.query_id!r}")
-            replies.append(Hits([d for d, _ in order], [float(v) for _, v in order], state))
+            replies.append(Hits([d for d, _ in order], [float(format(v, SCORE_FORMAT)) for _, v in order], state))
         return replies
