@@ -14,6 +14,7 @@ model call per candidate list, which this server does not recompute (serve a fir
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,9 @@ from ..serve.traces import TraceWriter
 from ..steps import EvaluateStep
 
 log = logging.getLogger(__name__)
+
+#: The signals that stop a server gracefully.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 #: Hosts a server may bind without a token: this machine only.
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -138,12 +142,20 @@ def serve_http(
         app, log_level="warning", timeout_graceful_shutdown=10, lifespan="on", access_log=False, server_header=False
     )
     server = uvicorn.Server(config)
+    stopped: list[int] = []
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again under the handlers it found:
+    # these take it, so the command ends normally (exit 0) once the trace is closed whole
+    before = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in STOP_SIGNALS}
     try:
         server.run(sockets=[sock])
     finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
         sock.close()
         if service.trace is not None:
             service.trace.close()
+    if stopped:
+        log.info("stopped by signal %d after answering the requests in flight; the trace is closed", stopped[0])
 
 
 def serve_stdio(service: Service) -> None:
