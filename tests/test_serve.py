@@ -273,3 +273,52 @@ def test_brights_excluded_ids_never_returned_for_a_named_query(leetcode, hf_cach
 
 
 EXCLUSIONS_HEADER = "x-r2med-exclusions"
+
+
+def test_expand_through_a_running_server_replays_the_in_process_runs_cache(tmp_path):
+    """``r2med expand --method search-r1`` first with the index built in-process, then with ``--retrieval-url`` on
+    ``r2med serve`` over the same folder: the LLM sees the same prompts (every request answered from the first run's
+    cache: the scripted LLM gets no new request) and the expansion file is the same, searches included."""
+    pytest.importorskip("openai")
+    from llm_server import LLMServer
+    from test_expansion import run_cli
+    from test_expansion_agentic import CORPUS, QUESTION
+
+    root = tmp_path / "Biology"
+    root.mkdir()
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
+    (root / "query.jsonl").write_text(json.dumps({"id": "q1", "text": QUESTION}) + "\n")
+    (root / "qrels.jsonl").write_text(json.dumps({"q_id": "q1", "p_id": "d2", "score": 1}) + "\n")
+    script = ["<search>potassium acidosis insulin</search>", "<search>ketoacidosis</search>", "<answer>fluids</answer>"]
+    common = ["expand", "--method", "search-r1", "--model", "test-model", "--data-dir", root, "--search-k", "3"]
+    with LLMServer(script=list(script)) as llm:
+        first = run_cli(*map(str, common), "--base-url", llm.base_url, "--out", str(tmp_path / "a"))
+        assert first.returncode == 0, first.stderr
+        assert llm.requests == 3
+        with ServeProcess("-d", root, "-t", "Biology", "--no-mcp") as server:
+            again = run_cli(
+                *map(str, common),
+                "--base-url",
+                llm.base_url,
+                "--out",
+                str(tmp_path / "b"),
+                "--retrieval-url",
+                server.url,
+            )
+        assert again.returncode == 0, again.stderr
+        assert llm.requests == 3  # the same prompts: all from the cache
+    read = lambda out: json.loads((out / "Biology" / "search-r1" / "test-model" / "query_with_hydoc.jsonl").read_text())  # noqa: E731
+    a, b = read(tmp_path / "a"), read(tmp_path / "b")
+    assert a == b and len(a["searches"]) == 2 and a["hy_doc"] == "fluids"
+    bad = run_cli(
+        *map(str, common),
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--out",
+        str(tmp_path / "c"),
+        "--method",
+        "hyde",
+        "--retrieval-url",
+        "http://127.0.0.1:9",
+    )
+    assert bad.returncode == 2 and "agentic" in bad.stderr

@@ -287,6 +287,7 @@ class ExpandStep(Spec):
     seed: Annotated[int, Field(ge=0)] | None = None
     prompt_task: str | None = None
     retriever: str = "bm25"
+    retrieval_url: str | None = None
     max_turns: Count = 4
     search_k: Count = 3
     search_tags: str | None = None
