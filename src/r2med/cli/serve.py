@@ -33,7 +33,9 @@ from .options import (
 def serve_command(
     ctx: typer.Context,
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Retriever name (see `r2med models`)."),
-    task: str = typer.Option(..., "--task", "-t", help="The one task served (Biology, bright:leetcode, a folder's)."),
+    task: str | None = typer.Option(
+        None, "--task", "-t", help="The one task served (Biology, bright:leetcode; with --data-dir: its collection)."
+    ),
     data_dir: DataDir = None,
     split: Split = "test",
     revision: Revision = None,
@@ -101,6 +103,9 @@ def serve_command(
     if not mcp_stdio:
         jobs.check_host(host, token)
     strict = strict_data(ctx, strict)
+    if task is None and data_dir is None:
+        raise R2MedError("serve needs the task: -t TASK (or --data-dir holding one collection)")
+    task = task or "all"
     values = with_set(
         dict(
             tasks=task,
