@@ -51,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 LISTENING = re.compile(r"listening on (http://\S+?):? ")
 CONCURRENCY = (1, 8, 32, 128)
+#: Queries of the LeetCode-shaped corpus the dense server answers (their gold and excluded documents are encoded).
+DENSE_QUERIES = 10
 #: (system, corpus, clients) -> the load's figures, for the ratios
 RESULTS: dict[tuple[str, str, int], dict[str, Any]] = {}
 
@@ -72,7 +74,7 @@ def write_collection(folder: Path, docs: dict[str, str], queries: dict[str, str]
 def prepare(work: Path, n_docs: int, leetcode_docs: int, dense_docs: int) -> dict[str, Any]:
     """The collections (reused when the sizes match): folder paths, query texts and the exclusions."""
     meta_path = work / "meta.json"
-    want = {"docs": n_docs, "leetcode_docs": leetcode_docs, "dense_docs": dense_docs, "format": 1}
+    want = {"docs": n_docs, "leetcode_docs": leetcode_docs, "dense_docs": dense_docs, "format": 2}
     if meta_path.exists() and json.loads(meta_path.read_text()).get("want") == want:
         return json.loads(meta_path.read_text())
     docs, queries = synthetic.r2med_like(n_docs=n_docs)
@@ -84,19 +86,21 @@ def prepare(work: Path, n_docs: int, leetcode_docs: int, dense_docs: int) -> dic
         gold, excluded = synthetic.leetcode_counts()
     corpus = synthetic.leetcode_like(n_docs=leetcode_docs, gold_counts=gold, excluded_counts=excluded)
     synthetic.write_bright_hub(work / "hub", corpus)
+    few = list(corpus.queries)[:DENSE_QUERIES]  # their gold and excluded documents join the dense corpus
     dense_corpus = synthetic.ExclusionCorpus(
         {d: corpus.docs[d] for d in list(corpus.docs)[:dense_docs]}
-        | {d: corpus.docs[d] for ids in corpus.excluded.values() for d in ids}
-        | {d: corpus.docs[d] for q in corpus.qrels.values() for d in q},
-        corpus.queries,
-        corpus.qrels,
-        corpus.excluded,
+        | {d: corpus.docs[d] for q in few for d in corpus.excluded[q]}
+        | {d: corpus.docs[d] for q in few for d in corpus.qrels[q]},
+        {q: corpus.queries[q] for q in few},
+        {q: corpus.qrels[q] for q in few},
+        {q: corpus.excluded[q] for q in few},
     )
     synthetic.write_bright_hub(work / "hub-dense", dense_corpus)
     meta = {
         "want": want,
         "r2med_queries": queries,
         "leetcode_queries": corpus.queries,
+        "leetcode_dense_queries": dense_corpus.queries,
         "excluded": corpus.excluded,
         "leetcode_dense_docs": len(dense_corpus.docs),
     }
@@ -263,6 +267,8 @@ def search_r1_rows(args: argparse.Namespace, work: Path, meta: dict[str, Any], e
     if not script.exists():
         return [f"Search-R1: skipped ({script} does not exist)"]
     python = args.search_r1_python or sys.executable
+    # pyserini 1.x builds an OpenAI client when imported, which needs a key set (never used: BM25 only)
+    env = {**env, "OPENAI_API_KEY": env.get("OPENAI_API_KEY") or "unused-by-bm25"}
     corpus_dir, index = work / "sr1" / "corpus", work / "sr1" / "index"
     if not (index / "segments_1").exists() and not any(index.glob("segments_*")):
         corpus_dir.mkdir(parents=True, exist_ok=True)
@@ -283,8 +289,11 @@ def search_r1_rows(args: argparse.Namespace, work: Path, meta: dict[str, Any], e
         url = "http://127.0.0.1:8000"  # fixed in its code
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return [f"Search-R1: skipped (its server exited with {proc.returncode}; its stderr is above)"]
             try:
-                if httpx.post(url + "/retrieve", json={"queries": ["x"], "topk": 1}, timeout=10).status_code == 200:
+                probe = {"queries": ["x"], "topk": 1, "return_scores": True}  # without it, its server answers 500
+                if httpx.post(url + "/retrieve", json=probe, timeout=10).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(1)
@@ -295,6 +304,7 @@ def search_r1_rows(args: argparse.Namespace, work: Path, meta: dict[str, Any], e
             r = asyncio.run(load(url, bodies_for(queries, args.requests, False), c, checker(None)))
             RESULTS["search-r1", "r2med", c] = r
             rows.append(row("search-r1 (pyserini bm25)", "r2med", c, r, peak_of(proc.pid)))
+            print(rows[-1], file=sys.stderr, flush=True)
         for c in CONCURRENCY:
             ours = RESULTS.get(("r2med bm25", "r2med", c))
             if ours is not None:
@@ -364,7 +374,9 @@ def main(argv: list[str] | None = None) -> int:
             server = Server([*extra, *data], env)
             started = time.perf_counter() - t
             try:
-                queries = meta["leetcode_queries"] if corpus == "leetcode" else meta["r2med_queries"]
+                queries = meta["r2med_queries"]
+                if corpus == "leetcode":
+                    queries = meta["leetcode_dense_queries" if dense else "leetcode_queries"]
                 excluded = meta["excluded"] if named else None
                 asyncio.run(load(server.url, bodies_for(queries, 2, bool(named)), 1, checker(excluded)))  # warm
                 label = f"r2med {retriever}"
@@ -374,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                     failed |= r["errors"] > 0
                     RESULTS[label, corpus, c] = r
                     rows.append(row(label, corpus, c, r, server.peak_mb()))
+                    print(rows[-1], file=sys.stderr, flush=True)
                 print(f"{label} on {corpus}: started (index built or loaded) in {started:.1f} s", file=sys.stderr)
             finally:
                 server.stop()

@@ -261,9 +261,10 @@ class FuseStep(Spec):
 class ImportStep(Spec):
     """``r2med import`` / ``[[imports]]``: run files made elsewhere, scored and written as a system."""
 
-    runs: tuple[PathField, ...]
+    runs: tuple[PathField, ...] = ()
     name: str
     note: str | None = None
+    trace: PathField | None = None  # an agent's trace from ``r2med serve``: each query's union as the run
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
 

@@ -415,25 +415,17 @@ def import_command(
     With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
     collection holding most of its query ids. --trace TRACE -t TASK imports an agent's trace instead.
     """
-    from ..errors import R2MedError
     from ..jobs.imports import import_files
     from ..results.folders import Summary
     from ..spec.parse import Origin
     from ..steps import ImportStep, flat
 
-    if trace is not None:
-        if runs:
-            raise R2MedError("import --trace TRACE takes no run files")
-        _import_trace(ctx, trace, name, tasks, data_dir, out, note, measure, count_missing, revision, overwrite)
-        return
-    if not runs:
-        raise R2MedError("import needs at least one run file (or --trace TRACE -t TASK)")
-
     step: ImportStep = flat(
         {
-            "runs": tuple(runs),
+            "runs": tuple(runs or ()),
             "name": name,
             "note": note,
+            "trace": trace,
             "tasks": tasks,
             "data_dir": data_dir,
             "revision": revision,
@@ -492,27 +484,3 @@ def _score_trace(
         notes.append(f"{len(scored.unjudged)} traced quer(ies) without judgments not scored")
     if notes:
         console.print("; ".join(notes), highlight=False, markup=False)
-
-
-def _import_trace(
-    ctx: typer.Context,
-    trace: Path,
-    name: str,
-    tasks: str,
-    data_dir: Path | None,
-    out: Path,
-    note: str | None,
-    measure: list[str] | None,
-    count_missing: bool,
-    revision: str | None,
-    overwrite: bool,
-) -> None:
-    from ..jobs.agent_traces import import_trace
-    from ..measures import DEFAULT_MEASURES, Measure
-    from ..results.folders import Summary
-
-    asked = tuple(Measure.parse(m) for m in measure) if measure else DEFAULT_MEASURES
-    result = import_trace(
-        trace, tasks, name, out, data_dir, revision, strict_data(ctx), note, asked, count_missing, overwrite
-    )
-    print_summary([result], Summary(name, retriever="imported"), out / name)

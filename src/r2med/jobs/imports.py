@@ -243,12 +243,23 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     from ..data.resolve import _asked
     from ..infra.containment import check_output_dir
 
-    if not step.runs:
-        raise R2MedError("import needs at least one run file")
+    if step.trace is not None and step.runs:
+        raise R2MedError("import --trace TRACE takes no run files")
+    if not step.runs and step.trace is None:
+        raise R2MedError("import needs at least one run file (or --trace TRACE -t TASK)")
     plain_name(step.name, "--name", run_name=True)
     out = Path(step.output.out or ".")
     check_output_dir(out)
     target = system_folder(out, step.name)  # a link there: refused before any file is read
+    if step.trace is not None:
+        from .agent_traces import import_trace
+
+        d, o = step.data, step.output
+        result = import_trace(
+            step.trace, d.task_text, step.name, out, d.data_dir, d.revision, d.strict, step.note, o.measures,
+            o.count_missing, o.overwrite,
+        )  # fmt: skip
+        return SystemResults(step.name, target.path, [result])
     read = [read_run_file(f) for f in step.runs]
     data = step.data
     tasks = data.task_text
