@@ -274,8 +274,8 @@ def search_r1_rows(args: argparse.Namespace, work: Path, meta: dict[str, Any], e
         corpus_dir.mkdir(parents=True, exist_ok=True)
         with open(work / "r2med" / "synthetic" / "corpus.jsonl") as src, open(corpus_dir / "docs.jsonl", "w") as dst:
             for line in src:
-                row = json.loads(line)
-                dst.write(json.dumps({"id": row["id"], "contents": row["text"]}) + "\n")
+                doc = json.loads(line)
+                dst.write(json.dumps({"id": doc["id"], "contents": doc["text"]}) + "\n")
         argv = ["--collection", "JsonCollection", "--input", str(corpus_dir), "--index", str(index)]
         argv += ["--generator", "DefaultLuceneDocumentGenerator", "--threads", "2", "--storeRaw"]
         subprocess.run(with_java(python, "pyserini.index.lucene", argv, module=True), check=True, env=env)

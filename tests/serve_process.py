@@ -1,4 +1,5 @@
-"""``r2med serve`` started as a real process on 127.0.0.1 for tests: its URL read from its own startup line."""
+"""``r2med serve`` started as a real process on 127.0.0.1 for tests (a server is a whole process: a kill -9, a
+SIGTERM, its own port): its URL read from its own startup line."""
 
 from __future__ import annotations
 

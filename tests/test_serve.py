@@ -182,6 +182,7 @@ def test_mcp_over_streamable_http_and_stdio(medline_server, tmp_path):
 
     import r2med
 
+    # over stdio the mcp SDK starts the server as a real process itself
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "r2med", "-q", "serve", "-d", medline(), "-t", "medline-med", "--mcp-stdio"],

@@ -3,9 +3,8 @@
 * :func:`score_trace_file` -- the trace read (:func:`r2med.serve.traces.read_trace`: torn lines counted), its task's
   judgments and exclusions loaded (queries and judgments only: no documents), scored per query and averaged
   (:func:`r2med.serve.trace_score.score_trace`);
-* :func:`import_trace` -- each query's union (in order of first retrieval, exclusions removed) filed as a system
-  through :func:`r2med.jobs.imports.import_run`, so ``report``, ``compare`` and ``show`` take it; the configuration
-  records the trace file and its sha256.
+* :func:`task_collection`, :func:`check_task` -- the task a trace is scored or imported against
+  (``r2med import --trace``: :func:`r2med.jobs.imports.import_trace`).
 
 A trace whose start records name another task than the one given is refused in one line.
 """
@@ -13,15 +12,10 @@ A trace whose start records name another task than the one given is refused in o
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from pathlib import Path
 
 from ..data import Collection
 from ..errors import R2MedError
-from ..infra.file_hash import file_hash
-from ..measures import DEFAULT_MEASURES, Measure
-from ..results.folders import TaskResult
-from ..serve.trace_score import TraceScore, score_trace, union_run
+from ..serve.trace_score import TraceScore, score_trace
 from ..serve.traces import Trace, read_trace
 
 
@@ -57,31 +51,3 @@ def score_trace_file(
     collection = task_collection(task, data_dir, revision, strict)
     check_task(read, collection)
     return score_trace(read, collection.qrels, collection.exclusions)
-
-
-def import_trace(
-    trace: str | os.PathLike[str],
-    task: str,
-    name: str,
-    out: str | os.PathLike[str],
-    data_dir: str | os.PathLike[str] | None = None,
-    revision: str | None = None,
-    strict: bool = False,
-    note: str | None = None,
-    measures: Iterable[Measure] = DEFAULT_MEASURES,
-    count_missing: bool = False,
-    overwrite: bool = False,
-) -> TaskResult:
-    """``r2med import --trace TRACE -t TASK --name NAME`` (see the module)."""
-    from ..infra.containment import check_output_dir
-    from .imports import import_run
-
-    check_output_dir(Path(out))
-    read = read_trace(trace)
-    collection = task_collection(task, data_dir, revision, strict)
-    check_task(read, collection)
-    run = {q: docs for q, docs in union_run(read, collection.exclusions).items() if docs}
-    if not run:
-        raise R2MedError(f"{read.path}: no traced search names a query of {collection.name} (query_id)")
-    source = {"file": os.path.abspath(trace), "sha256": file_hash(Path(trace), "sha256"), "tags": [], "trace": True}
-    return import_run(run, collection, name, out, note, measures, count_missing, overwrite, source=source)

@@ -252,8 +252,6 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
     check_output_dir(out)
     target = system_folder(out, step.name)  # a link there: refused before any file is read
     if step.trace is not None:
-        from .agent_traces import import_trace
-
         d, o = step.data, step.output
         result = import_trace(
             step.trace, d.task_text, step.name, out, d.data_dir, d.revision, d.strict, step.note, o.measures,
@@ -273,3 +271,35 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None) -> Sys
         source = {"file": str(file.path), "sha256": file.sha256, "tags": list(file.tags)}
         results.append(_finish(file.run, source, collection, step, str(file.path)))
     return SystemResults(step.name, target.path, results)
+
+
+def import_trace(
+    trace: str | os.PathLike[str],
+    task: str,
+    name: str,
+    out: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    strict: bool = False,
+    note: str | None = None,
+    measures: Iterable[Measure] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> TaskResult:
+    """``r2med import --trace TRACE -t TASK --name NAME``: each query's union in the trace (in order of first
+    retrieval, the task's exclusions removed: :func:`r2med.serve.trace_score.union_run`) filed as a system through
+    :func:`import_run`; the configuration records the trace file and its sha256."""
+    from ..infra.containment import check_output_dir
+    from ..serve.trace_score import union_run
+    from ..serve.traces import read_trace
+    from .agent_traces import check_task, task_collection
+
+    check_output_dir(Path(out))
+    read = read_trace(trace)
+    collection = task_collection(task, data_dir, revision, strict)
+    check_task(read, collection)
+    run = {q: docs for q, docs in union_run(read, collection.exclusions).items() if docs}
+    if not run:
+        raise R2MedError(f"{read.path}: no traced search names a query of {collection.name} (query_id)")
+    source = {"file": os.path.abspath(trace), "sha256": file_hash(Path(trace), "sha256"), "tags": [], "trace": True}
+    return import_run(run, collection, name, out, note, measures, count_missing, overwrite, source=source)
