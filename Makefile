@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 # CPU build of torch (lies on this machine's disk); override for a CUDA build: make test TORCH_SPEC=torch
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= dev,dense,llm,scale,lucene,rerank,mteb,plot,bright
+EXTRAS ?= dev,dense,llm,scale,lucene,rerank,mteb,plot,bright,serve
 
 .PHONY: demo test lint install install-dev bench clean
 

@@ -398,6 +398,13 @@ def _import(tmp, victim, stack):
     return args, _linked(tmp / "out" / "imp", victim)
 
 
+def _serve(tmp, victim, stack):
+    from test_containment import make_data
+
+    link = _linked(tmp / "traces" / "agent.jsonl", victim.parent / "mine.md")
+    return ["serve", "-d", make_data(tmp), "-t", "t1", "--port", "0", "--trace", link], link
+
+
 def _rerank(tmp, victim, stack):
     runs, _ = _runs(tmp, "bm25")
     (tmp / "overlap.py").write_text(_SCORER)
@@ -511,6 +518,7 @@ LINK_CASES = {
     "run: an imported system": LinkCase("run", _run_import),
     "run: report.md": LinkCase("run", _run_report, "replace"),
     "expand": LinkCase("expand", _expand),
+    "serve --trace": LinkCase("serve", _serve),
     "encode": LinkCase("encode", _encode),
     "export": LinkCase("export", _export),
     "report -o markdown": LinkCase("report", _report("markdown"), "replace"),

@@ -271,6 +271,7 @@ OTHER_COMMANDS = {
     "plot",
     "html",
     "show",
+    "serve",  # its index is an EvaluateStep (parsed by evaluate_step); its other flags are the server's
 }
 
 

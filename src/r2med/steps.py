@@ -272,11 +272,12 @@ class FuseStep(Spec):
 class ImportStep(Spec):
     """``r2med import`` / ``[[imports]]``: run files made elsewhere, scored and written as a system."""
 
-    runs: tuple[PathField, ...]
+    runs: tuple[PathField, ...] = ()
     name: str
     note: str | None = None
     #: how equal scores are ordered when scored: trec_eval's rule, or the run's own listed order (recorded)
     ties: Literal["trec_eval", "listed"] = "trec_eval"
+    trace: PathField | None = None  # an agent's trace from ``r2med serve``: each query's union as the run
     data: Data = Field(default_factory=lambda: Data())
     output: Output = Field(default_factory=lambda: Output())
 
@@ -312,6 +313,7 @@ class ExpandStep(Spec):
     seed: Annotated[int, Field(ge=0)] | None = None
     prompt_task: str | None = None
     retriever: str = "bm25"
+    retrieval_url: str | None = None
     max_turns: Count = 4
     search_k: Count = 3
     search_tags: str | None = None

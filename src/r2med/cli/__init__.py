@@ -93,7 +93,19 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 #: Modules that register commands on ``app`` (one per concept).
-COMMAND_MODULES = ["core", "report", "show", "expand", "models", "rerank", "encode", "export", "experiment", "cache"]
+COMMAND_MODULES = [
+    "core",
+    "report",
+    "show",
+    "expand",
+    "models",
+    "rerank",
+    "encode",
+    "export",
+    "experiment",
+    "cache",
+    "serve",
+]
 
 
 def _print_version(value: bool) -> None:

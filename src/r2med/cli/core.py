@@ -288,13 +288,13 @@ def demo_command(
 @app.command("score")
 def score_command(
     ctx: typer.Context,
-    qrels: Path = typer.Argument(
-        ...,
+    qrels: Path | None = typer.Argument(
+        None,
         help="Judgments: TREC qrels, R2MED qrels.jsonl, BEIR .tsv, a collection folder, or a hub task "
         "(bright:biology, Biology: its judgments and exclusions only, under its protocol).",
     ),
-    run: Path = typer.Argument(
-        ...,
+    run: Path | None = typer.Argument(
+        None,
         help="A run file (TREC, or JSON scores {qid: {docid: score}}), or a task folder (or a system folder / "
         "results root holding the collection's task).",
     ),
@@ -317,14 +317,27 @@ def score_command(
     revision: Revision = None,
     judgments: QrelsFile = None,
     tie_rule: TieRuleOption = "trec_eval",
+    trace: Path | None = typer.Option(
+        None, "--trace", help="Score an agent's trace from `r2med serve` instead (with -t TASK; docs/serve.md)."
+    ),
+    task: str | None = typer.Option(None, "--task", "-t", help="With --trace: the task the trace searched."),
+    data_dir: DataDir = None,
 ) -> None:
-    """Score a run file against judgments, trec_eval style."""
+    """Score a run file against judgments, trec_eval style (or an agent's trace: --trace)."""
+    from ..errors import R2MedError
     from ..jobs.evaluate import score_files
     from ..measures import Measure
     from ..report.format import visible
 
     strict = strict_data(ctx, strict)
     fmt = check_json_format(fmt, as_json, ("trec", "json"))
+    if trace is not None:
+        if qrels is not None or run is not None or task is None:
+            raise R2MedError("score --trace TRACE takes the task with -t TASK (and --data-dir), no other files")
+        _score_trace(trace, task, data_dir, revision, strict, fmt, per_query)
+        return
+    if qrels is None or run is None:
+        raise R2MedError("score takes the judgments and the run: r2med score QRELS RUN (or --trace TRACE -t TASK)")
     asked = tuple(Measure.parse(m) for m in measure) if measure else None
     metrics = score_files(
         qrels,
@@ -365,8 +378,8 @@ def score_command(
 @app.command("import")
 def import_command(
     ctx: typer.Context,
-    runs: list[Path] = typer.Argument(
-        ..., help="Run files: TREC (6 columns, or 4: qid docid rank score) or JSON scores {qid: {docid: score}}."
+    runs: list[Path] | None = typer.Argument(
+        None, help="Run files: TREC (6 columns, or 4: qid docid rank score) or JSON scores {qid: {docid: score}}."
     ),
     name: str = typer.Option(
         ..., "--name", help="The system's name: OUT/<name>/<task>/ is written (no spaces or slashes)."
@@ -383,12 +396,16 @@ def import_command(
     strict: Strict = False,
     long_documents: LongDocuments = False,
     qrels: QrelsFile = None,
+    trace: Path | None = typer.Option(
+        None, "--trace", help="Import an agent's trace from `r2med serve`: each query's union as a run (one task)."
+    ),
 ) -> None:
     """Import run files made elsewhere as a system: scored and written as `evaluate` writes its results.
 
     With --tasks naming tasks, the files are those tasks in order; otherwise each file goes to the
     collection it fits best (the judged documents it retrieves, then the queries it holds).  A file another task
     fits better is an error naming that task.  TREC, JSON scores and FlagEmbedding search results, gzipped or not.
+    --trace TRACE -t TASK imports an agent's trace from `r2med serve` instead.
     """
     from ..jobs.imports import import_files
     from ..results.folders import Summary
@@ -397,10 +414,11 @@ def import_command(
 
     step: ImportStep = flat(
         {
-            "runs": tuple(runs),
+            "runs": tuple(runs or ()),
             "name": name,
             "note": note,
             "ties": ties,
+            "trace": trace,
             "tasks": tasks,
             "data_dir": data_dir,
             "revision": revision,
@@ -431,3 +449,40 @@ def import_command(
                 "that ranking); never graded against figures made by trec_eval's rule"
             ]
         )
+
+
+def _score_trace(
+    trace: Path, task: str, data_dir: Path | None, revision: str | None, strict: bool, fmt: str, per_query: bool
+) -> None:
+    """``r2med score --trace``: per query with --per-query, then the averages (docs/serve.md)."""
+    from ..jobs.agent_traces import score_trace_file
+
+    scored = score_trace_file(trace, task, data_dir, revision, strict)
+    if fmt == "json":
+        payload = scored.to_json()
+        if not per_query:
+            payload.pop("per_query")
+        print_json(payload)
+        return
+    if per_query:
+        for qid in sorted(scored.per_query):
+            row = scored.per_query[qid]
+            for key in ("searches", "distinct", "recall", "ndcg_cut_10", "excluded_removed"):
+                typer.echo(
+                    f"{key:<16}\t{qid}\t{row[key]:.4f}"
+                    if isinstance(row[key], float)
+                    else f"{key:<16}\t{qid}\t{row[key]}"
+                )
+            typer.echo(f"{'recall_by_turn':<16}\t{qid}\t" + " ".join(f"{v:.4f}" for v in row["recall_by_turn"]))
+    typer.echo(f"{'num_q':<16}\tall\t{len(scored.per_query)}")
+    for key, value in scored.average.items():
+        typer.echo(f"{key:<16}\tall\t{value:.4f}")
+    notes = []
+    if scored.torn:
+        notes.append(f"{scored.torn} torn line(s) skipped")
+    if scored.unattributed:
+        notes.append(f"{scored.unattributed} search(es) named no query_id and are not scored")
+    if scored.unjudged:
+        notes.append(f"{len(scored.unjudged)} traced quer(ies) without judgments not scored")
+    if notes:
+        console.print("; ".join(notes), highlight=False, markup=False)

@@ -81,6 +81,12 @@ def expand_command(
         "{passages} for LameR-style prompts (top-10 BM25 passages).",
     ),
     retriever: str = typer.Option("bm25", "--retriever", "-r", help="Agentic methods: the index searched."),
+    retrieval_url: str | None = typer.Option(
+        None,
+        "--retrieval-url",
+        help="Agentic methods: search this running server (r2med serve, or any Search-R1-shaped one) instead of "
+        "an index built here.",
+    ),
     max_turns: int = typer.Option(4, "--max-turns", parser=as_given, help="Agentic methods: LLM turns per query."),
     search_k: int = typer.Option(
         3, "--search-k", parser=as_given, help="Agentic methods: passages returned per search."
@@ -121,6 +127,7 @@ def expand_command(
             "seed": seed,
             "prompt_task": prompt_task,
             "retriever": retriever,
+            "retrieval_url": retrieval_url,
             "max_turns": max_turns,
             "search_k": search_k,
             "search_tags": search_tags,

@@ -12,7 +12,7 @@ cached by :class:`r2med.infra.llm.LLMClient`, so a re-run sends no request and a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -213,16 +213,28 @@ def _agentic(
     search_k: int,
     bar: Bar,
     tags: Any,
+    retrieval_url: str | None = None,
 ) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, Any]]]:
+    """The agentic loop over the task's own index, or a running server's (``retrieval_url``: its texts shown)."""
+    from collections import ChainMap
+
     from ..expansion.agentic import AgenticExpander
-    from ..retrieval.registry import make_retriever
 
-    retriever = make_retriever(retriever_name, task=collection.name)
-    from ..retrieval.base import index_collection
+    retriever: Any
+    corpus: Mapping[str, str] = collection.corpus
+    if retrieval_url is not None:
+        from ..serve.client import RemoteRetriever
 
-    index_collection(retriever, collection)
+        retriever = RemoteRetriever(retrieval_url)
+        corpus = ChainMap(retriever.texts, collection.corpus)  # the server's texts first; corpus order for ties
+    else:
+        from ..retrieval.base import index_collection
+        from ..retrieval.registry import make_retriever
+
+        retriever = make_retriever(retriever_name, task=collection.name)
+        index_collection(retriever, collection)
     agent = AgenticExpander(
-        client, retriever, collection.corpus, tags=tags, max_turns=max_turns, top_k=search_k, sampling=sampling
+        client, retriever, corpus, tags=tags, max_turns=max_turns, top_k=search_k, sampling=sampling
     )
 
     def on_turn(turn: int, searching: int) -> None:
@@ -284,6 +296,8 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
     if cache:
         check_home()
     agentic = method in AGENTIC
+    if step.retrieval_url is not None and not agentic:
+        raise R2MedError(f"--retrieval-url goes with an agentic method (search-r1, search-o1), not {method}")
     tags = agentic_tags(method, step.search_tags, step.result_tags, step.answer_tags) if agentic else None
     template = None
     if prompt_file is not None:
@@ -335,7 +349,16 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
                 bar = RequestBar(task, client)
                 if agentic:
                     texts, errors, extra = _agentic(
-                        collection, method, client, params, step.retriever, step.max_turns, step.search_k, bar, tags
+                        collection,
+                        method,
+                        client,
+                        params,
+                        step.retriever,
+                        step.max_turns,
+                        step.search_k,
+                        bar,
+                        tags,
+                        step.retrieval_url,
                     )
                 else:
                     res = generate_expansions(

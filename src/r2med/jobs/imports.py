@@ -290,6 +290,7 @@ def import_run(
     count_missing: bool = False,
     overwrite: bool = False,
     ties: TieRule = "trec_eval",
+    source: Mapping[str, Any] | None = None,
 ) -> TaskResult:
     """Score a run made elsewhere against ``collection`` and (with ``out``, a results root) write
     ``out/<name>/<collection.name>/`` as ``evaluate`` would.  ``ties``: ``listed`` orders equal scores as the run
@@ -299,17 +300,19 @@ def import_run(
     configuration records ``retriever: "imported"``, the file (None for a Run given in Python), the
     sha256 of the file (of the run as r2med writes it, for a Run) and its tags, and ``note``.
     ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``), parsed at once.
+    ``source``: what to record of a Run's origin in place of the above (``r2med import --trace``: the trace file).
     """
     asked = tuple(as_measure(m) for m in measures)
     plain_name(name, "--name", run_name=True)
     if isinstance(run, (str, os.PathLike)):
         file = read_run_file(run)
-        source: dict[str, Any] = file.source()
+        recorded: dict[str, Any] = file.source()
         ranked, where = file.run, str(file.path)
     else:
         ranked = check_run(run)
-        source = {"file": None, "sha256": hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest(), "tags": []}
-        where = f"{name} (a run given in Python)"
+        digest = hashlib.sha256(format_trec(ranked).encode("utf-8")).hexdigest()
+        recorded = dict(source) if source is not None else {"file": None, "sha256": digest, "tags": []}
+        where = str(recorded.get("file") or f"{name} (a run given in Python)")
     if not isinstance(collection, Collection):
         raise R2MedError(
             f"import_run: collection must be a Collection (r2med.load_task / load_folder), got {shown(collection)}"
@@ -323,7 +326,7 @@ def import_run(
             "output": {"out": out, "measures": asked, "count_missing": count_missing, "overwrite": overwrite},
         }
     )
-    return _finish(ranked, source, collection, step, where)
+    return _finish(ranked, recorded, collection, step, where)
 
 
 def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
@@ -381,12 +384,21 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None, flag: 
     from ..data.resolve import _asked
     from ..infra.containment import check_output_dir
 
-    if not step.runs:
-        raise R2MedError("import needs at least one run file")
+    if step.trace is not None and step.runs:
+        raise R2MedError("import --trace TRACE takes no run files")
+    if not step.runs and step.trace is None:
+        raise R2MedError("import needs at least one run file (or --trace TRACE -t TASK)")
     plain_name(step.name, "--name", run_name=True)
     out = Path(step.output.out or ".")
     check_output_dir(out)
     target = system_folder(out, step.name)  # a link there: refused before any file is read
+    if step.trace is not None:
+        d, o = step.data, step.output
+        result = import_trace(
+            step.trace, d.task_text, step.name, out, d.data_dir, d.revision, d.strict, step.note, o.measures,
+            o.count_missing, o.overwrite,
+        )  # fmt: skip
+        return SystemResults(step.name, target.path, [result])
     read = [read_run_file(f) for f in step.runs]
     data = step.data
     tasks = data.task_text
@@ -405,3 +417,35 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None, flag: 
     for file, collection in pairs:
         results.append(_finish(file.run, file.source(), collection, step, str(file.path)))
     return SystemResults(step.name, target.path, results)
+
+
+def import_trace(
+    trace: str | os.PathLike[str],
+    task: str,
+    name: str,
+    out: str | os.PathLike[str],
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    strict: bool = False,
+    note: str | None = None,
+    measures: Iterable[Measure] = DEFAULT_MEASURES,
+    count_missing: bool = False,
+    overwrite: bool = False,
+) -> TaskResult:
+    """``r2med import --trace TRACE -t TASK --name NAME``: each query's union in the trace (in order of first
+    retrieval, the task's exclusions removed: :func:`r2med.serve.trace_score.union_run`) filed as a system through
+    :func:`import_run`; the configuration records the trace file and its sha256."""
+    from ..infra.containment import check_output_dir
+    from ..serve.trace_score import union_run
+    from ..serve.traces import read_trace
+    from .agent_traces import check_task, task_collection
+
+    check_output_dir(Path(out))
+    read = read_trace(trace)
+    collection = task_collection(task, data_dir, revision, strict)
+    check_task(read, collection)
+    run = {q: docs for q, docs in union_run(read, collection.exclusions).items() if docs}
+    if not run:
+        raise R2MedError(f"{read.path}: no traced search names a query of {collection.name} (query_id)")
+    source = {"file": os.path.abspath(trace), "sha256": file_hash(Path(trace), "sha256"), "tags": [], "trace": True}
+    return import_run(run, collection, name, out, note, measures, count_missing, overwrite, source=source)

@@ -1,0 +1,161 @@
+"""``r2med serve``: one task's index served to agents over HTTP and MCP (the work: :mod:`r2med.jobs.serve`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from . import app, strict_data
+from ._ui import err_console
+from .options import (
+    ANALYZER_CHOICE,
+    DTYPE_CHOICE,
+    DataDir,
+    Device,
+    LongDocuments,
+    Model,
+    NoCache,
+    Pooling,
+    Revision,
+    SimilarityOption,
+    Split,
+    StepBatchSize,
+    StepMaxLength,
+    Strict,
+    TrustRemoteCode,
+    as_given,
+    with_set,
+)
+
+
+@app.command("serve")
+def serve_command(
+    ctx: typer.Context,
+    retriever: str = typer.Option("bm25", "--retriever", "-r", help="Retriever name (see `r2med models`)."),
+    task: str | None = typer.Option(
+        None, "--task", "-t", help="The one task served (Biology, bright:leetcode; with --data-dir: its collection)."
+    ),
+    data_dir: DataDir = None,
+    split: Split = "test",
+    revision: Revision = None,
+    strict: Strict = False,
+    long_documents: LongDocuments = False,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (other than this machine: --token)."),
+    port: int = typer.Option(8000, "--port", help="Port to listen on (0: one the system picks, printed)."),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        envvar="R2MED_SERVE_TOKEN",
+        help="Bearer token every request must send (or env R2MED_SERVE_TOKEN).",
+    ),
+    trace: Path | None = typer.Option(
+        None, "--trace", help="Append every request and reply to this JSON-lines file (score it: score --trace)."
+    ),
+    topk: int = typer.Option(3, "--topk", help="Documents per query when a request does not say (Search-R1's 3)."),
+    max_topk: int | None = typer.Option(
+        None, "--max-topk", help="Most documents per query a request may ask for (default: the protocol's depth)."
+    ),
+    max_queries: int = typer.Option(256, "--max-queries", help="Most queries in one request."),
+    max_query_chars: int = typer.Option(8192, "--max-query-chars", help="Longest query (characters)."),
+    max_body_bytes: int = typer.Option(1_000_000, "--max-body-bytes", help="Largest request body (bytes)."),
+    mcp_stdio: bool = typer.Option(False, "--mcp-stdio", help="Serve MCP over stdin/stdout instead of HTTP."),
+    no_mcp: bool = typer.Option(False, "--no-mcp", help="No MCP endpoint at /mcp."),
+    k1: float | None = typer.Option(None, "--k1", parser=as_given, help="BM25 k1 (default: the paper's 0.9)."),
+    b: float | None = typer.Option(None, "--b", parser=as_given, help="BM25 b (default: the paper's 0.4)."),
+    analyzer: str | None = typer.Option(
+        None,
+        "--analyzer",
+        metavar=ANALYZER_CHOICE.choices_metavar,
+        callback=ANALYZER_CHOICE.callback,
+        help="BM25 analyzer: english (default) or lucene.",
+    ),
+    no_cache: NoCache = False,
+    model: Model = None,
+    batch_size: StepBatchSize = None,
+    device: Device = None,
+    max_length: StepMaxLength = None,
+    pooling: Pooling = None,
+    similarity: SimilarityOption = None,
+    dtype: str | None = typer.Option(
+        None, "--dtype", metavar=DTYPE_CHOICE.choices_metavar, callback=DTYPE_CHOICE.callback, help="Dense precision."
+    ),
+    trust_remote_code: TrustRemoteCode = False,
+    encoder: str | None = typer.Option(
+        None, "--encoder", help="-r custom: your encoder, MODULE:OBJ (runs its code; given here, never by a request)."
+    ),
+    set_: list[str] | None = typer.Option(None, "--set", help="Other options of the retriever as key=value."),
+) -> None:
+    """Serve one task's index to agents: Search-R1's /retrieve, FlashRAG's /search, MCP (docs/serve.md)."""
+    from ..data import check_hub, resolve
+    from ..errors import R2MedError
+    from ..infra.home import check_home
+    from ..jobs import serve as jobs
+    from ..serve.limits import Limits
+    from ..spec.parse import Origin
+    from ..steps import EvaluateStep, evaluate_step
+
+    for name, value in (("--topk", topk), ("--max-queries", max_queries), ("--max-query-chars", max_query_chars)):
+        if value < 1:
+            raise R2MedError(f"{name} must be at least 1 (got {value})")
+    if max_body_bytes < 1024:
+        raise R2MedError(f"--max-body-bytes must be at least 1024 (got {max_body_bytes})")
+    if not mcp_stdio:
+        jobs.check_host(host, token)
+    strict = strict_data(ctx, strict)
+    if task is None and data_dir is None:
+        raise R2MedError("serve needs the task: -t TASK (or --data-dir holding one collection)")
+    task = task or "all"
+    values = with_set(
+        dict(
+            tasks=task,
+            data_dir=data_dir,
+            revision=revision,
+            split=split,
+            strict=strict,
+            long_documents=long_documents,
+            cache=False if no_cache else None,
+            k1=k1,
+            b=b,
+            analyzer=analyzer,
+            model=model,
+            batch_size=batch_size,
+            device=device,
+            max_length=max_length,
+            pooling=pooling,
+            similarity=similarity,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code or None,
+            encoder=encoder,
+        ),
+        set_,
+        EvaluateStep,
+        "retriever",
+    )
+    step = evaluate_step({"retriever": retriever, **values}, Origin.cli())
+    if not no_cache:
+        check_home()
+    refs = resolve(task, data_dir, revision, split, strict=strict, long_documents=long_documents)
+    if len(refs) != 1:
+        raise R2MedError(f"serve serves one task; {task!r} names {len(refs)}")
+    [ref] = check_hub(refs)
+    limits = Limits(max_body_bytes, max_queries, max_topk or 10**9, max_query_chars)
+    service = jobs.load(step, ref, limits, trace)
+    if topk > service.limits.max_topk:
+        raise R2MedError(f"--topk {topk} is above the most a request may ask for ({service.limits.max_topk})")
+    err_console.print(jobs.describe(service), highlight=False, soft_wrap=True, markup=False)
+    if mcp_stdio:
+        err_console.print("MCP over stdio: tools search, fetch", highlight=False, markup=False)
+        jobs.serve_stdio(service)
+        return
+
+    def listening(url: str) -> None:
+        err_console.print(
+            f"listening on {url}: POST /retrieve (Search-R1), /search, /batch_search (FlashRAG), /fetch; "
+            f"GET /health, /docs{'; MCP at /mcp' if not no_mcp else ''}" + (f"; trace: {trace}" if trace else ""),
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+
+    jobs.serve_http(service, host, port, token, topk, mcp=not no_mcp, on_listening=listening)

@@ -1,0 +1,175 @@
+"""``r2med serve``: load one task's index once (as ``evaluate`` builds it) and serve it over HTTP and MCP.
+
+* :func:`load` -- an :class:`~r2med.steps.EvaluateStep` and one task made a :class:`~r2med.serve.service.Service`:
+  the retriever ``evaluate`` would make for that task (same options, same cached index and embeddings), indexed
+  once, and what is served as ``evaluate`` records it (task, source, data commit, retriever config, protocol);
+* :func:`serve_http` -- uvicorn on a socket bound here (``127.0.0.1`` unless told; any other host needs a token),
+  the MCP server at ``/mcp``; SIGTERM/SIGINT shut it down gracefully, the trace closed whole;
+* :func:`serve_stdio` -- the MCP server over stdin/stdout.
+
+Fused and reranked systems are not served: a fused run needs every member's search per query and a reranked one a
+model call per candidate list, which this server does not recompute (serve a first-stage retriever).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..data import TaskRef
+from ..errors import R2MedError
+from ..serve.index import ServedIndex
+from ..serve.limits import Limits
+from ..serve.service import Service
+from ..serve.traces import TraceWriter
+from ..steps import EvaluateStep
+
+log = logging.getLogger(__name__)
+
+#: The signals that stop a server gracefully.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+#: Hosts a server may bind without a token: this machine only.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def check_host(host: str, token: str | None) -> None:
+    """Refuse, in one line, a server reachable from other machines without a bearer token."""
+    if host not in LOCAL_HOSTS and not token:
+        raise R2MedError(
+            f"--host {host} makes the server reachable from other machines: give --token (clients send "
+            "'Authorization: Bearer <token>'), or keep the default 127.0.0.1"
+        )
+
+
+def load(step: EvaluateStep, ref: TaskRef, limits: Limits | None = None, trace: str | Path | None = None) -> Service:
+    """The service of one task (see the module); ``trace``: the trace file appended to (None: no trace)."""
+    from ..data.benchmarks import protocol_of
+    from ..retrieval.base import index_collection
+    from ..retrieval.registry import make_retriever
+    from .evaluate import check_excludes, plan
+
+    if step.expansion or step.expansion_file or step.expansion_dir:
+        raise R2MedError("serve answers the agent's own query texts: expansions are not served")
+    job = plan(step)
+    writer = TraceWriter(trace) if trace is not None else None  # checked before the index is built
+    collection = ref.load()
+    protocol = protocol_of(collection)
+    depth = step.depth(protocol.depth)
+    retriever = make_retriever(step.retriever, task=collection.name, options=step.options)
+    check_excludes(retriever, collection)
+    if step.options.cache:
+        from ..infra.home import remember_collection
+
+        remember_collection(collection.fingerprint, collection.name, collection.source)
+    index_collection(retriever, collection)
+    served = {
+        "task": collection.name,
+        "source": collection.source,
+        "revision": collection.revision,
+        "dataset_fingerprint": collection.dataset_fingerprint,
+        "system": job.name,
+        "retriever": step.retriever,
+        "config": {**step.record(depth), **retriever.config()},
+        "protocol": protocol.record(collection),
+        "documents": len(collection.corpus),
+        "queries": len(collection.queries),
+    }
+    limits = limits or Limits()
+    if limits.max_topk > depth:
+        limits = Limits(limits.max_body_bytes, limits.max_queries, depth, limits.max_query_chars)
+    service = Service(ServedIndex(collection, retriever, depth, served), limits, writer)
+    if writer is not None:
+        writer.start(service.served)
+    return service
+
+
+def describe(service: Service) -> str:
+    """One line saying what is served: task, data commit, system, protocol (as ``evaluate`` records them)."""
+    s = service.served
+    revision = s.get("revision") or "local folder"
+    protocol = s.get("protocol") or {}
+    excl = protocol.get("exclusions")
+    exclusions = f"exclusions on {excl['queries']} queries ({excl['pairs']} pairs)" if excl else "no exclusions"
+    return (
+        f"serving {s['task']} (data {revision}; {s['documents']:,} documents, {s['queries']:,} queries) with "
+        f"{s['system']} ({s['retriever']}), protocol {protocol.get('family') or 'local'}: depth up to "
+        f"{service.limits.max_topk}, {exclusions}"
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: one the system picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise R2MedError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    return sock
+
+
+def serve_http(
+    service: Service,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    default_topk: int = 3,
+    mcp: bool = True,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until SIGTERM/SIGINT (graceful: requests in flight answered, the trace closed whole)."""
+    import uvicorn
+
+    from ..serve.http import http_app
+    from ..serve.mcp_tools import mcp_server
+
+    check_host(host, token)
+    app = http_app(service, default_topk, token, mcp_server(service) if mcp else None, host=host)
+    sock = bind(host, port)
+    where = sock.getsockname()
+    url = f"http://{'[' + where[0] + ']' if ':' in where[0] else where[0]}:{where[1]}"
+    if on_listening is not None:
+        on_listening(url)
+    config = uvicorn.Config(
+        app, log_level="warning", timeout_graceful_shutdown=10, lifespan="on", access_log=False, server_header=False
+    )
+    server = uvicorn.Server(config)
+    stopped: list[int] = []
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again under the handlers it found:
+    # these take it, so the command ends normally (exit 0) once the trace is closed whole
+    before = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in STOP_SIGNALS}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        sock.close()
+        if service.trace is not None:
+            service.trace.close()
+    if stopped:
+        log.info("stopped by signal %d after answering the requests in flight; the trace is closed", stopped[0])
+
+
+def serve_stdio(service: Service) -> None:
+    """The MCP server over stdin/stdout until the client closes it."""
+    import anyio
+
+    from ..serve.mcp_tools import mcp_server
+
+    server: Any = mcp_server(service)
+
+    async def main() -> None:
+        try:
+            await server.run_stdio_async()
+        finally:
+            await service.close()
+
+    anyio.run(main)
