@@ -178,6 +178,7 @@ def test_set_refuses_what_is_not_an_option_naming_the_flag(tmp_path, pair, flag)
     base = {
         "evaluate": ["evaluate", "-r", "bm25", "-d", str(data.parent), "-o", str(tmp_path / "out")],
         "rerank": ["rerank", "--run", str(folder), "--reranker", "listwise", "--model", "m", "-o", str(tmp_path / "o")],
+        "serve": ["serve", "-r", "bm25", "-d", str(data.parent), "--trace", str(tmp_path / "trace.jsonl")],
     }
     before = snapshot(tmp_path)
     pair = pair.replace("ELSEWHERE", str(tmp_path / "ELSEWHERE"))  # where a leaked output would land

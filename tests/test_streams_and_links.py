@@ -434,6 +434,8 @@ WRITES_ELSEWHERE = {
     ("data/hub_integrity.py", "_make_key", "os.replace"): "that key's rename",
     ("export/mteb.py", "_write_results", "os.replace"): "moves files inside an atomic_dir temp",
     ("infra/llm.py", "put", "os.open"): "the append-only answer cache (contained, a non-file there is removed)",
+    ("serve/traces.py", "__init__", "os.open"): "the append-only trace: one os.write of one whole line a record, "
+    "O_NOFOLLOW (a torn last line is ended when it is opened again)",
     ("jobs/expand.py", "claim_llm_folder", "write_text"): "a claim made by os.link of a temp (create-if-absent)",
     ("scale/encode.py", "_fault_injection", "write_text"): "the fault-injection marker of the tests",
     ("scale/store.py", "write_bytes", "write_bytes"): "a shard store's temp, renamed by the store",

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from ..errors import R2MedError
+from ..infra.input_files import bounded_lines, open_input, open_regular
 
 
 class TraceWriter:
@@ -43,9 +44,10 @@ class TraceWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         check_output_file(self.path, "--trace")
         self._lock = threading.Lock()
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
         try:
-            self._fd: int | None = os.open(self.path, flags, 0o644)
+            self._fd: int | None = os.open(
+                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644
+            )
         except OSError as exc:
             raise R2MedError(f"--trace {self.path}: {exc.strerror or exc}") from None
         self.torn_before = self._end_torn_line()
@@ -56,7 +58,7 @@ class TraceWriter:
         size = os.fstat(self._fd).st_size if self._fd is not None else 0
         if size == 0:
             return False
-        with open(self.path, "rb") as f:
+        with open_regular(self.path) as f:  # the trace's own file (a link or a FIFO was refused above)
             f.seek(size - 1)
             last = f.read(1)
         if last == b"\n":
@@ -120,11 +122,10 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     naming the file and line."""
     path = Path(path)
     try:
-        lines = path.read_bytes().split(b"\n")
+        with open_input(path) as handle:  # a trace given as a stream is read once; every line bounded
+            lines = [raw for _, raw in bounded_lines(handle, path)]
     except OSError as exc:
         raise R2MedError(f"{path}: {exc.strerror or exc}") from None
-    if lines and lines[-1] == b"":
-        lines.pop()
     trace = Trace(path)
     records = [_record(line) for line in lines]
     for number, (line, record) in enumerate(zip(lines, records), start=1):
