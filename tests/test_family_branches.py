@@ -19,12 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: file -> how many places there branch on a family by name (2026-12-02; 43 before the families became plug-ins)
 LEFT = {
     "src/r2med/cli/models.py": 1,
-    "src/r2med/cli/report.py": 2,
     "src/r2med/data/loaders.py": 2,  # R2MED's folder layout
     "src/r2med/expansion/precomputed.py": 1,
     "src/r2med/expansion/reasoning.py": 1,
     "src/r2med/export/mteb.py": 1,
-    "src/r2med/jobs/reproduce.py": 7,
     "src/r2med/retrieval/encoders/base.py": 1,  # the tool's own name (a token added by r2med), not a family
     "src/r2med/retrieval/presets.py": 1,
 }

@@ -155,6 +155,9 @@ class Benchmark(abc.ABC):
     name: str  #: its registry name (the ``family`` of its records)
     title: str  #: how text names it (``R2MED``)
     has_long_documents: bool = False  #: whether some of its tasks have a long-document setting
+    #: whether a copy of its task in a local folder (``--data-dir``) stands for the task and may be graded (R2MED:
+    #: its folder layout, checked by the copy's counts); False: its tasks are read from the hub only
+    local_copies: bool = False
 
     @abc.abstractmethod
     def task_names(self) -> tuple[str, ...]:
