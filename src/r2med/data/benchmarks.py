@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, shown
@@ -208,6 +209,17 @@ class Benchmark(abc.ABC):
     def long_setting(self, name: str) -> str | None:
         """The long-document setting of its task ``name`` (``--long-documents``), or None: the family has none (a
         task of a family that has them but not this task's is the family's one-line error)."""
+        return None
+
+    def reasoning_queries(self, collection: Collection, llm: str) -> tuple[dict[str, str], Path] | None:
+        """The reasoning query set of ``llm`` its hub holds for its task ``collection`` (each query replaced by the
+        LLM's reasoning, read at the commit the data came from) and the file read, or None: the family holds no
+        reasoning sets."""
+        return None
+
+    def expansion_file(self, task: str, method: str, llm: str, revision: str | None) -> Path | None:
+        """Its hub's file of the ``method:llm`` expansions of its task ``task`` (r2med's exact name) at
+        ``revision`` (a ``--revision`` spec or the data's commit), or None: its hub holds no expansion files."""
         return None
 
     def model_settings(self, retriever: str, task: str) -> ModelSettings | None:

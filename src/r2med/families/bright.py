@@ -268,6 +268,9 @@ class Bright(Benchmark):
     def published(self) -> BrightTable:
         return TABLE
 
+    def reasoning_queries(self, collection: Collection, llm: str) -> tuple[dict[str, str], Path]:
+        return bright.reasoning_queries(collection, llm)
+
     def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
         """BRIGHT's settings for the BRIGHT model whose record names ``retriever`` as its r2med preset
         (``bright_models.json``): instructions from ``configs/<model>/<task>.json`` (``instructions_long`` in the long

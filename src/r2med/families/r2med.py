@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.benchmarks import Benchmark, HubRequest, Protocol, TaskColumn, TaskRow, TaskTable
-from ..data.hub import TASK_FILES, expansion_path, load_from_hub, task_revision
+from ..data.hub import TASK_FILES, download_expansion, expansion_path, load_from_hub, task_revision
 from ..data.tasks import TASK_NAMES, TASKS, get_task
 from ..errors import OptionError
 from ..expansion.precomputed import ExpansionQueries
@@ -232,6 +232,10 @@ class R2med(Benchmark):
     def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
         found = load_from_hub(get_task(name.strip()).name, revision=revision, strict=strict, corpus=corpus)
         return found.replace(benchmark=self.name)
+
+    def expansion_file(self, task: str, method: str, llm: str, revision: str | None) -> Path | None:
+        """The hub's expansion file, from the commit the task's data came from (so data and expansions match)."""
+        return download_expansion(task, method, llm, revision) if task in TASK_NAMES else None
 
     def rows(self) -> list[TaskRow]:
         return [
