@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LEFT = {
     "src/r2med/cli/models.py": 1,
     "src/r2med/data/loaders.py": 2,  # R2MED's folder layout
-    "src/r2med/export/mteb.py": 1,
     "src/r2med/retrieval/encoders/base.py": 1,  # the tool's own name (a token added by r2med), not a family
     "src/r2med/retrieval/presets.py": 1,
 }

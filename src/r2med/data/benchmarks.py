@@ -159,6 +159,9 @@ class Benchmark(abc.ABC):
     #: whether a copy of its task in a local folder (``--data-dir``) stands for the task and may be graded (R2MED:
     #: its folder layout, checked by the copy's counts); False: its tasks are read from the hub only
     local_copies: bool = False
+    #: the name of MTEB's benchmark of its tasks, one MTEB task per hub dataset of a task (R2MED's ``R2MED``), or
+    #: None: MTEB has none r2med's export can file its results under (``r2med export`` refuses them)
+    mteb_benchmark: str | None = None
 
     @abc.abstractmethod
     def task_names(self) -> tuple[str, ...]:

@@ -195,6 +195,7 @@ class R2med(Benchmark):
     name = "r2med"
     title = "R2MED"
     local_copies = True
+    mteb_benchmark = "R2MED"
 
     def task_names(self) -> tuple[str, ...]:
         return tuple(TASK_NAMES)
