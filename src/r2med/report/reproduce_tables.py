@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ..data.benchmarks import benchmark, benchmarks
 from ..measures import HEADLINE
+from ..results.grading import default_family
 from ..results.reproduction import Outcome, Planned
 
 if TYPE_CHECKING:
@@ -84,9 +86,10 @@ def plan_table(
 
 
 def _families(planned: Sequence[Planned] | Sequence[Outcome]) -> str:
-    """The families a matrix covers, as its title names them: ``R2MED`` (alone, as always), ``BRIGHT``, or both."""
+    """The families a matrix covers, as its title names them (their titles, in the registry's order: ``R2MED``,
+    ``BRIGHT``, or both); an empty matrix: the default family's."""
     names = {p.target.key.family for p in planned}
-    return " and ".join(n for family, n in (("r2med", "R2MED"), ("bright", "BRIGHT")) if family in names) or "R2MED"
+    return " and ".join(b.title for b in benchmarks() if b.name in names) or benchmark(default_family()).title
 
 
 def _mark(row: dict[str, Any]) -> str:
