@@ -101,14 +101,16 @@ def targets(
 
 def beside(
     tasks: Iterable[str], settings: tuple[str, ...] | None
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """What a plan of ``settings`` (None: every setting) on ``tasks`` lists beside its targets: (the families'
-    records no published figure grades, the published rows it has no target for), each as (name, why)."""
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """What a plan of ``settings`` (None: every setting) on ``tasks`` lists beside its targets: the families'
+    records no published figure grades, as (name, why), and the published rows it has no target for, as (the
+    family's title, configuration, why)."""
     unpublished: list[tuple[str, str]] = []
-    others: list[tuple[str, str]] = []
-    for table, _ in _tables(tuple(tasks)).values():
+    others: list[tuple[str, str, str]] = []
+    titles = {f.name: f.title for f in publishing()}
+    for family, (table, _) in _tables(tuple(tasks)).items():
         unpublished += table.unpublished(settings)
-        others += table.unreproduced(settings)
+        others += [(titles[family], name, why) for name, why in table.unreproduced(settings)]
     return unpublished, others
 
 
