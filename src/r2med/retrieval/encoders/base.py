@@ -164,7 +164,8 @@ class FramingRecord:
                 "(e.g. '<s> {text} </s>'), not by role (bos / eos)"
             )
         if data.get("added_by") not in ADDERS:
-            raise R2MedError(f"framing record {shown(str(data))}: added_by must be {', '.join(ADDERS[:-1])} or {ADDERS[-1]}")
+            choices = f"{', '.join(ADDERS[:-1])} or {ADDERS[-1]}"
+            raise R2MedError(f"framing record {shown(str(data))}: added_by must be {choices}")
         return cls(str(data["tokens"]), data["added_by"], str(data["source"]), bool(data.get("checked", True)))
 
 
