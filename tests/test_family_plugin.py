@@ -107,3 +107,50 @@ def test_a_packages_family_is_found_through_the_entry_point(tmp_path):
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert {r["name"] for r in json.loads(proc.stdout) if r["family"] == "tiny"} == {"tiny:alpha", "tiny:beta"}
+
+
+def _bm25_runs(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    res = run_r2med("evaluate", "-r", "bm25", "--tasks", "tiny", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def test_report_grades_its_published_figures(tiny, tmp_path):
+    """Its table's two figures (tests/tiny_benchmark.py: alpha 100.0, beta 90.0) beside BM25's run of its hub data
+    (1.0 on each task, by hand): alpha within BM25's tolerance, beta 10 points off -- marked beyond it."""
+    board = json.loads(run_r2med("report", str(_bm25_runs(tmp_path)), "--format", "json").stdout)
+    (system,) = board["systems"]
+    assert system["published"]["label"] == "bm25"
+    assert system["cells"]["tiny:alpha"]["published"] == 100.0 and system["cells"]["tiny:beta"]["published"] == 90.0
+    assert system["cells"]["Average"]["published"] is None  # its table publishes no Average: none is made up
+    alpha, beta = system["cells"]["tiny:alpha"], system["cells"]["tiny:beta"]
+    assert (alpha["delta"], alpha["within_tolerance"]) == (0.0, True)
+    assert (beta["delta"], beta["within_tolerance"]) == (10.0, False)  # 100.0 - 90.0, beyond BM25's 0.5
+    assert any("TINY's invented table" in line for line in board["legend"])
+    assert not any("R2MED paper repo" in line for line in board["legend"])  # its own source only
+    markdown = run_r2med("report", str(tmp_path / "out"), "--format", "markdown").stdout
+    assert "| published bm25 | 100.00 | 90.00 |" in markdown
+
+
+def test_reproduce_dry_run_lists_its_targets(tiny):
+    planned = json.loads(run_r2med("reproduce", "--dry-run", "--tasks", "tiny", "--format", "json").stdout)
+    got = {(p["config"], p["setting"], p["task"]): p["published"] for p in planned}
+    assert got == {("bm25", "tiny_paper", "tiny:alpha"): 100.0, ("bm25", "tiny_paper", "tiny:beta"): 90.0}
+    assert all(p["runnable"] for p in planned)
+    table = run_r2med("reproduce", "--dry-run", "--tasks", "tiny:beta")
+    assert table.returncode == 0, table.stderr
+    assert "TINY reproduction matrix (dry run): 1 of 1 configurations can run" in " ".join(table.stdout.split())
+    bad = run_r2med("reproduce", "--dry-run", "--tasks", "tiny", "-r", "nv")
+    assert bad.returncode != 0 and "no published TINY figures for nv" in bad.stderr
+
+
+def test_export_refuses_it_in_one_line(tiny, tmp_path):
+    """MTEB has no task for its datasets (the family names no MTEB benchmark): ``export`` refuses, writing nothing."""
+    pytest.importorskip("mteb")
+    runs = _bm25_runs(tmp_path)
+    target = tmp_path / "mteb"
+    res = run_r2med("export", str(runs / "bm25"), "-o", str(target))
+    assert res.returncode != 0
+    assert "nothing to export" in res.stderr and "not an R2MED task: MTEB has no task for it" in res.stderr
+    assert not target.exists() or not any(target.rglob("*.json"))

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from conftest import hub_data, run_r2med
+from r2med.families.r2med import LATER_SETTINGS, SETTINGS
 from r2med.protocol.later_models import later_reranker
 from test_dense_cli import r2med as r2med_with_home
 from test_later_protocol import PRESETS, TASKS
@@ -221,7 +222,7 @@ def test_reproduce_plan_says_why_each_later_configuration_can_or_cannot_run(monk
     from r2med.jobs import reproduce as rp
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    matrix = rp.targets(settings=rp.LATER_SETTINGS)
+    matrix = rp.targets(settings=LATER_SETTINGS)
     labels = {t.label for t in matrix}
     assert labels == set(PRESETS) | {"e5+reasonrank-32b"} and len(matrix) == 13 * 8
     assert rp.targets(settings=["later_embedder"], retrievers=["reasonembed-qwen3-8b"]) == rp.targets(
@@ -240,14 +241,14 @@ def test_reproduce_plan_says_why_each_later_configuration_can_or_cannot_run(monk
     # on a GPU machine (forced here), allowed to run hub code, with an endpoint: only weights are missing
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     env = rp.Environment(None, force_cpu=True, trust_remote_code=True)
-    plan = {p.target.label: p for p in rp.plan(rp.targets(settings=rp.LATER_SETTINGS, tasks=["Biology"]), env)}
+    plan = {p.target.label: p for p in rp.plan(rp.targets(settings=LATER_SETTINGS, tasks=["Biology"]), env)}
     assert plan["rader-7b"].reasons[0].startswith("no weights: Raderspace/RaDeR_gte_Qwen2-7B_MATH_LLMq_CoT_lexical")
     rr = plan["e5+reasonrank-32b"].reasons
     assert any(r.startswith("no weights: liuwenhan/reasonrank-32B") for r in rr)  # its tokenizer, for the cut
-    unpublished = dict(rp.unpublished())
+    unpublished = dict(rp.beside(["Biology"], None)[0])
     assert set(unpublished) == {"qwen3-reranker-0.6b", "qwen3-reranker-4b", "qwen3-reranker-8b", "reasonrank-7b"}
     assert "no published R2MED figure" in unpublished["qwen3-reranker-4b"] and "39.53" in unpublished["reasonrank-7b"]
-    assert rp.unpublished(rp.SETTINGS) == []
+    assert rp.beside(["Biology"], SETTINGS)[0] == []
 
 
 def test_reproduce_dry_run_cli_lists_later_work(r2med_home):

@@ -144,8 +144,11 @@ def models_command(
 
 
 def _own(r: dict[str, Any]) -> bool:
-    """A retriever whose own settings are R2MED's or r2med's (not one of the presets defined from BRIGHT's records)."""
-    return bool(r.get("home", "r2med") == "r2med")
+    """A retriever whose own settings are the default family's (R2MED's) or r2med's (not one of the presets defined
+    from another family's records: BRIGHT's)."""
+    from ..results.grading import default_family
+
+    return r.get("home") in (None, default_family())
 
 
 def _recipe(r: dict[str, Any]) -> list[str]:

@@ -262,7 +262,7 @@ def reproduce_command(
 ) -> None:
     """Reproduce the published R2MED figures (and BRIGHT's: --tasks bright) that this machine can: run, compare,
     print pass/fail with tolerance."""
-    from ..data.names import family_of, parse_tasks
+    from ..data.names import parse_tasks
     from ..infra.containment import check_output_dir
     from ..jobs import reproduce as jobs
     from ..report import reproduce_tables as tables
@@ -280,11 +280,7 @@ def reproduce_command(
         if fmt == "json":
             typer.echo(tables.to_json(planned), nl=False)
         else:
-            unpublished = jobs.unpublished(chosen or jobs.ALL_SETTINGS) if not retrievers else []
-            if not any(family_of(t) != "bright" for t in asked):
-                unpublished = []  # R2MED's later work, beside R2MED's tasks
-            brights = any(family_of(t) == "bright" for t in asked)
-            others = jobs.bright_unreproduced(chosen) if brights and not retrievers else []
+            unpublished, others = jobs.beside(asked, tuple(chosen) if chosen else None) if not retrievers else ([], [])
             from ..report.layout import fitted
 
             print_fitted(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, shown
@@ -155,8 +156,12 @@ class Benchmark(abc.ABC):
     name: str  #: its registry name (the ``family`` of its records)
     title: str  #: how text names it (``R2MED``)
     has_long_documents: bool = False  #: whether some of its tasks have a long-document setting
-    #: whether its tasks can also be read from a local folder in its layout (``--data-dir``), or only from the hub
-    reads_folders: bool = True
+    #: whether a copy of its task in a local folder (``--data-dir``) stands for the task and may be graded (R2MED:
+    #: its folder layout, checked by the copy's counts); False: its tasks are read from the hub only
+    local_copies: bool = False
+    #: the name of MTEB's benchmark of its tasks, one MTEB task per hub dataset of a task (R2MED's ``R2MED``), or
+    #: None: MTEB has none r2med's export can file its results under (``r2med export`` refuses them)
+    mteb_benchmark: str | None = None
 
     @abc.abstractmethod
     def task_names(self) -> tuple[str, ...]:
@@ -207,6 +212,20 @@ class Benchmark(abc.ABC):
     def long_setting(self, name: str) -> str | None:
         """The long-document setting of its task ``name`` (``--long-documents``), or None: the family has none (a
         task of a family that has them but not this task's is the family's one-line error)."""
+        return None
+
+    def reasoning_queries(
+        self, collection: Collection, llm: str, file: Path | None = None, strict: bool = False
+    ) -> tuple[dict[str, str], Path] | None:
+        """The reasoning query set of ``llm`` its hub holds for its task ``collection`` (each query replaced by the
+        LLM's reasoning, read at the commit the data came from; or from ``file``, one task's file of the set:
+        ``--expansion-file``; ``strict``: a repeated query id refused) and the file read, or None: the family holds
+        no reasoning sets."""
+        return None
+
+    def expansion_file(self, task: str, method: str, llm: str, revision: str | None) -> Path | None:
+        """Its hub's file of the ``method:llm`` expansions of its task ``task`` (r2med's exact name) at
+        ``revision`` (a ``--revision`` spec or the data's commit), or None: its hub holds no expansion files."""
         return None
 
     def model_settings(self, retriever: str, task: str) -> ModelSettings | None:

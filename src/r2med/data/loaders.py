@@ -51,9 +51,11 @@ def check_split(split: str) -> Split:
     return split  # type: ignore[return-value]
 
 
-def detect_layout(root: Path) -> Literal["r2med", "beir"]:
+def detect_layout(root: Path) -> Literal["jsonl", "beir"]:
+    """A collection folder's layout: ``jsonl`` (``query.jsonl``, ``corpus.jsonl``, ``qrels.jsonl``: the layout of
+    R2MED's hub data) or ``beir`` (``queries.jsonl``, ``corpus.jsonl``, ``qrels/<split>.tsv``)."""
     if (root / "query.jsonl").exists():
-        return "r2med"
+        return "jsonl"
     if (root / "queries.jsonl").exists() or (root / "qrels").is_dir():
         return "beir"
     raise DataError(
@@ -65,7 +67,7 @@ def detect_layout(root: Path) -> Literal["r2med", "beir"]:
 
 def describe_layout(root: Path) -> str:
     """What :func:`detect_layout` guessed and why, for errors: ``BEIR layout (queries.jsonl found)``."""
-    if detect_layout(root) == "r2med":
+    if detect_layout(root) == "jsonl":
         return "R2MED layout (query.jsonl found)"
     return "BEIR layout (queries.jsonl found)" if (root / "queries.jsonl").exists() else "BEIR layout (qrels/ found)"
 
@@ -232,7 +234,7 @@ def load_folder(
     if root.name in ("", ".", ".."):  # name the collection after the real folder
         root = Path(os.path.normpath(root.absolute()))
     layout = detect_layout(root)
-    if layout == "r2med":
+    if layout == "jsonl":
         _check_one_split(root, split)
         with layout_context(root):
             coll = load_r2med_folder(root, name, strict=strict)

@@ -18,10 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data.benchmarks import Benchmark, benchmark, benchmark_of
 from ..data.collection import Collection
 from ..data.files import field_id, iter_jsonl
 from ..data.loaders import EXPANSION_FILE
-from ..errors import DataError, R2MedError
+from ..errors import DataError, OptionError, R2MedError
 from ..infra.home import fingerprint
 from ..retrieval.base import QueryText
 from .combine import check_method, combine
@@ -94,6 +95,18 @@ def local_expansion_file(task: str, method: str, llm: str, folders: Sequence[Pat
     return None
 
 
+def _family(collection: Collection) -> Benchmark | None:
+    """The family whose hub holds ``collection``'s expansions: its own, else the family a local copy of whose task
+    it is (a folder named after an R2MED task), or None."""
+    if collection.benchmark is not None:
+        return benchmark(collection.benchmark)
+    try:
+        family = benchmark_of(collection.name)
+    except OptionError:
+        return None
+    return family if family is not None and family.local_copies else None
+
+
 def find_expansion_file(
     collection: Collection, method: str, llm: str, folders: list[Path] | None = None, revision: str | None = None
 ) -> Path:
@@ -104,13 +117,10 @@ def find_expansion_file(
     key = f"{method}:{llm}"
     if key in collection.expansion_files and collection.revision is None:  # a hub snapshot's: verified below
         return collection.expansion_files[key]
-    from ..data.tasks import TASK_NAMES
-
-    if collection.name in TASK_NAMES and collection.benchmark in (None, "r2med"):
-        from ..data.hub import download_expansion
-
-        # from the commit the task's data came from, so data and expansions always match
-        return download_expansion(collection.name, method, llm, collection.revision or revision)
+    family = _family(collection)
+    hub = family.expansion_file(collection.name, method, llm, collection.revision or revision) if family else None
+    if hub is not None:  # from its family's hub, at the commit the task's data came from
+        return hub
     found = sorted(collection.expansion_files)
     where = ", ".join(str(f) for f in folders or []) or collection.source or collection.name
     raise R2MedError(

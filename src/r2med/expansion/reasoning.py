@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..data.benchmarks import benchmark
 from ..data.collection import Collection
 from ..errors import R2MedError
 from ..retrieval.base import QueryText
@@ -60,14 +61,17 @@ class ReasoningQueries:
         return described
 
     def __call__(self, collection: Collection, family: str) -> dict[str, QueryText]:
-        from ..data import bright
-
-        if collection.benchmark != "bright":
+        found = (
+            benchmark(collection.benchmark).reasoning_queries(collection, self.llm, self.path, strict=self.strict)
+            if collection.benchmark
+            else None
+        )
+        if found is None:
             raise R2MedError(
                 f"{collection.name}: {self.method}:{self.llm} is one of BRIGHT's reasoning query sets; "
                 f"{collection.name} is not a BRIGHT task"
             )
-        texts, path = bright.reasoning_queries(collection, self.llm, self.path, strict=self.strict)
+        texts, path = found
         self.loaded[collection.name] = path
         log.info("%s: queries replaced by %s's reasoning (%s)", collection.name, self.llm, path)
         return dict(texts)

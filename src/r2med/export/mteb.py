@@ -43,6 +43,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..data.benchmarks import benchmarks
 from ..errors import MissingExtraError, R2MedError
 from ..measures import HEADLINE, Family, Measure, from_trec
 
@@ -376,16 +377,24 @@ def _import_mteb() -> ModuleType:
 
 
 def mteb_task_names() -> dict[str, Any]:
-    """r2med task name -> the installed mteb's task object for the same hub dataset (``R2MED/<Task>``)."""
-    from ..data.tasks import TASKS
-
+    """r2med task name -> the installed mteb's task object for the same hub dataset, over the families MTEB has a
+    benchmark of (:attr:`r2med.data.benchmarks.Benchmark.mteb_benchmark`; R2MED's: ``R2MED/<Task>``)."""
     mteb = _import_mteb()
-    try:
-        tasks = mteb.get_benchmark("R2MED").tasks
-    except Exception:
-        tasks = [t for t in mteb.get_tasks(task_types=["Retrieval"]) if t.metadata.name.startswith("R2MED")]
-    by_repo = {t.metadata.dataset.get("path"): t for t in tasks}
-    return {name: by_repo[spec.hub_id] for name, spec in TASKS.items() if spec.hub_id in by_repo}
+    found: dict[str, Any] = {}
+    for family in benchmarks():
+        if family.mteb_benchmark is None:
+            continue
+        try:
+            tasks = mteb.get_benchmark(family.mteb_benchmark).tasks
+        except Exception:
+            retrieval = mteb.get_tasks(task_types=["Retrieval"])
+            tasks = [t for t in retrieval if t.metadata.name.startswith(family.mteb_benchmark)]
+        by_repo = {t.metadata.dataset.get("path"): t for t in tasks}
+        for name in family.task_names():
+            repo = family.hub_request(name, None, corpus=False).repo_id
+            if repo in by_repo:
+                found[name] = by_repo[repo]
+    return found
 
 
 def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | None) -> ModelMeta:

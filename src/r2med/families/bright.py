@@ -10,22 +10,29 @@ Its names and files are :mod:`r2med.data.bright`'s; its facts (tasks, sizes, hub
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data import bright
 from ..data.benchmarks import Benchmark, HubRequest, ModelSettings, Protocol, TaskColumn, TaskRow, TaskTable
 from ..errors import OptionError
+from ..expansion.reasoning import ReasoningQueries
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import bright as facts
 from ..results import bright_published as published
 from ..results.grading import RerankSpec, RetrieverSpec
 from ..results.published import PublishedKey
+from ..results.reproduction import Target
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
     from ..steps import RerankStep
+
+
+#: the measures BRIGHT's published rows grade: nDCG@10 (short documents), Recall@1 (long documents)
+GRADED_MEASURES: tuple[Measure, ...] = (HEADLINE, Measure(Family.RECALL, 1))
 
 
 def measures() -> tuple[Measure, ...]:
@@ -61,6 +68,62 @@ class BrightTable:
     """BRIGHT's published figures (``protocol/bright_published.csv``: the paper, its leaderboard, later copies) as
     r2med grades them (:class:`r2med.results.grading.PublishedTable`; the rows and their rules:
     :mod:`r2med.results.bright_published`), graded on the hub's data at the pinned commit only."""
+
+    #: the settings with per-task figures r2med grades: the paper's table, the long documents' per-task Recall@1;
+    #: the leaderboard's rows are Averages, graded by ``r2med report`` over all the tasks (:meth:`unreproduced`)
+    settings = published.PER_TASK_SETTINGS
+    run_depth: int | None = None  # BRIGHT's protocol's (1000)
+    expansions_with_data = True  # the reasoning query sets: the hub dataset's, at the data's commit
+
+    def targets(
+        self, settings: tuple[str, ...], retrievers: Iterable[str] | None, tasks: list[str] | None
+    ) -> list[Target]:
+        """BRIGHT's graded per-task figures (the paper's nDCG@10, the long documents' Recall@1) for the
+        configurations r2med can run (no reranked row publishes per-task figures, so none is a target);
+        ``retrievers`` by r2med's names (``sfr``) or BRIGHT's (``sf``)."""
+        wanted_s, wanted_t = set(settings) & set(self.settings), set(tasks or ())
+        wanted_r = set(retrievers) if retrievers else None
+        out = []
+        for key in published.bright_keys():
+            if wanted_r is not None and not {key.system, key.retriever} & wanted_r:
+                continue
+            for measure in GRADED_MEASURES:
+                for task, (setting, source) in key.sources(measure).items():
+                    if task in wanted_t and setting in wanted_s:
+                        out.append(Target(key, setting, task, key.figures(measure)[task], source))
+        return out
+
+    def no_targets(self, retrievers: Iterable[str], settings: tuple[str, ...], tasks: list[str] | None) -> str:
+        known_r = sorted({k.system for k in published.bright_keys()})
+        return (
+            f"no published per-task figures for {', '.join(sorted(retrievers))} in {', '.join(settings)} on "
+            f"{', '.join(tasks or ())}; BRIGHT's retrievers: {', '.join(known_r)}"
+        )
+
+    def unpublished(self, settings: tuple[str, ...] | None) -> list[tuple[str, str]]:
+        return []  # r2med keeps no record of BRIGHT's later work without a figure
+
+    def unreproduced(self, settings: tuple[str, ...] | None) -> list[tuple[str, str]]:
+        """The graded configurations whose figures are Averages only (the leaderboard's: ``r2med report`` grades
+        them over all the tasks), then every row r2med cannot run, with the reason
+        (:func:`r2med.results.bright_published.not_reproducible`)."""
+        chosen = set(settings) if settings is not None else set(self.settings)
+        out = []
+        for key in published.bright_keys():
+            per_task = {s for m in GRADED_MEASURES for t, (s, _) in key.sources(m).items() if t != "Average"}
+            if not per_task & chosen:
+                what = " and ".join(
+                    f"{'Recall@1 (long documents)' if m != HEADLINE else 'nDCG@10'} {key.figures(m)['Average']:.1f}"
+                    for m in GRADED_MEASURES
+                    if key.figures(m) and "Average" in key.figures(m)
+                )
+                out.append((key.label, f"graded by r2med report: the leaderboard's Average only ({what})"))
+        out += [(name, f"not reproducible: {why} ({n} figures)") for name, why, n in published.not_reproducible()]
+        return out
+
+    def query_builder(self, key: PublishedKey, folders: list[Path], revision: str | None) -> ReasoningQueries:
+        """BRIGHT's reasoning set, from the hub at the data's commit."""
+        return ReasoningQueries(key.llm)
 
     def configurations(self) -> tuple[PublishedKey, ...]:
         return published.bright_keys()
@@ -100,7 +163,6 @@ class Bright(Benchmark):
     title = "BRIGHT"
 
     has_long_documents = True
-    reads_folders = False  # a BRIGHT task is read from the hub (its parquet files), never from a folder
 
     def task_names(self) -> tuple[str, ...]:
         return bright.names()
@@ -205,6 +267,11 @@ class Bright(Benchmark):
 
     def published(self) -> BrightTable:
         return TABLE
+
+    def reasoning_queries(
+        self, collection: Collection, llm: str, file: Path | None = None, strict: bool = False
+    ) -> tuple[dict[str, str], Path]:
+        return bright.reasoning_queries(collection, llm, file, strict=strict)
 
     def model_settings(self, retriever: str, task: str) -> ModelSettings | None:
         """BRIGHT's settings for the BRIGHT model whose record names ``retriever`` as its r2med preset

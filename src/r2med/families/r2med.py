@@ -7,26 +7,55 @@ Names: the task names themselves, any case (``biology`` -> ``Biology``); ``all``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.benchmarks import Benchmark, HubRequest, Protocol, TaskColumn, TaskRow, TaskTable
-from ..data.hub import TASK_FILES, expansion_path, load_from_hub, task_revision
+from ..data.hub import TASK_FILES, download_expansion, expansion_path, load_from_hub, task_revision
 from ..data.tasks import TASK_NAMES, TASKS, get_task
 from ..errors import OptionError
+from ..expansion.precomputed import ExpansionQueries
 from ..measures import DEFAULT_MEASURES, HEADLINE
+from ..protocol import published_figures
+from ..reranking.base import all_rerankers
 from ..results.grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, rerank_spec, retriever_spec
 from ..results.published import PublishedKey, parse_label, published_keys, published_retriever
+from ..results.reproduction import Target, Variant
+from ..retrieval.registry import all_retrievers
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
+    from ..reranking.base import RerankerMeta
+    from ..retrieval.registry import RetrieverMeta
     from ..steps import RerankStep
 
 #: the words ``--tasks`` takes for the 8 (``all``: what it always meant)
 ALIASES = ("all", "r2med")
 #: the expansion method of another family's query sets, which R2MED's hub does not hold
 _REASONING = "reason"
+
+#: The paper's own settings: retriever x expansion configurations, and rerankers over a first stage.
+SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
+#: Figures published on R2MED after the paper: embedders (ReasonEmbed's table) and the leaderboard's reranker.
+LATER_SETTINGS = ("later_embedder", "later_leaderboard")
+#: What ``r2med reproduce`` covers unless told otherwise: every published setting.
+ALL_SETTINGS = SETTINGS + LATER_SETTINGS
+
+#: Corrected configurations run beside the plain published ones (setting ``base``), never graded.
+VARIANTS: Mapping[str, tuple[Variant, ...]] = {
+    "medcpt": (
+        Variant(
+            "query-encoder",
+            {"medcpt_published": False},
+            "r2med's default: queries through MedCPT's Query encoder (the published figures encoded "
+            "them with the Article encoder, eval_bench.py:253-254): shown beside them, not graded",
+            query_encoder=True,
+        ),
+    ),
+}
 
 
 @cache
@@ -46,6 +75,65 @@ def protocol() -> Protocol:
 class R2medTable:
     """R2MED's published nDCG@10 figures (``protocol/r2med_published_ndcg10.csv``: the paper, its leaderboard and
     later papers) as r2med grades them (:class:`r2med.results.grading.PublishedTable`)."""
+
+    settings = ALL_SETTINGS
+    run_depth: int | None = 100  # the paper's runs: top 100
+    expansions_with_data = False  # expansion files of their own (a local folder's, the hub's)
+
+    def targets(
+        self, settings: tuple[str, ...], retrievers: Iterable[str] | None, tasks: list[str] | None
+    ) -> list[Target]:
+        """R2MED's published per-task figures of ``settings`` (Average rows left out), each ``base`` retriever
+        figure with its corrected variants (:data:`VARIANTS`) beside it."""
+        if tasks is not None and not tasks:
+            return []
+        wanted_r = {published_retriever(r) for r in retrievers} if retrievers else None
+        wanted_t = {get_task(t).name for t in tasks} if tasks else None
+        out = []
+        for f in published_figures():
+            if f.setting not in settings or f.task not in TASK_NAMES:
+                continue
+            if wanted_r is not None and f.retriever not in wanted_r:
+                continue
+            if wanted_t is not None and f.task not in wanted_t:
+                continue
+            target = Target(PublishedKey(f.retriever, f.expansion, f.llm), f.setting, f.task, f.ndcg10, f.source)
+            out.append(target)
+            if f.setting == "base" and target.key.expansion == "none":
+                out += [replace(target, variant=v) for v in VARIANTS.get(target.key.system, ())]
+        return out
+
+    def no_targets(self, retrievers: Iterable[str], settings: tuple[str, ...], tasks: list[str] | None) -> str:
+        wanted = {published_retriever(r) for r in retrievers}
+        known = sorted({PublishedKey(f.retriever).label for f in published_figures() if f.setting in settings})
+        return (
+            f"no published figures for {', '.join(sorted(wanted))} in {', '.join(settings)}; "
+            f"retrievers: {', '.join(known)}"
+        )
+
+    def unpublished(self, settings: tuple[str, ...] | None) -> list[tuple[str, str]]:
+        """The later-work records no published figure grades (Qwen3-Reranker, ReasonRank-7B), listed beside the
+        matrix when it covers the later settings."""
+        if not set(settings or ALL_SETTINGS) & set(LATER_SETTINGS):
+            return []
+        out = []
+        registered: dict[str, RetrieverMeta | RerankerMeta] = {**all_retrievers(), **all_rerankers()}
+        for name, meta in registered.items():
+            if not meta.later or meta.published_as or not meta.provenance:
+                continue
+            elsewhere = (meta.provenance.get("published") or {}).get("elsewhere")
+            why = "no published R2MED figure in the package"
+            if elsewhere:
+                why += f" (elsewhere: {elsewhere['average']} average, {elsewhere['source']})"
+            out.append((name, why))
+        return out
+
+    def unreproduced(self, settings: tuple[str, ...] | None) -> list[tuple[str, str]]:
+        return []  # every row has per-task figures
+
+    def query_builder(self, key: PublishedKey, folders: list[Path], revision: str | None) -> ExpansionQueries:
+        """R2MED's expansion files (a local folder's, else the hub's)."""
+        return ExpansionQueries(key.expansion, key.llm, folders=folders, revision=revision)
 
     def configurations(self) -> tuple[PublishedKey, ...]:
         return published_keys()
@@ -106,6 +194,8 @@ class R2med(Benchmark):
 
     name = "r2med"
     title = "R2MED"
+    local_copies = True
+    mteb_benchmark = "R2MED"
 
     def task_names(self) -> tuple[str, ...]:
         return tuple(TASK_NAMES)
@@ -143,6 +233,10 @@ class R2med(Benchmark):
     def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
         found = load_from_hub(get_task(name.strip()).name, revision=revision, strict=strict, corpus=corpus)
         return found.replace(benchmark=self.name)
+
+    def expansion_file(self, task: str, method: str, llm: str, revision: str | None) -> Path | None:
+        """The hub's expansion file, from the commit the task's data came from (so data and expansions match)."""
+        return download_expansion(task, method, llm, revision) if task in TASK_NAMES else None
 
     def rows(self) -> list[TaskRow]:
         return [

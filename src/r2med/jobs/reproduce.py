@@ -25,146 +25,93 @@ import importlib.util
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.tasks import TASK_NAMES, get_task
+from ..data.benchmarks import benchmark_of
+from ..data.tasks import get_task
 from ..errors import R2MedError
 from ..infra.containment import system_folder
-from ..measures import HEADLINE, Family, Measure
-from ..protocol import published_figures
 from ..reranking.base import published_depth
-from ..results.published import PublishedKey, published_retriever, tolerance_of
+from ..results.grading import PublishedTable, default_family, family_of, publishing, table_of
+from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
     from ..data import Collection, TaskRef
     from ..expansion.precomputed import ExpansionQueries
     from ..expansion.reasoning import ReasoningQueries
-    from ..reranking.base import Reranker, RerankerMeta
-    from ..results.bright_published import BrightKey
+    from ..reranking.base import Reranker
     from ..results.folders import TaskResult
     from ..retrieval.registry import RetrieverMeta
 
 log = logging.getLogger(__name__)
-#: the measures BRIGHT's published rows grade: nDCG@10 (short documents), Recall@1 (long documents)
-BRIGHT_MEASURES: tuple[Measure, ...] = (HEADLINE, Measure(Family.RECALL, 1))
-
-#: The paper's own settings: retriever x expansion configurations, and rerankers over a first stage.
-SETTINGS = ("base", "gar", "lrm_agentic", "reranker_top_10")
-#: Figures published on R2MED after the paper: embedders (ReasonEmbed's table) and the leaderboard's reranker.
-LATER_SETTINGS = ("later_embedder", "later_leaderboard")
-#: What ``r2med reproduce`` covers unless told otherwise: every published setting.
-ALL_SETTINGS = SETTINGS + LATER_SETTINGS
-#: BRIGHT's settings with per-task figures r2med grades: the paper's table, the long documents' per-task Recall@1
-#: (:data:`r2med.results.bright_published.PER_TASK_SETTINGS`); the leaderboard's rows are Averages, graded by
-#: ``r2med report`` over all the tasks (:func:`bright_unreproduced`)
-BRIGHT_SETTINGS = ("paper", "later_third_party")
 
 
-#: Corrected configurations run beside the plain published ones (setting ``base``), never graded.
-VARIANTS: Mapping[str, tuple[Variant, ...]] = {
-    "medcpt": (
-        Variant(
-            "query-encoder",
-            {"medcpt_published": False},
-            "r2med's default: queries through MedCPT's Query encoder (the published figures encoded "
-            "them with the Article encoder, eval_bench.py:253-254): shown beside them, not graded",
-            query_encoder=True,
-        ),
-    ),
-}
+def _tables(tasks: Iterable[str] | None) -> dict[str, tuple[PublishedTable, list[str] | None]]:
+    """Each family's published table and the tasks of ``tasks`` it grades (None: every task of the default family,
+    what ``--tasks`` means when it is not given), in the registry's order."""
+    groups: dict[str, list[str] | None] = {}
+    if tasks is None:
+        groups[default_family()] = None
+    else:
+        for task in tasks:
+            found = groups.setdefault(family_of(task), [])
+            assert found is not None
+            found.append(task)
+    out = {}
+    for family in publishing():
+        if family.name in groups:
+            out[family.name] = (family.published(), groups[family.name])
+    return out
+
+
+def settings_of(tasks: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The published settings ``reproduce`` covers on ``tasks`` (None: every family's)."""
+    tables = [f.published() for f in publishing()] if tasks is None else [t for t, _ in _tables(tasks).values()]
+    return tuple(dict.fromkeys(s for table in tables for s in table.settings))
 
 
 def targets(
-    settings: Iterable[str] | None = ALL_SETTINGS,
+    settings: Iterable[str] | None = None,
     retrievers: Iterable[str] | None = None,
     tasks: Iterable[str] | None = None,
 ) -> list[Target]:
-    """The published per-task figures of the chosen settings (Average rows left out); ``retrievers`` by
-    r2med's names or the CSV's (``reasonembed-qwen3-8b`` or ``ReasonEmbed-Qwen3-8B``).  ``tasks`` may name
-    BRIGHT's (``bright:biology``, ``bright:biology:long``): their targets are BRIGHT's graded per-task figures
-    (:func:`bright_targets`, settings :data:`BRIGHT_SETTINGS`); ``settings`` None: every setting of both."""
-    from ..data.names import family_of
-
+    """The published per-task figures of the chosen settings (Average rows left out), asked of the published table
+    of each asked task's family (:meth:`r2med.results.grading.PublishedTable.targets`); ``retrievers`` by r2med's
+    names or the table's (``reasonembed-qwen3-8b`` or ``ReasonEmbed-Qwen3-8B``); ``tasks`` None: the default
+    family's; ``settings`` None: every setting of the asked families."""
     asked = tuple(tasks) if tasks else None
-    bright_tasks = [t for t in asked or () if family_of(t) == "bright"]
-    settings = tuple(settings) if settings is not None else ALL_SETTINGS + BRIGHT_SETTINGS
-    known = {f.setting for f in published_figures()} | set(BRIGHT_SETTINGS)
-    unknown = [s for s in settings if s not in known]
+    tables = _tables(asked)
+    chosen = tuple(settings) if settings is not None else settings_of(asked)
+    unknown = [s for s in chosen if s not in settings_of()]
     if unknown:
-        raise R2MedError(
-            f"unknown setting {unknown[0]!r}; choose from: {', '.join(ALL_SETTINGS)} (R2MED), "
-            f"{', '.join(BRIGHT_SETTINGS)} (BRIGHT)"
-        )
-    r2med_tasks = [t for t in asked if t not in bright_tasks] if asked else None
-    out = _r2med_targets(settings, retrievers, r2med_tasks, check=not bright_tasks)
-    if bright_tasks:
-        out += bright_targets([s for s in settings if s in BRIGHT_SETTINGS], retrievers, bright_tasks)
-        if retrievers and not out:
-            known_r = sorted({k.system for k in _bright_keys()})
-            raise R2MedError(
-                f"no published per-task figures for {', '.join(sorted(retrievers))} in {', '.join(settings)} on "
-                f"{', '.join(bright_tasks)}; BRIGHT's retrievers: {', '.join(known_r)}"
-            )
+        every = ", ".join(f"{', '.join(f.published().settings)} ({f.title})" for f in publishing())
+        raise R2MedError(f"unknown setting {unknown[0]!r}; choose from: {every}")
+    wanted = tuple(retrievers) if retrievers else None
+    out: list[Target] = []
+    for table, its_tasks in tables.values():
+        out += table.targets(chosen, wanted, its_tasks)
+    if wanted and not out and tables:
+        table, its_tasks = list(tables.values())[-1]
+        raise R2MedError(table.no_targets(wanted, chosen, its_tasks))
     return out
 
 
-def _bright_keys() -> tuple[BrightKey, ...]:
-    from ..results.bright_published import bright_keys
-
-    return bright_keys()
-
-
-def bright_targets(
-    settings: Iterable[str] = (), retrievers: Iterable[str] | None = None, tasks: Iterable[str] = ()
-) -> list[Target]:
-    """BRIGHT's graded per-task figures of ``settings`` (the paper's nDCG@10, the long documents' Recall@1) on
-    ``tasks`` (r2med's names), for the configurations r2med can run (:func:`r2med.results.bright_published.
-    bright_keys`: no reranked row publishes per-task figures, so none is a target); ``retrievers`` by r2med's
-    names (``sfr``) or BRIGHT's (``sf``)."""
-    wanted_s, wanted_t = set(settings), set(tasks)
-    wanted_r = set(retrievers) if retrievers else None
-    out = []
-    for key in _bright_keys():
-        if wanted_r is not None and not {key.system, key.retriever} & wanted_r:
-            continue
-        for measure in BRIGHT_MEASURES:
-            for task, (setting, source) in key.sources(measure).items():
-                if task in wanted_t and setting in wanted_s:
-                    out.append(Target(key, setting, task, key.figures(measure)[task], source))
-    return out
-
-
-def _r2med_targets(
-    settings: tuple[str, ...], retrievers: Iterable[str] | None, tasks: list[str] | None, check: bool = True
-) -> list[Target]:
-    """R2MED's published per-task figures of ``settings`` (``check``: a retriever without any is an error)."""
-    if tasks is not None and not tasks:
-        return []
-    wanted_r = {published_retriever(r) for r in retrievers} if retrievers else None
-    wanted_t = {get_task(t).name for t in tasks} if tasks else None
-    out = []
-    for f in published_figures():
-        if f.setting not in settings or f.task not in TASK_NAMES:
-            continue
-        if wanted_r is not None and f.retriever not in wanted_r:
-            continue
-        if wanted_t is not None and f.task not in wanted_t:
-            continue
-        target = Target(PublishedKey(f.retriever, f.expansion, f.llm), f.setting, f.task, f.ndcg10, f.source)
-        out.append(target)
-        if f.setting == "base" and target.key.expansion == "none":
-            out += [replace(target, variant=v) for v in VARIANTS.get(target.key.system, ())]
-    if check and wanted_r and not out:
-        known = sorted({PublishedKey(f.retriever).label for f in published_figures() if f.setting in settings})
-        raise R2MedError(
-            f"no published figures for {', '.join(sorted(wanted_r))} in {', '.join(settings)}; "
-            f"retrievers: {', '.join(known)}"
-        )
-    return out
+def beside(
+    tasks: Iterable[str], settings: tuple[str, ...] | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """What a plan of ``settings`` (None: every setting) on ``tasks`` lists beside its targets: the families'
+    records no published figure grades, as (name, why), and the published rows it has no target for, as (the
+    family's title, configuration, why)."""
+    unpublished: list[tuple[str, str]] = []
+    others: list[tuple[str, str, str]] = []
+    titles = {f.name: f.title for f in publishing()}
+    for family, (table, _) in _tables(tuple(tasks)).items():
+        unpublished += table.unpublished(settings)
+        others += [(titles[family], name, why) for name, why in table.unreproduced(settings)]
+    return unpublished, others
 
 
 class Environment:
@@ -236,12 +183,16 @@ class Environment:
         return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
 
     def data_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
-        """(where the task comes from, or None) and a reason when it cannot be had; a BRIGHT task's with the
-        reasoning sets ``expansions`` (``(reason, llm)``) it reads."""
-        from ..data.names import family_of
+        """(where the task comes from, or None) and a reason when it cannot be had; with the expansions
+        ``expansions`` (``(method, llm)``) its family reads with the data.  A family whose tasks may be local
+        copies (:attr:`r2med.data.benchmarks.Benchmark.local_copies`) reads ``--data-dir`` first."""
+        family = benchmark_of(task)
+        if family is not None and family.local_copies:
+            return self.local_source(task)
+        return self.hub_source(task, expansions)
 
-        if family_of(task) == "bright":
-            return self.bright_source(task, expansions)
+    def local_source(self, task: str) -> tuple[str | None, str]:
+        """A task from ``--data-dir``, else its files in the hub cache, else the hub."""
         folder = self.task_folder(task)
         if folder is not None:
             return str(folder), ""
@@ -253,10 +204,9 @@ class Environment:
         hint = "" if self.data_dir else " (pass --data-dir)"
         return None, f"no data: {where}not cached and the hub is unreachable{hint}"
 
-    def bright_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
-        """A BRIGHT task from the hub only (a local folder is no family's task, so none is graded): every file it
+    def hub_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+        """A task from the hub only (a local folder is no family's task, so none is graded): every file it
         needs at its revision cached, or the hub reachable."""
-        from ..data.benchmarks import benchmark_of
         from ..data.hub import cached_file
 
         family = benchmark_of(task)
@@ -381,59 +331,17 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
             missing = env.model_weights(query_hub_id) if query_hub_id else ""
             if missing:
                 reasons.append(missing)
-        bright = target.key.family == "bright"
-        reasoning = [(target.key.expansion, target.key.llm)] if bright and target.key.expanded else []
+        table = table_of(target.key.family)
+        with_data = table is not None and table.expansions_with_data
+        reasoning = [(target.key.expansion, target.key.llm)] if with_data and target.key.expanded else []
         source, why = env.data_source(target.task, reasoning)
         if source is None:
             reasons.append(why)
-        if target.key.expanded and not bright:
+        if target.key.expanded and not with_data:
             exp, why = env.expansion_source(target.task, target.key.expansion, target.key.llm)
             if exp is None:
                 reasons.append(why)
         out.append(Planned(target, not reasons, reasons, source or "", notes(target.key, target.variant)))
-    return out
-
-
-def bright_unreproduced(settings: Iterable[str] | None = None) -> list[tuple[str, str]]:
-    """(configuration, why ``reproduce`` has no target for it) for BRIGHT's rows: the graded configurations whose
-    figures are Averages only (the leaderboard's: ``r2med report`` grades them over all the tasks), then every row
-    r2med cannot run, with the reason (:func:`r2med.results.bright_published.not_reproducible`)."""
-    from ..results.bright_published import not_reproducible
-
-    chosen = set(settings) if settings is not None else set(BRIGHT_SETTINGS)
-    out = []
-    for key in _bright_keys():
-        per_task = {s for m in BRIGHT_MEASURES for t, (s, _) in key.sources(m).items() if t != "Average"}
-        if not per_task & chosen:
-            measures = [m for m in BRIGHT_MEASURES if key.figures(m)]
-            what = " and ".join(
-                f"{'Recall@1 (long documents)' if m != HEADLINE else 'nDCG@10'} {key.figures(m)['Average']:.1f}"
-                for m in measures
-                if "Average" in key.figures(m)
-            )
-            out.append((key.label, f"graded by r2med report: the leaderboard's Average only ({what})"))
-    out += [(name, f"not reproducible: {why} ({n} figures)") for name, why, n in not_reproducible()]
-    return out
-
-
-def unpublished(settings: Iterable[str] = ALL_SETTINGS) -> list[tuple[str, str]]:
-    """(name, why) of the later-work records no published figure grades (Qwen3-Reranker, ReasonRank-7B),
-    listed beside the matrix when it covers the later settings."""
-    from ..reranking.base import all_rerankers
-    from ..retrieval.registry import all_retrievers
-
-    if not set(settings) & set(LATER_SETTINGS):
-        return []
-    out = []
-    registered: dict[str, RetrieverMeta | RerankerMeta] = {**all_retrievers(), **all_rerankers()}
-    for name, meta in registered.items():
-        if not meta.later or meta.published_as or not meta.provenance:
-            continue
-        elsewhere = (meta.provenance.get("published") or {}).get("elsewhere")
-        why = "no published R2MED figure in the package"
-        if elsewhere:
-            why += f" (elsewhere: {elsewhere['average']} average, {elsewhere['source']})"
-        out.append((name, why))
     return out
 
 
@@ -463,9 +371,9 @@ def paper_options(retriever: str) -> dict[str, object]:
 
 def _task_ref(task: str, env: Environment) -> TaskRef:
     from ..data import TaskRef
-    from ..data.names import family_of
 
-    folder = env.task_folder(task) if family_of(task) != "bright" else None
+    family = benchmark_of(task)
+    folder = env.task_folder(task) if family is not None and family.local_copies else None
     return (
         TaskRef.in_folder(task, folder, strict=env.strict)
         if folder is not None
@@ -474,17 +382,13 @@ def _task_ref(task: str, env: Environment) -> TaskRef:
 
 
 def _query_builder(target: Target, env: Environment) -> ExpansionQueries | ReasoningQueries | None:
-    """What builds a retriever target's queries: BRIGHT's reasoning set, R2MED's expansion files, or None."""
+    """What builds a retriever target's queries: its published table's (BRIGHT's reasoning set, R2MED's expansion
+    files), or None."""
     if not target.key.expanded or target.key.reranker:
         return None
-    if target.key.family == "bright":  # BRIGHT's reasoning set, from the hub at the data's commit
-        from ..expansion.reasoning import ReasoningQueries
-
-        return ReasoningQueries(target.key.llm)
-    from ..expansion.precomputed import ExpansionQueries
-
+    table = table_of(target.key.family)
     folders = [env.data_dir] if env.data_dir else []
-    return ExpansionQueries(target.key.expansion, target.key.llm, folders=folders, revision=env.revision)
+    return table.query_builder(target.key, folders, env.revision) if table is not None else None
 
 
 def check_hub_files(planned: list[Planned], env: Environment) -> tuple[dict[str, TaskRef], dict[int, str]]:
@@ -592,9 +496,9 @@ def run_matrix(
                 result = _rerank_target(target, coll, out, rerankers, overwrite)
             else:
                 builder = _query_builder(target, env)
-                bright = target.key.family == "bright"
+                table = table_of(target.key.family)
                 options = {**paper_options(target.key.system), **(target.variant.options if target.variant else {})}
-                depth = None if bright else 100  # BRIGHT's: its protocol's (1000)
+                depth = table.run_depth if table is not None else None  # None: its protocol's (BRIGHT's 1000)
                 step = EvaluateStep.of(target.key.system, **options, top_k=depth, overwrite=overwrite)
                 label = target.label if builder or target.variant else system_name(step)
                 result = run_task(coll, Plan(step, label, builder), system_folder(out, target.label))

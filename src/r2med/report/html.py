@@ -360,11 +360,11 @@ def facets_html(
 
 def _texts_option(tasks: Sequence[str]) -> str:
     """Where the texts of ``tasks`` come from: ``--hub`` for a benchmark's tasks that are never read from a folder
-    (its family's ``reads_folders``: BRIGHT's), ``--data-dir`` for local collections (R2MED's tasks: either)."""
+    (its family has no ``local_copies``: BRIGHT's), ``--data-dir`` for local collections (R2MED's tasks: either)."""
     from ..data.benchmarks import benchmark
 
     kinds = {_family(t) for t in tasks}
-    hub_only = {k for k in kinds if k is not None and not benchmark(k).reads_folders}
+    hub_only = {k for k in kinds if k is not None and not benchmark(k).local_copies}
     if hub_only and kinds <= hub_only:
         return "<code>--hub</code>"
     if hub_only:

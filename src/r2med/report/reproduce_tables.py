@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ..data.benchmarks import benchmark, benchmarks
 from ..measures import HEADLINE
+from ..results.grading import default_family
 from ..results.reproduction import Outcome, Planned
 
 if TYPE_CHECKING:
@@ -51,10 +53,11 @@ def plan_table(
     planned: list[Planned],
     unpublished: Sequence[tuple[str, str]] = (),
     compact: bool = False,
-    others: Sequence[tuple[str, str]] = (),
+    others: Sequence[tuple[str, str, str]] = (),
 ) -> Table:
     """The dry run: a row per configuration, then the later-work records no published figure grades, then
-    ``others``: BRIGHT's rows without a target here (Averages graded by ``report``, rows r2med cannot run).
+    ``others``: (family, configuration, why) of the published rows without a target here (BRIGHT's: Averages
+    graded by ``report``, rows r2med cannot run).
 
     ``compact``: the layout for 80 columns -- each setting a heading row, and ``can run`` with the task count
     (``no 0/8``), so the reasons get the width.
@@ -78,15 +81,16 @@ def plan_table(
         table.add_row(r["setting"], escape(r["config"]), f"{r['runnable']}/{r['tasks']}", mark, escape(why))
     for name, why in unpublished:
         table.add_row("later work", escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
-    for name, why in others:
-        table.add_row("BRIGHT", escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
+    for family, name, why in others:
+        table.add_row(escape(family), escape(name), "-", "[dim]-[/]", f"[dim]{escape(why)}[/]")
     return table
 
 
 def _families(planned: Sequence[Planned] | Sequence[Outcome]) -> str:
-    """The families a matrix covers, as its title names them: ``R2MED`` (alone, as always), ``BRIGHT``, or both."""
+    """The families a matrix covers, as its title names them (their titles, in the registry's order: ``R2MED``,
+    ``BRIGHT``, or both); an empty matrix: the default family's."""
     names = {p.target.key.family for p in planned}
-    return " and ".join(n for family, n in (("r2med", "R2MED"), ("bright", "BRIGHT")) if family in names) or "R2MED"
+    return " and ".join(b.title for b in benchmarks() if b.name in names) or benchmark(default_family()).title
 
 
 def _mark(row: dict[str, Any]) -> str:
@@ -98,7 +102,7 @@ def _compact_plan_table(
     unpublished: Sequence[tuple[str, str]],
     title: str,
     make_table: Callable[..., Table],
-    others: Sequence[tuple[str, str]] = (),
+    others: Sequence[tuple[str, str, str]] = (),
 ) -> Table:
     from rich.markup import escape
 
@@ -117,9 +121,11 @@ def _compact_plan_table(
         table.add_row("[bold]later work[/]", "", "")
     for name, why in unpublished:
         table.add_row(" " + escape(name), "[dim]-[/]", f"[dim]{escape(why)}[/]")
-    if others:
-        table.add_row("[bold]BRIGHT: no target here[/]", "", "")
-    for name, why in others:
+    heading = None
+    for family, name, why in others:
+        if family != heading:
+            heading = family
+            table.add_row(f"[bold]{escape(family)}: no target here[/]", "", "")
         table.add_row(" " + escape(name), "[dim]-[/]", f"[dim]{escape(why)}[/]")
     return table
 

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..data.benchmarks import benchmark, benchmark_of
@@ -50,8 +50,11 @@ from ..runs.record import step_kind
 from .published import PublishedKey
 
 if TYPE_CHECKING:
+    from ..expansion.precomputed import ExpansionQueries
+    from ..expansion.reasoning import ReasoningQueries
     from ..spec.parse import Spec
     from ..steps import EvaluateStep, RerankStep
+    from .reproduction import Target
 
 #: the depth nDCG@10 reads: a run that kept fewer documents per query is not the published one
 HEADLINE_DEPTH = 10
@@ -185,7 +188,44 @@ class PublishedTable(Protocol):
     and why.  A family that publishes figures answers :meth:`Publishes.published` with one (hashable: the specs
     built from it are kept)."""
 
+    #: the settings ``r2med reproduce`` covers on the family's tasks (its per-task figures), in the table's order
+    settings: tuple[str, ...]
+    #: the ``--top-k`` a reproduction of its retriever figures runs with (None: the task's protocol's depth)
+    run_depth: int | None
+    #: whether an expanded configuration's queries come with the task's data (read at the data's commit and
+    #: planned with it) or from their own files (a local folder's or the hub's expansion files)
+    expansions_with_data: bool
+
     def __hash__(self) -> int: ...
+
+    def targets(
+        self, settings: tuple[str, ...], retrievers: Iterable[str] | None, tasks: list[str] | None
+    ) -> list[Target]:
+        """The per-task figures of ``settings`` (of :attr:`settings`; others are ignored) on ``tasks`` (r2med's
+        names; None: every task), for ``retrievers`` (r2med's names or the table's; None: all) -- what ``r2med
+        reproduce`` runs and grades."""
+        ...
+
+    def no_targets(self, retrievers: Iterable[str], settings: tuple[str, ...], tasks: list[str] | None) -> str:
+        """The one line ``reproduce`` answers when ``retrievers`` have no per-task figure in ``settings``."""
+        ...
+
+    def unpublished(self, settings: tuple[str, ...] | None) -> list[tuple[str, str]]:
+        """(record, why) of r2med's records for the family's later work that no figure grades, listed beside a
+        reproduction of ``settings`` (None: all of :attr:`settings`)."""
+        ...
+
+    def unreproduced(self, settings: tuple[str, ...] | None) -> list[tuple[str, str]]:
+        """(configuration, why ``reproduce`` has no target for it) of the rows a reproduction of ``settings``
+        (None: all of :attr:`settings`) leaves out."""
+        ...
+
+    def query_builder(
+        self, key: PublishedKey, folders: list[Path], revision: str | None
+    ) -> ExpansionQueries | ReasoningQueries | None:
+        """What builds the queries of the expanded configuration ``key`` (``folders``: local folders to read
+        expansion files from; ``revision``: ``--revision``), or None: the table has no expansions."""
+        ...
 
     def configurations(self) -> tuple[PublishedKey, ...]:
         """Every configuration with a figure r2med can run (what may be graded), in the table's order."""
@@ -230,6 +270,9 @@ class PublishedTable(Protocol):
 class Publishes(Protocol):
     """A family with published figures (:class:`r2med.data.benchmarks.Benchmark` plus this)."""
 
+    name: str
+    title: str
+
     def published(self) -> PublishedTable: ...
 
 
@@ -260,7 +303,7 @@ def table_of(family: str) -> PublishedTable | None:
 def published_labels(label: str) -> list[PublishedKey]:
     """The configurations r2med's label names, one per family whose table has it (``bm25``: R2MED's and BRIGHT's),
     in the registry's order."""
-    found = (family.published().by_label(label) for family in _publishing())
+    found = (family.published().by_label(label) for family in publishing())
     return [key for key in found if key is not None]
 
 
@@ -274,10 +317,11 @@ def published_label(label: str, tasks: Iterable[str] = ()) -> PublishedKey | Non
 
 def label_examples() -> tuple[str, ...]:
     """Labels an error message offers, every family's."""
-    return tuple(dict.fromkeys(e for family in _publishing() for e in family.published().examples()))
+    return tuple(dict.fromkeys(e for family in publishing() for e in family.published().examples()))
 
 
-def _publishing() -> list[Publishes]:
+def publishing() -> list[Publishes]:
+    """The families with a published table, in the registry's order."""
     from ..data.benchmarks import benchmarks
 
     return [b for b in benchmarks() if isinstance(b, Publishes)]

@@ -68,6 +68,7 @@ def bright_preset(model: bright.BrightModel) -> Preset:
         note=f"BRIGHT's {model.display_name} ({model.name}): its settings as BRIGHT's retrievers.py runs it",
         framing=None,
         home="bright",
+        kind="BRIGHT preset",
         facts={"provenance": {"sources": dict(block.get("sources") or {}), "bright_model": model.name}},
     )
 

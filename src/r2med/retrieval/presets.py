@@ -311,6 +311,8 @@ class Preset:
     #: records): on another family's task, that family's own settings run where it has any
     #: (:mod:`r2med.retrieval.family_settings`)
     home: str = "r2med"
+    #: how ``r2med models`` calls it (a later model's record: ``later work``)
+    kind: str = "paper preset"
 
     def __post_init__(self) -> None:
         refuse_unknown_keys(self.fields, PRESET_FIELD_NAMES, f"preset {self.name!r}")
@@ -464,7 +466,7 @@ def preset_meta(name: str) -> dict[str, Any]:
 
     preset = get_preset(name)
     api_key = preset.fields.get("api_key_env")
-    kind = "later work" if preset.facts.get("later") else "paper preset" if preset.home == "r2med" else "BRIGHT preset"
+    kind = "later work" if preset.facts.get("later") else preset.kind
     paper: dict[str, Any] = {"similarity": preset.similarity}
     if preset.query_hub_id:  # MedCPT: the published figures encoded queries with the Article encoder
         paper["medcpt_published"] = True  # (eval_bench.py:253-254); r2med's default, the Query encoder, is

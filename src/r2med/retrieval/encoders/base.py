@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 import numpy as np
 
@@ -45,6 +45,8 @@ TOKENIZER_FRAMING = "tokenizer"
 QUERY, DOCUMENT = "{query}", "{document}"
 #: Who put the special tokens in around the texts of a model's published run.
 FramedBy = Literal["tokenizer", "r2med", "model"]
+#: the values ``added_by`` takes (r2med: the tool itself adds them), read from :data:`FramedBy`
+ADDERS: tuple[FramedBy, ...] = get_args(FramedBy)
 
 
 def _template_error(template: str, why: str) -> R2MedError:
@@ -161,8 +163,9 @@ class FramingRecord:
                 f"framing record {shown(str(data))}: name its tokens by text in 'tokens' "
                 "(e.g. '<s> {text} </s>'), not by role (bos / eos)"
             )
-        if data.get("added_by") not in ("tokenizer", "r2med", "model"):
-            raise R2MedError(f"framing record {shown(str(data))}: added_by must be tokenizer, r2med or model")
+        if data.get("added_by") not in ADDERS:
+            choices = f"{', '.join(ADDERS[:-1])} or {ADDERS[-1]}"
+            raise R2MedError(f"framing record {shown(str(data))}: added_by must be {choices}")
         return cls(str(data["tokens"]), data["added_by"], str(data["source"]), bool(data.get("checked", True)))
 
 
