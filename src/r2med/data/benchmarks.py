@@ -344,7 +344,9 @@ class Bright(Benchmark):
                 "pass --expansion-file or --expansion-dir for your own"
             )
         wanted, why = bright.revision_for(parsed.name, revision)
-        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions])
+        # a reasoning set the record shows absent at that commit is read at one that holds it (checked when read)
+        here = bright.reasoning_commit(wanted)[0] == wanted
+        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions] if here else [])
         return HubRequest(facts.hub().repo_id, tuple(paths), wanted, why)
 
     def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:

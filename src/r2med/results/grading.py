@@ -428,9 +428,11 @@ def _family_encoder(retriever: str, task: str) -> dict[str, object]:
 
 
 def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]) -> list[str]:
-    """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit."""
+    """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit (or
+    at another commit the hub's record shows holding the same upload of it)."""
     from ..data.hub import snapshot_commit
-    from ..protocol import bright
+    from ..data.names import reasoning_config
+    from ..protocol import bright, data_states
 
     _, llm = expansion
     recorded = config.get("expansion")
@@ -440,9 +442,12 @@ def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]
     if recorded.get("rule") not in (None, "replace"):
         out.append(f"expansion rule {_word(recorded['rule'])}, published replace (the reasoning replaces the query)")
     file = recorded.get("file")
-    pin = bright.hub().revision
+    hub = bright.hub()
+    pin = hub.revision
     commit = snapshot_commit(file) if isinstance(file, str) else None
-    if commit != pin:
+    folder = reasoning_config(llm)
+    pinned = data_states.content(hub.repo_id, pin, folder)  # another commit holding the same upload is the same set
+    if commit != pin and (pinned is None or data_states.content(hub.repo_id, commit, folder) != pinned):
         where = f"hub commit {commit[:12]}" if commit else f"{file or '(unrecorded)'}"
         out.append(f"expansion read from {where}, published: the hub's {llm} reasoning set at {pin[:12]}")
     return out

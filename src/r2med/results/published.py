@@ -302,9 +302,13 @@ def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
 # -- the data a run was made on ---------------------------------------------------------------------
 
 
-def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
+def data_problem(
+    task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+) -> str | None:
     """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``,
-    ``revision``) is not the hub task ``task`` whose figures are published, or None when it is.
+    ``revision``) is not the data ``key``'s published figure on ``task`` was computed on, or None when it is
+    (:mod:`r2med.results.data_states`: a figure of unknown data is never graded; BRIGHT's figures are compared
+    commit by commit, documents, examples and reasoning set; no key: the pinned hub task's data).
 
     The hub task is data read from the task's hub repository at its pinned commit, or data whose
     recorded counts (queries, documents) equal the task's published counts (a local copy).  r2med
@@ -312,14 +316,16 @@ def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
     taken for the hub task; any other local folder -- or one whose run recorded no counts -- is not.
     """
     from ..data.tasks import TASKS
+    from .data_states import bright_data_problem, unknown_figure
 
-    if task.lower().startswith("bright:"):  # BRIGHT's tasks: graded on the hub's data at the pinned commit
-        from ..data.bright import pinned_data_problem
-
-        return pinned_data_problem(task, record)
+    if task.lower().startswith("bright:"):  # BRIGHT's tasks: graded on the data each figure was computed on
+        return bright_data_problem(task, record, key, measure)
     spec = TASKS.get(task)
     if spec is None:
         return f"{task} is not one of R2MED's tasks"
+    unknown = unknown_figure(task, key, measure)
+    if unknown is not None:
+        return unknown
     source, revision = record.get("source"), record.get("revision")
     if revision == spec.revision and isinstance(source, str) and source.startswith(f"hf://datasets/{spec.hub_id}@"):
         return None
