@@ -219,3 +219,60 @@ def test_at_mtebs_v1_pin_bm25_is_not_graded_and_its_reasoning_set_is_read_where_
     assert f"/snapshots/{BRIGHT_PIN}/gpt4_reason/" in metrics["config"]["expansion"]["file"]
     assert len(metrics["config"]["expansion_fingerprint"]) >= 16
     assert "published 53.60 made on" in out and "reasoning set read at 3066d29c9651" in out
+
+
+def _r2med_results(root, retriever: str, value: float = 0.2):
+    """Result folders of ``retriever`` (a dense preset, its recorded config as ``evaluate`` writes it) on R2MED's
+    8 tasks at their pinned commits, each task's nDCG@10 ``value`` (the figures are not the point: which published
+    figures are shown beside them is)."""
+    from r2med.data.tasks import TASKS
+    from r2med.retrieval.registry import make_retriever
+    from r2med.runs.run import write_task_results
+
+    for name, spec in TASKS.items():
+        config = {"step": "evaluate", "k": 1000, **make_retriever(retriever, task=name).config(), "expansion": None}
+        payload = {
+            "task": name,
+            "retriever": retriever,
+            "source": f"hf://datasets/{spec.hub_id}@{spec.revision}",
+            "revision": spec.revision,
+            "data": {"queries": spec.queries, "docs": spec.docs},
+            "config": config,
+            "aggregate": {"ndcg_cut_10": value},
+            "per_query": {"q1": {"ndcg_cut_10": value}},
+        }
+        write_task_results(root / retriever / name, {"q1": {"d1": 1.0}}, payload)
+    return root
+
+
+def test_report_shows_mtebs_figure_beside_the_papers_for_bge_and_e5_each_named(tmp_path):
+    from r2med.report import build_leaderboard, leaderboard
+    from r2med.results.folders import find_systems
+
+    runs = _r2med_results(_r2med_results(tmp_path / "runs", "bge"), "e5")
+    board = build_leaderboard(find_systems([runs]))
+    rows = {r.system: r for r in board.rows}
+    bge, e5 = rows["bge"], rows["e5"]
+    assert bge.published is not None and bge.published.retriever == "bge"
+    # mteb's bge-large-en-v1.5 on each pinned commit (embeddings-benchmark/results@f4cc6c8) = R2MED's own figure
+    assert bge.mteb["Biology"] == pytest.approx(12.706) and bge.cells["Biology"].published == 12.71
+    assert len(bge.mteb) == 8
+    assert all(abs(bge.mteb[t] - bge.cells[t].published) <= 0.01 for t in bge.mteb)
+    # e5-mistral: up to ~6 points apart (PMC-Clinical: mteb 25.18, R2MED 31.17)
+    assert e5.mteb["PMC-Clinical"] == pytest.approx(25.18, abs=0.01) and e5.cells["PMC-Clinical"].published == 31.17
+    legend = board.legend()
+    assert any(
+        line.startswith("mteb BAAI/bge-large-en-v1.5: figures of embeddings-benchmark/results@f4cc6c8")
+        for line in legend
+    )
+    assert any("model BAAI/bge-large-en-v1.5@d4aa690" in line and "not graded" in line for line in legend)
+    apart = [
+        line for line in legend if line.startswith("mteb and the paper disagree for intfloat/e5-mistral-7b-instruct")
+    ]
+    assert apart and "PMC-Clinical (mteb 25.18, paper 31.17)" in apart[0]
+    assert not any("disagree for BAAI/bge-large-en-v1.5" in line for line in legend)
+    markdown = leaderboard.to_markdown(board)
+    line = next(row for row in markdown.splitlines() if row.startswith("| mteb BAAI/bge-large-en-v1.5 |"))
+    assert line.startswith("| mteb BAAI/bge-large-en-v1.5 | 12.71 |")  # under the row, in R2MED's task order
+    record = board.to_dict()["systems"][0]["cells"]
+    assert record["Biology"]["mteb"] == pytest.approx(12.706)
