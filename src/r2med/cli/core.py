@@ -82,7 +82,8 @@ def tasks_command(fmt: FormatJson = "table", as_json: JsonAlias = False, wide: W
             f"{sum(r.queries for r in rows):,} queries in all; docs: Anserini's index of the hub's corpus; gold: "
             "distinct (query, gold id) pairs; excluded: (query, document) pairs removed before the cut; long: "
             "the long-document corpus. Hub data "
-            f"loads at commit {rows[0].revision[:7]} (mteb's pin; --revision changes it). --tasks bright runs all "
+            f"loads at commit {rows[0].revision[:7]} (the data of its graded figures; --revision changes it). "
+            "--tasks bright runs all "
             "12; bright:<task>:long (or --long-documents) the long-document setting of the 8 with long docs; "
             "--tasks all stays R2MED's 8."
         )
