@@ -36,7 +36,7 @@ from ..infra.containment import system_folder
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import published_figures
 from ..reranking.base import published_depth
-from ..results.published import PublishedKey, published_retriever, tolerance_of
+from ..results.published import PublishedKey, data_problem, published_retriever, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
@@ -599,7 +599,10 @@ def run_matrix(
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
             problem = spec_problem(target, result.config) if target.graded else None
-            if problem is not None:  # what it ran is not the published spec: shown, not graded, with the reason
+            if problem is None and target.graded:  # nor graded on data other than the figure's (results/data_states)
+                measure = target.measure if target.key.family != "r2med" else HEADLINE
+                problem = data_problem(target.task, {**result.data, "config": result.config}, target.key, measure)
+            if problem is not None:  # what it ran is not the published spec or data: shown, not graded, with why
                 status, tol, detail = "ungraded", None, problem
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
         except R2MedError as exc:
