@@ -118,6 +118,17 @@ def _bright_keys() -> tuple[BrightKey, ...]:
     return bright_keys()
 
 
+def _data_problem(target: Target, result: TaskResult) -> str | None:
+    """Why ``target``'s figure is not graded for its data: a BRIGHT figure's data (documents, examples, reasoning set
+    by commit) is not the run's, or -- any family -- no source names the data the figure was made on.  (Which R2MED
+    data a target runs on is this job's own choice: the pin or ``--data-dir``.)"""
+    from ..results.data_states import unknown_figure
+
+    if target.key.family == "r2med":
+        return unknown_figure(target.task, target.key, HEADLINE)
+    return data_problem(target.task, {**result.data, "config": result.config}, target.key, target.measure)
+
+
 def bright_targets(
     settings: Iterable[str] = (), retrievers: Iterable[str] | None = None, tasks: Iterable[str] = ()
 ) -> list[Target]:
@@ -600,8 +611,7 @@ def run_matrix(
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
             problem = spec_problem(target, result.config) if target.graded else None
             if problem is None and target.graded:  # nor graded on data other than the figure's (results/data_states)
-                measure = target.measure if target.key.family != "r2med" else HEADLINE
-                problem = data_problem(target.task, {**result.data, "config": result.config}, target.key, measure)
+                problem = _data_problem(target, result)
             if problem is not None:  # what it ran is not the published spec or data: shown, not graded, with why
                 status, tol, detail = "ungraded", None, problem
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
