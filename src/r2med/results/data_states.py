@@ -14,14 +14,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..measures import HEADLINE, Measure
 from ..protocol import data_states
 from ..protocol.data_states import UNKNOWN, DataState
 
-if TYPE_CHECKING:
-    from .published import PublishedKey
+
+class FigureKey(Protocol):
+    """What this module asks of a published configuration (:class:`r2med.results.published.PublishedKey` and
+    BRIGHT's key, which also answers ``sources``): its family, LLM, setting, source and figures."""
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def llm(self) -> str: ...
+
+    def setting(self, measure: Measure | None = None) -> str: ...
+
+    def source(self) -> str: ...
+
+    def figures(self, measure: Measure = HEADLINE) -> dict[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -95,14 +109,26 @@ def run_state(task: str, record: Mapping[str, Any]) -> RunState:
     )
 
 
-def figure_state(key: PublishedKey, task: str, measure: Measure = HEADLINE) -> DataState:
+def figure_state(key: FigureKey, task: str, measure: Measure = HEADLINE) -> DataState:
     """The data ``key``'s published figure of ``measure`` on ``task`` was computed on."""
-    from .bright_published import BrightKey, queries_config
-
-    if isinstance(key, BrightKey):
-        setting, source = key.sources(measure).get(task, ("", ""))
-        return data_states.figure_state(key.family, setting, source, queries_config(key.llm))
+    sources = getattr(key, "sources", None)
+    if key.family == "bright" and callable(sources):  # BRIGHT's key: a source per task and its queries column
+        setting, source = sources(measure).get(task, ("", ""))
+        return data_states.figure_state(key.family, setting, source, _queries_column(key.llm))
     return data_states.figure_state(key.family, key.setting(measure), key.source())
+
+
+def _queries_column(llm: str) -> str:
+    """BRIGHT's published-figures queries column of reasoning set ``llm`` (``gpt4`` -> ``gpt4_reason``;
+    ``none``: ``original``)."""
+    from ..protocol import bright
+
+    if llm == "none":
+        return "original"
+    for r in bright.hub().reasoning_sets:
+        if llm.lower() == r.name.lower():
+            return r.config
+    return llm
 
 
 def pinned_state(task: str) -> DataState:
@@ -138,7 +164,7 @@ def state_problem(task: str, record: Mapping[str, Any], state: DataState, figure
 
 
 def bright_data_problem(
-    task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+    task: str, record: Mapping[str, Any], key: FigureKey | None = None, measure: Measure = HEADLINE
 ) -> str | None:
     """Why one BRIGHT task folder's run is not graded against ``key``'s figure on ``task`` for its data (None: the
     pin's data when no key is named), or None when it is made on the figure's data."""
@@ -152,7 +178,7 @@ def bright_data_problem(
     return state_problem(task, record, figure_state(key, task, measure), key.figures(measure).get(task))
 
 
-def unknown_figure(task: str, key: PublishedKey | None, measure: Measure = HEADLINE) -> str | None:
+def unknown_figure(task: str, key: FigureKey | None, measure: Measure = HEADLINE) -> str | None:
     """A reason when ``key``'s figure on ``task`` (an R2MED figure) was made on data no source shows, else None."""
     if key is None:
         return None
