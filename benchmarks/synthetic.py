@@ -223,9 +223,10 @@ def leetcode_counts(path: str | Path = LEETCODE_EXAMPLES) -> tuple[list[int], li
     return gold, excluded
 
 
-#: BRIGHT's hub dataset and the commit mteb pins (r2med's default revision for BRIGHT's tasks)
+#: BRIGHT's hub dataset and r2med's default revision for BRIGHT's tasks (the commit mteb's BRIGHT v1.1 tasks read,
+#: mteb@1fb1d57 mteb/tasks/retrieval/eng/bright_v1_1_retrieval.py; it holds examples and documents)
 BRIGHT_REPO = "xlangai/BRIGHT"
-BRIGHT_PIN = "a75a0eb483f6a5233a6efc2d63d71540a4443dfb"
+BRIGHT_PIN = "3066d29c9651a576c8aba4832d249807b181ecae"
 
 
 def bright_hub_files(corpus: ExclusionCorpus, task: str = "leetcode") -> dict[str, bytes]:

@@ -13,8 +13,9 @@ from those rows, the parquet files of the hub's layout::
 
 Everything is deterministic (same arguments, same bytes). Gold documents repeat words of their query and excluded
 documents repeat more of them, so a lexical retriever ranks excluded documents high unless it removes them.
-Serve the files with ``HubEmulator.add(BRIGHT_REPO, files, BRIGHT_PIN, refs=("main",))`` (tests/hub_server.py) or
-lay them into a standard Hugging Face cache with :func:`fill_bright_cache`.
+Serve the files as the hub's recorded history holds them with :func:`add_bright` (tests/hub_server.py's emulator:
+mteb's v1 pin ``a75a0eb`` without the reasoning sets, r2med's pin ``3066d29`` with them; :data:`HISTORY`) or lay
+them into a standard Hugging Face cache with :func:`fill_bright_cache` (the same rule per commit).
 
 The hub's path and column names are written out here independently of r2med's protocol data, so tests can check
 one against the other.
@@ -31,10 +32,23 @@ from pathlib import Path
 
 from hub_server import fill_hf_cache
 
+REASONING_CONFIGS_ = ("gpt4_reason", "llama3-70b_reason", "claude-3-opus_reason", "Gemini-1.0_reason", "grit_reason")
 SHARED_BRIGHT = Path(__file__).resolve().parents[2] / "shared" / "data" / "bright"
 BRIGHT_REPO = "xlangai/BRIGHT"
-#: The commit mteb's BrightRetrieval pins (mteb/tasks/retrieval/eng/bright_retrieval.py); an independent copy.
-BRIGHT_PIN = "a75a0eb483f6a5233a6efc2d63d71540a4443dfb"
+#: The commit r2med reads BRIGHT at by default: the one mteb's BRIGHT v1.1 tasks read (mteb@1fb1d57
+#: mteb/tasks/retrieval/eng/bright_v1_1_retrieval.py), whose data the revised figures were computed on; an
+#: independent copy. It holds examples, documents, long documents and the five reasoning sets.
+BRIGHT_PIN = "3066d29c9651a576c8aba4832d249807b181ecae"
+#: The commit mteb's BrightRetrieval (v1) pins (mteb/tasks/retrieval/eng/bright_retrieval.py), 2024-06-18: examples,
+#: documents and long documents, and no reasoning set (the hub's tree pages show none before 230a6a6, three at
+#: 101f939, five at 9a93318, all later: issue 36's audit of huggingface.co/datasets/xlangai/BRIGHT/tree/<rev>).
+MTEB_V1_PIN = "a75a0eb483f6a5233a6efc2d63d71540a4443dfb"
+#: What the emulated hub serves at each commit, as the public record shows it (configs; the emulation serves a file
+#: at a commit only where its config is listed here)
+HISTORY = {
+    MTEB_V1_PIN: ("examples", "documents", "long_documents"),
+    BRIGHT_PIN: ("examples", "documents", "long_documents", *REASONING_CONFIGS_),
+}
 TASKS = (
     "biology", "earth_science", "economics", "psychology", "robotics", "stackoverflow", "sustainable_living",
     "leetcode", "pony", "aops", "theoremqa_theorems", "theoremqa_questions",
@@ -42,7 +56,7 @@ TASKS = (
 LONG_TASKS = TASKS[:7] + ("pony",)
 EXAMPLE_COLUMNS = ("query", "reasoning", "id", "excluded_ids", "gold_ids_long", "gold_ids", "gold_answer")
 DOCUMENT_COLUMNS = ("id", "content")
-REASONING_CONFIGS = ("gpt4_reason", "llama3-70b_reason", "claude-3-opus_reason", "Gemini-1.0_reason", "grit_reason")
+REASONING_CONFIGS = REASONING_CONFIGS_
 
 _WORDS = (
     "cell membrane protein enzyme light insect moth gene signal energy river climate soil carbon market price "
@@ -176,8 +190,25 @@ def read_parquet(data: bytes) -> list[dict]:
     return pq.read_table(io.BytesIO(data)).to_pylist()
 
 
+def files_at(files: dict[str, bytes], commit: str) -> dict[str, bytes]:
+    """The part of ``files`` the hub held at ``commit`` as the record shows it (:data:`HISTORY`; a commit it does
+    not name -- a test's own later head -- keeps them all)."""
+    configs = HISTORY.get(commit)
+    if configs is None:
+        return dict(files)
+    return {path: data for path, data in files.items() if path.split("/", 1)[0] in configs}
+
+
+def add_bright(hub, files: dict[str, bytes], head: str = BRIGHT_PIN) -> None:
+    """Serve ``files`` as the hub's history shows them: mteb's v1 pin without reasoning sets, r2med's pin with
+    them, ``main`` at ``head``."""
+    for commit in HISTORY:
+        hub.add(BRIGHT_REPO, files_at(files, commit), commit, refs=("main",) if commit == head else ())
+
+
 def fill_bright_cache(
     cache: str | Path, files: dict[str, bytes], commit: str = BRIGHT_PIN, refs: tuple[str, ...] = ("main",)
 ) -> Path:
-    """Lay ``files`` into a standard Hugging Face hub cache as ``datasets--xlangai--BRIGHT`` at ``commit``."""
-    return fill_hf_cache(cache, BRIGHT_REPO, files, commit, refs=refs)
+    """Lay ``files`` into a standard Hugging Face hub cache as ``datasets--xlangai--BRIGHT`` at ``commit`` (only
+    those the record shows there: :func:`files_at`)."""
+    return fill_hf_cache(cache, BRIGHT_REPO, files_at(files, commit), commit, refs=refs)

@@ -80,7 +80,8 @@ def test_revision_pairs_name_bright_tasks_and_long_settings_read_their_tasks_rev
         {"bright:earth_science": "main", "Biology": "abc"},
     )
     assert revision_for("bright:biology:long", "bright:biology=main") == ("main", "")
-    assert revision_for("bright:pony") == (BRIGHT_PIN, "the commit r2med pins for BRIGHT (mteb's)")
+    pin = (BRIGHT_PIN, "the commit r2med pins for BRIGHT (the data of its graded figures)")
+    assert revision_for("bright:pony") == pin
     with pytest.raises(OptionError, match="unknown BRIGHT task"):
         parse_revision("bright:nosuch=main")
 

@@ -343,8 +343,8 @@ def test_a_bright_run_is_graded_on_the_pinned_hub_data_only():
     assert data_problem("bright:biology", pinned) is None
     moved = {**pinned, "revision": OTHER_COMMIT, "source": f"hf://datasets/xlangai/BRIGHT@{OTHER_COMMIT}"}
     assert data_problem("bright:biology", moved) == (
-        f"bright:biology: hub commit aaaaaaaaaaaa, graded on xlangai/BRIGHT at {BRIGHT_PIN[:12]} only "
-        "(--revision moved it)"
+        "bright:biology: figure made on documents and examples of mteb/BRIGHT@c26703e (xlangai/BRIGHT at the pin "
+        f"{BRIGHT_PIN[:12]}), not graded; run on xlangai/BRIGHT@aaaaaaaaaaaa (a commit whose content no source shows)"
     )
     long = {**pinned, "protocol": {"documents": "long_documents", "judgments": "gold_ids_long"}}
     assert data_problem("bright:biology:long", long) is None
@@ -398,10 +398,14 @@ def test_a_bm25_run_on_the_hub_is_graded_against_brights_row_and_a_qrels_run_is_
 def test_long_documents_show_the_long_recall_at_1(offline, tmp_path):
     runs = tmp_path / "runs"
     out = ok("evaluate", "-r", "bm25", "--tasks", "bright:biology:long", "-o", str(runs))
-    assert "10.70" in out  # the long documents' Recall@1 of biology (a third party's per-task copy)
+    # the long documents' Recall@1 of biology: a third party's per-task copy, on data no source names -- shown with
+    # the data it and the run were made on, never graded
+    assert "published 10.70 made on unknown data" in " ".join(out.split())
     board = json.loads(ok("report", str(runs), "--format", "json"))
     assert board["measure"] == "recall_1"
-    assert board["systems"][0]["cells"]["bright:biology:long"]["published"] == 10.7
+    cell = board["systems"][0]["cells"]["bright:biology:long"]
+    assert cell["published"] is None and "10.70 made on unknown data" in cell["ungraded"]
+    assert "run on xlangai/BRIGHT@3066d29c9651" in cell["ungraded"]
 
 
 @pytest.mark.shared

@@ -121,7 +121,8 @@ def test_every_task_count_has_a_source():
 
 def test_hub_layout_paths():
     h = bright.hub()
-    assert (h.repo_id, h.revision) == ("xlangai/BRIGHT", "a75a0eb483f6a5233a6efc2d63d71540a4443dfb")
+    # the commit mteb's BRIGHT v1.1 tasks read (mteb@1fb1d57 mteb/tasks/retrieval/eng/bright_v1_1_retrieval.py)
+    assert (h.repo_id, h.revision) == ("xlangai/BRIGHT", "3066d29c9651a576c8aba4832d249807b181ecae")
     assert h.path("examples", "earth-science") == "examples/earth_science-00000-of-00001.parquet"
     assert h.path("documents", "leetcode") == "documents/leetcode-00000-of-00001.parquet"
     assert h.path("long_documents", "pony") == "long_documents/pony-00000-of-00001.parquet"

@@ -16,7 +16,15 @@ import random
 
 import pytest
 
-from bright_hub import BRIGHT_PIN, BRIGHT_REPO, SHARED_BRIGHT, bright_files, fill_bright_cache, have_shared_bright
+from bright_hub import (
+    BRIGHT_PIN,
+    BRIGHT_REPO,
+    SHARED_BRIGHT,
+    add_bright,
+    bright_files,
+    fill_bright_cache,
+    have_shared_bright,
+)
 from conftest import run_r2med
 from hub_server import HubEmulator
 from test_hub import cli, downloads, one_line_error
@@ -101,19 +109,22 @@ def test_evaluate_downloads_at_the_pin_then_nothing_and_revision_pairs_move_one_
         assert json.loads((out / "bm25" / "bright-pony" / "metrics.json").read_text())["revision"] == BRIGHT_PIN
 
 
-def test_a_file_the_pin_lacks_is_refused_before_any_download(files, tmp_path):
+def test_a_file_the_asked_commit_lacks_is_refused_before_any_download(files, tmp_path):
+    """The hub as the record shows it (the pin holds the reasoning sets) and a later head of the test's own
+    (``NEWER``: a commit the record does not know) without GPT-4's reasoning on pony: ``--revision main`` with
+    ``-e reason:gpt4`` is refused in one line before a byte is downloaded."""
     cache, home = tmp_path / "hf" / "hub", tmp_path / "home"
-    pinned = {k: v for k, v in files.items() if not k.startswith("gpt4_reason/")}
+    head = {k: v for k, v in files.items() if not k.startswith("gpt4_reason/")}
     with HubEmulator() as hub:
-        hub.add(BRIGHT_REPO, pinned, BRIGHT_PIN)
-        hub.add(BRIGHT_REPO, files, NEWER, refs=("main",))
+        add_bright(hub, files, head=NEWER)
+        hub.add(BRIGHT_REPO, head, NEWER, refs=("main",))
         res = cli(
-            "evaluate", "-r", "bm25", "--tasks", "bright:pony,bright:leetcode", "-e", "reason:gpt4", "-o",
-            str(tmp_path / "o"), hub=hub, cache=cache, home=home,
+            "evaluate", "-r", "bm25", "--tasks", "bright:pony,bright:leetcode", "-e", "reason:gpt4", "--revision",
+            "main", "-o", str(tmp_path / "o"), hub=hub, cache=cache, home=home,
         )  # fmt: skip
         line = one_line_error(res)
-        assert f"{BRIGHT_REPO} has no file 'gpt4_reason/pony-00000-of-00001.parquet' at revision {BRIGHT_PIN}" in line
-        assert "--revision bright:pony=main,bright:leetcode=main" in line and line.endswith("nothing was downloaded")
+        assert f"{BRIGHT_REPO} has no file 'gpt4_reason/pony-00000-of-00001.parquet'" in line
+        assert NEWER in line and line.endswith("nothing was downloaded")
         assert downloads(hub) == [] and hub.body_bytes == 0
 
 

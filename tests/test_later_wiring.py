@@ -196,23 +196,28 @@ def test_report_matches_later_runs_to_their_published_rows_with_their_tolerance(
     assert "first stage r2med's e5 run, published the authors'" in str(systems["r2med-e5+reasonrank-32b"].ungraded)
     board = build_leaderboard(list(systems.values()))
     rows = {r.system: r for r in board.rows}
+    # matched, with their tolerance classes and precision notes (the spec is the published one) ...
     embed = rows["reasonembed-qwen3-8b"]
     assert embed.tolerance == 1.5 and embed.precision_note == ""  # fp32 on a CPU is the harness's own fallback
-    assert {t: embed.within(t) for t in TASKS} == {t: abs(offsets[t]) <= 1.5 for t in TASKS}
-    assert embed.cells["Biology"].delta == pytest.approx(1.4) and embed.within("Bioinformatics") is False
-    assert embed.cells["Average"].published == 43.18
-    assert rows["gte-qwen2-7b"].tolerance is None and all(rows["gte-qwen2-7b"].within(t) is None for t in TASKS)
-    assert rows["gte-qwen2-7b"].cells["Biology"].delta == pytest.approx(5.0)
+    assert rows["gte-qwen2-7b"].tolerance is None
     assert rows["my-qwen"].precision_note == "bf16 (paper: fp16)" and rows["my-qwen"].tolerance == 2.5
-    assert all(rows["my-qwen"].within(t) for t in TASKS)  # +2.2 within 1.5 + 1.0
-    reranked = rows["e5+reasonrank-32b"]
-    assert reranked.tolerance == 2.0 and all(reranked.within(t) for t in TASKS)
+    assert rows["e5+reasonrank-32b"].tolerance == 2.0
+    # ... but no source names the R2MED commit these later figures were computed on (ReasonEmbed's table is an
+    # image, VectorSpaceLab/agentic-search ReasonEmbed/imgs/r2med-performance.png; ReasonRank's row on R2MED's
+    # leaderboard names none): each is shown with that and never graded (protocol/figure_states.json, issue 36)
+    for name, figures in (
+        ("reasonembed-qwen3-8b", pub),
+        ("gte-qwen2-7b", gte),
+        ("my-qwen", q4),
+        ("e5+reasonrank-32b", rr),
+    ):
+        for t in TASKS:
+            cell = rows[name].cells[t]
+            assert cell.published is None and cell.delta is None and rows[name].within(t) is None
+            unknown = "made on unknown data (a figure whose data no source shows): not graded"
+            assert cell.ungraded == f"{t}: published {figures[t]:.2f} {unknown}"
     md = leaderboard.to_markdown(board)
-    assert "delta (ungraded)" in md and "published reasonembed-qwen3-8b" in md and "ungraded: a configuration" in md
-    gte_delta = next(line for line in md.splitlines() if line.startswith("| delta (ungraded)"))
-    assert "!" not in gte_delta
-    html = board.to_dict()
-    assert html["systems"][[s["name"] for s in html["systems"]].index("gte-qwen2-7b")]["tolerance"] is None
+    assert "published 43.18" not in md and "made on unknown data" in md
 
 
 # -- `r2med reproduce`: the later configurations and why each can or cannot run -------------------------

@@ -135,7 +135,7 @@ class TinyTable:
     def rerank_candidates(self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: Any) -> list[PublishedKey]:
         return []
 
-    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
+    def data_problem(self, task: str, record: Mapping[str, Any], key: Any = None, measure: Any = None) -> str | None:
         if record.get("source") == f"hf://datasets/{REPO}@{PIN}":
             return None
         return f"{task}: not TINY's hub data at {PIN[:12]}"

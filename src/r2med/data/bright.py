@@ -12,10 +12,13 @@ Files (parquet, one per config and task; the hub's split of each config is the t
     long_documents/<task>-00000-of-00001.parquet  id, content (8 tasks)
     <llm>_reason/<task>-00000-of-00001.parquet    the examples with ``query`` replaced by the LLM's reasoning
 
-A task loads at the commit mteb pins (``a75a0eb``) unless ``--revision`` says otherwise (``main``, a commit, or
+A task loads at the commit r2med pins (``3066d29``: the data BRIGHT's graded figures were computed on,
+:mod:`r2med.protocol.data_states`) unless ``--revision`` says otherwise (``a75a0eb``..., ``main``, a commit, or
 ``bright:biology=main`` pairs), through the standard Hugging Face cache and offline, every file it needs found at
 that revision before any is downloaded (:func:`r2med.data.hub.resolve_files`).  A task read for its judgments only
-(``import``, ``score``) downloads its examples alone.
+(``import``, ``score``) downloads its examples alone.  A reasoning set is read at the task's commit when the hub's
+recorded history does not show it absent there, else at the pin (which holds the five): its commit and fingerprint
+are recorded apart from the documents' (:func:`reasoning_queries`).
 
 Every row is validated as R2MED's readers validate lines: a fault is one line naming the file and the row (rows
 count from 1, in file order): a missing column, a null or non-text value, an id that is empty or holds a control
@@ -397,7 +400,7 @@ def revision_for(name: str, spec: str | None = None) -> tuple[str, str]:
     asked = per_task.get(parse_name(name).hub_task) or every
     if asked:
         return asked, ""
-    return facts.hub().revision, "the commit r2med pins for BRIGHT (mteb's)"
+    return facts.hub().revision, "the commit r2med pins for BRIGHT (the data of its graded figures)"
 
 
 def load(name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
@@ -444,12 +447,24 @@ def load(name: str, revision: str | None = None, strict: bool = False, corpus: b
     )
 
 
+def reasoning_commit(revision: str | None) -> tuple[str, str]:
+    """(the commit a reasoning set of a task read at ``revision`` is read at, whose it is): ``revision`` itself
+    unless the hub's recorded history shows the reasoning sets absent there (``a75a0eb``), then the pin."""
+    from ..protocol import data_states
+
+    layout = facts.hub()
+    if revision and data_states.holds(layout.repo_id, revision, layout.reasoning_sets[0].config) is False:
+        return layout.revision, f"the pin (the reasoning sets are not on the hub at {revision[:7]})"
+    return revision or layout.revision, "the commit the task's data came from"
+
+
 def reasoning_queries(
     collection: Collection, llm: str, file: Path | None = None, strict: bool = False
 ) -> tuple[dict[str, str], Path]:
-    """The reasoning set ``llm`` of a BRIGHT collection read from the hub at the commit its data came from (or from
-    ``file``, one task's file of it: ``--expansion-file``): query id -> the LLM's reasoning (which replaces the
-    query), and the file it was read from; ``strict``: a query id on two rows is refused."""
+    """The reasoning set ``llm`` of a BRIGHT collection read from the hub at a commit that holds it
+    (:func:`reasoning_commit`; or from ``file``, one task's file of it: ``--expansion-file``): query id -> the LLM's
+    reasoning (which replaces the query), and the file it was read from (its commit is the snapshot's, recorded
+    apart from the documents'); ``strict``: a query id on two rows is refused."""
     from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
 
     examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
@@ -461,24 +476,25 @@ def reasoning_queries(
     parsed = parse_name(collection.name)
     layout = facts.hub()
     path = layout.path(reasoning_config(llm), parsed.task)
-    revision = collection.revision or layout.revision
+    revision, why = reasoning_commit(collection.revision)
     try:
         found = resolve_files(layout.repo_id, [path], revision)
     except (FilesMissing, FilesNotCached) as exc:
-        raise refusal([(parsed.name, "the commit the task's data came from", exc)], revision, [parsed.name]) from None
+        raise refusal([(parsed.name, why, exc)], revision, [parsed.name]) from None
+    if found.commit != collection.revision:
+        log.info("%s: reasoning set %s read at %s (%s)", parsed.name, llm, found.commit[:12], why)
     got = download(layout.repo_id, path, found.commit)
     return read_reasoning(got, examples, strict=strict), got
 
 
-def pinned_data_problem(task: str, record: Mapping[str, Any]) -> str | None:
-    """Why one BRIGHT task folder's data (its ``metrics.json``: ``source``, ``revision``, ``protocol``) is not the hub
-    task at the commit r2med pins (mteb's), whose figures are graded, or None when it is.  A BRIGHT task is read from
-    the hub only (a local folder is no family's task): the revision decides."""
+def protocol_problem(task: str, record: Mapping[str, Any]) -> str | None:
+    """Why one BRIGHT task folder's run (its ``metrics.json``: ``source``, ``protocol``) did not read the task as its
+    figures were made -- data not from the hub, or another corpus or judgments than the setting's -- or None.  Which
+    hub data (commit by commit) is :mod:`r2med.results.data_states`' question."""
     hub = facts.hub()
-    source, revision = record.get("source"), record.get("revision")
-    if revision != hub.revision or not (isinstance(source, str) and source.startswith(f"hf://datasets/{hub.repo_id}@")):
-        where = f"hub commit {str(revision)[:12]}" if revision else "data not from the hub"
-        return f"{task}: {where}, graded on {hub.repo_id} at {hub.revision[:12]} only (--revision moved it)"
+    source = record.get("source")
+    if not (isinstance(source, str) and source.startswith(f"hf://datasets/{hub.repo_id}@")):
+        return f"{task}: data not from the hub, graded on {hub.repo_id}'s data only"
     protocol = record.get("protocol")
     if isinstance(protocol, Mapping):
         parsed = parse_name(task)

@@ -9,7 +9,9 @@ exclusions stay the example's (r2med reads them from ``examples``; BRIGHT's code
 rows carry, and a row whose copy differs is counted in a warning).
 
 A set is named by its LLM as BRIGHT's ``--reasoning`` takes it (``gpt4``, ``llama3-70b``, ``claude-3-opus``,
-``Gemini-1.0``, ``grit``; case aside), read from the hub at the commit the task's data came from.
+``Gemini-1.0``, ``grit``; case aside), read from the hub at the commit the task's data came from when the hub's
+record does not show it absent there, else at BRIGHT's pin, which holds the five (``a75a0eb``, mteb's v1 pin, has
+none): its commit (``revision``) and the file's fingerprint are recorded apart from the documents' commit.
 """
 
 from __future__ import annotations
@@ -57,7 +59,13 @@ class ReasoningQueries:
         replaces the query) and, once read for ``collection``, the file it came from."""
         described = {"method": self.method, "llm": self.llm, "rule": RULE}
         if collection is not None and collection.name in self.loaded:
-            described["file"] = str(self.loaded[collection.name])
+            from ..data.hub import snapshot_commit
+
+            file = self.loaded[collection.name]
+            described["file"] = str(file)
+            commit = snapshot_commit(file)  # the reasoning set's own commit, apart from the documents'
+            if commit:
+                described["revision"] = commit
         return described
 
     def __call__(self, collection: Collection, family: str) -> dict[str, QueryText]:

@@ -22,6 +22,7 @@ from ..expansion.reasoning import ReasoningQueries
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import bright as facts
 from ..results import bright_published as published
+from ..results.data_states import bright_data_problem
 from ..results.grading import RerankSpec, RetrieverSpec
 from ..results.published import PublishedKey
 from ..results.reproduction import Target
@@ -145,8 +146,12 @@ class BrightTable:
     ) -> list[PublishedKey]:
         return published.rerank_candidates(rows, first, step)
 
-    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
-        return bright.pinned_data_problem(task, record)
+    def data_problem(
+        self, task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+    ) -> str | None:
+        """BRIGHT's figures are graded on the data each was computed on: documents, examples and reasoning set,
+        commit by commit (:func:`r2med.results.data_states.bright_data_problem`)."""
+        return bright_data_problem(task, record, key, measure)
 
     def settings_dtype(self, model: str) -> tuple[str | None] | None:
         return published.settings_dtype(model)
@@ -197,7 +202,9 @@ class Bright(Benchmark):
                 "pass --expansion-file or --expansion-dir for your own"
             )
         wanted, why = bright.revision_for(parsed.name, revision)
-        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions])
+        # a reasoning set the record shows absent at that commit is read at one that holds it (checked when read)
+        here = bright.reasoning_commit(wanted)[0] == wanted
+        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions] if here else [])
         return HubRequest(facts.hub().repo_id, tuple(paths), wanted, why)
 
     def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:
@@ -259,7 +266,8 @@ class Bright(Benchmark):
             f"{sum(r.queries for r in self.rows()):,} queries in all; docs: Anserini's index of the hub's corpus; "
             "gold: distinct (query, gold id) pairs; excluded: (query, document) pairs removed before the cut; long: "
             "the long-document corpus. Hub data "
-            f"loads at commit {facts.hub().revision[:7]} (mteb's pin; --revision changes it). --tasks bright runs "
+            f"loads at commit {facts.hub().revision[:7]} (the data of its graded figures; --revision changes it). "
+            "--tasks bright runs "
             "all 12; bright:<task>:long (or --long-documents) the long-document setting of the 8 with long docs; "
             "--tasks all stays R2MED's 8."
         )

@@ -18,9 +18,10 @@ from ..data.hub import TASK_FILES, download_expansion, expansion_path, load_from
 from ..data.tasks import TASK_NAMES, TASKS, get_task
 from ..errors import OptionError
 from ..expansion.precomputed import ExpansionQueries
-from ..measures import DEFAULT_MEASURES, HEADLINE
+from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 from ..protocol import published_figures
 from ..reranking.base import all_rerankers
+from ..results.data_states import unknown_figure
 from ..results.grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, rerank_spec, retriever_spec
 from ..results.published import PublishedKey, parse_label, published_keys, published_retriever
 from ..results.reproduction import Target, Variant
@@ -156,8 +157,12 @@ class R2medTable:
         retriever = published_retriever(first)
         return [k for k in rows if k.retriever == retriever]
 
-    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
-        """Why the data one task folder recorded is not the hub task ``task`` whose figures are published.
+    def data_problem(
+        self, task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+    ) -> str | None:
+        """Why the data one task folder recorded is not the hub task ``task`` whose figures are published, or why
+        ``key``'s figure is never graded: no source shows the data it was made on
+        (:func:`r2med.results.data_states.unknown_figure`).
 
         The hub task is data read from the task's hub repository at its pinned commit, or data whose recorded
         counts (queries, documents) equal the task's published counts (a local copy).  r2med knows no file hashes
@@ -166,6 +171,9 @@ class R2medTable:
         spec = TASKS.get(task)
         if spec is None:
             return f"{task} is not one of R2MED's tasks"
+        unknown = unknown_figure(task, key, measure)
+        if unknown is not None:
+            return unknown
         source, revision = record.get("source"), record.get("revision")
         hub = f"hf://datasets/{spec.hub_id}@"
         if revision == spec.revision and isinstance(source, str) and source.startswith(hub):

@@ -34,7 +34,7 @@ from ..data.tasks import get_task
 from ..errors import R2MedError
 from ..infra.containment import system_folder
 from ..reranking.base import published_depth
-from ..results.grading import PublishedTable, default_family, family_of, publishing, table_of
+from ..results.grading import PublishedTable, data_problem, default_family, family_of, publishing, table_of
 from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
 
@@ -506,7 +506,11 @@ def run_matrix(
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
             problem = spec_problem(target, result.config) if target.graded else None
-            if problem is not None:  # what it ran is not the published spec: shown, not graded, with the reason
+            if problem is None and target.graded:  # nor graded on data other than the figure's (results/data_states)
+                problem = data_problem(
+                    target.task, {**result.data, "config": result.config}, target.key, target.measure
+                )
+            if problem is not None:  # what it ran is not the published spec or data: shown, not graded, with why
                 status, tol, detail = "ungraded", None, problem
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
         except R2MedError as exc:

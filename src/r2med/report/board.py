@@ -39,6 +39,7 @@ from ..results.published import PublishedKey, tolerance_of
 from .contamination import mark_contamination
 from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
 from .judgments import mark_judgments
+from .mteb import mark_mteb
 from .ties import mark_ties
 
 AVERAGE = "Average"
@@ -94,6 +95,9 @@ class Row:
     precision_note: str = ""  # e.g. "bf16 (paper: fp32)": the tolerance was widened for it
     #: why it shows no published figure though it names a published row (the fields of its spec that differ)
     ungraded: str | None = None
+    #: mteb's figures of its model on its data (task -> x100; :mod:`r2med.report.mteb`), and that model
+    mteb: dict[str, float] = field(default_factory=dict)
+    mteb_label: str = ""
 
     @property
     def partial_average(self) -> bool:
@@ -200,6 +204,9 @@ class Leaderboard:
                 )
                 label = f"  delta {band}" if compact else f"  delta ({band}{extra})"
                 lines.append(("delta", [label, *deltas]))
+            if row.mteb:
+                vals = ["-" if c not in row.mteb else f"{row.mteb[c]:.2f}" for c in self.columns]
+                lines.append(("mteb", [f"  mteb {row.mteb_label}", *vals]))
         return header, lines
 
     def legend(self) -> list[str]:
@@ -315,6 +322,7 @@ class Leaderboard:
                             "ungraded": row.cells[col].ungraded,
                             "marks": row.cells[col].marks,
                             "ties": _range(row.cells[col].ties, row.cells[col].published),
+                            "mteb": row.mteb.get(col),
                         }
                         for col in self.columns
                     },
@@ -385,7 +393,7 @@ def build_leaderboard(
         for t in tasks:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
-            problem = data_problem(t, res.metrics) if res is not None and t in covered else None
+            problem = data_problem(t, res.metrics, key, measure) if res is not None and t in covered else None
             cells[t] = BoardCell(
                 value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
             )
@@ -422,6 +430,7 @@ def build_leaderboard(
     mark_ties(board, systems)
     mark_judgments(board, systems)
     mark_contamination(board, systems)
+    mark_mteb(board, systems)
     board.notes += _headline_notes(tasks, measure)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:

@@ -83,17 +83,17 @@ def leaderboard_latex(board: Leaderboard) -> str:
             continue
         values = [_marked(tex(c), ranks[col][id(row)]) for col, c in zip(columns, cells[1:])]
         out.append(tex_row([tex(cells[0]), *values]))
-        if row.published is not None and any(row.cells[c].published is not None for c in columns):
-            for _ in range(2):  # its published and delta lines
-                _, extra = next(grid_rows)
-                out.append(
-                    tex_row(
-                        [
-                            r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
-                            for i, c in enumerate(extra)
-                        ]
-                    )
+        shown = row.published is not None and any(row.cells[c].published is not None for c in columns)
+        for _ in range((2 if shown else 0) + (1 if row.mteb else 0)):  # its published, delta and mteb lines
+            _, extra = next(grid_rows)
+            out.append(
+                tex_row(
+                    [
+                        r"{\small " + (r"\quad " + tex(c.strip()) if i == 0 else tex(c)) + "}"
+                        for i, c in enumerate(extra)
+                    ]
                 )
+            )
     out += [r"\bottomrule", r"\end{tabular}"]
     marks = (
         f"{board.measure.label}: bold = best per column, underlined = second "

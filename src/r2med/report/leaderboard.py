@@ -91,7 +91,7 @@ def _rich_vertical(board: Leaderboard) -> Table:
     )
     table.add_column("task", no_wrap=True)
     for kind, cells in lines:
-        style = "bold" if kind == "system" else "dim" if kind in ("published", "reference") else None
+        style = "bold" if kind == "system" else "dim" if kind in ("published", "reference", "mteb") else None
         head = cells[0].strip().replace("+", "+\n")  # a long name breaks where its parts meet
         table.add_column(head, justify="right", style=style, overflow="fold")
     for i, col in enumerate(board.columns, start=1):
@@ -105,7 +105,7 @@ def _styled(kind: str, cells: list[str]) -> list[str]:
     green/red."""
     if kind == "system":
         return [f"[bold]{c}[/]" for c in cells]
-    if kind in ("published", "reference"):
+    if kind in ("published", "reference", "mteb"):
         return [f"[dim]{c}[/]" for c in cells]
     return [cells[0]] + [f"[red]{c}[/]" if c.endswith(FLAG) else f"[green]{c}[/]" if c != "-" else c for c in cells[1:]]
 
@@ -117,7 +117,7 @@ def to_markdown(board: Leaderboard) -> str:
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
     ]
     for kind, cells in lines:
-        name = _md(cells[0].strip()) if kind in ("published", "delta") else _md(cells[0])
+        name = _md(cells[0].strip()) if kind in ("published", "delta", "mteb") else _md(cells[0])
         first = f"**{name}**" if kind == "system" else f"_{name}_" if kind == "reference" else name
         out.append("| " + " | ".join([first, *(_md(c) for c in cells[1:])]) + " |")
     return "\n".join(out) + "\n\n" + "\n".join(f"_{_md(line)}_  " for line in board.legend()) + "\n"

@@ -17,8 +17,8 @@ A row is one r2med can run when its retriever has an r2med preset running BRIGHT
 (``bright_models.json``'s ``r2med_preset``) and its reranker is one of rerank.py's (``bright-llm``,
 ``bright-cross-encoder``) over a first stage r2med runs.  Every other row is listed by :func:`not_reproducible`
 with the reason -- never graded against something else.  Spec, field by field, and data: :mod:`r2med.results.grading`
-(the same rule as R2MED's rows), :func:`r2med.data.bright.pinned_data_problem` (graded on the hub's data at the
-pinned commit only).
+(the same rule as R2MED's rows), :mod:`r2med.results.data_states` (graded only on the data each figure was computed
+on, by commit: documents, examples, reasoning set).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from ..evaluation.metrics import Metrics
 from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
-from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
+from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
@@ -770,6 +770,14 @@ class Summary:
     reason: str | None = None
 
 
+def _measure_of(key: PublishedKey, task: str) -> Measure:
+    """The measure ``key``'s figure on ``task`` is of (BRIGHT's long documents: Recall@1; else nDCG@10)."""
+    for measure in (HEADLINE, Measure(Family.RECALL, 1)):
+        if task in key.figures(measure):
+            return measure
+    return HEADLINE
+
+
 def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     """The published configuration ``results`` reproduce (:func:`r2med.results.grading.grade_system`), or why
     not when they name one, and the precision they ran in when it is not the paper's (the figures stay shown)."""
@@ -785,8 +793,8 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     ungraded = {
         r.task: problem
         for r in results
-        if r.task in figures
-        for problem in [data_problem(r.task, r.data)]
+        if r.task in figures and published is not None
+        for problem in [data_problem(r.task, {**r.data, "config": r.config}, published, _measure_of(published, r.task))]
         if problem is not None
     }
     retriever = str(configs[0].get("retriever", name)) if configs else name

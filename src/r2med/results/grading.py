@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..data.benchmarks import benchmark, benchmark_of
 from ..data.names import DEFAULT, aliases
 from ..errors import OptionError, R2MedError, shown
+from ..measures import HEADLINE, Measure
 from ..runs.record import step_kind
 from .published import PublishedKey
 
@@ -253,8 +254,12 @@ class PublishedTable(Protocol):
         """The reranked rows (of ``rows``: those of the run's reranker) a rerank of r2med's ``first`` run names."""
         ...
 
-    def data_problem(self, task: str, record: Mapping[str, Any]) -> str | None:
-        """Why the data one task folder recorded is not the data ``task``'s figures were made on (None: it is)."""
+    def data_problem(
+        self, task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+    ) -> str | None:
+        """Why the data one task folder recorded is not the data ``key``'s figure on ``task`` was made on (no key:
+        the data the family's figures are made on), or None when it is; a figure whose data no source shows is
+        never graded (:mod:`r2med.results.data_states`)."""
         ...
 
     def settings_dtype(self, model: str) -> tuple[str | None] | None:
@@ -459,12 +464,14 @@ def published_specs(table: PublishedTable) -> dict[PublishedKey, PublishedSpec]:
 # -- the data and precision a run is graded on ------------------------------------------------------------------
 
 
-def data_problem(task: str, record: Mapping[str, Any]) -> str | None:
+def data_problem(
+    task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+) -> str | None:
     """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``, ``revision``) is not
-    the data ``task``'s published figures were made on, or None when it is: its family's table says
-    (:meth:`PublishedTable.data_problem`; a task of no family: :func:`default_family`'s)."""
+    the data ``key``'s published figure on ``task`` was made on (no key: the family's), or None when it is: its
+    family's table says (:meth:`PublishedTable.data_problem`; a task of no family: :func:`default_family`'s)."""
     table = table_of(family_of(task))
-    return table.data_problem(task, record) if table is not None else f"{task}: no published figures"
+    return table.data_problem(task, record, key, measure) if table is not None else f"{task}: no published figures"
 
 
 def require_labels(label: str) -> list[PublishedKey]:
@@ -613,9 +620,11 @@ def _family_encoder(retriever: str, task: str) -> dict[str, object]:
 
 
 def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]) -> list[str]:
-    """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit."""
+    """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit (or
+    at another commit the hub's record shows holding the same upload of it)."""
+    from ..data.bright import reasoning_config
     from ..data.hub import snapshot_commit
-    from ..protocol import bright
+    from ..protocol import bright, data_states
 
     _, llm = expansion
     recorded = config.get("expansion")
@@ -625,9 +634,12 @@ def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]
     if recorded.get("rule") not in (None, "replace"):
         out.append(f"expansion rule {_word(recorded['rule'])}, published replace (the reasoning replaces the query)")
     file = recorded.get("file")
-    pin = bright.hub().revision
+    hub = bright.hub()
+    pin = hub.revision
     commit = snapshot_commit(file) if isinstance(file, str) else None
-    if commit != pin:
+    folder = reasoning_config(llm)
+    pinned = data_states.content(hub.repo_id, pin, folder)  # another commit holding the same upload is the same set
+    if commit != pin and (pinned is None or data_states.content(hub.repo_id, commit, folder) != pinned):
         where = f"hub commit {commit[:12]}" if commit else f"{file or '(unrecorded)'}"
         out.append(f"expansion read from {where}, published: the hub's {llm} reasoning set at {pin[:12]}")
     return out

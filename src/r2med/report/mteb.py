@@ -1,0 +1,139 @@
+"""mteb's results beside the paper's figures: a second published source, shown, named, graded only where both the
+data and the model are the run's.
+
+The figures are embeddings-benchmark/results' (``protocol/mteb_results.json``: R2MED's 8 tasks, BRIGHT v1 on
+``xlangai/BRIGHT@a75a0eb`` and v1.1 on mteb's copy ``mteb/BRIGHT@c26703e``, short and long documents), each with
+the dataset revision and the model revision it was made at.  A row's model is the checkpoint its run recorded
+(``metrics.json``'s ``encoder.model``, a hub id; never the system's name); a task's mteb figure is the one made on
+the run's data (an R2MED task: the same commit; a BRIGHT task: the same upload of its documents and examples,
+:mod:`r2med.protocol.data_states`).  The board shows them as an ``mteb`` line under the row's published line, and
+the legend names each: model and commit, dataset and commit, the results commit.  A figure is graded -- its delta
+named -- only when the run recorded the same model commit (``encoder.revision``); else it is shown with why not.
+Where mteb's figure and the paper's differ for the same model and data by more than their rounding, both are
+named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..measures import HEADLINE, Family, Measure
+from ..protocol import data_states
+from ..protocol.data_states import MtebFigure
+
+if TYPE_CHECKING:
+    from ..results.folders import System
+    from .board import Leaderboard
+
+#: how far mteb's figure and the paper's may differ and still be the same figure (the paper's rounding: 0.1 x100)
+SAME = 0.051
+#: the measure names of mteb_results.json per r2med measure
+_MEASURES = {HEADLINE: "nDCG@10", Measure(Family.RECALL, 1): "R@1"}
+
+
+@dataclass(frozen=True)
+class MtebLine:
+    """mteb's figures shown under one row: task -> figure, and the legend lines that name them."""
+
+    figures: Mapping[str, MtebFigure]
+    lines: tuple[str, ...]
+
+
+def _model(config: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(the hub model a run's encoder recorded, its recorded revision); (None, None) for a local folder or none."""
+    from pathlib import Path
+
+    encoder = config.get("encoder")
+    if not isinstance(encoder, Mapping) or not isinstance(encoder.get("model"), str):
+        return None, None
+    model = str(encoder["model"])
+    if model.count("/") != 1 or Path(model).expanduser().exists():
+        return None, None
+    revision = encoder.get("revision")
+    return model, revision if isinstance(revision, str) else None
+
+
+def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool:
+    """Whether mteb's ``figure`` was made on the data the run (its ``metrics.json``) read."""
+    revision = record.get("revision")
+    if not isinstance(revision, str):
+        return False
+    if not task.startswith("bright:"):
+        return figure.dataset_revision == revision
+    from ..results.data_states import run_state
+
+    run = run_state(task, record)
+    corpus = "long_documents" if task.endswith(":long") else "documents"
+    theirs = (
+        data_states.content(figure.dataset, figure.dataset_revision, corpus),
+        data_states.content(figure.dataset, figure.dataset_revision, "examples"),
+    )
+    return None not in theirs and theirs == (run.documents, run.examples)
+
+
+def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published: Mapping[str, float]) -> MtebLine:
+    """mteb's figures for ``system``'s model on ``tasks`` made on its runs' data, with their legend lines."""
+    wanted = _MEASURES.get(measure)
+    figures: dict[str, MtebFigure] = {}
+    models: dict[str, str | None] = {}
+    for task in tasks:
+        result = system.tasks.get(task)
+        if result is None or wanted is None:
+            continue
+        model, revision = _model(result.config)
+        if model is None:
+            continue
+        found = [
+            f
+            for f in data_states.mteb_figures_of(model, task, wanted)
+            if f.evaluated and _same_data(f, task, result.metrics)
+        ]
+        if found:
+            figures[task] = found[0]
+            models[task] = revision
+    if not figures:
+        return MtebLine({}, ())
+    lines = []
+    first = next(iter(figures.values()))
+    where = sorted({f"{f.dataset}@{f.dataset_revision[:7]}" for f in figures.values()})
+    graded = [t for t, f in figures.items() if models[t] and f.model_revision.startswith(models[t] or "-")]
+    status = (
+        "graded (the run recorded the same model commit)"
+        if len(graded) == len(figures)
+        else "shown, not graded: the run recorded no model commit equal to mteb's"
+    )
+    lines.append(
+        f"mteb {first.model}: figures of embeddings-benchmark/results@{data_states.mteb_results_commit()[:7]} "
+        f"(model {first.model}@{first.model_revision[:7]}, data {', '.join(where)}, the runs' data); {status}."
+    )
+    for task in graded:
+        result = system.tasks[task]
+        value = result.aggregate.get(measure.trec)
+        if value is not None:
+            lines.append(f"mteb {first.model} {task}: run - mteb = {100 * value - figures[task].value:+.2f}.")
+    apart = [
+        f"{t} (mteb {f.value:.2f}, paper {published[t]:.2f})"
+        for t, f in figures.items()
+        if t in published and abs(f.value - published[t]) > SAME
+    ]
+    if apart:
+        lines.append(
+            f"mteb and the paper disagree for {first.model} on the same data: {'; '.join(apart)}; both shown, named."
+        )
+    return MtebLine(figures, tuple(lines))
+
+
+def mark_mteb(board: Leaderboard, systems: Sequence[System]) -> None:
+    """Put mteb's figures under each system row that has some (:attr:`r2med.report.board.Row.mteb`) and name them in
+    the legend."""
+    for row, system in zip(board.rows, systems):  # the system rows come first, in order
+        published = {t: c.published for t, c in row.cells.items() if c.published is not None}
+        if row.published is not None:  # a figure shown as not graded is still the paper's for this comparison
+            published = {**{t: v for t, v in row.published.figures(board.measure).items()}, **published}
+        line = mteb_line(system, board.tasks, board.measure, published)
+        if line.figures:
+            row.mteb = {t: f.value for t, f in line.figures.items()}
+            row.mteb_label = next(iter(line.figures.values())).model
+            board.notes += list(line.lines)
