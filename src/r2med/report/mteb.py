@@ -60,17 +60,19 @@ def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool
     revision = record.get("revision")
     if not isinstance(revision, str):
         return False
-    if not task.startswith("bright:"):
-        return figure.dataset_revision == revision
-    from ..results.data_states import run_state
-
-    run = run_state(task, record)
+    if figure.dataset_revision == revision:  # the same commit: the same data
+        return True
     corpus = "long_documents" if task.endswith(":long") else "documents"
     theirs = (
         data_states.content(figure.dataset, figure.dataset_revision, corpus),
         data_states.content(figure.dataset, figure.dataset_revision, "examples"),
     )
-    return None not in theirs and theirs == (run.documents, run.examples)
+    if None in theirs:  # the hub's record says nothing of that commit's contents: not shown to be the same
+        return False
+    from ..results.data_states import run_state  # a dataset whose contents the record follows (BRIGHT's)
+
+    run = run_state(task, record)
+    return theirs == (run.documents, run.examples)
 
 
 def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published: Mapping[str, float]) -> MtebLine:

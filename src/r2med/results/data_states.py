@@ -112,7 +112,7 @@ def run_state(task: str, record: Mapping[str, Any]) -> RunState:
 def figure_state(key: FigureKey, task: str, measure: Measure = HEADLINE) -> DataState:
     """The data ``key``'s published figure of ``measure`` on ``task`` was computed on."""
     sources = getattr(key, "sources", None)
-    if key.family == "bright" and callable(sources):  # BRIGHT's key: a source per task and its queries column
+    if callable(sources):  # a key with a source per task (BRIGHT's) and its queries column
         setting, source = sources(measure).get(task, ("", ""))
         return data_states.figure_state(key.family, setting, source, _queries_column(key.llm))
     return data_states.figure_state(key.family, key.setting(measure), key.source())
