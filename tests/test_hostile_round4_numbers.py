@@ -578,3 +578,20 @@ def test_a_model_revision_on_a_local_folder_is_refused_not_recorded(tmp_path):
     assert not (tmp_path / "o").exists()
     with pytest.raises(R2MedError, match="is a local folder"):
         r2med.make_reranker(str(model), model_revision="main")
+
+
+def test_a_local_folder_named_like_a_hub_only_task_is_refused(tmp_path):
+    """Item 7's third part: a local folder named ``bright:pony`` landed in the hub task's report column unmarked.
+    A local collection may not take the name of a task read from its hub only (BRIGHT's); R2MED's task names stay
+    a local copy's (its counts decide whether a figure grades it), and any other name is the folder's own."""
+    from r2med import load_folder
+
+    data = make_data(tmp_path, task="bright:pony")
+    res = run_r2med("evaluate", "-r", "bm25", "-d", str(data.parent), "-o", str(tmp_path / "out"))
+    line = one_line_error(res)
+    assert res.returncode == 2 and "'bright:pony'" in line and "rename the folder" in line, line
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(R2MedError, match="read from its hub only"):
+        load_folder(data)
+    assert load_folder(make_data(tmp_path / "other", task="pony")).name == "pony"  # not a task name: its own
+    assert load_folder(make_data(tmp_path / "r2", task="Biology")).name == "Biology"  # R2MED: a local copy

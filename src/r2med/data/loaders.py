@@ -212,6 +212,24 @@ def load_beir_folder(
     )
 
 
+def _check_local_name(name: str, root: Path) -> None:
+    """A local collection may not take the name of a benchmark's task that is read from its hub only (BRIGHT's
+    ``bright:pony``): its results would stand in that task's column of a report as if they were the hub task's.  A
+    family whose tasks have local copies (R2MED's ``Biology`` folder) keeps the name: its data is checked by counts
+    before a figure grades it."""
+    from .benchmarks import benchmark_of
+
+    try:
+        family = benchmark_of(name)
+    except R2MedError:  # a name like a family's that is none of its tasks: a local collection's own name
+        return
+    if family is not None and not family.local_copies:
+        raise OptionError(
+            f"{root}: a local collection named {name!r}, {family.title}'s task {family.canonical(name)} -- whose "
+            f"data is read from its hub only; rename the folder (or pass another name)"
+        )
+
+
 def load_folder(
     root: str | os.PathLike[str],
     name: str | None = None,
@@ -233,6 +251,7 @@ def load_folder(
         raise NotFound(f"{root}: no such folder{did_you_mean_folder(root)}")
     if root.name in ("", ".", ".."):  # name the collection after the real folder
         root = Path(os.path.normpath(root.absolute()))
+    _check_local_name(name or root.name, root)
     layout = detect_layout(root)
     if layout == "jsonl":
         _check_one_split(root, split)
