@@ -1,0 +1,87 @@
+"""Hardening, fifth pass: a hostile pass over this round's additions (issue 40's own pass).
+
+Each test is one attempt that broke on the code before the pass (see docs/reliability.md, "Hardening, fifth pass").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tiny_benchmark
+from r2med.data import benchmarks
+from r2med.data.names import parse_tasks
+from r2med.errors import OptionError
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    monkeypatch.setattr(benchmarks, "_registered", {})
+    return benchmarks
+
+
+class _Clashing(tiny_benchmark.Tiny):
+    name = "clash"
+
+    def task_names(self):
+        return ("Biology",)  # R2MED's task
+
+    def canonical(self, name):
+        return "Biology" if name.strip().lower() == "biology" else None
+
+    def aliases(self):
+        return {"clash": ("Biology",)}
+
+
+class _StealsAlias(tiny_benchmark.Tiny):
+    name = "thief"
+
+    def aliases(self):
+        return {"r2med": self.task_names()}  # R2MED's --tasks word
+
+
+@pytest.mark.parametrize(
+    "family, why",
+    [
+        (_Clashing(), "task 'Biology' is already r2med's"),
+        (_StealsAlias(), "--tasks word 'r2med' is already r2med's"),
+        (type("Blank", (tiny_benchmark.Tiny,), {"name": ""})(), "not a lower-case word"),
+        (type("Odd", (tiny_benchmark.Tiny,), {"name": "a b:\n"})(), "not a lower-case word"),
+        (object(), "object is not a r2med.data.benchmarks.Benchmark"),
+    ],
+    ids=["task-of-r2med", "alias-r2med", "empty-name", "odd-name", "not-a-family"],
+)
+def test_a_family_that_would_shadow_or_break_the_registry_is_refused(registry, family, why):
+    """Before: a family answering to R2MED's ``Biology`` was accepted and silently lost to R2MED; one declaring the
+    word ``r2med`` made ``--tasks r2med`` its one task (the default study shrank from 8 tasks to 1); an empty or
+    spaced name was taken; ``register(object())`` was an AttributeError."""
+    with pytest.raises(OptionError, match=why):
+        registry.register(family)
+    assert len(parse_tasks("r2med")) == 8
+
+
+def _site(tmp_path: Path, value: str) -> dict[str, str]:
+    site = tmp_path / "site"
+    info = site / "bad_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bad-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[r2med.benchmarks]\nbad = {value}\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, str(site)]), "HF_HUB_OFFLINE": "1"}
+
+
+@pytest.mark.parametrize("value", ["no_such_module_r2med_x:FAMILY", "json:dumps", "json:no_such_attr"])
+def test_a_broken_plugin_is_named_and_skipped(tmp_path, value):
+    """Before: an entry point that fails to import made every command a traceback (``r2med tasks`` included); one
+    that is no family made every command refuse to start.  Starts a real process: entry points are read from
+    sys.path's metadata at start-up."""
+    command = [sys.executable, "-m", "r2med", "tasks", "--format", "json"]
+    proc = subprocess.run(command, env=_site(tmp_path, value), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "entry point bad" in proc.stderr and "ignored" in proc.stderr
+    assert '"Biology"' in proc.stdout
