@@ -85,3 +85,25 @@ def test_a_broken_plugin_is_named_and_skipped(tmp_path, value):
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "entry point bad" in proc.stderr and "ignored" in proc.stderr
     assert '"Biology"' in proc.stdout
+
+
+@pytest.mark.parametrize("repeated", ["search_results", "split"])
+def test_a_search_results_file_repeating_a_key_is_refused(tmp_path, repeated):
+    """Before: ``{"split": ..., "search_results": {4 queries}, "search_results": {1 query}}`` imported the second
+    object only (json keeps the last key): one query of four scored, exit 0; a repeated ``split`` changed which
+    prefix was taken off.  A score file repeating a key is refused (its own rule); so is this form."""
+    from r2med.errors import DataError
+    from r2med.runs.run import read_score_file
+
+    run = '{"test-q%d": {"d0": 1.0, "d1": 0.5}}'
+    first = ",".join(f'"test-q{i}": {{"d0": 1.0}}' for i in range(4))
+    body = {
+        "search_results": f'{{"split": "test", "search_results": {{{first}}}, "search_results": {run % 9}}}',
+        "split": f'{{"split": "test", "split": "dev", "search_results": {{{first}}}}}',
+    }[repeated]
+    path = tmp_path / "results.json"
+    path.write_text(body)
+    with pytest.raises(DataError, match=f"the key '{repeated}' is repeated"):
+        read_score_file(path)
+    path.write_text(f'{{"split": "test", "search_results": {{{first}}}}}')  # the same file, once: read
+    assert sorted(read_score_file(path)[0]) == ["q0", "q1", "q2", "q3"]
