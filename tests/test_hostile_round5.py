@@ -107,3 +107,38 @@ def test_a_search_results_file_repeating_a_key_is_refused(tmp_path, repeated):
         read_score_file(path)
     path.write_text(f'{{"split": "test", "search_results": {{{first}}}}}')  # the same file, once: read
     assert sorted(read_score_file(path)[0]) == ["q0", "q1", "q2", "q3"]
+
+
+def _metrics(**extra):
+    return {
+        "aggregate": {"ndcg_cut_10": 0.5},
+        "per_query": {"q0": {"ndcg_cut_10": 1.0}, "q1": {"ndcg_cut_10": 0.0}},
+        "task": "Biology",
+        **extra,
+    }
+
+
+def test_a_record_with_empty_queries_reads_back_as_it_was_written(tmp_path):
+    """Before: ``empty_queries`` (a bright-llm reply naming nothing) came back from ``to_json`` as a tuple, which
+    the record's own check refused: ``r2med export`` of any such system failed ("empty_queries must be a list of
+    query ids, got tuple")."""
+    import json
+
+    from r2med.runs.record import parse_record
+    from r2med.runs.run import check_metrics
+
+    record = parse_record(_metrics(empty_queries=["q1"]), tmp_path / "metrics.json")
+    payload = record.to_json()
+    check_metrics(payload, tmp_path / "metrics.json")  # the export's check
+    assert json.loads(json.dumps(payload))["empty_queries"] == ["q1"]
+
+
+@pytest.mark.parametrize("qid", ["q 0", "q0\n", "\x1b[31m", "", "q" * 1001])
+def test_empty_queries_holds_ids_to_the_id_rule(tmp_path, qid):
+    """Before: any text up to 1,000 characters passed (whitespace, newlines, escapes), though no reader gives such a
+    query id; it was then added to the run as a query with no documents."""
+    from r2med.errors import DataError
+    from r2med.runs.record import parse_record
+
+    with pytest.raises(DataError, match="empty_queries holds"):
+        parse_record(_metrics(empty_queries=[qid]), tmp_path / "metrics.json")
