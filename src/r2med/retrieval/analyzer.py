@@ -149,8 +149,12 @@ def _cut_long(token: str) -> list[str]:
     pattern = _TOKEN_ASCII if token.isascii() else _tokens().pattern
     out: list[str] = []
     pos = 0
+    window = 8 * MAX_TOKEN_LENGTH  # where the next piece's start is looked for first (a search to the token's end
+    # matched greedily to it: every piece scanned the rest of the token, quadratic in a long one -- a 2 MB sequence)
     while True:
-        found = pattern.search(token, pos)
+        found = pattern.search(token, pos, pos + window)
+        if found is None or found.start() + 4 * MAX_TOKEN_LENGTH > pos + window < len(token):
+            found = pattern.search(token, pos)  # no start well inside the window: the whole rest decides
         if found is None:
             return out
         start = found.start()
