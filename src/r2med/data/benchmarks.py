@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -247,6 +248,7 @@ GROUP = "r2med.benchmarks"
 #: in pyproject.toml; listed here so a source tree run without installing finds them)
 BUILT_IN = {"r2med": "r2med.families.r2med:R2MED", "bright": "r2med.families.bright:BRIGHT"}
 _registered: dict[str, Benchmark] = {}
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 
 
 def _load(value: str) -> Benchmark:
@@ -257,10 +259,34 @@ def _load(value: str) -> Benchmark:
     return found
 
 
+def _clash(family: object, known: Sequence[Benchmark]) -> str | None:
+    """Why ``family`` cannot join the families ``known`` (None: it can): not a :class:`Benchmark`, a name that is
+    no plain word, a name taken, or a task name or ``--tasks`` word another family already answers to (the first
+    family would silently win it, and ``--tasks r2med`` could mean another family's tasks)."""
+    if not isinstance(family, Benchmark):
+        return f"{type(family).__name__} is not a r2med.data.benchmarks.Benchmark"
+    name = family.name
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        return f"its name {shown(name)} is not a lower-case word (a-z, 0-9, - and _)"
+    if name in {b.name for b in known}:
+        return f"benchmark {shown(name)} is already registered"
+    words = {w.lower(): b.name for b in known for w in b.aliases()}
+    for word in family.aliases():
+        if word.lower() in words:
+            return f"its --tasks word {shown(word)} is already {words[word.lower()]}'s"
+    for task in (*family.task_names(), *family.aliases()):
+        owner = next((b.name for b in known if b.owns(task)), None)
+        if owner is not None:
+            return f"its task {shown(task)} is already {owner}'s"
+    return None
+
+
 def register(family: Benchmark) -> Benchmark:
-    """Add ``family`` to the registry (after the built-in and entry-point families; a name taken is refused)."""
-    if family.name in {b.name for b in benchmarks()}:
-        raise OptionError(f"benchmark {shown(family.name)} is already registered")
+    """Add ``family`` to the registry (after the built-in and entry-point families); a name taken, or a task name or
+    ``--tasks`` word another family answers to, is refused."""
+    problem = _clash(family, benchmarks())
+    if problem is not None:
+        raise OptionError(f"cannot register a benchmark family: {problem}")
     _registered[family.name] = family
     return family
 
@@ -273,7 +299,16 @@ def _discovered() -> tuple[Benchmark, ...]:
             if point.value != BUILT_IN.get(point.name):
                 log.warning("entry point %s of %s: the name is taken; ignored", point.name, GROUP)
             continue
-        found[point.name] = _load(point.value)
+        try:
+            family = _load(point.value)
+        except Exception as exc:  # a package's broken plug-in never stops r2med: named, skipped
+            log.warning("entry point %s = %s of %s: %s; ignored", point.name, point.value, GROUP, shown(str(exc)))
+            continue
+        problem = _clash(family, tuple(found.values()))
+        if problem is not None:
+            log.warning("entry point %s = %s of %s: %s; ignored", point.name, point.value, GROUP, problem)
+            continue
+        found[point.name] = family
     return tuple(found.values())
 
 

@@ -33,7 +33,7 @@ from typing import Protocol, TypedDict
 
 import numpy as np
 
-from ..errors import MissingExtraError
+from ..errors import MissingExtraError, R2MedError
 from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
@@ -149,8 +149,12 @@ def _cut_long(token: str) -> list[str]:
     pattern = _TOKEN_ASCII if token.isascii() else _tokens().pattern
     out: list[str] = []
     pos = 0
+    window = 8 * MAX_TOKEN_LENGTH  # where the next piece's start is looked for first (a search to the token's end
+    # matched greedily to it: every piece scanned the rest of the token, quadratic in a long one -- a 2 MB sequence)
     while True:
-        found = pattern.search(token, pos)
+        found = pattern.search(token, pos, pos + window)
+        if found is None or found.start() + 4 * MAX_TOKEN_LENGTH > pos + window < len(token):
+            found = pattern.search(token, pos)  # no start well inside the window: the whole rest decides
         if found is None:
             return out
         start = found.start()
@@ -363,7 +367,13 @@ class LuceneAnalyzer:
         return {"name": self.name, "version": 1}
 
     def tokenize(self, text: str) -> list[str]:
-        return list(self._analyzer.analyze(text))
+        try:
+            return list(self._analyzer.analyze(text))
+        except UnicodeEncodeError as exc:  # a lone surrogate (no file reader gives one; the Python API may)
+            raise R2MedError(
+                f"a text holds {text[exc.start : exc.end]!a} at position {exc.start}, a lone surrogate (not valid "
+                "Unicode), which Lucene's analyzer cannot take"
+            ) from None
 
     def encode(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         return encode_with(self.tokenize, texts)

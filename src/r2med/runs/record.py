@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
+from ..data.files import id_problem
 from ..errors import DataError, R2MedError
 
 #: a task folder's results file
@@ -144,7 +145,8 @@ class MetricsRecord:
         """The payload :func:`metrics_json` writes: ``schema_version`` first, then the file's keys in order."""
         payload: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for key in self.keys or ("aggregate",):
-            payload[key] = getattr(self, key) if key in FIELDS else self.extra[key]
+            value = getattr(self, key) if key in FIELDS else self.extra[key]
+            payload[key] = list(value) if isinstance(value, tuple) else value  # empty_queries: a JSON list again
         return payload
 
 
@@ -270,7 +272,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         if not isinstance(empty_queries, list) or len(empty_queries) > MAX_QUERIES:
             raise fail(f"empty_queries must be a list of query ids, got {type(empty_queries).__name__}")
         for qid in empty_queries:
-            if not isinstance(qid, str) or not qid or len(qid) > MAX_QUERY_ID_CHARS:
+            if not isinstance(qid, str) or id_problem(qid) is not None:  # the id rule every reader holds ids to
                 raise fail(f"empty_queries holds {shown(qid)}, not a query id")
         empty_queries = tuple(empty_queries)
 

@@ -332,12 +332,24 @@ def _search_results_at(text: str) -> int | None:
 
 def _search_results_meta(path: Path, text: str) -> dict[str, Any]:
     """The facts beside ``search_results``: each a text (or null); anything else is a DataError."""
+    last: list[list[tuple[str, Any]]] = [[]]  # the pairs of the object read last: the top-level one, at the end
+
+    def keep(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        last[0] = pairs
+        return dict(pairs)
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=keep)
     except (ValueError, RecursionError):
         data = None  # the located reading says where the fault is
     if not isinstance(data, dict):
         return {}
+    seen: set[str] = set()
+    for key, _ in last[0]:  # a repeated key: json keeps the last one, silently dropping the run or fact before it
+        if key in seen:
+            line = text.count("\n", 0, text.rfind(json.dumps(key))) + 1
+            raise DataError(path, line, f"search-results file: the key {key!r} is repeated")
+        seen.add(key)
     meta: dict[str, Any] = {}
     for key, value in data.items():
         if key == SEARCH_RESULTS:
