@@ -159,11 +159,15 @@ def test_fused_then_reranked_over_http_and_traced(clinic, tmp_path):
 @pytest.mark.parametrize(
     "args, line",
     [
-        (["-r", "bm25", "-r", "dense", "--model", "m"], "2 retrievers with no fusion method"),
-        (["--fuse", "rrf"], "1 retrievers with a fusion method"),
+        (["-r", "bm25", "-r", "dense", "--model", "m"], "2 retrievers and no fusion: give --fuse"),
+        (["--fuse", "rrf"], "--fuse fuses two or more retrievers (-r A -r B); one is given"),
         (["--rrf-k", "5"], "--weights, --rrf-k and --norm set the fusion: give --fuse too"),
         (["--rerank-top-k", "5"], "--rerank-top-k, --top-k-only and --rerank-set set the reranker"),
         (["-r", "bm25", "-r", "bm25", "--fuse", "rrf"], "each retriever once"),
+        (
+            ["-r", "bm25", "-r", "dense", "--model", "m", "--fuse", "rrf", "--encoder", "a:B"],
+            "unknown option '--encoder'",
+        ),
         (["-r", "bm25", "-r", "dense", "--model", "m", "--fuse", "rrf", "--weights", "1"], "1 weight(s) given for 2"),
     ],
 )

@@ -71,11 +71,10 @@ def load(
     steps = [step] if isinstance(step, EvaluateStep) else list(step)
     if not steps:
         raise R2MedError("serve needs a retriever")
-    if (len(steps) > 1) != (fusion is not None):
-        raise R2MedError(
-            f"{len(steps)} retrievers with {'a fusion method' if fusion else 'no fusion method'}: serve one "
-            "retriever, or two or more fused (--fuse rrf|combsum|combmnz)"
-        )
+    if len(steps) > 1 and fusion is None:
+        raise R2MedError(f"{len(steps)} retrievers and no fusion: give --fuse rrf|combsum|combmnz, or one -r")
+    if len(steps) == 1 and fusion is not None:
+        raise R2MedError("--fuse fuses two or more retrievers (-r A -r B); one is given")
     if any(s.expansion or s.expansion_file or s.expansion_dir for s in steps):
         raise R2MedError("serve answers the agent's own query texts: expansions are not served")
     jobs = [plan(s) for s in steps]
