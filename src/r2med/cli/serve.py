@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,6 +12,8 @@ from ._ui import err_console
 from .options import (
     ANALYZER_CHOICE,
     DTYPE_CHOICE,
+    FUSION_METHOD_CHOICE,
+    NORMALISATION_CHOICE,
     DataDir,
     Device,
     LongDocuments,
@@ -25,14 +28,56 @@ from .options import (
     Strict,
     TrustRemoteCode,
     as_given,
+    parse_weights,
     with_set,
 )
+
+if TYPE_CHECKING:
+    from ..steps import EvaluateStep
+
+#: The values of ``serve`` that are the step's data, not a retriever's options (given to every fused retriever).
+DATA_KEYS = ("tasks", "data_dir", "revision", "split", "strict", "long_documents")
 
 
 @app.command("serve")
 def serve_command(
     ctx: typer.Context,
-    retriever: str = typer.Option("bm25", "--retriever", "-r", help="Retriever name (see `r2med models`)."),
+    retriever: list[str] = typer.Option(
+        ["bm25"], "--retriever", "-r", help="Retriever name (see `r2med models`); repeated: fused (--fuse)."
+    ),
+    fuse: str | None = typer.Option(
+        None,
+        "--fuse",
+        metavar=FUSION_METHOD_CHOICE.choices_metavar,
+        callback=FUSION_METHOD_CHOICE.callback,
+        help="Fuse the -r retrievers per query as `r2med fuse --method` does: rrf, combsum or combmnz.",
+    ),
+    weights: str | None = typer.Option(None, "--weights", help="--fuse: comma-separated weight per -r (default 1)."),
+    rrf_k: float | None = typer.Option(None, "--rrf-k", parser=as_given, help="--fuse rrf: RRF constant k (60)."),
+    norm: str | None = typer.Option(
+        None,
+        "--norm",
+        metavar=NORMALISATION_CHOICE.choices_metavar,
+        callback=NORMALISATION_CHOICE.callback,
+        help="--fuse combsum/combmnz: score normalisation: minmax (default), zscore, none.",
+    ),
+    reranker: str | None = typer.Option(
+        None,
+        "--reranker",
+        help="Rerank the first stage per query as `r2med rerank --reranker` does (a name or a cross-encoder).",
+    ),
+    rerank_top_k: int | None = typer.Option(
+        None,
+        "--rerank-top-k",
+        parser=as_given,
+        help="--reranker: rerank each query's top k (default: the depth of its published figures, as rerank).",
+    ),
+    top_k_only: bool = typer.Option(
+        False, "--top-k-only", help="--reranker: only the reranked top k (default: the first-stage tail follows)."
+    ),
+    rerank_set: list[str] | None = typer.Option(
+        None, "--rerank-set", help="The reranker's options as key=value (batch_size=8, max_length=512, device=cpu)."
+    ),
     task: str | None = typer.Option(
         None, "--task", "-t", help="The one task served (Biology, bright:leetcode; with --data-dir: its collection)."
     ),
@@ -93,7 +138,7 @@ def serve_command(
     from ..jobs import serve as jobs
     from ..serve.limits import Limits
     from ..spec.parse import Origin
-    from ..steps import EvaluateStep, evaluate_step
+    from ..steps import EvaluateStep, FuseStep, RerankStep, fuse_step, rerank_step
 
     for name, value in (("--topk", topk), ("--max-queries", max_queries), ("--max-query-chars", max_query_chars)):
         if value < 1:
@@ -132,7 +177,27 @@ def serve_command(
         EvaluateStep,
         "retriever",
     )
-    step = evaluate_step({"retriever": retriever, **values}, Origin.cli())
+    steps = member_steps(retriever, values)
+    if fuse is None and (weights is not None or rrf_k is not None or norm is not None):
+        raise R2MedError("--weights, --rrf-k and --norm set the fusion: give --fuse too")
+    fusion: FuseStep | None = None
+    if fuse is not None:
+        given = {"method": fuse, "weights": parse_weights(weights), "k": rrf_k, "norm": norm}
+        fusion = fuse_step({"systems": (), **{k: v for k, v in given.items() if v is not None}}, Origin.cli())
+    if reranker is None and (rerank_top_k is not None or top_k_only or rerank_set):
+        raise R2MedError("--rerank-top-k, --top-k-only and --rerank-set set the reranker: give --reranker too")
+    rerank: RerankStep | None = None
+    if reranker is not None:
+        given = {"top_k": rerank_top_k, "keep_tail": False if top_k_only else None}
+        rerank = rerank_step(
+            with_set(
+                {"runs": (), "reranker": reranker, **{k: v for k, v in given.items() if v is not None}},
+                rerank_set,
+                RerankStep,
+                "reranker",
+            ),
+            Origin.cli(),
+        )
     if not no_cache:
         check_home()
     refs = resolve(task, data_dir, revision, split, strict=strict, long_documents=long_documents)
@@ -140,7 +205,7 @@ def serve_command(
         raise R2MedError(f"serve serves one task; {task!r} names {len(refs)}")
     [ref] = check_hub(refs)
     limits = Limits(max_body_bytes, max_queries, max_topk or 10**9, max_query_chars)
-    service = jobs.load(step, ref, limits, trace)
+    service = jobs.load(steps, ref, limits, trace, fusion, rerank)
     if topk > service.limits.max_topk:
         raise R2MedError(f"--topk {topk} is above the most a request may ask for ({service.limits.max_topk})")
     err_console.print(jobs.describe(service), highlight=False, soft_wrap=True, markup=False)
@@ -159,3 +224,33 @@ def serve_command(
         )
 
     jobs.serve_http(service, host, port, token, topk, mcp=not no_mcp, on_listening=listening)
+
+
+def member_steps(retrievers: list[str], values: dict[str, object]) -> list[EvaluateStep]:
+    """The step of each ``-r``; several (fused) share the command's flags, each taking the retriever options its
+    options type has (``-r bm25 -r dense --model M``: ``--model`` is dense's); one no retriever takes is refused in
+    the retriever's own line."""
+    from ..errors import R2MedError
+    from ..retrieval.registry import retriever_meta
+    from ..spec.parse import Origin
+    from ..steps import evaluate_step
+
+    if len(retrievers) == 1:
+        return [evaluate_step({"retriever": retrievers[0], **values}, Origin.cli())]
+    if len(set(retrievers)) < len(retrievers):
+        raise R2MedError(f"-r {' -r '.join(retrievers)}: each retriever once")
+    data = {k: values[k] for k in DATA_KEYS if k in values}
+    given = {k: v for k, v in values.items() if k not in DATA_KEYS and v is not None}
+    steps, taken = [], set[str]()
+    for name in retrievers:
+        try:
+            fields = retriever_meta(name).options.model_fields
+        except ValueError:  # an unknown name: the step's parse says so
+            fields = {}
+        own = {k: v for k, v in given.items() if k in fields}
+        taken |= own.keys()
+        steps.append(evaluate_step({"retriever": name, **data, **own}, Origin.cli()))
+    left = {k: v for k, v in given.items() if k not in taken}
+    if left:  # no fused retriever takes it: the first one's parse names it
+        evaluate_step({"retriever": retrievers[0], **data, **left}, Origin.cli())
+    return steps

@@ -7,8 +7,10 @@
   the MCP server at ``/mcp``; SIGTERM/SIGINT shut it down gracefully, the trace closed whole;
 * :func:`serve_stdio` -- the MCP server over stdin/stdout.
 
-Fused and reranked systems are not served: a fused run needs every member's search per query and a reranked one a
-model call per candidate list, which this server does not recompute (serve a first-stage retriever).
+A fused system (several steps and a :class:`~r2med.steps.FuseStep`) and a reranked one (a
+:class:`~r2med.steps.RerankStep`) are recomputed per query: every member searched, its lists fused as ``fuse`` fuses
+their runs, the (fused) first stage reranked as ``rerank`` reranks it (:class:`~r2med.serve.index.System`); what is
+served records each member, the fusion and the reranker as those commands record them.
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data import TaskRef
 from ..errors import R2MedError
-from ..serve.index import ServedIndex
+from ..runs.fusion import check_fusion
+from ..serve.index import Fusion, Rerank, ServedIndex, System
 from ..serve.limits import Limits
 from ..serve.service import Service
 from ..serve.traces import TraceWriter
-from ..steps import EvaluateStep
+from ..steps import EvaluateStep, FuseStep, RerankStep
 
 log = logging.getLogger(__name__)
 
@@ -46,43 +49,98 @@ def check_host(host: str, token: str | None) -> None:
         )
 
 
-def load(step: EvaluateStep, ref: TaskRef, limits: Limits | None = None, trace: str | Path | None = None) -> Service:
-    """The service of one task (see the module); ``trace``: the trace file appended to (None: no trace)."""
+def load(
+    step: EvaluateStep | Sequence[EvaluateStep],
+    ref: TaskRef,
+    limits: Limits | None = None,
+    trace: str | Path | None = None,
+    fusion: FuseStep | None = None,
+    rerank: RerankStep | None = None,
+) -> Service:
+    """The service of one task (see the module); ``trace``: the trace file appended to (None: no trace); several
+    ``step``: fused as ``fusion`` says (its ``systems`` unused); ``rerank``: the reranker applied to the first stage
+    (its ``runs`` unused)."""
     from ..data.benchmarks import protocol_of
+    from ..reranking.base import make_reranker, reranker_meta
     from ..retrieval.base import index_collection
     from ..retrieval.registry import make_retriever
     from .evaluate import check_excludes, plan
+    from .fuse import system_name as fused_name
+    from .rerank import system_name as reranked_name
 
-    if step.expansion or step.expansion_file or step.expansion_dir:
+    steps = [step] if isinstance(step, EvaluateStep) else list(step)
+    if not steps:
+        raise R2MedError("serve needs a retriever")
+    if len(steps) > 1 and fusion is None:
+        raise R2MedError(f"{len(steps)} retrievers and no fusion: give --fuse rrf|combsum|combmnz, or one -r")
+    if len(steps) == 1 and fusion is not None:
+        raise R2MedError("--fuse fuses two or more retrievers (-r A -r B); one is given")
+    if any(s.expansion or s.expansion_file or s.expansion_dir for s in steps):
         raise R2MedError("serve answers the agent's own query texts: expansions are not served")
-    job = plan(step)
+    jobs = [plan(s) for s in steps]
+    if len({j.name for j in jobs}) < len(jobs):
+        raise R2MedError(f"the fused retrievers must differ; given: {', '.join(j.name for j in jobs)}")
+    if fusion is not None:
+        o = fusion.options
+        check_fusion(len(steps), o.method, k=o.k, norm=o.norm, weights=o.weights)
+    if rerank is not None:
+        reranker_meta(rerank.reranker_name)  # an unknown name refused before the index is built
     writer = TraceWriter(trace) if trace is not None else None  # checked before the index is built
     collection = ref.load()
     protocol = protocol_of(collection)
-    depth = step.depth(protocol.depth)
-    retriever = make_retriever(step.retriever, task=collection.name, options=step.options)
-    check_excludes(retriever, collection)
-    if step.options.cache:
+    depth = steps[0].depth(protocol.depth)
+    members = []
+    for s, job in zip(steps, jobs):
+        retriever = make_retriever(s.retriever, task=collection.name, options=s.options)
+        check_excludes(retriever, collection)
+        member_depth = s.depth(protocol.depth)
+        if member_depth != depth:
+            raise R2MedError(f"the fused retrievers search to one depth; {job.name}: {member_depth}, not {depth}")
+        members.append((s, job.name, retriever))
+    if any(s.options.cache for s in steps):
         from ..infra.home import remember_collection
 
         remember_collection(collection.fingerprint, collection.name, collection.source)
-    index_collection(retriever, collection)
-    served = {
+    for _, _, retriever in members:
+        index_collection(retriever, collection)
+    served: dict[str, Any] = {
         "task": collection.name,
         "source": collection.source,
         "revision": collection.revision,
         "dataset_fingerprint": collection.dataset_fingerprint,
-        "system": job.name,
-        "retriever": step.retriever,
-        "config": {**step.record(depth), **retriever.config()},
-        "protocol": protocol.record(collection),
-        "documents": len(collection.corpus),
-        "queries": len(collection.queries),
     }
+    records = [
+        {"system": name, "retriever": s.retriever, "config": {**s.record(depth), **r.config()}}
+        for s, name, r in members
+    ]
+    system = System()
+    if fusion is None:
+        served.update(records[0])
+        name = members[0][1]
+    else:
+        name = fused_name(fusion, [n for _, n, _ in members])
+        fused_depth = fusion.depth(protocol.depth)
+        served.update(
+            system=name,
+            retriever="+".join(s.retriever for s in steps),
+            fusion=fusion.record(protocol.depth),
+            members=records,
+        )
+        system = System(tuple(r for _, _, r in members[1:]), Fusion(fusion.options, fused_depth))
+    if rerank is not None:
+        reranker = make_reranker(reranker_meta(rerank.reranker_name).name, options=rerank.options)
+        name = reranked_name(rerank, name)
+        served["rerank"] = {**rerank.record(), "reranker": reranker.config()}
+        served["system"] = name
+        system = System(system.others, system.fusion, Rerank(reranker, rerank.depth(), rerank.keep_tail))
+    served.update(
+        protocol=protocol.record(collection), documents=len(collection.corpus), queries=len(collection.queries)
+    )
     limits = limits or Limits()
-    if limits.max_topk > depth:
-        limits = Limits(limits.max_body_bytes, limits.max_queries, depth, limits.max_query_chars)
-    service = Service(ServedIndex(collection, retriever, depth, served), limits, writer)
+    most = system.depth(depth)
+    if limits.max_topk > most:
+        limits = Limits(limits.max_body_bytes, limits.max_queries, most, limits.max_query_chars)
+    service = Service(ServedIndex(collection, members[0][2], depth, served, system), limits, writer)
     if writer is not None:
         writer.start(service.served)
     return service
@@ -95,9 +153,15 @@ def describe(service: Service) -> str:
     protocol = s.get("protocol") or {}
     excl = protocol.get("exclusions")
     exclusions = f"exclusions on {excl['queries']} queries ({excl['pairs']} pairs)" if excl else "no exclusions"
+    how = s["retriever"]
+    if "fusion" in s:
+        how = f"{s['fusion']['fusion']} fusion of " + ", ".join(m["system"] for m in s["members"])
+    if "rerank" in s:
+        r = s["rerank"]
+        how += f", reranked top {r['top_k']}" + ("" if r["keep_tail"] else " only")
     return (
         f"serving {s['task']} (data {revision}; {s['documents']:,} documents, {s['queries']:,} queries) with "
-        f"{s['system']} ({s['retriever']}), protocol {protocol.get('family') or 'local'}: depth up to "
+        f"{s['system']} ({how}), protocol {protocol.get('family') or 'local'}: depth up to "
         f"{service.limits.max_topk}, {exclusions}"
     )
 
