@@ -82,7 +82,11 @@ def test_help_shows_flags_as_flags():
 def test_each_short_option_has_one_meaning_and_q_is_quiet():
     from typer.core import TyperOption
 
-    same = {"-o": {"--out", "--output"}, "-r": {"--retriever", "--retrievers"}}  # one meaning, two spellings
+    same = {  # one meaning, two spellings: -t names the task(s) (serve and score --trace take one)
+        "-o": {"--out", "--output"},
+        "-r": {"--retriever", "--retrievers"},
+        "-t": {"--tasks", "--task"},
+    }
     meanings: dict[str, set[str]] = {}
     for _path, command in _commands():
         for param in command.params:

@@ -111,7 +111,7 @@ def test_each_figure_source_names_its_data_or_unknown():
 
 def test_bm25_at_mtebs_v1_pin_is_not_graded_against_the_revised_figure_and_says_both_states():
     from r2med.results.bright_published import BrightKey
-    from r2med.results.published import data_problem
+    from r2med.results.grading import data_problem
 
     record = {
         "source": f"hf://datasets/{BRIGHT_REPO}@{MTEB_V1_PIN}",
@@ -129,7 +129,8 @@ def test_bm25_at_mtebs_v1_pin_is_not_graded_against_the_revised_figure_and_says_
 
 def test_an_r2med_figure_of_unknown_data_is_not_graded():
     from r2med.data.tasks import TASKS
-    from r2med.results.published import PublishedKey, data_problem
+    from r2med.results.grading import data_problem
+    from r2med.results.published import PublishedKey
 
     spec = TASKS["Biology"]
     record = {

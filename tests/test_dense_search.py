@@ -105,7 +105,7 @@ def test_registry_errors_are_one_line(tmp_path):
         make_retriever("bge", medcpt_published=True)  # an option of medcpt's type only
     from conftest import minilm_path
 
-    assert make_retriever("dense", model=minilm_path()).settings.loader == "auto"  # ST folder: its own pooling
+    assert make_retriever("dense", model=minilm_path()).settings.loader == "sentence-transformers"  # its own pooling
     assert make_retriever("dense", model=minilm_path(), pooling="cls").settings.loader == "transformers"
     from r2med.spec.parse import SpecError
 

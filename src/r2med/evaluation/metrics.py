@@ -201,6 +201,7 @@ def evaluate(
     qrels: Mapping[str, Mapping[str, int]],
     measures: Iterable[Measure | str] | None = None,
     count_missing: bool = False,
+    answered_empty: Iterable[str] = (),
 ) -> Metrics:
     """Score ``run`` against ``qrels`` exactly as trec_eval does (pytrec_eval engine); with the ranges the order
     of tied documents allows: :func:`r2med.evaluation.ties.evaluate_with_ties`.
@@ -209,8 +210,10 @@ def evaluate(
     ``num_q`` 0) is a :class:`~r2med.errors.NothingToScore`, with or without ``count_missing``: its average
     would read as a score of 0.  This is the one place every command's scoring passes.
 
-    A query the run holds with no document (an empty entry: a system that answered it with nothing, as BRIGHT's
-    LLM reranking can) scores 0 on every measure, as pytrec_eval scores it -- with or without ``count_missing``.
+    ``answered_empty``: queries the system answered with no document (BRIGHT's LLM reranking, whose ``rerank.py``
+    keeps them as ``{}``, which pytrec_eval scores 0): each judged one scores 0 on every measure, with or without
+    ``count_missing`` -- a run file cannot hold them, so the caller names them (``metrics.json``'s
+    ``empty_queries``).  An empty entry of ``run`` is otherwise no answer, as trec_eval reads a run file.
 
     ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``,
     ``"ndcg_cut_10"``), parsed here; default :data:`r2med.measures.DEFAULT_MEASURES`."""
@@ -223,13 +226,16 @@ def evaluate(
     qrels_clean = {str(q): {str(d): _grade(q, d, g) for d, g in docs.items()} for q, docs in qrels.items()}
     _check_grades(qrels_clean)
     scored = check_run_scores(run)  # no run holds a non-finite score (pytrec_eval ranks NaN anywhere)
-    run_clean = {str(q): {str(d): s for d, s in docs.items()} for q, docs in scored.items()}
+    run_clean = {str(q): {str(d): s for d, s in docs.items()} for q, docs in scored.items() if docs}
     _check_ids(run_clean, qrels_clean)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_clean, pytrec_eval_spec(asked))
     raw = evaluator.evaluate(run_clean)
-    if not raw:  # trec_eval's num_q 0, with or without count_missing: no figure to report
+    empty = [str(q) for q in answered_empty if str(q) in qrels_clean and str(q) not in raw]
+    if not raw and not empty:  # trec_eval's num_q 0, with or without count_missing: no figure to report
         raise NothingToScore(nothing_shared(run, qrels_clean))
     per_query = {q: Measures((m, float(vals[m])) for m in wanted) for q, vals in raw.items()}
+    for q in empty:  # answered with nothing: pytrec_eval's score of an empty entry
+        per_query[q] = Measures((m, 0.0) for m in wanted)
     missing = [q for q in qrels_clean if q not in per_query]
     if count_missing:
         for q in missing:

@@ -202,6 +202,7 @@ def evaluate_with_ties(
     measures: Iterable[Measure | str] | None = None,
     count_missing: bool = False,
     rule: TieRule = "trec_eval",
+    answered_empty: Iterable[str] = (),
 ) -> Metrics:
     """:func:`r2med.evaluation.metrics.evaluate` with ``ties`` set: the reported figures (trec_eval's tie-break;
     ``rule`` ``listed``: the run's own order of equal scores, :func:`listed_order`) and the ranges the order of
@@ -215,7 +216,7 @@ def evaluate_with_ties(
 
         raise OptionError(f"--ties: {rule!r} is no tie rule; choose from {', '.join(TIE_RULES)}")
     scored = listed_order(run) if rule == "listed" else run
-    metrics = evaluate(scored, qrels, measures=measures, count_missing=count_missing)
+    metrics = evaluate(scored, qrels, measures=measures, count_missing=count_missing, answered_empty=answered_empty)
     metrics.ties = tie_ranges(run, qrels, metrics)
     return metrics
 

@@ -99,6 +99,19 @@ def targets(
     return out
 
 
+def _data_problem(target: Target, result: TaskResult) -> str | None:
+    """Why ``target``'s figure is not graded for its data: no source names the data it was made on, or -- for a
+    family whose tasks are read from its hub only (BRIGHT's) -- the run's data (documents, examples, reasoning set
+    by commit) is not the figure's.  A family with local copies (R2MED's) runs on the data this job chose for it:
+    the pin, or the ``--data-dir`` copy the user gave as the task."""
+    from ..data.benchmarks import benchmark
+    from ..results.data_states import unknown_figure
+
+    if benchmark(target.key.family).local_copies:
+        return unknown_figure(target.task, target.key, target.measure)
+    return data_problem(target.task, {**result.data, "config": result.config}, target.key, target.measure)
+
+
 def beside(
     tasks: Iterable[str], settings: tuple[str, ...] | None
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
@@ -507,9 +520,7 @@ def run_matrix(
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
             problem = spec_problem(target, result.config) if target.graded else None
             if problem is None and target.graded:  # nor graded on data other than the figure's (results/data_states)
-                problem = data_problem(
-                    target.task, {**result.data, "config": result.config}, target.key, target.measure
-                )
+                problem = _data_problem(target, result)
             if problem is not None:  # what it ran is not the published spec or data: shown, not graded, with why
                 status, tol, detail = "ungraded", None, problem
             outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))

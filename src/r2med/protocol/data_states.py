@@ -22,6 +22,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..measures import HEADLINE, Measure
+from ..measures import measure as parse_measure
+
 #: a component or figure whose data no source shows
 UNKNOWN = "unknown"
 #: an R2MED figure made on the task's pinned commit (R2MED/<Task>@<pin>)
@@ -224,14 +227,16 @@ class MtebFigure:
     dataset: str
     dataset_revision: str
     task: str
-    measure: str
+    measure: Measure  #: parsed where the file is read (``nDCG@10``, ``R@1``)
     value: float
     evaluated: bool  #: False: a figure imported into mteb (evaluation_time 0, no model revision), not run by it
 
 
 @cache
 def mteb_figures() -> tuple[MtebFigure, ...]:
-    return tuple(MtebFigure(**row) for row in _json("mteb_results.json")["rows"])
+    return tuple(
+        MtebFigure(**{**row, "measure": parse_measure(row["measure"])}) for row in _json("mteb_results.json")["rows"]
+    )
 
 
 def mteb_results_commit() -> str:
@@ -239,7 +244,7 @@ def mteb_results_commit() -> str:
     return commit
 
 
-def mteb_figures_of(model: str, task: str | None = None, measure: str = "nDCG@10") -> tuple[MtebFigure, ...]:
+def mteb_figures_of(model: str, task: str | None = None, measure: Measure = HEADLINE) -> tuple[MtebFigure, ...]:
     """mteb's figures of hub model ``model`` (``BAAI/bge-large-en-v1.5``; case aside), on ``task`` (None: any)."""
     return tuple(
         f

@@ -425,7 +425,7 @@ def build_leaderboard(
                 ungraded=s.ungraded if key is None and (measure == HEADLINE or _all_family(s, measure)) else None,
             )
         )
-    rows += _reference_rows(references, tasks, measure)
+    rows += _reference_rows(references, tasks, measure, groups)
     board = Leaderboard(measure, tasks, rows, baseline=base.name if base else None, alpha=alpha, groups=groups)
     mark_ties(board, systems)
     mark_judgments(board, systems)
@@ -613,9 +613,12 @@ def _encodes(config: dict[str, Any]) -> bool:
     return meta is None or meta.family == "dense"
 
 
-def _reference_rows(labels: Sequence[str], tasks: list[str], measure: Measure) -> list[Row]:
+def _reference_rows(
+    labels: Sequence[str], tasks: list[str], measure: Measure, groups: Sequence[tuple[str, list[str]]] = ()
+) -> list[Row]:
     """A row of published figures per label: every family's configuration of that label with figures for one of
-    ``tasks`` (``bm25`` over R2MED's and BRIGHT's tasks: both families' BM25), else the first family's."""
+    ``tasks`` (``bm25`` over R2MED's and BRIGHT's tasks: both families' BM25), else the first family's; each
+    Average column (``groups``: one per benchmark, then the table's) over its own tasks."""
     rows = []
     for label in labels:
         keys = require_labels(label)
@@ -626,13 +629,14 @@ def _reference_rows(labels: Sequence[str], tasks: list[str], measure: Measure) -
             figures = key.figures(measure)
             cells = {t: BoardCell(value=figures.get(t)) for t in tasks}
             missing = [t for t in tasks if cells[t].value is None]
-            if missing:
-                avg = None
-            elif sorted(tasks) == sorted(key.average_tasks(measure)):
-                avg = figures.get(AVERAGE)
-            else:
-                avg = sum(figures[t] for t in tasks) / len(tasks)
-            cells[AVERAGE] = BoardCell(value=avg)
+            for col, over in [*groups, (AVERAGE, tasks)]:
+                if any(t not in figures for t in over):
+                    avg = None
+                elif sorted(over) == sorted(key.average_tasks(measure)):
+                    avg = figures.get(AVERAGE)
+                else:
+                    avg = sum(figures[t] for t in over) / len(over)
+                cells[col] = BoardCell(value=avg)
             rows.append(Row(f"paper: {key.title}", None, None, cells, missing=missing, reference=True))
     return rows
 

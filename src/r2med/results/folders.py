@@ -200,9 +200,14 @@ def scored(
 ) -> Metrics:
     """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`, equal
     scores ordered by ``ties``); a run that shares no query with them is a one-line
-    :class:`~r2med.errors.NothingToScore` naming the task (and its split), never a result of 0 queries."""
+    :class:`~r2med.errors.NothingToScore` naming the task (and its split), never a result of 0 queries.  A query
+    ``run`` holds with no document was answered with nothing (a reranker's empty reply, or ``metrics.json``'s
+    ``empty_queries`` read back): it scores 0."""
+    empty = [qid for qid, docs in run.items() if not docs]
     try:
-        return evaluate_with_ties(run, collection.qrels, measures=measures, count_missing=count_missing, rule=ties)
+        return evaluate_with_ties(
+            run, collection.qrels, measures=measures, count_missing=count_missing, rule=ties, answered_empty=empty
+        )
     except NothingToScore as exc:
         split = f" ({collection.split} split)" if collection.split is not None else ""
         raise exc.at(f"{collection.name}{split}") from None
