@@ -409,6 +409,27 @@ EXPANSION_METHOD_CHOICE = EnumChoice(ExpansionMethod, "expansion method", normal
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Dense: allow models that run their own code (NV-Embed-v2).")
 ]
+#: a retriever's BM25 and dense options, as every command that runs one (``evaluate``, ``serve``) declares them
+K1 = Annotated[float | None, typer.Option("--k1", parser=as_given, help="BM25 k1 (default: the paper's 0.9).")]
+B = Annotated[float | None, typer.Option("--b", parser=as_given, help="BM25 b, 0 to 1 (default: the paper's 0.4).")]
+AnalyzerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--analyzer",
+        metavar=ANALYZER_CHOICE.choices_metavar,
+        callback=ANALYZER_CHOICE.callback,
+        help="BM25 analyzer: english (pure Python, the default) or lucene.",
+    ),
+]
+DenseDtype = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        metavar=DTYPE_CHOICE.choices_metavar,
+        callback=DTYPE_CHOICE.callback,
+        help="Dense: bf16, fp16 or fp32 (default: the paper's per preset, fp32 for other models).",
+    ),
+]
 Ray = Annotated[
     bool,
     typer.Option(

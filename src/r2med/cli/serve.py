@@ -10,11 +10,13 @@ import typer
 from . import app, strict_data
 from ._ui import err_console
 from .options import (
-    ANALYZER_CHOICE,
-    DTYPE_CHOICE,
     FUSION_METHOD_CHOICE,
+    K1,
     NORMALISATION_CHOICE,
+    AnalyzerOption,
+    B,
     DataDir,
+    DenseDtype,
     Device,
     LongDocuments,
     Model,
@@ -106,15 +108,9 @@ def serve_command(
     max_body_bytes: int = typer.Option(1_000_000, "--max-body-bytes", help="Largest request body (bytes)."),
     mcp_stdio: bool = typer.Option(False, "--mcp-stdio", help="Serve MCP over stdin/stdout instead of HTTP."),
     no_mcp: bool = typer.Option(False, "--no-mcp", help="No MCP endpoint at /mcp."),
-    k1: float | None = typer.Option(None, "--k1", parser=as_given, help="BM25 k1 (default: the paper's 0.9)."),
-    b: float | None = typer.Option(None, "--b", parser=as_given, help="BM25 b (default: the paper's 0.4)."),
-    analyzer: str | None = typer.Option(
-        None,
-        "--analyzer",
-        metavar=ANALYZER_CHOICE.choices_metavar,
-        callback=ANALYZER_CHOICE.callback,
-        help="BM25 analyzer: english (default) or lucene.",
-    ),
+    k1: K1 = None,
+    b: B = None,
+    analyzer: AnalyzerOption = None,
     no_cache: NoCache = False,
     model: Model = None,
     batch_size: StepBatchSize = None,
@@ -122,9 +118,7 @@ def serve_command(
     max_length: StepMaxLength = None,
     pooling: Pooling = None,
     similarity: SimilarityOption = None,
-    dtype: str | None = typer.Option(
-        None, "--dtype", metavar=DTYPE_CHOICE.choices_metavar, callback=DTYPE_CHOICE.callback, help="Dense precision."
-    ),
+    dtype: DenseDtype = None,
     trust_remote_code: TrustRemoteCode = False,
     encoder: str | None = typer.Option(
         None, "--encoder", help="-r custom: your encoder, MODULE:OBJ (runs its code; given here, never by a request)."
