@@ -451,7 +451,7 @@ def test_every_score_changing_field_of_every_bright_row_is_compared(row, step, i
     scores set to a value the row did not run is not, and the reason names the field (the R2MED rows' rule,
     tests/test_grading.py)."""
     from r2med.results.grading import grade
-    from r2med.spec.parse import Origin, SpecError, parse
+    from r2med.typed.parse import Origin, SpecError, parse
     from test_grading import ALL_PUBLISHED, OTHER_VALUES
 
     def record(**options):

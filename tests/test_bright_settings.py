@@ -142,7 +142,7 @@ def test_instructor_excludes_the_prompt_from_pooling_and_openai_quotes_its_texts
 
 def test_bm25_records_brights_settings_which_are_its_own():
     from r2med.protocol import bright
-    from r2med.spec.options import Bm25Options
+    from r2med.typed.options import Bm25Options
 
     retriever = make_retriever("bm25", task="bright:leetcode")
     assert retriever.config()["settings"]["family"] == "bright"

@@ -12,8 +12,8 @@ from r2med.errors import R2MedError
 from r2med.expansion.combine import ExpansionMethod, check_method
 from r2med.expansion.traces import TraceFormat, trace_format_of
 from r2med.runs.fusion import FusionMethod, Normalisation
-from r2med.spec.dense_choices import Dtype, Pooling, Similarity
-from r2med.spec.lexical_choices import AnalyzerName, Bm25Flavour
+from r2med.typed.dense_choices import Dtype, Pooling, Similarity
+from r2med.typed.lexical_choices import AnalyzerName, Bm25Flavour
 
 # (command line before the option, option, the choices it must list), written out by hand from the docs
 CASES = [

@@ -107,7 +107,7 @@ def test_registry_errors_are_one_line(tmp_path):
 
     assert make_retriever("dense", model=minilm_path()).settings.loader == "sentence-transformers"  # its own pooling
     assert make_retriever("dense", model=minilm_path(), pooling="cls").settings.loader == "transformers"
-    from r2med.spec.parse import SpecError
+    from r2med.typed.parse import SpecError
 
     with pytest.raises(SpecError, match=r"model: model path .* does not exist"):  # by the parse, before any work
         make_retriever("dense", model=str(tmp_path / "missing"))

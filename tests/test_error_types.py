@@ -21,7 +21,7 @@ def test_bm25_bad_parameter_is_a_value_error_as_in_bm25s():
     else:  # pragma: no cover - the assertion below reports it
         caught = AssertionError("BM25(k1=-1) raised nothing")
     assert isinstance(caught, OptionError) and isinstance(caught, R2MedError)
-    assert str(caught) == "BM25(): k1: expected a finite number >= 0, got -1"  # the one parse's words (r2med.spec)
+    assert str(caught) == "BM25(): k1: expected a finite number >= 0, got -1"  # the one parse's words (r2med.typed)
     with pytest.raises(ValueError, match="unknown BM25 flavour 'x'"):
         BM25(flavour="x")
 

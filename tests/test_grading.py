@@ -808,7 +808,7 @@ def test_every_score_changing_field_of_every_graded_row_is_compared(key, step, i
     not, and the reason names the field; set to the published value it is graded (a local copy of the checkpoint
     counts).  Fields that do not change scores (batch size, device, caches, endpoints) never ungrade."""
     from r2med.results.grading import grade
-    from r2med.spec.parse import Origin, SpecError, parse
+    from r2med.typed.parse import Origin, SpecError, parse
 
     def kind():
         from r2med.reranking.base import RERANKERS

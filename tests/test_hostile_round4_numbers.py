@@ -305,8 +305,8 @@ def test_make_experiment_parses_as_strictly_as_the_file(tmp_path, kwargs, messag
 
 def test_make_experiment_checks_import_files_and_nul_paths_as_run_does(tmp_path):
     from r2med.jobs.experiment import make_experiment
-    from r2med.spec.parse import Origin
     from r2med.steps import EvaluateStep, ImportStep, flat
+    from r2med.typed.parse import Origin
 
     missing = flat({"runs": (tmp_path / "nope.trec",), "name": "x"}, ImportStep, Origin.python("test"))
     with pytest.raises(R2MedError, match=r"\[\[imports\]\] 1: runs: .*nope.trec: no such file"):

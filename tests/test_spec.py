@@ -1,4 +1,4 @@
-"""One typed spec per step (r2med.spec), parsed once at every edge: the same one-line error from an experiment file,
+"""One typed spec per step (r2med.typed), parsed once at every edge: the same one-line error from an experiment file,
 the command line and Python, before any work; every field reachable from the command line and a file; records of
 schema 2 read back as specs and reused unchanged; names derived from the spec alike everywhere."""
 
@@ -180,7 +180,7 @@ def test_every_row_is_the_same_words_from_the_command_line_and_python(tmp_path, 
     """The file names the key, the CLI its flag, Python the argument; the words after it are the same at each edge,
     from the one parse -- the command line's values reach it as typed (``--k1 high`` is text, ``--top-k 10.5`` a
     float), before any work.  A row no other edge can express says why."""
-    from r2med.spec import SpecError
+    from r2med.typed import SpecError
 
     if isinstance(cli, str):  # the reason no command line gives this value
         if python == "the same":
@@ -204,8 +204,8 @@ def test_every_row_is_the_same_words_from_the_command_line_and_python(tmp_path, 
 def test_the_same_line_from_the_command_line_and_python(tmp_path):
     """The CLI names the flag, Python the argument; the words after it are the file's."""
     import r2med
-    from r2med.spec import SpecError
     from r2med.steps import EvaluateStep
+    from r2med.typed import SpecError
 
     data, out = str(shared_collection(MEDLINE)), tmp_path / "out"
     cases = [
@@ -242,7 +242,7 @@ def test_the_same_line_from_the_command_line_and_python(tmp_path):
 def test_bm25_nan_no_longer_scores():
     """``BM25(k1=nan)`` used to be accepted and score every doc 0 (issue 30): now the same error as the CLI's."""
     from r2med.retrieval.bm25 import BM25
-    from r2med.spec import SpecError
+    from r2med.typed import SpecError
 
     with pytest.raises(SpecError):
         BM25(k1=float("nan")).index({"d1": "a b", "d2": "b c"})
@@ -279,7 +279,7 @@ def _spec_types(command: str) -> list[type]:
     from r2med import steps
     from r2med.reranking.base import all_rerankers
     from r2med.retrieval.registry import all_retrievers
-    from r2med.spec import options
+    from r2med.typed import options
 
     if command == "evaluate":
         return [steps.EvaluateStep, steps.Data, steps.Output, *{m.options for m in all_retrievers().values()}]
@@ -318,7 +318,7 @@ def test_every_command_is_a_step_command_or_builds_no_step():
 
 @pytest.mark.parametrize("command", STEP_COMMANDS)
 def test_every_flag_of_a_step_command_maps_to_a_field(command):
-    from r2med.spec.parse import field_names, flag_of
+    from r2med.typed.parse import field_names, flag_of
 
     fields = {flag_of(t, f) for t in _spec_types(command) for f in field_names(t)}
     for flag in _command_flags(command):
@@ -330,7 +330,7 @@ def test_every_option_field_has_a_flag_and_a_file_key(command, tmp_path):
     """Each field of each options type is set on the command line (its own flag, or ``--set name=``) and in a
     file (its table takes the key: the value reaches the field's own check, never "unknown option")."""
     from r2med.jobs.experiment import ExperimentError, Reader
-    from r2med.spec.parse import Spec, field_names, flag_of
+    from r2med.typed.parse import Spec, field_names, flag_of
 
     flags = _command_flags(command)
     kind = {"evaluate": "evaluate", "rerank": "rerank", "fuse": "fuse"}[command]
@@ -646,8 +646,8 @@ def test_a_models_commit_is_model_revision_and_a_flat_revision_stays_the_datas(t
     data's, so the model's could not be set there.  It is ``model_revision`` now, from the command line, a file and
     Python alike, and reaches the model as its ``revision``; a record written with the old name reads back as it."""
     from r2med.jobs.experiment import load_experiment
-    from r2med.spec.parse import Origin
     from r2med.steps import evaluate_from_record, evaluate_step
+    from r2med.typed.parse import Origin
 
     flat = {"retriever": "dense", "model": "org/m", "model_revision": "abc", "revision": "def"}
     step = evaluate_step(flat, Origin.cli())

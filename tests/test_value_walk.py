@@ -92,13 +92,13 @@ def test_k1_from_the_command_line_reaches_bm25_through_typed_values(tmp_path: Pa
     # the one parse: the first hop whose value is a field of the options type
     first_typed = next(i for i, h in enumerate(hops) if "Bm25Options.k1" in h[3])
     before, after = hops[:first_typed], hops[first_typed:]
-    assert any(m.startswith("r2med.spec") and f == "parse" for m, f, _, _ in before), where  # parsed, not guessed
+    assert any(m.startswith("r2med.typed") and f == "parse" for m, f, _, _ in before), where  # parsed, not guessed
     # after it, no hop holds k1 in a plain dict: a typed field, or a typed parameter of the factory (keywords
     # built from the options object's own fields, which a factory re-checks by the same type)
     untyped = [
         f"{m}.{f}({a})"
         for m, f, a, h in after
-        if h == "dict" and not a.startswith("**") and not (m.startswith("r2med.spec") and f == "parse")
+        if h == "dict" and not a.startswith("**") and not (m.startswith("r2med.typed") and f == "parse")
     ]
     assert untyped == [], where
     # and jobs/ carries the whole step, not its keywords

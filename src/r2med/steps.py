@@ -2,7 +2,7 @@
 
 A step is what one job runs: the command line, an experiment file, the Python API and a Ray worker build it
 through the same parse (:func:`evaluate_step`, :func:`rerank_step`, :func:`fuse_step`, and
-:func:`~r2med.spec.parse.parse` for the others), and the job takes it whole.  The part that changes scores is
+:func:`~r2med.typed.parse.parse` for the others), and the job takes it whole.  The part that changes scores is
 what ``metrics.json``'s ``config`` records (:meth:`EvaluateStep.record`, :meth:`RerankStep.record`,
 :meth:`FuseStep.record`) and what a finished folder is reused by; :func:`evaluate_from_record` and
 :func:`rerank_from_record` read a recorded ``config`` back as the same type.
@@ -30,8 +30,8 @@ from pydantic import (
 
 from .measures import HEADLINE, Measure
 from .runs.record import step_kind
-from .spec.options import FusionOptions, as_options_name
-from .spec.parse import (
+from .typed.options import FusionOptions, as_options_name
+from .typed.parse import (
     Count,
     Origin,
     RerankerOptions,
@@ -351,7 +351,7 @@ def _split(
     step: type[Spec], values: Mapping[str, object], origin: Origin
 ) -> tuple[dict[str, object], dict[str, object], dict[str, dict[str, object]]]:
     """``values`` (flat, as a command line or a table gives them) as (step fields, options, nested specs); a path
-    object is its text (:func:`~r2med.spec.parse.plain`: ``reranker=Path(...)`` names a folder, as its text does)."""
+    object is its text (:func:`~r2med.typed.parse.plain`: ``reranker=Path(...)`` names a folder, as its text does)."""
     values = {key: plain(value) for key, value in values.items()}
     own = set(field_names(step)) - {"options", *_NESTED}
     nested_fields = {name: set(field_names(kind)) for name, kind in _NESTED.items() if name in step.model_fields}
@@ -381,7 +381,7 @@ def step_flags(step: type[Spec]) -> dict[str, str]:
     """Each key of ``step``'s flat values that is not an option of what it runs (the step's own fields, its
     ``data`` and ``output`` and their fields), with the command-line flag that sets it: what ``--set`` refuses,
     naming the flag (``--set qrels=FILE``: ``--qrels``).  ``options`` (a table of options) is an option."""
-    from .spec.parse import flag_of
+    from .typed.parse import flag_of
 
     flags: dict[str, str] = {}
     for name in field_names(step):

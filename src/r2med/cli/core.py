@@ -146,8 +146,8 @@ def evaluate_command(
     from ..infra.home import check_home
     from ..jobs import evaluate as jobs
     from ..results.folders import summary
-    from ..spec.parse import Origin, SpecError
     from ..steps import EvaluateStep, evaluate_step
+    from ..typed.parse import Origin, SpecError
 
     strict = strict_data(ctx, strict)
     names = comma_list(retriever) if ray else [retriever]
@@ -218,12 +218,12 @@ def _default_retriever_hint(ctx: typer.Context, err: Exception, values: dict[str
     and when the options are a dense retriever's (``--model X``) the fix is ``-r dense``.  Any other error (a
     value out of range) is returned as it is."""
     from ..errors import OptionError
-    from ..spec.parse import Origin, SpecError
     from ..steps import evaluate_step
+    from ..typed.parse import Origin, SpecError
 
     if getattr(ctx.get_parameter_source("retriever"), "name", None) != "DEFAULT":  # typer's own click: by name
         return err
-    if not str(err).startswith("unknown option"):  # spec/parse.py's line for an option the retriever lacks
+    if not str(err).startswith("unknown option"):  # typed/parse.py's line for an option the retriever lacks
         return err
     try:
         evaluate_step({"retriever": "dense", **values}, Origin.cli())
@@ -399,8 +399,8 @@ def import_command(
     """
     from ..jobs.imports import import_files
     from ..results.folders import Summary
-    from ..spec.parse import Origin
     from ..steps import ImportStep, flat
+    from ..typed.parse import Origin
 
     step: ImportStep = flat(
         {

@@ -103,8 +103,8 @@ def expand_command(
     """Generate expansions for each task's queries; re-runs are free (cache) and interrupted runs resume."""
     from ..data import check_hub, resolve
     from ..jobs.expand import expand_tasks
-    from ..spec.parse import Origin
     from ..steps import ExpandStep, flat
+    from ..typed.parse import Origin
 
     if logging.getLogger().level > logging.DEBUG:  # one line per HTTP request is noise next to the progress
         for noisy in ("httpx2", "httpx", "openai"):

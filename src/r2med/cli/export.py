@@ -48,8 +48,8 @@ def export_command(
     """Export systems' results: MTEB's results files, which load with mteb's own loader."""
     from ..export.mteb import summarize_keys
     from ..jobs.export import export_runs
-    from ..spec.parse import Origin
     from ..steps import ExportStep, flat
+    from ..typed.parse import Origin
 
     step: ExportStep = flat(
         {

@@ -31,10 +31,10 @@ from ..expansion.combine import ExpansionMethod, method_spelling
 from ..infra.home import parse_json
 from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
 from ..runs.fusion import FusionMethod, Normalisation
-from ..spec.dense_choices import DTYPE_ALIASES, Dtype, Similarity
-from ..spec.dense_choices import Pooling as PoolingName
-from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
-from ..spec.parse import Spec
+from ..typed.dense_choices import DTYPE_ALIASES, Dtype, Similarity
+from ..typed.dense_choices import Pooling as PoolingName
+from ..typed.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..typed.parse import Spec
 
 
 class EnumChoice:
@@ -93,9 +93,9 @@ def describe(
     hi_open: bool = False,
     integer: bool = False,
 ) -> str:
-    """The accepted range in words, as the one parse says it (:func:`r2med.spec.parse.range_words`):
+    """The accepted range in words, as the one parse says it (:func:`r2med.typed.parse.range_words`):
     ``a finite number between 0 and 1``, ``an integer >= 1``."""
-    from ..spec.parse import range_words
+    from ..typed.parse import range_words
 
     return ("an integer" if integer else "a finite number") + range_words(lo, hi, lo_open, hi_open)
 
@@ -142,7 +142,7 @@ def number(
 
 
 def as_given(text: str) -> int | float | str:
-    """A command-line value as written, for the one parse to check (:mod:`r2med.spec.parse`): an integer literal as
+    """A command-line value as written, for the one parse to check (:mod:`r2med.typed.parse`): an integer literal as
     the integer (``10``), any other number as the float (``10.5``, ``1e3``, ``nan``, ``inf``), other text as the
     text (``high``) -- as a file's ``top_k = 10.5`` or ``k1 = "high"`` reaches it."""
     if not isinstance(text, str):  # a default, or a value given in Python

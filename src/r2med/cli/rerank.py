@@ -113,8 +113,8 @@ def rerank_command(
     """Rerank first-stage systems; writes OUT/<name>/<task>/{run.trec,metrics.json} and prints a table."""
     from ..jobs.rerank import rerank_folder
     from ..results.folders import summary
-    from ..spec.parse import Origin
     from ..steps import RerankStep, rerank_step
+    from ..typed.parse import Origin
 
     if api_key is not None and not _takes_api_key(ctx, reranker):
         api_key = None  # read from $OPENAI_API_KEY for the LLM rerankers; a model run here takes no key
@@ -220,8 +220,8 @@ def fuse_command(
     """Fuse systems (RRF or CombSUM/CombMNZ); writes OUT/<name>/<task>/ evaluated like any run."""
     from ..jobs.fuse import fuse_folders
     from ..results.folders import summary
-    from ..spec.parse import Origin
     from ..steps import fuse_step
+    from ..typed.parse import Origin
 
     step = fuse_step(
         {

@@ -131,8 +131,8 @@ def serve_command(
     from ..infra.home import check_home
     from ..jobs import serve as jobs
     from ..serve.limits import Limits
-    from ..spec.parse import Origin
     from ..steps import EvaluateStep, FuseStep, RerankStep, fuse_step, rerank_step
+    from ..typed.parse import Origin
 
     for name, value in (("--topk", topk), ("--max-queries", max_queries), ("--max-query-chars", max_query_chars)):
         if value < 1:
@@ -226,8 +226,8 @@ def member_steps(retrievers: list[str], values: dict[str, object]) -> list[Evalu
     the retriever's own line."""
     from ..errors import R2MedError
     from ..retrieval.registry import retriever_meta
-    from ..spec.parse import Origin
     from ..steps import evaluate_step
+    from ..typed.parse import Origin
 
     if len(retrievers) == 1:
         return [evaluate_step({"retriever": retrievers[0], **values}, Origin.cli())]

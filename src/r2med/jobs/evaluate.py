@@ -33,8 +33,8 @@ from ..measures import DEFAULT_MEASURES, Measure
 from ..results.folders import TaskResult, finish_task, reuse
 from ..retrieval.base import QueryText, Retriever, index_collection
 from ..runs.run import Run
-from ..spec.parse import RetrieverOptions
 from ..steps import EvaluateStep
+from ..typed.parse import RetrieverOptions
 
 log = logging.getLogger(__name__)
 

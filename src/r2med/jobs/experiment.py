@@ -32,8 +32,6 @@ from ..errors import R2MedError, did_you_mean
 from ..errors import shown as shown_value
 from ..measures import HEADLINE, Measure
 from ..runs.record import StepKind
-from ..spec.options import FusionOptions
-from ..spec.parse import Origin, Spec, SpecError, field_names
 from ..steps import (
     Data,
     EvaluateStep,
@@ -46,6 +44,8 @@ from ..steps import (
     fuse_step,
     rerank_step,
 )
+from ..typed.options import FusionOptions
+from ..typed.parse import Origin, Spec, SpecError, field_names
 
 if TYPE_CHECKING:
     from ..data import TaskRef

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from ..data import Collection, TaskRef
 from ..infra.containment import system_folder
 from ..results.folders import TaskResult
-from ..spec.parse import Origin
 from ..steps import EvaluateStep, evaluate_step
+from ..typed.parse import Origin
 from .evaluate import Plan, plan, run_task
 
 log = logging.getLogger(__name__)

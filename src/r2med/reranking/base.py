@@ -30,7 +30,7 @@ from ..infra.registry import Registry
 from ..protocol.bright import Contamination, contamination_of
 from ..retrieval.encoders.base import FramingRecord
 from ..runs.run import Run, ranked
-from ..spec.parse import Origin, RerankerOptions, parse
+from ..typed.parse import Origin, RerankerOptions, parse
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class RerankerMeta:
     name: str
     factory: RerankerFactory  # factory(**options.given()) -> Reranker
     description: str = ""
-    #: the type of its options (:mod:`r2med.spec.options`): what ``r2med rerank``, a ``[[rerank]]`` table and
+    #: the type of its options (:mod:`r2med.typed.options`): what ``r2med rerank``, a ``[[rerank]]`` table and
     #: :func:`make_reranker` may set, with its constraints
     options: type[RerankerOptions] = RerankerOptions
     #: modules it imports, and how to install them
@@ -171,7 +171,7 @@ def reranker_meta(name: str) -> RerankerMeta:
 def make_reranker(name: str | Any, options: RerankerOptions | None = None, **values: Any) -> Reranker:
     """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder, with ``options`` (its
     options type) or the keyword ``values`` parsed into it (None: not set): a value it does not take is one typed
-    :class:`~r2med.spec.parse.SpecError` naming the argument, before any model loads.
+    :class:`~r2med.typed.parse.SpecError` naming the argument, before any model loads.
 
     ``name`` may also be your own scorer (an object with ``score(query, docs)``, or its class or factory):
     the ``custom`` reranker over it (:mod:`r2med.reranking.custom`)."""

@@ -45,7 +45,7 @@ from typing import Any
 from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..protocol.bright import rerank_prompt
-from ..spec.options import BrightCrossEncoderOptions, BrightLlmOptions
+from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions
 from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)

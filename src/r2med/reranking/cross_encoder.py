@@ -25,7 +25,7 @@ from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, model_max_length
-from ..spec.options import AnyCrossEncoderOptions, CrossEncoderOptions, as_model_takes
+from ..typed.options import AnyCrossEncoderOptions, CrossEncoderOptions, as_model_takes
 from .base import Candidates, RerankerMeta, register_reranker
 
 if TYPE_CHECKING:

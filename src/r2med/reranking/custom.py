@@ -23,7 +23,7 @@ from ..infra.user_code import (
     register_entry_points,
     short_name,
 )
-from ..spec.options import CustomScorerOptions, EntryPointScorerOptions
+from ..typed.options import CustomScorerOptions, EntryPointScorerOptions
 from .base import RERANKERS, Candidates, RerankerMeta, register_reranker
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..infra import progress
-from ..spec.options import ListwiseOptions
+from ..typed.options import ListwiseOptions
 from .base import Candidates, RerankerMeta, register_reranker
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
-from ..spec.options import Qwen3Options, as_model_takes
+from ..typed.options import Qwen3Options, as_model_takes
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 

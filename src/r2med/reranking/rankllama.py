@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 from ..errors import MissingExtraError, R2MedError
 from ..infra.weights import load_adapter, pretrained_with_gaps
 from ..retrieval.encoders.base import FramingRecord
-from ..spec.options import RankLlamaOptions
+from ..typed.options import RankLlamaOptions
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 

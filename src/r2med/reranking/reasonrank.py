@@ -39,7 +39,7 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from ..protocol.later_models import later_reranker, provenance
-from ..spec.options import AnyReasonRankOptions, ReasonRankOptions
+from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
 from .base import Candidates, RerankerMeta, register_reranker
 from .listwise import ListwiseReranker
 

@@ -415,7 +415,7 @@ def _rerank_spec(key: BrightKey) -> RerankSpec | None:
     leaderboard's top-10 / top-100: r2med's reading), rerank.py's sampling, over BRIGHT's BM25."""
     from ..protocol import bright
     from ..reranking.base import RERANKERS
-    from ..spec.parse import by_checkpoint, score_fields
+    from ..typed.parse import by_checkpoint, score_fields
 
     name = key.reranker_name
     meta = RERANKERS.get(name) if name else None

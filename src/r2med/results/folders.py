@@ -334,8 +334,8 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     never reused).  An option recorded under its old name (``revision``, now ``model_revision``) is read as the
     option, in a record of any version."""
     from ..retrieval.registry import RETRIEVERS
-    from ..spec.options import as_options_name
-    from ..spec.parse import Origin, SpecError, parse
+    from ..typed.options import as_options_name
+    from ..typed.parse import Origin, SpecError, parse
 
     config = stored.config or {}
     options = config.get("options")

@@ -6,7 +6,7 @@ family gives through :class:`Publishes`: R2MED's ``protocol/r2med_published_ndcg
 :class:`PublishedSpec` from the records, never from a name:
 
 * a retriever (:class:`RetrieverSpec`): its registry record names the options type, and every field of that type
-  that changes scores (:func:`~r2med.spec.parse.score_fields`: all but how a model runs -- batch size, device,
+  that changes scores (:func:`~r2med.typed.parse.score_fields`: all but how a model runs -- batch size, device,
   retries, caches -- and the precision, which has its own rule) has a :class:`Published` value: the paper's
   (``RetrieverMeta.paper``: BM25's k1 and b, MedCPT's Article encoder for queries, a preset's cosine), else the
   preset's own setting (model, pooling, lengths, normalisation, loader, framing...), else "not set" (the
@@ -53,8 +53,8 @@ from .published import PublishedKey
 if TYPE_CHECKING:
     from ..expansion.precomputed import ExpansionQueries
     from ..expansion.reasoning import ReasoningQueries
-    from ..spec.parse import Spec
     from ..steps import EvaluateStep, RerankStep
+    from ..typed.parse import Spec
     from .reproduction import Target
 
 #: the depth nDCG@10 reads: a run that kept fewer documents per query is not the published one
@@ -357,7 +357,7 @@ class Grade:
 def retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
     """The spec of a published row's retriever (its first stage, when reranked) kept to depth ``top_k``."""
     from ..retrieval.registry import RETRIEVERS
-    from ..spec.parse import by_checkpoint, score_fields
+    from ..typed.parse import by_checkpoint, score_fields
 
     meta = RETRIEVERS.get(key.system)
     if meta is None:
@@ -371,7 +371,7 @@ def retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
             value = meta.paper[name]
             options[name] = Published((value,) if name in meta.defaults else (None, value), checkpoint)
         elif name == "analyzer":  # both analyzers make Lucene's EnglishAnalyzer tokens (README: identical lists)
-            from ..spec.options import ANALYZERS
+            from ..typed.options import ANALYZERS
 
             options[name] = Published(tuple(ANALYZERS))
         elif name in meta.defaults:  # a value the options type always holds (BM25's, MedCPT's)
@@ -425,7 +425,7 @@ def _preset_settings(name: str) -> dict[str, object]:
 def rerank_spec(key: PublishedKey) -> RerankSpec | None:
     """The spec of a published reranked row whose reranker's record says how it was published."""
     from ..reranking.base import RERANKERS, published_depth
-    from ..spec.parse import by_checkpoint, score_fields
+    from ..typed.parse import by_checkpoint, score_fields
 
     name = key.reranker_name
     meta = RERANKERS.get(name) if name else None
@@ -754,8 +754,8 @@ def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     from ..reranking.base import RERANKERS
-    from ..spec.options import as_options_name
     from ..steps import evaluate_from_record, rerank_from_record
+    from ..typed.options import as_options_name
 
     step = rerank_from_record(config)
     meta = RERANKERS.get(step.reranker_name) if step is not None else None

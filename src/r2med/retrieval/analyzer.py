@@ -34,7 +34,7 @@ from typing import Protocol, TypedDict
 import numpy as np
 
 from ..errors import MissingExtraError, R2MedError
-from ..spec.lexical_choices import ANALYZER_ALIASES, AnalyzerName
+from ..typed.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
 LUCENE_ENGLISH_STOPWORDS = frozenset(

@@ -37,9 +37,9 @@ from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
 from ..protocol import models
 from ..runs.run import Run
-from ..spec.lexical_choices import AnalyzerName, Bm25Flavour
-from ..spec.options import Bm25Options
-from ..spec.parse import Origin, parse
+from ..typed.lexical_choices import AnalyzerName, Bm25Flavour
+from ..typed.options import Bm25Options
+from ..typed.parse import Origin, parse
 from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import QueryText, as_text
 from .registry import RetrieverMeta, register_retriever

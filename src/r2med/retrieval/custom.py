@@ -30,7 +30,7 @@ from ..infra.user_code import (
     register_entry_points,
     text_lengths,
 )
-from ..spec.options import CustomEncoderOptions, EntryPointEncoderOptions
+from ..typed.options import CustomEncoderOptions, EntryPointEncoderOptions
 from .encoders import EncoderSettings
 from .encoders.base import BaseEncoder
 from .registry import RETRIEVERS, RetrieverMeta, register_retriever

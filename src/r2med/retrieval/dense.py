@@ -41,8 +41,8 @@ from ..errors import R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..runs.run import Run
-from ..spec.dense_choices import Similarity, choices_of
-from ..spec.options import DenseOptions, MedcptOptions, PresetOptions, as_model_takes
+from ..typed.dense_choices import Similarity, choices_of
+from ..typed.options import DenseOptions, MedcptOptions, PresetOptions, as_model_takes
 from .base import QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
 from .encoders import (

@@ -22,7 +22,7 @@ from ..errors import OptionError, did_you_mean, shown
 from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
 from ..protocol.bright import Contamination, contamination_of
-from ..spec.parse import Origin, RetrieverOptions, parse
+from ..typed.parse import Origin, RetrieverOptions, parse
 from .base import Retriever
 
 RetrieverFactory = Callable[..., Retriever]
@@ -42,7 +42,7 @@ class RetrieverMeta:
     description: str = ""
     #: "lexical" or "dense": how an expansion joins the query (:mod:`r2med.expansion.combine`)
     family: RetrieverFamily = "dense"
-    #: the type of its options (:mod:`r2med.spec.options`): what ``r2med evaluate``, a ``[[retrievers]]`` table
+    #: the type of its options (:mod:`r2med.typed.options`): what ``r2med evaluate``, a ``[[retrievers]]`` table
     #: and :func:`make_retriever` may set, with its constraints and defaults
     options: type[RetrieverOptions] = RetrieverOptions
     #: the paper's values of stored configuration fields: a run with another value is not the published one
@@ -110,7 +110,7 @@ class RetrieverMeta:
 
     def parse_options(self, options: Mapping[str, object], origin: Origin | None = None) -> RetrieverOptions:
         """``options`` as its options type (None: not set); a value it does not take is one
-        :class:`~r2med.spec.parse.SpecError` line naming ``origin`` (default: ``make_retriever('<name>')``)."""
+        :class:`~r2med.typed.parse.SpecError` line naming ``origin`` (default: ``make_retriever('<name>')``)."""
         return parse(self.options, options, origin or Origin.python(f"make_retriever({self.name!r})"))
 
 
@@ -144,7 +144,7 @@ def make_retriever(
 ) -> Retriever:
     """Build the retriever registered as ``name`` for ``task``, with ``options`` (its options type) or the
     keyword ``values`` parsed into it (None: not set): a value it does not take is one typed
-    :class:`~r2med.spec.parse.SpecError` naming the argument, before anything loads.
+    :class:`~r2med.typed.parse.SpecError` naming the argument, before anything loads.
 
     ``name`` may also be your own encoder (an object with ``encode(texts, role)``, or its class or factory):
     the ``custom`` retriever over it (:mod:`r2med.retrieval.custom`)."""

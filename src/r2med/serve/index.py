@@ -30,7 +30,7 @@ from ..reranking.base import Reranker, rerank
 from ..retrieval.base import Retriever
 from ..runs.fusion import fuse
 from ..runs.run import SCORE_FORMAT, Run, ranked
-from ..spec.options import FusionOptions
+from ..typed.options import FusionOptions
 
 #: What a reply says of BRIGHT's exclusions (a trace records the same word).
 APPLIED, NOT_APPLIED, NO_EXCLUSIONS = "applied", "not applied", "none"

@@ -18,13 +18,13 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 import numpy as np
 
 from ...errors import R2MedError, shown
-from ...spec.dense_choices import DTYPE_ALIASES, Dtype, Pooling, choices_of
+from ...typed.dense_choices import DTYPE_ALIASES, Dtype, Pooling, choices_of
 from ..base import QueryText
 
 log = logging.getLogger(__name__)
 
 POOLINGS: tuple[Pooling, ...] = tuple(Pooling)
-#: Weight precisions (:class:`~r2med.spec.dense_choices.Dtype` says what each does).
+#: Weight precisions (:class:`~r2med.typed.dense_choices.Dtype` says what each does).
 DTYPES: tuple[Dtype, ...] = tuple(Dtype)
 API_LOADERS = ("openai", "voyage")
 LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", *API_LOADERS)

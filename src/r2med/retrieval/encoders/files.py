@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...spec.model_source import looks_like_path
+from ...typed.model_source import looks_like_path
 
 
 def _looks_like_hub_id(model: str) -> bool:

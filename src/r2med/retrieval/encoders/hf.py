@@ -164,7 +164,7 @@ def model_max_length(model: Any, tokenizer: Any) -> int | None:
 
 def check_model_source(model: str) -> None:
     """A path-looking model name must exist; a hub id (``org/name``) is checked when it is loaded."""
-    from ...spec.model_source import missing_model_path
+    from ...typed.model_source import missing_model_path
 
     problem = missing_model_path(model)
     if problem:

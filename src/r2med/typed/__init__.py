@@ -1,6 +1,6 @@
 """Typed specs: the options of every model, parsed once at every edge.
 
-* :mod:`.parse` -- the :class:`~r2med.spec.parse.Spec` base and the one parse (:func:`~r2med.spec.parse.parse`),
+* :mod:`.parse` -- the :class:`~r2med.typed.parse.Spec` base and the one parse (:func:`~r2med.typed.parse.parse`),
   whose errors name where a value came from;
 * :mod:`.options` -- the options types of retrievers, rerankers and fusion;
 * :mod:`.dense_choices`, :mod:`.lexical_choices`, :mod:`.model_source` -- the choices those options take.

@@ -1,7 +1,7 @@
 """The choices of BM25's settings: the analyzer and the scoring flavour.
 
 Kept apart from :mod:`r2med.retrieval.bm25` and :mod:`r2med.retrieval.analyzer` (which import numpy) so that the CLI
-can show and check them while the command line is parsed; in ``spec/``, below ``retrieval/``, because the options
+can show and check them while the command line is parsed; in ``typed/``, below ``retrieval/``, because the options
 types (:mod:`.options`) take them.  Each is a ``StrEnum``: a member is the plain string (``json.dumps`` writes
 ``"english"``).
 """

@@ -1,7 +1,7 @@
 """The choices of a dense retriever's settings: pooling, similarity, weight precision.
 
 Kept apart from :mod:`r2med.retrieval.encoders` (which imports numpy) so that the CLI can show and check them
-while the command line is parsed, without loading numpy; in ``spec/``, below ``retrieval/``, because the options
+while the command line is parsed, without loading numpy; in ``typed/``, below ``retrieval/``, because the options
 types (:mod:`.options`) take them.  Each is a ``StrEnum``: a member is the plain string
 (``Similarity.COSINE == "cosine"``, ``json.dumps`` writes ``"cosine"``), so recorded configs keep today's text.
 """

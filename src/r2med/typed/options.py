@@ -1,6 +1,6 @@
 """The options types: what each retriever, reranker, fusion and expansion takes, with its constraints.
 
-One :class:`~r2med.spec.parse.Spec` per kind of model, named by its registry record
+One :class:`~r2med.typed.parse.Spec` per kind of model, named by its registry record
 (:attr:`r2med.retrieval.registry.RetrieverMeta.options`, :attr:`r2med.reranking.base.RerankerMeta.options`):
 
 * retrievers: :class:`Bm25Options` (``bm25``, ``bm25-standard``), :class:`DenseOptions` (``dense``: ``model``
@@ -124,7 +124,7 @@ def _dtype(value: Any) -> Any:
 
 
 def _revision_applies(spec: Any, info: ValidationInfo) -> Any:
-    """A model validator: ``model_revision`` only with a hub id (:func:`~r2med.spec.model_source.revision_problem`);
+    """A model validator: ``model_revision`` only with a hub id (:func:`~r2med.typed.model_source.revision_problem`);
     a recorded spec is read back as it was written."""
     if not is_recorded(info):
         problem = revision_problem(spec.model, spec.model_revision)
@@ -135,8 +135,8 @@ def _revision_applies(spec: Any, info: ValidationInfo) -> Any:
 
 def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
-    checked when it loads): :func:`r2med.spec.model_source.missing_model_path`.  A recorded spec read back
-    names the folder a run used, which need not be there any more (:func:`~r2med.spec.parse.is_recorded`)."""
+    checked when it loads): :func:`r2med.typed.model_source.missing_model_path`.  A recorded spec read back
+    names the folder a run used, which need not be there any more (:func:`~r2med.typed.parse.is_recorded`)."""
     if is_recorded(info):
         return value
     problem = missing_model_path(value) if isinstance(value, str) else None
