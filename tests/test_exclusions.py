@@ -244,17 +244,25 @@ def _collection(exclusions: Exclusions):
 def test_a_retriever_that_cannot_exclude_is_refused():
     from r2med.errors import R2MedError
     from r2med.jobs.evaluate import check_excludes
+    from r2med.retrieval.base import as_retriever
 
-    class Plain:
+    class Plain:  # the protocol's minimum: no ``excludes``, as the registry builds it (its default: False)
         name = "plain"
+        family = "lexical"
+
+        def index(self, corpus, corpus_fingerprint=None):
+            return self
 
         def search(self, queries, k=100):
             return {}
 
+        def config(self):
+            return {}
+
     coll = _collection(Exclusions.of({"q0": ["d1"]}))
     with pytest.raises(R2MedError, match=r"cannot do inside its search"):
-        check_excludes(Plain(), coll)
-    check_excludes(Plain(), _collection(Exclusions()))  # nothing to exclude: nothing to refuse
+        check_excludes(as_retriever(Plain(), "plain"), coll)
+    check_excludes(as_retriever(Plain(), "plain"), _collection(Exclusions()))  # nothing to exclude: nothing to refuse
 
 
 def test_a_run_that_leaks_an_excluded_id_is_an_error_not_a_result():

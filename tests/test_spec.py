@@ -387,7 +387,8 @@ def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
 def test_the_v2_config_is_what_this_r2med_records_for_the_same_command(tmp_path):
     """The real v2 file's config (by hand: with ``step`` first) equals this r2med's for the same command but for the
     analyzer's version (2 since its character table was measured from Lucene: such a folder is recomputed once, with
-    the same figures on this ASCII collection), the run's facts and the spec alike."""
+    the same figures on this ASCII collection) and k1 and b, recorded once since issue 35 (in ``options``, which the
+    v2 file holds them in too), the run's facts and the spec alike."""
     res = run_r2med("evaluate", "-r", "bm25", "-d", str(shared_collection(MEDLINE)), "-o", str(tmp_path))
     assert res.returncode == 0, res.stderr
     mine = json.loads((tmp_path / "bm25" / MEDLINE / "metrics.json").read_text())
@@ -395,6 +396,7 @@ def test_the_v2_config_is_what_this_r2med_records_for_the_same_command(tmp_path)
     assert mine["schema_version"] == 3
     expected = {"step": "evaluate", **theirs["config"]}
     expected["analyzer"] = {**expected["analyzer"], "version": 2}
+    assert (expected.pop("k1"), expected.pop("b")) == (expected["options"]["k1"], expected["options"]["b"])
     assert mine["config"] == expected
     assert (mine["aggregate"], mine["per_query"]) == (theirs["aggregate"], theirs["per_query"])
 

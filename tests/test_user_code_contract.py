@@ -272,7 +272,7 @@ RESUMABLE = textwrap.dedent("""
 
 def test_an_interrupted_encoding_keeps_its_finished_chunks_and_resumes_to_the_same_bytes(tmp_path, monkeypatch, caplog):
     from r2med.infra.user_code import load_spec
-    from r2med.retrieval.custom import make_custom
+    from r2med.retrieval.custom import custom_retriever
 
     path = tmp_path / "resumable.py"
     path.write_text(RESUMABLE)
@@ -283,7 +283,7 @@ def test_an_interrupted_encoding_keeps_its_finished_chunks_and_resumes_to_the_sa
     module = sys.modules[type(loaded.obj).__module__]
 
     monkeypatch.setenv("R2MED_HOME", str(tmp_path / "uninterrupted"))
-    whole = make_custom(encoder=loaded, batch_size=16).index(corpus)
+    whole = custom_retriever(loaded, batch_size=16).index(corpus)
     assert whole.cache_entry.chunk_size == 256  # a CPU encoder's chunk: minutes of work, not 4,096 docs
     reference = np.asarray(whole.embeddings).tobytes()
 
@@ -291,11 +291,11 @@ def test_an_interrupted_encoding_keeps_its_finished_chunks_and_resumes_to_the_sa
     module.ENCODED.clear()
     module.FAIL_AT = 600
     with pytest.raises(UserCodeError, match="encode\\(\\) raised RuntimeError: interrupted"):
-        make_custom(encoder=loaded, batch_size=16).index(corpus)
+        custom_retriever(loaded, batch_size=16).index(corpus)
     assert "512 of 1000 documents are kept in finished chunks of 256" in caplog.text
     module.FAIL_AT = None
     module.ENCODED.clear()
-    resumed = make_custom(encoder=loaded, batch_size=16).index(corpus)
+    resumed = custom_retriever(loaded, batch_size=16).index(corpus)
     assert resumed.cache_entry.reused_docs == 512 and len(module.ENCODED) == 1000 - 512
     assert np.asarray(resumed.embeddings).tobytes() == reference
 

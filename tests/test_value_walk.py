@@ -88,18 +88,19 @@ def test_k1_from_the_command_line_reaches_bm25_through_typed_values(tmp_path: Pa
     where = [f"{m}.{f}({a}): {h}" for m, f, a, h in hops]
     # it enters as the command's typed parameter and arrives as BM25's
     assert ("r2med.cli.core", "evaluate_command", "k1", "float") in hops, where
-    assert hops[-1][:4] == ("r2med.retrieval.bm25", "__init__", "k1", "float"), where
+    assert hops[-1][:4] == ("r2med.retrieval.bm25", "__init__", "options", "Bm25Options.k1"), where
     # the one parse: the first hop whose value is a field of the options type
     first_typed = next(i for i, h in enumerate(hops) if "Bm25Options.k1" in h[3])
     before, after = hops[:first_typed], hops[first_typed:]
     assert any(m.startswith("r2med.typed") and f == "parse" for m, f, _, _ in before), where  # parsed, not guessed
-    # after it, no hop holds k1 in a plain dict: a typed field, or a typed parameter of the factory (keywords
-    # built from the options object's own fields, which a factory re-checks by the same type)
-    untyped = [
-        f"{m}.{f}({a})"
-        for m, f, a, h in after
-        if h == "dict" and not a.startswith("**") and not (m.startswith("r2med.typed") and f == "parse")
-    ]
+    # the step it is a field of is built by the same parse (its fields, the options object among them); from the job
+    # on, no hop holds k1 in a plain dict, keywords included (no ``**options.given()`` into the factory), and nothing
+    # parses it again (issue 35: one value, one reading): the registry's factory and BM25 take the options object
+    job = next(i for i, h in enumerate(hops) if h[0].startswith("r2med.jobs"))
+    assert all(h == "dict" or "Bm25Options.k1" in h for _, _, _, h in hops[first_typed:job]), where
+    untyped = [f"{m}.{f}({a})" for m, f, a, h in hops[job:] if h == "dict"]
     assert untyped == [], where
+    assert not any(m.startswith("r2med.typed") and f in ("parse", "model_validate") for m, f, _, _ in hops[job:])
+    assert any(m == "r2med.retrieval.bm25" and f == "make" and h == "Bm25Options.k1" for m, f, _, h in after), where
     # and jobs/ carries the whole step, not its keywords
     assert any(m.startswith("r2med.jobs") and h.startswith("EvaluateStep.options>Bm25Options") for m, _, _, h in after)

@@ -497,6 +497,7 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
     meta = RETRIEVERS.get(retriever) if isinstance(retriever, str) else None
     if meta is None:
         return None
+    config = meta.upgrade_config(config)  # an option also recorded beside ``options`` (BM25's k1, b): read there
     options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
     expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
     # the options as a table of their own (an option never reads as a step field); an encoder's ``revision``

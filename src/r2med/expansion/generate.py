@@ -81,7 +81,7 @@ def lamer_passages(
     if retriever is None:
         from ..retrieval.bm25 import BM25
 
-        retriever = BM25(k1=0.9, b=0.4, flavour="paper")
+        retriever = BM25(flavour="paper")  # the paper's k1 and b: Bm25Options' defaults
         from ..retrieval.base import index_collection
 
         index_collection(retriever, collection)

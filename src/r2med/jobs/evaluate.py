@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError, shown
@@ -38,8 +39,18 @@ from ..typed.parse import RetrieverOptions
 
 log = logging.getLogger(__name__)
 
-QueryBuilder = Callable[[Collection, str], Mapping[str, QueryText]]
-"""(collection, retriever family) -> the query texts to search with (expansions hook in here)."""
+
+class QueryBuilder(Protocol):
+    """The query texts to search with for a collection and a retriever family (expansions hook in here:
+    :class:`~r2med.expansion.precomputed.ExpansionQueries`, :class:`~r2med.expansion.reasoning.ReasoningQueries`),
+    and the record of what it read (``config["expansion"]``)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def __call__(self, collection: Collection, family: str) -> Mapping[str, QueryText]: ...
+
+    def describe(self, collection: Collection | None = None) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -146,12 +157,12 @@ def run_task(
     depth = step.depth(protocol.depth)
     retriever_ = make_retriever(step.retriever, task=collection.name, options=step.options)
     check_excludes(retriever_, collection)
-    queries = job.query_builder(collection, retriever_.family) if job.query_builder else collection.queries
-    describe = getattr(job.query_builder, "describe", None)
+    builder = job.query_builder
+    queries = builder(collection, retriever_.family) if builder is not None else collection.queries
     config = {
         **step.record(depth),
         **retriever_.config(),
-        "expansion": describe(collection) if describe else None,
+        "expansion": dict(builder.describe(collection)) if builder is not None else None,
         "queries_fingerprint": queries_fingerprint(queries),
         **({"split": collection.split} if collection.split is not None else {}),
         **({"judgments": collection.judgments.record()} if collection.judgments is not None else {}),
@@ -159,7 +170,7 @@ def run_task(
     expanded = config["expansion"].get("file") if isinstance(config["expansion"], Mapping) else None
     if expanded is not None and Path(expanded).is_file():  # the content of the expansion file read (schema 3)
         config["expansion_fingerprint"] = file_fingerprint(expanded)
-    if collection.corpus_repeats and getattr(retriever_, "indexes_repeats", False):
+    if collection.corpus_repeats and retriever_.indexes_repeats:
         config["corpus_repeats"] = len(collection.corpus_repeats)  # indexed too: the corpus read as a list
     reused = reuse(out, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
@@ -174,7 +185,6 @@ def run_task(
     run = search(retriever_, queries, depth, collection)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
-    facts = getattr(retriever_, "encoding_facts", None)
     return finish_task(
         collection,
         job.name,
@@ -184,19 +194,18 @@ def run_task(
         output.measures,
         output.count_missing,
         timing,
-        facts() if callable(facts) else None,
+        retriever_.encoding_facts(),
     )
 
 
-def check_excludes(retriever: object, collection: Collection) -> None:
+def check_excludes(retriever: Retriever, collection: Collection) -> None:
     """Refuse, in one line, a retriever that cannot remove each query's excluded documents inside its search when
     the task's protocol has them (BRIGHT's ``excluded_ids``): ignoring them would rank documents the protocol
     never lets a query have."""
-    if collection.exclusions and not getattr(retriever, "excludes", False):
-        name = getattr(retriever, "name", type(retriever).__name__)
+    if collection.exclusions and not retriever.excludes:
         raise R2MedError(
             f"{collection.name}: {len(collection.exclusions)} queries exclude documents from their results, "
-            f"which the retriever {name!r} cannot do inside its search (its search() takes no exclusions); "
+            f"which the retriever {retriever.name!r} cannot do inside its search (its search() takes no exclusions); "
             "give it an `excludes = True` search(queries, k, exclusions=...)"
         )
 

@@ -338,8 +338,10 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     from ..typed.parse import Origin, SpecError, parse
 
     config = stored.config or {}
-    options = config.get("options")
     meta = RETRIEVERS.get(str(config.get("retriever")))
+    if step_kind(config) == "evaluate" and meta is not None:
+        config = meta.upgrade_config(config)  # each fact once (BM25's k1 and b: in ``options`` only)
+    options = config.get("options")
     if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
         return dict(config)
     options = as_options_name(options, meta.options)

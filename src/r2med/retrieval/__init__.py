@@ -2,24 +2,27 @@
 
 from typing import Any
 
-from .base import QueryText, Retriever
+from .base import BaseRetriever, QueryText, Retriever
 from .registry import (
     RetrieverMeta,
     all_retrievers,
     available_retrievers,
     make_retriever,
+    options_as,
     register_retriever,
     retriever_meta,
 )
 
 __all__ = [
     "BM25",
+    "BaseRetriever",
     "QueryText",
     "Retriever",
     "RetrieverMeta",
     "all_retrievers",
     "available_retrievers",
     "make_retriever",
+    "options_as",
     "register_retriever",
     "retriever_meta",
 ]

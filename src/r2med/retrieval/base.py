@@ -1,9 +1,17 @@
-"""The ``Retriever`` protocol and the query type it searches with (its registry: :mod:`.registry`).
+"""The ``Retriever`` protocol, the base that gives its optional capabilities their defaults, and the query type it
+searches with (its registry: :mod:`.registry`).
 
 A retriever is made for one task (dense presets carry per-task instructions),
 indexes a corpus once, and searches many queries at a time.  A query is a text,
 or a tuple of texts (query + expansion) that dense retrievers embed separately
 and average -- the R2MED paper's rule -- and lexical retrievers join with spaces.
+
+Besides indexing and searching, the protocol names what a retriever may do beyond the minimum, each with its
+default in :class:`BaseRetriever`: ``indexes_repeats`` (its ``index`` takes the corpus file's other copies of
+repeated ids), ``excludes`` (its ``search`` removes each query's excluded documents before the cut) and
+``encoding_facts`` (what its vectors were made with, for ``metrics.json``).  A retriever that subclasses the
+base states only what it does; an object that implements only the minimum is given the defaults once, where it
+is built (:func:`as_retriever`).
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..errors import R2MedError
 from ..runs.run import Run
 
 if TYPE_CHECKING:
@@ -24,6 +33,10 @@ QueryText = str | tuple[str, ...]
 class Retriever(Protocol):
     name: str
     family: str  # "lexical" or "dense": decides how expansions combine with queries
+    #: ``index`` takes ``repeats``: the other copies of repeated ids (:func:`index_collection`)
+    indexes_repeats: bool
+    #: ``search`` takes ``exclusions`` and removes them before the cut
+    excludes: bool
 
     def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> Retriever:
         """Index (or load the cached index of) ``corpus``; the fingerprint, when given, keys caches."""
@@ -37,6 +50,67 @@ class Retriever(Protocol):
 
     def config(self) -> dict[str, Any]: ...
 
+    def encoding_facts(self) -> dict[str, Any] | None:
+        """What the last index and search encoded with (``metrics.json``'s ``encoding``); None: nothing to say."""
+        ...
+
+
+class BaseRetriever:
+    """The defaults of the protocol's optional capabilities: the corpus seen once per id, no exclusions inside the
+    search, no encoding facts.  A retriever subclasses it and states what it does otherwise."""
+
+    indexes_repeats: bool = False
+    excludes: bool = False
+
+    def encoding_facts(self) -> dict[str, Any] | None:
+        return None
+
+
+#: the members every retriever has; the others are capabilities with a default (:class:`BaseRetriever`)
+REQUIRED = ("name", "family", "index", "search", "config")
+CAPABILITIES = ("indexes_repeats", "excludes", "encoding_facts")
+
+
+class _WithDefaults(BaseRetriever):
+    """An object that implements the minimum of the protocol, with the defaults of the capabilities it leaves out
+    (those it has are its own)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name: str = inner.name
+        self.family: str = inner.family
+        for capability in CAPABILITIES:  # read once, where it is built: its own where it has one
+            if hasattr(inner, capability):
+                setattr(self, capability, getattr(inner, capability))
+
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None, **more: Any) -> _WithDefaults:
+        self.inner.index(corpus, corpus_fingerprint=corpus_fingerprint, **more)
+        return self
+
+    def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run:
+        run: Run = (
+            self.inner.search(queries, k=k, exclusions=exclusions) if exclusions else self.inner.search(queries, k=k)
+        )
+        return run
+
+    def config(self) -> dict[str, Any]:
+        config: dict[str, Any] = self.inner.config()
+        return config
+
+
+def as_retriever(built: object, where: str) -> Retriever:
+    """What a factory built (``where``: the retriever's name) as a :class:`Retriever`: itself when it has every
+    member (a :class:`BaseRetriever` subclass does); an object with the minimum (:data:`REQUIRED`) behind the
+    capabilities' defaults; anything else is a one-line error naming what it lacks."""
+    if isinstance(built, Retriever):
+        return built
+    missing = [member for member in REQUIRED if not hasattr(built, member)]
+    if missing:
+        raise R2MedError(
+            f"retriever {where!r}: its factory built a {type(built).__name__}, which has no {', '.join(missing)}"
+        )
+    return _WithDefaults(built)
+
 
 def as_text(query: QueryText) -> str:
     """A lexical view of a query: expansion parts joined with single spaces."""
@@ -48,7 +122,7 @@ def index_collection(retriever: Retriever, collection: Collection) -> None:
     whose ``indexes_repeats`` is true (BM25: the paper's BM25 script reads the corpus file as a list)
     also gets the other copies of repeated ids (:attr:`~r2med.data.Collection.corpus_repeats`); the
     others (dense: the paper's dense loader fills a dict) see each id once, its last record."""
-    if collection.corpus_repeats and getattr(retriever, "indexes_repeats", False):
+    if collection.corpus_repeats and retriever.indexes_repeats:
         retriever.index(
             collection.corpus,
             corpus_fingerprint=collection.fingerprint,  # type: ignore[call-arg]

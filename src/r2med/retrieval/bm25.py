@@ -18,13 +18,14 @@ everything else that shapes scores) carries a CRC-32 of its other fields; all ar
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import math
 import mmap
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +35,17 @@ import scipy.sparse as sp
 from ..data.exclusions import Exclusions
 from ..errors import OptionError, R2MedError
 from ..infra import progress
-from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts
+from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts, parse_json, read_json
+from ..infra.input_files import open_regular
 from ..protocol import models
 from ..runs.run import Run
-from ..typed.lexical_choices import AnalyzerName, Bm25Flavour
+from ..typed.lexical_choices import Bm25Flavour
 from ..typed.options import Bm25Options
-from ..typed.parse import Origin, parse
+from ..typed.parse import Origin, RetrieverOptions, parse
 from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
-from .base import QueryText, as_text
-from .registry import RetrieverMeta, register_retriever
+from .base import BaseRetriever, QueryText, as_text
+from .family_settings import settings_for
+from .registry import RetrieverFactory, RetrieverMeta, options_as, register_retriever
 from .topk import mask_cells, top_k_rows
 
 log = logging.getLogger(__name__)
@@ -77,28 +80,37 @@ class IndexDamaged(ValueError):
     """A cached index whose files do not match the checksums written with them."""
 
 
-class BM25:
-    """BM25 retriever.  ``BM25(k1=0.9, b=0.4, flavour="paper").index(corpus).search(queries, k=100)``."""
+class BM25(BaseRetriever):
+    """BM25 retriever.  ``BM25(k1=0.9, b=0.4, flavour="paper").index(corpus).search(queries, k=100)``.
+
+    Its options are :class:`~r2med.typed.options.Bm25Options` (which holds their one default): ``options`` as
+    parsed (what the registry's factory passes), or ``k1``, ``b``, ``analyzer`` and ``cache`` as keywords, parsed
+    here (None: not set; a NaN, a text or a bool k1 is the same typed error as on the command line)."""
 
     family = "lexical"
 
     def __init__(
         self,
-        k1: float = 0.9,
-        b: float = 0.4,
+        k1: float | None = None,
+        b: float | None = None,
         flavour: str = Bm25Flavour.PAPER,
-        analyzer: str | Analyzer = AnalyzerName.ENGLISH,
+        analyzer: str | Analyzer | None = None,
         cache: bool = True,
         workers: int | None = None,
+        *,
+        options: Bm25Options | None = None,
     ):
         if flavour not in FLAVOURS:
             raise OptionError(f"unknown BM25 flavour {flavour!r}; choose from {tuple(f.value for f in FLAVOURS)}")
-        # the one parse of its options (a NaN, a text or a bool k1 is the same typed error as on the command line)
-        given = {"k1": k1, "b": b, "cache": cache, **({"analyzer": analyzer} if isinstance(analyzer, str) else {})}
-        options = parse(Bm25Options, given, Origin.python("BM25()"))
+        if options is None:  # keywords from Python: their one parse
+            given = {"k1": k1, "b": b, "cache": cache, "analyzer": analyzer if isinstance(analyzer, str) else None}
+            options = parse(Bm25Options, given, Origin.python("BM25()"))
+        elif k1 is not None or b is not None or analyzer is not None or not cache:
+            raise OptionError("BM25(): pass the options as one Bm25Options or as keywords, not both")
+        self.options = options
         self.k1, self.b, self.flavour = options.k1, options.b, Bm25Flavour(flavour)
-        self.analyzer = get_analyzer(options.analyzer) if isinstance(analyzer, str) else analyzer
-        self.cache = cache
+        self.analyzer = get_analyzer(options.analyzer) if analyzer is None or isinstance(analyzer, str) else analyzer
+        self.cache = options.cache
         self.workers = workers
         self.name = "bm25" if flavour == "paper" else "bm25-standard"
         self.doc_ids: list[str] = []
@@ -114,11 +126,11 @@ class BM25:
 
     # -- configuration ---------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
+        """What it computed beside its options (``self.options``, which a run records as ``config.options``: k1
+        and b are recorded there, once): its flavour, the analyzer's own record, whose settings ran."""
         return {
             "retriever": self.name,
             "flavour": self.flavour,
-            "k1": self.k1,
-            "b": self.b,
             "analyzer": self.analyzer.config(),
             **({"settings": self.settings_record} if self.settings_record is not None else {}),
         }
@@ -363,8 +375,6 @@ def _params_checksum(params: Mapping[str, Any]) -> str:
 
 def read_params(folder: Path) -> dict[str, Any]:
     """An index's ``params.json``, checked against its own CRC-32 (IndexDamaged when a field was changed)."""
-    from ..infra.home import read_json
-
     params = read_json(folder / "params.json")  # nested too deeply: a ValueError too (rebuilt)
     if not isinstance(params, dict):
         raise IndexDamaged("params.json is not an object")
@@ -416,8 +426,6 @@ def _loads(raw: bytes | mmap.mmap) -> list[Any]:
     try:
         import orjson
     except ImportError:  # pragma: no cover
-        from ..infra.home import parse_json
-
         values: list[Any] = parse_json(bytes(raw))
         return values
     loaded: list[Any] = orjson.loads(memoryview(raw))
@@ -430,8 +438,6 @@ def _crc32_file(path: Path) -> str:
 
 def _read_checked(path: Path, checksums: Mapping[str, str] | None) -> bytes | mmap.mmap:
     """The file's bytes, memory-mapped (no copy); with ``checksums``, IndexDamaged unless its CRC-32 matches."""
-    from ..infra.input_files import open_regular
-
     with open_regular(path) as handle:  # a FIFO or a device planted in the index: damage (rebuilt), never waited on
         size = handle.seek(0, 2)
         raw: bytes | mmap.mmap = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
@@ -442,8 +448,6 @@ def _read_checked(path: Path, checksums: Mapping[str, str] | None) -> bytes | mm
 
 def _load_checked(path: Path, checksums: Mapping[str, str]) -> np.ndarray:
     """A ``.npy`` array read in place from the checked, memory-mapped file (read-only, no copy)."""
-    import io
-
     raw = _read_checked(path, checksums)
     header = io.BytesIO(raw[:4096])
     version = np.lib.format.read_magic(header)
@@ -531,12 +535,9 @@ def excluded_cells(
     return exclusions.cells(qids, {d: i for i, d in enumerate(doc_ids)})
 
 
-def _factory(flavour: str) -> Callable[..., BM25]:
-    def make(task: str | None = None, **options: Any) -> BM25:
-        from .family_settings import settings_for
-
-        checked = parse(Bm25Options, options, Origin.python(f"make_retriever({_NAMES[flavour]!r})"))
-        retriever = BM25(k1=checked.k1, b=checked.b, flavour=flavour, analyzer=checked.analyzer, cache=checked.cache)
+def _factory(flavour: Bm25Flavour) -> RetrieverFactory:
+    def make(task: str | None, options: RetrieverOptions) -> BM25:
+        retriever = BM25(flavour=flavour, options=options_as(options, Bm25Options))
         # a family's own BM25 (BRIGHT's is this one: k1 0.9, b 0.4, tested equal) is recorded, not applied: the
         # options' defaults are its values; Lucene's BM25 (bm25-standard) is r2med's own, with no warning
         _, retriever.settings_record = settings_for(_NAMES[flavour], task, warn=False)
@@ -551,21 +552,24 @@ _NAMES = {"paper": "bm25", "standard": "bm25-standard"}
 #: The paper's BM25 (BRIGHT's code; ``r2med_models.json`` -> ``bm25``): k1=0.9, b=0.4, the paper's scoring.
 PAPER = {
     "flavour": "paper",
-    "k1": models()["retrievers"]["bm25"].get("k1", 0.9),
-    "b": models()["retrievers"]["bm25"].get("b", 0.4),
+    "k1": models()["retrievers"]["bm25"]["k1"],
+    "b": models()["retrievers"]["bm25"]["b"],
 }
+#: the options' defaults (their one declaration: :class:`~r2med.typed.options.Bm25Options`)
+_DEFAULTS = Bm25Options()
 _LEXICAL: dict[str, Any] = dict(
     family="lexical",
     options=Bm25Options,
     tolerance="lexical",
-    summary={"k1": PAPER["k1"], "b": PAPER["b"]},
+    summary={"k1": _DEFAULTS.k1, "b": _DEFAULTS.b},
+    recorded_once=("k1", "b"),  # recorded beside config.options too until issue 35
 )
-if (Bm25Options().k1, Bm25Options().b) != (PAPER["k1"], PAPER["b"]):  # pragma: no cover - data and type agree
+if (_DEFAULTS.k1, _DEFAULTS.b) != (PAPER["k1"], PAPER["b"]):  # pragma: no cover - data and type agree
     raise ValueError("Bm25Options' defaults are not the paper's k1 and b (r2med_models.json)")
 register_retriever(
     RetrieverMeta(
         "bm25",
-        _factory("paper"),
+        _factory(Bm25Flavour.PAPER),
         "BM25 as the R2MED paper scores it (BM25-weighted query; k1=0.9, b=0.4)",
         paper=PAPER,
         **_LEXICAL,
@@ -574,7 +578,7 @@ register_retriever(
 register_retriever(
     RetrieverMeta(
         "bm25-standard",
-        _factory("standard"),
+        _factory(Bm25Flavour.STANDARD),
         "textbook Lucene BM25 (query term counts)",
         paper={"flavour": "paper"},
         **_LEXICAL,

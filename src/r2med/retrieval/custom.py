@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import R2MedError
 from ..infra.user_code import (
     RETRIEVER_GROUP,
     EntryPointPreset,
@@ -31,9 +30,11 @@ from ..infra.user_code import (
     text_lengths,
 )
 from ..typed.options import CustomEncoderOptions, EntryPointEncoderOptions
+from ..typed.parse import RetrieverOptions
+from .dense import BATCH_SIZE, DenseRetriever, check_similarity
 from .encoders import EncoderSettings
 from .encoders.base import BaseEncoder
-from .registry import RETRIEVERS, RetrieverMeta, register_retriever
+from .registry import RETRIEVERS, RetrieverMeta, options_as, register_retriever
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +62,17 @@ class CustomEncoder(BaseEncoder):
         return self.in_length_order(text_lengths(texts), batch_size, batch)
 
 
-def make_custom(
-    task: str | None = None,
-    encoder: Any = None,
-    batch_size: int | None = None,
-    similarity: str | None = None,
-    cache: bool = True,
-    **runtime: Any,
-) -> Any:
-    """``custom``: ``encoder`` is a spec the user typed (``MODULE:OBJ``), an object, or a loaded one."""
-    from .dense import DenseRetriever, check_similarity
+def make_custom(task: str | None, options: RetrieverOptions) -> DenseRetriever:
+    """``custom``: the encoder its options name (:class:`~r2med.typed.options.CustomEncoderOptions` requires one)."""
+    given = options_as(options, CustomEncoderOptions)
+    return custom_retriever(given.encoder, given.batch_size, given.similarity, given.cache)
 
-    if encoder is None:
-        raise R2MedError("--retriever custom needs --encoder MODULE:OBJ (an object with encode(texts, role))")
+
+def custom_retriever(
+    encoder: Any, batch_size: int | None = None, similarity: str | None = None, cache: bool = True
+) -> DenseRetriever:
+    """Dense retrieval over ``encoder``: a spec the user typed (``MODULE:OBJ``), an object, or a loaded one;
+    ``similarity`` None: the object's declared one, else cosine; ``batch_size`` None: 32."""
     loaded = as_loaded(encoder, "encoder", "--encoder")
     declared = loaded.attribute("similarity")
     chosen = check_similarity(str(similarity or declared or "cosine"))
@@ -100,15 +99,14 @@ def make_custom(
     )
     # the embedding cache is keyed by the declared name and revision, the object's class and the sha256 of its
     # code: an encoder edited in place (same name and revision) makes new vectors, never reads the old ones
-    custom_encoder = CustomEncoder(loaded, settings, batch_size=batch_size or 32)
+    custom_encoder = CustomEncoder(loaded, settings, batch_size=batch_size or BATCH_SIZE)
     retriever = DenseRetriever(
         settings,
         name="custom",
-        batch_size=batch_size or 32,
+        batch_size=batch_size or BATCH_SIZE,
         cache=cache,
         encoder=custom_encoder,
         similarity=chosen,
-        **runtime,
     )
     key = {
         "model": settings.model,
@@ -133,8 +131,9 @@ register_retriever(
 
 
 def _entry_point_meta(preset: EntryPointPreset) -> None:
-    def factory(task: str | None = None, **options: Any) -> Any:
-        return make_custom(task, encoder=preset.load("encoder"), **options)
+    def factory(task: str | None, options: RetrieverOptions) -> DenseRetriever:
+        given = options_as(options, EntryPointEncoderOptions)
+        return custom_retriever(preset.load("encoder"), given.batch_size, given.similarity, given.cache)
 
     register_retriever(
         RetrieverMeta(

@@ -32,30 +32,33 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..data.exclusions import NO_EXCLUSIONS, Exclusions
-from ..errors import R2MedError
+from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
+from ..infra.versions import package_versions
 from ..runs.run import Run
 from ..typed.dense_choices import Similarity, choices_of
-from ..typed.options import DenseOptions, MedcptOptions, PresetOptions, as_model_takes
-from .base import QueryText
+from ..typed.options import MODEL_NAMES, DenseOptions, EncoderOptions, MedcptOptions, PresetOptions
+from ..typed.parse import RetrieverOptions, field_names
+from .base import BaseRetriever, QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
 from .encoders import (
     API_LOADERS,
-    POOLINGS,
     Encoder,
     EncoderSettings,
     is_sentence_transformers_model,
     make_encoder,
     sentence_transformers_similarity,
 )
+from .family_settings import settings_for
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
-from .registry import DENSE_EXTRA, RetrieverMeta, register_retriever
+from .registry import DENSE_EXTRA, RetrieverFactory, RetrieverMeta, options_as, register_retriever
 from .topk import mask_cells, merge_top_k, top_k_rows
 
 if TYPE_CHECKING:
@@ -64,6 +67,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SIMILARITIES: tuple[Similarity, ...] = tuple(Similarity)
+#: texts per batch of a model that names none (``--batch-size``; a preset: its own)
+BATCH_SIZE = 32
+#: documents per block of the exact search (``search_chunk``)
+SEARCH_CHUNK = 65536
 
 
 def check_similarity(similarity: str) -> Similarity:
@@ -74,7 +81,7 @@ def check_similarity(similarity: str) -> Similarity:
         raise R2MedError(f"unknown similarity {str(similarity)!r}; choose from {choices_of(Similarity)}") from None
 
 
-class DenseRetriever:
+class DenseRetriever(BaseRetriever):
     """``DenseRetriever(settings).index(corpus).search(queries, k)`` over one embedding model."""
 
     family = "dense"
@@ -83,15 +90,15 @@ class DenseRetriever:
         self,
         settings: EncoderSettings,
         name: str = "dense",
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         device: str | None = None,
         cache: bool = True,
         chunk_size: int | None = None,
-        ignore_identical_ids: bool = True,
+        ignore_identical_ids: bool | None = None,
         faiss: str | None = None,
         token_budget: int | None = None,
         encoder: Encoder | None = None,
-        search_chunk: int = 65536,
+        search_chunk: int | None = None,
         similarity: str = Similarity.COSINE,
         **api_options: Any,
     ):
@@ -105,10 +112,11 @@ class DenseRetriever:
         self.cache = cache
         #: rows per embedding-cache chunk (None: :meth:`cache_chunk_size` chooses by where encoding runs)
         self.chunk_size = None if chunk_size is None else int(chunk_size)
-        self.ignore_identical_ids = bool(ignore_identical_ids)
+        #: None: on, as BEIR and the paper
+        self.ignore_identical_ids = True if ignore_identical_ids is None else bool(ignore_identical_ids)
         self.faiss = faiss
         self.token_budget = token_budget
-        self.search_chunk = int(search_chunk)
+        self.search_chunk = SEARCH_CHUNK if search_chunk is None else int(search_chunk)
         self._api_options = api_options
         self._encoder = encoder
         self.doc_ids: list[str] = []
@@ -146,12 +154,10 @@ class DenseRetriever:
             **({"settings": self.settings_record} if self.settings_record is not None else {}),
         }
 
-    def encoding_facts(self) -> dict[str, Any]:
+    def encoding_facts(self) -> dict[str, Any] | None:
         """What the vectors were actually made with, for ``metrics.json``: the versions of the packages that
         make them, the max length per side, the framing and the dtype (issue 20).  Vectors read from the
         embedding cache were made by an earlier run: ``made_by`` says so (that run's metrics.json has them)."""
-        from ..infra.versions import package_versions
-
         s = self.settings
         groups = {"gritlm": ("torch", "gritlm"), "openai": ("openai",), "voyage": ("voyage",)}.get(s.loader, ("torch",))
         facts: dict[str, Any] = {
@@ -316,8 +322,6 @@ class DenseRetriever:
         try:
             import faiss
         except ImportError as exc:  # pragma: no cover
-            from ..errors import MissingExtraError
-
             raise MissingExtraError("faiss-cpu", "dense", "FAISS search") from exc
         assert self.faiss is not None and self.embeddings is not None  # search() checked both
         if self._faiss_index is None:
@@ -433,94 +437,78 @@ def _use_torch(device: str | None) -> bool:
 
 #: API embedders' client settings (passed on to the encoder; an error for a local model).
 API_OPTIONS = ("api_key", "base_url", "timeout", "max_retries", "backoff_base", "backoff_max")
-RUNTIME_OPTIONS = (
-    "batch_size",
-    "device",
-    "cache",
-    "chunk_size",
-    "ignore_identical_ids",
-    "faiss",
-    "token_budget",
-    "search_chunk",
-    "similarity",
-    *API_OPTIONS,
-)
-SETTING_OPTIONS = (
-    "model",
-    "query_model",
-    "revision",
-    "pooling",
-    "normalize",
-    "max_length",
-    "query_max_length",
-    "query_instruction",
-    "doc_instruction",
-    "expansion_instruction",
-    "append_eos",
-    "doc_as_pair",
-    "trust_remote_code",
-    "dtype",
-    "loader",
-    "framing",
-)
+#: the fields of :class:`~r2med.retrieval.encoders.EncoderSettings` (what defines a vector) the options set, by
+#: the options' name (``model_revision``: the settings', and the model's, ``revision``)
+SETTING_FIELDS = {
+    MODEL_NAMES.get(option, option): option
+    for option in field_names(EncoderOptions)
+    if MODEL_NAMES.get(option, option) in {f.name for f in fields(EncoderSettings)}
+}
 
 
-def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    options = as_model_takes(options)  # ``model_revision``: the encoder's ``revision``
-    unknown = set(options) - set(RUNTIME_OPTIONS) - set(SETTING_OPTIONS) - {"medcpt_published"}
-    if unknown:
-        raise R2MedError(f"{name} does not take option(s): {', '.join(sorted(unknown))}")
-    runtime = {k: v for k, v in options.items() if k in RUNTIME_OPTIONS and v is not None}
-    settings = {k: v for k, v in options.items() if k in SETTING_OPTIONS and v is not None}
-    return runtime, settings
+def encoder_settings(options: EncoderOptions) -> dict[str, Any]:
+    """What ``options`` sets of the encoder settings (what defines a vector), by the settings' names: the rest is
+    the model's own (``dense``) or the preset's."""
+    values = {setting: getattr(options, option) for setting, option in SETTING_FIELDS.items()}
+    return {setting: value for setting, value in values.items() if value is not None}
 
 
-def make_dense(task: str | None = None, **options: Any) -> DenseRetriever:
-    """``dense``: any embedding model (``model=`` a hub id or a local folder)."""
-    runtime, settings = _split(options, "dense")
-    if options.get("medcpt_published"):
-        raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
-    if not settings.get("model"):
-        raise R2MedError("--retriever dense needs --model <hub id or local folder>")
-    if settings.get("pooling") not in (None, *POOLINGS):
-        raise R2MedError(f"unknown pooling {settings['pooling']!r}; choose from {', '.join(POOLINGS)}")
-    if "pooling" in settings:  # an explicit pooling means AutoModel + that pooling, even for an ST folder
+def dense_retriever(
+    settings: EncoderSettings, name: str, options: EncoderOptions, batch_size: int, similarity: str
+) -> DenseRetriever:
+    """The retriever over ``settings`` with the options that do not define a vector (how it runs and searches)."""
+    api = {key: getattr(options, key) for key in API_OPTIONS if getattr(options, key) is not None}
+    return DenseRetriever(
+        settings,
+        name=name,
+        batch_size=batch_size,
+        device=options.device,
+        cache=options.cache,
+        chunk_size=options.chunk_size,
+        ignore_identical_ids=options.ignore_identical_ids,
+        faiss=options.faiss,
+        token_budget=options.token_budget,
+        search_chunk=options.search_chunk,
+        similarity=similarity,
+        **api,
+    )
+
+
+def make_dense(task: str | None, options: RetrieverOptions) -> DenseRetriever:
+    """``dense``: any embedding model (``model=`` a hub id or a local folder: :class:`DenseOptions` requires it)."""
+    given = options_as(options, DenseOptions)
+    settings = encoder_settings(given)
+    model, revision = settings["model"], given.model_revision
+    if given.pooling is not None:  # an explicit pooling means AutoModel + that pooling, even for an ST folder
         settings.setdefault("loader", "transformers")
-    elif settings.get("loader", "auto") == "auto" and is_sentence_transformers_model(
-        settings["model"], settings.get("revision")
-    ):  # known now (a folder, or a cached hub id): recorded as the loader that runs, with its own pooling
-        settings["loader"] = "sentence-transformers"
-    if "similarity" not in runtime:  # the model's own (sentence-transformers), else cosine as the paper
+    elif settings.get("loader", "auto") == "auto" and is_sentence_transformers_model(model, revision):
+        settings["loader"] = "sentence-transformers"  # known now (a folder, a cached hub id): the loader that runs
+    similarity = given.similarity
+    if similarity is None:  # the model's own (sentence-transformers), else cosine as the paper
         own = None
         if settings.get("loader", "auto") in ("auto", "sentence-transformers"):
-            own = sentence_transformers_similarity(settings["model"], settings.get("revision"))
+            own = sentence_transformers_similarity(model, revision)
         if own not in (None, *SIMILARITIES):
-            log.warning(
-                "%s scores with %s similarity; r2med supports cosine and dot: using cosine", settings["model"], own
-            )
-        runtime["similarity"] = own if own in SIMILARITIES else "cosine"
-    return DenseRetriever(EncoderSettings(**settings), name="dense", **runtime)
+            log.warning("%s scores with %s similarity; r2med supports cosine and dot: using cosine", model, own)
+        similarity = own if own in SIMILARITIES else Similarity.COSINE
+    return dense_retriever(EncoderSettings(**settings), "dense", given, given.batch_size or BATCH_SIZE, similarity)
 
 
-def _preset_factory(name: str) -> Callable[..., DenseRetriever]:
-    def make(task: str | None = None, **options: Any) -> DenseRetriever:
-        from .family_settings import settings_for
-
-        runtime, settings = _split(options, name)
+def _preset_factory(name: str) -> RetrieverFactory:
+    def make(task: str | None, options: RetrieverOptions) -> DenseRetriever:
+        given = options_as(options, PresetOptions)
+        settings = encoder_settings(given)
         preset = get_preset(name)
-        medcpt_published = bool(options.get("medcpt_published"))
-        if medcpt_published and not preset.query_hub_id:
-            raise R2MedError("--medcpt-published-encoder only applies to --retriever medcpt")
+        medcpt_published = isinstance(given, MedcptOptions) and given.medcpt_published
         family, record = settings_for(name, task, preset.home, preset.per_task(), settings)
-        runtime.setdefault("batch_size", preset.batch_size)
-        runtime.setdefault("similarity", (family.similarity if family else None) or preset.similarity)
+        similarity = given.similarity or (family.similarity if family else None) or preset.similarity
         remote = family.encoder.get("trust_remote_code") if family else preset.fields.get("trust_remote_code")
-        if remote and not settings.get("trust_remote_code"):
+        if remote and not given.trust_remote_code:
             raise R2MedError(
                 f"{name} ({preset.hub_id}) runs its own code from the hub; opt in with --trust-remote-code"
             )
         cpu_dtype = preset.fields.get("cpu_dtype") if family is None else None  # a family's dtype is its own
-        if cpu_dtype and "dtype" not in settings and _on_cpu(runtime.get("device")):
+        if cpu_dtype and given.dtype is None and _on_cpu(given.device):
             settings["dtype"] = cpu_dtype  # as its published code does on a CPU; recorded in the run's config
             log.info(
                 "%s: %s on a CPU, as its published code falls back (it ran %s on a GPU; --dtype to choose)",
@@ -528,9 +516,8 @@ def _preset_factory(name: str) -> Callable[..., DenseRetriever]:
                 cpu_dtype,
                 preset.dtype,
             )
-        retriever = DenseRetriever(
-            preset.settings(task, medcpt_published=medcpt_published, family=family, **settings), name=name, **runtime
-        )
+        encoder = preset.settings(task, medcpt_published=medcpt_published, family=family, **settings)
+        retriever = dense_retriever(encoder, name, given, given.batch_size or preset.batch_size, similarity)
         retriever.settings_record = record
         return retriever
 

@@ -16,16 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..errors import OptionError, did_you_mean, shown
 from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
 from ..protocol.bright import Contamination, contamination_of
 from ..typed.parse import Origin, RetrieverOptions, parse
-from .base import Retriever
+from .base import Retriever, as_retriever
 
-RetrieverFactory = Callable[..., Retriever]
+#: What builds a retriever: ``factory(task, options)``, ``options`` parsed by the record's options type (a
+#: factory reads them as its own with :func:`options_as`); it returns a :class:`~r2med.retrieval.base.Retriever`
+#: (a :class:`~r2med.retrieval.base.BaseRetriever` subclass has the capabilities' defaults)
+RetrieverFactory = Callable[[str | None, RetrieverOptions], Retriever]
+OptionsType = TypeVar("OptionsType", bound=RetrieverOptions)
 #: How an expansion joins a retriever's query (:func:`r2med.expansion.combine.combine`).
 RetrieverFamily = Literal["lexical", "dense"]
 
@@ -38,7 +42,7 @@ class RetrieverMeta:
     """Every fact about one retriever (as mteb's ``ModelMeta``)."""
 
     name: str
-    factory: RetrieverFactory  # factory(task=..., **options.given()) -> Retriever
+    factory: RetrieverFactory  # factory(task, options) -> Retriever
     description: str = ""
     #: "lexical" or "dense": how an expansion joins the query (:mod:`r2med.expansion.combine`)
     family: RetrieverFamily = "dense"
@@ -79,6 +83,9 @@ class RetrieverMeta:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     #: the family whose settings its own are (``r2med``; ``bright`` for the presets defined from BRIGHT's records)
     home: str = "r2med"
+    #: options its runs also recorded beside ``config.options`` before each fact was recorded once (BM25's k1 and b
+    #: until issue 35): :meth:`upgrade_config` reads such a record as recorded once
+    recorded_once: tuple[str, ...] = ()
 
     @property
     def contamination(self) -> tuple[Contamination, ...]:
@@ -107,6 +114,25 @@ class RetrieverMeta:
     def defaults(self) -> dict[str, object]:
         """The values its options type gives the options a run does not set (BM25's k1, b, analyzer)."""
         return {k: v for k, v in self.options.model_construct().given().items() if k != "cache"}
+
+    def upgrade_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A recorded evaluate ``config`` of this retriever with each fact once (a new dict; ``config`` is not
+        changed): an option of :attr:`recorded_once` recorded beside ``options`` is read into ``options`` where they
+        do not hold it (a record written before they did) and dropped where they agree; a copy that disagrees with
+        them is kept, so such a record matches no run."""
+        moved = [name for name in self.recorded_once if name in config]
+        if not moved:
+            return dict(config)
+        given = config.get("options")
+        options = dict(given) if isinstance(given, Mapping) else {}
+        upgraded = dict(config)
+        for name in moved:
+            if name not in options:
+                options[name] = upgraded.pop(name)
+            elif options[name] == upgraded[name]:
+                del upgraded[name]
+        upgraded["options"] = options
+        return upgraded
 
     def parse_options(self, options: Mapping[str, object], origin: Origin | None = None) -> RetrieverOptions:
         """``options`` as its options type (None: not set); a value it does not take is one
@@ -158,4 +184,12 @@ def make_retriever(
         raise OptionError("make_retriever: pass the options as one options object or as keywords, not both")
     elif not isinstance(options, meta.options):
         raise OptionError(f"make_retriever({name!r}): options must be {meta.options.__name__}")
-    return meta.factory(task=task, **options.given())
+    return as_retriever(meta.factory(task, options), meta.name)
+
+
+def options_as(options: RetrieverOptions, kind: type[OptionsType]) -> OptionsType:
+    """A factory's ``options`` as its own options type ``kind`` (what :func:`make_retriever` checked: any other
+    type is a caller's mistake, one line)."""
+    if not isinstance(options, kind):
+        raise OptionError(f"expected {kind.__name__} options, got {type(options).__name__}")
+    return options

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
 from ..retrieval.analyzer import encode_corpus, get_analyzer
-from ..retrieval.base import QueryText, as_text
+from ..retrieval.base import BaseRetriever, QueryText, as_text
 from ..retrieval.bm25 import (
     BM25,
     SCORE_BLOCK,
@@ -92,7 +92,7 @@ def search_bm25_shard(
 # -- the retriever --------------------------------------------------------------------------------
 
 
-class ShardedBM25:
+class ShardedBM25(BaseRetriever):
     """BM25 split over ``shards`` index shards, run in-process or (``ray=True``, or a Ray address)
     as Ray tasks.
 
@@ -106,19 +106,20 @@ class ShardedBM25:
 
     def __init__(
         self,
-        k1: float = 0.9,
-        b: float = 0.4,
+        k1: float | None = None,
+        b: float | None = None,
         flavour: str = "paper",
-        analyzer: str = "english",
+        analyzer: str | None = None,
         shards: int = 4,
         shard_size: int | None = None,
         ray: bool | str = False,
         resources: dict[str, float] | None = None,
     ):
-        # The head holds the collection-wide statistics and builds query vectors; it has no weights.
+        # The head holds the collection-wide statistics and builds query vectors; it has no weights.  It parses
+        # the options (None: BM25's default)
         self.head = BM25(k1=k1, b=b, flavour=flavour, analyzer=analyzer, cache=False)
         self.name = f"{self.head.name}-sharded"
-        self.analyzer_name = analyzer
+        self.analyzer_name = self.head.options.analyzer
         self.n_shards, self.shard_size = shards, shard_size
         self.ray = ray
         self.resources = resources
@@ -128,7 +129,12 @@ class ShardedBM25:
         self.timing: dict[str, float] = {}
 
     def config(self) -> dict[str, Any]:
-        return {**self.head.config(), "retriever": self.name, "shards": len(self.plan) or self.n_shards}
+        return {
+            **self.head.config(),
+            "options": self.head.options.record(),
+            "retriever": self.name,
+            "shards": len(self.plan) or self.n_shards,
+        }
 
     @property
     def stats(self) -> dict[str, Any]:
