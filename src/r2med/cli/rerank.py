@@ -189,7 +189,7 @@ def fuse_command(
         help="rrf, combsum or combmnz.",
     ),
     weights: str | None = typer.Option(None, "--weights", help="Comma-separated weight per run (default: 1 each)."),
-    rrf_k: float = typer.Option(60.0, "--rrf-k", parser=as_given, help="RRF constant k."),
+    rrf_k: float | None = typer.Option(None, "--rrf-k", parser=as_given, help="RRF constant k (default: 60)."),
     norm: str = typer.Option(
         Normalisation.MINMAX,
         "--norm",

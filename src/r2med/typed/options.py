@@ -32,7 +32,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
 
-from ..runs.fusion import FusionMethod, Normalisation
+from ..runs.fusion import RRF_K, FusionMethod, Normalisation
 from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
 from .model_source import missing_model_path, revision_problem
@@ -457,9 +457,14 @@ class EntryPointScorerOptions(RerankerOptions):
 class FusionOptions(Spec):
     """How runs are fused: the method, RRF's constant k, CombSUM/CombMNZ's normalisation, a weight per run."""
 
-    method: str = Field(default="rrf", json_schema_extra={"expected": "one of: " + ", ".join(FusionMethod)})
-    k: NonNegative = Field(default=60.0, json_schema_extra={"flag": "--rrf-k"})
-    norm: str = Field(default="minmax", json_schema_extra={"expected": "one of: " + ", ".join(Normalisation)})
+    method: str = Field(
+        default=FusionMethod.RRF.value, json_schema_extra={"expected": "one of: " + ", ".join(FusionMethod)}
+    )
+    #: RRF's constant: the fusion library's (:data:`r2med.runs.fusion.RRF_K`), recorded as a float
+    k: NonNegative = Field(default=float(RRF_K), json_schema_extra={"flag": "--rrf-k"})
+    norm: str = Field(
+        default=Normalisation.MINMAX.value, json_schema_extra={"expected": "one of: " + ", ".join(Normalisation)}
+    )
     weights: list[NonNegative] | None = None
 
     @field_validator("method")
