@@ -289,17 +289,21 @@ def test_an_assumed_configuration_is_run_and_reported_ungraded(tmp_path, monkeyp
     from dataclasses import replace
 
     from r2med.jobs import reproduce as rp
-    from r2med.retrieval.bm25 import _factory
+    from r2med.retrieval.bm25 import BM25
     from r2med.retrieval.registry import RETRIEVERS
     from test_report import synthetic, write_collection
 
     docs, queries, qrels = synthetic(ndocs=40, nq=8)
     write_collection(tmp_path / "data", "Biology", docs, queries, qrels)
+
+    def paper_bm25(task, options):  # the record's options are the preset's: BM25 takes its own defaults
+        return BM25(cache=options.cache)
+
     # a stand-in for the 7B model: paper BM25 under gte-qwen2-7b's record (its tolerance class kept)
     monkeypatch.setitem(
         RETRIEVERS.records,
         "gte-qwen2-7b",
-        replace(RETRIEVERS.get("gte-qwen2-7b"), factory=_factory("paper"), trust_remote_code=False),
+        replace(RETRIEVERS.get("gte-qwen2-7b"), factory=paper_bm25, trust_remote_code=False),
     )
     matrix = rp.targets(settings=["later_embedder"], retrievers=["gte-qwen2-7b"], tasks=["Biology"])
     [outcome] = rp.run_matrix(

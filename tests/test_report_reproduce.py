@@ -91,7 +91,7 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     import pytrec_eval
 
     from r2med.reranking.base import RERANKERS
-    from r2med.retrieval.bm25 import _factory
+    from r2med.retrieval.bm25 import BM25
     from r2med.retrieval.registry import RETRIEVERS
     from test_report import synthetic
 
@@ -99,9 +99,11 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     data = tmp_path / "data"
     write_collection(data, "Biology", docs, queries, qrels)
     # stand-ins: paper BM25 for NV-Embed-v2 (no GPU/weights here), word overlap for bge-reranker
-    monkeypatch.setitem(
-        RETRIEVERS.records, "nv", replace(RETRIEVERS.get("nv"), factory=_factory("paper"), trust_remote_code=False)
-    )  # BM25 runs no hub code
+    monkeypatch.setitem(  # BM25 runs no hub code; the record's options are the preset's: BM25 takes its defaults
+        RETRIEVERS.records,
+        "nv",
+        replace(RETRIEVERS.get("nv"), factory=lambda task, options: BM25(cache=options.cache), trust_remote_code=False),
+    )
     monkeypatch.setitem(
         RERANKERS.records, "bge-reranker", replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker())
     )

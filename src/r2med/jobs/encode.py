@@ -60,11 +60,11 @@ def encode_tasks(
         )
     if not dest:
         check_home()  # the embeddings go to the cache: find an unusable home before encoding
-    options = {k: v for k, v in (options or {}).items() if v is not None}
+    parsed = meta.parse_options(options or {})  # once, for every task (None: not set)
     done: list[Encoded] = []
     for ref in tasks:
         collection = ref.load()
-        dense = make_retriever(retriever, task=collection.name, **options)
+        dense = make_retriever(retriever, task=collection.name, options=parsed)
         assert isinstance(dense, DenseRetriever)  # every registry entry of family "dense" builds one
         if not ray:
             from ..infra.home import remember_collection
@@ -98,8 +98,8 @@ def encode_tasks(
             actors=actors,
             cpus_per_actor=cpus_per_actor,
             gpus_per_actor=gpus_per_actor,
-            device=options.get("device"),
-            batch_size=options.get("batch_size") or dense.batch_size,
+            device=dense.device,
+            batch_size=dense.batch_size,
         )
         done.append(
             Encoded(
