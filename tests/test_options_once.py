@@ -241,3 +241,53 @@ def test_index_collection_gives_repeats_only_to_a_retriever_that_takes_them():
     bm25 = BM25(cache=False)
     index_collection(bm25, coll)
     assert bm25.avgdl == pytest.approx((2 + 1 + 2) / 3)  # the repeat counts in the statistics (3 texts)
+
+
+# -- dense: the factory reads the typed options, nothing re-listed or re-checked --------------------------------
+
+
+def test_the_dense_factory_reads_every_option_from_the_typed_object(monkeypatch):
+    """Each option reaches what uses it (the model's commit as the settings', and the model's, ``revision``); an
+    option left unset is the retriever's own default (32 texts a batch, identical ids ignored, 65,536 documents a
+    search block, cosine for a model that names no similarity). Nothing loads: the encoder is built on first use."""
+    from r2med.retrieval.dense import DenseRetriever
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    set_ = make_retriever(
+        "dense",
+        model="org/name",
+        model_revision="v1.0",
+        loader="transformers",
+        pooling="cls",
+        max_length=64,
+        batch_size=7,
+        ignore_identical_ids=False,
+        search_chunk=128,
+        similarity="dot",
+    )
+    assert isinstance(set_, DenseRetriever)
+    s = set_.settings
+    assert (s.model, s.revision, s.loader, s.pooling, s.max_length) == ("org/name", "v1.0", "transformers", "cls", 64)
+    assert (set_.batch_size, set_.ignore_identical_ids, set_.search_chunk, set_.similarity) == (7, False, 128, "dot")
+    unset = make_retriever("dense", model="org/name", pooling="mean")
+    assert isinstance(unset, DenseRetriever)
+    assert (unset.settings.revision, unset.settings.loader) == (None, "transformers")  # a pooling: plain transformers
+    assert (unset.batch_size, unset.ignore_identical_ids, unset.search_chunk, unset.similarity) == (
+        32,
+        True,
+        65536,
+        "cosine",
+    )
+
+
+def test_a_dense_option_the_type_refuses_never_reaches_the_factory(monkeypatch):
+    """The checks the dense factory used to repeat (a pooling it does not know, no model) are the type's, once."""
+    import r2med.retrieval.dense as dense
+
+    called: list[object] = []
+    monkeypatch.setattr(dense, "encoder_settings", lambda options: called.append(options) or {})
+    with pytest.raises(SpecError, match="pooling"):
+        make_retriever("dense", model="org/name", pooling="maxx")
+    with pytest.raises(SpecError, match="needs --model"):
+        make_retriever("dense")
+    assert called == []
