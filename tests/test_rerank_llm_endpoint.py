@@ -4,6 +4,7 @@ client, and the request settings (retries, their backoff, the timeout) reach it,
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import pytest
@@ -36,7 +37,7 @@ def test_the_three_llm_option_types_share_one_base_and_declare_only_their_own():
         assert issubclass(kind, LlmEndpointOptions)
         assert set(field_names(kind)) - base == own
         for klass in kind.__mro__[: kind.__mro__.index(LlmEndpointOptions)]:  # none re-declares a base field
-            assert not set(klass.__dict__.get("__annotations__", {})) & base, klass
+            assert not set(inspect.get_annotations(klass)) & base, klass
 
 
 def _client_facts(client):
