@@ -11,7 +11,14 @@ import pytest
 from conftest import run_r2med, shared_collection
 from r2med.data import load_folder
 from r2med.errors import DataError, R2MedError
-from r2med.expansion import ExpansionQueries, combine, load_expansions, parse_spec, strip_for, trace_format_of
+from r2med.expansion import (
+    ExpansionQueries,
+    ExpansionSpec,
+    combine,
+    load_expansions,
+    strip_for,
+    trace_format_of,
+)
 from r2med.expansion.precomputed import expansion_builder
 from r2med.jobs.evaluate import Plan, run_task
 from r2med.retrieval.bm25 import BM25
@@ -110,16 +117,69 @@ def test_combination_rejects_unknown_method_and_family():
         ("hyde:gpt4", ("hyde", "gpt4")),
         ("hyde:qwen_7b", ("hyde", "qwen-7b")),
         ("Search_R1:qwen_7b_ins", ("search-r1", "qwen-7b-ins")),
+        ("reason:GEMINI-1.0", ("reason", "Gemini-1.0")),  # BRIGHT's --reasoning spelling (its hub's config names)
     ],
 )
-def test_parse_spec(spec, expected):
-    assert parse_spec(spec) == expected
+def test_expansion_spec_canonical_spelling(spec, expected):
+    parsed = ExpansionSpec.of(spec)
+    assert (parsed.method, parsed.llm) == expected
+    assert parsed.text == ":".join(expected)
 
 
-@pytest.mark.parametrize("spec", ["hyde", "hyde:", ":gpt4", "magic:gpt4"])
-def test_parse_spec_errors(spec):
-    with pytest.raises(R2MedError):
-        parse_spec(spec)
+_MALFORMED = "expected METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b or reason:gpt4), got "
+_MAGIC = "unknown expansion method 'magic'; choose from: hyde, query2doc, lamer, search-r1, search-o1"
+
+
+@pytest.mark.parametrize(
+    "spec,words",
+    [
+        ("hyde", _MALFORMED + "'hyde'"),
+        ("hyde:", _MALFORMED + "'hyde:'"),
+        (":gpt4", _MALFORMED + "':gpt4'"),
+        ("magic:gpt4", _MAGIC),
+    ],
+)
+def test_expansion_spec_errors_say_the_same_at_every_edge(spec, words, tmp_path):
+    """The expansion is parsed once, at the edge it came from: the command line names the flag, an experiment file
+    its file, table and key, Python the call -- and each says the same words after that."""
+    from r2med.jobs.experiment import load_experiment
+    from r2med.typed.parse import SpecError
+
+    with pytest.raises(SpecError) as python:
+        EvaluateStep.of("bm25", expansion=spec)
+    assert str(python.value) == f"EvaluateStep.of('bm25'): expansion: {words}"
+    with pytest.raises(SpecError) as of:
+        ExpansionSpec.of(spec)
+    assert str(of.value) == f"ExpansionSpec.of({spec!r}): {words}"
+    exp = tmp_path / "exp.toml"
+    exp.write_text(f'out = "res"\n[[retrievers]]\nname = "bm25"\nexpansion = "{spec}"\n', encoding="utf-8")
+    with pytest.raises(R2MedError) as file:
+        load_experiment(exp)
+    assert str(file.value) == f"{exp}: [[retrievers]] 1: expansion: {words}"
+    res = run_cli("evaluate", "--tasks", "Biology", "-e", spec, "--out", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == f"error: --expansion: {words}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_recorded_expansion_reads_back_as_the_same_spec():
+    """A run's ``config["expansion"]`` (method, LLM: any schema, text-era ones upgraded) is the step's spec again."""
+    from r2med.runs.record import upgrade_config_v1
+    from r2med.steps import evaluate_from_record
+
+    old = upgrade_config_v1({"retriever": "bm25", "options": {}, "k": 100, "queries": "hyde:qwen-7b trace=auto"})
+    step = evaluate_from_record(old)
+    assert step is not None and step.expansion == ExpansionSpec.of("hyde:qwen_7b")
+    new = evaluate_from_record(
+        {
+            "step": "evaluate",
+            "retriever": "bm25",
+            "options": {},
+            "k": 100,
+            "expansion": {"method": "reason", "llm": "gpt4", "rule": "replace"},
+        }
+    )
+    assert new is not None and new.expansion == ExpansionSpec(method="reason", llm="gpt4")
 
 
 # -- the demo collection, checked by hand ------------------------------------------------------------

@@ -282,8 +282,8 @@ def test_every_public_function_refuses_a_wrong_type_in_one_line(tmp_path):
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"tasks": []}, "tasks [] names no task"),
-        ({"tasks": ""}, "tasks '' names no task"),
+        ({"tasks": []}, "tasks: [] names no task"),
+        ({"tasks": ""}, "tasks: '' names no task"),
         ({"tasks": 5}, "tasks: expected task names"),
         ({"long_documents": "no"}, "long_documents: expected true or false, got 'no'"),
         ({"dirs": ["a\x00b"]}, "dirs: expected a path, got 'a\\x00b', which holds a NUL"),

@@ -76,19 +76,20 @@ def test_the_published_prompt_reaches_the_server_verbatim(tmp_path):
 
 
 def test_passages_are_cut_by_the_tokenizer_or_by_words():
-    from r2med.reranking.reasonrank import ReasonRankReranker
+    from r2med import make_reranker
 
-    words = ReasonRankReranker(
-        model="m", base_url="http://127.0.0.1:9/v1", tokenizer="words", max_passage_tokens=3, cache=False
+    words = make_reranker(
+        "reasonrank", model="m", base_url="http://127.0.0.1:9/v1", tokenizer="words", max_passage_tokens=3, cache=False
     )
     assert words.passage("  one two [4] three four ") == "one two (4)"
 
 
 def test_a_missing_tokenizer_is_a_one_line_error_naming_the_way_out():
+    from r2med import make_reranker
     from r2med.errors import R2MedError
-    from r2med.reranking.reasonrank import ReasonRankReranker
 
-    reranker = ReasonRankReranker(base_url="http://127.0.0.1:9/v1", cache=False)  # hub id, offline, not cached
+    # the hub id, offline, not cached
+    reranker = make_reranker("reasonrank-32b", base_url="http://127.0.0.1:9/v1", cache=False)
     assert reranker.tokenizer_id == "liuwenhan/reasonrank-32B" and reranker.client.model == "liuwenhan/reasonrank-32B"
     with pytest.raises(R2MedError, match="tokenizer='words'"):
         reranker.passage("text")

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from .expansion.spec import Expansion
 from .measures import HEADLINE, Measure
 from .runs.record import step_kind
 from .typed.options import FusionOptions, as_options_name
@@ -160,7 +161,7 @@ class EvaluateStep(Spec):
     options: SerializeAsAny[RetrieverOptions] = Field(default_factory=lambda: RetrieverOptions())
     #: documents kept per query; None: the depth of each task's protocol (R2MED 100, BRIGHT 1000)
     top_k: Count | None = None
-    expansion: str | None = None
+    expansion: Expansion | None = None
     expansion_file: PathField | None = None
     expansion_dir: PathField | None = None
     name: str | None = None
@@ -506,7 +507,7 @@ def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
     if isinstance(config.get("k"), int):
         values["top_k"] = config["k"]
     if expansion is not None and expansion.get("method") and expansion.get("llm"):
-        values["expansion"] = f"{expansion['method']}:{expansion['llm']}"
+        values["expansion"] = {"method": expansion["method"], "llm": expansion["llm"]}
     try:
         return evaluate_step(values, Origin.record(f"the recorded config of {retriever!r}"))
     except SpecError:

@@ -21,12 +21,15 @@ from pathlib import Path
 from ..data.benchmarks import Benchmark, benchmark, benchmark_of
 from ..data.collection import Collection
 from ..data.files import field_id, iter_jsonl
+from ..data.hub import expansion_path, snapshot_commit
 from ..data.loaders import EXPANSION_FILE
 from ..errors import DataError, OptionError, R2MedError
-from ..infra.home import fingerprint
+from ..infra.containment import task_folder_name
+from ..infra.home import fingerprint, read_json
 from ..retrieval.base import QueryText
 from .combine import check_method, combine
 from .reasoning import ReasoningQueries
+from .spec import ExpansionSpec
 from .traces import TRACE_FORMATS, normalize_llm
 
 log = logging.getLogger(__name__)
@@ -48,14 +51,6 @@ class Expansions:
 
     def __len__(self) -> int:
         return len(self.texts)
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """``"hyde:gpt4"`` -> ``("hyde", "gpt4")``; LLM in folder spelling (``qwen_7b`` -> ``qwen-7b``)."""
-    method, sep, llm = spec.partition(":")
-    if not sep or not method.strip() or not llm.strip():
-        raise R2MedError(f"--expansion wants METHOD:LLM (e.g. hyde:gpt4 or hyde:qwen_7b), got {spec!r}")
-    return check_method(method), normalize_llm(llm)
 
 
 def read_expansion_file(path: str | Path, method: str = "", llm: str = "") -> Expansions:
@@ -85,8 +80,6 @@ def local_expansion_file(task: str, method: str, llm: str, folders: Sequence[Pat
     """The ``method:llm`` expansion file of ``task`` in one of ``folders`` (``DIR/<task>/<method>/<llm>/`` -- the
     task's folder named as ``r2med expand`` names it, :func:`~r2med.infra.containment.task_folder_name`:
     ``bright:pony`` is ``bright-pony`` -- or ``DIR/<method>/<llm>/``), if one holds it."""
-    from ..infra.containment import task_folder_name
-
     rel = Path(method) / llm / EXPANSION_FILE
     for folder in folders or []:
         for cand in (folder / task_folder_name(task) / rel, folder / task / rel, folder / rel):
@@ -219,8 +212,6 @@ class ExpansionQueries:
             described["file"] = str(self.loaded[collection.name].path)
             prompt = Path(self.loaded[collection.name].path).parent / "prompt.json"  # made with --prompt-file
             if prompt.is_file():
-                from ..infra.home import read_json
-
                 try:
                     described["prompt_sha256"] = str(read_json(prompt)["sha256"])
                 except (ValueError, KeyError, TypeError, OSError):
@@ -243,15 +234,13 @@ def read_from_hub(described: Mapping[str, object]) -> bool:
     recorded (not before schema 2), is a Hugging Face cache snapshot's -- r2med took the task's file from the hub at
     the commit the data came from (:func:`find_expansion_file`), verified against its content hash as every hub
     file is.  A record without the stamp says nothing of where its file came from: False."""
-    from ..data.hub import snapshot_commit
-
     file = described.get("file")
     from_cache = file is None or (isinstance(file, str) and snapshot_commit(file) is not None)
     return described.get("files") == NO_LOCAL_FILES and from_cache
 
 
 def expansion_builder(
-    spec: str | None,
+    spec: ExpansionSpec | str | None,
     file: str | Path | None = None,
     folder: str | Path | None = None,
     data_dir: str | Path | None = None,
@@ -260,24 +249,22 @@ def expansion_builder(
 ) -> ExpansionQueries | ReasoningQueries:
     """The ``QueryBuilder`` for ``r2med evaluate --expansion/--expansion-file/--expansion-dir`` (checked up front):
     ``reason:<llm>`` is BRIGHT's reasoning query set of that LLM (:mod:`.reasoning`), any other ``METHOD:LLM``
-    R2MED's expansions.  ``strict``: a reasoning set repeating a query id is refused (else its last row is kept,
+    R2MED's expansions.  ``spec`` is the step's parsed :class:`~.spec.ExpansionSpec` (text from a Python caller
+    is parsed here, once).  ``strict``: a reasoning set repeating a query id is refused (else its last row is kept,
     counted in a warning), as ``--strict`` refuses repeats in the task's own files."""
-    from ..data.bright import REASON
-
-    if spec and spec.partition(":")[0].strip().lower() == REASON:
+    if isinstance(spec, str):
+        spec = ExpansionSpec.of(spec)
+    if spec is not None and spec.reasoning:
         if folder is not None:
             raise R2MedError(
-                f"--expansion {spec}: BRIGHT's reasoning query sets are read from its hub (or one task's file: "
+                f"--expansion {spec.text}: BRIGHT's reasoning query sets are read from its hub (or one task's file: "
                 "--expansion-file); --expansion-dir takes R2MED-layout expansion folders"
             )
-        llm = spec.partition(":")[2]
-        if not llm.strip():
-            raise R2MedError(f"--expansion wants {REASON}:LLM (e.g. {REASON}:gpt4), got {spec!r}")
         if file is not None and not Path(file).is_file():
             raise R2MedError(f"{file}: expansion file not found")
-        return ReasoningQueries(llm, path=file, strict=strict)
-    if spec:
-        method, llm = parse_spec(spec)
+        return ReasoningQueries(spec.llm, path=file, strict=strict)
+    if spec is not None:
+        method, llm = spec.method, spec.llm
     elif file:
         path = Path(file)
         method, llm = check_method(path.parent.parent.name), normalize_llm(path.parent.name)
@@ -288,8 +275,6 @@ def expansion_builder(
     if folder is not None and not Path(folder).is_dir():
         raise R2MedError(f"{folder}: no such expansion folder")
     if file is None and folder is None and data_dir is None:
-        from ..data.hub import expansion_path
-
         expansion_path(method, llm)  # unknown hub split -> one-line error listing the splits
     folders = [Path(f) for f in (folder, data_dir) if f is not None]
     return ExpansionQueries(method, llm, path=file, folders=folders, revision=revision)

@@ -23,11 +23,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
+
+from ..data.hub import parse_revision
+from ..data.names import task_parts
 from ..errors import R2MedError, did_you_mean
 from ..errors import shown as shown_value
 from ..measures import HEADLINE, Measure
@@ -37,6 +42,7 @@ from ..steps import (
     EvaluateStep,
     FuseStep,
     ImportStep,
+    MeasureField,
     Output,
     RerankStep,
     evaluate_step,
@@ -45,7 +51,7 @@ from ..steps import (
     rerank_step,
 )
 from ..typed.options import FusionOptions
-from ..typed.parse import Origin, Spec, SpecError, field_names
+from ..typed.parse import Origin, Spec, SpecError, field_names, parse, plain, spec_error
 
 if TYPE_CHECKING:
     from ..data import TaskRef
@@ -77,8 +83,6 @@ FILE_KEYS: dict[StepKind, dict[str, str]] = {
     "import": {"name": "name", "runs": "runs", "note": "note", "ties": "ties", "tasks": "tasks", "qrels": "qrels"},
 }
 TOP_LEVEL = ("out", "data", "retrievers", "rerank", "fusion", "imports", "report")
-DATA_KEYS = ("tasks", "dirs", "revision", "long_documents")
-REPORT_KEYS = ("measures", "html", "latex", "markdown", "baseline", "title", "data_dir")
 #: Keys whose values are paths (read against the file's folder).
 PATH_KEYS = {"expansion_file", "expansion_dir", "qrels"}
 #: Keys whose values may be paths or hub ids (a path when it exists there or starts with ``.``).
@@ -103,45 +107,119 @@ class Step:
         return f"{TABLES[self.kind]} {self.index}"
 
 
-@dataclass
-class ReportSpec:
-    """``[report]``: the measures (one table each), the files written, the significance baseline, the page's title,
-    and the data whose query and document texts the HTML page carries."""
+def _path_value(value: object) -> Path:
+    """A path field's value: text or a path, not empty, no NUL (no file name holds one)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a path (text), got {shown_value(value)}")
+    if "\0" in value:
+        raise ValueError(f"expected a path, got {shown_value(value)}, which holds a NUL")
+    return Path(value).expanduser()
 
-    measures: tuple[Measure, ...] = (HEADLINE,)
-    html: Path | None = None
-    latex: Path | None = None
-    markdown: Path | None = None
+
+#: a file or folder named by text or a path (a relative one is the file's folder's, in a file: :class:`Reader`)
+FilePath = Annotated[Path, BeforeValidator(_path_value)]
+
+
+def _some(value: object, words: str) -> object:
+    """One value or a list of them, as a list (``dirs = "data"`` is ``dirs = ["data"]``)."""
+    if isinstance(value, (str, os.PathLike, Measure)):
+        return [value]
+    if isinstance(value, tuple):
+        return list(value)
+    if not isinstance(value, list):
+        raise ValueError(f"expected {words}, got {shown_value(value)}")
+    return value
+
+
+class DataTable(Spec):
+    """``[data]`` (and :func:`make_experiment`'s data arguments): the tasks (``all``, names, or a list of names),
+    the local folders ``dirs`` (one or a list), the hub ``revision`` and BRIGHT's ``long_documents`` setting, as
+    ``r2med evaluate``'s ``--tasks``, ``--data-dir``, ``--revision`` and ``--long-documents`` take them."""
+
+    tasks: str | list[str] = Field(default="all", json_schema_extra={"expected": "task names"})
+    dirs: list[FilePath] = Field(default_factory=list, json_schema_extra={"expected": "a path or a list of paths"})
+    revision: str | None = None
+    long_documents: bool = False
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, value: Any) -> Any:
+        """``all``, names as text, or a non-empty list of names (:func:`r2med.data.names.task_parts`: ``""`` and
+        ``[]`` name no task, they never mean all)."""
+        try:
+            task_parts(value)  # any value, one line
+        except R2MedError as exc:
+            raise ValueError(str(exc).removeprefix("--tasks").removeprefix(":").lstrip()) from None
+        return list(value) if isinstance(value, tuple) else value
+
+    @field_validator("dirs", mode="before")
+    @classmethod
+    def _dirs(cls, value: Any) -> Any:
+        return _some(value, "a path or a list of paths")
+
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_revision(value)
+            except R2MedError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
+#: where the values of a :class:`ReportSpec` being built come from: a Python call unless a file's ``[report]`` is
+#: read (pydantic builds a model whose ``__init__`` is its own through that ``__init__``, the parse's too)
+_REPORT_ORIGIN: ContextVar[Origin | None] = ContextVar("report_origin", default=None)
+
+
+class ReportSpec(Spec):
+    """``[report]``: the measures (one table each), the files written, the significance baseline, the page's title,
+    and the data whose query and document texts the HTML page carries.
+
+    Built from a file's table or from Python (``ReportSpec(measures="nDCG@10", html="page.html")``) through the
+    one parse: measures as :class:`~r2med.measures.Measure` values or any spelling (one or several), files and
+    folders as text or paths; a bad value is one line (``ReportSpec: measures: unknown measure ...``)."""
+
+    measures: tuple[MeasureField, ...] = Field(
+        default=(HEADLINE,), json_schema_extra={"expected": "measure names such as 'nDCG@10'"}
+    )
+    html: FilePath | None = None
+    latex: FilePath | None = None
+    markdown: FilePath | None = None
     baseline: str | None = None
     title: str = "R2MED results"
-    data_dir: Path | None = None
+    data_dir: FilePath | None = None
 
-    def __post_init__(self) -> None:
-        """What a Python user passes, taken as the file's keys are: measures as :class:`~r2med.measures.Measure`
-        values or any spelling (``"nDCG@10"``, one or several), files and folders as text or paths."""
-        given: Any = self.measures
-        if isinstance(given, (str, Measure)):
-            given = (given,)
-        if not isinstance(given, (list, tuple)):
-            raise ExperimentError(f"ReportSpec: measures: expected measure names such as 'nDCG@10', got {given!r}")
-        found: list[Measure] = []
-        for m in given:
-            if not isinstance(m, (str, Measure)):
-                raise ExperimentError(f"ReportSpec: measures: expected a measure name such as 'nDCG@10', got {m!r}")
-            try:
-                found.append(m if isinstance(m, Measure) else Measure.parse(m))
-            except R2MedError as exc:
-                raise ExperimentError(f"ReportSpec: measures: {exc}") from None
-        parsed = tuple(dict.fromkeys(found))
-        if not parsed:
-            raise ExperimentError("ReportSpec: measures: name at least one measure (e.g. 'nDCG@10')")
-        self.measures = parsed
-        for key in ("html", "latex", "markdown", "data_dir"):
-            value = getattr(self, key)
-            if value is not None and not isinstance(value, Path):
-                if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-                    raise ExperimentError(f"ReportSpec: {key}: expected a path, got {shown_value(value)}")
-                setattr(self, key, Path(value))
+    def __init__(self, **values: Any) -> None:
+        """The spec of ``values`` (None: not set), or one :class:`ExperimentError` line naming where they came from
+        (:data:`_REPORT_ORIGIN`: a Python call, or the file whose ``[report]`` the parse reads) and the key."""
+        try:
+            super().__init__(**{k: plain(v) for k, v in values.items() if v is not None})
+        except ValidationError as exc:
+            raise ExperimentError(
+                str(spec_error(ReportSpec, exc, _REPORT_ORIGIN.get() or Origin.python("ReportSpec")))
+            ) from None
+
+    @field_validator("measures", mode="before")
+    @classmethod
+    def _measures(cls, value: Any) -> Any:
+        given = _some(value, "measure names such as 'nDCG@10'")
+        if not given:
+            raise ValueError("name at least one measure (e.g. 'nDCG@10')")
+        return tuple(given)  # type: ignore[arg-type]  # a list, from _some
+
+    @field_validator("measures")
+    @classmethod
+    def _once(cls, value: tuple[Measure, ...]) -> tuple[Measure, ...]:
+        return tuple(dict.fromkeys(value))
+
+
+#: the keys of ``[data]`` and ``[report]``: their specs' fields
+DATA_KEYS = field_names(DataTable)
+REPORT_KEYS = field_names(ReportSpec)
 
 
 @dataclass
@@ -236,14 +314,15 @@ def make_experiment(
     A rerank reads the system its ``runs`` names, a fusion those its ``systems`` name.  ``fail(where, message)``
     makes the error (the file reader's names the file)."""
     fail = fail or (lambda where, message: ExperimentError(f"{where + ': ' if where else ''}{message}"))
+    data = data_table({"tasks": tasks, "dirs": dirs, "revision": revision, "long_documents": long_documents}, fail)
     exp = Experiment(
         _path(out, "", "out", fail),
-        tasks=_tasks(tasks, fail),
-        dirs=[_path(d, "[data]", "dirs", fail) for d in ([dirs] if isinstance(dirs, (str, os.PathLike)) else dirs)],
-        revision=_revision(revision, fail),
+        tasks=data.tasks,
+        dirs=list(data.dirs),
+        revision=data.revision,
         report=_report(report, fail),
         source=Path(source) if source is not None else None,
-        long_documents=_flag(long_documents, "[data]", "long_documents", fail),
+        long_documents=data.long_documents,
     )
     if isinstance(steps, (str, Mapping, Spec)) or not isinstance(steps, Sequence):
         raise fail("", f"steps: expected a list of steps (EvaluateStep, RerankStep, ...), got {shown_value(steps)}")
@@ -332,37 +411,13 @@ def _path(value: object, where: str, key: str, fail: Callable[[str, str], R2MedE
     return Path(value).expanduser()
 
 
-def _tasks(tasks: object, fail: Callable[[str, str], R2MedError]) -> str | list[str]:
-    """``[data] tasks``: ``all``, names as text, or a non-empty list of names (:func:`r2med.data.names.task_parts`:
-    ``""`` and ``[]`` name no task, they never mean all)."""
-    from ..data.names import task_parts
-
+def data_table(values: Mapping[str, object], fail: Callable[[str, str], R2MedError]) -> DataTable:
+    """``[data]`` from ``values`` (a file's table, :func:`make_experiment`'s arguments) through the one parse; a
+    fault is ``fail("[data]", "<key>: <what>")``."""
     try:
-        task_parts(tasks)  # type: ignore[arg-type]  # checked there: any value, one line
-    except R2MedError as exc:
-        raise fail("[data]", f"tasks: {exc}".replace("tasks: --tasks", "tasks")) from None
-    return tasks if isinstance(tasks, str) else list(tasks)  # type: ignore[call-overload]  # a list of names
-
-
-def _revision(revision: object, fail: Callable[[str, str], R2MedError]) -> str | None:
-    if revision is None:
-        return None
-    if not isinstance(revision, str):
-        raise fail("[data]", f"revision: expected text, got {shown_value(revision)}")
-    from ..data.hub import parse_revision
-
-    try:
-        parse_revision(revision)
-    except R2MedError as exc:
-        raise fail("[data]", f"revision: {exc}") from None
-    return revision
-
-
-def _flag(value: object, where: str, key: str, fail: Callable[[str, str], R2MedError]) -> bool:
-    """A true/false setting, strictly: ``"no"`` (text) is no ``False``."""
-    if not isinstance(value, bool):
-        raise fail(where, f"{key}: expected true or false, got {shown_value(value)}")
-    return value
+        return parse(DataTable, values, Origin.python(""))
+    except SpecError as exc:
+        raise fail("[data]", str(exc)) from None
 
 
 def _report(report: object, fail: Callable[[str, str], R2MedError]) -> ReportSpec:
@@ -370,10 +425,6 @@ def _report(report: object, fail: Callable[[str, str], R2MedError]) -> ReportSpe
         return ReportSpec()
     if not isinstance(report, ReportSpec):
         raise fail("[report]", f"expected a ReportSpec, got {shown_value(report)}")
-    for key in ("html", "latex", "markdown", "data_dir"):
-        value = getattr(report, key)
-        if value is not None:
-            setattr(report, key, _path(value, "[report]", key, fail))
     return report
 
 
@@ -402,7 +453,7 @@ def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) 
         if path is None:
             continue
         try:
-            setattr(spec, key, check_output_file(path, key))
+            spec = spec.model_copy(update={key: check_output_file(path, key)})
         except R2MedError as exc:
             raise fail("[report]", str(exc)) from None
         target = path.resolve()
@@ -423,6 +474,7 @@ def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) 
                 f"{key}: {path} lies inside the system folder {target.relative_to(root).parts[0]!r} of out; "
                 "write reports beside the systems (out/report.md) or elsewhere",
             )
+    exp.report = spec
     _refuse_shared_destinations(exp, fail)
     if spec.baseline is not None and spec.baseline not in exp.read_systems:
         raise fail(
@@ -625,8 +677,8 @@ class Reader:
         if "out" not in raw:
             raise self.fail("", "missing key 'out' (the results root, e.g. out = \"results\")")
         out = self.path(raw["out"], "", "out")
-        tasks, dirs, revision, long_documents = self.data(raw.get("data", {}))
-        self.read_data = exp_data(None, dirs, revision)
+        data = self.data(raw.get("data", {}))
+        self.read_data = exp_data(None, data.dirs, data.revision)
         specs: list[Step] = []
         for i, entry in enumerate(self.table(raw, "retrievers"), start=1):
             specs.append(self.retriever(entry, i))
@@ -638,20 +690,25 @@ class Reader:
             specs.append(self.fusion(entry, i, out))
         report = self.report_spec(raw.get("report", {}))
         return make_experiment(
-            out, specs, tasks, dirs, revision, report, source, fail=self.fail, long_documents=long_documents
+            out,
+            specs,
+            data.tasks,
+            data.dirs,
+            data.revision,
+            report,
+            source,
+            fail=self.fail,
+            long_documents=data.long_documents,
         )
 
-    def data(self, raw: Any) -> tuple[Any, list[Path], str | None, Any]:
+    def data(self, raw: Any) -> DataTable:
+        """``[data]`` parsed (before the steps' tables read its folders and revision), its folders read against
+        the file's."""
         if not isinstance(raw, Mapping):
             raise self.fail("", "data: expected a [data] table")
         self.unknown("[data]", list(raw), DATA_KEYS)
-        tasks = raw.get("tasks", "all")  # checked by make_experiment, as a Python caller's
-        dirs = raw.get("dirs", [])
-        if not isinstance(dirs, (str, list)):
-            raise self.fail("[data]", f"dirs: expected a path or a list of paths, got {shown_value(dirs)}")
-        dirs = [self.path(d, "[data]", "dirs") for d in ([dirs] if isinstance(dirs, str) else dirs)]
-        revision = _revision(raw.get("revision"), self.fail)  # before the steps' tables read it
-        return tasks, dirs, revision, raw.get("long_documents", False)
+        data = data_table(raw, self.fail)
+        return data.model_copy(update={"dirs": [self.base / d for d in data.dirs]})  # an absolute one stays
 
     def _step(self, build: Callable[[], Spec], where: str) -> Any:
         try:
@@ -737,31 +794,20 @@ class Reader:
         return self._made(step_of, spec, index, where)
 
     def report_spec(self, raw: Any) -> ReportSpec:
+        """``[report]`` through the one parse, its files and folder read against the file's."""
         if not isinstance(raw, Mapping):
             raise self.fail("", "report: expected a [report] table")
         self.unknown("[report]", list(raw), REPORT_KEYS)
-        spec = ReportSpec()
-        measures = raw.get("measures", ["nDCG@10"])
-        measures = [measures] if isinstance(measures, str) else measures
-        if not isinstance(measures, list) or not all(isinstance(m, str) for m in measures):
-            raise self.fail("[report]", f"measures: expected a list of measures, got {measures!r}")
+        origin = Origin.file(f"{self.shown}: [report]")
+        token = _REPORT_ORIGIN.set(origin)
         try:
-            spec.measures = tuple(dict.fromkeys(Measure.parse(m) for m in measures))
-        except R2MedError as exc:
-            raise self.fail("[report]", f"measures: {exc}") from None
-        for key in ("html", "latex", "markdown", "data_dir"):
-            if key in raw:
-                setattr(spec, key, self.path(raw[key], "[report]", key))
+            spec = parse(ReportSpec, raw, origin)
+        finally:
+            _REPORT_ORIGIN.reset(token)
+        paths = {k: self.base / p for k in ("html", "latex", "markdown", "data_dir") if (p := getattr(spec, k))}
+        spec = spec.model_copy(update=paths)  # an absolute one stays
         if spec.data_dir is not None and not spec.data_dir.is_dir():
             raise self.fail("[report]", f"data_dir: {spec.data_dir}: no such folder")
-        baseline = raw.get("baseline")
-        if baseline is not None and not isinstance(baseline, str):
-            raise self.fail("[report]", f"baseline: expected a system name, got {baseline!r}")
-        spec.baseline = baseline
-        title = raw.get("title", spec.title)
-        if not isinstance(title, str):
-            raise self.fail("[report]", f"title: expected text, got {title!r}")
-        spec.title = title
         return spec
 
 

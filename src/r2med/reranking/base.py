@@ -21,7 +21,7 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
 from ..evaluation.metrics import check_run_scores
@@ -51,7 +51,16 @@ class Reranker(Protocol):
     def config(self) -> dict[str, Any]: ...
 
 
-RerankerFactory = Callable[..., Reranker]
+#: builds a reranker from its options (an instance of its record's ``options`` type: :func:`options_as`)
+RerankerFactory = Callable[[RerankerOptions], Reranker]
+OptionsT = TypeVar("OptionsT", bound=RerankerOptions)
+
+
+def options_as(options: RerankerOptions, kind: type[OptionsT]) -> OptionsT:
+    """``options`` as the options type ``kind`` its factory reads (:func:`make_reranker` checked it)."""
+    if not isinstance(options, kind):
+        raise OptionError(f"expected {kind.__name__}, got {type(options).__name__}")
+    return options
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,7 @@ class RerankerMeta:
     """Every fact about one reranker: how to build it and what it needs."""
 
     name: str
-    factory: RerankerFactory  # factory(**options.given()) -> Reranker
+    factory: RerankerFactory  # factory(options) -> Reranker, options: an instance of ``options``
     description: str = ""
     #: the type of its options (:mod:`r2med.typed.options`): what ``r2med rerank``, a ``[[rerank]]`` table and
     #: :func:`make_reranker` may set, with its constraints
@@ -187,7 +196,7 @@ def make_reranker(name: str | Any, options: RerankerOptions | None = None, **val
         raise OptionError("make_reranker: pass the options as one options object or as keywords, not both")
     elif not isinstance(options, meta.options):
         raise OptionError(f"make_reranker({name!r}): options must be {meta.options.__name__}")
-    return meta.factory(**options.given())
+    return meta.factory(options)
 
 
 def candidates_of(

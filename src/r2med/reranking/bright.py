@@ -44,9 +44,11 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
+from ..infra.llm import LLMClient
 from ..protocol.bright import rerank_prompt
 from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions
-from .base import Candidates, RerankerMeta, register_reranker
+from ..typed.parse import RerankerOptions
+from .base import Candidates, RerankerMeta, options_as, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -125,46 +127,25 @@ class BrightLlmReranker:
     takes_depth = True
     leaves_out = True
 
-    def __init__(
-        self,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        k: int | None = None,
-        concurrency: int = 16,
-        timeout: float = 300.0,
-        max_retries: int = 6,
-        cache: Any = True,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-        name: str = "bright-llm",
-        client: Any = None,
-        **client_options: Any,
-    ):
-        sampling = rerank_prompt()["sampling"]
-        self.k = k
-        self.temperature = sampling["temperature"] if temperature is None else temperature
-        self.top_p = sampling["top_p"] if top_p is None else top_p
-        self.max_tokens = sampling["max_tokens"] if max_tokens is None else max_tokens
-        self.name = name
-        if client is None:
-            if not model:
-                raise R2MedError("bright-llm needs the LLM's name: --model (and --base-url for a local endpoint)")
-            from ..infra.llm import LLMClient
+    #: the request timeout (seconds) when its options set none
+    timeout = 300.0
 
-            client = LLMClient(
-                model,
-                base_url=base_url,
-                api_key=api_key,
-                concurrency=concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-                cache=cache,
-                **client_options,
-            )
-        self.client = client
+    def __init__(self, options: BrightLlmOptions, name: str = "bright-llm", client: LLMClient | None = None):
+        """rerank.py's reranking through the LLM ``options`` name (their
+        :meth:`~r2med.typed.options.LlmEndpointOptions.client`, unless ``client`` is given); sampling as rerank.py's
+        where the options set none."""
+        sampling = rerank_prompt()["sampling"]
+        self.k = options.k
+        self.temperature = sampling["temperature"] if options.temperature is None else options.temperature
+        self.top_p = sampling["top_p"] if options.top_p is None else options.top_p
+        self.max_tokens = sampling["max_tokens"] if options.max_tokens is None else options.max_tokens
+        self.name = name
+        self.client = client if client is not None else options.client(self.timeout)
         self.stats = self.fresh_stats()
+
+    @classmethod
+    def from_options(cls, options: RerankerOptions) -> BrightLlmReranker:
+        return cls(options_as(options, BrightLlmOptions))
 
     def config(self) -> dict[str, Any]:
         return {
@@ -196,10 +177,13 @@ class BrightLlmReranker:
         qids = list(candidates)
         inputs = {qid: [did for did, _ in candidates[qid]] for qid in qids}
         batch = [llm_messages(queries[qid], [corpus[d] for d in inputs[qid]], k) for qid in qids]
-        sampling = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
         with progress.task(f"{self.name}: queries", total=len(batch), unit="queries", counters=("failed",)) as bar:
             results = self.client.chat_many(
-                batch, on_result=lambda i, res: bar.advance(1, failed=int(not res.ok)), **sampling
+                batch,
+                on_result=lambda i, res: bar.advance(1, failed=int(not res.ok)),
+                temperature=self.temperature,
+                top_p=self.top_p,
+                max_tokens=self.max_tokens,
             )
         out: dict[str, dict[str, float]] = {}
         for qid, result in zip(qids, results):
@@ -338,7 +322,7 @@ class BrightCrossEncoder:
 register_reranker(
     RerankerMeta(
         "bright-llm",
-        lambda **o: BrightLlmReranker(**o),
+        BrightLlmReranker.from_options,
         "BRIGHT's rerank.py LLM reranking (k - rank over the ids the LLM lists) via --model/--base-url",
         options=BrightLlmOptions,
         packages=("openai",),
@@ -351,7 +335,7 @@ register_reranker(
 register_reranker(
     RerankerMeta(
         "bright-cross-encoder",
-        lambda **o: BrightCrossEncoder(**o),
+        lambda options: BrightCrossEncoder(**options.given()),
         f"BRIGHT's rerank.py cross-encoder (sentence-transformers, batch 8, top k): {DEFAULT_CROSS_ENCODER}",
         options=BrightCrossEncoderOptions,
         packages=("torch", "transformers", "sentence_transformers"),

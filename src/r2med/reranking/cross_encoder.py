@@ -26,6 +26,7 @@ from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, model_max_length
 from ..typed.options import AnyCrossEncoderOptions, CrossEncoderOptions, as_model_takes
+from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, register_reranker
 
 if TYPE_CHECKING:
@@ -264,9 +265,9 @@ class CrossEncoderReranker(PointwiseReranker):
         }
 
 
-def _preset(name: str) -> Callable[..., CrossEncoderReranker]:
-    def factory(**options: Any) -> CrossEncoderReranker:
-        settings = {**PRESETS[name], **as_model_takes(options)}
+def _preset(name: str) -> Callable[[RerankerOptions], CrossEncoderReranker]:
+    def factory(options: RerankerOptions) -> CrossEncoderReranker:
+        settings = {**PRESETS[name], **as_model_takes(options.given())}
         return CrossEncoderReranker(name=name, **settings)
 
     return factory
@@ -331,7 +332,7 @@ register_reranker(
 register_reranker(
     RerankerMeta(
         "cross-encoder",
-        lambda **o: CrossEncoderReranker(**as_model_takes(o)),
+        lambda options: CrossEncoderReranker(**as_model_takes(options.given())),
         "any sequence-classification model: model=<hub id or folder>",
         options=AnyCrossEncoderOptions,
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import R2MedError
 from ..infra import progress
 from ..infra.user_code import (
     RERANKER_GROUP,
@@ -24,7 +23,8 @@ from ..infra.user_code import (
     short_name,
 )
 from ..typed.options import CustomScorerOptions, EntryPointScorerOptions
-from .base import RERANKERS, Candidates, RerankerMeta, register_reranker
+from ..typed.parse import RerankerOptions
+from .base import RERANKERS, Candidates, RerankerMeta, options_as, register_reranker
 
 
 class CustomReranker:
@@ -53,14 +53,10 @@ class CustomReranker:
         return out
 
 
-def make_custom_reranker(scorer: Any = None, **options: Any) -> CustomReranker:
-    """``custom``: ``scorer`` is a spec the user typed (``MODULE:OBJ``), an object, or a loaded one."""
-    if scorer is None:
-        raise R2MedError("--reranker custom needs --scorer MODULE:OBJ (an object with score(query, docs))")
-    given = sorted(k for k, v in options.items() if v is not None)
-    if given:
-        raise R2MedError(f"--reranker custom takes no option {', '.join(given)} (set them on your scorer)")
-    return CustomReranker(as_loaded(scorer, "scorer", "--scorer"))
+def make_custom_reranker(options: RerankerOptions) -> CustomReranker:
+    """``custom``: its ``scorer`` is a spec the user typed (``MODULE:OBJ``), an object, or a loaded one (the options
+    refuse none)."""
+    return CustomReranker(as_loaded(options_as(options, CustomScorerOptions).scorer, "scorer", "--scorer"))
 
 
 register_reranker(
@@ -78,8 +74,9 @@ register_reranker(
 
 
 def _entry_point_meta(preset: EntryPointPreset) -> None:
-    def factory(**options: Any) -> CustomReranker:
-        made = make_custom_reranker(preset.load("scorer"), **options)
+    def factory(options: RerankerOptions) -> CustomReranker:
+        options_as(options, EntryPointScorerOptions)  # it takes none: set them on your scorer
+        made = CustomReranker(as_loaded(preset.load("scorer"), "scorer", "--scorer"))
         made.name = preset.name
         return made
 

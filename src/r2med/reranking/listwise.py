@@ -29,8 +29,10 @@ from typing import Any
 
 from ..errors import R2MedError
 from ..infra import progress
-from ..typed.options import ListwiseOptions
-from .base import Candidates, RerankerMeta, register_reranker
+from ..infra.llm import LLMClient
+from ..typed.options import ListwiseOptions, LlmEndpointOptions
+from ..typed.parse import RerankerOptions
+from .base import Candidates, RerankerMeta, options_as, register_reranker
 
 log = logging.getLogger(__name__)
 
@@ -112,49 +114,46 @@ def ranking_messages(
 class ListwiseReranker:
     """Sliding-window permutation reranking with an LLM (see the module docstring)."""
 
+    #: the request timeout (seconds) when its options set none
+    timeout = 300.0
+
     def __init__(
         self,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
+        endpoint: LlmEndpointOptions,
         window: int = 20,
         step: int = 10,
         with_scores: bool = False,
-        concurrency: int = 16,
-        timeout: float = 300.0,
-        max_retries: int = 6,
-        cache: Any = True,
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         max_passage_words: int | None = 300,
         name: str = "listwise",
-        client: Any = None,
-        **client_options: Any,
+        client: LLMClient | None = None,
     ):
-        if client is None and not model:
-            raise R2MedError("listwise reranking needs the LLM's name: --model (and --base-url for a local endpoint)")
+        """A listwise reranker asking the LLM ``endpoint`` names (its :meth:`LlmEndpointOptions.client`, unless
+        ``client`` is given) with the window plan, prompt and sampling given."""
         windows(2, window, step)  # validate
         self.window, self.step = int(window), int(step)
         self.with_scores = bool(with_scores)
         self.temperature, self.max_tokens = temperature, max_tokens
         self.max_passage_words = max_passage_words
         self.name = name
-        if client is None:
-            from ..infra.llm import LLMClient
-
-            assert model is not None  # refused above when there is no client
-            client = LLMClient(
-                model,
-                base_url=base_url,
-                api_key=api_key,
-                concurrency=concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-                cache=cache,
-                **client_options,
-            )
-        self.client = client
+        self.client = client if client is not None else endpoint.client(self.timeout)
         self.stats = self.fresh_stats()
+
+    @classmethod
+    def from_options(cls, options: RerankerOptions) -> ListwiseReranker:
+        """The reranker ``listwise`` options name (what is not set: RankGPT's window 20, step 10, temperature 0,
+        passages cut at 300 words)."""
+        o = options_as(options, ListwiseOptions)
+        return cls(
+            o,
+            window=o.window if o.window is not None else 20,
+            step=o.step if o.step is not None else 10,
+            with_scores=bool(o.with_scores),
+            temperature=o.temperature if o.temperature is not None else 0.0,
+            max_tokens=o.max_tokens,
+            max_passage_words=o.max_passage_words if o.max_passage_words is not None else 300,
+        )
 
     def config(self) -> dict[str, Any]:
         return {
@@ -260,7 +259,7 @@ class ListwiseReranker:
 register_reranker(
     RerankerMeta(
         "listwise",
-        lambda **o: ListwiseReranker(**o),
+        ListwiseReranker.from_options,
         "LLM sliding-window permutation reranking (RankGPT; --with-scores: InsertRank) via --model/--base-url",
         options=ListwiseOptions,
         packages=("openai",),

@@ -31,6 +31,7 @@ from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
 from ..typed.options import Qwen3Options, as_model_takes
+from ..typed.parse import RerankerOptions
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
@@ -182,9 +183,9 @@ class Qwen3Reranker(PointwiseReranker):
         }
 
 
-def _preset(name: str) -> Callable[..., Qwen3Reranker]:
-    def factory(**options: Any) -> Qwen3Reranker:
-        return Qwen3Reranker(preset=name, **as_model_takes(options))
+def _preset(name: str) -> Callable[[RerankerOptions], Qwen3Reranker]:
+    def factory(options: RerankerOptions) -> Qwen3Reranker:
+        return Qwen3Reranker(preset=name, **as_model_takes(options.given()))
 
     return factory
 
@@ -221,7 +222,7 @@ for _name in PRESETS:
 register_reranker(
     RerankerMeta(
         "qwen3-reranker",
-        lambda **o: Qwen3Reranker(**as_model_takes(o)),
+        lambda options: Qwen3Reranker(**as_model_takes(options.given())),
         "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, model card)",
         options=Qwen3Options,
         install="pip install 'r2med[dense]'",

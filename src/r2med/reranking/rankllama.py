@@ -172,7 +172,7 @@ def _first_line(exc: BaseException) -> str:
 register_reranker(
     RerankerMeta(
         "rankllama",
-        lambda **o: RankLlamaReranker(**o),
+        lambda options: RankLlamaReranker(**options.given()),
         "castorini/rankllama-v1-7b-lora-passage on Llama-2-7b (peft LoRA; paper)",
         options=RankLlamaOptions,
         packages=("torch", "transformers", "peft"),

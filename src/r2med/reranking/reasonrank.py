@@ -38,9 +38,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
+from ..infra.llm import LLMClient
 from ..protocol.later_models import later_reranker, provenance
 from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
-from .base import Candidates, RerankerMeta, register_reranker
+from ..typed.parse import RerankerOptions
+from .base import Candidates, RerankerFactory, RerankerMeta, options_as, register_reranker
 from .listwise import ListwiseReranker
 
 log = logging.getLogger(__name__)
@@ -134,44 +136,32 @@ class ReasonRankReranker(ListwiseReranker):
     ReasonRank's ``truncate_by_word`` mode -- not the published setting).
     """
 
+    #: the request timeout (seconds) when its options set none (a reasoning reply of 2048 tokens takes minutes)
+    timeout = 900.0
+
     def __init__(
         self,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
+        options: ReasonRankOptions,
         preset: str = "reasonrank-32b",
-        window: int | None = None,
-        step: int | None = None,
-        tokenizer: str | None = None,
-        max_passage_tokens: int | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        concurrency: int = 16,
-        timeout: float = 900.0,
-        max_retries: int = 6,
-        cache: Any = True,
         name: str | None = None,
-        client: Any = None,
-        **client_options: Any,
+        client: LLMClient | None = None,
     ):
+        """``options`` over the published settings of ``preset`` (what is not set: the preset's)."""
         spec = published_settings(preset)
+        model = options.model or spec["hub_id"]
+        window = options.window or spec["window_size"]
+        step = options.step or spec["step"]
+        tokenizer, max_passage_tokens = options.tokenizer, options.max_passage_tokens
         super().__init__(
-            model=model or spec["hub_id"],
-            base_url=base_url,
-            api_key=api_key,
-            window=window or spec["window_size"],
-            step=step or spec["step"],
+            options.model_copy(update={"model": model}),
+            window=window,
+            step=step,
             with_scores=False,
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            cache=cache,
-            temperature=spec["temperature"] if temperature is None else temperature,
-            max_tokens=max_tokens or spec["max_tokens"],
+            temperature=spec["temperature"] if options.temperature is None else options.temperature,
+            max_tokens=options.max_tokens or spec["max_tokens"],
             max_passage_words=None,
             name=name or preset,
             client=client,
-            **client_options,
         )
         plan_windows(2, self.window, self.step)  # validate
         self.preset = preset
@@ -313,23 +303,18 @@ class ReasonRankReranker(ListwiseReranker):
             )
 
 
-def _preset(name: str) -> Callable[..., ReasonRankReranker]:
-    def factory(**options: Any) -> ReasonRankReranker:
-        return ReasonRankReranker(preset=name, **options)
+def _preset(name: str) -> Callable[[RerankerOptions], ReasonRankReranker]:
+    def factory(options: RerankerOptions) -> ReasonRankReranker:
+        return ReasonRankReranker(options_as(options, ReasonRankOptions), preset=name)
 
     return factory
 
 
-def _any_checkpoint(**options: Any) -> ReasonRankReranker:
-    if not options.get("model"):
-        raise R2MedError(
-            "--reranker reasonrank needs --model: the name the endpoint serves a ReasonRank checkpoint "
-            "under (for the published ReasonRank-32B, --reranker reasonrank-32b)"
-        )
-    return ReasonRankReranker(**options)
+def _any_checkpoint(options: RerankerOptions) -> ReasonRankReranker:
+    return ReasonRankReranker(options_as(options, AnyReasonRankOptions))  # its options refuse a missing model
 
 
-def _record(name: str, factory: Any, description: str, entry: dict[str, Any] | None = None) -> RerankerMeta:
+def _record(name: str, factory: RerankerFactory, description: str, entry: dict[str, Any] | None = None) -> RerankerMeta:
     """A ReasonRank record: an LLM behind an OpenAI-compatible endpoint; the tokenizer of the 512-token
     passage cut is read here; the published depth (100) and, for a preset, its published row."""
     published = (entry or {}).get("published") or {}

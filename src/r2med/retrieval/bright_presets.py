@@ -17,28 +17,9 @@ published).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..protocol import bright
 from .dense import register_preset
-from .presets import Preset
-
-#: ``r2med_encoder`` keys that are preset fields (the encoder settings and the registry facts); the others (the
-#: similarity, every setting's source) are read on their own
-_FIELDS = (
-    "loader",
-    "pooling",
-    "normalize",
-    "max_length",
-    "query_max_length",
-    "dtype",
-    "trust_remote_code",
-    "append_eos",
-    "extra",
-    "batch_size",
-    "needs_gpu",
-    "api_key_env",
-)
+from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
 
 
 def bright_preset(model: bright.BrightModel) -> Preset:
@@ -48,7 +29,8 @@ def bright_preset(model: bright.BrightModel) -> Preset:
     block = model.r2med_encoder
     if block.get("similarity", "cosine") != "cosine":  # Preset.similarity is cosine
         raise ValueError(f"{model.name}: similarity {block['similarity']!r} is not cosine")  # pragma: no cover
-    fields: dict[str, Any] = {k: block[k] for k in _FIELDS if k in block and block[k] is not None}
+    row = {k: v for k, v in block.items() if k in PRESET_FIELD_NAMES and v is not None}  # the rest: read below
+    fields = preset_fields(row, f"bright_models.json: model {model.name!r} r2med_encoder")
     if fields.get("loader") in ("openai", "voyage"):
         fields.setdefault("extra", {})
     tables = {

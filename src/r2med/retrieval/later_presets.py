@@ -26,25 +26,11 @@ from ..infra.records import refuse_unknown_keys
 from ..protocol.later_models import later_models, later_retriever, needs_gpu, provenance, query_instructions
 from .dense import register_preset
 from .encoders import FramingRecord
-from .presets import Preset
+from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
 
-#: ``r2med_encoder`` keys that are preset fields (encoder settings and the registry's batch size, CPU precision);
-#: the others (similarity, the instruction template and document prefix) are read below.
-_FIELDS = (
-    "loader",
-    "pooling",
-    "normalize",
-    "max_length",
-    "query_max_length",
-    "dtype",
-    "cpu_dtype",
-    "append_eos",
-    "trust_remote_code",
-    "extra",
-    "batch_size",
-)
-#: Every key an ``r2med_encoder`` block may hold: the preset fields, and those read on their own.
-ENCODER_KEYS = (*_FIELDS, "similarity", "query_instruction_template", "doc_instruction", "framing")
+#: Every key an ``r2med_encoder`` block may hold: the preset fields (:class:`~.presets.PresetSettings`), and those
+#: read on their own (similarity, the instruction template and document prefix, the framing).
+ENCODER_KEYS = (*PRESET_FIELD_NAMES, "similarity", "query_instruction_template", "doc_instruction", "framing")
 
 
 def tolerance_class(entry: dict[str, Any]) -> str:
@@ -61,7 +47,10 @@ def later_preset(name: str) -> Preset:
     refuse_unknown_keys(encoder, ENCODER_KEYS, f"later_models.json: retriever {name!r} r2med_encoder")
     if encoder.get("similarity", "cosine") != "cosine":  # every later figure is cosine (Preset.similarity)
         raise ValueError(f"{name}: later_models.json names similarity {encoder['similarity']!r}")  # pragma: no cover
-    fields = {k: encoder[k] for k in _FIELDS if k in encoder}
+    fields = preset_fields(
+        {k: v for k, v in encoder.items() if k in PRESET_FIELD_NAMES},
+        f"later_models.json: retriever {name!r} r2med_encoder",
+    )
     fields["needs_gpu"] = needs_gpu(entry)
     facts = {
         "published_as": entry["published"]["retriever"],

@@ -22,13 +22,20 @@ still matters for (query, expansion) pairs, whose raw vectors are averaged befor
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, JsonValue, field_validator
 
 from ..errors import R2MedError
 from ..infra.records import field_names, refuse_unknown_keys
 from ..protocol import models, protocol
+from ..typed.dense_choices import Dtype, Pooling
+from ..typed.parse import Count, Origin, Spec, parse
+from ..typed.parse import field_names as spec_fields
 from .encoders import EncoderSettings, FramingRecord
+from .encoders.base import LOADERS
 
 if TYPE_CHECKING:
     from ..data.benchmarks import ModelSettings
@@ -39,34 +46,76 @@ log = logging.getLogger(__name__)
 PAPER_SIMILARITY = "cosine"
 
 
-class PresetFields(TypedDict, total=False):
-    """The fields of one preset in :data:`PRESET_FIELDS`: encoder settings (:class:`EncoderSettings`' own names and
-    types) and registry facts.  A typed record: mypy refuses a key the table does not know, and
-    :class:`Preset` refuses one at run time (``test_preset_fields_type_names_every_preset_field``)."""
+class PresetSettings(Spec):
+    """The one schema of a preset's fields, whatever holds them -- the paper's table (:data:`PRESET_FIELDS`),
+    BRIGHT's (``bright_models.json``: a record's ``r2med_encoder``, :mod:`.bright_presets`), the later models'
+    (``later_models.json``, :mod:`.later_presets`) or a :class:`Preset` built in Python: encoder settings
+    (:class:`EncoderSettings`' own names; those resolved per run or per task are not a preset's) and registry facts.
+    Each source parses its rows through it (:func:`preset_fields`): a bad row is one line naming the source, the
+    row and the field."""
 
-    loader: str
-    pooling: str
-    normalize: bool
-    max_length: int | None
-    query_max_length: int | None
-    expansion_instruction: str
-    append_eos: bool
-    doc_as_pair: bool
-    trust_remote_code: bool
-    dtype: str
-    extra: dict[str, Any]
-    batch_size: int
-    needs_gpu: str
-    packages: tuple[tuple[str, ...], str]
-    api_key_env: str
-    cpu_dtype: str
+    loader: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(LOADERS)})
+    pooling: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(Pooling)})
+    normalize: bool | None = None
+    #: None: the model's own maximum (a key set to None is kept: it is no default's place to fill)
+    max_length: Count | None = None
+    query_max_length: Count | None = None
+    expansion_instruction: str | None = None
+    append_eos: bool | None = None
+    doc_as_pair: bool | None = None
+    trust_remote_code: bool | None = None
+    dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(Dtype)})
+    extra: dict[str, JsonValue] | None = None
+    #: texts per batch
+    batch_size: Count | None = None
+    #: too large for a CPU: its size ("7B")
+    needs_gpu: str | None = None
+    #: Python packages beyond the ``dense`` extra, with how to install them
+    packages: tuple[tuple[str, ...], str] | None = None
+    #: an embedding API: the variable holding its key
+    api_key_env: str | None = None
+    #: the precision its published code falls back to on a CPU (used there unless --dtype says)
+    cpu_dtype: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(Dtype)})
+
+    @field_validator("loader")
+    @classmethod
+    def _loader(cls, value: str) -> str:
+        return _one_of(value, LOADERS)
+
+    @field_validator("pooling")
+    @classmethod
+    def _pooling(cls, value: str) -> str:
+        return _one_of(value, tuple(Pooling))
+
+    @field_validator("dtype", "cpu_dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        return _one_of(value, tuple(Dtype))
+
+
+def _one_of(value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"expected one of: {', '.join(choices)}, got {value!r}")
+    return value
+
+
+#: The keys a preset's ``fields`` may hold: :class:`PresetSettings`' fields.
+PRESET_FIELD_NAMES: tuple[str, ...] = spec_fields(PresetSettings)
+
+
+def preset_fields(values: Mapping[str, object], where: str) -> dict[str, Any]:
+    """``values`` (one source's row) checked against :class:`PresetSettings`, in their order -- a key set to None
+    kept (``max_length = None``: the model's own) -- or one line naming ``where`` (the source and its row) and
+    the field."""
+    checked = parse(PresetSettings, values, Origin.file(where))
+    return {k: None if values[k] is None else getattr(checked, k) for k in values}
 
 
 #: Per-preset fields that the protocol JSON does not spell out as values.  Besides the encoder settings:
 #: ``batch_size`` (texts per batch), ``needs_gpu`` (too large for a CPU: its size), ``packages`` (Python
 #: packages beyond the ``dense`` extra, with how to install them), ``api_key_env`` (an embedding API: the
 #: variable holding its key).
-PRESET_FIELDS: dict[str, PresetFields] = {
+PRESET_FIELDS: dict[str, dict[str, object]] = {
     # Contriever: FlagDRESModel, mean pooling, no normalisation (eval_bench.py:216-218), 512 tokens
     # (utils.py:42 default); AutoModel.from_pretrained without a dtype = fp32 (utils.py:47).
     "contriever": {"loader": "transformers", "pooling": "mean", "normalize": False, "dtype": "fp32", "batch_size": 128},
@@ -274,29 +323,13 @@ REGISTRY_FIELDS = ("batch_size", "needs_gpu", "packages", "api_key_env", "cpu_dt
 PRESET_OVERRIDES = ("model", "pooling", "max_length", "query_instruction", "doc_instruction", "normalize", "framing")
 
 
-#: The keys a preset's ``fields`` may hold: encoder settings (those not resolved per run or per task), then the
-#: registry's facts (texts per batch, the GPU size, extra packages, the API key variable, the CPU precision).
-PRESET_FIELD_NAMES: tuple[str, ...] = (
-    *(
-        name
-        for name in field_names(EncoderSettings)
-        if name not in ("model", "query_model", "revision", "query_instruction", "doc_instruction", "framing")
-    ),
-    "batch_size",
-    "needs_gpu",
-    "packages",
-    "api_key_env",
-    "cpu_dtype",
-)
-
-
 @dataclass(frozen=True)
 class Preset:
     """One paper retriever: its settings with per-task instructions still unresolved."""
 
     name: str
     hub_id: str
-    fields: dict[str, Any]  # built from data too (later_models.json): checked against PRESET_FIELD_NAMES
+    fields: dict[str, Any]  # its source's row, checked by preset_fields (PresetSettings)
     query_instructions: dict[str, str] | str | None
     doc_instructions: dict[str, str] | str | None
     note: str = ""
@@ -315,7 +348,7 @@ class Preset:
     kind: str = "paper preset"
 
     def __post_init__(self) -> None:
-        refuse_unknown_keys(self.fields, PRESET_FIELD_NAMES, f"preset {self.name!r}")
+        preset_fields(self.fields, f"preset {self.name!r}")  # its source checked it; one built in Python too
         from .registry import RetrieverMeta
 
         refuse_unknown_keys(self.facts, field_names(RetrieverMeta), f"preset {self.name!r} facts")
@@ -434,7 +467,7 @@ def get_preset(name: str) -> Preset:
         raise R2MedError(f"unknown dense preset {name!r}; choose from: {', '.join((*DENSE_PRESETS, *_ADDED))}")
     spec = models()["retrievers"][name]
     proto = protocol()
-    fields = dict(PRESET_FIELDS[name])
+    fields = preset_fields(PRESET_FIELDS[name], f"the paper's presets (retrieval/presets.py): {name!r}")
     for key in ("max_length", "normalize", "batch_size"):
         if spec.get(key) is not None:
             fields.setdefault(key, spec[key])

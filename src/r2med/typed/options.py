@@ -8,8 +8,10 @@ One :class:`~r2med.typed.parse.Spec` per kind of model, named by its registry re
   the preset's), :class:`MedcptOptions` (``medcpt``: also ``medcpt_published``), :class:`CustomEncoderOptions`
   (``custom``: ``encoder`` required) and :class:`EntryPointEncoderOptions` (a package's encoder);
 * rerankers: :class:`CrossEncoderOptions` (``bge-reranker``, ``monobert``; ``cross-encoder`` needs ``model``),
-  :class:`RankLlamaOptions`, :class:`Qwen3Options`, :class:`ReasonRankOptions`, :class:`ListwiseOptions`,
-  :class:`BrightLlmOptions` and :class:`BrightCrossEncoderOptions` (BRIGHT's rerank.py conventions),
+  :class:`RankLlamaOptions`, :class:`Qwen3Options`; behind an LLM endpoint, on one base (:class:`LlmEndpointOptions`:
+  the endpoint, the requests, the sampling, and the client they name), :class:`ReasonRankOptions`,
+  :class:`ListwiseOptions` and :class:`BrightLlmOptions`; :class:`BrightCrossEncoderOptions` (BRIGHT's rerank.py
+  conventions),
   :class:`CustomScorerOptions` (``custom``: ``scorer`` required) and :class:`EntryPointScorerOptions`;
 * :class:`FusionOptions` (``r2med fuse``, ``[[fusion]]``).
 
@@ -32,6 +34,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
 
+from ..errors import OptionError
+from ..infra.llm import LLMClient
 from ..runs.fusion import RRF_K, FusionMethod, Normalisation
 from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
@@ -327,13 +331,16 @@ class Qwen3Options(_ModelRuntime):
     max_length: Annotated[int, Field(ge=8)] | None = None
 
 
-class _LlmClient(RerankerOptions):
+class LlmEndpointOptions(RerankerOptions):
+    """What every reranker behind an OpenAI-compatible endpoint takes (``listwise``, ``reasonrank``, ``bright-llm``):
+    the LLM's name and its endpoint, how requests run (concurrency, timeout, retries and their backoff, the answer
+    cache) and the sampling every one of them sets (temperature, max_tokens, seed).  :meth:`client` is the one
+    :class:`~r2med.infra.llm.LLMClient` they name."""
+
     #: the name the endpoint serves the LLM under (graded: the published checkpoint's, by repository name)
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
     base_url: str | None = Field(default=None, json_schema_extra={**REDACTED, **RUNTIME})
     api_key: str | None = Field(default=None, json_schema_extra={**SECRET, **RUNTIME})
-    window: Annotated[int, Field(ge=2)] | None = None
-    step: Count | None = None
     concurrency: Count | None = Field(default=None, json_schema_extra=RUNTIME)
     timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
     max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
@@ -345,6 +352,31 @@ class _LlmClient(RerankerOptions):
     backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
     backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
     seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
+
+    def client(self, timeout: float) -> LLMClient:
+        """The LLM client these options name: each field set reaches it, the client's defaults stand for the rest,
+        ``timeout`` (seconds) for an unset ``timeout`` (the reranker's own: a long listwise reply takes minutes)."""
+        if not self.model:
+            raise OptionError("an LLM reranker needs the LLM's name: --model (and --base-url for a local endpoint)")
+        ways = {
+            k: v
+            for k in ("concurrency", "max_retries", "cache", "backoff_base", "backoff_max", "seed")
+            if (v := getattr(self, k)) is not None
+        }
+        return LLMClient(
+            self.model,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout=self.timeout if self.timeout is not None else timeout,
+            **ways,
+        )
+
+
+class _LlmClient(LlmEndpointOptions):
+    """A listwise recipe's endpoint options and its window plan."""
+
+    window: Annotated[int, Field(ge=2)] | None = None
+    step: Count | None = None
 
 
 class ListwiseOptions(_LlmClient):
@@ -381,27 +413,13 @@ class AnyReasonRankOptions(ReasonRankOptions):
         return self
 
 
-class BrightLlmOptions(RerankerOptions):
+class BrightLlmOptions(LlmEndpointOptions):
     """``bright-llm``: BRIGHT's rerank.py LLM reranking behind an OpenAI-compatible endpoint; ``model`` names the LLM
     (``gpt-4-0125-preview``), ``k`` is rerank.py's ``--k`` (None: the rerank depth, ``--top-k`` = its ``--input_k``);
     sampling as rerank.py's unless set (temperature 0.8, top_p 0.8, 2048 tokens)."""
 
-    model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
-    base_url: str | None = Field(default=None, json_schema_extra={**REDACTED, **RUNTIME})
-    api_key: str | None = Field(default=None, json_schema_extra={**SECRET, **RUNTIME})
     k: Count | None = Field(default=None, json_schema_extra=SET)
-    concurrency: Count | None = Field(default=None, json_schema_extra=RUNTIME)
-    timeout: Positive | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
-    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
-    cache: bool | str | None = Field(
-        default=None, json_schema_extra={**SET, **RUNTIME, "expected": "true, false or a file"}
-    )
-    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(default=None, json_schema_extra=SET)
     top_p: Annotated[float, Field(gt=0, le=1)] | None = Field(default=None, json_schema_extra=SET)
-    max_tokens: Count | None = Field(default=None, json_schema_extra=SET)
-    backoff_base: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
-    backoff_max: NonNegative | None = Field(default=None, json_schema_extra={**SET, **RUNTIME})
-    seed: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
     @model_validator(mode="after")
     def _needs_model(self) -> BrightLlmOptions:

@@ -293,6 +293,11 @@ def plain(value: Any) -> Any:
     return value
 
 
+def spec_error(spec: type[Spec], exc: ValidationError, origin: Origin) -> SpecError:
+    """The one :class:`SpecError` line of ``exc``'s first fault (a constructor's own validation, say)."""
+    return origin.fail(_message(spec, exc.errors(include_url=False)[0], origin))
+
+
 def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> SpecT:
     """``spec`` built from ``values``, or one :class:`SpecError` line naming ``origin`` and the key.
 
@@ -304,8 +309,7 @@ def parse(spec: type[SpecT], values: Mapping[str, object], origin: Origin) -> Sp
     try:
         return spec.model_validate(data, context={RECORDED: True} if origin.recorded else None)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        raise origin.fail(_message(spec, first, origin)) from None
+        raise spec_error(spec, exc, origin) from None
 
 
 class RetrieverOptions(Spec):

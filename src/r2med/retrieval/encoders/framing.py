@@ -20,14 +20,14 @@ appends ``<|endoftext|>``, which its config calls the PAD token, while its EOS i
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ...errors import R2MedError, shown
 from ...infra.home import read_json
-from .base import DOCUMENT, QUERY, TOKENIZER_FRAMING, Framing, framing_template, framing_tokens
+from .base import DOCUMENT, QUERY, TOKENIZER_FRAMING, Framing, framing_template, framing_tokens, pair_framing_tokens
 from .files import model_file
 
 log = logging.getLogger(__name__)
@@ -131,16 +131,19 @@ def tokenizer_alone(tok: Any, text: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FileFramings:
-    """What each of a tokenizer's files says it puts around a text, and what this library gives."""
+    """What each of a tokenizer's files says it puts around a text (``around = "text"``: an encoder's input) or a
+    (query, document) pair (``"pair"``: a reranker's), and what this library gives: the one record of both."""
 
     #: ``tokenizer_config.json``'s ``add_bos_token`` / ``add_eos_token`` (the post-processor's side where a key
-    #: is absent); None: neither key is there
+    #: is absent; for a pair, transformers' own template for them); None: neither key is there
     config: Framing | None
-    #: ``tokenizer.json``'s post-processor (its single-text template); None: no such file, or a processor r2med
-    #: cannot read
+    #: ``tokenizer.json``'s post-processor (its single-text template, or its ``pair`` template); None: no such
+    #: file, or a processor r2med cannot read
     post_processor: Framing | None
     #: what the tokenizer as loaded here adds
     loaded: Framing
+    #: what the framings put tokens around: one text, or a (query, document) pair
+    around: Literal["text", "pair"] = "text"
 
     @property
     def agree(self) -> bool:
@@ -153,7 +156,21 @@ class FileFramings:
         return self.post_processor or self.config or self.loaded
 
     def describe(self) -> dict[str, Any]:
+        """What ``metrics.json`` records of them (the run's ``tokenizer_files``)."""
         return {"tokenizer_config": self.config, "tokenizer_json": self.post_processor, "loaded": self.loaded}
+
+    @classmethod
+    def from_described(cls, described: Mapping[str, Any], around: Literal["text", "pair"] = "text") -> FileFramings:
+        """The record a run's ``tokenizer_files`` (:meth:`describe`) holds, read back."""
+        return cls(described.get("tokenizer_config"), described.get("tokenizer_json"), described["loaded"], around)
+
+    def disagreement(self, model: str) -> str:
+        """The one line saying how its files disagree (what follows it says what a run does about it)."""
+        return (
+            f"model {model!r}: its tokenizer's files disagree on the special tokens around a {self.around} -- "
+            f"tokenizer_config.json says {self.config!r}, tokenizer.json's post-processor {self.post_processor!r} "
+            f"(this transformers gives {self.loaded!r}) -- and which one its published run saw is not recorded"
+        )
 
 
 def _token_text(value: Any) -> str | None:
@@ -238,12 +255,7 @@ def tokenizers_own(model: str, tok: Any, revision: str | None = None, source: st
     recorded (:data:`.base.TOKENIZER_FRAMING`): their disagreement is a one-line error naming both."""
     files = file_framings(tok, source, revision)
     if not files.agree:
-        raise R2MedError(
-            f"model {model!r}: its tokenizer's files disagree on the special tokens around a text -- "
-            f"tokenizer_config.json says {files.config!r}, tokenizer.json's post-processor {files.post_processor!r} "
-            f"(this transformers gives {files.loaded!r}) -- and which one its published run saw is not recorded; "
-            "choose with the retriever option framing (one of the two)"
-        )
+        raise R2MedError(f"{files.disagreement(model)}; choose with the retriever option framing (one of the two)")
     return files
 
 
@@ -349,27 +361,7 @@ def pair_ids(
     return out
 
 
-@dataclass(frozen=True)
-class PairFramings:
-    """What a tokenizer's files say it puts around a (query, document) pair, and what this library gives."""
-
-    config: Framing | None
-    post_processor: Framing | None
-    loaded: Framing
-
-    @property
-    def agree(self) -> bool:
-        return self.config is None or self.post_processor is None or self.config == self.post_processor
-
-    @property
-    def stated(self) -> Framing:
-        return self.post_processor or self.config or self.loaded
-
-    def describe(self) -> dict[str, Any]:
-        return {"tokenizer_config": self.config, "tokenizer_json": self.post_processor, "loaded": self.loaded}
-
-
-def pair_file_framings(tok: Any, source: str | None = None, revision: str | None = None) -> PairFramings:
+def pair_file_framings(tok: Any, source: str | None = None, revision: str | None = None) -> FileFramings:
     """What ``tok``'s files say about a pair: ``add_bos_token`` / ``add_eos_token`` read as transformers' own
     template for them (``[bos] A [eos] [bos] B [eos]``), and the post-processor's ``pair`` template."""
     source = source or str(getattr(tok, "name_or_path", "") or "")
@@ -388,25 +380,18 @@ def pair_file_framings(tok: Any, source: str | None = None, revision: str | None
         b = [bos] if config.get("add_bos_token") and bos else []
         e = [eos] if config.get("add_eos_token") and eos else []
         config_framing = pair_template(b, [*e, *b], e)
-    return PairFramings(config_framing, post, loaded)
+    return FileFramings(config_framing, post, loaded, around="pair")
 
 
 def settled_pair(
     model: str, tok: Any, framing: Framing, follow_tokenizer: bool, revision: str | None = None
-) -> tuple[Framing, tuple[list[int], list[int], list[int]], PairFramings]:
+) -> tuple[Framing, tuple[list[int], list[int], list[int]], FileFramings]:
     """The pair template a reranker builds (``framing``, or the tokenizer's own where ``follow_tokenizer`` and
     its files agree; their disagreement is a one-line error naming both), resolved to ids by text."""
-    from .base import pair_framing_tokens
-
     files = pair_file_framings(tok, None, revision)
     if follow_tokenizer:
         if not files.agree:
-            raise R2MedError(
-                f"model {model!r}: its tokenizer's files disagree on the special tokens around a pair -- "
-                f"tokenizer_config.json says {files.config!r}, tokenizer.json's post-processor "
-                f"{files.post_processor!r} (this transformers gives {files.loaded!r}) -- and which one its "
-                "published run saw is not recorded"
-            )
+            raise R2MedError(files.disagreement(model))
         framing = files.stated
     before, middle, after = pair_framing_tokens(framing)
     ids = (
