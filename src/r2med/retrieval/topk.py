@@ -150,8 +150,13 @@ def merge_top_k_cut(
 
 
 def cut_ties_of(cut: CutPositions, doc_ids: Sequence[str]) -> dict[int, CutTie]:
-    """:data:`CutPositions` as document ids (row -> :class:`~r2med.evaluation.ties.CutTie`)."""
-    return {r: CutTie(tuple(doc_ids[p] for p in pos.tolist()), total) for r, (pos, total) in cut.items()}
+    """:data:`CutPositions` as document ids (row -> :class:`~r2med.evaluation.ties.CutTie`).  An id the corpus
+    repeats (BM25 indexes every copy) is named once, and counted once among the recorded."""
+    out = {}
+    for r, (pos, total) in cut.items():
+        ids = tuple(dict.fromkeys(doc_ids[p] for p in pos.tolist()))
+        out[r] = CutTie(ids, total - (len(pos) - len(ids)))
+    return out
 
 
 def mask_cells(block: np.ndarray, rows: np.ndarray, cols: np.ndarray, row_offset: int = 0, col_offset: int = 0) -> None:
