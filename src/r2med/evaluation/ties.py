@@ -387,7 +387,7 @@ def _cut_text(cut: CutSummary | None) -> str:
 # -- the documents tied at the depth cut, beside the run ---------------------------------------------
 
 
-def cut_ties_json(cut: CutTies) -> dict[str, Any]:
+def cut_ties_json(cut: CutTies) -> dict[str, object]:
     """The task folder's record of what the depth cut dropped while tied (``cut_ties.json``): the cap, and per
     query with such documents its ``total`` and ``ids`` (the first :data:`CUT_TIES_CAP` in corpus order)."""
     return {
@@ -396,7 +396,7 @@ def cut_ties_json(cut: CutTies) -> dict[str, Any]:
     }
 
 
-def parse_cut_ties(data: Any) -> dict[str, CutTie]:
+def parse_cut_ties(data: object) -> dict[str, CutTie]:
     """:func:`cut_ties_json`'s object read back; any fault a :class:`BlockError` naming the key."""
     if not isinstance(data, dict) or set(data) != {"cap", "queries"} or not isinstance(data["queries"], dict):
         raise BlockError("cut ties must be an object of cap and queries")
