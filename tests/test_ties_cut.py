@@ -214,9 +214,10 @@ def test_bm25_the_issues_case_is_a_range_stored_reused_and_reported(tmp_path):
     assert again.returncode == 0 and "(range 50.00–100.00)" in " ".join(again.stdout.split())
     assert "reusing finished results" in again.stderr
     assert json.loads((folder / "metrics.json").read_text())["ties"] == block
-    # report and compare read the stored block
+    # report reads the stored block
     report = json.loads(run_r2med("report", str(out / "bm25"), "-m", "R@100", "-f", "json").stdout)
-    assert "ties" in json.dumps(report) and "100.0" in json.dumps(report)
+    (system,) = report["systems"]
+    assert system["cells"]["cutcase"]["ties"] == {"worst": 50.0, "best": 100.0}
     # an imported copy of the same run.trec cannot know what its cut dropped: no range, and "unknown", not none
     imported = run_r2med(
         "import", str(folder / "run.trec"), "-d", str(data), "--name", "copy", "-m", "R@100", "-o", str(out)
@@ -225,6 +226,10 @@ def test_bm25_the_issues_case_is_a_range_stored_reused_and_reported(tmp_path):
     copy = json.loads((out / "copy" / "cutcase" / "metrics.json").read_text())["ties"]
     assert copy == {"tied_queries": 0, "measures": {}, "per_query": {}}  # no "cut": unknown
     assert not (out / "copy" / "cutcase" / CUT_TIES_FILE).exists()
+    # compare reads both stored blocks: the same run, and only the one that knows its cut has a range
+    compared = run_r2med("compare", str(out / "copy"), str(out / "bm25"), "-m", "R@100")
+    assert compared.returncode == 0, compared.stderr
+    assert "(copy 50.00, no ties deciding it, bm25 50.00–100.00)" in " ".join(compared.stderr.split())
 
 
 def test_an_old_folder_without_the_file_reads_as_unknown_and_a_bad_file_is_recomputed(tmp_path):
@@ -318,6 +323,10 @@ def test_dense_exact_search_and_its_shards_drop_the_same_ties():
     for r in range(5):
         kept, dropped = brute_dropped(queries[r] @ docs.T, 100)
         assert idx[r].tolist() == kept and cut[r][0].tolist() == dropped and cut[r][1] == len(dropped)
+    _, torch_idx, torch_cut = exact_top_k_cut(queries, docs, 100, chunk=37, device="cpu", torch_products=True)
+    assert np.array_equal(torch_idx, idx) and {r: (p.tolist(), n) for r, (p, n) in torch_cut.items()} == {
+        r: (p.tolist(), n) for r, (p, n) in cut.items()
+    }
     ids = [f"d{i:03d}" for i in range(300)]
     qids = [f"q{r}" for r in range(5)]
     index = ShardedDenseIndex.from_arrays(ids, [docs[:90], docs[90:200], docs[200:]])
