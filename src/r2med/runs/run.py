@@ -29,7 +29,7 @@ from ..errors import DataError, OptionError, R2MedError, shown
 from ..evaluation.metrics import check_run_scores
 from ..evaluation.ties import BlockError, CutTie, CutTies, cut_ties_json, parse_cut_ties
 from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
-from ..infra.home import atomic_dir, atomic_path
+from ..infra.home import atomic_dir, atomic_path, read_json
 from .record import METRICS_FILE, metrics_json, parse_record, read_record
 
 Run = dict[str, dict[str, float]]
@@ -588,8 +588,6 @@ def write_task_results(
 def read_cut_ties(folder: str | os.PathLike[str]) -> dict[str, CutTie] | None:
     """A task folder's ``cut_ties.json`` read back, or None when it has none (a run whose cut is unknown: imported,
     reranked, written before r2med recorded it); a fault is a DataError naming the file and key."""
-    from ..infra.home import read_json
-
     path = Path(folder) / CUT_TIES_FILE
     if not path.exists():
         return None
