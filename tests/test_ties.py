@@ -216,7 +216,7 @@ def test_the_line_names_the_queries_and_each_measure_range():
     worst = (1 / math.log2(3) + 1) / 2
     assert tie_line(metrics.ties, [Measure.parse("nDCG@10")]) == (
         "ties: 1 of 2 queries depend on the order of tied documents; "
-        f"nDCG@10 {metrics['nDCG@10']:.4f} (range {worst:.4f}–1.0000)"
+        f"nDCG@10 {metrics['nDCG@10']:.4f} (range {worst:.4f}–1.0000); ties at the depth cut unknown"
     )
     line = tie_line(metrics.ties, [Measure.parse("ndcg_cut_10"), Measure.parse("P_1")], task="T", scale=100)
     assert line.startswith("ties (T): 1 of 2 queries") and "P@1 " in line and "(range 50.00–100.00)" in line

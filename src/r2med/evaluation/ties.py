@@ -7,8 +7,11 @@ values, a fusion of coarse scores or an imported run can hold ties at every cut-
 said about them, beside the reported figure (which stays trec_eval's):
 
 * a *tied group* is a query's documents with exactly the same score (the float as pytrec_eval reads it); its
-  place in the ranking is fixed, only the order inside it is not.  Only documents in the run take part: what a
-  retriever cut off at its depth is not in any group;
+  place in the ranking is fixed, only the order inside it is not.  The run's documents take part, and so do the
+  documents tied with its last one that the retriever's depth cut dropped (:class:`CutTie`, when the retriever
+  says: r2med's top-k paths do, :data:`CUT_TIES_CAP` ids at most): they compete for the run's last places, so the
+  orders below are cut back to the run's length.  A run that does not say (imported, FAISS, your own retriever,
+  a reranked or older run) has its cut's ties *unknown* -- not none: :attr:`Ties.cut` is None;
 * a query *depends on the order of tied documents* for a measure when its value differs between the two extreme
   orders below (beyond :data:`TOLERANCE`);
 * the measure's *range*: its value with every tied group's documents in descending grade (relevant first,
@@ -43,6 +46,10 @@ if TYPE_CHECKING:
     from ..measures import Measure
     from .metrics import Metrics
 
+#: At most this many ids of one query's documents tied at the depth cut are recorded (the first in corpus order);
+#: with more, the group's other documents are counted (:attr:`CutTie.total`) but take no part in the range, which
+#: may then be narrower than the true one (a relevant one among them would raise the best order's value).
+CUT_TIES_CAP: Final = 1000
 #: Two values closer than this are the same value (best and worst of a query whose order does not matter).
 TOLERANCE: Final = 1e-9
 #: What the report marks a cell with whose value ties decide (terminal, Markdown, LaTeX, HTML): a mark of its own,
@@ -67,6 +74,35 @@ class MeasureRange:
         return self.queries > 0
 
 
+@dataclass(frozen=True)
+class CutTie:
+    """One query's documents with the same score as the last document its run kept, which the depth cut dropped
+    (the top-k rule keeps the earliest in corpus order): ``ids`` the first :data:`CUT_TIES_CAP` of them in corpus
+    order, ``total`` how many there were."""
+
+    ids: tuple[str, ...]
+    total: int
+
+    @property
+    def capped(self) -> bool:
+        """Whether the cut dropped more tied documents than ``ids`` holds."""
+        return self.total > len(self.ids)
+
+
+CutTies = Mapping[str, CutTie]
+"""Query id -> :class:`CutTie`, for the queries whose cut dropped a tied document (the others: absent); a run
+whose retriever said nothing has ``None`` instead (unknown, which is not "none")."""
+
+
+@dataclass(frozen=True)
+class CutSummary:
+    """What the ``ties`` block says of the depth cut when the run's retriever recorded it: ``queries`` scored whose
+    cut dropped documents tied with the last one kept, ``capped`` those with more than :data:`CUT_TIES_CAP`."""
+
+    queries: int = 0
+    capped: int = 0
+
+
 @dataclass
 class Ties:
     """The tie ranges of one run against its judgments: per measure (the aggregate) and per query.
@@ -74,13 +110,16 @@ class Ties:
     ``aggregate`` and ``per_query`` are keyed by pytrec_eval names (``metrics.json``'s); ``per_query`` holds, for
     each query that depends on the order for some measure, ``measure -> (best, worst)`` for those measures only;
     ``queries``: how many queries the reported average takes; ``tied_queries``: how many of them hold a tied group
-    of documents with different grades."""
+    of documents with different grades (documents tied at the depth cut included); ``cut``: what the run's
+    retriever said of its depth cut, or None when it said nothing (unknown: an imported run cannot know what its
+    cut dropped)."""
 
     measures: tuple[Measure, ...]
     aggregate: dict[str, MeasureRange]
     per_query: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     queries: int = 0
     tied_queries: int = 0
+    cut: CutSummary | None = None
 
     def decided(self, measures: Iterable[Measure] | None = None) -> list[MeasureRange]:
         """The ranges of ``measures`` (default: all) that the order of tied documents changes."""
@@ -94,7 +133,9 @@ class Ties:
 
     def to_json(self) -> dict[str, Any]:
         """The ``ties`` block of ``metrics.json``: ``tied_queries``; ``measures``: each measure some query depends
-        on, with ``queries``, ``best``, ``worst``; ``per_query``: query -> measure -> ``best``, ``worst``."""
+        on, with ``queries``, ``best``, ``worst``; ``per_query``: query -> measure -> ``best``, ``worst``; ``cut``
+        (only when the retriever recorded its depth cut; absent: unknown): ``queries``, ``capped``."""
+        cut = {} if self.cut is None else {"cut": {"queries": self.cut.queries, "capped": self.cut.capped}}
         return {
             "tied_queries": self.tied_queries,
             "measures": {
@@ -104,6 +145,7 @@ class Ties:
                 qid: {m: {"best": best, "worst": worst} for m, (best, worst) in values.items()}
                 for qid, values in self.per_query.items()
             },
+            **cut,
         }
 
 
@@ -203,12 +245,14 @@ def evaluate_with_ties(
     count_missing: bool = False,
     rule: TieRule = "trec_eval",
     answered_empty: Iterable[str] = (),
+    cut: CutTies | None = None,
 ) -> Metrics:
     """:func:`r2med.evaluation.metrics.evaluate` with ``ties`` set: the reported figures (trec_eval's tie-break;
     ``rule`` ``listed``: the run's own order of equal scores, :func:`listed_order`) and the ranges the order of
     tied documents of ``run`` allows (:func:`tie_ranges`: either rule's figure is one of those orders, so it lies
     within them).  ``measures``: as :func:`~r2med.evaluation.metrics.evaluate` takes them (Measure values or any
-    spelling, parsed there)."""
+    spelling, parsed there); ``cut``: the documents the retriever's depth cut dropped while tied with the last one
+    kept (None: unknown)."""
     from .metrics import evaluate
 
     if rule not in TIE_RULES:
@@ -217,31 +261,46 @@ def evaluate_with_ties(
         raise OptionError(f"--ties: {rule!r} is no tie rule; choose from {', '.join(TIE_RULES)}")
     scored = listed_order(run) if rule == "listed" else run
     metrics = evaluate(scored, qrels, measures=measures, count_missing=count_missing, answered_empty=answered_empty)
-    metrics.ties = tie_ranges(run, qrels, metrics)
+    metrics.ties = tie_ranges(run, qrels, metrics, cut)
     return metrics
 
 
 def tie_ranges(
-    run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], metrics: Metrics
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metrics: Metrics,
+    cut: CutTies | None = None,
 ) -> Ties:
     """The tie ranges of ``run`` against ``qrels`` for the measures of ``metrics`` (its reported evaluation: the
-    same queries, measures and ``count_missing``)."""
+    same queries, measures and ``count_missing``).  ``cut``: each query's documents tied with its last one that the
+    depth cut dropped (None: unknown); they join that tied group, and both orders are cut back to the query's
+    length -- the best lets relevant ones in, the worst lets irrelevant ones push relevant kept ones out."""
     from .metrics import evaluate
 
     measures = metrics.measures
     grades: dict[str, dict[str, int]] = {}
     best_orders: dict[str, list[str]] = {}
     worst_orders: dict[str, list[str]] = {}
+    cut_queries = capped = 0
     for qid, docs in run.items():
         q = str(qid)
-        if q not in metrics.per_query or len(docs) < 2 or len(set(docs.values())) == len(docs):
-            continue  # not scored (not judged), or no ties: the common case, one pass over the scores
+        dropped = cut.get(q) if cut and docs else None
+        if q not in metrics.per_query:
+            continue  # not scored (not judged)
+        if dropped is not None:
+            cut_queries += 1
+            capped += dropped.capped
+        elif len(docs) < 2 or len(set(docs.values())) == len(docs):
+            continue  # no ties: the common case, one pass over the scores
         scores = {str(d): float(s) for d, s in docs.items()}
+        if dropped is not None:
+            last = min(scores.values())
+            scores.update((d, last) for d in dropped.ids if d not in scores)
         judged = _grades({str(d): int(g) for d, g in _judgments(qrels, q).items()})
         groups = deciding_scores(scores, judged)
         if groups:
             grades[q] = judged
-            best_orders[q], worst_orders[q] = extreme_orders(scores, judged, groups)
+            best_orders[q], worst_orders[q] = (order[: len(docs)] for order in extreme_orders(scores, judged, groups))
     per_query: dict[str, dict[str, tuple[float, float]]] = {}
     if best_orders:
         depth = _depth(measures)
@@ -272,7 +331,8 @@ def tie_ranges(
             reported + delta_worst / n if hits else reported,
             len(hits),
         )
-    return Ties(measures, aggregate, per_query, queries=n, tied_queries=len(best_orders))
+    summary = None if cut is None else CutSummary(cut_queries, capped)
+    return Ties(measures, aggregate, per_query, queries=n, tied_queries=len(best_orders), cut=summary)
 
 
 def _judgments(qrels: Mapping[str, Mapping[str, int]], qid: str) -> Mapping[str, int]:
@@ -307,8 +367,56 @@ def tie_line(ties: Ties | None, measures: Sequence[Measure], task: str | None = 
     where = f" ({task})" if task else ""
     return (
         f"ties{where}: {ties.depending(measures)} of {ties.queries} queries depend on the order of tied documents; "
-        f"{shown}"
+        f"{shown}{_cut_text(ties.cut)}"
     )
+
+
+def _cut_text(cut: CutSummary | None) -> str:
+    """What a tie line adds about the depth cut: unknown (the run does not say what its cut dropped), or the
+    queries whose tied group at the cut held more documents than were recorded."""
+    if cut is None:
+        return "; ties at the depth cut unknown"
+    if cut.capped:
+        return (
+            f"; {cut.capped} quer{'y' if cut.capped == 1 else 'ies'} tied more than {CUT_TIES_CAP:,} documents "
+            "at the depth cut (the first taken: the range may be wider)"
+        )
+    return ""
+
+
+# -- the documents tied at the depth cut, beside the run ---------------------------------------------
+
+
+def cut_ties_json(cut: CutTies) -> dict[str, object]:
+    """The task folder's record of what the depth cut dropped while tied (``cut_ties.json``): the cap, and per
+    query with such documents its ``total`` and ``ids`` (the first :data:`CUT_TIES_CAP` in corpus order)."""
+    return {
+        "cap": CUT_TIES_CAP,
+        "queries": {q: {"total": c.total, "ids": list(c.ids)} for q, c in cut.items()},
+    }
+
+
+def parse_cut_ties(data: object) -> dict[str, CutTie]:
+    """:func:`cut_ties_json`'s object read back; any fault a :class:`BlockError` naming the key."""
+    if not isinstance(data, dict) or set(data) != {"cap", "queries"} or not isinstance(data["queries"], dict):
+        raise BlockError("cut ties must be an object of cap and queries")
+    cap = data["cap"]
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise BlockError(f"cut ties: cap must be a whole number of at least 1, got {_shown(cap)}")
+    out: dict[str, CutTie] = {}
+    for q, entry in data["queries"].items():
+        where = f"cut ties: queries[{_shown(q)}]"
+        if not isinstance(entry, dict) or set(entry) != {"total", "ids"}:
+            raise BlockError(f"{where} must be an object of total and ids")
+        ids, total = entry["ids"], entry["total"]
+        if not isinstance(ids, list) or not all(isinstance(d, str) and d for d in ids) or len(ids) > cap:
+            raise BlockError(f"{where}.ids must be a list of at most {cap:,} document ids")
+        if len(set(ids)) != len(ids):
+            raise BlockError(f"{where}.ids names a document twice")
+        if isinstance(total, bool) or not isinstance(total, int) or total < max(len(ids), 1):
+            raise BlockError(f"{where}.total must be a whole number of at least its ids' count, got {_shown(total)}")
+        out[q] = CutTie(tuple(ids), total)
+    return out
 
 
 # -- the block in metrics.json ----------------------------------------------------------------------
@@ -351,10 +459,16 @@ def check_block(
 
     if not isinstance(block, dict):
         raise BlockError(f"ties must be an object, got {type(block).__name__}")
-    unknown = sorted(set(block) - {"tied_queries", "measures", "per_query"})
+    unknown = sorted(set(block) - {"tied_queries", "measures", "per_query", "cut"})
     if unknown:
         raise BlockError(f"ties has an unknown key {_shown(unknown[0])}")
     count(block.get("tied_queries", 0), "tied_queries", max_queries)
+    if "cut" in block:
+        cut = block["cut"]
+        if not isinstance(cut, dict) or set(cut) != {"queries", "capped"}:
+            raise BlockError("ties.cut must be an object of queries and capped")
+        if count(cut["capped"], "cut.capped", max_queries) > count(cut["queries"], "cut.queries", max_queries):
+            raise BlockError(f"ties.cut.capped {cut['capped']} is above ties.cut.queries {cut['queries']}")
     measures = block.get("measures", {})
     rows = block.get("per_query", {})
     if not isinstance(measures, dict):

@@ -25,7 +25,7 @@ from typing import Protocol
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import Metrics
-from ..evaluation.ties import TieRule, evaluate_with_ties
+from ..evaluation.ties import CutTie, TieRule, evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import SystemFolder, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
@@ -185,6 +185,7 @@ def run_task(
     run = search(retriever_, queries, depth, collection)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
+    cut = cut_ties_of(retriever_)
     return finish_task(
         collection,
         job.name,
@@ -195,7 +196,18 @@ def run_task(
         output.count_missing,
         timing,
         retriever_.encoding_facts(),
+        cut=cut,
     )
+
+
+def cut_ties_of(retriever: object) -> dict[str, CutTie] | None:
+    """What the retriever's last search said its depth cut dropped while tied with each query's last document
+    (``cut_ties``: query id -> :class:`~r2med.evaluation.ties.CutTie`; r2med's exact top-k paths set it), or None
+    when it said nothing -- unknown (FAISS, your own retriever), which is not "none"."""
+    cut = getattr(retriever, "cut_ties", None)
+    if not isinstance(cut, dict) or not all(isinstance(q, str) and isinstance(c, CutTie) for q, c in cut.items()):
+        return None
+    return cut
 
 
 def check_excludes(retriever: Retriever, collection: Collection) -> None:

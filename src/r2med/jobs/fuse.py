@@ -22,7 +22,7 @@ from ..results.published import different_data
 
 if TYPE_CHECKING:
     from ..data import Collection
-from ..runs.fusion import check_fusion, fuse
+from ..runs.fusion import check_fusion, fuse_cut
 from ..steps import FuseStep
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
@@ -76,10 +76,12 @@ def fuse_inputs(
             results.append(reused)
             continue
         t0 = time.perf_counter()
-        run = fuse([i.run for i in items], o.method, k=o.k, norm=o.norm, weights=o.weights, depth=depth)
+        run, cut = fuse_cut([i.run for i in items], o.method, k=o.k, norm=o.norm, weights=o.weights, depth=depth)
         timing = {"fuse_s": time.perf_counter() - t0}
         timing["total_s"] = timing["fuse_s"]
-        results.append(finish_task(collection, name, run, config, out, output.measures, output.count_missing, timing))
+        results.append(
+            finish_task(collection, name, run, config, out, output.measures, output.count_missing, timing, cut=cut)
+        )
     return results
 
 

@@ -31,12 +31,12 @@ from ..data import Collection
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import Metrics
-from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
+from ..evaluation.ties import CutTies, TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
-from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
+from ..runs.run import RUN_FILE, Run, as_written, read_cut_ties, read_trec, write_task_results
 from ..version import __version__
 from .grading import data_problem, precision_change, published_label
 from .published import PublishedKey, expansion_of
@@ -196,17 +196,29 @@ def metrics_payload(
 
 
 def scored(
-    run: Run, collection: Collection, measures: Iterable[Measure], count_missing: bool, ties: TieRule = "trec_eval"
+    run: Run,
+    collection: Collection,
+    measures: Iterable[Measure],
+    count_missing: bool,
+    ties: TieRule = "trec_eval",
+    cut: CutTies | None = None,
 ) -> Metrics:
     """``run`` scored against ``collection``'s judgments (:func:`~r2med.evaluation.ties.evaluate_with_ties`, equal
     scores ordered by ``ties``); a run that shares no query with them is a one-line
     :class:`~r2med.errors.NothingToScore` naming the task (and its split), never a result of 0 queries.  A query
     ``run`` holds with no document was answered with nothing (a reranker's empty reply, or ``metrics.json``'s
-    ``empty_queries`` read back): it scores 0."""
+    ``empty_queries`` read back): it scores 0.  ``cut``: the documents tied at the depth cut that the retriever
+    dropped (None: unknown)."""
     empty = [qid for qid, docs in run.items() if not docs]
     try:
         return evaluate_with_ties(
-            run, collection.qrels, measures=measures, count_missing=count_missing, rule=ties, answered_empty=empty
+            run,
+            collection.qrels,
+            measures=measures,
+            count_missing=count_missing,
+            rule=ties,
+            answered_empty=empty,
+            cut=cut,
         )
     except NothingToScore as exc:
         split = f" ({collection.split} split)" if collection.split is not None else ""
@@ -224,6 +236,7 @@ def finish_task(
     timing: Mapping[str, float],
     encoding: Mapping[str, Any] | None = None,
     ties: TieRule = "trec_eval",
+    cut: CutTies | None = None,
 ) -> TaskResult:
     """Score ``run`` as ``run.trec`` will hold it and (with ``out``, the system folder) write ``out/<task>/``
     atomically.
@@ -234,18 +247,20 @@ def finish_task(
     folder that is a link is refused (one line), as is anything between the root and it.  ``ties`` ``listed``:
     equal scores keep the order the run lists them in (:func:`~r2med.evaluation.ties.listed_order`); ``run.trec``
     then holds that ranking (scores by rank), so re-scoring it gives the stored figures, and the ``ties`` block
-    keeps the ranges of the run as given.
+    keeps the ranges of the run as given.  ``cut``: what the retriever's depth cut dropped while tied with each
+    query's last document (:class:`~r2med.evaluation.ties.CutTie`; None: unknown), scored into the ranges and kept
+    beside the run (``cut_ties.json``) for reuse.
     """
     run = as_written(run)
     empty = [qid for qid, docs in run.items() if not docs]
     system = as_system_folder(out) if out is not None else None
     folder = system.task(collection.name) if system is not None else None
-    metrics = scored(run, collection, task_measures(collection, measures), count_missing, ties)
+    metrics = scored(run, collection, task_measures(collection, measures), count_missing, ties, cut)
     if ties == "listed":
         run = listed_order(run)
     if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding, empty)
-        write_task_results(folder, run, payload, tag=name, root=system.root)
+        write_task_results(folder, run, payload, tag=name, root=system.root, cut=cut)
     return TaskResult(
         collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
     )
@@ -295,6 +310,7 @@ def reuse(
             return None
         run = read_trec(folder / RUN_FILE)
         run.update({qid: {} for qid in stored.empty_queries or () if qid not in run})  # answered with nothing
+        cut = read_cut_ties(folder)  # None: not recorded (unknown), as before
     except NameCollision:
         raise
     except R2MedError:
@@ -308,9 +324,11 @@ def reuse(
         or stored.ties is None
     ):  # or before runs recorded their data (or their ties): re-scored, the record added
         name = str(stored.retriever or folder.parent.name)
-        result = finish_task(collection, name, run, config, out, measures, count_missing, timing, stored.encoding)
+        result = finish_task(
+            collection, name, run, config, out, measures, count_missing, timing, stored.encoding, cut=cut
+        )
     else:
-        metrics = scored(run, collection, measures, count_missing)
+        metrics = scored(run, collection, measures, count_missing, cut=cut)
         result = TaskResult(
             collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
         )

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from ..data.exclusions import Exclusions
 from ..errors import OptionError, R2MedError
+from ..evaluation.ties import CutTie
 from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts, parse_json, read_json
 from ..infra.input_files import open_regular
@@ -46,7 +47,7 @@ from .analyzer import Analyzer, available_cores, encode_corpus, get_analyzer
 from .base import BaseRetriever, QueryText, as_text
 from .family_settings import settings_for
 from .registry import RetrieverFactory, RetrieverMeta, options_as, register_retriever
-from .topk import mask_cells, top_k_rows
+from .topk import cut_ties_of, mask_cells, top_k_rows_cut
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,9 @@ class BM25(BaseRetriever):
         self.weights_t: sp.csr_matrix | None = None  # terms x docs, float32
         self.index_path: Path | None = None
         self.built_from_cache = False
+        #: what the last :meth:`search` cut dropped while tied with each query's last document (query id ->
+        #: :class:`~r2med.evaluation.ties.CutTie`; queries without such documents absent)
+        self.cut_ties: dict[str, CutTie] | None = None
         #: whose settings ran when a family defines its own for this BM25 (BRIGHT's ``bm25`` on a BRIGHT task:
         #: the same k1, b and analyzer): ``config["settings"]``; None: nothing to record
         self.settings_record: dict[str, Any] | None = None
@@ -336,11 +340,14 @@ class BM25(BaseRetriever):
         threads as there are cores (scipy's sparse product and numpy's selection release the GIL;
         each query's row is computed alone, so scores do not depend on the split).  ``exclusions``: each
         query's excluded documents are set to ``-inf`` in its scores before the cut and never returned, so a
-        query gets the best ``k`` of the other documents (BRIGHT's rule).
+        query gets the best ``k`` of the other documents (BRIGHT's rule).  :attr:`cut_ties` then holds what the
+        cut dropped while tied with each query's last document (a query matching fewer than ``k`` documents ends
+        in zeros, tied with every other zero of the corpus).
         """
         if self.weights_t is None:
             raise R2MedError("BM25.search() called before index()")
         qids = list(queries)
+        self.cut_ties = {}
         if not qids:
             return {}
         vectors = self.query_vectors([as_text(queries[q]) for q in qids])
@@ -350,13 +357,13 @@ class BM25(BaseRetriever):
         threads = max(1, min(cores, len(qids) * len(doc_ids) // 1_000_000))
         step = max(1, min(batch_size, SCORE_BLOCK // max(len(doc_ids), 1), -(-len(qids) // threads)))
 
-        def batch(start: int) -> list[dict[str, float]]:
+        def batch(start: int) -> tuple[list[dict[str, float]], dict[int, CutTie]]:
             block = (vectors[start : start + step] @ weights_t).toarray()
             mask_cells(block, rows, cols, row_offset=start)
-            return ranked_rows(block, doc_ids, k)
+            return ranked_rows_cut(block, doc_ids, k)
 
         starts = range(0, len(qids), step)
-        parts: Iterable[list[dict[str, float]]]
+        parts: Iterable[tuple[list[dict[str, float]], dict[int, CutTie]]]
         if threads == 1:
             parts = map(batch, starts)
         else:
@@ -364,7 +371,11 @@ class BM25(BaseRetriever):
 
             with ThreadPoolExecutor(threads) as pool:
                 parts = list(pool.map(batch, starts))
-        return dict(zip(qids, (hits for part in parts for hits in part)))
+        run: Run = {}
+        for start, (hits, cut) in zip(starts, parts):
+            run.update(zip(qids[start : start + step], hits))
+            self.cut_ties.update((qids[start + r], tie) for r, tie in cut.items())
+        return run
 
 
 def _params_checksum(params: Mapping[str, Any]) -> str:
@@ -518,11 +529,19 @@ def ranked_rows(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> list[dict
     paper's code returns them (a stable sort over all docs), so every query is answered and counts.
     Cells set to ``-inf`` (excluded documents: :func:`~r2med.retrieval.topk.mask_cells`) are never returned.
     """
-    positions, values = top_k_rows(scores, k)
-    return [
+    return ranked_rows_cut(scores, doc_ids, k)[0]
+
+
+def ranked_rows_cut(
+    scores: np.ndarray, doc_ids: Sequence[str], k: int
+) -> tuple[list[dict[str, float]], dict[int, CutTie]]:
+    """:func:`ranked_rows` and what each row's cut dropped while tied with its last document (row -> ids)."""
+    positions, values, cut = top_k_rows_cut(scores, k)
+    rows = [
         {doc_ids[i]: v for i, v in zip(pos.tolist(), val.tolist()) if v != -math.inf}
         for pos, val in zip(positions, values)
     ]
+    return rows, cut_ties_of(cut, doc_ids)
 
 
 def excluded_cells(

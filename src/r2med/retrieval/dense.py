@@ -39,6 +39,7 @@ import numpy as np
 
 from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import MissingExtraError, R2MedError
+from ..evaluation.ties import CutTie
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..infra.versions import package_versions
@@ -59,7 +60,7 @@ from .encoders import (
 from .family_settings import settings_for
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverFactory, RetrieverMeta, options_as, register_retriever
-from .topk import mask_cells, merge_top_k, top_k_rows
+from .topk import CutPositions, cut_ties_of, mask_cells, merge_top_k_cut, top_k_rows_cut
 
 if TYPE_CHECKING:
     import torch
@@ -128,6 +129,9 @@ class DenseRetriever(BaseRetriever):
         self.queries_encoded = 0
         self.query_cache_entry: EmbeddingCache | None = None
         self._faiss_index: Any = None  # a FAISS index (faiss names its class per CPU build), built by a search
+        #: what the last exact :meth:`search` cut dropped while tied with each query's last document (query id ->
+        #: :class:`~r2med.evaluation.ties.CutTie`); None after a FAISS search, which does not say (unknown)
+        self.cut_ties: dict[str, CutTie] | None = None
         #: whose settings a preset ran when they are not its own family's (BRIGHT's on a BRIGHT task):
         #: ``config["settings"]`` (:mod:`r2med.retrieval.family_settings`); None: its own
         self.settings_record: dict[str, Any] | None = None
@@ -255,9 +259,11 @@ class DenseRetriever(BaseRetriever):
     def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run:
         """The top ``k`` documents of each query; ``exclusions``: each query's excluded documents (and its own id,
         with ``ignore_identical_ids``) are set to ``-inf`` inside the search, block by block, and never returned:
-        the exact top ``k`` of the other documents, with FAISS as without."""
+        the exact top ``k`` of the other documents, with FAISS as without.  The exact search also sets
+        :attr:`cut_ties`; FAISS leaves it None (what its cut dropped is unknown)."""
         if self.embeddings is None:
             raise R2MedError("DenseRetriever.search() called before index()")
+        self.cut_ties = None
         qids = list(queries)
         if not qids:
             return {}
@@ -277,7 +283,7 @@ class DenseRetriever(BaseRetriever):
         if self.faiss:
             scores, idx = self._faiss_search(q, k, cells)
         else:
-            scores, idx = exact_top_k(
+            scores, idx, cut = exact_top_k_cut(
                 q,
                 self.embeddings,
                 k,
@@ -286,6 +292,7 @@ class DenseRetriever(BaseRetriever):
                 device=self.device,
                 normalize_docs=cosine,
             )
+            self.cut_ties = {qids[r]: tie for r, tie in cut_ties_of(cut, self.doc_ids).items()}
         run: Run = {}
         for row, qid in enumerate(qids):
             run[qid] = {self.doc_ids[j]: float(s) for s, j in zip(scores[row], idx[row]) if j >= 0}
@@ -360,7 +367,25 @@ def exact_top_k(
     torch_products: bool | None = None,
     cells: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index (also at the cut).
+    """Exact inner-product top-``k``: (scores, doc indices), best first, ties by doc index (also at the cut);
+    :func:`exact_top_k_cut` without what the cut dropped."""
+    scores, idx, _ = exact_top_k_cut(queries, docs, k, exclude, chunk, device, normalize_docs, torch_products, cells)
+    return scores, idx
+
+
+def exact_top_k_cut(
+    queries: np.ndarray,
+    docs: np.ndarray,
+    k: int,
+    exclude: np.ndarray | None = None,
+    chunk: int = 65536,
+    device: str | None = None,
+    normalize_docs: bool = False,
+    torch_products: bool | None = None,
+    cells: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, CutPositions]:
+    """Exact inner-product top-``k``: (scores, doc indices, what the cut dropped while tied with each query's last
+    document: :data:`~r2med.retrieval.topk.CutPositions`), best first, ties by doc index (also at the cut).
 
     Scores ``queries @ docs.T`` one doc chunk at a time (``docs`` may be a memmap) and keeps a
     running top-k (:mod:`r2med.retrieval.topk`), so memory stays at ``n_queries * (chunk + k)``.
@@ -374,14 +399,14 @@ def exact_top_k(
     n_q, n_d = len(queries), len(docs)
     k = min(k, n_d)
     if n_q == 0:
-        return np.zeros((0, k), dtype=np.float32), np.zeros((0, k), dtype=np.int64)
+        return np.zeros((0, k), dtype=np.float32), np.zeros((0, k), dtype=np.int64), {}
     products = (
         _torch_products(device)
         if (torch_products is None and _use_torch(device)) or torch_products
         else _numpy_products
     )
     rows = np.arange(n_q)
-    best: tuple[np.ndarray, np.ndarray] | None = None
+    best: tuple[np.ndarray, np.ndarray, CutPositions] | None = None
     for lo in range(0, n_d, chunk):
         s = products(queries, docs[lo : lo + chunk], normalize_docs)
         if exclude is not None:
@@ -389,11 +414,11 @@ def exact_top_k(
             s[rows[hit], exclude[hit] - lo] = -np.inf
         if cells is not None:
             mask_cells(s, cells[0], cells[1], col_offset=lo)
-        part = top_k_rows(s, k, offset=lo)
-        best = part if best is None else merge_top_k([best, part], k)
+        part = top_k_rows_cut(s, k, offset=lo)
+        best = part if best is None else merge_top_k_cut([best, part], k)
     assert best is not None, "exact_top_k needs at least one doc"  # every caller has a non-empty corpus
-    positions, scores = best
-    return scores, np.where(np.isneginf(scores), -1, positions)  # an excluded doc never comes back
+    positions, scores, cut = best
+    return scores, np.where(np.isneginf(scores), -1, positions), cut  # an excluded doc never comes back
 
 
 def _numpy_products(queries: np.ndarray, block: np.ndarray, normalize_docs: bool) -> np.ndarray:

@@ -10,7 +10,9 @@
 * **CombMNZ**: CombSUM times the number of runs that retrieved the doc.
 
 Weights default to 1 for every run.  A query is fused from the runs that answer it; the fused
-list keeps the ``depth`` best docs (all by default).
+list keeps the ``depth`` best docs (all by default).  :func:`fuse_cut` also says which fused documents the
+depth cut dropped while tied with a query's last kept one (:class:`~r2med.evaluation.ties.CutTie`), so the tie
+ranges count them; a document no input run holds is no candidate of the fusion, tied or not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from enum import StrEnum
 
 from ..errors import R2MedError, shown
 from ..evaluation.metrics import check_run_scores
+from ..evaluation.ties import CUT_TIES_CAP, CutTie
 from .run import Run, ranked, truncate
 
 
@@ -153,15 +156,31 @@ def fuse(
     Every input score must be a finite number (one ``nan`` would spread over its whole query under ``minmax`` or
     ``zscore``), and so is every fused one: weights so large that a sum overflows are refused, naming them.  This is
     the one entry the ``fuse`` command, ``[[fusion]]`` steps and Python pass."""
+    return fuse_cut(runs, method, k=k, norm=norm, weights=weights, depth=depth)[0]
+
+
+def fuse_cut(
+    runs: Sequence[Mapping[str, Mapping[str, float]]],
+    method: str = "rrf",
+    *,
+    k: float = RRF_K,
+    norm: str = "minmax",
+    weights: Sequence[float] | None = None,
+    depth: int | None = None,
+) -> tuple[Run, dict[str, CutTie]]:
+    """:func:`fuse`, and per query the fused documents the ``depth`` cut dropped while tied with the last one kept
+    (the first :data:`~r2med.evaluation.ties.CUT_TIES_CAP` in trec_eval's order, the cut's own; queries without
+    such documents absent)."""
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence):
         raise R2MedError(f"fuse takes a list of runs, not a {type(runs).__name__}")
     inputs = [check_run_scores(run, what=f"run {i + 1}") for i, run in enumerate(runs)]
     if method == "rrf":
-        fused = rrf(inputs, k=k, weights=weights, depth=depth)
+        whole = rrf(inputs, k=k, weights=weights)
     elif method in ("combsum", "combmnz"):
-        fused = comb(inputs, method=method, norm=norm, weights=weights, depth=depth)
+        whole = comb(inputs, method=method, norm=norm, weights=weights)
     else:
         raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")
+    fused, dropped = (whole, {}) if depth is None else _cut(whole, depth)
     for qid, docs in fused.items():
         for did, score in docs.items():
             if not math.isfinite(score):
@@ -170,4 +189,25 @@ def fuse(
                     f"{shown(qid)}, doc {shown(did)} overflows to {score}; use smaller weights (only their ratios "
                     "change the ranking)"
                 )
-    return fused
+    return fused, dropped
+
+
+def _cut(fused: Mapping[str, Mapping[str, float]], depth: int) -> tuple[Run, dict[str, CutTie]]:
+    """``fused`` cut to its ``depth`` best per query (:func:`~r2med.runs.run.truncate`), and what the cut dropped
+    while tied with each query's last kept document."""
+    kept: Run = {}
+    dropped: dict[str, CutTie] = {}
+    for qid, docs in fused.items():
+        if len(docs) <= depth:
+            kept[qid] = dict(docs)
+            continue
+        order = ranked(docs)
+        kept[qid] = dict(order[:depth])
+        last = order[depth - 1][1]
+        end = depth
+        while end < len(order) and order[end][1] == last:  # ranked: the tied ones follow the cut at once
+            end += 1
+        tied = [d for d, _ in order[depth:end]]
+        if tied:
+            dropped[qid] = CutTie(tuple(tied[:CUT_TIES_CAP]), len(tied))
+    return kept, dropped

@@ -7,8 +7,10 @@ FlagEmbedding's search-results files (:func:`read_score_file`), each gzipped or 
 so that :func:`read_trec` gives the same run back, spaces inside document ids included.
 
 A run folder holds one sub-folder per task with ``run.trec`` (6-column TREC run),
-``metrics.json`` (aggregate + per-query measures, config, timing, versions) and
-``r2med_results.json`` (the R2MED repository's results format).  Every file is
+``metrics.json`` (aggregate + per-query measures, config, timing, versions),
+``r2med_results.json`` (the R2MED repository's results format) and, when the retriever recorded its depth cut,
+``cut_ties.json`` (the documents tied with each query's last one that the cut dropped:
+:func:`r2med.evaluation.ties.cut_ties_json`; absent: unknown).  Every file is
 written atomically, and a task folder is only created once all its files exist.
 """
 
@@ -25,8 +27,9 @@ from typing import Any, Literal
 
 from ..errors import DataError, OptionError, R2MedError, shown
 from ..evaluation.metrics import check_run_scores
+from ..evaluation.ties import BlockError, CutTie, CutTies, cut_ties_json, parse_cut_ties
 from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
-from ..infra.home import atomic_dir, atomic_path
+from ..infra.home import atomic_dir, atomic_path, read_json
 from .record import METRICS_FILE, metrics_json, parse_record, read_record
 
 Run = dict[str, dict[str, float]]
@@ -34,6 +37,7 @@ Run = dict[str, dict[str, float]]
 
 RUN_FILE = "run.trec"
 R2MED_RESULTS_FILE = "r2med_results.json"
+CUT_TIES_FILE = "cut_ties.json"
 
 
 def ranked(docs: Mapping[str, float], position: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
@@ -554,8 +558,10 @@ def write_task_results(
     metrics: Mapping[str, Any],
     tag: str = "r2med",
     root: str | os.PathLike[str] | None = None,
+    cut: CutTies | None = None,
 ) -> Path:
-    """Write ``run.trec``, ``metrics.json`` and ``r2med_results.json`` into ``folder`` as one atomic step.
+    """Write ``run.trec``, ``metrics.json`` and ``r2med_results.json`` (and ``cut_ties.json`` with ``cut``: the
+    retriever's record of what its depth cut dropped while tied) into ``folder`` as one atomic step.
 
     ``folder`` is ``ROOT/<system>/<task>`` (build it with :meth:`r2med.infra.containment.SystemFolder.task`);
     ``root``: the folder the user named (``--out``), which ``folder`` must lie under (default: ``folder``'s parent).
@@ -574,7 +580,21 @@ def write_task_results(
             metrics.get("task", folder.name), metrics.get("retriever", tag), metrics.get("aggregate", {})
         )
         (tmp / R2MED_RESULTS_FILE).write_text(json.dumps(export, indent=1) + "\n", encoding="utf-8")
+        if cut is not None:
+            (tmp / CUT_TIES_FILE).write_text(json.dumps(cut_ties_json(cut), indent=1) + "\n", encoding="utf-8")
     return folder
+
+
+def read_cut_ties(folder: str | os.PathLike[str]) -> dict[str, CutTie] | None:
+    """A task folder's ``cut_ties.json`` read back, or None when it has none (a run whose cut is unknown: imported,
+    reranked, written before r2med recorded it); a fault is a DataError naming the file and key."""
+    path = Path(folder) / CUT_TIES_FILE
+    if not path.exists():
+        return None
+    try:
+        return parse_cut_ties(read_json(path))
+    except (BlockError, ValueError, OSError) as exc:
+        raise DataError(path, None, str(exc)) from None
 
 
 def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
+from ..evaluation.ties import CutTie
 from ..retrieval.analyzer import encode_corpus, get_analyzer
 from ..retrieval.base import BaseRetriever, QueryText, as_text
 from ..retrieval.bm25 import (
@@ -38,7 +39,7 @@ from ..retrieval.bm25 import (
     term_counts,
     term_weights,
 )
-from ..retrieval.topk import mask_cells, merge_top_k, top_k_rows
+from ..retrieval.topk import CutPositions, cut_ties_of, mask_cells, merge_top_k_cut, top_k_rows_cut
 from ..runs.run import Run
 from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
 from .shards import Shard, plan_shards, to_run
@@ -74,19 +75,23 @@ def search_bm25_shard(
     k: int,
     offset: int,
     cells: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` of one shard for every query: (global positions, float32 scores).  ``cells``: the excluded
-    (query row, global document position) pairs (:meth:`r2med.data.exclusions.Exclusions.cells`), set to
+) -> tuple[np.ndarray, np.ndarray, CutPositions]:
+    """Top ``k`` of one shard for every query: (global positions, float32 scores, what the shard's cut dropped
+    while tied with each query's last document: :data:`~r2med.retrieval.topk.CutPositions`).  ``cells``: the
+    excluded (query row, global document position) pairs (:meth:`r2med.data.exclusions.Exclusions.cells`), set to
     ``-inf`` in the shard's scores before its top ``k`` is kept."""
     n_docs = weights_t.shape[1]
     step = max(1, SCORE_BLOCK // max(n_docs, 1))  # the unsharded search's block
     parts = []
+    cut: CutPositions = {}
     for start in range(0, query_vectors.shape[0], step):
         scores = (query_vectors[start : start + step] @ weights_t).toarray()
         if cells is not None:
             mask_cells(scores, cells[0], cells[1], row_offset=start, col_offset=offset)
-        parts.append(top_k_rows(scores, k, offset))
-    return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])
+        positions, values, block_cut = top_k_rows_cut(scores, k, offset)
+        parts.append((positions, values))
+        cut.update((start + r, dropped) for r, dropped in block_cut.items())
+    return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts]), cut
 
 
 # -- the retriever --------------------------------------------------------------------------------
@@ -123,6 +128,8 @@ class ShardedBM25(BaseRetriever):
         self.n_shards, self.shard_size = shards, shard_size
         self.ray = ray
         self.resources = resources
+        #: what the last :meth:`search` cut dropped while tied with each query's last document (query id -> tie)
+        self.cut_ties: dict[str, CutTie] = {}
         self.plan: list[Shard] = []
         self.doc_ids: list[str] = []
         self.shards: list[Any] = []  # csr matrices, or Ray ObjectRefs to them
@@ -217,7 +224,9 @@ class ShardedBM25(BaseRetriever):
 
     def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run:
         """Global top-``k`` per query: per-shard top-``k`` merged (ties by corpus order).  ``exclusions``: each
-        shard sets its excluded documents to ``-inf`` before its cut, and none is returned (the unsharded rule)."""
+        shard sets its excluded documents to ``-inf`` before its cut, and none is returned (the unsharded rule).
+        :attr:`cut_ties`: what the cut dropped while tied with each query's last document, as the unsharded
+        :class:`~r2med.retrieval.bm25.BM25` says it."""
         if not self.shards:
             raise R2MedError("ShardedBM25.search() called before index()")
         qids = list(queries)
@@ -235,5 +244,6 @@ class ShardedBM25(BaseRetriever):
             )
         else:
             parts = [search_bm25_shard(w, qv, k, s.start, cells) for w, s in zip(self.shards, self.plan)]
-        positions, scores = merge_top_k(parts, k)
+        positions, scores, cut = merge_top_k_cut(parts, k)
+        self.cut_ties = {qids[r]: tie for r, tie in cut_ties_of(cut, self.doc_ids).items()}
         return to_run(qids, self.doc_ids, positions, scores)

@@ -17,8 +17,9 @@ import numpy as np
 
 from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import R2MedError
-from ..retrieval.dense import exact_top_k
-from ..retrieval.topk import merge_top_k
+from ..evaluation.ties import CutTie
+from ..retrieval.dense import exact_top_k_cut
+from ..retrieval.topk import CutPositions, cut_ties_of, merge_top_k_cut
 from ..runs.run import Run
 from .cluster import LOCAL, connect, map_tasks
 
@@ -31,8 +32,9 @@ def search_dense_shard(
     exclude: np.ndarray | None,
     chunk: int = 65536,
     cells: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` of one shard: (global positions, scores); ``shard`` is an array or ``(store location, index)``.
+) -> tuple[np.ndarray, np.ndarray, CutPositions]:
+    """Top ``k`` of one shard: (global positions, scores, what its cut dropped while tied with each query's last
+    document: :data:`~r2med.retrieval.topk.CutPositions`); ``shard`` is an array or ``(store location, index)``.
 
     The shard (possibly a memory map) is searched exactly (:func:`r2med.retrieval.dense.exact_top_k`);
     ``exclude`` and ``cells`` (the excluded (query row, document) pairs: :meth:`r2med.data.exclusions.Exclusions.cells`)
@@ -50,8 +52,11 @@ def search_dense_shard(
     if cells is not None:
         inside = (cells[1] >= offset) & (cells[1] < offset + len(shard))
         local_cells = (cells[0][inside], cells[1][inside] - offset)
-    scores, positions = exact_top_k(queries, shard, k, exclude=local, chunk=chunk, device="cpu", cells=local_cells)
-    return np.where(positions < 0, np.iinfo(np.int64).max, positions + offset), scores
+    scores, positions, cut = exact_top_k_cut(
+        queries, shard, k, exclude=local, chunk=chunk, device="cpu", cells=local_cells
+    )
+    shifted = {r: (dropped + offset, total) for r, (dropped, total) in cut.items()}
+    return np.where(positions < 0, np.iinfo(np.int64).max, positions + offset), scores, shifted
 
 
 class ShardedDenseIndex:
@@ -66,6 +71,9 @@ class ShardedDenseIndex:
         self.shards = list(shards)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
         self.location = location
+        #: what the last :meth:`search` cut dropped while tied with each query's last document (as the unsharded
+        #: exact search says it: query id -> :class:`~r2med.evaluation.ties.CutTie`)
+        self.cut_ties: dict[str, CutTie] = {}
 
     @classmethod
     def from_arrays(cls, doc_ids: Sequence[str], shards: Sequence[np.ndarray]) -> ShardedDenseIndex:
@@ -108,7 +116,8 @@ class ShardedDenseIndex:
             )
         else:
             parts = [search_dense_shard(queries, s, o, k, None, cells=cells) for s, o in zip(shards, self.offsets)]
-        positions, scores = merge_top_k(parts, k)
+        positions, scores, cut = merge_top_k_cut(parts, k)
+        self.cut_ties = {qids[r]: tie for r, tie in cut_ties_of(cut, self.doc_ids).items()}
         n = len(self.doc_ids)
         return {
             qid: {self.doc_ids[p]: float(s) for p, s in zip(positions[r].tolist(), scores[r].tolist()) if p < n}
