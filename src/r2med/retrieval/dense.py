@@ -165,7 +165,8 @@ class DenseRetriever:
             facts["dtype"] = used.get("dtype", s.dtype)
             if used.get("framing"):
                 facts["framing"] = dict(used["framing"])
-            facts.update({k: used[k] for k in ("weights", "compute", "device", "pooling", "model_commit") if k in used})
+            keep = ("weights", "declared_dtype", "compute", "device", "pooling", "model_commit")
+            facts.update({k: used[k] for k in keep if k in used})
         facts["made_by"] = "this run" if (self.docs_encoded or self.queries_encoded) else "the embedding cache"
         return facts
 
@@ -467,7 +468,8 @@ SETTING_OPTIONS = (
 
 def _split(options: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     options = as_model_takes(options)  # ``model_revision``: the encoder's ``revision``
-    unknown = set(options) - set(RUNTIME_OPTIONS) - set(SETTING_OPTIONS) - {"medcpt_published"}
+    # ``model_claim``: the user's word on which checkpoint a folder holds, read by grading only (changes no vector)
+    unknown = set(options) - set(RUNTIME_OPTIONS) - set(SETTING_OPTIONS) - {"medcpt_published", "model_claim"}
     if unknown:
         raise R2MedError(f"{name} does not take option(s): {', '.join(sorted(unknown))}")
     runtime = {k: v for k, v in options.items() if k in RUNTIME_OPTIONS and v is not None}
