@@ -41,6 +41,7 @@ from .contamination import mark_contamination
 from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
 from .judgments import mark_judgments
 from .mteb import mark_mteb
+from .sources import note_beside
 from .ties import mark_ties
 
 AVERAGE = "Average"
@@ -433,6 +434,7 @@ def build_leaderboard(
     mark_contamination(board, systems)
     mark_claims(board, systems)
     mark_mteb(board, systems)
+    note_beside(board, systems)
     board.notes += _headline_notes(tasks, measure)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:
