@@ -107,7 +107,9 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     monkeypatch.setitem(
         RERANKERS.records, "bge-reranker", replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker())
     )
-    monkeypatch.setattr(rp, "spec_problem", lambda target, config: None)  # stand-ins run no published spec
+    monkeypatch.setattr(
+        rp, "spec_problem", lambda target, config, encoding=None: None
+    )  # stand-ins run no published spec
     env = rp.Environment(data)
     matrix = rp.targets(settings=["base", "reranker_top_10"], retrievers=["nv"], tasks=["Biology"])
     planned = [rp.Planned(c, True, data="test") for c in matrix if c.label in ("nv", "nv+bge-reranker")]

@@ -33,10 +33,20 @@ from ..data.benchmarks import benchmark_of
 from ..data.tasks import get_task
 from ..errors import R2MedError
 from ..infra.containment import system_folder
+from ..report.mteb import SAME, graded_by_commit, run_model, task_figure
 from ..reranking.base import published_depth
-from ..results.grading import PublishedTable, data_problem, default_family, family_of, publishing, table_of
+from ..results.grading import (
+    PublishedTable,
+    RetrieverSpec,
+    data_problem,
+    default_family,
+    family_of,
+    published_specs,
+    publishing,
+    table_of,
+)
 from ..results.published import PublishedKey, tolerance_of
-from ..results.reproduction import Outcome, Planned, Target, Variant
+from ..results.reproduction import MtebBeside, Outcome, Planned, Target, Variant
 
 if TYPE_CHECKING:
     from ..data import Collection, TaskRef
@@ -354,17 +364,77 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
             exp, why = env.expansion_source(target.task, target.key.expansion, target.key.llm)
             if exp is None:
                 reasons.append(why)
-        out.append(Planned(target, not reasons, reasons, source or "", notes(target.key, target.variant)))
+        mteb = _planned_mteb(target, env)
+        out.append(Planned(target, not reasons, reasons, source or "", notes(target.key, target.variant), mteb))
     return out
 
 
-def spec_problem(target: Target, config: Mapping[str, object]) -> str | None:
-    """Why the run a target made (its recorded ``config``) is not graded against the target's row -- the fields of
-    its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank over r2med's e5, whose published figure
-    reranked the authors' own run) -- or None."""
+def published_checkpoint(key: PublishedKey) -> str | None:
+    """The hub checkpoint a published retriever row's spec loads (bge's ``BAAI/bge-large-en-v1.5``), or None: a
+    reranked or expanded row (mteb publishes no such figure), or a row whose spec names no checkpoint (BM25)."""
+    table = table_of(key.family)
+    spec = published_specs(table).get(key) if table is not None and not key.reranker and not key.expanded else None
+    if spec is None or not isinstance(spec.step, RetrieverSpec) or "model" not in spec.step.options:
+        return None
+    return next((v for v in spec.step.options["model"].values if isinstance(v, str)), None)
+
+
+def mteb_beside(
+    target: Target, model: str | None, record: Mapping[str, object], revision: str | None = None
+) -> MtebBeside | None:
+    """mteb's figure (:func:`r2med.report.mteb.task_figure`) of ``model`` on ``target``'s task, made on the data
+    ``record`` (a ``metrics.json``'s ``revision`` and ``source``) holds, beside the target's published figure, graded
+    by the rule ``report`` grades it by (the run recorded mteb's model commit, ``revision``); None: mteb has none, or
+    the target is a corrected configuration run beside (no published figure of its own)."""
+    if model is None or target.variant is not None:
+        return None
+    figure = task_figure(model, target.task, target.measure, record)
+    if figure is None:
+        return None
+    return MtebBeside(
+        figure.model,
+        figure.model_revision,
+        figure.dataset,
+        figure.dataset_revision,
+        figure.value,
+        graded_by_commit(figure, revision),
+        abs(figure.value - target.published) > SAME,
+    )
+
+
+def _planned_mteb(target: Target, env: Environment) -> MtebBeside | None:
+    """mteb's figure of a target's published checkpoint on the data a reproduction reads from the hub (the task's
+    pin, or ``--revision``'s commit), before anything runs."""
+    family = benchmark_of(target.task)
+    model = published_checkpoint(target.key)
+    if family is None or model is None:
+        return None
+    try:
+        request = family.hub_request(target.task, env.revision)
+    except R2MedError:
+        return None
+    at = {"revision": request.revision, "source": f"hf://datasets/{request.repo_id}@{request.revision}"}
+    return mteb_beside(target, model, at)
+
+
+def _run_mteb(target: Target, result: TaskResult) -> MtebBeside | None:
+    """mteb's figure of the checkpoint a target's run recorded (:func:`r2med.report.mteb.run_model`) on the data it
+    read, graded when the run recorded mteb's model commit."""
+    if target.key.reranker or target.key.expanded:
+        return None
+    model, revision = run_model(result.config)
+    return mteb_beside(target, model, {**result.data, "config": result.config}, revision)
+
+
+def spec_problem(
+    target: Target, config: Mapping[str, object], encoding: Mapping[str, object] | None = None
+) -> str | None:
+    """Why the run a target made (its recorded ``config``; ``encoding``: what its model ran with) is not graded
+    against the target's row -- the fields of its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank
+    over r2med's e5, whose published figure reranked the authors' own run; the precision) -- or None."""
     from ..results.grading import grade
 
-    graded = grade(config, target.task)
+    graded = grade(config, target.task, encoding)
     if graded.key == target.key:
         return None
     return graded.reason or f"its recorded spec is not the published {target.key.label}"
@@ -518,12 +588,13 @@ def run_matrix(
             value = 100 * result.metrics.aggregate[target.measure.trec]  # its task's headline: the figure's measure
             status = "ungraded" if tol is None else "pass" if abs(value - target.published) <= tol + 1e-9 else "fail"
             detail = "" if target.graded else f"beside the published {target.key.label}: not graded"
-            problem = spec_problem(target, result.config) if target.graded else None
+            problem = spec_problem(target, result.config, result.encoding) if target.graded else None
             if problem is None and target.graded:  # nor graded on data other than the figure's (results/data_states)
                 problem = _data_problem(target, result)
             if problem is not None:  # what it ran is not the published spec or data: shown, not graded, with why
                 status, tol, detail = "ungraded", None, problem
-            outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail))
+            mteb = _run_mteb(target, result)
+            outcomes.append(Outcome(target, status, value, tol, reused=result.reused, detail=detail, mteb=mteb))
         except R2MedError as exc:
             outcomes.append(Outcome(target, "error", tolerance=tol, detail=str(exc)))
         except Exception as exc:  # one broken target must not stop the matrix

@@ -36,10 +36,12 @@ from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.grading import data_problem, nonpaper_precision, require_labels
 from ..results.published import PublishedKey, tolerance_of
+from .claims import mark_claims
 from .contamination import mark_contamination
 from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
 from .judgments import mark_judgments
 from .mteb import mark_mteb
+from .sources import note_beside
 from .ties import mark_ties
 
 AVERAGE = "Average"
@@ -430,7 +432,9 @@ def build_leaderboard(
     mark_ties(board, systems)
     mark_judgments(board, systems)
     mark_contamination(board, systems)
+    mark_claims(board, systems)
     mark_mteb(board, systems)
+    note_beside(board, systems)
     board.notes += _headline_notes(tasks, measure)
     board.notes += _encoding_notes(rows, systems)
     if base is not None:

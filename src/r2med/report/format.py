@@ -69,6 +69,7 @@ _TEX = {
     "†": r"$^\dagger$",
     "◇": r"$^{\diamond}$",
     "‡": r"$^\ddagger$",
+    "¶": r"\textsuperscript{\P}",
     # OT1, LaTeX's default font encoding, prints these as other glyphs (¡, ¿, an em dash) and the backquote as an
     # opening quote: each is written as the command that prints it
     "<": r"\textless{}",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import data_states
 from ..protocol.data_states import MtebFigure
+from ..results.grading import claimed_checkpoint
 
 if TYPE_CHECKING:
     from ..results.folders import System
@@ -42,7 +43,7 @@ class MtebLine:
     lines: tuple[str, ...]
 
 
-def _model(config: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def run_model(config: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(the hub model a run's encoder recorded, its recorded revision); (None, None) for a local folder or none."""
     from pathlib import Path
 
@@ -50,6 +51,10 @@ def _model(config: Mapping[str, Any]) -> tuple[str | None, str | None]:
     if not isinstance(encoder, Mapping) or not isinstance(encoder.get("model"), str):
         return None, None
     model = str(encoder["model"])
+    claim = claimed_checkpoint(config)
+    if claim is not None:  # a local folder the user claimed to hold a checkpoint: that one (on the claim)
+        repo, _, commit = claim.partition("@")
+        return repo, commit or None
     if model.count("/") != 1 or Path(model).expanduser().exists():
         return None, None
     revision = encoder.get("revision")
@@ -76,6 +81,22 @@ def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool
     return theirs == (run.documents, run.examples)
 
 
+def task_figure(model: str, task: str, measure: Measure, record: Mapping[str, Any]) -> MtebFigure | None:
+    """mteb's own figure (``evaluated``: run by mteb, not imported) of hub model ``model`` on ``task`` of ``measure``,
+    made on the data ``record`` (a ``metrics.json``: ``revision``, ``source``) read; None: mteb has none there."""
+    if measure not in _MEASURES:
+        return None
+    found = [
+        f for f in data_states.mteb_figures_of(model, task, measure) if f.evaluated and _same_data(f, task, record)
+    ]
+    return found[0] if found else None
+
+
+def graded_by_commit(figure: MtebFigure, revision: str | None) -> bool:
+    """Whether mteb's ``figure`` grades a run that recorded model commit ``revision`` (the same commit)."""
+    return bool(revision) and figure.model_revision.startswith(revision or "-")
+
+
 def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published: Mapping[str, float]) -> MtebLine:
     """mteb's figures for ``system``'s model on ``tasks`` made on its runs' data, with their legend lines."""
     wanted = measure if measure in _MEASURES else None
@@ -85,28 +106,24 @@ def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published:
         result = system.tasks.get(task)
         if result is None or wanted is None:
             continue
-        model, revision = _model(result.config)
-        if model is None:
-            continue
-        found = [
-            f
-            for f in data_states.mteb_figures_of(model, task, wanted)
-            if f.evaluated and _same_data(f, task, result.metrics)
-        ]
-        if found:
-            figures[task] = found[0]
+        model, revision = run_model(result.config)
+        found = task_figure(model, task, wanted, result.metrics) if model is not None else None
+        if found is not None:
+            figures[task] = found
             models[task] = revision
     if not figures:
         return MtebLine({}, ())
     lines = []
     first = next(iter(figures.values()))
     where = sorted({f"{f.dataset}@{f.dataset_revision[:7]}" for f in figures.values()})
-    graded = [t for t, f in figures.items() if models[t] and f.model_revision.startswith(models[t] or "-")]
+    graded = [t for t, f in figures.items() if graded_by_commit(f, models[t])]
     status = (
         "graded (the run recorded the same model commit)"
         if len(graded) == len(figures)
         else "shown, not graded: the run recorded no model commit equal to mteb's"
     )
+    if any(claimed_checkpoint(system.tasks[t].config) for t in figures):
+        status += " -- on your claim of the model folder's checkpoint (model_claim; r2med did not verify the weights)"
     lines.append(
         f"mteb {first.model}: figures of embeddings-benchmark/results@{data_states.mteb_results_commit()[:7]} "
         f"(model {first.model}@{first.model_revision[:7]}, data {', '.join(where)}, the runs' data); {status}."

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.benchmarks import benchmark, benchmarks
 from ..measures import HEADLINE
+from ..protocol import data_states
 from ..results.grading import default_family
 from ..results.reproduction import Outcome, Planned
 
@@ -43,10 +44,33 @@ def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
                 "runnable": len(ready),
                 "can_run": len(ready) == len(items),
                 "reason": "; ".join(dict.fromkeys(text)) or f"ready ({', '.join(sorted({p.data for p in items}))})",
-                "notes": list(dict.fromkeys(n for p in items for n in p.notes)),
+                "notes": [*dict.fromkeys(n for p in items for n in p.notes), *_mteb_notes(items)],
             }
         )
     return rows
+
+
+def _mteb_notes(items: Sequence[Planned]) -> list[str]:
+    """The line naming mteb's figures of one configuration's checkpoint beside its published ones (the data a
+    reproduction reads), and the tasks where mteb and the paper disagree for that model and data."""
+    shown = [p for p in items if p.mteb is not None]
+    if not shown:
+        return []
+    first = shown[0].mteb
+    assert first is not None
+    figures = ", ".join(f"{p.target.task} {p.mteb.value:.2f}" for p in shown if p.mteb is not None)
+    line = (
+        f"mteb {first.model}@{first.model_revision[:7]} (embeddings-benchmark/results@"
+        f"{data_states.mteb_results_commit()[:7]}, on the data reproduced): {figures}"
+    )
+    apart = [
+        f"{p.target.task} (mteb {p.mteb.value:.2f}, paper {p.target.published:.2f})"
+        for p in shown
+        if p.mteb is not None and p.mteb.paper_apart
+    ]
+    if apart:
+        line += f"; mteb and the paper disagree for this model and data: {', '.join(apart)}"
+    return [line]
 
 
 def plan_table(
@@ -142,7 +166,7 @@ def outcome_table(outcomes: list[Outcome]) -> Table:
         f"({counts['pass']} pass, {counts['fail']} fail{ungraded}, {counts['error']} error, "
         f"{counts['skip']} skipped)"
     )
-    for col in ("configuration", "task", "published", "ours", "delta", "tol", "result"):
+    for col in ("configuration", "task", "published", "mteb", "ours", "delta", "tol", "result"):
         table.add_column(
             col, justify="left" if col in ("configuration", "task", "result") else "right", overflow="fold"
         )
@@ -154,19 +178,23 @@ def outcome_table(outcomes: list[Outcome]) -> Table:
                 continue
             shown_skips.add(key)
             n = sum(1 for x in outcomes if x.status == "skip" and (x.target.label, x.detail) == key)
-            table.add_row(escape(o.target.label), f"{n} task(s)", "", "", "", "", f"[dim]skip: {escape(o.detail)}[/]")
+            table.add_row(
+                escape(o.target.label), f"{n} task(s)", "", "", "", "", "", f"[dim]skip: {escape(o.detail)}[/]"
+            )
             continue
         colour = {"pass": "green", "fail": "red", "error": "red", "ungraded": "yellow"}[o.status]
         table.add_row(
             escape(o.target.label),
             o.target.task,
             f"{o.target.published:.2f}",
+            "-" if o.mteb is None else f"{o.mteb.value:.2f}",
             "-" if o.value is None else f"{o.value:.2f}",
             "-" if o.delta is None else f"{o.delta:+.2f}",
             "-" if o.tolerance is None else f"±{o.tolerance:g}",
             f"[{colour}]{o.status.upper()}[/]"
             + (" (reused)" if o.reused else "")
-            + (f" {escape(o.detail)}" if o.detail else ""),
+            + (f" {escape(o.detail)}" if o.detail else "")
+            + (f"; {escape(o.mteb.words(o.target.published, o.value))}" if o.mteb is not None else ""),
         )
     return table
 
@@ -184,6 +212,7 @@ def to_json(planned: list[Planned] | None = None, outcomes: list[Outcome] | None
                     "reasons": p.reasons,
                     "data": p.data,
                     "notes": p.notes,
+                    "mteb": p.mteb.to_dict() if p.mteb is not None else None,
                 }
                 for p in planned or []
             ],

@@ -122,7 +122,13 @@ def precision_note(summary: Summary) -> str | None:
 
 def ungraded_notes(summary: Summary) -> list[str]:
     """Why no published figure is shown: the line naming the fields of the spec that differ from the published
-    row's (:func:`r2med.results.grading.grade_system`), or one line per task whose data is not the hub task's."""
+    row's (:func:`r2med.results.grading.grade_system`), or one line per task whose data is not the hub task's; and
+    the line saying a grade rests on the user's claim of which checkpoint its model folder holds."""
     if summary.published is None:
         return [f"no published figure for {summary.name}: {summary.reason}"] if summary.reason else []
-    return [f"no published {summary.published.label} figure: {reason}" for reason in summary.ungraded.values()]
+    claim = (
+        [f"{summary.name}: graded on your claim ({summary.claim}, model_claim; r2med did not verify the weights)"]
+        if summary.claim
+        else []
+    )
+    return claim + [f"no published {summary.published.label} figure: {r}" for r in summary.ungraded.values()]

@@ -1,6 +1,6 @@
 """Which published BRIGHT configuration a run reproduces: BRIGHT's rows as graded keys, and the rows r2med cannot run.
 
-``protocol/bright_published.csv`` holds 1,054 figures, one per setting x retriever x queries x reranker x documents x
+``protocol/bright_published.csv`` holds 1,223 figures, one per setting x retriever x queries x reranker x documents x
 measure x task.  A configuration r2med can run is a :class:`BrightKey` -- (BRIGHT's retriever, its queries: the
 original or a reasoning set, its reranker with the model and depth) -- whose figures are looked up per measure
 (:meth:`BrightKey.figures`): nDCG@10 on the short documents (``bright:<task>``), Recall@1 on the long ones
@@ -47,6 +47,9 @@ PER_TASK_SETTINGS = ("paper", "later_third_party")
 AVERAGE_SETTING = "leaderboard"
 #: the settings ``r2med reproduce`` covers for BRIGHT (its per-task figures)
 REPRODUCE_SETTINGS = PER_TASK_SETTINGS
+#: BRIGHT's first table (xlang-ai/BRIGHT@190575e scripts/collect_results.py): made on data no source names, so
+#: shown beside a run of the same model (:meth:`BrightKey.beside`), never graded
+FIRST_TABLE = "first_table"
 #: rerank.py's rerankers r2med runs, by the CSV's reranker model
 RERANKER_OF = {
     "gpt-4-0125-preview": "bright-llm",
@@ -195,6 +198,23 @@ class BrightKey(PublishedKey):
         of ``measure`` (nDCG@10 on the short documents, Recall@1 on the long ones; any other: none)."""
         return dict(_figures(self, measure)[0])
 
+    def beside(self, measure: Measure = HEADLINE) -> tuple[tuple[str, str, str, dict[str, float]], ...]:
+        """BRIGHT's first table's per-task figures of this retriever on the original queries (nDCG@10, by r2med's task
+        names), as (name, setting, source, figures): shown beside its runs, never graded (their data is unknown)."""
+        if measure != HEADLINE or self.expanded or self.reranker:
+            return ()
+        rows = [
+            r
+            for r in _rows()
+            if (r.setting, r.retriever, r.queries, r.reranker, r.measure)
+            == (FIRST_TABLE, self.retriever, "original", "none", measure)
+        ]
+        if not rows:
+            return ()
+        # per task only: the table's Average column is not the mean of its 12 figures (the CSV's note)
+        figures = {task_name(r.task, r.documents): r.value for r in rows if r.task != AVERAGE}
+        return (("BRIGHT's first table", FIRST_TABLE, rows[0].source, figures),)
+
     def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: the 12 (nDCG@10) or the 8 long-document settings (Recall@1)."""
         from ..data import bright
@@ -298,6 +318,11 @@ def _key(row: PublishedRow) -> BrightKey:
 def why_not_reproducible(row: PublishedRow) -> str | None:
     """Why r2med cannot run the configuration of ``row`` under BRIGHT's protocol (None: it can), in one line."""
     facts = _facts()
+    if row.setting == FIRST_TABLE:
+        return (
+            "BRIGHT's first table: made on examples and documents no source names (before the revised table); "
+            "`report` shows it beside a run of the same model, never graded"
+        )
     if row.setting == "pyserini_2cr":
         return (
             "Pyserini's two-click reproduction: Anserini's processed corpus (not the hub's data), exclusions for 3 "

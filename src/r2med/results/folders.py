@@ -58,6 +58,9 @@ class TaskResult:
     #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
     #: fingerprints): what :func:`r2med.results.grading.data_problem` grades
     data: dict[str, Any] = field(default_factory=dict)
+    #: what its model ran with, as ``metrics.json``'s ``encoding`` records it (the weights' precision, the one its
+    #: checkpoint declares...): what :func:`r2med.results.grading.grade` reads of a row loaded with ``auto``
+    encoding: dict[str, Any] = field(default_factory=dict)
 
     @property
     def headline(self) -> float:
@@ -262,7 +265,14 @@ def finish_task(
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding, empty)
         write_task_results(folder, run, payload, tag=name, root=system.root, cut=cut)
     return TaskResult(
-        collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
+        collection.name,
+        metrics,
+        folder,
+        dict(timing),
+        run=run,
+        config=_as_json(config),
+        data=data_record(collection),
+        encoding=_as_json(encoding) if encoding else {},
     )
 
 
@@ -330,7 +340,14 @@ def reuse(
     else:
         metrics = scored(run, collection, measures, count_missing, cut=cut)
         result = TaskResult(
-            collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
+            collection.name,
+            metrics,
+            folder,
+            timing,
+            run=run,
+            config=stored.config or {},
+            data=data_record(collection),
+            encoding=dict(stored.encoding or {}),
         )
     result.reused = True
     return result
@@ -710,7 +727,9 @@ def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = N
     system = System(name or folder.name, folder, tasks)
     from .grading import grade_system
 
-    grade = grade_system({t.task: t.config for t in tasks.values()})
+    grade = grade_system(
+        {t.task: t.config for t in tasks.values()}, {t.task: t.metrics.get("encoding") for t in tasks.values()}
+    )
     system.published, system.ungraded = grade.key, grade.reason_for(tasks)
     return system
 
@@ -793,6 +812,8 @@ class Summary:
     ungraded: dict[str, str] = field(default_factory=dict)
     #: why no published figure is shown though the results name a published row (the fields that differ)
     reason: str | None = None
+    #: the checkpoint the user claimed the run's local model folder holds, when the grade rests on that claim
+    claim: str | None = None
 
 
 def _measure_of(key: PublishedKey, task: str) -> Measure:
@@ -809,7 +830,7 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     from .grading import grade_system
 
     configs = [r.config for r in results]
-    grade = grade_system({r.task: r.config for r in results})
+    grade = grade_system({r.task: r.config for r in results}, {r.task: r.encoding for r in results})
     published = grade.key
     if published is not None and published.reranker:
         published = None  # a reranked run's own table shows no published row (see `r2med report`)
@@ -823,4 +844,6 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
         if problem is not None
     }
     retriever = str(configs[0].get("retriever", name)) if configs else name
-    return Summary(name, published, change, retriever, ungraded, grade.reason_for([r.task for r in results]))
+    reason = grade.reason_for([r.task for r in results])
+    claim = grade.claim if published is not None else None
+    return Summary(name, published, change, retriever, ungraded, reason, claim)

@@ -48,6 +48,7 @@ from ..data.names import DEFAULT, aliases
 from ..errors import OptionError, R2MedError, shown
 from ..measures import HEADLINE, Measure
 from ..runs.record import step_kind
+from ..typed.model_source import parse_claim
 from .published import PublishedKey
 
 if TYPE_CHECKING:
@@ -120,6 +121,30 @@ def checkpoint_identity(model: str) -> str | None:
     if ("/" not in model and "\\" not in model) or (_HUB_ID.fullmatch(model) and ".." not in model):
         return model.lower()  # an API's model name (no folder), or a hub id
     return None
+
+
+def claimed_checkpoint(config: Mapping[str, Any]) -> str | None:
+    """The checkpoint (``org/name`` or ``org/name@<commit>``) a run's user claimed its local model folder holds
+    (``options.model_claim``, recorded as a claim), when the folder's own identity is not shown
+    (:func:`checkpoint_identity`: not a hub id or a cache snapshot); else None.  The claim is the user's word, not
+    r2med's check of the weights: a grade that rests on it says so in every output."""
+    options = config.get("options")
+    claim = options.get("model_claim") if isinstance(options, Mapping) else None
+    model = options.get("model") if isinstance(options, Mapping) else None
+    if not isinstance(claim, str) or not isinstance(model, str) or checkpoint_identity(model) is not None:
+        return None
+    return claim if parse_claim(claim) is not None else None
+
+
+def claim_note(grade: Grade, folder: str | None = None) -> str | None:
+    """The line naming a grade that rests on a user's claim (:attr:`Grade.claim`), else None."""
+    if grade.claim is None or grade.key is None:
+        return None
+    what = f"its model folder{f' {folder}' if folder else ''}"
+    return (
+        f"graded on your claim: {what} is {grade.claim} (model_claim, recorded as a claim; r2med did not verify "
+        "the weights)"
+    )
 
 
 def checkpoint_name(model: str) -> str:
@@ -341,6 +366,9 @@ class Grade:
     key: PublishedKey | None = None
     row: PublishedKey | None = None
     reason: str | None = None
+    #: the checkpoint the user claimed a local folder holds (``model_claim``, ``org/name[@commit]``), when the grade
+    #: rests on that claim: every output marks such a grade "on your claim" (r2med did not verify the weights)
+    claim: str | None = None
 
     def reason_for(self, tasks: Iterable[str]) -> str | None:
         """:attr:`reason`, when one of ``tasks`` has a figure in the row it names (a collection of your own under
@@ -555,7 +583,20 @@ def _retriever_differences(
 ) -> list[str]:
     from .published import expansion_of
 
-    out = _options_differences(spec.options, step.options)
+    claim = claimed_checkpoint(config)
+    options: Spec | dict[str, Any] = step.options
+    if claim is not None:  # the folder compared as the checkpoint the user claims it holds
+        options = {name: getattr(step.options, name, None) for name in spec.options}
+        options["model"] = claim.partition("@")[0]
+    out = _options_differences(spec.options, options)
+    if claim is not None:  # the folder named with the claim it was compared as
+        repo = claim.partition("@")[0]
+        out = [
+            f"model {getattr(step.options, 'model', None)} claimed as {d[len('model ') :]}"
+            if d.startswith(f"model {repo},")
+            else d
+            for d in out
+        ]
     for name, pub in spec.facts.items():  # what the run recorded it computed (any schema version)
         value = config.get(name)
         if value is not None and not pub.accepts(value) and name not in _named(out):
@@ -592,11 +633,12 @@ def _family_settings_differences(spec: RetrieverSpec, config: Mapping[str, Any],
     if task is None or not isinstance(encoder, Mapping):
         return []
     expected = _family_encoder(spec.retriever, task)
+    claim = claimed_checkpoint(config)
     out = []
     for name, value in expected.items():
         if name in ("dtype", "revision", "query_model", "expansion_instruction", "trust_remote_code"):
             continue  # the precision has its own rule; an option set is compared above; no query is expanded
-        got = encoder.get(name)
+        got = claim.partition("@")[0] if name == "model" and claim else encoder.get(name)
         same = checkpoint_name(str(got)) == checkpoint_name(str(value)) if name == "model" else _same(got, value)
         if not same:
             out.append(f"encoder {name} {_word(got) if got is not None else 'not set'}, published {_word(value)}")
@@ -821,9 +863,11 @@ def _first_stage_differences(
     return [f"first stage {d}" for d in inner]
 
 
-def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
+def grade(config: Mapping[str, Any], task: str | None = None, encoding: Mapping[str, Any] | None = None) -> Grade:
     """How one task's recorded ``config`` grades (see the module docstring); ``task`` (the task it ran) checks what
-    is per task -- the expansion file, an imported first stage's file -- against that task's (None: any task's)."""
+    is per task -- the expansion file, an imported first stage's file -- against that task's (None: any task's);
+    ``encoding``: what the record says its model ran with (``metrics.json``'s ``encoding``: the precision the weights
+    ran in and the one the checkpoint declares, read by the rule for rows loaded with ``torch_dtype="auto"``)."""
     if not config:
         return Grade()
     if task is None:  # a run of a family's task says which in its settings record (BRIGHT's tasks: theirs)
@@ -832,10 +876,13 @@ def grade(config: Mapping[str, Any], task: str | None = None) -> Grade:
         return Grade()  # published figures were made with the task's own judgments
     kind = step_kind(config)
     if kind == "evaluate":
-        return _with_ties(_with_precision(_grade_evaluate(config, task), config), config)
-    if kind == "rerank":
-        return _with_ties(_with_precision(_grade_rerank(config, task), config), config)
-    return Grade()  # a fused or imported run is no published configuration
+        graded = _with_ties(_with_precision(_grade_evaluate(config, task), config, encoding), config)
+    elif kind == "rerank":
+        graded = _with_ties(_with_precision(_grade_rerank(config, task), config), config)
+    else:
+        return Grade()  # a fused or imported run is no published configuration
+    claim = claimed_checkpoint(config) or claimed_checkpoint(_first_stage(config) or {})
+    return Grade(graded.key, graded.row, graded.reason, claim) if claim and graded.key is not None else graded
 
 
 def _with_ties(graded: Grade, config: Mapping[str, Any]) -> Grade:
@@ -880,11 +927,15 @@ def precision_class(dtype: str) -> str:
     return PRECISION_CLASSES.get(dtype, dtype)
 
 
-def _with_precision(graded: Grade, config: Mapping[str, Any]) -> Grade:
+def _with_precision(graded: Grade, config: Mapping[str, Any], encoding: Mapping[str, Any] | None = None) -> Grade:
     """``graded``, unless the run's recorded precision is of another class than the published one (a CPU fallback
-    the published code takes is the published precision: :func:`~r2med.results.published.precision_change`)."""
+    the published code takes is the published precision: :func:`~r2med.results.published.precision_change`); a row
+    whose code loaded its checkpoint with ``torch_dtype="auto"``: :func:`_auto_precision_problem`."""
     if graded.key is None:
         return graded
+    auto = _auto_precision_problem(config, encoding)
+    if auto is not None:
+        return Grade(None, graded.key, f"not the published {graded.key.title}: {auto}")
     change = precision_change(config)
     if change is None or "auto" in change or precision_class(change[0]) == precision_class(change[1]):
         return graded
@@ -897,12 +948,66 @@ def _with_precision(graded: Grade, config: Mapping[str, Any]) -> Grade:
     )
 
 
-def grade_system(configs: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]) -> Grade:
-    """How a system grades from what each of its tasks recorded (task -> ``config``, or configs alone): graded
-    against a row when every task is; when every task names one row but one is not the published spec, not graded,
-    with the first reason; else nothing."""
+def published_dtype(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(the precision the published code ran a dense run's retriever in, who ran it: ``BRIGHT``, ``the paper's
+    code``) -- its family's settings' (:func:`family_settings_dtype`) or its registry record's ``paper_dtype`` --
+    or None: not a dense run, or none stated."""
+    from ..retrieval.registry import RETRIEVERS
+
+    if not isinstance(config.get("encoder"), Mapping):
+        return None
+    family = family_settings_dtype(config)
+    settings = config.get("settings")
+    if family is not None and isinstance(settings, Mapping):
+        return (family[0], str(settings.get("family", "")).upper()) if family[0] else None
+    meta = RETRIEVERS.get(str(config.get("retriever", "")))
+    return (meta.paper_dtype, "the paper's code") if meta is not None and meta.paper_dtype else None
+
+
+def _auto_precision_problem(config: Mapping[str, Any], encoding: Mapping[str, Any] | None) -> str | None:
+    """Why a dense run is not in the precision class of a published row whose code loaded its checkpoint with
+    ``torch_dtype="auto"`` (BRIGHT's and R2MED's GritLM), or None when it is (or the row's precision is another).
+
+    ``auto`` loads the precision the checkpoint's ``config.json`` declares; r2med records at load both that
+    declaration (``encoding.declared_dtype``) and the precision the weights ran in (``encoding.weights``,
+    :meth:`r2med.retrieval.dense.DenseRetriever.encoding_facts`).  The run is in the published class when the two
+    are of one class (:func:`precision_class`: fp32 full; fp16 and bf16 half, the wider tolerance within it); a
+    record without them (made before r2med recorded them, or with every vector read from the embedding cache) is
+    not graded: its precision is unknown."""
+    from ..retrieval.encoders import canonical_dtype
+
+    published = published_dtype(config)
+    if published is None or published[0] != "auto":
+        return None
+    encoder = config.get("encoder")
+    model = claimed_checkpoint(config) or (encoder.get("model") if isinstance(encoder, Mapping) else None)
+    who = f"{published[1]} ran {model or 'the model'} in the precision its checkpoint declares (torch_dtype auto)"
+    facts = encoding or {}
+    weights, declared = facts.get("weights"), facts.get("declared_dtype")
+    if not isinstance(weights, str) or not isinstance(declared, str):
+        return (
+            "precision unknown: the record names no weight precision and checkpoint-declared precision (made before "
+            f"r2med recorded them, or with every vector from the embedding cache); {who}"
+        )
+    try:
+        ran, own = precision_class(canonical_dtype(weights)), precision_class(canonical_dtype(declared))
+    except R2MedError:
+        ran, own = weights, declared
+    if ran == own:
+        return None
+    return f"ran in {weights}; {published[1]} ran {model or 'the model'} as its checkpoint declares ({declared})"
+
+
+def grade_system(
+    configs: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+    encodings: Mapping[str, Mapping[str, Any] | None] | None = None,
+) -> Grade:
+    """How a system grades from what each of its tasks recorded (task -> ``config``, or configs alone; ``encodings``:
+    task -> ``metrics.json``'s ``encoding``): graded against a row when every task is; when every task names one row
+    but one is not the published spec, not graded, with the first reason; else nothing."""
     pairs = list(configs.items()) if isinstance(configs, Mapping) else [(None, c) for c in configs]
-    grades = [grade(config, task) for task, config in pairs]
+    found = encodings or {}
+    grades = [grade(config, task, found.get(task) if task is not None else None) for task, config in pairs]
     if not grades:
         return Grade()
     rows = {g.row for g in grades}

@@ -120,6 +120,11 @@ class PublishedKey:
             return {}
         return published_ndcg10(self.retriever, self.expansion, self.llm)
 
+    def beside(self, measure: Measure = HEADLINE) -> tuple[tuple[str, str, str, dict[str, float]], ...]:
+        """Other published figures of this configuration that are shown beside its runs and never graded (their
+        data is unknown), as (name, setting, source, task -> figure); R2MED's rows have none."""
+        return ()
+
     def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: R2MED's 8."""
         from ..data.tasks import TASK_NAMES

@@ -53,6 +53,49 @@ class Target:
         return self.variant is None
 
 
+@dataclass(frozen=True)
+class MtebBeside:
+    """mteb's figure shown beside a target's published one (embeddings-benchmark/results, ``mteb_results.json``):
+    of ``model`` at ``model_revision`` on the data the target reads (or its run read), ``value`` x100; ``graded``:
+    the run recorded the same model commit (a plan has no run: False); ``paper_apart``: mteb's figure and the
+    paper's differ by more than the paper's rounding for the same model and data (both shown, named)."""
+
+    model: str
+    model_revision: str
+    dataset: str
+    dataset_revision: str
+    value: float
+    graded: bool = False
+    paper_apart: bool = False
+
+    def words(self, published: float, value: float | None = None) -> str:
+        """``mteb BAAI/bge-large-en-v1.5@d4aa690 on R2MED/Biology@8b9fec2: 12.71`` with how it stands."""
+        text = (
+            f"mteb {self.model}@{self.model_revision[:7]} on {self.dataset}@{self.dataset_revision[:7]}: "
+            f"{self.value:.2f}"
+        )
+        if self.paper_apart:
+            text += (
+                f" (mteb and the paper disagree for this model and data: mteb {self.value:.2f}, paper {published:.2f})"
+            )
+        if value is not None and self.graded:
+            text += f", graded: run - mteb = {value - self.value:+.2f}"
+        elif value is not None:
+            text += ", not graded: the run recorded no model commit equal to mteb's"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "model_revision": self.model_revision,
+            "dataset": self.dataset,
+            "dataset_revision": self.dataset_revision,
+            "value": self.value,
+            "graded": self.graded,
+            "paper_apart": self.paper_apart,
+        }
+
+
 @dataclass
 class Planned:
     target: Target
@@ -60,6 +103,8 @@ class Planned:
     reasons: list[str] = field(default_factory=list)
     data: str = ""  # where the task data comes from
     notes: list[str] = field(default_factory=list)  # what does not block it but qualifies its grade
+    #: mteb's figure of the target's checkpoint on the data a reproduction reads by default, if mteb has one
+    mteb: MtebBeside | None = None
 
     @property
     def reason(self) -> str:
@@ -74,6 +119,8 @@ class Outcome:
     tolerance: float | None = None
     reused: bool = False
     detail: str = ""
+    #: mteb's figure of the checkpoint the run recorded on the data it read, if mteb has one
+    mteb: MtebBeside | None = None
 
     @property
     def delta(self) -> float | None:
@@ -95,4 +142,5 @@ class Outcome:
             "detail": self.detail,
             "source": self.target.source,
             "graded": self.target.graded,
+            "mteb": self.mteb.to_dict() if self.mteb is not None else None,
         }

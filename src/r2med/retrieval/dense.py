@@ -175,7 +175,8 @@ class DenseRetriever(BaseRetriever):
             facts["dtype"] = used.get("dtype", s.dtype)
             if used.get("framing"):
                 facts["framing"] = dict(used["framing"])
-            facts.update({k: used[k] for k in ("weights", "compute", "device", "pooling", "model_commit") if k in used})
+            keep = ("weights", "declared_dtype", "compute", "device", "pooling", "model_commit")
+            facts.update({k: used[k] for k in keep if k in used})
         facts["made_by"] = "this run" if (self.docs_encoded or self.queries_encoded) else "the embedding cache"
         return facts
 

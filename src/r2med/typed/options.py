@@ -39,7 +39,7 @@ from ..infra.llm import LLMClient
 from ..runs.fusion import RRF_K, FusionMethod, Normalisation
 from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
-from .model_source import missing_model_path, revision_problem
+from .model_source import claim_problem, missing_model_path, revision_problem
 from .parse import (
     Count,
     NonNegative,
@@ -102,6 +102,10 @@ RUNTIME: JsonDict = {"scores": False}
 #: the precision a model runs in: compared by its class (the published precision, or its CPU fallback); another
 #: one keeps the grade with a wider tolerance (:func:`r2med.results.grading.precision_change`)
 PRECISION: JsonDict = {"scores": "precision"}
+#: a user's claim of which published checkpoint a local folder holds (``model_claim``): it changes no score (not in
+#: the embedding cache's key); grading reads it by its own rule and every output marks such a grade as a claim
+#: (:func:`r2med.results.grading.claimed_checkpoint`)
+CLAIM: JsonDict = {"scores": "claim"}
 #: a model (or tokenizer) compared by its repository's name when graded: a local copy or a Hugging Face cache
 #: snapshot of the published checkpoint is that checkpoint
 CHECKPOINT: JsonDict = {"compare": "checkpoint"}
@@ -137,6 +141,16 @@ def _revision_applies(spec: Any, info: ValidationInfo) -> Any:
     return spec
 
 
+def _claim_applies(spec: Any, info: ValidationInfo) -> Any:
+    """A model validator: ``model_claim`` is a hub id (``org/name[@commit]``) and only with a local folder
+    (:func:`~r2med.typed.model_source.claim_problem`); a recorded spec is read back as it was written."""
+    if not is_recorded(info):
+        problem = claim_problem(spec.model, spec.model_claim)
+        if problem:
+            raise ValueError(problem)
+    return spec
+
+
 def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
     checked when it loads): :func:`r2med.typed.model_source.missing_model_path`.  A recorded spec read back
@@ -166,6 +180,11 @@ class EncoderOptions(RetrieverOptions):
     query_model: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     _revision_applies = model_validator(mode="after")(_revision_applies)
+    #: the hub checkpoint (``org/name``, optionally ``@<commit>``) the user says a local folder ``model`` holds
+    model_claim: str | None = Field(
+        default=None, json_schema_extra={**SET, **CLAIM, "expected": "a hub id, optionally @<commit>"}
+    )
+    _claim_applies = model_validator(mode="after")(_claim_applies)
     normalize: bool | None = Field(default=None, json_schema_extra=SET)
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
     query_instruction: str | None = Field(default=None, json_schema_extra=SET)

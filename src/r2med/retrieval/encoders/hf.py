@@ -105,6 +105,20 @@ def weights_dtype(model: Any) -> str:
     return str(dtype).replace("torch.", "")
 
 
+def declared_dtype(name: str, revision: str | None = None) -> str | None:
+    """The precision a checkpoint's ``config.json`` declares (``dtype``, or ``torch_dtype`` before transformers 4.56:
+    ``bfloat16``), read from the file itself -- what ``torch_dtype="auto"`` loads it in; a loaded model's config holds
+    the precision it was loaded in instead.  None: it declares none (or the file cannot be read)."""
+    from transformers import PretrainedConfig
+
+    try:
+        raw, _ = PretrainedConfig.get_config_dict(name, revision=revision)
+    except (OSError, ValueError):
+        return None
+    value = raw.get("dtype") or raw.get("torch_dtype")
+    return value.replace("torch.", "") if isinstance(value, str) else None
+
+
 def checkpoint_commit(model: Any, name: str, revision: str | None = None) -> str | None:
     """The hub commit a loaded model's files came from: transformers' ``config._commit_hash`` where it kept one,
     else the snapshot a Hugging Face cache resolves for the hub id ``name`` (or holds the folder ``name``); None for
@@ -255,6 +269,7 @@ class TransformersEncoder(TorchEncoder):
         model.eval().to(self.device)
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
         self.used["weights"] = weights_dtype(model)
+        self.used["declared_dtype"] = declared_dtype(name, s.revision)
         check_weights_dtype(name, s.dtype, self.used["weights"])
         self.used.setdefault("model_commit", {})[name] = checkpoint_commit(model, name, s.revision)
         self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
@@ -445,6 +460,7 @@ class SentenceTransformerEncoder(TorchEncoder):
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             self.used["weights"] = weights_dtype(model)
+            self.used["declared_dtype"] = declared_dtype(s.model, s.revision)
             check_weights_dtype(s.model, s.dtype, self.used["weights"])
             self.used["model_commit"] = {s.model: checkpoint_commit(model, s.model, s.revision)}
             autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
@@ -571,6 +587,7 @@ class RemoteCodeEncoder(TorchEncoder):
                 raise _load_error(s.model, exc) from exc
             self._model.eval().to(self.device)
             self.used["weights"] = self.used["compute"] = weights_dtype(self._model)
+            self.used["declared_dtype"] = declared_dtype(s.model, s.revision)
             check_weights_dtype(s.model, s.dtype, self.used["weights"])
             self.used["model_commit"] = {s.model: checkpoint_commit(self._model, s.model, s.revision)}
             self.used["device"] = self.device
@@ -630,6 +647,7 @@ class GritLMEncoder(TorchEncoder):
             inner = getattr(self._model, "model", None)
             if inner is not None and hasattr(inner, "parameters"):
                 self.used["weights"] = self.used["compute"] = weights_dtype(inner)
+                self.used["declared_dtype"] = declared_dtype(s.model, s.revision)
                 check_weights_dtype(s.model, s.dtype, self.used["weights"])
                 self.used["model_commit"] = {s.model: checkpoint_commit(inner, s.model, s.revision)}
             self.used["framing"] = {"framing": "the gritlm package's encode()", "built_by": "model"}

@@ -1,0 +1,60 @@
+"""What the reports say of a grade that rests on a user's claim: a mark on every graded figure of a run whose local
+model folder the user claimed to hold a published checkpoint (``--set model_claim=org/name[@commit]``), and one
+legend line per run naming the folder and the claim.
+
+r2med shows a local folder's identity only from a Hugging Face cache snapshot (its repository and commit); any other
+folder is graded only on the user's word, recorded in ``metrics.json`` as the option ``model_claim``
+(:func:`r2med.results.grading.claimed_checkpoint`).  Such a grade is marked :data:`MARK` in every renderer (the
+terminal, Markdown, CSV/JSON, LaTeX and HTML: the board's mark hook, :attr:`r2med.report.board.BoardCell.marks`),
+so a figure graded on a claim is never read as one r2med verified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..results.grading import claimed_checkpoint
+
+if TYPE_CHECKING:
+    from ..results.folders import System
+    from .board import Leaderboard
+
+#: The mark of a figure graded on the user's claim of which checkpoint its model folder holds.
+MARK = "¶"
+LEGEND = (
+    f"{MARK} graded on your claim: the run's model is a local folder the user claimed to hold the published "
+    "checkpoint (model_claim, recorded as a claim); r2med did not verify its weights."
+)
+
+
+def claim_of(system: System) -> tuple[str, str] | None:
+    """(the model folder, the claimed checkpoint) of a system whose tasks recorded a claim, else None."""
+    for result in system.tasks.values():
+        config = result.config
+        for step in (config, (config.get("first_stage") or {}).get("config") or {}):
+            claim = claimed_checkpoint(step)
+            if claim is not None:
+                return str((step.get("options") or {}).get("model")), claim
+    return None
+
+
+def mark_claims(board: Leaderboard, systems: Sequence[System]) -> None:
+    """Mark each graded figure (a cell shown beside a published one, and its averages) of a row whose grade rests on a
+    claim, with one legend line naming each such run's folder and claim."""
+    lines = []
+    for row, system in zip(board.rows, systems):  # the system rows come first, in order
+        found = claim_of(system)
+        if found is None or row.published is None:
+            continue
+        marked = False
+        for cell in row.cells.values():
+            if cell.published is not None and cell.value is not None and MARK not in cell.marks:
+                cell.marks.append(MARK)
+                marked = True
+        if marked:
+            folder, claim = found
+            lines.append(f"{MARK} {row.system}: model folder {folder}, claimed {claim}.")
+    if lines:
+        board.marks[MARK] = LEGEND
+        board.notes += lines
