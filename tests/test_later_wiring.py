@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import hub_data, run_r2med
+from conftest import hub_data, recorded, run_r2med
 from r2med.families.r2med import LATER_SETTINGS, SETTINGS
 from r2med.protocol.later_models import later_reranker
 from test_dense_cli import r2med as r2med_with_home
@@ -106,9 +106,9 @@ def test_a_cpu_fallback_is_the_published_precision_another_is_not():
     def config(dtype):
         return {"retriever": "qwen3-emb-8b", "encoder": {"dtype": dtype}}
 
-    assert precision_change(config("fp16")) is None and precision_change(config("fp32")) is None
-    assert precision_change(config("bf16")) == ("bf16", "fp16")
-    assert precision_change({"retriever": "reasonir-8b", "encoder": {"dtype": "fp32"}}) == ("fp32", "auto")
+    assert precision_change(recorded(config("fp16"))) is None and precision_change(recorded(config("fp32"))) is None
+    assert precision_change(recorded(config("bf16"))) == ("bf16", "fp16")
+    assert precision_change(recorded({"retriever": "reasonir-8b", "encoder": {"dtype": "fp32"}})) == ("fp32", "auto")
 
 
 # -- `r2med report`: a run of each preset against its published row -------------------------------------

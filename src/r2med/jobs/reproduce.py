@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +37,7 @@ from ..reranking.base import published_depth
 from ..results.grading import PublishedTable, data_problem, default_family, family_of, publishing, table_of
 from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import Outcome, Planned, Target, Variant
+from ..runs.record import RecordedConfig
 
 if TYPE_CHECKING:
     from ..data import Collection, TaskRef
@@ -109,7 +110,7 @@ def _data_problem(target: Target, result: TaskResult) -> str | None:
 
     if benchmark(target.key.family).local_copies:
         return unknown_figure(target.task, target.key, target.measure)
-    return data_problem(target.task, {**result.data, "config": result.config}, target.key, target.measure)
+    return data_problem(target.task, result.data_json(), target.key, target.measure)
 
 
 def beside(
@@ -358,7 +359,7 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
     return out
 
 
-def spec_problem(target: Target, config: Mapping[str, object]) -> str | None:
+def spec_problem(target: Target, config: RecordedConfig | None) -> str | None:
     """Why the run a target made (its recorded ``config``) is not graded against the target's row -- the fields of
     its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank over r2med's e5, whose published figure
     reranked the authors' own run) -- or None."""
@@ -443,7 +444,8 @@ def _rerank_target(
     reranked, scored alone."""
     from ..infra.file_hash import file_fingerprint
     from ..reranking.base import make_reranker
-    from ..runs.run import RUN_FILE, read_metrics, read_trec
+    from ..runs.record import read_record
+    from ..runs.run import RUN_FILE, read_trec
     from ..steps import EvaluateStep, RerankStep
     from .evaluate import run_task
     from .rerank import TaskInput, rerank_inputs
@@ -458,7 +460,7 @@ def _rerank_target(
     )
     folder = out / first / coll.name
     item = TaskInput(
-        coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll, file_fingerprint(folder / RUN_FILE)
+        coll.name, folder, read_trec(folder / RUN_FILE), read_record(folder), coll, file_fingerprint(folder / RUN_FILE)
     )
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)

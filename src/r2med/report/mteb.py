@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import data_states
 from ..protocol.data_states import MtebFigure
+from ..runs.record import RecordedConfig, RunRecord
 
 if TYPE_CHECKING:
     from ..results.folders import System
@@ -42,24 +43,23 @@ class MtebLine:
     lines: tuple[str, ...]
 
 
-def _model(config: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def _model(config: RecordedConfig | None) -> tuple[str | None, str | None]:
     """(the hub model a run's encoder recorded, its recorded revision); (None, None) for a local folder or none."""
     from pathlib import Path
 
-    encoder = config.get("encoder")
-    if not isinstance(encoder, Mapping) or not isinstance(encoder.get("model"), str):
+    encoder = config.encoder if config is not None else None
+    if encoder is None or encoder.model is None:
         return None, None
-    model = str(encoder["model"])
+    model = encoder.model
     if model.count("/") != 1 or Path(model).expanduser().exists():
         return None, None
-    revision = encoder.get("revision")
-    return model, revision if isinstance(revision, str) else None
+    return model, encoder.revision
 
 
-def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool:
+def _same_data(figure: MtebFigure, task: str, record: RunRecord) -> bool:
     """Whether mteb's ``figure`` was made on the data the run (its ``metrics.json``) read."""
-    revision = record.get("revision")
-    if not isinstance(revision, str):
+    revision = record.revision
+    if revision is None:
         return False
     if figure.dataset_revision == revision:  # the same commit: the same data
         return True
@@ -72,7 +72,7 @@ def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool
         return False
     from ..results.data_states import run_state  # a dataset whose contents the record follows (BRIGHT's)
 
-    run = run_state(task, record)
+    run = run_state(task, record.to_json())  # the data states' rules read the JSON
     return theirs == (run.documents, run.examples)
 
 
@@ -91,7 +91,7 @@ def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published:
         found = [
             f
             for f in data_states.mteb_figures_of(model, task, wanted)
-            if f.evaluated and _same_data(f, task, result.metrics)
+            if f.evaluated and _same_data(f, task, result.record)
         ]
         if found:
             figures[task] = found[0]

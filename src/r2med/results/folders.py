@@ -35,11 +35,11 @@ from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
-from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
+from ..runs.record import METRICS_FILE, RecordedConfig, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
 from .grading import data_problem, precision_change, published_label
-from .published import PublishedKey, expansion_of
+from .published import PublishedKey
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +54,16 @@ class TaskResult:
     timing: dict[str, float] = field(default_factory=dict)
     reused: bool = False
     run: Run | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    #: the configuration as ``metrics.json`` records it (None: a result made by hand, of no recorded step)
+    config: RecordedConfig | None = None
     #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
     #: fingerprints): what :func:`r2med.results.grading.data_problem` grades
     data: dict[str, Any] = field(default_factory=dict)
+
+    def data_json(self) -> dict[str, Any]:
+        """What a family's :meth:`~r2med.results.grading.PublishedTable.data_problem` reads of the result: its data
+        record and its config, as ``metrics.json`` holds them (the families' data rules read the JSON)."""
+        return {**self.data, "config": self.config.as_json() if self.config is not None else {}}
 
     @property
     def headline(self) -> float:
@@ -246,8 +252,9 @@ def finish_task(
     if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding, empty)
         write_task_results(folder, run, payload, tag=name, root=system.root)
+    recorded = RecordedConfig.read(_as_json(config), folder / METRICS_FILE if folder is not None else "config")
     return TaskResult(
-        collection.name, metrics, folder, dict(timing), run=run, config=_as_json(config), data=data_record(collection)
+        collection.name, metrics, folder, dict(timing), run=run, config=recorded, data=data_record(collection)
     )
 
 
@@ -274,14 +281,15 @@ def reuse(
         stored = read_record(folder)
         recorded_judgments = stored.judgments_fingerprint
         wanted = _as_json(config)
-        other = other_custom_model(stored.config or {}, wanted)
+        other = other_custom_model(stored.config, RecordedConfig.read(wanted, folder / METRICS_FILE))
         if other is not None:
             raise NameCollision(
                 f"{folder.parent}: holds results of {other}, another model under the same name; "
                 "pass --name (or label in an experiment) to keep both, or --overwrite to replace them"
             )
         if (
-            not same_config(stored, compared(wanted), compared(recorded_as_v3(stored)))
+            stored.config is None
+            or not same_config(stored, compared(wanted), compared(recorded_as_v3(stored.config, stored.read_version)))
             or stored.dataset_fingerprint != collection.dataset_fingerprint
             or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
@@ -312,22 +320,23 @@ def reuse(
     else:
         metrics = scored(run, collection, measures, count_missing)
         result = TaskResult(
-            collection.name, metrics, folder, timing, run=run, config=stored.config or {}, data=data_record(collection)
+            collection.name, metrics, folder, timing, run=run, config=stored.config, data=data_record(collection)
         )
     result.reused = True
     return result
 
 
 def compared(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What reuse compares of a recorded ``config``: all of it, but for a reranked run its reranker's record (what
-    the options resolved to: the model, tokenizer, lengths, label, dtype...) rather than the options as written
-    (``--model`` naming the preset's own checkpoint is the same reranker)."""
-    if step_kind(config) == "rerank":
+    """What reuse compares of a ``config`` as recorded (JSON: reuse compares everything a run recorded): all of it,
+    but for a reranked run its reranker's record (what the options resolved to: the model, tokenizer, lengths,
+    label, dtype...) rather than the options as written (``--model`` naming the preset's own checkpoint is the same
+    reranker)."""
+    if config.get("step") == "rerank":
         return {k: v for k, v in config.items() if k != "options"}
     return dict(config)
 
 
-def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
+def recorded_as_v3(config: RecordedConfig, read_version: int) -> dict[str, Any]:
     """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
     ``options`` as its retriever's options type records them (an option a run did not record had its default:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
@@ -337,40 +346,37 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     from ..typed.options import as_options_name
     from ..typed.parse import Origin, SpecError, parse
 
-    config = stored.config or {}
-    options = config.get("options")
-    meta = RETRIEVERS.get(str(config.get("retriever")))
-    if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
-        return dict(config)
-    options = as_options_name(options, meta.options)
-    if stored.read_version >= 3:
-        return {**config, "options": options}
+    recorded = config.as_json()
+    meta = RETRIEVERS.get(str(config.retriever))
+    if config.step != "evaluate" or config.options is None or meta is None:
+        return recorded
+    options = as_options_name(config.options, meta.options)
+    if read_version >= 3:
+        return {**recorded, "options": options}
     try:
-        return {**config, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
+        return {**recorded, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
     except SpecError:
-        return dict(config)
+        return recorded
 
 
 class NameCollision(R2MedError):
     """A result folder that holds another custom model's results under the same name (never replaced silently)."""
 
 
-def custom_model(config: Mapping[str, Any]) -> tuple[str, str] | None:
+def custom_model(config: RecordedConfig | None) -> tuple[str, str] | None:
     """(spec or class, class) of the custom encoder or scorer a recorded ``config`` ran (its code), else None."""
-    found: Any = None
-    encoder = config.get("encoder")
-    if isinstance(encoder, Mapping) and isinstance(encoder.get("extra"), Mapping):
-        found = encoder["extra"].get("custom")
-    reranker = config.get("reranker")
-    if isinstance(reranker, Mapping) and isinstance(reranker.get("scorer"), Mapping):
-        found = reranker["scorer"]
-    if not isinstance(found, Mapping):
+    found: object = None
+    if config is not None and config.encoder is not None and config.encoder.extra is not None:
+        found = config.encoder.extra.get("custom")
+    if config is not None and config.reranker is not None and config.reranker.scorer is not None:
+        found = config.reranker.scorer
+    if not isinstance(found, dict):
         return None
     cls = str(found.get("class"))
     return str(found.get("spec") or cls), cls
 
 
-def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+def other_custom_model(stored: RecordedConfig | None, config: RecordedConfig) -> str | None:
     """When a folder's record names another custom encoder or scorer than ``config`` (another spec or class:
     two models under one name), the other one in words; else None (an edited module under the same spec is the
     same model, recomputed)."""
@@ -385,18 +391,13 @@ def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> 
 
 @dataclass
 class TaskFolder:
-    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.runs.record.MetricsRecord`)
+    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.runs.record.RunRecord`)
     and (lazily) its run."""
 
     task: str
     folder: Path
-    record: MetricsRecord
+    record: RunRecord
     _run: Run | None = field(default=None, repr=False)
-
-    @property
-    def metrics(self) -> dict[str, Any]:
-        """The record as the plain ``metrics.json`` object (``schema_version`` 3)."""
-        return self.record.to_json()
 
     @property
     def aggregate(self) -> dict[str, float]:
@@ -407,13 +408,9 @@ class TaskFolder:
         return self.record.per_query
 
     @property
-    def config(self) -> dict[str, Any]:
-        return self.record.config or {}
-
-    @property
-    def expansion(self) -> dict[str, Any] | None:
-        """The expansion its queries were built with (:func:`r2med.results.published.expansion_of`), or None."""
-        return expansion_of(self.config)
+    def config(self) -> RecordedConfig | None:
+        """The configuration it recorded (None: a record with none)."""
+        return self.record.config
 
     @property
     def name(self) -> str:
@@ -492,8 +489,6 @@ class System:
 # -- one folder model: a results root holds system folders, a system folder holds task folders ---------
 
 ROOT, SYSTEM, TASK = "root", "system", "task"
-#: What made a system (from its ``metrics.json`` configuration): ``evaluate``, ``rerank`` or ``fuse``.
-MADE_BY_KEYS = (("reranker", "rerank"), ("fusion", "fuse"))
 
 
 def is_system_folder(path: Path) -> bool:
@@ -505,8 +500,8 @@ def made_by(system_folder: Path) -> str:
     """The command that wrote a system folder (``evaluate``, ``rerank`` or ``fuse``), read from the
     configuration its first task recorded."""
     first = task_folders(system_folder)
-    config = (read_record(first[0]).config or {}) if first else {}
-    return next((kind for key, kind in MADE_BY_KEYS if key in config), "evaluate")
+    config = read_record(first[0]).config if first else None
+    return config.step if config is not None and config.step in ("rerank", "fuse") else "evaluate"
 
 
 @dataclass
@@ -788,7 +783,7 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     not when they name one, and the precision they ran in when it is not the paper's (the figures stay shown)."""
     from .grading import grade_system
 
-    configs = [r.config for r in results]
+    configs = [r.config for r in results if r.config is not None]
     grade = grade_system({r.task: r.config for r in results})
     published = grade.key
     if published is not None and published.reranker:
@@ -799,8 +794,8 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
         r.task: problem
         for r in results
         if r.task in figures and published is not None
-        for problem in [data_problem(r.task, {**r.data, "config": r.config}, published, _measure_of(published, r.task))]
+        for problem in [data_problem(r.task, r.data_json(), published, _measure_of(published, r.task))]
         if problem is not None
     }
-    retriever = str(configs[0].get("retriever", name)) if configs else name
+    retriever = (configs[0].retriever or name) if configs else name
     return Summary(name, published, change, retriever, ungraded, grade.reason_for([r.task for r in results]))
