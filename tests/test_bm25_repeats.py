@@ -114,7 +114,7 @@ def test_bm25_scores_a_repeated_corpus_as_the_papers_list_reading(repeated, tmp_
         for did, score in ref.items():
             assert ours[did] == pytest.approx(score, abs=1e-4), (qid, did)
     assert read_metrics(tmp_path / "out" / "c")["config"]["corpus_repeats"] == 8
-    assert result.config["corpus_repeats"] == 8
+    assert result.config is not None and result.config.corpus_repeats == 8
 
 
 def test_bm25_repeats_change_the_scores_and_the_index_key(repeated, tmp_path):

@@ -251,6 +251,8 @@ class RecordedConfig(_Recorded):
     first_stage: FirstStage | None = None
     inputs: list[FusedInput] | None = None
     imported: ImportedRecord | None = None
+    #: how many documents the corpus holds more than once, where the retriever indexed the repeats too
+    corpus_repeats: int | None = None
     #: how equal scores were ordered when scored (``r2med import --ties``)
     ties: Literal["trec_eval", "listed"] | None = None
     _json: JsonObject = PrivateAttr(default_factory=dict)
