@@ -17,6 +17,7 @@ from r2med.data.tasks import TASKS
 from r2med.errors import MissingExtraError, R2MedError
 from r2med.evaluation.metrics import evaluate
 from r2med.export.mteb import K_VALUES, export_mteb, mteb_score_keys, mteb_scores, run_depth, summarize_keys
+from r2med.runs.record import parse_record
 
 TOL = 5e-7  # TaskResult.to_disk rounds scores to 6 decimals
 
@@ -53,7 +54,7 @@ def _payload(task: str, run, qrels, revision: str | None = "pin") -> dict:
 
 def test_translation_without_depth_leaves_mrr_out_and_lists_absent_keys():
     run, qrels = _toy(1)
-    scores = mteb_scores(_payload("Biology", run, qrels))
+    scores = mteb_scores(parse_record(_payload("Biology", run, qrels), "m"))
     assert scores.values["main_score"] == scores.values["ndcg_at_10"]
     assert not any(k.startswith("mrr_at") for k in scores.values)
     assert "recip_rank" in scores.left_out
@@ -71,7 +72,7 @@ def test_translation_without_depth_leaves_mrr_out_and_lists_absent_keys():
 
 def test_depth_beyond_mtebs_cutoffs_leaves_mrr_out():
     run, qrels = _toy(2)
-    scores = mteb_scores(_payload("Biology", run, qrels), depth=5000)
+    scores = mteb_scores(parse_record(_payload("Biology", run, qrels), "m"), depth=5000)
     assert "recip_rank" in scores.left_out and not any(k.startswith("mrr") for k in scores.values)
 
 
@@ -84,7 +85,7 @@ def test_scores_equal_mtebs_own_evaluator_on_the_same_run():
         run, qrels = _toy(seed, ties=ties)
         depth = run_depth(run)
         assert depth == 30
-        ours = mteb_scores(_payload("Biology", run, qrels), depth=depth)
+        ours = mteb_scores(parse_record(_payload("Biology", run, qrels), "m"), depth=depth)
         r = retrieval_metrics.calculate_retrieval_scores(run, qrels, k_values=K_VALUES)
         theirs = retrieval_metrics.make_score_dict(
             ndcg=r.ndcg,
