@@ -329,7 +329,7 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     """`r2med export --format mteb RUNS -o DIR`: a results root's systems, each as its own model, read back by
     mteb's loader with the scores of their metrics.json; local data is refused until --force."""
     from conftest import run_r2med
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
     from test_report import synthetic, write_collection
 
     data = tmp_path / "data"
@@ -348,7 +348,7 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     for system in ("bm25", "bm25-standard"):
         loaded = _loaded(mteb, out, f"r2med/{system}", list(names.values()))
         for task, mteb_task in names.items():
-            stored = read_metrics(tmp_path / "runs" / system / task)["aggregate"]
+            stored = read_record(tmp_path / "runs" / system / task).to_json()["aggregate"]
             (entry,) = loaded[mteb_task].scores["test"]
             assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
             assert entry["recall_at_100"] == pytest.approx(stored["recall_100"], abs=TOL)
@@ -419,7 +419,7 @@ def test_export_a_local_beir_run_as_the_mteb_task_its_counts_match(mteb, tmp_pat
     """`export --mteb-task AILAStatutes`: a BEIR folder with AILAStatutes' counts (82 docs, 50 queries, 217 non-zero
     judgments in mteb's statistics) is written as that task, with MTEB's pin, and read back by mteb's loader."""
     from conftest import run_r2med
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
 
     stats = mteb.get_task("AILAStatutes").metadata.descriptive_stats["test"]
     data = _beir_with_counts(
@@ -438,7 +438,7 @@ def test_export_a_local_beir_run_as_the_mteb_task_its_counts_match(mteb, tmp_pat
     result = loaded["AILAStatutes"]
     assert result.dataset_revision == mteb.get_task("AILAStatutes").metadata.revision
     (entry,) = result.scores["test"]
-    stored = read_metrics(tmp_path / "runs" / "bm25" / "aila")["aggregate"]
+    stored = read_record(tmp_path / "runs" / "bm25" / "aila").to_json()["aggregate"]
     assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
     # the dev split of the same folder is not MTEB's task (MTEB evaluates AILAStatutes on test)
     assert run_r2med("evaluate", "-d", data, "--split", "dev", "-o", tmp_path / "dev").returncode == 0

@@ -347,7 +347,7 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
     pytest.importorskip("openai")
     pytest.importorskip("ftfy")
     from llm_server import LLMServer
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
 
     first = _first_stage(tmp_path, n_docs=120)
     calls = []
@@ -363,12 +363,12 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
         base = ["rerank", "--run", str(first), "--set", "tokenizer=words", "--set", "cache=false"]
         res = run_r2med(*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b")
         assert res.returncode == 0, res.stderr
-        stored = read_metrics(tmp_path / "runs" / "first+reasonrank-32b" / "toy")
+        stored = read_record(tmp_path / "runs" / "first+reasonrank-32b" / "toy").to_json()
         assert stored["config"]["top_k"] == 100 and len(calls) == 2 * 9  # 9 windows over the top 100, per query
         assert calls[0]["model"] == "liuwenhan/reasonrank-32B" and calls[0]["max_tokens"] == 3172
         res = run_r2med(*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b", "--top-k", "20")
         assert res.returncode == 0, res.stderr
-        assert read_metrics(tmp_path / "runs" / "first+reasonrank-32b-top20" / "toy")["config"]["top_k"] == 20
+        assert read_record(tmp_path / "runs" / "first+reasonrank-32b-top20" / "toy").to_json()["config"]["top_k"] == 20
         res = run_r2med(
             *base,
             "--base-url",
@@ -396,7 +396,7 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
             "cache=false",
         )
         assert res.returncode == 0, res.stderr
-        stored = read_metrics(tmp_path / "runs" / "first+listwise-other-llm" / "toy")
+        stored = read_record(tmp_path / "runs" / "first+listwise-other-llm" / "toy").to_json()
         assert stored["config"]["top_k"] == 10  # the paper's depth
     res = run_r2med(*base, "--base-url", "http://127.0.0.1:9/v1", "--reranker", "reasonrank")
     assert res.returncode != 0 and "needs --model" in res.stderr

@@ -12,7 +12,7 @@ import pytest
 
 from r2med.errors import DataError
 from r2med.runs.record import SCHEMA_VERSION, ExpansionRecord, metrics_json, parse_record, read_record
-from r2med.runs.run import read_metrics, write_task_results
+from r2med.runs.run import write_task_results
 
 V1 = Path(__file__).parent / "data" / "metrics_v1"
 V1_FILES = sorted(p.name for p in V1.glob("*.json"))
@@ -50,7 +50,7 @@ def test_a_v1_file_is_upgraded_in_memory_and_kept_whole(tmp_path: Path, name: st
     assert record.config is not None and record.config.as_json() == _as_schema_3(original["config"])
     assert record.revision is None
     assert record.encoding == original.get("encoding")
-    payload = read_metrics(folder)
+    payload = read_record(folder).to_json()
     assert payload == {"schema_version": 3, **original, "config": _as_schema_3(original["config"])}
     assert list(payload) == ["schema_version", *original]
     assert (folder / "metrics.json").read_bytes() == (V1 / name).read_bytes()  # reading never rewrites

@@ -1,7 +1,12 @@
 """The record of one task's results (``metrics.json``): a typed, checked value with one reader and one writer.
 
-:func:`read_record` is the one reader of ``metrics.json`` (report, compare, export, fuse, rerank, html and a
-resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): every field is checked
+:func:`read_record` is the one reader of ``metrics.json`` (report, show, compare, board, export, fuse, rerank,
+reproduce, html and a resumed evaluate all read through it; :func:`parse_record` reads a decoded payload) into a
+:class:`RunRecord` (pydantic): its ``config`` is a :class:`RecordedConfig` -- the step that made the run and the
+facts beside it, typed (expansion, judgments file, family settings, encoder, reranker, first stage, fused inputs,
+imported file) -- and its ``data`` and ``protocol`` are typed too; readers read fields, never mappings.  A JSON
+object stays open only where its keys are someone else's (a retriever's own ``config()`` facts, a custom model's
+record, package versions, encoding facts), each named where it is declared.  Every field is checked
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
 every query scored on the same measures, the ``ties`` block by :func:`r2med.evaluation.ties.check_block`) and
 any fault is one line naming the file and the key.
