@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import R2MedError
+from ..export.mteb import CollectionCounts
 from ..results.folders import find_runs
 from ..runs.record import RunRecord, read_record
 from ..steps import ExportStep
@@ -47,7 +48,7 @@ def export_runs(step: ExportStep) -> list[Any]:
         )
     check_output_dir(out)
     selection.announce()
-    read: list[tuple[str, list[RunRecord], dict[str, int], dict[str, Any]]] = []
+    read: list[tuple[str, list[RunRecord], dict[str, int], dict[str, CollectionCounts]]] = []
     for ref in systems:  # every system read (and checked) before anything is written
         folders = ref.task_paths()
         records = [read_record(f) for f in folders]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..data import Collection, locate
 from ..errors import R2MedError
 from ..results.folders import System, TaskFolder, find_systems
+from ..runs.record import JsonObject
 
 if TYPE_CHECKING:
     from ..evaluation.facets import Facets
@@ -61,7 +62,7 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     return kept
 
 
-def recorded_task(systems: Sequence[System], column: str) -> tuple[str, Mapping[str, Any]]:
+def recorded_task(systems: Sequence[System], column: str) -> tuple[str, JsonObject]:
     """The task name a report's column was filed under (a column can be ``nfcorpus (dev)``:
     :func:`r2med.results.folders.split_columns`) and the ``metrics.json`` of its first run (its recorded
     source, revision and split), as the file holds it: :func:`r2med.data.locate` (a layer below the record) reads it."""

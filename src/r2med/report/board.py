@@ -561,7 +561,7 @@ def _headline_notes(tasks: Sequence[str], measure: Measure) -> list[str]:
     ]
 
 
-def encoding_line(encoding: dict[str, Any]) -> str:
+def encoding_line(encoding: dict[str, Any]) -> str:  # open: each encoder records its own facts
     """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
     parts = []
     versions = encoding.get("versions") or {}

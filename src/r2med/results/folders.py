@@ -25,7 +25,6 @@ import platform
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..data import Collection
 from ..data.tasks import TASK_NAMES
@@ -35,7 +34,7 @@ from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
-from ..runs.record import METRICS_FILE, RecordedConfig, RunRecord, read_record, same_config
+from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
 from .grading import data_problem, precision_change, published_label
@@ -58,9 +57,9 @@ class TaskResult:
     config: RecordedConfig | None = None
     #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
     #: fingerprints): what :func:`r2med.results.grading.data_problem` grades
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
 
-    def data_json(self) -> dict[str, Any]:
+    def data_json(self) -> JsonObject:
         """What a family's :meth:`~r2med.results.grading.PublishedTable.data_problem` reads of the result: its data
         record and its config, as ``metrics.json`` holds them (the families' data rules read the JSON)."""
         return {**self.data, "config": self.config.as_json() if self.config is not None else {}}
@@ -129,9 +128,9 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
+def _as_json(config: Mapping[str, object]) -> JsonObject:
     """The configuration as ``metrics.json`` stores it (paths and other objects as text)."""
-    stored: dict[str, Any] = json.loads(json.dumps(dict(config), default=str))  # a dict in, a dict out
+    stored: JsonObject = json.loads(json.dumps(dict(config), default=str))  # a dict in, a dict out
     return stored
 
 
@@ -139,7 +138,7 @@ def judgments_fingerprint(collection: Collection) -> str:
     """Content hash of a collection's queries (ids and texts), judgments and exclusions (where it has any: an
     R2MED task's hash is the same as before exclusions existed): with the corpus fingerprint, what says two runs
     were made on the same data."""
-    parts: list[Any] = [
+    parts: list[object] = [
         sorted(collection.queries.items()),
         sorted((q, sorted(docs.items())) for q, docs in collection.qrels.items()),
     ]
@@ -148,7 +147,7 @@ def judgments_fingerprint(collection: Collection) -> str:
     return fingerprint("judgments", *parts)
 
 
-def data_record(collection: Collection) -> dict[str, Any]:
+def data_record(collection: Collection) -> JsonObject:
     """What ``metrics.json`` records about the data a run was made on (beside ``config``)."""
     return {
         "data": {
@@ -168,17 +167,17 @@ def data_record(collection: Collection) -> dict[str, Any]:
 def metrics_payload(
     collection: Collection,
     name: str,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     metrics: Metrics,
     timing: Mapping[str, float],
     count_missing: bool = False,
-    encoding: Mapping[str, Any] | None = None,
+    encoding: Mapping[str, object] | None = None,
     empty: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The ``metrics.json`` of one task folder; ``encoding``: what a model actually ran with (the versions
     of the packages that made its vectors, the max length per side, the framing, the dtype); ``empty``: the queries
     the system answered with no document (scored 0; ``run.trec`` cannot hold them)."""
-    payload = {
+    payload: dict[str, object] = {
         "task": collection.name,
         "retriever": name,
         "config": _as_json(config),
@@ -223,12 +222,12 @@ def finish_task(
     collection: Collection,
     name: str,
     run: Run,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     out: SystemFolder | str | Path | None,
     measures: Iterable[Measure],
     count_missing: bool,
     timing: Mapping[str, float],
-    encoding: Mapping[str, Any] | None = None,
+    encoding: Mapping[str, object] | None = None,
     ties: TieRule = "trec_eval",
 ) -> TaskResult:
     """Score ``run`` as ``run.trec`` will hold it and (with ``out``, the system folder) write ``out/<task>/``
@@ -260,7 +259,7 @@ def finish_task(
 
 def reuse(
     out: SystemFolder | str | Path | None,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     collection: Collection,
     measures: Iterable[Measure],
     count_missing: bool,
@@ -326,7 +325,7 @@ def reuse(
     return result
 
 
-def compared(config: Mapping[str, Any]) -> dict[str, Any]:
+def compared(config: JsonObject) -> JsonObject:
     """What reuse compares of a ``config`` as recorded (JSON: reuse compares everything a run recorded): all of it,
     but for a reranked run its reranker's record (what the options resolved to: the model, tokenizer, lengths,
     label, dtype...) rather than the options as written (``--model`` naming the preset's own checkpoint is the same
@@ -336,7 +335,7 @@ def compared(config: Mapping[str, Any]) -> dict[str, Any]:
     return dict(config)
 
 
-def recorded_as_v3(config: RecordedConfig, read_version: int) -> dict[str, Any]:
+def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
     ``options`` as its retriever's options type records them (an option a run did not record had its default:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
