@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data import Collection
+from ..data.benchmarks import protocol_of
+from ..data.loaders import DEFAULT_SPLIT
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import Metrics
@@ -37,7 +39,7 @@ from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_trec, write_task_results
 from ..version import __version__
-from .grading import data_problem, precision_change, published_label
+from .grading import data_problem, grade_system, precision_change, published_label
 from .published import PublishedKey
 
 log = logging.getLogger(__name__)
@@ -104,8 +106,6 @@ def stored_measures(asked: Iterable[Measure] = (), base: Sequence[Measure] | Non
 
 def task_measures(collection: Collection, asked: Iterable[Measure] = ()) -> tuple[Measure, ...]:
     """What ``metrics.json`` stores for a task of ``collection``: its protocol's measures plus those asked for."""
-    from ..data.benchmarks import protocol_of
-
     return stored_measures(asked, protocol_of(collection).measures)
 
 
@@ -194,8 +194,6 @@ def metrics_payload(
         payload["ties"] = metrics.ties.to_json()
     if empty:
         payload["empty_queries"] = list(empty)
-    from ..data.benchmarks import protocol_of
-
     payload["protocol"] = protocol_of(collection).record(collection)
     return payload
 
@@ -664,8 +662,6 @@ def _names_task(name: str, task: str) -> bool:
 def _recorded_task(folder: Path) -> str | None:
     """The task ``folder``'s ``metrics.json`` records, or None when it records none (or cannot be read: the
     reader of the run says why, if it matters)."""
-    from ..runs.record import read_record
-
     try:
         return read_record(folder).task
     except R2MedError:
@@ -682,8 +678,6 @@ def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = N
     paths = ref.task_paths() if ref is not None else task_folders(folder)
     tasks = {t.task: t for path in paths for t in read_run_folder(path)}
     system = System(name or folder.name, folder, tasks)
-    from .grading import grade_system
-
     grade = grade_system({t.task: t.config for t in tasks.values()})
     system.published, system.ungraded = grade.key, grade.reason_for(tasks)
     return system
@@ -741,8 +735,6 @@ def split_columns(systems: list[System]) -> list[System]:
     results of one BEIR folder are never averaged, ranked or compared as one column; a task run on ``test``
     only keeps its name (a record naming no split ran on ``test``: R2MED's hub tasks).  The
     :class:`TaskFolder` s keep their task name (where the data is found)."""
-    from ..data.loaders import DEFAULT_SPLIT
-
     splits: dict[str, set[str]] = {}
     for system in systems:
         for task, folder in system.tasks.items():
@@ -780,8 +772,6 @@ def _measure_of(key: PublishedKey, task: str) -> Measure:
 def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     """The published configuration ``results`` reproduce (:func:`r2med.results.grading.grade_system`), or why
     not when they name one, and the precision they ran in when it is not the paper's (the figures stay shown)."""
-    from .grading import grade_system
-
     configs = [r.config for r in results if r.config is not None]
     grade = grade_system({r.task: r.config for r in results})
     published = grade.key

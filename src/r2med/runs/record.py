@@ -32,6 +32,10 @@ from pydantic import BaseModel, ConfigDict, JsonValue, PrivateAttr, ValidationEr
 from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
 from ..data.files import id_problem
 from ..errors import DataError, R2MedError
+from ..evaluation.ties import BlockError, check_block
+from ..infra.containment import name_problem
+from ..infra.input_files import read_regular
+from ..measures import from_trec
 
 #: a task folder's results file
 METRICS_FILE: Final = "metrics.json"
@@ -376,9 +380,6 @@ class RunRecord(BaseModel):
 def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
     """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
     and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
-    from ..infra.containment import name_problem
-    from ..measures import from_trec
-
     where = Path(path)
 
     def fail(message: str) -> DataError:
@@ -483,8 +484,6 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
 
     ties = data.get("ties")
     if ties is not None:
-        from ..evaluation.ties import BlockError, check_block
-
         try:
             ties = check_block(ties, aggregate, per_query, MAX_QUERIES, MAX_QUERY_ID_CHARS)
         except BlockError as exc:
@@ -621,8 +620,6 @@ def same_config(stored: RunRecord, config: Mapping[str, Any], recorded: Mapping[
 
 def read_record(folder: str | os.PathLike[str]) -> RunRecord:
     """A task folder's ``metrics.json`` as a checked record (the one reader); any fault a DataError naming it."""
-    from ..infra.input_files import read_regular
-
     path = Path(folder) / METRICS_FILE
     try:
         data = json.loads(read_regular(path).decode("utf-8"), parse_int=_parse_int)  # a FIFO there: never waited on
