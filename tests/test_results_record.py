@@ -162,6 +162,8 @@ def test_every_older_record_reads_into_the_typed_record_and_is_not_rewritten(tmp
             i["config"]["retriever"] for i in original["config"]["inputs"]
         ]
         assert all(i.config is not None and i.config.step == "evaluate" for i in config.inputs)
+        assert (config.fusion, config.k) == (original["config"]["fusion"], original["config"]["k"])
+        assert [i.folder for i in config.inputs] == [i["folder"] for i in original["config"]["inputs"]]
     else:
         assert config.step == "evaluate" and config.retriever == original["config"]["retriever"]
         assert config.fact("k1") == original["config"].get("k1")  # a retriever's own fact, by name

@@ -209,22 +209,27 @@ class RerankerRecord(_Recorded):
 
 
 class ImportedRecord(_Recorded):
-    """What ``r2med import`` recorded of the run file it scored (``config["imported"]``)."""
+    """What ``r2med import`` recorded of the run it scored (``config["imported"]``); the other keys are its
+    source's own (a file's path, tags and what it states of itself; a run given in Python; an agent's trace)."""
 
+    #: the run file's content hash (None: a run given in Python or a trace)
     sha256: str | None = None
+    note: str | None = None
+    #: entries the task's exclusions removed before scoring
+    excluded_removed: int | None = None
 
 
 class FirstStage(_Recorded):
-    """The first stage a reranked run reranked (``config["first_stage"]``): its folder and its own record."""
+    """The first stage a reranked run reranked (``config["first_stage"]``): its name, folder, run and own record."""
 
+    retriever: str | None = None
     folder: str | None = None
+    run_fingerprint: str | None = None
     config: RecordedConfig | None = None
 
 
-class FusedInput(_Recorded):
-    """One system a fused run fused (an item of ``config["inputs"]``)."""
-
-    config: RecordedConfig | None = None
+class FusedInput(FirstStage):
+    """One system a fused run fused (an item of ``config["inputs"]``): recorded as a first stage is."""
 
 
 _Typed = TypeVar("_Typed", bound=BaseModel)
@@ -258,7 +263,13 @@ class RecordedConfig(_Recorded):
     encoder: EncoderRecord | None = None
     reranker: RerankerRecord | None = None
     first_stage: FirstStage | None = None
+    #: a fusion's: its inputs, method (``rrf``, ``combsum``...), RRF's ``k`` (above), score normalisation, weights
+    #: and the depth it kept
     inputs: list[FusedInput] | None = None
+    fusion: str | None = None
+    norm: str | None = None
+    weights: list[float] | None = None
+    depth: int | None = None
     imported: ImportedRecord | None = None
     #: how many documents the corpus holds more than once, where the retriever indexed the repeats too
     corpus_repeats: int | None = None
