@@ -150,3 +150,11 @@ def run_r2med(
 
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def recorded(config):
+    """A hand-made ``metrics.json`` ``config`` (a dict) as the record reads it: the typed
+    :class:`r2med.runs.record.RecordedConfig` that grading, reuse and the reports read."""
+    from r2med.runs.record import RecordedConfig
+
+    return RecordedConfig.read(config)

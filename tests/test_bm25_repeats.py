@@ -20,7 +20,8 @@ import pytest
 from r2med.data import load_folder
 from r2med.jobs.evaluate import run_task
 from r2med.retrieval.analyzer import EnglishAnalyzer
-from r2med.runs.run import read_metrics, read_trec
+from r2med.runs.record import read_record
+from r2med.runs.run import read_trec
 from r2med.steps import EvaluateStep
 from test_data import make_r2med
 from test_dense_fixtures import bert_dir  # noqa: F401
@@ -113,8 +114,8 @@ def test_bm25_scores_a_repeated_corpus_as_the_papers_list_reading(repeated, tmp_
         assert set(ours) == set(ref), qid  # k=100 > 40 ids: every id once
         for did, score in ref.items():
             assert ours[did] == pytest.approx(score, abs=1e-4), (qid, did)
-    assert read_metrics(tmp_path / "out" / "c")["config"]["corpus_repeats"] == 8
-    assert result.config["corpus_repeats"] == 8
+    assert read_record(tmp_path / "out" / "c").to_json()["config"]["corpus_repeats"] == 8
+    assert result.config is not None and result.config.corpus_repeats == 8
 
 
 def test_bm25_repeats_change_the_scores_and_the_index_key(repeated, tmp_path):

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from bright_hub import BRIGHT_PIN, SHARED_BRIGHT, bright_files, fill_bright_cache, have_shared_bright
-from conftest import run_r2med
+from conftest import recorded, run_r2med
 from r2med.measures import Measure
 
 PIN_FILE = f"/hf/hub/datasets--xlangai--BRIGHT/snapshots/{BRIGHT_PIN}/gpt4_reason/biology-00000-of-00001.parquet"
@@ -291,15 +291,15 @@ def test_bright_grading_table_keyed_by_recorded_specs(config, graded, row, reaso
     from r2med.results.grading import grade, grade_system
 
     task = (config.get("settings") or {}).get("task") or "bright:biology"
-    got = grade(config, task)
+    got = grade(recorded(config), task)
     assert (got.key, got.row) == (graded, row), got
     if reason is None:
         assert got.reason is None
     else:
         assert got.reason is not None and got.reason.startswith(f"not the published {row.title}: {reason}"), got.reason
-    assert grade_system({task: config}) == got
+    assert grade_system({task: recorded(config)}) == got
     if config.get("settings") or "first_stage" in config:
-        assert grade(config) == got  # the task unknown: the one its settings record names
+        assert grade(recorded(config)) == got  # the task unknown: the one its settings record names
 
 
 def test_bright_rows_carry_the_published_figures():
@@ -479,7 +479,7 @@ def test_every_score_changing_field_of_every_bright_row_is_compared(row, step, i
         meta = RERANKERS.get(step.reranker) if is_rerank else RETRIEVERS.get(step.retriever)
         return meta.options
 
-    assert grade(record(), "bright:biology").key == row
+    assert grade(recorded(record()), "bright:biology").key == row
     for name, published in step.options.items():
         if name in ALL_PUBLISHED or (is_rerank and name == "model"):
             continue  # the model picks the row (another one names none: the table above)
@@ -493,6 +493,6 @@ def test_every_score_changing_field_of_every_bright_row_is_compared(row, step, i
                 break
         else:
             pytest.fail(f"{row.label}: no value to try for {name}")
-        got = grade(record(**{name: value}), "bright:biology")
+        got = grade(recorded(record(**{name: value})), "bright:biology")
         assert got.key is None and got.row == row, (name, value, got)
         assert f": {name} " in got.reason or f"; {name} " in got.reason, got.reason

@@ -25,7 +25,7 @@ from bright_hub import (
     fill_bright_cache,
     have_shared_bright,
 )
-from conftest import run_r2med
+from conftest import recorded, run_r2med
 from hub_server import HubEmulator
 from test_hub import cli, downloads, one_line_error
 
@@ -208,7 +208,7 @@ def test_qrels_file_is_recorded_by_hash_shown_beside_its_figures_and_never_grade
     from r2med.results.grading import grade
 
     def recorded_key(config):  # the row a record is graded against, its task unknown (issue 30: results/grading)
-        return grade(config).key
+        return grade(recorded(config)).key
 
     from r2med.runs.run import read_trec
 

@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from conftest import recorded
 from r2med.errors import R2MedError
 from r2med.retrieval import make_retriever
 from r2med.retrieval.dense import DenseRetriever, exact_top_k
@@ -379,22 +380,22 @@ def test_similarity_and_dtype_in_published_matching(tmp_path):
     from r2med.runs.run import write_task_results
 
     paper = {"retriever": "bge", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp32"}}
-    assert match_published([paper]) == PublishedKey("bge")
-    assert match_published([{**paper, "similarity": "dot"}]) is None
-    assert match_published([{**paper, "options": {"similarity": "dot"}}]) is None
-    assert match_published([{**paper, "options": {"similarity": "cosine"}}]) == PublishedKey("bge")
+    assert match_published([recorded(paper)]) == PublishedKey("bge")
+    assert match_published([recorded({**paper, "similarity": "dot"})]) is None
+    assert match_published([recorded({**paper, "options": {"similarity": "dot"}})]) is None
+    assert match_published([recorded({**paper, "options": {"similarity": "cosine"}})]) == PublishedKey("bge")
     # another precision class than the published one (half for full) is not the published spec: not graded
     bf16 = {**paper, "options": {"dtype": "bf16"}, "encoder": {"dtype": "bf16"}}
-    assert match_published([bf16]) is None
-    assert "dtype bf16, published fp32" in grade(bf16).reason
+    assert match_published([recorded(bf16)]) is None
+    assert "dtype bf16, published fp32" in grade(recorded(bf16)).reason
     # the same class (bf16 for the paper's fp16) stays graded, with a note and a wider band
     nv = {"retriever": "nv", "options": {}, "similarity": "cosine", "encoder": {"dtype": "fp16"}}
     nv_bf16 = {**nv, "options": {"dtype": "bf16"}, "encoder": {"dtype": "bf16"}}
-    assert match_published([nv]) == match_published([nv_bf16]) == PublishedKey("nv")
-    assert nonpaper_precision(nv_bf16) == "bf16 (paper: fp16)" and nonpaper_precision(nv) is None
-    assert nonpaper_precision(bf16) == "bf16 (paper: fp32)" and nonpaper_precision(paper) is None
-    assert nonpaper_precision({"retriever": "nv", "encoder": {"dtype": "fp16"}}) is None
-    assert nonpaper_precision({"reranker": {"reranker": "monobert", "dtype": "fp16"}}) == "fp16 (paper: fp32)"
+    assert match_published([recorded(nv)]) == match_published([recorded(nv_bf16)]) == PublishedKey("nv")
+    assert nonpaper_precision(recorded(nv_bf16)) == "bf16 (paper: fp16)" and nonpaper_precision(recorded(nv)) is None
+    assert nonpaper_precision(recorded(bf16)) == "bf16 (paper: fp32)" and nonpaper_precision(recorded(paper)) is None
+    assert nonpaper_precision(recorded({"retriever": "nv", "encoder": {"dtype": "fp16"}})) is None
+    assert nonpaper_precision(recorded({"reranker": {"reranker": "monobert", "dtype": "fp16"}})) == "fp16 (paper: fp32)"
 
     pub = published_ndcg10("nv")["Biology"] / 100
     for name, config in (("nv", nv), ("bf16/nv", nv_bf16)):
@@ -447,7 +448,9 @@ def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype(
             "similarity": similarity or "cosine",
             "encoder": {"dtype": dtype or get_preset(retriever).dtype},
         }
-        return [TaskResult("Biology", Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)), None, config=config)]
+        return [
+            TaskResult("Biology", Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)), None, config=recorded(config))
+        ]
 
     def note(retriever, dtype=None):
         return precision_note(summary(retriever, result(retriever, dtype=dtype)))
@@ -465,7 +468,7 @@ def test_evaluate_summary_decides_paper_configuration_with_similarity_and_dtype(
             "Biology",
             Metrics({}, {"ndcg_cut_10": 0.1}, ("ndcg_cut_10",)),
             None,
-            config={"retriever": "openai", "encoder": {"dtype": "bf16"}},
+            config=recorded({"retriever": "openai", "encoder": {"dtype": "bf16"}}),
         )
     ]
     assert precision_note(summary("openai", api)) is None  # API embedders have no precision to compare

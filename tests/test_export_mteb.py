@@ -17,6 +17,7 @@ from r2med.data.tasks import TASKS
 from r2med.errors import MissingExtraError, R2MedError
 from r2med.evaluation.metrics import evaluate
 from r2med.export.mteb import K_VALUES, export_mteb, mteb_score_keys, mteb_scores, run_depth, summarize_keys
+from r2med.runs.record import parse_record
 
 TOL = 5e-7  # TaskResult.to_disk rounds scores to 6 decimals
 
@@ -53,7 +54,7 @@ def _payload(task: str, run, qrels, revision: str | None = "pin") -> dict:
 
 def test_translation_without_depth_leaves_mrr_out_and_lists_absent_keys():
     run, qrels = _toy(1)
-    scores = mteb_scores(_payload("Biology", run, qrels))
+    scores = mteb_scores(parse_record(_payload("Biology", run, qrels), "m"))
     assert scores.values["main_score"] == scores.values["ndcg_at_10"]
     assert not any(k.startswith("mrr_at") for k in scores.values)
     assert "recip_rank" in scores.left_out
@@ -71,7 +72,7 @@ def test_translation_without_depth_leaves_mrr_out_and_lists_absent_keys():
 
 def test_depth_beyond_mtebs_cutoffs_leaves_mrr_out():
     run, qrels = _toy(2)
-    scores = mteb_scores(_payload("Biology", run, qrels), depth=5000)
+    scores = mteb_scores(parse_record(_payload("Biology", run, qrels), "m"), depth=5000)
     assert "recip_rank" in scores.left_out and not any(k.startswith("mrr") for k in scores.values)
 
 
@@ -84,7 +85,7 @@ def test_scores_equal_mtebs_own_evaluator_on_the_same_run():
         run, qrels = _toy(seed, ties=ties)
         depth = run_depth(run)
         assert depth == 30
-        ours = mteb_scores(_payload("Biology", run, qrels), depth=depth)
+        ours = mteb_scores(parse_record(_payload("Biology", run, qrels), "m"), depth=depth)
         r = retrieval_metrics.calculate_retrieval_scores(run, qrels, k_values=K_VALUES)
         theirs = retrieval_metrics.make_score_dict(
             ndcg=r.ndcg,
@@ -328,7 +329,7 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     """`r2med export --format mteb RUNS -o DIR`: a results root's systems, each as its own model, read back by
     mteb's loader with the scores of their metrics.json; local data is refused until --force."""
     from conftest import run_r2med
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
     from test_report import synthetic, write_collection
 
     data = tmp_path / "data"
@@ -347,7 +348,7 @@ def test_export_command_round_trips_a_results_root(mteb, tmp_path):
     for system in ("bm25", "bm25-standard"):
         loaded = _loaded(mteb, out, f"r2med/{system}", list(names.values()))
         for task, mteb_task in names.items():
-            stored = read_metrics(tmp_path / "runs" / system / task)["aggregate"]
+            stored = read_record(tmp_path / "runs" / system / task).to_json()["aggregate"]
             (entry,) = loaded[mteb_task].scores["test"]
             assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
             assert entry["recall_at_100"] == pytest.approx(stored["recall_100"], abs=TOL)
@@ -418,7 +419,7 @@ def test_export_a_local_beir_run_as_the_mteb_task_its_counts_match(mteb, tmp_pat
     """`export --mteb-task AILAStatutes`: a BEIR folder with AILAStatutes' counts (82 docs, 50 queries, 217 non-zero
     judgments in mteb's statistics) is written as that task, with MTEB's pin, and read back by mteb's loader."""
     from conftest import run_r2med
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
 
     stats = mteb.get_task("AILAStatutes").metadata.descriptive_stats["test"]
     data = _beir_with_counts(
@@ -437,7 +438,7 @@ def test_export_a_local_beir_run_as_the_mteb_task_its_counts_match(mteb, tmp_pat
     result = loaded["AILAStatutes"]
     assert result.dataset_revision == mteb.get_task("AILAStatutes").metadata.revision
     (entry,) = result.scores["test"]
-    stored = read_metrics(tmp_path / "runs" / "bm25" / "aila")["aggregate"]
+    stored = read_record(tmp_path / "runs" / "bm25" / "aila").to_json()["aggregate"]
     assert entry["main_score"] == pytest.approx(stored["ndcg_cut_10"], abs=TOL)
     # the dev split of the same folder is not MTEB's task (MTEB evaluates AILAStatutes on test)
     assert run_r2med("evaluate", "-d", data, "--split", "dev", "-o", tmp_path / "dev").returncode == 0

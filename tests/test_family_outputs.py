@@ -25,6 +25,7 @@ import pytest
 from bright_hub import bright_files, fill_bright_cache, have_shared_bright
 from conftest import SHARED_DATA, run_r2med, shared_collection
 from hub_server import fill_hf_cache, r2med_task_files
+from r2med.runs.record import read_record
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow(seconds=30)]
 pytest.importorskip("pyarrow")
@@ -97,3 +98,18 @@ def test_r2med_and_bright_outputs_are_byte_identical_to_the_recorded_ones(tmp_pa
     assert sorted(found) == sorted(expected)
     changed = [name for name in expected if found[name] != expected[name]]
     assert not changed, f"outputs changed: {changed}"
+    # every metrics.json the study wrote reads into the typed record, each typed field the file's own value
+    written_records = sorted((tmp_path / "out").rglob("metrics.json"))
+    assert len(written_records) == sum(1 for name in expected if name.endswith("/metrics.json")) >= 8
+    for path in written_records:
+        record, written = read_record(path.parent), json.loads(path.read_text())
+        config = record.config
+        assert config is not None and config.as_json() == written["config"]
+        assert (config.step, config.retriever, config.k) == ("evaluate", "bm25", written["config"]["k"])
+        assert config.fact("k1") == written["config"]["k1"]  # BM25's own fact, by name
+        expansion = written["config"]["expansion"]
+        typed = None if config.expansion is None else (config.expansion.method, config.expansion.llm)
+        assert typed == (None if expansion is None else (expansion["method"], expansion["llm"])), path
+        assert record.protocol is not None and record.protocol.family == written["protocol"]["family"]
+        assert record.protocol.depth == written["protocol"]["depth"]
+        assert record.data is not None and record.data.queries == written["data"]["queries"]

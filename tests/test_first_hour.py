@@ -17,7 +17,7 @@ import pytest
 
 from conftest import minilm_path, run_r2med, shared_collection
 from r2med.evaluation.metrics import DEFAULT_MEASURES
-from r2med.runs.run import read_metrics
+from r2med.runs.record import read_record
 
 pytest.importorskip("torch")
 from test_dense_fixtures import tiny_bert
@@ -133,7 +133,7 @@ def test_systems_names_and_folders(hour):
     for system in SYSTEMS:
         assert sorted(p.name for p in (runs / system).iterdir()) == ["clinic", "medline-med"]
         for task in ("clinic", "medline-med"):
-            meta = read_metrics(runs / system / task)
+            meta = read_record(runs / system / task).to_json()
             assert meta["retriever"] == system and meta["task"] == task
     # the custom model's system is named after the model; the rerank and fuse results after their inputs
     assert "results: runs/dense-tiny-bert" in out["dense"].stdout
@@ -150,7 +150,7 @@ def test_measures_stored_and_shown(hour):
     root, out = hour
     runs = root / "runs"
     for system in SYSTEMS:
-        stored = list(read_metrics(runs / system / "clinic")["aggregate"])
+        stored = list(read_record(runs / system / "clinic").to_json()["aggregate"])
         assert stored == [*DEFAULT_MEASURES, *(["P_5"] if system == "dense-tiny-bert" else [])]
     header = next(line for line in out["bm25"].stdout.splitlines() if "queries" in line)
     assert re.findall(r"nDCG@10|R@100|MRR|P@5", header) == ["nDCG@10", "R@100", "MRR"]
@@ -161,7 +161,7 @@ def test_measures_stored_and_shown(hour):
     assert report["measure"] == "recip_rank"
     for system in report["systems"]:
         for task in ("clinic", "medline-med"):
-            stored = read_metrics(runs / system["name"] / task)["aggregate"]["recip_rank"]
+            stored = read_record(runs / system["name"] / task).to_json()["aggregate"]["recip_rank"]
             assert system["cells"][task]["value"] == pytest.approx(100 * stored, abs=1e-6)
     compared = json.loads(out["compare"].stdout)
     assert {(r["baseline"], r["measure"]) for r in compared} == {("bm25", "recall_100")}
@@ -172,7 +172,7 @@ def test_measures_stored_and_shown(hour):
 def test_score_takes_folders_and_a_one_collection_data_dir_refuses_other_tasks(hour):
     root, out = hour
     assert json.loads(out["score"].stdout) == json.loads(out["score file"].stdout)
-    stored = read_metrics(root / "runs" / "bm25" / "medline-med")["aggregate"]
+    stored = read_record(root / "runs" / "bm25" / "medline-med").to_json()["aggregate"]
     assert json.loads(out["score"].stdout)["aggregate"] == pytest.approx(stored, abs=1e-12)
     bad = out["one collection"]
     assert bad.returncode == 2 and "is one collection (medline-med)" in bad.stderr
@@ -183,7 +183,7 @@ def test_demo_writes_apart_from_the_users_results(tmp_path, r2med_home):
     res = cli(tmp_path, "demo")  # the hub is offline here: the built-in demo collection
     demo = r2med_home / "demo"
     assert f"report with: r2med report {demo}" in " ".join(res.stdout.split())
-    assert read_metrics(demo / "bm25" / "demo")["task"] == "demo"
+    assert read_record(demo / "bm25" / "demo").to_json()["task"] == "demo"
     assert list(tmp_path.iterdir()) == []  # nothing in the working folder (no ./runs/demo)
 
 
@@ -197,14 +197,14 @@ def test_by_equals_a_hand_grouping_of_per_query_values(hour):
     groups: dict[str, list[str]] = {}
     for qid, _, body, _ in QUERIES:
         groups.setdefault(body or "(none)", []).append(qid)
-    medline = sorted(read_metrics(root / "runs" / "bm25" / "medline-med")["per_query"])
+    medline = sorted(read_record(root / "runs" / "bm25" / "medline-med").to_json()["per_query"])
     groups["(none)"] = groups["(none)"] + [f"medline-med/{q}" for q in medline]  # no metadata there
     rows = {r["value"]: r for r in table["rows"]}
     assert set(rows) == set(groups)
     for value, members in groups.items():
         assert rows[value]["queries"] == len(members)
         for system in SYSTEMS:
-            per = {t: read_metrics(root / "runs" / system / t)["per_query"] for t in ("clinic", "medline-med")}
+            per = {t: read_record(root / "runs" / system / t).to_json()["per_query"] for t in ("clinic", "medline-med")}
             values = [
                 per["medline-med"][m.split("/", 1)[1]]["ndcg_cut_10"] if "/" in m else per["clinic"][m]["ndcg_cut_10"]
                 for m in members
@@ -216,7 +216,7 @@ def test_by_equals_a_hand_grouping_of_per_query_values(hour):
         cli(root, "report", "runs", "--by", "body_system", "--average", "macro", "--format", "json").stdout
     )
     none = {r["value"]: r for r in macro["rows"]}["(none)"]
-    per = {t: read_metrics(root / "runs" / "bm25" / t)["per_query"] for t in ("clinic", "medline-med")}
+    per = {t: read_record(root / "runs" / "bm25" / t).to_json()["per_query"] for t in ("clinic", "medline-med")}
     task_means = [
         per["clinic"]["q8"]["ndcg_cut_10"],
         sum(v["ndcg_cut_10"] for v in per["medline-med"].values()) / len(per["medline-med"]),

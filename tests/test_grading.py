@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import minilm_path, run_r2med, shared_collection
+from conftest import minilm_path, recorded, run_r2med, shared_collection
 from test_report import DOCS, QRELS, QUERIES, synthetic, write_collection
 
 
@@ -196,15 +196,15 @@ def test_a_reranked_run_keeps_its_first_stage_record_and_is_graded_by_it(biology
     first = json.loads((runs / "nv" / "Biology" / "metrics.json").read_text())["config"]
     config = json.loads((runs / "nv+monobert" / "Biology" / "metrics.json").read_text())["config"]
     assert config["first_stage"]["config"] == first
-    assert match_published([config]) is None  # a random cross-encoder under the name nv+monobert
+    assert match_published([recorded(config)]) is None  # a random cross-encoder under the name nv+monobert
     # monobert's own record sets no option (schema 3 records the step's options beside what they resolved to):
     # the tiny model's ``model`` option is left out, else it would be graded as another model (below)
     as_monobert = {**config, "options": {}, "reranker": {"reranker": "monobert"}}
-    assert match_published([as_monobert]) is None  # its first stage ran BM25, whatever it was named
+    assert match_published([recorded(as_monobert)]) is None  # its first stage ran BM25, whatever it was named
     nv_first = {**as_monobert, "first_stage": {**config["first_stage"], "config": {"retriever": "nv", "options": {}}}}
-    assert match_published([nv_first]) == PublishedKey("nv", "rerank:monobert")
+    assert match_published([recorded(nv_first)]) == PublishedKey("nv", "rerank:monobert")
     tiny = {**nv_first, "options": config["options"]}  # the tiny model under monobert's name: another checkpoint
-    got = grade(tiny)
+    got = grade(recorded(tiny))
     assert got.key is None and got.row == PublishedKey("nv", "rerank:monobert")
     assert got.reason == f"not the published nv+monobert: model {model}, published castorini/monobert-large-msmarco"
     system = report_json(runs / "nv+monobert")["systems"][0]
@@ -743,27 +743,32 @@ SPEC_TABLE = [
 def test_grading_table_keyed_by_recorded_specs(config, key, row, reason):
     from r2med.results.grading import grade, grade_system, match_published
 
-    got = grade(config, "Biology")
+    got = grade(recorded(config), "Biology")
     assert (got.key, got.row) == (key, row)
     if reason is None:
         assert got.reason is None
     else:
         assert got.reason is not None and got.reason.startswith(f"not the published {row.label}: {reason}"), got.reason
-    assert grade_system({"Biology": config}) == got  # a system of one task grades as the task
+    assert grade_system({"Biology": recorded(config)}) == got  # a system of one task grades as the task
     if key is not None and "expansion" not in config and config.get("first_stage", {}).get("config") is not AUTHORS_E5:
-        assert match_published([config, config]) == key  # nothing per task: the same without the task
+        assert (
+            match_published([recorded(config), recorded(config)]) == key
+        )  # nothing per task: the same without the task
 
 
 def test_a_non_paper_precision_keeps_the_grade_and_says_so():
     from r2med.results.grading import nonpaper_precision
 
     assert (
-        nonpaper_precision({**dense_config("bge", dtype="bf16"), "encoder": {"dtype": "bf16"}}) == "bf16 (paper: fp32)"
+        nonpaper_precision(recorded({**dense_config("bge", dtype="bf16"), "encoder": {"dtype": "bf16"}}))
+        == "bf16 (paper: fp32)"
     )
-    assert nonpaper_precision(reranked({**BGE_R, "dtype": "fp16"}, NV_RUN, dtype="fp16")) == "fp16 (paper: fp32)"
+    assert (
+        nonpaper_precision(recorded(reranked({**BGE_R, "dtype": "fp16"}, NV_RUN, dtype="fp16"))) == "fp16 (paper: fp32)"
+    )
     # RankLLaMA's record names no dtype: the step's own option says it (the paper's is auto: fp16 on a GPU)
-    assert nonpaper_precision(reranked(RANKLLAMA, NV_RUN, dtype="bf16")) == "bf16 (paper: auto)"
-    assert nonpaper_precision(reranked(RANKLLAMA, NV_RUN)) is None
+    assert nonpaper_precision(recorded(reranked(RANKLLAMA, NV_RUN, dtype="bf16"))) == "bf16 (paper: auto)"
+    assert nonpaper_precision(recorded(reranked(RANKLLAMA, NV_RUN))) is None
 
 
 #: values tried, in order, for a field set to what no published row ran (the first its type takes and the row's
@@ -818,7 +823,7 @@ def test_every_score_changing_field_of_every_graded_row_is_compared(key, step, i
         assert meta is not None
         return meta.options
 
-    assert grade(_recorded(key, step, is_rerank), "Biology").key == key
+    assert grade(recorded(_recorded(key, step, is_rerank)), "Biology").key == key
     medcpt = {"medcpt_published": True} if key.retriever == "medcpt" else {}
     for name, published in step.options.items():
         if name in ALL_PUBLISHED:
@@ -826,7 +831,11 @@ def test_every_score_changing_field_of_every_graded_row_is_compared(key, step, i
         concrete = [v for v in published.values if v is not None]
         if concrete:  # the published value given explicitly is the published run
             config = _recorded(key, step, is_rerank, **{**medcpt, name: concrete[0]})
-            assert grade(config, "Biology").key == key, (name, concrete[0], grade(config, "Biology"))
+            assert grade(recorded(config), "Biology").key == key, (
+                name,
+                concrete[0],
+                grade(recorded(config), "Biology"),
+            )
         for value in OTHER_VALUES:
             try:
                 parse(kind(), {**medcpt, name: value}, Origin.python("test"))
@@ -836,11 +845,11 @@ def test_every_score_changing_field_of_every_graded_row_is_compared(key, step, i
                 break
         else:
             pytest.fail(f"{key.label}: no value to try for {name}")
-        got = grade(_recorded(key, step, is_rerank, **{**medcpt, name: value}), "Biology")
+        got = grade(recorded(_recorded(key, step, is_rerank, **{**medcpt, name: value})), "Biology")
         assert got.key is None and got.row == key, (name, value)
         assert (got.reason is not None and f": {name} " in got.reason) or f"; {name} " in got.reason, got.reason
     runtime = {"batch_size": 4, "device": "cpu"} if "batch_size" in kind().model_fields else {}
-    assert grade(_recorded(key, step, is_rerank, **{**medcpt, **runtime}), "Biology").key == key
+    assert grade(recorded(_recorded(key, step, is_rerank, **{**medcpt, **runtime})), "Biology").key == key
 
 
 # -- the three cases, end to end: no published figure, each with its reason -------------------------------

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import hub_data, run_r2med
+from conftest import hub_data, recorded, run_r2med
 from r2med.families.r2med import LATER_SETTINGS, SETTINGS
 from r2med.protocol.later_models import later_reranker
 from test_dense_cli import r2med as r2med_with_home
@@ -106,9 +106,9 @@ def test_a_cpu_fallback_is_the_published_precision_another_is_not():
     def config(dtype):
         return {"retriever": "qwen3-emb-8b", "encoder": {"dtype": dtype}}
 
-    assert precision_change(config("fp16")) is None and precision_change(config("fp32")) is None
-    assert precision_change(config("bf16")) == ("bf16", "fp16")
-    assert precision_change({"retriever": "reasonir-8b", "encoder": {"dtype": "fp32"}}) == ("fp32", "auto")
+    assert precision_change(recorded(config("fp16"))) is None and precision_change(recorded(config("fp32"))) is None
+    assert precision_change(recorded(config("bf16"))) == ("bf16", "fp16")
+    assert precision_change(recorded({"retriever": "reasonir-8b", "encoder": {"dtype": "fp32"}})) == ("fp32", "auto")
 
 
 # -- `r2med report`: a run of each preset against its published row -------------------------------------
@@ -351,7 +351,7 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
     pytest.importorskip("openai")
     pytest.importorskip("ftfy")
     from llm_server import LLMServer
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
 
     first = _first_stage(tmp_path, n_docs=120)
     calls = []
@@ -367,12 +367,12 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
         base = ["rerank", "--run", str(first), "--set", "tokenizer=words", "--set", "cache=false"]
         res = run_r2med(*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b")
         assert res.returncode == 0, res.stderr
-        stored = read_metrics(tmp_path / "runs" / "first+reasonrank-32b" / "toy")
+        stored = read_record(tmp_path / "runs" / "first+reasonrank-32b" / "toy").to_json()
         assert stored["config"]["top_k"] == 100 and len(calls) == 2 * 9  # 9 windows over the top 100, per query
         assert calls[0]["model"] == "liuwenhan/reasonrank-32B" and calls[0]["max_tokens"] == 3172
         res = run_r2med(*base, "--base-url", server.base_url, "--reranker", "reasonrank-32b", "--top-k", "20")
         assert res.returncode == 0, res.stderr
-        assert read_metrics(tmp_path / "runs" / "first+reasonrank-32b-top20" / "toy")["config"]["top_k"] == 20
+        assert read_record(tmp_path / "runs" / "first+reasonrank-32b-top20" / "toy").to_json()["config"]["top_k"] == 20
         res = run_r2med(
             *base,
             "--base-url",
@@ -400,7 +400,7 @@ def test_rerank_defaults_to_the_published_depth_and_names_another(tmp_path):
             "cache=false",
         )
         assert res.returncode == 0, res.stderr
-        stored = read_metrics(tmp_path / "runs" / "first+listwise-other-llm" / "toy")
+        stored = read_record(tmp_path / "runs" / "first+listwise-other-llm" / "toy").to_json()
         assert stored["config"]["top_k"] == 10  # the paper's depth
     res = run_r2med(*base, "--base-url", "http://127.0.0.1:9/v1", "--reranker", "reasonrank")
     assert res.returncode != 0 and "needs --model" in res.stderr

@@ -121,10 +121,10 @@ def test_hostile_metrics_values_reach_no_reader_as_a_traceback(finished_runs):
             metrics = runs / "bm25-standard" / "Biology" / "metrics.json"
             _plant(metrics, where, literal)
             from r2med.errors import R2MedError
-            from r2med.runs.run import read_metrics
+            from r2med.runs.record import read_record
 
             try:
-                read_metrics(metrics.parent)
+                read_record(metrics.parent).to_json()
                 accepted = True
             except R2MedError as exc:
                 accepted = False
@@ -157,7 +157,7 @@ def test_hostile_metrics_values_reach_no_reader_as_a_traceback(finished_runs):
             # evaluate's resume: a damaged folder is not reused but replaced by a fresh, valid one
             res = run_r2med("evaluate", "-r", "bm25-standard", "-d", str(data), "-o", str(runs))
             assert res.returncode == 0, res.stderr[:2000]
-            read_metrics(metrics.parent)
+            read_record(metrics.parent).to_json()
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -95,11 +95,11 @@ near_metrics = st.fixed_dictionaries(
 
 def _check_metrics_file(path: Path) -> None:
     from r2med.results.folders import load_system
-    from r2med.runs.run import read_metrics
+    from r2med.runs.record import read_record
 
     folder = path.parent
     try:
-        data = read_metrics(folder)
+        data = read_record(folder).to_json()
     except DataError as exc:
         assert str(exc).startswith(f"{path}:") or str(exc).startswith(f"{path} "), str(exc)
         assert "\n" not in str(exc)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import hub_data, run_r2med
+from conftest import hub_data, recorded, run_r2med
 from r2med.data.loaders import load_folder
 from r2med.expansion.precomputed import NO_LOCAL_FILES
 from r2med.jobs.evaluate import run_task
@@ -354,13 +354,13 @@ GRADING_TABLE = [
 
 @pytest.mark.parametrize("config, key", GRADING_TABLE)
 def test_grading_table_keyed_by_recorded_configs(config, key):
-    assert match_published([config]) == key
-    assert match_published([config, config]) == key  # every task alike
+    assert match_published([recorded(config)]) == key
+    assert match_published([recorded(config), recorded(config)]) == key  # every task alike
 
 
 def test_tasks_that_ran_different_configurations_match_nothing():
-    assert match_published([PAPER_BM25, NV]) is None
-    assert match_published([PAPER_BM25, MINILM]) is None
+    assert match_published([recorded(PAPER_BM25), recorded(NV)]) is None
+    assert match_published([recorded(PAPER_BM25), recorded(MINILM)]) is None
     assert match_published([]) is None
     assert PublishedKey("nv", "rerank:monobert").label == "nv+monobert"
 

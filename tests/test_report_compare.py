@@ -11,7 +11,7 @@ from scipy import stats as sps
 from conftest import run_r2med
 from r2med.report import compare_many, compare_systems, render_comparisons
 from r2med.results.folders import find_systems as load_systems
-from r2med.runs.run import read_metrics
+from r2med.runs.record import read_record
 from test_report import make_runs
 
 
@@ -25,7 +25,7 @@ def runs(tmp_path_factory):
 
 
 def _per_query(folder):
-    return {q: v["ndcg_cut_10"] for q, v in read_metrics(folder)["per_query"].items()}
+    return {q: v["ndcg_cut_10"] for q, v in read_record(folder).to_json()["per_query"].items()}
 
 
 def test_per_task_lines_match_stored_per_query_values(runs):

@@ -13,7 +13,8 @@ from r2med.evaluation.metrics import evaluate
 from r2med.jobs import reproduce as rp
 from r2med.protocol import published_figures
 from r2med.report.reproduce_tables import plan_rows
-from r2med.runs.run import read_metrics, read_trec
+from r2med.runs.record import read_record
+from r2med.runs.run import read_trec
 from test_dense_fixtures import bert_dir, bert_dir_2  # noqa: F401
 from test_report import QUERIES, write_collection
 
@@ -132,7 +133,7 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
     folder = out / "nv+bge-reranker" / "Biology"
     assert len(next(iter(first.values()))) == 60  # the first stage lists every doc; only its top 10 remain
     assert read_trec(folder / "run.trec") == expected
-    stored = read_metrics(folder)
+    stored = read_record(folder).to_json()
     assert stored["config"]["top_k"] == 10 and stored["config"]["keep_tail"] is False
     measures = {"ndcg_cut.10", "recall.100", "recip_rank"}
     ref = pytrec_eval.RelevanceEvaluator(coll.qrels, measures).evaluate(expected)
@@ -193,7 +194,7 @@ def test_runs_what_it_can_grades_and_reuses(data_dir, tmp_path):
             )
         else:
             assert o.status == ("pass" if abs(o.delta) <= o.tolerance else "fail")
-        assert read_metrics(folder)["retriever"] == label
+        assert read_record(folder).to_json()["retriever"] == label
     # the expansion was used: HyDE-only BM25 queries differ from the plain ones
     assert read_trec(out / "bm25" / "Biology" / "run.trec") != read_trec(
         out / "bm25+hyde-gpt4" / "Biology" / "run.trec"
@@ -248,7 +249,10 @@ def test_offline_hub_cache_is_a_data_source(hf_cache, tmp_path):
     outcomes = rp.run_matrix(planned, tmp_path / "out", env)
     ran = [o for o in outcomes if o.status != "skip"]
     assert len(ran) == 1 and ran[0].target.published == 21.55 and ran[0].value is not None
-    assert read_metrics(tmp_path / "out" / "bm25" / "Bioinformatics")["revision"] == get_task("Bioinformatics").revision
+    assert (
+        read_record(tmp_path / "out" / "bm25" / "Bioinformatics").to_json()["revision"]
+        == get_task("Bioinformatics").revision
+    )
 
 
 # -- MedCPT: the graded row runs the published configuration, the corrected encoder runs beside it ----------
@@ -290,7 +294,7 @@ def test_medcpt_graded_row_encodes_queries_with_the_article_encoder(data_dir, tm
     assert graded["medcpt"].status in ("pass", "fail") and graded["medcpt"].tolerance is not None
     assert graded["medcpt"].target.published == 2.15
     assert graded["medcpt-query-encoder"].status == "skip"
-    config = read_metrics(tmp_path / "o" / "medcpt" / "Biology")["config"]
+    config = read_record(tmp_path / "o" / "medcpt" / "Biology").to_json()["config"]
     assert config["options"]["medcpt_published"] is True
     assert config["encoder"]["model"] == config["encoder"]["query_model"] == ARTICLE
 
@@ -315,7 +319,7 @@ def test_medcpt_corrected_encoder_runs_beside_ungraded_and_report_grades_only_th
     assert outcomes["medcpt"].status in ("pass", "fail")
     rows = {r["config"]: r for r in json.loads(to_json(outcomes=list(outcomes.values())))}
     assert rows["medcpt"]["graded"] is True and rows["medcpt-query-encoder"]["graded"] is False
-    corrected = read_metrics(out / "medcpt-query-encoder" / "Biology")["config"]
+    corrected = read_record(out / "medcpt-query-encoder" / "Biology").to_json()["config"]
     assert corrected["options"]["medcpt_published"] is False and corrected["encoder"]["query_model"] == QUERY
     # other query vectors: another ranking
     assert read_trec(out / "medcpt" / "Biology" / "run.trec") != read_trec(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from r2med.errors import DataError
-from r2med.runs.record import SCHEMA_VERSION, metrics_json, parse_record, read_record
-from r2med.runs.run import read_metrics, write_task_results
+from r2med.runs.record import SCHEMA_VERSION, ExpansionRecord, metrics_json, parse_record, read_record
+from r2med.runs.run import write_task_results
 
 V1 = Path(__file__).parent / "data" / "metrics_v1"
 V1_FILES = sorted(p.name for p in V1.glob("*.json"))
@@ -47,9 +47,10 @@ def test_a_v1_file_is_upgraded_in_memory_and_kept_whole(tmp_path: Path, name: st
     assert record.read_version == 1
     assert record.aggregate == original["aggregate"] and record.per_query == original["per_query"]
     assert record.task == original["task"] and record.retriever == original["retriever"]
-    assert record.config == _as_schema_3(original["config"]) and record.revision is None
+    assert record.config is not None and record.config.as_json() == _as_schema_3(original["config"])
+    assert record.revision is None
     assert record.encoding == original.get("encoding")
-    payload = read_metrics(folder)
+    payload = read_record(folder).to_json()
     assert payload == {"schema_version": 3, **original, "config": _as_schema_3(original["config"])}
     assert list(payload) == ["schema_version", *original]
     assert (folder / "metrics.json").read_bytes() == (V1 / name).read_bytes()  # reading never rewrites
@@ -114,6 +115,15 @@ def _damaged(change: dict[str, object]) -> dict[str, object]:
         ({"source": "x" * 20_000}, "is longer than a source can be"),
         ({"timing": {"total_s": -1.0}}, "timing.total_s is -1.0, outside 0..inf"),
         ({"count_missing": 0}, "count_missing must be true or false"),
+        # the typed parts: config (every step kind's fields), data counts, protocol
+        ({"config": {"retriever": "bm25", "k": "ten"}}, "config.k: "),
+        ({"config": {"retriever": "bm25", "expansion": {"method": "hyde", "rule": 5}}}, "config.expansion.rule: "),
+        ({"config": {"retriever": "bm25", "judgments": {"file": "q.tsv"}}}, "config.judgments.sha256: field required"),
+        ({"config": {"step": "evaluate!", "retriever": "bm25"}}, "config.step: "),
+        ({"config": {"reranker": {"dtype": 16}}}, "config.reranker.dtype: "),
+        ({"config": {"reranker": {}, "first_stage": {"config": {"k": "1"}}}}, "config.first_stage.config.k: "),
+        ({"data": {"queries": "30"}}, "data.queries: input should be a valid integer"),
+        ({"protocol": {"family": "r2med", "depth": "100"}}, "protocol.depth: "),
     ],
 )
 def test_each_fault_is_one_line_naming_file_and_key(tmp_path: Path, change: dict[str, object], said: str):
@@ -122,6 +132,59 @@ def test_each_fault_is_one_line_naming_file_and_key(tmp_path: Path, change: dict
     message = str(caught.value)
     assert message.startswith(f"{tmp_path / 'metrics.json'}: ") and said in message, message
     assert "\n" not in message and len(message) < 400
+
+
+V2 = Path(__file__).parent / "data" / "metrics_v2"
+
+
+@pytest.mark.parametrize("path", sorted([*V1.glob("*.json"), *V2.glob("*.json")]), ids=lambda p: p.name)
+def test_every_older_record_reads_into_the_typed_record_and_is_not_rewritten(tmp_path: Path, path: Path):
+    """Each real v1 and v2 file reads into the typed record (upgraded in memory): its config is the step that made
+    it, with the step's own fields (a rerank's reranker and first stage, a fusion's inputs) typed; the file's bytes
+    and modification time are left as they were."""
+    folder = tmp_path / "system" / "task"
+    folder.mkdir(parents=True)
+    shutil.copy2(path, folder / "metrics.json")
+    before = (folder / "metrics.json").stat().st_mtime_ns
+    original = json.loads(path.read_text())
+    record = read_record(folder)
+    assert record.read_version == original.get("schema_version", 1) < SCHEMA_VERSION
+    config = record.config
+    assert config is not None and config.as_json()["step"] == config.step
+    if "reranker" in original["config"]:  # the v2 rerank: its reranker block and its first stage, typed
+        assert config.step == "rerank" and config.reranker is not None and config.reranker.reranker
+        assert config.first_stage is not None and config.first_stage.config is not None
+        assert config.first_stage.config.step == "evaluate" and config.first_stage.config.retriever == "bm25"
+        assert config.first_stage.folder == original["config"]["first_stage"]["folder"]
+    elif "fusion" in original["config"]:  # a fusion: each input's config typed, as its evaluate step
+        assert config.step == "fuse" and config.inputs is not None
+        assert [i.config.retriever for i in config.inputs if i.config is not None] == [
+            i["config"]["retriever"] for i in original["config"]["inputs"]
+        ]
+        assert all(i.config is not None and i.config.step == "evaluate" for i in config.inputs)
+        assert (config.fusion, config.k) == (original["config"]["fusion"], original["config"]["k"])
+        assert [i.folder for i in config.inputs] == [i["folder"] for i in original["config"]["inputs"]]
+    else:
+        assert config.step == "evaluate" and config.retriever == original["config"]["retriever"]
+        assert config.fact("k1") == original["config"].get("k1")  # a retriever's own fact, by name
+    if "data" in original:
+        assert record.data is not None and record.data.queries == original["data"]["queries"]
+    assert (folder / "metrics.json").read_bytes() == path.read_bytes()  # reading never rewrites
+    assert (folder / "metrics.json").stat().st_mtime_ns == before
+
+
+def test_a_damaged_typed_field_of_a_finished_folder_is_one_line_naming_the_file(tmp_path: Path):
+    """The one reader, on a folder: a config value of another type than the schema's is a one-line error naming the
+    file and the key (never a traceback, never read as something else)."""
+    folder = tmp_path / "system" / "task"
+    folder.mkdir(parents=True)
+    payload = _damaged({"config": {"step": "evaluate", "retriever": "bm25", "top_k": True}})
+    (folder / "metrics.json").write_text(json.dumps(payload))
+    with pytest.raises(DataError) as caught:
+        read_record(folder)
+    message = str(caught.value)
+    assert message.startswith(f"{folder / 'metrics.json'}: config.top_k: "), message
+    assert "\n" not in message and "True" in message
 
 
 def test_version_3_read_back_equals_what_was_written(tmp_path: Path):
@@ -148,7 +211,10 @@ def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: P
     old = _damaged({"config": {**paper_bm25, "queries": text}})
     record = parse_record(old, tmp_path / "metrics.json")
     assert record.config is not None
-    assert record.config["expansion"] == {
+    assert record.config.expansion == ExpansionRecord(
+        method="hyde", llm="gpt4", trace="auto", rule="paper-v1", files=NO_LOCAL_FILES
+    )
+    assert record.config.as_json()["expansion"] == {
         "method": "hyde",
         "llm": "gpt4",
         "trace": "auto",
@@ -160,10 +226,15 @@ def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: P
     by_hand = parse_record(_damaged({"config": {**paper_bm25, "queries": "hyde:gpt4 files=/x"}}), tmp_path / "m")
     assert by_hand.config is not None and recorded_key(by_hand.config) is None  # a local file, content unknown
     plain = parse_record(_damaged({"config": {**paper_bm25, "queries": "plain"}}), tmp_path / "metrics.json")
-    assert plain.config is not None and plain.config["expansion"] is None
+    assert plain.config is not None and plain.config.expansion is None
     assert recorded_key(plain.config) == PublishedKey("bm25")
     reranked = {"reranker": {"reranker": "monobert"}, "first_stage": {"config": {**paper_bm25, "queries": "plain"}}}
     upgraded = parse_record(_damaged({"config": reranked}), tmp_path / "metrics.json").config
-    assert upgraded is not None and upgraded["first_stage"]["config"]["expansion"] is None
+    assert upgraded is not None and upgraded.first_stage is not None and upgraded.first_stage.config is not None
+    assert upgraded.first_stage.config.expansion is None and upgraded.first_stage.config.step == "evaluate"
     v2 = parse_record(_damaged({"schema_version": 2, "config": {**paper_bm25, "queries": "x"}}), tmp_path / "m")
-    assert v2.config == {"step": "evaluate", **paper_bm25, "queries": "x"}  # v2: only the step it was added
+    assert v2.config is not None and v2.config.as_json() == {
+        "step": "evaluate",
+        **paper_bm25,
+        "queries": "x",
+    }  # v2: only the step it was added

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import r2med
-from conftest import run_r2med, shared_collection
+from conftest import recorded, run_r2med, shared_collection
 from r2med.steps import EvaluateStep, FuseStep, RerankStep
 
 MEDLINE = "medline-med"
@@ -371,7 +371,7 @@ def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
             assert record.read_version == 2
             assert record.config is not None
             assert (
-                record.config["step"]
+                record.config.step
                 == {"bm25": "evaluate", "bm25+": "rerank", "rrf-bm": "fuse"}[
                     next(k for k in ("bm25+", "rrf-bm", "bm25") if name.startswith(k))
                 ]
@@ -379,9 +379,7 @@ def test_a_real_v2_record_reads_back_as_the_step_that_made_it():
             if name.startswith("bm25_"):
                 assert evaluate_from_record(record.config) == EvaluateStep.of("bm25", top_k=100)
             if name.startswith("bm25+"):  # the first stage of a rerank read back too
-                assert evaluate_from_record(record.config["first_stage"]["config"]) == EvaluateStep.of(
-                    "bm25", top_k=100
-                )
+                assert evaluate_from_record(record.config.first_stage.config) == EvaluateStep.of("bm25", top_k=100)
 
 
 def test_the_v2_config_is_what_this_r2med_records_for_the_same_command(tmp_path):
@@ -665,5 +663,5 @@ def test_a_models_commit_is_model_revision_and_a_flat_revision_stays_the_datas(t
     assert r2med.make_reranker("bge-reranker", model_revision="abc").revision == "abc"
     assert r2med.make_reranker("qwen3-reranker", model="org/q", model_revision="abc").revision == "abc"
     old = {"step": "evaluate", "retriever": "dense", "options": {"model": "org/m", "revision": "abc"}, "k": 100}
-    read = evaluate_from_record(old)
+    read = evaluate_from_record(recorded(old))
     assert read is not None and read.options.model_revision == "abc" and read.data.revision is None

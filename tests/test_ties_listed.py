@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from conftest import run_r2med
+from conftest import recorded, run_r2med
 
 
 def _collection(root):
@@ -102,11 +102,11 @@ def test_a_listed_run_is_not_graded_against_trec_eval_figures():
     from r2med.results.grading import Grade, _with_ties, require_labels
 
     key = require_labels("bm25")[0]
-    assert _with_ties(Grade(key, key), {"step": "evaluate"}).key == key
-    graded = _with_ties(Grade(key, key), {"step": "evaluate", "ties": "listed"})
+    assert _with_ties(Grade(key, key), recorded({"step": "evaluate"})).key == key
+    graded = _with_ties(Grade(key, key), recorded({"step": "evaluate", "ties": "listed"}))
     assert graded.key is None and graded.row == key and "--ties listed" in (graded.reason or "")
     first = {"step": "rerank", "first_stage": {"config": {"step": "import", "ties": "listed"}}}
-    assert _with_ties(Grade(key, key), first).key is None  # a reranked import scored so
+    assert _with_ties(Grade(key, key), recorded(first)).key is None  # a reranked import scored so
 
 
 def test_the_published_figures_place_in_the_tie_range():

@@ -30,7 +30,7 @@ from pydantic import (
 
 from .expansion.spec import Expansion
 from .measures import HEADLINE, Measure
-from .runs.record import step_kind
+from .runs.record import RecordedConfig
 from .typed.options import FusionOptions, as_options_name
 from .typed.parse import (
     Count,
@@ -487,34 +487,35 @@ def flat(values: Mapping[str, object], step: type[Spec], origin: Origin) -> Any:
 # -- a recorded config read back --------------------------------------------------------------------------
 
 
-def evaluate_from_record(config: Mapping[str, Any]) -> EvaluateStep | None:
+def evaluate_from_record(config: RecordedConfig) -> EvaluateStep | None:
     """The :class:`EvaluateStep` a ``metrics.json`` ``config`` recorded (any schema version, upgraded), or None
     when it is not an evaluate record or names a retriever this r2med does not know."""
     from .retrieval.registry import RETRIEVERS
 
-    if step_kind(config) != "evaluate":
+    if config.step != "evaluate":
         return None
-    retriever = config.get("retriever")
-    meta = RETRIEVERS.get(retriever) if isinstance(retriever, str) else None
+    retriever = config.retriever
+    meta = RETRIEVERS.get(retriever) if retriever is not None else None
     if meta is None:
         return None
-    config = meta.upgrade_config(config)  # an option also recorded beside ``options`` (BM25's k1, b): read there
-    options = config.get("options") if isinstance(config.get("options"), Mapping) else {}
-    expansion = config.get("expansion") if isinstance(config.get("expansion"), Mapping) else None
+    recorded = meta.upgrade_config(config.as_json())  # an option also recorded beside ``options`` (BM25's k1, b)
+    given = recorded.get("options")
+    options = given if isinstance(given, Mapping) else {}
+    expansion = config.expansion
     # the options as a table of their own (an option never reads as a step field); an encoder's ``revision``
     # recorded before the option was named ``model_revision`` is read as it
     values: dict[str, object] = {"retriever": retriever, "options": as_options_name(options or {}, meta.options)}
-    if isinstance(config.get("k"), int):
-        values["top_k"] = config["k"]
-    if expansion is not None and expansion.get("method") and expansion.get("llm"):
-        values["expansion"] = {"method": expansion["method"], "llm": expansion["llm"]}
+    if isinstance(config.k, int):
+        values["top_k"] = config.k
+    if expansion is not None and expansion.method and expansion.llm:
+        values["expansion"] = {"method": expansion.method, "llm": expansion.llm}
     try:
         return evaluate_step(values, Origin.record(f"the recorded config of {retriever!r}"))
     except SpecError:
         return None
 
 
-def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
+def rerank_from_record(config: RecordedConfig) -> RerankStep | None:
     """The :class:`RerankStep` a ``metrics.json`` ``config`` recorded (any schema version), or None when it is not a
     rerank record or names no reranker this r2med knows (a scorer of your own: ``custom``).
 
@@ -523,33 +524,33 @@ def rerank_from_record(config: Mapping[str, Any]) -> RerankStep | None:
     runs are the first stage's system folder as recorded (``first_stage.folder``)."""
     from .reranking.base import reranker_meta
 
-    if step_kind(config) != "rerank":
+    if config.step != "rerank":
         return None
-    block = config.get("reranker")
-    name = block.get("reranker") if isinstance(block, Mapping) else None
-    if not isinstance(block, Mapping) or not isinstance(name, str) or not name:
+    block = config.reranker
+    name = block.reranker if block is not None else None
+    if block is None or not name:
         return None
     try:
         meta = reranker_meta(name)
     except ValueError:
         return None
-    options = config.get("options")
-    if not isinstance(options, Mapping):  # before schema 3: the resolved record's fields of the options type
+    options: Mapping[str, object]
+    if config.options is None:  # before schema 3: the resolved record's fields of the options type
         fields = set(field_names(meta.options)) - {"model"} if meta.name != name else set(field_names(meta.options))
-        resolved = as_options_name(block, meta.options)  # the model records its ``model_revision`` as ``revision``
+        resolved = as_options_name(block.as_json(), meta.options)  # the model records ``model_revision`` as revision
         options = {k: v for k, v in resolved.items() if k in fields and v is not None}
     else:
-        options = as_options_name(options, meta.options)
-    first = config.get("first_stage")
-    folder = first.get("folder") if isinstance(first, Mapping) else None
+        options = as_options_name(config.options, meta.options)
+    folder = config.first_stage.folder if config.first_stage is not None else None
     values: dict[str, object] = {
-        "runs": (Path(folder).parent,) if isinstance(folder, str) and folder else (Path("."),),
+        "runs": (Path(folder).parent,) if folder else (Path("."),),
         "reranker": name,
         "options": dict(options),
     }
-    for key in ("top_k", "keep_tail"):
-        if config.get(key) is not None:
-            values[key] = config[key]
+    if config.top_k is not None:
+        values["top_k"] = config.top_k
+    if config.keep_tail is not None:
+        values["keep_tail"] = config.keep_tail
     try:
         return rerank_step(values, Origin.record(f"the recorded config of reranker {name!r}"))
     except SpecError:

@@ -358,7 +358,7 @@ def plot_command(
     from ..results.published import different_data
 
     for task in task_order(systems):  # one column, one data state: a figure pairs what compare pairs
-        problem = different_data(task, {s.name: s.tasks[task].metrics for s in systems if task in s.tasks})
+        problem = different_data(task, {s.name: s.tasks[task].record for s in systems if task in s.tasks})
         if problem is not None:
             raise R2MedError(f"{problem}; a figure draws its columns from one data state (plot them apart)")
     if kind == "bars":

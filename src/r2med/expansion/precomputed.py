@@ -14,7 +14,7 @@ family) -> {qid: query text or (query, expansion)}`` under the paper's combinati
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from ..errors import DataError, OptionError, R2MedError
 from ..infra.containment import task_folder_name
 from ..infra.home import fingerprint, read_json
 from ..retrieval.base import QueryText
+from ..runs.record import ExpansionRecord
 from .combine import check_method, combine
 from .reasoning import ReasoningQueries
 from .spec import ExpansionSpec
@@ -228,15 +229,15 @@ class ExpansionQueries:
         }
 
 
-def read_from_hub(described: Mapping[str, object]) -> bool:
+def read_from_hub(described: ExpansionRecord) -> bool:
     """Whether a recorded expansion (``config["expansion"]``, :meth:`ExpansionQueries.describe`) was read from the
     hub: it was given no local file or folder (its ``files`` stamp is that of none) and the file it read, where
     recorded (not before schema 2), is a Hugging Face cache snapshot's -- r2med took the task's file from the hub at
     the commit the data came from (:func:`find_expansion_file`), verified against its content hash as every hub
     file is.  A record without the stamp says nothing of where its file came from: False."""
-    file = described.get("file")
-    from_cache = file is None or (isinstance(file, str) and snapshot_commit(file) is not None)
-    return described.get("files") == NO_LOCAL_FILES and from_cache
+    file = described.file
+    from_cache = file is None or snapshot_commit(file) is not None
+    return described.files == NO_LOCAL_FILES and from_cache
 
 
 def expansion_builder(

@@ -1,4 +1,4 @@
-"""MTEB export: r2med results (``metrics.json`` payloads) written in MTEB's own results layout.
+"""MTEB export: r2med results (``metrics.json`` records) written in MTEB's own results layout.
 
 The files are built and written by the ``mteb`` package's classes (``TaskResult``, ``ModelMeta``,
 ``ResultCache.save_to_cache``), imported inside the functions that need them (extra ``r2med[mteb]``;
@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from ..data.benchmarks import benchmarks
 from ..errors import MissingExtraError, R2MedError
 from ..measures import HEADLINE, Family, Measure, from_trec
+from ..runs.record import RunRecord, parse_record
 
 if TYPE_CHECKING:
     from mteb.models.model_meta import ModelMeta
@@ -122,8 +123,8 @@ def run_depth(run: Mapping[str, Mapping[str, float]]) -> int:
     return max((len(docs) for docs in run.values()), default=0)
 
 
-def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES, depth: int | None = None) -> MtebScores:
-    """Translate a ``metrics.json`` payload's measures into MTEB's score keys.
+def mteb_scores(record: RunRecord, k_values: Sequence[int] = K_VALUES, depth: int | None = None) -> MtebScores:
+    """Translate a ``metrics.json`` record's measures into MTEB's score keys.
 
     * ``ndcg_cut_k`` / ``map_cut_k`` / ``recall_k`` / ``P_k`` -> ``ndcg_at_k`` / ``map_at_k`` /
       ``recall_at_k`` / ``precision_at_k`` for ``k`` in MTEB's cutoffs (MTEB computes these with
@@ -138,8 +139,7 @@ def mteb_scores(payload: Mapping[str, Any], k_values: Sequence[int] = K_VALUES, 
 
     Averages are r2med's (see :mod:`r2med.evaluation.metrics`); nothing is rescaled (both store fractions).
     """
-    aggregate = payload.get("aggregate") or {}
-    per_query = payload.get("per_query") or {}
+    aggregate, per_query = record.aggregate, record.per_query
     ks = set(k_values)
     values: dict[str, float] = {}
     derived: dict[str, str] = {}
@@ -429,11 +429,11 @@ def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | 
     return meta
 
 
-def _task_name(payload: Mapping[str, Any]) -> str | None:
+def _task_name(record: RunRecord) -> str | None:
     from ..data.tasks import TASKS
 
-    task = payload.get("task")
-    if not isinstance(task, str):
+    task = record.task
+    if task is None:
         return None
     if task in TASKS:
         return task
@@ -442,7 +442,7 @@ def _task_name(payload: Mapping[str, Any]) -> str | None:
 
 
 def export_mteb(
-    results: Iterable[Mapping[str, Any]],
+    results: Iterable[RunRecord | Mapping[str, Any]],
     out: str | os.PathLike[str],
     model_name: str,
     model_revision: str | None = None,
@@ -455,8 +455,9 @@ def export_mteb(
 ) -> MtebExport:
     """Write r2med results as MTEB results under ``out`` (see the module docstring for the layout).
 
-    ``results``: one ``metrics.json`` payload per task (as :func:`r2med.runs.run.read_metrics` returns it:
-    ``task``, ``aggregate``, ``per_query``, ``revision``, ``timing``...).  Tasks that are not R2MED
+    ``results``: one record per task (:func:`r2med.runs.record.read_record`), or its ``metrics.json`` payload
+    (``task``, ``aggregate``, ``per_query``, ``revision``, ``timing``...: JSON, read by the one reader,
+    :func:`r2med.runs.record.parse_record`, a fault one line naming the task).  Tasks that are not R2MED
     tasks are skipped with a warning; the same task twice is an error.
     ``model_name``: MTEB's ``org/name`` (a name without ``/`` gets ``r2med/`` before it); a model
     MTEB's registry knows starts from its registry metadata.  ``model_revision``: the model's commit
@@ -493,29 +494,29 @@ def export_mteb(
         model_revision=meta.revision,
         folder=out / "results" / meta.model_name_as_path() / meta.revision,
     )
-    results = list(results)
+    records = [_checked(r) for r in results]
     named = find_mteb_task(mteb_task) if mteb_task is not None else None
-    if named is not None and len(results) != 1:
+    if named is not None and len(records) != 1:
         raise R2MedError(
-            f"--mteb-task {mteb_task} names one collection, but the results hold {len(results)} "
+            f"--mteb-task {mteb_task} names one collection, but the results hold {len(records)} "
             "tasks: export the system folder's one task (OUT/<system>/<task>)"
         )
     refused: list[str] = []
     built: list[tuple[Any, ExportedTask]] = []
     seen: set[str] = set()
-    for payload in results:
-        chosen = _choose_task(payload, names, named, mteb_task, counts, report, mteb.__version__)
+    for record in records:
+        chosen = _choose_task(record, names, named, mteb_task, counts, report, mteb.__version__)
         if chosen is None:
             continue
         task, mtask = chosen
         if task in seen:
             raise R2MedError(f"two results for {task}: export one system's results at a time")
         seen.add(task)
-        revision = _dataset_revision(task, mtask, payload, named is not None, counts, force, report, refused)
+        revision = _dataset_revision(task, mtask, record, named is not None, counts, force, report, refused)
         if revision is None:
             continue
-        depth = (depths or {}).get(str(payload.get("task")) if named else task)
-        built.append(_built_task(task, mtask, payload, revision, depth, named is not None, report))
+        depth = (depths or {}).get(str(record.task) if named else task)
+        built.append(_built_task(task, mtask, record, revision, depth, named is not None, report))
     _check_something_to_write(refused, report, built)
     _write_results(out, report, built, meta)
     report.tasks = [exported for _, exported in built]
@@ -539,8 +540,16 @@ def _check_folder_names(meta: Any) -> None:
             raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
 
 
+def _checked(result: RunRecord | Mapping[str, Any]) -> RunRecord:
+    """A result as its record: a payload (JSON: open until read) read by the one reader, a fault naming its task."""
+    if isinstance(result, RunRecord):
+        return result
+    task = result.get("task")
+    return parse_record(result, f"results for {task if isinstance(task, str) else '(no task name)'}")
+
+
 def _choose_task(
-    payload: Mapping[str, Any],
+    record: RunRecord,
     names: dict[str, Any],
     named: Any,
     mteb_task: str | None,
@@ -551,14 +560,12 @@ def _choose_task(
     """(r2med task, MTEB task) a checked result is filed under; None: skipped (the reason in ``report``).
     ``named``: the ``--mteb-task`` a local collection is filed as (its counts checked against it)."""
     from ..data.tasks import TASKS
-    from ..runs.run import check_metrics
 
-    task = _task_name(payload)
+    task = _task_name(record)
     label = task if task is not None else "(no task name)"
-    check_metrics(payload, f"results for {label}")
     if named is not None:
-        split = str(payload.get("split") or SPLIT)
-        local = (counts or {}).get(str(payload.get("task")))
+        split = record.split or SPLIT
+        local = (counts or {}).get(str(record.task))
         if local is None:
             raise R2MedError(f"--mteb-task {mteb_task}: the collection of {label} could not be counted")
         report.warnings.extend(check_mteb_task(named, split, local, label))
@@ -575,7 +582,7 @@ def _choose_task(
 def _dataset_revision(
     task: str,
     mtask: Any,
-    payload: Mapping[str, Any],
+    record: RunRecord,
     named: bool,
     counts: Mapping[str, CollectionCounts] | None,
     force: bool,
@@ -585,11 +592,11 @@ def _dataset_revision(
     """The data revision a result is written with (see :func:`export_mteb`); None: refused (why, in ``refused``).
     Warnings go to ``report``."""
     pin: str = mtask.metadata.revision
-    recorded = payload.get("revision")
+    recorded = record.revision
     if named and recorded is None:
         report.warnings.append(
             f"{task}: local data with the counts of MTEB's {mtask.metadata.name} "
-            f"({(counts or {})[str(payload.get('task'))]}); written with MTEB's dataset revision "
+            f"({(counts or {})[str(record.task)]}); written with MTEB's dataset revision "
             f"{pin} on that evidence"
         )
         return pin
@@ -613,7 +620,7 @@ def _dataset_revision(
             f"{why}; written with revision {recorded} (forced): MTEB's results "
             f"repository compares only results at its pinned revision"
         )
-        return str(recorded)
+        return recorded
     report.warnings.append(f"{why}; written with MTEB's pin on your word (forced)")
     return pin
 
@@ -621,7 +628,7 @@ def _dataset_revision(
 def _built_task(
     task: str,
     mtask: Any,
-    payload: Mapping[str, Any],
+    record: RunRecord,
     revision: str,
     depth: int | None,
     named: bool,
@@ -632,9 +639,9 @@ def _built_task(
 
     from ..data.tasks import TASKS
 
-    split = str(payload.get("split") or SPLIT)
+    split = record.split or SPLIT
     k_values = tuple(getattr(mtask, "k_values", K_VALUES))
-    scores = mteb_scores(payload, k_values, depth)
+    scores = mteb_scores(record, k_values, depth)
     if mtask.metadata.main_score != MAIN_SCORE:
         raise R2MedError(
             f"{task}: MTEB's main score for {mtask.metadata.name} is {mtask.metadata.main_score}, "
@@ -642,13 +649,13 @@ def _built_task(
         )
     if "main_score" not in scores.values:
         raise R2MedError(f"{task}: the results have no ndcg_cut_10, MTEB's main score for {mtask.metadata.name}")
-    judged = len(payload.get("per_query") or {})
+    judged = len(record.per_query)
     if not named and judged and judged != TASKS[task].queries:
         report.warnings.append(
             f"{task}: {judged} queries scored, the R2MED task has {TASKS[task].queries} "
             f"(a subset, or queries without results)"
         )
-    seconds = (payload.get("timing") or {}).get("total_s")
+    seconds = (record.timing or {}).get("total_s")
     result = TaskResult.from_task_results(
         mtask,
         {split: {SUBSET: dict(scores.values)}},

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import R2MedError
+from ..export.mteb import CollectionCounts
 from ..results.folders import find_runs
+from ..runs.record import RunRecord, read_record
 from ..steps import ExportStep
 
 #: The formats ``r2med export --format`` writes.
@@ -33,7 +35,6 @@ def export_runs(step: ExportStep) -> list[Any]:
     from ..data.resolve import require
     from ..export.mteb import collection_counts, export_mteb, run_depth
     from ..infra.containment import check_output_dir
-    from ..runs.record import read_record
     from ..runs.run import RUN_FILE, read_trec
 
     if fmt not in EXPORT_FORMATS:
@@ -47,11 +48,10 @@ def export_runs(step: ExportStep) -> list[Any]:
         )
     check_output_dir(out)
     selection.announce()
-    read: list[tuple[str, list[dict[str, Any]], dict[str, int], dict[str, Any]]] = []
+    read: list[tuple[str, list[RunRecord], dict[str, int], dict[str, CollectionCounts]]] = []
     for ref in systems:  # every system read (and checked) before anything is written
         folders = ref.task_paths()
         records = [read_record(f) for f in folders]
-        payloads = [r.to_json() for r in records]
         depths = {
             str(r.task or f.name): run_depth(read_trec(f / RUN_FILE))
             for r, f in zip(records, folders)
@@ -59,15 +59,16 @@ def export_runs(step: ExportStep) -> list[Any]:
         }
         counts = {}
         if mteb_task is not None:
-            for record, payload in zip(records, payloads):
+            for record in records:
                 task = str(record.task)
+                recorded = record.to_json()  # what the data resolver (a layer below the record) reads
                 counts[task] = collection_counts(
-                    require(locate(task, None, recorded=payload, hub=False, strict=strict), task, payload).load()
+                    require(locate(task, None, recorded=recorded, hub=False, strict=strict), task, recorded).load()
                 )
-        read.append((model or ref.folder.name, payloads, depths, counts))
+        read.append((model or ref.folder.name, records, depths, counts))
     return [
         export_mteb(
-            payloads, Path(out), name, model_revision, depths=depths, force=force, mteb_task=mteb_task, counts=counts
+            records, Path(out), name, model_revision, depths=depths, force=force, mteb_task=mteb_task, counts=counts
         )
-        for name, payloads, depths, counts in read
+        for name, records, depths, counts in read
     ]

@@ -62,7 +62,7 @@ def fuse_inputs(
                 f"{collection.name}: the input runs are on different splits ({', '.join(sorted(splits))});"
                 " fuse runs of one split"
             )
-        problem = different_data(collection.name, {str(i.folder): i.meta for i in items})
+        problem = different_data(collection.name, {str(i.folder): i.record for i in items})
         if problem is None and any(
             other.collection.dataset_fingerprint != collection.dataset_fingerprint for other in items[1:]
         ):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..data import Collection, locate
 from ..errors import R2MedError
 from ..results.folders import System, TaskFolder, find_systems
+from ..runs.record import JsonObject
 
 if TYPE_CHECKING:
     from ..evaluation.facets import Facets
@@ -61,14 +62,14 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     return kept
 
 
-def recorded_task(systems: Sequence[System], column: str) -> tuple[str, Mapping[str, Any]]:
+def recorded_task(systems: Sequence[System], column: str) -> tuple[str, JsonObject]:
     """The task name a report's column was filed under (a column can be ``nfcorpus (dev)``:
     :func:`r2med.results.folders.split_columns`) and the ``metrics.json`` of its first run (its recorded
-    source, revision and split)."""
+    source, revision and split), as the file holds it: :func:`r2med.data.locate` (a layer below the record) reads it."""
     folder = next((s.tasks[column] for s in systems if column in s.tasks), None)
     if folder is None:
         return column, {}
-    return folder.task, folder.metrics
+    return folder.task, folder.record.to_json()
 
 
 def task_texts(
@@ -98,11 +99,11 @@ def task_texts(
 def _expansion_texts(coll: Collection, folder: TaskFolder) -> dict[str, str]:
     """The expansion texts a task's queries were built with (its ``config["expansion"]``): the file it
     recorded, else the collection's file of that method and LLM."""
-    expansion = folder.expansion
-    if not expansion:
+    expansion = folder.config.expansion if folder.config is not None else None
+    if expansion is None:
         return {}
-    method, llm = str(expansion.get("method")), str(expansion.get("llm"))
-    path = Path(str(expansion["file"])) if expansion.get("file") else None
+    method, llm = str(expansion.method), str(expansion.llm)
+    path = Path(expansion.file) if expansion.file else None
     if path is None or not path.is_file():
         path = coll.expansion_files.get(f"{method}:{llm}")
     if path is None:
@@ -114,7 +115,7 @@ def _expansion_texts(coll: Collection, folder: TaskFolder) -> dict[str, str]:
     except R2MedError as exc:  # the page still works without the expansion texts
         log.warning("expansions not shown: %s", exc)
         return {}
-    return {qid: _strip(llm, text, expansion.get("trace")) for qid, text in texts.items()}
+    return {qid: _strip(llm, text, expansion.trace) for qid, text in texts.items()}
 
 
 def _strip(llm: str, text: str, trace: str | None = None) -> str:

@@ -47,6 +47,7 @@ from ..results.grading import (
 )
 from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import MtebBeside, Outcome, Planned, Target, Variant
+from ..runs.record import JsonObject, RecordedConfig
 
 if TYPE_CHECKING:
     from ..data import Collection, TaskRef
@@ -119,7 +120,7 @@ def _data_problem(target: Target, result: TaskResult) -> str | None:
 
     if benchmark(target.key.family).local_copies:
         return unknown_figure(target.task, target.key, target.measure)
-    return data_problem(target.task, {**result.data, "config": result.config}, target.key, target.measure)
+    return data_problem(target.task, result.data_json(), target.key, target.measure)
 
 
 def beside(
@@ -423,12 +424,10 @@ def _run_mteb(target: Target, result: TaskResult) -> MtebBeside | None:
     if target.key.reranker or target.key.expanded:
         return None
     model, revision = run_model(result.config)
-    return mteb_beside(target, model, {**result.data, "config": result.config}, revision)
+    return mteb_beside(target, model, result.data_json(), revision)
 
 
-def spec_problem(
-    target: Target, config: Mapping[str, object], encoding: Mapping[str, object] | None = None
-) -> str | None:
+def spec_problem(target: Target, config: RecordedConfig | None, encoding: JsonObject | None = None) -> str | None:
     """Why the run a target made (its recorded ``config``; ``encoding``: what its model ran with) is not graded
     against the target's row -- the fields of its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank
     over r2med's e5, whose published figure reranked the authors' own run; the precision) -- or None."""
@@ -513,7 +512,8 @@ def _rerank_target(
     reranked, scored alone."""
     from ..infra.file_hash import file_fingerprint
     from ..reranking.base import make_reranker
-    from ..runs.run import RUN_FILE, read_metrics, read_trec
+    from ..runs.record import read_record
+    from ..runs.run import RUN_FILE, read_trec
     from ..steps import EvaluateStep, RerankStep
     from .evaluate import run_task
     from .rerank import TaskInput, rerank_inputs
@@ -528,7 +528,7 @@ def _rerank_target(
     )
     folder = out / first / coll.name
     item = TaskInput(
-        coll.name, folder, read_trec(folder / RUN_FILE), read_metrics(folder), coll, file_fingerprint(folder / RUN_FILE)
+        coll.name, folder, read_trec(folder / RUN_FILE), read_record(folder), coll, file_fingerprint(folder / RUN_FILE)
     )
     if name not in rerankers:  # one model per reranker for the whole matrix (loaded lazily, on first use)
         rerankers[name] = make_reranker(name)

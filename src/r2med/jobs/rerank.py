@@ -34,6 +34,7 @@ from ..results.folders import (
     read_run_folder,
     reuse,
 )
+from ..runs.record import RunRecord
 from ..runs.run import RUN_FILE, Run, read_trec
 from ..steps import RerankStep
 
@@ -47,13 +48,13 @@ class TaskInput:
     task: str
     folder: Path
     run: Run
-    meta: dict[str, Any]
+    record: RunRecord
     collection: Collection
     run_fingerprint: str
 
     @property
     def retriever(self) -> str:
-        return str(self.meta.get("retriever") or self.folder.parent.name)
+        return self.record.retriever or self.folder.parent.name
 
     def describe(self) -> dict[str, Any]:
         """What a result made from this input records about it (part of its configuration)."""
@@ -61,7 +62,7 @@ class TaskInput:
             "retriever": self.retriever,
             "folder": str(self.folder),
             "run_fingerprint": self.run_fingerprint,
-            "config": self.meta.get("config"),
+            "config": self.record.config.as_json() if self.record.config is not None else None,
         }
 
 
@@ -104,17 +105,18 @@ def load_inputs(
     for item in found:
         if wanted is not None and item.task.lower() not in wanted:
             continue
-        meta = item.metrics
+        meta = item.record
         path = item.folder / RUN_FILE
         run_ = read_trec(path)
         key = (
             item.task,
-            str(data_dir) if data_dir is not None else str(meta.get("source") or ""),
-            str(meta.get("split") or ""),
+            str(data_dir) if data_dir is not None else (meta.source or ""),
+            meta.split or "",
         )
         if key not in cache:
-            found_ref = locate(item.task, data_dir, revision, recorded=meta, alone=len(found) == 1, strict=strict)
-            cache[key] = require(found_ref, item.task, meta, data_dir).load()
+            recorded = meta.to_json()  # what the data resolver (a layer below the record) reads: source, split
+            found_ref = locate(item.task, data_dir, revision, recorded=recorded, alone=len(found) == 1, strict=strict)
+            cache[key] = require(found_ref, item.task, recorded, data_dir).load()
         collection = cache[key]
         if collection.exclusions:  # never reranked into a run: the protocol removes them before any cut
             run_, removed = collection.exclusions.drop_from(run_)
@@ -126,12 +128,12 @@ def load_inputs(
                     "y" if removed == 1 else "ies",
                     collection.name,
                 )
-        recorded = meta.get("dataset_fingerprint")
-        if recorded and recorded != collection.dataset_fingerprint:
+        fingerprint = meta.dataset_fingerprint
+        if fingerprint and fingerprint != collection.dataset_fingerprint:
             log.warning(
                 "%s: the run was made on a different version of the corpus (fingerprint %s, now %s)",
                 item.folder,
-                recorded,
+                fingerprint,
                 collection.dataset_fingerprint,
             )
         missing = [(qid, did) for qid, docs in run_.items() for did in docs if did not in collection.corpus]

@@ -92,7 +92,7 @@ def build_view(
     label: dict[str, str] = {}
     for s in systems:
         record = judgments_file(s.tasks[task].config)
-        label[s.name] = f"{s.name} {judged_by[str(record['sha256'])][0]}" if record is not None else s.name
+        label[s.name] = f"{s.name} {judged_by[record.sha256][0]}" if record is not None else s.name
 
     known = {q for s in systems for q in (*s.tasks[task].run, *s.tasks[task].per_query)}
     if collection is not None:

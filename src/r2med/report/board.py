@@ -36,6 +36,7 @@ from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.grading import data_problem, nonpaper_precision, require_labels
 from ..results.published import PublishedKey, tolerance_of
+from ..runs.record import RecordedConfig
 from .claims import mark_claims
 from .contamination import mark_contamination
 from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
@@ -395,7 +396,7 @@ def build_leaderboard(
         for t in tasks:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
-            problem = data_problem(t, res.metrics, key, measure) if res is not None and t in covered else None
+            problem = data_problem(t, res.record.to_json(), key, measure) if res is not None and t in covered else None
             cells[t] = BoardCell(
                 value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
             )
@@ -456,12 +457,12 @@ def benchmark_groups(tasks: Sequence[str], systems: Sequence[System] = ()) -> li
         recorded = [
             r.record.protocol
             for r in (s.tasks.get(task) for s in systems)
-            if r is not None and isinstance(r.record.protocol, dict)
+            if r is not None and r.record.protocol is not None
         ]
         try:
             if recorded:
-                name = recorded[0].get("family")
-                family = benchmark(name) if isinstance(name, str) else None
+                name = recorded[0].family
+                family = benchmark(name) if name is not None else None
             else:
                 family = benchmark_of(task)
         except OptionError:
@@ -564,7 +565,7 @@ def _headline_notes(tasks: Sequence[str], measure: Measure) -> list[str]:
     ]
 
 
-def encoding_line(encoding: dict[str, Any]) -> str:
+def encoding_line(encoding: dict[str, Any]) -> str:  # open: each encoder records its own facts
     """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
     parts = []
     versions = encoding.get("versions") or {}
@@ -599,21 +600,21 @@ def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
     for row, system in zip(rows, systems):  # the system rows come first, in order
         for task, result in system.tasks.items():
             if task in row.cells and row.within(task) is False:
-                encoding = result.metrics.get("encoding")
-                line = encoding_line(encoding) if isinstance(encoding, dict) else ""
+                encoding = result.record.encoding
+                line = encoding_line(encoding) if encoding is not None else ""
                 if not line and not _encodes(result.config):
                     continue
                 notes.append(f"{FLAG} {row.system} {task}: made with {line or 'no recorded encoding facts'}.")
     return notes
 
 
-def _encodes(config: dict[str, Any]) -> bool:
+def _encodes(config: RecordedConfig | None) -> bool:
     """Whether the run a recorded ``config`` describes encoded texts into vectors: its retriever's registry
     record is of the dense family (a name the registry does not know is taken to encode)."""
     from ..retrieval.registry import RETRIEVERS
 
-    name = config.get("retriever")
-    meta = RETRIEVERS.get(name) if isinstance(name, str) else None
+    name = config.retriever if config is not None else None
+    meta = RETRIEVERS.get(name) if name is not None else None
     return meta is None or meta.family == "dense"
 
 

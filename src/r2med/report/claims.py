@@ -32,10 +32,11 @@ def claim_of(system: System) -> tuple[str, str] | None:
     """(the model folder, the claimed checkpoint) of a system whose tasks recorded a claim, else None."""
     for result in system.tasks.values():
         config = result.config
-        for step in (config, (config.get("first_stage") or {}).get("config") or {}):
+        first = config.first_stage.config if config is not None and config.first_stage is not None else None
+        for step in (config, first):
             claim = claimed_checkpoint(step)
-            if claim is not None:
-                return str((step.get("options") or {}).get("model")), claim
+            if claim is not None and step is not None:
+                return str((step.options or {}).get("model")), claim
     return None
 
 

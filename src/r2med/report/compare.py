@@ -287,7 +287,7 @@ def compare_systems(
     ]
     per_query: list[tuple[str, str, float, float]] = []
     for t in tasks:
-        problem = different_data(t, {a.name: a.tasks[t].metrics, b.name: b.tasks[t].metrics})
+        problem = different_data(t, {a.name: a.tasks[t].record, b.name: b.tasks[t].record})
         if problem is not None:
             raise R2MedError(problem)
     for t in tasks:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.bright import Contamination, contamination_of
+from ..runs.record import RecordedConfig
 
 if TYPE_CHECKING:
     from ..results.folders import System
@@ -30,52 +31,47 @@ if TYPE_CHECKING:
 MARK = "‡"
 
 
-def _checkpoints(config: Mapping[str, Any]) -> list[str]:
+def _checkpoints(config: RecordedConfig) -> list[str]:
     """The checkpoints one step of a record names: its encoder's (documents and queries), its reranker's."""
     found = []
-    encoder = config.get("encoder")
-    if isinstance(encoder, Mapping):
-        found += [encoder[k] for k in ("model", "query_model") if isinstance(encoder.get(k), str)]
-    reranker = config.get("reranker")
-    if isinstance(reranker, Mapping) and isinstance(reranker.get("model"), str):
-        found.append(reranker["model"])
+    if config.encoder is not None:
+        found += [m for m in (config.encoder.model, config.encoder.query_model) if m is not None]
+    if config.reranker is not None and config.reranker.model is not None:
+        found.append(config.reranker.model)
     return found
 
 
-def _steps(config: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+def _steps(config: RecordedConfig) -> Iterator[RecordedConfig]:
     """``config`` and the records of every run it was made from (a reranked run's first stage, a fused run's
     inputs), depth first."""
     yield config
-    first = config.get("first_stage")
-    inputs = [first] if isinstance(first, Mapping) else []
-    inputs += [i for i in config.get("inputs") or () if isinstance(i, Mapping)]
-    for item in inputs:
-        inner = item.get("config")
-        if isinstance(inner, Mapping):
-            yield from _steps(inner)
+    inner = [config.first_stage.config] if config.first_stage is not None else []
+    inner += [item.config for item in config.inputs or ()]
+    for step in inner:
+        if step is not None:
+            yield from _steps(step)
 
 
-def _registry_facts(config: Mapping[str, Any]) -> tuple[Contamination, ...]:
+def _registry_facts(config: RecordedConfig) -> tuple[Contamination, ...]:
     """The contamination of the registry record a step ran (its retriever or reranker by name), for a step that
     recorded no checkpoint (an API embedder, BM25, an older record)."""
     from ..reranking.base import RERANKERS
     from ..retrieval.registry import RETRIEVERS
 
     out: list[Contamination] = []
-    retriever = config.get("retriever")
-    if isinstance(retriever, str) and (meta := RETRIEVERS.get(retriever)) is not None:
+    retriever = config.retriever
+    if retriever is not None and (meta := RETRIEVERS.get(retriever)) is not None:
         out += meta.contamination
-    reranker = config.get("reranker")
-    name = reranker.get("reranker") if isinstance(reranker, Mapping) else None
-    if isinstance(name, str) and (rmeta := RERANKERS.get(name)) is not None:
+    name = config.reranker.reranker if config.reranker is not None else None
+    if name is not None and (rmeta := RERANKERS.get(name)) is not None:
         out += rmeta.contamination
     return tuple(out)
 
 
-def contamination_of_record(config: Mapping[str, Any] | None) -> tuple[Contamination, ...]:
+def contamination_of_record(config: RecordedConfig | None) -> tuple[Contamination, ...]:
     """Every contamination fact of the models a recorded result ran (see the module docstring), each once."""
     found: dict[tuple[str, str], Contamination] = {}
-    for step in _steps(config or {}):
+    for step in _steps(config) if config is not None else ():
         checkpoints = _checkpoints(step)
         facts = [c for ckpt in checkpoints for c in contamination_of(ckpt)] if checkpoints else _registry_facts(step)
         for c in facts:

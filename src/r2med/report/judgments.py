@@ -11,8 +11,10 @@ it carries one; a job's summary table marks the task and prints the line under i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..runs.record import JudgmentsRecord, RecordedConfig
 
 if TYPE_CHECKING:
     from ..results.folders import System, TaskResult
@@ -22,29 +24,27 @@ if TYPE_CHECKING:
 MARK = "§"
 
 
-def judgments_file(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The judgments file a recorded configuration was scored on (``{"file", "sha256"}``), or None: the task's
-    own."""
-    found = (config or {}).get("judgments")
-    return found if isinstance(found, Mapping) and isinstance(found.get("sha256"), str) else None
+def judgments_file(config: RecordedConfig | None) -> JudgmentsRecord | None:
+    """The judgments file a recorded configuration was scored on (its file and sha256), or None: the task's own."""
+    return config.judgments if config is not None else None
 
 
-def marks_for(configs: Iterable[Mapping[str, Any] | None]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+def marks_for(configs: Iterable[RecordedConfig | None]) -> dict[str, tuple[str, JudgmentsRecord]]:
     """sha256 -> (its mark, the record) for every judgments file among ``configs`` (in order of appearance)."""
-    found: dict[str, Mapping[str, Any]] = {}
+    found: dict[str, JudgmentsRecord] = {}
     for config in configs:
         record = judgments_file(config)
         if record is not None:
-            found.setdefault(str(record["sha256"]), record)
+            found.setdefault(record.sha256, record)
     if len(found) == 1:
         return {sha: (MARK, record) for sha, record in found.items()}
     return {sha: (f"{MARK}{i}", record) for i, (sha, record) in enumerate(found.items(), start=1)}
 
 
-def legend_line(mark: str, record: Mapping[str, Any]) -> str:
+def legend_line(mark: str, record: JudgmentsRecord) -> str:
     """The line explaining ``mark``: the file, its sha256, and that such figures are never graded."""
     return (
-        f"{mark} judged with {record.get('file')} (sha256 {str(record.get('sha256'))[:16]}...) in place of the "
+        f"{mark} judged with {record.file} (sha256 {record.sha256[:16]}...) in place of the "
         "task's own judgments; never graded against published figures."
     )
 
@@ -62,7 +62,7 @@ def mark_judgments(board: Leaderboard, systems: Sequence[System]) -> None:
             record = judgments_file(result.config) if result is not None else None
             cell = row.cells[task]
             if record is not None and cell.value is not None:
-                mark = marks[str(record["sha256"])][0]
+                mark = marks[record.sha256][0]
                 cell.marks.append(mark)
                 used[task] = mark
         for col in board.columns[len(board.tasks) :]:  # an average over a marked task
@@ -83,4 +83,4 @@ def task_label(result: TaskResult, results: Sequence[TaskResult]) -> str:
     record = judgments_file(result.config)
     if record is None:
         return result.task
-    return f"{result.task} {marks_for(r.config for r in results)[str(record['sha256'])][0]}"
+    return f"{result.task} {marks_for(r.config for r in results)[record.sha256][0]}"

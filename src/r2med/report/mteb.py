@@ -23,6 +23,7 @@ from ..measures import HEADLINE, Family, Measure
 from ..protocol import data_states
 from ..protocol.data_states import MtebFigure
 from ..results.grading import claimed_checkpoint
+from ..runs.record import RecordedConfig
 
 if TYPE_CHECKING:
     from ..results.folders import System
@@ -43,26 +44,26 @@ class MtebLine:
     lines: tuple[str, ...]
 
 
-def run_model(config: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def run_model(config: RecordedConfig | None) -> tuple[str | None, str | None]:
     """(the hub model a run's encoder recorded, its recorded revision); (None, None) for a local folder or none."""
     from pathlib import Path
 
-    encoder = config.get("encoder")
-    if not isinstance(encoder, Mapping) or not isinstance(encoder.get("model"), str):
+    encoder = config.encoder if config is not None else None
+    if encoder is None or encoder.model is None:
         return None, None
-    model = str(encoder["model"])
+    model = encoder.model
     claim = claimed_checkpoint(config)
     if claim is not None:  # a local folder the user claimed to hold a checkpoint: that one (on the claim)
         repo, _, commit = claim.partition("@")
         return repo, commit or None
     if model.count("/") != 1 or Path(model).expanduser().exists():
         return None, None
-    revision = encoder.get("revision")
-    return model, revision if isinstance(revision, str) else None
+    return model, encoder.revision
 
 
 def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool:
-    """Whether mteb's ``figure`` was made on the data the run (its ``metrics.json``) read."""
+    """Whether mteb's ``figure`` was made on the data the run (its ``metrics.json``, as JSON: the data states' rules
+    read it so) read."""
     revision = record.get("revision")
     if not isinstance(revision, str):
         return False
@@ -107,7 +108,7 @@ def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published:
         if result is None or wanted is None:
             continue
         model, revision = run_model(result.config)
-        found = task_figure(model, task, wanted, result.metrics) if model is not None else None
+        found = task_figure(model, task, wanted, result.record.to_json()) if model is not None else None
         if found is not None:
             figures[task] = found
             models[task] = revision

@@ -25,9 +25,10 @@ import platform
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..data import Collection
+from ..data.benchmarks import protocol_of
+from ..data.loaders import DEFAULT_SPLIT
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import Metrics
@@ -35,11 +36,11 @@ from ..evaluation.ties import CutTies, TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
-from ..runs.record import METRICS_FILE, MetricsRecord, read_record, same_config, step_kind
+from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_cut_ties, read_trec, write_task_results
 from ..version import __version__
-from .grading import data_problem, precision_change, published_label
-from .published import PublishedKey, expansion_of
+from .grading import data_problem, grade_system, precision_change, published_label
+from .published import PublishedKey
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +55,20 @@ class TaskResult:
     timing: dict[str, float] = field(default_factory=dict)
     reused: bool = False
     run: Run | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    #: the configuration as ``metrics.json`` records it (None: a result made by hand, of no recorded step)
+    config: RecordedConfig | None = None
     #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
     #: fingerprints): what :func:`r2med.results.grading.data_problem` grades
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
     #: what its model ran with, as ``metrics.json``'s ``encoding`` records it (the weights' precision, the one its
     #: checkpoint declares...): what :func:`r2med.results.grading.grade` reads of a row loaded with ``auto``
-    encoding: dict[str, Any] = field(default_factory=dict)
+    #: (open JSON: each encoder records its own facts)
+    encoding: JsonObject = field(default_factory=dict)
+
+    def data_json(self) -> JsonObject:
+        """What a family's :meth:`~r2med.results.grading.PublishedTable.data_problem` reads of the result: its data
+        record and its config, as ``metrics.json`` holds them (the families' data rules read the JSON)."""
+        return {**self.data, "config": self.config.as_json() if self.config is not None else {}}
 
     @property
     def headline(self) -> float:
@@ -102,8 +110,6 @@ def stored_measures(asked: Iterable[Measure] = (), base: Sequence[Measure] | Non
 
 def task_measures(collection: Collection, asked: Iterable[Measure] = ()) -> tuple[Measure, ...]:
     """What ``metrics.json`` stores for a task of ``collection``: its protocol's measures plus those asked for."""
-    from ..data.benchmarks import protocol_of
-
     return stored_measures(asked, protocol_of(collection).measures)
 
 
@@ -126,9 +132,9 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _as_json(config: Mapping[str, Any]) -> dict[str, Any]:
+def _as_json(config: Mapping[str, object]) -> JsonObject:
     """The configuration as ``metrics.json`` stores it (paths and other objects as text)."""
-    stored: dict[str, Any] = json.loads(json.dumps(dict(config), default=str))  # a dict in, a dict out
+    stored: JsonObject = json.loads(json.dumps(dict(config), default=str))  # a dict in, a dict out
     return stored
 
 
@@ -136,7 +142,7 @@ def judgments_fingerprint(collection: Collection) -> str:
     """Content hash of a collection's queries (ids and texts), judgments and exclusions (where it has any: an
     R2MED task's hash is the same as before exclusions existed): with the corpus fingerprint, what says two runs
     were made on the same data."""
-    parts: list[Any] = [
+    parts: list[object] = [
         sorted(collection.queries.items()),
         sorted((q, sorted(docs.items())) for q, docs in collection.qrels.items()),
     ]
@@ -145,7 +151,7 @@ def judgments_fingerprint(collection: Collection) -> str:
     return fingerprint("judgments", *parts)
 
 
-def data_record(collection: Collection) -> dict[str, Any]:
+def data_record(collection: Collection) -> JsonObject:
     """What ``metrics.json`` records about the data a run was made on (beside ``config``)."""
     return {
         "data": {
@@ -165,17 +171,17 @@ def data_record(collection: Collection) -> dict[str, Any]:
 def metrics_payload(
     collection: Collection,
     name: str,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     metrics: Metrics,
     timing: Mapping[str, float],
     count_missing: bool = False,
-    encoding: Mapping[str, Any] | None = None,
+    encoding: Mapping[str, object] | None = None,
     empty: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The ``metrics.json`` of one task folder; ``encoding``: what a model actually ran with (the versions
     of the packages that made its vectors, the max length per side, the framing, the dtype); ``empty``: the queries
     the system answered with no document (scored 0; ``run.trec`` cannot hold them)."""
-    payload = {
+    payload: dict[str, object] = {
         "task": collection.name,
         "retriever": name,
         "config": _as_json(config),
@@ -192,8 +198,6 @@ def metrics_payload(
         payload["ties"] = metrics.ties.to_json()
     if empty:
         payload["empty_queries"] = list(empty)
-    from ..data.benchmarks import protocol_of
-
     payload["protocol"] = protocol_of(collection).record(collection)
     return payload
 
@@ -232,12 +236,12 @@ def finish_task(
     collection: Collection,
     name: str,
     run: Run,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     out: SystemFolder | str | Path | None,
     measures: Iterable[Measure],
     count_missing: bool,
     timing: Mapping[str, float],
-    encoding: Mapping[str, Any] | None = None,
+    encoding: Mapping[str, object] | None = None,
     ties: TieRule = "trec_eval",
     cut: CutTies | None = None,
 ) -> TaskResult:
@@ -264,13 +268,14 @@ def finish_task(
     if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding, empty)
         write_task_results(folder, run, payload, tag=name, root=system.root, cut=cut)
+    recorded = RecordedConfig.read(_as_json(config), folder / METRICS_FILE if folder is not None else "config")
     return TaskResult(
         collection.name,
         metrics,
         folder,
         dict(timing),
         run=run,
-        config=_as_json(config),
+        config=recorded,
         data=data_record(collection),
         encoding=_as_json(encoding) if encoding else {},
     )
@@ -278,7 +283,7 @@ def finish_task(
 
 def reuse(
     out: SystemFolder | str | Path | None,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     collection: Collection,
     measures: Iterable[Measure],
     count_missing: bool,
@@ -299,14 +304,15 @@ def reuse(
         stored = read_record(folder)
         recorded_judgments = stored.judgments_fingerprint
         wanted = _as_json(config)
-        other = other_custom_model(stored.config or {}, wanted)
+        other = other_custom_model(stored.config, RecordedConfig.read(wanted, folder / METRICS_FILE))
         if other is not None:
             raise NameCollision(
                 f"{folder.parent}: holds results of {other}, another model under the same name; "
                 "pass --name (or label in an experiment) to keep both, or --overwrite to replace them"
             )
         if (
-            not same_config(stored, compared(wanted), compared(recorded_as_v3(stored)))
+            stored.config is None
+            or not same_config(stored, compared(wanted), compared(recorded_as_v3(stored.config, stored.read_version)))
             or stored.dataset_fingerprint != collection.dataset_fingerprint
             or stored.revision != collection.revision
             or recorded_judgments not in (None, judgments_fingerprint(collection))
@@ -345,7 +351,7 @@ def reuse(
             folder,
             timing,
             run=run,
-            config=stored.config or {},
+            config=stored.config,
             data=data_record(collection),
             encoding=dict(stored.encoding or {}),
         )
@@ -353,16 +359,17 @@ def reuse(
     return result
 
 
-def compared(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What reuse compares of a recorded ``config``: all of it, but for a reranked run its reranker's record (what
-    the options resolved to: the model, tokenizer, lengths, label, dtype...) rather than the options as written
-    (``--model`` naming the preset's own checkpoint is the same reranker)."""
-    if step_kind(config) == "rerank":
+def compared(config: JsonObject) -> JsonObject:
+    """What reuse compares of a ``config`` as recorded (JSON: reuse compares everything a run recorded): all of it,
+    but for a reranked run its reranker's record (what the options resolved to: the model, tokenizer, lengths,
+    label, dtype...) rather than the options as written (``--model`` naming the preset's own checkpoint is the same
+    reranker)."""
+    if config.get("step") == "rerank":
         return {k: v for k, v in config.items() if k != "options"}
     return dict(config)
 
 
-def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
+def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
     ``options`` as its retriever's options type records them (an option a run did not record had its default:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
@@ -372,42 +379,40 @@ def recorded_as_v3(stored: MetricsRecord) -> dict[str, Any]:
     from ..typed.options import as_options_name
     from ..typed.parse import Origin, SpecError, parse
 
-    config = stored.config or {}
-    meta = RETRIEVERS.get(str(config.get("retriever")))
-    if step_kind(config) == "evaluate" and meta is not None:
-        config = meta.upgrade_config(config)  # each fact once (BM25's k1 and b: in ``options`` only)
-    options = config.get("options")
-    if step_kind(config) != "evaluate" or not isinstance(options, Mapping) or meta is None:
-        return dict(config)
+    recorded = config.as_json()
+    meta = RETRIEVERS.get(str(config.retriever))
+    if config.step == "evaluate" and meta is not None:
+        recorded = meta.upgrade_config(recorded)  # each fact once (BM25's k1 and b: in ``options`` only)
+    options = recorded.get("options")
+    if config.step != "evaluate" or not isinstance(options, Mapping) or meta is None:
+        return recorded
     options = as_options_name(options, meta.options)
-    if stored.read_version >= 3:
-        return {**config, "options": options}
+    if read_version >= 3:
+        return {**recorded, "options": options}
     try:
-        return {**config, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
+        return {**recorded, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
     except SpecError:
-        return dict(config)
+        return recorded
 
 
 class NameCollision(R2MedError):
     """A result folder that holds another custom model's results under the same name (never replaced silently)."""
 
 
-def custom_model(config: Mapping[str, Any]) -> tuple[str, str] | None:
+def custom_model(config: RecordedConfig | None) -> tuple[str, str] | None:
     """(spec or class, class) of the custom encoder or scorer a recorded ``config`` ran (its code), else None."""
-    found: Any = None
-    encoder = config.get("encoder")
-    if isinstance(encoder, Mapping) and isinstance(encoder.get("extra"), Mapping):
-        found = encoder["extra"].get("custom")
-    reranker = config.get("reranker")
-    if isinstance(reranker, Mapping) and isinstance(reranker.get("scorer"), Mapping):
-        found = reranker["scorer"]
-    if not isinstance(found, Mapping):
+    found: object = None
+    if config is not None and config.encoder is not None and config.encoder.extra is not None:
+        found = config.encoder.extra.get("custom")
+    if config is not None and config.reranker is not None and config.reranker.scorer is not None:
+        found = config.reranker.scorer
+    if not isinstance(found, dict):
         return None
     cls = str(found.get("class"))
     return str(found.get("spec") or cls), cls
 
 
-def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+def other_custom_model(stored: RecordedConfig | None, config: RecordedConfig) -> str | None:
     """When a folder's record names another custom encoder or scorer than ``config`` (another spec or class:
     two models under one name), the other one in words; else None (an edited module under the same spec is the
     same model, recomputed)."""
@@ -422,18 +427,13 @@ def other_custom_model(stored: Mapping[str, Any], config: Mapping[str, Any]) -> 
 
 @dataclass
 class TaskFolder:
-    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.runs.record.MetricsRecord`)
+    """One finished task folder: its ``metrics.json`` (a checked :class:`~r2med.runs.record.RunRecord`)
     and (lazily) its run."""
 
     task: str
     folder: Path
-    record: MetricsRecord
+    record: RunRecord
     _run: Run | None = field(default=None, repr=False)
-
-    @property
-    def metrics(self) -> dict[str, Any]:
-        """The record as the plain ``metrics.json`` object (``schema_version`` 3)."""
-        return self.record.to_json()
 
     @property
     def aggregate(self) -> dict[str, float]:
@@ -444,13 +444,9 @@ class TaskFolder:
         return self.record.per_query
 
     @property
-    def config(self) -> dict[str, Any]:
-        return self.record.config or {}
-
-    @property
-    def expansion(self) -> dict[str, Any] | None:
-        """The expansion its queries were built with (:func:`r2med.results.published.expansion_of`), or None."""
-        return expansion_of(self.config)
+    def config(self) -> RecordedConfig | None:
+        """The configuration it recorded (None: a record with none)."""
+        return self.record.config
 
     @property
     def name(self) -> str:
@@ -529,8 +525,6 @@ class System:
 # -- one folder model: a results root holds system folders, a system folder holds task folders ---------
 
 ROOT, SYSTEM, TASK = "root", "system", "task"
-#: What made a system (from its ``metrics.json`` configuration): ``evaluate``, ``rerank`` or ``fuse``.
-MADE_BY_KEYS = (("reranker", "rerank"), ("fusion", "fuse"))
 
 
 def is_system_folder(path: Path) -> bool:
@@ -542,8 +536,8 @@ def made_by(system_folder: Path) -> str:
     """The command that wrote a system folder (``evaluate``, ``rerank`` or ``fuse``), read from the
     configuration its first task recorded."""
     first = task_folders(system_folder)
-    config = (read_record(first[0]).config or {}) if first else {}
-    return next((kind for key, kind in MADE_BY_KEYS if key in config), "evaluate")
+    config = read_record(first[0]).config if first else None
+    return config.step if config is not None and config.step in ("rerank", "fuse") else "evaluate"
 
 
 @dataclass
@@ -707,8 +701,6 @@ def _names_task(name: str, task: str) -> bool:
 def _recorded_task(folder: Path) -> str | None:
     """The task ``folder``'s ``metrics.json`` records, or None when it records none (or cannot be read: the
     reader of the run says why, if it matters)."""
-    from ..runs.record import read_record
-
     try:
         return read_record(folder).task
     except R2MedError:
@@ -725,10 +717,8 @@ def load_system(folder: str | os.PathLike[str] | SystemRef, name: str | None = N
     paths = ref.task_paths() if ref is not None else task_folders(folder)
     tasks = {t.task: t for path in paths for t in read_run_folder(path)}
     system = System(name or folder.name, folder, tasks)
-    from .grading import grade_system
-
     grade = grade_system(
-        {t.task: t.config for t in tasks.values()}, {t.task: t.metrics.get("encoding") for t in tasks.values()}
+        {t.task: t.config for t in tasks.values()}, {t.task: t.record.encoding for t in tasks.values()}
     )
     system.published, system.ungraded = grade.key, grade.reason_for(tasks)
     return system
@@ -786,8 +776,6 @@ def split_columns(systems: list[System]) -> list[System]:
     results of one BEIR folder are never averaged, ranked or compared as one column; a task run on ``test``
     only keeps its name (a record naming no split ran on ``test``: R2MED's hub tasks).  The
     :class:`TaskFolder` s keep their task name (where the data is found)."""
-    from ..data.loaders import DEFAULT_SPLIT
-
     splits: dict[str, set[str]] = {}
     for system in systems:
         for task, folder in system.tasks.items():
@@ -827,9 +815,7 @@ def _measure_of(key: PublishedKey, task: str) -> Measure:
 def summary(name: str, results: Sequence[TaskResult]) -> Summary:
     """The published configuration ``results`` reproduce (:func:`r2med.results.grading.grade_system`), or why
     not when they name one, and the precision they ran in when it is not the paper's (the figures stay shown)."""
-    from .grading import grade_system
-
-    configs = [r.config for r in results]
+    configs = [r.config for r in results if r.config is not None]
     grade = grade_system({r.task: r.config for r in results}, {r.task: r.encoding for r in results})
     published = grade.key
     if published is not None and published.reranker:
@@ -840,10 +826,10 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
         r.task: problem
         for r in results
         if r.task in figures and published is not None
-        for problem in [data_problem(r.task, {**r.data, "config": r.config}, published, _measure_of(published, r.task))]
+        for problem in [data_problem(r.task, r.data_json(), published, _measure_of(published, r.task))]
         if problem is not None
     }
-    retriever = str(configs[0].get("retriever", name)) if configs else name
+    retriever = (configs[0].retriever or name) if configs else name
     reason = grade.reason_for([r.task for r in results])
     claim = grade.claim if published is not None else None
     return Summary(name, published, change, retriever, ungraded, reason, claim)

@@ -47,7 +47,7 @@ from ..data.benchmarks import benchmark, benchmark_of
 from ..data.names import DEFAULT, aliases
 from ..errors import OptionError, R2MedError, shown
 from ..measures import HEADLINE, Measure
-from ..runs.record import step_kind
+from ..runs.record import JsonObject, RecordedConfig
 from ..typed.model_source import parse_claim
 from .published import PublishedKey
 
@@ -123,14 +123,14 @@ def checkpoint_identity(model: str) -> str | None:
     return None
 
 
-def claimed_checkpoint(config: Mapping[str, Any]) -> str | None:
+def claimed_checkpoint(config: RecordedConfig | None) -> str | None:
     """The checkpoint (``org/name`` or ``org/name@<commit>``) a run's user claimed its local model folder holds
     (``options.model_claim``, recorded as a claim), when the folder's own identity is not shown
     (:func:`checkpoint_identity`: not a hub id or a cache snapshot); else None.  The claim is the user's word, not
     r2med's check of the weights: a grade that rests on it says so in every output."""
-    options = config.get("options")
-    claim = options.get("model_claim") if isinstance(options, Mapping) else None
-    model = options.get("model") if isinstance(options, Mapping) else None
+    options = config.options if config is not None else None
+    claim = options.get("model_claim") if options is not None else None
+    model = options.get("model") if options is not None else None
     if not isinstance(claim, str) or not isinstance(model, str) or checkpoint_identity(model) is not None:
         return None
     return claim if parse_claim(claim) is not None else None
@@ -511,7 +511,7 @@ def require_labels(label: str) -> list[PublishedKey]:
     return keys
 
 
-def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
+def precision_change(config: RecordedConfig) -> tuple[str, str] | None:
     """(precision used, the published one) when a run's recorded precision differs from the published, else
     None.  A retriever's CPU fallback (its record's ``cpu_dtype``, as its published code falls back on a CPU)
     is the published precision too."""
@@ -519,21 +519,21 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
     from ..retrieval.encoders import canonical_dtype
     from ..retrieval.registry import RETRIEVERS
 
-    found: list[tuple[str | None, str | None, Any]] = []  # (published precision, CPU fallback, used)
-    encoder = config.get("encoder")
+    found: list[tuple[str | None, str | None, object]] = []  # (published precision, CPU fallback, used)
+    encoder = config.encoder
     family = family_settings_dtype(config)
-    if isinstance(encoder, Mapping) and encoder.get("dtype") is not None and family is not None:
-        found.append((family[0], None, encoder["dtype"]))  # a family's own precision (BRIGHT's), no CPU fallback
-    elif isinstance(encoder, Mapping) and encoder.get("dtype") is not None:
-        retriever_meta = RETRIEVERS.get(str(config.get("retriever", "")))
+    if encoder is not None and encoder.dtype is not None and family is not None:
+        found.append((family[0], None, encoder.dtype))  # a family's own precision (BRIGHT's), no CPU fallback
+    elif encoder is not None and encoder.dtype is not None:
+        retriever_meta = RETRIEVERS.get(config.retriever or "")
         also = getattr(retriever_meta, "cpu_dtype", None)
-        found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder["dtype"]))
-    reranker = config.get("reranker")
-    options = config.get("options") if config.get("step") == "rerank" else None
-    asked = options.get("dtype") if isinstance(options, Mapping) else None  # a reranker whose record has none
-    if isinstance(reranker, Mapping) and (reranker.get("dtype") or asked) is not None:
-        reranker_meta = RERANKERS.get(str(reranker.get("reranker", "")))
-        used = reranker.get("dtype") or asked
+        found.append((retriever_meta.paper_dtype if retriever_meta is not None else None, also, encoder.dtype))
+    reranker = config.reranker
+    options = config.options if config.step == "rerank" else None
+    asked: object = options.get("dtype") if options is not None else None  # a reranker whose record has none
+    if reranker is not None and (reranker.dtype or asked) is not None:
+        reranker_meta = RERANKERS.get(reranker.reranker or "")
+        used = reranker.dtype or asked
         found.append((reranker_meta.paper_dtype if reranker_meta is not None else None, None, used))
     for paper, fallback, used in found:
         if paper is None:  # no published precision: nothing to differ from
@@ -546,23 +546,22 @@ def precision_change(config: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def family_settings_dtype(config: Mapping[str, Any]) -> tuple[str | None] | None:
+def family_settings_dtype(config: RecordedConfig) -> tuple[str | None] | None:
     """(the precision its family's code ran the model in, None: none stated) when a run ran a family's own settings
-    (``config["settings"]``: BRIGHT's for its model), else None: the preset's own."""
-    settings = config.get("settings")
-    family = settings.get("family") if isinstance(settings, Mapping) else None
-    if not isinstance(settings, Mapping) or not isinstance(family, str) or not settings.get("model"):
+    (``config.settings``: BRIGHT's for its model), else None: the preset's own."""
+    settings = config.settings
+    if settings is None or settings.family is None or not settings.model:
         return None
     try:
-        table = table_of(family)
+        table = table_of(settings.family)
     except OptionError:
         return None
-    return table.settings_dtype(str(settings["model"])) if table is not None else None
+    return table.settings_dtype(settings.model) if table is not None else None
 
 
-def nonpaper_precision(config: Mapping[str, Any]) -> str | None:
+def nonpaper_precision(config: RecordedConfig | None) -> str | None:
     """``"bf16 (paper: fp32)"`` when a run's recorded precision differs from the paper's, else None."""
-    change = precision_change(config)
+    change = precision_change(config) if config is not None else None
     return None if change is None else f"{change[0]} (paper: {change[1]})"
 
 
@@ -579,10 +578,8 @@ def _options_differences(published: Mapping[str, Published], options: Spec | Map
 
 
 def _retriever_differences(
-    spec: RetrieverSpec, step: EvaluateStep, config: Mapping[str, Any], task: str | None
+    spec: RetrieverSpec, step: EvaluateStep, config: RecordedConfig, task: str | None
 ) -> list[str]:
-    from .published import expansion_of
-
     claim = claimed_checkpoint(config)
     options: Spec | dict[str, Any] = step.options
     if claim is not None:  # the folder compared as the checkpoint the user claims it holds
@@ -598,7 +595,7 @@ def _retriever_differences(
             for d in out
         ]
     for name, pub in spec.facts.items():  # what the run recorded it computed (any schema version)
-        value = config.get(name)
+        value = config.fact(name)
         if value is not None and not pub.accepts(value) and name not in _named(out):
             out.append(f"{name} {_word(value)}, published {pub.words()}")
     if step.top_k is not None and not spec.top_k.accepts(step.top_k):  # not set: the task's protocol depth (100)
@@ -609,13 +606,12 @@ def _retriever_differences(
         out += _reasoning_differences(spec.expansion, config)
     elif spec.expansion is not None:
         out += _expansion_differences(spec.expansion, config, task)
-    elif expansion_of(config) is not None:  # a first stage whose row has none
-        recorded = expansion_of(config) or {}
-        out.append(f"expansion {recorded.get('method')}:{recorded.get('llm')}, published none")
+    elif config.expansion is not None:  # a first stage whose row has none
+        out.append(f"expansion {config.expansion.method}:{config.expansion.llm}, published none")
     return list(dict.fromkeys(out))
 
 
-def _family_settings_differences(spec: RetrieverSpec, config: Mapping[str, Any], task: str | None) -> list[str]:
+def _family_settings_differences(spec: RetrieverSpec, config: RecordedConfig, task: str | None) -> list[str]:
     """Why a run did not run the family's own settings a published row ran (BRIGHT's for its model): the settings it
     recorded (``config["settings"]``), and -- for a vector model on a known task -- every encoder setting it recorded
     (``config["encoder"]``: instructions as BRIGHT fills them, lengths, pooling...) against the family's for that
@@ -623,14 +619,14 @@ def _family_settings_differences(spec: RetrieverSpec, config: Mapping[str, Any],
     assert spec.family_settings is not None
     family, model = spec.family_settings
     published = f"{family.upper()}'s {model}"
-    recorded = config.get("settings")
-    if not isinstance(recorded, Mapping):
+    recorded = config.settings
+    if recorded is None:
         return [f"settings not recorded (the preset's own), published {published}"]
-    if (recorded.get("family"), recorded.get("model")) != (family, model):
-        whose = f"{recorded.get('family')}'s {recorded.get('model') or spec.retriever}"
+    if (recorded.family, recorded.model) != (family, model):
+        whose = f"{recorded.family}'s {recorded.model or spec.retriever}"
         return [f"settings {whose}, published {published}"]
-    encoder = config.get("encoder")
-    if task is None or not isinstance(encoder, Mapping):
+    encoder = config.encoder.as_json() if config.encoder is not None else None
+    if task is None or encoder is None:
         return []
     expected = _family_encoder(spec.retriever, task)
     claim = claimed_checkpoint(config)
@@ -661,7 +657,7 @@ def _family_encoder(retriever: str, task: str) -> dict[str, object]:
     return key
 
 
-def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]) -> list[str]:
+def _reasoning_differences(expansion: tuple[str, str], config: RecordedConfig) -> list[str]:
     """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit (or
     at another commit the hub's record shows holding the same upload of it)."""
     from ..data.bright import reasoning_config
@@ -669,16 +665,16 @@ def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]
     from ..protocol import bright, data_states
 
     _, llm = expansion
-    recorded = config.get("expansion")
-    if not isinstance(recorded, Mapping):
+    recorded = config.expansion
+    if recorded is None:
         return [f"expansion none, published {REASON}:{llm}"]
     out = []
-    if recorded.get("rule") not in (None, "replace"):
-        out.append(f"expansion rule {_word(recorded['rule'])}, published replace (the reasoning replaces the query)")
-    file = recorded.get("file")
+    if recorded.rule not in (None, "replace"):
+        out.append(f"expansion rule {_word(recorded.rule)}, published replace (the reasoning replaces the query)")
+    file = recorded.file
     hub = bright.hub()
     pin = hub.revision
-    commit = snapshot_commit(file) if isinstance(file, str) else None
+    commit = snapshot_commit(file) if file is not None else None
     folder = reasoning_config(llm)
     pinned = data_states.content(hub.repo_id, pin, folder)  # another commit holding the same upload is the same set
     if commit != pin and (pinned is None or data_states.content(hub.repo_id, commit, folder) != pinned):
@@ -687,32 +683,32 @@ def _reasoning_differences(expansion: tuple[str, str], config: Mapping[str, Any]
     return out
 
 
-def _expansion_differences(expansion: tuple[str, str], config: Mapping[str, Any], task: str | None) -> list[str]:
+def _expansion_differences(expansion: tuple[str, str], config: RecordedConfig, task: str | None) -> list[str]:
     """Why a run's expansion is not the hub's file of ``expansion`` (method, LLM), if it is not."""
     from ..data.hub import snapshot_commit
     from ..expansion.precomputed import COMBINATION_RULE, read_from_hub
 
     method, llm = expansion
-    recorded = config.get("expansion")
-    if not isinstance(recorded, Mapping):
+    recorded = config.expansion
+    if recorded is None:
         return []
     out = []
-    if recorded.get("trace") not in (None, "auto"):
-        out.append(f"expansion trace {_word(recorded['trace'])}, published auto (by the LLM's name)")
-    if recorded.get("rule") not in (None, COMBINATION_RULE):
-        out.append(f"expansion rule {_word(recorded['rule'])}, published {COMBINATION_RULE}")
+    if recorded.trace not in (None, "auto"):
+        out.append(f"expansion trace {_word(recorded.trace)}, published auto (by the LLM's name)")
+    if recorded.rule not in (None, COMBINATION_RULE):
+        out.append(f"expansion rule {_word(recorded.rule)}, published {COMBINATION_RULE}")
     where = f" of {task}" if task else ""
-    file = recorded.get("file")
-    name = str(file) if isinstance(file, str) and file else "(unrecorded)"
+    file = recorded.file
+    name = file if file else "(unrecorded)"
     if read_from_hub(recorded):
-        commit = snapshot_commit(file) if isinstance(file, str) else None
+        commit = snapshot_commit(file) if file is not None else None
         default = _expansion_commit(task, method, llm)
         if commit and default and commit != default:
             out.append(f"expansion read at hub commit {commit[:12]}, published: the hub's file at {default[:12]}")
         return out
-    fingerprint = config.get("expansion_fingerprint")
+    fingerprint = config.expansion_fingerprint
     hub_file = f"the hub's {method}/{llm} file{where}"
-    if not isinstance(fingerprint, str):
+    if fingerprint is None:
         out.append(
             f"expansion file {name} with no recorded fingerprint (made before r2med recorded one), published {hub_file}"
         )
@@ -760,20 +756,15 @@ def _hub_fingerprints(task: str | None, method: str, llm: str) -> set[str]:
     return found
 
 
-def _grade_evaluate(config: Mapping[str, Any], task: str | None) -> Grade:
+def _grade_evaluate(config: RecordedConfig, task: str | None) -> Grade:
     from ..expansion.traces import normalize_llm
     from ..steps import evaluate_from_record
-    from .published import expansion_of
 
     step = evaluate_from_record(config)
     if step is None:
         return Grade()
-    expansion = expansion_of(config)
-    method, llm = (
-        ("none", "none")
-        if expansion is None
-        else (str(expansion.get("method")), normalize_llm(str(expansion.get("llm"))))
-    )
+    expansion = config.expansion
+    method, llm = ("none", "none") if expansion is None else (str(expansion.method), normalize_llm(str(expansion.llm)))
     table = table_of(family_of(task))
     key = table.key_for(step.retriever, method, llm) if table is not None else None
     spec = published_specs(table).get(key) if table is not None and key is not None else None
@@ -788,13 +779,11 @@ def _graded(key: PublishedKey, differences: list[str]) -> Grade:
     return Grade(None, key, f"not the published {key.title}: {'; '.join(differences)}")
 
 
-def _first_stage(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    first = config.get("first_stage")
-    found = first.get("config") if isinstance(first, Mapping) else None
-    return found if isinstance(found, Mapping) else None
+def _first_stage(config: RecordedConfig) -> RecordedConfig | None:
+    return config.first_stage.config if config.first_stage is not None else None
 
 
-def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
+def _grade_rerank(config: RecordedConfig, task: str | None) -> Grade:
     from ..reranking.base import RERANKERS
     from ..steps import evaluate_from_record, rerank_from_record
     from ..typed.options import as_options_name
@@ -812,7 +801,7 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
         for k, s in published_specs(table).items()
         if isinstance(s.step, RerankSpec) and s.step.reranker == meta.name
     }
-    kind = step_kind(first)
+    kind = first.step
     first_step = evaluate_from_record(first) if kind == "evaluate" else None
     if first_step is not None:
         candidates = table.rerank_candidates(rows, first_step.retriever, step)
@@ -825,9 +814,9 @@ def _grade_rerank(config: Mapping[str, Any], task: str | None) -> Grade:
     key = candidates[0]
     spec = rows[key]
     out = _options_differences(spec.options, step.options)
-    block = config.get("reranker")
-    if isinstance(block, Mapping):  # what the options resolved to, as the run recorded it (any schema version)
-        resolved = {k: v for k, v in as_options_name(block, meta.options).items() if k in spec.options}
+    block = config.reranker
+    if block is not None:  # what the options resolved to, as the run recorded it (any schema version)
+        resolved = {k: v for k, v in as_options_name(block.as_json(), meta.options).items() if k in spec.options}
         out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]
     if step.depth() != spec.depth:
         out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")
@@ -840,12 +829,11 @@ def _named(differences: list[str]) -> set[str]:
 
 
 def _first_stage_differences(
-    spec: RetrieverSpec | ImportedRun, first: Mapping[str, Any], first_step: EvaluateStep | None, task: str | None
+    spec: RetrieverSpec | ImportedRun, first: RecordedConfig, first_step: EvaluateStep | None, task: str | None
 ) -> list[str]:
     """Why a reranked run's first stage (its recorded ``config``) is not the one the published row reranked."""
     if isinstance(spec, ImportedRun):
-        imported = first.get("imported")
-        sha256 = imported.get("sha256") if isinstance(imported, Mapping) else None
+        sha256 = first.imported.sha256 if first.imported is not None else None
         if first_step is not None:
             what = f"r2med's {first_step.retriever} run"
         elif spec.accepts(sha256, task):
@@ -863,37 +851,38 @@ def _first_stage_differences(
     return [f"first stage {d}" for d in inner]
 
 
-def grade(config: Mapping[str, Any], task: str | None = None, encoding: Mapping[str, Any] | None = None) -> Grade:
+def grade(config: RecordedConfig | None, task: str | None = None, encoding: JsonObject | None = None) -> Grade:
     """How one task's recorded ``config`` grades (see the module docstring); ``task`` (the task it ran) checks what
     is per task -- the expansion file, an imported first stage's file -- against that task's (None: any task's);
     ``encoding``: what the record says its model ran with (``metrics.json``'s ``encoding``: the precision the weights
-    ran in and the one the checkpoint declares, read by the rule for rows loaded with ``torch_dtype="auto"``)."""
-    if not config:
+    ran in and the one the checkpoint declares, read by the rule for rows loaded with ``torch_dtype="auto"``).
+    None (a record with no config) grades as nothing."""
+    if config is None:
         return Grade()
     if task is None:  # a run of a family's task says which in its settings record (BRIGHT's tasks: theirs)
         task = _recorded_task(config)
-    if config.get("judgments") is not None:  # judged with a file in place of the task's own (--qrels): the
+    if config.judgments is not None:  # judged with a file in place of the task's own (--qrels): the
         return Grade()  # published figures were made with the task's own judgments
-    kind = step_kind(config)
+    kind = config.step
     if kind == "evaluate":
         graded = _with_ties(_with_precision(_grade_evaluate(config, task), config, encoding), config)
     elif kind == "rerank":
         graded = _with_ties(_with_precision(_grade_rerank(config, task), config), config)
     else:
         return Grade()  # a fused or imported run is no published configuration
-    claim = claimed_checkpoint(config) or claimed_checkpoint(_first_stage(config) or {})
+    claim = claimed_checkpoint(config) or claimed_checkpoint(_first_stage(config))
     return Grade(graded.key, graded.row, graded.reason, claim) if claim and graded.key is not None else graded
 
 
-def _with_ties(graded: Grade, config: Mapping[str, Any]) -> Grade:
+def _with_ties(graded: Grade, config: RecordedConfig) -> Grade:
     """``graded``, unless the run (or the imported first stage it reranked) was scored with another tie rule than the
     published figures were (``config.ties``, recorded by ``--ties listed``; every published row r2med grades against
     was scored by trec_eval's rule: :data:`r2med.evaluation.ties.PUBLISHED_TIE_RULE`): a figure is graded only
     against figures made the same way."""
     from ..evaluation.ties import PUBLISHED_TIE_RULE
 
-    first = _first_stage(config) or {}
-    rule = config.get("ties", first.get("ties", PUBLISHED_TIE_RULE))  # a reranked imported run: its import's rule
+    first = _first_stage(config)
+    rule = config.ties or (first.ties if first is not None else None) or PUBLISHED_TIE_RULE  # a reranked import's
     if graded.key is None or rule == PUBLISHED_TIE_RULE:
         return graded
     return Grade(
@@ -904,13 +893,12 @@ def _with_ties(graded: Grade, config: Mapping[str, Any]) -> Grade:
     )
 
 
-def _recorded_task(config: Mapping[str, Any]) -> str | None:
-    """The task a family's settings record names (``config["settings"]["task"]``, its first stage's when reranked),
+def _recorded_task(config: RecordedConfig) -> str | None:
+    """The task a family's settings record names (``config.settings.task``, its first stage's when reranked),
     when it is a family's task (``bright:biology``); else None."""
-    for record in (config, _first_stage(config) or {}):
-        settings = record.get("settings")
-        task = settings.get("task") if isinstance(settings, Mapping) else None
-        if isinstance(task, str) and benchmark_of(task) is not None:
+    for record in (config, _first_stage(config)):
+        task = record.settings.task if record is not None and record.settings is not None else None
+        if task is not None and benchmark_of(task) is not None:
             return task
     return None
 
@@ -927,7 +915,7 @@ def precision_class(dtype: str) -> str:
     return PRECISION_CLASSES.get(dtype, dtype)
 
 
-def _with_precision(graded: Grade, config: Mapping[str, Any], encoding: Mapping[str, Any] | None = None) -> Grade:
+def _with_precision(graded: Grade, config: RecordedConfig, encoding: JsonObject | None = None) -> Grade:
     """``graded``, unless the run's recorded precision is of another class than the published one (a CPU fallback
     the published code takes is the published precision: :func:`~r2med.results.published.precision_change`); a row
     whose code loaded its checkpoint with ``torch_dtype="auto"``: :func:`_auto_precision_problem`."""
@@ -948,23 +936,23 @@ def _with_precision(graded: Grade, config: Mapping[str, Any], encoding: Mapping[
     )
 
 
-def published_dtype(config: Mapping[str, Any]) -> tuple[str, str] | None:
+def published_dtype(config: RecordedConfig) -> tuple[str, str] | None:
     """(the precision the published code ran a dense run's retriever in, who ran it: ``BRIGHT``, ``the paper's
     code``) -- its family's settings' (:func:`family_settings_dtype`) or its registry record's ``paper_dtype`` --
     or None: not a dense run, or none stated."""
     from ..retrieval.registry import RETRIEVERS
 
-    if not isinstance(config.get("encoder"), Mapping):
+    if config.encoder is None:
         return None
     family = family_settings_dtype(config)
-    settings = config.get("settings")
-    if family is not None and isinstance(settings, Mapping):
-        return (family[0], str(settings.get("family", "")).upper()) if family[0] else None
-    meta = RETRIEVERS.get(str(config.get("retriever", "")))
+    settings = config.settings
+    if family is not None and settings is not None:
+        return (family[0], str(settings.family or "").upper()) if family[0] else None
+    meta = RETRIEVERS.get(config.retriever or "")
     return (meta.paper_dtype, "the paper's code") if meta is not None and meta.paper_dtype else None
 
 
-def _auto_precision_problem(config: Mapping[str, Any], encoding: Mapping[str, Any] | None) -> str | None:
+def _auto_precision_problem(config: RecordedConfig, encoding: JsonObject | None) -> str | None:
     """Why a dense run is not in the precision class of a published row whose code loaded its checkpoint with
     ``torch_dtype="auto"`` (BRIGHT's and R2MED's GritLM), or None when it is (or the row's precision is another).
 
@@ -979,8 +967,7 @@ def _auto_precision_problem(config: Mapping[str, Any], encoding: Mapping[str, An
     published = published_dtype(config)
     if published is None or published[0] != "auto":
         return None
-    encoder = config.get("encoder")
-    model = claimed_checkpoint(config) or (encoder.get("model") if isinstance(encoder, Mapping) else None)
+    model = claimed_checkpoint(config) or (config.encoder.model if config.encoder is not None else None)
     who = f"{published[1]} ran {model or 'the model'} in the precision its checkpoint declares (torch_dtype auto)"
     facts = encoding or {}
     weights, declared = facts.get("weights"), facts.get("declared_dtype")
@@ -999,8 +986,8 @@ def _auto_precision_problem(config: Mapping[str, Any], encoding: Mapping[str, An
 
 
 def grade_system(
-    configs: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
-    encodings: Mapping[str, Mapping[str, Any] | None] | None = None,
+    configs: Mapping[str, RecordedConfig | None] | Iterable[RecordedConfig | None],
+    encodings: Mapping[str, JsonObject | None] | None = None,
 ) -> Grade:
     """How a system grades from what each of its tasks recorded (task -> ``config``, or configs alone; ``encodings``:
     task -> ``metrics.json``'s ``encoding``): graded against a row when every task is; when every task names one row
@@ -1019,7 +1006,7 @@ def grade_system(
     return grades[0]
 
 
-def match_published(configs: Iterable[Mapping[str, Any]]) -> PublishedKey | None:
+def match_published(configs: Iterable[RecordedConfig | None]) -> PublishedKey | None:
     """The published configuration a run reproduces: the row every task's recorded spec is (:func:`grade_system`,
     tasks unknown), else None.  Never read from the run's name: a folder named ``contriever`` that ran BM25 is graded
     as BM25, one named ``bm25`` that ran a custom model is not graded."""

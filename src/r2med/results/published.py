@@ -33,6 +33,7 @@ from ..errors import shown
 from ..infra.registry import TOLERANCES
 from ..measures import HEADLINE, Measure
 from ..protocol import preferred_setting, published_figures, published_ndcg10
+from ..runs.record import RunRecord
 
 if TYPE_CHECKING:
     from ..reranking.base import RerankerMeta
@@ -269,13 +270,13 @@ def paper_dtype(retriever: str) -> str | None:
 # -- the data a run was made on ---------------------------------------------------------------------
 
 
-def data_identity(record: Mapping[str, Any]) -> tuple[Any, Any]:
+def data_identity(record: RunRecord) -> tuple[str | None, str | None]:
     """What says which data one task folder's run was made on: (corpus fingerprint, queries-and-judgments
     fingerprint) as its ``metrics.json`` stored them (None where not recorded)."""
-    return record.get("dataset_fingerprint"), record.get("judgments_fingerprint")
+    return record.dataset_fingerprint, record.judgments_fingerprint
 
 
-def different_data(task: str, records: Mapping[str, Mapping[str, Any]]) -> str | None:
+def different_data(task: str, records: Mapping[str, RunRecord]) -> str | None:
     """A one-line reason when the runs ``records`` (label -> ``metrics.json``) of one task were made on
     different data (their recorded fingerprints differ), else None; a fingerprint one run did not record
     is not compared."""

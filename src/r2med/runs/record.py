@@ -1,7 +1,12 @@
 """The record of one task's results (``metrics.json``): a typed, checked value with one reader and one writer.
 
-:func:`read_record` is the one reader of ``metrics.json`` (report, compare, export, fuse, rerank, html and a
-resumed evaluate all read through it, via :func:`r2med.runs.run.read_metrics`): every field is checked
+:func:`read_record` is the one reader of ``metrics.json`` (report, show, compare, board, export, fuse, rerank,
+reproduce, html and a resumed evaluate all read through it; :func:`parse_record` reads a decoded payload) into a
+:class:`RunRecord` (pydantic): its ``config`` is a :class:`RecordedConfig` -- the step that made the run and the
+facts beside it, typed (expansion, judgments file, family settings, encoder, reranker, first stage, fused inputs,
+imported file) -- and its ``data`` and ``protocol`` are typed too; readers read fields, never mappings.  A JSON
+object stays open only where its keys are someone else's (a retriever's own ``config()`` facts, a custom model's
+record, package versions, encoding facts), each named where it is declared.  Every field is checked
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
 every query scored on the same measures, the ``ties`` block by :func:`r2med.evaluation.ties.check_block`) and
 any fault is one line naming the file and the key.
@@ -19,13 +24,18 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, JsonValue, PrivateAttr, ValidationError, model_validator
 
 from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
 from ..data.files import id_problem
 from ..errors import DataError, R2MedError
+from ..evaluation.ties import BlockError, check_block
+from ..infra.containment import name_problem
+from ..infra.input_files import read_regular
+from ..measures import from_trec
 
 #: a task folder's results file
 METRICS_FILE: Final = "metrics.json"
@@ -106,56 +116,281 @@ MAX_QUERY_ID_CHARS: Final = FILES_MAX_QUERY_ID_CHARS  # the id rule's (every rea
 MAX_TEXT_CHARS: Final = 10_000
 
 
-@dataclass(frozen=True)
-class MetricsRecord:
-    """One task folder's ``metrics.json``, checked.  ``keys``: the keys the file holds, in its order (so a
-    record is written back as it was read); a field the file lacks is ``None`` (``per_query``: empty)."""
+#: what made a record: the ``step`` of its ``config`` (schema 3)
+StepKind = Literal["evaluate", "rerank", "fuse", "import"]
+
+
+def step_kind(config: Mapping[str, Any]) -> StepKind:
+    """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (an import's record, a
+    reranker's, a fusion's, else an evaluate)."""
+    kind = config.get("step")
+    for known in ("evaluate", "rerank", "fuse", "import"):
+        if kind == known:
+            return known
+    if "imported" in config:
+        return "import"
+    if "reranker" in config:
+        return "rerank"
+    if "fusion" in config:
+        return "fuse"
+    return "evaluate"
+
+
+JsonObject = dict[str, JsonValue]
+"""A JSON object whose keys are open (each place that holds one says why)."""
+
+
+class _Recorded(BaseModel):
+    """A part of ``metrics.json``'s ``config``, typed: values are what the JSON holds (strict: no conversion), and
+    keys this schema does not name are kept (``extra``: each subclass says whose they are)."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="allow")
+
+    def as_json(self) -> JsonObject:
+        """The object as recorded (the keys the file holds)."""
+        return self.model_dump(exclude_unset=True)
+
+
+class ExpansionRecord(_Recorded):
+    """How a run's queries were expanded (``config["expansion"]``: the query builder's ``describe()``); other keys
+    are a query builder's own (a user's builder may record more: open)."""
+
+    method: str | None = None
+    llm: str | None = None
+    trace: str | None = None
+    rule: str | None = None
+    #: the stamp of the local files given (:data:`r2med.expansion.precomputed.NO_LOCAL_FILES`: none)
+    files: str | None = None
+    #: the file it read for the task
+    file: str | None = None
+    #: the commit of a hub reasoning set's file
+    revision: str | None = None
+
+
+class JudgmentsRecord(_Recorded):
+    """A judgments file scored in place of the task's own (``--qrels``): its path and content hash."""
+
+    file: str
+    sha256: str
+
+
+class SettingsRecord(_Recorded):
+    """A family's own settings for its model (``config["settings"]``, :meth:`r2med.data.benchmarks.FamilySettings
+    .record`); the scoring facts beside these are the family's own (open per family plug-in)."""
+
+    family: str | None = None
+    model: str | None = None
+    task: str | None = None
+
+
+class EncoderRecord(_Recorded):
+    """What a dense retriever's encoder resolved to (``config["encoder"]``); every other key is the encoder's own
+    ``config()`` (open per encoder class, a user's included)."""
+
+    #: the checkpoint for documents (and queries, unless ``query_model``), at ``revision``
+    model: str | None = None
+    query_model: str | None = None
+    revision: str | None = None
+    dtype: str | None = None
+    #: a custom encoder's facts (``custom``: its spec and class)
+    extra: JsonObject | None = None  # open: a custom encoder's own record
+
+
+class RerankerRecord(_Recorded):
+    """What a reranker resolved to (``config["reranker"]``); every other key is the reranker's own ``config()``
+    (open per reranker class)."""
+
+    reranker: str | None = None
+    #: the checkpoint it loaded
+    model: str | None = None
+    dtype: str | None = None
+    #: a scorer of your own: its spec, class and module hash
+    scorer: JsonObject | None = None  # open: a user's scorer's own record
+
+
+class ImportedRecord(_Recorded):
+    """What ``r2med import`` recorded of the run it scored (``config["imported"]``); the other keys are its
+    source's own (a file's path, tags and what it states of itself; a run given in Python; an agent's trace)."""
+
+    #: the run file's content hash (None: a run given in Python or a trace)
+    sha256: str | None = None
+    note: str | None = None
+    #: entries the task's exclusions removed before scoring
+    excluded_removed: int | None = None
+
+
+class FirstStage(_Recorded):
+    """The first stage a reranked run reranked (``config["first_stage"]``): its name, folder, run and own record."""
+
+    retriever: str | None = None
+    folder: str | None = None
+    run_fingerprint: str | None = None
+    config: RecordedConfig | None = None
+
+
+class FusedInput(FirstStage):
+    """One system a fused run fused (an item of ``config["inputs"]``): recorded as a first stage is."""
+
+
+_Typed = TypeVar("_Typed", bound=BaseModel)
+
+
+class RecordedConfig(_Recorded):
+    """``metrics.json``'s ``config``, typed: the step that made the run (its ``step`` kind and the step's record:
+    :meth:`r2med.steps.EvaluateStep.record` and its siblings) and the facts of the run beside it.  Read back as the
+    step by :func:`r2med.steps.evaluate_from_record` / :func:`r2med.steps.rerank_from_record`.
+
+    Keys this type does not name are a retriever's own ``config()`` (BM25's ``k1``, an encoder's pooling...: open
+    per retriever, plug-ins included): :meth:`fact` reads one by name.  :meth:`as_json` is the object as recorded
+    (key order kept), what reuse compares and a report echoes."""
+
+    step: StepKind
+    retriever: str | None = None
+    #: the options as the step's options type records them (open: each retriever's and reranker's own type, read
+    #: back as that type by :mod:`r2med.steps`)
+    options: JsonObject | None = None
+    #: the depth an evaluate ran at (a fusion's: ``depth``, its ``k`` RRF's constant); a reranker's ``top_k`` and
+    #: ``keep_tail``
+    k: int | float | None = None
+    top_k: int | None = None
+    keep_tail: bool | None = None
+    expansion: ExpansionRecord | None = None
+    expansion_fingerprint: str | None = None
+    queries_fingerprint: str | None = None
+    split: str | None = None
+    judgments: JudgmentsRecord | None = None
+    settings: SettingsRecord | None = None
+    encoder: EncoderRecord | None = None
+    reranker: RerankerRecord | None = None
+    first_stage: FirstStage | None = None
+    #: a fusion's: its inputs, method (``rrf``, ``combsum``...), RRF's ``k`` (above), score normalisation, weights
+    #: and the depth it kept
+    inputs: list[FusedInput] | None = None
+    fusion: str | None = None
+    norm: str | None = None
+    weights: list[float] | None = None
+    depth: int | None = None
+    imported: ImportedRecord | None = None
+    #: how many documents the corpus holds more than once, where the retriever indexed the repeats too
+    corpus_repeats: int | None = None
+    #: how equal scores were ordered when scored (``r2med import --ties``)
+    ties: Literal["trec_eval", "listed"] | None = None
+    _json: JsonObject = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _step(cls, value: object) -> object:
+        """A config with no ``step`` (a hand-made one, a first stage's) is read as :func:`step_kind` tells."""
+        if isinstance(value, Mapping) and "step" not in value:
+            return {"step": step_kind(value), **value}
+        return value
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any], where: str | os.PathLike[str] = "config") -> RecordedConfig:
+        """``config`` (a decoded ``config`` object, of schema 3 or upgraded) as its typed record; a value of another
+        type than the schema's is a one-line :class:`DataError` naming ``where`` and the key.  A config with no
+        ``step`` (a hand-made one) is read as :func:`step_kind` tells."""
+        try:
+            value = cls.model_validate(config)
+        except ValidationError as exc:
+            raise DataError(Path(where), None, _validation_line(exc, "config")) from None
+        value._keep(config)
+        return value
+
+    def _keep(self, config: Mapping[str, Any]) -> None:
+        self._json = dict(config)
+        if self.first_stage is not None and self.first_stage.config is not None:
+            first = config["first_stage"]["config"]
+            self.first_stage.config._keep(first)
+        for item, raw in zip(self.inputs or (), config.get("inputs") or ()):
+            if item.config is not None:
+                item.config._keep(raw["config"])
+
+    def as_json(self) -> JsonObject:
+        """The object as recorded (a new dict, key order kept)."""
+        return dict(self._json)
+
+    def fact(self, name: str) -> JsonValue:
+        """A retriever's own recorded fact (a key of its ``config()``: open per retriever), or None."""
+        return self._json.get(name)
+
+
+FirstStage.model_rebuild()
+FusedInput.model_rebuild()
+
+
+class DataCounts(_Recorded):
+    """The size of the data a run was made on (``metrics.json``'s ``data``)."""
+
+    queries: int | None = None
+    #: None: the corpus was read for its judgments only
+    docs: int | None = None
+    judged_queries: int | None = None
+    judgments: int | None = None
+
+
+class ProtocolRecord(_Recorded):
+    """The protocol of its family a run followed (``metrics.json``'s ``protocol``:
+    :meth:`r2med.data.benchmarks.Protocol.record`)."""
+
+    family: str | None = None
+    depth: int | None = None
+    judgments: str | None = None
+    documents: str | None = None
+    exclusions: JsonObject | None = None  # the exclusion set's own record (queries, pairs, fingerprint)
+    qrels: JudgmentsRecord | None = None
+
+
+class RunRecord(BaseModel):
+    """One task folder's ``metrics.json``, checked and typed.  ``keys``: the keys the file holds, in its order (so a
+    record is echoed as it was read); a field the file lacks is ``None`` (``per_query``: empty)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     aggregate: dict[str, float]
-    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    per_query: dict[str, dict[str, float]] = {}
     task: str | None = None
     retriever: str | None = None
-    config: dict[str, Any] | None = None
+    config: RecordedConfig | None = None
     count_missing: bool | None = None
     timing: dict[str, float] | None = None
-    versions: dict[str, Any] | None = None
-    data: dict[str, Any] | None = None
+    #: package -> version (open: whatever the run's environment held)
+    versions: JsonObject | None = None
+    data: DataCounts | None = None
     dataset_fingerprint: str | None = None
     judgments_fingerprint: str | None = None
     source: str | None = None
     revision: str | None = None
     split: str | None = None
-    encoding: dict[str, Any] | None = None
-    #: the ranges the order of tied documents allows (:mod:`r2med.evaluation.ties`); None: written before r2med
-    #: recorded them
-    ties: dict[str, Any] | None = None
-    #: the protocol of the task's family the run followed (:meth:`r2med.data.benchmarks.Protocol.record`: family,
-    #: depth, judgments, corpus, exclusions, a ``--qrels`` file); None: written before r2med recorded it
-    protocol: dict[str, Any] | None = None
+    #: what a model actually ran with (package versions, lengths, framing, dtype: open per encoder and reranker)
+    encoding: JsonObject | None = None
+    #: the ranges the order of tied documents allows (:func:`r2med.evaluation.ties.check_block`'s block); None:
+    #: written before r2med recorded them
+    ties: JsonObject | None = None
+    protocol: ProtocolRecord | None = None
     #: the queries the system answered with no document (an empty entry: scored 0, as pytrec_eval scores it; a
     #: ``run.trec`` cannot hold them); None: none, or written before r2med recorded them
     empty_queries: tuple[str, ...] | None = None
-    #: keys this schema does not name (kept as they are)
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: keys this schema does not name (kept as they are: open)
+    extra: JsonObject = {}
     keys: tuple[str, ...] = ()
     #: the version of the file read (1: no ``schema_version``); the record itself is always :data:`SCHEMA_VERSION`
     read_version: int = SCHEMA_VERSION
+    #: the decoded objects as the file holds them (upgraded), to echo it: :meth:`to_json`
+    raw: JsonObject = {}
 
-    def to_json(self) -> dict[str, Any]:
-        """The payload :func:`metrics_json` writes: ``schema_version`` first, then the file's keys in order."""
-        payload: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+    def to_json(self) -> JsonObject:
+        """The file's object as r2med writes it: ``schema_version`` first, then the file's keys in order (an older
+        version's ``config`` as upgraded in memory)."""
+        payload: JsonObject = {"schema_version": SCHEMA_VERSION}
         for key in self.keys or ("aggregate",):
-            value = getattr(self, key) if key in FIELDS else self.extra[key]
-            payload[key] = list(value) if isinstance(value, tuple) else value  # empty_queries: a JSON list again
+            payload[key] = self.raw[key]
         return payload
 
 
-def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
+def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
     """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
     and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
-    from ..infra.containment import name_problem
-    from ..measures import from_trec
-
     where = Path(path)
 
     def fail(message: str) -> DataError:
@@ -260,8 +495,6 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
 
     ties = data.get("ties")
     if ties is not None:
-        from ..evaluation.ties import BlockError, check_block
-
         try:
             ties = check_block(ties, aggregate, per_query, MAX_QUERIES, MAX_QUERY_ID_CHARS)
         except BlockError as exc:
@@ -277,16 +510,22 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         empty_queries = tuple(empty_queries)
 
     keys = tuple(k for k in data if k != "schema_version")
-    return MetricsRecord(
+    config = RecordedConfig.read(objects["config"], where) if objects["config"] is not None else None
+    raw: JsonObject = {k: data[k] for k in keys}
+    if objects["config"] is not None:
+        raw["config"] = objects["config"]  # as upgraded
+    if ties is not None:
+        raw["ties"] = ties
+    return RunRecord.model_construct(
         aggregate=aggregate,
         per_query=per_query,
         task=texts["task"],
         retriever=texts["retriever"],
-        config=objects["config"],
+        config=config,
         count_missing=count_missing,
         timing=timing,
         versions=objects["versions"],
-        data=objects["data"],
+        data=_typed(DataCounts, objects["data"], "data", where),
         dataset_fingerprint=texts["dataset_fingerprint"],
         judgments_fingerprint=texts["judgments_fingerprint"],
         source=texts["source"],
@@ -294,12 +533,37 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> MetricsRecord:
         split=texts["split"],
         encoding=objects["encoding"],
         ties=ties,
-        protocol=objects["protocol"],
+        protocol=_typed(ProtocolRecord, objects["protocol"], "protocol", where),
         empty_queries=empty_queries,
         extra={k: data[k] for k in keys if k not in FIELDS},
         keys=keys,
         read_version=version,
+        raw=raw,
     )
+
+
+def _typed(model: type[_Typed], value: Mapping[str, Any] | None, key: str, where: Path) -> _Typed | None:
+    """``value`` (the file's ``key`` object) as ``model``; a value of another type a one-line DataError naming the
+    file and the key."""
+    if value is None:
+        return None
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise DataError(where, None, _validation_line(exc, key)) from None
+
+
+#: the names pydantic puts in an error's location for the member of a union tried (not keys of the file)
+_UNION_MEMBERS: Final = frozenset({"int", "float", "str", "bool"})
+
+
+def _validation_line(exc: ValidationError, key: str) -> str:
+    """The first of ``exc``'s errors as one line: the key path in the file (``config.first_stage.config.k``), what
+    was wrong, and the value (shortened)."""
+    error = exc.errors()[0]
+    parts = [p for p in error["loc"] if not (isinstance(p, str) and (p in _UNION_MEMBERS or "[" in p))]
+    path = ".".join(str(part) for part in (key, *parts))
+    return f"{path}: {error['msg'].lower()} (got {shown(error['input'])})"
 
 
 def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -330,26 +594,6 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-#: what made a record: the ``step`` of its ``config`` (schema 3)
-StepKind = Literal["evaluate", "rerank", "fuse", "import"]
-
-
-def step_kind(config: Mapping[str, Any]) -> StepKind:
-    """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (an import's record, a
-    reranker's, a fusion's, else an evaluate)."""
-    kind = config.get("step")
-    for known in ("evaluate", "rerank", "fuse", "import"):
-        if kind == known:
-            return known
-    if "imported" in config:
-        return "import"
-    if "reranker" in config:
-        return "rerank"
-    if "fusion" in config:
-        return "fuse"
-    return "evaluate"
-
-
 def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
     """A version-2 (or upgraded version-1) ``config`` as schema 3 records it: the ``step`` that made it first (read
     from its keys: :func:`step_kind`), and the same for a reranked run's first stage and a fusion's inputs.
@@ -371,11 +615,12 @@ def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-def same_config(stored: MetricsRecord, config: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> bool:
+def same_config(stored: RunRecord, config: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> bool:
     """Whether a finished folder's record was made with ``config`` (as this r2med records it): equal, or for a
     record of schema 2 or 1 (upgraded) equal on everything it recorded, ``config`` adding only the keys schema 3
     added (:data:`V3_CONFIG_KEYS`).  ``recorded``: the record's config as compared (default: as read)."""
-    recorded = stored.config if recorded is None else recorded
+    if recorded is None:
+        recorded = stored.config.as_json() if stored.config is not None else None
     if recorded is None:
         return False
     if stored.read_version >= 3:
@@ -384,10 +629,8 @@ def same_config(stored: MetricsRecord, config: Mapping[str, Any], recorded: Mapp
     return extra <= V3_CONFIG_KEYS and all(config.get(k) == v for k, v in recorded.items())
 
 
-def read_record(folder: str | os.PathLike[str]) -> MetricsRecord:
+def read_record(folder: str | os.PathLike[str]) -> RunRecord:
     """A task folder's ``metrics.json`` as a checked record (the one reader); any fault a DataError naming it."""
-    from ..infra.input_files import read_regular
-
     path = Path(folder) / METRICS_FILE
     try:
         data = json.loads(read_regular(path).decode("utf-8"), parse_int=_parse_int)  # a FIFO there: never waited on

@@ -30,7 +30,7 @@ from ..evaluation.metrics import check_run_scores
 from ..evaluation.ties import BlockError, CutTie, CutTies, cut_ties_json, parse_cut_ties
 from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
 from ..infra.home import atomic_dir, atomic_path, read_json
-from .record import METRICS_FILE, metrics_json, parse_record, read_record
+from .record import METRICS_FILE, metrics_json
 
 Run = dict[str, dict[str, float]]
 """Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
@@ -595,16 +595,3 @@ def read_cut_ties(folder: str | os.PathLike[str]) -> dict[str, CutTie] | None:
         return parse_cut_ties(read_json(path))
     except (BlockError, ValueError, OSError) as exc:
         raise DataError(path, None, str(exc)) from None
-
-
-def read_metrics(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """A task folder's ``metrics.json`` as a plain object, read and checked by the one reader
-    (:func:`r2med.runs.record.read_record`); any fault is a DataError naming it.  A file from before the
-    schema had a number comes back upgraded (``schema_version`` 3)."""
-    return read_record(folder).to_json()
-
-
-def check_metrics(data: Any, path: str | os.PathLike[str]) -> None:
-    """``data`` checked as a ``metrics.json`` record (:func:`r2med.runs.record.parse_record`): a DataError
-    naming ``path`` and the key on any fault."""
-    parse_record(data, path)
