@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import minilm_path, run_r2med
+from conftest import minilm_path, recorded, run_r2med
 from test_grading import biology, dense_config, hub_sized, ok, one_line_error, report_json  # noqa: F401
 
 CONTRIEVER = "facebook/contriever-msmarco"
@@ -110,10 +110,10 @@ def test_grading_reads_the_recorded_claim():
     from r2med.results.grading import grade
 
     folder = dense_config("bge", model="/models/any")
-    assert grade(folder, "Biology").key is None
-    claimed = grade(dense_config("bge", model="/models/any", model_claim="BAAI/bge-large-en-v1.5"), "Biology")
+    assert grade(recorded(folder), "Biology").key is None
+    claimed = grade(recorded(dense_config("bge", model="/models/any", model_claim="BAAI/bge-large-en-v1.5")), "Biology")
     assert claimed.key is not None and claimed.key.label == "bge" and claimed.claim == "BAAI/bge-large-en-v1.5"
     # a Hugging Face cache snapshot shows its own identity: a claim beside it is not what grades it
     snapshot = "/hf/hub/models--BAAI--bge-large-en-v1.5/snapshots/" + "d" * 40
-    shown = grade(dense_config("bge", model=snapshot, model_claim="BAAI/bge-large-en-v1.5"), "Biology")
+    shown = grade(recorded(dense_config("bge", model=snapshot, model_claim="BAAI/bge-large-en-v1.5")), "Biology")
     assert shown.key is not None and shown.claim is None

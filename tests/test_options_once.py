@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from conftest import recorded
 from r2med.data import Collection, load_folder
 from r2med.data.exclusions import Exclusions
 from r2med.errors import R2MedError
@@ -123,7 +124,7 @@ def test_an_old_record_with_k1_twice_reads_back_and_is_reused_unchanged(tmp_path
     again = run_task(coll, EvaluateStep.of("bm25", k1=1.2, top_k=10), out)
     assert again.reused and again.run == first.run
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # a reuse rewrites nothing
-    assert evaluate_from_record(read_record(out / "Biology").config or {}) == EvaluateStep.of("bm25", k1=1.2, top_k=10)
+    assert evaluate_from_record(read_record(out / "Biology").config) == EvaluateStep.of("bm25", k1=1.2, top_k=10)
     other = run_task(coll, EvaluateStep.of("bm25", k1=0.9, top_k=10), out)
     assert not other.reused  # another k1 is another run
 
@@ -151,7 +152,7 @@ def test_a_v2_record_with_k1_only_beside_the_options_reads_it_from_there():
         "b": 0.3,
         "analyzer": {"name": "english", "stopwords": 33, "stem": True, "version": 1},
     }
-    assert evaluate_from_record(config) == EvaluateStep.of("bm25", k1=1.2, b=0.3, top_k=100)
+    assert evaluate_from_record(recorded(config)) == EvaluateStep.of("bm25", k1=1.2, b=0.3, top_k=100)
 
 
 # -- optional capabilities: the protocol's, with defaults in a base -----------------------------------------
@@ -220,7 +221,7 @@ def test_a_retriever_without_capabilities_runs_as_before(tmp_path, monkeypatch, 
     result = run_task(coll, EvaluateStep.of("overlap-test", top_k=5), tmp_path / "out" / "overlap")
     assert made and made[0].indexed_with == {"corpus_fingerprint": coll.fingerprint}
     record = read_record(tmp_path / "out" / "overlap" / "Biology")
-    assert record.encoding is None and record.config is not None and record.config["retriever"] == "minimal"
+    assert record.encoding is None and record.config is not None and record.config.retriever == "minimal"
     words = {q: set(t.lower().split()) for q, t in coll.queries.items()}
     for qid, ranked in result.run.items():  # the hand computation: word overlap, ties by id
         best = max(len(words[qid] & set(t.lower().split())) for t in coll.corpus.values())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import recorded
 from test_bright_grading import GRIT, GRIT_BIOLOGY
 from test_bright_grading import dense_config as bright_dense_config
 from test_dense_fixtures import tiny_bert
@@ -100,11 +101,11 @@ def test_brights_grit_is_graded_in_its_checkpoints_precision_class(encoding, gra
     from r2med.results.grading import grade, grade_system
 
     config = bright_dense_config("grit", "grit", GRIT_BIOLOGY)
-    got = grade(config, "bright:biology", encoding)
+    got = grade(recorded(config), "bright:biology", encoding)
     assert got.row == GRIT and (got.key == GRIT) is graded
     if reason is not None:
         assert got.reason is not None and got.reason.startswith(f"not the published {GRIT.title}: {reason}"), got
-    assert grade_system({"bright:biology": config}, {"bright:biology": encoding}) == got
+    assert grade_system({"bright:biology": recorded(config)}, {"bright:biology": encoding}) == got
 
 
 def test_a_row_run_in_fp32_by_its_code_is_not_asked_for_the_declared_precision():
@@ -112,4 +113,4 @@ def test_a_row_run_in_fp32_by_its_code_is_not_asked_for_the_declared_precision()
     from r2med.results.grading import grade
 
     config = {**dense_config("bge"), "encoder": {"model": "BAAI/bge-large-en-v1.5", "dtype": "fp32"}}
-    assert grade(config, "Biology").key is not None
+    assert grade(recorded(config), "Biology").key is not None
