@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..data import exclusion_cells
 from ..data.exclusions import Exclusions
 from ..errors import OptionError, R2MedError
 from ..infra import progress
@@ -528,7 +529,7 @@ def excluded_cells(
     if not exclusions:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    return exclusions.cells(qids, {d: i for i, d in enumerate(doc_ids)})
+    return exclusion_cells.excluded_cells(exclusions, qids, {d: i for i, d in enumerate(doc_ids)})
 
 
 def _factory(flavour: str) -> Callable[..., BM25]:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.exclusion_cells import excluded_cells
 from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import R2MedError
 from ..infra import progress
@@ -267,7 +268,7 @@ class DenseRetriever:
         cells = None
         if self.ignore_identical_ids or exclusions:
             pos = {d: i for i, d in enumerate(self.doc_ids)}
-            cells = (exclusions or NO_EXCLUSIONS).cells(qids, pos, identical=self.ignore_identical_ids)
+            cells = excluded_cells(exclusions or NO_EXCLUSIONS, qids, pos, identical=self.ignore_identical_ids)
         if self.faiss:
             scores, idx = self._faiss_search(q, k, cells)
         else:

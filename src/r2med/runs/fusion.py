@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import check_run_scores
+from ..evaluation.run_scores import check_run_scores
 from .run import Run, ranked, truncate
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import R2MedError
 from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, parse_json, write_json_atomic
+from ..infra.input_files import read_regular
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -100,8 +101,6 @@ class ShardStore:
 
     def read_bytes(self, rel: str) -> bytes:
         if self.local:
-            from ..infra.input_files import read_regular
-
             return read_regular(self._local_root() / rel)  # a FIFO there is never waited on
         fs, _ = self._remote()
         with fs.open_input_stream(self._join(rel)) as src:
