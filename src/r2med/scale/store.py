@@ -27,6 +27,11 @@ from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, parse_json, write_json_atomic
 from ..infra.input_files import read_regular
 
+try:  # the scale extra's; only a URI whose scheme pyarrow does not know needs it (then a missing one is one line)
+    import fsspec
+except ImportError:
+    fsspec = None
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
@@ -70,9 +75,7 @@ class ShardStore:
             try:
                 self._fs, self._root = pafs.FileSystem.from_uri(self.location)
             except (ValueError, OSError):  # pyarrow.ArrowInvalid is a ValueError
-                try:
-                    import fsspec
-                except ImportError:
+                if fsspec is None:
                     raise R2MedError(
                         f"cannot open {self.location!r}: unknown scheme; install fsspec and its "
                         "filesystem package (e.g. s3fs, gcsfs)"
