@@ -23,7 +23,8 @@
 * **Quiet** (:func:`set_quiet`, the CLI's ``-q``): nothing is shown or logged; counts are still kept.
 
 Counters are totals (``failed=1`` adds one); :meth:`Progress.set` sets a value instead (e.g. the
-number of requests retrying right now).  rich is imported only when a terminal display starts.
+number of requests retrying right now).  rich (a dependency of the command line's) is imported with the module,
+at its top (issue 35); the scientific stack is not: importing this module loads no numpy, torch or HTTP client.
 """
 
 from __future__ import annotations
