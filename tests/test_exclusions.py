@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from r2med.data.exclusion_cells import excluded_cells
 from r2med.data.exclusions import Exclusions
 
 WORDS = "heart kidney liver lung brain blood bone skin nerve gene cell insulin".split()
@@ -318,7 +319,7 @@ def test_the_torch_products_path_masks_the_same_cells():
     docs, queries = rng.normal(size=(50, 8)).astype(np.float32), rng.normal(size=(4, 8)).astype(np.float32)
     doc_ids, qids = [f"d{i}" for i in range(50)], [f"q{i}" for i in range(4)]
     excl = exclusions_of(5, qids, doc_ids, 0.5)
-    cells = excl.cells(qids, {d: i for i, d in enumerate(doc_ids)})
+    cells = excluded_cells(excl, qids, {d: i for i, d in enumerate(doc_ids)})
     for torch_products in (False, True):
         scores, idx = exact_top_k(queries, docs, 20, chunk=9, device="cpu", torch_products=torch_products, cells=cells)
         run = {q: {doc_ids[j]: float(s) for s, j in zip(scores[r], idx[r]) if j >= 0} for r, q in enumerate(qids)}

@@ -736,7 +736,7 @@ def test_an_expansion_recorded_at_a_commit_loads_its_task_there_without_options(
     loads at that commit, data and expansion alike, and the results record it."""
     from conftest import run_r2med
     from r2med import protocol
-    from r2med.data import check_hub, resolve
+    from r2med.data import check_hub, hub, resolve
     from r2med.expansion.precomputed import ExpansionQueries
 
     holding = "3333333333333333333333333333333333333333"
@@ -746,7 +746,7 @@ def test_an_expansion_recorded_at_a_commit_loads_its_task_there_without_options(
     data = protocol.expansion_commits()
     entry = {"commits": {"Biology": holding}, "status": "known", "source": "a test"}
     patched = {**data, "expansions": {**data["expansions"], "search-o1:qwen3-32b": entry}}
-    monkeypatch.setattr(protocol, "expansion_commits", lambda: patched)
+    monkeypatch.setattr(hub, "expansion_commits", lambda: patched)  # where the hub module reads it
     reader = ExpansionQueries("search-o1", "qwen3-32b")
     [ref] = check_hub(resolve("Biology"), [reader])
     assert ref.revision == holding

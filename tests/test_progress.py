@@ -207,7 +207,10 @@ def test_not_a_terminal_means_log_lines(caplog):
         assert p._mode == "off"
 
 
-def test_importing_progress_loads_no_rich():
-    code = "import sys, r2med.infra.progress; print([m for m in ('rich', 'numpy', 'torch') if m in sys.modules])"
+def test_importing_progress_loads_no_scientific_stack():
+    """Every retriever and reranker imports the progress module: it costs rich (the command line's own, imported at
+    the top since issue 35's imports-at-the-top), never numpy, torch, transformers or an HTTP client."""
+    wanted = ("numpy", "torch", "transformers", "httpx2", "httpx")
+    code = f"import sys, r2med.infra.progress; print([m for m in {wanted!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -12,8 +12,10 @@ in bm25s), :class:`NotFound` is ``FileNotFoundError`` (a missing collection fold
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 SHOWN_CHARS = 80  # of a value echoed in a message
 PATH_CHARS = 1000  # of a path echoed in a message (a path is shown whole where the system allows it)
@@ -87,8 +89,6 @@ class MissingExtraError(R2MedError):
 
 def closest(name: str, choices: Iterable[str]) -> str | None:
     """The known name closest to ``name`` (case aside), when one is close and differs from it, else None."""
-    import difflib
-
     if len(name) > 100:  # nothing that long is a typo of a name, and difflib's time grows with it
         return None
     by_lower: dict[str, str] = {}
@@ -110,8 +110,6 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 def did_you_mean_folder(path: str | os.PathLike[str]) -> str:
     """``" (did you mean 'runs/bm25'?)"`` when a folder beside a missing ``path`` has a close name (a mistyped
     results root or data folder), else ``""``."""
-    from pathlib import Path
-
     missing = Path(path)
     parent = missing.parent
     try:

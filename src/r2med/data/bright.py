@@ -40,9 +40,11 @@ from typing import Any
 
 from ..errors import DataError, MissingExtraError, OptionError, did_you_mean, shown
 from ..protocol import bright as facts
+from ..protocol import data_states
 from .collection import Collection
 from .exclusions import NONE_MARKER, Exclusions
 from .files import _doc_id_flaw, _query_id_flaw, id_problem
+from .hub import FilesMissing, FilesNotCached, download, parse_revision, refusal, resolve_files
 
 log = logging.getLogger(__name__)
 
@@ -394,8 +396,6 @@ def _check_same_task(path: Path, examples: Examples, task: str, judgments: str) 
 
 def revision_for(name: str, spec: str | None = None) -> tuple[str, str]:
     """(the revision task ``name`` loads at, whose it is): ``--revision``'s word for it, else BRIGHT's pin."""
-    from .hub import parse_revision
-
     every, per_task = parse_revision(spec)
     asked = per_task.get(parse_name(name).hub_task) or every
     if asked:
@@ -407,8 +407,6 @@ def load(name: str, revision: str | None = None, strict: bool = False, corpus: b
     """BRIGHT task ``name`` from the hub at ``revision`` (a ``--revision`` spec or a commit): every file it needs
     found at one commit before any is downloaded, then read and checked.  ``corpus``: False reads the examples
     only (judgments, exclusions: ``import`` and ``score``)."""
-    from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
-
     parsed = parse_name(name)
     layout = facts.hub()
     wanted, why = revision_for(parsed.name, revision)
@@ -450,8 +448,6 @@ def load(name: str, revision: str | None = None, strict: bool = False, corpus: b
 def reasoning_commit(revision: str | None) -> tuple[str, str]:
     """(the commit a reasoning set of a task read at ``revision`` is read at, whose it is): ``revision`` itself
     unless the hub's recorded history shows the reasoning sets absent there (``a75a0eb``), then the pin."""
-    from ..protocol import data_states
-
     layout = facts.hub()
     if revision and data_states.holds(layout.repo_id, revision, layout.reasoning_sets[0].config) is False:
         return layout.revision, f"the pin (the reasoning sets are not on the hub at {revision[:7]})"
@@ -465,8 +461,6 @@ def reasoning_queries(
     (:func:`reasoning_commit`; or from ``file``, one task's file of it: ``--expansion-file``): query id -> the LLM's
     reasoning (which replaces the query), and the file it was read from (its commit is the snapshot's, recorded
     apart from the documents'); ``strict``: a query id on two rows is refused."""
-    from .hub import FilesMissing, FilesNotCached, download, refusal, resolve_files
-
     examples = Examples(collection.queries, collection.qrels, collection.exclusions, 0)
     if file is not None:
         texts = read_reasoning(file, examples, strict=strict)

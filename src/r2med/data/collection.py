@@ -8,6 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..errors import NothingToScore, shown
 from ..infra.home import fingerprint, fingerprint_texts
 from .exclusions import NO_EXCLUSIONS, Exclusions
 
@@ -128,7 +129,6 @@ class Collection:
         """Warn about judgments that point outside the collection; judgments that share no query with it are a
         one-line error before any work (nothing could be scored: an index built or a model run for nothing)."""
         if self.queries and not any(q in self.queries for q in self.qrels):
-            from ..errors import NothingToScore, shown
 
             def count(n: int) -> str:
                 return f"{n:,} quer{'y' if n == 1 else 'ies'}"

@@ -7,23 +7,22 @@ scores *before* it keeps the top 1000 (xlang-ai/BRIGHT retrievers.py:120-122, 21
 document ids that query never gets (``"N/A"``, BRIGHT's "none", is never one of them).
 
 Retrievers honour them inside their top-k search, never by building per-query lists of all other documents
-(LeetCode: 142 queries x 413,932 documents): :meth:`Exclusions.cells` gives the (query row, document column)
-pairs of a search's corpus order, which the search sets to ``-inf`` in each block of scores before it keeps the
-best ``k`` (:func:`r2med.retrieval.topk.mask_cells`), and an excluded document is never returned
+(LeetCode: 142 queries x 413,932 documents): :func:`r2med.data.exclusion_cells.excluded_cells` gives the (query
+row, document column) pairs of a search's corpus order, which the search sets to ``-inf`` in each block of scores
+before it keeps the best ``k`` (:func:`r2med.retrieval.topk.mask_cells`), and an excluded document is never returned
 (:mod:`r2med.retrieval.bm25`, :mod:`r2med.retrieval.dense`, :mod:`r2med.scale`).  Runs made elsewhere (imported,
 reranked, fused) have them removed by :meth:`Exclusions.drop_from`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy as np
+from ..infra.home import fingerprint
 
 #: What BRIGHT's examples hold in ``excluded_ids`` (and ``gold_ids_long``) for "none".
 NONE_MARKER = "N/A"
@@ -76,7 +75,6 @@ class Exclusions:
         """A content hash of every (query, excluded document) pair (None: no exclusions), recorded with results."""
         if not self.by_query:
             return None
-        from ..infra.home import fingerprint
 
         return fingerprint("exclusions", sorted((q, sorted(ids)) for q, ids in self.by_query.items()))
 
@@ -95,25 +93,6 @@ class Exclusions:
         """How many excluded (query, document) pairs name a document ``corpus`` does not hold (BRIGHT's code stops
         with a ``KeyError`` on one; r2med counts them: there is nothing to remove)."""
         return sum(1 for ids in self.by_query.values() for d in ids if d not in corpus)
-
-    def cells(
-        self, qids: Sequence[str], doc_index: Mapping[str, int], identical: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, columns) of the excluded pairs among the queries ``qids`` (row = position in ``qids``) and the
-        documents of ``doc_index`` (document id -> column), as int64 arrays sorted by row; ids the corpus does not
-        hold are skipped.  ``identical``: also each query's own id where it is a document's (BEIR's
-        ``ignore_identical_ids``)."""
-        import numpy as np
-
-        rows: list[int] = []
-        cols: list[int] = []
-        for row, qid in enumerate(qids):
-            found = {doc_index[d] for d in self.by_query.get(qid, ()) if d in doc_index}
-            if identical and qid in doc_index:
-                found.add(doc_index[qid])
-            rows += [row] * len(found)
-            cols += sorted(found)
-        return np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
 
     def drop_from(self, run: Mapping[str, Mapping[str, float]]) -> tuple[dict[str, dict[str, float]], int]:
         """``run`` without any excluded document (each query's order kept), and how many entries were removed."""

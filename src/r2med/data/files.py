@@ -35,11 +35,13 @@ import json
 import logging
 import math
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from ..errors import DataError, MissingDataFile
+from ..infra.containment import path_argument
 from ..infra.input_files import TooLong, bounded_lines, is_stream, open_input
 from .collection import Qrels
 
@@ -144,8 +146,6 @@ def _raw_lines(path: Path, max_line: int | None = None) -> Iterator[tuple[int, b
     is gzip: :func:`open_data`); BOM dropped.  A line longer than ``max_line`` (default
     :data:`r2med.infra.input_files.MAX_LINE_BYTES`) is a DataError naming that line, found before it is held whole
     (``/dev/zero``, a 3 GB one-line file, a gzip bomb of one line)."""
-    import zlib
-
     handle = open_data(path)
     with handle:
         number = 0
@@ -554,8 +554,6 @@ def _starts_with_brace(path: Path) -> bool:
 def read_qrels(path: str | Path, strict: bool = False) -> Qrels:
     """Read judgments in any supported form, chosen by extension/content: JSONL, BEIR TSV or TREC.  A stream
     (``<(cat qrels.jsonl)``) has no extension: a first ``{`` says JSONL (its bytes are kept, read once)."""
-    from ..infra.containment import path_argument
-
     path = path_argument(path, "qrels")
     if path.suffix == ".jsonl" or (path.suffix != ".tsv" and is_stream(path) and _starts_with_brace(path)):
         return read_qrels_jsonl(path, strict=strict)

@@ -48,11 +48,20 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+# huggingface_hub loads a function's module on first use (its own lazy attributes): named through the package, its
+# HTTP client is imported when a file is fetched, not when the CLI starts
+import huggingface_hub
+from huggingface_hub import constants
+
 from ..errors import DataError, R2MedError, shown
-from ..protocol import hub_configs
+from ..infra.home import ENV_HOME, write_text_atomic
+from ..infra.input_files import NotRegularFile, read_regular
+from ..protocol import expansion_commits, hub_configs
 from .collection import Collection
 from .hub_integrity import remember_fingerprint, verify_cached
 from .loaders import EXPANSION_FILE, load_r2med_files, load_r2med_judgments
+from .names import hub_task
+from .tasks import TASK_NAMES, TASKS, get_task
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +91,6 @@ def parse_revision(spec: str | None) -> tuple[str | None, dict[str, str]]:
     ``"Biology=abc,MedQA-Diag=main,bright:biology=main"`` -> those tasks at those revisions, the others pinned
     (keys are the hub tasks, in r2med's spelling: a BRIGHT task's long-document setting reads its task's revision).
     """
-    from .names import hub_task
-
     spec = (spec or "").strip()
     if not spec:
         return None, {}
@@ -127,8 +134,6 @@ def check_revision(revision: str) -> str:
 
 def revision_for(task: str, spec: str | None = None) -> str:
     """The hub revision ``task`` is loaded at: ``--revision``'s word for it, else its pinned commit."""
-    from .tasks import get_task
-
     spec_task = get_task(task)
     every, per_task = parse_revision(spec)
     return per_task.get(spec_task.name) or every or spec_task.revision
@@ -161,29 +166,21 @@ def expansion_path(method: str, split: str) -> str:
 
 
 def _endpoint() -> str:
-    from huggingface_hub import constants
-
     return constants.ENDPOINT
 
 
 def _offline() -> bool:
-    from huggingface_hub import constants
-
     check = getattr(constants, "is_offline_mode", None)
     return bool(check() if check else constants.HF_HUB_OFFLINE)
 
 
 def hf_cache_dir() -> Path:
     """The Hugging Face hub cache in use (``HF_HUB_CACHE``, else ``HF_HOME/hub``), as huggingface_hub resolves it."""
-    from huggingface_hub import constants
-
     return Path(constants.HF_HUB_CACHE)
 
 
 def legacy_cache_hint(repo_id: str, repo_type: str = "dataset") -> str:
     """A hint when an older r2med kept this repo under ``$R2MED_HOME/hub`` (r2med now uses the HF cache)."""
-    from ..infra.home import ENV_HOME
-
     root = Path(os.environ.get(ENV_HOME) or Path.home() / ".cache" / "r2med").expanduser() / "hub"
     if (root / f"{repo_type}s--{repo_id.replace('/', '--')}").is_dir() and root.resolve() != hf_cache_dir().resolve():
         return (
@@ -324,9 +321,7 @@ def is_commit(revision: str | None) -> bool:
 
 def cached_file(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> Path | None:
     """The cached copy of a hub file at ``revision`` (a commit, or a branch the cache has a ref for), if any."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo_id, filename, revision=revision, repo_type=repo_type)
+    found = huggingface_hub.try_to_load_from_cache(repo_id, filename, revision=revision, repo_type=repo_type)
     return Path(found) if isinstance(found, str) else None
 
 
@@ -335,7 +330,6 @@ def _cached_ref(repo_id: str, ref: str, repo_type: str) -> str | None:
     if is_commit(ref):
         return ref
     path = hf_cache_dir() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / ref
-    from ..infra.input_files import NotRegularFile, read_regular
 
     try:
         commit = read_regular(path, limit=4096).decode("utf-8").strip()  # never waits on a FIFO, never reads /dev/zero
@@ -356,10 +350,8 @@ def _probe_timeout() -> float:
 
 def _metadata(repo_id: str, filename: str, revision: str | None, repo_type: str) -> object:
     """One metadata request (HEAD) through huggingface_hub, no retries: raises what it raises."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-
-    url = hf_hub_url(repo_id, filename, repo_type=repo_type, revision=revision)
-    return get_hf_file_metadata(url, timeout=_probe_timeout())
+    url = huggingface_hub.hf_hub_url(repo_id, filename, repo_type=repo_type, revision=revision)
+    return huggingface_hub.get_hf_file_metadata(url, timeout=_probe_timeout())
 
 
 def probe(repo_id: str, filename: str, revision: str | None = None, repo_type: str = "dataset") -> None:
@@ -410,8 +402,6 @@ def _download_command(repo_id: str, revision: str | None, repo_type: str, files:
 def one_task_repo(repo_id: str, repo_type: str = "dataset") -> bool:
     """Whether ``repo_id`` is one R2MED task's dataset repository (the whole of it is that task; a local folder in
     its layout can stand for it), unlike BRIGHT's one repository of every task and configuration."""
-    from .tasks import TASKS
-
     return repo_type == "dataset" and repo_id in {spec.hub_id for spec in TASKS.values()}
 
 
@@ -555,8 +545,6 @@ def _ask(repo_id: str, files: tuple[str, ...], revision: str, repo_type: str) ->
 
 def _write_refs(repo_id: str, commit: str, repo_type: str) -> None:
     """The cache's ``refs/<branch>`` for each branch this process resolved to ``commit`` (best effort)."""
-    from ..infra.home import write_text_atomic
-
     refs = hf_cache_dir() / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs"
     for ref in sorted(_RESOLVED.pop((repo_type, repo_id, commit), ())):
         if ".." in Path(ref).parts or Path(ref).is_absolute() or _cached_ref(repo_id, ref, repo_type) == commit:
@@ -621,8 +609,6 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
     """One file of a hub repo through the standard HF cache (no request when cached at a commit), verified
     against the content hash the cache stores it under (:func:`~.hub_integrity.verify_cached`; a damaged copy
     is fetched again where the hub can be reached)."""
-    from huggingface_hub import hf_hub_download
-
     if revision is not None:
         check_revision(revision)
     if (
@@ -633,7 +619,11 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
         probe(repo_id, filename, revision, repo_type)  # fail fast, in one line, when the hub is unreachable
     try:
         with quiet_hub_logs():  # its retries' warnings: r2med says what happened in one line
-            path = Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision))
+            path = Path(
+                huggingface_hub.hf_hub_download(
+                    repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision
+                )
+            )
     except Exception as exc:
         raise hub_error(exc, repo_id, filename, revision, repo_type) from None
     damage = verify_cached(path)
@@ -657,7 +647,7 @@ def download(repo_id: str, filename: str, revision: str | None = None, repo_type
     log.warning("%s: damaged in the Hugging Face cache (%s); downloading it again", path, damage)
     try:
         path = Path(
-            hf_hub_download(
+            huggingface_hub.hf_hub_download(
                 repo_id=repo_id, filename=filename, repo_type=repo_type, revision=revision, force_download=True
             )
         )
@@ -694,8 +684,6 @@ def quiet_hub_logs() -> Iterator[None]:
 @functools.lru_cache(maxsize=1)
 def hub_problem() -> str | None:
     """Why the hub cannot serve R2MED data here (one line), or None when it answers; asked once per process."""
-    from .tasks import TASK_NAMES, get_task
-
     spec = get_task(TASK_NAMES[0])
     if _offline():
         return "offline mode is set (HF_HUB_OFFLINE)"
@@ -714,8 +702,6 @@ def hub_problem() -> str | None:
 def expansion_commit(task: str, method: str, llm: str) -> str | None:
     """The hub commit recorded as holding the ``method:llm`` expansions of ``task``
     (``protocol/r2med_expansion_commits.json``), or None where none is known."""
-    from ..protocol import expansion_commits
-
     entry = expansion_commits()["expansions"].get(f"{method}:{llm.replace('_', '-')}")
     commit = entry.get("commits", {}).get(task) if isinstance(entry, dict) else None
     return commit if is_commit(commit) else None
@@ -725,8 +711,6 @@ def task_revision(task: str, spec: str | None = None, expansions: Sequence[tuple
     """(the revision ``task`` is loaded at, whose revision it is): ``--revision``'s word for it (``""``), else
     the commit recorded as holding all its hub ``expansions`` (``(method, llm)`` pairs) where one is, else
     the task's pinned commit."""
-    from .tasks import get_task
-
     task_spec = get_task(task)
     every, per_task = parse_revision(spec)
     asked = per_task.get(task_spec.name) or every
@@ -808,8 +792,6 @@ def load_from_hub(task: str, revision: str | None = None, strict: bool = False, 
     """Task ``task`` at ``revision_for(task, revision)``: its three files found at one commit before any is
     downloaded (a missing one is :func:`refusal`'s line), then read from that commit, recorded on the collection.
     ``corpus``: False reads the queries and judgments only (``import``, ``score``: no documents downloaded)."""
-    from .tasks import get_task
-
     spec = get_task(task)
     wanted, why = task_revision(spec.name, revision)
     names = tuple(f for f in TASK_FILES if corpus or f != "corpus.jsonl")
@@ -840,8 +822,6 @@ def load_from_hub(task: str, revision: str | None = None, strict: bool = False, 
 
 def download_expansion(task: str, method: str, split: str, revision: str | None = None) -> Path:
     """A hub expansion file of ``task``; ``revision`` is a ``--revision`` spec or the data's resolved commit."""
-    from .tasks import get_task
-
     spec = get_task(task)
     path = expansion_path(method, split)
     wanted, why = task_revision(spec.name, revision)

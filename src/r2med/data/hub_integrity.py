@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from ..errors import R2MedError
-from ..infra.file_hash import HashAlgorithm, file_hash
+from ..infra.file_hash import HashAlgorithm, file_fingerprint, file_hash
+from ..infra.home import home, home_path, parse_json, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,6 @@ _FIELDS = ("size", "mtime_ns", "ctime_ns", "ino", "dev", "checked_ns")
 
 
 def _home() -> Path:
-    from ..infra.home import home_path
-
     return home_path()
 
 
@@ -111,8 +110,6 @@ def _read_key() -> bytes | None:
 def _make_key() -> bytes | None:
     """A new key, written 0600 and put in place only where none is (two processes racing keep the first one's);
     None when the home cannot hold it."""
-    from ..infra.home import home
-
     try:
         folder = home()
     except R2MedError:
@@ -167,8 +164,6 @@ def _is_seal(value: object) -> bool:
 def _read_memo() -> dict[str, VerifiedBlob]:
     """The memo's well-formed entries (not yet checked against their seal); a damaged memo is discarded with a
     warning (the next verification rewrites it)."""
-    from ..infra.home import parse_json
-
     path = _home() / VERIFIED_FILE
     try:
         data = parse_json(_read_small(path, MAX_MEMO_BYTES))
@@ -214,8 +209,6 @@ def _trusted(path: str, observed: dict[str, Any]) -> bool:
 
 def _remember(path: str, observed: dict[str, Any]) -> None:
     """Add a verified blob to the memo, sealed; best effort (an unwritable home only costs a re-hash next time)."""
-    from ..infra.home import home, write_json_atomic
-
     key = _read_key() or _make_key()
     if key is None:
         return
@@ -300,8 +293,6 @@ def _fingerprint_name(repo_id: str, commit: str, filename: str) -> str:
 def _read_fingerprints() -> dict[str, dict[str, str]]:
     """The fingerprint memo's well-formed entries (not yet checked against their seal); a damaged memo is ignored
     with a warning (the next download rewrites it)."""
-    from ..infra.home import parse_json
-
     path = _home() / FINGERPRINTS_FILE
     try:
         data = parse_json(_read_small(path, MAX_MEMO_BYTES))
@@ -329,8 +320,6 @@ def remember_fingerprint(
     cache, whose name is its content hash, is (a plain copy in a snapshot names nothing: not recorded).  Sealed with
     the memo's key in ``$R2MED_HOME/hub-fingerprints.json`` (:data:`FINGERPRINTS_FILE`): what grading compares an
     expansion file given by hand with (:func:`hub_fingerprints`).  Best effort; the fingerprint, or None."""
-    from ..infra.file_hash import file_fingerprint
-    from ..infra.home import home, write_json_atomic
 
     blob = Path(os.path.realpath(path))
     if repo_type != "dataset" or blob.parent.name != "blobs" or not _BLOB_NAME.fullmatch(blob.name):

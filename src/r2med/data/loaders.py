@@ -16,10 +16,13 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
 
 from ..errors import DataError, NotFound, OptionError, R2MedError, did_you_mean_folder
+from ..infra.containment import path_argument
+from .benchmarks import benchmark_of
 from .collection import Collection
 from .files import read_qrels, read_qrels_jsonl, read_qrels_tsv, read_texts
 
@@ -217,8 +220,6 @@ def _check_local_name(name: str, root: Path) -> None:
     ``bright:pony``): its results would stand in that task's column of a report as if they were the hub task's.  A
     family whose tasks have local copies (R2MED's ``Biology`` folder) keeps the name: its data is checked by counts
     before a figure grades it."""
-    from .benchmarks import benchmark_of
-
     try:
         family = benchmark_of(name)
     except R2MedError:  # a name like a family's that is none of its tasks: a local collection's own name
@@ -243,8 +244,6 @@ def load_folder(
     so anything but ``test`` is an error there.  Data errors name the layout guessed.  ``strict``: a
     repeated id or judgment is a ``file:line`` error (default: the last one is kept, as the paper's loader).
     """
-    from ..infra.containment import path_argument
-
     root = path_argument(root, "collection folder")
     split = check_split(split)
     if not root.is_dir():
@@ -264,8 +263,6 @@ def load_folder(
 
 def load_demo(strict: bool = False) -> Collection:
     """The built-in demo collection (package data): short medical passages with judgments."""
-    from importlib import resources
-
     root = resources.files("r2med").joinpath("demo_data")
     with resources.as_file(root) as path:
         return load_r2med_folder(Path(path), name="demo", source=DEMO_SOURCE, strict=strict)

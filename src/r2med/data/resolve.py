@@ -28,8 +28,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import PATH_CHARS, DataError, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
-from .benchmarks import benchmark_of
+from ..infra.containment import check_input_file, path_argument
+from ..infra.file_hash import file_hash
+from .benchmarks import benchmark_of, benchmarks
 from .collection import Collection, JudgmentsFile
+from .files import read_qrels
+from .hub import FilesMissing, FilesNotCached, Problem, parse_revision, refusal, resolve_files
 from .loaders import DEFAULT_SPLIT, DEMO_SOURCE, check_split, load_demo, load_folder
 from .names import canonical_task, is_hub_task, parse_tasks, task_parts
 from .tasks import TASK_NAMES, get_task
@@ -102,8 +106,6 @@ class TaskRef:
 def with_judgments(collection: Collection, qrels: str | os.PathLike[str], strict: bool = False) -> Collection:
     """``collection`` judged by the file ``qrels`` (TREC, R2MED JSONL or BEIR TSV qrels) in place of its own, the
     file recorded by path and sha256 (every result made on it names it; none is graded against published rows)."""
-    from ..infra.file_hash import file_hash
-    from .files import read_qrels
 
     path = Path(qrels)
     judged = read_qrels(path, strict=strict)
@@ -127,8 +129,6 @@ def is_collection(folder: Path) -> bool:
 
 def _root(data_dir: str | os.PathLike[str]) -> Path:
     # absolute: the folder is recorded as the results' source, usable from anywhere
-    from ..infra.containment import path_argument
-
     return Path(os.path.normpath(path_argument(data_dir, "--data-dir").expanduser().absolute()))
 
 
@@ -170,8 +170,6 @@ def resolve(
     ``strict``: the refs' collections refuse repeated ids and judgments when loaded.  ``qrels``: a judgments file
     for the one task named (checked here: it exists; its judgments replace the task's own when loaded).
     """
-    from .hub import parse_revision
-
     parse_revision(revision)
     split = check_split(split)
     refs = _refs(tasks, data_dir, revision, split, strict, long_documents)
@@ -180,7 +178,6 @@ def resolve(
         raise R2MedError(f"--tasks {shown(given, PATH_CHARS)} names no task; name one, or pass all")
     if qrels is None:
         return refs
-    from ..infra.containment import check_input_file
 
     check_input_file(Path(qrels), "--qrels")
     if len(refs) != 1:
@@ -262,8 +259,6 @@ def check_hub(refs: Sequence[TaskRef], readers: Iterable[object] = (), corpus: b
     revision resolved to, so every later download (and every Ray worker) reads that one commit.
     Files missing at any task's revision are one line for the whole command (:func:`r2med.data.hub.refusal`),
     raised before a byte is downloaded; folder and demo refs pass unchanged."""
-    from .hub import FilesMissing, FilesNotCached, Problem, refusal, resolve_files
-
     sources = [r for r in readers if isinstance(r, HubExpansions)]
     hub_refs = [r for r in refs if r.kind == "hub"]
     checked: dict[int, TaskRef] = {}
@@ -340,8 +335,6 @@ def task_filter(spec: str | None) -> set[str] | None:
     word for its tasks expanded: ``r2med``, ``bright``, ``bright:long``)."""
     if not spec or spec.strip().lower() == "all":
         return None
-    from ..errors import OptionError
-    from .benchmarks import benchmarks
 
     found: set[str] = set()
     for part in (p.strip() for p in spec.split(",") if p.strip()):

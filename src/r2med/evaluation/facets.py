@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data.tasks import TASKS
 from ..errors import R2MedError
 from ..infra.home import parse_json
 
@@ -108,7 +109,6 @@ def facet_values(
 def _scenarios(scenarios: Mapping[str, str] | None) -> Mapping[str, str]:
     if scenarios is not None:
         return scenarios
-    from ..data.tasks import TASKS
 
     return {name: spec.scenario for name, spec in TASKS.items()}
 

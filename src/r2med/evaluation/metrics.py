@@ -11,20 +11,23 @@ count as 0, as ``trec_eval -c`` does).
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+import pytrec_eval
+
+from ..data.files import GRADE_MAX, GRADE_MIN, _control_char, id_problem
 from ..errors import NothingToScore, OptionError, R2MedError, shown
 from ..measures import CUTOFFS as TABLE_CUTOFFS
 from ..measures import DEFAULT_MEASURES as TABLE_DEFAULTS
 from ..measures import HEADLINE, Family, Measure, pytrec_eval_spec
 from ..measures import measure as _measure
+from .run_scores import check_run_scores
 
 if TYPE_CHECKING:
-    from .ties import Ties
+    from .tie_data import Ties
 
 CUTOFFS: Final = TABLE_CUTOFFS
 #: trec_eval's measures at a cut-off (``ndcg_cut_10`` ...), each computed at every one of :data:`CUTOFFS`.
@@ -41,48 +44,12 @@ def canonical(text: str) -> str:
 
 def _check_grades(qrels: Mapping[str, Mapping[str, int]]) -> None:
     """Refuse grades outside -1000..1000 before pytrec_eval sees them (its nDCG allocates per grade level)."""
-    from ..data.files import GRADE_MAX, GRADE_MIN
-
     for qid, docs in qrels.items():
         for did, grade in docs.items():
             if not GRADE_MIN <= grade <= GRADE_MAX:
                 raise R2MedError(
                     f"judgment for query {qid!r}, doc {did!r}: relevance {grade} is outside {GRADE_MIN}..{GRADE_MAX}"
                 )
-
-
-def score_problem(score: object) -> str | None:
-    """Why ``score`` cannot be a run's score (a real number, finite: no ``nan``, ``inf``, bool or text), or None.
-
-    numpy's scalars count as the numbers they are (``np.float32(0.5)``); the one rule every run obeys, whoever made it
-    (:func:`check_run_scores`)."""
-    if isinstance(score, bool) or not isinstance(score, numbers.Real):
-        return f"is a {type(score).__name__}, not a number"
-    try:
-        value = float(score)
-    except (OverflowError, ValueError):
-        return "is not a finite number"
-    return None if math.isfinite(value) else "is not a finite number"
-
-
-def check_run_scores(run: Mapping[str, Mapping[str, float]], what: str = "run") -> dict[str, dict[str, float]]:
-    """``run`` with every score a finite float, or an OptionError naming the first query and document whose score is
-    not (:func:`score_problem`): no run holds a non-finite score, from a file, a producer or the Python API.  Ids
-    are left to :func:`check_run_ids`."""
-    if not isinstance(run, Mapping):
-        raise OptionError(f"{what} must be a mapping of query id -> {{doc id: score}}, not a {type(run).__name__}")
-    checked: dict[str, dict[str, float]] = {}
-    for qid, docs in run.items():
-        if not isinstance(docs, Mapping):
-            raise OptionError(f"{what} query {shown(qid)}: expected {{doc id: score}}, got a {type(docs).__name__}")
-        row: dict[str, float] = {}
-        for did, score in docs.items():
-            problem = score_problem(score)
-            if problem is not None:
-                raise OptionError(f"{what} query {shown(qid)}, doc {shown(did)}: score {shown(score)} {problem}")
-            row[did] = float(score)
-        checked[qid] = row
-    return checked
 
 
 def _grade(qid: object, did: object, grade: object) -> int:
@@ -105,8 +72,6 @@ def _grade(qid: object, did: object, grade: object) -> int:
 def _check_ids(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]]) -> None:
     """Refuse ids holding a control character before pytrec_eval sees them: it reads ids as C strings, so
     ``13\\0x`` would be scored as ``13`` (the readers refuse such ids at their line; this covers Python callers)."""
-    from ..data.files import _control_char, id_problem
-
     for what, table in (("run", run), ("judgments", qrels)):
         for qid, docs in table.items():
             if _control_char(qid):
@@ -217,8 +182,6 @@ def evaluate(
 
     ``measures``: :class:`~r2med.measures.Measure` values or any spelling of one (``"nDCG@10"``,
     ``"ndcg_cut_10"``), parsed here; default :data:`r2med.measures.DEFAULT_MEASURES`."""
-    import pytrec_eval
-
     asked = tuple(dict.fromkeys(_measure(m) for m in (measures or TABLE_DEFAULTS)))
     wanted = tuple(m.trec for m in asked)
     if not isinstance(qrels, Mapping) or not all(isinstance(docs, Mapping) for docs in qrels.values()):

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_RESAMPLES = 10_000
@@ -52,8 +53,6 @@ def paired_ttest(a: PairedSamples, b: PairedSamples) -> tuple[float, float]:
     When every difference is identical the test is undefined; r2med then reports
     ``p = 1`` for all-zero differences and ``p = 0`` for a constant non-zero shift.
     """
-    from scipy import stats
-
     d = _diffs(a, b)
     if d.size < 2:
         return math.nan, 1.0
@@ -103,8 +102,6 @@ def bootstrap_ci(
     seed: int = DEFAULT_SEED,
 ) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean difference ``b - a`` (scipy's ``bootstrap``)."""
-    from scipy import stats
-
     d = _diffs(a, b)
     if d.size == 0:
         return math.nan, math.nan

@@ -44,7 +44,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..data.benchmarks import benchmarks
+from ..data.tasks import TASKS
 from ..errors import MissingExtraError, R2MedError
+from ..infra.containment import ensure_within, name_problem, refuse_links
+from ..infra.home import atomic_dir, cache_dir
 from ..measures import HEADLINE, Family, Measure, from_trec
 from ..runs.record import RunRecord, parse_record
 
@@ -361,7 +364,6 @@ def _import_mteb() -> ModuleType:
     pointed into the r2med home for the import (unless ``MTEB_CACHE`` is set), so r2med writes nowhere else."""
     if sys.modules.get("mteb") is not None:
         return sys.modules["mteb"]
-    from ..infra.home import cache_dir
 
     unset = "MTEB_CACHE" not in os.environ
     try:
@@ -430,8 +432,6 @@ def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | 
 
 
 def _task_name(record: RunRecord) -> str | None:
-    from ..data.tasks import TASKS
-
     task = record.task
     if task is None:
         return None
@@ -532,8 +532,6 @@ def export_mteb(
 
 def _check_folder_names(meta: Any) -> None:
     """The model's name and revision become folder names: each must be a safe one."""
-    from ..infra.containment import name_problem
-
     for part, what in ((meta.model_name_as_path(), "model name"), (meta.revision, "model revision")):
         problem = name_problem(part)
         if problem is not None:
@@ -559,7 +557,6 @@ def _choose_task(
 ) -> tuple[str, Any] | None:
     """(r2med task, MTEB task) a checked result is filed under; None: skipped (the reason in ``report``).
     ``named``: the ``--mteb-task`` a local collection is filed as (its counts checked against it)."""
-    from ..data.tasks import TASKS
 
     task = _task_name(record)
     label = task if task is not None else "(no task name)"
@@ -637,8 +634,6 @@ def _built_task(
     """MTEB's ``TaskResult`` of one result, and what :func:`export_mteb` reports of it."""
     from mteb import TaskResult
 
-    from ..data.tasks import TASKS
-
     split = record.split or SPLIT
     k_values = tuple(getattr(mtask, "k_values", K_VALUES))
     scores = mteb_scores(record, k_values, depth)
@@ -689,9 +684,6 @@ def _check_something_to_write(refused: list[str], report: MtebExport, built: lis
 def _write_results(out: Path, report: MtebExport, built: list[tuple[Any, ExportedTask]], meta: Any) -> None:
     """The model's revision folder rebuilt beside itself (keeping the tasks exported before) and swapped in."""
     from mteb import ResultCache
-
-    from ..infra.containment import ensure_within, refuse_links
-    from ..infra.home import atomic_dir
 
     # the folder is merged with what it holds, not written whole: a link there (or above) is refused, never read
     final = refuse_links(out, ensure_within(out, report.folder), include_last=True)

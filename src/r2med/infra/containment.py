@@ -21,7 +21,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DataError, R2MedError, shown
+from ..errors import DataError, OptionError, R2MedError, shown
+from .input_files import is_stream
 
 _SEPARATORS = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
 
@@ -29,8 +30,6 @@ _SEPARATORS = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
 def path_argument(value: object, what: str) -> Path:
     """A path given to the Python API as a :class:`~pathlib.Path`: text or a path-like, not empty, no NUL (no file
     name holds one); anything else is an OptionError naming ``what`` -- never a ``TypeError`` from ``os``."""
-    from ..errors import OptionError
-
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str) or not value:
@@ -208,8 +207,6 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "--out") -> Path:
 
 def check_output_file(path: str | os.PathLike[str], what: str = "--output") -> Path:
     """Fail now (one line) if ``path`` cannot be written as a file (a folder, or an unwritable place)."""
-    from .input_files import is_stream
-
     path = Path(path)
     if path.is_dir():
         raise R2MedError(f"{what} {path}: is a folder; name a file")

@@ -24,6 +24,9 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import httpcore2
+import httpx2
+
 _current = threading.local()
 
 
@@ -52,8 +55,6 @@ def time_left(timeout: float | None) -> float | None:
 
 
 def _stream_class() -> type:
-    import httpcore2
-
     class DeadlineStream(httpcore2.NetworkStream):
         """A network stream whose every read and write ends by the thread's deadline."""
 
@@ -90,8 +91,6 @@ class DeadlineBackend:
     """An ``httpcore2`` network backend (the default one inside) whose streams keep the thread's deadline."""
 
     def __init__(self) -> None:
-        import httpcore2
-
         self._inner = httpcore2.SyncBackend()
         self._stream = _stream_class()
 
@@ -119,7 +118,6 @@ def deadline_http_client(timeout: float) -> Any:
     gets it after construction (its ``_network_backend``); where that attribute is missing (another
     httpx2 version), the client is returned without it and only per-read timeouts apply.
     """
-    import httpx2
     import openai
 
     transport = httpx2.HTTPTransport()

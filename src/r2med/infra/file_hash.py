@@ -21,6 +21,8 @@ import hashlib
 import os
 from typing import Final, Literal, Protocol
 
+from .input_files import is_stream, open_input, read_input
+
 #: the algorithms of :func:`file_hash`
 HashAlgorithm = Literal["sha256", "blake2b-80", "git-sha1"]
 ALGORITHMS: Final[tuple[HashAlgorithm, ...]] = ("sha256", "blake2b-80", "git-sha1")
@@ -42,13 +44,10 @@ def file_hash(path: str | os.PathLike[str], algorithm: HashAlgorithm = "sha256")
     elif algorithm == "blake2b-80":
         h = hashlib.blake2b(digest_size=10)
     elif algorithm == "git-sha1":
-        from .input_files import is_stream, read_input
-
         size = len(read_input(path)) if is_stream(path) else os.path.getsize(path)
         h = hashlib.sha1(b"blob %d\0" % size)
     else:
         raise ValueError(f"unknown file hash {algorithm!r}; choose from: {', '.join(ALGORITHMS)}")
-    from .input_files import open_input
 
     with open_input(path) as handle:  # a stream the readers read is hashed as they read it (read once)
         for block in iter(lambda: handle.read(_BLOCK), b""):

@@ -19,6 +19,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import R2MedError
+from .containment import check_output_dir, refuse_links
+from .input_files import is_stream, kind_of, read_regular
 
 ENV_HOME = "R2MED_HOME"
 
@@ -54,8 +57,6 @@ def home() -> Path:
 
 def check_home() -> Path:
     """Fail now, before any compute, if the home cannot hold new cache entries."""
-    from .containment import check_output_dir
-
     path = home_path()
     check_output_dir(path, f"r2med home (${ENV_HOME})")
     if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
@@ -68,8 +69,6 @@ def check_home() -> Path:
 def cache_dir(kind: str) -> Path:
     """A sub-folder of the home for one kind of artifact (``bm25``, ``embeddings``, ``llm``...); a linked one is
     refused (:func:`r2med.infra.containment.refuse_links`: nothing is written outside the home through it)."""
-    from .containment import refuse_links
-
     root = home()
     path = refuse_links(root, root / kind, include_last=True)
     try:
@@ -186,8 +185,6 @@ def contain(target: str | os.PathLike[str]) -> Path:
     a one-line R2MedError, before anything is written (a link inside ``R2MED_HOME``, e.g. ``.collections`` ->
     ``VICTIM``, would have the write land in ``VICTIM``).  Where the user named the root (``--out``), the commands'
     own checks hold it (:mod:`r2med.infra.containment`)."""
-    from .containment import refuse_links
-
     target = Path(target)
     root = _root_of(target)
     if root is not None:
@@ -199,8 +196,6 @@ def _streamed(target: Path) -> bool:
     """Whether ``target`` is written as a stream: it exists, outside r2med's own roots, as something that is
     neither a regular file nor a folder (``/dev/null``, ``/dev/stdout``, a FIFO, ``>(cmd)``), which a rename would
     replace.  In r2med's own roots such a thing where a file goes is damage: replaced by the rename."""
-    from .input_files import is_stream
-
     return is_stream(target) and _root_of(target) is None
 
 
@@ -299,8 +294,6 @@ def parse_json(data: str | bytes) -> Any:
 def read_json(path: str | os.PathLike[str]) -> Any:
     """:func:`parse_json` of a file r2med wrote (a cache entry, a record): a regular file only, never waited on
     (:func:`r2med.infra.input_files.read_regular`: a FIFO or a device there is an ``OSError``, read as damage)."""
-    from .input_files import read_regular
-
     return parse_json(read_regular(path))
 
 
@@ -314,8 +307,6 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = contain(path)
     if _streamed(target):
-        from .input_files import kind_of
-
         raise R2MedError(f"{target}: is {kind_of(os.stat(target).st_mode)}, not a folder; name a folder")
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(target)
@@ -422,8 +413,6 @@ def remember_collection(corpus_fingerprint: str, name: str, source: str = "") ->
             path, {"corpus_fingerprint": corpus_fingerprint, "collections": [*known, {"name": name, "source": source}]}
         )
     except (OSError, R2MedError) as exc:  # e.g. .collections is a link: refused (contain), never followed
-        import logging
-
         reason = exc if isinstance(exc, R2MedError) else os_error_text(exc)
         logging.getLogger(__name__).warning(
             "the label of cache entry %s is not recorded: %s", corpus_fingerprint, reason

@@ -23,7 +23,8 @@
 * **Quiet** (:func:`set_quiet`, the CLI's ``-q``): nothing is shown or logged; counts are still kept.
 
 Counters are totals (``failed=1`` adds one); :meth:`Progress.set` sets a value instead (e.g. the
-number of requests retrying right now).  rich is imported only when a terminal display starts.
+number of requests retrying right now).  rich (a dependency of the command line's) is imported with the module,
+at its top (issue 35); the scientific stack is not: importing this module loads no numpy, torch or HTTP client.
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from huggingface_hub import utils as hub_utils
+from rich.console import Console
+from rich.progress import BarColumn, TextColumn
+from rich.progress import Progress as RichProgress
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +139,10 @@ def quiet_library_bars() -> bool:
     libraries draw by themselves (transformers' "Loading weights", huggingface_hub's downloads): a log then holds
     r2med's progress lines only, never a library's carriage-return bars.  A user's own
     ``HF_HUB_DISABLE_PROGRESS_BARS`` is left as set.  Returns whether the bars were turned off."""
-    import os
-
     if _mode() == "rich" or HUB_BARS_ENV in os.environ:
         return False
     os.environ[HUB_BARS_ENV] = "1"  # for the libraries imported from now on, and for worker processes
     if "huggingface_hub" in sys.modules:
-        from huggingface_hub import utils as hub_utils
-
         hub_utils.disable_progress_bars()  # type: ignore[attr-defined]  # a call: off until enabled again
     if "transformers" in sys.modules:
         from transformers.utils import logging as transformers_logging
@@ -327,13 +330,8 @@ def _current() -> Progress | None:
 def _rich_start() -> Any:
     global _display
     if _display is None:
-        from rich.progress import BarColumn, TextColumn
-        from rich.progress import Progress as RichProgress
-
         console = _settings.console
         if console is None:
-            from rich.console import Console
-
             console = Console(stderr=True)
         _display = RichProgress(
             TextColumn("{task.description}", style="bold", markup=False),

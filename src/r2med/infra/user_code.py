@@ -36,11 +36,17 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import math
+import numbers
 import sys
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from ..errors import R2MedError, shown
 from .file_hash import file_hash
@@ -159,8 +165,6 @@ _FILE_MODULE = "r2med_user_"
 def _load_file(path: Path, spec: str, what: str) -> Any:
     """A ``.py`` file as a module: its bytes read once, hashed and compiled (never a ``__pycache__`` copy), under
     a name made of its path and that hash, so an edited file is a new module."""
-    import types
-
     try:
         source = path.read_bytes()
     except OSError as exc:
@@ -307,8 +311,6 @@ class EntryPointPreset:
 
     def load(self, kind: Kind) -> Loaded:
         if "obj" not in self._cache:
-            from importlib.metadata import entry_points
-
             point = next((ep for ep in entry_points(group=self.group) if ep.name == self.name), None)
             if point is None:
                 raise R2MedError(f"entry point {self.name!r} of {self.group} is gone")
@@ -328,8 +330,6 @@ class EntryPointPreset:
 
 def entry_point_presets(group: str) -> list[EntryPointPreset]:
     """The entry points of ``group`` installed (or on ``sys.path`` as ``*.dist-info``), none imported."""
-    from importlib.metadata import entry_points
-
     found: dict[str, EntryPointPreset] = {}
     for ep in entry_points(group=group):
         dist = getattr(ep, "dist", None)
@@ -361,9 +361,6 @@ def _refuse_kind(array: Any, what: str) -> None:
     """A numpy array's dtype as the contract wants it: real numbers (integers or floats), not bools, complex
     numbers, text, dates or Python objects that are not real numbers (each element of an object array is looked
     at: a bool among numbers is refused, not read as 0 or 1)."""
-    import numbers
-
-    import numpy as np
 
     kind = array.dtype.kind
     if kind in "iuf":
@@ -382,8 +379,6 @@ def _refuse_kind(array: Any, what: str) -> None:
 def _as_numpy(value: Any, what: str, method: str) -> Any:
     """An array (numpy, torch) or a list/tuple as a numpy array of real numbers (an object array when it came
     from a list); anything else -- a generator, a dict, a string, a set, None -- is a UserCodeError naming its type."""
-    import numpy as np
-
     if _is_tensor(value):
         dtype = str(value.dtype)
         if value.is_complex():
@@ -415,8 +410,6 @@ def _as_numpy(value: Any, what: str, method: str) -> Any:
 def check_scores(scores: Any, n: int, where: str) -> list[float]:
     """A scorer's output: ``n`` real finite numbers (a list, tuple, numpy array or tensor of shape ``(n,)``);
     anything else is a UserCodeError naming ``where``."""
-    import math
-
     what = f"{where}: score() returned"
     array = _as_numpy(scores, what, "score()")
     if array.ndim != 1:
@@ -438,8 +431,6 @@ def check_scores(scores: Any, n: int, where: str) -> list[float]:
 def check_vectors(vectors: Any, n: int, where: str, width: int | None = None) -> Any:
     """An encoder's output as a float32 array of ``n`` rows of real finite numbers, at least 1 wide (``width``:
     the width earlier batches had, which this one must have too); anything else is a UserCodeError."""
-    import numpy as np
-
     what = f"{where}: encode() returned"
     array = _as_numpy(vectors, what, "encode()")
     if array.ndim != 2:

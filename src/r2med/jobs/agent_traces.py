@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ..data import Collection
+from ..data import Collection, check_hub, resolve
 from ..errors import R2MedError
 from ..serve.trace_score import TraceScore, score_trace
 from ..serve.traces import Trace, read_trace
@@ -23,8 +23,6 @@ def task_collection(
     task: str, data_dir: str | os.PathLike[str] | None, revision: str | None = None, strict: bool = False
 ) -> Collection:
     """The one task's queries, judgments and exclusions (no documents read)."""
-    from ..data import check_hub, resolve
-
     refs = resolve(task, data_dir, revision, strict=strict)
     if len(refs) != 1:
         raise R2MedError(f"a trace is scored against one task; {task!r} names {len(refs)}")

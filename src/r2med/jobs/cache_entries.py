@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import R2MedError
-from ..infra.containment import ensure_within, name_problem
-from ..infra.home import dir_size, home, temp_is_stale
+from ..infra.containment import ensure_within, name_problem, refuse_links
+from ..infra.home import collection_of, dir_size, home, read_json, temp_is_stale
+from ..results.folders import task_folders
+from ..retrieval.bm25 import describe_index
+from ..retrieval.embedding_cache import describe_entry
 
 LEGACY_DETAIL = "temp left by an interrupted write of an earlier r2med (`cache rm KIND --partial` removes it)"
 _LEGACY_TEMP = re.compile(r"\..+\.(?:[a-z0-9_]{8}\.tmp|old\.\d+)")
@@ -63,8 +66,6 @@ UNKNOWN_COLLECTION = "unknown"
 def entry_collection(kind: str, entry: Path) -> str | None:
     """The collection a ``bm25`` index or a document ``embeddings`` entry was built on (its recorded corpus
     fingerprint, looked up in :func:`r2med.infra.home.collection_of`): ``unknown`` when nobody recorded it."""
-    from ..infra.home import collection_of, read_json
-
     meta_file = {"bm25": "params.json", "embeddings": "meta.json"}.get(kind)
     if meta_file is None or not entry.is_dir():
         return None
@@ -78,15 +79,11 @@ def entry_collection(kind: str, entry: Path) -> str | None:
 
 
 def _embeddings(entry: Path) -> tuple[str, bool]:
-    from ..retrieval.embedding_cache import describe_entry
-
     text, complete = describe_entry(entry)
     return f"{text} · {'complete' if complete else 'partial'}", not complete
 
 
 def _bm25(entry: Path) -> tuple[str, bool]:
-    from ..retrieval.bm25 import describe_index
-
     return describe_index(entry), False
 
 
@@ -99,8 +96,6 @@ def _answers(entry: Path) -> tuple[str, bool]:
 
 def _demo(entry: Path) -> tuple[str, bool]:
     """``$R2MED_HOME/demo``: the results root of ``r2med demo`` (one system folder)."""
-    from ..results.folders import task_folders
-
     return f"results of `r2med demo`: {len(task_folders(entry))} task(s)", False
 
 
@@ -127,8 +122,6 @@ def cache_entries(kind: str | None = None) -> list[CacheEntry]:
         chosen = [k for k in kinds if k.name == kind and name_problem(kind) is None]
         if not chosen:
             if name_problem(kind) is None and (root / kind).is_symlink():  # not a kind of the home: say why
-                from ..infra.containment import refuse_links
-
                 refuse_links(root, root / kind, include_last=True)
             known = ", ".join(k.name for k in kinds) or "none yet"
             raise R2MedError(f"no cached {kind!r} under {root} (kinds: {known}); see `r2med cache ls`")

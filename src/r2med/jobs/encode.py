@@ -14,6 +14,10 @@ from typing import Any
 
 from ..data import TaskRef
 from ..errors import R2MedError
+from ..infra.home import check_home, remember_collection
+from ..retrieval.dense import DenseRetriever
+from ..retrieval.registry import make_retriever, retriever_meta
+from ..scale.encode import encode_distributed
 
 
 @dataclass
@@ -42,9 +46,6 @@ def encode_tasks(
     gpus_per_actor: float | None = None,
 ) -> list[Encoded]:
     """Encode each task's corpus with ``retriever`` (a dense retriever of the registry)."""
-    from ..infra.home import check_home
-    from ..retrieval.dense import DenseRetriever
-    from ..retrieval.registry import make_retriever, retriever_meta
 
     meta = retriever_meta(retriever)
     if meta.family != "dense":
@@ -67,8 +68,6 @@ def encode_tasks(
         dense = make_retriever(retriever, task=collection.name, options=parsed)
         assert isinstance(dense, DenseRetriever)  # every registry entry of family "dense" builds one
         if not ray:
-            from ..infra.home import remember_collection
-
             remember_collection(collection.fingerprint, collection.name, collection.source)
             start = time.perf_counter()
             dense.index(collection.corpus, corpus_fingerprint=collection.fingerprint)
@@ -85,7 +84,6 @@ def encode_tasks(
                 )
             )
             continue
-        from ..scale.encode import encode_distributed
 
         target = f"{dest.rstrip('/')}/{collection.name}" if dest else None
         result = encode_distributed(

@@ -25,7 +25,8 @@ from typing import Protocol
 from ..data import Collection, TaskRef
 from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import Metrics
-from ..evaluation.ties import CutTie, TieRule, evaluate_with_ties
+from ..evaluation.tie_data import CutTie
+from ..evaluation.ties import TieRule, evaluate_with_ties
 from ..infra import progress
 from ..infra.containment import SystemFolder, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint

@@ -11,7 +11,13 @@ cached by :class:`r2med.infra.llm.LLMClient`, so a re-run sends no request and a
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
+import os
 import re
+import secrets
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +26,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
 from ..errors import R2MedError, shown
+from ..expansion.agentic import AgenticExpander, get_protocol
+from ..expansion.combine import AGENTIC, check_method
+from ..expansion.generate import generate_expansions, paper_sampling, read_prompt_file, write_expansion_file
+from ..expansion.generate import prompt_task as resolve_prompt
+from ..expansion.traces import normalize_llm
 from ..infra import progress
-from ..infra.containment import ensure_within, plain_name, task_folder
+from ..infra.containment import check_output_dir, ensure_within, plain_name, task_folder
+from ..infra.home import check_home, read_json, write_text_atomic
+from ..infra.llm import LLMClient
+from ..retrieval.base import index_collection
+from ..retrieval.registry import make_retriever
+from ..serve.client import RemoteRetriever
 from ..steps import ExpandStep
 
 if TYPE_CHECKING:
@@ -83,9 +99,6 @@ def check_llm_folder(folder: Path, model: str) -> None:
     model's expansions (``--model org1/qwen`` and ``--model org2/Qwen`` both name ``qwen``), or a folder beside it
     differs from it only in case (one folder on a case-insensitive filesystem).  An expansion file without a
     record (made before r2med kept one) is replaced with a warning."""
-    import logging
-
-    from ..infra.home import read_json
 
     parent = folder.parent
     if parent.is_dir():
@@ -131,9 +144,6 @@ def claim_llm_folder(folder: Path, model: str) -> bool:
     model, atomically and only where none is, so of two runs of other models into one folder at once the second
     is refused (:func:`check_llm_folder`), where both used to pass the check and the later writer replaced the
     other's expansions.  True when this call made the claim (the caller drops it if it writes nothing)."""
-    import json
-    import os
-    import secrets
 
     folder.mkdir(parents=True, exist_ok=True)
     record = folder / LLM_RECORD
@@ -152,8 +162,6 @@ def claim_llm_folder(folder: Path, model: str) -> bool:
 
 def _remove_empty(folder: Path, top: Path) -> None:
     """``folder`` and its parents up to ``top`` (the first this run made), where they are empty."""
-    import contextlib
-
     for path in (folder, *folder.parents):
         with contextlib.suppress(OSError):
             path.rmdir()
@@ -174,8 +182,6 @@ def check_llm_name(name: str) -> str:
     (:func:`~r2med.infra.containment.plain_name`), and upper case or ``_``, which ``--expansion`` would read as
     another folder; so two different names never write one folder.
     """
-    from ..expansion.traces import normalize_llm
-
     plain_name(name, "--llm-name", run_name=True)
     folder = normalize_llm(name)
     if folder != name:
@@ -190,8 +196,6 @@ def agentic_tags(
     method: str, search: str | None = None, result: str | None = None, answer: str | None = None
 ) -> TagFormat:
     """The tag format of an agentic method, with ``OPEN,CLOSE`` overrides (``--search-tags`` ...)."""
-    from ..expansion.agentic import get_protocol
-
     overrides: dict[str, str] = {}
     for kind, value in (("search", search), ("result", result), ("answer", answer)):
         if value is None:
@@ -216,21 +220,13 @@ def _agentic(
     retrieval_url: str | None = None,
 ) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, Any]]]:
     """The agentic loop over the task's own index, or a running server's (``retrieval_url``: its texts shown)."""
-    from collections import ChainMap
-
-    from ..expansion.agentic import AgenticExpander
 
     retriever: Any
     corpus: Mapping[str, str] = collection.corpus
     if retrieval_url is not None:
-        from ..serve.client import RemoteRetriever
-
         retriever = RemoteRetriever(retrieval_url)
         corpus = ChainMap(retriever.texts, collection.corpus)  # the server's texts first; corpus order for ties
     else:
-        from ..retrieval.base import index_collection
-        from ..retrieval.registry import make_retriever
-
         retriever = make_retriever(retriever_name, task=collection.name)
         index_collection(retriever, collection)
     agent = AgenticExpander(
@@ -277,12 +273,6 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         step.prompt_task,
         step.cache,
     )
-    from ..expansion.combine import AGENTIC, check_method
-    from ..expansion.generate import generate_expansions, paper_sampling, write_expansion_file
-    from ..expansion.generate import prompt_task as resolve_prompt
-    from ..infra.containment import check_output_dir
-    from ..infra.home import check_home
-    from ..infra.llm import LLMClient
 
     method = check_method(method)
     if sampling is not None and sampling not in ("api", "open"):
@@ -301,8 +291,6 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
     tags = agentic_tags(method, step.search_tags, step.result_tags, step.answer_tags) if agentic else None
     template = None
     if prompt_file is not None:
-        from ..expansion.generate import read_prompt_file
-
         if agentic:
             raise R2MedError(f"--prompt-file applies to hyde, query2doc and lamer, not {method}")
         template = read_prompt_file(prompt_file)
@@ -381,9 +369,6 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
                     f"(query {first[0]}: {first[1]}); answers so far are cached: re-run to resume"
                 )
             write_expansion_file(path, collection, texts, extra)
-            import json
-
-            from ..infra.home import write_text_atomic
 
             write_text_atomic(path.parent / LLM_RECORD, json.dumps({"model": model}, ensure_ascii=False) + "\n")
             prompt_record = path.parent / PROMPT_RECORD

@@ -11,10 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..data import locate
+from ..data.resolve import require
 from ..errors import R2MedError
-from ..export.mteb import CollectionCounts
+from ..export.mteb import CollectionCounts, collection_counts, export_mteb, run_depth
+from ..infra.containment import check_output_dir
 from ..results.folders import find_runs
 from ..runs.record import RunRecord, read_record
+from ..runs.run import RUN_FILE, read_trec
 from ..steps import ExportStep
 
 #: The formats ``r2med export --format`` writes.
@@ -31,11 +35,6 @@ def export_runs(step: ExportStep) -> list[Any]:
     """
     runs, out, fmt, model, model_revision = step.runs, step.out, step.format, step.model, step.model_revision
     force, mteb_task, strict = step.force, step.mteb_task, step.strict
-    from ..data import locate
-    from ..data.resolve import require
-    from ..export.mteb import collection_counts, export_mteb, run_depth
-    from ..infra.containment import check_output_dir
-    from ..runs.run import RUN_FILE, read_trec
 
     if fmt not in EXPORT_FORMATS:
         raise R2MedError(f"unknown export format {fmt!r}; choose from: {', '.join(EXPORT_FORMATS)}")

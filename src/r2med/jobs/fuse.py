@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
-from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.containment import SystemFolder, check_output_dir, plain_name, system_folder
 from ..results.folders import SystemResults, TaskResult, find_runs, finish_task, reuse
 from ..results.published import different_data
 
@@ -97,8 +97,6 @@ def fuse_folders(step: FuseStep) -> SystemResults:
 
     Default ``out``: the results root of the first system; default ``name``: :func:`system_name`.
     """
-    from ..infra.containment import check_output_dir
-
     o = step.options
     check_fusion(max(len(step.systems), 2), o.method, k=o.k, norm=o.norm)
     if step.name is not None:

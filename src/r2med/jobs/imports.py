@@ -38,7 +38,7 @@ from typing import Any
 from ..data import Collection, TaskRef
 from ..data.names import is_hub_task
 from ..errors import NothingToScore, R2MedError, shown
-from ..evaluation.metrics import check_run_scores
+from ..evaluation.run_scores import check_run_scores
 from ..evaluation.ties import TieRule
 from ..infra.containment import plain_name, system_folder
 from ..infra.file_hash import file_hash

@@ -22,8 +22,10 @@ from typing import Any
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
-from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.containment import SystemFolder, check_output_dir, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
+from ..infra.user_code import short_name
+from ..infra.versions import package_versions
 from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
 from ..results.folders import (
     SystemRef,
@@ -35,8 +37,9 @@ from ..results.folders import (
     reuse,
 )
 from ..runs.record import RunRecord
-from ..runs.run import RUN_FILE, Run, read_trec
+from ..runs.run import RUN_FILE, Run, read_trec, trec_lines
 from ..steps import RerankStep
+from .evaluate import model_name
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +70,6 @@ class TaskInput:
 
 
 def _line_of(path: Path, qid: str, did: str) -> int | None:
-    from ..runs.run import trec_lines
-
     return next((line[0] for line in trec_lines(path) if line[1] == qid and line[2] == did), None)
 
 
@@ -189,8 +190,6 @@ def rerank_inputs(
 def folder_name(name: str) -> str:
     """A reranker or model name as a folder name (``org/model`` -> ``model``): the one rule a model is named by
     in results, as a retriever's (:func:`r2med.jobs.evaluate.model_name`) or a reranker's."""
-    from .evaluate import model_name
-
     return model_name(name)
 
 
@@ -220,8 +219,6 @@ def default_name(
 def scorer_name(step: RerankStep) -> str | None:
     """``custom-<name>`` for your own scorer (its declared ``name``, else the spec's OBJ, else its class), read from
     the spec alone -- the same from the command line, a file and Python; None for any other reranker."""
-    from ..infra.user_code import short_name
-
     scorer = getattr(step.options, "scorer", None)
     return f"custom-{short_name(scorer)}" if step.reranker_name == "custom" and scorer is not None else None
 
@@ -247,8 +244,6 @@ def rerank_folder(step: RerankStep) -> list[SystemResults]:
     :func:`system_name`).  Without ``top_k``: the depth of the reranker's published figures
     (:func:`r2med.reranking.base.published_depth`).
     """
-    from ..infra.containment import check_output_dir
-
     meta = reranker_meta(step.reranker_name)
     if step.top_k is None and meta.depth is not None:  # not the paper's usual 10: say so
         log.info("%s: reranking each query's top %d (the depth of its published figures)", meta.name, step.depth())
@@ -279,8 +274,6 @@ def reranker_encoding(rconfig: Mapping[str, Any]) -> dict[str, Any] | None:
     """What ``metrics.json`` records of the packages that made a reranker's scores (``encoding.versions``: torch,
     transformers, tokenizers, sentence-transformers, and peft for a LoRA reranker; openai for an LLM one); None
     for your own scorer (its module's hash is in the config)."""
-    from ..infra.versions import package_versions
-
     name = rconfig.get("reranker")
     if not isinstance(name, str) or name == "custom":
         return None

@@ -22,14 +22,27 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+import uvicorn
+
 from ..data import TaskRef
+from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
+from ..infra.home import remember_collection
+from ..reranking.base import make_reranker, reranker_meta
+from ..retrieval.base import index_collection
+from ..retrieval.registry import make_retriever
 from ..runs.fusion import check_fusion
+from ..serve.http import http_app
 from ..serve.index import Fusion, Rerank, ServedIndex, System
 from ..serve.limits import Limits
+from ..serve.mcp_tools import mcp_server
 from ..serve.service import Service
 from ..serve.traces import TraceWriter
 from ..steps import EvaluateStep, FuseStep, RerankStep
+from .evaluate import check_excludes, plan
+from .fuse import system_name as fused_name
+from .rerank import system_name as reranked_name
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +73,6 @@ def load(
     """The service of one task (see the module); ``trace``: the trace file appended to (None: no trace); several
     ``step``: fused as ``fusion`` says (its ``systems`` unused); ``rerank``: the reranker applied to the first stage
     (its ``runs`` unused)."""
-    from ..data.benchmarks import protocol_of
-    from ..reranking.base import make_reranker, reranker_meta
-    from ..retrieval.base import index_collection
-    from ..retrieval.registry import make_retriever
-    from .evaluate import check_excludes, plan
-    from .fuse import system_name as fused_name
-    from .rerank import system_name as reranked_name
 
     steps = [step] if isinstance(step, EvaluateStep) else list(step)
     if not steps:
@@ -98,8 +104,6 @@ def load(
             raise R2MedError(f"the fused retrievers search to one depth; {job.name}: {member_depth}, not {depth}")
         members.append((s, job.name, retriever))
     if any(s.options.cache for s in steps):
-        from ..infra.home import remember_collection
-
         remember_collection(collection.fingerprint, collection.name, collection.source)
     for _, _, retriever in members:
         index_collection(retriever, collection)
@@ -190,10 +194,6 @@ def serve_http(
     on_listening: Callable[[str], None] | None = None,
 ) -> None:
     """Serve until SIGTERM/SIGINT (graceful: requests in flight answered, the trace closed whole)."""
-    import uvicorn
-
-    from ..serve.http import http_app
-    from ..serve.mcp_tools import mcp_server
 
     check_host(host, token)
     app = http_app(service, default_topk, token, mcp_server(service) if mcp else None, host=host)
@@ -224,9 +224,6 @@ def serve_http(
 
 def serve_stdio(service: Service) -> None:
     """The MCP server over stdin/stdout until the client closes it."""
-    import anyio
-
-    from ..serve.mcp_tools import mcp_server
 
     server: Any = mcp_server(service)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -44,8 +45,6 @@ def hub_configs() -> dict[str, Any]:
 def expansion_commits() -> dict[str, Any]:
     """``r2med_expansion_commits.json``, checked: every entry a card config (``method:llm``, folder spelling) whose
     ``commits`` map R2MED task names to full commit hashes (a malformed entry is a packaging error, raised)."""
-    import re
-
     data: dict[str, Any] = json.loads(_read("r2med_expansion_commits.json"))
     configs = hub_configs()
     known = {

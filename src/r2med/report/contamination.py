@@ -25,7 +25,7 @@ from ..runs.record import RecordedConfig
 
 if TYPE_CHECKING:
     from ..results.folders import System
-    from .board import Leaderboard
+    from .mark_hooks import BoardView
 
 #: The mark of a figure made by a model trained on data rebuilt from the task's documents.
 MARK = "‡"
@@ -111,7 +111,7 @@ def legend_line(fact: Contamination) -> str:
     )
 
 
-def mark_contamination(board: Leaderboard, systems: Sequence[System]) -> None:
+def mark_contamination(board: BoardView, systems: Sequence[System]) -> None:
     """Mark each leaderboard cell whose figure a model trained on that task's documents made (and the Average of a
     row with such a task), through the board's mark hook, with one legend line per model."""
     used: dict[tuple[str, str], Contamination] = {}

@@ -18,7 +18,7 @@ from ..runs.record import JudgmentsRecord, RecordedConfig
 
 if TYPE_CHECKING:
     from ..results.folders import System, TaskResult
-    from .board import Leaderboard
+    from .mark_hooks import BoardView
 
 #: The mark of a figure made with a judgments file in place of the task's own.
 MARK = "§"
@@ -49,7 +49,7 @@ def legend_line(mark: str, record: JudgmentsRecord) -> str:
     )
 
 
-def mark_judgments(board: Leaderboard, systems: Sequence[System]) -> None:
+def mark_judgments(board: BoardView, systems: Sequence[System]) -> None:
     """Mark each leaderboard cell whose figure a judgments file made (and the Average of a row with such a task),
     through the board's mark hook, with one legend line per file."""
     marks = marks_for(t.config for s in systems for t in s.tasks.values())

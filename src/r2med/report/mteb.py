@@ -27,7 +27,7 @@ from ..runs.record import RecordedConfig
 
 if TYPE_CHECKING:
     from ..results.folders import System
-    from .board import Leaderboard
+    from .mark_hooks import BoardView
 
 #: how far mteb's figure and the paper's may differ and still be the same figure (the paper's rounding: 0.1 x100)
 SAME = 0.051
@@ -146,7 +146,7 @@ def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published:
     return MtebLine(figures, tuple(lines))
 
 
-def mark_mteb(board: Leaderboard, systems: Sequence[System]) -> None:
+def mark_mteb(board: BoardView, systems: Sequence[System]) -> None:
     """Put mteb's figures under each system row that has some (:attr:`r2med.report.board.Row.mteb`) and name them in
     the legend."""
     for row, system in zip(board.rows, systems):  # the system rows come first, in order

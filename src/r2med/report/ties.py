@@ -18,7 +18,7 @@ from ..measures import HEADLINE, Measure
 
 if TYPE_CHECKING:
     from ..results.folders import System, TaskResult
-    from .board import BoardCell, Leaderboard
+    from .mark_hooks import BoardView, CellView
 
 #: The legend line of a leaderboard with a marked cell.
 LEGEND: str = (
@@ -38,7 +38,7 @@ def tie_lines(results: Sequence[TaskResult], measures: Sequence[Measure] | None 
     return lines
 
 
-def mark_ties(board: Leaderboard, systems: Sequence[System]) -> None:
+def mark_ties(board: BoardView, systems: Sequence[System]) -> None:
     """Mark each leaderboard cell whose value the order of tied documents decides (the board's measure in its
     task's ``ties`` block), through the board's mark hook: :data:`TIED_MARK` among the cell's marks
     (:attr:`~r2med.report.board.BoardCell.marks`, explained by :data:`LEGEND` in
@@ -77,7 +77,7 @@ def mark_ties(board: Leaderboard, systems: Sequence[System]) -> None:
         board.notes += lines
 
 
-def published_place(cell: BoardCell) -> float | None:
+def published_place(cell: CellView) -> float | None:
     """Where the cell's published figure lies in its tie range: 0 at the worst order's value, 1 at the best's (below
     0 or above 1: outside the range, so no order of the tied documents gives it); None without both."""
     if cell.ties is None or cell.published is None:
@@ -88,7 +88,7 @@ def published_place(cell: BoardCell) -> float | None:
     return (cell.published - worst) / (best - worst)
 
 
-def published_place_text(cell: BoardCell) -> str:
+def published_place_text(cell: CellView) -> str:
     """`` (published 39.20: 58% of the way from worst to best)``, or that it lies outside the range; empty without
     a published figure."""
     place = published_place(cell)
@@ -100,13 +100,13 @@ def published_place_text(cell: BoardCell) -> str:
     return f" (published {cell.published:.2f}: {side} it, no order of the tied documents gives it)"
 
 
-def _mark(cell: BoardCell, ties: tuple[float, float]) -> None:
+def _mark(cell: CellView, ties: tuple[float, float]) -> None:
     cell.ties = ties
     if TIED_MARK not in cell.marks:
         cell.marks.append(TIED_MARK)
 
 
-def tie_mark_html(cell: BoardCell) -> str:
+def tie_mark_html(cell: CellView) -> str:
     """The HTML page's tie mark of a cell, its range (and the published figure's place in it) in the title."""
     if cell.ties is None:
         return f'<span class="tied">{TIED_MARK}</span>'

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
-from ..evaluation.metrics import check_run_scores
+from ..evaluation.run_scores import check_run_scores
 from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..protocol.bright import Contamination, contamination_of

@@ -32,7 +32,8 @@ from ..data.loaders import DEFAULT_SPLIT
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
 from ..evaluation.metrics import Metrics
-from ..evaluation.ties import CutTies, TieRule, evaluate_with_ties, listed_order
+from ..evaluation.tie_data import CutTies
+from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure

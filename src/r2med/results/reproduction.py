@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data.benchmarks import protocol_of_task
 from ..measures import Measure
 from .published import PublishedKey
 
@@ -43,8 +44,6 @@ class Target:
     def measure(self) -> Measure:
         """The measure its figure is: the headline of the task's protocol (nDCG@10; BRIGHT's long documents:
         Recall@1)."""
-        from ..data.benchmarks import protocol_of_task
-
         return protocol_of_task(self.task).headline
 
     @property

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..data import exclusion_cells
 from ..data.exclusions import Exclusions
 from ..errors import OptionError, R2MedError
-from ..evaluation.ties import CutTie
+from ..evaluation.tie_data import CutTie
 from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts, parse_json, read_json
 from ..infra.input_files import open_regular
@@ -551,7 +552,7 @@ def excluded_cells(
     if not exclusions:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    return exclusions.cells(qids, {d: i for i, d in enumerate(doc_ids)})
+    return exclusion_cells.excluded_cells(exclusions, qids, {d: i for i, d in enumerate(doc_ids)})
 
 
 def _factory(flavour: Bm25Flavour) -> RetrieverFactory:

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.exclusion_cells import excluded_cells
 from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import MissingExtraError, R2MedError
-from ..evaluation.ties import CutTie
+from ..evaluation.tie_data import CutTie
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
 from ..infra.versions import package_versions
@@ -280,7 +281,7 @@ class DenseRetriever(BaseRetriever):
         cells = None
         if self.ignore_identical_ids or exclusions:
             pos = {d: i for i, d in enumerate(self.doc_ids)}
-            cells = (exclusions or NO_EXCLUSIONS).cells(qids, pos, identical=self.ignore_identical_ids)
+            cells = excluded_cells(exclusions or NO_EXCLUSIONS, qids, pos, identical=self.ignore_identical_ids)
         if self.faiss:
             scores, idx = self._faiss_search(q, k, cells)
         else:

@@ -23,8 +23,9 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from ..errors import R2MedError, shown
-from ..evaluation.metrics import check_run_scores
-from ..evaluation.ties import CUT_TIES_CAP, CutTie
+from ..evaluation.run_scores import check_run_scores
+from ..evaluation.tie_data import CutTie
+from ..evaluation.ties import CUT_TIES_CAP
 from .run import Run, ranked, truncate
 
 

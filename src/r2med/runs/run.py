@@ -17,19 +17,35 @@ written atomically, and a task folder is only created once all its files exist.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
 import zlib
 from collections.abc import Iterator, Mapping
+from json import JSONDecodeError
 from pathlib import Path
 from typing import Any, Literal
 
+from ..data.files import (
+    _doc_id_flaw,
+    _query_id_flaw,
+    _raw_lines,
+    check_id,
+    id_problem,
+    iter_lines,
+    open_data,
+    split_fields,
+    trec_fields,
+)
 from ..errors import DataError, OptionError, R2MedError, shown
-from ..evaluation.metrics import check_run_scores
-from ..evaluation.ties import BlockError, CutTie, CutTies, cut_ties_json, parse_cut_ties
+from ..evaluation.run_scores import check_run_scores
+from ..evaluation.tie_data import CutTie, CutTies
+from ..evaluation.ties import BlockError, cut_ties_json, parse_cut_ties
 from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
 from ..infra.home import atomic_dir, atomic_path, read_json
+from ..infra.input_files import MAX_STREAM_BYTES
+from ..measures import from_trec
 from .record import METRICS_FILE, metrics_json
 
 Run = dict[str, dict[str, float]]
@@ -78,8 +94,6 @@ def format_trec(run: Mapping[str, Mapping[str, float]], tag: str = "r2med") -> s
 def check_run_ids(run: Mapping[str, Mapping[str, float]]) -> None:
     """Every id of ``run`` keeps the id rule (:func:`r2med.data.files.id_problem`: a document id may hold
     spaces inside, a query id none, no id a control character), or an OptionError naming the first that does not."""
-    from ..data.files import _doc_id_flaw, _query_id_flaw, id_problem
-
     for qid, docs in run.items():
         if not isinstance(qid, str) or not qid or _query_id_flaw(qid):
             problem = id_problem(qid) if isinstance(qid, str) else f"is a {type(qid).__name__}, not text"
@@ -131,8 +145,6 @@ def trec_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str, fl
     runs hold such ids); when it holds spaces, the rank must be an integer (a check that the fields were found
     where they belong).  Ids keep the id rule (:func:`r2med.data.files.id_problem`).
     """
-    from ..data.files import _doc_id_flaw, _query_id_flaw, check_id, iter_lines, split_fields, trec_fields
-
     path = Path(path)
     four: bool | None = None
     for number, raw in iter_lines(path):
@@ -207,8 +219,6 @@ RunFormat = Literal["trec", "json"]
 def run_format(path: str | os.PathLike[str]) -> RunFormat:
     """``json`` for a score file (``{qid: {docid: score}}``): a ``.json`` (or ``.json.gz``) name, or a first
     character ``{`` (after a byte-order mark and whitespace); else ``trec``.  A gzip file is looked at decompressed."""
-    from ..data.files import open_data
-
     path = Path(path)
     suffixes = [s.lower() for s in path.suffixes[-2:]]
     if suffixes[-1:] == [".json"] or suffixes == [".json", ".gz"]:
@@ -262,8 +272,6 @@ def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
     collide); when every id carries the file's own ``split`` prefix, it is taken off, giving the task's ids back.
     Every fault is a ``file:line`` DataError (:func:`read_score_json`'s rules, inside ``search_results`` too).
     """
-    from ..data.files import _raw_lines
-    from ..infra.input_files import MAX_STREAM_BYTES
 
     path = Path(path)
     # one line may hold the whole file (BRIGHT's score.json does): the bound is a stream's
@@ -286,8 +294,6 @@ def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
         run, empty = quick if quick is not None else _located_scores(path, text, start)
         run = _without_split_prefix(run, meta.get("split"))
     if empty:
-        import logging
-
         logging.getLogger(__name__).warning(
             "%s: %d quer%s with no documents left out", path, empty, "y" if empty == 1 else "ies"
         )
@@ -394,8 +400,6 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _quick_scores(text: str, inner: bool = False) -> tuple[Run, int] | None:
     """A score file read by ``json`` at C speed when every rule holds, else None (then :func:`_located_scores`
     reads it again to say where the first fault is); ``inner``: the run under ``search_results``."""
-    from ..data.files import _doc_id_flaw, _query_id_flaw
-
     if _SURROGATE_ESCAPE.search(text):  # perhaps a lone one in an id: the located reading checks each
         return None
     try:
@@ -433,9 +437,6 @@ def _quick_scores(text: str, inner: bool = False) -> tuple[Run, int] | None:
 def _located_scores(path: Path, text: str, start: int = 0) -> tuple[Run, int]:
     """A score file read with positions: the first fault is a DataError at its line (``start``: where the object
     of queries starts, for a search-results file's ``search_results``; what follows it is not this reader's)."""
-    from json import JSONDecodeError
-
-    from ..data.files import _doc_id_flaw, _query_id_flaw, check_id
 
     decoder = json.JSONDecoder(parse_constant=_refuse_constant, strict=True)
 
@@ -541,8 +542,6 @@ def _located_scores(path: Path, text: str, start: int = 0) -> tuple[Run, int]:
 
 def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
     """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
-    from ..measures import from_trec
-
     test: dict[str, float] = {}
     for name, value in aggregate.items():
         try:

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
-from ..evaluation.ties import CutTie
+from ..evaluation.tie_data import CutTie
 from ..retrieval.analyzer import encode_corpus, get_analyzer
 from ..retrieval.base import BaseRetriever, QueryText, as_text
 from ..retrieval.bm25 import (

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..data.exclusion_cells import excluded_cells
 from ..data.exclusions import NO_EXCLUSIONS, Exclusions
 from ..errors import R2MedError
-from ..evaluation.ties import CutTie
+from ..evaluation.tie_data import CutTie
 from ..retrieval.dense import exact_top_k_cut
 from ..retrieval.topk import CutPositions, cut_ties_of, merge_top_k_cut
 from ..runs.run import Run
@@ -102,7 +103,7 @@ class ShardedDenseIndex:
         cells = None
         if ignore_identical_ids or exclusions:
             pos = {d: i for i, d in enumerate(self.doc_ids)}
-            cells = (exclusions or NO_EXCLUSIONS).cells(list(qids), pos, identical=ignore_identical_ids)
+            cells = excluded_cells(exclusions or NO_EXCLUSIONS, list(qids), pos, identical=ignore_identical_ids)
         shards = self.shards
         if ray:
             ray_mod = connect(ray if isinstance(ray, str) else LOCAL)

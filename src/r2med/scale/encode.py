@@ -15,6 +15,7 @@ shard's embeddings straight to the store (:mod:`.store`) atomically, so
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -23,18 +24,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import R2MedError, shown
 from ..infra.home import fingerprint_texts, parse_json
+from ..retrieval.embedding_cache import EmbeddingCache
+from ..retrieval.encoders import EncoderSettings, make_encoder
 from .cluster import connect, driver_env
 from .shards import Shard, plan_shards
 from .store import ShardStore
-
-if TYPE_CHECKING:
-    from ..retrieval.encoders import EncoderSettings
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,6 @@ class ShardEncoder:
         token_budget: int | None = None,
         threads: int | None = None,
     ):
-        from ..retrieval.encoders import EncoderSettings, make_encoder
-
         if threads:
             import torch
 
@@ -137,8 +135,6 @@ def encode_distributed(
     cluster GPU (``gpus_per_actor=1``) or one per ``cpus_per_actor`` CPUs.  Ray Data restarts a dead actor
     and retries its shard (its actor pools default to ``max_restarts=-1, max_task_retries=-1``).
     """
-    from ..retrieval.embedding_cache import EmbeddingCache
-
     start = time.perf_counter()
     texts = list(corpus.values())
     if not texts:
@@ -282,8 +278,6 @@ def _run_actor_pool(
 
 
 def _json_bytes(obj: Any) -> bytes:
-    import json
-
     return json.dumps(obj).encode("utf-8")
 
 

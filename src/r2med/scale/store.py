@@ -25,6 +25,12 @@ import numpy as np
 from ..errors import R2MedError
 from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, parse_json, write_json_atomic
+from ..infra.input_files import read_regular
+
+try:  # the scale extra's; only a URI whose scheme pyarrow does not know needs it (then a missing one is one line)
+    import fsspec
+except ImportError:
+    fsspec = None
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -69,9 +75,7 @@ class ShardStore:
             try:
                 self._fs, self._root = pafs.FileSystem.from_uri(self.location)
             except (ValueError, OSError):  # pyarrow.ArrowInvalid is a ValueError
-                try:
-                    import fsspec
-                except ImportError:
+                if fsspec is None:
                     raise R2MedError(
                         f"cannot open {self.location!r}: unknown scheme; install fsspec and its "
                         "filesystem package (e.g. s3fs, gcsfs)"
@@ -100,8 +104,6 @@ class ShardStore:
 
     def read_bytes(self, rel: str) -> bytes:
         if self.local:
-            from ..infra.input_files import read_regular
-
             return read_regular(self._local_root() / rel)  # a FIFO there is never waited on
         fs, _ = self._remote()
         with fs.open_input_stream(self._join(rel)) as src:

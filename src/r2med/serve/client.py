@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
+
 from ..errors import R2MedError
 from ..retrieval.base import QueryText, as_text
 from ..runs.run import Run
@@ -31,8 +33,6 @@ class RemoteRetriever:
     family = "lexical"
 
     def __init__(self, url: str, timeout: float = 300.0, token: str | None = None):
-        import httpx
-
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(timeout=timeout, headers=headers)
@@ -42,8 +42,6 @@ class RemoteRetriever:
         return {"retrieval_url": self.url}
 
     def _post(self, body: dict[str, Any]) -> list[Any]:
-        import httpx
-
         try:
             reply = self._client.post(f"{self.url}/retrieve", json=body)
         except httpx.HTTPError as exc:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
 from .index import NOT_APPLIED, NOT_APPLIED_NOTE
 from .limits import Refused
 from .service import Service
@@ -18,8 +21,6 @@ from .service import Service
 
 def mcp_server(service: Service, instructions: str | None = None) -> Any:
     """An ``MCPServer`` with ``search`` and ``fetch`` over ``service``."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
 
     served = service.served
     task = served.get("task", "the task")

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from ..errors import R2MedError
+from ..infra.containment import check_output_file
 from ..infra.input_files import bounded_lines, open_input, open_regular
 
 
@@ -36,8 +37,6 @@ class TraceWriter:
     """Appends records to a trace file, one ``os.write`` of one complete line per record (thread-safe)."""
 
     def __init__(self, path: str | Path):
-        from ..infra.containment import check_output_file
-
         self.path = Path(path)
         if self.path.is_symlink():
             raise R2MedError(f"--trace {self.path} is a link; give a plain file (r2med never writes through a link)")

@@ -31,7 +31,9 @@ import annotated_types
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
+from ..data.hub import revision_problem
 from ..errors import OptionError, did_you_mean, shown
+from ..infra.redact import redact_url
 from ..runs.record import MAX_INT_DIGITS
 
 SpecT = TypeVar("SpecT", bound="Spec")
@@ -70,8 +72,6 @@ def is_recorded(info: ValidationInfo) -> bool:
 
 
 def _ref_name(value: str) -> str:
-    from ..data.hub import revision_problem
-
     problem = revision_problem(value)
     if problem is not None:  # it becomes refs/<value> below the Hugging Face cache: ../../x would leave it
         raise ValueError(f"{shown(value)} is {problem}")
@@ -164,8 +164,6 @@ def recorded(spec: type[Spec], name: str) -> bool:
 def as_recorded(spec: type[Spec], name: str, value: Any) -> Any:
     """``value`` of field ``name`` as ``metrics.json`` records it: an endpoint's URL without its credentials."""
     if field_extra(spec, name, "record") == "redact" and isinstance(value, str):
-        from ..infra.redact import redact_url
-
         return redact_url(value)
     return value
 
