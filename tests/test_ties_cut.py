@@ -21,7 +21,8 @@ import r2med
 from conftest import run_r2med
 from r2med.data import load_folder
 from r2med.errors import DataError
-from r2med.evaluation.ties import CUT_TIES_CAP, CutTie, evaluate_with_ties, tie_line
+from r2med.evaluation.tie_data import CUT_TIES_CAP, CutTie
+from r2med.evaluation.ties import evaluate_with_ties, tie_line
 from r2med.jobs.evaluate import run_task
 from r2med.measures import Measure
 from r2med.retrieval.bm25 import BM25

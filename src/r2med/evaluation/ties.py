@@ -39,20 +39,14 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-from .tie_data import CutSummary, CutTie, CutTies, MeasureRange, Ties
+from .tie_data import CUT_TIES_CAP, TOLERANCE, CutSummary, CutTies, MeasureRange, Ties
 
 if TYPE_CHECKING:
     from ..measures import Measure
     from .metrics import Metrics
 
-#: At most this many ids of one query's documents tied at the depth cut are recorded (the first in corpus order);
-#: with more, the group's other documents are counted (:attr:`CutTie.total`) but take no part in the range, which
-#: may then be narrower than the true one (a relevant one among them would raise the best order's value).
-CUT_TIES_CAP: Final = 1000
-#: Two values closer than this are the same value (best and worst of a query whose order does not matter).
-TOLERANCE: Final = 1e-9
 #: What the report marks a cell with whose value ties decide (terminal, Markdown, LaTeX, HTML): a mark of its own,
 #: used for nothing else (``≈`` reads as "about equal" -- as in "within tolerance" -- and is no mark of r2med's).
 TIED_MARK: Final = "◇"
@@ -291,159 +285,3 @@ def _cut_text(cut: CutSummary | None) -> str:
             "at the depth cut (the first taken: the range may be wider)"
         )
     return ""
-
-
-# -- the documents tied at the depth cut, beside the run ---------------------------------------------
-
-
-def cut_ties_json(cut: CutTies) -> dict[str, object]:
-    """The task folder's record of what the depth cut dropped while tied (``cut_ties.json``): the cap, and per
-    query with such documents its ``total`` and ``ids`` (the first :data:`CUT_TIES_CAP` in corpus order)."""
-    return {
-        "cap": CUT_TIES_CAP,
-        "queries": {q: {"total": c.total, "ids": list(c.ids)} for q, c in cut.items()},
-    }
-
-
-def parse_cut_ties(data: object) -> dict[str, CutTie]:
-    """:func:`cut_ties_json`'s object read back; any fault a :class:`BlockError` naming the key."""
-    if not isinstance(data, dict) or set(data) != {"cap", "queries"} or not isinstance(data["queries"], dict):
-        raise BlockError("cut ties must be an object of cap and queries")
-    cap = data["cap"]
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-        raise BlockError(f"cut ties: cap must be a whole number of at least 1, got {_shown(cap)}")
-    out: dict[str, CutTie] = {}
-    for q, entry in data["queries"].items():
-        where = f"cut ties: queries[{_shown(q)}]"
-        if not isinstance(entry, dict) or set(entry) != {"total", "ids"}:
-            raise BlockError(f"{where} must be an object of total and ids")
-        ids, total = entry["ids"], entry["total"]
-        if not isinstance(ids, list) or not all(isinstance(d, str) and d for d in ids) or len(ids) > cap:
-            raise BlockError(f"{where}.ids must be a list of at most {cap:,} document ids")
-        if len(set(ids)) != len(ids):
-            raise BlockError(f"{where}.ids names a document twice")
-        if isinstance(total, bool) or not isinstance(total, int) or total < max(len(ids), 1):
-            raise BlockError(f"{where}.total must be a whole number of at least its ids' count, got {_shown(total)}")
-        out[q] = CutTie(tuple(ids), total)
-    return out
-
-
-# -- the block in metrics.json ----------------------------------------------------------------------
-
-
-class BlockError(ValueError):
-    """A fault in a ``ties`` block; the message names the key (``ties.measures.ndcg_cut_10.best``)."""
-
-
-def check_block(
-    block: Any,
-    aggregate: Mapping[str, float],
-    per_query: Mapping[str, Mapping[str, float]],
-    max_queries: int,
-    max_id_chars: int,
-) -> dict[str, Any]:
-    """``metrics.json``'s ``ties`` block, checked against the record's measures: every measure a pytrec_eval name
-    the record holds, every value finite and within 0..1, worst <= the reported value <= best (aggregate and per
-    query), each measure's ``queries`` the count of queries ``per_query`` lists it for, each such query one the
-    record scored; any fault a :class:`BlockError` naming the key.  Returns the block as read."""
-    from ..errors import R2MedError
-    from ..measures import from_trec
-
-    def count(value: Any, key: str, most: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-            raise BlockError(f"ties.{key} must be a whole number 0..{most:,}, got {_shown(value)}")
-        return value
-
-    def value(holder: Any, where: str, key: str) -> float:
-        v = holder.get(key) if isinstance(holder, dict) else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
-            raise BlockError(f"ties.{where}.{key} is {_shown(v)}, not a number within 0..1")
-        return float(v)
-
-    def bounds(best: float, worst: float, reported: float | None, where: str) -> None:
-        if worst > best + TOLERANCE:
-            raise BlockError(f"ties.{where}: worst {worst:g} is above best {best:g}")
-        if reported is not None and not worst - TOLERANCE <= reported <= best + TOLERANCE:
-            raise BlockError(f"ties.{where}: the reported {reported:g} lies outside {worst:g}..{best:g}")
-
-    if not isinstance(block, dict):
-        raise BlockError(f"ties must be an object, got {type(block).__name__}")
-    unknown = sorted(set(block) - {"tied_queries", "measures", "per_query", "cut"})
-    if unknown:
-        raise BlockError(f"ties has an unknown key {_shown(unknown[0])}")
-    count(block.get("tied_queries", 0), "tied_queries", max_queries)
-    if "cut" in block:
-        cut = block["cut"]
-        if not isinstance(cut, dict) or set(cut) != {"queries", "capped"}:
-            raise BlockError("ties.cut must be an object of queries and capped")
-        if count(cut["capped"], "cut.capped", max_queries) > count(cut["queries"], "cut.queries", max_queries):
-            raise BlockError(f"ties.cut.capped {cut['capped']} is above ties.cut.queries {cut['queries']}")
-    measures = block.get("measures", {})
-    rows = block.get("per_query", {})
-    if not isinstance(measures, dict):
-        raise BlockError(f"ties.measures must be an object, got {type(measures).__name__}")
-    if not isinstance(rows, dict) or len(rows) > max_queries:
-        raise BlockError(f"ties.per_query must be an object of at most {max_queries:,} queries")
-    for name, entry in measures.items():
-        key_path = f"measures.{_shown(name)}"
-        try:
-            from_trec(name)
-        except R2MedError:
-            raise BlockError(f"ties.{key_path} is not a measure r2med stores (pytrec_eval names)") from None
-        if name not in aggregate:
-            raise BlockError(f"ties.{key_path}: the record has no aggregate {_shown(name)}")
-        if not isinstance(entry, dict):
-            raise BlockError(f"ties.{key_path} must be an object of queries, best, worst")
-        count(entry.get("queries"), f"{key_path}.queries", max_queries)
-        bounds(value(entry, key_path, "best"), value(entry, key_path, "worst"), aggregate[name], key_path)
-    listed: dict[str, int] = {}
-    for qid, values in rows.items():
-        if len(qid) > max_id_chars:
-            raise BlockError(f"ties.per_query: a query id of {len(qid):,} characters")
-        if per_query and qid not in per_query:
-            raise BlockError(f"ties.per_query[{_shown(qid)}]: a query the record did not score")
-        if not isinstance(values, dict):
-            raise BlockError(f"ties.per_query[{_shown(qid)}] must be an object of measure -> best, worst")
-        for name, entry in values.items():
-            key_path = f"per_query[{_shown(qid)}].{_shown(name)}"
-            if name not in measures:
-                raise BlockError(f"ties.{key_path}: a measure ties.measures does not list")
-            reported = per_query[qid].get(name) if per_query else None
-            bounds(value(entry, key_path, "best"), value(entry, key_path, "worst"), reported, key_path)
-            listed[name] = listed.get(name, 0) + 1
-    for name, entry in measures.items():
-        if listed.get(name, 0) != entry["queries"]:
-            raise BlockError(
-                f"ties.measures.{_shown(name)}.queries is {entry['queries']}, but ties.per_query lists "
-                f"{listed.get(name, 0)} queries for it"
-            )
-    return block
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "..."
-
-
-def block_ranges(block: Mapping[str, Any] | None, measure: Measure) -> tuple[float, float, int] | None:
-    """``(best, worst, queries)`` of ``measure`` in a checked ``ties`` block, or None when ties do not decide it
-    (or the record was written before r2med recorded ties)."""
-    if not block:
-        return None
-    entry = block.get("measures", {}).get(measure.trec)
-    if not entry or not entry.get("queries"):
-        return None
-    return float(entry["best"]), float(entry["worst"]), int(entry["queries"])
-
-
-def block_query_ranges(block: Mapping[str, Any] | None, measure: Measure) -> dict[str, tuple[float, float]]:
-    """query id -> ``(best, worst)`` of ``measure`` for the queries that depend on the order (from a checked
-    block; empty when none or no block)."""
-    if not block:
-        return {}
-    key = measure.trec
-    return {
-        qid: (float(values[key]["best"]), float(values[key]["worst"]))
-        for qid, values in block.get("per_query", {}).items()
-        if key in values
-    }

@@ -13,7 +13,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..evaluation.ties import TIED_MARK, TOLERANCE, block_query_ranges, block_ranges, tie_line
+from ..evaluation.tie_data import TOLERANCE, block_query_ranges, block_ranges
+from ..evaluation.ties import TIED_MARK, tie_line
 from ..measures import HEADLINE, Measure
 
 if TYPE_CHECKING:

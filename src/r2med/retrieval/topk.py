@@ -24,8 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..evaluation.tie_data import CutTie
-from ..evaluation.ties import CUT_TIES_CAP
+from ..evaluation.tie_data import CUT_TIES_CAP, CutTie
 
 CutPositions = dict[int, tuple[np.ndarray, int]]
 """Row -> (positions of the documents tied with the row's ``k``-th score that the cut dropped, ascending, at most

@@ -24,8 +24,7 @@ from enum import StrEnum
 
 from ..errors import R2MedError, shown
 from ..evaluation.run_scores import check_run_scores
-from ..evaluation.tie_data import CutTie
-from ..evaluation.ties import CUT_TIES_CAP
+from ..evaluation.tie_data import CUT_TIES_CAP, CutTie
 from .run import Run, ranked, truncate
 
 

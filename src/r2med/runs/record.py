@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, PrivateAttr, ValidationEr
 from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
 from ..data.files import id_problem
 from ..errors import DataError, R2MedError
-from ..evaluation.ties import BlockError, check_block
+from ..evaluation.tie_data import BlockError, check_block
 from ..infra.containment import name_problem
 from ..infra.input_files import read_regular
 from ..measures import from_trec

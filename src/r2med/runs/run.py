@@ -40,8 +40,7 @@ from ..data.files import (
 )
 from ..errors import DataError, OptionError, R2MedError, shown
 from ..evaluation.run_scores import check_run_scores
-from ..evaluation.tie_data import CutTie, CutTies
-from ..evaluation.ties import BlockError, cut_ties_json, parse_cut_ties
+from ..evaluation.tie_data import BlockError, CutTie, CutTies, cut_ties_json, parse_cut_ties
 from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
 from ..infra.home import atomic_dir, atomic_path, read_json
 from ..infra.input_files import MAX_STREAM_BYTES
