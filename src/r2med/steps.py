@@ -28,8 +28,12 @@ from pydantic import (
     model_validator,
 )
 
+from .data.benchmarks import protocol_of_task
+from .data.loaders import check_split
 from .expansion.spec import Expansion
 from .measures import HEADLINE, Measure
+from .reranking.base import TAIL_REFUSED, published_depth, reranker_meta
+from .retrieval.registry import RETRIEVERS, retriever_meta
 from .runs.record import RecordedConfig
 from .typed.options import FusionOptions, as_options_name
 from .typed.parse import (
@@ -40,6 +44,7 @@ from .typed.parse import (
     Spec,
     SpecError,
     field_names,
+    flag_of,
     parse,
     plain,
 )
@@ -90,8 +95,6 @@ class Data(Spec):
     @field_validator("split")
     @classmethod
     def _split(cls, value: str) -> str:
-        from .data.loaders import check_split
-
         try:
             return check_split(value)
         except SpecError:
@@ -147,8 +150,6 @@ class Output(Spec):
     def columns_for(self, tasks: Sequence[str]) -> tuple[Measure, ...]:
         """The measures a table of ``tasks`` shows: those asked for, else each task's headline (nDCG@10; Recall@1
         for BRIGHT's long-document setting, as its leaderboard reports it), each once."""
-        from .data.benchmarks import protocol_of_task
-
         if self.measures or not tasks:
             return self.columns
         return tuple(dict.fromkeys(protocol_of_task(t).headline for t in tasks))
@@ -223,8 +224,6 @@ class RerankStep(Spec):
 
     def depth(self) -> int:
         """How deep it reranks: ``top_k``, else the depth of the reranker's published figures."""
-        from .reranking.base import published_depth
-
         return self.top_k if self.top_k is not None else published_depth(self.reranker_name)
 
     def record(self) -> dict[str, Any]:
@@ -382,8 +381,6 @@ def step_flags(step: type[Spec]) -> dict[str, str]:
     """Each key of ``step``'s flat values that is not an option of what it runs (the step's own fields, its
     ``data`` and ``output`` and their fields), with the command-line flag that sets it: what ``--set`` refuses,
     naming the flag (``--set qrels=FILE``: ``--qrels``).  ``options`` (a table of options) is an option."""
-    from .typed.parse import flag_of
-
     flags: dict[str, str] = {}
     for name in field_names(step):
         kind = _NESTED.get(name)
@@ -414,8 +411,6 @@ def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
     """An :class:`EvaluateStep` from flat ``values`` (the step's fields, its data and output, and the retriever's
     own options side by side, as ``r2med evaluate`` and ``[[retrievers]]`` give them); the options are parsed by
     the retriever's options type (its registry record)."""
-    from .retrieval.registry import retriever_meta
-
     fields, options, nested = _split(EvaluateStep, values, origin)
     retriever = fields.get("retriever")
     if not isinstance(retriever, str) or not retriever:
@@ -437,8 +432,6 @@ def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
 def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
     """A :class:`RerankStep` from flat ``values``; the options are parsed by the reranker's options type (a
     model id or folder: a cross-encoder's; a scorer object: ``custom``'s)."""
-    from .reranking.base import reranker_meta
-
     fields, options, nested = _split(RerankStep, values, origin)
     reranker = fields.get("reranker")
     if reranker is None or (isinstance(reranker, str) and not reranker):
@@ -452,8 +445,6 @@ def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
             options = {**options, "model": reranker}
         kind = meta.options
         if not meta.tail:  # its run is what it ranks (BRIGHT's rerank.py): no first-stage tail follows
-            from .reranking.base import TAIL_REFUSED
-
             if fields.get("keep_tail") is True:
                 raise origin.fail(f"{origin.key(RerankStep, 'keep_tail')}: {reranker}: {TAIL_REFUSED}")
             fields["keep_tail"] = False
@@ -490,8 +481,6 @@ def flat(values: Mapping[str, object], step: type[Spec], origin: Origin) -> Any:
 def evaluate_from_record(config: RecordedConfig) -> EvaluateStep | None:
     """The :class:`EvaluateStep` a ``metrics.json`` ``config`` recorded (any schema version, upgraded), or None
     when it is not an evaluate record or names a retriever this r2med does not know."""
-    from .retrieval.registry import RETRIEVERS
-
     if config.step != "evaluate":
         return None
     retriever = config.retriever
@@ -522,8 +511,6 @@ def rerank_from_record(config: RecordedConfig) -> RerankStep | None:
     Its options are schema 3's ``options``; a record written before them (schema 1 and 2) holds only what they
     resolved to (its ``reranker`` record), so the options type's fields found there are read back instead.  Its
     runs are the first stage's system folder as recorded (``first_stage.folder``)."""
-    from .reranking.base import reranker_meta
-
     if config.step != "rerank":
         return None
     block = config.reranker

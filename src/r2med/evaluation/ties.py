@@ -41,6 +41,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
+from ..errors import OptionError
+from ..measures import Family
+from .metrics import evaluate
 from .tie_data import CUT_TIES_CAP, TOLERANCE, CutSummary, CutTies, MeasureRange, Ties
 
 if TYPE_CHECKING:
@@ -94,8 +97,6 @@ def extreme_orders(
 def _depth(measures: Sequence[Measure]) -> int | None:
     """How deep a ranking the measures read (their largest cut-off), or None when one reads it all; MRR reads
     down to the first relevant document (:func:`_as_run` keeps that far)."""
-    from ..measures import Family
-
     cutoffs = []
     for m in measures:
         if m.cutoff is not None:
@@ -156,11 +157,7 @@ def evaluate_with_ties(
     within them).  ``measures``: as :func:`~r2med.evaluation.metrics.evaluate` takes them (Measure values or any
     spelling, parsed there); ``cut``: the documents the retriever's depth cut dropped while tied with the last one
     kept (None: unknown)."""
-    from .metrics import evaluate
-
     if rule not in TIE_RULES:
-        from ..errors import OptionError
-
         raise OptionError(f"--ties: {rule!r} is no tie rule; choose from {', '.join(TIE_RULES)}")
     scored = listed_order(run) if rule == "listed" else run
     metrics = evaluate(scored, qrels, measures=measures, count_missing=count_missing, answered_empty=answered_empty)
@@ -178,8 +175,6 @@ def tie_ranges(
     same queries, measures and ``count_missing``).  ``cut``: each query's documents tied with its last one that the
     depth cut dropped (None: unknown); they join that tied group, and both orders are cut back to the query's
     length -- the best lets relevant ones in, the worst lets irrelevant ones push relevant kept ones out."""
-    from .metrics import evaluate
-
     measures = metrics.measures
     grades: dict[str, dict[str, int]] = {}
     best_orders: dict[str, list[str]] = {}

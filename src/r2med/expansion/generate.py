@@ -15,7 +15,10 @@ interrupted run resumes; :func:`write_expansion_file` writes the R2MED layout at
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +26,12 @@ from typing import Any
 
 from ..data.collection import Collection
 from ..errors import R2MedError
+from ..infra.containment import check_input_file
 from ..infra.home import write_text_atomic
+from ..infra.input_files import read_input
 from ..protocol import models, protocol
+from ..retrieval.base import index_collection
+from ..retrieval.bm25 import BM25
 from ..runs.run import ranked
 
 log = logging.getLogger(__name__)
@@ -79,10 +86,7 @@ def lamer_passages(
     corpus, ``src/eval_BM25.py`` ``save_topk_docs``, read by ``src/generate_hypothetical_doc.py``).
     """
     if retriever is None:
-        from ..retrieval.bm25 import BM25
-
         retriever = BM25(flavour="paper")  # the paper's k1 and b: Bm25Options' defaults
-        from ..retrieval.base import index_collection
 
         index_collection(retriever, collection)
     run = retriever.search(collection.queries, k=k)
@@ -127,8 +131,6 @@ class PromptFile:
 
 
 def _fields(text: str, path: Path) -> set[str]:
-    import string
-
     try:
         fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(text) if name is not None]
     except ValueError as exc:
@@ -162,12 +164,8 @@ def name_of(name: str, spec: str | None, conv: str | None) -> str:
 
 def read_prompt_file(path: str | Path) -> PromptFile:
     """A prompt file, checked: UTF-8 text, only ``{query}`` / ``{passages}`` placeholders, ``{query}`` present."""
-    import hashlib
-
-    from ..infra.containment import check_input_file
 
     path = check_input_file(Path(path), "--prompt-file")
-    from ..infra.input_files import read_input
 
     try:
         text = read_input(path).decode("utf-8")  # a stream given on purpose: read once, bounded
@@ -264,8 +262,6 @@ def write_expansion_file(
     extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write ``query_with_hydoc.jsonl`` (``id``, ``text``, ``hy_doc``, ``doc_id`` when known) atomically."""
-    import json
-
     missing = [q for q in collection.queries if q not in texts]
     if missing:
         raise R2MedError(f"refusing to write {path}: {len(missing)} queries have no expansion")

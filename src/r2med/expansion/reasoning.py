@@ -19,8 +19,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..data import bright
 from ..data.benchmarks import benchmark
 from ..data.collection import Collection
+from ..data.hub import snapshot_commit
 from ..errors import R2MedError
 from ..retrieval.base import QueryText
 
@@ -34,8 +36,6 @@ class ReasoningQueries:
     """A ``QueryBuilder`` (:mod:`r2med.jobs.evaluate`): a BRIGHT task's queries replaced by one LLM's reasoning."""
 
     def __init__(self, llm: str, path: str | Path | None = None, strict: bool = False):
-        from ..data import bright
-
         self.strict = strict
         self.method = bright.REASON
         self.llm = bright.reasoning_name(llm)  # an unknown set is a one-line error listing the five
@@ -59,8 +59,6 @@ class ReasoningQueries:
         replaces the query) and, once read for ``collection``, the file it came from."""
         described = {"method": self.method, "llm": self.llm, "rule": RULE}
         if collection is not None and collection.name in self.loaded:
-            from ..data.hub import snapshot_commit
-
             file = self.loaded[collection.name]
             described["file"] = str(file)
             commit = snapshot_commit(file)  # the reasoning set's own commit, apart from the documents'

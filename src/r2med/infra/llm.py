@@ -47,10 +47,15 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import httpx2
 
 from ..errors import MissingExtraError, R2MedError
-from .deadline import request_deadline
-from .home import cache_dir, fingerprint, located, os_error_text
+from .containment import refuse_links
+from .deadline import deadline_http_client, request_deadline
+from .home import cache_dir, contain, fingerprint, located, os_error_text
+from .input_files import TooLong, bounded_lines, is_stream, kind_of, open_regular
 from .redact import redact_url
 from .retry import Cancelled, GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 
@@ -135,8 +140,6 @@ class RequestCache:
     """
 
     def __init__(self, path: str | os.PathLike[str]):
-        from .home import contain
-
         self.path = contain(path)  # in the home: no folder on the way is a link
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -145,8 +148,6 @@ class RequestCache:
                 f"{self.path.parent}: cannot create the LLM answer cache ({exc.strerror or exc})"
             ) from None
         if self.path.is_symlink():  # appends would land in the link's target, outside the home
-            from .containment import refuse_links
-
             refuse_links(self.path.parent, self.path, include_last=True)
         self._drop_if_not_a_file()
         target = self.path if self.path.exists() else self.path.parent
@@ -165,8 +166,6 @@ class RequestCache:
     def _drop_if_not_a_file(self) -> None:
         """A FIFO, a device or a socket where the cache goes is damage: reported and removed (the cache starts
         again), never read or appended to -- a FIFO would be waited on, ``/dev/zero`` read without end."""
-        from .input_files import is_stream, kind_of
-
         if is_stream(self.path):
             log.warning(
                 "%s: is %s, not the LLM answer cache file; removed, the cache starts again",
@@ -179,8 +178,6 @@ class RequestCache:
                 raise R2MedError(f"{self.path}: cannot remove it ({exc.strerror or exc})") from None
 
     def _load(self) -> None:
-        from .input_files import TooLong, bounded_lines, open_regular
-
         if not self.path.exists():
             return
         first: tuple[int, str] | None = None
@@ -316,7 +313,6 @@ def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
     base URL's path, so a query string (an ``api-version``, a key) is sent as its default query instead."""
     if url is None or "?" not in url:
         return url, {}
-    from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
     parts = urlsplit(url)
     return urlunsplit(parts._replace(query="", fragment="")), dict(parse_qsl(parts.query, keep_blank_values=True))
@@ -388,7 +384,6 @@ class LLMClient:
                     import openai
                 except ImportError:
                     raise MissingExtraError("openai", "llm", "LLM generation") from None
-                from .deadline import deadline_http_client
 
                 base_url, query = split_query(self.base_url)
                 self._client = openai.OpenAI(
@@ -607,10 +602,6 @@ class LLMClient:
 
 def _reached(cause: BaseException) -> bool:
     """Whether a connection error happened after the endpoint was reached (a truncated or garbled answer)."""
-    try:
-        import httpx2
-    except ImportError:  # pragma: no cover - openai brings it
-        return False
     return isinstance(cause, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.DecodingError)) and not isinstance(
         cause, httpx2.ConnectError
     )

@@ -22,19 +22,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..data import Collection, TaskRef
+from ..data import Collection, TaskRef, check_hub, read_qrels, resolve
+from ..data.benchmarks import benchmark_of, protocol_of
+from ..data.hub import HubUnavailable
+from ..data.loaders import qrels_file
+from ..data.names import is_hub_task
 from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.metrics import Metrics
 from ..evaluation.tie_data import CutTie
 from ..evaluation.ties import TieRule, evaluate_with_ties
+from ..expansion.precomputed import expansion_builder
 from ..infra import progress
-from ..infra.containment import SystemFolder, plain_name, system_folder
+from ..infra.containment import SystemFolder, check_input_file, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
-from ..infra.home import fingerprint_texts
+from ..infra.home import fingerprint_texts, home, remember_collection
+from ..infra.user_code import short_name
 from ..measures import DEFAULT_MEASURES, Measure
-from ..results.folders import TaskResult, finish_task, reuse
+from ..results.folders import TaskResult, finish_task, reuse, run_file
 from ..retrieval.base import QueryText, Retriever, index_collection
-from ..runs.run import Run
+from ..retrieval.registry import (
+    make_retriever,  # imports numpy/scipy: not at CLI start-up
+    retriever_meta,
+)
+from ..runs.run import Run, read_run
 from ..steps import EvaluateStep
 from ..typed.parse import RetrieverOptions
 
@@ -80,8 +90,6 @@ def plan(step: EvaluateStep) -> Plan:
     """``step`` made runnable: its expansion set up (checked up front) and its result named (:func:`system_name`)."""
     builder = None
     if step.expansion or step.expansion_file or step.expansion_dir:
-        from ..expansion.precomputed import expansion_builder
-
         builder = expansion_builder(
             step.expansion,
             step.expansion_file,
@@ -98,8 +106,6 @@ def system_name(step: EvaluateStep, expansion_label: str | None = None) -> str:
     (``--name``), else the retriever -- and the model, for a retriever named after it
     (``dense-all-MiniLM-L6-v2``), or your encoder (``custom-MyEncoder``) -- and the expansion
     (``<retriever>+<method>-<llm>``)."""
-    from ..retrieval.registry import retriever_meta
-
     meta = retriever_meta(step.retriever)
     label = step.retriever
     model = getattr(step.options, meta.named_after, None) if meta.named_after else None
@@ -107,8 +113,6 @@ def system_name(step: EvaluateStep, expansion_label: str | None = None) -> str:
         label = f"{step.retriever}-{model_name(str(model))}"
     encoder = getattr(step.options, "encoder", None)
     if step.retriever == "custom" and encoder is not None:
-        from ..infra.user_code import short_name
-
         label = f"custom-{short_name(encoder)}"
     if expansion_label:
         label = f"{label}+{expansion_label}"
@@ -148,8 +152,6 @@ def run_task(
     """Retrieve, evaluate and (with ``out``, the system folder: a path's parent is its results root) write
     ``out/<task>/`` for one collection; what is stored and whether a finished folder is recomputed: the step's
     :class:`~r2med.steps.Output`.  A system folder that is a link is refused in one line."""
-    from ..data.benchmarks import protocol_of
-    from ..retrieval.registry import make_retriever  # imports numpy/scipy: not at CLI start-up
 
     job = plan(job) if isinstance(job, EvaluateStep) else job
     step, output = job.step, job.step.output
@@ -177,8 +179,6 @@ def run_task(
     if reused is not None:
         return reused
     if step.options.cache:
-        from ..infra.home import remember_collection
-
         remember_collection(collection.fingerprint, collection.name, collection.source)
     t0 = time.perf_counter()
     index_collection(retriever_, collection)
@@ -239,8 +239,6 @@ def run_tasks(job: Plan | EvaluateStep, tasks: Sequence[TaskRef]) -> list[TaskRe
     """:func:`run_task` for every task, in order, one collection in memory at a time, into the step's
     ``OUT/<system>/`` (none: nothing written), on the progress display (the task loop, and inside it each task's
     long steps)."""
-    from ..data.benchmarks import protocol_of
-
     job = plan(job) if isinstance(job, EvaluateStep) else job
     root = job.step.output.out
     out = system_folder(root, job.name) if root is not None else None
@@ -262,8 +260,6 @@ def run_tasks(job: Plan | EvaluateStep, tasks: Sequence[TaskRef]) -> list[TaskRe
 def demo_tasks(revision: str | None = None, strict: bool = False) -> tuple[list[TaskRef], str | None]:
     """What ``r2med demo`` runs: R2MED's 8 tasks from the hub; when the hub cannot be reached (only then:
     a missing file or revision is an error), the built-in demo collection, with the reason."""
-    from ..data import check_hub, resolve
-    from ..data.hub import HubUnavailable
 
     try:
         return check_hub(resolve("all", None, revision, strict=strict)), None  # all 8 found before any download
@@ -299,12 +295,6 @@ def score_files(
     ``measures``: None for the default set (a hub task's: its protocol's).  ``judgments``: with a hub task, a
     judgments file scored on in place of the task's own (``--qrels``).
     """
-    from ..data import read_qrels
-    from ..data.loaders import qrels_file
-    from ..data.names import is_hub_task
-    from ..infra.containment import check_input_file
-    from ..results.folders import run_file
-    from ..runs.run import read_run
 
     qrels, run = Path(qrels), Path(run)
     if not qrels.exists() and is_hub_task(str(qrels)):
@@ -368,11 +358,6 @@ def score_task(
     (``measures`` None) -- pytrec_eval averaging over the queries both judged and answered, as BRIGHT's
     ``calculate_retrieval_metrics`` does unless ``count_missing``.  ``judgments``: a file judging in place of the
     task's own (``--qrels``)."""
-    from ..data import check_hub, resolve
-    from ..data.benchmarks import protocol_of
-    from ..infra.containment import check_input_file
-    from ..results.folders import run_file
-    from ..runs.run import read_run
 
     refs = resolve(task, None, revision, strict=strict, qrels=judgments)
     if len(refs) != 1:
@@ -455,8 +440,6 @@ def check_fits(
 def _siblings(task: str, revision: str | None) -> list[Collection]:
     """The other hub tasks of ``task``'s benchmark, read for their queries and judgments where they can be (a
     task that cannot be read -- offline, not in the cache -- is left out)."""
-    from ..data.benchmarks import benchmark_of
-
     try:
         family = benchmark_of(task)
     except R2MedError:
@@ -488,6 +471,4 @@ def _reads_as(reader: Callable[[Path], object], path: Path) -> bool:
 def demo_out(out: str | Path | None = None) -> Path:
     """Where ``r2med demo`` writes: ``--out`` when given, else ``$R2MED_HOME/demo`` (never into a results root
     of the user's, where a later ``report`` would mix it in)."""
-    from ..infra.home import home
-
     return Path(out) if out is not None else home() / "demo"

@@ -22,20 +22,33 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
+from ..data import TaskRef, check_hub, resolve
 from ..data.hub import parse_revision
-from ..data.names import task_parts
+from ..data.names import aliases, is_hub_task, task_parts
+from ..data.resolve import task_filter
 from ..errors import R2MedError, did_you_mean
 from ..errors import shown as shown_value
+from ..infra.containment import check_input_file, check_output_dir, check_output_file, system_folder
+from ..infra.home import write_text_atomic
+from ..infra.input_files import open_regular, read_regular
 from ..measures import HEADLINE, Measure
+from ..report import build_leaderboard
+from ..report.html import render_html
+from ..report.multi import Boards
+from ..reranking.base import reranker_meta
+from ..retrieval.registry import retriever_meta
+from ..runs.fusion import check_fusion
 from ..runs.record import StepKind
 from ..steps import (
     Data,
@@ -52,9 +65,14 @@ from ..steps import (
 )
 from ..typed.options import FusionOptions
 from ..typed.parse import Origin, Spec, SpecError, field_names, parse, plain, spec_error
+from .evaluate import plan, run_tasks
+from .fuse import fuse_folders
+from .fuse import system_name as fused_name
+from .imports import import_files
+from .report import load_report, task_texts
+from .rerank import rerank_folder, system_name
 
 if TYPE_CHECKING:
-    from ..data import TaskRef
     from ..report.leaderboard import Leaderboard
 
 log = logging.getLogger(__name__)
@@ -262,19 +280,13 @@ def _names(paths: Sequence[Path]) -> tuple[str, ...]:
 def step_of(spec: EvaluateStep | RerankStep | FuseStep | ImportStep, index: int) -> Step:
     """The experiment step of ``spec`` (``index``: its number within its kind), named as its command names it."""
     if isinstance(spec, EvaluateStep):
-        from .evaluate import plan
-
         return Step("evaluate", index, plan(spec).name, spec, (), spec.retriever)
     if isinstance(spec, RerankStep):
-        from .rerank import system_name
-
         if len(spec.runs) != 1:
             raise R2MedError(f"a rerank step of an experiment reads one system; got {len(spec.runs)}")
         [run] = _names(spec.runs)
         return Step("rerank", index, system_name(spec, run), spec, (run,), spec.reranker_name)
     if isinstance(spec, FuseStep):
-        from .fuse import system_name as fused_name
-
         return Step("fuse", index, fused_name(spec, spec.systems), spec, _names(spec.systems), spec.options.method)
     return Step("import", index, spec.name, spec, (), "import")
 
@@ -384,8 +396,6 @@ def make_experiment(
                 )
         qrels = step.spec.data.qrels if isinstance(step.spec, (EvaluateStep, ImportStep)) else None
         if qrels is not None:  # as the command checks --qrels, before any step runs
-            from ..infra.containment import check_input_file
-
             try:
                 check_input_file(_path(qrels, step.where, "qrels", fail), "qrels")
             except R2MedError as exc:
@@ -435,8 +445,6 @@ def check_destinations(exp: Experiment, fail: Callable[[str, str], R2MedError]) 
     be another of its reports (``latex`` and ``html`` one file, or ``latex`` the Markdown report:
     each would replace the other); no system folder the steps write may be a link
     (:func:`r2med.infra.containment.system_folder`).  All found before the first step."""
-    from ..infra.containment import check_output_dir, check_output_file, system_folder
-
     try:
         check_output_dir(exp.out, "out")
     except R2MedError as exc:
@@ -487,8 +495,6 @@ def experiment_inputs(exp: Experiment) -> list[tuple[str, Path]]:
     """Every file and folder the experiment reads, with where it is named (``[[imports]] 1 runs``, ``[data] dirs``,
     ``[report] data_dir``, the experiment file): each path field of every step's spec, found by walking the spec
     (a path field added tomorrow is an input too)."""
-    from pydantic import BaseModel
-
     found: list[tuple[str, Path]] = [("[data] dirs", d) for d in exp.dirs]
     if exp.report.data_dir is not None:
         found.append(("[report] data_dir", exp.report.data_dir))
@@ -569,13 +575,10 @@ def order_steps(steps: Sequence[Step], fail: Callable[[str, str], R2MedError]) -
 
 def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     """Read and check an experiment file; every error is one line naming the file and the key."""
-    import tomllib
-
     source = Path(path)
     shown = str(path)
     if not source.is_file():
         raise ExperimentError(f"{shown}: no such file")
-    from ..infra.input_files import open_regular
 
     try:
         with open_regular(source) as handle:
@@ -719,8 +722,6 @@ class Reader:
             raise self.fail(where, str(exc)) from None
 
     def retriever(self, entry: Mapping[str, object], index: int) -> Step:
-        from ..retrieval.registry import retriever_meta
-
         where = f"{TABLES['evaluate']} {index}"
         name = entry.get("name")
         if not isinstance(name, str) or not name:
@@ -752,8 +753,6 @@ class Reader:
         return self._made(step_of, spec, index, where)
 
     def rerank(self, entry: Mapping[str, object], index: int, out: Path) -> list[Step]:
-        from ..reranking.base import reranker_meta
-
         where = f"{TABLES['rerank']} {index}"
         reranker = entry.get("reranker")
         if not isinstance(reranker, str) or not reranker:
@@ -778,8 +777,6 @@ class Reader:
         return steps
 
     def fusion(self, entry: Mapping[str, object], index: int, out: Path) -> Step:
-        from ..runs.fusion import check_fusion
-
         where = f"{TABLES['fuse']} {index}"
         values = self.values(entry, "fuse", where, ())
         if "systems" not in values:
@@ -818,8 +815,6 @@ def data_refs(exp: Experiment, strict: bool = False) -> list[TaskRef]:
     With ``dirs``, ``tasks`` may mix the folders' collections (by name) with hub tasks of either family
     (``bright:biology``, ``Biology``, ``bright``): the folders' first, then the hub's.  A name that is both a
     collection of the folders and a hub task is the collection (the folder is what the file names)."""
-    from ..data import TaskRef, resolve
-
     tasks = exp.tasks
     if not exp.dirs:
         if tasks == "demo" or tasks == ["demo"]:
@@ -852,8 +847,6 @@ def data_refs(exp: Experiment, strict: bool = False) -> list[TaskRef]:
 def _names_hub_tasks(word: str) -> bool:
     """Whether ``[data] tasks`` entry ``word`` names hub tasks (a task of either family, or a family's word:
     ``r2med``, ``bright``, ``bright:long``) rather than a collection of ``dirs``."""
-    from ..data.names import aliases, is_hub_task
-
     return is_hub_task(word) or word.strip().lower() in set(aliases()) - {"all"}
 
 
@@ -898,9 +891,6 @@ def plan_rows(exp: Experiment) -> list[list[str]]:
 def _refs_of(step: EvaluateStep | ImportStep, refs: Sequence[TaskRef]) -> list[TaskRef]:
     """The experiment's tasks a step runs on (its ``tasks``, in r2med's spelling; all of them by default), each
     judged by the step's ``qrels`` file when it names one (one task)."""
-    from dataclasses import replace
-
-    from ..data.resolve import task_filter
 
     wanted = step.data.tasks
     keep = None if wanted == "all" or not isinstance(wanted, tuple) else task_filter(",".join(wanted))
@@ -930,12 +920,6 @@ def run_experiment(
     """Run every step in order through the evaluate / rerank / fuse / import jobs, writing ``exp.out/<system>/``;
     finished task folders of the same step are reused.  A rerank and a fusion read only the experiment's tasks.
     ``strict``: collections with repeated ids or judgments are refused (``r2med --strict``)."""
-    from ..data import check_hub
-    from ..infra.containment import check_output_dir
-    from .evaluate import plan, run_tasks
-    from .fuse import fuse_folders
-    from .imports import import_files
-    from .rerank import rerank_folder
 
     check_output_dir(exp.out)
     readers = [plan(step.spec).query_builder for step in exp.steps if isinstance(step.spec, EvaluateStep)]
@@ -981,10 +965,6 @@ _GENERATED = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
 def write_if_changed(path: Path, text: str) -> bool:
     """Write ``text`` atomically unless the file already holds it, time stamp aside (a re-run rewrites
     nothing); True if written."""
-    import re
-
-    from ..infra.home import write_text_atomic
-    from ..infra.input_files import read_regular
 
     if path.is_file() and re.sub(_GENERATED, "", read_regular(path).decode("utf-8", "replace")) == re.sub(
         _GENERATED, "", text
@@ -1000,9 +980,6 @@ def write_reports(exp: Experiment) -> tuple[list[Path], list[Leaderboard]]:
     file already holding the same report is left alone.  It lists every system the experiment made and every
     system its steps read from ``out`` (a fusion's inputs).  With ``[report] data_dir``, the HTML page carries
     the query and document texts.  The written paths, and the leaderboards (one per measure)."""
-    from ..report import build_leaderboard
-    from ..report.multi import Boards
-    from .report import load_report, task_texts
 
     systems = load_report([exp.out / label for label in exp.read_systems])
     spec = exp.report
@@ -1013,8 +990,6 @@ def write_reports(exp: Experiment) -> tuple[list[Path], list[Leaderboard]]:
         if path is not None and write_if_changed(path, boards.render(fmt)):
             written.append(path)
     if spec.html is not None:
-        from ..report.html import render_html
-
         texts = task_texts(tables[0].tasks, spec.data_dir) if spec.data_dir is not None else {}
         page = render_html(systems, tables[0].measure, texts, board=tables[0], title=spec.title)
         if write_if_changed(spec.html, page):

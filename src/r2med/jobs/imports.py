@@ -29,24 +29,31 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data import Collection, TaskRef
+from ..data import Collection, TaskRef, check_hub, resolve
+from ..data.benchmarks import benchmarks
 from ..data.names import is_hub_task
+from ..data.resolve import _asked
 from ..errors import NothingToScore, R2MedError, shown
 from ..evaluation.run_scores import check_run_scores
 from ..evaluation.ties import TieRule
-from ..infra.containment import plain_name, system_folder
+from ..infra.containment import check_input_file, check_output_dir, plain_name, system_folder
 from ..infra.file_hash import file_hash
 from ..measures import DEFAULT_MEASURES, Measure
 from ..measures import measure as as_measure
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
 from ..runs.run import Run, check_run_ids, format_trec, read_score_file, read_trec, run_format, trec_tags
+from ..serve.trace_score import union_run
+from ..serve.traces import read_trace
 from ..steps import ImportStep
+from .agent_traces import check_task, task_collection
+from .evaluate import check_fits
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +83,6 @@ class RunFile:
 def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     """A run file validated (:func:`r2med.runs.run.read_run`: TREC or a JSON score file) with its hash and
     tags (a score file has none)."""
-    from ..infra.containment import check_input_file
-
     path = Path(path)
     check_input_file(path, "run")
     stated: dict[str, Any] = {}
@@ -127,9 +132,6 @@ def poor(f: Fit, run: Run) -> bool:
 def named_tasks(path: Path, stated: Mapping[str, Any] | None = None) -> list[str]:
     """The benchmark tasks a run file's name says (``biology.bm25.txt``: R2MED's Biology and bright:biology), or the
     file's own ``dataset_name`` (a search-results file's), every family asked through its task names."""
-    import re
-
-    from ..data.benchmarks import benchmarks
 
     def words(text: str) -> str:
         return "_" + re.sub(r"[^a-z0-9]+", "_", text.lower()) + "_"
@@ -147,8 +149,6 @@ def named_tasks(path: Path, stated: Mapping[str, Any] | None = None) -> list[str
 def _candidates(file: RunFile, known: Sequence[Collection], revision: str | None) -> list[Collection]:
     """The collections ``file`` may be meant for besides ``known``: the tasks its name says, each loaded without
     documents when it can be (one that cannot -- not on this machine, offline -- is passed over)."""
-    from ..data import TaskRef, check_hub
-
     have = {c.name.lower() for c in known}
     out = []
     for task in named_tasks(file.path, file.stated):
@@ -380,9 +380,6 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None, flag: 
     """``r2med import`` / ``[[imports]]``: every run file checked first (nothing is written when one is bad),
     matched to its task (:func:`assign_tasks`; among ``refs``, default: the step's data), then scored and written
     to ``out/<name>/<task>/``.  ``flag``: what named the tasks, for the messages (an experiment's ``tasks``)."""
-    from ..data import check_hub, resolve
-    from ..data.resolve import _asked
-    from ..infra.containment import check_output_dir
 
     if step.trace is not None and step.runs:
         raise R2MedError("import --trace TRACE takes no run files")
@@ -408,8 +405,6 @@ def import_files(step: ImportStep, refs: Sequence[TaskRef] | None = None, flag: 
         refs = check_hub(refs, corpus=False)  # queries and judgments only, found before any download
     pairs = assign_tasks(read, refs, explicit=_asked(tasks) is not None, flag=flag, revision=data.revision)
     if data.qrels is None:  # a bare run on a hub task's own judgments: a run of that task (BRIGHT's share query ids)
-        from .evaluate import check_fits
-
         for file, collection in pairs:
             if is_hub_task(collection.name):
                 check_fits(file.run, collection, str(file.path), data.revision)
@@ -435,10 +430,6 @@ def import_trace(
     """``r2med import --trace TRACE -t TASK --name NAME``: each query's union in the trace (in order of first
     retrieval, the task's exclusions removed: :func:`r2med.serve.trace_score.union_run`) filed as a system through
     :func:`import_run`; the configuration records the trace file and its sha256."""
-    from ..infra.containment import check_output_dir
-    from ..serve.trace_score import union_run
-    from ..serve.traces import read_trace
-    from .agent_traces import check_task, task_collection
 
     check_output_dir(Path(out))
     read = read_trace(trace)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from ..data import Collection, TaskRef
 from ..infra.containment import system_folder
 from ..results.folders import TaskResult
+from ..retrieval.registry import RETRIEVERS
+from ..scale.cluster import cluster_gpus, connect, driver_env
 from ..steps import EvaluateStep, evaluate_step
 from ..typed.parse import Origin
 from .evaluate import Plan, plan, run_task
@@ -55,8 +57,6 @@ class MatrixJob:
 
 def default_resources(retriever: str, gpus_available: float, lexical_cpus: float = 1.0) -> dict[str, float]:
     """What one cell asks Ray for: a GPU for a local neural model on a GPU cluster, else CPUs."""
-    from ..retrieval.registry import RETRIEVERS
-
     meta = RETRIEVERS.get(retriever)
     if meta is None or not meta.local_model or gpus_available <= 0:
         return {"num_cpus": lexical_cpus}
@@ -103,8 +103,6 @@ def evaluate_matrix(
     ``resources(retriever, cluster_gpus) -> {"num_cpus": .., "num_gpus": ..}`` overrides
     :func:`default_resources`; ``on_done`` is called as each cell finishes (progress bars).
     """
-    from ..scale.cluster import cluster_gpus, connect, driver_env
-
     ray = connect(address)
     gpus = cluster_gpus()
     pick = resources or default_resources

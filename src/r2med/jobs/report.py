@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data import Collection, locate
-from ..errors import R2MedError
-from ..results.folders import System, TaskFolder, find_systems
+from ..data.resolve import require, task_filter
+from ..errors import R2MedError, did_you_mean
+from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label, facet_table
+from ..expansion.precomputed import read_expansion_file
+from ..expansion.traces import strip_for
+from ..results.folders import System, TaskFolder, find_systems, split_columns, task_order
 from ..runs.record import JsonObject
 
 if TYPE_CHECKING:
@@ -30,17 +34,12 @@ def load_report(
     """The systems of a report (:func:`r2med.results.folders.find_systems`), keeping the tasks ``tasks`` names
     (``--tasks``: ``all`` or comma-separated names, case aside; :func:`select_tasks`), each split of a task a
     column of its own (:func:`r2med.results.folders.split_columns`)."""
-    from ..results.folders import split_columns
-
     return split_columns(select_tasks(find_systems(runs, published=published), tasks))
 
 
 def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     """``systems`` with only the tasks ``tasks`` names; a name no system has is a one-line error (with a
     suggestion), and systems left with none of the tasks are dropped."""
-    from ..data.resolve import task_filter
-    from ..errors import did_you_mean
-    from ..results.folders import task_order
 
     wanted = task_filter(tasks)
     if wanted is None:
@@ -108,7 +107,6 @@ def _expansion_texts(coll: Collection, folder: TaskFolder) -> dict[str, str]:
         path = coll.expansion_files.get(f"{method}:{llm}")
     if path is None:
         return {}
-    from ..expansion.precomputed import read_expansion_file
 
     try:
         texts = read_expansion_file(path, method, llm).texts
@@ -120,8 +118,6 @@ def _expansion_texts(coll: Collection, folder: TaskFolder) -> dict[str, str]:
 
 def _strip(llm: str, text: str, trace: str | None = None) -> str:
     """The expansion as the retriever saw it (its reasoning trace removed)."""
-    from ..expansion.traces import strip_for
-
     try:
         return strip_for(llm, text, None if trace in (None, "auto") else trace)
     except R2MedError:  # an unknown trace format: show the raw text
@@ -159,8 +155,6 @@ def facet_collections(
     """The collection of every task of ``systems`` (their query metadata): ``--data-dir``, else the source
     each run recorded, else the hub at the recorded commit (:func:`r2med.data.locate`, as ``rerank``);
     a task whose collection cannot be found is an error naming it."""
-    from ..data.resolve import require
-    from ..results.folders import task_order
 
     found: dict[str, Collection] = {}
     tasks = task_order(systems)
@@ -191,8 +185,6 @@ def facet_report(
     """The leaderboard per value of ``by`` (a query metadata key, or ``scenario``):
     :func:`r2med.evaluation.facets.facet_table` over every system's per-query values.  A key no query has is an
     error listing the keys there are."""
-    from ..evaluation.facets import NONE, SCENARIO, facet_keys
-
     meta = query_meta(collections or {})
     keys = facet_keys(meta)
     listed = ", ".join(
@@ -202,8 +194,6 @@ def facet_report(
         raise R2MedError(f"--by {by}: no query has this key; available: {listed}")
     facets = _facets(systems, measure, by, average, meta)
     if facets.rows and all(row.value == NONE for row in facets.rows):  # one "(none)" group means nothing
-        from ..results.folders import task_order
-
         keys_line = (
             f"group by a query metadata key instead: --by KEY ({listed})"
             if listed != SCENARIO
@@ -219,8 +209,6 @@ def facet_report(
 def _facets(
     systems: Sequence[System], measure: Measure, by: str, average: str, meta: Mapping[str, Mapping[str, Any]]
 ) -> Facets:
-    from ..evaluation.facets import facet_table
-
     return facet_table(per_query_values(systems, measure), meta, by, average=average, systems=[s.name for s in systems])
 
 
@@ -234,8 +222,6 @@ def html_facets(
     """The facets the HTML page offers in its selector: ``scenario``, every query key with 2 to
     :data:`HTML_FACET_VALUES` distinct values that queries share (not one per query, as ``answer``),
     and ``by`` (asked for)."""
-    from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label
-
     meta = query_meta(collections)
     wanted = [SCENARIO]
     for key, count in facet_keys(meta).items():

@@ -29,28 +29,42 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.benchmarks import benchmark_of
+from huggingface_hub import try_to_load_from_cache
+
+from ..data import TaskRef, check_hub, locate
+from ..data.benchmarks import benchmark, benchmark_of
+from ..data.hub import cached_file, expansion_path, hub_problem, revision_for
+from ..data.loaders import EXPANSION_FILE
 from ..data.tasks import get_task
 from ..errors import R2MedError
 from ..infra.containment import system_folder
+from ..infra.file_hash import file_fingerprint
 from ..report.mteb import SAME, graded_by_commit, run_model, task_figure
-from ..reranking.base import published_depth
+from ..reranking.base import RERANKERS, make_reranker, published_depth, reranker_meta
+from ..results.data_states import unknown_figure
 from ..results.grading import (
     PublishedTable,
     RetrieverSpec,
     data_problem,
     default_family,
     family_of,
+    grade,
     published_specs,
     publishing,
     table_of,
 )
 from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import MtebBeside, Outcome, Planned, Target, Variant
-from ..runs.record import JsonObject, RecordedConfig
+from ..retrieval.presets import get_preset
+from ..retrieval.registry import all_retrievers, retriever_meta
+from ..runs.record import JsonObject, RecordedConfig, read_record
+from ..runs.run import RUN_FILE, read_trec
+from ..steps import EvaluateStep, RerankStep
+from .evaluate import Plan, run_task, system_name
+from .rerank import TaskInput, rerank_inputs
 
 if TYPE_CHECKING:
-    from ..data import Collection, TaskRef
+    from ..data import Collection
     from ..expansion.precomputed import ExpansionQueries
     from ..expansion.reasoning import ReasoningQueries
     from ..reranking.base import Reranker
@@ -115,8 +129,6 @@ def _data_problem(target: Target, result: TaskResult) -> str | None:
     family whose tasks are read from its hub only (BRIGHT's) -- the run's data (documents, examples, reasoning set
     by commit) is not the figure's.  A family with local copies (R2MED's) runs on the data this job chose for it:
     the pin, or the ``--data-dir`` copy the user gave as the task."""
-    from ..data.benchmarks import benchmark
-    from ..results.data_states import unknown_figure
 
     if benchmark(target.key.family).local_copies:
         return unknown_figure(target.task, target.key, target.measure)
@@ -178,14 +190,10 @@ class Environment:
     @cached_property
     def hub(self) -> bool:
         """Whether huggingface_hub can reach the hub from here (its offline mode, endpoint and proxies decide)."""
-        from ..data.hub import hub_problem
-
         return hub_problem() is None
 
     @cached_property
     def retrievers(self) -> dict[str, RetrieverMeta]:
-        from ..retrieval.registry import all_retrievers
-
         try:
             return all_retrievers()
         except Exception as exc:  # a broken optional module must not hide the others
@@ -194,16 +202,12 @@ class Environment:
 
     def task_folder(self, task: str) -> Path | None:
         """The task's folder under ``--data-dir`` (:func:`r2med.data.locate`), if there is one."""
-        from ..data import locate
-
         if self.data_dir is None:
             return None
         ref = locate(task, self.data_dir, hub=False)
         return ref.folder if ref is not None else None
 
     def hub_cached(self, task: str, filename: str) -> bool:
-        from ..data.hub import cached_file, revision_for
-
         return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
 
     def data_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
@@ -231,8 +235,6 @@ class Environment:
     def hub_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
         """A task from the hub only (a local folder is no family's task, so none is graded): every file it
         needs at its revision cached, or the hub reachable."""
-        from ..data.hub import cached_file
-
         family = benchmark_of(task)
         if family is None:
             return None, f"{task} is no benchmark's task"
@@ -244,9 +246,6 @@ class Environment:
         return None, f"no data: {request.repo_id} at {request.revision[:12]} is not cached and the hub is unreachable"
 
     def expansion_source(self, task: str, method: str, llm: str) -> tuple[str | None, str]:
-        from ..data.hub import expansion_path
-        from ..data.loaders import EXPANSION_FILE
-
         folder = self.task_folder(task)
         if folder is not None and (folder / method / llm / EXPANSION_FILE).exists():
             return str(folder / method / llm), ""
@@ -262,8 +261,6 @@ class Environment:
 
     def model_weights(self, hub_id: str, probe: str = "config.json") -> str:
         """A reason when a hub model is neither in the Hugging Face cache nor downloadable, else ''."""
-        from huggingface_hub import try_to_load_from_cache
-
         if isinstance(try_to_load_from_cache(hub_id, probe), str) or self.hub:
             return ""
         return f"no weights: {hub_id} is not in the Hugging Face cache and the hub is unreachable"
@@ -295,8 +292,6 @@ def _requirements(key: PublishedKey, env: Environment) -> list[str]:
 
 def _reranker_requirements(name: str, env: Environment) -> list[str]:
     """Reasons a published reranker cannot run here (packages, GPU, LLM endpoint, weights)."""
-    from ..reranking.base import make_reranker, reranker_meta
-
     try:
         meta = reranker_meta(name)
     except R2MedError as exc:
@@ -328,8 +323,6 @@ def notes(key: PublishedKey, variant: Variant | None = None) -> list[str]:
     """What qualifies a target's grade without blocking it, from the records: a corrected configuration run
     beside the published one (not graded), settings r2med assumed (no tolerance: the delta is shown, not
     graded) and a published first stage r2med does not have."""
-    from ..reranking.base import RERANKERS
-
     out = [variant.note] if variant is not None else []
     if tolerance_of(key) is None:
         out.append("settings assumed by r2med (none published): the delta is shown, not graded")
@@ -349,8 +342,6 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
             by_key[target.key] = _requirements(target.key, env)
         reasons = list(by_key[target.key])
         if not reasons and target.variant is not None and target.variant.query_encoder:
-            from ..retrieval.presets import get_preset
-
             query_hub_id = get_preset(target.key.system).query_hub_id
             missing = env.model_weights(query_hub_id) if query_hub_id else ""
             if missing:
@@ -431,8 +422,6 @@ def spec_problem(target: Target, config: RecordedConfig | None, encoding: JsonOb
     """Why the run a target made (its recorded ``config``; ``encoding``: what its model ran with) is not graded
     against the target's row -- the fields of its spec that differ (:func:`r2med.results.grading.grade`: ReasonRank
     over r2med's e5, whose published figure reranked the authors' own run; the precision) -- or None."""
-    from ..results.grading import grade
-
     graded = grade(config, target.task, encoding)
     if graded.key == target.key:
         return None
@@ -444,16 +433,12 @@ def paper_options(retriever: str) -> dict[str, object]:
     (BM25's k1 and b; MedCPT's ``medcpt_published``, the Article encoder for queries as the published
     code did; nothing for the others, whose defaults are the paper's), and the opt-in to its hub
     repository's own code when it needs one (planned only with ``--trust-remote-code``)."""
-    from ..retrieval.registry import retriever_meta
-
     meta = retriever_meta(retriever)
     options = {name: meta.paper[name] for name in meta.defaults if name in meta.paper}
     return {**options, "trust_remote_code": True} if meta.trust_remote_code else options
 
 
 def _task_ref(task: str, env: Environment) -> TaskRef:
-    from ..data import TaskRef
-
     family = benchmark_of(task)
     folder = env.task_folder(task) if family is not None and family.local_copies else None
     return (
@@ -478,8 +463,6 @@ def check_hub_files(planned: list[Planned], env: Environment) -> tuple[dict[str,
     29's rule, as ``evaluate`` keeps it): the hub tasks' refs at the commits their revisions resolved to, and,
     by the target's place in ``planned``, the one line (:func:`r2med.data.hub.refusal`: where the files are and
     the ``--revision`` that reads them) of a target whose files are missing -- it is an ``error``, the others run."""
-    from ..data import check_hub
-
     refs: dict[str, TaskRef] = {}
     problems: dict[int, str] = {}
     seen: dict[tuple[str, tuple[str, str] | None], str | None] = {}
@@ -510,13 +493,6 @@ def _rerank_target(
 ) -> TaskResult:
     """First stage (``OUT/<retriever>/<task>``, reused when finished), then its top 10 (the published depth)
     reranked, scored alone."""
-    from ..infra.file_hash import file_fingerprint
-    from ..reranking.base import make_reranker
-    from ..runs.record import read_record
-    from ..runs.run import RUN_FILE, read_trec
-    from ..steps import EvaluateStep, RerankStep
-    from .evaluate import run_task
-    from .rerank import TaskInput, rerank_inputs
 
     first = target.key.system
     name = target.key.reranker_name or ""
@@ -546,8 +522,6 @@ def run_matrix(
     progress: Callable[[Planned], None] | None = None,
 ) -> list[Outcome]:
     """Run the runnable targets (reusing finished ones) and grade them; others are ``skip`` with their reason."""
-    from ..steps import EvaluateStep
-    from .evaluate import Plan, run_task, system_name
 
     out = Path(out)
     for p in planned:  # every system folder the matrix writes, checked before the first cell (a link: one line)

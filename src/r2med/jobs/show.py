@@ -12,13 +12,19 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..data import locate
 from ..errors import OptionError, did_you_mean, shown
+from ..infra.containment import path_argument
 from ..measures import HEADLINE, Measure
 from ..measures import measure as as_measure
+from ..report.judgments import judgments_file, legend_line, marks_for
+from ..report.show import Hit, Judged, QueryView
+from ..results.folders import task_order
+from ..runs.run import ranked
+from .report import load_report, recorded_task
 
 if TYPE_CHECKING:
     from ..data import Collection
-    from ..report.show import QueryView
     from ..results.folders import System
 
 #: Documents of each system's ranking shown (``-k``).
@@ -40,14 +46,10 @@ def show_query(
     one) in every system of ``runs`` (results roots, system or task folders): print it, or show it in a
     notebook.  An unknown task or query id is a one-line error with a suggestion.  ``measure``: a
     :class:`~r2med.measures.Measure` or any spelling of one (``"nDCG@10"``), parsed at once."""
-    from ..data import locate
-    from ..results.folders import task_order
-    from .report import load_report, recorded_task
 
     if k < 1:
         raise OptionError(f"-k must be an integer of at least 1, got {k!r}")
     asked = as_measure(measure)
-    from ..infra.containment import path_argument
 
     if isinstance(runs, (str, os.PathLike)):  # one folder (a text is no list of its characters)
         runs = [runs]
@@ -82,9 +84,6 @@ def build_view(
 ) -> QueryView:
     """The view of ``query`` of ``task`` (a key of each system's tasks) in ``systems``, with texts and
     judgments from ``collection`` when given."""
-    from ..report.judgments import judgments_file, legend_line, marks_for
-    from ..report.show import Hit, Judged, QueryView
-    from ..runs.run import ranked
 
     # one column, one data state: a system scored on a judgments file of its own (--qrels) is marked wherever its
     # name stands (the judgments shown are the collection's), and the mark explained in a note

@@ -31,19 +31,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import R2MedError
+from ..data.benchmarks import benchmark, benchmark_of, benchmarks, protocol_of_task
+from ..errors import OptionError, R2MedError
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.grading import data_problem, nonpaper_precision, require_labels
 from ..results.published import PublishedKey, tolerance_of
+from ..retrieval.registry import RETRIEVERS
 from ..runs.record import RecordedConfig
 from .claims import mark_claims
+from .compare import compare_systems
 from .contamination import mark_contamination
 from .format import FLAG, GAP, NONPAPER_PRECISION_EXTRA, SIGNIFICANT
 from .judgments import mark_judgments
+from .layout import short_task
 from .mteb import mark_mteb
 from .sources import note_beside
-from .ties import mark_ties
+from .ties import mark_ties, published_place
 
 AVERAGE = "Average"
 #: The benchmark a local collection (``--data-dir``) belongs to, as a per-benchmark Average names it.
@@ -180,8 +184,6 @@ class Leaderboard:
     # -- a grid of strings shared by the text renderers -----------------------------------------
     def grid(self, flag: str = FLAG, compact: bool = False) -> tuple[list[str], list[tuple[str, list[str]]]]:
         """Header and lines (kind, cells) as text; ``compact``: short task names and row labels."""
-        from .layout import short_task
-
         header = ["system", *(short_task(c) if compact else c for c in self.columns)]
         lines: list[tuple[str, list[str]]] = []
         for row in self.rows:
@@ -353,8 +355,6 @@ def _range(ties: tuple[float, float] | None, published: float | None = None) -> 
         return None
     out = {"worst": _round(ties[0]), "best": _round(ties[1])}
     if published is not None:
-        from .ties import published_place
-
         out["published_place"] = _round(published_place(BoardCell(published=published, ties=ties)))
     return out
 
@@ -449,8 +449,6 @@ def benchmark_groups(tasks: Sequence[str], systems: Sequence[System] = ()) -> li
     task's benchmark is the family its results recorded following (``metrics.json``'s ``protocol.family``: a local
     folder named ``Biology`` is local), else -- a folder written before the protocol was recorded -- its family
     asked by name (:func:`r2med.data.benchmarks.benchmark_of`)."""
-    from ..data.benchmarks import benchmark, benchmark_of, benchmarks
-    from ..errors import OptionError
 
     by: dict[str, list[str]] = {}
     for task in tasks:
@@ -511,8 +509,6 @@ def _family_measure(key: PublishedKey | None, measure: Measure) -> bool:
 
 def _all_family(system: System, measure: Measure) -> bool:
     """Whether every task of ``system`` is of a family whose headline is ``measure`` (BRIGHT's long documents)."""
-    from ..data.benchmarks import protocol_of_task
-
     return bool(system.tasks) and all(protocol_of_task(t).headline == measure for t in system.tasks)
 
 
@@ -543,16 +539,12 @@ def _published_average(
 def default_measure(systems: Sequence[System]) -> Measure:
     """The measure a report shows when none is asked for: the headline every task of ``systems`` shares under its
     family's protocol (BRIGHT's long-document setting: Recall@1, as its leaderboard reports it), else nDCG@10."""
-    from ..data.benchmarks import protocol_of_task
-
     headlines = {protocol_of_task(t).headline for s in systems for t in s.tasks}
     return headlines.pop() if len(headlines) == 1 else HEADLINE
 
 
 def _headline_notes(tasks: Sequence[str], measure: Measure) -> list[str]:
     """A note when some of the table's tasks have another headline measure than the one shown."""
-    from ..data.benchmarks import protocol_of_task
-
     other: dict[Measure, list[str]] = {}
     for t in tasks:
         headline = protocol_of_task(t).headline
@@ -611,8 +603,6 @@ def _encoding_notes(rows: list[Row], systems: list[System]) -> list[str]:
 def _encodes(config: RecordedConfig | None) -> bool:
     """Whether the run a recorded ``config`` describes encoded texts into vectors: its retriever's registry
     record is of the dense family (a name the registry does not know is taken to encode)."""
-    from ..retrieval.registry import RETRIEVERS
-
     name = config.retriever if config is not None else None
     meta = RETRIEVERS.get(name) if name is not None else None
     return meta is None or meta.family == "dense"
@@ -655,8 +645,6 @@ def _mark_significance(
     n_permutations: int,
     seed: int,
 ) -> None:
-    from .compare import compare_systems
-
     for row, s in zip(board.rows, systems):
         if s is base:
             continue

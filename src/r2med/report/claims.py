@@ -18,7 +18,7 @@ from ..results.grading import claimed_checkpoint
 
 if TYPE_CHECKING:
     from ..results.folders import System
-    from .board import Leaderboard
+    from .mark_hooks import BoardView
 
 #: The mark of a figure graded on the user's claim of which checkpoint its model folder holds.
 MARK = "¶"
@@ -40,7 +40,7 @@ def claim_of(system: System) -> tuple[str, str] | None:
     return None
 
 
-def mark_claims(board: Leaderboard, systems: Sequence[System]) -> None:
+def mark_claims(board: BoardView, systems: Sequence[System]) -> None:
     """Mark each graded figure (a cell shown beside a published one, and its averages) of a row whose grade rests on a
     claim, with one legend line naming each such run's folder and claim."""
     lines = []

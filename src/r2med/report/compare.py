@@ -11,7 +11,10 @@ Values are reported x100 like the paper.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
+
+from rich.markup import escape
+from rich.table import Table
 
 from ..errors import R2MedError
 from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
@@ -22,9 +25,6 @@ from .format import SIGNIFICANT, check_format, md, records_text, tex, tex_note, 
 from .judgments import legend_line, marks_for
 from .layout import compact_table, fitted, short_task
 from .ties import tie_notes
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 
 @dataclass
@@ -67,9 +67,6 @@ class Comparison:
         ]
 
     def changes_rich(self, n: int) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
         table = Table(
             title=escape(
                 f"{self.system} vs {self.baseline}: the {n} largest per-query gains and losses "
@@ -169,9 +166,6 @@ class Comparison:
         return chosen
 
     def _rich(self) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
         table = Table(
             title=escape(f"{self.system} vs {self.baseline}: {self.measure.label}"),
             caption=escape(self.legend()),
@@ -186,8 +180,6 @@ class Comparison:
         return table
 
     def _rich_narrow(self) -> Table:
-        from rich.markup import escape
-
         legend = (
             self.legend() + f" p: the randomisation test's ({SIGNIFICANT} below alpha); --wide adds the "
             "t-test and wins/ties/losses."

@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.bright import Contamination, contamination_of
+from ..data.names import hub_task, is_hub_task
+from ..protocol.bright import Contamination, contamination_of, tasks
+from ..reranking.base import RERANKERS
+from ..retrieval.registry import RETRIEVERS
 from ..runs.record import RecordedConfig
 
 if TYPE_CHECKING:
@@ -55,8 +58,6 @@ def _steps(config: RecordedConfig) -> Iterator[RecordedConfig]:
 def _registry_facts(config: RecordedConfig) -> tuple[Contamination, ...]:
     """The contamination of the registry record a step ran (its retriever or reranker by name), for a step that
     recorded no checkpoint (an API embedder, BM25, an older record)."""
-    from ..reranking.base import RERANKERS
-    from ..retrieval.registry import RETRIEVERS
 
     out: list[Contamination] = []
     retriever = config.retriever
@@ -82,8 +83,6 @@ def contamination_of_record(config: RecordedConfig | None) -> tuple[Contaminatio
 def touches(fact: Contamination, task: str) -> bool:
     """Whether ``fact``'s training data was built from the documents of ``task`` (an r2med task name: BRIGHT's
     long-document setting reads its task's documents' pages; R2MED's Biology is BRIGHT biology's corpus)."""
-    from ..data.names import hub_task, is_hub_task
-
     if not is_hub_task(task):
         return False
     return hub_task(task) in fact.qualified_tasks()
@@ -92,8 +91,6 @@ def touches(fact: Contamination, task: str) -> bool:
 def tasks_text(touched: Sequence[str]) -> str:
     """Tasks a training set touches (``Contamination.qualified_tasks()``) in words: ``all 12 BRIGHT tasks and R2MED's
     Biology``, or their names."""
-    from ..protocol.bright import tasks
-
     every = [t.qualified_name for t in tasks()]
     if all(t in touched for t in every):
         others = [t for t in touched if t not in every]

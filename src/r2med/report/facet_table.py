@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
 
 from ..evaluation.facets import Facets
 from ..measures import Measure
 from .format import GAP, check_format, md, records_text, tex, tex_note, tex_row
 from .layout import compact_table, fitted
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 
 @dataclass
@@ -79,9 +79,6 @@ class FacetBoard:
         return chosen
 
     def _rich(self, compact: bool) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
         header, rows = self.grid()
         title = escape(self.title)
         caption = escape("\n".join(self.legend()))

@@ -24,15 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Collection
+from ..data.benchmarks import benchmark, benchmark_of, benchmarks
 from ..errors import R2MedError
 from ..evaluation.facets import Facets
 from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
+from ..infra.input_files import exists_as_regular
 from ..measures import HEADLINE, Measure
 from ..results.folders import System
 from ..runs.run import ranked
 from ..version import __version__
 from .board import AVERAGE, Leaderboard, build_leaderboard
+from .facet_table import FacetBoard
 from .format import FLAG, GAP, SIGNIFICANT
 from .ticks import nice_ticks, tick_labels
 from .ties import tie_mark_html
@@ -57,8 +60,6 @@ def _asset(name: str) -> str:
 
 def _family(task: str) -> str | None:
     """The benchmark family whose task ``task`` is (``r2med``, ``bright``), None for a local collection."""
-    from ..data.benchmarks import benchmark_of
-
     try:
         found = benchmark_of(task)
     except R2MedError:  # a name like a family's that is not one of its tasks: a local collection
@@ -70,8 +71,6 @@ def report_title(tasks: Sequence[str]) -> str:
     """The page's title from the benchmarks its tasks belong to: ``R2MED results``, ``BRIGHT results``,
     ``R2MED and BRIGHT results`` (a combined page), ``+ local`` when other collections are shown beside them;
     ``Retrieval results`` for local collections only (never one benchmark's name over another's tasks)."""
-    from ..data.benchmarks import benchmarks
-
     shown = {_family(t) for t in tasks}
     names = [b.title for b in benchmarks() if b.name in shown]
     if not names:
@@ -321,8 +320,6 @@ def facets_html(
     one table per facet (values x systems, x100, with query counts); the selected one shown.  Without facets,
     why: the collections were not loaded (pass ``--data-dir``), or -- ``loaded`` names the tasks whose
     collections were -- they were, and hold nothing to group by."""
-    from .facet_table import FacetBoard
-
     if not facets:
         missing = [t for t in board.tasks if t not in loaded]
         if not missing:
@@ -361,8 +358,6 @@ def facets_html(
 def _texts_option(tasks: Sequence[str]) -> str:
     """Where the texts of ``tasks`` come from: ``--hub`` for a benchmark's tasks that are never read from a folder
     (its family has no ``local_copies``: BRIGHT's), ``--data-dir`` for local collections (R2MED's tasks: either)."""
-    from ..data.benchmarks import benchmark
-
     kinds = {_family(t) for t in tasks}
     hub_only = {k for k in kinds if k is not None and not benchmark(k).local_copies}
     if hub_only and kinds <= hub_only:
@@ -455,8 +450,6 @@ def write_html(
     facet: str | None = None,
 ) -> Path:
     """Write the self-contained report page atomically."""
-    from ..infra.input_files import exists_as_regular
-
     path = Path(path)
     page = render_html(systems, measure, collections, board, title, expansions, facets, facet)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from ..measures import Measure
 from .board import Leaderboard
 from .format import tex, tex_note, tex_row
+from .judgments import MARK
 
 #: Decimals printed (and ranked on).
 DECIMALS = 2
@@ -33,8 +34,6 @@ def column_ranks(values: Sequence[float | None]) -> list[int | None]:
 
 def _own_judgments(marks: Sequence[str]) -> bool:
     """Whether a cell's figure was made on a judgments file of the user's (``--qrels``: marked §)."""
-    from .judgments import MARK
-
     return any(m.startswith(MARK) for m in marks)
 
 

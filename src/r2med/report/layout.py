@@ -10,10 +10,11 @@ R2MED's 8 task columns narrow.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rich.table import Table
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 #: R2MED's task names as narrow column headers (the legend says which is which).
 SHORT_TASKS = {
@@ -41,8 +42,6 @@ def short_legend(names: Sequence[str]) -> str:
 
 def table_width(table: Any) -> int:
     """The width a rich renderable wants when nothing limits it."""
-    from rich.console import Console
-
     return Console(width=10_000, emoji=False).measure(table).maximum
 
 
@@ -63,7 +62,5 @@ def fitted(*layouts: Callable[[], Any]) -> Callable[[int], Any]:
 
 def compact_table(**kwargs: Any) -> Table:
     """A rich table without outer edges or vertical rules, one space of padding between columns."""
-    from rich import box
-    from rich.table import Table
 
     return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, **kwargs)

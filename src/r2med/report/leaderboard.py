@@ -8,14 +8,14 @@ here takes a board and reads its cells through :meth:`~r2med.report.board.Leader
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
 
 from .board import AVERAGE, BoardCell, Leaderboard, Row, build_leaderboard
 from .format import FLAG, check_format, md, records_text
+from .latex import leaderboard_latex
 from .layout import compact_table, fitted, short_legend
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 __all__ = [
     "AVERAGE",
@@ -50,9 +50,6 @@ def _caption(board: Leaderboard, compact: bool) -> str:
 
 
 def _rich(board: Leaderboard, compact: bool) -> Table:
-    from rich.markup import escape
-    from rich.table import Table
-
     header, lines = board.grid(compact=compact)
     lines = [(kind, [escape(c) for c in cells]) for kind, cells in lines]
     title = escape(f"Leaderboard: {board_measure(board)} (x100)")
@@ -80,8 +77,6 @@ def board_measure(board: Leaderboard) -> str:
 
 def _rich_vertical(board: Leaderboard) -> Table:
     """Tasks as rows, one column per system line (its published and delta lines as columns of their own)."""
-    from rich.markup import escape
-
     _header, lines = board.grid(compact=True)
     lines = [(kind, [escape(c) for c in cells]) for kind, cells in lines]
     table = compact_table(
@@ -139,8 +134,6 @@ def to_json(board: Leaderboard) -> str:
 
 def render_board(board: Leaderboard, fmt: str) -> str:
     """Markdown, CSV, LaTeX or JSON (``table`` is the rich table: :func:`to_rich`; here Markdown)."""
-    from .latex import leaderboard_latex
-
     fmt = check_format(fmt)
     if fmt in ("table", "markdown"):
         return to_markdown(board)

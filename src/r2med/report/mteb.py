@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import data_states
 from ..protocol.data_states import MtebFigure
+from ..results.data_states import run_state  # a dataset whose contents the record follows (BRIGHT's)
 from ..results.grading import claimed_checkpoint
 from ..runs.record import RecordedConfig
 
@@ -46,8 +48,6 @@ class MtebLine:
 
 def run_model(config: RecordedConfig | None) -> tuple[str | None, str | None]:
     """(the hub model a run's encoder recorded, its recorded revision); (None, None) for a local folder or none."""
-    from pathlib import Path
-
     encoder = config.encoder if config is not None else None
     if encoder is None or encoder.model is None:
         return None, None
@@ -76,7 +76,6 @@ def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool
     )
     if None in theirs:  # the hub's record says nothing of that commit's contents: not shown to be the same
         return False
-    from ..results.data_states import run_state  # a dataset whose contents the record follows (BRIGHT's)
 
     run = run_state(task, record)
     return theirs == (run.documents, run.examples)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ..measures import Measure
 from .board import Leaderboard
 from .format import check_format, records_text
+from .leaderboard import render_board, to_rich
 
 
 class Table(Protocol):
@@ -40,8 +41,6 @@ Board = Leaderboard | Table
 def render_one(board: Board, fmt: str) -> str:
     """One table in ``fmt``."""
     if isinstance(board, Leaderboard):
-        from .leaderboard import render_board
-
         return render_board(board, fmt)
     return board.render(fmt)
 
@@ -49,8 +48,6 @@ def render_one(board: Board, fmt: str) -> str:
 def rich_of(board: Board) -> Callable[[int | None], Any]:
     """The function of the width giving ``board``'s terminal table (for :func:`r2med.cli._ui.print_fitted`)."""
     if isinstance(board, Leaderboard):
-        from .leaderboard import to_rich
-
         leaderboard = board
 
         def rich(width: int | None = None) -> Any:

@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import R2MedError
+from ..infra.home import atomic_path
 from ..measures import Measure
 from .format import GAP, SIGNIFICANT
+from .layout import short_task
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -113,8 +115,6 @@ def series_styles(names: Sequence[str]) -> dict[str, tuple[str, str]]:
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
-    from ..infra.home import atomic_path
-
     fmt = figure_format(path)
     metadata = {"Date": None} if fmt in ("pdf", "svg") else {}
     with _style(), atomic_path(path) as tmp:
@@ -200,8 +200,6 @@ def bars_figure(board: Leaderboard) -> Figure:
     black ticks; gaps where a system has no value (no Average for a system without every task); with a baseline
     (``--baseline``), :data:`~r2med.report.format.SIGNIFICANT` over each bar that differs from it (the
     randomisation test of ``compare``, Holm across tasks, as the table marks it), said in a note under the axes."""
-    from .layout import short_task
-
     rows = board.systems
     columns = bar_columns(board)
     with _style():

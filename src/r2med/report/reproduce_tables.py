@@ -9,16 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
 
 from ..data.benchmarks import benchmark, benchmarks
 from ..measures import HEADLINE
 from ..protocol import data_states
 from ..results.grading import default_family
 from ..results.reproduction import Outcome, Planned
-
-if TYPE_CHECKING:
-    from rich.table import Table
+from .layout import compact_table
 
 
 def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
@@ -86,10 +87,6 @@ def plan_table(
     ``compact``: the layout for 80 columns -- each setting a heading row, and ``can run`` with the task count
     (``no 0/8``), so the reasons get the width.
     """
-    from rich.markup import escape
-    from rich.table import Table
-
-    from .layout import compact_table
 
     rows = plan_rows(planned)
     ok = sum(r["can_run"] for r in rows)
@@ -128,8 +125,6 @@ def _compact_plan_table(
     make_table: Callable[..., Table],
     others: Sequence[tuple[str, str, str]] = (),
 ) -> Table:
-    from rich.markup import escape
-
     table = make_table(title=title)
     table.add_column("configuration", overflow="fold", max_width=24)
     table.add_column("can run", no_wrap=True)
@@ -155,9 +150,6 @@ def _compact_plan_table(
 
 
 def outcome_table(outcomes: list[Outcome]) -> Table:
-    from rich.markup import escape
-    from rich.table import Table
-
     counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "ungraded", "error", "skip")}
     ungraded = f", {counts['ungraded']} ungraded" if counts["ungraded"] else ""
     measure = "nDCG@10" if all(o.target.measure == HEADLINE for o in outcomes) else "nDCG@10 / Recall@1"

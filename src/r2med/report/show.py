@@ -14,6 +14,10 @@ import io
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from ..measures import Measure
 from .format import GAP, visible
 
@@ -96,8 +100,6 @@ class QueryView:
 
 
 def _recording_console(width: int) -> Any:
-    from rich.console import Console
-
     return Console(width=width, record=True, file=io.StringIO(), emoji=False, highlight=False)
 
 
@@ -123,8 +125,6 @@ def _value(value: float | None) -> str:
 
 def view_renderables(view: QueryView) -> list[RenderableType]:
     """The rich renderables of a view, in order: the query, the judged documents, each system's top k."""
-    from rich.table import Table
-    from rich.text import Text
 
     label = view.measure.label
     parts: list[RenderableType] = [

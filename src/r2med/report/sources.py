@@ -14,10 +14,10 @@ from ..protocol import data_states
 
 if TYPE_CHECKING:
     from ..results.folders import System
-    from .board import Leaderboard
+    from .mark_hooks import BoardView
 
 
-def note_beside(board: Leaderboard, systems: Sequence[System]) -> None:
+def note_beside(board: BoardView, systems: Sequence[System]) -> None:
     """Add to ``board``'s notes, for each system row with a published configuration, the figures of that
     configuration's other sources (shown, never graded) on the tasks the row has."""
     for row, system in zip(board.rows, systems):  # the system rows come first, in order

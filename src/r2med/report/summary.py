@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
 
 from ..data.tasks import TASK_NAMES
 from ..measures import HEADLINE, Measure
@@ -11,9 +13,8 @@ from ..results.folders import Summary, TaskResult
 from ..results.published import PublishedKey
 from .board import beyond, graded_tolerance
 from .format import FLAG
-
-if TYPE_CHECKING:
-    from rich.table import Table
+from .judgments import task_label
+from .layout import compact_table
 
 
 def summary_table(
@@ -29,10 +30,6 @@ def summary_table(
     over the tasks of the published average: R2MED's 8, BRIGHT's 12 or its 8 long settings); a delta beyond its
     tolerance ends in ``!``, as ``r2med report`` marks it.  ``compact``: no
     vertical rules, short headers (for a narrow terminal)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from .layout import compact_table
 
     measures = list(measures or (HEADLINE,))
     key = summary.published
@@ -60,7 +57,6 @@ def summary_table(
     values: dict[Measure, list[float]] = {m: [] for m in measures}
     tolerance = graded_tolerance(key, summary.precision is not None) if key is not None else None
     flagged: list[float] = []
-    from .judgments import task_label
 
     for r in results:
         row = [escape(task_label(r, results)), str(len(r.metrics.per_query))]

@@ -46,9 +46,12 @@ from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..infra.llm import LLMClient
 from ..protocol.bright import rerank_prompt
+from ..retrieval.encoders import resolve_device
+from ..retrieval.encoders.hf import check_weights_dtype, dtype_kwargs, weights_dtype
 from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, options_as, register_reranker
+from .cross_encoder import ensure_available
 
 log = logging.getLogger(__name__)
 
@@ -282,9 +285,6 @@ class BrightCrossEncoder:
                 from sentence_transformers import CrossEncoder
             except ImportError:
                 raise MissingExtraError("sentence-transformers", "dense", "bright-cross-encoder") from None
-            from ..retrieval.encoders import resolve_device
-            from ..retrieval.encoders.hf import check_weights_dtype, dtype_kwargs, weights_dtype
-            from .cross_encoder import ensure_available
 
             ensure_available(self.model_id)
             device = resolve_device(self.device)

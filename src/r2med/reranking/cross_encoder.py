@@ -16,15 +16,20 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from huggingface_hub import try_to_load_from_cache
 
+from ..data.hub import HubUnavailable
+from ..data.hub import probe as hub_probe
 from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
 from ..infra.weights import load_pretrained
-from ..retrieval.encoders import FramingRecord, model_max_length
+from ..retrieval.encoders import FramingRecord, canonical_dtype, model_max_length, resolve_device, resolve_dtype
+from ..retrieval.encoders.hf import check_model_source, dtype_kwargs, weights_dtype
 from ..typed.options import AnyCrossEncoderOptions, CrossEncoderOptions, as_model_takes
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, register_reranker
@@ -52,22 +57,15 @@ def require_torch() -> ModuleType:
 
 def ensure_available(model: str, revision: str | None = None, probe: str = "config.json") -> None:
     """Fail at once, in one line, when ``model`` is neither a local folder, cached, nor downloadable."""
-    from pathlib import Path
-
-    from ..retrieval.encoders.hf import check_model_source
 
     if Path(model).expanduser().exists():
         return
     check_model_source(model)
     try:
-        from huggingface_hub import try_to_load_from_cache
-
         if isinstance(try_to_load_from_cache(model, probe, revision=revision), str):
             return
     except Exception:  # a malformed id: let the loader report it
         return
-    from ..data.hub import HubUnavailable
-    from ..data.hub import probe as hub_probe
 
     try:  # one request through huggingface_hub (its offline mode, endpoint, proxies): fail fast when unreachable
         hub_probe(model, probe, revision, repo_type="model")
@@ -119,17 +117,12 @@ class PointwiseReranker:
 
     def load_kwargs(self) -> dict[str, Any]:
         """The precision keyword for ``from_pretrained`` (``dtype=``): every loader gets the one it runs in."""
-        from ..retrieval.encoders.hf import dtype_kwargs
-
         key = next(iter(dtype_kwargs("fp32")))
         return {key: self._dtype}
 
     # -- shared --------------------------------------------------------------------------------
     def load(self) -> None:
         if self._model is None:
-            from ..retrieval.encoders import canonical_dtype, resolve_device, resolve_dtype
-            from ..retrieval.encoders.hf import weights_dtype
-
             self.device = resolve_device(self.device_option)
             if self.dtype_option == "auto":  # half precision on a GPU (fp16: bf16's 8-bit mantissa ties more)
                 dtype = require_torch().float16 if self.device.startswith("cuda") else require_torch().float32

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import R2MedError
+from ..expansion.traces import strip_trace
 from ..infra import progress
 from ..infra.llm import LLMClient
 from ..typed.options import ListwiseOptions, LlmEndpointOptions
@@ -62,8 +63,6 @@ def parse_permutation(text: str, m: int) -> tuple[list[int], bool]:
     reasoning trace ending in ``</think>``.  Identifiers outside ``1..m`` and repeats are dropped;
     passages never named follow in their previous order.
     """
-    from ..expansion.traces import strip_trace
-
     answer = strip_trace(text or "", "think")
     found = re.findall(r"\[\s*(\d+)\s*\]", answer) or re.findall(r"\b(\d+)\b", answer)
     order: list[int] = []

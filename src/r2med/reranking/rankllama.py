@@ -23,6 +23,7 @@ from typing import Any, TypedDict
 from ..errors import MissingExtraError, R2MedError
 from ..infra.weights import load_adapter, pretrained_with_gaps
 from ..retrieval.encoders.base import FramingRecord
+from ..retrieval.encoders.framing import pair_ids, settled_pair
 from ..typed.options import RankLlamaOptions
 from .base import RerankerMeta, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
@@ -85,8 +86,6 @@ class RankLlamaReranker(PointwiseReranker):
     def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[Any]]:
         """The pairs' ids, built by r2med from the tokenizer's pair template (its files agreeing), checked on the
         first pair against the tokenizer's own call ``tokenizer(q, p, truncation=True, max_length=...)``."""
-        from ..retrieval.encoders.framing import pair_ids, settled_pair
-
         tok = self._tokenizer
         if self._pair is None:
             template, tokens, files = settled_pair(self.tokenizer_id, tok, FRAMING.tokens, FRAMING.follows_tokenizer)

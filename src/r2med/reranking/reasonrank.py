@@ -39,7 +39,8 @@ from typing import Any
 
 from ..errors import MissingExtraError, R2MedError
 from ..infra.llm import LLMClient
-from ..protocol.later_models import later_reranker, provenance
+from ..infra.optional import required_module
+from ..protocol.later_models import later_models, later_reranker, provenance
 from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerFactory, RerankerMeta, options_as, register_reranker
@@ -94,8 +95,6 @@ def parse_answer(text: str | None, m: int) -> tuple[list[int], str, bool]:
     the window keeps its order) -- and ``repaired`` whether ids were repeated, out of range or
     missing.  The rules are ReasonRank's ``_clean_response`` / ``receive_permutation``.
     """
-    from ..protocol.later_models import later_models
-
     pattern = later_models()["rerankers"]["reasonrank-32b"]["settings"]["answer_pattern"]
     text = text or ""
     match = re.search(pattern, text.lower(), re.DOTALL)
@@ -120,11 +119,9 @@ def parse_answer(text: str | None, m: int) -> tuple[list[int], str, bool]:
 
 
 def _fix_text(text: str, **options: Any) -> str:
-    try:
-        import ftfy
-    except ImportError:
-        raise MissingExtraError("ftfy", "llm", "ReasonRank reranking (its prompts are cleaned with ftfy)") from None
-    return ftfy.fix_text(text, **options)
+    ftfy = required_module("ftfy", "llm", "ReasonRank reranking (its prompts are cleaned with ftfy)")
+    fixed: str = ftfy.fix_text(text, **options)
+    return fixed
 
 
 class ReasonRankReranker(ListwiseReranker):

@@ -28,8 +28,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from ..data import bright as data_bright
 from ..errors import OptionError
 from ..measures import HEADLINE, Family, Measure
+from ..protocol import bright
+from ..protocol.bright import csv_measure
+from ..reranking.base import RERANKERS
+from ..typed.parse import by_checkpoint, score_fields
 from .grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, checkpoint_name, retriever_spec
 from .published import RERANK, PublishedKey
 
@@ -68,8 +73,6 @@ NOT_RUN = {
 
 
 def _facts() -> Any:
-    from ..protocol import bright
-
     return bright
 
 
@@ -217,9 +220,7 @@ class BrightKey(PublishedKey):
 
     def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: the 12 (nDCG@10) or the 8 long-document settings (Recall@1)."""
-        from ..data import bright
-
-        return bright.names(long=MEASURES.get(measure, "short") == "long")
+        return data_bright.names(long=MEASURES.get(measure, "short") == "long")
 
     def graded_tasks(self, measure: Measure = HEADLINE) -> set[str]:
         """The tasks a figure of ``measure`` covers: its per-task figures' and, with an Average, every task of it."""
@@ -363,8 +364,6 @@ def why_not_reproducible(row: PublishedRow) -> str | None:
                 "the Average grades, these do not"
             )
     if MEASURES.get(row.measure) != row.documents:
-        from ..protocol.bright import csv_measure
-
         return (
             f"{csv_measure(row.measure)} on {row.documents} documents: not a measure BRIGHT's rows grade "
             "(nDCG@10, long Recall@1)"
@@ -389,8 +388,6 @@ def bright_keys() -> tuple[BrightKey, ...]:
 
 def not_reproducible() -> list[tuple[str, str, int]]:
     """(configuration as the CSV names it, why r2med cannot run it, how many figures) for every other row."""
-    from ..protocol.bright import csv_measure
-
     found: dict[tuple[str, str], int] = {}
     for row in _rows():
         why = why_not_reproducible(row)
@@ -438,9 +435,6 @@ def spec(key: PublishedKey) -> RetrieverSpec | RerankSpec | None:
 def _rerank_spec(key: BrightKey) -> RerankSpec | None:
     """A leaderboard reranking row as rerank.py ran it: the reranker's model, ``--k`` = ``--input_k`` (the
     leaderboard's top-10 / top-100: r2med's reading), rerank.py's sampling, over BRIGHT's BM25."""
-    from ..protocol import bright
-    from ..reranking.base import RERANKERS
-    from ..typed.parse import by_checkpoint, score_fields
 
     name = key.reranker_name
     meta = RERANKERS.get(name) if name else None

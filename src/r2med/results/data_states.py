@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..data.bright import parse_name, protocol_problem, reasoning_config
+from ..data.hub import snapshot_commit
 from ..measures import HEADLINE, Measure
-from ..protocol import data_states
+from ..protocol import bright, data_states
 from ..protocol.data_states import UNKNOWN, DataState
 
 
@@ -75,8 +77,6 @@ def _source_repo(source: object) -> tuple[str | None, str | None]:
 
 def _reasoning_of(config: object) -> tuple[str, str | None] | None:
     """(the reasoning config read, its commit) of a run of a BRIGHT reasoning set; None: no reasoning set."""
-    from ..data.bright import reasoning_config
-    from ..data.hub import snapshot_commit
 
     if not isinstance(config, Mapping):
         return None
@@ -90,8 +90,6 @@ def _reasoning_of(config: object) -> tuple[str, str | None] | None:
 
 def run_state(task: str, record: Mapping[str, Any]) -> RunState:
     """The data one BRIGHT task folder's run (its ``metrics.json``) read, as content ids."""
-    from ..data.bright import parse_name
-
     repo, commit = _source_repo(record.get("source"))
     commit = str(record.get("revision") or commit or "") or None
     if repo is None:
@@ -121,8 +119,6 @@ def figure_state(key: FigureKey, task: str, measure: Measure = HEADLINE) -> Data
 def _queries_column(llm: str) -> str:
     """BRIGHT's published-figures queries column of reasoning set ``llm`` (``gpt4`` -> ``gpt4_reason``;
     ``none``: ``original``)."""
-    from ..protocol import bright
-
     if llm == "none":
         return "original"
     for r in bright.hub().reasoning_sets:
@@ -133,8 +129,6 @@ def _queries_column(llm: str) -> str:
 
 def pinned_state(task: str) -> DataState:
     """The data BRIGHT's pin holds for ``task`` (what a run is compared with when no figure is named)."""
-    from ..data.bright import parse_name
-    from ..protocol import bright
 
     hub = bright.hub()
     corpus = "long_documents" if parse_name(task).long else "documents"
@@ -168,8 +162,6 @@ def bright_data_problem(
 ) -> str | None:
     """Why one BRIGHT task folder's run is not graded against ``key``'s figure on ``task`` for its data (None: the
     pin's data when no key is named), or None when it is made on the figure's data."""
-    from ..data.bright import protocol_problem
-
     problem = protocol_problem(task, record)
     if problem is not None:
         return problem

@@ -18,16 +18,22 @@ The folder model: ``OUT/<system>/<task>/``.  ``OUT`` is a *results root* (every 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import platform
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+import numpy
+import scipy
 
 from ..data import Collection
 from ..data.benchmarks import protocol_of
+from ..data.bright import names
 from ..data.loaders import DEFAULT_SPLIT
 from ..data.tasks import TASK_NAMES
 from ..errors import NothingToScore, R2MedError, did_you_mean_folder
@@ -37,8 +43,11 @@ from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
+from ..retrieval.registry import RETRIEVERS
 from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_cut_ties, read_trec, write_task_results
+from ..typed.options import as_options_name
+from ..typed.parse import Origin, SpecError, parse
 from ..version import __version__
 from .grading import data_problem, grade_system, precision_change, published_label
 from .published import PublishedKey
@@ -115,21 +124,14 @@ def task_measures(collection: Collection, asked: Iterable[Measure] = ()) -> tupl
 
 
 def versions() -> dict[str, str]:
-    import numpy
-    import scipy
-
     out = {
         "r2med": __version__,
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "scipy": scipy.__version__,
     }
-    try:
-        from importlib.metadata import version
-
+    with contextlib.suppress(PackageNotFoundError):  # pragma: no cover - metadata missing in odd installs
         out["pytrec_eval"] = version("pytrec-eval-terrier")
-    except Exception:  # pragma: no cover - metadata missing in odd installs
-        pass
     return out
 
 
@@ -376,9 +378,6 @@ def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
     never reused).  An option recorded under its old name (``revision``, now ``model_revision``) is read as the
     option, in a record of any version."""
-    from ..retrieval.registry import RETRIEVERS
-    from ..typed.options import as_options_name
-    from ..typed.parse import Origin, SpecError, parse
 
     recorded = config.as_json()
     meta = RETRIEVERS.get(str(config.retriever))
@@ -760,8 +759,6 @@ def find_systems(paths: Iterable[str | os.PathLike[str]], published: Mapping[str
 def task_order(systems: Iterable[System]) -> list[str]:
     """R2MED's 8 tasks in the paper's order first, then BRIGHT's in its order (each task, then its long-document
     setting), then any other task names in order of appearance."""
-    from ..data.bright import names
-
     seen: list[str] = []
     for s in systems:
         for t in s.tasks:

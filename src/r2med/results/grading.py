@@ -43,12 +43,27 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..data.benchmarks import benchmark, benchmark_of
+from ..data.benchmarks import benchmark, benchmark_of, benchmarks
+from ..data.bright import reasoning_config
+from ..data.hub import expansion_path, snapshot_commit, task_revision
+from ..data.hub_integrity import hub_fingerprints
 from ..data.names import DEFAULT, aliases
+from ..data.tasks import TASKS
 from ..errors import OptionError, R2MedError, shown
+from ..evaluation.ties import PUBLISHED_TIE_RULE
+from ..expansion.precomputed import COMBINATION_RULE, read_from_hub
+from ..expansion.traces import normalize_llm
 from ..measures import HEADLINE, Measure
+from ..protocol import bright, data_states
+from ..reranking.base import RERANKERS, published_depth
+from ..retrieval.encoders import canonical_dtype
+from ..retrieval.presets import get_preset
+from ..retrieval.registry import RETRIEVERS
 from ..runs.record import JsonObject, RecordedConfig
+from ..steps import evaluate_from_record, rerank_from_record
 from ..typed.model_source import parse_claim
+from ..typed.options import ANALYZERS, as_options_name
+from ..typed.parse import by_checkpoint, score_fields
 from .published import PublishedKey
 
 if TYPE_CHECKING:
@@ -352,8 +367,6 @@ def label_examples() -> tuple[str, ...]:
 
 def publishing() -> list[Publishes]:
     """The families with a published table, in the registry's order."""
-    from ..data.benchmarks import benchmarks
-
     return [b for b in benchmarks() if isinstance(b, Publishes)]
 
 
@@ -384,8 +397,6 @@ class Grade:
 
 def retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
     """The spec of a published row's retriever (its first stage, when reranked) kept to depth ``top_k``."""
-    from ..retrieval.registry import RETRIEVERS
-    from ..typed.parse import by_checkpoint, score_fields
 
     meta = RETRIEVERS.get(key.system)
     if meta is None:
@@ -399,8 +410,6 @@ def retriever_spec(key: PublishedKey, top_k: Published) -> RetrieverSpec | None:
             value = meta.paper[name]
             options[name] = Published((value,) if name in meta.defaults else (None, value), checkpoint)
         elif name == "analyzer":  # both analyzers make Lucene's EnglishAnalyzer tokens (README: identical lists)
-            from ..typed.options import ANALYZERS
-
             options[name] = Published(tuple(ANALYZERS))
         elif name in meta.defaults:  # a value the options type always holds (BM25's, MedCPT's)
             options[name] = Published((meta.defaults[name],), checkpoint)
@@ -435,8 +444,6 @@ def _family_own_settings(family: str, name: str) -> dict[str, object]:
 def _preset_settings(name: str) -> dict[str, object]:
     """A dense preset's own encoder settings that do not depend on the task (what its options leave unset), as
     the options name them; {} for a retriever that is no preset."""
-    from ..retrieval.presets import get_preset
-
     try:
         preset = get_preset(name)
     except R2MedError:
@@ -452,8 +459,6 @@ def _preset_settings(name: str) -> dict[str, object]:
 
 def rerank_spec(key: PublishedKey) -> RerankSpec | None:
     """The spec of a published reranked row whose reranker's record says how it was published."""
-    from ..reranking.base import RERANKERS, published_depth
-    from ..typed.parse import by_checkpoint, score_fields
 
     name = key.reranker_name
     meta = RERANKERS.get(name) if name else None
@@ -515,9 +520,6 @@ def precision_change(config: RecordedConfig) -> tuple[str, str] | None:
     """(precision used, the published one) when a run's recorded precision differs from the published, else
     None.  A retriever's CPU fallback (its record's ``cpu_dtype``, as its published code falls back on a CPU)
     is the published precision too."""
-    from ..reranking.base import RERANKERS
-    from ..retrieval.encoders import canonical_dtype
-    from ..retrieval.registry import RETRIEVERS
 
     found: list[tuple[str | None, str | None, object]] = []  # (published precision, CPU fallback, used)
     encoder = config.encoder
@@ -643,8 +645,6 @@ def _family_settings_differences(spec: RetrieverSpec, config: RecordedConfig, ta
 
 def _family_encoder(retriever: str, task: str) -> dict[str, object]:
     """The encoder settings preset ``retriever`` runs on ``task`` with its family's settings and no option set."""
-    from ..data.benchmarks import benchmark_of
-    from ..retrieval.presets import get_preset
 
     try:
         family = benchmark_of(task)
@@ -660,9 +660,6 @@ def _family_encoder(retriever: str, task: str) -> dict[str, object]:
 def _reasoning_differences(expansion: tuple[str, str], config: RecordedConfig) -> list[str]:
     """Why a run's queries are not BRIGHT's reasoning set ``expansion`` as its hub holds it at the pinned commit (or
     at another commit the hub's record shows holding the same upload of it)."""
-    from ..data.bright import reasoning_config
-    from ..data.hub import snapshot_commit
-    from ..protocol import bright, data_states
 
     _, llm = expansion
     recorded = config.expansion
@@ -685,8 +682,6 @@ def _reasoning_differences(expansion: tuple[str, str], config: RecordedConfig) -
 
 def _expansion_differences(expansion: tuple[str, str], config: RecordedConfig, task: str | None) -> list[str]:
     """Why a run's expansion is not the hub's file of ``expansion`` (method, LLM), if it is not."""
-    from ..data.hub import snapshot_commit
-    from ..expansion.precomputed import COMBINATION_RULE, read_from_hub
 
     method, llm = expansion
     recorded = config.expansion
@@ -726,8 +721,6 @@ def _expansion_differences(expansion: tuple[str, str], config: RecordedConfig, t
 
 def _expansion_commit(task: str | None, method: str, llm: str) -> str | None:
     """The hub commit r2med reads ``task``'s ``method:llm`` expansions from by default (None: task unknown)."""
-    from ..data.hub import task_revision
-    from ..data.tasks import TASKS
 
     if task is None or task not in TASKS:
         return None
@@ -740,9 +733,6 @@ def _expansion_commit(task: str | None, method: str, llm: str) -> str | None:
 def _hub_fingerprints(task: str | None, method: str, llm: str) -> set[str]:
     """The content fingerprints r2med recorded of the hub's ``method:llm`` file of ``task`` (None: any R2MED task)
     at the commit it reads it from by default."""
-    from ..data.hub import expansion_path
-    from ..data.hub_integrity import hub_fingerprints
-    from ..data.tasks import TASKS
 
     try:
         path = expansion_path(method, llm)
@@ -757,9 +747,6 @@ def _hub_fingerprints(task: str | None, method: str, llm: str) -> set[str]:
 
 
 def _grade_evaluate(config: RecordedConfig, task: str | None) -> Grade:
-    from ..expansion.traces import normalize_llm
-    from ..steps import evaluate_from_record
-
     step = evaluate_from_record(config)
     if step is None:
         return Grade()
@@ -784,10 +771,6 @@ def _first_stage(config: RecordedConfig) -> RecordedConfig | None:
 
 
 def _grade_rerank(config: RecordedConfig, task: str | None) -> Grade:
-    from ..reranking.base import RERANKERS
-    from ..steps import evaluate_from_record, rerank_from_record
-    from ..typed.options import as_options_name
-
     step = rerank_from_record(config)
     meta = RERANKERS.get(step.reranker_name) if step is not None else None
     first = _first_stage(config)
@@ -879,8 +862,6 @@ def _with_ties(graded: Grade, config: RecordedConfig) -> Grade:
     published figures were (``config.ties``, recorded by ``--ties listed``; every published row r2med grades against
     was scored by trec_eval's rule: :data:`r2med.evaluation.ties.PUBLISHED_TIE_RULE`): a figure is graded only
     against figures made the same way."""
-    from ..evaluation.ties import PUBLISHED_TIE_RULE
-
     first = _first_stage(config)
     rule = config.ties or (first.ties if first is not None else None) or PUBLISHED_TIE_RULE  # a reranked import's
     if graded.key is None or rule == PUBLISHED_TIE_RULE:
@@ -940,8 +921,6 @@ def published_dtype(config: RecordedConfig) -> tuple[str, str] | None:
     """(the precision the published code ran a dense run's retriever in, who ran it: ``BRIGHT``, ``the paper's
     code``) -- its family's settings' (:func:`family_settings_dtype`) or its registry record's ``paper_dtype`` --
     or None: not a dense run, or none stated."""
-    from ..retrieval.registry import RETRIEVERS
-
     if config.encoder is None:
         return None
     family = family_settings_dtype(config)
@@ -962,8 +941,6 @@ def _auto_precision_problem(config: RecordedConfig, encoding: JsonObject | None)
     are of one class (:func:`precision_class`: fp32 full; fp16 and bf16 half, the wider tolerance within it); a
     record without them (made before r2med recorded them, or with every vector read from the embedding cache) is
     not graded: its precision is unknown."""
-    from ..retrieval.encoders import canonical_dtype
-
     published = published_dtype(config)
     if published is None or published[0] != "auto":
         return None

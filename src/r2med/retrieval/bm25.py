@@ -26,10 +26,12 @@ import mmap
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import scipy.sparse as sp
 
 from ..data import exclusion_cells
@@ -37,7 +39,7 @@ from ..data.exclusions import Exclusions
 from ..errors import OptionError, R2MedError
 from ..evaluation.tie_data import CutTie
 from ..infra import progress
-from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts, parse_json, read_json
+from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts, read_json
 from ..infra.input_files import open_regular
 from ..protocol import models
 from ..runs.run import Run
@@ -368,8 +370,6 @@ class BM25(BaseRetriever):
         if threads == 1:
             parts = map(batch, starts)
         else:
-            from concurrent.futures import ThreadPoolExecutor
-
             with ThreadPoolExecutor(threads) as pool:
                 parts = list(pool.map(batch, starts))
         run: Run = {}
@@ -427,19 +427,10 @@ def _small_pages() -> Iterator[None]:
 
 
 def _dumps(values: list[Any]) -> bytes:
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - orjson is a dependency
-        return json.dumps(values).encode("utf-8")
     return orjson.dumps(values)
 
 
 def _loads(raw: bytes | mmap.mmap) -> list[Any]:
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover
-        values: list[Any] = parse_json(bytes(raw))
-        return values
     loaded: list[Any] = orjson.loads(memoryview(raw))
     return loaded
 

@@ -47,8 +47,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import R2MedError
+from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
-from ..infra.input_files import exists_as_regular, open_regular, read_regular
+from ..infra.input_files import NotRegularFile, exists_as_regular, open_regular, read_regular
+from ..infra.optional import optional_module, required_module
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +59,6 @@ def _regular(path: Path) -> Path:
     """``path`` if it is a regular file, else a NotRegularFile (an OSError: the entry is damage, encoded again)
     -- checked before a memory map, which would wait on a FIFO."""
     if not exists_as_regular(path) and path.exists():
-        from ..infra.input_files import NotRegularFile
-
         raise NotRegularFile(f"{path} is not a regular file")
     return path
 
@@ -85,11 +85,7 @@ def embedding_key(encoder_config: dict[str, Any], texts_fingerprint: str, role: 
 
 def checksum_algorithm() -> str:
     """``xxh3_64`` when the ``xxhash`` package is importable (~30 GB/s), else ``crc32`` (zlib, ~2 GB/s)."""
-    try:
-        import xxhash  # noqa: F401
-    except ImportError:
-        return "crc32"
-    return "xxh3_64"
+    return "crc32" if optional_module("xxhash") is None else "xxh3_64"
 
 
 def array_checksum(arr: np.ndarray, algorithm: str | None = None) -> str:
@@ -97,8 +93,7 @@ def array_checksum(arr: np.ndarray, algorithm: str | None = None) -> str:
     algorithm = algorithm or checksum_algorithm()
     data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data  # a memoryview of the bytes, not a copy
     if algorithm == "xxh3_64":
-        import xxhash
-
+        xxhash = required_module("xxhash", "dense", "the embedding cache's xxh3-64 checksums")
         return f"xxh3_64:{xxhash.xxh3_64_hexdigest(data)}"
     if algorithm == "crc32":
         return f"crc32:{zlib.crc32(data):08x}"
@@ -263,8 +258,6 @@ class EmbeddingCache:
             write_json_atomic(self.path / "meta.json", self.meta)
 
     def _refuse_links(self) -> None:
-        from ..infra.containment import refuse_links
-
         refuse_links(self.path.parent, self.chunk_dir, include_last=True)  # the entry and its chunk folder
 
     def write_chunk(self, i: int, emb: np.ndarray) -> None:

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..data.benchmarks import benchmark, benchmark_of
 from ..errors import OptionError, R2MedError
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ def family_of_task(task: str | None) -> Benchmark | None:
     """The benchmark family of ``task`` (None: no task, a local collection, or a name no family takes)."""
     if not task:
         return None
-    from ..data.benchmarks import benchmark_of
 
     try:
         return benchmark_of(task)
@@ -65,7 +65,6 @@ def settings_for(
         return own, own.record()
     if family.name == home:
         return None, None
-    from ..data.benchmarks import benchmark
 
     home_title = benchmark(home).title
     if per_task and not (given or {}).get("query_instruction"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, JsonValue, field_validator
@@ -36,6 +36,7 @@ from ..typed.parse import Count, Origin, Spec, parse
 from ..typed.parse import field_names as spec_fields
 from .encoders import EncoderSettings, FramingRecord
 from .encoders.base import LOADERS
+from .registry import DENSE_EXTRA, RetrieverMeta
 
 if TYPE_CHECKING:
     from ..data.benchmarks import ModelSettings
@@ -349,7 +350,6 @@ class Preset:
 
     def __post_init__(self) -> None:
         preset_fields(self.fields, f"preset {self.name!r}")  # its source checked it; one built in Python too
-        from .registry import RetrieverMeta
 
         refuse_unknown_keys(self.facts, field_names(RetrieverMeta), f"preset {self.name!r} facts")
 
@@ -426,8 +426,6 @@ class Preset:
 def _unset_by_family() -> dict[str, Any]:
     """What a family's encoder settings leave unset, as r2med's encoders' defaults: every field is set, so nothing of
     the preset's own family leaks in (``expansion_instruction`` stays the preset's: r2med's rule for expansions)."""
-    from dataclasses import asdict
-
     skip = ("model", "query_model", "revision", "query_instruction", "doc_instruction", "expansion_instruction")
     return {k: v for k, v in asdict(EncoderSettings(model="")).items() if k not in skip}
 
@@ -495,8 +493,6 @@ def get_preset(name: str) -> Preset:
 
 def preset_meta(name: str) -> dict[str, Any]:
     """The registry facts of preset ``name`` (:class:`~r2med.retrieval.registry.RetrieverMeta` fields)."""
-    from .registry import DENSE_EXTRA
-
     preset = get_preset(name)
     api_key = preset.fields.get("api_key_env")
     kind = "later work" if preset.facts.get("later") else preset.kind

@@ -23,6 +23,8 @@ from ..retrieval.dense import exact_top_k_cut
 from ..retrieval.topk import CutPositions, cut_ties_of, merge_top_k_cut
 from ..runs.run import Run
 from .cluster import LOCAL, connect, map_tasks
+from .encode import load_shards
+from .store import ShardStore
 
 
 def search_dense_shard(
@@ -42,8 +44,6 @@ def search_dense_shard(
     hold global positions, and an excluded doc sorts after every other in the merge.
     """
     if isinstance(shard, tuple):
-        from .store import ShardStore
-
         location, index = shard
         shard = ShardStore(location).read_shard(index, mmap=True)
     local = None
@@ -83,8 +83,6 @@ class ShardedDenseIndex:
 
     @classmethod
     def from_store(cls, location: str) -> ShardedDenseIndex:
-        from .encode import load_shards
-
         doc_ids, arrays = load_shards(location)
         return cls(doc_ids, [(location, i) for i in range(len(arrays))], [len(a) for a in arrays], location)
 

@@ -33,6 +33,7 @@ import numpy as np
 from ...errors import R2MedError, shown
 from ...infra.deadline import DeadlinePassed, urlopen_within
 from ...infra.home import parse_json
+from ...infra.optional import required_module
 from ...infra.redact import redact_url
 from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 from .base import BaseEncoder, EncoderSettings
@@ -60,9 +61,8 @@ class EmbeddingAPIError(R2MedError):
 def token_encoding(encoding: str = "cl100k_base") -> tiktoken.Encoding | None:
     """tiktoken's ``encoding``, or None when tiktoken is missing or its BPE file cannot be had (offline)."""
     try:
-        import tiktoken
-
-        return tiktoken.get_encoding(encoding)
+        found: tiktoken.Encoding = required_module("tiktoken", "llm", "counting API tokens").get_encoding(encoding)
+        return found
     except Exception as exc:  # not installed, or its BPE file cannot be downloaded offline
         log.warning(
             "tiktoken %s is unavailable (%s); truncating by an estimate of 0.75 words per token",

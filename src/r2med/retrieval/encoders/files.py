@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from huggingface_hub import hf_hub_download, try_to_load_from_cache
+from huggingface_hub.constants import HF_HUB_OFFLINE
+
 from ...typed.model_source import looks_like_path
 
 
@@ -26,9 +29,6 @@ def model_file(model: str, filename: str, revision: str | None = None) -> Path |
     if not _looks_like_hub_id(model):
         return None
     try:
-        from huggingface_hub import hf_hub_download, try_to_load_from_cache
-        from huggingface_hub.constants import HF_HUB_OFFLINE
-
         cached = try_to_load_from_cache(model, filename, revision=revision)
         if isinstance(cached, str):
             return Path(cached)

@@ -36,7 +36,9 @@ from huggingface_hub import try_to_load_from_cache
 
 from ...errors import MissingExtraError, R2MedError
 from ...infra.home import read_json
+from ...infra.optional import required_module
 from ...infra.weights import load_pretrained, recording_loads
+from ...typed.model_source import missing_model_path
 from .base import TOKENIZER_FRAMING, BaseEncoder, EncoderSettings, canonical_dtype
 from .files import model_file
 from .framing import (
@@ -178,8 +180,6 @@ def model_max_length(model: Any, tokenizer: Any) -> int | None:
 
 def check_model_source(model: str) -> None:
     """A path-looking model name must exist; a hub id (``org/name``) is checked when it is loaded."""
-    from ...typed.model_source import missing_model_path
-
     problem = missing_model_path(model)
     if problem:
         raise R2MedError(problem)
@@ -633,10 +633,7 @@ class GritLMEncoder(TorchEncoder):
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         if self._model is None:
-            try:
-                from gritlm import GritLM
-            except ImportError as exc:
-                raise MissingExtraError("gritlm", "dense", "the grit preset") from exc
+            GritLM = required_module("gritlm", "dense", "the grit preset").GritLM
             s = self.settings
             self._model = GritLM(
                 s.model,
