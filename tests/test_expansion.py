@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_r2med, shared_collection
+from conftest import recorded, run_r2med, shared_collection
 from r2med.data import load_folder
 from r2med.errors import DataError, R2MedError
 from r2med.expansion import (
@@ -168,16 +168,18 @@ def test_a_recorded_expansion_reads_back_as_the_same_spec():
     from r2med.steps import evaluate_from_record
 
     old = upgrade_config_v1({"retriever": "bm25", "options": {}, "k": 100, "queries": "hyde:qwen-7b trace=auto"})
-    step = evaluate_from_record(old)
+    step = evaluate_from_record(recorded(old))
     assert step is not None and step.expansion == ExpansionSpec.of("hyde:qwen_7b")
     new = evaluate_from_record(
-        {
-            "step": "evaluate",
-            "retriever": "bm25",
-            "options": {},
-            "k": 100,
-            "expansion": {"method": "reason", "llm": "gpt4", "rule": "replace"},
-        }
+        recorded(
+            {
+                "step": "evaluate",
+                "retriever": "bm25",
+                "options": {},
+                "k": 100,
+                "expansion": {"method": "reason", "llm": "gpt4", "rule": "replace"},
+            }
+        )
     )
     assert new is not None and new.expansion == ExpansionSpec(method="reason", llm="gpt4")
 

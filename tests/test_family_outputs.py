@@ -106,7 +106,8 @@ def test_r2med_and_bright_outputs_are_byte_identical_to_the_recorded_ones(tmp_pa
         config = record.config
         assert config is not None and config.as_json() == written["config"]
         assert (config.step, config.retriever, config.k) == ("evaluate", "bm25", written["config"]["k"])
-        assert config.fact("k1") == written["config"]["k1"]  # BM25's own fact, by name
+        assert config.fact("flavour") == written["config"]["flavour"]  # BM25's own fact, by name
+        assert config.options is not None and config.options["k1"] == written["config"]["options"]["k1"]  # once
         expansion = written["config"]["expansion"]
         typed = None if config.expansion is None else (config.expansion.method, config.expansion.llm)
         assert typed == (None if expansion is None else (expansion["method"], expansion["llm"])), path

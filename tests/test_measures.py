@@ -90,7 +90,10 @@ def test_mteb_keys_come_from_the_table():
     from r2med.export.mteb import MAIN_SCORE, mteb_scores
 
     assert MAIN_SCORE == "ndcg_at_10"
-    scores = mteb_scores({"aggregate": {name: 0.25 for name in TREC_NAMES}}, k_values=(1, 10, 100), depth=10)
+    from r2med.runs.record import parse_record
+
+    record = parse_record({"aggregate": {name: 0.25 for name in TREC_NAMES}}, "a metrics.json written by hand")
+    scores = mteb_scores(record, k_values=(1, 10, 100), depth=10)
     expected = {f"{f}_at_{k}" for f in ("ndcg", "map", "recall", "precision") for k in (1, 10, 100)}
     expected |= {"mrr_at_10", "mrr_at_100", "accuracy", "main_score"}
     assert set(scores.values) == expected

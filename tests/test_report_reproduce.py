@@ -106,7 +106,9 @@ def test_reranker_cells_rerank_the_first_stage_top10_and_score_only_it(tmp_path,
         replace(RETRIEVERS.get("nv"), factory=lambda task, options: BM25(cache=options.cache), trust_remote_code=False),
     )
     monkeypatch.setitem(
-        RERANKERS.records, "bge-reranker", replace(RERANKERS.get("bge-reranker"), factory=lambda **o: OverlapReranker())
+        RERANKERS.records,
+        "bge-reranker",
+        replace(RERANKERS.get("bge-reranker"), factory=lambda options: OverlapReranker()),
     )
     monkeypatch.setattr(
         rp, "spec_problem", lambda target, config, encoding=None: None
