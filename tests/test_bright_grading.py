@@ -341,19 +341,24 @@ def test_which_bright_rows_r2med_grades_and_why_not_the_others():
 
 def test_a_bright_run_is_graded_on_the_pinned_hub_data_only():
     from r2med.results.grading import data_problem
+    from r2med.runs.record import ProtocolRecord, RunData
 
-    pinned = {
-        "source": f"hf://datasets/xlangai/BRIGHT@{BRIGHT_PIN}",
-        "revision": BRIGHT_PIN,
-        "protocol": {"family": "bright", "documents": "documents", "judgments": "gold_ids"},
-    }
+    pinned = RunData.model_validate(
+        {
+            "source": f"hf://datasets/xlangai/BRIGHT@{BRIGHT_PIN}",
+            "revision": BRIGHT_PIN,
+            "protocol": {"family": "bright", "documents": "documents", "judgments": "gold_ids"},
+        }
+    )
     assert data_problem("bright:biology", pinned) is None
-    moved = {**pinned, "revision": OTHER_COMMIT, "source": f"hf://datasets/xlangai/BRIGHT@{OTHER_COMMIT}"}
+    moved = pinned.model_copy(
+        update={"revision": OTHER_COMMIT, "source": f"hf://datasets/xlangai/BRIGHT@{OTHER_COMMIT}"}
+    )
     assert data_problem("bright:biology", moved) == (
         "bright:biology: figure made on documents and examples of mteb/BRIGHT@c26703e (xlangai/BRIGHT at the pin "
         f"{BRIGHT_PIN[:12]}), not graded; run on xlangai/BRIGHT@aaaaaaaaaaaa (a commit whose content no source shows)"
     )
-    long = {**pinned, "protocol": {"documents": "long_documents", "judgments": "gold_ids_long"}}
+    long = pinned.model_copy(update={"protocol": ProtocolRecord(documents="long_documents", judgments="gold_ids_long")})
     assert data_problem("bright:biology:long", long) is None
     assert "corpus documents and judgments gold_ids" in data_problem("bright:biology:long", pinned)
 

@@ -112,18 +112,21 @@ def test_each_figure_source_names_its_data_or_unknown():
 def test_bm25_at_mtebs_v1_pin_is_not_graded_against_the_revised_figure_and_says_both_states():
     from r2med.results.bright_published import BrightKey
     from r2med.results.grading import data_problem
+    from r2med.runs.record import RunData
 
-    record = {
-        "source": f"hf://datasets/{BRIGHT_REPO}@{MTEB_V1_PIN}",
-        "revision": MTEB_V1_PIN,
-        "protocol": {"documents": "documents", "judgments": "gold_ids"},
-    }
+    record = RunData.model_validate(
+        {
+            "source": f"hf://datasets/{BRIGHT_REPO}@{MTEB_V1_PIN}",
+            "revision": MTEB_V1_PIN,
+            "protocol": {"documents": "documents", "judgments": "gold_ids"},
+        }
+    )
     key = BrightKey("bm25")
     problem = data_problem("bright:biology", record, key)
     assert problem is not None
     assert "published 18.90 made on documents and examples of mteb/BRIGHT@c26703e" in problem
     assert f"run on {BRIGHT_REPO}@{MTEB_V1_PIN[:12]} (documents and examples of xlangai/BRIGHT@a75a0eb)" in problem
-    at_pin = {**record, "source": f"hf://datasets/{BRIGHT_REPO}@{BRIGHT_PIN}", "revision": BRIGHT_PIN}
+    at_pin = record.model_copy(update={"source": f"hf://datasets/{BRIGHT_REPO}@{BRIGHT_PIN}", "revision": BRIGHT_PIN})
     assert data_problem("bright:biology", at_pin, key) is None
 
 
@@ -131,13 +134,16 @@ def test_an_r2med_figure_of_unknown_data_is_not_graded():
     from r2med.data.tasks import TASKS
     from r2med.results.grading import data_problem
     from r2med.results.published import PublishedKey
+    from r2med.runs.record import RunData
 
     spec = TASKS["Biology"]
-    record = {
-        "source": f"hf://datasets/{spec.hub_id}@{spec.revision}",
-        "revision": spec.revision,
-        "data": {"queries": spec.queries, "docs": spec.docs},
-    }
+    record = RunData.model_validate(
+        {
+            "source": f"hf://datasets/{spec.hub_id}@{spec.revision}",
+            "revision": spec.revision,
+            "data": {"queries": spec.queries, "docs": spec.docs},
+        }
+    )
     assert data_problem("Biology", record, PublishedKey("bge")) is None  # R2MED's own results: the pins
     # ReasonEmbed's paper table (an image; VectorSpaceLab/agentic-search ReasonEmbed/imgs/r2med-performance.png)
     # names no commit of R2MED's tasks: its Biology figure 54.01 is shown with that, never graded

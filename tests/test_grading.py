@@ -138,6 +138,33 @@ def test_a_run_that_recorded_no_counts_is_not_graded(tmp_path):
     assert cell["published"] is None and "no recorded counts" in cell["ungraded"]
 
 
+def test_a_jobs_result_holds_the_data_its_record_reads_back(tmp_path):
+    """What a job's result grades (``TaskResult.data``, made from the collection) is what its ``metrics.json``,
+    read back by the one reader, says of the data (``RunRecord.run_data``): counts, fingerprints, source, protocol
+    and the expansion the config recorded -- written, reused and read back alike."""
+    from r2med.data import load_folder
+    from r2med.measures import HEADLINE
+    from r2med.results.folders import finish_task, reuse
+    from r2med.runs.record import read_record
+
+    data = write_collection(tmp_path / "data", "Biology")
+    coll = load_folder(data)
+    run = {q: {d: float(len(DOCS) - i) for i, d in enumerate(DOCS)} for q in QUERIES}
+    expansion = {"method": "reason", "llm": "gpt4", "file": "/elsewhere/gpt4_reason.parquet", "revision": "a" * 40}
+    config = {"step": "evaluate", "retriever": "bm25", "expansion": expansion}
+    made = finish_task(coll, "bm25", run, config, tmp_path / "runs" / "bm25", [HEADLINE], False, {})
+    assert made.folder is not None
+    stored = read_record(made.folder).run_data()
+    assert made.data == stored
+    # the hand-checked fields: the collection's own counts and source, the local protocol, the recorded expansion
+    assert stored.data is not None and (stored.data.queries, stored.data.docs) == (len(QUERIES), len(DOCS))
+    assert stored.source is not None and str(data) in stored.source and stored.revision is None
+    assert stored.protocol is not None and stored.protocol.family is None
+    assert stored.expansion is not None and (stored.expansion.llm, stored.expansion.revision) == ("gpt4", "a" * 40)
+    again = reuse(tmp_path / "runs" / "bm25", config, coll, [HEADLINE], False)
+    assert again is not None and again.reused and again.data == stored
+
+
 def two_runs_on_different_judgments(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     """``bm25`` on Biology and ``bm25-standard`` on another Biology: same corpus, unrelated judgments."""
     docs, queries, qrels = synthetic()

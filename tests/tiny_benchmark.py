@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from r2med.data.benchmarks import Benchmark, HubRequest, Protocol, TaskColumn, TaskRow, TaskTable
 from r2med.data.collection import Collection
@@ -25,6 +24,8 @@ from r2med.measures import HEADLINE, Family, Measure
 from r2med.results.grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSpec, retriever_spec
 from r2med.results.published import PublishedKey
 from r2med.results.reproduction import Target
+from r2med.runs.record import RunData
+from r2med.steps import RerankStep
 
 REPO = "tiny-org/TinyBench"
 PIN = "7" * 40
@@ -132,11 +133,15 @@ class TinyTable:
     def key_for(self, retriever: str, method: str, llm: str) -> PublishedKey | None:
         return KEY if (retriever, method) == (KEY.system, "none") else None
 
-    def rerank_candidates(self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: Any) -> list[PublishedKey]:
+    def rerank_candidates(
+        self, rows: Mapping[PublishedKey, RerankSpec], first: str, step: RerankStep
+    ) -> list[PublishedKey]:
         return []
 
-    def data_problem(self, task: str, record: Mapping[str, Any], key: Any = None, measure: Any = None) -> str | None:
-        if record.get("source") == f"hf://datasets/{REPO}@{PIN}":
+    def data_problem(
+        self, task: str, run: RunData, key: PublishedKey | None = None, measure: Measure = HEADLINE
+    ) -> str | None:
+        if run.source == f"hf://datasets/{REPO}@{PIN}":  # the typed record's field: TINY's hub data at its pin
             return None
         return f"{task}: not TINY's hub data at {PIN[:12]}"
 

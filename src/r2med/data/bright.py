@@ -33,7 +33,7 @@ earlier copies counted in BM25's statistics, as R2MED's readers do); ``strict`` 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -481,19 +481,18 @@ def reasoning_queries(
     return read_reasoning(got, examples, strict=strict), got
 
 
-def protocol_problem(task: str, record: Mapping[str, Any]) -> str | None:
-    """Why one BRIGHT task folder's run (its ``metrics.json``: ``source``, ``protocol``) did not read the task as its
-    figures were made -- data not from the hub, or another corpus or judgments than the setting's -- or None.  Which
-    hub data (commit by commit) is :mod:`r2med.results.data_states`' question."""
+def protocol_problem(task: str, source: str | None, setting: tuple[str | None, str | None] | None) -> str | None:
+    """Why one BRIGHT task folder's run did not read the task as its figures were made -- data not from the hub
+    (``source``: where its data came from), or another corpus or judgments than the setting's (``setting``: the
+    ``documents`` and ``judgments`` its protocol recorded; None: a run recorded before r2med recorded its protocol)
+    -- or None.  Which hub data (commit by commit) is :mod:`r2med.results.data_states`' question; this check sits
+    in the data layer, below the run record's, so it takes the recorded values, not the record."""
     hub = facts.hub()
-    source = record.get("source")
-    if not (isinstance(source, str) and source.startswith(f"hf://datasets/{hub.repo_id}@")):
+    if not (source is not None and source.startswith(f"hf://datasets/{hub.repo_id}@")):
         return f"{task}: data not from the hub, graded on {hub.repo_id}'s data only"
-    protocol = record.get("protocol")
-    if isinstance(protocol, Mapping):
+    if setting is not None:
         parsed = parse_name(task)
         wanted = ("long_documents", "gold_ids_long") if parsed.long else ("documents", "gold_ids")
-        got = (protocol.get("documents"), protocol.get("judgments"))
-        if got != wanted:
-            return f"{task}: corpus {got[0]} and judgments {got[1]}, published {wanted[0]} and {wanted[1]}"
+        if setting != wanted:
+            return f"{task}: corpus {setting[0]} and judgments {setting[1]}, published {wanted[0]} and {wanted[1]}"
     return None

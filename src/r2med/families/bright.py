@@ -26,6 +26,7 @@ from ..results.data_states import bright_data_problem
 from ..results.grading import RerankSpec, RetrieverSpec
 from ..results.published import PublishedKey
 from ..results.reproduction import Target
+from ..runs.record import RunData
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
@@ -147,11 +148,11 @@ class BrightTable:
         return published.rerank_candidates(rows, first, step)
 
     def data_problem(
-        self, task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+        self, task: str, run: RunData, key: PublishedKey | None = None, measure: Measure = HEADLINE
     ) -> str | None:
         """BRIGHT's figures are graded on the data each was computed on: documents, examples and reasoning set,
         commit by commit (:func:`r2med.results.data_states.bright_data_problem`)."""
-        return bright_data_problem(task, record, key, measure)
+        return bright_data_problem(task, run, key, measure)
 
     def settings_dtype(self, model: str) -> tuple[str | None] | None:
         return published.settings_dtype(model)

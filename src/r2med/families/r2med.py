@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.benchmarks import Benchmark, HubRequest, Protocol, TaskColumn, TaskRow, TaskTable
 from ..data.hub import TASK_FILES, download_expansion, expansion_path, load_from_hub, task_revision
@@ -26,6 +26,7 @@ from ..results.grading import HEADLINE_DEPTH, Published, RerankSpec, RetrieverSp
 from ..results.published import PublishedKey, parse_label, published_keys, published_retriever
 from ..results.reproduction import Target, Variant
 from ..retrieval.registry import all_retrievers
+from ..runs.record import RunData
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
@@ -158,10 +159,10 @@ class R2medTable:
         return [k for k in rows if k.retriever == retriever]
 
     def data_problem(
-        self, task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+        self, task: str, run: RunData, key: PublishedKey | None = None, measure: Measure = HEADLINE
     ) -> str | None:
-        """Why the data one task folder recorded is not the hub task ``task`` whose figures are published, or why
-        ``key``'s figure is never graded: no source shows the data it was made on
+        """Why the data one task folder recorded (``run``: its record's fields) is not the hub task ``task`` whose
+        figures are published, or why ``key``'s figure is never graded: no source shows the data it was made on
         (:func:`r2med.results.data_states.unknown_figure`).
 
         The hub task is data read from the task's hub repository at its pinned commit, or data whose recorded
@@ -174,15 +175,15 @@ class R2medTable:
         unknown = unknown_figure(task, key, measure)
         if unknown is not None:
             return unknown
-        source, revision = record.get("source"), record.get("revision")
+        source, revision = run.source, run.revision
         hub = f"hf://datasets/{spec.hub_id}@"
-        if revision == spec.revision and isinstance(source, str) and source.startswith(hub):
+        if revision == spec.revision and source is not None and source.startswith(hub):
             return None
-        counts = record.get("data")
-        where = f"hub commit {str(revision)[:12]}" if revision else "a local folder"
-        if not isinstance(counts, Mapping):
+        counts = run.data
+        where = f"hub commit {revision[:12]}" if revision else "a local folder"
+        if counts is None:
             return f"{task}: data from {where} with no recorded counts (re-run with this r2med to grade it)"
-        queries, docs = counts.get("queries"), counts.get("docs")
+        queries, docs = counts.queries, counts.docs
         if (queries, docs) != (spec.queries, spec.docs):
             return (
                 f"{task}: data from {where} has {queries} queries and {docs} docs, the hub task "

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,7 +57,7 @@ from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import MtebBeside, Outcome, Planned, Target, Variant
 from ..retrieval.presets import get_preset
 from ..retrieval.registry import all_retrievers, retriever_meta
-from ..runs.record import JsonObject, RecordedConfig, read_record
+from ..runs.record import JsonObject, RecordedConfig, RunData, read_record
 from ..runs.run import RUN_FILE, read_trec
 from ..steps import EvaluateStep, RerankStep
 from .evaluate import Plan, run_task, system_name
@@ -132,7 +132,7 @@ def _data_problem(target: Target, result: TaskResult) -> str | None:
 
     if benchmark(target.key.family).local_copies:
         return unknown_figure(target.task, target.key, target.measure)
-    return data_problem(target.task, result.data_json(), target.key, target.measure)
+    return data_problem(target.task, result.data, target.key, target.measure)
 
 
 def beside(
@@ -371,16 +371,14 @@ def published_checkpoint(key: PublishedKey) -> str | None:
     return next((v for v in spec.step.options["model"].values if isinstance(v, str)), None)
 
 
-def mteb_beside(
-    target: Target, model: str | None, record: Mapping[str, object], revision: str | None = None
-) -> MtebBeside | None:
+def mteb_beside(target: Target, model: str | None, run: RunData, revision: str | None = None) -> MtebBeside | None:
     """mteb's figure (:func:`r2med.report.mteb.task_figure`) of ``model`` on ``target``'s task, made on the data
-    ``record`` (a ``metrics.json``'s ``revision`` and ``source``) holds, beside the target's published figure, graded
+    ``run`` names (its ``revision`` and ``source``), beside the target's published figure, graded
     by the rule ``report`` grades it by (the run recorded mteb's model commit, ``revision``); None: mteb has none, or
     the target is a corrected configuration run beside (no published figure of its own)."""
     if model is None or target.variant is not None:
         return None
-    figure = task_figure(model, target.task, target.measure, record)
+    figure = task_figure(model, target.task, target.measure, run)
     if figure is None:
         return None
     return MtebBeside(
@@ -405,7 +403,7 @@ def _planned_mteb(target: Target, env: Environment) -> MtebBeside | None:
         request = family.hub_request(target.task, env.revision)
     except R2MedError:
         return None
-    at = {"revision": request.revision, "source": f"hf://datasets/{request.repo_id}@{request.revision}"}
+    at = RunData(revision=request.revision, source=f"hf://datasets/{request.repo_id}@{request.revision}")
     return mteb_beside(target, model, at)
 
 
@@ -415,7 +413,7 @@ def _run_mteb(target: Target, result: TaskResult) -> MtebBeside | None:
     if target.key.reranker or target.key.expanded:
         return None
     model, revision = run_model(result.config)
-    return mteb_beside(target, model, result.data_json(), revision)
+    return mteb_beside(target, model, result.data, revision)
 
 
 def spec_problem(target: Target, config: RecordedConfig | None, encoding: JsonObject | None = None) -> str | None:

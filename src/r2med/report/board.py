@@ -396,7 +396,7 @@ def build_leaderboard(
         for t in tasks:
             res = s.tasks.get(t)
             v = res.value(measure) if res else None
-            problem = data_problem(t, res.record.to_json(), key, measure) if res is not None and t in covered else None
+            problem = data_problem(t, res.record.run_data(), key, measure) if res is not None and t in covered else None
             cells[t] = BoardCell(
                 value=None if v is None else 100 * v, published=None if problem else figures.get(t), ungraded=problem
             )

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import data_states
 from ..protocol.data_states import MtebFigure
 from ..results.data_states import run_state  # a dataset whose contents the record follows (BRIGHT's)
 from ..results.grading import claimed_checkpoint
-from ..runs.record import RecordedConfig
+from ..runs.record import RecordedConfig, RunData
 
 if TYPE_CHECKING:
     from ..results.folders import System
@@ -61,11 +61,11 @@ def run_model(config: RecordedConfig | None) -> tuple[str | None, str | None]:
     return model, encoder.revision
 
 
-def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool:
-    """Whether mteb's ``figure`` was made on the data the run (its ``metrics.json``, as JSON: the data states' rules
-    read it so) read."""
-    revision = record.get("revision")
-    if not isinstance(revision, str):
+def _same_data(figure: MtebFigure, task: str, run: RunData) -> bool:
+    """Whether mteb's ``figure`` was made on the data the run read (``run``: what its ``metrics.json`` records of
+    it)."""
+    revision = run.revision
+    if revision is None:
         return False
     if figure.dataset_revision == revision:  # the same commit: the same data
         return True
@@ -77,18 +77,16 @@ def _same_data(figure: MtebFigure, task: str, record: Mapping[str, Any]) -> bool
     if None in theirs:  # the hub's record says nothing of that commit's contents: not shown to be the same
         return False
 
-    run = run_state(task, record)
-    return theirs == (run.documents, run.examples)
+    state = run_state(task, run)
+    return theirs == (state.documents, state.examples)
 
 
-def task_figure(model: str, task: str, measure: Measure, record: Mapping[str, Any]) -> MtebFigure | None:
+def task_figure(model: str, task: str, measure: Measure, run: RunData) -> MtebFigure | None:
     """mteb's own figure (``evaluated``: run by mteb, not imported) of hub model ``model`` on ``task`` of ``measure``,
-    made on the data ``record`` (a ``metrics.json``: ``revision``, ``source``) read; None: mteb has none there."""
+    made on the data ``run`` (its ``revision`` and ``source``) names; None: mteb has none there."""
     if measure not in _MEASURES:
         return None
-    found = [
-        f for f in data_states.mteb_figures_of(model, task, measure) if f.evaluated and _same_data(f, task, record)
-    ]
+    found = [f for f in data_states.mteb_figures_of(model, task, measure) if f.evaluated and _same_data(f, task, run)]
     return found[0] if found else None
 
 
@@ -107,7 +105,7 @@ def mteb_line(system: System, tasks: Sequence[str], measure: Measure, published:
         if result is None or wanted is None:
             continue
         model, revision = run_model(result.config)
-        found = task_figure(model, task, wanted, result.record.to_json()) if model is not None else None
+        found = task_figure(model, task, wanted, result.record.run_data()) if model is not None else None
         if found is not None:
             figures[task] = found
             models[task] = revision

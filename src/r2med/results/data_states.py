@@ -1,26 +1,26 @@
 """Whether a run was made on the data a published figure was computed on: component by component, by commit.
 
-A run's data is what its task folder recorded (``metrics.json``: ``source`` and ``revision``, the hub commit of its
-documents and examples; for a BRIGHT reasoning query set, the file it read -- whose snapshot names the commit it was
-read at -- and that file's fingerprint, ``expansion_fingerprint``).  :mod:`r2med.protocol.data_states` turns a
-commit into *content ids* (which upload each file at that commit is) and says which data each published figure was
-computed on.  A run is graded against a figure only when every component the figure names has the run's content:
-documents (or long documents), examples and -- for a reasoning figure -- the reasoning set.  A figure of unknown
-data is shown and never graded; a commit the hub's record does not know is unknown data too.  Where they differ the
-reason names both: which data the figure used and which the run used.
+A run's data is what its task folder recorded, read as a typed :class:`~r2med.runs.record.RunData` (``source`` and
+``revision``, the hub commit of its documents and examples; for a BRIGHT reasoning query set, its config's
+``expansion``: the file it read -- whose snapshot names the commit it was read at -- and that commit).
+:mod:`r2med.protocol.data_states` turns a commit into *content ids* (which upload each file at that commit is) and
+says which data each published figure was computed on.  A run is graded against a figure only when every component
+the figure names has the run's content: documents (or long documents), examples and -- for a reasoning figure -- the
+reasoning set.  A figure of unknown data is shown and never graded; a commit the hub's record does not know is
+unknown data too.  Where they differ the reason names both: which data the figure used and which the run used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..data.bright import parse_name, protocol_problem, reasoning_config
 from ..data.hub import snapshot_commit
 from ..measures import HEADLINE, Measure
 from ..protocol import bright, data_states
 from ..protocol.data_states import UNKNOWN, DataState
+from ..runs.record import ExpansionRecord, RunData
 
 
 class FigureKey(Protocol):
@@ -67,38 +67,36 @@ class RunState:
         return out
 
 
-def _source_repo(source: object) -> tuple[str | None, str | None]:
+def _source_repo(source: str | None) -> tuple[str | None, str | None]:
     """(repository, commit) of a ``hf://datasets/<repo>@<commit>`` source."""
-    if not isinstance(source, str) or not source.startswith("hf://datasets/") or "@" not in source:
+    if source is None or not source.startswith("hf://datasets/") or "@" not in source:
         return None, None
     repo, _, commit = source[len("hf://datasets/") :].rpartition("@")
     return repo, commit
 
 
-def _reasoning_of(config: object) -> tuple[str, str | None] | None:
-    """(the reasoning config read, its commit) of a run of a BRIGHT reasoning set; None: no reasoning set."""
+def _reasoning_of(expansion: ExpansionRecord | None) -> tuple[str, str | None] | None:
+    """(the reasoning config read, its commit) of a run of a BRIGHT reasoning set (its recorded ``expansion``);
+    None: no reasoning set."""
 
-    if not isinstance(config, Mapping):
+    if expansion is None or expansion.method != "reason" or not expansion.llm:
         return None
-    expansion = config.get("expansion")
-    if not isinstance(expansion, Mapping) or expansion.get("method") != "reason" or not expansion.get("llm"):
-        return None
-    file = expansion.get("file")
-    commit = snapshot_commit(file) if isinstance(file, str) else None
-    return reasoning_config(str(expansion["llm"])), commit or expansion.get("revision")
+    commit = snapshot_commit(expansion.file) if expansion.file is not None else None
+    return reasoning_config(expansion.llm), commit or expansion.revision
 
 
-def run_state(task: str, record: Mapping[str, Any]) -> RunState:
-    """The data one BRIGHT task folder's run (its ``metrics.json``) read, as content ids."""
-    repo, commit = _source_repo(record.get("source"))
-    commit = str(record.get("revision") or commit or "") or None
+def run_state(task: str, run: RunData) -> RunState:
+    """The data one BRIGHT task folder's run (``run``: what its ``metrics.json`` records of its data) read, as
+    content ids."""
+    repo, commit = _source_repo(run.source)
+    commit = run.revision or commit
     if repo is None:
         return RunState(None, commit, None, None)
     corpus = "long_documents" if parse_name(task).long else "documents"
     state = RunState(
         repo, commit, data_states.content(repo, commit, corpus), data_states.content(repo, commit, "examples")
     )
-    reasoning = _reasoning_of(record.get("config"))
+    reasoning = _reasoning_of(run.expansion)
     if reasoning is None:
         return state
     config, at = reasoning
@@ -141,10 +139,10 @@ def _figure_words(figure: float | None) -> str:
     return "figure" if figure is None else f"published {figure:.2f}"
 
 
-def state_problem(task: str, record: Mapping[str, Any], state: DataState, figure: float | None = None) -> str | None:
-    """Why a BRIGHT run (its ``metrics.json``) was not made on the data ``state`` names (the data of the published
-    ``figure``, shown in the reason), or None when it was."""
-    run = run_state(task, record)
+def state_problem(task: str, data: RunData, state: DataState, figure: float | None = None) -> str | None:
+    """Why a BRIGHT run (``data``: what its ``metrics.json`` records of its data) was not made on the data ``state``
+    names (the data of the published ``figure``, shown in the reason), or None when it was."""
+    run = run_state(task, data)
     reasoning = state.reasoning is not None
     what = _figure_words(figure)
     if not state.known:
@@ -158,16 +156,18 @@ def state_problem(task: str, record: Mapping[str, Any], state: DataState, figure
 
 
 def bright_data_problem(
-    task: str, record: Mapping[str, Any], key: FigureKey | None = None, measure: Measure = HEADLINE
+    task: str, run: RunData, key: FigureKey | None = None, measure: Measure = HEADLINE
 ) -> str | None:
-    """Why one BRIGHT task folder's run is not graded against ``key``'s figure on ``task`` for its data (None: the
-    pin's data when no key is named), or None when it is made on the figure's data."""
-    problem = protocol_problem(task, record)
+    """Why one BRIGHT task folder's run (``run``: the data it recorded) is not graded against ``key``'s figure on
+    ``task`` for its data (None: the pin's data when no key is named), or None when it is made on the figure's
+    data."""
+    setting = (run.protocol.documents, run.protocol.judgments) if run.protocol is not None else None
+    problem = protocol_problem(task, run.source, setting)
     if problem is not None:
         return problem
     if key is None:
-        return state_problem(task, record, pinned_state(task))
-    return state_problem(task, record, figure_state(key, task, measure), key.figures(measure).get(task))
+        return state_problem(task, run, pinned_state(task))
+    return state_problem(task, run, figure_state(key, task, measure), key.figures(measure).get(task))
 
 
 def unknown_figure(task: str, key: FigureKey | None, measure: Measure = HEADLINE) -> str | None:

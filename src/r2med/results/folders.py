@@ -44,7 +44,7 @@ from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..retrieval.registry import RETRIEVERS
-from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunRecord, read_record, same_config
+from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunData, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_cut_ties, read_trec, write_task_results
 from ..typed.options import as_options_name
 from ..typed.parse import Origin, SpecError, parse
@@ -67,18 +67,13 @@ class TaskResult:
     run: Run | None = None
     #: the configuration as ``metrics.json`` records it (None: a result made by hand, of no recorded step)
     config: RecordedConfig | None = None
-    #: which data it ran on, as ``metrics.json`` records it (``data`` counts, ``source``, ``revision``,
-    #: fingerprints): what :func:`r2med.results.grading.data_problem` grades
-    data: JsonObject = field(default_factory=dict)
+    #: which data it ran on, as ``metrics.json`` records it, typed (``data`` counts, ``source``, ``revision``,
+    #: fingerprints, the family protocol, the expansion read): what :func:`r2med.results.grading.data_problem` grades
+    data: RunData = field(default_factory=RunData)
     #: what its model ran with, as ``metrics.json``'s ``encoding`` records it (the weights' precision, the one its
     #: checkpoint declares...): what :func:`r2med.results.grading.grade` reads of a row loaded with ``auto``
     #: (open JSON: each encoder records its own facts)
     encoding: JsonObject = field(default_factory=dict)
-
-    def data_json(self) -> JsonObject:
-        """What a family's :meth:`~r2med.results.grading.PublishedTable.data_problem` reads of the result: its data
-        record and its config, as ``metrics.json`` holds them (the families' data rules read the JSON)."""
-        return {**self.data, "config": self.config.as_json() if self.config is not None else {}}
 
     @property
     def headline(self) -> float:
@@ -169,6 +164,14 @@ def data_record(collection: Collection) -> JsonObject:
         "revision": collection.revision,
         **({"split": collection.split} if collection.split is not None else {}),
     }
+
+
+def run_data(collection: Collection, config: RecordedConfig | None) -> RunData:
+    """Which data a job's run on ``collection`` read, typed as its ``metrics.json`` records it (:func:`data_record`,
+    the family's ``protocol``, ``config``'s ``expansion``): what a read-back record's
+    :meth:`~r2med.runs.record.RunRecord.run_data` holds."""
+    recorded = {**data_record(collection), "protocol": protocol_of(collection).record(collection)}
+    return RunData.model_validate({**recorded, "expansion": config.expansion if config is not None else None})
 
 
 def metrics_payload(
@@ -279,7 +282,7 @@ def finish_task(
         dict(timing),
         run=run,
         config=recorded,
-        data=data_record(collection),
+        data=run_data(collection, recorded),
         encoding=_as_json(encoding) if encoding else {},
     )
 
@@ -355,7 +358,7 @@ def reuse(
             timing,
             run=run,
             config=stored.config,
-            data=data_record(collection),
+            data=run_data(collection, stored.config),
             encoding=dict(stored.encoding or {}),
         )
     result.reused = True
@@ -824,7 +827,7 @@ def summary(name: str, results: Sequence[TaskResult]) -> Summary:
         r.task: problem
         for r in results
         if r.task in figures and published is not None
-        for problem in [data_problem(r.task, r.data_json(), published, _measure_of(published, r.task))]
+        for problem in [data_problem(r.task, r.data, published, _measure_of(published, r.task))]
         if problem is not None
     }
     retriever = (configs[0].retriever or name) if configs else name

@@ -59,7 +59,7 @@ from ..reranking.base import RERANKERS, published_depth
 from ..retrieval.encoders import canonical_dtype
 from ..retrieval.presets import get_preset
 from ..retrieval.registry import RETRIEVERS
-from ..runs.record import JsonObject, RecordedConfig
+from ..runs.record import JsonObject, RecordedConfig, RunData
 from ..steps import evaluate_from_record, rerank_from_record
 from ..typed.model_source import parse_claim
 from ..typed.options import ANALYZERS, as_options_name
@@ -295,11 +295,12 @@ class PublishedTable(Protocol):
         ...
 
     def data_problem(
-        self, task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
+        self, task: str, run: RunData, key: PublishedKey | None = None, measure: Measure = HEADLINE
     ) -> str | None:
-        """Why the data one task folder recorded is not the data ``key``'s figure on ``task`` was made on (no key:
-        the data the family's figures are made on), or None when it is; a figure whose data no source shows is
-        never graded (:mod:`r2med.results.data_states`)."""
+        """Why the data one task folder recorded (``run``: its record's typed view of its data -- counts, source,
+        revision, fingerprints, protocol, the expansion it read) is not the data ``key``'s figure on ``task`` was
+        made on (no key: the data the family's figures are made on), or None when it is; a figure whose data no
+        source shows is never graded (:mod:`r2med.results.data_states`)."""
         ...
 
     def settings_dtype(self, model: str) -> tuple[str | None] | None:
@@ -497,14 +498,13 @@ def published_specs(table: PublishedTable) -> dict[PublishedKey, PublishedSpec]:
 # -- the data and precision a run is graded on ------------------------------------------------------------------
 
 
-def data_problem(
-    task: str, record: Mapping[str, Any], key: PublishedKey | None = None, measure: Measure = HEADLINE
-) -> str | None:
-    """Why the data one task folder recorded (its ``metrics.json``: ``data`` counts, ``source``, ``revision``) is not
-    the data ``key``'s published figure on ``task`` was made on (no key: the family's), or None when it is: its
-    family's table says (:meth:`PublishedTable.data_problem`; a task of no family: :func:`default_family`'s)."""
+def data_problem(task: str, run: RunData, key: PublishedKey | None = None, measure: Measure = HEADLINE) -> str | None:
+    """Why the data one task folder recorded (``run``: :meth:`r2med.runs.record.RunRecord.run_data`, or a job's
+    :attr:`r2med.results.folders.TaskResult.data`: ``data`` counts, ``source``, ``revision``...) is not the data
+    ``key``'s published figure on ``task`` was made on (no key: the family's), or None when it is: its family's
+    table says (:meth:`PublishedTable.data_problem`; a task of no family: :func:`default_family`'s)."""
     table = table_of(family_of(task))
-    return table.data_problem(task, record, key, measure) if table is not None else f"{task}: no published figures"
+    return table.data_problem(task, run, key, measure) if table is not None else f"{task}: no published figures"
 
 
 def require_labels(label: str) -> list[PublishedKey]:

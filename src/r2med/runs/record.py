@@ -4,7 +4,8 @@
 reproduce, html and a resumed evaluate all read through it; :func:`parse_record` reads a decoded payload) into a
 :class:`RunRecord` (pydantic): its ``config`` is a :class:`RecordedConfig` -- the step that made the run and the
 facts beside it, typed (expansion, judgments file, family settings, encoder, reranker, first stage, fused inputs,
-imported file) -- and its ``data`` and ``protocol`` are typed too; readers read fields, never mappings.  A JSON
+imported file) -- and its ``data`` and ``protocol`` are typed too (:meth:`RunRecord.run_data`: which data the run
+read, the view the data rules grade); readers read fields, never mappings.  A JSON
 object stays open only where its keys are someone else's (a retriever's own ``config()`` facts, a custom model's
 record, package versions, encoding facts), each named where it is declared.  Every field is checked
 (types, finite measures within 0..1 under pytrec_eval names, bounded sizes, no integer too long for a float,
@@ -341,6 +342,26 @@ class ProtocolRecord(_Recorded):
     qrels: JudgmentsRecord | None = None
 
 
+class RunData(BaseModel):
+    """Which data one run read, as its ``metrics.json`` records it: the data's counts (``data``), fingerprints, hub
+    ``source`` and commit (``revision``), split, the family protocol it followed, and the query expansion it read
+    (its config's ``expansion``: a BRIGHT reasoning set's file and commit) -- what a family's data rules grade
+    (:func:`r2med.results.grading.data_problem`, :func:`r2med.report.mteb.task_figure`).  A record's is
+    :meth:`RunRecord.run_data`; a job's result's is made from its collection (:func:`r2med.results.folders.run_data`);
+    a field the run did not record is None."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+    data: DataCounts | None = None
+    dataset_fingerprint: str | None = None
+    judgments_fingerprint: str | None = None
+    source: str | None = None
+    revision: str | None = None
+    split: str | None = None
+    protocol: ProtocolRecord | None = None
+    expansion: ExpansionRecord | None = None
+
+
 class RunRecord(BaseModel):
     """One task folder's ``metrics.json``, checked and typed.  ``keys``: the keys the file holds, in its order (so a
     record is echoed as it was read); a field the file lacks is ``None`` (``per_query``: empty)."""
@@ -378,6 +399,19 @@ class RunRecord(BaseModel):
     read_version: int = SCHEMA_VERSION
     #: the decoded objects as the file holds them (upgraded), to echo it: :meth:`to_json`
     raw: JsonObject = {}
+
+    def run_data(self) -> RunData:
+        """Which data the run read (its data fields and its config's expansion), typed."""
+        return RunData(
+            data=self.data,
+            dataset_fingerprint=self.dataset_fingerprint,
+            judgments_fingerprint=self.judgments_fingerprint,
+            source=self.source,
+            revision=self.revision,
+            split=self.split,
+            protocol=self.protocol,
+            expansion=self.config.expansion if self.config is not None else None,
+        )
 
     def to_json(self) -> JsonObject:
         """The file's object as r2med writes it: ``schema_version`` first, then the file's keys in order (an older
