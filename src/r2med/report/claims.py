@@ -1,6 +1,7 @@
 """What the reports say of a grade that rests on a user's claim: a mark on every graded figure of a run whose local
-model folder the user claimed to hold a published checkpoint (``--set model_claim=org/name[@commit]``), and one
-legend line per run naming the folder and the claim.
+model folder -- a dense encoder's, a reranker's, or the first stage's of a reranked run -- the user claimed to hold a
+published checkpoint (``--set model_claim=org/name[@commit]``), and one legend line per claim naming the folder and
+the claim.
 
 r2med shows a local folder's identity only from a Hugging Face cache snapshot (its repository and commit); any other
 folder is graded only on the user's word, recorded in ``metrics.json`` as the option ``model_claim``
@@ -28,16 +29,19 @@ LEGEND = (
 )
 
 
-def claim_of(system: System) -> tuple[str, str] | None:
-    """(the model folder, the claimed checkpoint) of a system whose tasks recorded a claim, else None."""
+def claims_of(system: System) -> list[tuple[str, str]]:
+    """(the model folder, the claimed checkpoint) of each claim a system's tasks recorded, once each: a reranked
+    run's reranker (its options: ``r2med rerank --model <folder> --set model_claim=...``) first, then the first stage
+    it reranked; [] when none did."""
+    found: dict[tuple[str, str], None] = {}
     for result in system.tasks.values():
         config = result.config
         first = config.first_stage.config if config is not None and config.first_stage is not None else None
         for step in (config, first):
             claim = claimed_checkpoint(step)
             if claim is not None and step is not None:
-                return str((step.options or {}).get("model")), claim
-    return None
+                found[str((step.options or {}).get("model")), claim] = None
+    return list(found)
 
 
 def mark_claims(board: BoardView, systems: Sequence[System]) -> None:
@@ -45,8 +49,8 @@ def mark_claims(board: BoardView, systems: Sequence[System]) -> None:
     claim, with one legend line naming each such run's folder and claim."""
     lines = []
     for row, system in zip(board.rows, systems):  # the system rows come first, in order
-        found = claim_of(system)
-        if found is None or row.published is None:
+        found = claims_of(system)
+        if not found or row.published is None:
             continue
         marked = False
         for cell in row.cells.values():
@@ -54,8 +58,7 @@ def mark_claims(board: BoardView, systems: Sequence[System]) -> None:
                 cell.marks.append(MARK)
                 marked = True
         if marked:
-            folder, claim = found
-            lines.append(f"{MARK} {row.system}: model folder {folder}, claimed {claim}.")
+            lines += [f"{MARK} {row.system}: model folder {folder}, claimed {claim}." for folder, claim in found]
     if lines:
         board.marks[MARK] = LEGEND
         board.notes += lines

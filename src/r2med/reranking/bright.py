@@ -48,7 +48,7 @@ from ..infra.llm import LLMClient
 from ..protocol.bright import rerank_prompt
 from ..retrieval.encoders import resolve_device
 from ..retrieval.encoders.hf import check_weights_dtype, dtype_kwargs, weights_dtype
-from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions
+from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions, as_model_takes
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, options_as, register_reranker
 from .cross_encoder import ensure_available
@@ -335,7 +335,7 @@ register_reranker(
 register_reranker(
     RerankerMeta(
         "bright-cross-encoder",
-        lambda options: BrightCrossEncoder(**options.given()),
+        lambda options: BrightCrossEncoder(**as_model_takes(options.given())),
         f"BRIGHT's rerank.py cross-encoder (sentence-transformers, batch 8, top k): {DEFAULT_CROSS_ENCODER}",
         options=BrightCrossEncoderOptions,
         packages=("torch", "transformers", "sentence_transformers"),

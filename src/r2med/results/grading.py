@@ -579,23 +579,37 @@ def _options_differences(published: Mapping[str, Published], options: Spec | Map
     return out
 
 
+def _as_claimed(values: Mapping[str, Any], names: Iterable[str], folder: object, claim: str) -> dict[str, Any]:
+    """``values`` with each of the checkpoint fields ``names`` that holds the claimed ``folder`` read as the
+    checkpoint the user claims it holds (``claim``'s hub id): a reranker's tokenizer, when it is the model's
+    folder, is that folder's files too."""
+    repo = claim.partition("@")[0]
+    return {k: repo if k in names and v == folder else v for k, v in values.items()}
+
+
+def _claim_words(differences: list[str], names: Iterable[str], folder: object, claim: str) -> list[str]:
+    """``differences`` with each checkpoint field compared as the claim named by its folder and the claim
+    (``model /models/x claimed as BAAI/bge-large-en-v1.5, published facebook/contriever-msmarco``)."""
+    repo = claim.partition("@")[0]
+    out = []
+    for d in differences:
+        name = next((n for n in names if d.startswith(f"{n} {repo},")), None)
+        out.append(f"{name} {folder} claimed as {d[len(name) + 1 :]}" if name is not None else d)
+    return out
+
+
 def _retriever_differences(
     spec: RetrieverSpec, step: EvaluateStep, config: RecordedConfig, task: str | None
 ) -> list[str]:
     claim = claimed_checkpoint(config)
+    folder = getattr(step.options, "model", None)
     options: Spec | dict[str, Any] = step.options
     if claim is not None:  # the folder compared as the checkpoint the user claims it holds
         options = {name: getattr(step.options, name, None) for name in spec.options}
-        options["model"] = claim.partition("@")[0]
+        options = _as_claimed(options, ("model",), folder, claim)
     out = _options_differences(spec.options, options)
-    if claim is not None:  # the folder named with the claim it was compared as
-        repo = claim.partition("@")[0]
-        out = [
-            f"model {getattr(step.options, 'model', None)} claimed as {d[len('model ') :]}"
-            if d.startswith(f"model {repo},")
-            else d
-            for d in out
-        ]
+    if claim is not None:
+        out = _claim_words(out, ("model",), folder, claim)
     for name, pub in spec.facts.items():  # what the run recorded it computed (any schema version)
         value = config.fact(name)
         if value is not None and not pub.accepts(value) and name not in _named(out):
@@ -796,11 +810,24 @@ def _grade_rerank(config: RecordedConfig, task: str | None) -> Grade:
         return Grade()
     key = candidates[0]
     spec = rows[key]
-    out = _options_differences(spec.options, step.options)
+    # a local model folder the user claimed to hold a checkpoint is compared as that checkpoint (on the claim)
+    claim = claimed_checkpoint(config)
+    folder = getattr(step.options, "model", None)
+    checkpoints = tuple(name for name in spec.options if by_checkpoint(meta.options, name))
+    options: Spec | dict[str, Any] = step.options
+    if claim is not None:
+        options = _as_claimed(
+            {name: getattr(step.options, name, None) for name in spec.options}, checkpoints, folder, claim
+        )
+    out = _options_differences(spec.options, options)
     block = config.reranker
     if block is not None:  # what the options resolved to, as the run recorded it (any schema version)
         resolved = {k: v for k, v in as_options_name(block.as_json(), meta.options).items() if k in spec.options}
+        if claim is not None:
+            resolved = _as_claimed(resolved, checkpoints, folder, claim)
         out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]
+    if claim is not None:
+        out = _claim_words(out, checkpoints, folder, claim)
     if step.depth() != spec.depth:
         out.append(f"depth (top_k) {step.depth()}, published {spec.depth}")
     out += _first_stage_differences(spec.first_stage, first, first_step, task)

@@ -25,6 +25,10 @@ option's old name, ``revision``, was read as from the command line and a file.  
 ``revision`` (``from_pretrained(revision=...)``, their ``config()``): :func:`as_model_takes` spells the options
 for them, :func:`as_options_name` reads a recorded ``revision`` (a record written before the rename, a model's
 record) back as the option.
+
+``model_claim`` (a dense encoder's, and a reranker's whose ``model`` may be a local folder: the cross-encoders,
+Qwen3, BRIGHT's cross-encoder) is the hub checkpoint the user says the folder holds: recorded, read by grading
+(:func:`r2med.results.grading.claimed_checkpoint`), never passed to the model (:func:`as_model_takes`).
 """
 
 from __future__ import annotations
@@ -56,11 +60,15 @@ from .parse import (
 
 #: option -> the name the models take it by and record it as (the options types' fields are the step's names)
 MODEL_NAMES: Final[Mapping[str, str]] = {"model_revision": "revision"}
+#: options that are no setting of the model (a user's claim of which checkpoint its folder holds): recorded, read by
+#: grading, never passed to the model's factory
+NOT_THE_MODELS: Final[frozenset[str]] = frozenset({"model_claim"})
 
 
 def as_model_takes(options: Mapping[str, Any]) -> dict[str, Any]:
-    """An options type's fields (``Spec.given()``) spelled as the model's factory takes them (``revision``)."""
-    return {MODEL_NAMES.get(k, k): v for k, v in options.items()}
+    """An options type's fields (``Spec.given()``) spelled as the model's factory takes them (``revision``), less
+    those that are no setting of the model (:data:`NOT_THE_MODELS`)."""
+    return {MODEL_NAMES.get(k, k): v for k, v in options.items() if k not in NOT_THE_MODELS}
 
 
 def as_options_name(values: Mapping[str, Any], spec: type[Spec]) -> dict[str, Any]:
@@ -106,6 +114,8 @@ PRECISION: JsonDict = {"scores": "precision"}
 #: the embedding cache's key); grading reads it by its own rule and every output marks such a grade as a claim
 #: (:func:`r2med.results.grading.claimed_checkpoint`)
 CLAIM: JsonDict = {"scores": "claim"}
+#: the ``model_claim`` field's facts: set with ``--set``, read by its own rule, its words
+CLAIMED: JsonDict = {**SET, **CLAIM, "expected": "a hub id, optionally @<commit>"}
 #: a model (or tokenizer) compared by its repository's name when graded: a local copy or a Hugging Face cache
 #: snapshot of the published checkpoint is that checkpoint
 CHECKPOINT: JsonDict = {"compare": "checkpoint"}
@@ -181,9 +191,7 @@ class EncoderOptions(RetrieverOptions):
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     _revision_applies = model_validator(mode="after")(_revision_applies)
     #: the hub checkpoint (``org/name``, optionally ``@<commit>``) the user says a local folder ``model`` holds
-    model_claim: str | None = Field(
-        default=None, json_schema_extra={**SET, **CLAIM, "expected": "a hub id, optionally @<commit>"}
-    )
+    model_claim: str | None = Field(default=None, json_schema_extra=CLAIMED)
     _claim_applies = model_validator(mode="after")(_claim_applies)
     normalize: bool | None = Field(default=None, json_schema_extra=SET)
     query_max_length: Annotated[int, Field(ge=2)] | None = Field(default=None, json_schema_extra=SET)
@@ -312,6 +320,9 @@ class CrossEncoderOptions(_ModelRuntime):
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     _revision_applies = model_validator(mode="after")(_revision_applies)
+    #: the hub checkpoint (``org/name``, optionally ``@<commit>``) the user says a local folder ``model`` holds
+    model_claim: str | None = Field(default=None, json_schema_extra=CLAIMED)
+    _claim_applies = model_validator(mode="after")(_claim_applies)
     max_length: Annotated[int, Field(ge=8)] | None = None
     label: NonNegativeInt | None = Field(default=None, json_schema_extra=SET)
 
@@ -346,6 +357,9 @@ class Qwen3Options(_ModelRuntime):
     tokenizer: str | None = Field(default=None, json_schema_extra={**SET, **CHECKPOINT})
     model_revision: RefName | None = Field(default=None, json_schema_extra=SET)
     _revision_applies = model_validator(mode="after")(_revision_applies)
+    #: the hub checkpoint (``org/name``, optionally ``@<commit>``) the user says a local folder ``model`` holds
+    model_claim: str | None = Field(default=None, json_schema_extra=CLAIMED)
+    _claim_applies = model_validator(mode="after")(_claim_applies)
     instruction: str | None = Field(default=None, json_schema_extra=SET)
     max_length: Annotated[int, Field(ge=8)] | None = None
 
@@ -456,6 +470,9 @@ class BrightCrossEncoderOptions(RerankerOptions):
     rerank depth)."""
 
     model: str | None = Field(default=None, json_schema_extra=CHECKPOINT)
+    #: the hub checkpoint (``org/name``, optionally ``@<commit>``) the user says a local folder ``model`` holds
+    model_claim: str | None = Field(default=None, json_schema_extra=CLAIMED)
+    _claim_applies = model_validator(mode="after")(_claim_applies)
     k: Count | None = Field(default=None, json_schema_extra=SET)
     batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
     device: str | None = Field(default=None, json_schema_extra=RUNTIME)
