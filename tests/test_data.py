@@ -10,6 +10,7 @@ import pytest
 from conftest import shared_collection
 from r2med.data import load_demo, load_folder, load_task, read_qrels
 from r2med.errors import DataError, R2MedError
+from r2med.expansion_name import ExpansionName
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -32,7 +33,7 @@ def test_r2med_biology_demo_layout_and_inconsistency():
     coll = load_folder(shared_collection("r2med-biology-demo"))
     assert len(coll.corpus) == 2 and len(coll.queries) == 2
     assert set(coll.query_meta["0"]) >= {"doc_id", "answer", "body_system"}
-    assert coll.expansion_files["hyde:qwen-7b"].name == "query_with_hydoc.jsonl"
+    assert coll.expansion_files[ExpansionName.parse("hyde:qwen-7b")].name == "query_with_hydoc.jsonl"
     check = coll.qrels_check
     assert check.unknown_docs == 2 and check.unknown_queries == 0 and check.queries_without_qrels == 1
 
@@ -112,7 +113,7 @@ def test_builtin_demo_is_consistent():
     assert len(coll.corpus) >= 30 and len(coll.queries) >= 10
     check = coll.qrels_check
     assert (check.unknown_docs, check.unknown_queries, check.queries_without_qrels) == (0, 0, 0)
-    assert "hyde:demo-llm" in coll.expansion_files
+    assert ExpansionName("hyde", "demo-llm") in coll.expansion_files
 
 
 def _task_files(source: Path) -> dict[str, bytes]:

@@ -102,6 +102,7 @@ def expand_command(
 ) -> None:
     """Generate expansions for each task's queries; re-runs are free (cache) and interrupted runs resume."""
     from ..data import check_hub, resolve
+    from ..expansion_name import ExpansionName
     from ..jobs.expand import expand_tasks
     from ..steps import ExpandStep, flat
     from ..typed.parse import Origin
@@ -173,7 +174,7 @@ def expand_command(
         "r2med",
         "evaluate",
         "--expansion",
-        f"{method}:{llm}",
+        ExpansionName(method, llm).text,
         "--expansion-dir",
         out,
         "--tasks",  # the tasks expanded: without it evaluate runs R2MED's 8, whatever was expanded

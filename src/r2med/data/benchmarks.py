@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, shown
+from ..expansion_name import ExpansionName
 from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 
 if TYPE_CHECKING:
@@ -189,9 +190,9 @@ class Benchmark(abc.ABC):
 
     @abc.abstractmethod
     def hub_request(
-        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
+        self, name: str, revision: str | None, expansions: Sequence[ExpansionName] = (), corpus: bool = True
     ) -> HubRequest:
-        """The files task ``name`` needs (``expansions``: ``(method, llm)`` read from the hub; ``corpus``: False for
+        """The files task ``name`` needs (``expansions``: those read from the hub; ``corpus``: False for
         judgments only) at the revision ``revision`` (a ``--revision`` spec) gives it."""
 
     @abc.abstractmethod

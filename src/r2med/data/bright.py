@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, MissingExtraError, OptionError, did_you_mean, shown
+from ..expansion_name import ExpansionName
 from ..protocol import bright as facts
 from ..protocol import data_states
 from .collection import Collection
@@ -132,7 +133,7 @@ def reasoning_config(llm: str) -> str:
         choices = [r.name for r in facts.hub().reasoning_sets]
         raise OptionError(
             f"no BRIGHT reasoning query set {shown(llm)}{did_you_mean(llm, choices)}; "
-            f"choose from: {', '.join(f'{REASON}:{c}' for c in choices)}"
+            f"choose from: {', '.join(ExpansionName(REASON, c).text for c in choices)}"
         )
     return found.config
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NothingToScore, shown
+from ..expansion_name import ExpansionName
 from ..infra.home import fingerprint, fingerprint_texts
 from .exclusions import NO_EXCLUSIONS, Exclusions
 
@@ -57,7 +58,8 @@ class Collection:
     ``corpus`` and ``queries`` map ids to texts in file order; ``qrels`` is
     pytrec_eval's nested dict; ``query_meta`` keeps extra query fields (R2MED's
     ``answer``, ``body_system``, ``doc_id``...); ``expansion_files`` maps
-    ``"<method>:<llm>"`` to a ``query_with_hydoc.jsonl`` path found beside the data;
+    an expansion's name (:class:`~r2med.expansion_name.ExpansionName`: ``<method>``, ``<llm>``) to a
+    ``query_with_hydoc.jsonl`` path found beside the data;
     ``revision`` is the hub commit the data came from (None for local folders); ``split`` the BEIR
     split (``test``, ``dev``, ``train``) whose queries and judgments were loaded (None: a collection
     with one split -- R2MED's layout, the hub, the demo);
@@ -84,7 +86,7 @@ class Collection:
     qrels: Qrels
     source: str = ""
     query_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
-    expansion_files: dict[str, Path] = field(default_factory=dict)
+    expansion_files: dict[ExpansionName, Path] = field(default_factory=dict)
     revision: str | None = None
     split: str | None = None
     corpus_repeats: tuple[str, ...] = ()

@@ -54,6 +54,7 @@ import huggingface_hub
 from huggingface_hub import constants
 
 from ..errors import DataError, R2MedError, shown
+from ..expansion_name import ExpansionName
 from ..infra.home import ENV_HOME, write_text_atomic
 from ..infra.input_files import NotRegularFile, read_regular
 from ..protocol import expansion_commits, hub_configs
@@ -699,33 +700,32 @@ def hub_problem() -> str | None:
 # -- R2MED's tasks: which revision, which files, and the way forward when one is missing ------------
 
 
-def expansion_commit(task: str, method: str, llm: str) -> str | None:
-    """The hub commit recorded as holding the ``method:llm`` expansions of ``task``
-    (``protocol/r2med_expansion_commits.json``), or None where none is known."""
-    entry = expansion_commits()["expansions"].get(f"{method}:{llm.replace('_', '-')}")
+def expansion_commit(task: str, name: ExpansionName) -> str | None:
+    """The hub commit recorded as holding the expansions ``name`` of ``task`` (the LLM in either spelling:
+    ``qwen_7b``, ``qwen-7b``; ``protocol/r2med_expansion_commits.json``), or None where none is known."""
+    entry = expansion_commits()["expansions"].get(name._replace(llm=name.llm.replace("_", "-")).text)
     commit = entry.get("commits", {}).get(task) if isinstance(entry, dict) else None
     return commit if is_commit(commit) else None
 
 
-def task_revision(task: str, spec: str | None = None, expansions: Sequence[tuple[str, str]] = ()) -> tuple[str, str]:
+def task_revision(task: str, spec: str | None = None, expansions: Sequence[ExpansionName] = ()) -> tuple[str, str]:
     """(the revision ``task`` is loaded at, whose revision it is): ``--revision``'s word for it (``""``), else
-    the commit recorded as holding all its hub ``expansions`` (``(method, llm)`` pairs) where one is, else
-    the task's pinned commit."""
+    the commit recorded as holding all its hub ``expansions`` where one is, else the task's pinned commit."""
     task_spec = get_task(task)
     every, per_task = parse_revision(spec)
     asked = per_task.get(task_spec.name) or every
     if asked:
         return asked, ""
-    known = {f"{m}:{llm}": c for m, llm in expansions if (c := expansion_commit(task_spec.name, m, llm))}
+    known = {e: c for e in expansions if (c := expansion_commit(task_spec.name, e))}
     if len(set(known.values())) > 1:
         raise R2MedError(
-            f"{task_spec.name}: the expansions {', '.join(known)} are held by different hub commits "
-            f"({', '.join(f'{k} {c[:12]}' for k, c in known.items())}); run them apart, or pass "
+            f"{task_spec.name}: the expansions {', '.join(e.text for e in known)} are held by different hub commits "
+            f"({', '.join(f'{e.text} {c[:12]}' for e, c in known.items())}); run them apart, or pass "
             f"--revision {task_spec.name}=<commit> to choose one"
         )
     if known:
         label, commit = next(iter(known.items()))
-        return commit, f"the commit recorded as holding {label} for {task_spec.name}"
+        return commit, f"the commit recorded as holding {label.text} for {task_spec.name}"
     return task_spec.revision, f"the commit r2med pins for {task_spec.name} (MTEB's)"
 
 

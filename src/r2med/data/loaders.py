@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from ..errors import DataError, NotFound, OptionError, R2MedError, did_you_mean_folder
+from ..expansion_name import ExpansionName
 from ..infra.containment import path_argument
 from .benchmarks import benchmark_of
 from .collection import Collection
@@ -33,11 +34,12 @@ EXPANSION_FILE = "query_with_hydoc.jsonl"
 DEMO_SOURCE = "built-in demo collection"
 
 
-def find_expansion_files(root: Path) -> dict[str, Path]:
-    """``"<method>:<llm>"`` -> path for every ``<method>/<llm>/query_with_hydoc.jsonl`` under ``root``."""
+def find_expansion_files(root: Path) -> dict[ExpansionName, Path]:
+    """The name (``<method>``, ``<llm>``) -> path of every ``<method>/<llm>/query_with_hydoc.jsonl`` under
+    ``root``."""
     found = {}
     for path in sorted(root.glob(f"*/*/{EXPANSION_FILE}")):
-        found[f"{path.parent.parent.name}:{path.parent.name}"] = path
+        found[ExpansionName(path.parent.parent.name, path.parent.name)] = path
     return found
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import PATH_CHARS, DataError, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
+from ..expansion_name import ExpansionName
 from ..infra.containment import check_input_file, path_argument
 from ..infra.file_hash import file_hash
 from .benchmarks import benchmark_of, benchmarks
@@ -246,9 +247,9 @@ def _refs(
 @runtime_checkable
 class HubExpansions(Protocol):
     """What reads expansions from the hub for a command (``r2med evaluate``'s expansion query builder): which
-    ``(method, llm)`` it will download for a task, or None where a local file serves it."""
+    expansion it will download for a task, or None where a local file serves it."""
 
-    def hub_expansion(self, task: str) -> tuple[str, str] | None: ...
+    def hub_expansion(self, task: str) -> ExpansionName | None: ...
 
 
 def check_hub(refs: Sequence[TaskRef], readers: Iterable[object] = (), corpus: bool = True) -> list[TaskRef]:

@@ -24,6 +24,7 @@ from ..data.files import field_id, iter_jsonl
 from ..data.hub import expansion_path, snapshot_commit
 from ..data.loaders import EXPANSION_FILE
 from ..errors import DataError, OptionError, R2MedError
+from ..expansion_name import ExpansionName
 from ..infra.containment import task_folder_name
 from ..infra.home import fingerprint, read_json
 from ..retrieval.base import QueryText
@@ -108,17 +109,17 @@ def find_expansion_file(
     local = local_expansion_file(collection.name, method, llm, folders)
     if local is not None:
         return local
-    key = f"{method}:{llm}"
+    key = ExpansionName(method, llm)
     if key in collection.expansion_files and collection.revision is None:  # a hub snapshot's: verified below
         return collection.expansion_files[key]
     family = _family(collection)
     hub = family.expansion_file(collection.name, method, llm, collection.revision or revision) if family else None
     if hub is not None:  # from its family's hub, at the commit the task's data came from
         return hub
-    found = sorted(collection.expansion_files)
+    found = [name.text for name in sorted(collection.expansion_files)]
     where = ", ".join(str(f) for f in folders or []) or collection.source or collection.name
     raise R2MedError(
-        f"no {key} expansions for {collection.name} (looked in {where}"
+        f"no {key.text} expansions for {collection.name} (looked in {where}"
         + (f"; available: {', '.join(found)}" if found else "")
         + "); generate them with `r2med expand` or pass --expansion-file"
     )
@@ -180,12 +181,12 @@ class ExpansionQueries:
         self.trace = trace
         self.loaded: dict[str, Expansions] = {}
 
-    def hub_expansion(self, task: str) -> tuple[str, str] | None:
-        """``(method, llm)`` when the expansions of the hub task ``task`` will be read from the hub (no file and no
+    def hub_expansion(self, task: str) -> ExpansionName | None:
+        """Its name when the expansions of the hub task ``task`` will be read from the hub (no file and no
         folder given here holds them), else None: what :func:`r2med.data.check_hub` checks before any download."""
         if self.path is not None or local_expansion_file(task, self.method, self.llm, self.folders) is not None:
             return None
-        return self.method, self.llm
+        return ExpansionName(self.method, self.llm)
 
     @property
     def label(self) -> str:

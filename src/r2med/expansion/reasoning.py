@@ -24,6 +24,7 @@ from ..data.benchmarks import benchmark
 from ..data.collection import Collection
 from ..data.hub import snapshot_commit
 from ..errors import R2MedError
+from ..expansion_name import ExpansionName
 from ..retrieval.base import QueryText
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,10 @@ class ReasoningQueries:
         self.path = Path(path) if path is not None else None
         self.loaded: dict[str, Path] = {}
 
-    def hub_expansion(self, task: str) -> tuple[str, str] | None:
+    def hub_expansion(self, task: str) -> ExpansionName | None:
         """``(reason, llm)``: the reasoning set is read from the hub (what :func:`r2med.data.check_hub` checks
         before any download; a task of another family refuses it there); None with a file of it given."""
-        return None if self.path is not None else (self.method, self.llm)
+        return None if self.path is not None else ExpansionName(self.method, self.llm)
 
     @property
     def label(self) -> str:
@@ -74,8 +75,8 @@ class ReasoningQueries:
         )
         if found is None:
             raise R2MedError(
-                f"{collection.name}: {self.method}:{self.llm} is one of BRIGHT's reasoning query sets; "
-                f"{collection.name} is not a BRIGHT task"
+                f"{collection.name}: {ExpansionName(self.method, self.llm).text} is one of BRIGHT's reasoning query "
+                f"sets; {collection.name} is not a BRIGHT task"
             )
         texts, path = found
         self.loaded[collection.name] = path

@@ -6,8 +6,9 @@
 for the same fault (``hyde:``, ``:gpt4``, ``magic:gpt4``) after the key that names it.  The record holds the method
 in its canonical spelling (``HyDE`` -> ``hyde``, ``search_r1`` -> ``search-r1``) and the LLM in its folder spelling
 (``qwen_7b`` -> ``qwen-7b``); BRIGHT's reasoning query sets (``reason:<llm>``, :mod:`.reasoning`) keep the LLM as
-BRIGHT's ``--reasoning`` spells it (``reason:GEMINI-1.0`` -> ``Gemini-1.0``).  Nothing downstream splits or joins
-the text again: the builder of the query texts (:func:`r2med.expansion.precomputed.expansion_builder`) reads the
+BRIGHT's ``--reasoning`` spells it (``reason:GEMINI-1.0`` -> ``Gemini-1.0``).  The text is split by
+:meth:`r2med.expansion_name.ExpansionName.parse` and joined by its ``text`` only; nothing downstream splits or joins
+it again: the builder of the query texts (:func:`r2med.expansion.precomputed.expansion_builder`) reads the
 two fields, a recorded run's ``config["expansion"]`` is read back into the same record.
 """
 
@@ -20,21 +21,16 @@ from pydantic import BeforeValidator, model_validator
 
 from ..data.bright import REASON, reasoning_name
 from ..errors import R2MedError, shown
+from ..expansion_name import EXPECTED, ExpansionName
 from ..typed.parse import Origin, Spec, parse
 from .combine import check_method
 from .traces import normalize_llm
 
-#: the words of a malformed expansion, at every edge
-EXPECTED = "expected METHOD:LLM (e.g. hyde:gpt4, hyde:qwen_7b or reason:gpt4)"
-
 
 def split_text(text: str) -> dict[str, str]:
-    """``"hyde:gpt4"`` -> ``{"method": "hyde", "llm": "gpt4"}`` (as written); text without both parts is a
-    ``ValueError`` in the words every edge shows."""
-    method, sep, llm = text.partition(":")
-    if not sep or not method.strip() or not llm.strip():
-        raise ValueError(f"{EXPECTED}, got {shown(text)}")
-    return {"method": method, "llm": llm}
+    """``"hyde:gpt4"`` -> ``{"method": "hyde", "llm": "gpt4"}`` (as written, through the one parse:
+    :meth:`ExpansionName.parse`); text without both parts is a ``ValueError`` in the words every edge shows."""
+    return ExpansionName.parse(text)._asdict()
 
 
 class ExpansionSpec(Spec):
@@ -75,9 +71,15 @@ class ExpansionSpec(Spec):
         return self.method == REASON
 
     @property
+    def name(self) -> ExpansionName:
+        """Its name, the value the layers below pass (the collections' files, the hub's records): the one place
+        an expansion spec becomes one."""
+        return ExpansionName(self.method, self.llm)
+
+    @property
     def text(self) -> str:
         """``METHOD:LLM``, as the flag takes it (``hyde:qwen-7b``)."""
-        return f"{self.method}:{self.llm}"
+        return self.name.text
 
     def __str__(self) -> str:
         return self.text

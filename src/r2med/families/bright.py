@@ -19,6 +19,7 @@ from ..data import bright
 from ..data.benchmarks import Benchmark, HubRequest, ModelSettings, Protocol, TaskColumn, TaskRow, TaskTable
 from ..errors import OptionError
 from ..expansion.reasoning import ReasoningQueries
+from ..expansion_name import ExpansionName
 from ..measures import HEADLINE, Family, Measure
 from ..protocol import bright as facts
 from ..results import bright_published as published
@@ -192,20 +193,20 @@ class Bright(Benchmark):
         return bright.long_name(name)
 
     def hub_request(
-        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
+        self, name: str, revision: str | None, expansions: Sequence[ExpansionName] = (), corpus: bool = True
     ) -> HubRequest:
         parsed = bright.parse_name(name)
-        others = [f"{m}:{llm}" for m, llm in expansions if m != bright.REASON]
+        others = [e for e in expansions if e.method != bright.REASON]
         if others:
             raise OptionError(
-                f"{parsed.name}: BRIGHT's hub holds no {others[0]} expansions (its query sets are "
+                f"{parsed.name}: BRIGHT's hub holds no {others[0].text} expansions (its query sets are "
                 f"{bright.REASON}:<llm>: {', '.join(r.name for r in facts.hub().reasoning_sets)}); "
                 "pass --expansion-file or --expansion-dir for your own"
             )
         wanted, why = bright.revision_for(parsed.name, revision)
         # a reasoning set the record shows absent at that commit is read at one that holds it (checked when read)
         here = bright.reasoning_commit(wanted)[0] == wanted
-        paths = bright.files(parsed.name, corpus=corpus, reasoning=[llm for _, llm in expansions] if here else [])
+        paths = bright.files(parsed.name, corpus=corpus, reasoning=[e.llm for e in expansions] if here else [])
         return HubRequest(facts.hub().repo_id, tuple(paths), wanted, why)
 
     def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:

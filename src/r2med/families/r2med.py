@@ -18,6 +18,7 @@ from ..data.hub import TASK_FILES, download_expansion, expansion_path, load_from
 from ..data.tasks import TASK_NAMES, TASKS, get_task
 from ..errors import OptionError
 from ..expansion.precomputed import ExpansionQueries
+from ..expansion_name import ExpansionName
 from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 from ..protocol import published_figures
 from ..reranking.base import all_rerankers
@@ -226,17 +227,17 @@ class R2med(Benchmark):
         return f"R2MED's {', '.join(TASK_NAMES)} (all or r2med: the 8)"
 
     def hub_request(
-        self, name: str, revision: str | None, expansions: Sequence[tuple[str, str]] = (), corpus: bool = True
+        self, name: str, revision: str | None, expansions: Sequence[ExpansionName] = (), corpus: bool = True
     ) -> HubRequest:
         spec = get_task(name)
-        if any(method == _REASONING for method, _ in expansions):
+        if any(e.method == _REASONING for e in expansions):
             raise OptionError(
                 f"{spec.name}: {_REASONING}:<llm> names BRIGHT's reasoning query sets; R2MED's tasks have "
                 "none (their expansions: hyde, query2doc, lamer...)"
             )
         wanted, why = task_revision(spec.name, revision, expansions)
         files = [f for f in TASK_FILES if corpus or f != "corpus.jsonl"]
-        paths = (*files, *(expansion_path(method, llm) for method, llm in expansions))
+        paths = (*files, *(expansion_path(e.method, e.llm) for e in expansions))
         return HubRequest(spec.hub_id, tuple(paths), wanted, why)
 
     def load(self, name: str, revision: str | None = None, strict: bool = False, corpus: bool = True) -> Collection:

@@ -18,6 +18,7 @@ from ..errors import R2MedError, did_you_mean
 from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label, facet_table
 from ..expansion.precomputed import read_expansion_file
 from ..expansion.traces import strip_for
+from ..expansion_name import ExpansionName
 from ..results.folders import System, TaskFolder, find_systems, split_columns, task_order
 from ..runs.record import JsonObject
 
@@ -104,7 +105,7 @@ def _expansion_texts(coll: Collection, folder: TaskFolder) -> dict[str, str]:
     method, llm = str(expansion.method), str(expansion.llm)
     path = Path(expansion.file) if expansion.file else None
     if path is None or not path.is_file():
-        path = coll.expansion_files.get(f"{method}:{llm}")
+        path = coll.expansion_files.get(ExpansionName(method, llm))
     if path is None:
         return {}
 

@@ -37,6 +37,7 @@ from ..data.hub import cached_file, expansion_path, hub_problem, revision_for
 from ..data.loaders import EXPANSION_FILE
 from ..data.tasks import get_task
 from ..errors import R2MedError
+from ..expansion_name import ExpansionName
 from ..infra.containment import system_folder
 from ..infra.file_hash import file_fingerprint
 from ..report.mteb import SAME, graded_by_commit, run_model, task_figure
@@ -210,9 +211,9 @@ class Environment:
     def hub_cached(self, task: str, filename: str) -> bool:
         return cached_file(get_task(task).hub_id, filename, revision_for(task, self.revision)) is not None
 
-    def data_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+    def data_source(self, task: str, expansions: Iterable[ExpansionName] = ()) -> tuple[str | None, str]:
         """(where the task comes from, or None) and a reason when it cannot be had; with the expansions
-        ``expansions`` (``(method, llm)``) its family reads with the data.  A family whose tasks may be local
+        ``expansions`` its family reads with the data.  A family whose tasks may be local
         copies (:attr:`r2med.data.benchmarks.Benchmark.local_copies`) reads ``--data-dir`` first."""
         family = benchmark_of(task)
         if family is not None and family.local_copies:
@@ -232,7 +233,7 @@ class Environment:
         hint = "" if self.data_dir else " (pass --data-dir)"
         return None, f"no data: {where}not cached and the hub is unreachable{hint}"
 
-    def hub_source(self, task: str, expansions: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+    def hub_source(self, task: str, expansions: Iterable[ExpansionName] = ()) -> tuple[str | None, str]:
         """A task from the hub only (a local folder is no family's task, so none is graded): every file it
         needs at its revision cached, or the hub reachable."""
         family = benchmark_of(task)
@@ -348,7 +349,7 @@ def plan(matrix: list[Target], env: Environment) -> list[Planned]:
                 reasons.append(missing)
         table = table_of(target.key.family)
         with_data = table is not None and table.expansions_with_data
-        reasoning = [(target.key.expansion, target.key.llm)] if with_data and target.key.expanded else []
+        reasoning = [ExpansionName(target.key.expansion, target.key.llm)] if with_data and target.key.expanded else []
         source, why = env.data_source(target.task, reasoning)
         if source is None:
             reasons.append(why)

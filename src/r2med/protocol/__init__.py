@@ -18,6 +18,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..expansion_name import ExpansionName
+
 
 def _read(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
@@ -48,7 +50,7 @@ def expansion_commits() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(_read("r2med_expansion_commits.json"))
     configs = hub_configs()
     known = {
-        f"{method}:{split.replace('_', '-')}"
+        ExpansionName(method, split.replace("_", "-")).text
         for method, splits in configs["configs"].items()
         if method not in ("corpus", "query", "qrels")
         for split in splits

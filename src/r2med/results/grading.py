@@ -53,6 +53,7 @@ from ..errors import OptionError, R2MedError, shown
 from ..evaluation.ties import PUBLISHED_TIE_RULE
 from ..expansion.precomputed import COMBINATION_RULE, read_from_hub
 from ..expansion.traces import normalize_llm
+from ..expansion_name import ExpansionName
 from ..measures import HEADLINE, Measure
 from ..protocol import bright, data_states
 from ..reranking.base import RERANKERS, published_depth
@@ -623,7 +624,8 @@ def _retriever_differences(
     elif spec.expansion is not None:
         out += _expansion_differences(spec.expansion, config, task)
     elif config.expansion is not None:  # a first stage whose row has none
-        out.append(f"expansion {config.expansion.method}:{config.expansion.llm}, published none")
+        recorded = ExpansionName(str(config.expansion.method), str(config.expansion.llm))
+        out.append(f"expansion {recorded.text}, published none")
     return list(dict.fromkeys(out))
 
 
@@ -678,7 +680,7 @@ def _reasoning_differences(expansion: tuple[str, str], config: RecordedConfig) -
     _, llm = expansion
     recorded = config.expansion
     if recorded is None:
-        return [f"expansion none, published {REASON}:{llm}"]
+        return [f"expansion none, published {ExpansionName(REASON, llm).text}"]
     out = []
     if recorded.rule not in (None, "replace"):
         out.append(f"expansion rule {_word(recorded.rule)}, published replace (the reasoning replaces the query)")
@@ -739,7 +741,7 @@ def _expansion_commit(task: str | None, method: str, llm: str) -> str | None:
     if task is None or task not in TASKS:
         return None
     try:
-        return task_revision(task, None, [(method, llm)])[0]
+        return task_revision(task, None, [ExpansionName(method, llm)])[0]
     except R2MedError:
         return None
 

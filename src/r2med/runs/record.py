@@ -34,6 +34,7 @@ from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
 from ..data.files import id_problem
 from ..errors import DataError, R2MedError
 from ..evaluation.tie_data import BlockError, check_block
+from ..expansion_name import ExpansionName
 from ..infra.containment import name_problem
 from ..infra.input_files import read_regular
 from ..measures import from_trec
@@ -615,7 +616,10 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
     expansion: dict[str, Any] | None = None
     if queries.split() and queries != "plain":
         head, *rest = queries.split()
-        method, _, llm = head.partition(":")
+        try:
+            method, llm = ExpansionName.parse(head)
+        except ValueError:  # no METHOD:LLM: kept as written, for the record's check to name
+            method, llm = head, ""
         fields = dict(part.partition("=")[::2] for part in rest)
         expansion = {
             "method": method,
