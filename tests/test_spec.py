@@ -287,7 +287,9 @@ def _spec_types(command: str) -> list[type]:
         return [steps.RerankStep, steps.Data, steps.Output, *{m.options for m in all_rerankers().values()}]
     if command == "fuse":
         return [steps.FuseStep, steps.Data, steps.Output, options.FusionOptions]
-    own = {"import": steps.ImportStep, "expand": steps.ExpandStep, "export": steps.ExportStep}[command]
+    if command == "expand":
+        return [steps.ExpandStep, steps.Data, options.ExpandLlmOptions]
+    own = {"import": steps.ImportStep, "export": steps.ExportStep}[command]
     return [own, steps.Data, *([steps.Output] if command == "import" else [])]
 
 

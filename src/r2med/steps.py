@@ -35,7 +35,7 @@ from .measures import HEADLINE, Measure
 from .reranking.base import TAIL_REFUSED, published_depth, reranker_meta
 from .retrieval.registry import RETRIEVERS, retriever_meta
 from .runs.record import RecordedConfig
-from .typed.options import FusionOptions, as_options_name
+from .typed.options import ExpandLlmOptions, FusionOptions, as_options_name
 from .typed.parse import (
     Count,
     Origin,
@@ -295,22 +295,15 @@ class ImportStep(Spec):
 
 
 class ExpandStep(Spec):
-    """``r2med expand``: queries expanded by an LLM, written as hub-layout expansion files."""
+    """``r2med expand``: queries expanded by an LLM, written as hub-layout expansion files.  The LLM's endpoint,
+    requests and sampling are its ``llm`` (:class:`~r2med.typed.options.ExpandLlmOptions`, given flat: ``model``,
+    ``base_url``, ``timeout``... beside the step's own fields)."""
 
     method: str
-    model: str
+    llm: ExpandLlmOptions
     out: PathField
     llm_name: str | None = None
-    base_url: str | None = None
-    api_key: str | None = Field(default=None, json_schema_extra={"record": False})
-    concurrency: Count = 16
-    timeout: Annotated[float, Field(gt=0)] = 300.0
-    max_retries: Annotated[int, Field(ge=0)] = 6
     sampling: Literal["api", "open"] | None = None
-    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
-    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
-    max_tokens: Count | None = None
-    seed: Annotated[int, Field(ge=0)] | None = None
     prompt_task: str | None = None
     retriever: str = "bm25"
     retrieval_url: str | None = None
@@ -319,7 +312,6 @@ class ExpandStep(Spec):
     search_tags: str | None = None
     result_tags: str | None = None
     answer_tags: str | None = None
-    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache"})
     prompt_file: PathField | None = None
     data: Data = Field(default_factory=lambda: Data())
 
@@ -344,7 +336,9 @@ class ExportStep(Spec):
 
 # -- the parse of a step whose options depend on what it runs ---------------------------------------------
 
-_NESTED: dict[str, type[Spec]] = {"data": Data, "output": Output}
+#: the specs a step holds whole whose fields are given flat beside its own (``--data-dir``, ``--out``, expand's
+#: ``--model``...)
+_NESTED: dict[str, type[Spec]] = {"data": Data, "output": Output, "llm": ExpandLlmOptions}
 
 
 def _split(

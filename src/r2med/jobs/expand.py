@@ -34,7 +34,6 @@ from ..expansion.traces import normalize_llm
 from ..infra import progress
 from ..infra.containment import check_output_dir, ensure_within, plain_name, task_folder
 from ..infra.home import check_home, read_json, write_text_atomic
-from ..infra.llm import LLMClient
 from ..retrieval.base import index_collection
 from ..retrieval.registry import make_retriever
 from ..serve.client import RemoteRetriever
@@ -88,6 +87,8 @@ class Expanded:
     usage: dict[str, int]  # requests, cache_hits, retries, prompt_tokens, completion_tokens... of this task
 
 
+#: The request timeout (seconds) when ``--timeout`` is not given: a long expansion takes minutes to write.
+TIMEOUT = 300.0
 #: Beside an expansion file made with ``--prompt-file``: the prompt's file, sha256 and text.
 PROMPT_RECORD = "prompt.json"
 #: Beside every expansion file ``expand`` writes: the ``--model`` whose answers it holds.
@@ -262,16 +263,15 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
     ``prompt_file``: a template of the user's instead of the paper's prompts (generative methods); its text
     and sha256 are recorded in ``prompt.json`` beside each expansion file, and each record names the sha256.
     """
-    (method, model, out, llm_name, base_url, sampling, prompt_file, prompt_task, cache) = (
+    endpoint = step.llm
+    (method, model, out, llm_name, sampling, prompt_file, prompt_task) = (
         step.method,
-        step.model,
+        endpoint.model,
         step.out,
         step.llm_name,
-        step.base_url,
         step.sampling,
         step.prompt_file,
         step.prompt_task,
-        step.cache,
     )
 
     method = check_method(method)
@@ -283,7 +283,7 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         # other model's expansions are replaced
         ensure_within(out, task_folder(out, ref.name) / method / llm / EXPANSION_FILE)
         check_llm_folder(task_folder(out, ref.name) / method / llm, model)
-    if cache:
+    if endpoint.cache:
         check_home()
     agentic = method in AGENTIC
     if step.retrieval_url is not None and not agentic:
@@ -298,21 +298,13 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
         for ref in tasks:  # fail before any request when a prompt is missing
             resolve_prompt(ref.name, prompt_task)
     params = paper_sampling(
-        api=(sampling or ("api" if base_url is None else "open")) == "api",
-        temperature=step.temperature,
-        top_p=step.top_p,
-        max_tokens=step.max_tokens,
-        seed=step.seed,
+        api=(sampling or ("api" if endpoint.base_url is None else "open")) == "api",
+        temperature=endpoint.temperature,
+        top_p=endpoint.top_p,
+        max_tokens=endpoint.max_tokens,
+        seed=endpoint.seed,
     )
-    client = LLMClient(
-        model,
-        base_url=base_url,
-        api_key=step.api_key,
-        concurrency=step.concurrency,
-        timeout=step.timeout,
-        max_retries=step.max_retries,
-        cache=cache,
-    )
+    client = endpoint.client(TIMEOUT)
     done = []
     claimed: list[
         tuple[Path, Path | None]

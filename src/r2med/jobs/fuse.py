@@ -22,7 +22,7 @@ from ..results.published import different_data
 
 if TYPE_CHECKING:
     from ..data import Collection
-from ..runs.fusion import check_fusion, fuse_cut
+from ..runs.fusion import check_weights, fuse_cut
 from ..steps import FuseStep
 from .rerank import TaskInput, folder_name, load_inputs, result_name
 
@@ -52,7 +52,7 @@ def fuse_inputs(
     """Fuse the runs of each common task of ``groups`` (one group per input run folder) as ``step`` says, into
     ``out`` (the system folder)."""
     o, output = step.options, step.output
-    check_fusion(len(groups), o.method, k=o.k, norm=o.norm, weights=o.weights)
+    check_weights(len(groups), o.weights)  # the rest FusionOptions checked; how many runs it could not know
     results = []
     for items in match_tasks(groups, labels):
         collection = items[0].collection
@@ -98,7 +98,6 @@ def fuse_folders(step: FuseStep) -> SystemResults:
     Default ``out``: the results root of the first system; default ``name``: :func:`system_name`.
     """
     o = step.options
-    check_fusion(max(len(step.systems), 2), o.method, k=o.k, norm=o.norm)
     if step.name is not None:
         plain_name(step.name, "--name", run_name=True)
     selection = find_runs(list(step.systems), skip_from_root=("fuse",))
@@ -107,7 +106,7 @@ def fuse_folders(step: FuseStep) -> SystemResults:
         raise R2MedError(
             f"fuse needs at least two systems; found {len(systems)} ({', '.join(s.folder.name for s in systems)})"
         )
-    check_fusion(len(systems), o.method, k=o.k, norm=o.norm, weights=o.weights)
+    check_weights(len(systems), o.weights)  # the rest FusionOptions checked; how many runs it could not know
     out = Path(step.output.out) if step.output.out is not None else systems[0].root
     check_output_dir(out)
     label = system_name(step, [ref.folder for ref in systems])

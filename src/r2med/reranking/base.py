@@ -63,6 +63,19 @@ def options_as(options: RerankerOptions, kind: type[OptionsT]) -> OptionsT:
     return options
 
 
+def options_or_keywords(
+    kind: type[OptionsT], options: RerankerOptions | None, keywords: Mapping[str, Any], where: str
+) -> OptionsT:
+    """A reranker's options, read once: ``options`` as parsed (what its registry factory passes, never parsed
+    again), or the ``keywords`` its constructor was given in Python, parsed here (None: not set) -- the same typed
+    error as on the command line, before anything is built; both at once is refused."""
+    if options is None:
+        return parse(kind, keywords, Origin.python(where))
+    if any(value is not None for value in keywords.values()):
+        raise OptionError(f"{where}: pass the options as one {kind.__name__} or as keywords, not both")
+    return options_as(options, kind)
+
+
 @dataclass(frozen=True)
 class RerankerMeta:
     """Every fact about one reranker: how to build it and what it needs."""

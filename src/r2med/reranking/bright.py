@@ -48,9 +48,9 @@ from ..infra.llm import LLMClient
 from ..protocol.bright import rerank_prompt
 from ..retrieval.encoders import resolve_device
 from ..retrieval.encoders.hf import check_weights_dtype, dtype_kwargs, weights_dtype
-from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions, as_model_takes
+from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions
 from ..typed.parse import RerankerOptions
-from .base import Candidates, RerankerMeta, options_as, register_reranker
+from .base import Candidates, RerankerMeta, options_as, options_or_keywords, register_reranker
 from .cross_encoder import ensure_available
 
 log = logging.getLogger(__name__)
@@ -254,16 +254,24 @@ class BrightCrossEncoder:
 
     def __init__(
         self,
-        model: str = DEFAULT_CROSS_ENCODER,
+        model: str | None = None,
         k: int | None = None,
         batch_size: int | None = None,
         device: str | None = None,
         name: str = "bright-cross-encoder",
+        *,
+        options: RerankerOptions | None = None,
     ):
-        self.model_id = model
-        self.k = k
-        self.batch_size = int(batch_size or rerank_prompt()["cross_encoder_batch_size"])
-        self.device = device
+        """Its options are :class:`~r2med.typed.options.BrightCrossEncoderOptions`: ``options`` as parsed (what the
+        registry's factory passes), or the keywords, parsed here once; rerank.py's model and batch size stand for
+        what is not set."""
+        keywords = {"model": model, "k": k, "batch_size": batch_size, "device": device}
+        o = options_or_keywords(BrightCrossEncoderOptions, options, keywords, "BrightCrossEncoder()")
+        self.options = o
+        self.model_id = o.model or DEFAULT_CROSS_ENCODER
+        self.k = o.k
+        self.batch_size = o.batch_size if o.batch_size is not None else int(rerank_prompt()["cross_encoder_batch_size"])
+        self.device = o.device
         self.name = name
         self._model: Any = None
         self.used: dict[str, Any] = {}
@@ -335,7 +343,7 @@ register_reranker(
 register_reranker(
     RerankerMeta(
         "bright-cross-encoder",
-        lambda options: BrightCrossEncoder(**as_model_takes(options.given())),
+        lambda options: BrightCrossEncoder(options=options),
         f"BRIGHT's rerank.py cross-encoder (sentence-transformers, batch 8, top k): {DEFAULT_CROSS_ENCODER}",
         options=BrightCrossEncoderOptions,
         packages=("torch", "transformers", "sentence_transformers"),

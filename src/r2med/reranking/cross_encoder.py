@@ -30,9 +30,9 @@ from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, canonical_dtype, model_max_length, resolve_device, resolve_dtype
 from ..retrieval.encoders.hf import check_model_source, dtype_kwargs, weights_dtype
-from ..typed.options import AnyCrossEncoderOptions, CrossEncoderOptions, as_model_takes
+from ..typed.options import AnyCrossEncoderOptions, CrossEncoderOptions
 from ..typed.parse import RerankerOptions
-from .base import Candidates, RerankerMeta, register_reranker
+from .base import Candidates, RerankerMeta, options_or_keywords, register_reranker
 
 if TYPE_CHECKING:
     import torch
@@ -81,14 +81,8 @@ class PointwiseReranker:
 
     name = "pointwise"
 
-    def __init__(
-        self,
-        max_length: int = 512,
-        batch_size: int = 32,
-        device: str | None = None,
-        dtype: str = "fp32",
-        label: int | None = None,
-    ):
+    def __init__(self, *, max_length: int, batch_size: int, device: str | None, dtype: str, label: int | None = None):
+        """The values each reranker resolved from its options (its own defaults: declared by each subclass)."""
         if batch_size < 1:
             raise R2MedError("--batch-size must be at least 1")
         self.max_length = int(max_length)
@@ -201,25 +195,57 @@ class PointwiseReranker:
 
 
 class CrossEncoderReranker(PointwiseReranker):
-    """A ``transformers`` sequence-classification model (hub id or local folder) as a reranker."""
+    """A ``transformers`` sequence-classification model (hub id or local folder) as a reranker.
+
+    Its options are :class:`~r2med.typed.options.CrossEncoderOptions`: ``options`` as parsed (what the registry's
+    factory passes), or the keywords, parsed here once (``model`` required unless ``preset`` names one of
+    :data:`PRESETS`, whose checkpoint, length and label stand for what is not set)."""
 
     def __init__(
         self,
-        model: str,
+        model: str | None = None,
         name: str | None = None,
         tokenizer: str | None = None,
-        revision: str | None = None,
-        max_length: int = 512,
-        batch_size: int = 32,
+        model_revision: str | None = None,
+        max_length: int | None = None,
+        batch_size: int | None = None,
         device: str | None = None,
-        dtype: str = "fp32",
+        dtype: str | None = None,
         label: int | None = None,
+        *,
+        options: RerankerOptions | None = None,
+        preset: str | None = None,
     ):
-        super().__init__(max_length=max_length, batch_size=batch_size, device=device, dtype=dtype, label=label)
-        self.model_id = model
-        self.tokenizer_id = tokenizer or model
-        self.revision = revision
-        self.name = name or model
+        if preset is not None and preset not in PRESETS:
+            raise R2MedError(f"unknown cross-encoder preset {preset!r}; choose from: {', '.join(PRESETS)}")
+        keywords = {
+            "model": model,
+            "tokenizer": tokenizer,
+            "model_revision": model_revision,
+            "max_length": max_length,
+            "batch_size": batch_size,
+            "device": device,
+            "dtype": dtype,
+            "label": label,
+        }
+        # keywords without a preset must name the model; an options object is read as any cross-encoder's
+        kind = AnyCrossEncoderOptions if preset is None and options is None else CrossEncoderOptions
+        o = options_or_keywords(kind, options, keywords, "CrossEncoderReranker()")
+        own = PRESETS[preset] if preset is not None else {}
+        super().__init__(
+            max_length=o.max_length if o.max_length is not None else own.get("max_length", 512),
+            batch_size=o.batch_size if o.batch_size is not None else 32,
+            device=o.device,
+            dtype=o.dtype if o.dtype is not None else "fp32",
+            label=o.label if o.label is not None else own.get("label"),
+        )
+        self.options = o
+        self.model_id: str = o.model or own.get("model") or ""
+        if not self.model_id:
+            raise R2MedError("a cross-encoder needs model=<hub id or local folder>")
+        self.tokenizer_id = o.tokenizer or self.model_id
+        self.revision = o.model_revision  # the model's commit: from_pretrained(revision=...), config()'s revision
+        self.name = name or preset or self.model_id
 
     def _load(self) -> tuple[Any, Any]:
         require_torch()
@@ -260,8 +286,7 @@ class CrossEncoderReranker(PointwiseReranker):
 
 def _preset(name: str) -> Callable[[RerankerOptions], CrossEncoderReranker]:
     def factory(options: RerankerOptions) -> CrossEncoderReranker:
-        settings = {**PRESETS[name], **as_model_takes(options.given())}
-        return CrossEncoderReranker(name=name, **settings)
+        return CrossEncoderReranker(options=options, preset=name)
 
     return factory
 
@@ -325,7 +350,7 @@ register_reranker(
 register_reranker(
     RerankerMeta(
         "cross-encoder",
-        lambda options: CrossEncoderReranker(**as_model_takes(options.given())),
+        lambda options: CrossEncoderReranker(options=options),
         "any sequence-classification model: model=<hub id or folder>",
         options=AnyCrossEncoderOptions,
     )

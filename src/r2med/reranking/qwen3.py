@@ -30,9 +30,9 @@ from ..infra import progress
 from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
-from ..typed.options import Qwen3Options, as_model_takes
+from ..typed.options import Qwen3Options
 from ..typed.parse import RerankerOptions
-from .base import RerankerMeta, register_reranker
+from .base import RerankerMeta, options_or_keywords, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,10 @@ def card_settings(preset: str = "qwen3-reranker-0.6b") -> dict[str, Any]:
 
 
 class Qwen3Reranker(PointwiseReranker):
-    """A Qwen3-Reranker checkpoint (hub id or folder) scored as its model card does."""
+    """A Qwen3-Reranker checkpoint (hub id or folder) scored as its model card does.
+
+    Its options are :class:`~r2med.typed.options.Qwen3Options`: ``options`` as parsed (what the registry's factory
+    passes), or the keywords, parsed here once; the card of ``preset`` stands for what is not set."""
 
     family = "qwen3-reranker"
 
@@ -57,26 +60,40 @@ class Qwen3Reranker(PointwiseReranker):
         preset: str = "qwen3-reranker-0.6b",
         name: str | None = None,
         tokenizer: str | None = None,
-        revision: str | None = None,
+        model_revision: str | None = None,
         instruction: str | None = None,
         max_length: int | None = None,
         batch_size: int | None = None,
         device: str | None = None,
         dtype: str | None = None,
+        *,
+        options: RerankerOptions | None = None,
     ):
+        keywords = {
+            "model": model,
+            "tokenizer": tokenizer,
+            "model_revision": model_revision,
+            "instruction": instruction,
+            "max_length": max_length,
+            "batch_size": batch_size,
+            "device": device,
+            "dtype": dtype,
+        }
+        o = options_or_keywords(Qwen3Options, options, keywords, "Qwen3Reranker()")
         card = card_settings(preset)
         super().__init__(
-            max_length=max_length or card["max_length"],
-            batch_size=batch_size or card["batch_size"],
-            device=device,
-            dtype=dtype or card["dtype"],
+            max_length=o.max_length if o.max_length is not None else card["max_length"],
+            batch_size=o.batch_size if o.batch_size is not None else card["batch_size"],
+            device=o.device,
+            dtype=o.dtype if o.dtype is not None else card["dtype"],
         )
+        self.options = o
         self.preset = preset
-        self.model_id = model or card["hub_id"]
-        self.tokenizer_id = tokenizer or self.model_id
-        self.revision = revision
+        self.model_id = o.model or card["hub_id"]
+        self.tokenizer_id = o.tokenizer or self.model_id
+        self.revision = o.model_revision  # the model's commit: from_pretrained(revision=...), config()'s revision
         self.name = name or preset
-        self.instruction = card["default_instruction"] if instruction is None else instruction
+        self.instruction = card["default_instruction"] if o.instruction is None else o.instruction
         self.prefix, self.suffix, self.pair_template = card["prefix"], card["suffix"], card["pair_template"]
         self.yes_token, self.no_token = card["yes_token"], card["no_token"]
         self._prefix_ids: list[int] = []
@@ -185,7 +202,7 @@ class Qwen3Reranker(PointwiseReranker):
 
 def _preset(name: str) -> Callable[[RerankerOptions], Qwen3Reranker]:
     def factory(options: RerankerOptions) -> Qwen3Reranker:
-        return Qwen3Reranker(preset=name, **as_model_takes(options.given()))
+        return Qwen3Reranker(preset=name, options=options)
 
     return factory
 
@@ -222,7 +239,7 @@ for _name in PRESETS:
 register_reranker(
     RerankerMeta(
         "qwen3-reranker",
-        lambda options: Qwen3Reranker(**as_model_takes(options.given())),
+        lambda options: Qwen3Reranker(options=options),
         "any Qwen3-Reranker checkpoint: model=<hub id or folder> (yes/no logit scoring, model card)",
         options=Qwen3Options,
         install="pip install 'r2med[dense]'",

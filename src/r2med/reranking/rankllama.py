@@ -25,7 +25,8 @@ from ..infra.weights import load_adapter, pretrained_with_gaps
 from ..retrieval.encoders.base import FramingRecord
 from ..retrieval.encoders.framing import pair_ids, settled_pair
 from ..typed.options import RankLlamaOptions
-from .base import RerankerMeta, register_reranker
+from ..typed.parse import RerankerOptions
+from .base import RerankerMeta, options_or_keywords, register_reranker
 from .cross_encoder import PointwiseReranker, ensure_available, require_torch
 
 log = logging.getLogger(__name__)
@@ -60,22 +61,48 @@ DEFAULTS: RankLlamaDefaults = {
 
 
 class RankLlamaReranker(PointwiseReranker):
+    """RankLLaMA (see the module docstring).  Its options are :class:`~r2med.typed.options.RankLlamaOptions`:
+    ``options`` as parsed (what the registry's factory passes), or the keywords, parsed here once; the model
+    card's checkpoints and length (:data:`DEFAULTS`), batch 8, precision ``auto`` and a merged adapter stand for
+    what is not set."""
+
     def __init__(
         self,
-        base: str = DEFAULTS["base"],
-        lora: str = DEFAULTS["lora"],
+        base: str | None = None,
+        lora: str | None = None,
         tokenizer: str | None = None,
         name: str = "rankllama",
-        max_length: int = DEFAULTS["max_length"],
-        batch_size: int = 8,
+        max_length: int | None = None,
+        batch_size: int | None = None,
         device: str | None = None,
-        dtype: str = "auto",
-        merge: bool = True,
+        dtype: str | None = None,
+        merge: bool | None = None,
+        *,
+        options: RerankerOptions | None = None,
     ):
-        super().__init__(max_length=max_length, batch_size=batch_size, device=device, dtype=dtype, label=0)
-        self.base, self.lora, self.tokenizer_id = base, lora, tokenizer or base
+        keywords = {
+            "base": base,
+            "lora": lora,
+            "tokenizer": tokenizer,
+            "max_length": max_length,
+            "batch_size": batch_size,
+            "device": device,
+            "dtype": dtype,
+            "merge": merge,
+        }
+        o = options_or_keywords(RankLlamaOptions, options, keywords, "RankLlamaReranker()")
+        super().__init__(
+            max_length=o.max_length if o.max_length is not None else DEFAULTS["max_length"],
+            batch_size=o.batch_size if o.batch_size is not None else 8,
+            device=o.device,
+            dtype=o.dtype if o.dtype is not None else "auto",
+            label=0,
+        )
+        self.options = o
+        self.base, self.lora = o.base or DEFAULTS["base"], o.lora or DEFAULTS["lora"]
+        self.tokenizer_id = o.tokenizer or self.base
         self.name = name
-        self.merge = merge
+        self.merge = o.merge if o.merge is not None else True
         self._pair: tuple[str, tuple[list[int], list[int], list[int]]] | None = None
         self._checked = False
         self._library_reads_files = False
@@ -171,7 +198,7 @@ def _first_line(exc: BaseException) -> str:
 register_reranker(
     RerankerMeta(
         "rankllama",
-        lambda options: RankLlamaReranker(**options.given()),
+        lambda options: RankLlamaReranker(options=options),
         "castorini/rankllama-v1-7b-lora-passage on Llama-2-7b (peft LoRA; paper)",
         options=RankLlamaOptions,
         packages=("torch", "transformers", "peft"),

@@ -49,7 +49,8 @@ NORMS: tuple[Normalisation, ...] = tuple(Normalisation)
 RRF_K = 60
 
 
-def _weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
+def check_weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
+    """One weight per run, each a finite number >= 0 and one above 0 (None: 1 for every run), or one line."""
     if not n_runs:
         raise R2MedError("fusion needs at least one run")
     if weights is None:
@@ -77,7 +78,7 @@ def check_fusion(
         raise R2MedError("the RRF constant k must be non-negative")
     if norm not in NORMS:
         raise R2MedError(f"unknown normalisation {norm!r}; choose from: {', '.join(NORMS)}")
-    _weights(n_runs, weights)
+    check_weights(n_runs, weights)
 
 
 def rrf(
@@ -89,7 +90,7 @@ def rrf(
     """Reciprocal rank fusion of ``runs`` (``k`` = 60 by default)."""
     if k < 0:
         raise R2MedError("the RRF constant k must be non-negative")
-    ws = _weights(len(runs), weights)
+    ws = check_weights(len(runs), weights)
     fused: dict[str, dict[str, float]] = {}
     for run, w in zip(runs, ws):
         for qid, docs in run.items():
@@ -128,7 +129,7 @@ def comb(
     """CombSUM (``method="combsum"``) or CombMNZ (``"combmnz"``) of normalised scores."""
     if method not in ("combsum", "combmnz"):
         raise R2MedError(f"unknown score fusion {method!r}; use combsum or combmnz")
-    ws = _weights(len(runs), weights)
+    ws = check_weights(len(runs), weights)
     sums: dict[str, dict[str, float]] = {}
     hits: dict[str, dict[str, int]] = {}
     for run, w in zip(runs, ws):

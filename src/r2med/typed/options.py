@@ -10,8 +10,8 @@ One :class:`~r2med.typed.parse.Spec` per kind of model, named by its registry re
 * rerankers: :class:`CrossEncoderOptions` (``bge-reranker``, ``monobert``; ``cross-encoder`` needs ``model``),
   :class:`RankLlamaOptions`, :class:`Qwen3Options`; behind an LLM endpoint, on one base (:class:`LlmEndpointOptions`:
   the endpoint, the requests, the sampling, and the client they name), :class:`ReasonRankOptions`,
-  :class:`ListwiseOptions` and :class:`BrightLlmOptions`; :class:`BrightCrossEncoderOptions` (BRIGHT's rerank.py
-  conventions),
+  :class:`ListwiseOptions` and :class:`BrightLlmOptions` (and ``r2med expand``'s LLM, :class:`ExpandLlmOptions`);
+  :class:`BrightCrossEncoderOptions` (BRIGHT's rerank.py conventions),
   :class:`CustomScorerOptions` (``custom``: ``scorer`` required) and :class:`EntryPointScorerOptions`;
 * :class:`FusionOptions` (``r2med fuse``, ``[[fusion]]``).
 
@@ -22,13 +22,13 @@ out of the record (``metrics.json``'s ``options``), as it always was.
 A model's own commit is ``model_revision`` (``--set model_revision=``, ``model_revision = ...`` in a table): a
 step's flat ``revision`` is the data's (:attr:`r2med.steps.Data.revision`, ``--revision``), which is what the
 option's old name, ``revision``, was read as from the command line and a file.  The models take and record it as
-``revision`` (``from_pretrained(revision=...)``, their ``config()``): :func:`as_model_takes` spells the options
-for them, :func:`as_options_name` reads a recorded ``revision`` (a record written before the rename, a model's
-record) back as the option.
+``revision`` (``from_pretrained(revision=...)``, their ``config()``): each reads its typed options'
+``model_revision`` as it is built; :func:`as_options_name` reads a recorded ``revision`` (a record written before
+the rename, a model's record) back as the option.
 
 ``model_claim`` (a dense encoder's, and a reranker's whose ``model`` may be a local folder: the cross-encoders,
 Qwen3, BRIGHT's cross-encoder) is the hub checkpoint the user says the folder holds: recorded, read by grading
-(:func:`r2med.results.grading.claimed_checkpoint`), never passed to the model (:func:`as_model_takes`).
+(:func:`r2med.results.grading.claimed_checkpoint`), never read by the model (each model reads its own fields).
 """
 
 from __future__ import annotations
@@ -60,15 +60,6 @@ from .parse import (
 
 #: option -> the name the models take it by and record it as (the options types' fields are the step's names)
 MODEL_NAMES: Final[Mapping[str, str]] = {"model_revision": "revision"}
-#: options that are no setting of the model (a user's claim of which checkpoint its folder holds): recorded, read by
-#: grading, never passed to the model's factory
-NOT_THE_MODELS: Final[frozenset[str]] = frozenset({"model_claim"})
-
-
-def as_model_takes(options: Mapping[str, Any]) -> dict[str, Any]:
-    """An options type's fields (``Spec.given()``) spelled as the model's factory takes them (``revision``), less
-    those that are no setting of the model (:data:`NOT_THE_MODELS`)."""
-    return {MODEL_NAMES.get(k, k): v for k, v in options.items() if k not in NOT_THE_MODELS}
 
 
 def as_options_name(values: Mapping[str, Any], spec: type[Spec]) -> dict[str, Any]:
@@ -403,6 +394,24 @@ class LlmEndpointOptions(RerankerOptions):
             timeout=self.timeout if self.timeout is not None else timeout,
             **ways,
         )
+
+
+class ExpandLlmOptions(LlmEndpointOptions):
+    """``r2med expand``'s LLM: the endpoint options every LLM step takes (:class:`LlmEndpointOptions`, whose
+    :meth:`~LlmEndpointOptions.client` builds its client), each set by a flag of its own (``--timeout``,
+    ``--temperature``...), plus ``top_p``; the answer cache is on unless ``--no-cache``.  The client's defaults
+    stand for what is not set (16 requests at once, 6 retries), the job's for the timeout
+    (:data:`r2med.jobs.expand.TIMEOUT`)."""
+
+    #: the name the endpoint serves the LLM under (required: the expansions are its answers)
+    model: str
+    timeout: Positive | None = Field(default=None, json_schema_extra=RUNTIME)
+    max_retries: NonNegativeInt | None = Field(default=None, json_schema_extra=RUNTIME)
+    cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache", **RUNTIME})
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    max_tokens: Count | None = None
+    seed: NonNegativeInt | None = None
 
 
 class _LlmClient(LlmEndpointOptions):
