@@ -292,3 +292,24 @@ def test_a_dense_option_the_type_refuses_never_reaches_the_factory(monkeypatch):
     with pytest.raises(SpecError, match="needs --model"):
         make_retriever("dense")
     assert called == []
+
+
+def test_what_a_search_says_of_its_cut_is_the_protocols_member():
+    """``cut_ties`` is the protocol's (None in the base: unknown); a plain implementer keeps its own after each
+    search, and a value of another shape is one line naming the retriever (never a half-written folder)."""
+    from r2med.evaluation.tie_data import CutTie
+    from r2med.jobs.evaluate import checked_cut_ties
+
+    assert Based().cut_ties is None and checked_cut_ties(as_retriever(Based(), "based")) is None
+    plain = Minimal()
+    wrapped = as_retriever(plain, "minimal")
+    plain.index({"d1": "a b", "d2": "a b"})
+    wrapped.search({"q": "a"}, k=1)
+    assert wrapped.cut_ties is None  # it said nothing: unknown
+    plain.cut_ties = {"q": CutTie(("d2",), 1)}  # type: ignore[attr-defined]
+    wrapped.search({"q": "a"}, k=1)
+    assert checked_cut_ties(wrapped) == {"q": CutTie(("d2",), 1)}
+    plain.cut_ties = {"q": ["d2"]}  # type: ignore[attr-defined]
+    wrapped.search({"q": "a"}, k=1)
+    with pytest.raises(R2MedError, match="retriever 'minimal': cut_ties must map query ids to CutTie"):
+        checked_cut_ties(wrapped)

@@ -186,7 +186,7 @@ def run_task(
     run = search(retriever_, queries, depth, collection)
     timing = {"index_s": t1 - t0, "search_s": time.perf_counter() - t1}
     timing["total_s"] = time.perf_counter() - t0
-    cut = cut_ties_of(retriever_)
+    cut = checked_cut_ties(retriever_)
     return finish_task(
         collection,
         job.name,
@@ -201,13 +201,15 @@ def run_task(
     )
 
 
-def cut_ties_of(retriever: object) -> dict[str, CutTie] | None:
-    """What the retriever's last search said its depth cut dropped while tied with each query's last document
-    (``cut_ties``: query id -> :class:`~r2med.evaluation.ties.CutTie`; r2med's exact top-k paths set it), or None
-    when it said nothing -- unknown (FAISS, your own retriever), which is not "none"."""
-    cut = getattr(retriever, "cut_ties", None)
-    if not isinstance(cut, dict) or not all(isinstance(q, str) and isinstance(c, CutTie) for q, c in cut.items()):
-        return None
+def checked_cut_ties(retriever: Retriever) -> Mapping[str, CutTie] | None:
+    """The retriever's :attr:`~r2med.retrieval.base.Retriever.cut_ties` after its search (None: unknown -- FAISS,
+    your own retriever -- which is not "none"); a value of another shape (your own retriever's) is one line naming
+    the retriever, never a half-written task folder."""
+    cut = retriever.cut_ties
+    if cut is not None and (
+        not isinstance(cut, Mapping) or not all(isinstance(q, str) and isinstance(c, CutTie) for q, c in cut.items())
+    ):
+        raise R2MedError(f"retriever {retriever.name!r}: cut_ties must map query ids to CutTie, or be None")
     return cut
 
 

@@ -8,10 +8,11 @@ and average -- the R2MED paper's rule -- and lexical retrievers join with spaces
 
 Besides indexing and searching, the protocol names what a retriever may do beyond the minimum, each with its
 default in :class:`BaseRetriever`: ``indexes_repeats`` (its ``index`` takes the corpus file's other copies of
-repeated ids), ``excludes`` (its ``search`` removes each query's excluded documents before the cut) and
-``encoding_facts`` (what its vectors were made with, for ``metrics.json``).  A retriever that subclasses the
-base states only what it does; an object that implements only the minimum is given the defaults once, where it
-is built (:func:`as_retriever`).
+repeated ids), ``excludes`` (its ``search`` removes each query's excluded documents before the cut),
+``encoding_facts`` (what its vectors were made with, for ``metrics.json``) and ``cut_ties`` (what its last search's
+depth cut dropped while tied with each query's last document; None: unknown, which is not "none").  A retriever
+that subclasses the base states only what it does; an object that implements only the minimum is given the
+defaults once, where it is built (:func:`as_retriever`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..runs.run import Run
 if TYPE_CHECKING:
     from ..data import Collection
     from ..data.exclusions import Exclusions
+    from ..evaluation.tie_data import CutTie
 
 QueryText = str | tuple[str, ...]
 
@@ -37,6 +39,12 @@ class Retriever(Protocol):
     indexes_repeats: bool
     #: ``search`` takes ``exclusions`` and removes them before the cut
     excludes: bool
+
+    @property
+    def cut_ties(self) -> Mapping[str, CutTie] | None:
+        """What the last ``search``'s depth cut dropped while tied with each query's last document (query id ->
+        :class:`~r2med.evaluation.tie_data.CutTie`; r2med's exact top-k paths set it); None: unknown."""
+        ...
 
     def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None) -> Retriever:
         """Index (or load the cached index of) ``corpus``; the fingerprint, when given, keys caches."""
@@ -61,6 +69,7 @@ class BaseRetriever:
 
     indexes_repeats: bool = False
     excludes: bool = False
+    cut_ties: Mapping[str, CutTie] | None = None
 
     def encoding_facts(self) -> dict[str, Any] | None:
         return None
@@ -91,6 +100,7 @@ class _WithDefaults(BaseRetriever):
         run: Run = (
             self.inner.search(queries, k=k, exclusions=exclusions) if exclusions else self.inner.search(queries, k=k)
         )
+        self.cut_ties = getattr(self.inner, "cut_ties", None)  # its own, where it keeps one; else unknown
         return run
 
     def config(self) -> dict[str, Any]:
