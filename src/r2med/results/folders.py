@@ -393,7 +393,10 @@ def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     if read_version >= 3:
         return {**recorded, "options": options}
     try:
-        return {**recorded, "options": parse(meta.options, options, Origin.record("a recorded config")).record()}
+        return {
+            **recorded,
+            "options": _as_json(parse(meta.options, options, Origin.record("a recorded config")).record()),
+        }
     except SpecError:
         return recorded
 

@@ -34,11 +34,12 @@ Qwen3, BRIGHT's cross-encoder) is the hub checkpoint the user says the folder ho
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal, Protocol, TypeVar
 
-from pydantic import Field, JsonValue, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..errors import OptionError
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.llm import LLMClient
 from ..runs.fusion import RRF_K, FusionMethod, Normalisation
 from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
@@ -62,7 +63,7 @@ from .parse import (
 MODEL_NAMES: Final[Mapping[str, str]] = {"model_revision": "revision"}
 
 
-def as_options_name(values: Mapping[str, Any], spec: type[Spec]) -> dict[str, Any]:
+def as_options_name(values: Mapping[str, JsonValue], spec: type[Spec]) -> JsonObject:
     """Recorded options, or a model's record, spelled as ``spec``'s fields: a ``revision`` that ``spec`` does not
     take is its ``model_revision`` where it takes one (what a record written before the rename holds)."""
     fields = set(field_names(spec))
@@ -77,7 +78,7 @@ ANALYZERS = (*(a.value for a in AnalyzerName), *ANALYZER_ALIASES)
 LOADERS = ("auto", "transformers", "sentence-transformers", "remote-code", "gritlm", "openai", "voyage")
 
 
-def _choice(value: Any, choices: tuple[str, ...], what: str, fold: bool = False) -> Any:
+def _choice(value: object, choices: tuple[str, ...], what: str, fold: bool = False) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
@@ -87,29 +88,29 @@ def _choice(value: Any, choices: tuple[str, ...], what: str, fold: bool = False)
     return value
 
 
-#: the extra facts of a field (pydantic's ``json_schema_extra``)
-JsonDict = dict[str, JsonValue]
+# the extra facts of a field (pydantic's ``json_schema_extra``, a JSON object): the keys :mod:`r2med.typed.parse`
+# reads (``flag``, ``record``, ``scores``, ``compare``, ``expected``)
 #: a field the command line sets as ``--set name=value`` (no flag of its own)
-SET: JsonDict = {"flag": "--set"}
+SET: JsonObject = {"flag": "--set"}
 #: an API key: set, never recorded
-SECRET: JsonDict = {"record": False}
+SECRET: JsonObject = {"record": False}
 #: an endpoint: recorded without the credentials a URL may hold
-REDACTED: JsonDict = {"record": "redact"}
+REDACTED: JsonObject = {"record": "redact"}
 #: a field that does not change scores (how a model runs: batch size, device, retries, caches): grading
 #: (:mod:`r2med.results.grading`) compares every other field, a field marked :data:`PRECISION` by its own rule
-RUNTIME: JsonDict = {"scores": False}
+RUNTIME: JsonObject = {"scores": False}
 #: the precision a model runs in: compared by its class (the published precision, or its CPU fallback); another
 #: one keeps the grade with a wider tolerance (:func:`r2med.results.grading.precision_change`)
-PRECISION: JsonDict = {"scores": "precision"}
+PRECISION: JsonObject = {"scores": "precision"}
 #: a user's claim of which published checkpoint a local folder holds (``model_claim``): it changes no score (not in
 #: the embedding cache's key); grading reads it by its own rule and every output marks such a grade as a claim
 #: (:func:`r2med.results.grading.claimed_checkpoint`)
-CLAIM: JsonDict = {"scores": "claim"}
+CLAIM: JsonObject = {"scores": "claim"}
 #: the ``model_claim`` field's facts: set with ``--set``, read by its own rule, its words
-CLAIMED: JsonDict = {**SET, **CLAIM, "expected": "a hub id, optionally @<commit>"}
+CLAIMED: JsonObject = {**SET, **CLAIM, "expected": "a hub id, optionally @<commit>"}
 #: a model (or tokenizer) compared by its repository's name when graded: a local copy or a Hugging Face cache
 #: snapshot of the published checkpoint is that checkpoint
-CHECKPOINT: JsonDict = {"compare": "checkpoint"}
+CHECKPOINT: JsonObject = {"compare": "checkpoint"}
 
 
 class Bm25Options(RetrieverOptions):
@@ -121,18 +122,42 @@ class Bm25Options(RetrieverOptions):
 
     @field_validator("analyzer")
     @classmethod
-    def _analyzer(cls, value: Any) -> Any:
+    def _analyzer(cls, value: str) -> str | None:
         return _choice(value, ANALYZERS, "analyzer")
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         return {"cache": self.cache, "k1": self.k1, "b": self.b, "analyzer": self.analyzer}
 
 
-def _dtype(value: Any) -> Any:
+def _dtype(value: str | None) -> str | None:
     return _choice(value, DTYPE_SPELLINGS, "dtype", fold=True)
 
 
-def _revision_applies(spec: Any, info: ValidationInfo) -> Any:
+class _HubModel(Protocol):
+    """An options type naming a model by hub id or local folder, its commit and the checkpoint a folder holds."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def model_revision(self) -> str | None: ...
+
+
+class _ClaimedModel(Protocol):
+    """An options type naming a model (hub id or local folder) and the hub checkpoint a folder is said to hold."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def model_claim(self) -> str | None: ...
+
+
+HubModelT = TypeVar("HubModelT", bound=_HubModel)
+ClaimedModelT = TypeVar("ClaimedModelT", bound=_ClaimedModel)
+
+
+def _revision_applies(spec: HubModelT, info: ValidationInfo) -> HubModelT:
     """A model validator: ``model_revision`` only with a hub id (:func:`~r2med.typed.model_source.revision_problem`);
     a recorded spec is read back as it was written."""
     if not is_recorded(info):
@@ -142,7 +167,7 @@ def _revision_applies(spec: Any, info: ValidationInfo) -> Any:
     return spec
 
 
-def _claim_applies(spec: Any, info: ValidationInfo) -> Any:
+def _claim_applies(spec: ClaimedModelT, info: ValidationInfo) -> ClaimedModelT:
     """A model validator: ``model_claim`` is a hub id (``org/name[@commit]``) and only with a local folder
     (:func:`~r2med.typed.model_source.claim_problem`); a recorded spec is read back as it was written."""
     if not is_recorded(info):
@@ -152,7 +177,7 @@ def _claim_applies(spec: Any, info: ValidationInfo) -> Any:
     return spec
 
 
-def _existing_model(cls: type, value: Any, info: ValidationInfo) -> Any:
+def _existing_model(cls: type, value: str | None, info: ValidationInfo) -> str | None:
     """A model or tokenizer folder that is not there is refused at parse time, before any work (a hub id is
     checked when it loads): :func:`r2med.typed.model_source.missing_model_path`.  A recorded spec read back
     names the folder a run used, which need not be there any more (:func:`~r2med.typed.parse.is_recorded`)."""
@@ -207,24 +232,24 @@ class EncoderOptions(RetrieverOptions):
 
     @field_validator("pooling")
     @classmethod
-    def _pooling(cls, value: Any) -> Any:
+    def _pooling(cls, value: str | None) -> str | None:
         return _choice(value, POOLINGS, "pooling")
 
     _model_source = field_validator("model", "query_model")(_existing_model)
 
     @field_validator("similarity")
     @classmethod
-    def _similarity(cls, value: Any) -> Any:
+    def _similarity(cls, value: str | None) -> str | None:
         return _choice(value, SIMILARITIES, "similarity")
 
     @field_validator("dtype")
     @classmethod
-    def _dtype(cls, value: Any) -> Any:
+    def _dtype(cls, value: str | None) -> str | None:
         return _dtype(value)
 
     @field_validator("loader")
     @classmethod
-    def _loader(cls, value: Any) -> Any:
+    def _loader(cls, value: str | None) -> str | None:
         return _choice(value, LOADERS, "loader")
 
 
@@ -251,13 +276,14 @@ class MedcptOptions(PresetOptions):
 class CustomEncoderOptions(RetrieverOptions):
     """``custom``: your encoder (``MODULE:OBJ``, or the object itself in Python), its batch size and similarity."""
 
-    encoder: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or an encoder object"})
+    #: a spec (``MODULE:OBJ``) or the encoder object itself (Python): loaded by :func:`r2med.infra.user_code.as_loaded`
+    encoder: object = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or an encoder object"})
     batch_size: Count | None = Field(default=None, json_schema_extra=RUNTIME)
     similarity: str | None = Field(default=None, json_schema_extra={"expected": "one of: " + ", ".join(SIMILARITIES)})
 
     @field_validator("encoder")
     @classmethod
-    def _encoder(cls, value: Any) -> Any:
+    def _encoder(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():
             raise ValueError("expected MODULE:OBJ, got ''")
         if isinstance(value, (bool, int, float, list, dict)):
@@ -266,7 +292,7 @@ class CustomEncoderOptions(RetrieverOptions):
 
     @field_validator("similarity")
     @classmethod
-    def _similarity(cls, value: Any) -> Any:
+    def _similarity(cls, value: str | None) -> str | None:
         return _choice(value, SIMILARITIES, "similarity")
 
     @model_validator(mode="after")
@@ -284,7 +310,7 @@ class EntryPointEncoderOptions(RetrieverOptions):
 
     @field_validator("similarity")
     @classmethod
-    def _similarity(cls, value: Any) -> Any:
+    def _similarity(cls, value: str | None) -> str | None:
         return _choice(value, SIMILARITIES, "similarity")
 
 
@@ -300,7 +326,7 @@ class _ModelRuntime(RerankerOptions):
 
     @field_validator("dtype")
     @classmethod
-    def _dtype(cls, value: Any) -> Any:
+    def _dtype(cls, value: str | None) -> str | None:
         return _dtype(value)
 
 
@@ -492,11 +518,12 @@ class BrightCrossEncoderOptions(RerankerOptions):
 class CustomScorerOptions(RerankerOptions):
     """``custom``: your scorer (``MODULE:OBJ``, or the object itself in Python)."""
 
-    scorer: Any = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or a scorer object"})
+    #: a spec (``MODULE:OBJ``) or the scorer object itself (Python): loaded by :func:`r2med.infra.user_code.as_loaded`
+    scorer: object = Field(default=None, json_schema_extra={"expected": "MODULE:OBJ (text) or a scorer object"})
 
     @field_validator("scorer")
     @classmethod
-    def _scorer(cls, value: Any) -> Any:
+    def _scorer(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():
             raise ValueError("expected MODULE:OBJ, got ''")
         if isinstance(value, (bool, int, float, list, dict)):
@@ -532,17 +559,17 @@ class FusionOptions(Spec):
 
     @field_validator("method")
     @classmethod
-    def _method(cls, value: Any) -> Any:
+    def _method(cls, value: str) -> str | None:
         return _choice(value, tuple(m.value for m in FusionMethod), "fusion method")
 
     @field_validator("norm")
     @classmethod
-    def _norm(cls, value: Any) -> Any:
+    def _norm(cls, value: str) -> str | None:
         return _choice(value, tuple(n.value for n in Normalisation), "normalisation")
 
     @field_validator("weights")
     @classmethod
-    def _weights(cls, value: Any) -> Any:
+    def _weights(cls, value: list[float] | None) -> list[float] | None:
         if value is not None and not any(value):
             raise ValueError("at least one weight must be above 0")
         return value

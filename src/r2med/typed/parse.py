@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import annotated_types
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
@@ -33,6 +33,7 @@ from pydantic_core import ErrorDetails
 
 from ..data.hub import revision_problem
 from ..errors import OptionError, did_you_mean, shown
+from ..infra.json_types import JsonValue
 from ..infra.redact import redact_url
 from ..runs.record import MAX_INT_DIGITS
 
@@ -55,8 +56,9 @@ class Spec(BaseModel):
         validate_default=False,
     )
 
-    def given(self) -> dict[str, Any]:
-        """The fields set to a value (not None), in field order: what a factory is called with."""
+    def given(self) -> dict[str, object]:
+        """The fields set to a value (not None), in field order: what a factory is called with (a value may be an
+        object given in Python: a custom encoder or scorer)."""
         return {name: getattr(self, name) for name in type(self).model_fields if getattr(self, name) is not None}
 
 
@@ -144,7 +146,8 @@ class Origin:
         return SpecError(f"{self.where}: {message}" if self.where else message)
 
 
-def field_extra(spec: type[Spec], name: str, key: str) -> Any:
+def field_extra(spec: type[Spec], name: str, key: str) -> JsonValue:
+    """The ``key`` fact of field ``name``'s extras (its ``json_schema_extra``), None when it has none."""
     info = spec.model_fields.get(name)
     extra = info.json_schema_extra if info is not None else None
     return extra.get(key) if isinstance(extra, dict) else None
@@ -161,7 +164,7 @@ def recorded(spec: type[Spec], name: str) -> bool:
     return field_extra(spec, name, "record") is not False
 
 
-def as_recorded(spec: type[Spec], name: str, value: Any) -> Any:
+def as_recorded(spec: type[Spec], name: str, value: object) -> object:
     """``value`` of field ``name`` as ``metrics.json`` records it: an endpoint's URL without its credentials."""
     if field_extra(spec, name, "record") == "redact" and isinstance(value, str):
         return redact_url(value)
@@ -171,7 +174,7 @@ def as_recorded(spec: type[Spec], name: str, value: Any) -> Any:
 # -- the words of an error ------------------------------------------------------------------------------
 
 
-def _bounds(metadata: list[Any]) -> str:
+def _bounds(metadata: list[object]) -> str:
     lo: float | None = None
     hi: float | None = None
     lo_open = hi_open = False
@@ -199,7 +202,7 @@ def range_words(lo: float | None = None, hi: float | None = None, lo_open: bool 
     return (" " + " and ".join(parts)) if parts else ""
 
 
-def _words(annotation: Any, metadata: list[Any]) -> str:
+def _words(annotation: object, metadata: list[object]) -> str:
     origin = typing.get_origin(annotation)
     if origin is Annotated:
         inner, *more = typing.get_args(annotation)
@@ -235,7 +238,7 @@ def expected(spec: type[Spec], name: str) -> str:
     return str(words) if words else _words(info.annotation, list(info.metadata))
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     return shown(value)
@@ -273,7 +276,7 @@ def takes(spec: type[Spec], origin: Origin) -> str:
     return ", ".join(own) + (f"; with --set KEY=VALUE: {', '.join(by_set)}" if by_set else "") or "none"
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> object:
     """A value as the parse reads it: an enum member as its text (``StrEnum`` members come from typer's choices),
     a path (``pathlib.Path``, any ``os.PathLike``) as its text -- a field taking a model, a folder or a file takes
     what a Python user passes as readily as what a file or the command line spells --, in lists and tuples too; a
@@ -315,8 +318,10 @@ class RetrieverOptions(Spec):
 
     cache: bool = Field(default=True, json_schema_extra={"flag": "--no-cache", "scores": False})
 
-    def record(self) -> dict[str, Any]:
-        """``metrics.json``'s ``options``: ``cache``, then every field set (secrets left out)."""
+    def record(self) -> dict[str, object]:
+        """``metrics.json``'s ``options``: ``cache``, then every field set (secrets left out); a value given as an
+        object in Python (a custom encoder) is stored as its text, as ``metrics.json`` stores every config
+        (:mod:`r2med.results.folders`)."""
         kind = type(self)
         return {
             "cache": self.cache,
@@ -327,7 +332,7 @@ class RetrieverOptions(Spec):
 class RerankerOptions(Spec):
     """What every reranker takes (nothing in common: each type below names its own)."""
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """The fields set, as recorded (secrets left out)."""
         kind = type(self)
         return {k: as_recorded(kind, k, v) for k, v in self.given().items() if recorded(kind, k)}
