@@ -14,9 +14,9 @@ too, shared by the steps.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     Field,
@@ -43,17 +43,20 @@ from .typed.parse import (
     RetrieverOptions,
     Spec,
     SpecError,
+    SpecT,
     field_names,
     flag_of,
     parse,
     plain,
 )
 
+#: one path or several, as text or path objects (a step's ``runs``)
+PathOrPaths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 #: a path given as text or a Path (read as given: relative paths are relative to the current folder)
 PathField = Annotated[Path, Field(strict=False)]
 
 
-def _as_measure(value: Any) -> Measure:
+def _as_measure(value: object) -> Measure:
     """A measure field's value: a :class:`~r2med.measures.Measure`, or any spelling of one (parsed here)."""
     if isinstance(value, Measure):
         return value
@@ -87,7 +90,7 @@ class Data(Spec):
 
     @field_validator("tasks", mode="before")
     @classmethod
-    def _tasks(cls, value: Any) -> Any:
+    def _tasks(cls, value: object) -> object:
         if isinstance(value, list):
             return tuple(value)
         return value
@@ -135,7 +138,7 @@ class Output(Spec):
 
     @field_validator("measures", mode="before")
     @classmethod
-    def _measures(cls, value: Any) -> Any:
+    def _measures(cls, value: object) -> object:
         if isinstance(value, (str, Measure)):
             value = [value]
         if isinstance(value, (list, tuple)) and all(isinstance(m, (str, Measure)) for m in value):
@@ -170,7 +173,7 @@ class EvaluateStep(Spec):
     output: Output = Field(default_factory=lambda: Output())
 
     @classmethod
-    def of(cls, retriever: str, **values: Any) -> EvaluateStep:
+    def of(cls, retriever: str, **values: object) -> EvaluateStep:
         """The step of ``retriever`` with ``values`` (its options, the step's fields, its data and output side
         by side), through the one parse: ``EvaluateStep.of("bm25", k1=1.2, top_k=10)``."""
         return evaluate_step({"retriever": retriever, **values}, Origin.python(f"EvaluateStep.of({retriever!r})"))
@@ -180,7 +183,7 @@ class EvaluateStep(Spec):
         when given (``--top-k`` overrides the protocol, and is recorded), else the protocol's."""
         return self.top_k if self.top_k is not None else protocol_depth
 
-    def record(self, depth: int | None = None) -> dict[str, Any]:
+    def record(self, depth: int | None = None) -> dict[str, object]:
         """What ``metrics.json``'s ``config`` holds of this step (the facts of the run follow it); ``k`` is the
         depth it ran at (``depth``: the task's, where ``top_k`` is not given)."""
         return {
@@ -195,7 +198,8 @@ class RerankStep(Spec):
     """``r2med rerank`` / ``[[rerank]]``: a reranker with its options over the runs of first-stage systems."""
 
     runs: tuple[PathField, ...] = Field(json_schema_extra={"flag": "--run"})
-    reranker: Any
+    #: a registry name, a model id or folder (a cross-encoder), or a scorer object (Python: ``custom``'s)
+    reranker: object
     options: SerializeAsAny[RerankerOptions] = Field(default_factory=lambda: RerankerOptions())
     top_k: Count | None = None
     keep_tail: bool = Field(default=True, json_schema_extra={"flag": "--top-k-only"})  # the flag sets it false
@@ -209,12 +213,12 @@ class RerankStep(Spec):
         return self
 
     @classmethod
-    def of(cls, runs: Any, reranker: Any, **values: Any) -> RerankStep:
+    def of(cls, runs: PathOrPaths, reranker: object, **values: object) -> RerankStep:
         """The step reranking ``runs`` (a folder or several) with ``reranker``, through the one parse."""
-        runs = (runs,) if isinstance(runs, (str, Path)) else tuple(runs)
+        given = (runs,) if isinstance(runs, (str, os.PathLike)) else tuple(runs)
         shown = reranker if isinstance(reranker, str) else type(reranker).__name__
         return rerank_step(
-            {"runs": runs, "reranker": reranker, **values}, Origin.python(f"RerankStep.of(reranker={shown!r})")
+            {"runs": given, "reranker": reranker, **values}, Origin.python(f"RerankStep.of(reranker={shown!r})")
         )
 
     @property
@@ -226,7 +230,7 @@ class RerankStep(Spec):
         """How deep it reranks: ``top_k``, else the depth of the reranker's published figures."""
         return self.top_k if self.top_k is not None else published_depth(self.reranker_name)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         return {"step": "rerank", "options": self.options.record(), "top_k": self.depth(), "keep_tail": self.keep_tail}
 
 
@@ -247,7 +251,7 @@ class FuseStep(Spec):
         return self
 
     @classmethod
-    def of(cls, systems: Any, **values: Any) -> FuseStep:
+    def of(cls, systems: Iterable[str | os.PathLike[str]], **values: object) -> FuseStep:
         """The step fusing ``systems`` (folders), through the one parse: ``FuseStep.of([a, b], method="rrf")``."""
         return fuse_step({"systems": tuple(systems), **values}, Origin.python("FuseStep.of()"))
 
@@ -255,7 +259,7 @@ class FuseStep(Spec):
         """How many documents the fused run keeps per query on a task whose protocol keeps ``protocol_depth``."""
         return self.top_k if self.top_k is not None else protocol_depth
 
-    def record(self, depth: int | None = None) -> dict[str, Any]:
+    def record(self, depth: int | None = None) -> dict[str, object]:
         """What ``metrics.json``'s ``config`` holds of this step; ``depth``: the task's, where ``top_k`` is not
         given."""
         o = self.options
@@ -282,16 +286,14 @@ class ImportStep(Spec):
     output: Output = Field(default_factory=lambda: Output())
 
     @classmethod
-    def of(cls, runs: Any, **values: Any) -> ImportStep:
+    def of(cls, runs: PathOrPaths, **values: object) -> ImportStep:
         """The step importing ``runs`` (one path or several, text or ``Path``) with ``values`` (its fields, its data
         and output side by side, as ``[[imports]]`` gives them), through the one parse:
         ``ImportStep.of([Path("pony.trec")], name="theirs", tasks=["bright:pony"], ties="listed")``."""
-        if isinstance(runs, (str, os.PathLike)):
-            runs = [runs]
-        if isinstance(runs, list):
-            runs = tuple(runs)
-        step: ImportStep = flat({"runs": runs, **values}, cls, Origin.python("ImportStep.of(...)"))
-        return step
+        given: object = [runs] if isinstance(runs, (str, os.PathLike)) else runs
+        if isinstance(given, list):
+            given = tuple(given)
+        return flat({"runs": given, **values}, cls, Origin.python("ImportStep.of(...)"))
 
 
 class ExpandStep(Spec):
@@ -387,12 +389,12 @@ def step_flags(step: type[Spec]) -> dict[str, str]:
 
 
 def _build(
-    step: type[Spec],
+    step: type[SpecT],
     fields: dict[str, object],
     nested: Mapping[str, Mapping[str, object]],
     options: Spec | None,
     origin: Origin,
-) -> Any:
+) -> SpecT:
     for name, values in nested.items():
         if name not in fields:
             fields[name] = parse(_NESTED[name], values, origin)
@@ -419,8 +421,7 @@ def evaluate_step(values: Mapping[str, object], origin: Origin) -> EvaluateStep:
     parsed = given if isinstance(given, Spec) and not options else parse(meta.options, options, origin)
     if not isinstance(parsed, meta.options):
         raise origin.fail(f"options: expected {meta.options.__name__} for {retriever!r}, got {type(parsed).__name__}")
-    step: EvaluateStep = _build(EvaluateStep, fields, nested, parsed, origin)
-    return step
+    return _build(EvaluateStep, fields, nested, parsed, origin)
 
 
 def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
@@ -447,8 +448,7 @@ def rerank_step(values: Mapping[str, object], origin: Origin) -> RerankStep:
         options = {"scorer": reranker, **options}
     given = fields.pop("options", None)
     parsed = given if isinstance(given, Spec) and not options else parse(kind, options, origin)
-    step: RerankStep = _build(RerankStep, fields, nested, parsed, origin)
-    return step
+    return _build(RerankStep, fields, nested, parsed, origin)
 
 
 def fuse_step(values: Mapping[str, object], origin: Origin) -> FuseStep:
@@ -456,11 +456,10 @@ def fuse_step(values: Mapping[str, object], origin: Origin) -> FuseStep:
     fields, options, nested = _split(FuseStep, values, origin)
     given = fields.pop("options", None)
     parsed = given if isinstance(given, Spec) and not options else parse(FusionOptions, options, origin)
-    step: FuseStep = _build(FuseStep, fields, nested, parsed, origin)
-    return step
+    return _build(FuseStep, fields, nested, parsed, origin)
 
 
-def flat(values: Mapping[str, object], step: type[Spec], origin: Origin) -> Any:
+def flat(values: Mapping[str, object], step: type[SpecT], origin: Origin) -> SpecT:
     """A step without registry-dependent options (import, expand, export) from flat ``values``."""
     fields, extra, nested = _split(step, values, origin)
     if extra:
