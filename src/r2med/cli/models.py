@@ -8,28 +8,41 @@ documents carries its ``contamination`` (``‡``: the training data, the tasks i
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import R2MedError
+from ..infra.json_types import JsonObject, JsonValue
 from . import app
 from ._ui import PrintableConsole, console
 from .options import LISTING_FORMAT_EXACT
 
+if TYPE_CHECKING:
+    from ..protocol.bright import Contamination
 
-def retriever_settings() -> dict[str, dict[str, Any]]:
+# A row of ``r2med models`` is a JSON object (``--json`` prints it) whose keys are open: each model's own settings
+# and provenance, as its registry record summarises them (:attr:`r2med.retrieval.registry.RetrieverMeta.summary`).
+Row = JsonObject
+
+
+def _obj(value: JsonValue) -> JsonObject:
+    """A row's nested object (``framing``, ``published``, a family's settings), or {} when there is none."""
+    return value if isinstance(value, dict) else {}
+
+
+def retriever_settings() -> dict[str, Row]:
     """name -> {kind, description, family, settings...} for every registered retriever; a later model's also
     carries its published row, the source of each setting, its gaps and tolerance class."""
     from ..data.benchmarks import benchmarks
     from ..infra.registry import TOLERANCES
     from ..retrieval.registry import all_retrievers
 
-    out = {}
+    out: dict[str, Row] = {}
     for name, meta in all_retrievers().items():
-        row = {"kind": "retriever", "description": meta.description, "family": meta.family, **meta.summary}
+        row: Row = {"kind": "retriever", "description": meta.description, "family": meta.family, **meta.summary}
         if meta.needs_gpu:
             row["needs_gpu"] = meta.needs_gpu
         if meta.later:
@@ -37,7 +50,7 @@ def retriever_settings() -> dict[str, dict[str, Any]]:
                 later=True, **meta.provenance, tolerance={"class": meta.tolerance, "points": TOLERANCES[meta.tolerance]}
             )
         row["home"] = meta.home
-        others = {b.name: s for b in benchmarks() if (s := b.settings_summary(name)) is not None}
+        others: JsonObject = {b.name: dict(s) for b in benchmarks() if (s := b.settings_summary(name)) is not None}
         if others:
             row["settings_on"] = others
         if meta.contamination:
@@ -46,7 +59,7 @@ def retriever_settings() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _contamination(fact: Any) -> dict[str, Any]:
+def _contamination(fact: Contamination) -> JsonObject:
     return {
         "training_set": fact.training_set,
         "tasks": list(fact.qualified_tasks()),
@@ -56,14 +69,14 @@ def _contamination(fact: Any) -> dict[str, Any]:
     }
 
 
-def reranker_settings() -> dict[str, dict[str, Any]]:
+def reranker_settings() -> dict[str, Row]:
     """name -> {kind, description, what it needs...} for every registered reranker (later work: its provenance)."""
     from ..infra.registry import TOLERANCES
     from ..reranking.base import all_rerankers, published_depth
 
-    out = {}
+    out: dict[str, Row] = {}
     for name, meta in all_rerankers().items():
-        row: dict[str, Any] = {
+        row: Row = {
             "kind": "reranker",
             "description": meta.description,
             "hub_id": meta.hub_id,
@@ -143,7 +156,7 @@ def models_command(
     )
 
 
-def _own(r: dict[str, Any]) -> bool:
+def _own(r: Row) -> bool:
     """A retriever whose own settings are the default family's (R2MED's) or r2med's (not one of the presets defined
     from another family's records: BRIGHT's)."""
     from ..results.grading import default_family
@@ -151,7 +164,7 @@ def _own(r: dict[str, Any]) -> bool:
     return r.get("home") in (None, default_family())
 
 
-def _recipe(r: dict[str, Any]) -> list[str]:
+def _recipe(r: Row) -> list[str]:
     """A model's settings as short phrases (``last-token``, ``normalised``, ``fp16 (CPU: fp32)``...)."""
     if r["kind"] == "reranker":
         parts = [
@@ -176,23 +189,24 @@ def _recipe(r: dict[str, Any]) -> list[str]:
         dtype,
         length,
         "EOS appended" if r.get("append_eos") else "",
-        f"framing {r['framing']['framing']}" if isinstance(r.get("framing"), dict) else "",
+        f"framing {_obj(r.get('framing')).get('framing')}" if isinstance(r.get("framing"), dict) else "",
         "own hub code" if r.get("trust_remote_code") else "",
         f"needs a GPU ({r['needs_gpu']})" if r.get("needs_gpu") else "",
     ]
     return [p for p in parts if p]
 
 
-def _family_lines(r: dict[str, Any]) -> list[str]:
+def _family_lines(r: Row) -> list[str]:
     """Another family's settings for the model, one line each (``BRIGHT (sf): last-token · normalised ...``)."""
     out = []
-    for family, summary in (r.get("settings_on") or {}).items():
+    for family, settings in _obj(r.get("settings_on")).items():
+        summary = _obj(settings)
         if not summary.get("loader"):  # BM25: the same function as its own
             out.append(f"{family.upper()} ({summary['model']}): the same as its own")
             continue
         shown = {**summary, "max_length": summary.get("max_length") or "model's own"}
         recipe = _recipe({"kind": "retriever", **shown})
-        extra = summary.get("extra") or {}
+        extra = _obj(summary.get("extra"))
         recipe += [
             "prompt excluded from pooling" if extra.get("exclude_prompt_from_pooling") else "",
             f"texts sent {extra['text_form']}" if extra.get("text_form") else "",
@@ -205,32 +219,35 @@ def _family_lines(r: dict[str, Any]) -> list[str]:
     return out
 
 
-def _contamination_line(r: dict[str, Any]) -> str:
+def _contamination_line(r: Row) -> str:
     from ..report.contamination import models_line
 
-    return models_line(r.get("contamination") or [])
+    facts = r.get("contamination")
+    return models_line([_obj(f) for f in facts] if isinstance(facts, list) else [])
 
 
-def _later_line(r: dict[str, Any]) -> str:
+def _later_line(r: Row) -> str:
     """Published figure, gaps and whether the settings were assumed, for a later model."""
     if not r.get("later"):
         return ""
-    pub = r.get("published") or {}
+    pub = _obj(r.get("published"))
     bits = []
-    if pub.get("average") is not None:
-        bits.append(f"published {pub['average']:.2f} ({pub['setting']})")
+    average = pub.get("average")
+    if isinstance(average, (int, float)):
+        bits.append(f"published {average:.2f} ({pub.get('setting')})")
     elif pub.get("elsewhere"):
-        bits.append(f"no R2MED figure in the package (elsewhere {pub['elsewhere']['average']})")
+        bits.append(f"no R2MED figure in the package (elsewhere {_obj(pub['elsewhere']).get('average')})")
     elif "published" in r:
         bits.append("no published R2MED figure")
     if r.get("assumed"):
         bits.append("settings ASSUMED (none published): ungraded")
-    if r.get("gaps"):
-        bits.append(f"{len(r['gaps'])} gap{'s' if len(r['gaps']) != 1 else ''}")
+    gaps = r.get("gaps")
+    if isinstance(gaps, (list, dict)) and gaps:
+        bits.append(f"{len(gaps)} gap{'s' if len(gaps) != 1 else ''}")
     return " · ".join(bits)
 
 
-def _narrow_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
+def _narrow_table(title: str, rows: dict[str, Row]) -> Table:
     """Two columns: the name, and what it runs -- model, recipe, published figure -- wrapped to the width."""
     table = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 1), pad_edge=False)
     table.add_column("name", no_wrap=True, style="bold")
@@ -240,7 +257,7 @@ def _narrow_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-def _lines(r: dict[str, Any]) -> list[str]:
+def _lines(r: Row) -> list[str]:
     """What the narrow layout shows of a model: what it loads, what it is (rerankers), its recipe, its figure."""
     model = "" if r.get("family") == "lexical" else str(r.get("hub_id") or "")
     what = str(r.get("description", "")) if r["kind"] == "reranker" or not model else ""
@@ -249,7 +266,7 @@ def _lines(r: dict[str, Any]) -> list[str]:
     return [model, what, " · ".join(_recipe(r)), *_family_lines(r), _later_line(r), _contamination_line(r)]
 
 
-def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
+def _wide_table(title: str, rows: dict[str, Row]) -> Table:
     """Every setting as a column (``--wide``)."""
     table = Table(title=title, title_justify="left")
     retriever = any(r["kind"] == "retriever" for r in rows.values())
@@ -274,7 +291,7 @@ def _wide_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-def framing_table(rows: dict[str, dict[str, Any]]) -> Table:
+def framing_table(rows: dict[str, Row]) -> Table:
     """The special tokens around each text in every model's published runs, by text, with the source (``--wide``)."""
     table = Table(
         title="framing: the special tokens each model saw in its published runs, by text (r2med builds: the ids "
@@ -296,11 +313,11 @@ def framing_table(rows: dict[str, dict[str, Any]]) -> Table:
         else:
             enforced = "builds" if r.get("loader") == "transformers" or r["kind"] == "reranker" else "checks"
         cells = (name, framing["framing"], framing["added_by"], enforced, framing["source"])
-        table.add_row(*(escape(c) for c in cells))
+        table.add_row(*(escape(str(c)) for c in cells))
     return table
 
 
-def _short(value: Any, width: int = 40) -> str:
+def _short(value: JsonValue, width: int = 40) -> str:
     if not value:
         return ""
     text = str(value).replace("\n", "\\n")
