@@ -14,7 +14,7 @@ import importlib
 import logging
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.logging import RichHandler
@@ -23,6 +23,9 @@ from typer.core import TyperGroup, TyperOption
 
 from ..errors import R2MedError
 from ._ui import PrintableFilter, console, err_console
+
+if TYPE_CHECKING:  # the click typer builds on (typer 0.29 carries its own copy: typer._click)
+    from typer._click import Command, Context, HelpFormatter
 
 #: The logging options of ``r2med`` itself, also taken after a command's name (``r2med evaluate ... -q``).
 GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
@@ -56,25 +59,25 @@ class R2MedGroup(TyperGroup):
     """The ``r2med`` group: ``-q``/``-v`` mean quiet/verbose wherever they are on the command line, and flags
     show as flags in every help page."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         end = args.index("--") if "--" in args else len(args)
         hoisted = [a for a in args[:end] if a in GLOBAL_FLAGS]
         rest = [a for a in args[:end] if a not in GLOBAL_FLAGS]
         show_flags_as_flags(self)
         return super().parse_args(ctx, hoisted + rest + args[end:])
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> object:  # type: ignore[override]
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         command = super().get_command(ctx, cmd_name)
         show_flags_as_flags(command)
         return command
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         """The commands with the first sentence of their help, whole (wrapped to the terminal, never cut with
         "...": click cuts it to the line's width)."""
         rows = []
         for name in self.list_commands(ctx):
-            command: Any = self.get_command(ctx, name)
-            if command is not None and not getattr(command, "hidden", False):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
                 rows.append((name, command.get_short_help_str(limit=10_000)))
         if rows:
             with formatter.section("Commands"):

@@ -15,12 +15,20 @@ import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, HighlighterType, JustifyMethod, OverflowMethod, RenderableType
 from rich.markup import escape
+from rich.style import Style
+from rich.text import Text
 
 from ..measures import Measure
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..evaluation.metrics import Metrics
+    from ..results.folders import Summary, TaskResult
 
 _KEPT = frozenset("\n\t")
 
@@ -40,8 +48,28 @@ def printable(text: str) -> str:
 class PrintableConsole(Console):
     """A rich console that shows every string it renders (plain, markup, table cells) through :func:`printable`."""
 
-    def render_str(self, text: str, **kwargs: Any) -> Any:
-        return super().render_str(printable(text), **kwargs)
+    def render_str(
+        self,
+        text: str,
+        *,
+        style: str | Style = "",
+        justify: JustifyMethod | None = None,
+        overflow: OverflowMethod | None = None,
+        emoji: bool | None = None,
+        markup: bool | None = None,
+        highlight: bool | None = None,
+        highlighter: HighlighterType | None = None,
+    ) -> Text:
+        return super().render_str(
+            printable(text),
+            style=style,
+            justify=justify,
+            overflow=overflow,
+            emoji=emoji,
+            markup=markup,
+            highlight=highlight,
+            highlighter=highlighter,
+        )
 
 
 def PrintableFilter() -> logging.Filter:
@@ -126,7 +154,7 @@ def program(argv0: str | None = None, path: str | None = None) -> list[str]:
     return [shown(argv0)]
 
 
-def print_fitted(*tables: Any, wide: bool = False) -> None:
+def print_fitted(*tables: RenderableType | Callable[[int], RenderableType], wide: bool = False) -> None:
     """Tables printed to fit :func:`fit_console` (each may be one table, or a function of the width
     returning the layout that fits it: :func:`r2med.report.layout.fitted`)."""
     target = fit_console(wide)
@@ -135,7 +163,7 @@ def print_fitted(*tables: Any, wide: bool = False) -> None:
 
 
 def print_with_paths(
-    layout: Callable[[bool], Any], paths: Sequence[tuple[str, str]], label: str, wide: bool = False
+    layout: Callable[[bool], Table], paths: Sequence[tuple[str, str]], label: str, wide: bool = False
 ) -> None:
     """A table whose last column is a path: whole when it fits (or ``--wide``); else the table without that
     column and one ``LABEL TASK: PATH`` line per row under it, so a path is never cut."""
@@ -151,7 +179,7 @@ def print_with_paths(
         target.print(escape(f"{label} {task}: {path}"), highlight=False, soft_wrap=True)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """``--format json``: one JSON document on stdout (plain text, never styled)."""
     import typer
 
@@ -185,8 +213,8 @@ def emit(text: str, output: Path | None) -> None:
 
 
 def print_summary(
-    results: Sequence[Any],
-    summary: Any,
+    results: Sequence[TaskResult],
+    summary: Summary,
     folder: Path | None = None,
     title: str | None = None,
     measures: Sequence[Measure] | None = None,
@@ -217,7 +245,7 @@ def print_summary(
         console.print(f"results: {escape(str(folder))}")
 
 
-def print_tie_line(metrics: Any) -> None:
+def print_tie_line(metrics: Metrics) -> None:
     """``r2med score``'s line on stderr when ties decide a measure it printed (stdout stays trec_eval's lines)."""
     from ..evaluation.ties import tie_line
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.markup import escape
@@ -213,7 +213,7 @@ def evaluate_command(
         print_summary(results, summary(name_, results), out / name_, measures=columns)
 
 
-def _default_retriever_hint(ctx: typer.Context, err: Exception, values: dict[str, Any]) -> Exception:
+def _default_retriever_hint(ctx: typer.Context, err: Exception, values: Mapping[str, object]) -> Exception:
     """``err`` with the retriever named when it refused an option and ``-r`` was not given: the default is bm25,
     and when the options are a dense retriever's (``--model X``) the fix is ``-r dense``.  Any other error (a
     value out of range) is returned as it is."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -51,7 +52,7 @@ def run_command(
     from ..report.leaderboard import to_rich
 
     for board in boards:
-        print_fitted(lambda width, board=board: to_rich(board, width), wide=wide)
+        print_fitted(partial(to_rich, board), wide=wide)
     print_notes([line for board in boards for line in board.left_out()])
     for path in written:
         console.print(f"written: {escape(str(path))}", highlight=False)

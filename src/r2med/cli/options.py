@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
 import click
 import typer
@@ -29,12 +29,17 @@ import typer
 from ..errors import R2MedError
 from ..expansion.combine import ExpansionMethod, method_spelling
 from ..infra.home import parse_json
+from ..infra.json_types import JsonValue
 from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
 from ..runs.fusion import FusionMethod, Normalisation
 from ..typed.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..typed.dense_choices import Pooling as PoolingName
 from ..typed.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 from ..typed.parse import Spec
+
+#: a typer callback: the context, the option, its value -> the value the command receives
+Callback = Callable[[click.Context, click.Parameter, object], object]
+NumberT = TypeVar("NumberT")
 
 
 class EnumChoice:
@@ -79,7 +84,7 @@ class EnumChoice:
         """The choices as ``--help`` shows them: ``[cosine|dot]``."""
         return "[" + "|".join(member.value for member in self.enum) + "]"
 
-    def callback(self, ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    def callback(self, ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         """A typer callback checking the option's value (``None``, an unset option, passes)."""
         if value is None or ctx.resilient_parsing:
             return value
@@ -101,13 +106,13 @@ def describe(
 
 
 def check_number(
-    value: Any,
+    value: NumberT,
     what: str,
     lo: float | None = None,
     hi: float | None = None,
     lo_open: bool = False,
     hi_open: bool = False,
-) -> Any:
+) -> NumberT:
     """``value`` if it is finite and within the range, else a one-line :class:`R2MedError` naming ``what``, in the
     words of the one parse (``--k1: expected a finite number >= 0, got nan``)."""
     integer = isinstance(value, int) and not isinstance(value, bool)
@@ -128,12 +133,10 @@ def _option_name(param: click.Parameter) -> str:
     return max(opts, key=len) if opts else str(param.name)
 
 
-def number(
-    lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False
-) -> Callable[..., Any]:
+def number(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> Callback:
     """A typer callback accepting a finite value in the range (``None``, an unset option, passes)."""
 
-    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
         if value is None or ctx.resilient_parsing:
             return value
         return check_number(value, _option_name(param), lo, hi, lo_open, hi_open)
@@ -171,15 +174,15 @@ TEMPERATURE = number(lo=0, hi=2)
 """Sampling temperature in [0, 2] (the OpenAI API's range)."""
 
 
-def at_least(lo: float) -> Callable[..., Any]:
+def at_least(lo: float) -> Callback:
     return number(lo=lo)
 
 
-def parse_set(values: list[str] | None) -> dict[str, Any]:
+def parse_set(values: list[str] | None) -> dict[str, JsonValue]:
     """``--set key=value`` pairs; values are read as JSON when they parse (numbers, true/false, quoted text, lists),
     else as :func:`as_given` reads a flag's (``nan`` a number, ``high`` text), and checked by the one parse as a
     file's values are (``--set k1=NaN``: ``--k1: expected a finite number >= 0, got nan``)."""
-    options: dict[str, Any] = {}
+    options: dict[str, JsonValue] = {}
     for item in values or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -192,7 +195,7 @@ def parse_set(values: list[str] | None) -> dict[str, Any]:
     return options
 
 
-def with_set(values: Mapping[str, Any], pairs: list[str] | None, step: type[Spec], runs: str) -> dict[str, Any]:
+def with_set(values: Mapping[str, object], pairs: list[str] | None, step: type[Spec], runs: str) -> dict[str, object]:
     """``values`` (a command's options, None where not given) with the ``--set key=value`` pairs added.
 
     ``--set`` sets the options of what the step runs (``runs``: "retriever", "reranker") and nothing else: a key of
