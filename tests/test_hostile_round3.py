@@ -875,7 +875,7 @@ def test_a_hostile_model_revision_is_one_line_from_every_edge(tmp_path, revision
     (``from_pretrained(revision=...)``): held to the same rule as the data's, from the command line, a file and
     Python, before anything loads."""
     import r2med
-    from r2med.typed import SpecError
+    from r2med.typed.parse import SpecError
 
     words = "is not a branch, tag or commit name"
     out = tmp_path / "o"

@@ -113,12 +113,9 @@ def test_the_scan_finds_what_it_must(tmp_path):
 
 
 #: What ``r2med --help`` may load beyond the standard library: the command line's own packages (typer, click,
-#: rich, pydantic for the typed options, orjson) and huggingface_hub's package with its constants only (its
-#: functions load their modules -- and the HTTP client -- on first use).
-HELP_MAY_LOAD = frozenset(
-    "typer click rich shellingham pydantic pydantic_core annotated_types annotated_doc typing_extensions "
-    "typing_inspection orjson huggingface_hub _distutils_hack".split()
-)
+#: rich) -- not pydantic: the choices the options show and check are plain enums in light modules
+#: (``typed/*_choices.py``, ``runs/fusion_choices.py``), and the typed specs load when a command runs.
+HELP_MAY_LOAD = frozenset("typer click rich shellingham annotated_doc typing_extensions _distutils_hack".split())
 #: r2med's packages ``r2med --help`` must not load: what a command runs (jobs, scoring, searching, serving...).
 HELP_MUST_NOT_LOAD = (
     "r2med.jobs",
@@ -132,6 +129,13 @@ HELP_MUST_NOT_LOAD = (
     "r2med.retrieval.bm25",
     "r2med.retrieval.dense",
     "r2med.report.board",
+    "r2med.typed.parse",
+    "r2med.typed.options",
+    "r2med.runs.run",
+    "r2med.runs.record",
+    "r2med.data",
+    "r2med.retrieval",
+    "r2med.expansion.",
 )
 
 

@@ -180,7 +180,7 @@ def test_every_row_is_the_same_words_from_the_command_line_and_python(tmp_path, 
     """The file names the key, the CLI its flag, Python the argument; the words after it are the same at each edge,
     from the one parse -- the command line's values reach it as typed (``--k1 high`` is text, ``--top-k 10.5`` a
     float), before any work.  A row no other edge can express says why."""
-    from r2med.typed import SpecError
+    from r2med.typed.parse import SpecError
 
     if isinstance(cli, str):  # the reason no command line gives this value
         if python == "the same":
@@ -205,7 +205,7 @@ def test_the_same_line_from_the_command_line_and_python(tmp_path):
     """The CLI names the flag, Python the argument; the words after it are the file's."""
     import r2med
     from r2med.steps import EvaluateStep
-    from r2med.typed import SpecError
+    from r2med.typed.parse import SpecError
 
     data, out = str(shared_collection(MEDLINE)), tmp_path / "out"
     cases = [
@@ -242,7 +242,7 @@ def test_the_same_line_from_the_command_line_and_python(tmp_path):
 def test_bm25_nan_no_longer_scores():
     """``BM25(k1=nan)`` used to be accepted and score every doc 0 (issue 30): now the same error as the CLI's."""
     from r2med.retrieval.bm25 import BM25
-    from r2med.typed import SpecError
+    from r2med.typed.parse import SpecError
 
     with pytest.raises(SpecError):
         BM25(k1=float("nan")).index({"d1": "a b", "d2": "b c"})

@@ -15,17 +15,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import R2MedError
-from ..infra.json_types import JsonObject, JsonValue
 from . import app
 from ._ui import PrintableConsole, console
 from .options import LISTING_FORMAT_EXACT
 
 if TYPE_CHECKING:
+    from ..infra.json_types import JsonObject, JsonValue
     from ..protocol.bright import Contamination
 
-# A row of ``r2med models`` is a JSON object (``--json`` prints it) whose keys are open: each model's own settings
-# and provenance, as its registry record summarises them (:attr:`r2med.retrieval.registry.RetrieverMeta.summary`).
-Row = JsonObject
+    # A row of ``r2med models`` is a JSON object (``--json`` prints it) whose keys are open: each model's own
+    # settings and provenance, as its registry record summarises them (``RetrieverMeta.summary``).
+    Row = JsonObject
 
 
 def _obj(value: JsonValue) -> JsonObject:

@@ -21,21 +21,23 @@ import math
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import click
 import typer
 
 from ..errors import R2MedError
-from ..expansion.combine import ExpansionMethod, method_spelling
 from ..infra.home import parse_json
-from ..infra.json_types import JsonValue
 from ..report.format import REPORT_FORMAT_ALIASES, ListingFormat, ReportFormat, ScoreFormat
-from ..runs.fusion import FusionMethod, Normalisation
+from ..runs.fusion_choices import FusionMethod, Normalisation
 from ..typed.dense_choices import DTYPE_ALIASES, Dtype, Similarity
 from ..typed.dense_choices import Pooling as PoolingName
+from ..typed.expansion_choices import ExpansionMethod, method_spelling
 from ..typed.lexical_choices import ANALYZER_ALIASES, AnalyzerName
-from ..typed.parse import Spec
+
+if TYPE_CHECKING:
+    from ..infra.json_types import JsonValue
+    from ..typed.parse import Spec
 
 #: a typer callback: the context, the option, its value -> the value the command receives
 Callback = Callable[[click.Context, click.Parameter, object], object]

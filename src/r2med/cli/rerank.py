@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ..runs.fusion import FusionMethod, Normalisation
+from ..runs.fusion_choices import FusionMethod, Normalisation
 from . import app, strict_data
 from ._ui import print_summary
 from .options import (

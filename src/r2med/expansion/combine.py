@@ -20,30 +20,13 @@ both and average them (see :mod:`r2med.retrieval.base`).
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from ..errors import R2MedError
 from ..retrieval.base import QueryText
+from ..typed.expansion_choices import ExpansionMethod, method_spelling
 from .traces import strip_trace, trace_format_of
-
-
-class ExpansionMethod(StrEnum):
-    """A query-expansion method: generation-augmented (one LLM answer) or agentic (search in the loop)."""
-
-    HYDE = "hyde"
-    QUERY2DOC = "query2doc"
-    LAMER = "lamer"
-    SEARCH_R1 = "search-r1"
-    SEARCH_O1 = "search-o1"
-
 
 EXPANSION_METHODS: tuple[ExpansionMethod, ...] = tuple(ExpansionMethod)
 AGENTIC: tuple[ExpansionMethod, ...] = (ExpansionMethod.SEARCH_R1, ExpansionMethod.SEARCH_O1)
-
-
-def method_spelling(method: str) -> str:
-    """The canonical spelling of a method name: ``HyDE`` -> ``hyde``, ``search_r1`` -> ``search-r1``."""
-    return method.strip().lower().replace("_", "-")
 
 
 def check_method(method: str) -> ExpansionMethod:

@@ -20,29 +20,12 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 
 from ..errors import R2MedError, shown
 from ..evaluation.run_scores import check_run_scores
 from ..evaluation.tie_data import CUT_TIES_CAP, CutTie
+from .fusion_choices import FusionMethod, Normalisation
 from .run import Run, ranked, truncate
-
-
-class FusionMethod(StrEnum):
-    """How runs are fused (the module docstring gives each rule)."""
-
-    RRF = "rrf"
-    COMBSUM = "combsum"
-    COMBMNZ = "combmnz"
-
-
-class Normalisation(StrEnum):
-    """How CombSUM / CombMNZ normalise each run's scores per query."""
-
-    MINMAX = "minmax"
-    ZSCORE = "zscore"
-    NONE = "none"
-
 
 FUSION_METHODS: tuple[FusionMethod, ...] = tuple(FusionMethod)
 NORMS: tuple[Normalisation, ...] = tuple(Normalisation)

@@ -41,7 +41,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from ..errors import OptionError
 from ..infra.json_types import JsonObject, JsonValue
 from ..infra.llm import LLMClient
-from ..runs.fusion import RRF_K, FusionMethod, Normalisation
+from ..runs.fusion import RRF_K
+from ..runs.fusion_choices import FusionMethod, Normalisation
 from .dense_choices import DTYPE_SPELLINGS, Pooling, Similarity
 from .lexical_choices import ANALYZER_ALIASES, AnalyzerName
 from .model_source import claim_problem, missing_model_path, revision_problem
