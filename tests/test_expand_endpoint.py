@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import r2med.jobs.expand as expand_job
+from conftest import run_r2med
 from llm_server import Faults, LLMServer
 from r2med.data import resolve
 from r2med.errors import R2MedError
@@ -87,6 +88,17 @@ def test_what_expand_leaves_unset_is_the_clients_default_and_its_own_timeout(tmp
     client = clients[0]
     # r2med expand's --concurrency 16, --max-retries 6 and --timeout 300 (docs/expansion.md)
     assert (client.concurrency, client.max_retries, client.timeout) == (16, 6, 300.0)
+
+
+def test_the_command_line_leaves_the_request_settings_unset_so_those_defaults_apply(tmp_path, clients, r2med_home):
+    """``r2med expand`` without --concurrency/--max-retries/--timeout: the client its job builds runs with the
+    documented defaults (docs/expansion.md), which the command line no longer restates."""
+    data = make_collection(tmp_path / "Biology", n_queries=1)
+    with LLMServer() as server:
+        args = ["expand", "--method", "hyde", "--model", server.model, "--base-url", server.base_url]
+        proc = run_r2med(*args, "--data-dir", str(data), "--out", str(tmp_path / "out"), "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    assert [(c.concurrency, c.max_retries, c.timeout) for c in clients] == [(16, 6, 300.0)]
 
 
 def test_retries_and_backoff_set_for_expand_reach_the_requests(tmp_path):

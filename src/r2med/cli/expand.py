@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..infra.llm_defaults import CONCURRENCY, MAX_RETRIES
 from . import app, strict_data
 from ._ui import print_next, print_with_paths
 from .options import (
@@ -53,10 +54,18 @@ def expand_command(
     ),
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
-    concurrency: int = typer.Option(16, "--concurrency", parser=as_given, help="Requests in flight at once."),
-    timeout: float = typer.Option(300.0, "--timeout", parser=as_given, help="Seconds before a request is retried."),
-    max_retries: int = typer.Option(
-        6, "--max-retries", parser=as_given, help="Retries per request (429/5xx/timeouts)."
+    # not given: the LLM client's defaults (infra/llm_defaults.py), the job's timeout (jobs/expand.py's TIMEOUT)
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", parser=as_given, help=f"Requests in flight at once (default: {CONCURRENCY})."
+    ),
+    timeout: float | None = typer.Option(
+        None,
+        "--timeout",
+        parser=as_given,
+        help="Seconds before a request is retried (default: expand's own, for answers that take minutes).",
+    ),
+    max_retries: int | None = typer.Option(
+        None, "--max-retries", parser=as_given, help=f"Retries per request, 429/5xx/timeouts (default: {MAX_RETRIES})."
     ),
     sampling: str | None = typer.Option(
         None,

@@ -56,6 +56,7 @@ from .containment import refuse_links
 from .deadline import deadline_http_client, request_deadline
 from .home import cache_dir, contain, fingerprint, located, os_error_text
 from .input_files import TooLong, bounded_lines, is_stream, kind_of, open_regular
+from .llm_defaults import CONCURRENCY, MAX_RETRIES, TIMEOUT
 from .redact import redact_url
 from .retry import Cancelled, GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
 
@@ -337,9 +338,9 @@ class LLMClient:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        concurrency: int = 16,
-        timeout: float = 120.0,
-        max_retries: int = 6,
+        concurrency: int = CONCURRENCY,
+        timeout: float = TIMEOUT,
+        max_retries: int = MAX_RETRIES,
         cache: bool | str | os.PathLike[str] = True,
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
