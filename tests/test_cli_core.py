@@ -267,3 +267,51 @@ def test_asking_for_a_new_measure_rescores_a_finished_task_without_recomputing_i
     (folder / "metrics.json").write_text(json.dumps(stored))
     assert r2med("evaluate", "-d", str(data), "-o", str(tmp_path / "o")).returncode == 0
     assert list(json.loads((folder / "metrics.json").read_text())["aggregate"]) == list(DEFAULT_MEASURES)
+
+
+class _Stop(Exception):
+    """Raised by the spy below once it has the values (nothing after the parse runs)."""
+
+
+@pytest.mark.parametrize(
+    ("command", "flags", "expected"),
+    [
+        (
+            ["evaluate", "-r", "dense"],
+            ["--no-cache", "--model", "m/x", "--batch-size", "3", "--device", "cpu", "--max-length", "64"],
+            {"cache": False, "model": "m/x", "batch_size": 3, "device": "cpu", "max_length": 64},
+        ),
+        (
+            ["evaluate"],
+            ["--k1", "1.2", "--b", "0.3", "--analyzer", "lucene", "--medcpt-published-encoder", "--encoder", "a:B"],
+            {"cache": None, "k1": 1.2, "b": 0.3, "analyzer": "lucene", "medcpt_published": True, "encoder": "a:B"},
+        ),
+        (
+            ["serve", "-t", "Biology"],
+            ["--pooling", "mean", "--similarity", "dot", "--dtype", "fp16", "--trust-remote-code", "--k1", "2"],
+            {"pooling": "mean", "similarity": "dot", "dtype": "fp16", "trust_remote_code": True, "k1": 2},
+        ),
+    ],
+)
+def test_evaluate_and_serve_give_the_retriever_options_their_flags_set(monkeypatch, command, flags, expected):
+    """``evaluate`` and ``serve`` share one list of the retriever's own options (``cli/options.retriever_options``):
+    each flag given reaches the step's parse as its option, each left off as not set (None), and ``serve`` has no
+    ``--medcpt-published-encoder``.  The expected values are the flags' own."""
+    import r2med.steps
+
+    seen: list[dict[str, object]] = []
+
+    def spy(values, origin):
+        seen.append(dict(values))
+        raise _Stop
+
+    monkeypatch.setattr(r2med.steps, "evaluate_step", spy)
+    with pytest.raises(_Stop):
+        run_r2med(*command, *flags)
+    names = ("cache", "k1", "b", "analyzer", "model", "batch_size", "device", "max_length", "pooling")
+    names += ("similarity", "dtype", "trust_remote_code", "medcpt_published", "encoder")
+    options = {k: v for k, v in seen[0].items() if k in names}
+    assert options == {
+        **{k: None for k in names if not (command[0] == "serve" and k == "medcpt_published")},
+        **expected,
+    }

@@ -46,6 +46,7 @@ from .options import (
     Wide,
     as_given,
     comma_list,
+    retriever_options,
     with_set,
 )
 
@@ -170,21 +171,7 @@ def evaluate_command(
         measures=tuple(measure or ()),
         count_missing=count_missing,
         overwrite=overwrite,
-        # the retriever's own options (None: not set, its options type's default)
-        cache=False if no_cache else None,
-        k1=k1,
-        b=b,
-        analyzer=analyzer,
-        model=model,
-        batch_size=batch_size,
-        device=device,
-        max_length=max_length,
-        pooling=pooling,
-        similarity=similarity,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code or None,
-        medcpt_published=medcpt_published or None,
-        encoder=encoder,
+        **retriever_options(ctx),  # the retriever's own options (None: not set, its options type's default)
     )
     values = with_set(named, set_, EvaluateStep, "retriever")
     try:

@@ -220,6 +220,39 @@ def with_set(values: Mapping[str, object], pairs: list[str] | None, step: type[S
     return merged
 
 
+#: the retriever's own options a command that runs one (``evaluate``, ``serve``) takes by flags of their own, each
+#: parameter named as the option it sets, in the order they reach the parse (``--no-cache`` is ``cache``: below)
+RETRIEVER_OPTION_FLAGS = (
+    "k1",
+    "b",
+    "analyzer",
+    "model",
+    "batch_size",
+    "device",
+    "max_length",
+    "pooling",
+    "similarity",
+    "dtype",
+    "trust_remote_code",
+    "medcpt_published",
+    "encoder",
+)
+
+
+def retriever_options(ctx: typer.Context) -> dict[str, object]:
+    """The retriever's own options as the command's flags give them (None: not set, its options type's default):
+    ``cache`` (``--no-cache``: false), then each of :data:`RETRIEVER_OPTION_FLAGS` the command takes, an on/off
+    flag left off being not set.  The one list of those values ``evaluate`` and ``serve`` share, read from the
+    values the command line parsed (``ctx.params``: typer passes them to the command as they are)."""
+    params = ctx.params
+    values: dict[str, object] = {"cache": False if params.get("no_cache") else None}
+    for name in RETRIEVER_OPTION_FLAGS:
+        if name in params:
+            value = params[name]
+            values[name] = None if value is False else value
+    return values
+
+
 def parse_weights(text: str | None) -> list[float] | None:
     """``--weights 1,0.5`` -> [1.0, 0.5] (each finite and non-negative, one above 0)."""
     if not text:
