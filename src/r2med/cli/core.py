@@ -89,6 +89,7 @@ def evaluate_command(
         parser=as_given,
         help="Docs kept per query (default: the task's protocol: R2MED 100, BRIGHT 1000).",
     ),
+    # the retriever's own options (k1 ... encoder): read by name, cli/options.retriever_options
     k1: K1 = None,
     b: B = None,
     analyzer: AnalyzerOption = None,

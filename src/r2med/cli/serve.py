@@ -109,6 +109,7 @@ def serve_command(
     max_body_bytes: int = typer.Option(1_000_000, "--max-body-bytes", help="Largest request body (bytes)."),
     mcp_stdio: bool = typer.Option(False, "--mcp-stdio", help="Serve MCP over stdin/stdout instead of HTTP."),
     no_mcp: bool = typer.Option(False, "--no-mcp", help="No MCP endpoint at /mcp."),
+    # the retriever's own options (k1 ... encoder): read by name, cli/options.retriever_options
     k1: K1 = None,
     b: B = None,
     analyzer: AnalyzerOption = None,
