@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import R2MedError, did_you_mean
 
-RecordT = TypeVar("RecordT")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+RecordT = TypeVar("RecordT", bound="DataclassInstance")
 
 
-def refuse_unknown_keys(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
+def refuse_unknown_keys(data: Mapping[str, object], known: Iterable[str], where: str) -> None:
     """A one-line error naming the first key of ``data`` not in ``known`` (``where``: whose data it is)."""
     allowed = tuple(known)
     for key in data:
@@ -24,12 +27,12 @@ def refuse_unknown_keys(data: Mapping[str, Any], known: Iterable[str], where: st
             raise R2MedError(f"{where}: unknown field {key!r}{did_you_mean(str(key), allowed)}")
 
 
-def field_names(record_type: type[Any]) -> tuple[str, ...]:
+def field_names(record_type: type[DataclassInstance]) -> tuple[str, ...]:
     """The field names of a dataclass type."""
     return tuple(f.name for f in dataclasses.fields(record_type))
 
 
-def record_from(record_type: type[RecordT], data: Mapping[str, Any], where: str) -> RecordT:
+def record_from(record_type: type[RecordT], data: Mapping[str, object], where: str) -> RecordT:
     """``record_type(**data)`` for a dataclass, refusing a key it has no field for (:func:`refuse_unknown_keys`)."""
     refuse_unknown_keys(data, field_names(record_type), where)
     return record_type(**data)
