@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from ..errors import R2MedError, did_you_mean
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
-RecordT = TypeVar("RecordT", bound="DataclassInstance")
+class Dataclass(Protocol):
+    """A dataclass: what :func:`dataclasses.fields` reads."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[object]]]
+
+
+RecordT = TypeVar("RecordT", bound=Dataclass)
 
 
 def refuse_unknown_keys(data: Mapping[str, object], known: Iterable[str], where: str) -> None:
@@ -27,7 +31,7 @@ def refuse_unknown_keys(data: Mapping[str, object], known: Iterable[str], where:
             raise R2MedError(f"{where}: unknown field {key!r}{did_you_mean(str(key), allowed)}")
 
 
-def field_names(record_type: type[DataclassInstance]) -> tuple[str, ...]:
+def field_names(record_type: type[Dataclass]) -> tuple[str, ...]:
     """The field names of a dataclass type."""
     return tuple(f.name for f in dataclasses.fields(record_type))
 
