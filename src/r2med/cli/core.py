@@ -434,6 +434,7 @@ def _score_trace(
 ) -> None:
     """``r2med score --trace``: per query with --per-query, then the averages (docs/serve.md)."""
     from ..jobs.agent_traces import score_trace_file
+    from ..serve.trace_score import AVERAGED
 
     scored = score_trace_file(trace, task, data_dir, revision, strict)
     if fmt == "json":
@@ -445,7 +446,7 @@ def _score_trace(
     if per_query:
         for qid in sorted(scored.per_query):
             row = scored.per_query[qid]
-            for key in ("searches", "distinct", "recall", "ndcg_cut_10", "excluded_removed"):
+            for key in AVERAGED:
                 typer.echo(
                     f"{key:<16}\t{qid}\t{row[key]:.4f}"
                     if isinstance(row[key], float)

@@ -18,14 +18,18 @@ from __future__ import annotations
 import contextlib
 import http.client
 import socket
+import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import httpcore2
 import httpx2
+
+if TYPE_CHECKING:
+    import openai
 
 _current = threading.local()
 
@@ -54,37 +58,36 @@ def time_left(timeout: float | None) -> float | None:
     return max(left, 0.0) if timeout is None else max(min(timeout, left), 0.0)
 
 
-def _stream_class() -> type:
-    class DeadlineStream(httpcore2.NetworkStream):
-        """A network stream whose every read and write ends by the thread's deadline."""
+class DeadlineStream(httpcore2.NetworkStream):
+    """A network stream whose every read and write ends by the thread's deadline."""
 
-        def __init__(self, inner: Any):
-            self._inner = inner
+    def __init__(self, inner: httpcore2.NetworkStream):
+        self._inner = inner
 
-        def _left(self, timeout: float | None, error: type[Exception]) -> float | None:
-            left = time_left(timeout)
-            if left is not None and left <= 0:
-                raise error("the request's total deadline passed")
-            return left
+    def _left(self, timeout: float | None, error: type[Exception]) -> float | None:
+        left = time_left(timeout)
+        if left is not None and left <= 0:
+            raise error("the request's total deadline passed")
+        return left
 
-        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return self._inner.read(max_bytes, self._left(timeout, httpcore2.ReadTimeout))  # type: ignore[no-any-return]
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._left(timeout, httpcore2.ReadTimeout))
 
-        def write(self, buffer: bytes, timeout: float | None = None) -> None:
-            self._inner.write(buffer, self._left(timeout, httpcore2.WriteTimeout))
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._left(timeout, httpcore2.WriteTimeout))
 
-        def close(self) -> None:
-            self._inner.close()
+    def close(self) -> None:
+        self._inner.close()
 
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-            return DeadlineStream(
-                self._inner.start_tls(ssl_context, server_hostname, self._left(timeout, httpcore2.ConnectTimeout))
-            )
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> DeadlineStream:
+        return DeadlineStream(
+            self._inner.start_tls(ssl_context, server_hostname, self._left(timeout, httpcore2.ConnectTimeout))
+        )
 
-        def get_extra_info(self, info: str) -> Any:
-            return self._inner.get_extra_info(info)
-
-    return DeadlineStream
+    def get_extra_info(self, info: str) -> object:
+        return self._inner.get_extra_info(info)
 
 
 class DeadlineBackend:
@@ -92,7 +95,6 @@ class DeadlineBackend:
 
     def __init__(self) -> None:
         self._inner = httpcore2.SyncBackend()
-        self._stream = _stream_class()
 
     def connect_tcp(
         self,
@@ -100,18 +102,20 @@ class DeadlineBackend:
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> Any:
-        return self._stream(self._inner.connect_tcp(host, port, time_left(timeout), local_address, socket_options))
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> DeadlineStream:
+        return DeadlineStream(self._inner.connect_tcp(host, port, time_left(timeout), local_address, socket_options))
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
-        return self._stream(self._inner.connect_unix_socket(path, time_left(timeout), socket_options))
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None
+    ) -> DeadlineStream:
+        return DeadlineStream(self._inner.connect_unix_socket(path, time_left(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
 
 
-def deadline_http_client(timeout: float) -> Any:
+def deadline_http_client(timeout: float) -> openai.DefaultHttpxClient:
     """An ``httpx2.Client`` (openai's defaults) whose requests keep :func:`request_deadline`.
 
     httpx2 offers no way to hand its transport a network backend, so the transport's connection pool
@@ -155,11 +159,11 @@ def urlopen_within(request: urllib.request.Request, timeout: float) -> bytes:
             remember(self)
 
     class HTTPHandler(urllib.request.HTTPHandler):
-        def http_open(self, req: Any) -> Any:
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
             return self.do_open(WatchedHTTP, req)
 
     class HTTPSHandler(urllib.request.HTTPSHandler):
-        def https_open(self, req: Any) -> Any:
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
             return self.do_open(WatchedHTTPS, req)
 
     def expire() -> None:

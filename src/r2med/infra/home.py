@@ -78,8 +78,9 @@ def cache_dir(kind: str) -> Path:
     return path
 
 
-def fingerprint(*parts: Any) -> str:
-    """A short stable hash of JSON-serialisable parts (settings, ids, other fingerprints)."""
+def fingerprint(*parts: object) -> str:
+    """A short stable hash of JSON-serialisable parts (settings, ids, other fingerprints; anything else by its
+    ``str``)."""
     h = hashlib.blake2b(digest_size=10)
     for part in parts:
         h.update(json.dumps(part, sort_keys=True, default=str).encode("utf-8"))
@@ -251,7 +252,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
                 raise
 
 
-def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
+def write_json_atomic(path: str | os.PathLike[str], obj: object, indent: int | None = 1) -> None:
     write_text_atomic(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
@@ -261,10 +262,10 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None
 MAX_JSON_DEPTH = 100
 
 
-def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+def nested_deeper_than(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether ``value`` (parsed JSON) holds lists or objects nested more than ``limit`` deep (walked without
     recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
@@ -276,6 +277,7 @@ def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+# parsed JSON of any shape, narrowed by each caller (15 readers in other packages: typing it JsonValue is their change)
 def parse_json(data: str | bytes) -> Any:
     """JSON parsed: a file r2med wrote to its home or a cache, or anything from outside (an endpoint's answer, a
     shard store's file, an option's value); a fault is a ``ValueError`` saying what it is, which every caller
@@ -291,6 +293,7 @@ def parse_json(data: str | bytes) -> Any:
     return value
 
 
+# parsed JSON of any shape, narrowed by each caller (as parse_json)
 def read_json(path: str | os.PathLike[str]) -> Any:
     """:func:`parse_json` of a file r2med wrote (a cache entry, a record): a regular file only, never waited on
     (:func:`r2med.infra.input_files.read_regular`: a FIFO or a device there is an ``OSError``, read as damage)."""

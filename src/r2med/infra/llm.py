@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx2
@@ -56,14 +56,22 @@ from .containment import refuse_links
 from .deadline import deadline_http_client, request_deadline
 from .home import cache_dir, contain, fingerprint, located, os_error_text
 from .input_files import TooLong, bounded_lines, is_stream, kind_of, open_regular
+from .json_types import JsonValue
 from .llm_defaults import CONCURRENCY, MAX_RETRIES, TIMEOUT
 from .redact import redact_url
 from .retry import Cancelled, GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
 
 log = logging.getLogger(__name__)
 
 Message = Mapping[str, str]
 Messages = Sequence[Message]
+#: sampling parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop`` ...): JSON values of the
+#: request's body, sent as given (None: left out)
+Sampling = Mapping[str, JsonValue]
 
 FATAL_STATUS = {
     401: "the endpoint rejected the API key (401); set OPENAI_API_KEY or pass --api-key",
@@ -118,7 +126,7 @@ class Usage:
             return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
 
-def request_key(model: str, messages: Messages, sampling: Mapping[str, Any]) -> str:
+def request_key(model: str, messages: Messages, sampling: Sampling) -> str:
     """Cache key of one request: (model, messages, sampling params), order-insensitive in the params."""
     return fingerprint(
         "chat",
@@ -127,6 +135,15 @@ def request_key(model: str, messages: Messages, sampling: Mapping[str, Any]) -> 
         [dict(m) for m in messages],
         {k: v for k, v in sorted(sampling.items()) if v is not None},
     )
+
+
+class CachedAnswer(TypedDict):
+    """One usable line of the answer cache, as it is read back (the line may hold more: ``time``, ``model``)."""
+
+    key: str
+    text: str
+    usage: dict[str, int]
+    finish_reason: str | None
 
 
 class RequestCache:
@@ -159,7 +176,7 @@ class RequestCache:
                 "writable folder (or pass --no-cache)"
             )
         self._lock = threading.Lock()
-        self._entries: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, CachedAnswer] = {}
         self._fd: int | None = None
         self.skipped_lines = 0
         self._load()
@@ -196,19 +213,17 @@ class RequestCache:
                     break
                 if not raw.strip():
                     continue
-                problem: str | None
+                read: CachedAnswer | str
                 try:
-                    entry = json.loads(raw)
+                    entry: JsonValue = json.loads(raw)
                 except (ValueError, RecursionError):  # incl. bad UTF-8: a torn or damaged line
-                    problem = "not a JSON line (an interrupted write?)"
+                    read = "not a JSON line (an interrupted write?)"
                 else:
-                    problem = entry_problem(entry)
-                if problem is None:
-                    entry["usage"] = {k: int(v) for k, v in entry["usage"].items()}
-                    if not isinstance(entry.get("finish_reason"), (str, type(None))):
-                        entry["finish_reason"] = None
-                    self._entries[entry["key"]] = entry
+                    read = read_entry(entry)
+                if not isinstance(read, str):
+                    self._entries[read["key"]] = read
                     continue
+                problem = read
                 self.skipped_lines += 1
                 first = first or (number, problem)
         if first is not None:
@@ -225,7 +240,7 @@ class RequestCache:
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CachedAnswer | None:
         return self._entries.get(key)
 
     def put(
@@ -234,12 +249,14 @@ class RequestCache:
         text: str,
         usage: Mapping[str, int] | None = None,
         finish_reason: str | None = None,
-        **extra: Any,
+        **extra: JsonValue,
     ) -> None:
+        """Append one answer (``extra``: more facts the line records, e.g. the ``model``)."""
+        counts = dict(usage or {})
         entry = {
             "key": key,
             "text": text,
-            "usage": dict(usage or {}),
+            "usage": counts,
             "finish_reason": finish_reason,
             "time": round(time.time(), 3),
             **extra,
@@ -259,7 +276,7 @@ class RequestCache:
                 os.fsync(self._fd)
             except OSError as exc:  # e.g. a full disk: say which file; fatal for the batch (see chat_many)
                 raise R2MedError(os_error_text(located(exc, self.path))) from exc
-            self._entries[key] = entry
+            self._entries[key] = CachedAnswer(key=key, text=text, usage=counts, finish_reason=finish_reason)
 
     def close(self) -> None:
         with self._lock:
@@ -272,25 +289,31 @@ class RequestCache:
             self.close()
 
 
-def entry_problem(entry: Any) -> str | None:
-    """Why a parsed cache line cannot be used as an answer, or None if it can."""
+def read_entry(entry: JsonValue) -> CachedAnswer | str:
+    """A parsed cache line as an answer, or why it cannot be used as one (a ``finish_reason`` that is not text
+    reads as None)."""
     if not isinstance(entry, dict):
         return f"expected an object, got {type(entry).__name__}"
-    if not isinstance(entry.get("key"), str) or not entry["key"]:
+    key = entry.get("key")
+    if not isinstance(key, str) or not key:
         return "no text 'key'"
-    if not isinstance(entry.get("text"), str):
-        return "missing 'text'" if "text" not in entry else f"'text' is {type(entry['text']).__name__}, not text"
+    text = entry.get("text")
+    if not isinstance(text, str):
+        return "missing 'text'" if "text" not in entry else f"'text' is {type(text).__name__}, not text"
     usage = entry.get("usage")
     if not isinstance(usage, dict):
         return "missing 'usage'" if "usage" not in entry else f"'usage' is {type(usage).__name__}, not an object"
+    counts: dict[str, int] = {}
     for name, value in usage.items():
         if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
             return f"usage {name!r} is {value!r}, not a count"
-    return None
+        counts[name] = value
+    finish = entry.get("finish_reason")
+    return CachedAnswer(key=key, text=text, usage=counts, finish_reason=finish if isinstance(finish, str) else None)
 
 
-def arrived_usage(usage: Any) -> dict[str, int]:
-    """The token counts of a reply as the cache's reader accepts them (:func:`entry_problem`), checked once
+def arrived_usage(usage: object) -> dict[str, int]:
+    """The token counts of a reply as the cache's reader accepts them (:func:`read_entry`), checked once
     on arrival: a count that is missing, negative, not an integer or absurd is left out (logged), so the
     answer is cached and used on resume instead of being skipped there and paid for again."""
     counts: dict[str, int] = {}
@@ -373,12 +396,12 @@ class LLMClient:
             self.cache = RequestCache(cache)
         else:
             self.cache = None
-        self._client: Any = None
+        self._client: openai.OpenAI | None = None
         self._client_lock = threading.Lock()
         self._ever_connected = False
 
     # -- the underlying openai client -------------------------------------------------------------
-    def _openai(self) -> Any:
+    def _openai(self) -> openai.OpenAI:
         with self._client_lock:
             if self._client is None:
                 try:
@@ -397,14 +420,14 @@ class LLMClient:
                 )
             return self._client
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, str]:
         return {"model": self.model, "base_url": self.shown_url}
 
     # -- one request --------------------------------------------------------------------------------
-    def key(self, messages: Messages, **sampling: Any) -> str:
+    def key(self, messages: Messages, **sampling: JsonValue) -> str:
         return request_key(self.model, messages, sampling)
 
-    def cached(self, messages: Messages, **sampling: Any) -> Result | None:
+    def cached(self, messages: Messages, **sampling: JsonValue) -> Result | None:
         """The cached answer for a request, or None (no request is made)."""
         return self._cached_by_key(self.key(messages, **sampling))
 
@@ -417,26 +440,26 @@ class LLMClient:
         return Result(
             text=entry["text"],
             cached=True,
-            usage=dict(entry.get("usage") or {}),
-            finish_reason=entry.get("finish_reason"),
+            usage=dict(entry["usage"]),
+            finish_reason=entry["finish_reason"],
             key=key,
         )
 
-    def chat(self, messages: Messages, **sampling: Any) -> Result:
+    def chat(self, messages: Messages, **sampling: JsonValue) -> Result:
         """One chat request (cache, retries); raises :class:`LLMError` only for fatal problems."""
-        return self.chat_many([messages], **sampling)[0]
+        return self.chat_many([messages], None, None, **sampling)[0]
 
-    def _send(self, messages: Messages, sampling: Mapping[str, Any]) -> tuple[str, dict[str, int], str | None]:
+    def _send(self, messages: Messages, sampling: Sampling) -> tuple[str, dict[str, int], str | None]:
         import openai
 
-        client = self._openai()
+        # the SDK types each message role and sampling parameter apart; r2med sends the caller's plain role/content
+        # messages and JSON sampling values as they are (the reply is a ChatCompletion: stream is never set)
+        create: Callable[..., ChatCompletion] = self._openai().chat.completions.create
         params = {k: v for k, v in sampling.items() if v is not None}
         self.usage.add(requests=1)
         try:
             with request_deadline(self.timeout):  # the whole request, not each read (a dripping server)
-                response = client.chat.completions.create(
-                    model=self.model, messages=[dict(m) for m in messages], **params
-                )
+                response = create(model=self.model, messages=[dict(m) for m in messages], **params)
         except openai.APITimeoutError:
             raise Transient(f"no complete answer within {self.timeout:g}s (--timeout)") from None
         except openai.APIConnectionError as exc:
@@ -478,7 +501,7 @@ class LLMClient:
     def _run_one(
         self,
         messages: Messages,
-        sampling: Mapping[str, Any],
+        sampling: Sampling,
         key: str,
         on_retry: Callable[[str], None] | None,
         stop: threading.Event,
@@ -529,7 +552,7 @@ class LLMClient:
         batch: Sequence[Messages],
         on_result: Callable[[int, Result], None] | None = None,
         on_retry: Callable[[str], None] | None = None,
-        **sampling: Any,
+        **sampling: JsonValue,
     ) -> list[Result]:
         """Answer every message list in ``batch`` (same sampling), in input order.
 
@@ -597,7 +620,7 @@ class LLMClient:
     def __enter__(self) -> LLMClient:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -612,6 +635,6 @@ class _Permanent(Exception):
     """A request the endpoint will never accept (e.g. HTTP 400): reported per item, not retried."""
 
 
-def _short(text: Any, limit: int = 200) -> str:
+def _short(text: object, limit: int = 200) -> str:
     one = " ".join(str(text).split())
     return one if len(one) <= limit else one[: limit - 1] + "…"

@@ -38,11 +38,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from huggingface_hub import utils as hub_utils
 from rich.console import Console
-from rich.progress import BarColumn, TextColumn
+from rich.progress import BarColumn, TaskID, TextColumn
 from rich.progress import Progress as RichProgress
 
 log = logging.getLogger(__name__)
@@ -60,12 +60,12 @@ class _Settings:
     step: float = 0.10
     min_gap_s: float = 2.0
     clock: Callable[[], float] = time.monotonic
-    console: Any = None
+    console: Console | None = None
 
 
 _settings = _Settings()
 _lock = threading.RLock()
-_display: Any = None  # the shared rich Progress while a terminal display is live
+_display: RichProgress | None = None  # the shared rich Progress while a terminal display is live
 _active = 0  # tasks open in the display
 
 
@@ -77,7 +77,7 @@ def configure(
     step: float | None = None,
     min_gap_s: float | None = None,
     clock: Callable[[], float] | None = None,
-    console: Any = None,
+    console: Console | None = None,
 ) -> None:
     """Change the global settings (only those given): ``mode`` ``"auto"`` (rich on a terminal, else log
     lines), ``"rich"``, ``"log"`` or ``"off"``; log-line spacing; the clock (tests); the rich console
@@ -195,7 +195,7 @@ class Progress:
         self._last_line = self.started
         self._last_step = 0
         self._lines = 0
-        self._rich_id: Any = None
+        self._rich_id: TaskID | None = None
 
     # -- figures ---------------------------------------------------------------------------------
     @property
@@ -301,14 +301,21 @@ class Progress:
         if self._mode != "rich" or _display is None or self._rich_id is None:
             return
         with self._lock:
-            fields = {
-                "count": self._count_text(),
-                "rate": (_rate_text(self.rate, self.unit) if self.rate and self.done else ""),
-                "eta": (f"ETA {duration(self.eta)}" if self.eta is not None else ""),
-                "counters": self.counter_text(),
-            }
+            count = self._count_text()
+            rate = _rate_text(self.rate, self.unit) if self.rate and self.done else ""
+            eta = f"ETA {duration(self.eta)}" if self.eta is not None else ""
+            counters = self.counter_text()
             done, total, description = self.done, self.total, "  " * _depth(self) + self.description
-        _display.update(self._rich_id, completed=done, total=total, description=description, **fields)
+        _display.update(
+            self._rich_id,
+            completed=done,
+            total=total,
+            description=description,
+            count=count,
+            rate=rate,
+            eta=eta,
+            counters=counters,
+        )
 
     def _close(self, failed: bool) -> None:
         if self._mode == "log":
@@ -327,7 +334,7 @@ def _current() -> Progress | None:
     return stack[-1] if stack else None
 
 
-def _rich_start() -> Any:
+def _rich_start() -> RichProgress:
     global _display
     if _display is None:
         console = _settings.console
@@ -388,7 +395,7 @@ def task(
         p._close(failed)
         if mode == "rich":
             with _lock:
-                if _display is not None:
+                if _display is not None and p._rich_id is not None:
                     _display.remove_task(p._rich_id)
                 _active -= 1
                 if _active == 0 and _display is not None:

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from ..errors import R2MedError, did_you_mean
 
-RecordT = TypeVar("RecordT")
+
+class Dataclass(Protocol):
+    """A dataclass: what :func:`dataclasses.fields` reads."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[object]]]
 
 
-def refuse_unknown_keys(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
+RecordT = TypeVar("RecordT", bound=Dataclass)
+
+
+def refuse_unknown_keys(data: Mapping[str, object], known: Iterable[str], where: str) -> None:
     """A one-line error naming the first key of ``data`` not in ``known`` (``where``: whose data it is)."""
     allowed = tuple(known)
     for key in data:
@@ -24,12 +31,12 @@ def refuse_unknown_keys(data: Mapping[str, Any], known: Iterable[str], where: st
             raise R2MedError(f"{where}: unknown field {key!r}{did_you_mean(str(key), allowed)}")
 
 
-def field_names(record_type: type[Any]) -> tuple[str, ...]:
+def field_names(record_type: type[Dataclass]) -> tuple[str, ...]:
     """The field names of a dataclass type."""
     return tuple(f.name for f in dataclasses.fields(record_type))
 
 
-def record_from(record_type: type[RecordT], data: Mapping[str, Any], where: str) -> RecordT:
+def record_from(record_type: type[RecordT], data: Mapping[str, object], where: str) -> RecordT:
     """``record_type(**data)`` for a dataclass, refusing a key it has no field for (:func:`refuse_unknown_keys`)."""
     refuse_unknown_keys(data, field_names(record_type), where)
     return record_type(**data)

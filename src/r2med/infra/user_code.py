@@ -44,12 +44,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeGuard, TypeVar, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import R2MedError, shown
 from .file_hash import file_hash
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +69,10 @@ def _reason(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}" + (f": {text}" if text else "")
 
 
-def call_user(where: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+Returned = TypeVar("Returned")
+
+
+def call_user(where: str, what: str, fn: Callable[..., Returned], *args: object) -> Returned:
     """``fn(*args)``, the user's code: any exception it raises (``SystemExit`` and other ``BaseException``\\ s
     too, ``KeyboardInterrupt`` aside) becomes one :class:`UserCodeError` line ``<where>: <what> raised ...``; the
     traceback goes to the debug log (``r2med -v``)."""
@@ -85,11 +92,27 @@ RETRIEVER_GROUP = "r2med.retrievers"
 RERANKER_GROUP = "r2med.rerankers"
 
 
+class Encoder(Protocol):
+    """What r2med calls on a user encoder (its answer is held to the contract by :func:`check_vectors`)."""
+
+    def encode(self, texts: list[str], role: str) -> object: ...
+
+
+class Scorer(Protocol):
+    """What r2med calls on a user scorer (its answer is held to the contract by :func:`check_scores`)."""
+
+    def score(self, query: str, docs: list[str]) -> object: ...
+
+
+#: the user object a :class:`Loaded` holds: an encoder or a scorer
+UserObject = TypeVar("UserObject", covariant=True)
+
+
 @dataclass(frozen=True)
-class Loaded:
+class Loaded(Generic[UserObject]):
     """A user object ready to use, and what a result records about it."""
 
-    obj: Any
+    obj: UserObject
     kind: Kind
     spec: str | None = None  # None: an object passed in Python
     module_file: str | None = None
@@ -100,7 +123,7 @@ class Loaded:
         """How messages name it: ``encoder ./my.py:Enc``."""
         return f"{self.kind} {self.spec or type(self.obj).__name__}"
 
-    def attribute(self, name: str) -> Any:
+    def attribute(self, name: str) -> object:
         """The object's optional attribute ``name`` (None when absent); a property that raises is a UserCodeError."""
         return call_user(self.where, f"reading .{name}", getattr, self.obj, name, None)
 
@@ -114,7 +137,7 @@ class Loaded:
         value = self.attribute("revision")
         return call_user(self.where, "str(.revision)", str, value) if value is not None else None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, str | None]:
         """What a result's configuration records (part of the key a finished folder is reused by)."""
         return {
             "spec": self.spec,
@@ -131,7 +154,7 @@ class Loaded:
 _CODE_SHA256: dict[str, str] = {}
 
 
-def module_code_sha256(module: Any) -> str | None:
+def module_code_sha256(module: types.ModuleType) -> str | None:
     """The sha256 of the code ``module`` runs: for a ``.py`` file r2med loaded, of the bytes it compiled; for
     another module, of its file when r2med first saw it in this process (None: no source file)."""
     name = getattr(module, "__name__", None)
@@ -162,7 +185,7 @@ def module_code_sha256(module: Any) -> str | None:
 _FILE_MODULE = "r2med_user_"
 
 
-def _load_file(path: Path, spec: str, what: str) -> Any:
+def _load_file(path: Path, spec: str, what: str) -> types.ModuleType:
     """A ``.py`` file as a module: its bytes read once, hashed and compiled (never a ``__pycache__`` copy), under
     a name made of its path and that hash, so an edited file is a new module."""
     try:
@@ -190,7 +213,7 @@ def _load_file(path: Path, spec: str, what: str) -> Any:
     return loaded
 
 
-def _import_module(module: str, spec: str, what: str) -> Any:
+def _import_module(module: str, spec: str, what: str) -> types.ModuleType:
     if module.endswith(".py") or "/" in module or "\\" in module:
         path = Path(module).expanduser()
         if not path.is_file():
@@ -211,15 +234,25 @@ def _import_module(module: str, spec: str, what: str) -> Any:
         raise UserCodeError(f"{what} {spec}: importing {module} {_reason(exc)}") from exc
 
 
-def ready(obj: Any, kind: Kind, where: str) -> Any:
+def _fits(obj: object, kind: Kind, where: str) -> TypeGuard[Encoder | Scorer]:
+    """Whether ``obj`` has the method of ``kind`` (an encoder's ``encode``, a scorer's ``score``), callable."""
+    method = METHODS[kind]
+    return callable(call_user(where, f"looking up {method}", getattr, obj, method, None))
+
+
+@overload
+def ready(obj: object, kind: Literal["encoder"], where: str) -> Encoder: ...
+@overload
+def ready(obj: object, kind: Literal["scorer"], where: str) -> Scorer: ...
+def ready(obj: object, kind: Kind, where: str) -> Encoder | Scorer:
     """An object with the method of ``kind``: ``obj`` itself, or what calling it (a class or a factory)
     with no arguments gives; anything else is a one-line error naming ``where``."""
     method = METHODS[kind]
-    if not inspect.isclass(obj) and callable(call_user(where, f"looking up {method}", getattr, obj, method, None)):
+    if not inspect.isclass(obj) and _fits(obj, kind, where):
         return obj
     if callable(obj):
         made = call_user(where, "called with no arguments", obj)
-        if callable(call_user(where, f"looking up {method}", getattr, made, method, None)):
+        if _fits(made, kind, where):
             return made
         raise R2MedError(f"{where}: calling it gave a {type(made).__name__}, which has no {method}() method")
     raise R2MedError(
@@ -229,46 +262,53 @@ def ready(obj: Any, kind: Kind, where: str) -> Any:
     )
 
 
-def load_spec(spec: str, kind: Kind, what: str) -> Loaded:
+def _loaded(
+    obj: object, kind: Kind, where: str, spec: str | None, module: types.ModuleType | None
+) -> Loaded[Encoder | Scorer]:
+    """``obj`` made ready (:func:`ready`), with what a result records of the module it came from."""
+    file = getattr(module, "__file__", None)
+    return Loaded(
+        ready(obj, kind, where),
+        kind,
+        spec,
+        str(Path(file).resolve()) if file else None,
+        module_code_sha256(module) if module is not None else None,
+    )
+
+
+@overload
+def load_spec(spec: str, kind: Literal["encoder"], what: str) -> Loaded[Encoder]: ...
+@overload
+def load_spec(spec: str, kind: Literal["scorer"], what: str) -> Loaded[Scorer]: ...
+def load_spec(spec: str, kind: Kind, what: str) -> Loaded[Encoder | Scorer]:
     """The object ``MODULE:OBJ`` names (``what``: the option, for messages), made ready (:func:`ready`)."""
     module, sep, attr = spec.rpartition(":")
     if not sep or not module or not attr or (len(module) == 1 and module.isalpha()):  # C:\... has no OBJ
         raise R2MedError(f"{what} {spec!r}: expected MODULE:OBJ (a dotted module or a .py file, then the object)")
     loaded = _import_module(module, spec, what)
-    obj: Any = loaded
+    obj: object = loaded
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise R2MedError(f"{what} {spec}: {module} has no {attr!r}")
         obj = getattr(obj, part)
-    file = getattr(loaded, "__file__", None)
-    return Loaded(
-        ready(obj, kind, f"{what} {spec}"),
-        kind,
-        spec,
-        str(Path(file).resolve()) if file else None,
-        module_code_sha256(loaded),
-    )
+    return _loaded(obj, kind, f"{what} {spec}", spec, loaded)
 
 
-def as_loaded(value: Any, kind: Kind, what: str) -> Loaded:
+@overload
+def as_loaded(value: object, kind: Literal["encoder"], what: str) -> Loaded[Encoder]: ...
+@overload
+def as_loaded(value: object, kind: Literal["scorer"], what: str) -> Loaded[Scorer]: ...
+def as_loaded(value: object, kind: Kind, what: str) -> Loaded[Encoder | Scorer]:
     """A spec the user typed (text), an object passed in Python, or an already loaded one."""
     if isinstance(value, Loaded):
         return value
     if isinstance(value, str):
         return load_spec(value, kind, what)
     obj = ready(value, kind, what)
-    module = sys.modules.get(type(obj).__module__)
-    file = getattr(module, "__file__", None)
-    return Loaded(
-        obj,
-        kind,
-        None,
-        str(Path(file).resolve()) if file else None,
-        module_code_sha256(module) if module is not None else None,
-    )
+    return _loaded(obj, kind, what, None, sys.modules.get(type(obj).__module__))
 
 
-def code_sha256s(loaded: Loaded) -> list[str] | None:
+def code_sha256s(loaded: Loaded[object]) -> list[str] | None:
     """The sha256 of the code behind ``loaded``: its module's, and that of the module defining its object's
     class when that is another file (a factory in one file making an object of another); None when a part has
     no source file to hash (a class defined in a notebook)."""
@@ -281,7 +321,7 @@ def code_sha256s(loaded: Loaded) -> list[str] | None:
     return sorted({h for h in found if h is not None})
 
 
-def short_name(value: Any) -> str:
+def short_name(value: object) -> str:
     """A name for a result made with a custom object: its declared ``name``, else the spec's OBJ, else its class."""
     obj = value.obj if isinstance(value, Loaded) else value
     declared = getattr(obj, "name", None)
@@ -307,23 +347,21 @@ class EntryPointPreset:
     value: str
     group: str
     dist: str | None = None
-    _cache: dict[str, Loaded] = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[str, Loaded[Encoder | Scorer]] = field(default_factory=dict, compare=False, repr=False)
 
-    def load(self, kind: Kind) -> Loaded:
+    @overload
+    def load(self, kind: Literal["encoder"]) -> Loaded[Encoder]: ...
+    @overload
+    def load(self, kind: Literal["scorer"]) -> Loaded[Scorer]: ...
+    def load(self, kind: Kind) -> Loaded[Encoder | Scorer]:
         if "obj" not in self._cache:
             point = next((ep for ep in entry_points(group=self.group) if ep.name == self.name), None)
             if point is None:
                 raise R2MedError(f"entry point {self.name!r} of {self.group} is gone")
             where = f"entry point {self.name} ({self.value})"
             obj = call_user(where, "loading", point.load)
-            module = sys.modules.get(point.module)
-            file = getattr(module, "__file__", None)
-            self._cache["obj"] = Loaded(
-                ready(obj, kind, where),
-                kind,
-                f"entry-point:{self.group}:{self.name}",
-                str(Path(file).resolve()) if file else None,
-                module_code_sha256(module) if module is not None else None,
+            self._cache["obj"] = _loaded(
+                obj, kind, where, f"entry-point:{self.group}:{self.name}", sys.modules.get(point.module)
             )
         return self._cache["obj"]
 
@@ -337,7 +375,9 @@ def entry_point_presets(group: str) -> list[EntryPointPreset]:
     return [found[name] for name in sorted(found)]
 
 
-def register_entry_points(group: str, register: Callable[[EntryPointPreset], None], taken: Mapping[str, Any]) -> None:
+def register_entry_points(
+    group: str, register: Callable[[EntryPointPreset], None], taken: Mapping[str, object]
+) -> None:
     """Register each entry point of ``group`` whose name is free (a built-in name wins, with a warning)."""
     for preset in entry_point_presets(group):
         if preset.name in taken:
@@ -346,18 +386,18 @@ def register_entry_points(group: str, register: Callable[[EntryPointPreset], Non
         register(preset)
 
 
-def _is_tensor(value: Any) -> bool:
+def _is_tensor(value: object) -> TypeGuard[torch.Tensor]:
     return type(value).__module__.startswith("torch") and callable(getattr(value, "detach", None))
 
 
-def _shown_value(item: Any) -> str:
+def _shown_value(item: object) -> str:
     """A value for a message: an integer too long to print (``10**5000``) by its size, anything else cut short."""
     if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 64:
         return f"an integer of {item.bit_length()} bits"
     return shown(item, 40)
 
 
-def _refuse_kind(array: Any, what: str) -> None:
+def _refuse_kind(array: NDArray[np.generic], what: str) -> None:
     """A numpy array's dtype as the contract wants it: real numbers (integers or floats), not bools, complex
     numbers, text, dates or Python objects that are not real numbers (each element of an object array is looked
     at: a bool among numbers is refused, not read as 0 or 1)."""
@@ -376,7 +416,7 @@ def _refuse_kind(array: Any, what: str) -> None:
             raise UserCodeError(f"{what} a {type(item).__name__} ({_shown_value(item)}), not a real number{hint}")
 
 
-def _as_numpy(value: Any, what: str, method: str) -> Any:
+def _as_numpy(value: object, what: str, method: str) -> NDArray[np.generic]:
     """An array (numpy, torch) or a list/tuple as a numpy array of real numbers (an object array when it came
     from a list); anything else -- a generator, a dict, a string, a set, None -- is a UserCodeError naming its type."""
     if _is_tensor(value):
@@ -407,7 +447,7 @@ def _as_numpy(value: Any, what: str, method: str) -> Any:
     return array
 
 
-def check_scores(scores: Any, n: int, where: str) -> list[float]:
+def check_scores(scores: object, n: int, where: str) -> list[float]:
     """A scorer's output: ``n`` real finite numbers (a list, tuple, numpy array or tensor of shape ``(n,)``);
     anything else is a UserCodeError naming ``where``."""
     what = f"{where}: score() returned"
@@ -428,7 +468,7 @@ def check_scores(scores: Any, n: int, where: str) -> list[float]:
     return values
 
 
-def check_vectors(vectors: Any, n: int, where: str, width: int | None = None) -> Any:
+def check_vectors(vectors: object, n: int, where: str, width: int | None = None) -> NDArray[np.float32]:
     """An encoder's output as a float32 array of ``n`` rows of real finite numbers, at least 1 wide (``width``:
     the width earlier batches had, which this one must have too); anything else is a UserCodeError."""
     what = f"{where}: encode() returned"

@@ -22,9 +22,12 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import R2MedError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +64,17 @@ def allowing_random_init(allow: bool = True) -> Iterator[None]:
         _ALLOW.reset(token)
 
 
-def missing_tensors(info: Mapping[str, Any]) -> list[str]:
+def _listed(value: object) -> Iterable[object]:
+    """A loading info's list of tensor names (anything else, None included: none)."""
+    return value if isinstance(value, Iterable) else ()
+
+
+def missing_tensors(info: Mapping[str, object]) -> list[str]:
     """The tensors a ``transformers`` loading info says were initialised at random: missing ones, and
     mismatched ones (a checkpoint tensor of another shape, replaced), marked so."""
-    missing = sorted(str(key) for key in info.get("missing_keys") or ())
+    missing = sorted(str(key) for key in _listed(info.get("missing_keys")))
     mismatched = sorted(
-        str(key[0] if isinstance(key, (tuple, list)) else key) for key in info.get("mismatched_keys") or ()
+        str(key[0] if isinstance(key, (tuple, list)) else key) for key in _listed(info.get("mismatched_keys"))
     )
     return missing + [f"{key} (other shape in the checkpoint)" for key in mismatched]
 
@@ -124,17 +132,28 @@ def _own_load_report(found: list[str] | None = None) -> Iterator[None]:
         logger.removeFilter(own)
 
 
-def pretrained_with_gaps(loader: Any, name: str, **kwargs: Any) -> tuple[Any, list[str]]:
-    """``loader.from_pretrained(name, **kwargs)`` (an ``AutoModel...`` class) and the tensors it initialised
+#: a ``transformers`` auto class's ``from_pretrained`` (``AutoModel.from_pretrained`` ...): with
+#: ``output_loading_info=True`` it gives the model and its loading info, which its (untyped) return does not say
+Loader = Callable[..., object]
+
+
+def pretrained_with_gaps(load: Loader, name: str, **kwargs: object) -> tuple[PreTrainedModel, list[str]]:
+    """``load(name, **kwargs)`` (an ``AutoModel...`` class's ``from_pretrained``) and the tensors it initialised
     at random (:func:`missing_tensors`), for a caller that fills some from elsewhere (a peft adapter)."""
+    from transformers import PreTrainedModel
+
     with _own_load_report():
-        model, info = loader.from_pretrained(name, output_loading_info=True, **kwargs)
-    return model, missing_tensors(info)
+        loaded = load(name, output_loading_info=True, **kwargs)
+    match loaded:
+        case (PreTrainedModel() as model, Mapping() as info):
+            return model, missing_tensors(info)
+    given = type(loaded).__name__
+    raise TypeError(f"{name}: from_pretrained(output_loading_info=True) gave {given}, not (model, info)")
 
 
-def load_pretrained(loader: Any, name: str, what: str, **kwargs: Any) -> Any:
-    """``loader.from_pretrained(name, **kwargs)``, refused when tensors are missing (:func:`check_complete`)."""
-    model, gaps = pretrained_with_gaps(loader, name, **kwargs)
+def load_pretrained(load: Loader, name: str, what: str, **kwargs: object) -> PreTrainedModel:
+    """``load(name, **kwargs)`` (a ``from_pretrained``), refused when tensors are missing (:func:`check_complete`)."""
+    model, gaps = pretrained_with_gaps(load, name, **kwargs)
     check_complete(name, what, gaps)
     return model
 
@@ -154,7 +173,7 @@ def recording_loads(name: str, what: str) -> Iterator[None]:
     with _RECORDING:
         if report is not None:
 
-            def recorded(*args: Any, **kwargs: Any) -> Any:
+            def recorded(*args: object, **kwargs: object) -> object:
                 info = kwargs.get("loading_info")
                 if info is not None:
                     found.extend(

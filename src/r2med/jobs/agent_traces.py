@@ -32,7 +32,7 @@ def task_collection(
 
 def check_task(trace: Trace, collection: Collection) -> None:
     """Refuse a trace whose server served another task."""
-    served = {str(s.get("served", {}).get("task")) for s in trace.starts if isinstance(s.get("served"), dict)}
+    served = {str(record.get("task")) for s in trace.starts if isinstance(record := s.get("served"), dict)}
     if served and collection.name not in served:
         raise R2MedError(f"{trace.path}: the trace was served from {', '.join(sorted(served))}, not {collection.name}")
 

@@ -255,7 +255,7 @@ class CrossEncoderReranker(PointwiseReranker):
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
             model = load_pretrained(
-                AutoModelForSequenceClassification,
+                AutoModelForSequenceClassification.from_pretrained,
                 self.model_id,
                 "reranker model",
                 revision=self.revision,

@@ -16,6 +16,7 @@ from ..infra.user_code import (
     RERANKER_GROUP,
     EntryPointPreset,
     Loaded,
+    Scorer,
     as_loaded,
     call_user,
     check_scores,
@@ -30,7 +31,7 @@ from .base import RERANKERS, Candidates, RerankerMeta, options_as, register_rera
 class CustomReranker:
     """A user scorer as a :class:`~r2med.reranking.base.Reranker` (one ``score`` call per query)."""
 
-    def __init__(self, loaded: Loaded, name: str | None = None):
+    def __init__(self, loaded: Loaded[Scorer], name: str | None = None):
         self.loaded = loaded
         self.name = name or f"custom-{short_name(loaded)}"
 

@@ -114,7 +114,7 @@ class Qwen3Reranker(PointwiseReranker):
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision, padding_side="left")
             model = load_pretrained(
-                AutoModelForCausalLM,
+                AutoModelForCausalLM.from_pretrained,
                 self.model_id,
                 "Qwen3-Reranker model",
                 revision=self.revision,

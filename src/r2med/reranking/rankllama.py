@@ -157,7 +157,7 @@ class RankLlamaReranker(PointwiseReranker):
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id)
             base, base_gaps = pretrained_with_gaps(
-                AutoModelForSequenceClassification, self.base, num_labels=1, **self.load_kwargs()
+                AutoModelForSequenceClassification.from_pretrained, self.base, num_labels=1, **self.load_kwargs()
             )
         except (OSError, ValueError) as exc:
             raise R2MedError(f"cannot load RankLLaMA base model {self.base!r}: {_first_line(exc)}") from None

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..infra.user_code import (
     RETRIEVER_GROUP,
+    Encoder,
     EntryPointPreset,
     Loaded,
     as_loaded,
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 class CustomEncoder(BaseEncoder):
     """A user object's ``encode(texts, role)`` behind r2med's encoder (batches of words, longest first)."""
 
-    def __init__(self, loaded: Loaded, settings: EncoderSettings, batch_size: int = 32):
+    def __init__(self, loaded: Loaded[Encoder], settings: EncoderSettings, batch_size: int = 32):
         super().__init__(settings, batch_size=batch_size)
         self.loaded = loaded
         #: the width of the vectors the object gave first (every later batch, of either role, must have it)

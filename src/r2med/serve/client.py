@@ -14,16 +14,25 @@ Search-R1-compatible server answers it.  A failure is one line naming the URL.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 import httpx
 
 from ..errors import R2MedError
+from ..infra.json_types import JsonValue
 from ..retrieval.base import QueryText, as_text
 from ..runs.run import Run
 
 #: Queries per request (r2med serve's default bound is 256).
 CHUNK = 64
+
+
+class SearchR1Request(TypedDict):
+    """Search-R1's ``/retrieve`` request body."""
+
+    queries: list[str]
+    topk: int
+    return_scores: bool
 
 
 class RemoteRetriever:
@@ -38,10 +47,10 @@ class RemoteRetriever:
         self._client = httpx.Client(timeout=timeout, headers=headers)
         self.texts: dict[str, str] = {}
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, str]:
         return {"retrieval_url": self.url}
 
-    def _post(self, body: dict[str, Any]) -> list[Any]:
+    def _post(self, body: SearchR1Request) -> list[JsonValue]:
         try:
             reply = self._client.post(f"{self.url}/retrieve", json=body)
         except httpx.HTTPError as exc:
@@ -49,7 +58,7 @@ class RemoteRetriever:
         if reply.status_code != 200:
             raise R2MedError(f"--retrieval-url {self.url}/retrieve answered {reply.status_code}: {reply.text[:200]}")
         try:
-            result = reply.json()["result"]
+            result: JsonValue = reply.json()["result"]
         except (ValueError, KeyError, TypeError):
             raise R2MedError(
                 f"--retrieval-url {self.url}/retrieve: not Search-R1's reply ({reply.text[:100]!r})"
@@ -63,11 +72,15 @@ class RemoteRetriever:
         run: Run = {}
         for start in range(0, len(keys), CHUNK):
             part = keys[start : start + CHUNK]
-            body = {"queries": [as_text(queries[q]) for q in part], "topk": k, "return_scores": True}
+            body: SearchR1Request = {"queries": [as_text(queries[q]) for q in part], "topk": k, "return_scores": True}
             for key, hits in zip(part, self._post(body)):
+                if not isinstance(hits, list):
+                    raise R2MedError(f"--retrieval-url {self.url}/retrieve: a query's result is not a list")
                 docs: dict[str, float] = {}
                 for rank, hit in enumerate(hits):
-                    document = hit.get("document", hit) if isinstance(hit, dict) else {}
+                    document = hit.get("document", hit) if isinstance(hit, dict) else None
+                    if not isinstance(document, dict):
+                        document = {}
                     doc_id = str(document.get("id", ""))
                     if not doc_id:
                         raise R2MedError(f"--retrieval-url {self.url}/retrieve: a document without an id")

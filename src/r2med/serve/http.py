@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import orjson
 from fastapi import FastAPI, Request
@@ -32,17 +32,16 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import R2MedError
+from ..infra.json_types import JsonObject
 from .index import NOT_APPLIED, NOT_APPLIED_NOTE, Hits
 from .limits import Refused
 from .service import Service
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+log = logging.getLogger(__name__)
 
 EXCLUSIONS_HEADER = "X-R2MED-Exclusions"
 
@@ -123,7 +122,21 @@ async def parse(request: Request, model: type[M], max_bytes: int) -> M:
         raise Refused(422, _validation_line(exc)) from None
 
 
-def _document(service: Service, doc_id: str) -> dict[str, str]:
+class Document(TypedDict):
+    """A document as Search-R1 and FlashRAG answer it."""
+
+    id: str
+    contents: str
+
+
+class ScoredDocument(TypedDict):
+    """Search-R1's document with its score (``return_scores``)."""
+
+    document: Document
+    score: float
+
+
+def _document(service: Service, doc_id: str) -> Document:
     return {"id": doc_id, "contents": service.index.document(doc_id) or ""}
 
 
@@ -166,8 +179,12 @@ class Guard:
 
 
 def http_app(
-    service: Service, default_topk: int = 3, token: str | None = None, mcp: Any = None, host: str = "127.0.0.1"
-) -> Any:
+    service: Service,
+    default_topk: int = 3,
+    token: str | None = None,
+    mcp: MCPServer[object] | None = None,
+    host: str = "127.0.0.1",
+) -> Guard:
     """The FastAPI app over ``service`` (``mcp``: an ``MCPServer`` whose streamable HTTP is mounted at ``/mcp``),
     wrapped in :class:`Guard`."""
     limits = service.limits
@@ -195,8 +212,8 @@ def http_app(
     async def _r2med(_: Request, exc: R2MedError) -> JSONResponse:
         return JSONResponse({"error": " ".join(str(exc).split())}, status_code=400)
 
-    def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-        schema = {"application/json": {"schema": model.model_json_schema()}}
+    def body_schema(model: type[BaseModel]) -> JsonObject:
+        schema: JsonObject = {"application/json": {"schema": model.model_json_schema()}}
         return {"requestBody": {"content": schema, "required": True}}
 
     @app.post("/retrieve", openapi_extra=body_schema(RetrieveRequest))
@@ -205,11 +222,12 @@ def http_app(
         req = await parse(request, RetrieveRequest, limits.max_body_bytes)
         k = req.topk if req.topk is not None else default_topk
         hits = await service.search(req.queries, k, req.query_ids, req.session, endpoint="retrieve")
-        result: list[list[Any]] = []
+        result: list[list[Document] | list[ScoredDocument]] = []
         for h in hits:
             docs = [_document(service, d) for d in h.ids]
-            result.append([{"document": d, "score": s} for d, s in zip(docs, h.scores)] if req.return_scores else docs)
-        payload: dict[str, Any] = {"result": result}
+            scored: list[ScoredDocument] = [{"document": d, "score": s} for d, s in zip(docs, h.scores)]
+            result.append(scored if req.return_scores else docs)
+        payload: dict[str, object] = {"result": result}
         if Service.not_applied(hits):
             payload["r2med"] = {"exclusions": NOT_APPLIED, "note": NOT_APPLIED_NOTE}
         return JSONResponse(payload, headers=_headers(hits))
@@ -238,6 +256,7 @@ def http_app(
         return JSONResponse({"id": req.id, "contents": service.fetch(req.id)})
 
     @app.get("/health")
+    # the annotation is the route's published schema: an open object (``served`` is the served system's record)
     async def health() -> dict[str, Any]:
         """FlashRAG's health answer, and what is served."""
         return {"status": "healthy", "retrievers": {"total": 1, "available": 1}, "served": service.served}

@@ -21,11 +21,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..data import Collection
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
+from ..infra.json_types import JsonObject, JsonValue
 from ..reranking.base import Reranker, rerank
 from ..retrieval.base import Retriever
 from ..runs.fusion import fuse
@@ -105,14 +105,14 @@ class ServedIndex:
         collection: Collection,
         retriever: Retriever,
         depth: int,
-        served: Mapping[str, Any],
+        served: Mapping[str, JsonValue],
         system: System | None = None,
     ):
         self.collection, self.retriever, self.depth = collection, retriever, int(depth)
         self.system = system or System()
         if bool(self.system.others) != (self.system.fusion is not None):
             raise R2MedError("several retrievers are served fused (a fusion method), one is served alone")
-        self.served = dict(served)
+        self.served: JsonObject = dict(served)  # the served system's record (as evaluate/fuse/rerank record it)
         self.position = {did: i for i, did in enumerate(collection.corpus)}
         self._lock = threading.Lock()  # one search at a time: retrievers are not thread-safe
 
@@ -153,7 +153,7 @@ class ServedIndex:
             replies.append(Hits([d for d, _ in order], [float(format(v, SCORE_FORMAT)) for _, v in order], state))
         return replies
 
-    def _run(self, texts: Mapping[str, str], named: Mapping[str, Any], k: int) -> Run:
+    def _run(self, texts: Mapping[str, str], named: Mapping[str, frozenset[str]], k: int) -> Run:
         """The run of ``texts`` (key -> text; ``named``: key -> its query's excluded ids): one retriever searched to
         ``k``; a system's members each searched to the depth of their ``evaluate`` run, its scores as the run file
         stores them (what ``fuse`` and ``rerank`` read), then fused and reranked."""

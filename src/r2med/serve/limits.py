@@ -7,7 +7,6 @@ status -- never a traceback, never a stack.  The bounds are the server's options
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 #: The largest request body read by default (bytes).
 MAX_BODY_BYTES = 1_000_000
@@ -34,12 +33,12 @@ class Limits:
 class Refused(Exception):
     """A request refused: ``status`` (4xx), a one-line message, the limit's name and bound when one was broken."""
 
-    def __init__(self, status: int, message: str, limit: str | None = None, value: Any = None):
+    def __init__(self, status: int, message: str, limit: str | None = None, value: int | None = None):
         super().__init__(message)
         self.status, self.message, self.limit, self.value = status, " ".join(message.split()), limit, value
 
-    def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"error": self.message}
+    def body(self) -> dict[str, str | int | None]:
+        out: dict[str, str | int | None] = {"error": self.message}
         if self.limit is not None:
             out["limit"], out["value"] = self.limit, self.value
         return out

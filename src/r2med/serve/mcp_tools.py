@@ -19,23 +19,24 @@ from .limits import Refused
 from .service import Service
 
 
-def mcp_server(service: Service, instructions: str | None = None) -> Any:
+def mcp_server(service: Service, instructions: str | None = None) -> MCPServer[object]:
     """An ``MCPServer`` with ``search`` and ``fetch`` over ``service``."""
 
     served = service.served
     task = served.get("task", "the task")
-    server: Any = MCPServer(
+    server: MCPServer[object] = MCPServer(
         name="r2med",
         instructions=instructions
         or f"Search {task}'s corpus with r2med's index ({served.get('retriever', '')}); fetch a document by id.",
     )
 
-    @server.tool(  # type: ignore[untyped-decorator]
+    @server.tool(
         name="search",
         description=f"Search {task}'s corpus. Returns the top documents (id, score, text), best first. "
         "query_id: the benchmark query this search serves (its excluded documents are then never returned); "
         "session: your agent's session id (traces group searches by it).",
     )
+    # the tool's return annotation is its published output schema: an open object (results, exclusions, note)
     async def search(
         query: str, topk: int = 10, query_id: str | None = None, session: str | None = None
     ) -> dict[str, Any]:
@@ -46,15 +47,14 @@ def mcp_server(service: Service, instructions: str | None = None) -> Any:
         results = [
             {"id": d, "score": s, "text": service.index.document(d) or ""} for d, s in zip(hits.ids, hits.scores)
         ]
-        out: dict[str, Any] = {"results": results, "exclusions": hits.exclusions}
+        out: dict[str, object] = {"results": results, "exclusions": hits.exclusions}
         if hits.exclusions == NOT_APPLIED:
             out["note"] = NOT_APPLIED_NOTE
         return out
 
-    @server.tool(  # type: ignore[untyped-decorator]
-        name="fetch", description=f"A document of {task}'s corpus by its id: its full text."
-    )
-    async def fetch(id: str) -> dict[str, Any]:  # the argument's name is what clients send
+    @server.tool(name="fetch", description=f"A document of {task}'s corpus by its id: its full text.")
+    # the argument's name is what clients send; the return annotation is the published output schema: an open object
+    async def fetch(id: str) -> dict[str, Any]:
         try:
             return {"id": id, "text": service.fetch(id)}
         except Refused as exc:

@@ -26,6 +26,7 @@ class Service:
         self.batcher = Batcher(index, max_batch=max(self.limits.max_queries, 64))
 
     @property
+    # the served system's record (open JSON: each family's facts) that jobs/serve.describe reads by its known keys
     def served(self) -> dict[str, Any]:
         return {**self.index.served, "limits": self.limits.record()}
 

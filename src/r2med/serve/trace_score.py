@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 from ..data.exclusions import Exclusions
 from ..errors import NothingToScore
@@ -59,7 +59,8 @@ def by_query(trace: Trace) -> tuple[dict[str, QueryTrace], int]:
         if not isinstance(qid, str):
             unattributed += 1
             continue
-        queries.setdefault(qid, QueryTrace(qid)).turns.append([str(d) for d in record["ids"]])
+        ids = record.get("ids")  # a list (read_trace refuses a search record without one)
+        queries.setdefault(qid, QueryTrace(qid)).turns.append([str(d) for d in ids] if isinstance(ids, list) else [])
     return queries, unattributed
 
 
@@ -73,17 +74,33 @@ def union_run(trace: Trace, exclusions: Exclusions | None = None) -> Run:
     return run
 
 
+class QueryScore(TypedDict):
+    """One judged query's scores (see the module)."""
+
+    searches: int
+    distinct: int
+    recall: float
+    recall_by_turn: list[float]
+    ndcg_cut_10: float
+    excluded_removed: int
+
+
+#: the scores of a query that are averaged over the queries (``recall_by_turn`` is not)
+Averaged = Literal["searches", "distinct", "recall", "ndcg_cut_10", "excluded_removed"]
+AVERAGED: tuple[Averaged, ...] = ("searches", "distinct", "recall", "ndcg_cut_10", "excluded_removed")
+
+
 @dataclass
 class TraceScore:
     """Per query and averaged (see the module)."""
 
-    per_query: dict[str, dict[str, Any]]
-    average: dict[str, float]
+    per_query: dict[str, QueryScore]
+    average: dict[Averaged, float]
     unattributed: int
     unjudged: list[str]
     torn: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "average": self.average,
             "queries": len(self.per_query),
@@ -105,7 +122,7 @@ def score_trace(
         raise NothingToScore(f"{trace.path}: no traced search names a judged query of the task (query_id)")
     run = union_run(trace, exclusions)
     ndcg = evaluate({q: run[q] for q in judged}, {q: qrels[q] for q in judged}, ["ndcg_cut_10"], count_missing=False)
-    per_query: dict[str, dict[str, Any]] = {}
+    per_query: dict[str, QueryScore] = {}
     for qid, q in judged.items():
         banned = exclusions.get(qid) if exclusions else frozenset()
         relevant = {d for d, g in qrels[qid].items() if g > 0}
@@ -123,8 +140,5 @@ def score_trace(
             "excluded_removed": dropped,
         }
     n = len(per_query)
-    average = {
-        key: sum(float(v[key]) for v in per_query.values()) / n
-        for key in ("searches", "distinct", "recall", "ndcg_cut_10", "excluded_removed")
-    }
+    average = {key: sum(float(v[key]) for v in per_query.values()) / n for key in AVERAGED}
     return TraceScore(per_query, average, unattributed, unjudged, trace.torn)

@@ -24,13 +24,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from ..errors import R2MedError
 from ..infra.containment import check_output_file
 from ..infra.input_files import bounded_lines, open_input, open_regular
+from ..infra.json_types import JsonObject, JsonValue
 
 
 class TraceWriter:
@@ -73,13 +73,13 @@ class TraceWriter:
             written = os.write(self._fd, view)
             view = view[written:]
 
-    def write(self, record: Mapping[str, Any]) -> None:
+    def write(self, record: Mapping[str, object]) -> None:
         """Append one record as one line."""
         line = orjson.dumps({"time": round(time.time(), 6), **record}) + b"\n"
         with self._lock:
             self._write(line)
 
-    def start(self, served: Mapping[str, Any]) -> None:
+    def start(self, served: Mapping[str, object]) -> None:
         """The start record: what this server serves, and whether a torn line precedes it."""
         self.write({"event": "start", "served": dict(served), "torn_before": self.torn_before})
 
@@ -103,14 +103,14 @@ class Trace:
     """A trace file read back: its search records in file order, its start records, and the torn lines skipped."""
 
     path: Path
-    searches: list[dict[str, Any]] = field(default_factory=list)
-    starts: list[dict[str, Any]] = field(default_factory=list)
+    searches: list[JsonObject] = field(default_factory=list)
+    starts: list[JsonObject] = field(default_factory=list)
     torn: int = 0
 
 
-def _record(line: bytes) -> dict[str, Any] | None:
+def _record(line: bytes) -> JsonObject | None:
     try:
-        value = orjson.loads(line)
+        value: JsonValue = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None

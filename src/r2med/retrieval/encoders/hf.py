@@ -250,7 +250,9 @@ class TransformersEncoder(TorchEncoder):
         kwargs = {"revision": s.revision, "trust_remote_code": s.trust_remote_code}
         try:
             tok = AutoTokenizer.from_pretrained(name, **kwargs)
-            model = load_pretrained(AutoModel, name, "embedding model", **dtype_kwargs(s.dtype, self.device), **kwargs)
+            model: torch.nn.Module = load_pretrained(
+                AutoModel.from_pretrained, name, "embedding model", **dtype_kwargs(s.dtype, self.device), **kwargs
+            )
         except ImportError as exc:  # a model's own code (trust_remote_code) written for another transformers
             raise R2MedError(f"cannot load model {name!r}: its own code does not import here ({exc})") from exc
         except (OSError, ValueError) as exc:
@@ -576,7 +578,7 @@ class RemoteCodeEncoder(TorchEncoder):
             try:
                 self._tok = AutoTokenizer.from_pretrained(s.model, revision=s.revision, trust_remote_code=True)
                 self._model = load_pretrained(
-                    AutoModel,
+                    AutoModel.from_pretrained,
                     s.model,
                     "embedding model",
                     revision=s.revision,
