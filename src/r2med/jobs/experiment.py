@@ -48,7 +48,7 @@ from ..report.html import render_html
 from ..report.multi import Boards
 from ..reranking.base import reranker_meta
 from ..retrieval.registry import retriever_meta
-from ..runs.fusion import check_fusion
+from ..runs.fusion import check_weights
 from ..runs.record import StepKind
 from ..steps import (
     Data,
@@ -783,9 +783,8 @@ class Reader:
             raise self.fail(where, "missing key 'systems' (the systems to fuse)")
         values["systems"] = self.names(values["systems"], where, "systems")
         spec: FuseStep = self._step(lambda: fuse_step(values, self.origin(where, "fuse")), where)
-        o = spec.options
-        try:
-            check_fusion(len(spec.systems), o.method, k=o.k, norm=o.norm, weights=o.weights)
+        try:  # the rest FusionOptions checked; how many systems it could not know
+            check_weights(len(spec.systems), spec.options.weights)
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
         return self._made(step_of, spec, index, where)

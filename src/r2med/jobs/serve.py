@@ -32,7 +32,7 @@ from ..infra.home import remember_collection
 from ..reranking.base import make_reranker, reranker_meta
 from ..retrieval.base import index_collection
 from ..retrieval.registry import make_retriever
-from ..runs.fusion import check_fusion
+from ..runs.fusion import check_weights
 from ..serve.http import http_app
 from ..serve.index import Fusion, Rerank, ServedIndex, System
 from ..serve.limits import Limits
@@ -87,8 +87,7 @@ def load(
     if len({j.name for j in jobs}) < len(jobs):
         raise R2MedError(f"the fused retrievers must differ; given: {', '.join(j.name for j in jobs)}")
     if fusion is not None:
-        o = fusion.options
-        check_fusion(len(steps), o.method, k=o.k, norm=o.norm, weights=o.weights)
+        check_weights(len(steps), fusion.options.weights)  # the rest FusionOptions checked; how many runs: not it
     if rerank is not None:
         reranker_meta(rerank.reranker_name)  # an unknown name refused before the index is built
     writer = TraceWriter(trace) if trace is not None else None  # checked before the index is built
