@@ -20,7 +20,6 @@ import signal
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import uvicorn
@@ -29,6 +28,7 @@ from ..data import TaskRef
 from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
 from ..infra.home import remember_collection
+from ..infra.json_types import JsonObject
 from ..reranking.base import make_reranker, reranker_meta
 from ..retrieval.base import index_collection
 from ..retrieval.registry import make_retriever
@@ -106,13 +106,13 @@ def load(
         remember_collection(collection.fingerprint, collection.name, collection.source)
     for _, _, retriever in members:
         index_collection(retriever, collection)
-    served: dict[str, Any] = {
+    served: JsonObject = {
         "task": collection.name,
         "source": collection.source,
         "revision": collection.revision,
         "dataset_fingerprint": collection.dataset_fingerprint,
     }
-    records = [
+    records: list[JsonObject] = [
         {"system": name, "retriever": s.retriever, "config": {**s.record(depth), **r.config()}}
         for s, name, r in members
     ]
@@ -127,7 +127,7 @@ def load(
             system=name,
             retriever="+".join(s.retriever for s in steps),
             fusion=fusion.record(protocol.depth),
-            members=records,
+            members=[*records],
         )
         system = System(tuple(r for _, _, r in members[1:]), Fusion(fusion.options, fused_depth))
     if rerank is not None:
@@ -224,7 +224,7 @@ def serve_http(
 def serve_stdio(service: Service) -> None:
     """The MCP server over stdin/stdout until the client closes it."""
 
-    server: Any = mcp_server(service)
+    server = mcp_server(service)
 
     async def main() -> None:
         try:
