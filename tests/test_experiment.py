@@ -155,6 +155,11 @@ def test_a_killed_run_resumes(experiment, tmp_path, monkeypatch):
             ('systems = ["bm25", "bm25-k1.2"]', 'systems = ["bm25", "nope"]'),
             "exp.toml: [[fusion]] 1: 'nope' is no system of this experiment",
         ),
+        (
+            ('method = "rrf"', 'method = "rrf"\nweights = [1]'),  # how many systems: checked once, by check_weights
+            "exp.toml: [[fusion]] 1: 1 weight(s) given for 2 run(s)",
+        ),
+        (('method = "rrf"', 'method = "rrfs"'), "exp.toml: [[fusion]] 1: method: unknown fusion method 'rrfs'"),
         (("measures = [", "measure = ["), "exp.toml: [report]: unknown option 'measure'"),
         (("[[fusion]]", "[[fusions]]"), "exp.toml: unknown option 'fusions'"),
     ],

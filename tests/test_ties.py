@@ -24,6 +24,7 @@ from r2med.evaluation.ties import TIED_MARK, evaluate_with_ties, tie_line
 from r2med.measures import DEFAULT_MEASURES as MEASURE_VALUES
 from r2med.measures import Measure
 from r2med.runs.record import parse_record, read_record
+from r2med.runs.run import read_cut_ties
 
 CUTS = (1, 2, 3, 5, 10)
 ALL_MEASURES = tuple(f"{f}_{k}" for f in ("ndcg_cut", "map_cut", "recall", "P") for k in CUTS) + ("recip_rank",)
@@ -301,7 +302,7 @@ def test_metrics_json_holds_the_block_and_the_reader_checks_it(tied_root, tmp_pa
         assert "ties" in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_import_prints_the_line_and_a_reused_old_folder_gets_the_block(tmp_path):
+def test_import_prints_the_line_and_a_reused_old_folder_is_left_as_it_was(tmp_path):
     data = _collection(tmp_path / "data" / "toy")
     trec = tmp_path / "coarse.trec"
     r2med.write_trec(_tied_run(2, 1), trec, tag="coarse")
@@ -318,11 +319,42 @@ def test_import_prints_the_line_and_a_reused_old_folder_gets_the_block(tmp_path)
     )
     assert expected in " ".join(done.stdout.split())
     stored = json.loads((folder / "metrics.json").read_text())
-    del stored["ties"]
+    del stored["ties"], stored["judgments_fingerprint"]  # as r2med wrote it before it recorded them
     (folder / "metrics.json").write_text(json.dumps(stored))
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
     again = run_r2med("import", str(trec), "-d", str(data), "--name", "coarse", "-o", str(out))
-    assert again.returncode == 0 and expected in " ".join(again.stdout.split())
-    assert "ties" in json.loads((folder / "metrics.json").read_text())
+    assert again.returncode == 0 and "reused" in again.stdout, again.stdout
+    assert expected in " ".join(again.stdout.split())  # the ties scored in memory
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # a reuse rewrites nothing
+
+
+def test_a_reused_evaluate_folder_from_before_ties_and_judgments_is_scored_in_memory_and_left_unchanged(tmp_path):
+    """A finished folder written before r2med recorded its ties and its judgments' fingerprint is reused as it
+    stands: the result carries the measures and ties scored in memory (as the scorer gives them for ``run.trec``),
+    and the folder's files keep their bytes and modification times."""
+    from r2med.jobs.evaluate import run_task
+    from r2med.steps import EvaluateStep
+
+    collection = load_folder(shared_collection("medline-med"))
+    step = EvaluateStep.of("bm25", top_k=100)
+    out = tmp_path / "runs" / "bm25"
+    run_task(collection, step, out)
+    folder = out / collection.name
+    stored = json.loads((folder / "metrics.json").read_text())
+    written = stored.pop("ties")
+    del stored["judgments_fingerprint"]  # as r2med wrote it before it recorded them
+    (folder / "metrics.json").write_text(json.dumps(stored, indent=1) + "\n")
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+    again = run_task(load_folder(shared_collection("medline-med")), step, out)
+    assert again.reused
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
+    ranked, cut = r2med.read_trec(folder / "run.trec"), read_cut_ties(folder)  # the depth cut's ties too
+    expected = evaluate_with_ties(ranked, collection.qrels, again.metrics.measures, cut=cut)
+    assert again.metrics.aggregate == pytest.approx(stored["aggregate"])
+    assert again.metrics.aggregate == pytest.approx(expected.aggregate)
+    assert again.metrics.ties is not None and expected.ties is not None
+    assert again.metrics.ties.aggregate == expected.ties.aggregate
+    assert json.loads(json.dumps(again.metrics.ties.to_json())) == written  # what a fresh run records
 
 
 def test_score_says_it_on_stderr_and_in_json(tied_root):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..data import TaskRef
 from ..errors import R2MedError
@@ -36,7 +35,7 @@ class Encoded:
 def encode_tasks(
     tasks: Sequence[TaskRef],
     retriever: str,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     ray: bool = False,
     address: str | None = None,
     dest: str | None = None,

@@ -21,7 +21,7 @@ from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..data import Collection, TaskRef
 from ..data.loaders import EXPANSION_FILE
@@ -34,7 +34,9 @@ from ..expansion.traces import normalize_llm
 from ..infra import progress
 from ..infra.containment import check_output_dir, ensure_within, plain_name, task_folder
 from ..infra.home import check_home, read_json, write_text_atomic
-from ..retrieval.base import index_collection
+from ..infra.json_types import JsonObject, JsonValue
+from ..infra.llm import LLMClient, Result
+from ..retrieval.base import Retriever, index_collection
 from ..retrieval.registry import make_retriever
 from ..serve.client import RemoteRetriever
 from ..steps import ExpandStep
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 class Bar(Protocol):
     """What the job reports to a progress display while one task's expansions are made."""
 
-    def result(self, key: Any, result: Any) -> None: ...  # one query done (an LLM Result, or a success flag)
+    def result(self, key: str, result: Result | bool) -> None: ...  # one query done (an LLM Result, or a flag)
 
     def retry(self, error: str) -> None: ...
 
@@ -57,14 +59,14 @@ class RequestBar:
     """One task's expansion requests on :mod:`r2med.infra.progress`: queries done, failed, retried, retrying now
     (requests between a transient error and their answer), tokens so far."""
 
-    def __init__(self, task: progress.Progress, client: Any):
+    def __init__(self, task: progress.Progress, client: LLMClient):
         self.task, self.client = task, client
 
     def _tokens(self) -> None:
         u = self.client.usage
         self.task.set(**{"retrying": u.retrying, "tokens in": u.prompt_tokens, "tokens out": u.completion_tokens})
 
-    def result(self, _key: Any, result: Any) -> None:
+    def result(self, _key: str, result: Result | bool) -> None:
         ok = result if isinstance(result, bool) else result.ok
         self.task.advance(1, failed=0 if ok else 1)
         self._tokens()
@@ -211,22 +213,23 @@ def agentic_tags(
 def _agentic(
     collection: Collection,
     method: str,
-    client: Any,
-    sampling: dict[str, Any],
+    client: LLMClient,
+    sampling: Mapping[str, JsonValue],
     retriever_name: str,
     max_turns: int,
     search_k: int,
     bar: Bar,
-    tags: Any,
+    tags: TagFormat,
     retrieval_url: str | None = None,
-) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, Any]]]:
-    """The agentic loop over the task's own index, or a running server's (``retrieval_url``: its texts shown)."""
+) -> tuple[dict[str, str], dict[str, str], dict[str, JsonObject]]:
+    """The agentic loop over the task's own index, or a running server's (``retrieval_url``: its texts shown);
+    returns the answers, the errors and each query's trace (the searches, turns, how it stopped)."""
 
-    retriever: Any
+    retriever: Retriever | RemoteRetriever
     corpus: Mapping[str, str] = collection.corpus
     if retrieval_url is not None:
-        retriever = RemoteRetriever(retrieval_url)
-        corpus = ChainMap(retriever.texts, collection.corpus)  # the server's texts first; corpus order for ties
+        retriever = remote = RemoteRetriever(retrieval_url)
+        corpus = ChainMap(remote.texts, collection.corpus)  # the server's texts first; corpus order for ties
     else:
         retriever = make_retriever(retriever_name, task=collection.name)
         index_collection(retriever, collection)
@@ -238,7 +241,9 @@ def _agentic(
         bar.describe(f"{method} · {collection.name} · turn {turn}: {searching} searching")
 
     traces = agent.run(collection.queries, on_turn=on_turn, on_retry=bar.retry)
-    texts, errors, extra = {}, {}, {}
+    texts: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    extra: dict[str, JsonObject] = {}
     for qid, trace in traces.items():
         bar.result(qid, trace.error is None)
         if trace.error is not None:
@@ -246,7 +251,7 @@ def _agentic(
         else:
             texts[qid] = trace.answer
             extra[qid] = {
-                "searches": [[q, docs] for q, docs in trace.searches],
+                "searches": [[q, list[JsonValue](docs)] for q, docs in trace.searches],  # JSON lists hold any value
                 "turns": trace.turns,
                 "stopped": trace.stopped,
             }
@@ -327,7 +332,7 @@ def expand_tasks(step: ExpandStep, tasks: Sequence[TaskRef]) -> tuple[str, str, 
                 counters=("failed", "retried", "retrying", "tokens in", "tokens out"),
             ) as task:
                 bar = RequestBar(task, client)
-                if agentic:
+                if tags is not None:  # an agentic method
                     texts, errors, extra = _agentic(
                         collection,
                         method,

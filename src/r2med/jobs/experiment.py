@@ -24,12 +24,12 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -48,7 +48,7 @@ from ..report.html import render_html
 from ..report.multi import Boards
 from ..reranking.base import reranker_meta
 from ..retrieval.registry import retriever_meta
-from ..runs.fusion import check_fusion
+from ..runs.fusion import check_weights
 from ..runs.record import StepKind
 from ..steps import (
     Data,
@@ -140,7 +140,7 @@ def _path_value(value: object) -> Path:
 FilePath = Annotated[Path, BeforeValidator(_path_value)]
 
 
-def _some(value: object, words: str) -> object:
+def _some(value: object, words: str) -> list[object]:
     """One value or a list of them, as a list (``dirs = "data"`` is ``dirs = ["data"]``)."""
     if isinstance(value, (str, os.PathLike, Measure)):
         return [value]
@@ -163,18 +163,20 @@ class DataTable(Spec):
 
     @field_validator("tasks", mode="before")
     @classmethod
-    def _tasks(cls, value: Any) -> Any:
+    def _tasks(cls, value: object) -> object:
         """``all``, names as text, or a non-empty list of names (:func:`r2med.data.names.task_parts`: ``""`` and
         ``[]`` name no task, they never mean all)."""
+        if value is not None and not isinstance(value, (str, Iterable)):
+            raise ValueError(f"expected task names (text, or a list of them), got {shown_value(value)}")
         try:
-            task_parts(value)  # any value, one line
+            task_parts(value)  # a name that is no text, or none: one line
         except R2MedError as exc:
             raise ValueError(str(exc).removeprefix("--tasks").removeprefix(":").lstrip()) from None
         return list(value) if isinstance(value, tuple) else value
 
     @field_validator("dirs", mode="before")
     @classmethod
-    def _dirs(cls, value: Any) -> Any:
+    def _dirs(cls, value: object) -> list[object]:
         return _some(value, "a path or a list of paths")
 
     @field_validator("revision")
@@ -211,7 +213,7 @@ class ReportSpec(Spec):
     title: str = "R2MED results"
     data_dir: FilePath | None = None
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, **values: object) -> None:
         """The spec of ``values`` (None: not set), or one :class:`ExperimentError` line naming where they came from
         (:data:`_REPORT_ORIGIN`: a Python call, or the file whose ``[report]`` the parse reads) and the key."""
         try:
@@ -223,11 +225,11 @@ class ReportSpec(Spec):
 
     @field_validator("measures", mode="before")
     @classmethod
-    def _measures(cls, value: Any) -> Any:
+    def _measures(cls, value: object) -> tuple[object, ...]:
         given = _some(value, "measure names such as 'nDCG@10'")
         if not given:
             raise ValueError("name at least one measure (e.g. 'nDCG@10')")
-        return tuple(given)  # type: ignore[arg-type]  # a list, from _some
+        return tuple(given)
 
     @field_validator("measures")
     @classmethod
@@ -592,6 +594,12 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     return Reader(shown, source.resolve().parent).experiment(raw, source)
 
 
+#: the spec a step's table builds (:meth:`Reader._step`)
+_Built = TypeVar("_Built", bound=Spec)
+#: a table's value as the file gives it (:meth:`Reader.maybe_path`: text may become a path's text)
+_Value = TypeVar("_Value")
+
+
 class Reader:
     """Turns the parsed file into an :class:`Experiment`, failing on the first bad key."""
 
@@ -607,7 +615,7 @@ class Reader:
         spelled = {field: key for key, field in FILE_KEYS[kind].items() if key != field}
         return Origin.file(f"{self.shown}: {where}", spelled)
 
-    def path(self, value: Any, where: str, key: str) -> Path:
+    def path(self, value: object, where: str, key: str) -> Path:
         if not isinstance(value, str) or not value:
             raise self.fail(where, f"{key}: expected a path (text), got {shown_value(value)}")
         if "\0" in value:  # no file name holds one (os calls raise ValueError)
@@ -615,14 +623,14 @@ class Reader:
         p = Path(value).expanduser()
         return p if p.is_absolute() else self.base / p
 
-    def maybe_path(self, value: Any) -> Any:
+    def maybe_path(self, value: _Value) -> _Value | str:
         """A model or reranker named by a relative folder, read against the file's folder; else as written."""
         if not isinstance(value, str) or Path(value).expanduser().is_absolute():
             return value
         candidate = self.base / value
         return str(candidate) if value.startswith(".") or candidate.exists() else value
 
-    def code(self, value: Any) -> Any:
+    def code(self, value: object) -> object:
         """``MODULE:OBJ`` with a ``.py`` module (or any path) read against the file's folder; a dotted module as
         written (it is imported by name)."""
         if not isinstance(value, str):
@@ -650,12 +658,12 @@ class Reader:
             raise self.fail("", f"{key}: expected [[{key}]] tables")
         return value
 
-    def names(self, value: Any, where: str, key: str) -> tuple[str, ...]:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-            raise self.fail(where, f"{key}: expected a system name or a list of them, got {value!r}")
-        return tuple(value)
+    def names(self, value: object, where: str, key: str) -> tuple[str, ...]:
+        given = [value] if isinstance(value, str) else value
+        names = tuple(v for v in given if isinstance(v, str) and v) if isinstance(given, list) else ()
+        if not names or not isinstance(given, list) or len(names) != len(given):
+            raise self.fail(where, f"{key}: expected a system name or a list of them, got {given!r}")
+        return names
 
     def values(self, entry: Mapping[str, object], kind: StepKind, where: str, own: Sequence[str]) -> dict[str, object]:
         """A table's keys checked (the step's, then the options ``own`` of what it runs), spelled as the step's
@@ -704,7 +712,7 @@ class Reader:
             long_documents=data.long_documents,
         )
 
-    def data(self, raw: Any) -> DataTable:
+    def data(self, raw: object) -> DataTable:
         """``[data]`` parsed (before the steps' tables read its folders and revision), its folders read against
         the file's."""
         if not isinstance(raw, Mapping):
@@ -713,7 +721,7 @@ class Reader:
         data = data_table(raw, self.fail)
         return data.model_copy(update={"dirs": [self.base / d for d in data.dirs]})  # an absolute one stays
 
-    def _step(self, build: Callable[[], Spec], where: str) -> Any:
+    def _step(self, build: Callable[[], _Built], where: str) -> _Built:
         try:
             return build()
         except SpecError:
@@ -734,7 +742,7 @@ class Reader:
         spec = self._step(lambda: evaluate_step(values, self.origin(where, "evaluate")), where)
         return self._made(step_of, spec, index, where)
 
-    def _made(self, make: Callable[[Any, int], Step], spec: Any, index: int, where: str) -> Step:
+    def _made(self, make: Callable[[_Built, int], Step], spec: _Built, index: int, where: str) -> Step:
         try:
             return make(spec, index)
         except R2MedError as exc:
@@ -783,14 +791,13 @@ class Reader:
             raise self.fail(where, "missing key 'systems' (the systems to fuse)")
         values["systems"] = self.names(values["systems"], where, "systems")
         spec: FuseStep = self._step(lambda: fuse_step(values, self.origin(where, "fuse")), where)
-        o = spec.options
-        try:
-            check_fusion(len(spec.systems), o.method, k=o.k, norm=o.norm, weights=o.weights)
+        try:  # the rest FusionOptions checked; how many systems it could not know
+            check_weights(len(spec.systems), spec.options.weights)
         except R2MedError as exc:
             raise self.fail(where, str(exc)) from None
         return self._made(step_of, spec, index, where)
 
-    def report_spec(self, raw: Any) -> ReportSpec:
+    def report_spec(self, raw: object) -> ReportSpec:
         """``[report]`` through the one parse, its files and folder read against the file's."""
         if not isinstance(raw, Mapping):
             raise self.fail("", "report: expected a [report] table")

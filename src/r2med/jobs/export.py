@@ -9,12 +9,11 @@ another data revision than MTEB's pin unless forced).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..data import locate
 from ..data.resolve import require
 from ..errors import R2MedError
-from ..export.mteb import CollectionCounts, collection_counts, export_mteb, run_depth
+from ..export.mteb import CollectionCounts, MtebExport, collection_counts, export_mteb, run_depth
 from ..infra.containment import check_output_dir
 from ..results.folders import find_runs
 from ..runs.record import RunRecord, read_record
@@ -25,7 +24,7 @@ from ..steps import ExportStep
 EXPORT_FORMATS = ("mteb",)
 
 
-def export_runs(step: ExportStep) -> list[Any]:
+def export_runs(step: ExportStep) -> list[MtebExport]:
     """Export every system in ``step.runs`` under ``step.out``; one :class:`~r2med.export.mteb.MtebExport` per system.
 
     ``model``: the model name to file the results under (default: the system's name; one system only);

@@ -34,7 +34,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..data import Collection, TaskRef, check_hub, resolve
 from ..data.benchmarks import benchmarks
@@ -45,6 +44,7 @@ from ..evaluation.run_scores import check_run_scores
 from ..evaluation.ties import TieRule
 from ..infra.containment import check_input_file, check_output_dir, plain_name, system_folder
 from ..infra.file_hash import file_hash
+from ..infra.json_types import JsonObject, JsonValue
 from ..measures import DEFAULT_MEASURES, Measure
 from ..measures import measure as as_measure
 from ..results.folders import SystemResults, TaskResult, finish_task, reuse
@@ -70,11 +70,11 @@ class RunFile:
     sha256: str
     tags: tuple[str, ...]
     #: what the file states of itself (a search-results file's ``eval_name``, ``model_name``, ``dataset_name``...)
-    stated: Mapping[str, Any] = field(default_factory=dict)
+    stated: Mapping[str, JsonValue] = field(default_factory=dict)  # the file's own facts: open JSON
 
-    def source(self) -> dict[str, Any]:
+    def source(self) -> JsonObject:
         """What ``config.imported`` records of the file."""
-        out: dict[str, Any] = {"file": str(self.path), "sha256": self.sha256, "tags": list(self.tags)}
+        out: JsonObject = {"file": str(self.path), "sha256": self.sha256, "tags": list(self.tags)}
         if self.stated:
             out["stated"] = dict(self.stated)
         return out
@@ -85,7 +85,7 @@ def read_run_file(path: str | os.PathLike[str]) -> RunFile:
     tags (a score file has none)."""
     path = Path(path)
     check_input_file(path, "run")
-    stated: dict[str, Any] = {}
+    stated: Mapping[str, JsonValue] = {}
     if run_format(path) == "json":
         run, stated = read_score_file(path)
         tags: tuple[str, ...] = ()
@@ -129,7 +129,7 @@ def poor(f: Fit, run: Run) -> bool:
     return 2 * f.shared < len(run) or f.judged == 0
 
 
-def named_tasks(path: Path, stated: Mapping[str, Any] | None = None) -> list[str]:
+def named_tasks(path: Path, stated: Mapping[str, JsonValue] | None = None) -> list[str]:
     """The benchmark tasks a run file's name says (``biology.bm25.txt``: R2MED's Biology and bright:biology), or the
     file's own ``dataset_name`` (a search-results file's), every family asked through its task names."""
 
@@ -290,7 +290,7 @@ def import_run(
     count_missing: bool = False,
     overwrite: bool = False,
     ties: TieRule = "trec_eval",
-    source: Mapping[str, Any] | None = None,
+    source: Mapping[str, JsonValue] | None = None,
 ) -> TaskResult:
     """Score a run made elsewhere against ``collection`` and (with ``out``, a results root) write
     ``out/<name>/<collection.name>/`` as ``evaluate`` would.  ``ties``: ``listed`` orders equal scores as the run
@@ -306,7 +306,7 @@ def import_run(
     plain_name(name, "--name", run_name=True)
     if isinstance(run, (str, os.PathLike)):
         file = read_run_file(run)
-        recorded: dict[str, Any] = file.source()
+        recorded: JsonObject = file.source()
         ranked, where = file.run, str(file.path)
     else:
         ranked = check_run(run)
@@ -341,9 +341,11 @@ def check_run(run: Mapping[str, Mapping[str, float]]) -> Run:
     return checked
 
 
-def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: ImportStep, where: str) -> TaskResult:
+def _finish(
+    run: Run, source: Mapping[str, JsonValue], collection: Collection, step: ImportStep, where: str
+) -> TaskResult:
     output = step.output
-    imported: dict[str, Any] = {**source, "note": step.note}
+    imported: JsonObject = {**source, "note": step.note}
     if collection.exclusions:
         run, removed = collection.exclusions.drop_from(run)
         imported["excluded_removed"] = removed
@@ -355,11 +357,11 @@ def _finish(run: Run, source: Mapping[str, Any], collection: Collection, step: I
                 "y" if removed == 1 else "ies",
                 collection.name,
             )
-    config: dict[str, Any] = {"step": "import", "retriever": IMPORTED, "imported": imported}
+    config: JsonObject = {"step": "import", "retriever": IMPORTED, "imported": imported}
     if step.ties != "trec_eval":  # recorded only when not the default: folders made before reuse as they were
         config["ties"] = step.ties
     if collection.judgments is not None:
-        config["judgments"] = collection.judgments.record()
+        config["judgments"] = {**collection.judgments.record()}
     target = system_folder(output.out, step.name) if output.out is not None else None
     reused = reuse(target, config, collection, output.measures, output.count_missing, output.overwrite)
     if reused is not None:
@@ -438,5 +440,10 @@ def import_trace(
     run = {q: docs for q, docs in union_run(read, collection.exclusions).items() if docs}
     if not run:
         raise R2MedError(f"{read.path}: no traced search names a query of {collection.name} (query_id)")
-    source = {"file": os.path.abspath(trace), "sha256": file_hash(Path(trace), "sha256"), "tags": [], "trace": True}
+    source: JsonObject = {
+        "file": os.path.abspath(trace),
+        "sha256": file_hash(Path(trace), "sha256"),
+        "tags": [],
+        "trace": True,
+    }
     return import_run(run, collection, name, out, note, measures, count_missing, overwrite, source=source)

@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
@@ -19,8 +19,8 @@ from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label, facet_t
 from ..expansion.precomputed import read_expansion_file
 from ..expansion.traces import strip_for
 from ..expansion_name import ExpansionName
+from ..infra.json_types import JsonObject, JsonValue
 from ..results.folders import System, TaskFolder, find_systems, split_columns, task_order
-from ..runs.record import JsonObject
 
 if TYPE_CHECKING:
     from ..evaluation.facets import Facets
@@ -171,8 +171,8 @@ def per_query_values(systems: Sequence[System], measure: Measure) -> dict[str, d
     return {s.name: {t: folder.scores(measure) for t, folder in s.tasks.items()} for s in systems}
 
 
-def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, dict[str, Any]]]:
-    """task -> query id -> metadata (the query keys beyond id and text)."""
+def query_meta(collections: Mapping[str, Collection]) -> dict[str, dict[str, JsonObject]]:
+    """task -> query id -> metadata (the query keys beyond id and text: the data's own, open JSON)."""
     return {task: dict(coll.query_meta) for task, coll in collections.items()}
 
 
@@ -208,7 +208,11 @@ def facet_report(
 
 
 def _facets(
-    systems: Sequence[System], measure: Measure, by: str, average: str, meta: Mapping[str, Mapping[str, Any]]
+    systems: Sequence[System],
+    measure: Measure,
+    by: str,
+    average: str,
+    meta: Mapping[str, Mapping[str, Mapping[str, JsonValue]]],
 ) -> Facets:
     return facet_table(per_query_values(systems, measure), meta, by, average=average, systems=[s.name for s in systems])
 

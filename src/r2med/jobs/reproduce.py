@@ -40,6 +40,7 @@ from ..errors import R2MedError
 from ..expansion_name import ExpansionName
 from ..infra.containment import system_folder
 from ..infra.file_hash import file_fingerprint
+from ..infra.json_types import JsonObject
 from ..report.mteb import SAME, graded_by_commit, run_model, task_figure
 from ..reranking.base import RERANKERS, make_reranker, published_depth, reranker_meta
 from ..results.data_states import unknown_figure
@@ -58,7 +59,7 @@ from ..results.published import PublishedKey, tolerance_of
 from ..results.reproduction import MtebBeside, Outcome, Planned, Target, Variant
 from ..retrieval.presets import get_preset
 from ..retrieval.registry import all_retrievers, retriever_meta
-from ..runs.record import JsonObject, RecordedConfig, RunData, read_record
+from ..runs.record import RecordedConfig, RunData, read_record
 from ..runs.run import RUN_FILE, read_trec
 from ..steps import EvaluateStep, RerankStep
 from .evaluate import Plan, run_task, system_name

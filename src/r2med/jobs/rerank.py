@@ -17,13 +17,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..data import Collection, locate
 from ..data.resolve import require, task_filter
 from ..errors import DataError, R2MedError, shown
 from ..infra.containment import SystemFolder, check_output_dir, plain_name, system_folder
 from ..infra.file_hash import file_fingerprint
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.user_code import short_name
 from ..infra.versions import package_versions
 from ..reranking.base import RERANKERS, Reranker, make_reranker, rerank, reranker_meta
@@ -59,7 +59,7 @@ class TaskInput:
     def retriever(self) -> str:
         return self.record.retriever or self.folder.parent.name
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """What a result made from this input records about it (part of its configuration)."""
         return {
             "retriever": self.retriever,
@@ -270,7 +270,7 @@ def rerank_folder(step: RerankStep) -> list[SystemResults]:
     ]
 
 
-def reranker_encoding(rconfig: Mapping[str, Any]) -> dict[str, Any] | None:
+def reranker_encoding(rconfig: Mapping[str, JsonValue]) -> JsonObject | None:
     """What ``metrics.json`` records of the packages that made a reranker's scores (``encoding.versions``: torch,
     transformers, tokenizers, sentence-transformers, and peft for a LoRA reranker; openai for an LLM one); None
     for your own scorer (its module's hash is in the config)."""
@@ -282,7 +282,7 @@ def reranker_encoding(rconfig: Mapping[str, Any]) -> dict[str, Any] | None:
         groups = ["openai"] if meta.llm else ["torch", *(["peft"] if "peft" in meta.packages else [])]
     else:  # a model folder or hub id: a cross-encoder run with torch
         groups = ["torch"]
-    facts: dict[str, Any] = {"versions": package_versions(groups), "made_by": "this run"}
+    facts: JsonObject = {"versions": {**package_versions(groups)}, "made_by": "this run"}
     if rconfig.get("dtype"):
         facts["dtype"] = rconfig["dtype"]
     return facts

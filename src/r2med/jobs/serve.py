@@ -20,7 +20,6 @@ import signal
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import uvicorn
@@ -29,10 +28,11 @@ from ..data import TaskRef
 from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
 from ..infra.home import remember_collection
+from ..infra.json_types import JsonObject
 from ..reranking.base import make_reranker, reranker_meta
 from ..retrieval.base import index_collection
 from ..retrieval.registry import make_retriever
-from ..runs.fusion import check_fusion
+from ..runs.fusion import check_weights
 from ..serve.http import http_app
 from ..serve.index import Fusion, Rerank, ServedIndex, System
 from ..serve.limits import Limits
@@ -87,8 +87,7 @@ def load(
     if len({j.name for j in jobs}) < len(jobs):
         raise R2MedError(f"the fused retrievers must differ; given: {', '.join(j.name for j in jobs)}")
     if fusion is not None:
-        o = fusion.options
-        check_fusion(len(steps), o.method, k=o.k, norm=o.norm, weights=o.weights)
+        check_weights(len(steps), fusion.options.weights)  # the rest FusionOptions checked; how many runs: not it
     if rerank is not None:
         reranker_meta(rerank.reranker_name)  # an unknown name refused before the index is built
     writer = TraceWriter(trace) if trace is not None else None  # checked before the index is built
@@ -107,13 +106,13 @@ def load(
         remember_collection(collection.fingerprint, collection.name, collection.source)
     for _, _, retriever in members:
         index_collection(retriever, collection)
-    served: dict[str, Any] = {
+    served: JsonObject = {
         "task": collection.name,
         "source": collection.source,
         "revision": collection.revision,
         "dataset_fingerprint": collection.dataset_fingerprint,
     }
-    records = [
+    records: list[JsonObject] = [
         {"system": name, "retriever": s.retriever, "config": {**s.record(depth), **r.config()}}
         for s, name, r in members
     ]
@@ -128,7 +127,7 @@ def load(
             system=name,
             retriever="+".join(s.retriever for s in steps),
             fusion=fusion.record(protocol.depth),
-            members=records,
+            members=[*records],
         )
         system = System(tuple(r for _, _, r in members[1:]), Fusion(fusion.options, fused_depth))
     if rerank is not None:
@@ -225,7 +224,7 @@ def serve_http(
 def serve_stdio(service: Service) -> None:
     """The MCP server over stdin/stdout until the client closes it."""
 
-    server: Any = mcp_server(service)
+    server = mcp_server(service)
 
     async def main() -> None:
         try:

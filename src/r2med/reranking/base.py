@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
 from ..evaluation.run_scores import check_run_scores
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.records import record_from
 from ..infra.registry import Registry
 from ..protocol.bright import Contamination, contamination_of
@@ -48,7 +49,9 @@ class Reranker(Protocol):
         """Scores (higher = better) for every candidate of every query in ``candidates``."""
         ...
 
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> JsonObject:
+        """What ``metrics.json`` records of it (its options resolved, and each reranker's own facts: open JSON)."""
+        ...
 
 
 #: builds a reranker from its options (an instance of its record's ``options`` type: :func:`options_as`)
@@ -64,7 +67,7 @@ def options_as(options: RerankerOptions, kind: type[OptionsT]) -> OptionsT:
 
 
 def options_or_keywords(
-    kind: type[OptionsT], options: RerankerOptions | None, keywords: Mapping[str, Any], where: str
+    kind: type[OptionsT], options: RerankerOptions | None, keywords: Mapping[str, object], where: str
 ) -> OptionsT:
     """A reranker's options, read once: ``options`` as parsed (what its registry factory passes, never parsed
     again), or the ``keywords`` its constructor was given in Python, parsed here (None: not set) -- the same typed
@@ -109,7 +112,7 @@ class RerankerMeta:
     #: the value of each score-changing option in its published runs (what its preset runs: checkpoint, lengths,
     #: label, window...); an option not named here was not set there.  What grading compares a run's options and
     #: resolved record with (:mod:`r2med.results.grading`)
-    published_options: Mapping[str, Any] = field(default_factory=dict)
+    published_options: Mapping[str, JsonValue] = field(default_factory=dict)
     #: the name of its published figures' reranker in ``protocol/r2med_published_ndcg10.csv`` (the
     #: expansion ``rerank:<published_as>``) when it is not ``name``
     published_as: str | None = None
@@ -119,6 +122,8 @@ class RerankerMeta:
     #: published on R2MED after the paper (``r2med models``: "later work"), and where its settings come
     #: from (published row, sources, gaps; ``protocol/later_models.json``)
     later: bool = False
+    #: (later_models.json's entry as the file holds it -- published row, sources, gaps -- read by grading and the
+    #: family: open JSON)
     provenance: Mapping[str, Any] = field(default_factory=dict)
     #: whether the first stage's tail may follow its reranked head (``keep_tail``); False: its run is what it
     #: ranks and nothing else, as BRIGHT's rerank.py writes it (a ``keep_tail = true`` is refused, not ignored)
@@ -131,7 +136,7 @@ class RerankerMeta:
         return contamination_of(self.hub_id)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> RerankerMeta:
+    def from_mapping(cls, data: Mapping[str, object]) -> RerankerMeta:
         """The record of ``data`` (field -> value); a key that is no field is an error naming it."""
         return record_from(cls, data, f"reranker {data.get('name')!r}")
 
@@ -190,7 +195,7 @@ def reranker_meta(name: str) -> RerankerMeta:
     return meta
 
 
-def make_reranker(name: str | Any, options: RerankerOptions | None = None, **values: Any) -> Reranker:
+def make_reranker(name: object, options: RerankerOptions | None = None, **values: object) -> Reranker:
     """Build the reranker registered as ``name``, or a cross-encoder from a model id / folder, with ``options`` (its
     options type) or the keyword ``values`` parsed into it (None: not set): a value it does not take is one typed
     :class:`~r2med.typed.parse.SpecError` naming the argument, before any model loads.
@@ -234,7 +239,7 @@ def rerank(
     reranker: Reranker | str,
     top_k: int = 10,
     keep_tail: bool | None = None,
-    **options: Any,
+    **options: object,
 ) -> Run:
     """Rerank each query's top ``top_k`` docs; the rest of the first-stage list follows (unless ``keep_tail=False``;
     None: it follows unless the reranker says ``tail = False``, as BRIGHT's do -- then ``True`` is an error).

@@ -40,10 +40,11 @@ import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Protocol
 
 from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
+from ..infra.json_types import JsonObject
 from ..infra.llm import LLMClient
 from ..protocol.bright import rerank_prompt
 from ..retrieval.encoders import resolve_device
@@ -76,7 +77,7 @@ def llm_messages(query: str, documents: Sequence[str], k: int) -> list[dict[str,
 _NO_REPLY = object()
 
 
-def parse_reply(text: str | None) -> Any:
+def parse_reply(text: str | None) -> object:
     """The JSON rerank.py reads from a reply (rerank.py:167-174): the last match of ````json\\s*(.+)```` (greedy,
     across lines: from the first ````json`` to the last `````), ``json.loads``'ed; :data:`_NO_REPLY` when there is no
     match or it is not JSON (rerank.py returns None)."""
@@ -91,7 +92,7 @@ def parse_reply(text: str | None) -> Any:
         return _NO_REPLY
 
 
-def ranked_ids(response: Any, inputs: Sequence[str]) -> list[str] | None:
+def ranked_ids(response: object, inputs: Sequence[str]) -> list[str] | None:
     """The documents a parsed reply names, as rerank.py:181 reads them: ``[indices_map[r] for r in response if r in
     indices_map]`` with ``indices_map`` = {1: the first input, ...}.  Python's rules: a list's elements, an object's
     keys, a string's characters are iterated; 2 and 2.0 (and ``true``: 1) name the same document; the rest is dropped.
@@ -119,6 +120,15 @@ def rerank_k(k: int | None, depth: int | None, candidates: Candidates) -> int:
     """rerank.py's ``--k`` for both rerankers: as set, else the rerank depth (``--top-k``), else the most candidates
     any query has."""
     return k or depth or max((len(docs) for docs in candidates.values()), default=1)
+
+
+class PairScorer(Protocol):
+    """What r2med calls on a sentence-transformers ``CrossEncoder`` (a library without types): one score per
+    (query, document) pair."""
+
+    def predict(
+        self, sentences: list[tuple[str, str]], *, batch_size: int, show_progress_bar: bool
+    ) -> Sequence[float]: ...
 
 
 class BrightLlmReranker:
@@ -150,7 +160,7 @@ class BrightLlmReranker:
     def from_options(cls, options: RerankerOptions) -> BrightLlmReranker:
         return cls(options_as(options, BrightLlmOptions))
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "kind": "bright-llm",
@@ -273,10 +283,10 @@ class BrightCrossEncoder:
         self.batch_size = o.batch_size if o.batch_size is not None else int(rerank_prompt()["cross_encoder_batch_size"])
         self.device = o.device
         self.name = name
-        self._model: Any = None
-        self.used: dict[str, Any] = {}
+        self._model: PairScorer | None = None
+        self.used: JsonObject = {}
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "kind": "bright-cross-encoder",
@@ -287,7 +297,7 @@ class BrightCrossEncoder:
             "protocol": "xlang-ai/BRIGHT rerank.py",
         }
 
-    def load(self) -> Any:
+    def load(self) -> PairScorer:
         if self._model is None:
             try:
                 from sentence_transformers import CrossEncoder
@@ -302,8 +312,8 @@ class BrightCrossEncoder:
             except (OSError, ValueError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise R2MedError(f"cannot load cross-encoder {self.model_id!r}: {first}") from None
-            self.used["weights"] = weights_dtype(self._model)
-            check_weights_dtype(self.model_id, "fp32", self.used["weights"])
+            self.used["weights"] = loaded = weights_dtype(self._model)
+            check_weights_dtype(self.model_id, "fp32", loaded)
         return self._model
 
     def rerank(

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
 import numpy as np
 from huggingface_hub import try_to_load_from_cache
@@ -27,6 +27,7 @@ from ..data.hub import HubUnavailable
 from ..data.hub import probe as hub_probe
 from ..errors import MissingExtraError, R2MedError
 from ..infra import progress
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, canonical_dtype, model_max_length, resolve_device, resolve_dtype
 from ..retrieval.encoders.hf import check_model_source, dtype_kwargs, weights_dtype
@@ -36,10 +37,40 @@ from .base import Candidates, RerankerMeta, options_or_keywords, register_rerank
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
-PRESETS: dict[str, dict[str, Any]] = {
+
+class ModelOutput(Protocol):
+    """What a forward pass of a loaded model gives r2med: its logits (rows: the batch)."""
+
+    logits: torch.Tensor
+
+
+class ScoringModel(Protocol):
+    """What r2med calls on a loaded ``transformers`` model (a sequence classifier, a causal LM, a merged peft one):
+    moved and put in eval mode once, its ``forward``'s parameters read, then called on each padded batch."""
+
+    @property
+    def forward(self) -> Callable[..., object]: ...
+
+    def to(self, *, device: str, dtype: torch.dtype) -> object: ...
+
+    def eval(self) -> object: ...
+
+    def __call__(self, **inputs: torch.Tensor | int) -> ModelOutput: ...
+
+
+class CrossEncoderPreset(TypedDict):
+    """A paper cross-encoder's checkpoint, input length and (when not its only logit) the relevant label."""
+
+    model: str
+    max_length: int
+    label: NotRequired[int]
+
+
+PRESETS: dict[str, CrossEncoderPreset] = {
     "bge-reranker": {"model": "BAAI/bge-reranker-v2-m3", "max_length": 512},
     "monobert": {"model": "castorini/monobert-large-msmarco", "max_length": 512, "label": 1},
 }
@@ -90,26 +121,40 @@ class PointwiseReranker:
         self.device_option = device
         self.dtype_option = dtype
         self.label = label
-        self._model: Any = None  # a transformers model and tokenizer, once loaded
-        self._tokenizer: Any = None
-        self._dtype: Any = None  # the torch dtype the weights load in (resolved by load())
+        self._model: ScoringModel | None = None  # a transformers model and tokenizer, once loaded
+        self._tokenizer: PreTrainedTokenizerBase | None = None
+        self._dtype: torch.dtype | None = None  # the torch dtype the weights load in (resolved by load())
         #: what the scores were made with, for ``metrics.json``: the dtype read back from the loaded weights,
         #: the special tokens around each pair where r2med builds them
-        self.used: dict[str, Any] = {}
+        self.used: JsonObject = {}
+
+    @property
+    def model(self) -> ScoringModel:
+        """The loaded model (:meth:`load`)."""
+        if self._model is None:
+            raise R2MedError(f"{self.name}: the model is not loaded")
+        return self._model
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        """The loaded tokenizer (:meth:`load`)."""
+        if self._tokenizer is None:
+            raise R2MedError(f"{self.name}: the tokenizer is not loaded")
+        return self._tokenizer
 
     # -- subclasses provide these --------------------------------------------------------------
-    def _load(self) -> tuple[Any, Any]:  # pragma: no cover - abstract
+    def _load(self) -> tuple[ScoringModel, PreTrainedTokenizerBase]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def format_pair(self, query: str, doc: str) -> tuple[str, str]:
         return query, doc
 
-    def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[Any]]:
+    def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[list[int]]]:
         """The token ids (and type ids) of each pair, unpadded: the tokenizer's own pair call by default."""
-        encoded = self._tokenizer(firsts, seconds, truncation=True, max_length=self.max_length, padding=False)
+        encoded = self.tokenizer(firsts, seconds, truncation=True, max_length=self.max_length, padding=False)
         return {k: list(v) for k, v in encoded.items()}
 
-    def load_kwargs(self) -> dict[str, Any]:
+    def load_kwargs(self) -> dict[str, torch.dtype | None]:
         """The precision keyword for ``from_pretrained`` (``dtype=``): every loader gets the one it runs in."""
         key = next(iter(dtype_kwargs("fp32")))
         return {key: self._dtype}
@@ -161,7 +206,7 @@ class PointwiseReranker:
             return np.zeros(0, dtype=np.float64)
         torch = require_torch()
         self.load()
-        tok = self._tokenizer
+        tok, model = self.tokenizer, self.model
         firsts, seconds = zip(*(self.format_pair(q, d) for q, d in pairs))
         encoded = self.encode_pairs(list(firsts), list(seconds))
         lengths = np.array([len(ids) for ids in encoded["input_ids"]])
@@ -172,9 +217,9 @@ class PointwiseReranker:
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
                 features = [{k: encoded[k][i] for k in keys} for i in idx]
-                batch = tok.pad(features, padding=True, return_tensors="pt")
-                batch = {k: v.to(self.device) for k, v in batch.items()}
-                logits = self._model(**batch).logits
+                padded = tok.pad(features, padding=True, return_tensors="pt")
+                batch = {k: v.to(self.device) for k, v in padded.items()}
+                logits = model(**batch).logits
                 scores[idx] = self._select(logits).float().cpu().numpy()
                 bar.advance(len(idx))
         return scores
@@ -231,23 +276,23 @@ class CrossEncoderReranker(PointwiseReranker):
         # keywords without a preset must name the model; an options object is read as any cross-encoder's
         kind = AnyCrossEncoderOptions if preset is None and options is None else CrossEncoderOptions
         o = options_or_keywords(kind, options, keywords, "CrossEncoderReranker()")
-        own = PRESETS[preset] if preset is not None else {}
+        own = PRESETS[preset] if preset is not None else None
         super().__init__(
-            max_length=o.max_length if o.max_length is not None else own.get("max_length", 512),
+            max_length=o.max_length if o.max_length is not None else own["max_length"] if own else 512,
             batch_size=o.batch_size if o.batch_size is not None else 32,
             device=o.device,
             dtype=o.dtype if o.dtype is not None else "fp32",
-            label=o.label if o.label is not None else own.get("label"),
+            label=o.label if o.label is not None else own.get("label") if own else None,
         )
         self.options = o
-        self.model_id: str = o.model or own.get("model") or ""
+        self.model_id: str = o.model or (own["model"] if own else "")
         if not self.model_id:
             raise R2MedError("a cross-encoder needs model=<hub id or local folder>")
         self.tokenizer_id = o.tokenizer or self.model_id
         self.revision = o.model_revision  # the model's commit: from_pretrained(revision=...), config()'s revision
         self.name = name or preset or self.model_id
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[ScoringModel, PreTrainedTokenizerBase]:
         require_torch()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -271,7 +316,7 @@ class CrossEncoderReranker(PointwiseReranker):
             model.config.pad_token_id = tokenizer.pad_token_id
         return model, tokenizer
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "model": self.model_id,
@@ -318,11 +363,16 @@ PAIR_FRAMING = {
 }
 
 
-def published_options(name: str) -> dict[str, Any]:
+def published_options(name: str) -> dict[str, JsonValue]:
     """What the paper ran preset ``name`` with (R2MED src/utils.py:866-880): its checkpoint and tokenizer, its
     length, and the logit scored -- a one-label model's single logit is label 0, monoBERT's relevant class 1."""
     preset = PRESETS[name]
-    return {**preset, "tokenizer": preset["model"], "label": preset.get("label", 0)}
+    return {
+        "model": preset["model"],
+        "max_length": preset["max_length"],
+        "tokenizer": preset["model"],
+        "label": preset.get("label", 0),
+    }
 
 
 register_reranker(

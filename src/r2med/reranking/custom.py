@@ -9,9 +9,9 @@ corpus order, the first-stage tail).  Packages' scorers registered under the ent
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..infra import progress
+from ..infra.json_types import JsonObject
 from ..infra.user_code import (
     RERANKER_GROUP,
     EntryPointPreset,
@@ -35,7 +35,7 @@ class CustomReranker:
         self.loaded = loaded
         self.name = name or f"custom-{short_name(loaded)}"
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {"name": "custom", "scorer": self.loaded.describe()}
 
     def rerank(

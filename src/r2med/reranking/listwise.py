@@ -25,12 +25,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..errors import R2MedError
 from ..expansion.traces import strip_trace
 from ..infra import progress
-from ..infra.llm import LLMClient
+from ..infra.json_types import JsonObject, JsonValue
+from ..infra.llm import LLMClient, Result
 from ..typed.options import ListwiseOptions, LlmEndpointOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, options_as, register_reranker
@@ -154,7 +154,7 @@ class ListwiseReranker:
             max_passage_words=o.max_passage_words if o.max_passage_words is not None else 300,
         )
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "kind": "listwise",
@@ -168,7 +168,7 @@ class ListwiseReranker:
             "prompt_version": PROMPT_VERSION,
         }
 
-    def _sampling(self) -> dict[str, Any]:
+    def _sampling(self) -> dict[str, JsonValue]:
         return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens)) if v is not None}
 
     # -- what a listwise recipe decides (subclasses: ReasonRank, r2med.reranking.reasonrank) ----------------------
@@ -187,7 +187,7 @@ class ListwiseReranker:
         scores)."""
         return ranking_messages(query, passages, scores if self.with_scores else None)
 
-    def read(self, result: Any, m: int) -> list[int]:
+    def read(self, result: Result, m: int) -> list[int]:
         """The 0-based order of a window of ``m`` passages from a successful reply (counted in ``stats``)."""
         perm, repaired = parse_permutation(result.text or "", m)
         self.stats["repaired"] += repaired

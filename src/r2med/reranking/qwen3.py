@@ -21,28 +21,48 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from ..errors import R2MedError
 from ..infra import progress
+from ..infra.json_types import JsonObject
 from ..infra.weights import load_pretrained
 from ..protocol.later_models import later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
 from ..typed.options import Qwen3Options
 from ..typed.parse import RerankerOptions
 from .base import RerankerMeta, options_or_keywords, register_reranker
-from .cross_encoder import PointwiseReranker, ensure_available, require_torch
+from .cross_encoder import PointwiseReranker, ScoringModel, ensure_available, require_torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
 PRESETS = ("qwen3-reranker-0.6b", "qwen3-reranker-4b", "qwen3-reranker-8b")
 
 
-def card_settings(preset: str = "qwen3-reranker-0.6b") -> dict[str, Any]:
+class CardSettings(TypedDict):
+    """The model card's settings r2med reads (``later_models.json``: ``rerankers.<preset>.settings``, which holds
+    more: what the card says of them, checked by the tests of that file)."""
+
+    hub_id: str
+    prefix: str
+    suffix: str
+    pair_template: str
+    default_instruction: str
+    yes_token: str
+    no_token: str
+    max_length: int
+    batch_size: int
+    dtype: str
+
+
+def card_settings(preset: str = "qwen3-reranker-0.6b") -> CardSettings:
     """The model card's settings for ``preset`` (from ``later_models.json``)."""
-    settings: dict[str, Any] = later_reranker(preset)["settings"]
+    settings: CardSettings = later_reranker(preset)["settings"]
     return settings
 
 
@@ -106,7 +126,7 @@ class Qwen3Reranker(PointwiseReranker):
         text: str = self.pair_template.format(instruction=self.instruction, query=query, doc=doc)
         return text
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[ScoringModel, PreTrainedTokenizerBase]:
         require_torch()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -128,8 +148,8 @@ class Qwen3Reranker(PointwiseReranker):
             tokenizer.pad_token = tokenizer.eos_token
         ids = []
         for token in (self.no_token, self.yes_token):
-            tid: Any = tokenizer.convert_tokens_to_ids(token)  # one token: an int (or None), not the list form
-            if tid is None or (tokenizer.unk_token_id is not None and tid == tokenizer.unk_token_id):
+            tid = tokenizer.convert_tokens_to_ids(token)  # one token: an int (or None), not the list form
+            if not isinstance(tid, int) or (tokenizer.unk_token_id is not None and tid == tokenizer.unk_token_id):
                 raise R2MedError(f"{self.model_id}: the tokenizer has no {token!r} token; it is not a Qwen3-Reranker")
             ids.append(int(tid))
         self._yes_no = (ids[1], ids[0])
@@ -153,7 +173,7 @@ class Qwen3Reranker(PointwiseReranker):
         texts = [self.pair_text(q, d) for q, d in pairs]
         # no special tokens around the pair, whatever the tokenizer's post-processor adds (the card's Qwen3
         # tokenizer adds none; Qwen3-Embedding's appends <|endoftext|>): the prompt is the whole frame
-        middle = self._tokenizer(
+        middle = self.tokenizer(
             texts,
             padding=False,
             truncation="longest_first",
@@ -173,19 +193,20 @@ class Qwen3Reranker(PointwiseReranker):
         yes, no = self._yes_no
         extra = {"logits_to_keep": 1} if self._keep_last else {}
         scores = np.empty(len(pairs), dtype=np.float64)
+        tok, model = self.tokenizer, self.model
         with progress.task(description or self.name, total=len(pairs), unit="pairs") as bar, torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
-                batch = self._tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, padding=True, return_tensors="pt")
-                batch = {k: v.to(self.device) for k, v in batch.items() if k in ("input_ids", "attention_mask")}
-                last = self._model(**batch, **extra).logits[:, -1, :]
+                padded = tok.pad({"input_ids": [encoded[i] for i in idx]}, padding=True, return_tensors="pt")
+                batch = {k: v.to(self.device) for k, v in padded.items() if k in ("input_ids", "attention_mask")}
+                last = model(**batch, **extra).logits[:, -1, :]
                 two = torch.stack([last[:, no], last[:, yes]], dim=1).float()
                 p_yes = torch.nn.functional.log_softmax(two, dim=1)[:, 1].exp()
                 scores[idx] = p_yes.cpu().numpy()
                 bar.advance(len(idx))
         return scores
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "kind": "qwen3-reranker",

@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import MissingExtraError, R2MedError
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.weights import load_adapter, pretrained_with_gaps
 from ..retrieval.encoders.base import FramingRecord
 from ..retrieval.encoders.framing import pair_ids, settled_pair
 from ..typed.options import RankLlamaOptions
 from ..typed.parse import RerankerOptions
 from .base import RerankerMeta, options_or_keywords, register_reranker
-from .cross_encoder import PointwiseReranker, ensure_available, require_torch
+from .cross_encoder import PointwiseReranker, ScoringModel, ensure_available, require_torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -110,16 +114,16 @@ class RankLlamaReranker(PointwiseReranker):
     def format_pair(self, query: str, doc: str) -> tuple[str, str]:
         return f"query: {query}", f"document: {doc}"
 
-    def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[Any]]:
+    def encode_pairs(self, firsts: list[str], seconds: list[str]) -> dict[str, list[list[int]]]:
         """The pairs' ids, built by r2med from the tokenizer's pair template (its files agreeing), checked on the
         first pair against the tokenizer's own call ``tokenizer(q, p, truncation=True, max_length=...)``."""
-        tok = self._tokenizer
+        tok = self.tokenizer
         if self._pair is None:
             template, tokens, files = settled_pair(self.tokenizer_id, tok, FRAMING.tokens, FRAMING.follows_tokenizer)
             self._pair = (template, tokens)
             self.used["framing"] = {
                 "framing": template,
-                "tokens": {k: v for k, v in zip(("before", "between", "after"), tokens)},
+                "tokens": {k: list[JsonValue](v) for k, v in zip(("before", "between", "after"), tokens)},
                 "tokenizer_files": files.describe(),
                 "built_by": "r2med",
             }
@@ -133,7 +137,7 @@ class RankLlamaReranker(PointwiseReranker):
     def _check_first(self, first: str, second: str, built: Sequence[int]) -> None:
         """The first pair's ids against the tokenizer's own call: equal wherever this library reads the files'
         template (elsewhere the files' ids are built, as the published run's library did; noted)."""
-        own = list(self._tokenizer(first, second, truncation=True, max_length=self.max_length)["input_ids"])
+        own = list(self.tokenizer(first, second, truncation=True, max_length=self.max_length)["input_ids"])
         self._checked = True
         if own == list(built):
             return
@@ -144,7 +148,7 @@ class RankLlamaReranker(PointwiseReranker):
             )
         log.info("%s: this transformers frames pairs otherwise; r2med builds %s (the files')", self.name, self._pair)
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[ScoringModel, PreTrainedTokenizerBase]:
         require_torch()
         try:
             from peft import PeftModel
@@ -178,7 +182,7 @@ class RankLlamaReranker(PointwiseReranker):
             model = model.merge_and_unload()
         return model, tokenizer
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "base": self.base,
@@ -206,6 +210,11 @@ register_reranker(
         paper_dtype="auto",
         weights=(("base", "config.json"), ("lora", "adapter_config.json")),
         framing=FRAMING,
-        published_options={**DEFAULTS, "tokenizer": DEFAULTS["base"]},  # the model card's, as the paper ran it
+        published_options={  # the model card's, as the paper ran it
+            "base": DEFAULTS["base"],
+            "lora": DEFAULTS["lora"],
+            "max_length": DEFAULTS["max_length"],
+            "tokenizer": DEFAULTS["base"],
+        },
     )
 )

@@ -35,16 +35,20 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import MissingExtraError, R2MedError
-from ..infra.llm import LLMClient
+from ..infra.json_types import JsonObject, JsonValue
+from ..infra.llm import LLMClient, Result
 from ..infra.optional import required_module
 from ..protocol.later_models import later_models, later_reranker, provenance
 from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerFactory, RerankerMeta, options_as, register_reranker
 from .listwise import ListwiseReranker
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +57,22 @@ PROMPT_VERSION = 1
 _NUMBER = re.compile(r"\[(\d+)\]")
 
 
-def published_settings(preset: str = "reasonrank-32b") -> dict[str, Any]:
-    settings: dict[str, Any] = later_reranker(preset)["settings"]
+class PublishedSettings(TypedDict):
+    """The published settings r2med reads (``later_models.json``: ``rerankers.<preset>.settings``, which holds
+    more: where each comes from, checked by the tests of that file)."""
+
+    hub_id: str
+    prompt: dict[str, str]
+    rerank_depth: int
+    passage_max_tokens: int
+    window_size: int
+    step: int
+    temperature: float
+    max_tokens: int
+
+
+def published_settings(preset: str = "reasonrank-32b") -> PublishedSettings:
+    settings: PublishedSettings = later_reranker(preset)["settings"]
     return settings
 
 
@@ -118,9 +136,10 @@ def parse_answer(text: str | None, m: int) -> tuple[list[int], str, bool]:
     return kept + missing, how, len(kept) != len(named) or bool(missing)
 
 
-def _fix_text(text: str, **options: Any) -> str:
+def _fix_text(text: str, *, unescape_html: bool | str = "auto") -> str:
+    """``ftfy.fix_text`` with its defaults but ``unescape_html`` (ReasonRank's prompt lines pass False)."""
     ftfy = required_module("ftfy", "llm", "ReasonRank reranking (its prompts are cleaned with ftfy)")
-    fixed: str = ftfy.fix_text(text, **options)
+    fixed: str = ftfy.fix_text(text, unescape_html=unescape_html)
     return fixed
 
 
@@ -166,7 +185,7 @@ class ReasonRankReranker(ListwiseReranker):
         self.depth = int(spec["rerank_depth"])
         self.tokenizer_id = tokenizer or spec["hub_id"]
         self.max_passage_tokens = int(max_passage_tokens or spec["passage_max_tokens"])
-        self._tokenizer: Any = None
+        self._tokenizer: PreTrainedTokenizerBase | None = None
 
     def fresh_stats(self) -> dict[str, int]:
         return {
@@ -180,7 +199,7 @@ class ReasonRankReranker(ListwiseReranker):
             "cut_by_max_tokens": 0,
         }
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "reranker": self.name,
             "kind": "reasonrank",
@@ -197,7 +216,8 @@ class ReasonRankReranker(ListwiseReranker):
         }
 
     # -- text preparation -----------------------------------------------------------------------------
-    def _load_tokenizer(self) -> Any:
+    def _load_tokenizer(self) -> PreTrainedTokenizerBase | None:
+        """The tokenizer that cuts passages (None: ``tokenizer='words'``, cut at whitespace words)."""
         if self._tokenizer is None and self.tokenizer_id != "words":
             try:
                 from transformers import AutoTokenizer
@@ -244,8 +264,8 @@ class ReasonRankReranker(ListwiseReranker):
     def plan(self, n: int) -> list[tuple[int, int]]:
         return plan_windows(n, self.window, self.step)
 
-    def read(self, result: Any, m: int) -> list[int]:
-        if getattr(result, "finish_reason", None) == "length":
+    def read(self, result: Result, m: int) -> list[int]:
+        if result.finish_reason == "length":
             self.stats["cut_by_max_tokens"] += 1
         perm, how, repaired = parse_answer(result.text, m)
         self.stats[how] += 1
@@ -311,13 +331,18 @@ def _any_checkpoint(options: RerankerOptions) -> ReasonRankReranker:
     return ReasonRankReranker(options_as(options, AnyReasonRankOptions))  # its options refuse a missing model
 
 
-def _record(name: str, factory: RerankerFactory, description: str, entry: dict[str, Any] | None = None) -> RerankerMeta:
+def _record(
+    name: str,
+    factory: RerankerFactory,
+    description: str,
+    entry: dict[str, Any] | None = None,  # later_models.json's entry, as the file holds it: open JSON
+) -> RerankerMeta:
     """A ReasonRank record: an LLM behind an OpenAI-compatible endpoint; the tokenizer of the 512-token
     passage cut is read here; the published depth (100) and, for a preset, its published row."""
     published = (entry or {}).get("published") or {}
     expansion = published.get("expansion") or ""
     settings = entry["settings"] if entry else {}
-    ran = {  # the published settings, as the options name them (a preset runs exactly these)
+    ran: dict[str, JsonValue] = {  # the published settings, as the options name them (a preset runs exactly these)
         "model": settings.get("hub_id"),
         "tokenizer": settings.get("hub_id"),
         "window": settings.get("window_size"),

@@ -297,7 +297,10 @@ def reuse(
 ) -> TaskResult | None:
     """The finished results in ``out/<task>/`` if they were made with ``config`` on this collection, else None.
 
-    Unreadable or foreign results are ignored (and replaced when the task is written).
+    Unreadable or foreign results are ignored (and replaced when the task is written).  A record written before
+    runs recorded their judgments fingerprint or their ties is reused as it stands: the measures and their ties are
+    scored in memory and the folder is not rewritten; only a folder stored with fewer measures than asked is
+    re-scored and rewritten.
     """
     if out is None:
         return None
@@ -340,16 +343,12 @@ def reuse(
     measures = task_measures(collection, measures)
     timing = stored.timing or {}
     log.info("%s: reusing finished results in %s", collection.name, folder)
-    if (
-        not {m.trec for m in measures} <= set(stored.aggregate)  # stored before with fewer measures: re-scored
-        or recorded_judgments is None
-        or stored.ties is None
-    ):  # or before runs recorded their data (or their ties): re-scored, the record added
+    if not {m.trec for m in measures} <= set(stored.aggregate):  # stored before with fewer measures: re-scored
         name = str(stored.retriever or folder.parent.name)
         result = finish_task(
             collection, name, run, config, out, measures, count_missing, timing, stored.encoding, cut=cut
         )
-    else:
+    else:  # scored in memory (a record from before runs recorded their judgments or ties too): nothing rewritten
         metrics = scored(run, collection, measures, count_missing, cut=cut)
         result = TaskResult(
             collection.name,

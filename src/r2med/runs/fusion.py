@@ -51,19 +51,6 @@ def check_weights(n_runs: int, weights: Sequence[float] | None) -> list[float]:
     return [float(w) for w in weights]
 
 
-def check_fusion(
-    n_runs: int, method: str = "rrf", k: float = RRF_K, norm: str = "minmax", weights: Sequence[float] | None = None
-) -> None:
-    """Refuse fusion settings before any run is read: the method, RRF's k, the normalisation, the weights."""
-    if method not in FUSION_METHODS:
-        raise R2MedError(f"unknown fusion method {method!r}; choose from: {', '.join(FUSION_METHODS)}")
-    if method == "rrf" and k < 0:
-        raise R2MedError("the RRF constant k must be non-negative")
-    if norm not in NORMS:
-        raise R2MedError(f"unknown normalisation {norm!r}; choose from: {', '.join(NORMS)}")
-    check_weights(n_runs, weights)
-
-
 def rrf(
     runs: Sequence[Mapping[str, Mapping[str, float]]],
     k: float = RRF_K,
