@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -281,12 +281,10 @@ class BrightModel:
         return "" if template is None else fill_instruction(template, task_name)
 
 
-_MODEL_FIELDS = (
-    "kind", "display_name", "model", "loader", "pooling", "normalize", "similarity", "score_scale", "query_max_length",
-    "doc_max_length", "max_length_note", "batch_size", "trust_remote_code", "framing", "instruction_filling",
-    "instructions", "instructions_source", "r2med_preset", "r2med_same", "r2med_differences", "sources",
-    "r2med_encoder", "defines_preset",
-)  # fmt: skip
+#: the keys an entry of ``bright_models.json`` holds for :class:`BrightModel`'s fields (declared once, there):
+#: every field but its ``name`` (the entry's key) and ``extra`` (:data:`_MODEL_EXTRA`), and the source of its
+#: instructions (``instructions_source``: kept in :attr:`BrightModel.sources`)
+_MODEL_FIELDS = (*(f.name for f in fields(BrightModel) if f.name not in ("name", "extra")), "instructions_source")
 #: the keys of an ``r2med_encoder`` block: encoder settings, the similarity, a defined preset's registry facts, sources
 ENCODER_KEYS = (
     "loader", "pooling", "normalize", "max_length", "query_max_length", "dtype", "framing", "trust_remote_code",
