@@ -27,12 +27,12 @@ The renderers are apart from this type: :mod:`.leaderboard` (terminal, Markdown,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..data.benchmarks import benchmark, benchmark_of, benchmarks, protocol_of_task
 from ..errors import OptionError, R2MedError
+from ..infra.json_types import JsonValue
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.grading import data_problem, nonpaper_precision, require_labels
@@ -269,7 +269,7 @@ class Leaderboard:
         out += [line for mark, line in self.marks.items() if mark in used]
         return out + self.notes
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:  # JSON-able rows (json.dumps, csv read them)
         """Long form: one record per system x column."""
         recs = []
         for row in self.rows:
@@ -294,7 +294,7 @@ class Leaderboard:
                 )
         return recs
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:  # JSON-able (json.dumps reads it)
         systems = []
         for row in self.rows:
             key = row.published
@@ -557,17 +557,18 @@ def _headline_notes(tasks: Sequence[str], measure: Measure) -> list[str]:
     ]
 
 
-def encoding_line(encoding: dict[str, Any]) -> str:  # open: each encoder records its own facts
+def encoding_line(encoding: Mapping[str, JsonValue]) -> str:  # open: each encoder records its own facts
     """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
     parts = []
-    versions = encoding.get("versions") or {}
-    if versions:
+    versions = encoding.get("versions")
+    if isinstance(versions, dict) and versions:
         parts.append(", ".join(f"{name} {version}" for name, version in versions.items()))
-    lengths = encoding.get("max_length") or {}
-    if lengths:
+    lengths = encoding.get("max_length")
+    if isinstance(lengths, dict) and lengths:
         parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
-    framing = encoding.get("framing") or {}
-    if framing:  # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+    framing = encoding.get("framing")
+    # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+    if isinstance(framing, dict) and framing:
         built, alone = framing.get("tokens"), framing.get("tokenizer_alone")
         used = built.get("framing") if isinstance(built, dict) else framing.get("framing")
         alone = alone.get("framing") if isinstance(alone, dict) else alone

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from ..evaluation.facets import Facets
+from ..evaluation.facets import FacetRow, Facets
 from ..measures import Measure
 from .format import GAP, check_format, md, records_text, tex, tex_note, tex_row
 from .layout import compact_table, fitted
@@ -57,7 +56,7 @@ class FacetBoard:
                 )
         return out
 
-    def cell(self, row: Any, system: str) -> str:
+    def cell(self, row: FacetRow, system: str) -> str:
         if system not in row.mean:
             return GAP
         text = f"{100 * row.mean[system]:.2f}"
@@ -118,9 +117,9 @@ class FacetBoard:
         out += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(out) + "\n" + tex_note(self.legend())
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:  # JSON-able rows (json.dumps, csv read them)
         """Long form: one record per facet value x system (means x100, per-task means too)."""
-        recs = []
+        recs: list[dict[str, object]] = []
         for row in self.facets.rows:
             for system in self.facets.systems:
                 if system not in row.mean:
@@ -139,7 +138,7 @@ class FacetBoard:
                 )
         return recs
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:  # JSON-able (json.dumps reads it)
         return {
             "by": self.facets.by,
             "average": self.facets.average,

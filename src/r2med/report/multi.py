@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from rich.console import RenderableType
 
 from ..measures import Measure
 from .board import Leaderboard
@@ -27,11 +29,11 @@ class Table(Protocol):
 
     def render(self, fmt: str) -> str: ...
 
-    def records(self) -> list[dict[str, Any]]: ...
+    def records(self) -> list[dict[str, object]]: ...  # JSON-able rows (json.dumps, csv read them)
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, object]: ...  # JSON-able (json.dumps reads it)
 
-    def to_rich(self, width: int | None = None) -> Any: ...
+    def to_rich(self, width: int | None = None) -> RenderableType: ...
 
 
 #: What a report shows per measure: a leaderboard (rendered by :mod:`.leaderboard`) or a table with renderers.
@@ -45,12 +47,12 @@ def render_one(board: Board, fmt: str) -> str:
     return board.render(fmt)
 
 
-def rich_of(board: Board) -> Callable[[int | None], Any]:
+def rich_of(board: Board) -> Callable[[int | None], RenderableType]:
     """The function of the width giving ``board``'s terminal table (for :func:`r2med.cli._ui.print_fitted`)."""
     if isinstance(board, Leaderboard):
         leaderboard = board
 
-        def rich(width: int | None = None) -> Any:
+        def rich(width: int | None = None) -> RenderableType:
             return to_rich(leaderboard, width)
 
         return rich
