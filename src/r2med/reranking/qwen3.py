@@ -42,7 +42,7 @@ PRESETS = ("qwen3-reranker-0.6b", "qwen3-reranker-4b", "qwen3-reranker-8b")
 
 def card_settings(preset: str = "qwen3-reranker-0.6b") -> dict[str, Any]:
     """The model card's settings for ``preset`` (from ``later_models.json``)."""
-    settings: dict[str, Any] = later_reranker(preset)["settings"]
+    settings: dict[str, Any] = dict(later_reranker(preset)["settings"])
     return settings
 
 

@@ -40,7 +40,7 @@ from typing import Any
 from ..errors import MissingExtraError, R2MedError
 from ..infra.llm import LLMClient
 from ..infra.optional import required_module
-from ..protocol.later_models import later_models, later_reranker, provenance
+from ..protocol.later_models import LaterReranker, later_models, later_reranker, provenance
 from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerFactory, RerankerMeta, options_as, register_reranker
@@ -54,7 +54,7 @@ _NUMBER = re.compile(r"\[(\d+)\]")
 
 
 def published_settings(preset: str = "reasonrank-32b") -> dict[str, Any]:
-    settings: dict[str, Any] = later_reranker(preset)["settings"]
+    settings: dict[str, Any] = dict(later_reranker(preset)["settings"])
     return settings
 
 
@@ -311,10 +311,10 @@ def _any_checkpoint(options: RerankerOptions) -> ReasonRankReranker:
     return ReasonRankReranker(options_as(options, AnyReasonRankOptions))  # its options refuse a missing model
 
 
-def _record(name: str, factory: RerankerFactory, description: str, entry: dict[str, Any] | None = None) -> RerankerMeta:
+def _record(name: str, factory: RerankerFactory, description: str, entry: LaterReranker | None = None) -> RerankerMeta:
     """A ReasonRank record: an LLM behind an OpenAI-compatible endpoint; the tokenizer of the 512-token
     passage cut is read here; the published depth (100) and, for a preset, its published row."""
-    published = (entry or {}).get("published") or {}
+    published = (entry.get("published") if entry else None) or {}
     expansion = published.get("expansion") or ""
     settings = entry["settings"] if entry else {}
     ran = {  # the published settings, as the options name them (a preset runs exactly these)
