@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -31,7 +31,7 @@ from typing import TypedDict, TypeVar
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
 from ..infra.json_types import JsonObject, JsonValue
-from ..infra.records import refuse_unknown_keys
+from ..infra.records import field_names, refuse_unknown_keys
 from ..measures import HEADLINE, Family, Measure
 
 #: The prefix of a BRIGHT task's qualified name (``bright:biology``); R2MED's tasks keep their own names.
@@ -433,7 +433,7 @@ class BrightModel:
 #: the keys an entry of ``bright_models.json`` holds for :class:`BrightModel`'s fields (declared once, there):
 #: every field but its ``name`` (the entry's key) and ``extra`` (:data:`_MODEL_EXTRA`), and the source of its
 #: instructions (``instructions_source``: kept in :attr:`BrightModel.sources`)
-_MODEL_FIELDS = (*(f.name for f in fields(BrightModel) if f.name not in ("name", "extra")), "instructions_source")
+_MODEL_FIELDS = (*(f for f in field_names(BrightModel) if f not in ("name", "extra")), "instructions_source")
 #: the keys of an ``r2med_encoder`` block: encoder settings, the similarity, a defined preset's registry facts, sources
 ENCODER_KEYS = (
     "loader", "pooling", "normalize", "max_length", "query_max_length", "dtype", "framing", "trust_remote_code",
