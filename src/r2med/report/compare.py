@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..errors import R2MedError
 from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
+from ..infra.json_types import JsonObject
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.published import different_data
@@ -148,8 +149,8 @@ class Comparison:
             f"all queries, not the macro average of the tasks that report's Average column shows)."
         )
 
-    def records(self) -> list[dict[str, object]]:  # JSON-able rows (json.dumps, csv read them)
-        recs = []
+    def records(self) -> list[JsonObject]:
+        recs: list[JsonObject] = []
         for line in self.rows:
             d = line.stats.to_dict()
             d.pop("extra", None)

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..evaluation.facets import FacetRow, Facets
+from ..infra.json_types import JsonObject
 from ..measures import Measure
 from .format import GAP, check_format, md, records_text, tex, tex_note, tex_row
 from .layout import compact_table, fitted
@@ -117,9 +118,9 @@ class FacetBoard:
         out += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(out) + "\n" + tex_note(self.legend())
 
-    def records(self) -> list[dict[str, object]]:  # JSON-able rows (json.dumps, csv read them)
+    def records(self) -> list[JsonObject]:
         """Long form: one record per facet value x system (means x100, per-task means too)."""
-        recs: list[dict[str, object]] = []
+        recs: list[JsonObject] = []
         for row in self.facets.rows:
             for system in self.facets.systems:
                 if system not in row.mean:
@@ -138,27 +139,27 @@ class FacetBoard:
                 )
         return recs
 
-    def to_dict(self) -> dict[str, object]:  # JSON-able (json.dumps reads it)
+    def to_dict(self) -> JsonObject:
         return {
             "by": self.facets.by,
             "average": self.facets.average,
             "measure": self.measure.trec,
             "scale": 100,
-            "systems": self.facets.systems,
+            "systems": list(self.facets.systems),
             "rows": [
                 {
                     "value": r.value,
                     "queries": r.queries,
-                    "tasks": r.tasks,
+                    "tasks": list(r.tasks),
                     "mean": {s: round(100 * v, 6) for s, v in r.mean.items()},
-                    "counts": r.counts,
+                    "counts": dict(r.counts),
                     "per_task": {
                         s: {t: round(100 * v, 6) for t, v in by_task.items()} for s, by_task in r.per_task.items()
                     },
                 }
                 for r in self.facets.rows
             ],
-            "legend": self.legend(),
+            "legend": list(self.legend()),
         }
 
     def render(self, fmt: str) -> str:

@@ -30,6 +30,7 @@ from ..evaluation.facets import Facets
 from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
 from ..infra.input_files import exists_as_regular
+from ..infra.json_types import JsonObject
 from ..measures import HEADLINE, Measure
 from ..results.folders import System
 from ..runs.run import ranked
@@ -98,7 +99,7 @@ class ReportData(TypedDict):
     systems: list[str]
     colors: dict[str, str]
     taskColors: dict[str, str]
-    leaderboard: dict[str, object]
+    leaderboard: JsonObject
     perQuery: dict[str, dict[str, dict[str, float]]]
     runs: dict[str, dict[str, dict[str, list[list[str | float]]]]]
     goldRanks: dict[str, dict[str, dict[str, dict[str, int]]]]

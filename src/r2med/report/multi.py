@@ -16,6 +16,7 @@ from typing import Protocol
 
 from rich.console import RenderableType
 
+from ..infra.json_types import JsonObject
 from ..measures import Measure
 from .board import Leaderboard
 from .format import check_format, records_text
@@ -29,9 +30,9 @@ class Table(Protocol):
 
     def render(self, fmt: str) -> str: ...
 
-    def records(self) -> list[dict[str, object]]: ...  # JSON-able rows (json.dumps, csv read them)
+    def records(self) -> list[JsonObject]: ...
 
-    def to_dict(self) -> dict[str, object]: ...  # JSON-able (json.dumps reads it)
+    def to_dict(self) -> JsonObject: ...
 
     def to_rich(self, width: int | None = None) -> RenderableType: ...
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..infra.json_types import JsonObject
 from ..measures import Measure
 from .format import GAP, visible
 
@@ -72,7 +73,7 @@ class QueryView:
     def systems(self) -> list[str]:
         return list(self.top)
 
-    def to_dict(self) -> dict[str, object]:  # JSON-able (json.dumps reads it)
+    def to_dict(self) -> JsonObject:
         data = asdict(self)
         data["measure"] = self.measure.trec  # as metrics.json names it
         for entry in [*data["judged"], *(hit for hits in data["top"].values() for hit in hits)]:
