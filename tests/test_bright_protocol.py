@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med.errors import OptionError
+from r2med.errors import OptionError, R2MedError
 from r2med.measures import Measure
 from r2med.protocol import bright
 
@@ -362,3 +362,15 @@ def test_contamination_facts():
     for c in bright.contamination():
         assert c.sources and all(s.strip() for s in c.sources)
         assert c.certainty in ("stated", "inferred")
+
+
+def test_a_model_entry_of_another_type_is_a_packaging_error_naming_model_and_key():
+    """bright_models.json's entries are read field by field against BrightModel's types (declared once there)."""
+    entry = dict(bright._models_file()["models"]["sf"])
+    assert bright._model_from("sf", entry) == bright.model("sf")
+    with pytest.raises(ValueError, match=r"model 'sf': query_max_length is 'long'"):
+        bright._model_from("sf", {**entry, "query_max_length": "long"})
+    with pytest.raises(ValueError, match=r"model 'sf': sources is"):
+        bright._model_from("sf", {**entry, "sources": {"pooling": 3}})
+    with pytest.raises(R2MedError, match="unknown"):  # a key BrightModel has no field for
+        bright._model_from("sf", {**entry, "poolin": "mean"})

@@ -148,7 +148,7 @@ def test_collection_is_frozen(tmp_path):
 
 
 def test_one_resolver_for_task_names_and_folders(tmp_path):
-    from r2med.data import locate, resolve
+    from r2med.data import RecordedSource, locate, resolve
     from r2med.errors import R2MedError
 
     one = make_r2med(tmp_path / "one")
@@ -172,10 +172,10 @@ def test_one_resolver_for_task_names_and_folders(tmp_path):
     assert locate("Biology", many).source == str(many / "Biology")
     assert locate("other", one) is None and locate("other", one, alone=True).source == str(one)
     assert locate("demo").source == "demo"
-    assert locate("x", recorded={"source": str(one)}).source == str(one)
-    hub = locate("biology", recorded={"source": "/gone", "revision": "abc"})
+    assert locate("x", recorded=RecordedSource(source=str(one))).source == str(one)
+    hub = locate("biology", recorded=RecordedSource(source="/gone", revision="abc"))
     assert (hub.name, hub.source, hub.revision) == ("Biology", "hub", "abc")
-    assert locate("x", recorded={"source": "/gone"}) is None
+    assert locate("x", recorded=RecordedSource(source="/gone")) is None
 
 
 def test_registry_records_answer_what_names_used_to():

@@ -238,3 +238,18 @@ def test_the_older_text_record_of_an_expansion_is_upgraded_when_read(tmp_path: P
         **paper_bm25,
         "queries": "x",
     }  # v2: only the step it was added
+
+
+def test_a_record_says_where_its_data_came_from_as_locate_reads_it(tmp_path):
+    """What the data resolver reads of a run (source, hub commit, split) comes from the record's own fields: a
+    real v1 file (no revision, no split) and a hand-written record with all three."""
+    from r2med.data import RecordedSource, locate
+
+    stored = read_record(_folder(tmp_path, "bm25_medline-med.json"))
+    assert stored.recorded_source() == RecordedSource(source="/tmp/readme.DRRr/data/medline-med")
+    record = parse_record(
+        {"aggregate": {"ndcg_cut_10": 0.5}, "source": "hub", "revision": "a" * 40, "split": "dev"}, "metrics.json"
+    )
+    assert record.recorded_source() == RecordedSource(source="hub", revision="a" * 40, split="dev")
+    found = locate("Biology", recorded=record.recorded_source())  # the hub at the recorded commit
+    assert found is not None and (found.source, found.revision) == ("hub", "a" * 40)

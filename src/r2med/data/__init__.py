@@ -4,12 +4,13 @@ which collection a task name or folder means (:mod:`.resolve`)."""
 from .collection import Collection, Qrels, QrelsCheck
 from .files import read_qrels
 from .loaders import find_expansion_files, load_demo, load_folder
-from .resolve import TaskRef, check_hub, load_task, locate, resolve
+from .resolve import RecordedSource, TaskRef, check_hub, load_task, locate, resolve
 
 __all__ = [
     "Collection",
     "Qrels",
     "QrelsCheck",
+    "RecordedSource",
     "TaskRef",
     "check_hub",
     "find_expansion_files",

@@ -30,10 +30,11 @@ from functools import cache
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import OptionError, shown
 from ..expansion_name import ExpansionName
+from ..infra.json_types import JsonObject, JsonValue
 from ..measures import DEFAULT_MEASURES, HEADLINE, Measure
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Protocol:
     exclusions: bool  #: whether queries carry documents removed from their scores before the cut
     average: str  #: how the family averages, in words
 
-    def record(self, collection: Collection) -> dict[str, Any]:
+    def record(self, collection: Collection) -> JsonObject:
         """What ``metrics.json``'s ``protocol`` holds of a task's run: the family, its depth, judgments and corpus,
         the exclusions (queries, pairs, fingerprint; None: none) and the judgments file used instead of the task's
         own (``--qrels``; None: the task's own)."""
@@ -86,7 +87,7 @@ class ModelSettings:
     task: str  #: the task they are for (``bright:biology``, ``bright:biology:long``)
     #: ``EncoderSettings`` fields they set: instructions filled as the family fills them, max lengths, pooling,
     #: normalisation, loader, dtype, framing, extra (empty: not a vector model -- BM25)
-    encoder: Mapping[str, Any]
+    encoder: Mapping[str, JsonValue]
     similarity: str | None  #: how the family scores the vectors (None: not a vector model)
     score_scale: float  #: the factor the family multiplies its similarity by (recorded; it changes no ranking)
     batch_size: int | None  #: the family's batch (recorded; it changes no vector: r2med keeps its own)
@@ -94,7 +95,7 @@ class ModelSettings:
     sources: Mapping[str, str]  #: file:line of each setting
     checkpoint: str | None = None  #: the checkpoint the family's code loaded (None: the preset's own)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """What ``metrics.json``'s ``config["settings"]`` holds: whose settings ran, for which task, the family's
         scoring facts and the code they come from (the vectors' own settings are ``config["encoder"]``; every
         setting's source: ``r2med models --json``)."""
@@ -130,7 +131,7 @@ class TaskRow:
     judgments: int
     note: str
     revision: str
-    facts: Mapping[str, Any]
+    facts: Mapping[str, JsonValue]  #: the family's own facts of the task (open: each family's columns)
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ class Benchmark(abc.ABC):
         lengths: :mod:`r2med.protocol.bright`); looked up in the family's records, never by testing names."""
         return None
 
-    def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
+    def settings_summary(self, retriever: str) -> Mapping[str, JsonValue] | None:
         """Its settings for ``retriever`` across its tasks, for ``r2med models`` (None: it defines none)."""
         return None
 

@@ -33,10 +33,10 @@ earlier copies counted in BM25's statistics, as R2MED's readers do); ``strict`` 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from ..errors import DataError, MissingExtraError, OptionError, did_you_mean, shown
 from ..expansion_name import ExpansionName
@@ -162,7 +162,21 @@ def files(name: str, corpus: bool = True, reasoning: Sequence[str] = ()) -> list
 # -- reading parquet rows ---------------------------------------------------------------------------------------
 
 
-def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[Any]]:
+class _Value(Protocol):
+    """A value of a pyarrow column (untyped library): what r2med calls of it."""
+
+    def as_py(self) -> object: ...
+
+
+class _Column(Protocol):
+    """A pyarrow ``ChunkedArray`` (untyped library): what r2med calls of it."""
+
+    def to_pylist(self) -> list[object]: ...
+
+    def __iter__(self) -> Iterator[_Value]: ...
+
+
+def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[object]]:
     """The columns ``wanted`` of a parquet file as Python lists, or a one-line error naming the file."""
     try:
         import pyarrow as pa
@@ -188,7 +202,7 @@ def _columns(path: Path, wanted: Sequence[str]) -> dict[str, list[Any]]:
     return {c: _pylist(path, c, table.column(c)) for c in wanted}
 
 
-def _pylist(path: Path, name: str, column: Any) -> list[Any]:
+def _pylist(path: Path, name: str, column: _Column) -> list[object]:
     """A column's values; bytes that are no UTF-8 in a text column (a damaged page, or a writer that did not
     check) are a one-line error naming the row, not a ``UnicodeDecodeError``."""
     try:
@@ -205,7 +219,7 @@ def _pylist(path: Path, name: str, column: Any) -> list[Any]:
     raise DataError(path, None, f"{name}: not valid UTF-8")  # pragma: no cover - every row decoded one by one
 
 
-def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
+def _id(path: Path, row: int, column: str, value: object, document: bool) -> str:
     """A row's id, keeping r2med's id rule (:func:`r2med.data.files.id_problem`: not empty, no control character;
     a query id without whitespace, a document id with none at either end)."""
     if isinstance(value, str) and value and not (_doc_id_flaw if document else _query_id_flaw)(value):
@@ -219,7 +233,7 @@ def _id(path: Path, row: int, column: str, value: Any, document: bool) -> str:
     raise DataError(path, None, f"{where} {shown(value)} {problem}" if value else f"{where} is empty")
 
 
-def _text(path: Path, row: int, column: str, value: Any) -> str:
+def _text(path: Path, row: int, column: str, value: object) -> str:
     if isinstance(value, str):
         return value
     if value is None:
@@ -227,7 +241,7 @@ def _text(path: Path, row: int, column: str, value: Any) -> str:
     raise DataError(path, None, f"row {row}: {column} must be text, got {type(value).__name__}")
 
 
-def _ids(path: Path, row: int, column: str, value: Any) -> list[str]:
+def _ids(path: Path, row: int, column: str, value: object) -> list[str]:
     """A list column of document ids (``"N/A"`` kept: the caller decides what it means)."""
     if value is None:
         raise DataError(path, None, f"row {row}: {column} is missing (null)")
@@ -381,7 +395,8 @@ def _check_same_task(path: Path, examples: Examples, task: str, judgments: str) 
     differ = sum(
         1
         for qid, gold in zip(cols["id"], cols[judgments])
-        if str(qid) in examples.qrels and set(map(str, gold or ())) != set(examples.qrels[str(qid)])
+        if str(qid) in examples.qrels
+        and set(map(str, gold if isinstance(gold, list) else ())) != set(examples.qrels[str(qid)])
     )
     if differ * 2 > len(examples.queries):
         raise DataError(

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import NothingToScore, shown
 from ..expansion_name import ExpansionName
 from ..infra.home import fingerprint, fingerprint_texts
+from ..infra.json_types import JsonObject
 from .exclusions import NO_EXCLUSIONS, Exclusions
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class JudgmentsFile:
     path: str
     sha256: str
 
-    def record(self) -> dict[str, str]:
+    def record(self) -> JsonObject:
         return {"file": self.path, "sha256": self.sha256}
 
 
@@ -85,7 +86,7 @@ class Collection:
     queries: dict[str, str]
     qrels: Qrels
     source: str = ""
-    query_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    query_meta: dict[str, JsonObject] = field(default_factory=dict)  # user metadata: each query's other keys
     expansion_files: dict[ExpansionName, Path] = field(default_factory=dict)
     revision: str | None = None
     split: str | None = None
@@ -95,7 +96,7 @@ class Collection:
     judgments: JudgmentsFile | None = None
     corpus_read: bool = True
 
-    def replace(self, **changes: Any) -> Collection:
+    def replace(self, **changes: Any) -> Collection:  # open: dataclasses.replace checks each against the fields
         """A new collection with some fields changed (``coll.replace(qrels=other)``)."""
         return replace(self, **changes)
 

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
 
 from ..infra.home import fingerprint
+from ..infra.json_types import JsonObject
 
 #: What BRIGHT's examples hold in ``excluded_ids`` (and ``gold_ids_long``) for "none".
 NONE_MARKER = "N/A"
@@ -78,7 +78,7 @@ class Exclusions:
 
         return fingerprint("exclusions", sorted((q, sorted(ids)) for q, ids in self.by_query.items()))
 
-    def record(self) -> dict[str, Any] | None:
+    def record(self) -> JsonObject | None:
         """What ``metrics.json`` records of them: the queries with exclusions, the pairs, the fingerprint."""
         if not self.by_query:
             return None

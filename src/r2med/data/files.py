@@ -36,16 +36,17 @@ import logging
 import math
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import BinaryIO, Final
 
 from ..errors import DataError, MissingDataFile
 from ..infra.containment import path_argument
 from ..infra.input_files import TooLong, bounded_lines, is_stream, open_input
+from ..infra.json_types import JsonObject, JsonValue
 from .collection import Qrels
 
-_fast_loads: Callable[[bytes], Any] | None
+_fast_loads: Callable[[bytes], object] | None
 try:
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency; json alone gives the same results
@@ -105,7 +106,7 @@ def check_id(value: str, path: Path, number: int | None, what: str, spaces: bool
     raise DataError(path, number, f"{what} {_short(value)} {problem}")
 
 
-def _short(value: Any, limit: int = 40) -> str:
+def _short(value: object, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -178,7 +179,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
 _BLANK = object()
 
 
-def _parse_line(path: Path, number: int, raw: bytes) -> Any:
+def _parse_line(path: Path, number: int, raw: bytes) -> object:
     """One line parsed by Python's ``json`` (the reference), or ``_BLANK``; every fault is a DataError."""
     line = _decode(path, number, raw)
     if not line.strip():
@@ -199,8 +200,8 @@ def _parse_line(path: Path, number: int, raw: bytes) -> Any:
     return value
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    stack = [value]
+def _has_lone_surrogate(value: object) -> bool:
+    stack: list[object] = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -216,30 +217,29 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def _holds_float(record: dict[str, Any]) -> bool:
+def _holds_float(record: Mapping[str, object]) -> bool:
     """Whether a parsed record holds a float anywhere (cheap for the usual flat records of strings)."""
     for value in record.values():
         kind = type(value)
         if kind is float:
             return True
         if kind is list or kind is dict:
-            stack = [value]
+            stack: list[object] = [value]
             while stack:
                 item = stack.pop()
-                kind = type(item)
-                if kind is float:
+                if type(item) is float:
                     return True
-                if kind is list:
+                if type(item) is list:
                     stack.extend(item)
-                elif kind is dict:
+                elif type(item) is dict:
                     stack.extend(item.values())
     return False
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _records(path: Path) -> Iterator[tuple[int, JsonObject]]:
     fast = _fast_loads
     for number, raw in _raw_lines(path):
-        record: Any = _BLANK
+        record: object = _BLANK
         if fast is not None:
             try:
                 record = fast(raw)
@@ -257,12 +257,12 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, record
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(path: Path) -> Iterator[tuple[int, JsonObject]]:
     """(line number, JSON object) for every non-blank line; anything else is a DataError at ``path:line``."""
     return _records(Path(path))
 
 
-def field_id(path: Path, number: int, record: dict[str, Any], key: str, spaces: bool = False) -> str:
+def field_id(path: Path, number: int, record: Mapping[str, JsonValue], key: str, spaces: bool = False) -> str:
     """The id in ``record[key]`` as a string, or a DataError at ``path:number``.
 
     Strings are taken as they are; JSON numbers become their decimal string (``str()``, as the
@@ -285,7 +285,7 @@ def field_id(path: Path, number: int, record: dict[str, Any], key: str, spaces: 
     return value
 
 
-def _text(path: Path, number: int, record: dict[str, Any], key: str, required: bool = True) -> str:
+def _text(path: Path, number: int, record: Mapping[str, JsonValue], key: str, required: bool = True) -> str:
     if key not in record or record[key] is None:
         if required:
             raise DataError(path, number, f"field {key!r} is null" if key in record else f"missing field {key!r}")
@@ -331,7 +331,7 @@ def read_texts(
     strict: bool = False,
     repeats: list[str] | None = None,
     spaces: bool = False,
-) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+) -> tuple[dict[str, str], dict[str, JsonObject]]:
     """Read ``{id, text}`` records into an ordered id -> text map (titles joined in front when present).
 
     ``spaces``: the ids are document ids, which may hold spaces inside (the id rule: :func:`id_problem`).
@@ -344,7 +344,7 @@ def read_texts(
     """
     path = Path(path)
     texts: dict[str, str] = {}
-    meta: dict[str, dict[str, Any]] = {}
+    meta: dict[str, JsonObject] = {}  # user metadata: each record's other keys
     first_line: dict[str, int] = {}
     same: list[str] = []
     changed: list[str] = []
@@ -384,7 +384,7 @@ def read_texts(
     return texts, meta
 
 
-def parse_grade(path: Path, number: int, value: Any) -> int:
+def parse_grade(path: Path, number: int, value: object) -> int:
     """A relevance grade: an integer (written as a JSON number or a decimal string) in GRADE_MIN..GRADE_MAX."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise DataError(path, number, f"relevance {_short(value)} is not a number")

@@ -34,8 +34,9 @@ import re
 import secrets
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from ..errors import R2MedError
 from ..infra.file_hash import HashAlgorithm, file_fingerprint, file_hash
@@ -63,8 +64,8 @@ _now_ns = time.time_ns  # the clock the racy rule reads (tests set it)
 _BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-class VerifiedBlob(TypedDict):
-    """What r2med saw of one cached blob when it hashed it, the hash it matched, and the entry's seal."""
+class Observed(TypedDict):
+    """What r2med sees of one cached blob (its ``stat``) and the hash its name says."""
 
     size: int
     mtime_ns: int
@@ -72,6 +73,11 @@ class VerifiedBlob(TypedDict):
     ino: int
     dev: int
     hash: str
+
+
+class VerifiedBlob(Observed):
+    """What r2med saw of one cached blob when it hashed it, the hash it matched, and the entry's seal."""
+
     checked_ns: int
     mac: str
 
@@ -139,7 +145,7 @@ def _make_key() -> bytes | None:
     return _read_key()
 
 
-def _seal(key: bytes, path: str, record: dict[str, Any]) -> str:
+def _seal(key: bytes, path: str, record: Mapping[str, object]) -> str:
     message = json.dumps([path, record["hash"], *(record[f] for f in _FIELDS)])
     return hmac.new(key, message.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -193,30 +199,31 @@ def _discard(path: Path, why: str) -> dict[str, VerifiedBlob]:
     return {}
 
 
-def _trusted(path: str, observed: dict[str, Any]) -> bool:
+def _trusted(path: str, observed: Observed) -> bool:
     """Whether the memo vouches, with r2med's seal, for the blob at ``path`` as it is now (``observed``)."""
     entry = _read_memo().get(path)
     key = _read_key()
     if entry is None or key is None:
         return False
-    if not hmac.compare_digest(entry["mac"], _seal(key, path, dict(entry))):
+    if not hmac.compare_digest(entry["mac"], _seal(key, path, entry)):
         log.warning("%s: the entry for %s does not carry r2med's seal (edited?); hashing the file", VERIFIED_FILE, path)
         return False
-    seen: dict[str, Any] = dict(entry)
-    same = seen["hash"] == observed["hash"] and all(seen[f] == observed[f] for f in _FIELDS if f != "checked_ns")
+    seen: Mapping[str, object] = entry
+    now: Mapping[str, object] = observed
+    same = seen["hash"] == now["hash"] and all(seen[f] == now[f] for f in _FIELDS if f != "checked_ns")
     return same and entry["ctime_ns"] + RACY_NS <= entry["checked_ns"]
 
 
-def _remember(path: str, observed: dict[str, Any]) -> None:
+def _remember(path: str, observed: Observed, checked_ns: int) -> None:
     """Add a verified blob to the memo, sealed; best effort (an unwritable home only costs a re-hash next time)."""
     key = _read_key() or _make_key()
     if key is None:
         return
-    known: dict[str, Any] = {}
+    known: dict[str, VerifiedBlob] = {}
     for name, entry in _read_memo().items():
-        if os.path.exists(name) and hmac.compare_digest(entry["mac"], _seal(key, name, dict(entry))):
+        if os.path.exists(name) and hmac.compare_digest(entry["mac"], _seal(key, name, entry)):
             known[name] = entry  # entries of other blobs: kept only when sealed (an edit is not carried forward)
-    record = {**observed, "mac": ""}
+    record: VerifiedBlob = {**observed, "checked_ns": checked_ns, "mac": ""}
     record["mac"] = _seal(key, path, record)
     known[path] = record
     try:
@@ -234,7 +241,7 @@ def content_hash(path: str | os.PathLike[str], algorithm: HashAlgorithm) -> str:
     return file_hash(path, algorithm)
 
 
-def _observe(blob: Path) -> dict[str, Any]:
+def _observe(blob: Path) -> Observed:
     info = blob.stat()
     if not stat.S_ISREG(info.st_mode):
         raise OSError(f"{blob} is not a regular file")
@@ -274,7 +281,7 @@ def verify_cached(path: str | os.PathLike[str]) -> str | None:
             f"the hash it is stored under ({blob.name[:12]}...)"
         )
     if after == before:  # not changed while it was read: what was hashed is the file as observed
-        _remember(str(blob), {**before, "checked_ns": checked_ns})
+        _remember(str(blob), before, checked_ns)
     return None
 
 

@@ -22,10 +22,10 @@ spec), a local folder, or the built-in demo.  Every command finds its collection
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import PATH_CHARS, DataError, OptionError, R2MedError, did_you_mean, did_you_mean_folder, shown
 from ..expansion_name import ExpansionName
@@ -46,6 +46,18 @@ DEMO = "demo"
 #: Where a task's data is: the Hugging Face hub, the built-in demo, or a local folder.
 SourceKind = Literal["hub", "demo", "folder"]
 SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
+
+
+@dataclass(frozen=True)
+class RecordedSource:
+    """Where a finished run's data came from, as its ``metrics.json`` records it: the ``source`` it read (a
+    folder, ``hub`` or the demo's), the hub commit (``revision``) and the BEIR ``split``; None: not recorded.
+    What :func:`locate` and :func:`require` read of a run (a record makes one:
+    :meth:`r2med.runs.record.RunRecord.recorded_source`)."""
+
+    source: str | None = None
+    revision: str | None = None
+    split: str | None = None
 
 
 @dataclass(frozen=True)
@@ -290,7 +302,7 @@ def locate(
     data_dir: str | os.PathLike[str] | None = None,
     revision: str | None = None,
     *,
-    recorded: Mapping[str, Any] | None = None,
+    recorded: RecordedSource | None = None,
     hub: bool = True,
     alone: bool = False,
     strict: bool = False,
@@ -300,13 +312,12 @@ def locate(
     With ``data_dir``: the folder ``<data_dir>/<task>``, or ``data_dir`` itself when it is one collection
     folder named ``task`` (any name when ``alone``: the only task asked for).  Then the built-in
     demo (``task == "demo"`` or a recorded demo source); without ``data_dir``, the folder a run
-    recorded as its ``source`` (``recorded``: its metrics.json); last, when ``hub`` allows, the
+    recorded as its ``source`` (``recorded``: what its metrics.json says of its data); last, when ``hub`` allows, the
     hub for R2MED's tasks, at ``revision`` or else the commit the run recorded.  A folder is read at
     the BEIR split the run recorded (``split``; else ``test``).  ``strict``: as in :func:`resolve`.
     """
-    recorded = recorded or {}
-    stored_split = recorded.get("split")
-    split = stored_split if isinstance(stored_split, str) else DEFAULT_SPLIT
+    recorded = recorded or RecordedSource()
+    split = recorded.split if recorded.split is not None else DEFAULT_SPLIT
     if data_dir is not None:
         root = _root(data_dir)
         names = [task] + ([get_task(task).name] if task.lower() in _lowered() else [])
@@ -315,14 +326,13 @@ def locate(
                 return TaskRef.in_folder(task, root / name, split=split, strict=strict)
         if is_collection(root) and (alone or root.name == task):
             return TaskRef.in_folder(task, root, split=split, strict=strict)
-    source = str(recorded.get("source") or "")
+    source = recorded.source or ""
     if task == DEMO or source == DEMO_SOURCE:
         return TaskRef.the_demo(strict=strict)
     if data_dir is None and source and Path(source).is_dir():
         return TaskRef.in_folder(task, source, split=split, strict=strict)
     if hub and is_hub_task(task):
-        stored = recorded.get("revision")
-        return TaskRef.on_hub(task, revision or (stored if isinstance(stored, str) else None), strict=strict)
+        return TaskRef.on_hub(task, revision or recorded.revision, strict=strict)
     return None
 
 
@@ -384,14 +394,14 @@ def load_task(
 def require(
     ref: TaskRef | None,
     task: str,
-    recorded: Mapping[str, Any] | None = None,
+    recorded: RecordedSource | None = None,
     data_dir: str | os.PathLike[str] | None = None,
 ) -> TaskRef:
     """``ref``, or a one-line error saying that the collection of ``task`` cannot be found: which folder was
     searched (``data_dir``, as :func:`locate` was given it) and whether the run's recorded source exists."""
     if ref is not None:
         return ref
-    source = str((recorded or {}).get("source") or "")
+    source = (recorded.source if recorded is not None else None) or ""
     exists = bool(source) and source not in (HUB, DEMO_SOURCE) and Path(source).is_dir()
     if data_dir is not None:
         where = (

@@ -293,8 +293,10 @@ class Bright(Benchmark):
             return None
         parsed = bright.parse_name(task)
         block = dict(model.r2med_encoder)
-        sources = {**model.sources, **dict(block.pop("sources", None) or {})}
-        similarity = block.pop("similarity", None)
+        block.pop("sources", None)
+        sources = {**model.sources, **model.encoder_sources()}
+        similarity = model.encoder_similarity()
+        block.pop("similarity", None)
         for fact in _REGISTRY_FACTS:  # a defined preset's registry facts, not settings
             block.pop(fact, None)
         encoder: dict[str, Any] = {}

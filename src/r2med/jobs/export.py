@@ -59,7 +59,7 @@ def export_runs(step: ExportStep) -> list[MtebExport]:
         if mteb_task is not None:
             for record in records:
                 task = str(record.task)
-                recorded = record.to_json()  # what the data resolver (a layer below the record) reads
+                recorded = record.recorded_source()  # what the data resolver (a layer below the record) reads
                 counts[task] = collection_counts(
                     require(locate(task, None, recorded=recorded, hub=False, strict=strict), task, recorded).load()
                 )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data import Collection, locate
-from ..data.resolve import require, task_filter
+from ..data.resolve import RecordedSource, require, task_filter
 from ..errors import R2MedError, did_you_mean
 from ..evaluation.facets import NONE, SCENARIO, facet_keys, facet_label, facet_table
 from ..expansion.precomputed import read_expansion_file
@@ -62,14 +62,14 @@ def select_tasks(systems: list[System], tasks: str | None) -> list[System]:
     return kept
 
 
-def recorded_task(systems: Sequence[System], column: str) -> tuple[str, JsonObject]:
+def recorded_task(systems: Sequence[System], column: str) -> tuple[str, RecordedSource]:
     """The task name a report's column was filed under (a column can be ``nfcorpus (dev)``:
-    :func:`r2med.results.folders.split_columns`) and the ``metrics.json`` of its first run (its recorded
-    source, revision and split), as the file holds it: :func:`r2med.data.locate` (a layer below the record) reads it."""
+    :func:`r2med.results.folders.split_columns`) and where the data of its first run came from (its recorded
+    source, revision and split), what :func:`r2med.data.locate` reads."""
     folder = next((s.tasks[column] for s in systems if column in s.tasks), None)
     if folder is None:
-        return column, {}
-    return folder.task, folder.record.to_json()
+        return column, RecordedSource()
+    return folder.task, folder.record.recorded_source()
 
 
 def task_texts(
@@ -87,7 +87,7 @@ def task_texts(
     for task in tasks:
         try:
             name, recorded = recorded_task(systems, task)
-            split = {"split": recorded["split"]} if isinstance(recorded.get("split"), str) else {}
+            split = RecordedSource(split=recorded.split)
             ref = locate(name, data_dir, revision, recorded=split, hub=hub, alone=len(tasks) == 1, strict=strict)
             if ref is not None:
                 found[task] = ref.load()

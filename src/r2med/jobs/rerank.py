@@ -115,7 +115,7 @@ def load_inputs(
             meta.split or "",
         )
         if key not in cache:
-            recorded = meta.to_json()  # what the data resolver (a layer below the record) reads: source, split
+            recorded = meta.recorded_source()  # what the data resolver (a layer below the record) reads
             found_ref = locate(item.task, data_dir, revision, recorded=recorded, alone=len(found) == 1, strict=strict)
             cache[key] = require(found_ref, item.task, recorded, data_dir).load()
         collection = cache[key]

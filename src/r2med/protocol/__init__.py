@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ..expansion_name import ExpansionName
 
@@ -25,29 +25,143 @@ def _read(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+# The shapes of the package data files (what each file holds; the files are r2med's own, checked by the tests).
+
+
+class R2medProtocol(TypedDict):
+    """``r2med_protocol.json``: instructions and generation prompts per task."""
+
+    _source: str
+    task_name_aliases_in_original_code: dict[str, str]
+    #: model -> one instruction for every task, or task -> instruction
+    query_instruction: dict[str, str | dict[str, str]]
+    doc_instruction: dict[str, str | dict[str, str]]
+    #: method -> task -> prompt
+    generation_prompts: dict[str, dict[str, str]]
+    query2doc_few_shot_examples: dict[str, str]
+    answer_check_prompt: str
+
+
+class RetrieverSpec(TypedDict, total=False):
+    """A retriever of ``r2med_models.json`` as the paper's code runs it (each holds the keys its kind needs)."""
+
+    kind: str
+    k1: float
+    b: float
+    analyzer: str
+    scoring: str
+    hub_id: str
+    hub_id_query: str
+    hub_id_doc: str
+    api_model: str
+    loader: str
+    pooling: str
+    normalize: bool
+    max_length: int
+    batch_size: int
+    truncate_tokens: int
+    query_instruction: str | None
+    doc_instruction: str | None
+    note: str
+
+
+class RerankerSpec(TypedDict, total=False):
+    """A reranker of ``r2med_models.json`` as the paper's code runs it."""
+
+    hub_id: str
+    hub_id_lora: str
+    hub_id_base: str
+    max_length: int
+    first_stage: str
+    score: str
+    input: str
+
+
+class GenerationSpec(TypedDict):
+    """How the paper generated query expansions: the LLMs, sampling, system prompt and LaMer's context."""
+
+    llms: dict[str, str]
+    sampling: dict[str, str]
+    system_prompt: str
+    lamer_context: str
+
+
+class R2medModels(TypedDict):
+    """``r2med_models.json``: retriever, reranker and LLM settings."""
+
+    _source: str
+    retrievers: dict[str, RetrieverSpec]
+    rerankers: dict[str, RerankerSpec]
+    #: retriever kind -> method -> how the expansion is combined with the query
+    gar_query_combination: dict[str, dict[str, str]]
+    generation: GenerationSpec
+    metrics: dict[str, str]
+
+
+class HubTask(TypedDict):
+    """One R2MED task on the hub: its repository, sizes and pinned commit."""
+
+    name: str
+    display_name: str
+    hub_id: str
+    queries: int
+    docs: int
+    avg_positives_per_query: float
+    avg_query_length: float
+    avg_doc_length: float
+    revision: str
+
+
+class HubConfigs(TypedDict):
+    """``r2med_hub_configs.json``: hub configs (method -> split -> path), the tasks, where their commits come from."""
+
+    _source: str
+    license: str
+    _revision_source: str
+    configs: dict[str, dict[str, str]]
+    tasks: list[HubTask]
+
+
+class ExpansionCommit(TypedDict, total=False):
+    """An expansion config of ``r2med_expansion_commits.json``: its path, the commit per task holding it, the source."""
+
+    path: str
+    commits: dict[str, str]
+    status: str
+    source: str
+
+
+class ExpansionCommits(TypedDict):
+    """``r2med_expansion_commits.json``: card config (``method:llm``) -> its commits."""
+
+    _source: str
+    _findings: list[str]
+    expansions: dict[str, ExpansionCommit]
+
+
 @cache
-def protocol() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_read("r2med_protocol.json"))
+def protocol() -> R2medProtocol:
+    data: R2medProtocol = json.loads(_read("r2med_protocol.json"))
     return data
 
 
 @cache
-def models() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_read("r2med_models.json"))
+def models() -> R2medModels:
+    data: R2medModels = json.loads(_read("r2med_models.json"))
     return data
 
 
 @cache
-def hub_configs() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_read("r2med_hub_configs.json"))
+def hub_configs() -> HubConfigs:
+    data: HubConfigs = json.loads(_read("r2med_hub_configs.json"))
     return data
 
 
 @cache
-def expansion_commits() -> dict[str, Any]:
+def expansion_commits() -> ExpansionCommits:
     """``r2med_expansion_commits.json``, checked: every entry a card config (``method:llm``, folder spelling) whose
     ``commits`` map R2MED task names to full commit hashes (a malformed entry is a packaging error, raised)."""
-    data: dict[str, Any] = json.loads(_read("r2med_expansion_commits.json"))
+    data: ExpansionCommits = json.loads(_read("r2med_expansion_commits.json"))
     configs = hub_configs()
     known = {
         ExpansionName(method, split.replace("_", "-")).text
@@ -58,8 +172,11 @@ def expansion_commits() -> dict[str, Any]:
     tasks = {row["name"] for row in configs["tasks"]}
     for key, entry in data["expansions"].items():
         commits = entry.get("commits")
-        bad = key not in known or not isinstance(commits, dict)
-        bad = bad or any(t not in tasks or not re.fullmatch(r"[0-9a-f]{40}", str(c)) for t, c in commits.items())
+        bad = (
+            key not in known
+            or not isinstance(commits, dict)
+            or any(t not in tasks or not re.fullmatch(r"[0-9a-f]{40}", str(c)) for t, c in commits.items())
+        )
         if bad or (commits and not entry.get("source")):
             raise ValueError(f"r2med_expansion_commits.json: entry {key!r} is malformed (or names no source)")
     return data

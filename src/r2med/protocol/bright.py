@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict, TypeVar
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
-from ..infra.records import refuse_unknown_keys
+from ..infra.json_types import JsonObject, JsonValue
+from ..infra.records import field_names, refuse_unknown_keys
 from ..measures import HEADLINE, Family, Measure
 
 #: The prefix of a BRIGHT task's qualified name (``bright:biology``); R2MED's tasks keep their own names.
@@ -41,14 +42,155 @@ def _text(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+_V = TypeVar("_V")
+
+
+def _frozen(data: Mapping[str, _V] | None) -> Mapping[str, _V]:
+    return MappingProxyType(dict(data or {}))
+
+
+# ---------------------------------------------------------------- the files' shapes (r2med's own package data, checked
+# by the tests; a model's entry is read field by field, each checked: :func:`_model_from`)
+
+
+class _TaskRow(TypedDict):
+    """A task of ``bright_tasks.json`` (:class:`BrightTask`'s fields, and its hub split and Anserini name)."""
+
+    name: str
+    display_name: str
+    group: str
+    hub_split: str
+    anserini_name: str
+    queries: int
+    documents: int
+    gold_ids: int
+    gold_pairs: int
+    qrels_lines: int
+    fixed_qrels_lines: int
+    long_documents: int | None
+    long_gold_ids: int | None
+    queries_with_exclusions: int
+    excluded_ids: int
+    no_exclusion_marker: list[str] | None
+    mteb_a75a0eb: dict[str, int | float]
+    paper: dict[str, int | float | str]
+    sources: dict[str, str]
+
+
+class _HubRow(TypedDict):
+    repo_id: str
+    revision: str
+    revision_source: str
+    bright_code_revision: str
+    paths: dict[str, str]
+    paths_source: str
+    example_columns: list[str]
+    document_columns: list[str]
+    columns_source: str
+    long_document_tasks: list[str]
+    long_document_tasks_source: str
+    revision_caveats: list[str]
+
+
+class _ReasoningRow(TypedDict):
+    name: str
+    config: str
+    llm: str
+
+
+class _TasksFile(TypedDict):
+    """``bright_tasks.json``."""
+
+    _source: str
+    hub: _HubRow
+    reasoning_sets: list[_ReasoningRow]
+    reasoning_sets_source: str
+    tasks: list[_TaskRow]
+
+
+class RerankPrompt(TypedDict):
+    """``rerank.py``'s LLM prompt, its sampling and answer pattern, the cross-encoder's batch and the leaderboard's
+    reranking models (model -> the reranker that runs it), each with its source."""
+
+    _source: str
+    system: str
+    system_source: str
+    document_line: str
+    document_line_source: str
+    query_newline: str
+    query_newline_source: str
+    user: str
+    user_source: str
+    sampling: dict[str, float]
+    sampling_source: str
+    answer_pattern: str
+    answer_pattern_source: str
+    cross_encoder_batch_size: int
+    cross_encoder_source: str
+    leaderboard_models: dict[str, str]
+    leaderboard_models_source: str
+
+
+class _ModelsFile(TypedDict):
+    """``bright_models.json``; the facts kept as they are written (task filling, Pyserini's reproductions, the
+    reasoning generation, what BRIGHT's code lacks) are read by their accessors as JSON objects."""
+
+    _source: str
+    bright_commit: str
+    task_filling: JsonObject
+    models: dict[str, JsonObject]
+    leaderboard_names: dict[str, str]
+    leaderboard_names_source: str
+    not_in_bright_code: JsonObject
+    reproductions: JsonObject
+    rerank: dict[str, str]
+    reasoning_generation: JsonObject
+    rerank_prompt: RerankPrompt
+
+
+class _TrainingSet(TypedDict):
+    tasks: list[str]
+    how: str
+    sources: list[str]
+    certainty: str
+
+
+class _ContaminatedModel(TypedDict, total=False):
+    model: str
+    training_set: str
+    r2med_presets: list[str]
+    sources: list[str]
+    certainty: str
+    note: str
+
+
+class _ContaminationFile(TypedDict):
+    """``bright_contamination.json``."""
+
+    _source: str
+    shared_corpora: dict[str, str]
+    shared_corpora_source: str
+    training_sets: dict[str, _TrainingSet]
+    models: list[_ContaminatedModel]
+    not_determined: JsonObject
+
+
 @cache
-def _json(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_text(name))
+def _tasks_file() -> _TasksFile:
+    data: _TasksFile = json.loads(_text("bright_tasks.json"))
     return data
 
 
-def _frozen(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(data or {}))
+@cache
+def _models_file() -> _ModelsFile:
+    data: _ModelsFile = json.loads(_text("bright_models.json"))
+    return data
+
+
+@cache
+def _contamination_file() -> _ContaminationFile:
+    data: _ContaminationFile = json.loads(_text("bright_contamination.json"))
+    return data
 
 
 # ---------------------------------------------------------------- hub and tasks
@@ -113,8 +255,8 @@ class BrightTask:
     queries_with_exclusions: int
     excluded_ids: int
     no_exclusion_marker: tuple[str, ...] | None  #: what a query without exclusions holds (``("N/A",)`` or ``()``)
-    paper: Mapping[str, Any]  #: the paper's dataset table row (an early version)
-    mteb_a75a0eb: Mapping[str, Any]  #: what mteb's statistics say of the pinned revision
+    paper: Mapping[str, int | float | str]  #: the paper's dataset table row (an early version)
+    mteb_a75a0eb: Mapping[str, int | float]  #: what mteb's statistics say of the pinned revision
     sources: Mapping[str, str]
 
     @property
@@ -130,14 +272,11 @@ class BrightTask:
         return self.long_documents is not None
 
 
-_TASK_KEYS = (
-    "name", "display_name", "group", "hub_split", "anserini_name", "queries", "documents", "gold_ids", "gold_pairs",
-    "qrels_lines", "fixed_qrels_lines", "long_documents", "long_gold_ids", "queries_with_exclusions", "excluded_ids",
-    "no_exclusion_marker", "mteb_a75a0eb", "paper", "sources",
-)  # fmt: skip
+#: the keys a task of ``bright_tasks.json`` holds (declared once: :class:`_TaskRow`)
+_TASK_KEYS = tuple(_TaskRow.__annotations__)
 
 
-def _task_from(row: Mapping[str, Any]) -> BrightTask:
+def _task_from(row: _TaskRow) -> BrightTask:
     refuse_unknown_keys(row, _TASK_KEYS, f"bright_tasks.json: task {row.get('name')!r}")
     marker = row["no_exclusion_marker"]
     return BrightTask(
@@ -164,7 +303,7 @@ def _task_from(row: Mapping[str, Any]) -> BrightTask:
 @cache
 def tasks() -> tuple[BrightTask, ...]:
     """The 12 tasks in BRIGHT's order (StackExchange, coding, theorems)."""
-    return tuple(_task_from(row) for row in _json("bright_tasks.json")["tasks"])
+    return tuple(_task_from(row) for row in _tasks_file()["tasks"])
 
 
 def task_names() -> tuple[str, ...]:
@@ -187,7 +326,7 @@ def task(name: str) -> BrightTask:
 
 @cache
 def hub() -> HubLayout:
-    data = _json("bright_tasks.json")
+    data = _tasks_file()
     h = data["hub"]
     return HubLayout(
         repo_id=h["repo_id"],
@@ -214,7 +353,7 @@ def reasoning_set(name: str) -> ReasoningSet:
 
 def revision_caveats() -> tuple[str, ...]:
     """Known differences between the pinned revision and other states of the hub data (each with its source)."""
-    return tuple(_json("bright_tasks.json")["hub"]["revision_caveats"])
+    return tuple(_tasks_file()["hub"]["revision_caveats"])
 
 
 # ---------------------------------------------------------------- models and instructions
@@ -254,11 +393,11 @@ class BrightModel:
     r2med_preset: str | None  #: the r2med retriever with the same checkpoint, if any
     r2med_same: bool  #: whether that preset's R2MED settings equal BRIGHT's
     r2med_differences: tuple[str, ...]
-    extra: Mapping[str, Any]  #: kind-specific facts (BM25's k1, b, analyzer, query weighting; notes)
+    extra: Mapping[str, JsonValue]  #: kind-specific facts (BM25's k1, b, analyzer, query weighting; notes)
     sources: Mapping[str, str]
     #: how r2med's encoders run BRIGHT's setting: ``EncoderSettings`` fields (loader, pooling, normalize, max lengths,
     #: dtype, framing, extra), ``similarity``, a defined preset's registry facts, and ``sources`` (empty: none)
-    r2med_encoder: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    r2med_encoder: Mapping[str, JsonValue] = field(default_factory=lambda: MappingProxyType({}))
     #: r2med defines the preset :attr:`r2med_preset` from this record (a BRIGHT model r2med had none for)
     defines_preset: bool = False
 
@@ -275,18 +414,26 @@ class BrightModel:
         table = self.instructions.get(f"{'long' if long else 'standard'}_{kind}", {})
         return table.get(name)
 
+    def encoder_sources(self) -> dict[str, str]:
+        """The sources of the ``r2med_encoder`` block's settings (setting -> file:line; empty: none)."""
+        found = self.r2med_encoder.get("sources")
+        return {k: str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def encoder_similarity(self) -> str | None:
+        """How r2med scores the vectors in BRIGHT's setting (the ``r2med_encoder`` block's ``similarity``)."""
+        found = self.r2med_encoder.get("similarity")
+        return found if isinstance(found, str) else None
+
     def instruction(self, task_name: str, kind: str = "query", long: bool = False) -> str:
         """The instruction BRIGHT prepends for ``task_name``, filled as BRIGHT fills it (``""``: none)."""
         template = self.instruction_template(task_name, kind, long)
         return "" if template is None else fill_instruction(template, task_name)
 
 
-_MODEL_FIELDS = (
-    "kind", "display_name", "model", "loader", "pooling", "normalize", "similarity", "score_scale", "query_max_length",
-    "doc_max_length", "max_length_note", "batch_size", "trust_remote_code", "framing", "instruction_filling",
-    "instructions", "instructions_source", "r2med_preset", "r2med_same", "r2med_differences", "sources",
-    "r2med_encoder", "defines_preset",
-)  # fmt: skip
+#: the keys an entry of ``bright_models.json`` holds for :class:`BrightModel`'s fields (declared once, there):
+#: every field but its ``name`` (the entry's key) and ``extra`` (:data:`_MODEL_EXTRA`), and the source of its
+#: instructions (``instructions_source``: kept in :attr:`BrightModel.sources`)
+_MODEL_FIELDS = (*(f for f in field_names(BrightModel) if f not in ("name", "extra")), "instructions_source")
 #: the keys of an ``r2med_encoder`` block: encoder settings, the similarity, a defined preset's registry facts, sources
 ENCODER_KEYS = (
     "loader", "pooling", "normalize", "max_length", "query_max_length", "dtype", "framing", "trust_remote_code",
@@ -296,35 +443,73 @@ ENCODER_KEYS = (
 _MODEL_EXTRA = ("k1", "b", "analyzer", "query_weighting", "batch_size_note")
 
 
-def _model_from(name: str, entry: Mapping[str, Any]) -> BrightModel:
+_T = TypeVar("_T")
+
+
+class _Entry:
+    """A model's entry of ``bright_models.json`` read field by field: a value of another type than its field's is
+    a packaging error naming the model and the key."""
+
+    def __init__(self, name: str, entry: Mapping[str, JsonValue]) -> None:
+        self.name, self.entry = name, entry
+
+    def fault(self, key: str) -> ValueError:
+        return ValueError(f"bright_models.json: model {self.name!r}: {key} is {shown(self.entry.get(key))}")
+
+    def value(self, key: str, kind: type[_T]) -> _T:
+        found = self.entry[key]
+        if not isinstance(found, kind):
+            raise self.fault(key)
+        return found
+
+    def optional(self, key: str, kind: type[_T]) -> _T | None:
+        return None if self.entry[key] is None else self.value(key, kind)
+
+    def number(self, key: str) -> float:
+        found = self.entry[key]
+        if isinstance(found, bool) or not isinstance(found, (int, float)):
+            raise self.fault(key)
+        return float(found)
+
+    def texts(self, value: JsonValue, key: str) -> dict[str, str]:
+        """``value`` (the entry's ``key`` or a part of it) as an object of texts."""
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise self.fault(key)
+        return {k: str(v) for k, v in value.items()}
+
+
+def _model_from(name: str, entry: Mapping[str, JsonValue]) -> BrightModel:
     refuse_unknown_keys(entry, (*_MODEL_FIELDS, *_MODEL_EXTRA), f"bright_models.json: model {name!r}")
-    tables = entry["instructions"] or {}
+    read = _Entry(name, entry)
+    tables = read.optional("instructions", dict) or {}
     refuse_unknown_keys(tables, INSTRUCTION_TABLES, f"bright_models.json: model {name!r} instructions")
-    encoder = entry.get("r2med_encoder") or {}
-    refuse_unknown_keys(encoder, ENCODER_KEYS, f"bright_models.json: model {name!r} r2med_encoder")
+    encoder = read.optional("r2med_encoder", dict) if "r2med_encoder" in entry else None
+    refuse_unknown_keys(encoder or {}, ENCODER_KEYS, f"bright_models.json: model {name!r} r2med_encoder")
     return BrightModel(
         name=name,
-        kind=entry["kind"],
-        display_name=entry["display_name"],
-        model=entry["model"],
-        loader=entry["loader"],
-        pooling=entry["pooling"],
-        normalize=entry["normalize"],
-        similarity=entry["similarity"],
-        score_scale=float(entry["score_scale"]),
-        query_max_length=entry["query_max_length"],
-        doc_max_length=entry["doc_max_length"],
-        max_length_note=entry["max_length_note"],
-        batch_size=entry["batch_size"],
+        kind=read.value("kind", str),
+        display_name=read.value("display_name", str),
+        model=read.optional("model", str),
+        loader=read.value("loader", str),
+        pooling=read.optional("pooling", str),
+        normalize=read.optional("normalize", bool),
+        similarity=read.value("similarity", str),
+        score_scale=read.number("score_scale"),
+        query_max_length=read.optional("query_max_length", int),
+        doc_max_length=read.optional("doc_max_length", int),
+        max_length_note=read.value("max_length_note", str),
+        batch_size=read.optional("batch_size", int),
         trust_remote_code=bool(entry["trust_remote_code"]),
-        framing=entry["framing"],
-        instruction_filling=entry["instruction_filling"],
-        instructions=MappingProxyType({k: _frozen(v) for k, v in tables.items()}),
-        r2med_preset=entry["r2med_preset"],
+        framing=read.optional("framing", str),
+        instruction_filling=read.optional("instruction_filling", str),
+        instructions=MappingProxyType({k: _frozen(read.texts(v, "instructions")) for k, v in tables.items()}),
+        r2med_preset=read.optional("r2med_preset", str),
         r2med_same=bool(entry["r2med_same"]),
-        r2med_differences=tuple(entry["r2med_differences"]),
+        r2med_differences=tuple(str(d) for d in read.value("r2med_differences", list)),
         extra=_frozen({k: entry[k] for k in _MODEL_EXTRA if k in entry}),
-        sources=_frozen({**entry["sources"], "instructions": entry["instructions_source"]}),
+        sources=_frozen(
+            {**read.texts(entry["sources"], "sources"), "instructions": read.value("instructions_source", str)}
+        ),
         r2med_encoder=_frozen(encoder),
         defines_preset=bool(entry.get("defines_preset", False)),
     )
@@ -333,14 +518,14 @@ def _model_from(name: str, entry: Mapping[str, Any]) -> BrightModel:
 @cache
 def models() -> Mapping[str, BrightModel]:
     """BRIGHT's retrievers by BRIGHT's ``--model`` name."""
-    entries = _json("bright_models.json")["models"]
+    entries = _models_file()["models"]
     return MappingProxyType({name: _model_from(name, entry) for name, entry in entries.items()})
 
 
 def model(name: str) -> BrightModel:
     """A BRIGHT retriever by BRIGHT's name (``sf``) or the leaderboard's (``sfr``)."""
     found = models()
-    key = _json("bright_models.json")["leaderboard_names"].get(name, name)
+    key = _models_file()["leaderboard_names"].get(name, name)
     if key not in found:
         raise OptionError(
             f"unknown BRIGHT retriever {shown(name)}{did_you_mean(name, found)}; choose from: {', '.join(found)}"
@@ -356,24 +541,26 @@ def model_for_preset(preset: str) -> BrightModel | None:
     return None
 
 
-def task_filling() -> Mapping[str, Any]:
+def task_filling() -> Mapping[str, JsonValue]:
     """How BRIGHT fills ``{task}`` (rule, sources, the unused display names, examples)."""
-    return _frozen(_json("bright_models.json")["task_filling"])
+    return _frozen(_models_file()["task_filling"])
 
 
-def reproductions() -> Mapping[str, Any]:
+def reproductions() -> Mapping[str, JsonValue]:
     """Pyserini's two-click reproductions of BRIGHT: common settings and each condition's query prefix."""
-    return _frozen(_json("bright_models.json")["reproductions"])
+    return _frozen(_models_file()["reproductions"])
 
 
 def pyserini_query_prefix(condition: str, task_name: str) -> str | None:
     """The query prefix Pyserini's ``condition`` puts before each query of ``task_name`` (None: none)."""
     conditions = reproductions()["conditions"]
-    if condition not in conditions:
-        known = list(conditions)
+    if not isinstance(conditions, dict) or condition not in conditions:
+        known = list(conditions) if isinstance(conditions, dict) else []
         hint = did_you_mean(condition, known)
         raise OptionError(f"no Pyserini BRIGHT condition {shown(condition)}{hint}; choose from: {', '.join(known)}")
     entry = conditions[condition]
+    if not isinstance(entry, dict):
+        raise ValueError(f"bright_models.json: reproductions condition {condition!r} is not an object")
     prefix = entry["query_prefix"]
     if isinstance(prefix, dict):  # a template filled per task
         return str(entry["query_prefix_template"]).format(query_prefix=prefix[task(task_name).name])
@@ -382,14 +569,14 @@ def pyserini_query_prefix(condition: str, task_name: str) -> str | None:
 
 def rerank_conventions() -> Mapping[str, str]:
     """``rerank.py``'s conventions (input depth, LLM scores ``k - rank``, fallbacks), each with its lines."""
-    return _frozen(_json("bright_models.json")["rerank"])
+    return _frozen(_models_file()["rerank"])
 
 
-def rerank_prompt() -> Mapping[str, Any]:
+def rerank_prompt() -> RerankPrompt:
     """``rerank.py``'s LLM prompt (system and user texts, the document line, the query's newline), its sampling, the
     answer pattern, the cross-encoder's batch, and which reranker runs each of the leaderboard's reranking models;
     each with its source."""
-    return _frozen(_json("bright_models.json")["rerank_prompt"])
+    return _models_file()["rerank_prompt"].copy()  # a copy: the file's data stays as read
 
 
 # ---------------------------------------------------------------- published figures
@@ -518,7 +705,7 @@ class Contamination:
 
     def qualified_tasks(self) -> tuple[str, ...]:
         """``bright:<task>`` for each task, plus the R2MED tasks sharing their documents (``Biology``)."""
-        shared = _json("bright_contamination.json")["shared_corpora"]
+        shared = _contamination_file()["shared_corpora"]
         names = [f"{FAMILY}:{t}" for t in self.tasks]
         names += [r2med for r2med, bright in shared.items() if bright in names]
         return tuple(names)
@@ -526,7 +713,7 @@ class Contamination:
 
 @cache
 def contamination() -> tuple[Contamination, ...]:
-    data = _json("bright_contamination.json")
+    data = _contamination_file()
     sets = data["training_sets"]
     out = []
     for m in data["models"]:

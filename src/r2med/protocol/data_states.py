@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ..measures import HEADLINE, Measure
 from ..measures import measure as parse_measure
@@ -33,8 +33,100 @@ PIN = "pin"
 COMPONENTS = ("documents", "examples", "reasoning")
 
 
-def _json(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
+def _text(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+# The shapes of the package data files read here (r2med's own, checked by the tests).
+
+
+class _CommitRow(TypedDict, total=False):
+    """A commit of ``hub_history.json`` (:class:`HubCommit`'s fields as the file holds them)."""
+
+    repo: str
+    short: str
+    sha: str | None
+    date: str
+    holds: list[str]
+    lacks: list[str]
+    uploaded: list[str]
+    content: dict[str, str]
+    counts: dict[str, int]
+    evidence: str
+    sources: list[str]
+    note: str
+
+
+class _RepoRow(TypedDict):
+    repo: str
+    #: component -> its path template
+    components: dict[str, str]
+    commits: list[_CommitRow]
+
+
+class _HubHistory(TypedDict):
+    _source: str
+    _audit: str
+    repos: list[_RepoRow]
+
+
+class _RuleRow(TypedDict, total=False):
+    """A rule of ``figure_states.json``: the figures it applies to and the data they were computed on."""
+
+    family: str
+    setting: str
+    source: str
+    queries: str
+    documents: str
+    examples: str
+    reasoning: str | None
+    name: str
+    evidence: str
+
+
+class _FigureStates(TypedDict):
+    _source: str
+    rules: list[_RuleRow]
+
+
+class _MtebRow(TypedDict):
+    """A row of ``mteb_results.json``: :class:`MtebFigure`'s fields, the measure as its name."""
+
+    model: str
+    model_revision: str
+    mteb_task: str
+    mteb_version: str
+    version: str
+    dataset: str
+    dataset_revision: str
+    task: str
+    measure: str
+    value: float
+    evaluated: bool
+
+
+class _MtebResults(TypedDict):
+    _source: str
+    _fields: str
+    results_commit: str
+    rows: list[_MtebRow]
+
+
+@cache
+def _hub_history() -> _HubHistory:
+    data: _HubHistory = json.loads(_text("hub_history.json"))
+    return data
+
+
+@cache
+def _figure_states() -> _FigureStates:
+    data: _FigureStates = json.loads(_text("figure_states.json"))
+    return data
+
+
+@cache
+def _mteb_results() -> _MtebResults:
+    data: _MtebResults = json.loads(_text("mteb_results.json"))
     return data
 
 
@@ -85,7 +177,7 @@ class HubCommit:
         return None
 
 
-def _commit(repo: str, row: dict[str, Any]) -> HubCommit:
+def _commit(repo: str, row: _CommitRow) -> HubCommit:
     return HubCommit(
         repo=str(row.get("repo", repo)),
         short=str(row["short"]),
@@ -104,7 +196,7 @@ def _commit(repo: str, row: dict[str, Any]) -> HubCommit:
 @cache
 def hub_commits() -> tuple[HubCommit, ...]:
     """Every commit ``hub_history.json`` records, in its order (per repository: oldest first where dates are known)."""
-    return tuple(_commit(r["repo"], c) for r in _json("hub_history.json")["repos"] for c in r["commits"])
+    return tuple(_commit(r["repo"], c) for r in _hub_history()["repos"] for c in r["commits"])
 
 
 def commits_of(repo: str) -> tuple[HubCommit, ...]:
@@ -186,7 +278,7 @@ class _Rule:
 @cache
 def _rules() -> tuple[_Rule, ...]:
     out = []
-    for r in _json("figure_states.json")["rules"]:
+    for r in _figure_states()["rules"]:
         state = DataState(
             documents=str(r["documents"]),
             examples=str(r["examples"]),
@@ -235,13 +327,25 @@ class MtebFigure:
 @cache
 def mteb_figures() -> tuple[MtebFigure, ...]:
     return tuple(
-        MtebFigure(**{**row, "measure": parse_measure(row["measure"])}) for row in _json("mteb_results.json")["rows"]
+        MtebFigure(
+            model=row["model"],
+            model_revision=row["model_revision"],
+            mteb_task=row["mteb_task"],
+            mteb_version=row["mteb_version"],
+            version=row["version"],
+            dataset=row["dataset"],
+            dataset_revision=row["dataset_revision"],
+            task=row["task"],
+            measure=parse_measure(row["measure"]),
+            value=row["value"],
+            evaluated=row["evaluated"],
+        )
+        for row in _mteb_results()["rows"]
     )
 
 
 def mteb_results_commit() -> str:
-    commit: str = _json("mteb_results.json")["results_commit"]
-    return commit
+    return _mteb_results()["results_commit"]
 
 
 def mteb_figures_of(model: str, task: str | None = None, measure: Measure = HEADLINE) -> tuple[MtebFigure, ...]:

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .format import FORMATS
 
@@ -37,7 +37,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # the names are typed by the imports above
     """The renderers import numpy: loaded on first use, so ``--format``'s choices cost nothing at start-up."""
     module = _LAZY.get(name)
     if module is None:

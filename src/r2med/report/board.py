@@ -27,12 +27,12 @@ The renderers are apart from this type: :mod:`.leaderboard` (terminal, Markdown,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..data.benchmarks import benchmark, benchmark_of, benchmarks, protocol_of_task
 from ..errors import OptionError, R2MedError
+from ..infra.json_types import JsonObject, JsonValue
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.grading import data_problem, nonpaper_precision, require_labels
@@ -269,9 +269,9 @@ class Leaderboard:
         out += [line for mark, line in self.marks.items() if mark in used]
         return out + self.notes
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[JsonObject]:
         """Long form: one record per system x column."""
-        recs = []
+        recs: list[JsonObject] = []
         for row in self.rows:
             for col in self.columns:
                 c = row.cells[col]
@@ -294,8 +294,8 @@ class Leaderboard:
                 )
         return recs
 
-    def to_dict(self) -> dict[str, Any]:
-        systems = []
+    def to_dict(self) -> JsonObject:
+        systems: list[JsonValue] = []
         for row in self.rows:
             key = row.published
             systems.append(
@@ -314,7 +314,7 @@ class Leaderboard:
                     "ungraded": row.ungraded,
                     "tolerance": row.tolerance,
                     "precision_note": row.precision_note or None,
-                    "missing_tasks": row.missing,
+                    "missing_tasks": list(row.missing),
                     "reference": row.reference,
                     "cells": {
                         col: {
@@ -325,7 +325,7 @@ class Leaderboard:
                             "p_holm": row.cells[col].p_holm,
                             "significant": row.cells[col].significant,
                             "ungraded": row.cells[col].ungraded,
-                            "marks": row.cells[col].marks,
+                            "marks": list(row.cells[col].marks),
                             "ties": _range(row.cells[col].ties, row.cells[col].published),
                             "mteb": row.mteb.get(col),
                         }
@@ -336,11 +336,11 @@ class Leaderboard:
         return {
             "measure": self.measure.trec,
             "scale": 100,
-            "tasks": self.tasks,
+            "tasks": list(self.tasks),
             "baseline": self.baseline,
             "alpha": self.alpha,
             "systems": systems,
-            "legend": self.legend(),
+            "legend": list(self.legend()),
         }
 
 
@@ -348,12 +348,12 @@ def _round(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 6)
 
 
-def _range(ties: tuple[float, float] | None, published: float | None = None) -> dict[str, float | None] | None:
+def _range(ties: tuple[float, float] | None, published: float | None = None) -> JsonObject | None:
     """A cell's tie range as JSON; with a published figure, where it lies in it (``published_place``: 0 at the
     worst order's value, 1 at the best's; outside 0..1: no order gives it)."""
     if ties is None:
         return None
-    out = {"worst": _round(ties[0]), "best": _round(ties[1])}
+    out: JsonObject = {"worst": _round(ties[0]), "best": _round(ties[1])}
     if published is not None:
         out["published_place"] = _round(published_place(BoardCell(published=published, ties=ties)))
     return out
@@ -557,17 +557,18 @@ def _headline_notes(tasks: Sequence[str], measure: Measure) -> list[str]:
     ]
 
 
-def encoding_line(encoding: dict[str, Any]) -> str:  # open: each encoder records its own facts
+def encoding_line(encoding: Mapping[str, JsonValue]) -> str:  # open: each encoder records its own facts
     """What made a result's vectors (``metrics.json``'s ``encoding``), in one line."""
     parts = []
-    versions = encoding.get("versions") or {}
-    if versions:
+    versions = encoding.get("versions")
+    if isinstance(versions, dict) and versions:
         parts.append(", ".join(f"{name} {version}" for name, version in versions.items()))
-    lengths = encoding.get("max_length") or {}
-    if lengths:
+    lengths = encoding.get("max_length")
+    if isinstance(lengths, dict) and lengths:
         parts.append("max length " + " / ".join(f"{side} {n}" for side, n in lengths.items()))
-    framing = encoding.get("framing") or {}
-    if framing:  # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+    framing = encoding.get("framing")
+    # the tokens built (by text), and what the tokenizer alone adds (an older record: a name)
+    if isinstance(framing, dict) and framing:
         built, alone = framing.get("tokens"), framing.get("tokenizer_alone")
         used = built.get("framing") if isinstance(built, dict) else framing.get("framing")
         alone = alone.get("framing") if isinstance(alone, dict) else alone

@@ -11,13 +11,14 @@ Values are reported x100 like the paper.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
 
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import R2MedError
 from ..evaluation.stats import DEFAULT_PERMUTATIONS, DEFAULT_SEED, PairedComparison, compare_paired, holm
+from ..infra.json_types import JsonObject
 from ..measures import HEADLINE, Measure
 from ..results.folders import System, task_order
 from ..results.published import different_data
@@ -25,6 +26,18 @@ from .format import SIGNIFICANT, check_format, md, records_text, tex, tex_note, 
 from .judgments import legend_line, marks_for
 from .layout import compact_table, fitted, short_task
 from .ties import tie_notes
+
+
+class Change(TypedDict):
+    """One query's difference between two systems (:meth:`Comparison.changes`): ``diff`` is ``b - a``."""
+
+    baseline: str
+    system: str
+    task: str
+    qid: str
+    a: float
+    b: float
+    diff: float
 
 
 @dataclass
@@ -54,7 +67,7 @@ class Comparison:
     #: (task, query id, A's value, B's value) for every query both systems answered
     per_query: list[tuple[str, str, float, float]] = field(default_factory=list)
 
-    def changes(self, n: int | None = None) -> list[dict[str, Any]]:
+    def changes(self, n: int | None = None) -> list[Change]:
         """Per-query differences ``B - A``, largest gains first then largest losses (``n`` of each; all if None)."""
         rows = sorted(self.per_query, key=lambda r: (-(r[3] - r[2]), r[0], r[1]))
         if n is not None:
@@ -136,8 +149,8 @@ class Comparison:
             f"all queries, not the macro average of the tasks that report's Average column shows)."
         )
 
-    def records(self) -> list[dict[str, Any]]:
-        recs = []
+    def records(self) -> list[JsonObject]:
+        recs: list[JsonObject] = []
         for line in self.rows:
             d = line.stats.to_dict()
             d.pop("extra", None)

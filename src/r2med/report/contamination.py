@@ -18,9 +18,10 @@ row's result was trained on, and the row's Average when a task behind it is mark
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.names import hub_task, is_hub_task
+from ..infra.json_types import JsonValue
 from ..protocol.bright import Contamination, contamination_of, tasks
 from ..reranking.base import RERANKERS
 from ..retrieval.registry import RETRIEVERS
@@ -136,11 +137,16 @@ def mark_contamination(board: BoardView, systems: Sequence[System]) -> None:
         board.notes += lines[1:]
 
 
-def models_line(facts: Sequence[Mapping[str, Any]]) -> str:
+def _names(value: JsonValue) -> list[str]:
+    """A record's list of task names (anything else: none)."""
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def models_line(facts: Sequence[Mapping[str, JsonValue]]) -> str:
     """What ``r2med models`` shows of a model's contamination (its records' ``training_set``, ``tasks`` and
     ``certainty``): the training data and the tasks whose documents it was built from."""
     return "; ".join(
-        f"{MARK} trained on {f['training_set']}, built from the documents of {tasks_text(f['tasks'])} "
+        f"{MARK} trained on {f['training_set']}, built from the documents of {tasks_text(_names(f['tasks']))} "
         f"({f['certainty']})"
         for f in facts
     )

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from ..evaluation.facets import Facets
+from ..evaluation.facets import FacetRow, Facets
+from ..infra.json_types import JsonObject
 from ..measures import Measure
 from .format import GAP, check_format, md, records_text, tex, tex_note, tex_row
 from .layout import compact_table, fitted
@@ -57,7 +57,7 @@ class FacetBoard:
                 )
         return out
 
-    def cell(self, row: Any, system: str) -> str:
+    def cell(self, row: FacetRow, system: str) -> str:
         if system not in row.mean:
             return GAP
         text = f"{100 * row.mean[system]:.2f}"
@@ -118,9 +118,9 @@ class FacetBoard:
         out += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(out) + "\n" + tex_note(self.legend())
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[JsonObject]:
         """Long form: one record per facet value x system (means x100, per-task means too)."""
-        recs = []
+        recs: list[JsonObject] = []
         for row in self.facets.rows:
             for system in self.facets.systems:
                 if system not in row.mean:
@@ -139,27 +139,27 @@ class FacetBoard:
                 )
         return recs
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "by": self.facets.by,
             "average": self.facets.average,
             "measure": self.measure.trec,
             "scale": 100,
-            "systems": self.facets.systems,
+            "systems": list(self.facets.systems),
             "rows": [
                 {
                     "value": r.value,
                     "queries": r.queries,
-                    "tasks": r.tasks,
+                    "tasks": list(r.tasks),
                     "mean": {s: round(100 * v, 6) for s, v in r.mean.items()},
-                    "counts": r.counts,
+                    "counts": dict(r.counts),
                     "per_task": {
                         s: {t: round(100 * v, 6) for t, v in by_task.items()} for s, by_task in r.per_task.items()
                     },
                 }
                 for r in self.facets.rows
             ],
-            "legend": self.legend(),
+            "legend": list(self.legend()),
         }
 
     def render(self, fmt: str) -> str:

@@ -12,7 +12,6 @@ import json
 import unicodedata
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any
 
 from ..errors import R2MedError
 
@@ -142,7 +141,7 @@ def check_format(fmt: str) -> ReportFormat:
 
 
 def records_text(
-    records: Sequence[Mapping[str, Any]], fmt: str, fields: Sequence[str] | None = None, blank_none: bool = False
+    records: Sequence[Mapping[str, object]], fmt: str, fields: Sequence[str] | None = None, blank_none: bool = False
 ) -> str:
     """Records as JSON (a list) or CSV (a header, then one line per record; ``None`` as an empty cell
     with ``blank_none``)."""

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..data import Collection
 from ..data.benchmarks import benchmark, benchmark_of, benchmarks
@@ -30,6 +30,7 @@ from ..evaluation.facets import Facets
 from ..evaluation.ties import TIED_MARK
 from ..infra.home import write_text_atomic
 from ..infra.input_files import exists_as_regular
+from ..infra.json_types import JsonObject
 from ..measures import HEADLINE, Measure
 from ..results.folders import System
 from ..runs.run import ranked
@@ -78,6 +79,37 @@ def report_title(tasks: Sequence[str]) -> str:
     return " and ".join(names) + (" (and local collections)" if None in shown else "") + " results"
 
 
+class QueryEntry(TypedDict, total=False):
+    """What the page holds of one query: its text, its relevant documents (id, grade) and each system's expansion."""
+
+    text: str
+    gold: list[list[str | int]]
+    expansion: dict[str, str]
+
+
+class ReportData(TypedDict):
+    """Everything the page shows (its script reads these keys)."""
+
+    title: str
+    generated: str
+    version: str
+    measure: str
+    measureLabel: str
+    tasks: list[str]
+    systems: list[str]
+    colors: dict[str, str]
+    taskColors: dict[str, str]
+    leaderboard: JsonObject
+    perQuery: dict[str, dict[str, dict[str, float]]]
+    runs: dict[str, dict[str, dict[str, list[list[str | float]]]]]
+    goldRanks: dict[str, dict[str, dict[str, dict[str, int]]]]
+    queries: dict[str, dict[str, QueryEntry]]
+    docs: dict[str, dict[str, str]]
+    hasTexts: dict[str, bool]
+    scatterScale: int
+    scatterTicks: list[float]
+
+
 def report_data(
     systems: list[System],
     board: Leaderboard,
@@ -85,14 +117,14 @@ def report_data(
     measure: Measure = HEADLINE,
     top: int = TOP,
     expansions: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
-) -> dict[str, Any]:
+) -> ReportData:
     """Everything the page shows, as one JSON-able dict (``expansions``: system -> task -> query -> the
     expansion text its run used, :func:`r2med.jobs.report.expansion_texts`)."""
     tasks = board.tasks
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     runs: dict[str, dict[str, dict[str, list[list[str | float]]]]] = {}
     gold_ranks: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
-    queries: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in tasks}
+    queries: dict[str, dict[str, QueryEntry]] = {t: {} for t in tasks}
     docs: dict[str, dict[str, str]] = {t: {} for t in tasks}
     for s in systems:
         per_query[s.name] = {t: r.scores(measure) for t, r in s.tasks.items()}
@@ -126,8 +158,8 @@ def report_data(
             entry["text"] = coll.queries.get(qid, "")
             gold = sorted(coll.qrels.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
             entry["gold"] = [[d, g] for d, g in gold if g > 0]
-            for d, _ in entry["gold"]:
-                if d in coll.corpus:
+            for d, g in gold:
+                if g > 0 and d in coll.corpus:
                     docs[t].setdefault(d, coll.corpus[d][:SNIPPET])
             exp = {name: texts[qid][:EXPANSION_CHARS] for name, texts in shown.items() if qid in texts}
             if exp:
@@ -367,7 +399,7 @@ def _texts_option(tasks: Sequence[str]) -> str:
     return "<code>--data-dir</code> (or <code>--hub</code>)"
 
 
-def _json_for_script(data: Any) -> str:
+def _json_for_script(data: object) -> str:
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return (
         text.replace("<", "\\u003c")

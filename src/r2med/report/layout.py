@@ -10,10 +10,10 @@ R2MED's 8 task columns narrow.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod, RenderableType
 from rich.table import Table
 
 #: R2MED's task names as narrow column headers (the legend says which is which).
@@ -40,27 +40,40 @@ def short_legend(names: Sequence[str]) -> str:
     return ("columns: " + ", ".join(pairs) + ".") if pairs else ""
 
 
-def table_width(table: Any) -> int:
+def table_width(table: RenderableType) -> int:
     """The width a rich renderable wants when nothing limits it."""
     return Console(width=10_000, emoji=False).measure(table).maximum
 
 
-def fitted(*layouts: Callable[[], Any]) -> Callable[[int], Any]:
+_Layout = TypeVar("_Layout", bound=RenderableType)
+
+
+def fitted(first: Callable[[], _Layout], *layouts: Callable[[], _Layout]) -> Callable[[int], _Layout]:
     """A function of the console width returning the first layout (built lazily, widest first) that fits,
     else the last (the most compact: rich wraps its cells)."""
 
-    def choose(width: int) -> Any:
-        table = None
+    def choose(width: int) -> _Layout:
+        table = first()
         for make in layouts:
-            table = make()
             if table_width(table) <= width:
                 return table
+            table = make()
         return table
 
     return choose
 
 
-def compact_table(**kwargs: Any) -> Table:
+def compact_table(
+    title: str | None = None, caption: str | None = None, caption_justify: JustifyMethod = "center"
+) -> Table:
     """A rich table without outer edges or vertical rules, one space of padding between columns."""
 
-    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, **kwargs)
+    return Table(
+        title=title,
+        caption=caption,
+        caption_justify=caption_justify,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from rich.console import RenderableType
+
+from ..infra.json_types import JsonObject
 from ..measures import Measure
 from .board import Leaderboard
 from .format import check_format, records_text
@@ -27,11 +30,11 @@ class Table(Protocol):
 
     def render(self, fmt: str) -> str: ...
 
-    def records(self) -> list[dict[str, Any]]: ...
+    def records(self) -> list[JsonObject]: ...
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> JsonObject: ...
 
-    def to_rich(self, width: int | None = None) -> Any: ...
+    def to_rich(self, width: int | None = None) -> RenderableType: ...
 
 
 #: What a report shows per measure: a leaderboard (rendered by :mod:`.leaderboard`) or a table with renderers.
@@ -45,12 +48,12 @@ def render_one(board: Board, fmt: str) -> str:
     return board.render(fmt)
 
 
-def rich_of(board: Board) -> Callable[[int | None], Any]:
+def rich_of(board: Board) -> Callable[[int | None], RenderableType]:
     """The function of the width giving ``board``'s terminal table (for :func:`r2med.cli._ui.print_fitted`)."""
     if isinstance(board, Leaderboard):
         leaderboard = board
 
-        def rich(width: int | None = None) -> Any:
+        def rich(width: int | None = None) -> RenderableType:
             return to_rich(leaderboard, width)
 
         return rich

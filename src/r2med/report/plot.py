@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import R2MedError
 from ..infra.home import atomic_path
@@ -35,9 +35,12 @@ from .format import GAP, SIGNIFICANT
 from .layout import short_task
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
-    from ..evaluation.facets import Facets
+    from ..evaluation.facets import FacetRow, Facets
     from .board import Leaderboard
 
 PlotKind = Literal["bars", "scatter", "facets"]
@@ -53,7 +56,7 @@ DPI = 300
 #: Values are drawn x100, as the tables show them.
 SCALE = 100
 #: The settings every figure is drawn and saved with (inside :func:`matplotlib.rc_context`, never globally).
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, object] = {
     "font.size": FONT_PT,
     "axes.titlesize": FONT_PT + 1,
     "axes.labelsize": FONT_PT,
@@ -83,7 +86,7 @@ def _style() -> Iterator[None]:
         import matplotlib
     except ImportError:
         raise R2MedError("r2med plot needs matplotlib: pip install 'r2med[plot]'") from None
-    with matplotlib.rc_context(cast(Any, STYLE)):  # matplotlib types the keys as a Literal of every name
+    with matplotlib.rc_context(STYLE):
         yield
 
 
@@ -123,7 +126,7 @@ def _save(fig: Figure, path: str | Path) -> Path:
 
 
 def _grouped_bars(
-    ax: Any,
+    ax: Axes,
     groups: Sequence[str],
     series: Sequence[str],
     values: Mapping[str, Sequence[float | None]],
@@ -139,7 +142,7 @@ def _grouped_bars(
 
     styles = series_styles(series)
     width = 0.8 / max(len(series), 1)
-    handles: list[Any] = []
+    handles: list[Artist] = []
     labels: list[str] = []
     ticks = None
     keys = list(keys or groups)
@@ -303,7 +306,7 @@ UNEVEN = "*"
 """Marks a facet group whose systems cover different numbers of its queries."""
 
 
-def facet_group_label(row: Any, systems: Sequence[str]) -> str:
+def facet_group_label(row: FacetRow, systems: Sequence[str]) -> str:
     """A facet group's label: its value and query count, or the range of the systems' counts marked
     :data:`UNEVEN` when they cover different queries of it (a system without any counts 0)."""
     counts = [row.counts.get(s, 0) for s in systems]

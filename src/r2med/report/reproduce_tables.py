@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from rich.markup import escape
 from rich.table import Table
@@ -22,12 +22,24 @@ from ..results.reproduction import Outcome, Planned
 from .layout import compact_table
 
 
-def plan_rows(planned: list[Planned]) -> list[dict[str, Any]]:
+class PlanRow(TypedDict):
+    """One configuration of a reproduction plan: how many of its tasks can run, and why the others cannot."""
+
+    setting: str
+    config: str
+    tasks: int
+    runnable: int
+    can_run: bool
+    reason: str
+    notes: list[str]
+
+
+def plan_rows(planned: list[Planned]) -> list[PlanRow]:
     """One row per configuration: tasks runnable, and the reasons for the others (grouped)."""
     groups: dict[tuple[str, str], list[Planned]] = {}
     for p in planned:
         groups.setdefault((p.target.setting, p.target.label), []).append(p)
-    rows = []
+    rows: list[PlanRow] = []
     for (setting, label), items in groups.items():
         ready = [p.target.task for p in items if p.runnable]
         reasons: dict[str, list[str]] = {}
@@ -114,12 +126,12 @@ def _families(planned: Sequence[Planned] | Sequence[Outcome]) -> str:
     return " and ".join(b.title for b in benchmarks() if b.name in names) or benchmark(default_family()).title
 
 
-def _mark(row: dict[str, Any]) -> str:
+def _mark(row: PlanRow) -> str:
     return "[green]yes[/]" if row["can_run"] else "[yellow]partly[/]" if row["runnable"] else "[red]no[/]"
 
 
 def _compact_plan_table(
-    rows: list[dict[str, Any]],
+    rows: list[PlanRow],
     unpublished: Sequence[tuple[str, str]],
     title: str,
     make_table: Callable[..., Table],

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import io
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..infra.json_types import JsonObject
 from ..measures import Measure
 from .format import GAP, visible
 
@@ -72,7 +73,7 @@ class QueryView:
     def systems(self) -> list[str]:
         return list(self.top)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = asdict(self)
         data["measure"] = self.measure.trec  # as metrics.json names it
         for entry in [*data["judged"], *(hit for hits in data["top"].values() for hit in hits)]:
@@ -99,7 +100,7 @@ class QueryView:
         return page
 
 
-def _recording_console(width: int) -> Any:
+def _recording_console(width: int) -> Console:
     return Console(width=width, record=True, file=io.StringIO(), emoji=False, highlight=False)
 
 

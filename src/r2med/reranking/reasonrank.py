@@ -41,7 +41,7 @@ from ..errors import MissingExtraError, R2MedError
 from ..infra.json_types import JsonObject, JsonValue
 from ..infra.llm import LLMClient, Result
 from ..infra.optional import required_module
-from ..protocol.later_models import later_models, later_reranker, provenance
+from ..protocol.later_models import LaterReranker, later_models, later_reranker, provenance
 from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerFactory, RerankerMeta, options_as, register_reranker
@@ -331,15 +331,10 @@ def _any_checkpoint(options: RerankerOptions) -> ReasonRankReranker:
     return ReasonRankReranker(options_as(options, AnyReasonRankOptions))  # its options refuse a missing model
 
 
-def _record(
-    name: str,
-    factory: RerankerFactory,
-    description: str,
-    entry: dict[str, Any] | None = None,  # later_models.json's entry, as the file holds it: open JSON
-) -> RerankerMeta:
+def _record(name: str, factory: RerankerFactory, description: str, entry: LaterReranker | None = None) -> RerankerMeta:
     """A ReasonRank record: an LLM behind an OpenAI-compatible endpoint; the tokenizer of the 512-token
     passage cut is read here; the published depth (100) and, for a preset, its published row."""
-    published = (entry or {}).get("published") or {}
+    published = (entry.get("published") if entry else None) or {}
     expansion = published.get("expansion") or ""
     settings = entry["settings"] if entry else {}
     ran: dict[str, JsonValue] = {  # the published settings, as the options name them (a preset runs exactly these)

@@ -51,7 +51,7 @@ def bright_preset(model: bright.BrightModel) -> Preset:
         framing=None,
         home="bright",
         kind="BRIGHT preset",
-        facts={"provenance": {"sources": dict(block.get("sources") or {}), "bright_model": model.name}},
+        facts={"provenance": {"sources": model.encoder_sources(), "bright_model": model.name}},
     )
 
 

@@ -20,10 +20,15 @@ tokenizer adds.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..infra.records import refuse_unknown_keys
-from ..protocol.later_models import later_models, later_retriever, needs_gpu, provenance, query_instructions
+from ..protocol.later_models import (
+    LaterRetriever,
+    later_models,
+    later_retriever,
+    needs_gpu,
+    provenance,
+    query_instructions,
+)
 from .dense import register_preset
 from .encoders import FramingRecord
 from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
@@ -33,7 +38,7 @@ from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
 ENCODER_KEYS = (*PRESET_FIELD_NAMES, "similarity", "query_instruction_template", "doc_instruction", "framing")
 
 
-def tolerance_class(entry: dict[str, Any]) -> str:
+def tolerance_class(entry: LaterRetriever) -> str:
     """The entry's tolerance class (:data:`r2med.infra.registry.TOLERANCES`), from its data."""
     if entry.get("assumed"):
         return "assumed"

@@ -475,6 +475,8 @@ def get_preset(name: str) -> Preset:
     if fields.get("loader") != "sentence-transformers":
         fields.setdefault("max_length", 512)  # the paper's encoder classes default to 512 (utils.py:42)
     hub_id = spec.get("hub_id") or spec.get("hub_id_doc") or spec.get("api_model")
+    if hub_id is None:  # pragma: no cover - every dense retriever of the protocol data names its checkpoint
+        raise R2MedError(f"protocol data names no checkpoint for {name}")
     query_table = proto["query_instruction"].get(name, spec.get("query_instruction"))
     doc_table = proto["doc_instruction"].get(name, spec.get("doc_instruction"))
     if isinstance(query_table, str) and query_table.startswith("per task"):

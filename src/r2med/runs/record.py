@@ -26,17 +26,20 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, JsonValue, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from ..data.files import MAX_QUERY_ID_CHARS as FILES_MAX_QUERY_ID_CHARS
 from ..data.files import id_problem
+from ..data.resolve import RecordedSource
 from ..errors import DataError, R2MedError
 from ..evaluation.tie_data import BlockError, check_block
 from ..expansion_name import ExpansionName
 from ..infra.containment import name_problem
 from ..infra.input_files import read_regular
+from ..infra.json_types import JsonObject as JsonObject  # re-exported: results and jobs import it from here
+from ..infra.json_types import JsonValue
 from ..measures import from_trec
 
 #: a task folder's results file
@@ -67,9 +70,9 @@ def shown(value: object) -> str:
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
 
 
-def _long_integer(data: Any) -> tuple[str, _LongInteger] | None:
+def _long_integer(data: object) -> tuple[str, _LongInteger] | None:
     """The first over-long integer literal anywhere in ``data``, with the key path that holds it."""
-    stack: list[tuple[str, Any]] = [("", data)]
+    stack: list[tuple[str, object]] = [("", data)]
     while stack:
         where, value = stack.pop()
         if isinstance(value, _LongInteger):
@@ -122,7 +125,7 @@ MAX_TEXT_CHARS: Final = 10_000
 StepKind = Literal["evaluate", "rerank", "fuse", "import"]
 
 
-def step_kind(config: Mapping[str, Any]) -> StepKind:
+def step_kind(config: Mapping[str, object]) -> StepKind:
     """What made a recorded ``config``: its ``step`` (schema 3), else read from its keys (an import's record, a
     reranker's, a fusion's, else an evaluate)."""
     kind = config.get("step")
@@ -136,10 +139,6 @@ def step_kind(config: Mapping[str, Any]) -> StepKind:
     if "fusion" in config:
         return "fuse"
     return "evaluate"
-
-
-JsonObject = dict[str, JsonValue]
-"""A JSON object whose keys are open (each place that holds one says why)."""
 
 
 class _Recorded(BaseModel):
@@ -288,7 +287,7 @@ class RecordedConfig(_Recorded):
         return value
 
     @classmethod
-    def read(cls, config: Mapping[str, Any], where: str | os.PathLike[str] = "config") -> RecordedConfig:
+    def read(cls, config: Mapping[str, JsonValue], where: str | os.PathLike[str] = "config") -> RecordedConfig:
         """``config`` (a decoded ``config`` object, of schema 3 or upgraded) as its typed record; a value of another
         type than the schema's is a one-line :class:`DataError` naming ``where`` and the key.  A config with no
         ``step`` (a hand-made one) is read as :func:`step_kind` tells."""
@@ -299,14 +298,14 @@ class RecordedConfig(_Recorded):
         value._keep(config)
         return value
 
-    def _keep(self, config: Mapping[str, Any]) -> None:
+    def _keep(self, config: Mapping[str, JsonValue]) -> None:
         self._json = dict(config)
         if self.first_stage is not None and self.first_stage.config is not None:
-            first = config["first_stage"]["config"]
-            self.first_stage.config._keep(first)
-        for item, raw in zip(self.inputs or (), config.get("inputs") or ()):
+            self.first_stage.config._keep(_inner_config(config.get("first_stage")))
+        raw_inputs = config.get("inputs")
+        for item, raw in zip(self.inputs or (), raw_inputs if isinstance(raw_inputs, list) else ()):
             if item.config is not None:
-                item.config._keep(raw["config"])
+                item.config._keep(_inner_config(raw))
 
     def as_json(self) -> JsonObject:
         """The object as recorded (a new dict, key order kept)."""
@@ -315,6 +314,12 @@ class RecordedConfig(_Recorded):
     def fact(self, name: str) -> JsonValue:
         """A retriever's own recorded fact (a key of its ``config()``: open per retriever), or None."""
         return self._json.get(name)
+
+
+def _inner_config(part: JsonValue) -> JsonObject:
+    """The ``config`` object of a recorded first stage or fused input (validated as a mapping by then)."""
+    inner = part.get("config") if isinstance(part, dict) else None
+    return inner if isinstance(inner, dict) else {}
 
 
 FirstStage.model_rebuild()
@@ -414,6 +419,11 @@ class RunRecord(BaseModel):
             expansion=self.config.expansion if self.config is not None else None,
         )
 
+    def recorded_source(self) -> RecordedSource:
+        """Where the run's data came from (its ``source``, hub ``revision`` and ``split``): what
+        :func:`r2med.data.resolve.locate` reads of a run."""
+        return RecordedSource(source=self.source, revision=self.revision, split=self.split)
+
     def to_json(self) -> JsonObject:
         """The file's object as r2med writes it: ``schema_version`` first, then the file's keys in order (an older
         version's ``config`` as upgraded in memory)."""
@@ -423,7 +433,7 @@ class RunRecord(BaseModel):
         return payload
 
 
-def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
+def parse_record(data: object, path: str | os.PathLike[str]) -> RunRecord:
     """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
     and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
     where = Path(path)
@@ -443,10 +453,10 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
     if version < 1:
         raise fail(f"schema_version {shown(version)} is not one r2med ever wrote (1..{SCHEMA_VERSION})")
 
-    def finite(value: Any) -> bool:
+    def finite(value: object) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
-    def numbers(values: Any, key: str, bounds: tuple[float, float], named: bool) -> dict[str, float]:
+    def numbers(values: object, key: str, bounds: tuple[float, float], named: bool) -> dict[str, float]:
         if not isinstance(values, dict):
             raise fail(f"{key} must be an object of measure -> number, got {type(values).__name__}")
         if len(values) > MAX_MEASURES:
@@ -511,7 +521,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
         problem = name_problem(texts["retriever"], run_name=True)
         if problem is not None:
             raise fail(f"retriever {problem}; refusing to use it in a folder name")
-    objects: dict[str, dict[str, Any] | None] = {}
+    objects: dict[str, JsonObject | None] = {}
     for key in ("config", "versions", "data", "encoding", "protocol"):
         value = data.get(key)
         if value is not None and not isinstance(value, dict):
@@ -577,7 +587,7 @@ def parse_record(data: Any, path: str | os.PathLike[str]) -> RunRecord:
     )
 
 
-def _typed(model: type[_Typed], value: Mapping[str, Any] | None, key: str, where: Path) -> _Typed | None:
+def _typed(model: type[_Typed], value: Mapping[str, JsonValue] | None, key: str, where: Path) -> _Typed | None:
     """``value`` (the file's ``key`` object) as ``model``; a value of another type a one-line DataError naming the
     file and the key."""
     if value is None:
@@ -601,19 +611,19 @@ def _validation_line(exc: ValidationError, key: str) -> str:
     return f"{path}: {error['msg'].lower()} (got {shown(error['input'])})"
 
 
-def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade_config_v1(config: Mapping[str, JsonValue]) -> JsonObject:
     """A version-1 ``config`` with the structured ``expansion`` record: run folders written before it had one
     stored the expansion as the text ``queries`` (``"plain"`` or ``"hyde:gpt4 trace=auto rule=paper-v1
     files=..."``); a reranked run's first stage (``first_stage.config``) is upgraded the same way.  Anything
     else is kept as it is (a new dict; ``config`` is not changed)."""
     upgraded = dict(config)
     first = upgraded.get("first_stage")
-    if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping):
-        upgraded["first_stage"] = {**first, "config": upgrade_config_v1(first["config"])}
+    if isinstance(first, dict) and isinstance(inner := first.get("config"), dict):
+        upgraded["first_stage"] = {**first, "config": upgrade_config_v1(inner)}
     queries = upgraded.get("queries")
     if "expansion" in upgraded or not isinstance(queries, str):
         return upgraded
-    expansion: dict[str, Any] | None = None
+    expansion: JsonObject | None = None
     if queries.split() and queries != "plain":
         head, *rest = queries.split()
         try:
@@ -632,28 +642,33 @@ def upgrade_config_v1(config: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-def upgrade_config_v2(config: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade_config_v2(config: Mapping[str, JsonValue]) -> JsonObject:
     """A version-2 (or upgraded version-1) ``config`` as schema 3 records it: the ``step`` that made it first (read
     from its keys: :func:`step_kind`), and the same for a reranked run's first stage and a fusion's inputs.
     Anything else is kept as it is (a new dict).  (A retriever's ``options`` as its options type records them --
     an option a v2 run did not record had its default -- are compared so when a folder is reused:
     :func:`r2med.results.folders.reuse`.)"""
-    upgraded = {"step": step_kind(config), **config}
+    upgraded: JsonObject = {"step": step_kind(config), **config}
     first = upgraded.get("first_stage")
-    if isinstance(first, Mapping) and isinstance(first.get("config"), Mapping) and "step" not in first["config"]:
-        upgraded["first_stage"] = {**first, "config": upgrade_config_v2(first["config"])}
+    if isinstance(first, dict) and isinstance(inner := first.get("config"), dict) and "step" not in inner:
+        upgraded["first_stage"] = {**first, "config": upgrade_config_v2(inner)}
     inputs = upgraded.get("inputs")
     if upgraded["step"] == "fuse" and isinstance(inputs, list):
-        upgraded["inputs"] = [
-            {**item, "config": upgrade_config_v2(item["config"])}
-            if isinstance(item, Mapping) and isinstance(item.get("config"), Mapping) and "step" not in item["config"]
-            else item
-            for item in inputs
-        ]
+        upgraded["inputs"] = [_upgraded_input(item) for item in inputs]
     return upgraded
 
 
-def same_config(stored: RunRecord, config: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> bool:
+def _upgraded_input(item: JsonValue) -> JsonValue:
+    """A fused input of a version-2 record with its ``config`` upgraded (:func:`upgrade_config_v2`); else as it is."""
+    inner = item.get("config") if isinstance(item, dict) else None
+    if isinstance(item, dict) and isinstance(inner, dict) and "step" not in inner:
+        return {**item, "config": upgrade_config_v2(inner)}
+    return item
+
+
+def same_config(
+    stored: RunRecord, config: Mapping[str, JsonValue], recorded: Mapping[str, JsonValue] | None = None
+) -> bool:
     """Whether a finished folder's record was made with ``config`` (as this r2med records it): equal, or for a
     record of schema 2 or 1 (upgraded) equal on everything it recorded, ``config`` adding only the keys schema 3
     added (:data:`V3_CONFIG_KEYS`).  ``recorded``: the record's config as compared (default: as read)."""
@@ -696,8 +711,18 @@ def read_record(folder: str | os.PathLike[str]) -> RunRecord:
     return parse_record(data, path)
 
 
-def metrics_json(payload: Mapping[str, Any], where: str | os.PathLike[str]) -> str:
-    """The text of ``metrics.json`` for ``payload`` (checked as a record; ``schema_version`` :data:`SCHEMA_VERSION`
-    first, then the payload's keys in order): the one writer's serialisation."""
-    record = parse_record({**payload, "schema_version": SCHEMA_VERSION}, where)  # written as given: no upgrade
+def metrics_record(payload: Mapping[str, object], where: str | os.PathLike[str]) -> RunRecord:
+    """``payload`` (what a run writes to ``metrics.json``) checked as a record of :data:`SCHEMA_VERSION` (written as
+    given: no upgrade); any fault a one-line :class:`DataError` naming ``where``."""
+    return parse_record({**payload, "schema_version": SCHEMA_VERSION}, where)
+
+
+def record_text(record: RunRecord) -> str:
+    """The text of ``metrics.json`` for ``record`` (``schema_version`` :data:`SCHEMA_VERSION` first, then the
+    record's keys in order): the one writer's serialisation."""
     return json.dumps(record.to_json(), indent=1) + "\n"
+
+
+def metrics_json(payload: Mapping[str, object], where: str | os.PathLike[str]) -> str:
+    """The text of ``metrics.json`` for ``payload``, checked as a record (:func:`metrics_record`)."""
+    return record_text(metrics_record(payload, where))

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from json import JSONDecodeError
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, NoReturn
 
 from ..data.files import (
     _doc_id_flaw,
@@ -44,8 +44,9 @@ from ..evaluation.tie_data import BlockError, CutTie, CutTies, cut_ties_json, pa
 from ..infra.containment import ensure_within, name_problem, path_argument, refuse_links
 from ..infra.home import atomic_dir, atomic_path, read_json
 from ..infra.input_files import MAX_STREAM_BYTES
+from ..infra.json_types import JsonObject
 from ..measures import from_trec
-from .record import METRICS_FILE, metrics_json
+from .record import METRICS_FILE, metrics_record, record_text
 
 Run = dict[str, dict[str, float]]
 """Ranked results: query id -> doc id -> score (pytrec_eval's form); higher scores rank first."""
@@ -261,7 +262,7 @@ def read_score_json(path: str | os.PathLike[str]) -> Run:
 SEARCH_RESULTS = "search_results"
 
 
-def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
+def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, str | None]]:
     """A JSON run file and the facts it states of itself: ``({qid: {docid: score}}, metadata)``.
 
     Two forms: a score file ``{qid: {docid: score}}`` (no metadata), and FlagEmbedding's search-results file, whose
@@ -282,7 +283,7 @@ def read_score_file(path: str | os.PathLike[str]) -> tuple[Run, dict[str, Any]]:
         raise DataError(path, raw.count(b"\n", 0, exc.start) + 1, f"not valid UTF-8 ({exc.reason})") from None
     if not text.strip():
         raise DataError(path, None, "empty run file")
-    meta: dict[str, Any] = {}
+    meta: dict[str, str | None] = {}
     start = _search_results_at(text)
     if start is None:
         quick = _quick_scores(text)
@@ -339,11 +340,11 @@ def _search_results_at(text: str) -> int | None:
     return found if found is not None and facts else None
 
 
-def _search_results_meta(path: Path, text: str) -> dict[str, Any]:
+def _search_results_meta(path: Path, text: str) -> dict[str, str | None]:
     """The facts beside ``search_results``: each a text (or null); anything else is a DataError."""
-    last: list[list[tuple[str, Any]]] = [[]]  # the pairs of the object read last: the top-level one, at the end
+    last: list[list[tuple[str, object]]] = [[]]  # the pairs of the object read last: the top-level one, at the end
 
-    def keep(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def keep(pairs: list[tuple[str, object]]) -> dict[str, object]:
         last[0] = pairs
         return dict(pairs)
 
@@ -359,7 +360,7 @@ def _search_results_meta(path: Path, text: str) -> dict[str, Any]:
             line = text.count("\n", 0, text.rfind(json.dumps(key))) + 1
             raise DataError(path, line, f"search-results file: the key {key!r} is repeated")
         seen.add(key)
-    meta: dict[str, Any] = {}
+    meta: dict[str, str | None] = {}
     for key, value in data.items():
         if key == SEARCH_RESULTS:
             continue
@@ -375,7 +376,7 @@ def _search_results_meta(path: Path, text: str) -> dict[str, Any]:
     return meta
 
 
-def _without_split_prefix(run: Run, split: Any) -> Run:
+def _without_split_prefix(run: Run, split: str | None) -> Run:
     """``run`` with each query id's ``<split>-`` prefix taken off, when every id carries it."""
     if not isinstance(split, str) or not split:
         return run
@@ -385,11 +386,11 @@ def _without_split_prefix(run: Run, split: Any) -> Run:
     return {q[len(prefix) :]: docs for q, docs in run.items()}
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(name)
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
     made = dict(pairs)
     if len(made) != len(pairs):
         raise ValueError("a key is repeated")
@@ -539,9 +540,9 @@ def _located_scores(path: Path, text: str, start: int = 0) -> tuple[Run, int]:
     return run, empty
 
 
-def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict[str, Any]:
+def r2med_results(task: str | None, model: str | None, aggregate: Mapping[str, float]) -> JsonObject:
     """The R2MED repository's results JSON (``results/<setting>/<model>/<Task>.json``)."""
-    test: dict[str, float] = {}
+    test: JsonObject = {}
     for name, value in aggregate.items():
         try:
             test[from_trec(name).r2med_results] = value
@@ -553,7 +554,7 @@ def r2med_results(task: str, model: str, aggregate: Mapping[str, float]) -> dict
 def write_task_results(
     folder: str | os.PathLike[str],
     run: Mapping[str, Mapping[str, float]],
-    metrics: Mapping[str, Any],
+    metrics: Mapping[str, object],
     tag: str = "r2med",
     root: str | os.PathLike[str] | None = None,
     cut: CutTies | None = None,
@@ -573,9 +574,12 @@ def write_task_results(
     refuse_links(system.parent, system, include_last=True)
     with atomic_dir(folder) as tmp:
         write_trec(run, tmp / RUN_FILE, tag=tag)
-        (tmp / METRICS_FILE).write_text(metrics_json(metrics, folder / METRICS_FILE), encoding="utf-8")
+        record = metrics_record(metrics, folder / METRICS_FILE)
+        (tmp / METRICS_FILE).write_text(record_text(record), encoding="utf-8")
         export = r2med_results(
-            metrics.get("task", folder.name), metrics.get("retriever", tag), metrics.get("aggregate", {})
+            record.task if "task" in metrics else folder.name,
+            record.retriever if "retriever" in metrics else tag,
+            record.aggregate,
         )
         (tmp / R2MED_RESULTS_FILE).write_text(json.dumps(export, indent=1) + "\n", encoding="utf-8")
         if cut is not None:
