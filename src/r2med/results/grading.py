@@ -63,7 +63,7 @@ from ..retrieval.registry import RETRIEVERS
 from ..runs.record import JsonObject, RecordedConfig, RunData
 from ..steps import evaluate_from_record, rerank_from_record
 from ..typed.model_source import parse_claim
-from ..typed.options import ANALYZERS, as_options_name
+from ..typed.options import ANALYZERS
 from ..typed.parse import by_checkpoint, score_fields
 from .published import PublishedKey
 
@@ -650,7 +650,7 @@ def _family_settings_differences(spec: RetrieverSpec, config: RecordedConfig, ta
     claim = claimed_checkpoint(config)
     out = []
     for name, value in expected.items():
-        if name in ("dtype", "revision", "query_model", "expansion_instruction", "trust_remote_code"):
+        if name in ("dtype", "model_revision", "query_model", "expansion_instruction", "trust_remote_code"):
             continue  # the precision has its own rule; an option set is compared above; no query is expanded
         got = claim.partition("@")[0] if name == "model" and claim else encoder.get(name)
         same = checkpoint_name(str(got)) == checkpoint_name(str(value)) if name == "model" else _same(got, value)
@@ -824,7 +824,7 @@ def _grade_rerank(config: RecordedConfig, task: str | None) -> Grade:
     out = _options_differences(spec.options, options)
     block = config.reranker
     if block is not None:  # what the options resolved to, as the run recorded it (any schema version)
-        resolved = {k: v for k, v in as_options_name(block.as_json(), meta.options).items() if k in spec.options}
+        resolved = {k: v for k, v in block.as_json().items() if k in spec.options}
         if claim is not None:
             resolved = _as_claimed(resolved, checkpoints, folder, claim)
         out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import R2MedError, shown
 from ..infra.home import fingerprint_texts, parse_json
-from ..retrieval.embedding_cache import EmbeddingCache
+from ..retrieval.embedding_cache import EmbeddingCache, keyed
 from ..retrieval.encoders import EncoderSettings, make_encoder
 from .cluster import connect, driver_env
 from .shards import Shard, plan_shards
@@ -170,7 +170,9 @@ def encode_distributed(
             "shard_size": shard_size,
         }
         stored = store.read_manifest()
-        if stored is not None and stored != manifest:
+        if stored is not None and isinstance(stored.get("encoder"), dict):  # a store made before ``model_revision``:
+            stored = {**stored, "encoder": keyed(stored["encoder"])}  # compared as the cache key spells it
+        if stored is not None and stored != {**manifest, "encoder": keyed(config)}:
             raise R2MedError(
                 f"{dest} already holds embeddings of another model, corpus or shard size; "
                 "choose another --dest or delete it"
