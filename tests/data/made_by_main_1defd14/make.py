@@ -5,7 +5,7 @@ commit was named ``model_revision`` everywhere: its encoder settings, cache keys
 
 Run once, from the repository root, against that commit's sources (never against the current ones)::
 
-    git archive 1defd14 src | tar -x -C /tmp/main_1defd14
+    mkdir -p /tmp/main_1defd14 && git archive 1defd14 src | tar -x -C /tmp/main_1defd14
     PYTHONPATH=/tmp/main_1defd14/src .venv/bin/python tests/data/made_by_main_1defd14/make.py
 
 The encoder is :class:`HashEncoder` (no model weights: each text's vector is read from its blake2b hash), so the
