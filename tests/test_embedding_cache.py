@@ -53,7 +53,7 @@ def test_key_changes_with_every_vector_setting(bert_dir):
             base.with_(max_length=31),
             base.with_(pooling="cls"),
             base.with_(normalize=True),
-            base.with_(revision="abc"),
+            base.with_(model_revision="abc"),
         ]
     }
     keys.add(EmbeddingCache(base.key(), "other-corpus", 10).key)

@@ -268,11 +268,13 @@ def test_the_dense_factory_reads_every_option_from_the_typed_object(monkeypatch)
     )
     assert isinstance(set_, DenseRetriever)
     s = set_.settings
-    assert (s.model, s.revision, s.loader, s.pooling, s.max_length) == ("org/name", "v1.0", "transformers", "cls", 64)
+    assert (s.model, s.model_revision, s.loader) == ("org/name", "v1.0", "transformers")
+    assert (s.pooling, s.max_length) == ("cls", 64)
     assert (set_.batch_size, set_.ignore_identical_ids, set_.search_chunk, set_.similarity) == (7, False, 128, "dot")
     unset = make_retriever("dense", model="org/name", pooling="mean")
     assert isinstance(unset, DenseRetriever)
-    assert (unset.settings.revision, unset.settings.loader) == (None, "transformers")  # a pooling: plain transformers
+    # a pooling: plain transformers
+    assert (unset.settings.model_revision, unset.settings.loader) == (None, "transformers")
     assert (unset.batch_size, unset.ignore_identical_ids, unset.search_chunk, unset.similarity) == (
         32,
         True,

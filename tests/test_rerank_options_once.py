@@ -124,11 +124,11 @@ def test_each_field_reaches_the_pointwise_model_as_given(built):
     assert isinstance(reranker, CrossEncoderReranker)
     assert (reranker.batch_size, reranker.max_length, reranker.label) == (3, 64, 0)
     assert (reranker.dtype_option, reranker.device_option) == ("bf16", "cpu")
-    assert reranker.revision == "v1" and reranker.config()["revision"] == "v1"  # the option, as the model takes it
+    assert reranker.model_revision == "v1" and reranker.config()["model_revision"] == "v1"  # the option, one name
     assert reranker.model_id == "BAAI/bge-reranker-v2-m3"  # the preset's checkpoint where none is set
     qwen = make_reranker("qwen3-reranker-4b", model_revision="abc", instruction="Find it", batch_size=2)
     assert isinstance(qwen, Qwen3Reranker)
-    assert (qwen.revision, qwen.instruction, qwen.batch_size) == ("abc", "Find it", 2)
+    assert (qwen.model_revision, qwen.instruction, qwen.batch_size) == ("abc", "Find it", 2)
     assert qwen.model_id == "Qwen/Qwen3-Reranker-4B"  # the card's (protocol/later_models.json)
     llama = make_reranker("rankllama", merge=False, max_length=512)
     assert isinstance(llama, RankLlamaReranker) and (llama.merge, llama.max_length) == (False, 512)
@@ -147,7 +147,7 @@ def test_each_field_reaches_the_pointwise_model_as_given(built):
 def test_the_python_keywords_are_parsed_once_with_the_options_words(parses):
     reranker = CrossEncoderReranker("org/cross-encoder", batch_size=4, model_revision="v2")
     assert len(parses) == 1 and parses[0][0] == "AnyCrossEncoderOptions"
-    assert (reranker.batch_size, reranker.revision) == (4, "v2")
+    assert (reranker.batch_size, reranker.model_revision) == (4, "v2")
     assert isinstance(reranker.options, CrossEncoderOptions) and reranker.options.model_revision == "v2"
     with pytest.raises(SpecError, match=r"^CrossEncoderReranker\(\): batch_size: expected an integer >= 1, got 0$"):
         CrossEncoderReranker("org/cross-encoder", batch_size=0)

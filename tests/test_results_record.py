@@ -30,8 +30,12 @@ def test_there_are_real_v1_files():
 
 
 def _as_schema_3(config: dict) -> dict:
-    """A v1/v2 config as schema 3 reads it, by hand: the step that made it first (a fusion's inputs too); these
-    files' options are already their types' full record."""
+    """A v1/v2 config as schema 3 reads it, by hand: the step that made it first (a fusion's inputs too), and a
+    model's commit, which these files' ``encoder`` records as ``revision``, named ``model_revision`` (in place);
+    these files' options are already their types' full record."""
+    if "encoder" in config:
+        encoder = {("model_revision" if k == "revision" else k): v for k, v in config["encoder"].items()}
+        config = {**config, "encoder": encoder}
     if "fusion" in config:
         inputs = [{**i, "config": {"step": "evaluate", **i["config"]}} for i in config["inputs"]]
         return {"step": "fuse", **config, "inputs": inputs}

@@ -191,6 +191,27 @@ def test_a_stores_doc_ids_json_that_r2med_did_not_write_is_one_line(tmp_path, do
     assert len(message) < 300
 
 
+@pytest.mark.parametrize(
+    "manifest, said",
+    [(b"[1, 2]", "manifest.json is not what r2med writes (a json object)"), (b'{"n_docs": "3"}', "no n_docs")],
+    ids=["a-list", "no-counts"],
+)
+def test_a_stores_manifest_that_r2med_did_not_write_is_one_line(tmp_path, manifest, said):
+    """A shard store's ``manifest.json`` that is not an object (it was read as one: a list had no ``get``), or
+    holds no whole ``n_docs`` and ``shard_size``, is one line naming the store."""
+    from r2med.scale.encode import load_shards
+    from r2med.scale.store import ShardStore
+
+    store = ShardStore(str(tmp_path / "s"))
+    store.write_shard(0, np.ones((1, 4), dtype=np.float32))
+    store.write_bytes("doc_ids.json", b'["d0"]')
+    store.write_bytes("manifest.json", manifest)
+    with pytest.raises(R2MedError) as info:
+        load_shards(str(tmp_path / "s"))
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 's'}: ") and said in message.lower() and "\n" not in message
+
+
 def test_matrix_resource_requests():
     from r2med.jobs.ray import default_resources
 
@@ -210,3 +231,22 @@ def test_merge_statistics_across_shards_by_hand():
     expected_idf = [np.log(5) - np.log(df[t] + 0.5) for t in sb.head.vocab]  # ln((N+1)/(df+0.5)), N=4
     np.testing.assert_allclose(sb.head.idf, expected_idf, rtol=1e-12)
     assert sb.head.avgdl == (2 + 3 + 2 + 1) / 4
+
+
+def test_driver_env_forwards_the_environment_and_keeps_the_callers_env_vars(monkeypatch):
+    """The ``runtime_env`` Ray tasks get: :data:`FORWARDED_ENV` from this process, the caller's ``env_vars`` over
+    them, the caller's other keys kept; ``env_vars`` that are not an object are one line."""
+    from r2med.scale.cluster import FORWARDED_ENV, driver_env
+
+    for name in FORWARDED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("R2MED_HOME", "/shared/home")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert driver_env() == {"env_vars": {"R2MED_HOME": "/shared/home", "HF_HUB_OFFLINE": "1"}}
+    given = {"pip": ["x"], "env_vars": {"HF_HUB_OFFLINE": "0", "OTHER": "y"}}
+    assert driver_env(given) == {
+        "pip": ["x"],
+        "env_vars": {"R2MED_HOME": "/shared/home", "HF_HUB_OFFLINE": "0", "OTHER": "y"},
+    }
+    with pytest.raises(R2MedError, match=r"^runtime_env's env_vars must be an object of name -> text, got str$"):
+        driver_env({"env_vars": "R2MED_HOME=/x"})

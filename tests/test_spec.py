@@ -646,7 +646,8 @@ def test_a_models_commit_is_model_revision_and_a_flat_revision_stays_the_datas(t
     """An encoder's or cross-encoder's own commit was an option named ``revision``, the name of the data's commit
     too: given flat (``--set revision=``, ``revision = ...`` in a ``[[retrievers]]`` table) it was read as the
     data's, so the model's could not be set there.  It is ``model_revision`` now, from the command line, a file and
-    Python alike, and reaches the model as its ``revision``; a record written with the old name reads back as it."""
+    Python alike, and the model takes and records it by that name; a record written with the old name reads back as
+    it."""
     from r2med.jobs.experiment import load_experiment
     from r2med.steps import evaluate_from_record, evaluate_step
     from r2med.typed.parse import Origin
@@ -659,11 +660,11 @@ def test_a_models_commit_is_model_revision_and_a_flat_revision_stays_the_datas(t
     [loaded] = [s.spec for s in load_experiment(exp).steps]
     assert (loaded.options.model_revision, loaded.data.revision) == ("abc", None)
     assert (
-        r2med.make_retriever("dense", model="org/m", model_revision="abc", similarity="cosine").settings.revision
+        r2med.make_retriever("dense", model="org/m", model_revision="abc", similarity="cosine").settings.model_revision
         == "abc"
     )
-    assert r2med.make_reranker("bge-reranker", model_revision="abc").revision == "abc"
-    assert r2med.make_reranker("qwen3-reranker", model="org/q", model_revision="abc").revision == "abc"
+    assert r2med.make_reranker("bge-reranker", model_revision="abc").model_revision == "abc"
+    assert r2med.make_reranker("qwen3-reranker", model="org/q", model_revision="abc").model_revision == "abc"
     old = {"step": "evaluate", "retriever": "dense", "options": {"model": "org/m", "revision": "abc"}, "k": 100}
     read = evaluate_from_record(recorded(old))
     assert read is not None and read.options.model_revision == "abc" and read.data.revision is None

@@ -7,7 +7,7 @@ without loading numpy or scipy.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .version import __version__
 
@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .runs.run import Run, read_trec, write_trec
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'r2med' has no attribute {name!r}")

@@ -35,7 +35,7 @@ from .measures import HEADLINE, Measure
 from .reranking.base import TAIL_REFUSED, published_depth, reranker_meta
 from .retrieval.registry import RETRIEVERS, retriever_meta
 from .runs.record import RecordedConfig
-from .typed.options import ExpandLlmOptions, FusionOptions, as_options_name
+from .typed.options import ExpandLlmOptions, FusionOptions
 from .typed.parse import (
     Count,
     Origin,
@@ -484,9 +484,8 @@ def evaluate_from_record(config: RecordedConfig) -> EvaluateStep | None:
     given = recorded.get("options")
     options = given if isinstance(given, Mapping) else {}
     expansion = config.expansion
-    # the options as a table of their own (an option never reads as a step field); an encoder's ``revision``
-    # recorded before the option was named ``model_revision`` is read as it
-    values: dict[str, object] = {"retriever": retriever, "options": as_options_name(options or {}, meta.options)}
+    # the options as a table of their own (an option never reads as a step field)
+    values: dict[str, object] = {"retriever": retriever, "options": dict(options or {})}
     if isinstance(config.k, int):
         values["top_k"] = config.k
     if expansion is not None and expansion.method and expansion.llm:
@@ -517,10 +516,9 @@ def rerank_from_record(config: RecordedConfig) -> RerankStep | None:
     options: Mapping[str, object]
     if config.options is None:  # before schema 3: the resolved record's fields of the options type
         fields = set(field_names(meta.options)) - {"model"} if meta.name != name else set(field_names(meta.options))
-        resolved = as_options_name(block.as_json(), meta.options)  # the model records ``model_revision`` as revision
-        options = {k: v for k, v in resolved.items() if k in fields and v is not None}
+        options = {k: v for k, v in block.as_json().items() if k in fields and v is not None}
     else:
-        options = as_options_name(config.options, meta.options)
+        options = config.options
     folder = config.first_stage.folder if config.first_stage is not None else None
     values: dict[str, object] = {
         "runs": (Path(folder).parent,) if folder else (Path("."),),

@@ -26,11 +26,14 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..data.tasks import TASKS
 from ..errors import R2MedError
 from ..infra.home import parse_json
+
+if TYPE_CHECKING:
+    from ..infra.json_types import JsonValue
 
 NONE = "(none)"
 """The facet value of a query without the key (or with ``None`` / a blank string)."""
@@ -40,8 +43,9 @@ AVERAGES = ("pooled", "macro")
 
 PerQuery = Mapping[str, Mapping[str, Mapping[str, float]]]
 """system -> task -> query id -> value of one measure."""
-QueryMeta = Mapping[str, Mapping[str, Mapping[str, Any]]]
-"""task -> query id -> {metadata key: value} (``Collection.query_meta`` per task)."""
+QueryMeta: TypeAlias = "Mapping[str, Mapping[str, Mapping[str, JsonValue]]]"
+"""task -> query id -> {metadata key: value} (``Collection.query_meta`` per task: the dataset's own query fields,
+open JSON)."""
 
 
 def _shorten(text: str, max_len: int) -> str:
@@ -64,7 +68,7 @@ def _quoted_if_ambiguous(text: str) -> str:
     return text
 
 
-def facet_label(value: Any, max_len: int = 40) -> str:
+def facet_label(value: object, max_len: int = 40) -> str:
     """The group name of a metadata value: text as it is, ``None``/blank -> ``"(none)"``, ``True`` ->
     ``"true"``, numbers as written, lists/dicts as compact JSON-like text; one line, at most ``max_len``
     characters before ``"… #<hash>"``."""

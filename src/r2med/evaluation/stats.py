@@ -16,7 +16,6 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -172,7 +171,7 @@ class PairedComparison:
     p_holm: float | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

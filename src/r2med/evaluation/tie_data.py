@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from ..errors import R2MedError
 from ..measures import from_trec
 
 if TYPE_CHECKING:
+    from ..infra.json_types import JsonObject, JsonValue
     from ..measures import Measure
 
 
@@ -103,11 +104,11 @@ class Ties:
         wanted = {m.trec for m in (self.measures if measures is None else measures)}
         return sum(1 for values in self.per_query.values() if wanted & set(values))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The ``ties`` block of ``metrics.json``: ``tied_queries``; ``measures``: each measure some query depends
         on, with ``queries``, ``best``, ``worst``; ``per_query``: query -> measure -> ``best``, ``worst``; ``cut``
         (only when the retriever recorded its depth cut; absent: unknown): ``queries``, ``capped``."""
-        cut = {} if self.cut is None else {"cut": {"queries": self.cut.queries, "capped": self.cut.capped}}
+        cut: JsonObject = {} if self.cut is None else {"cut": {"queries": self.cut.queries, "capped": self.cut.capped}}
         return {
             "tied_queries": self.tied_queries,
             "measures": {
@@ -164,23 +165,23 @@ class BlockError(ValueError):
 
 
 def check_block(
-    block: Any,
+    block: object,
     aggregate: Mapping[str, float],
     per_query: Mapping[str, Mapping[str, float]],
     max_queries: int,
     max_id_chars: int,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``metrics.json``'s ``ties`` block, checked against the record's measures: every measure a pytrec_eval name
     the record holds, every value finite and within 0..1, worst <= the reported value <= best (aggregate and per
     query), each measure's ``queries`` the count of queries ``per_query`` lists it for, each such query one the
     record scored; any fault a :class:`BlockError` naming the key.  Returns the block as read."""
 
-    def count(value: Any, key: str, most: int) -> int:
+    def count(value: object, key: str, most: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
             raise BlockError(f"ties.{key} must be a whole number 0..{most:,}, got {_shown(value)}")
         return value
 
-    def value(holder: Any, where: str, key: str) -> float:
+    def value(holder: object, where: str, key: str) -> float:
         v = holder.get(key) if isinstance(holder, dict) else None
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
             raise BlockError(f"ties.{where}.{key} is {_shown(v)}, not a number within 0..1")
@@ -246,30 +247,41 @@ def check_block(
     return block
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:60] + "..."
 
 
-def block_ranges(block: Mapping[str, Any] | None, measure: Measure) -> tuple[float, float, int] | None:
+def _range(entry: JsonValue) -> tuple[float, float] | None:
+    """``(best, worst)`` of a checked block's entry (None: not one)."""
+    if not isinstance(entry, dict):
+        return None
+    best, worst = entry.get("best"), entry.get("worst")
+    if not isinstance(best, (int, float)) or not isinstance(worst, (int, float)):
+        return None
+    return float(best), float(worst)
+
+
+def block_ranges(block: Mapping[str, JsonValue] | None, measure: Measure) -> tuple[float, float, int] | None:
     """``(best, worst, queries)`` of ``measure`` in a checked ``ties`` block, or None when ties do not decide it
     (or the record was written before r2med recorded ties)."""
     if not block:
         return None
-    entry = block.get("measures", {}).get(measure.trec)
-    if not entry or not entry.get("queries"):
+    measures = block.get("measures")
+    entry = measures.get(measure.trec) if isinstance(measures, dict) else None
+    found = _range(entry)
+    queries = entry.get("queries") if isinstance(entry, dict) else None
+    if found is None or not isinstance(queries, int) or not queries:
         return None
-    return float(entry["best"]), float(entry["worst"]), int(entry["queries"])
+    return found[0], found[1], int(queries)
 
 
-def block_query_ranges(block: Mapping[str, Any] | None, measure: Measure) -> dict[str, tuple[float, float]]:
+def block_query_ranges(block: Mapping[str, JsonValue] | None, measure: Measure) -> dict[str, tuple[float, float]]:
     """query id -> ``(best, worst)`` of ``measure`` for the queries that depend on the order (from a checked
     block; empty when none or no block)."""
-    if not block:
+    rows = block.get("per_query") if block else None
+    if not isinstance(rows, dict):
         return {}
     key = measure.trec
-    return {
-        qid: (float(values[key]["best"]), float(values[key]["worst"]))
-        for qid, values in block.get("per_query", {}).items()
-        if key in values
-    }
+    ranges = {qid: _range(values.get(key)) if isinstance(values, dict) else None for qid, values in rows.items()}
+    return {qid: found for qid, found in ranges.items() if found is not None}

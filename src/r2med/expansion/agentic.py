@@ -22,11 +22,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import R2MedError
 from ..runs.run import ranked
 from .traces import strip_trace
+
+if TYPE_CHECKING:
+    from ..infra.json_types import JsonValue
+    from ..infra.llm import LLMClient
+    from ..retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -149,14 +154,14 @@ class AgenticExpander:
 
     def __init__(
         self,
-        client: Any,
-        retriever: Any,
+        client: LLMClient,
+        retriever: Retriever,
         corpus: Mapping[str, str],
         tags: TagFormat = SEARCH_R1,
         max_turns: int = 4,
         top_k: int = 3,
         passage_words: int | None = 512,
-        sampling: Mapping[str, Any] | None = None,
+        sampling: Mapping[str, JsonValue] | None = None,
         system: str | None = None,
     ):
         if max_turns < 1:
@@ -202,19 +207,21 @@ class AgenticExpander:
         for turn in range(1, self.max_turns + 1):
             if not open_ids:
                 break
-            results = self.client.chat_many([conversations[q] for q in open_ids], on_retry=on_retry, **sampling)
+            batch = [conversations[q] for q in open_ids]
+            results = self.client.chat_many(batch, on_result=None, on_retry=on_retry, **sampling)
             requests: dict[str, str] = {}
             for qid, res in zip(open_ids, results):
                 trace = traces[qid]
                 trace.turns = turn
-                if not res.ok:
+                if not res.ok or res.text is None:  # ``ok`` holds a text
                     trace.stopped, trace.error = "error", res.error
                     continue
                 text = res.text
                 query = extract_search(text, self.tags)
                 answer = extract_answer(text, self.tags)
+                opened = self.tags.answer_open  # set wherever an answer is found
                 if answer is not None and (
-                    query is None or text.rfind(self.tags.answer_open) > text.rfind(self.tags.search_open)
+                    query is None or (opened is not None and text.rfind(opened) > text.rfind(self.tags.search_open))
                 ):
                     trace.answer, trace.stopped = answer, "answer"
                 elif query is None:
@@ -226,7 +233,7 @@ class AgenticExpander:
                     continue
                 trace.transcript += text
             found = self.search(requests) if requests else {}
-            replies = {qid: res.text for qid, res in zip(open_ids, results)}
+            replies = {qid: res.text for qid, res in zip(open_ids, results) if res.text is not None}
             for qid, query in requests.items():
                 docs = found[qid]
                 traces[qid].searches.append((query, docs))

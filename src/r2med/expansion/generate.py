@@ -22,23 +22,27 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data.collection import Collection
 from ..errors import R2MedError
 from ..infra.containment import check_input_file
 from ..infra.home import write_text_atomic
 from ..infra.input_files import read_input
+from ..infra.json_types import JsonObject, JsonValue
 from ..protocol import models, protocol
-from ..retrieval.base import index_collection
+from ..retrieval.base import Retriever, index_collection
 from ..retrieval.bm25 import BM25
 from ..runs.run import ranked
+
+if TYPE_CHECKING:
+    from ..infra.llm import LLMClient, Result
 
 log = logging.getLogger(__name__)
 
 GENERATIVE = ("hyde", "query2doc", "lamer")
 SYSTEM_PROMPT = "You are a helpful assistant."
-PAPER_SAMPLING: dict[str, dict[str, Any]] = {
+PAPER_SAMPLING: dict[str, JsonObject] = {
     "api": {"temperature": 0.8, "top_p": 0.8},
     "open": {"temperature": 0.7, "seed": 42, "max_tokens": 10240},
 }
@@ -78,7 +82,7 @@ def cut_words(text: str, limit: int = LAMER_WORDS) -> str:
 
 
 def lamer_passages(
-    collection: Collection, k: int = LAMER_K, words: int = LAMER_WORDS, retriever: Any | None = None
+    collection: Collection, k: int = LAMER_K, words: int = LAMER_WORDS, retriever: Retriever | None = None
 ) -> dict[str, str]:
     """The ``{PASSAGE}`` block per query: top-``k`` paper-BM25 docs, flattened, cut and numbered.
 
@@ -200,8 +204,9 @@ def expansion_messages(
     return [{"role": "system", "content": system or system_prompt()}, {"role": "user", "content": prompt}]
 
 
-def paper_sampling(api: bool, **overrides: Any) -> dict[str, Any]:
-    """The paper's sampling settings (``api``: OpenAI-style model, else open model on vLLM) plus overrides."""
+def paper_sampling(api: bool, **overrides: float | int | None) -> JsonObject:
+    """The paper's sampling settings (``api``: OpenAI-style model, else open model on vLLM) plus overrides (the
+    request's numbers: ``temperature``, ``top_p``, ``max_tokens``, ``seed``; None: the paper's)."""
     base = dict(PAPER_SAMPLING["api" if api else "open"])
     base.update({k: v for k, v in overrides.items() if v is not None})
     return base
@@ -220,10 +225,10 @@ class GenerationResult:
 def generate_expansions(
     collection: Collection,
     method: str,
-    client: Any,
-    sampling: Mapping[str, Any],
+    client: LLMClient,
+    sampling: Mapping[str, JsonValue],
     task: str | None = None,
-    on_result: Callable[[str, Any], None] | None = None,
+    on_result: Callable[[str, Result], None] | None = None,
     on_retry: Callable[[str], None] | None = None,
     prompt_file: PromptFile | None = None,
 ) -> GenerationResult:
@@ -248,7 +253,7 @@ def generate_expansions(
     )
     out = GenerationResult()
     for qid, res in zip(qids, results):
-        if res.ok:
+        if res.ok and res.text is not None:  # ``ok`` holds a text
             out.texts[qid] = res.text
         else:
             out.errors[qid] = res.error or "failed"
@@ -259,7 +264,7 @@ def write_expansion_file(
     path: str | Path,
     collection: Collection,
     texts: Mapping[str, str],
-    extra: Mapping[str, Mapping[str, Any]] | None = None,
+    extra: Mapping[str, Mapping[str, JsonValue]] | None = None,
 ) -> Path:
     """Write ``query_with_hydoc.jsonl`` (``id``, ``text``, ``hy_doc``, ``doc_id`` when known) atomically."""
     missing = [q for q in collection.queries if q not in texts]
@@ -267,7 +272,7 @@ def write_expansion_file(
         raise R2MedError(f"refusing to write {path}: {len(missing)} queries have no expansion")
     lines = []
     for qid, text in collection.queries.items():
-        record: dict[str, Any] = {"id": qid, "text": text, "hy_doc": texts[qid]}
+        record: JsonObject = {"id": qid, "text": text, "hy_doc": texts[qid]}
         meta = collection.query_meta.get(qid, {})
         if "doc_id" in meta:
             record["doc_id"] = meta["doc_id"]

@@ -15,7 +15,7 @@ two fields, a recorded run's ``config["expansion"]`` is read back into the same 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BeforeValidator, model_validator
 
@@ -42,13 +42,13 @@ class ExpansionSpec(Spec):
 
     @model_validator(mode="before")
     @classmethod
-    def _canonical(cls, value: Any) -> Any:
+    def _canonical(cls, value: object) -> object:
         if not isinstance(value, Mapping) or not isinstance(value.get("method"), str):
             return value  # the field checks name what is missing or of another kind
         llm = value.get("llm")
         if not isinstance(llm, str) or not llm.strip():
             return value
-        method: str = value["method"]
+        method = value["method"]
         try:
             if method.strip().lower() == REASON:
                 return {**value, "method": REASON, "llm": reasoning_name(llm)}
@@ -85,7 +85,7 @@ class ExpansionSpec(Spec):
         return self.text
 
 
-def _from_text(value: Any) -> Any:
+def _from_text(value: object) -> object:
     """A step field's value: text (``hyde:gpt4``) split into the record's fields; a record or a table as it is."""
     if isinstance(value, str):
         return split_text(value)

@@ -41,18 +41,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.benchmarks import benchmarks
 from ..data.tasks import TASKS
 from ..errors import MissingExtraError, R2MedError
 from ..infra.containment import ensure_within, name_problem, refuse_links
 from ..infra.home import atomic_dir, cache_dir
+from ..infra.json_types import JsonValue
 from ..measures import HEADLINE, Family, Measure, from_trec
 from ..runs.record import RunRecord, parse_record
 
 if TYPE_CHECKING:
+    from mteb import TaskResult
+    from mteb.abstasks.abstask import AbsTask
     from mteb.models.model_meta import ModelMeta
+
+    from ..data.collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +206,7 @@ class CollectionCounts:
         return f"{self.documents:,} docs, {self.queries:,} queries, {self.judgments:,} non-zero judgments"
 
 
-def collection_counts(collection: Any) -> CollectionCounts:
+def collection_counts(collection: Collection) -> CollectionCounts:
     """A :class:`~r2med.data.Collection`'s counts, as MTEB's descriptive statistics count them."""
     return CollectionCounts(
         len(collection.corpus),
@@ -210,11 +215,11 @@ def collection_counts(collection: Any) -> CollectionCounts:
     )
 
 
-def find_mteb_task(name: str) -> Any:
+def find_mteb_task(name: str) -> AbsTask:
     """The installed mteb's task called ``name`` (``SciFact``), or a one-line error with mteb's suggestion."""
     mteb = _import_mteb()
     try:
-        task = mteb.get_task(name)
+        task: AbsTask = mteb.get_task(name)  # mteb imported late (it loads for seconds): typed here
     except KeyError as exc:
         raise R2MedError(
             f"--mteb-task {name}: {str(exc.args[0] if exc.args else exc).removeprefix('KeyError: ')}"
@@ -264,7 +269,7 @@ def _texts_counted(stats: object) -> int | None:
     return round(n) if abs(n - round(n)) < 1e-6 * max(1.0, n) else None
 
 
-def mteb_task_counts(task: Any, split: str) -> MtebCounts | None:
+def mteb_task_counts(task: AbsTask, split: str) -> MtebCounts | None:
     """The counts of ``task``'s ``split`` that the descriptive statistics shipped in the installed mteb package
     determine (no download), or None when it has none for that split.
 
@@ -304,7 +309,7 @@ def mteb_task_counts(task: Any, split: str) -> MtebCounts | None:
     return MtebCounts(counts.documents, counts.queries, counts.judgments, tuple(undetermined))
 
 
-def check_mteb_task(task: Any, split: str, local: CollectionCounts, collection: str) -> list[str]:
+def check_mteb_task(task: AbsTask, split: str, local: CollectionCounts, collection: str) -> list[str]:
     """A one-line error unless ``collection`` (its ``split``) has every count of MTEB's ``task`` that its statistics
     determine; returns the counts they leave undetermined (said as warnings by the caller)."""
     name = task.metadata.name
@@ -378,11 +383,11 @@ def _import_mteb() -> ModuleType:
     return mteb
 
 
-def mteb_task_names() -> dict[str, Any]:
+def mteb_task_names() -> dict[str, AbsTask]:
     """r2med task name -> the installed mteb's task object for the same hub dataset, over the families MTEB has a
     benchmark of (:attr:`r2med.data.benchmarks.Benchmark.mteb_benchmark`; R2MED's: ``R2MED/<Task>``)."""
     mteb = _import_mteb()
-    found: dict[str, Any] = {}
+    found: dict[str, AbsTask] = {}
     for family in benchmarks():
         if family.mteb_benchmark is None:
             continue
@@ -399,7 +404,7 @@ def mteb_task_names() -> dict[str, Any]:
     return found
 
 
-def _model_meta(name: str, revision: str | None, overrides: Mapping[str, Any] | None) -> ModelMeta:
+def _model_meta(name: str, revision: str | None, overrides: Mapping[str, JsonValue] | None) -> ModelMeta:
     """MTEB's registry entry for ``name`` when mteb knows the model, else an empty ModelMeta named ``name``."""
     _import_mteb()
     import mteb
@@ -442,14 +447,14 @@ def _task_name(record: RunRecord) -> str | None:
 
 
 def export_mteb(
-    results: Iterable[RunRecord | Mapping[str, Any]],
+    results: Iterable[RunRecord | Mapping[str, JsonValue]],
     out: str | os.PathLike[str],
     model_name: str,
     model_revision: str | None = None,
     *,
     depths: Mapping[str, int] | None = None,
     force: bool = False,
-    model_meta: Mapping[str, Any] | None = None,
+    model_meta: Mapping[str, JsonValue] | None = None,  # ModelMeta's fields, as the user gives them
     mteb_task: str | None = None,
     counts: Mapping[str, CollectionCounts] | None = None,
 ) -> MtebExport:
@@ -502,7 +507,7 @@ def export_mteb(
             "tasks: export the system folder's one task (OUT/<system>/<task>)"
         )
     refused: list[str] = []
-    built: list[tuple[Any, ExportedTask]] = []
+    built: list[tuple[TaskResult, ExportedTask]] = []
     seen: set[str] = set()
     for record in records:
         chosen = _choose_task(record, names, named, mteb_task, counts, report, mteb.__version__)
@@ -530,7 +535,7 @@ def export_mteb(
     return report
 
 
-def _check_folder_names(meta: Any) -> None:
+def _check_folder_names(meta: ModelMeta) -> None:
     """The model's name and revision become folder names: each must be a safe one."""
     for part, what in ((meta.model_name_as_path(), "model name"), (meta.revision, "model revision")):
         problem = name_problem(part)
@@ -538,7 +543,7 @@ def _check_folder_names(meta: Any) -> None:
             raise R2MedError(f"{what} {problem}; it becomes a folder name in MTEB's layout")
 
 
-def _checked(result: RunRecord | Mapping[str, Any]) -> RunRecord:
+def _checked(result: RunRecord | Mapping[str, JsonValue]) -> RunRecord:
     """A result as its record: a payload (JSON: open until read) read by the one reader, a fault naming its task."""
     if isinstance(result, RunRecord):
         return result
@@ -548,13 +553,13 @@ def _checked(result: RunRecord | Mapping[str, Any]) -> RunRecord:
 
 def _choose_task(
     record: RunRecord,
-    names: dict[str, Any],
-    named: Any,
+    names: dict[str, AbsTask],
+    named: AbsTask | None,
     mteb_task: str | None,
     counts: Mapping[str, CollectionCounts] | None,
     report: MtebExport,
     mteb_version: str,
-) -> tuple[str, Any] | None:
+) -> tuple[str, AbsTask] | None:
     """(r2med task, MTEB task) a checked result is filed under; None: skipped (the reason in ``report``).
     ``named``: the ``--mteb-task`` a local collection is filed as (its counts checked against it)."""
 
@@ -578,7 +583,7 @@ def _choose_task(
 
 def _dataset_revision(
     task: str,
-    mtask: Any,
+    mtask: AbsTask,
     record: RunRecord,
     named: bool,
     counts: Mapping[str, CollectionCounts] | None,
@@ -624,13 +629,13 @@ def _dataset_revision(
 
 def _built_task(
     task: str,
-    mtask: Any,
+    mtask: AbsTask,
     record: RunRecord,
     revision: str,
     depth: int | None,
     named: bool,
     report: MtebExport,
-) -> tuple[Any, ExportedTask]:
+) -> tuple[TaskResult, ExportedTask]:
     """MTEB's ``TaskResult`` of one result, and what :func:`export_mteb` reports of it."""
     from mteb import TaskResult
 
@@ -663,7 +668,9 @@ def _built_task(
     return result, ExportedTask(task, mtask.metadata.name, revision, path, scores)
 
 
-def _check_something_to_write(refused: list[str], report: MtebExport, built: list[tuple[Any, ExportedTask]]) -> None:
+def _check_something_to_write(
+    refused: list[str], report: MtebExport, built: list[tuple[TaskResult, ExportedTask]]
+) -> None:
     """Refuse before writing when a revision differs (unforced) or nothing is left; log skips and warnings."""
     if refused:
         raise R2MedError(
@@ -681,7 +688,9 @@ def _check_something_to_write(refused: list[str], report: MtebExport, built: lis
         log.warning("%s", message)
 
 
-def _write_results(out: Path, report: MtebExport, built: list[tuple[Any, ExportedTask]], meta: Any) -> None:
+def _write_results(
+    out: Path, report: MtebExport, built: list[tuple[TaskResult, ExportedTask]], meta: ModelMeta
+) -> None:
     """The model's revision folder rebuilt beside itself (keeping the tasks exported before) and swapped in."""
     from mteb import ResultCache
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data import bright
 from ..data.benchmarks import Benchmark, HubRequest, ModelSettings, Protocol, TaskColumn, TaskRow, TaskTable
@@ -31,6 +31,7 @@ from ..runs.record import RunData
 
 if TYPE_CHECKING:
     from ..data.collection import Collection
+    from ..infra.json_types import JsonObject, JsonValue
     from ..steps import RerankStep
 
 
@@ -299,7 +300,7 @@ class Bright(Benchmark):
         block.pop("similarity", None)
         for fact in _REGISTRY_FACTS:  # a defined preset's registry facts, not settings
             block.pop(fact, None)
-        encoder: dict[str, Any] = {}
+        encoder: JsonObject = {}
         if model.kind != "bm25":
             encoder = dict(block)  # r2med's encoder defaults fill the rest where it runs (Preset.settings)
             encoder["query_instruction"] = model.instruction(parsed.task, "query", parsed.long)
@@ -317,7 +318,7 @@ class Bright(Benchmark):
             checkpoint=model.model or None,
         )
 
-    def settings_summary(self, retriever: str) -> Mapping[str, Any] | None:
+    def settings_summary(self, retriever: str) -> Mapping[str, JsonValue] | None:
         model = facts.model_for_preset(retriever)
         if model is None:
             return None

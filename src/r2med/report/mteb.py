@@ -8,7 +8,7 @@ the dataset revision and the model revision it was made at.  A row's model is th
 the run's data (an R2MED task: the same commit; a BRIGHT task: the same upload of its documents and examples,
 :mod:`r2med.protocol.data_states`).  The board shows them as an ``mteb`` line under the row's published line, and
 the legend names each: model and commit, dataset and commit, the results commit.  A figure is graded -- its delta
-named -- only when the run recorded the same model commit (``encoder.revision``); else it is shown with why not.
+named -- only when the run recorded the same model commit (``encoder.model_revision``); else it is shown with why not.
 Where mteb's figure and the paper's differ for the same model and data by more than their rounding, both are
 named.
 """
@@ -58,7 +58,7 @@ def run_model(config: RecordedConfig | None) -> tuple[str | None, str | None]:
         return repo, commit or None
     if model.count("/") != 1 or Path(model).expanduser().exists():
         return None, None
-    return model, encoder.revision
+    return model, encoder.model_revision
 
 
 def _same_data(figure: MtebFigure, task: str, run: RunData) -> bool:

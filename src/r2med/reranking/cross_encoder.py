@@ -289,21 +289,21 @@ class CrossEncoderReranker(PointwiseReranker):
         if not self.model_id:
             raise R2MedError("a cross-encoder needs model=<hub id or local folder>")
         self.tokenizer_id = o.tokenizer or self.model_id
-        self.revision = o.model_revision  # the model's commit: from_pretrained(revision=...), config()'s revision
+        self.model_revision = o.model_revision  # the model's commit: from_pretrained(revision=...)
         self.name = name or preset or self.model_id
 
     def _load(self) -> tuple[ScoringModel, PreTrainedTokenizerBase]:
         require_torch()
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        ensure_available(self.model_id, self.revision)
+        ensure_available(self.model_id, self.model_revision)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision)
+            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.model_revision)
             model = load_pretrained(
                 AutoModelForSequenceClassification.from_pretrained,
                 self.model_id,
                 "reranker model",
-                revision=self.revision,
+                revision=self.model_revision,
                 **self.load_kwargs(),
             )
         except (OSError, ValueError) as exc:
@@ -321,7 +321,7 @@ class CrossEncoderReranker(PointwiseReranker):
             "reranker": self.name,
             "model": self.model_id,
             "tokenizer": self.tokenizer_id,
-            "revision": self.revision,
+            "model_revision": self.model_revision,
             "max_length": self.max_length,
             "label": self.label,
             "dtype": self.dtype_option,

@@ -111,7 +111,7 @@ class Qwen3Reranker(PointwiseReranker):
         self.preset = preset
         self.model_id = o.model or card["hub_id"]
         self.tokenizer_id = o.tokenizer or self.model_id
-        self.revision = o.model_revision  # the model's commit: from_pretrained(revision=...), config()'s revision
+        self.model_revision = o.model_revision  # the model's commit: from_pretrained(revision=...)
         self.name = name or preset
         self.instruction = card["default_instruction"] if o.instruction is None else o.instruction
         self.prefix, self.suffix, self.pair_template = card["prefix"], card["suffix"], card["pair_template"]
@@ -130,14 +130,16 @@ class Qwen3Reranker(PointwiseReranker):
         require_torch()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        ensure_available(self.model_id, self.revision)
+        ensure_available(self.model_id, self.model_revision)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, revision=self.revision, padding_side="left")
+            tokenizer = AutoTokenizer.from_pretrained(
+                self.tokenizer_id, revision=self.model_revision, padding_side="left"
+            )
             model = load_pretrained(
                 AutoModelForCausalLM.from_pretrained,
                 self.model_id,
                 "Qwen3-Reranker model",
-                revision=self.revision,
+                revision=self.model_revision,
                 **self.load_kwargs(),
             )
         except (OSError, ValueError) as exc:
@@ -212,7 +214,7 @@ class Qwen3Reranker(PointwiseReranker):
             "kind": "qwen3-reranker",
             "model": self.model_id,
             "tokenizer": self.tokenizer_id,
-            "revision": self.revision,
+            "model_revision": self.model_revision,
             "instruction": self.instruction,
             "max_length": self.max_length,
             "dtype": self.dtype_option,

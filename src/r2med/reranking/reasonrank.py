@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import MissingExtraError, R2MedError
 from ..infra.json_types import JsonObject, JsonValue

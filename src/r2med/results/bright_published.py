@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data import bright as data_bright
 from ..errors import OptionError
@@ -72,21 +72,15 @@ NOT_RUN = {
 }
 
 
-def _facts() -> Any:
-    return bright
-
-
 def _rows() -> tuple[PublishedRow, ...]:
-    rows: tuple[PublishedRow, ...] = _facts().published_rows()
-    return rows
+    return bright.published_rows()
 
 
 def reasoning_llm(queries: str) -> str | None:
     """The reasoning set's name (``gpt4``) of the CSV's queries column (``gpt4_reason``); None: another kind."""
-    for r in _facts().hub().reasoning_sets:
+    for r in bright.hub().reasoning_sets:
         if queries == r.config:
-            name: str = r.name
-            return name
+            return r.name
     return None
 
 
@@ -94,7 +88,7 @@ def queries_config(llm: str) -> str:
     """The CSV's queries column of reasoning set ``llm`` (``gpt4`` -> ``gpt4_reason``; ``none``: ``original``)."""
     if llm == "none":
         return "original"
-    for r in _facts().hub().reasoning_sets:
+    for r in bright.hub().reasoning_sets:
         if llm.lower() == r.name.lower():
             config: str = r.config
             return config
@@ -156,7 +150,7 @@ class BrightKey(PublishedKey):
 
     @property
     def model(self) -> BrightModel:
-        found: BrightModel = _facts().model(self.retriever)
+        found: BrightModel = bright.model(self.retriever)
         return found
 
     @property
@@ -318,7 +312,7 @@ def _key(row: PublishedRow) -> BrightKey:
 
 def why_not_reproducible(row: PublishedRow) -> str | None:
     """Why r2med cannot run the configuration of ``row`` under BRIGHT's protocol (None: it can), in one line."""
-    facts = _facts()
+    facts = bright
     if row.setting == FIRST_TABLE:
         return (
             "BRIGHT's first table: made on examples and documents no source names (before the revised table); "
@@ -404,7 +398,7 @@ def not_reproducible() -> list[tuple[str, str, int]]:
 
 def bright_key_for(retriever: str, method: str, llm: str) -> BrightKey | None:
     """The configuration a run of r2med's ``retriever`` with expansion ``method:llm`` (``none``) names, if any."""
-    model = _facts().model_for_preset(retriever)
+    model = bright.model_for_preset(retriever)
     if model is None:
         return None
     if method == "none":
@@ -415,7 +409,7 @@ def bright_key_for(retriever: str, method: str, llm: str) -> BrightKey | None:
 
 
 def _reasoning_name(llm: str) -> str:
-    for r in _facts().hub().reasoning_sets:
+    for r in bright.hub().reasoning_sets:
         if llm.lower() == r.name.lower():
             name: str = r.name
             return name
@@ -482,7 +476,7 @@ def by_label(label: str) -> BrightKey | None:
 def settings_dtype(model: str) -> tuple[str | None] | None:
     """(the precision BRIGHT's code ran its model ``model`` in; None: none stated), or None: no such model."""
     try:
-        dtype = _facts().model(model).r2med_encoder.get("dtype")
+        dtype = bright.model(model).r2med_encoder.get("dtype")
     except OptionError:
         return None
     return (str(dtype) if dtype else None,)

@@ -46,7 +46,6 @@ from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..retrieval.registry import RETRIEVERS
 from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunData, RunRecord, read_record, same_config
 from ..runs.run import RUN_FILE, Run, as_written, read_cut_ties, read_trec, write_task_results
-from ..typed.options import as_options_name
 from ..typed.parse import Origin, SpecError, parse
 from ..version import __version__
 from .grading import data_problem, grade_system, precision_change, published_label
@@ -378,8 +377,8 @@ def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     """A record's config as schema 3 writes it: a record of schema 3 as read; an older evaluate record with its
     ``options`` as its retriever's options type records them (an option a run did not record had its default:
     ``r2med demo`` before schema 3 recorded none); options this r2med's type refuses as recorded (such a record is
-    never reused).  An option recorded under its old name (``revision``, now ``model_revision``) is read as the
-    option, in a record of any version."""
+    never reused).  (An option recorded under its old name, ``revision``, is read as ``model_revision`` by the
+    record's reader.)"""
 
     recorded = config.as_json()
     meta = RETRIEVERS.get(str(config.retriever))
@@ -388,7 +387,6 @@ def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     options = recorded.get("options")
     if config.step != "evaluate" or not isinstance(options, Mapping) or meta is None:
         return recorded
-    options = as_options_name(options, meta.options)
     if read_version >= 3:
         return {**recorded, "options": options}
     try:

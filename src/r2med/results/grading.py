@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..data.benchmarks import benchmark, benchmark_of, benchmarks
 from ..data.bright import reasoning_config
@@ -63,7 +63,7 @@ from ..retrieval.registry import RETRIEVERS
 from ..runs.record import JsonObject, RecordedConfig, RunData
 from ..steps import evaluate_from_record, rerank_from_record
 from ..typed.model_source import parse_claim
-from ..typed.options import ANALYZERS, as_options_name
+from ..typed.options import ANALYZERS
 from ..typed.parse import by_checkpoint, score_fields
 from .published import PublishedKey
 
@@ -571,7 +571,7 @@ def nonpaper_precision(config: RecordedConfig | None) -> str | None:
 # -- a recorded config compared with them ---------------------------------------------------------------------
 
 
-def _options_differences(published: Mapping[str, Published], options: Spec | Mapping[str, Any]) -> list[str]:
+def _options_differences(published: Mapping[str, Published], options: Spec | Mapping[str, object]) -> list[str]:
     out = []
     for name, pub in published.items():
         value = options.get(name) if isinstance(options, Mapping) else getattr(options, name, None)
@@ -580,7 +580,7 @@ def _options_differences(published: Mapping[str, Published], options: Spec | Map
     return out
 
 
-def _as_claimed(values: Mapping[str, Any], names: Iterable[str], folder: object, claim: str) -> dict[str, Any]:
+def _as_claimed(values: Mapping[str, object], names: Iterable[str], folder: object, claim: str) -> dict[str, object]:
     """``values`` with each of the checkpoint fields ``names`` that holds the claimed ``folder`` read as the
     checkpoint the user claims it holds (``claim``'s hub id): a reranker's tokenizer, when it is the model's
     folder, is that folder's files too."""
@@ -604,7 +604,7 @@ def _retriever_differences(
 ) -> list[str]:
     claim = claimed_checkpoint(config)
     folder = getattr(step.options, "model", None)
-    options: Spec | dict[str, Any] = step.options
+    options: Spec | dict[str, object] = step.options
     if claim is not None:  # the folder compared as the checkpoint the user claims it holds
         options = {name: getattr(step.options, name, None) for name in spec.options}
         options = _as_claimed(options, ("model",), folder, claim)
@@ -650,7 +650,7 @@ def _family_settings_differences(spec: RetrieverSpec, config: RecordedConfig, ta
     claim = claimed_checkpoint(config)
     out = []
     for name, value in expected.items():
-        if name in ("dtype", "revision", "query_model", "expansion_instruction", "trust_remote_code"):
+        if name in ("dtype", "model_revision", "query_model", "expansion_instruction", "trust_remote_code"):
             continue  # the precision has its own rule; an option set is compared above; no query is expanded
         got = claim.partition("@")[0] if name == "model" and claim else encoder.get(name)
         same = checkpoint_name(str(got)) == checkpoint_name(str(value)) if name == "model" else _same(got, value)
@@ -816,7 +816,7 @@ def _grade_rerank(config: RecordedConfig, task: str | None) -> Grade:
     claim = claimed_checkpoint(config)
     folder = getattr(step.options, "model", None)
     checkpoints = tuple(name for name in spec.options if by_checkpoint(meta.options, name))
-    options: Spec | dict[str, Any] = step.options
+    options: Spec | dict[str, object] = step.options
     if claim is not None:
         options = _as_claimed(
             {name: getattr(step.options, name, None) for name in spec.options}, checkpoints, folder, claim
@@ -824,7 +824,7 @@ def _grade_rerank(config: RecordedConfig, task: str | None) -> Grade:
     out = _options_differences(spec.options, options)
     block = config.reranker
     if block is not None:  # what the options resolved to, as the run recorded it (any schema version)
-        resolved = {k: v for k, v in as_options_name(block.as_json(), meta.options).items() if k in spec.options}
+        resolved: dict[str, object] = {k: v for k, v in block.as_json().items() if k in spec.options}
         if claim is not None:
             resolved = _as_claimed(resolved, checkpoints, folder, claim)
         out += [d for d in _options_differences(spec.options, resolved) if d.split(" ", 1)[0] not in _named(out)]

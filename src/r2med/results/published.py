@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.tasks import TASK_NAMES
 from ..errors import shown
@@ -39,6 +39,7 @@ from ..retrieval.registry import RETRIEVERS, all_retrievers
 from ..runs.record import RunRecord
 
 if TYPE_CHECKING:
+    from ..infra.json_types import JsonObject, JsonValue
     from ..reranking.base import RerankerMeta
     from ..retrieval.registry import RetrieverMeta
 
@@ -224,14 +225,14 @@ def parse_label(label: str) -> PublishedKey | None:
 # -- stored configurations ------------------------------------------------------------------------
 
 
-def expansion_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
+def expansion_of(config: Mapping[str, JsonValue]) -> JsonObject | None:
     """The expansion a run's queries were built with (``{"method", "llm", "trace", ...}``), or None.
 
     Run folders written before the structured record (their ``queries`` was a string) are upgraded when
     read (:func:`r2med.runs.record.upgrade_config_v1`), so only the structured record is read here.
     """
     found = config.get("expansion")
-    return dict(found) if isinstance(found, Mapping) else None
+    return dict(found) if isinstance(found, dict) else None
 
 
 def tolerance_class(key: PublishedKey) -> str:

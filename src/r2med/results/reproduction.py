@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..data.benchmarks import protocol_of_task
 from ..measures import Measure
 from .published import PublishedKey
+
+if TYPE_CHECKING:
+    from ..infra.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class MtebBeside:
             text += ", not graded: the run recorded no model commit equal to mteb's"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "model": self.model,
             "model_revision": self.model_revision,
@@ -125,7 +128,7 @@ class Outcome:
     def delta(self) -> float | None:
         return None if self.value is None else self.value - self.target.published
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         family = {"measure": self.target.measure.trec} if len(self.target.key.measures) > 1 else {}
         return {
             **family,

@@ -95,7 +95,7 @@ def custom_retriever(
         cache = False
     settings = EncoderSettings(
         model=f"custom:{name or loaded.spec or type(loaded.obj).__qualname__}",
-        revision=loaded.revision,
+        model_revision=loaded.revision,
         extra={"custom": loaded.describe()},
     )
     # the embedding cache is keyed by the declared name and revision, the object's class and the sha256 of its
@@ -111,7 +111,7 @@ def custom_retriever(
     )
     key = {
         "model": settings.model,
-        "revision": settings.revision,
+        "model_revision": settings.model_revision,
         "class": type(loaded.obj).__qualname__,
         "code_sha256": code,
     }

@@ -46,7 +46,7 @@ from ..infra.home import fingerprint, fingerprint_texts
 from ..infra.versions import package_versions
 from ..runs.run import Run
 from ..typed.dense_choices import Similarity, choices_of
-from ..typed.options import MODEL_NAMES, DenseOptions, EncoderOptions, MedcptOptions, PresetOptions
+from ..typed.options import DenseOptions, EncoderOptions, MedcptOptions, PresetOptions
 from ..typed.parse import RetrieverOptions, field_names
 from .base import BaseRetriever, QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
@@ -464,19 +464,17 @@ def _use_torch(device: str | None) -> bool:
 
 #: API embedders' client settings (passed on to the encoder; an error for a local model).
 API_OPTIONS = ("api_key", "base_url", "timeout", "max_retries", "backoff_base", "backoff_max")
-#: the fields of :class:`~r2med.retrieval.encoders.EncoderSettings` (what defines a vector) the options set, by
-#: the options' name (``model_revision``: the settings', and the model's, ``revision``)
-SETTING_FIELDS = {
-    MODEL_NAMES.get(option, option): option
-    for option in field_names(EncoderOptions)
-    if MODEL_NAMES.get(option, option) in {f.name for f in fields(EncoderSettings)}
-}
+#: the fields of :class:`~r2med.retrieval.encoders.EncoderSettings` (what defines a vector) the options set (the
+#: options and the settings name them alike)
+SETTING_FIELDS = tuple(
+    option for option in field_names(EncoderOptions) if option in {f.name for f in fields(EncoderSettings)}
+)
 
 
 def encoder_settings(options: EncoderOptions) -> dict[str, Any]:
     """What ``options`` sets of the encoder settings (what defines a vector), by the settings' names: the rest is
     the model's own (``dense``) or the preset's."""
-    values = {setting: getattr(options, option) for setting, option in SETTING_FIELDS.items()}
+    values = {setting: getattr(options, setting) for setting in SETTING_FIELDS}
     return {setting: value for setting, value in values.items() if value is not None}
 
 

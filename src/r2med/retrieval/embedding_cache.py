@@ -14,12 +14,14 @@ loses at most one chunk, and the interrupted run says how many texts its finishe
 the chunking it was started with (``meta.json``): a resumed encoding encodes exactly the chunks an uninterrupted
 one would, so its vectors are the same bytes.
 
-``key`` is a fingerprint of everything that changes a vector (model id and revision, pooling,
+``key`` is a fingerprint of everything that changes a vector (model id and commit, pooling,
 normalisation, max length, instructions, dtype... = ``EncoderSettings.key()``), of the texts
 (the corpus, or the query texts with their expansion parts) and of the role.  A chunk file
 exists only once complete (temp file + rename), so an encoding killed at any point resumes from
 its finished chunks and never reads a torn file; ``embeddings.npy`` is assembled from the chunks
-(again atomically, after its ``checksums.json``) and then the chunks are removed.
+(again atomically, after its ``checksums.json``) and then the chunks are removed.  The key spells the model's
+commit ``revision`` (:data:`KEY_SPELLING`), its name before it became ``model_revision``: an entry made before
+the rename keeps its key (``meta.json`` records the settings as they are spelled when the entry is made).
 
 Integrity: every load verifies the checksum of each chunk of rows (xxh3-64 when ``xxhash`` is
 installed, else CRC-32; both far faster than the disk).  Rows that fail are re-encoded alone
@@ -76,8 +78,20 @@ CHECKSUMS = "checksums.json"
 ROLES = ("documents", "queries")
 
 
+#: the names a key spells as it did when the cache was made: a model's commit, ``model_revision`` in the settings
+#: and records, was named ``revision`` -- keyed under that name, the vectors cached before the rename keep their key
+KEY_SPELLING: dict[str, str] = {"model_revision": "revision"}
+
+
+def keyed(encoder_config: dict[str, Any]) -> dict[str, Any]:
+    """``encoder_config`` with the names :data:`KEY_SPELLING` spells as a key does."""
+    return {KEY_SPELLING.get(name, name): value for name, value in encoder_config.items()}
+
+
 def embedding_key(encoder_config: dict[str, Any], texts_fingerprint: str, role: str = "documents") -> str:
-    return fingerprint("dense-embeddings", CACHE_FORMAT, ENCODING_VERSION, encoder_config, texts_fingerprint, role)
+    return fingerprint(
+        "dense-embeddings", CACHE_FORMAT, ENCODING_VERSION, keyed(encoder_config), texts_fingerprint, role
+    )
 
 
 # -- checksums -----------------------------------------------------------------------------------
@@ -125,6 +139,7 @@ class EmbeddingCache:
             raise ValueError(f"role must be one of {ROLES}, not {role!r}")
         self.role = role
         self.key = embedding_key(encoder_config, corpus_fingerprint, role)
+        self.encoder_config = encoder_config
         self.path = Path(root or cache_dir(KIND)) / self.key
         self.n_docs = n_docs
         self.meta = {
@@ -252,7 +267,9 @@ class EmbeddingCache:
         self._refuse_links()
         self.path.mkdir(parents=True, exist_ok=True)
         stored = self._stored_meta()
-        if stored != self.meta:
+        if stored is not None and isinstance(stored.get("encoder"), dict):  # an entry made before the rename: the
+            stored = {**stored, "encoder": keyed(stored["encoder"])}  # same settings, its chunks kept
+        if stored != {**self.meta, "encoder": keyed(self.encoder_config)}:
             if stored is not None:  # other chunking or size: chunks are not reusable
                 shutil.rmtree(self.chunk_dir, ignore_errors=True)
             write_json_atomic(self.path / "meta.json", self.meta)

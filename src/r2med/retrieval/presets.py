@@ -426,7 +426,7 @@ class Preset:
 def _unset_by_family() -> dict[str, Any]:
     """What a family's encoder settings leave unset, as r2med's encoders' defaults: every field is set, so nothing of
     the preset's own family leaks in (``expansion_instruction`` stays the preset's: r2med's rule for expansions)."""
-    skip = ("model", "query_model", "revision", "query_instruction", "doc_instruction", "expansion_instruction")
+    skip = ("model", "query_model", "model_revision", "query_instruction", "doc_instruction", "expansion_instruction")
     return {k: v for k, v in asdict(EncoderSettings(model="")).items() if k not in skip}
 
 

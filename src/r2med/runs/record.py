@@ -188,10 +188,10 @@ class EncoderRecord(_Recorded):
     """What a dense retriever's encoder resolved to (``config["encoder"]``); every other key is the encoder's own
     ``config()`` (open per encoder class, a user's included)."""
 
-    #: the checkpoint for documents (and queries, unless ``query_model``), at ``revision``
+    #: the checkpoint for documents (and queries, unless ``query_model``), at ``model_revision``
     model: str | None = None
     query_model: str | None = None
-    revision: str | None = None
+    model_revision: str | None = None
     dtype: str | None = None
     #: a custom encoder's facts (``custom``: its spec and class)
     extra: JsonObject | None = None  # open: a custom encoder's own record
@@ -290,7 +290,9 @@ class RecordedConfig(_Recorded):
     def read(cls, config: Mapping[str, JsonValue], where: str | os.PathLike[str] = "config") -> RecordedConfig:
         """``config`` (a decoded ``config`` object, of schema 3 or upgraded) as its typed record; a value of another
         type than the schema's is a one-line :class:`DataError` naming ``where`` and the key.  A config with no
-        ``step`` (a hand-made one) is read as :func:`step_kind` tells."""
+        ``step`` (a hand-made one) is read as :func:`step_kind` tells; a model's commit recorded as ``revision``
+        as ``model_revision`` (:func:`upgrade_model_revision`)."""
+        config = upgrade_model_revision(config)
         try:
             value = cls.model_validate(config)
         except ValidationError as exc:
@@ -433,9 +435,11 @@ class RunRecord(BaseModel):
         return payload
 
 
-def parse_record(data: object, path: str | os.PathLike[str]) -> RunRecord:
+def parse_record(data: object, path: str | os.PathLike[str], upgrade: bool = True) -> RunRecord:
     """``data`` (a decoded ``metrics.json``) as a record; any fault a one-line :class:`DataError` naming ``path``
-    and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused."""
+    and the key.  Version 1 (no ``schema_version``) is upgraded; a newer version than this r2med knows is refused.
+    A model's commit recorded as ``revision`` reads as ``model_revision`` (:func:`upgrade_model_revision`) unless
+    ``upgrade`` is False (the writer: a payload is written as given)."""
     where = Path(path)
 
     def fail(message: str) -> DataError:
@@ -531,6 +535,8 @@ def parse_record(data: object, path: str | os.PathLike[str]) -> RunRecord:
         objects["config"] = upgrade_config_v1(objects["config"])
     if version < 3 and objects["config"] is not None:
         objects["config"] = upgrade_config_v2(objects["config"])
+    if upgrade and objects["config"] is not None:  # a model's commit recorded as ``revision`` (before the rename)
+        objects["config"] = upgrade_model_revision(objects["config"])
     timing = data.get("timing")
     if timing is not None:
         timing = numbers(timing, "timing", (0.0, math.inf), named=False)
@@ -666,6 +672,47 @@ def _upgraded_input(item: JsonValue) -> JsonValue:
     return item
 
 
+#: the blocks of a ``config`` that name a model's commit, and its name before it was ``model_revision`` everywhere
+MODEL_COMMIT_BLOCKS: Final = ("options", "encoder", "reranker")
+OLD_MODEL_COMMIT: Final = "revision"
+
+
+def upgrade_model_revision(config: Mapping[str, JsonValue]) -> JsonObject:
+    """A ``config`` (any schema version) with a model's commit named ``model_revision``: a record written before the
+    rename named it ``revision`` in its ``options`` (the option's first name), ``encoder`` and ``reranker`` blocks;
+    read here as ``model_revision`` (in place: key order kept), and the same for a reranked run's first stage and a
+    fusion's inputs.  A block holding both keys keeps its ``model_revision``.  In memory only: the file is never
+    rewritten.  (No options type, block or plug-in record of r2med names anything else ``revision``: the data's
+    commit is the record's top-level ``revision``, an expansion's the ``expansion`` block's, neither touched.)"""
+    upgraded = dict(config)
+    for name in MODEL_COMMIT_BLOCKS:
+        block = upgraded.get(name)
+        if isinstance(block, dict) and OLD_MODEL_COMMIT in block:
+            new = "model_revision" in block
+            upgraded[name] = {
+                ("model_revision" if k == OLD_MODEL_COMMIT else k): v
+                for k, v in block.items()
+                if not (new and k == OLD_MODEL_COMMIT)
+            }
+    first = upgraded.get("first_stage")
+    if isinstance(first, dict):
+        inner = first.get("config")
+        if isinstance(inner, dict):
+            upgraded["first_stage"] = {**first, "config": upgrade_model_revision(inner)}
+    inputs = upgraded.get("inputs")
+    if isinstance(inputs, list):
+        upgraded["inputs"] = [_with_model_revision(item) for item in inputs]
+    return upgraded
+
+
+def _with_model_revision(item: JsonValue) -> JsonValue:
+    """A fused input with its ``config`` read by :func:`upgrade_model_revision`; else as it is."""
+    inner = item.get("config") if isinstance(item, dict) else None
+    if isinstance(item, dict) and isinstance(inner, dict):
+        return {**item, "config": upgrade_model_revision(inner)}
+    return item
+
+
 def same_config(
     stored: RunRecord, config: Mapping[str, JsonValue], recorded: Mapping[str, JsonValue] | None = None
 ) -> bool:
@@ -713,8 +760,8 @@ def read_record(folder: str | os.PathLike[str]) -> RunRecord:
 
 def metrics_record(payload: Mapping[str, object], where: str | os.PathLike[str]) -> RunRecord:
     """``payload`` (what a run writes to ``metrics.json``) checked as a record of :data:`SCHEMA_VERSION` (written as
-    given: no upgrade); any fault a one-line :class:`DataError` naming ``where``."""
-    return parse_record({**payload, "schema_version": SCHEMA_VERSION}, where)
+    given: no upgrade, the model's commit included); any fault a one-line :class:`DataError` naming ``where``."""
+    return parse_record({**payload, "schema_version": SCHEMA_VERSION}, where, upgrade=False)
 
 
 def record_text(record: RunRecord) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,6 +28,7 @@ import scipy.sparse as sp
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
 from ..evaluation.tie_data import CutTie
+from ..infra.json_types import JsonObject
 from ..retrieval.analyzer import encode_corpus, get_analyzer
 from ..retrieval.base import BaseRetriever, QueryText, as_text
 from ..retrieval.bm25 import (
@@ -41,7 +41,7 @@ from ..retrieval.bm25 import (
 )
 from ..retrieval.topk import CutPositions, cut_ties_of, mask_cells, merge_top_k_cut, top_k_rows_cut
 from ..runs.run import Run
-from .cluster import LOCAL, connect, map_tasks, remote_refs, require_ray
+from .cluster import LOCAL, ObjectRef, connect, map_tasks, remote_ref_pairs, remote_refs, require_ray
 from .shards import Shard, plan_shards, to_run
 
 log = logging.getLogger(__name__)
@@ -132,10 +132,10 @@ class ShardedBM25(BaseRetriever):
         self.cut_ties: dict[str, CutTie] = {}
         self.plan: list[Shard] = []
         self.doc_ids: list[str] = []
-        self.shards: list[Any] = []  # csr matrices, or Ray ObjectRefs to them
+        self.shards: list[sp.csr_matrix | ObjectRef] = []  # csr matrices, or Ray ObjectRefs to them
         self.timing: dict[str, float] = {}
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             **self.head.config(),
             "options": self.head.options.record(),
@@ -144,7 +144,7 @@ class ShardedBM25(BaseRetriever):
         }
 
     @property
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, int | float]:
         return {"n_docs": len(self.doc_ids), "n_terms": len(self.head.vocab), "avgdl": self.head.avgdl}
 
     def index(
@@ -159,12 +159,14 @@ class ShardedBM25(BaseRetriever):
         texts = list(corpus.values())
         self.plan = plan_shards(len(texts), self.n_shards, self.shard_size)
         args = [(texts[s.start : s.stop], self.analyzer_name) for s in self.plan]
+        encoded: list[tuple[np.ndarray, np.ndarray]] = []
+        encoded_refs: list[ObjectRef] = []  # with Ray: each stays in the object store, next to its shard
         if self.ray:
             connect(self.ray if isinstance(self.ray, str) else LOCAL)
             ray = require_ray()
-            pairs = remote_refs(analyse_shard, args, num_returns=2, resources=self.resources)
-            stats = ray.get([p[0] for p in pairs])
-            encoded: list[Any] = [p[1] for p in pairs]  # stays in the object store, next to its shard
+            pairs = remote_ref_pairs(analyse_shard, args, resources=self.resources)
+            stats: list[tuple[list[str], np.ndarray, int, int]] = ray.get([p[0] for p in pairs])
+            encoded_refs = [p[1] for p in pairs]
         else:
             results = map_tasks(analyse_shard, args)
             stats, encoded = [r[0] for r in results], [r[1] for r in results]
@@ -180,7 +182,7 @@ class ShardedBM25(BaseRetriever):
             idf_ref = ray.put(idf)
             self.shards = remote_refs(
                 weigh_shard,
-                [(e, m, idf_ref, avgdl, head.k1, head.b) for e, m in zip(encoded, mappings)],
+                [(e, m, idf_ref, avgdl, head.k1, head.b) for e, m in zip(encoded_refs, mappings)],
                 resources=self.resources,
             )
             ray.wait(self.shards, num_returns=len(self.shards))

@@ -11,7 +11,6 @@ object store for in-memory arrays), so only the small per-shard top-k lists trav
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -26,10 +25,13 @@ from .cluster import LOCAL, connect, map_tasks
 from .encode import load_shards
 from .store import ShardStore
 
+#: a shard of embeddings: an array (in memory, or resolved from Ray's object store), or ``(store location, index)``
+ShardSource = np.ndarray | tuple[str, int]
+
 
 def search_dense_shard(
     queries: np.ndarray,
-    shard: Any,
+    shard: ShardSource,
     offset: int,
     k: int,
     exclude: np.ndarray | None,
@@ -64,7 +66,7 @@ class ShardedDenseIndex:
     """Embedding shards (arrays, or a store written by :func:`r2med.scale.encode.encode_distributed`)."""
 
     def __init__(
-        self, doc_ids: Sequence[str], shards: Sequence[Any], sizes: Sequence[int], location: str | None = None
+        self, doc_ids: Sequence[str], shards: Sequence[ShardSource], sizes: Sequence[int], location: str | None = None
     ):
         if sum(sizes) != len(doc_ids):
             raise R2MedError(f"{len(doc_ids)} doc ids but {sum(sizes)} embeddings in the shards")

@@ -24,13 +24,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import R2MedError, shown
 from ..infra.home import fingerprint_texts, parse_json
-from ..retrieval.embedding_cache import EmbeddingCache
+from ..infra.json_types import JsonObject, JsonValue
+from ..retrieval.embedding_cache import EmbeddingCache, keyed
 from ..retrieval.encoders import EncoderSettings, make_encoder
 from .cluster import connect, driver_env
 from .shards import Shard, plan_shards
@@ -58,8 +58,8 @@ class EncodeResult:
     seconds: float = 0.0
     embeddings: np.ndarray | None = None  # the finalised matrix (cache destination only)
 
-    def summary(self) -> dict[str, Any]:
-        out = asdict(self)
+    def summary(self) -> JsonObject:
+        out: JsonObject = asdict(self)
         out.pop("embeddings")
         return out
 
@@ -69,7 +69,7 @@ class ShardEncoder:
 
     def __init__(
         self,
-        settings: dict[str, Any],
+        settings: EncoderSettings,
         store: ShardStore,
         device: str | None = None,
         batch_size: int = 32,
@@ -80,9 +80,7 @@ class ShardEncoder:
             import torch
 
             torch.set_num_threads(threads)
-        self.encoder = make_encoder(
-            EncoderSettings(**settings), device=device, batch_size=batch_size, token_budget=token_budget
-        )
+        self.encoder = make_encoder(settings, device=device, batch_size=batch_size, token_budget=token_budget)
         self.store = store
         self.shards_done = 0
 
@@ -125,7 +123,7 @@ def encode_distributed(
     batch_size: int = 32,
     token_budget: int | None = None,
     finalize: bool = True,
-    runtime_env: Mapping[str, Any] | None = None,
+    runtime_env: Mapping[str, JsonValue] | None = None,  # Ray's runtime_env: open, Ray's own keys
 ) -> EncodeResult:
     """Encode ``corpus`` (doc id -> text) with ``settings`` (an ``EncoderSettings``) on Ray.
 
@@ -162,7 +160,7 @@ def encode_distributed(
         store = ShardStore(str(cache.path), shard_dir="chunks")
     else:
         store = ShardStore(dest)
-        manifest = {
+        manifest: JsonObject = {
             "format": 1,
             "encoder": config,
             "corpus_fingerprint": fp,
@@ -170,7 +168,10 @@ def encode_distributed(
             "shard_size": shard_size,
         }
         stored = store.read_manifest()
-        if stored is not None and stored != manifest:
+        recorded = stored.get("encoder") if stored is not None else None
+        if stored is not None and isinstance(recorded, dict):  # a store made before ``model_revision``: compared
+            stored = {**stored, "encoder": keyed(recorded)}  # as the cache key spells it
+        if stored is not None and stored != {**manifest, "encoder": keyed(config)}:
             raise R2MedError(
                 f"{dest} already holds embeddings of another model, corpus or shard size; "
                 "choose another --dest or delete it"
@@ -238,7 +239,7 @@ def _run_actor_pool(
     device: str | None,
     batch_size: int,
     token_budget: int | None,
-    runtime_env: Mapping[str, Any] | None,
+    runtime_env: Mapping[str, JsonValue] | None,  # Ray's runtime_env: open, Ray's own keys
 ) -> dict[str, np.ndarray]:
     ray = connect(address)
     from ray.data import ActorPoolStrategy
@@ -263,7 +264,7 @@ def _run_actor_pool(
         batch_size=1,
         compute=ActorPoolStrategy(size=actors),
         fn_constructor_kwargs={
-            "settings": settings.key(),
+            "settings": settings,
             "store": store,
             "device": device,
             "batch_size": batch_size,
@@ -277,7 +278,7 @@ def _run_actor_pool(
     return {key: np.asarray([row[key] for row in out]) for key in ("shard", "rows", "dim", "pid")}
 
 
-def _json_bytes(obj: Any) -> bytes:
+def _json_bytes(obj: object) -> bytes:
     return json.dumps(obj).encode("utf-8")
 
 
@@ -294,7 +295,10 @@ def load_shards(location: str) -> tuple[list[str], list[np.ndarray]]:
         raise R2MedError(f"{location}: doc_ids.json is not what r2med writes ({shown(str(exc))})") from None
     if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
         raise R2MedError(f"{location}: doc_ids.json is not what r2med writes (a list of document ids)")
-    plan = plan_shards(manifest["n_docs"], shard_size=manifest["shard_size"])
+    n_docs, shard_size = manifest.get("n_docs"), manifest.get("shard_size")
+    if not isinstance(n_docs, int) or not isinstance(shard_size, int):
+        raise R2MedError(f"{location}: manifest.json is not what r2med writes (no n_docs or shard_size)")
+    plan = plan_shards(n_docs, shard_size=shard_size)
     missing = [s.index for s in plan if not store.has_shard(s.index)]
     if missing:
         raise R2MedError(f"{location} misses shards {missing[:10]}; re-run the encoding to finish them")

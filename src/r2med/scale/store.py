@@ -18,7 +18,7 @@ import logging
 import re
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ..errors import R2MedError
 from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, parse_json, write_json_atomic
 from ..infra.input_files import read_regular
+from ..infra.json_types import JsonObject
 
 try:  # the scale extra's; only a URI whose scheme pyarrow does not know needs it (then a missing one is one line)
     import fsspec
@@ -55,7 +56,7 @@ class ShardStore:
         self._fs: pafs.FileSystem | None = None
         self._root: str | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, str | None]:
         return {"location": self.location, "shard_dir": self.shard_dir, "_fs": None, "_root": None}
 
     # -- filesystem ----------------------------------------------------------------------------
@@ -130,14 +131,17 @@ class ShardStore:
         return sorted(i.base_name for i in infos)
 
     # -- manifest ------------------------------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any] | None:
+    def read_manifest(self) -> JsonObject | None:
+        """The store's ``manifest.json`` (None: none, or unreadable); one that is not a JSON object is one line."""
         try:
-            manifest: dict[str, Any] = parse_json(self.read_bytes(MANIFEST))
-            return manifest
+            manifest = parse_json(self.read_bytes(MANIFEST))
         except (OSError, FileNotFoundError, ValueError):
             return None
+        if not isinstance(manifest, dict):
+            raise R2MedError(f"{self.location}: {MANIFEST} is not what r2med writes (a JSON object)")
+        return manifest
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    def write_manifest(self, manifest: JsonObject) -> None:
         if self.local:
             write_json_atomic(refuse_links(self._local_root(), self._local_root() / MANIFEST), manifest)
         else:

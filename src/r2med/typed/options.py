@@ -19,12 +19,11 @@ Values keep the spelling they were given (``dtype = "float16"``, ``analyzer = "p
 and records them as before.  A field set to None is "not set": the model's own default applies, and it is left
 out of the record (``metrics.json``'s ``options``), as it always was.
 
-A model's own commit is ``model_revision`` (``--set model_revision=``, ``model_revision = ...`` in a table): a
-step's flat ``revision`` is the data's (:attr:`r2med.steps.Data.revision`, ``--revision``), which is what the
-option's old name, ``revision``, was read as from the command line and a file.  The models take and record it as
-``revision`` (``from_pretrained(revision=...)``, their ``config()``): each reads its typed options'
-``model_revision`` as it is built; :func:`as_options_name` reads a recorded ``revision`` (a record written before
-the rename, a model's record) back as the option.
+A model's own commit is ``model_revision`` (``--set model_revision=``, ``model_revision = ...`` in a table), and
+the models record it by that name (the encoder settings and record, a reranker's ``config()``): a step's flat
+``revision`` is the data's (:attr:`r2med.steps.Data.revision`, ``--revision``), which is what the option's old
+name, ``revision``, was read as from the command line and a file.  A record written before the rename (a model's
+``revision``) is read as ``model_revision`` by the record's reader (:func:`r2med.runs.record.upgrade_model_revision`).
 
 ``model_claim`` (a dense encoder's, and a reranker's whose ``model`` may be a local folder: the cross-encoders,
 Qwen3, BRIGHT's cross-encoder) is the hub checkpoint the user says the folder holds: recorded, read by grading
@@ -33,13 +32,12 @@ Qwen3, BRIGHT's cross-encoder) is the hub checkpoint the user says the folder ho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Final, Literal, Protocol, TypeVar
+from typing import Annotated, Literal, Protocol, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..errors import OptionError
-from ..infra.json_types import JsonObject, JsonValue
+from ..infra.json_types import JsonObject
 from ..infra.llm import LLMClient
 from ..runs.fusion import RRF_K
 from ..runs.fusion_choices import FusionMethod, Normalisation
@@ -56,21 +54,8 @@ from .parse import (
     RetrieverOptions,
     Share,
     Spec,
-    field_names,
     is_recorded,
 )
-
-#: option -> the name the models take it by and record it as (the options types' fields are the step's names)
-MODEL_NAMES: Final[Mapping[str, str]] = {"model_revision": "revision"}
-
-
-def as_options_name(values: Mapping[str, JsonValue], spec: type[Spec]) -> JsonObject:
-    """Recorded options, or a model's record, spelled as ``spec``'s fields: a ``revision`` that ``spec`` does not
-    take is its ``model_revision`` where it takes one (what a record written before the rename holds)."""
-    fields = set(field_names(spec))
-    old = {model: option for option, model in MODEL_NAMES.items() if option in fields and model not in fields}
-    return {old.get(k, k): v for k, v in values.items() if not (k in old and old[k] in values)}  # the new name wins
-
 
 #: the choices of the fields below, as their text
 POOLINGS = tuple(p.value for p in Pooling)

@@ -93,7 +93,7 @@ def make_encoder(
     else through plain transformers with pooling); ``api_options`` (key, URL, retries) go to APIs."""
     loader = settings.loader
     if loader == "auto":
-        st = is_sentence_transformers_model(settings.model, settings.revision)
+        st = is_sentence_transformers_model(settings.model, settings.model_revision)
         loader = "sentence-transformers" if st else "transformers"
     if loader in API_LOADERS:
         return APIEncoder(settings, batch_size=batch_size, **api_options)

@@ -199,7 +199,8 @@ class EncoderSettings:
     model: str
     loader: str = "auto"
     query_model: str | None = None
-    revision: str | None = None
+    #: the model's commit on the hub (``from_pretrained(revision=...)``); None: its default branch
+    model_revision: str | None = None
     pooling: Pooling = Pooling.MEAN
     normalize: bool = False
     #: tokens per text; None: the model's own (sentence-transformers ``max_seq_length``, else the

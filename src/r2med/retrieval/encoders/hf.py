@@ -247,7 +247,7 @@ class TransformersEncoder(TorchEncoder):
             raise MissingExtraError(exc.name or "transformers", "dense", "dense retrieval") from exc
         check_model_source(name)
         s = self.settings
-        kwargs = {"revision": s.revision, "trust_remote_code": s.trust_remote_code}
+        kwargs = {"revision": s.model_revision, "trust_remote_code": s.trust_remote_code}
         try:
             tok = AutoTokenizer.from_pretrained(name, **kwargs)
             model: torch.nn.Module = load_pretrained(
@@ -271,9 +271,9 @@ class TransformersEncoder(TorchEncoder):
         model.eval().to(self.device)
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
         self.used["weights"] = weights_dtype(model)
-        self.used["declared_dtype"] = declared_dtype(name, s.revision)
+        self.used["declared_dtype"] = declared_dtype(name, s.model_revision)
         check_weights_dtype(name, s.dtype, self.used["weights"])
-        self.used.setdefault("model_commit", {})[name] = checkpoint_commit(model, name, s.revision)
+        self.used.setdefault("model_commit", {})[name] = checkpoint_commit(model, name, s.model_revision)
         self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
         self.used["device"] = self.device
         self.used["pooling"] = str(s.pooling)
@@ -330,7 +330,7 @@ class TransformersEncoder(TorchEncoder):
         if self.settings.framing is None:
             return None
         if name not in self._frames:
-            template, files = settled(name, tok, self.settings.framing, self.settings.revision)
+            template, files = settled(name, tok, self.settings.framing, self.settings.model_revision)
             before, after = resolve_framing(name, tok, template)
             self._frames[name] = (template, before, after, files)
         return self._frames[name]
@@ -356,7 +356,7 @@ class TransformersEncoder(TorchEncoder):
                 self.used["framing"] = {
                     "framing": "tokenizer's own",
                     "tokenizer_alone": own,
-                    "tokenizer_files": note_files(name, tok, s.revision).describe(),
+                    "tokenizer_files": note_files(name, tok, s.model_revision).describe(),
                     "built_by": "tokenizer",
                 }
             return
@@ -455,16 +455,16 @@ class SentenceTransformerEncoder(TorchEncoder):
                     model = SentenceTransformer(
                         s.model,
                         device=self.device,
-                        revision=s.revision,
+                        revision=s.model_revision,
                         trust_remote_code=s.trust_remote_code,
                         **kwargs,
                     )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
             self.used["weights"] = weights_dtype(model)
-            self.used["declared_dtype"] = declared_dtype(s.model, s.revision)
+            self.used["declared_dtype"] = declared_dtype(s.model, s.model_revision)
             check_weights_dtype(s.model, s.dtype, self.used["weights"])
-            self.used["model_commit"] = {s.model: checkpoint_commit(model, s.model, s.revision)}
+            self.used["model_commit"] = {s.model: checkpoint_commit(model, s.model, s.model_revision)}
             autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
             self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
             self.used["device"] = self.device
@@ -485,11 +485,11 @@ class SentenceTransformerEncoder(TorchEncoder):
             self.used["framing"] = {
                 "framing": "tokenizer's own",
                 "tokenizer_alone": own,
-                "tokenizer_files": note_files(s.model, tok, s.revision).describe(),
+                "tokenizer_files": note_files(s.model, tok, s.model_revision).describe(),
                 "built_by": "tokenizer",
             }
             return
-        template, files = settled(s.model, tok, s.framing, s.revision)
+        template, files = settled(s.model, tok, s.framing, s.model_revision)
         before, after = resolve_framing(s.model, tok, template)
         check_ids(s.model, ids, before, after, template, [t["id"] for t in (*own["before"], *own["after"])])
         self.used["framing"] = {
@@ -576,12 +576,12 @@ class RemoteCodeEncoder(TorchEncoder):
             s = self.settings
             check_model_source(s.model)
             try:
-                self._tok = AutoTokenizer.from_pretrained(s.model, revision=s.revision, trust_remote_code=True)
+                self._tok = AutoTokenizer.from_pretrained(s.model, revision=s.model_revision, trust_remote_code=True)
                 self._model = load_pretrained(
                     AutoModel.from_pretrained,
                     s.model,
                     "embedding model",
-                    revision=s.revision,
+                    revision=s.model_revision,
                     trust_remote_code=True,
                     **dtype_kwargs(s.dtype, self.device),
                 )
@@ -589,9 +589,9 @@ class RemoteCodeEncoder(TorchEncoder):
                 raise _load_error(s.model, exc) from exc
             self._model.eval().to(self.device)
             self.used["weights"] = self.used["compute"] = weights_dtype(self._model)
-            self.used["declared_dtype"] = declared_dtype(s.model, s.revision)
+            self.used["declared_dtype"] = declared_dtype(s.model, s.model_revision)
             check_weights_dtype(s.model, s.dtype, self.used["weights"])
-            self.used["model_commit"] = {s.model: checkpoint_commit(self._model, s.model, s.revision)}
+            self.used["model_commit"] = {s.model: checkpoint_commit(self._model, s.model, s.model_revision)}
             self.used["device"] = self.device
             if not hasattr(self._model, "encode"):
                 raise R2MedError(f"{s.model} has no encode() method; use --retriever dense with a pooling instead")
@@ -646,9 +646,9 @@ class GritLMEncoder(TorchEncoder):
             inner = getattr(self._model, "model", None)
             if inner is not None and hasattr(inner, "parameters"):
                 self.used["weights"] = self.used["compute"] = weights_dtype(inner)
-                self.used["declared_dtype"] = declared_dtype(s.model, s.revision)
+                self.used["declared_dtype"] = declared_dtype(s.model, s.model_revision)
                 check_weights_dtype(s.model, s.dtype, self.used["weights"])
-                self.used["model_commit"] = {s.model: checkpoint_commit(inner, s.model, s.revision)}
+                self.used["model_commit"] = {s.model: checkpoint_commit(inner, s.model, s.model_revision)}
             self.used["framing"] = {"framing": "the gritlm package's encode()", "built_by": "model"}
         max_length = self.max_tokens(role, 512)
         self.note_max_length(role, max_length)
