@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from ..infra.json_types import JsonObject
+
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 42
@@ -171,7 +173,7 @@ class PairedComparison:
     p_holm: float | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 

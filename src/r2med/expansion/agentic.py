@@ -22,18 +22,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import R2MedError
 from ..runs.run import ranked
 from .traces import strip_trace
 
 if TYPE_CHECKING:
-    from ..infra.json_types import JsonValue
+    from ..infra.json_types import JsonObject, JsonValue
     from ..infra.llm import LLMClient
-    from ..retrieval.base import Retriever
+    from ..retrieval.base import QueryText
+    from ..runs.run import Run
 
 log = logging.getLogger(__name__)
+
+
+class Searcher(Protocol):
+    """What the loop searches with: an indexed retriever of this process, or a running server's
+    (:class:`~r2med.serve.client.RemoteRetriever`)."""
+
+    def search(self, queries: Mapping[str, QueryText], k: int = ...) -> Run: ...
 
 
 @dataclass(frozen=True)
@@ -155,7 +163,7 @@ class AgenticExpander:
     def __init__(
         self,
         client: LLMClient,
-        retriever: Retriever,
+        retriever: Searcher,
         corpus: Mapping[str, str],
         tags: TagFormat = SEARCH_R1,
         max_turns: int = 4,
@@ -203,7 +211,7 @@ class AgenticExpander:
             messages.append({"role": "user", "content": self.tags.prompt(question, self.max_turns - 1)})
             conversations[qid] = messages
         open_ids = list(queries)
-        sampling = {**self.sampling, "stop": [self.tags.search_close]}
+        sampling: JsonObject = {**self.sampling, "stop": [self.tags.search_close]}
         for turn in range(1, self.max_turns + 1):
             if not open_ids:
                 break

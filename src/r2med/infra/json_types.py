@@ -10,9 +10,20 @@ facts, a library's versions).  Parameters that only read take ``Mapping[str, Jso
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from pydantic import JsonValue
 
 #: a JSON object whose keys are open (each place that holds one says why)
 JsonObject = dict[str, JsonValue]
 
-__all__ = ["JsonObject", "JsonValue"]
+
+def json_object(values: Mapping[str, object]) -> JsonObject:
+    """``values`` as a JSON file stores them: nested mappings and sequences as objects and lists, any other object
+    (a path, a user's encoder given in Python) as its text -- what ``json.dumps(..., default=str)`` writes."""
+    stored: JsonObject = json.loads(json.dumps(dict(values), default=str))  # an object in, an object out
+    return stored
+
+
+__all__ = ["JsonObject", "JsonValue", "json_object"]

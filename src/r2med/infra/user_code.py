@@ -51,6 +51,7 @@ from numpy.typing import NDArray
 
 from ..errors import R2MedError, shown
 from .file_hash import file_hash
+from .json_types import JsonObject
 
 if TYPE_CHECKING:
     import torch
@@ -137,7 +138,7 @@ class Loaded(Generic[UserObject]):
         value = self.attribute("revision")
         return call_user(self.where, "str(.revision)", str, value) if value is not None else None
 
-    def describe(self) -> dict[str, str | None]:
+    def describe(self) -> JsonObject:
         """What a result's configuration records (part of the key a finished folder is reused by)."""
         return {
             "spec": self.spec,

@@ -28,7 +28,7 @@ from ..data import TaskRef
 from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
 from ..infra.home import remember_collection
-from ..infra.json_types import JsonObject
+from ..infra.json_types import JsonObject, json_object
 from ..reranking.base import make_reranker, reranker_meta
 from ..retrieval.base import index_collection
 from ..retrieval.registry import make_retriever
@@ -113,7 +113,7 @@ def load(
         "dataset_fingerprint": collection.dataset_fingerprint,
     }
     records: list[JsonObject] = [
-        {"system": name, "retriever": s.retriever, "config": {**s.record(depth), **r.config()}}
+        {"system": name, "retriever": s.retriever, "config": json_object({**s.record(depth), **r.config()})}
         for s, name, r in members
     ]
     system = System()
@@ -126,14 +126,14 @@ def load(
         served.update(
             system=name,
             retriever="+".join(s.retriever for s in steps),
-            fusion=fusion.record(protocol.depth),
+            fusion=json_object(fusion.record(protocol.depth)),
             members=[*records],
         )
         system = System(tuple(r for _, _, r in members[1:]), Fusion(fusion.options, fused_depth))
     if rerank is not None:
         reranker = make_reranker(reranker_meta(rerank.reranker_name).name, options=rerank.options)
         name = reranked_name(rerank, name)
-        served["rerank"] = {**rerank.record(), "reranker": reranker.config()}
+        served["rerank"] = {**json_object(rerank.record()), "reranker": reranker.config()}
         served["system"] = name
         system = System(system.others, system.fusion, Rerank(reranker, rerank.depth(), rerank.keep_tail))
     served.update(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from ..errors import R2MedError
 from ..infra import progress
 from ..infra.json_types import JsonObject
 from ..infra.weights import load_pretrained
-from ..protocol.later_models import later_reranker, needs_gpu, provenance
+from ..protocol.later_models import RerankerSettings, later_reranker, needs_gpu, provenance
 from ..retrieval.encoders.base import FramingRecord
 from ..typed.options import Qwen3Options
 from ..typed.parse import RerankerOptions
@@ -44,25 +44,9 @@ log = logging.getLogger(__name__)
 PRESETS = ("qwen3-reranker-0.6b", "qwen3-reranker-4b", "qwen3-reranker-8b")
 
 
-class CardSettings(TypedDict):
-    """The model card's settings r2med reads (``later_models.json``: ``rerankers.<preset>.settings``, which holds
-    more: what the card says of them, checked by the tests of that file)."""
-
-    hub_id: str
-    prefix: str
-    suffix: str
-    pair_template: str
-    default_instruction: str
-    yes_token: str
-    no_token: str
-    max_length: int
-    batch_size: int
-    dtype: str
-
-
-def card_settings(preset: str = "qwen3-reranker-0.6b") -> CardSettings:
+def card_settings(preset: str = "qwen3-reranker-0.6b") -> RerankerSettings:
     """The model card's settings for ``preset`` (from ``later_models.json``)."""
-    settings: CardSettings = later_reranker(preset)["settings"]
+    settings: RerankerSettings = later_reranker(preset)["settings"]
     return settings
 
 

@@ -35,13 +35,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from ..errors import MissingExtraError, R2MedError
 from ..infra.json_types import JsonObject, JsonValue
 from ..infra.llm import LLMClient, Result
 from ..infra.optional import required_module
-from ..protocol.later_models import LaterReranker, later_models, later_reranker, provenance
+from ..protocol.later_models import LaterReranker, RerankerSettings, later_models, later_reranker, provenance
 from ..typed.options import AnyReasonRankOptions, ReasonRankOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerFactory, RerankerMeta, options_as, register_reranker
@@ -57,22 +57,8 @@ PROMPT_VERSION = 1
 _NUMBER = re.compile(r"\[(\d+)\]")
 
 
-class PublishedSettings(TypedDict):
-    """The published settings r2med reads (``later_models.json``: ``rerankers.<preset>.settings``, which holds
-    more: where each comes from, checked by the tests of that file)."""
-
-    hub_id: str
-    prompt: dict[str, str]
-    rerank_depth: int
-    passage_max_tokens: int
-    window_size: int
-    step: int
-    temperature: float
-    max_tokens: int
-
-
-def published_settings(preset: str = "reasonrank-32b") -> PublishedSettings:
-    settings: PublishedSettings = later_reranker(preset)["settings"]
+def published_settings(preset: str = "reasonrank-32b") -> RerankerSettings:
+    settings: RerankerSettings = later_reranker(preset)["settings"]
     return settings
 
 

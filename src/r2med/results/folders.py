@@ -19,7 +19,6 @@ The folder model: ``OUT/<system>/<task>/``.  ``OUT`` is a *results root* (every 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import platform
@@ -42,6 +41,7 @@ from ..evaluation.tie_data import CutTies
 from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
+from ..infra.json_types import json_object
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..retrieval.registry import RETRIEVERS
 from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunData, RunRecord, read_record, same_config
@@ -129,12 +129,6 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _as_json(config: Mapping[str, object]) -> JsonObject:
-    """The configuration as ``metrics.json`` stores it (paths and other objects as text)."""
-    stored: JsonObject = json.loads(json.dumps(dict(config), default=str))  # a dict in, a dict out
-    return stored
-
-
 def judgments_fingerprint(collection: Collection) -> str:
     """Content hash of a collection's queries (ids and texts), judgments and exclusions (where it has any: an
     R2MED task's hash is the same as before exclusions existed): with the corpus fingerprint, what says two runs
@@ -189,7 +183,7 @@ def metrics_payload(
     payload: dict[str, object] = {
         "task": collection.name,
         "retriever": name,
-        "config": _as_json(config),
+        "config": json_object(config),
         "aggregate": metrics.aggregate,
         "per_query": metrics.per_query,
         "count_missing": count_missing,
@@ -198,7 +192,7 @@ def metrics_payload(
         **data_record(collection),
     }
     if encoding:
-        payload["encoding"] = _as_json(encoding)
+        payload["encoding"] = json_object(encoding)
     if metrics.ties is not None:
         payload["ties"] = metrics.ties.to_json()
     if empty:
@@ -273,7 +267,7 @@ def finish_task(
     if folder is not None and system is not None:
         payload = metrics_payload(collection, name, config, metrics, timing, count_missing, encoding, empty)
         write_task_results(folder, run, payload, tag=name, root=system.root, cut=cut)
-    recorded = RecordedConfig.read(_as_json(config), folder / METRICS_FILE if folder is not None else "config")
+    recorded = RecordedConfig.read(json_object(config), folder / METRICS_FILE if folder is not None else "config")
     return TaskResult(
         collection.name,
         metrics,
@@ -282,7 +276,7 @@ def finish_task(
         run=run,
         config=recorded,
         data=run_data(collection, recorded),
-        encoding=_as_json(encoding) if encoding else {},
+        encoding=json_object(encoding) if encoding else {},
     )
 
 
@@ -311,7 +305,7 @@ def reuse(
     try:
         stored = read_record(folder)
         recorded_judgments = stored.judgments_fingerprint
-        wanted = _as_json(config)
+        wanted = json_object(config)
         other = other_custom_model(stored.config, RecordedConfig.read(wanted, folder / METRICS_FILE))
         if other is not None:
             raise NameCollision(
@@ -392,7 +386,7 @@ def recorded_as_v3(config: RecordedConfig, read_version: int) -> JsonObject:
     try:
         return {
             **recorded,
-            "options": _as_json(parse(meta.options, options, Origin.record("a recorded config")).record()),
+            "options": json_object(parse(meta.options, options, Origin.record("a recorded config")).record()),
         }
     except SpecError:
         return recorded
