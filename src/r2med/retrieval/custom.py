@@ -59,7 +59,7 @@ class CustomEncoder(BaseEncoder):
             self.width = vectors.shape[1]
             return vectors
 
-        return self.in_length_order(text_lengths(texts), batch_size, batch)
+        return self.in_length_order(text_lengths(texts), batch_size, batch, np.concatenate)
 
 
 def make_custom(task: str | None, options: RetrieverOptions) -> DenseRetriever:

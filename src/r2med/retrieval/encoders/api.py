@@ -176,7 +176,8 @@ class APIEncoder(BaseEncoder):
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         prefix = self.instruction(role)
-        limit = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
+        given = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
+        limit = given if isinstance(given, int) else None
         form = self.settings.extra.get("text_form", "plain")
         if form == "json-quoted":  # BRIGHT's retrievers.py:56: cut first, then sent JSON-quoted
             inputs = [json.dumps(truncate_tokens(prefix + t, limit).replace("\n", " ")) for t in texts]
