@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.user_code import (
     RETRIEVER_GROUP,
     EntryPointPreset,
@@ -69,7 +69,7 @@ def make_custom(task: str | None, options: RetrieverOptions) -> DenseRetriever:
 
 
 def custom_retriever(
-    encoder: Any, batch_size: int | None = None, similarity: str | None = None, cache: bool = True
+    encoder: object, batch_size: int | None = None, similarity: str | None = None, cache: bool = True
 ) -> DenseRetriever:
     """Dense retrieval over ``encoder``: a spec the user typed (``MODULE:OBJ``), an object, or a loaded one;
     ``similarity`` None: the object's declared one, else cosine; ``batch_size`` None: 32."""
@@ -108,11 +108,11 @@ def custom_retriever(
         encoder=custom_encoder,
         similarity=chosen,
     )
-    key = {
+    key: JsonObject = {
         "model": settings.model,
         "revision": settings.revision,
         "class": type(loaded.obj).__qualname__,
-        "code_sha256": code,
+        "code_sha256": None if code is None else list[JsonValue](code),
     }
     retriever._cache_config = lambda: key  # type: ignore[method-assign]
     return retriever
