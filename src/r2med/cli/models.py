@@ -29,7 +29,12 @@ def retriever_settings() -> dict[str, dict[str, Any]]:
 
     out = {}
     for name, meta in all_retrievers().items():
-        row = {"kind": "retriever", "description": meta.description, "family": meta.family, **meta.summary}
+        row: dict[str, object] = {
+            "kind": "retriever",
+            "description": meta.description,
+            "family": meta.family,
+            **meta.summary,
+        }
         if meta.needs_gpu:
             row["needs_gpu"] = meta.needs_gpu
         if meta.later:
