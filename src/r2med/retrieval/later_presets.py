@@ -20,8 +20,9 @@ tokenizer adds.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from ..infra.json_types import JsonValue
 from ..infra.records import refuse_unknown_keys
 from ..protocol.later_models import later_models, later_retriever, needs_gpu, provenance, query_instructions
 from .dense import register_preset
@@ -33,11 +34,12 @@ from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
 ENCODER_KEYS = (*PRESET_FIELD_NAMES, "similarity", "query_instruction_template", "doc_instruction", "framing")
 
 
-def tolerance_class(entry: dict[str, Any]) -> str:
+def tolerance_class(entry: Mapping[str, JsonValue]) -> str:
     """The entry's tolerance class (:data:`r2med.infra.registry.TOLERANCES`), from its data."""
     if entry.get("assumed"):
         return "assumed"
-    return "dense-fp16" if entry["r2med_encoder"].get("dtype") == "fp16" else "dense"
+    encoder = entry["r2med_encoder"]
+    return "dense-fp16" if isinstance(encoder, dict) and encoder.get("dtype") == "fp16" else "dense"
 
 
 def later_preset(name: str) -> Preset:
