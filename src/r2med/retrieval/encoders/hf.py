@@ -617,10 +617,11 @@ class RemoteCodeEncoder(TorchEncoder):
                 "--trust-remote-code (trust_remote_code=True)"
             )
         super().__init__(settings, device, batch_size, token_budget)
-        self._loaded_model: tuple[PreTrainedTokenizerBase, _OwnEncode] | None = None
+        self._tok: PreTrainedTokenizerBase | None = None
+        self._model: _OwnEncode | None = None  # loaded on first use, with its tokenizer
 
     def _load(self) -> tuple[PreTrainedTokenizerBase, _OwnEncode]:
-        if self._loaded_model is None:
+        if self._tok is None or self._model is None:
             from transformers import AutoModel, AutoTokenizer
 
             s = self.settings
@@ -645,8 +646,8 @@ class RemoteCodeEncoder(TorchEncoder):
             self.used["device"] = self.device
             if not hasattr(model, "encode"):
                 raise R2MedError(f"{s.model} has no encode() method; use --retriever dense with a pooling instead")
-            self._loaded_model = (tok, model)
-        return self._loaded_model
+            self._tok, self._model = tok, model
+        return self._tok, self._model
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         import torch
