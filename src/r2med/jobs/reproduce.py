@@ -434,7 +434,7 @@ def paper_options(retriever: str) -> dict[str, object]:
     code did; nothing for the others, whose defaults are the paper's), and the opt-in to its hub
     repository's own code when it needs one (planned only with ``--trust-remote-code``)."""
     meta = retriever_meta(retriever)
-    options = {name: meta.paper[name] for name in meta.defaults if name in meta.paper}
+    options: dict[str, object] = {name: meta.paper[name] for name in meta.defaults if name in meta.paper}
     return {**options, "trust_remote_code": True} if meta.trust_remote_code else options
 
 

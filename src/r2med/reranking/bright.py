@@ -48,7 +48,7 @@ from ..infra.json_types import JsonObject
 from ..infra.llm import LLMClient
 from ..protocol.bright import rerank_prompt
 from ..retrieval.encoders import resolve_device
-from ..retrieval.encoders.hf import check_weights_dtype, dtype_kwargs, weights_dtype
+from ..retrieval.encoders.hf import WeightedModel, check_weights_dtype, dtype_kwargs, weights_dtype
 from ..typed.options import BrightCrossEncoderOptions, BrightLlmOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, options_as, options_or_keywords, register_reranker
@@ -122,7 +122,7 @@ def rerank_k(k: int | None, depth: int | None, candidates: Candidates) -> int:
     return k or depth or max((len(docs) for docs in candidates.values()), default=1)
 
 
-class PairScorer(Protocol):
+class PairScorer(WeightedModel, Protocol):
     """What r2med calls on a sentence-transformers ``CrossEncoder`` (a library without types): one score per
     (query, document) pair."""
 

@@ -30,7 +30,7 @@ from ..infra import progress
 from ..infra.json_types import JsonObject, JsonValue
 from ..infra.weights import load_pretrained
 from ..retrieval.encoders import FramingRecord, canonical_dtype, model_max_length, resolve_device, resolve_dtype
-from ..retrieval.encoders.hf import check_model_source, dtype_kwargs, weights_dtype
+from ..retrieval.encoders.hf import WeightedModel, check_model_source, dtype_kwargs, weights_dtype
 from ..typed.options import AnyCrossEncoderOptions, CrossEncoderOptions
 from ..typed.parse import RerankerOptions
 from .base import Candidates, RerankerMeta, options_or_keywords, register_reranker
@@ -48,7 +48,7 @@ class ModelOutput(Protocol):
     logits: torch.Tensor
 
 
-class ScoringModel(Protocol):
+class ScoringModel(WeightedModel, Protocol):
     """What r2med calls on a loaded ``transformers`` model (a sequence classifier, a causal LM, a merged peft one):
     moved and put in eval mode once, its ``forward``'s parameters read, then called on each padded batch."""
 

@@ -667,7 +667,7 @@ def _family_encoder(retriever: str, task: str) -> dict[str, object]:
         settings = family.model_settings(retriever, task) if family is not None else None
         if settings is None or not settings.encoder:
             return {}
-        key: dict[str, object] = get_preset(retriever).settings(task, family=settings).key()
+        key: dict[str, object] = dict(get_preset(retriever).settings(task, family=settings).key())
     except R2MedError:
         return {}
     return key

@@ -39,6 +39,7 @@ from typing import Protocol, TypedDict
 import numpy as np
 
 from ..errors import MissingExtraError, R2MedError
+from ..infra.json_types import JsonObject
 from ..infra.optional import optional_module
 from ..typed.lexical_choices import ANALYZER_ALIASES, AnalyzerName
 
@@ -181,8 +182,9 @@ def _utf16_length(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-#: What an analyzer's ``config()`` returns (recorded in index fingerprints and manifests).
-AnalyzerConfig = dict[str, str | int | bool]
+#: What an analyzer's ``config()`` returns (recorded in index fingerprints and manifests): its own facts, by name
+#: (``stopwords``, ``stem``, ``version``...), JSON since they are recorded as they are.
+AnalyzerConfig = JsonObject
 
 
 class Analyzer(Protocol):

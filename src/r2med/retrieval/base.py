@@ -18,9 +18,10 @@ defaults once, where it is built (:func:`as_retriever`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 from ..errors import R2MedError
+from ..infra.json_types import JsonObject, JsonValue
 from ..runs.run import Run
 
 if TYPE_CHECKING:
@@ -56,9 +57,9 @@ class Retriever(Protocol):
         refuses to run one that does not on a task with exclusions)."""
         ...
 
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> JsonObject: ...
 
-    def encoding_facts(self) -> dict[str, Any] | None:
+    def encoding_facts(self) -> JsonObject | None:
         """What the last index and search encoded with (``metrics.json``'s ``encoding``); None: nothing to say."""
         ...
 
@@ -71,7 +72,7 @@ class BaseRetriever:
     excludes: bool = False
     cut_ties: Mapping[str, CutTie] | None = None
 
-    def encoding_facts(self) -> dict[str, Any] | None:
+    def encoding_facts(self) -> JsonObject | None:
         return None
 
 
@@ -80,11 +81,28 @@ REQUIRED = ("name", "family", "index", "search", "config")
 CAPABILITIES = ("indexes_repeats", "excludes", "encoding_facts")
 
 
+class _Minimal(Protocol):
+    """The members every retriever has (:data:`REQUIRED`), as an object that implements only those gives them."""
+
+    name: str
+    family: str
+
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None, **more: object) -> object: ...
+
+    def search(self, queries: Mapping[str, QueryText], k: int = 100, exclusions: Exclusions | None = None) -> Run: ...
+
+    def config(self) -> Mapping[str, JsonValue]: ...
+
+
+def _has_minimum(built: object) -> TypeGuard[_Minimal]:
+    return all(hasattr(built, member) for member in REQUIRED)
+
+
 class _WithDefaults(BaseRetriever):
     """An object that implements the minimum of the protocol, with the defaults of the capabilities it leaves out
     (those it has are its own)."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: _Minimal):
         self.inner = inner
         self.name: str = inner.name
         self.family: str = inner.family
@@ -92,7 +110,7 @@ class _WithDefaults(BaseRetriever):
             if hasattr(inner, capability):
                 setattr(self, capability, getattr(inner, capability))
 
-    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None, **more: Any) -> _WithDefaults:
+    def index(self, corpus: Mapping[str, str], corpus_fingerprint: str | None = None, **more: object) -> _WithDefaults:
         self.inner.index(corpus, corpus_fingerprint=corpus_fingerprint, **more)
         return self
 
@@ -103,9 +121,8 @@ class _WithDefaults(BaseRetriever):
         self.cut_ties = getattr(self.inner, "cut_ties", None)  # its own, where it keeps one; else unknown
         return run
 
-    def config(self) -> dict[str, Any]:
-        config: dict[str, Any] = self.inner.config()
-        return config
+    def config(self) -> JsonObject:
+        return dict(self.inner.config())
 
 
 def as_retriever(built: object, where: str) -> Retriever:
@@ -114,12 +131,12 @@ def as_retriever(built: object, where: str) -> Retriever:
     capabilities' defaults; anything else is a one-line error naming what it lacks."""
     if isinstance(built, Retriever):
         return built
+    if _has_minimum(built):
+        return _WithDefaults(built)
     missing = [member for member in REQUIRED if not hasattr(built, member)]
-    if missing:
-        raise R2MedError(
-            f"retriever {where!r}: its factory built a {type(built).__name__}, which has no {', '.join(missing)}"
-        )
-    return _WithDefaults(built)
+    raise R2MedError(
+        f"retriever {where!r}: its factory built a {type(built).__name__}, which has no {', '.join(missing)}"
+    )
 
 
 def as_text(query: QueryText) -> str:

@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 import orjson
@@ -41,6 +41,7 @@ from ..evaluation.tie_data import CutTie
 from ..infra import progress
 from ..infra.home import atomic_dir, cache_dir, fingerprint, fingerprint_texts, read_json
 from ..infra.input_files import open_regular
+from ..infra.json_types import JsonObject, JsonValue
 from ..protocol import models
 from ..runs.run import Run
 from ..typed.lexical_choices import Bm25Flavour
@@ -68,6 +69,14 @@ SCORE_BLOCK = 1 << 22
 #: A corpus at least this large shows the steps of building its index (:mod:`r2med.infra.progress`); a smaller one
 #: builds in about a second (61K docs: ~3 s on 2 cores).
 PROGRESS_MIN_DOCS = 20_000
+
+
+class _Steps(Protocol):
+    """What an index build reports its steps to (a progress display's task, or :class:`_NoSteps`)."""
+
+    def advance(self, n: int = 1, /) -> None: ...
+
+    def describe(self, text: str, /) -> None: ...
 
 
 class _NoSteps:
@@ -129,10 +138,10 @@ class BM25(BaseRetriever):
         self.cut_ties: dict[str, CutTie] | None = None
         #: whose settings ran when a family defines its own for this BM25 (BRIGHT's ``bm25`` on a BRIGHT task:
         #: the same k1, b and analyzer): ``config["settings"]``; None: nothing to record
-        self.settings_record: dict[str, Any] | None = None
+        self.settings_record: JsonObject | None = None
 
     # -- configuration ---------------------------------------------------------------------------
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         """What it computed beside its options (``self.options``, which a run records as ``config.options``: k1
         and b are recorded there, once): its flavour, the analyzer's own record, whose settings ran."""
         return {
@@ -197,7 +206,7 @@ class BM25(BaseRetriever):
         return f"BM25 index of {n_docs:,} docs · {step}"
 
     @contextlib.contextmanager
-    def _steps(self, n_docs: int, total: int) -> Iterator[Any]:
+    def _steps(self, n_docs: int, total: int) -> Iterator[_Steps]:
         """The index's steps on the progress display (a large corpus only), else a stand-in that shows nothing."""
         if n_docs < PROGRESS_MIN_DOCS:
             yield _NoSteps()
@@ -205,11 +214,11 @@ class BM25(BaseRetriever):
         with progress.task(self._step_name(n_docs, "analysing text"), total=total, unit="steps") as steps:
             yield steps
 
-    def _build(self, doc_ids: list[str], texts: Sequence[str], steps: Any = None) -> None:
+    def _build(self, doc_ids: list[str], texts: Sequence[str], steps: _Steps | None = None) -> None:
         with _small_pages():
             self._build_index(doc_ids, texts, steps or _NoSteps())
 
-    def _build_index(self, doc_ids: list[str], texts: Sequence[str], steps: Any) -> None:
+    def _build_index(self, doc_ids: list[str], texts: Sequence[str], steps: _Steps) -> None:
         """Index ``texts``; the first ``len(doc_ids)`` are the documents, any after them (repeated ids'
         other copies) count in the statistics only."""
         start = time.perf_counter()
@@ -248,8 +257,8 @@ class BM25(BaseRetriever):
                 np.save(tmp / f"{name}.npy", array)
             for name, values in lists.items():
                 (tmp / f"{name}.json").write_bytes(_dumps(values))
-            checksums = {f.name: _crc32_file(f) for f in sorted(tmp.iterdir())}
-            params = {
+            checksums: JsonObject = {f.name: _crc32_file(f) for f in sorted(tmp.iterdir())}
+            params: JsonObject = {
                 "format": INDEX_FORMAT,
                 "k1": self.k1,
                 "b": self.b,
@@ -268,8 +277,8 @@ class BM25(BaseRetriever):
     def _load_arrays(self, path: Path) -> None:
         """Load a saved index, checking every file against its CRC-32 (IndexDamaged when one differs)."""
         params = read_params(path)
-        checksums = params["crc32"]
-        n_terms, n_docs = params["n_terms"], params["n_docs"]
+        checksums = _checksums(params)
+        n_terms, n_docs = _whole(params, "n_terms"), _whole(params, "n_docs")
         arrays = {name: _load_checked(path / f"{name}.npy", checksums) for name in _ARRAYS}
         lists = {name: _loads(_read_checked(path / f"{name}.json", checksums)) for name in _LISTS}
         if (
@@ -283,14 +292,14 @@ class BM25(BaseRetriever):
         self.idf = arrays["idf"]
         self.vocab = {t: i for i, t in enumerate(lists["vocab"])}
         self.doc_ids = lists["doc_ids"]
-        self.avgdl = params["avgdl"]
-        self.k1, self.b = params["k1"], params["b"]
+        self.avgdl = _number(params, "avgdl")
+        self.k1, self.b = _number(params, "k1"), _number(params, "b")
         self.index_path = path
 
     @classmethod
     def load(cls, path: str | Path, flavour: str = "paper") -> BM25:
         params = read_params(Path(path))
-        bm25 = cls(k1=params["k1"], b=params["b"], flavour=flavour, analyzer=params["analyzer"]["name"])
+        bm25 = cls(k1=_number(params, "k1"), b=_number(params, "b"), flavour=flavour, analyzer=_analyzer_name(params))
         bm25._load_arrays(Path(path))
         return bm25
 
@@ -379,13 +388,13 @@ class BM25(BaseRetriever):
         return run
 
 
-def _params_checksum(params: Mapping[str, Any]) -> str:
+def _params_checksum(params: Mapping[str, JsonValue]) -> str:
     """CRC-32 of every field of ``params.json`` but the checksum itself, over its canonical JSON."""
     fields = {k: v for k, v in params.items() if k != PARAMS_CHECKSUM}
     return f"{zlib.crc32(json.dumps(fields, sort_keys=True).encode('utf-8')):08x}"
 
 
-def read_params(folder: Path) -> dict[str, Any]:
+def read_params(folder: Path) -> JsonObject:
     """An index's ``params.json``, checked against its own CRC-32 (IndexDamaged when a field was changed)."""
     params = read_json(folder / "params.json")  # nested too deeply: a ValueError too (rebuilt)
     if not isinstance(params, dict):
@@ -401,7 +410,40 @@ def describe_index(folder: Path) -> str:
     """What a saved index is, for ``r2med cache ls``: ``k1=.. b=.. <analyzer> · <n> docs`` (raises
     OSError/ValueError/KeyError when its ``params.json`` is unreadable or fails its checksum)."""
     params = read_params(folder)
-    return f"k1={params['k1']} b={params['b']} {params['analyzer']['name']} · {params['n_docs']} docs"
+    return f"k1={params['k1']} b={params['b']} {_analyzer_name(params)} · {params['n_docs']} docs"
+
+
+def _number(params: Mapping[str, JsonValue], key: str) -> float:
+    """A number of ``params.json`` (a ValueError when it is not one: the index is rebuilt)."""
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"params.json: {key} is not a number")
+    return value
+
+
+def _whole(params: Mapping[str, JsonValue], key: str) -> int:
+    """A count of ``params.json`` (a ValueError when it is not a whole number)."""
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"params.json: {key} is not a whole number")
+    return value
+
+
+def _checksums(params: Mapping[str, JsonValue]) -> dict[str, str]:
+    """``params.json``'s CRC-32 of each file (a ValueError when it is not file name -> text)."""
+    value = params["crc32"]
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError("params.json: crc32 is not file name -> CRC-32")
+    return {name: str(crc) for name, crc in value.items()}
+
+
+def _analyzer_name(params: Mapping[str, JsonValue]) -> str:
+    """The name of the analyzer ``params.json`` records (a ValueError when it records none)."""
+    analyzer = params["analyzer"]
+    name = analyzer.get("name") if isinstance(analyzer, dict) else None
+    if not isinstance(name, str):
+        raise ValueError("params.json: analyzer has no name")
+    return name
 
 
 @contextlib.contextmanager
@@ -426,12 +468,13 @@ def _small_pages() -> Iterator[None]:
         switch(previous)
 
 
-def _dumps(values: list[Any]) -> bytes:
+def _dumps(values: list[str]) -> bytes:
     return orjson.dumps(values)
 
 
-def _loads(raw: bytes | mmap.mmap) -> list[Any]:
-    loaded: list[Any] = orjson.loads(memoryview(raw))
+def _loads(raw: bytes | mmap.mmap) -> list[str]:
+    # a list of texts: the file _dumps wrote, its CRC-32 checked before it is read (the index's own file)
+    loaded: list[str] = orjson.loads(memoryview(raw))
     return loaded
 
 
@@ -561,37 +604,40 @@ _NAMES = {"paper": "bm25", "standard": "bm25-standard"}
 
 
 #: The paper's BM25 (BRIGHT's code; ``r2med_models.json`` -> ``bm25``): k1=0.9, b=0.4, the paper's scoring.
-PAPER = {
+PAPER: JsonObject = {
     "flavour": "paper",
     "k1": models()["retrievers"]["bm25"]["k1"],
     "b": models()["retrievers"]["bm25"]["b"],
 }
 #: the options' defaults (their one declaration: :class:`~r2med.typed.options.Bm25Options`)
 _DEFAULTS = Bm25Options()
-_LEXICAL: dict[str, Any] = dict(
-    family="lexical",
-    options=Bm25Options,
-    tolerance="lexical",
-    summary={"k1": _DEFAULTS.k1, "b": _DEFAULTS.b},
-    recorded_once=("k1", "b"),  # recorded beside config.options too until issue 35
-)
+
+
+def _lexical(name: str, flavour: Bm25Flavour, description: str, paper: JsonObject) -> RetrieverMeta:
+    """A BM25 flavour's registry entry (what both flavours share: their family, options, tolerance, summary)."""
+    return RetrieverMeta(
+        name,
+        _factory(flavour),
+        description,
+        paper=paper,
+        family="lexical",
+        options=Bm25Options,
+        tolerance="lexical",
+        summary={"k1": _DEFAULTS.k1, "b": _DEFAULTS.b},
+        recorded_once=("k1", "b"),  # recorded beside config.options too until issue 35
+    )
+
+
 if (_DEFAULTS.k1, _DEFAULTS.b) != (PAPER["k1"], PAPER["b"]):  # pragma: no cover - data and type agree
     raise ValueError("Bm25Options' defaults are not the paper's k1 and b (r2med_models.json)")
 register_retriever(
-    RetrieverMeta(
+    _lexical(
         "bm25",
-        _factory(Bm25Flavour.PAPER),
+        Bm25Flavour.PAPER,
         "BM25 as the R2MED paper scores it (BM25-weighted query; k1=0.9, b=0.4)",
-        paper=PAPER,
-        **_LEXICAL,
+        PAPER,
     )
 )
 register_retriever(
-    RetrieverMeta(
-        "bm25-standard",
-        _factory(Bm25Flavour.STANDARD),
-        "textbook Lucene BM25 (query term counts)",
-        paper={"flavour": "paper"},
-        **_LEXICAL,
-    )
+    _lexical("bm25-standard", Bm25Flavour.STANDARD, "textbook Lucene BM25 (query term counts)", {"flavour": "paper"})
 )

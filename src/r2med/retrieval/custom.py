@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.user_code import (
     RETRIEVER_GROUP,
     Encoder,
@@ -60,7 +60,7 @@ class CustomEncoder(BaseEncoder):
             self.width = vectors.shape[1]
             return vectors
 
-        return self.in_length_order(text_lengths(texts), batch_size, batch)
+        return self.in_length_order(text_lengths(texts), batch_size, batch, np.concatenate)
 
 
 def make_custom(task: str | None, options: RetrieverOptions) -> DenseRetriever:
@@ -70,7 +70,7 @@ def make_custom(task: str | None, options: RetrieverOptions) -> DenseRetriever:
 
 
 def custom_retriever(
-    encoder: Any, batch_size: int | None = None, similarity: str | None = None, cache: bool = True
+    encoder: object, batch_size: int | None = None, similarity: str | None = None, cache: bool = True
 ) -> DenseRetriever:
     """Dense retrieval over ``encoder``: a spec the user typed (``MODULE:OBJ``), an object, or a loaded one;
     ``similarity`` None: the object's declared one, else cosine; ``batch_size`` None: 32."""
@@ -109,11 +109,11 @@ def custom_retriever(
         encoder=custom_encoder,
         similarity=chosen,
     )
-    key = {
+    key: JsonObject = {
         "model": settings.model,
         "model_revision": settings.model_revision,
         "class": type(loaded.obj).__qualname__,
-        "code_sha256": code,
+        "code_sha256": None if code is None else list[JsonValue](code),
     }
     retriever._cache_config = lambda: key  # type: ignore[method-assign]
     return retriever

@@ -33,7 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from ..errors import MissingExtraError, R2MedError
 from ..evaluation.tie_data import CutTie
 from ..infra import progress
 from ..infra.home import fingerprint, fingerprint_texts
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.versions import package_versions
 from ..runs.run import Run
 from ..typed.dense_choices import Similarity, choices_of
@@ -58,6 +59,7 @@ from .encoders import (
     make_encoder,
     sentence_transformers_similarity,
 )
+from .encoders.api import ApiOptions
 from .family_settings import settings_for
 from .presets import DENSE_PRESETS, Preset, add_preset, get_preset, preset_meta
 from .registry import DENSE_EXTRA, RetrieverFactory, RetrieverMeta, options_as, register_retriever
@@ -102,7 +104,7 @@ class DenseRetriever(BaseRetriever):
         encoder: Encoder | None = None,
         search_chunk: int | None = None,
         similarity: str = Similarity.COSINE,
-        **api_options: Any,
+        **api_options: Unpack[ApiOptions],
     ):
         self.settings = settings
         self.similarity = check_similarity(similarity)
@@ -129,13 +131,13 @@ class DenseRetriever(BaseRetriever):
         #: queries that went through the model in the last search() (0 when the cache had them all)
         self.queries_encoded = 0
         self.query_cache_entry: EmbeddingCache | None = None
-        self._faiss_index: Any = None  # a FAISS index (faiss names its class per CPU build), built by a search
+        self._faiss_index: _FaissIndex | None = None  # built by a search
         #: what the last exact :meth:`search` cut dropped while tied with each query's last document (query id ->
         #: :class:`~r2med.evaluation.ties.CutTie`); None after a FAISS search, which does not say (unknown)
         self.cut_ties: dict[str, CutTie] | None = None
         #: whose settings a preset ran when they are not its own family's (BRIGHT's on a BRIGHT task):
         #: ``config["settings"]`` (:mod:`r2med.retrieval.family_settings`); None: its own
-        self.settings_record: dict[str, Any] | None = None
+        self.settings_record: JsonObject | None = None
 
     @property
     def encoder(self) -> Encoder:
@@ -149,7 +151,7 @@ class DenseRetriever(BaseRetriever):
             )
         return self._encoder
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {
             "retriever": self.name,
             "encoder": self.settings.key(),
@@ -159,14 +161,14 @@ class DenseRetriever(BaseRetriever):
             **({"settings": self.settings_record} if self.settings_record is not None else {}),
         }
 
-    def encoding_facts(self) -> dict[str, Any] | None:
+    def encoding_facts(self) -> JsonObject | None:
         """What the vectors were actually made with, for ``metrics.json``: the versions of the packages that
         make them, the max length per side, the framing and the dtype (issue 20).  Vectors read from the
         embedding cache were made by an earlier run: ``made_by`` says so (that run's metrics.json has them)."""
         s = self.settings
         groups = {"gritlm": ("torch", "gritlm"), "openai": ("openai",), "voyage": ("voyage",)}.get(s.loader, ("torch",))
-        facts: dict[str, Any] = {
-            "versions": package_versions(groups),
+        facts: JsonObject = {
+            "versions": dict[str, JsonValue](package_versions(groups)),
             "dtype": s.dtype,
             "framing": {"framing": s.framing or "tokenizer's own"},
         }
@@ -220,7 +222,7 @@ class DenseRetriever(BaseRetriever):
     @contextlib.contextmanager
     def _encoding(
         self, unit: str, items: int, texts: int | None = None
-    ) -> Iterator[tuple[Callable[[int, int], None], Any]]:
+    ) -> Iterator[tuple[Callable[[int, int], None], progress.Progress]]:
         """Encoding on the progress display: texts encoded of those to encode, their rate and ETA, and
         how many items came from the embedding cache.  ``texts``: texts the ``items`` make (a query with
         an expansion is two).  Yields ``on_start(to_encode, cached)`` (in items) for the cache."""
@@ -241,7 +243,7 @@ class DenseRetriever(BaseRetriever):
                 if listens:
                     encoder.on_batch = None  # type: ignore[attr-defined]
 
-    def _cache_config(self) -> dict[str, Any]:
+    def _cache_config(self) -> JsonObject:
         return self.encoder.config()  # building an encoder is cheap: models load on first use
 
     def cache_chunk_size(self) -> int:
@@ -450,6 +452,12 @@ def _torch_products(device: str | None) -> Callable[[np.ndarray, np.ndarray, boo
     return products
 
 
+class _FaissIndex(Protocol):
+    """What r2med calls of a FAISS index (``faiss.index_factory``'s; faiss names its class per build)."""
+
+    def search(self, x: np.ndarray, k: int, /) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 def _use_torch(device: str | None) -> bool:
     if device is not None and not str(device).startswith(("cuda", "auto")):
         return False
@@ -471,6 +479,7 @@ SETTING_FIELDS = tuple(
 )
 
 
+# Any: each value is its option's own type, passed by field name to EncoderSettings(**...) (which types it there)
 def encoder_settings(options: EncoderOptions) -> dict[str, Any]:
     """What ``options`` sets of the encoder settings (what defines a vector), by the settings' names: the rest is
     the model's own (``dense``) or the preset's."""
@@ -482,7 +491,6 @@ def dense_retriever(
     settings: EncoderSettings, name: str, options: EncoderOptions, batch_size: int, similarity: str
 ) -> DenseRetriever:
     """The retriever over ``settings`` with the options that do not define a vector (how it runs and searches)."""
-    api = {key: getattr(options, key) for key in API_OPTIONS if getattr(options, key) is not None}
     return DenseRetriever(
         settings,
         name=name,
@@ -495,8 +503,26 @@ def dense_retriever(
         token_budget=options.token_budget,
         search_chunk=options.search_chunk,
         similarity=similarity,
-        **api,
+        **api_options(options),
     )
+
+
+def api_options(options: EncoderOptions) -> ApiOptions:
+    """The API client settings ``options`` sets (:data:`API_OPTIONS`; an error for a local model's encoder)."""
+    api = ApiOptions()
+    if options.api_key is not None:
+        api["api_key"] = options.api_key
+    if options.base_url is not None:
+        api["base_url"] = options.base_url
+    if options.timeout is not None:
+        api["timeout"] = options.timeout
+    if options.max_retries is not None:
+        api["max_retries"] = options.max_retries
+    if options.backoff_base is not None:
+        api["backoff_base"] = options.backoff_base
+    if options.backoff_max is not None:
+        api["backoff_max"] = options.backoff_max
+    return api
 
 
 def make_dense(task: str | None, options: RetrieverOptions) -> DenseRetriever:

@@ -42,9 +42,9 @@ import logging
 import shutil
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from ..errors import R2MedError
 from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
 from ..infra.input_files import NotRegularFile, exists_as_regular, open_regular, read_regular
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.optional import optional_module, required_module
 
 log = logging.getLogger(__name__)
@@ -83,12 +84,12 @@ ROLES = ("documents", "queries")
 KEY_SPELLING: dict[str, str] = {"model_revision": "revision"}
 
 
-def keyed(encoder_config: dict[str, Any]) -> dict[str, Any]:
+def keyed(encoder_config: Mapping[str, JsonValue]) -> JsonObject:
     """``encoder_config`` with the names :data:`KEY_SPELLING` spells as a key does."""
     return {KEY_SPELLING.get(name, name): value for name, value in encoder_config.items()}
 
 
-def embedding_key(encoder_config: dict[str, Any], texts_fingerprint: str, role: str = "documents") -> str:
+def embedding_key(encoder_config: Mapping[str, JsonValue], texts_fingerprint: str, role: str = "documents") -> str:
     return fingerprint(
         "dense-embeddings", CACHE_FORMAT, ENCODING_VERSION, keyed(encoder_config), texts_fingerprint, role
     )
@@ -123,12 +124,16 @@ def verify_checksum(arr: np.ndarray, expected: str) -> bool | None:
         return None
 
 
+#: what a cache's texts are (a document's text; a query, or a query with its expansions)
+_Text = TypeVar("_Text")
+
+
 class EmbeddingCache:
     """The cached embeddings of one (encoder settings, texts, role) triple."""
 
     def __init__(
         self,
-        encoder_config: dict[str, Any],
+        encoder_config: Mapping[str, JsonValue],
         corpus_fingerprint: str,
         n_docs: int,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -142,17 +147,18 @@ class EmbeddingCache:
         self.encoder_config = encoder_config
         self.path = Path(root or cache_dir(KIND)) / self.key
         self.n_docs = n_docs
-        self.meta = {
+        self.meta: JsonObject = {
             "format": CACHE_FORMAT,
             "role": role,
-            "encoder": encoder_config,
+            "encoder": dict(encoder_config),
             "corpus_fingerprint": corpus_fingerprint,
             "n_docs": n_docs,
             "chunk_size": chunk_size,
         }
         stored = self._stored_meta()
         if stored is not None and stored.get("n_docs") == n_docs:
-            chunk_size = int(stored.get("chunk_size", chunk_size))  # resume with the original chunking
+            stored_size = stored.get("chunk_size", chunk_size)  # resume with the original chunking
+            chunk_size = int(stored_size) if isinstance(stored_size, (int, float, str)) else chunk_size
             self.meta["chunk_size"] = chunk_size
         self.chunk_size = max(1, int(chunk_size))
         #: what the last :meth:`get_or_encode` did (tests and logs read these)
@@ -174,12 +180,12 @@ class EmbeddingCache:
     def chunk_dir(self) -> Path:
         return self.path / "chunks"
 
-    def _stored_meta(self) -> dict[str, Any] | None:
+    def _stored_meta(self) -> JsonObject | None:
         try:
-            stored: dict[str, Any] | None = read_json(self.path / "meta.json")
+            stored = read_json(self.path / "meta.json")
         except (OSError, ValueError):
             return None
-        return stored
+        return stored if isinstance(stored, dict) else None
 
     @property
     def n_chunks(self) -> int:
@@ -267,8 +273,8 @@ class EmbeddingCache:
         self._refuse_links()
         self.path.mkdir(parents=True, exist_ok=True)
         stored = self._stored_meta()
-        if stored is not None and isinstance(stored.get("encoder"), dict):  # an entry made before the rename: the
-            stored = {**stored, "encoder": keyed(stored["encoder"])}  # same settings, its chunks kept
+        if stored is not None and isinstance(old := stored.get("encoder"), dict):  # an entry made before the rename:
+            stored = {**stored, "encoder": keyed(old)}  # the same settings, its chunks kept
         if stored != {**self.meta, "encoder": keyed(self.encoder_config)}:
             if stored is not None:  # other chunking or size: chunks are not reusable
                 shutil.rmtree(self.chunk_dir, ignore_errors=True)
@@ -421,8 +427,8 @@ class EmbeddingCache:
 
     def get_or_encode(
         self,
-        texts: Sequence[Any],
-        encode: Callable[[list[Any]], np.ndarray],
+        texts: Sequence[_Text],
+        encode: Callable[[list[_Text]], np.ndarray],
         progress: Callable[[int], None] | None = None,
         on_start: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.benchmarks import benchmark, benchmark_of
 from ..errors import OptionError, R2MedError
+from ..infra.json_types import JsonObject
 
 if TYPE_CHECKING:
     from ..data.benchmarks import Benchmark, ModelSettings
@@ -47,9 +48,9 @@ def settings_for(
     task: str | None,
     home: str = "r2med",
     per_task: bool = False,
-    given: Mapping[str, Any] | None = None,
+    given: Mapping[str, object] | None = None,
     warn: bool = True,
-) -> tuple[ModelSettings | None, dict[str, Any] | None]:
+) -> tuple[ModelSettings | None, JsonObject | None]:
     """(the family settings to run, or None: the preset's own; the ``config["settings"]`` record, or None: nothing
     to record) for ``retriever`` on ``task``.
 

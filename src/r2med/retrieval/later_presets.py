@@ -42,7 +42,8 @@ def tolerance_class(entry: LaterRetriever) -> str:
     """The entry's tolerance class (:data:`r2med.infra.registry.TOLERANCES`), from its data."""
     if entry.get("assumed"):
         return "assumed"
-    return "dense-fp16" if entry["r2med_encoder"].get("dtype") == "fp16" else "dense"
+    encoder = entry["r2med_encoder"]
+    return "dense-fp16" if isinstance(encoder, dict) and encoder.get("dtype") == "fp16" else "dense"
 
 
 def later_preset(name: str) -> Preset:

@@ -26,9 +26,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, field_validator
 
 from ..errors import R2MedError
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.records import field_names, refuse_unknown_keys
 from ..protocol import models, protocol
 from ..typed.dense_choices import Dtype, Pooling
@@ -104,7 +105,11 @@ def _one_of(value: str, choices: tuple[str, ...]) -> str:
 PRESET_FIELD_NAMES: tuple[str, ...] = spec_fields(PresetSettings)
 
 
-def preset_fields(values: Mapping[str, object], where: str) -> dict[str, Any]:
+#: what one of a preset's fields holds (:class:`PresetSettings`' field types)
+PresetValue = str | bool | int | dict[str, JsonValue] | tuple[tuple[str, ...], str] | None
+
+
+def preset_fields(values: Mapping[str, object], where: str) -> dict[str, PresetValue]:
     """``values`` (one source's row) checked against :class:`PresetSettings`, in their order -- a key set to None
     kept (``max_length = None``: the model's own) -- or one line naming ``where`` (the source and its row) and
     the field."""
@@ -330,7 +335,7 @@ class Preset:
 
     name: str
     hub_id: str
-    fields: dict[str, Any]  # its source's row, checked by preset_fields (PresetSettings)
+    fields: dict[str, PresetValue]  # its source's row, checked by preset_fields (PresetSettings)
     query_instructions: dict[str, str] | str | None
     doc_instructions: dict[str, str] | str | None
     note: str = ""
@@ -340,7 +345,7 @@ class Preset:
     framing: FramingRecord | None = None
     #: more facts of its registry record (:class:`~r2med.retrieval.registry.RetrieverMeta` fields: a later
     #: model's ``published_as``, ``later``, ``provenance``, ``tolerance``)
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Mapping[str, object] = field(default_factory=dict)
     #: the benchmark family whose settings these are (``r2med``; ``bright`` for the presets defined from BRIGHT's
     #: records): on another family's task, that family's own settings run where it has any
     #: (:mod:`r2med.retrieval.family_settings`)
@@ -355,7 +360,8 @@ class Preset:
 
     @property
     def batch_size(self) -> int:
-        return int(self.fields.get("batch_size", 32))
+        size = self.fields.get("batch_size")
+        return size if isinstance(size, int) else 32
 
     @property
     def similarity(self) -> str:
@@ -365,17 +371,19 @@ class Preset:
     @property
     def dtype(self) -> str | None:
         """The precision the paper's code ran this model in (None for API embedders)."""
-        return self.fields.get("dtype")
+        dtype = self.fields.get("dtype")
+        return dtype if isinstance(dtype, str) else None
 
     def per_task(self) -> bool:
         return isinstance(self.query_instructions, dict) or isinstance(self.doc_instructions, dict)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """A JSON-able summary for ``r2med models``."""
-        f = {
+        f: JsonObject = {
             k: v
             for k, v in self.fields.items()
             if k not in ("extra", "needs_gpu", "packages", "api_key_env", "cpu_dtype")
+            and not isinstance(v, (dict, tuple))  # (what is left: settings, each a text, number, flag or None)
         }
         f.setdefault("append_eos", False)
         if f.get("max_length", 0) is None:
@@ -383,8 +391,9 @@ class Preset:
         f["similarity"] = self.similarity
         f["dtype"] = self.dtype or "api"
         f["framing"] = self.framing.describe() if self.framing else None
-        if self.fields.get("cpu_dtype"):
-            f["cpu_dtype"] = self.fields["cpu_dtype"]
+        cpu_dtype = self.fields.get("cpu_dtype")
+        if isinstance(cpu_dtype, str) and cpu_dtype:
+            f["cpu_dtype"] = cpu_dtype
         hub_id = self.hub_id
         if self.query_hub_id:  # two encoders (MedCPT): queries through the Query encoder by default
             hub_id = f"{self.query_hub_id} (queries) + {self.hub_id} (docs)"
@@ -401,12 +410,14 @@ class Preset:
         task: str | None = None,
         medcpt_published: bool = False,
         family: ModelSettings | None = None,
+        # Any: each override is its option's own type, forwarded by field name to EncoderSettings (which types it)
         **overrides: Any,
     ) -> EncoderSettings:
         """The encoder settings for ``task`` (hub task name), with user overrides applied; ``family``: another
         family's own settings for this model on ``task`` (:meth:`r2med.data.benchmarks.Bright.model_settings`),
         which replace the preset's encoder settings (the user's overrides still apply on top)."""
-        fields = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
+        # Any: the preset's fields, a family's and the overrides, by EncoderSettings' field names (which types them)
+        fields: dict[str, Any] = {k: v for k, v in self.fields.items() if k not in REGISTRY_FIELDS}
         if family is not None:
             fields.update({**_unset_by_family(), **family.encoder})  # its fields, r2med's defaults for the rest
         else:
@@ -423,7 +434,7 @@ class Preset:
         return EncoderSettings(**fields)
 
 
-def _unset_by_family() -> dict[str, Any]:
+def _unset_by_family() -> dict[str, object]:
     """What a family's encoder settings leave unset, as r2med's encoders' defaults: every field is set, so nothing of
     the preset's own family leaks in (``expansion_instruction`` stays the preset's: r2med's rule for expansions)."""
     skip = ("model", "query_model", "model_revision", "query_instruction", "doc_instruction", "expansion_instruction")
@@ -493,12 +504,12 @@ def get_preset(name: str) -> Preset:
     )
 
 
-def preset_meta(name: str) -> dict[str, Any]:
+def preset_meta(name: str) -> dict[str, object]:
     """The registry facts of preset ``name`` (:class:`~r2med.retrieval.registry.RetrieverMeta` fields)."""
     preset = get_preset(name)
-    api_key = preset.fields.get("api_key_env")
+    api_key, packages = preset.fields.get("api_key_env"), preset.fields.get("packages")
     kind = "later work" if preset.facts.get("later") else preset.kind
-    paper: dict[str, Any] = {"similarity": preset.similarity}
+    paper: JsonObject = {"similarity": preset.similarity}
     if preset.query_hub_id:  # MedCPT: the published figures encoded queries with the Article encoder
         paper["medcpt_published"] = True  # (eval_bench.py:253-254); r2med's default, the Query encoder, is
         # recorded as such (MedcptOptions.medcpt_published = False), so it is never graded against them
@@ -509,7 +520,7 @@ def preset_meta(name: str) -> dict[str, Any]:
         "api_key_env": api_key,
         "needs_gpu": preset.fields.get("needs_gpu"),
         "trust_remote_code": bool(preset.fields.get("trust_remote_code")),
-        "extra": None if api_key else _extra(preset.fields.get("packages"), DENSE_EXTRA),
+        "extra": None if api_key else _extra(packages if isinstance(packages, tuple) else None, DENSE_EXTRA),
         "tolerance": "api" if api_key else "dense",
         "paper_dtype": preset.dtype,
         "cpu_dtype": preset.fields.get("cpu_dtype"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from ..errors import OptionError, did_you_mean, shown
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.records import record_from
 from ..infra.registry import TOLERANCES, Registry
 from ..protocol.bright import Contamination, contamination_of
@@ -50,7 +51,7 @@ class RetrieverMeta:
     #: and :func:`make_retriever` may set, with its constraints and defaults
     options: type[RetrieverOptions] = RetrieverOptions
     #: the paper's values of stored configuration fields: a run with another value is not the published one
-    paper: Mapping[str, Any] = field(default_factory=dict)
+    paper: Mapping[str, JsonValue] = field(default_factory=dict)
     #: options that change what a preset computes: a run that sets any is not the published one
     overrides: tuple[str, ...] = ()
     #: the model weights it loads (None: none, or the user's --model)
@@ -70,7 +71,7 @@ class RetrieverMeta:
     #: the precision the published code falls back to on a CPU (a run in it still is the published one)
     cpu_dtype: str | None = None
     #: its settings for ``r2med models``
-    summary: Mapping[str, Any] = field(default_factory=dict)
+    summary: Mapping[str, JsonValue] = field(default_factory=dict)
     #: an option whose value names the result (``dense`` with ``--model X``: ``dense-X``), so two models differ
     named_after: str | None = None
     #: the name of its published figures' retriever in ``protocol/r2med_published_ndcg10.csv`` when it is
@@ -80,6 +81,7 @@ class RetrieverMeta:
     later: bool = False
     #: where its settings come from, for display: its published row and average, the source of each
     #: setting, what could not be found (gaps), whether r2med assumed them (``protocol/later_models.json``)
+    #: (Any: protocol/later_models.json's own nested records, read by each family's display as that file shapes them)
     provenance: Mapping[str, Any] = field(default_factory=dict)
     #: the family whose settings its own are (``r2med``; ``bright`` for the presets defined from BRIGHT's records)
     home: str = "r2med"
@@ -94,7 +96,7 @@ class RetrieverMeta:
         return contamination_of(self.hub_id)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> RetrieverMeta:
+    def from_mapping(cls, data: Mapping[str, object]) -> RetrieverMeta:
         """The record of ``data`` (field -> value); a key that is no field is an error naming it."""
         return record_from(cls, data, f"retriever {data.get('name')!r}")
 
@@ -115,7 +117,7 @@ class RetrieverMeta:
         """The values its options type gives the options a run does not set (BM25's k1, b, analyzer)."""
         return {k: v for k, v in self.options.model_construct().given().items() if k != "cache"}
 
-    def upgrade_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+    def upgrade_config(self, config: Mapping[str, JsonValue]) -> JsonObject:
         """A recorded evaluate ``config`` of this retriever with each fact once (a new dict; ``config`` is not
         changed): an option of :attr:`recorded_once` recorded beside ``options`` is read into ``options`` where they
         do not hold it (a record written before they did) and dropped where they agree; a copy that disagrees with
@@ -124,7 +126,7 @@ class RetrieverMeta:
         if not moved:
             return dict(config)
         given = config.get("options")
-        options = dict(given) if isinstance(given, Mapping) else {}
+        options = dict(given) if isinstance(given, dict) else {}
         upgraded = dict(config)
         for name in moved:
             if name not in options:
@@ -166,7 +168,7 @@ def retriever_meta(name: str) -> RetrieverMeta:
 
 
 def make_retriever(
-    name: str | Any, task: str | None = None, options: RetrieverOptions | None = None, **values: Any
+    name: object, task: str | None = None, options: RetrieverOptions | None = None, **values: object
 ) -> Retriever:
     """Build the retriever registered as ``name`` for ``task``, with ``options`` (its options type) or the
     keyword ``values`` parsed into it (None: not set): a value it does not take is one typed

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
 from ..evaluation.tie_data import CutTie
-from ..infra.json_types import JsonObject
+from ..infra.json_types import JsonObject, json_object
 from ..retrieval.analyzer import encode_corpus, get_analyzer
 from ..retrieval.base import BaseRetriever, QueryText, as_text
 from ..retrieval.bm25 import (
@@ -138,7 +138,7 @@ class ShardedBM25(BaseRetriever):
     def config(self) -> JsonObject:
         return {
             **self.head.config(),
-            "options": self.head.options.record(),
+            "options": json_object(self.head.options.record()),
             "retriever": self.name,
             "shards": len(self.plan) or self.n_shards,
         }

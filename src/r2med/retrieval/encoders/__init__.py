@@ -10,10 +10,10 @@ sentence-transformers) are imported inside the methods that need them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
 from ...errors import R2MedError
-from .api import APIEncoder, EmbeddingAPIError
+from .api import APIEncoder, ApiOptions, EmbeddingAPIError
 from .base import (
     API_LOADERS,
     DTYPES,
@@ -86,7 +86,7 @@ def make_encoder(
     device: str | None = None,
     batch_size: int = 32,
     token_budget: int | None = None,
-    **api_options: Any,
+    **api_options: Unpack[ApiOptions],
 ) -> Encoder:
     """The encoder implementation for ``settings.loader`` (``auto``: a sentence-transformers model
     -- a folder or a cached hub id with ``modules.json`` -- through sentence-transformers, anything

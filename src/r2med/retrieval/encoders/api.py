@@ -26,13 +26,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from ...errors import R2MedError, shown
 from ...infra.deadline import DeadlinePassed, urlopen_within
 from ...infra.home import parse_json
+from ...infra.json_types import JsonObject, JsonValue
 from ...infra.optional import required_module
 from ...infra.redact import redact_url
 from ...infra.retry import GaveUp, RetryPolicy, Transient, call_with_retries, parse_retry_after, retryable
@@ -72,6 +73,17 @@ def token_encoding(encoding: str = "cl100k_base") -> tiktoken.Encoding | None:
         return None
 
 
+def _items(data: JsonValue) -> list[JsonObject]:
+    """The objects of an embeddings answer's ``data`` list (one per text)."""
+    return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+
+
+def _index(item: JsonObject) -> int:
+    """Which text of the request an answer's item embeds (its ``index``; none: the first)."""
+    index = item.get("index", 0)
+    return index if isinstance(index, int) else 0
+
+
 def truncate_tokens(text: str, limit: int | None) -> str:
     """Cut ``text`` to ``limit`` ``cl100k_base`` tokens (an estimate without tiktoken)."""
     if not limit:
@@ -83,6 +95,18 @@ def truncate_tokens(text: str, limit: int | None) -> str:
     words = text.split(" ")
     keep = max(1, int(limit * 0.75))
     return text if len(words) <= keep else " ".join(words[:keep])
+
+
+class ApiOptions(TypedDict, total=False):
+    """An embedding API's client settings (:class:`APIEncoder`'s arguments beside the encoder settings)."""
+
+    api_key: str | None
+    base_url: str | None
+    timeout: float
+    max_retries: int
+    backoff_base: float
+    backoff_max: float
+    seed: int | None
 
 
 class APIEncoder(BaseEncoder):
@@ -115,11 +139,11 @@ class APIEncoder(BaseEncoder):
         self.retry = RetryPolicy(max_retries, backoff_base, backoff_max, seed)
         self.requests = 0  # HTTP requests sent (including retries)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return {**self.settings.key(), "provider": self.provider}
 
-    def _payload(self, texts: list[str], role: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"input": texts, "model": self.settings.model}
+    def _payload(self, texts: list[str], role: str) -> JsonObject:
+        body: JsonObject = {"input": list[JsonValue](texts), "model": self.settings.model}
         if self.provider == "voyage":
             body["input_type"] = "document" if role == "doc" else "query"
             body["truncation"] = True
@@ -127,10 +151,10 @@ class APIEncoder(BaseEncoder):
             body["encoding_format"] = "float"
         return body
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, body: JsonObject) -> JsonObject:
         data = json.dumps(body).encode("utf-8")
 
-        def attempt() -> dict[str, Any]:
+        def attempt() -> JsonObject:
             req = urllib.request.Request(
                 f"{self.base_url}/embeddings",
                 data=data,
@@ -176,7 +200,8 @@ class APIEncoder(BaseEncoder):
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         prefix = self.instruction(role)
-        limit = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
+        given = self.settings.extra.get("truncate_tokens") if self.provider == "openai" else None
+        limit = given if isinstance(given, int) else None
         form = self.settings.extra.get("text_form", "plain")
         if form == "json-quoted":  # BRIGHT's retrievers.py:56: cut first, then sent JSON-quoted
             inputs = [json.dumps(truncate_tokens(prefix + t, limit).replace("\n", " ")) for t in texts]
@@ -190,7 +215,7 @@ class APIEncoder(BaseEncoder):
         for start in range(0, len(inputs), batch_size):
             batch = inputs[start : start + batch_size]
             out = self._post(self._payload(batch, role))
-            data = sorted(out.get("data") or [], key=lambda d: d.get("index", 0))
+            data = sorted(_items(out.get("data")), key=_index)
             if len(data) != len(batch):
                 raise EmbeddingAPIError(f"{self.shown_url}: asked for {len(batch)} embeddings, got {len(data)}")
             rows.append(np.asarray([d["embedding"] for d in data], dtype=np.float32))

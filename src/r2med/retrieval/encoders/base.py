@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 import numpy as np
 
 from ...errors import R2MedError, shown
+from ...infra.json_types import JsonObject, JsonValue
 from ...typed.dense_choices import DTYPE_ALIASES, Dtype, Pooling, choices_of
 from ..base import QueryText
 
@@ -141,7 +142,7 @@ class FramingRecord:
         """What an encoder is told (``EncoderSettings.framing``): these tokens, or the tokenizer's own."""
         return TOKENIZER_FRAMING if self.follows_tokenizer else self.tokens
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """A JSON-able summary (``r2med models``, ``metrics.json``)."""
         return {
             "framing": self.tokens,
@@ -155,7 +156,7 @@ class FramingRecord:
         }
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> FramingRecord:
+    def from_data(cls, data: Mapping[str, JsonValue]) -> FramingRecord:
         """A record from its protocol-data form (``{"tokens": "{text} <|endoftext|>", "added_by": ..., "source":
         ...}``); a record naming tokens by role (``"eos": true``) is refused."""
         if "tokens" not in data or {"bos", "eos"} & set(data):
@@ -163,10 +164,11 @@ class FramingRecord:
                 f"framing record {shown(str(data))}: name its tokens by text in 'tokens' "
                 "(e.g. '<s> {text} </s>'), not by role (bos / eos)"
             )
-        if data.get("added_by") not in ADDERS:
+        added_by = next((adder for adder in ADDERS if adder == data.get("added_by")), None)
+        if added_by is None:
             choices = f"{', '.join(ADDERS[:-1])} or {ADDERS[-1]}"
             raise R2MedError(f"framing record {shown(str(data))}: added_by must be {choices}")
-        return cls(str(data["tokens"]), data["added_by"], str(data["source"]), bool(data.get("checked", True)))
+        return cls(str(data["tokens"]), added_by, str(data["source"]), bool(data.get("checked", True)))
 
 
 def canonical_dtype(dtype: str) -> Dtype:
@@ -217,7 +219,8 @@ class EncoderSettings:
     doc_as_pair: bool = False
     trust_remote_code: bool = False
     dtype: Dtype = Dtype.FP32
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: a loader's own settings beyond these fields (``exclude_prompt_from_pooling``): open JSON, keyed by the loader
+    extra: JsonObject = field(default_factory=dict)
     #: special tokens around each text by their text (:data:`Framing`: ``"<s> {text} </s>"``), built by r2med
     #: whatever the tokenizer adds; ``"tokenizer"``: the tokenizer's own, its files checked to agree; None:
     #: what the tokenizer adds, unchecked (a model that is not a preset)
@@ -239,16 +242,17 @@ class EncoderSettings:
         if self.framing == TOKENIZER_FRAMING and self.append_eos:
             raise R2MedError("append_eos contradicts framing 'tokenizer' (the tokenizer's own tokens); set one of them")
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> JsonObject:
         """The vector-defining settings as a JSON-able dict (for fingerprints and run configs); ``framing``
         only when set (the keys of runs that leave it to the tokenizer stay as they were)."""
-        key = asdict(self)
+        key: JsonObject = asdict(self)
         if key["framing"] is None:
             del key["framing"]
         if self.loader == "sentence-transformers":  # its own Pooling module runs (recorded as it ran: ``pooling``
             key["pooling"] = None  # in the run's encoding facts), never ``pooling``
         return key
 
+    # Any: each change is forwarded by name to dataclasses.replace, which types it against that field
     def with_(self, **changes: Any) -> EncoderSettings:
         """public: a copy with ``changes`` (``settings.with_(max_length=512)``), as :func:`dataclasses.replace`."""
         return replace(self, **changes)
@@ -269,7 +273,7 @@ class Encoder(Protocol):
 
     def encode_corpus(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray: ...
 
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> JsonObject: ...
 
 
 def plan_batches(
@@ -297,6 +301,10 @@ def plan_batches(
     return batches
 
 
+#: what one batch of an encoder gives before the batches are joined (a host array, or a device tensor)
+_Batch = TypeVar("_Batch")
+
+
 class BaseEncoder:
     """Shared logic: instructions, token limits per role, (query, expansion) averaging, length-sorted
     batching.  Subclasses implement ``_embed(texts, role, batch_size)`` for a non-empty list."""
@@ -308,16 +316,19 @@ class BaseEncoder:
         self.texts_encoded = 0  # counter (tests, logs): texts that went through a model
         #: called with the number of texts after each batch (a progress display listens; None: nobody)
         self.on_batch: Callable[[int], None] | None = None
+        #: the token limit each side was encoded with (``used["max_length"]``, the same dict): side -> tokens
+        self.max_lengths: dict[str, JsonValue] = {}
         #: what the last encoding actually used, for ``metrics.json``: ``max_length`` per role, the
         #: ``framing`` (asked for, and what the tokenizer alone would have given), the ``dtype``
-        self.used: dict[str, Any] = {"dtype": settings.dtype, "max_length": {}}
+        #: (facts a loader reports, each its own shape: open JSON, read back only into ``metrics.json``)
+        self.used: JsonObject = {"dtype": settings.dtype, "max_length": self.max_lengths}
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return self.settings.key()
 
     def note_max_length(self, role: str, max_length: int | None) -> None:
         """Record the token limit ``role`` was encoded with (queries and expansions share ``query``)."""
-        self.used["max_length"]["doc" if role == "doc" else "query"] = max_length
+        self.max_lengths["doc" if role == "doc" else "query"] = max_length
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         """Embed texts of ``role`` (query / expansion / doc); the instruction is the encoder's to add."""
@@ -342,8 +353,8 @@ class BaseEncoder:
         self,
         lengths: Sequence[int],
         batch_size: int,
-        encode_batch: Callable[[np.ndarray], Any],
-        stack: Callable[[list[Any]], np.ndarray] = np.concatenate,
+        encode_batch: Callable[[np.ndarray], _Batch],
+        stack: Callable[[list[_Batch]], np.ndarray],
     ) -> np.ndarray:
         """Encode in batches planned by :func:`plan_batches` (longest first, within the token budget):
         ``encode_batch(indices)`` embeds the texts at those indices; ``stack`` joins the batch outputs

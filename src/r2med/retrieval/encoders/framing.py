@@ -23,12 +23,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ...errors import R2MedError, shown
 from ...infra.home import read_json
+from ...infra.json_types import JsonObject, JsonValue
 from .base import DOCUMENT, QUERY, TOKENIZER_FRAMING, Framing, framing_template, framing_tokens, pair_framing_tokens
 from .files import model_file
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +40,7 @@ log = logging.getLogger(__name__)
 _PROBE_CHARS = 200
 
 
-def resolve(model: str, tok: Any, framing: Framing, tokens: Sequence[str]) -> list[int]:
+def resolve(model: str, tok: PreTrainedTokenizerBase, framing: Framing, tokens: Sequence[str]) -> list[int]:
     """The ids of token texts ``tokens`` (of ``framing``) in ``tok``'s vocabulary, added tokens included; a
     text the vocabulary lacks is a one-line error naming it."""
     vocab = tok.get_vocab()
@@ -49,14 +53,19 @@ def resolve(model: str, tok: Any, framing: Framing, tokens: Sequence[str]) -> li
     return [int(vocab[t]) for t in tokens]
 
 
-def resolve_framing(model: str, tok: Any, framing: Framing) -> tuple[list[int], list[int]]:
+def resolve_framing(model: str, tok: PreTrainedTokenizerBase, framing: Framing) -> tuple[list[int], list[int]]:
     """The ids before and after the text for a framing template."""
     before, after = framing_tokens(framing)
     return resolve(model, tok, framing, before), resolve(model, tok, framing, after)
 
 
 def framed_ids(
-    tok: Any, texts: Sequence[str], before: Sequence[int], after: Sequence[int], max_length: int, framing: Framing
+    tok: PreTrainedTokenizerBase,
+    texts: Sequence[str],
+    before: Sequence[int],
+    after: Sequence[int],
+    max_length: int,
+    framing: Framing,
 ) -> list[list[int]]:
     """Token ids of ``texts``: tokenized without special tokens, cut to ``max_length`` minus the framing's
     tokens, then ``before`` / ``after`` put around them."""
@@ -99,7 +108,7 @@ def check_ids(
         )
 
 
-def ends(tok: Any, text: str) -> tuple[list[int], list[int]]:
+def ends(tok: PreTrainedTokenizerBase, text: str) -> tuple[list[int], list[int]]:
     """The ids ``tok`` alone puts before and after ``text`` (its post-processor, as this library reads it)."""
     text = text[:_PROBE_CHARS]
     plain = list(tok(text, add_special_tokens=False)["input_ids"])
@@ -110,18 +119,41 @@ def ends(tok: Any, text: str) -> tuple[list[int], list[int]]:
     return full, []  # pragma: no cover - a post-processor that rewrites the text itself
 
 
-def described(tok: Any, before: Sequence[int], after: Sequence[int]) -> dict[str, Any]:
-    """Tokens by text and id: ``{"framing": "<s> {text}", "before": [{"token": "<s>", "id": 1}], "after": []}``."""
+@dataclass(frozen=True)
+class TokensAround:
+    """The special tokens before and after a text, each by its text and id (what ``metrics.json`` records)."""
 
-    def listed(ids: Sequence[int]) -> list[dict[str, Any]]:
-        return [{"token": str(tok.convert_ids_to_tokens(int(i))), "id": int(i)} for i in ids]
+    before: tuple[tuple[str, int], ...]
+    after: tuple[tuple[str, int], ...]
 
-    first, last = listed(before), listed(after)
-    template = framing_template([t["token"] for t in first], [t["token"] for t in last])
-    return {"framing": template, "before": first, "after": last}
+    @property
+    def framing(self) -> Framing:
+        return framing_template([t for t, _ in self.before], [t for t, _ in self.after])
+
+    @property
+    def ids(self) -> tuple[list[int], list[int]]:
+        """The ids before and after the text."""
+        return [i for _, i in self.before], [i for _, i in self.after]
+
+    def describe(self) -> JsonObject:
+        """``{"framing": "<s> {text}", "before": [{"token": "<s>", "id": 1}], "after": []}``."""
+
+        def listed(tokens: tuple[tuple[str, int], ...]) -> list[JsonValue]:
+            return [{"token": text, "id": i} for text, i in tokens]
+
+        return {"framing": self.framing, "before": listed(self.before), "after": listed(self.after)}
 
 
-def tokenizer_alone(tok: Any, text: str) -> dict[str, Any]:
+def described(tok: PreTrainedTokenizerBase, before: Sequence[int], after: Sequence[int]) -> TokensAround:
+    """Tokens ``before`` and ``after`` a text by text and id."""
+
+    def listed(ids: Sequence[int]) -> tuple[tuple[str, int], ...]:
+        return tuple((str(tok.convert_ids_to_tokens(int(i))), int(i)) for i in ids)
+
+    return TokensAround(listed(before), listed(after))
+
+
+def tokenizer_alone(tok: PreTrainedTokenizerBase, text: str) -> TokensAround:
     """What ``tok`` itself adds around ``text`` (any special token, either end), by text and id."""
     return described(tok, *ends(tok, text))
 
@@ -155,14 +187,19 @@ class FileFramings:
         """The framing the files agree on (the post-processor's, else the config's, else what loads)."""
         return self.post_processor or self.config or self.loaded
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """What ``metrics.json`` records of them (the run's ``tokenizer_files``)."""
         return {"tokenizer_config": self.config, "tokenizer_json": self.post_processor, "loaded": self.loaded}
 
     @classmethod
-    def from_described(cls, described: Mapping[str, Any], around: Literal["text", "pair"] = "text") -> FileFramings:
+    def from_described(
+        cls, described: Mapping[str, JsonValue], around: Literal["text", "pair"] = "text"
+    ) -> FileFramings:
         """The record a run's ``tokenizer_files`` (:meth:`describe`) holds, read back."""
-        return cls(described.get("tokenizer_config"), described.get("tokenizer_json"), described["loaded"], around)
+        config, post, loaded = (described.get(key) for key in ("tokenizer_config", "tokenizer_json", "loaded"))
+        if not isinstance(loaded, str) or not all(v is None or isinstance(v, str) for v in (config, post)):
+            raise R2MedError(f"tokenizer_files {shown(str(dict(described)))}: its framings must be templates")
+        return cls(config if isinstance(config, str) else None, post if isinstance(post, str) else None, loaded, around)
 
     def disagreement(self, model: str) -> str:
         """The one line saying how its files disagree (what follows it says what a run does about it)."""
@@ -173,13 +210,24 @@ class FileFramings:
         )
 
 
-def _token_text(value: Any) -> str | None:
+def _token_text(value: object) -> str | None:
     if isinstance(value, dict):
         value = value.get("content")
     return value if isinstance(value, str) and value else None
 
 
-def _processor_tokens(proc: Any) -> tuple[list[str], list[str]] | None:
+def _pieces(value: JsonValue) -> list[JsonValue]:
+    """The items of a post-processor's list (its template's pieces, a sequence's processors); none: no list."""
+    return value if isinstance(value, list) else []
+
+
+def _special_token(piece: JsonObject) -> str:
+    """The token text of a template's ``{"SpecialToken": {"id": "<s>", ...}}`` piece."""
+    special = piece["SpecialToken"]
+    return str(special.get("id") if isinstance(special, dict) else None)
+
+
+def _processor_tokens(proc: JsonValue) -> tuple[list[str], list[str]] | None:
     """The token texts a ``tokenizer.json`` post-processor puts before / after a single text; None: unknown."""
     if proc is None:
         return [], []
@@ -197,17 +245,19 @@ def _processor_tokens(proc: Any) -> tuple[list[str], list[str]] | None:
         before: list[str] = []
         after: list[str] = []
         seen_text = False
-        for piece in proc.get("single") or []:
+        for piece in _pieces(proc.get("single")):
+            if not isinstance(piece, dict):
+                return None
             if "Sequence" in piece:
                 seen_text = True
             elif "SpecialToken" in piece:
-                (after if seen_text else before).append(str(piece["SpecialToken"].get("id")))
+                (after if seen_text else before).append(_special_token(piece))
             else:
                 return None
         return before, after
     if kind == "Sequence":
         before, after = [], []
-        for child in proc.get("processors") or []:
+        for child in _pieces(proc.get("processors")):
             tokens = _processor_tokens(child)
             if tokens is None:
                 return None
@@ -216,7 +266,7 @@ def _processor_tokens(proc: Any) -> tuple[list[str], list[str]] | None:
     return None
 
 
-def _read_json(path: Path | None) -> dict[str, Any] | None:
+def _read_json(path: Path | None) -> JsonObject | None:
     if path is None:
         return None
     try:  # the one JSON reader: bad UTF-8, malformed or nested too deeply is a ValueError (the file says nothing)
@@ -226,11 +276,11 @@ def _read_json(path: Path | None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def file_framings(tok: Any, source: str | None = None, revision: str | None = None) -> FileFramings:
+def file_framings(tok: PreTrainedTokenizerBase, source: str | None = None, revision: str | None = None) -> FileFramings:
     """What ``tok``'s files say (``source``: its folder or hub id, default the one it was loaded from)."""
     source = source or str(getattr(tok, "name_or_path", "") or "")
     probe = "r2med"
-    loaded = described(tok, *ends(tok, probe))["framing"]
+    loaded = described(tok, *ends(tok, probe)).framing
     tokenizer_json = _read_json(model_file(source, "tokenizer.json", revision)) if source else None
     config = (_read_json(model_file(source, "tokenizer_config.json", revision)) if source else None) or {}
     processor = _processor_tokens(tokenizer_json.get("post_processor")) if tokenizer_json is not None else None
@@ -250,7 +300,9 @@ def file_framings(tok: Any, source: str | None = None, revision: str | None = No
     return FileFramings(config_framing, post, loaded)
 
 
-def tokenizers_own(model: str, tok: Any, revision: str | None = None, source: str | None = None) -> FileFramings:
+def tokenizers_own(
+    model: str, tok: PreTrainedTokenizerBase, revision: str | None = None, source: str | None = None
+) -> FileFramings:
     """The framing ``tok``'s files agree on, for a run whose published framing was the tokenizer's and is not
     recorded (:data:`.base.TOKENIZER_FRAMING`): their disagreement is a one-line error naming both."""
     files = file_framings(tok, source, revision)
@@ -259,7 +311,9 @@ def tokenizers_own(model: str, tok: Any, revision: str | None = None, source: st
     return files
 
 
-def note_files(model: str, tok: Any, revision: str | None = None, source: str | None = None) -> FileFramings:
+def note_files(
+    model: str, tok: PreTrainedTokenizerBase, revision: str | None = None, source: str | None = None
+) -> FileFramings:
     """:func:`file_framings`, with a warning when they disagree (a model run with its tokenizer's own framing,
     unchecked: its tokens may change with the transformers version)."""
     files = file_framings(tok, source, revision)
@@ -275,7 +329,9 @@ def note_files(model: str, tok: Any, revision: str | None = None, source: str | 
     return files
 
 
-def settled(model: str, tok: Any, framing: Framing, revision: str | None = None) -> tuple[Framing, dict[str, Any]]:
+def settled(
+    model: str, tok: PreTrainedTokenizerBase, framing: Framing, revision: str | None = None
+) -> tuple[Framing, JsonObject]:
     """The template a run builds for ``framing`` (the tokenizer's own, checked, for :data:`TOKENIZER_FRAMING`),
     and what the tokenizer's files said (for ``metrics.json``)."""
     if framing == TOKENIZER_FRAMING:
@@ -287,10 +343,10 @@ def settled(model: str, tok: Any, framing: Framing, revision: str | None = None)
 # -- (query, document) pairs ---------------------------------------------------------------------------------
 
 
-def pair_processor_tokens(proc: Any) -> tuple[list[str], list[str], list[str]] | None:
+def pair_processor_tokens(proc: JsonValue) -> tuple[list[str], list[str], list[str]] | None:
     """The token texts a post-processor puts before $A, between $A and $B, and after $B; None: unknown."""
     if isinstance(proc, dict) and proc.get("type") == "Sequence":
-        found = [pair_processor_tokens(child) for child in proc.get("processors") or []]
+        found = [pair_processor_tokens(child) for child in _pieces(proc.get("processors"))]
         if any(f is None for f in found):
             return None
         return (
@@ -304,11 +360,13 @@ def pair_processor_tokens(proc: Any) -> tuple[list[str], list[str], list[str]] |
         return None
     parts: list[list[str]] = [[], [], []]
     slot = 0
-    for piece in proc.get("pair") or []:
+    for piece in _pieces(proc.get("pair")):
+        if not isinstance(piece, dict):
+            return None
         if "Sequence" in piece:
             slot += 1
         elif "SpecialToken" in piece:
-            parts[slot].append(str(piece["SpecialToken"].get("id")))
+            parts[slot].append(_special_token(piece))
         else:
             return None
     return parts[0], parts[1], parts[2]
@@ -318,7 +376,7 @@ def pair_template(before: Sequence[str], middle: Sequence[str], after: Sequence[
     return " ".join((*before, QUERY, *middle, DOCUMENT, *after))
 
 
-def pair_ends(tok: Any, a: str, b: str) -> tuple[list[int], list[int], list[int]]:
+def pair_ends(tok: PreTrainedTokenizerBase, a: str, b: str) -> tuple[list[int], list[int], list[int]]:
     """The ids ``tok`` alone puts before, between and after a pair (a, b)."""
     ia = list(tok(a[:_PROBE_CHARS], add_special_tokens=False)["input_ids"])
     ib = list(tok(b[:_PROBE_CHARS], add_special_tokens=False)["input_ids"])
@@ -334,7 +392,7 @@ def pair_ends(tok: Any, a: str, b: str) -> tuple[list[int], list[int], list[int]
 
 
 def pair_ids(
-    tok: Any,
+    tok: PreTrainedTokenizerBase,
     pairs: Sequence[tuple[str, str]],
     tokens: tuple[Sequence[int], Sequence[int], Sequence[int]],
     max_length: int,
@@ -361,7 +419,9 @@ def pair_ids(
     return out
 
 
-def pair_file_framings(tok: Any, source: str | None = None, revision: str | None = None) -> FileFramings:
+def pair_file_framings(
+    tok: PreTrainedTokenizerBase, source: str | None = None, revision: str | None = None
+) -> FileFramings:
     """What ``tok``'s files say about a pair: ``add_bos_token`` / ``add_eos_token`` read as transformers' own
     template for them (``[bos] A [eos] [bos] B [eos]``), and the post-processor's ``pair`` template."""
     source = source or str(getattr(tok, "name_or_path", "") or "")
@@ -384,7 +444,7 @@ def pair_file_framings(tok: Any, source: str | None = None, revision: str | None
 
 
 def settled_pair(
-    model: str, tok: Any, framing: Framing, follow_tokenizer: bool, revision: str | None = None
+    model: str, tok: PreTrainedTokenizerBase, framing: Framing, follow_tokenizer: bool, revision: str | None = None
 ) -> tuple[Framing, tuple[list[int], list[int], list[int]], FileFramings]:
     """The pair template a reranker builds (``framing``, or the tokenizer's own where ``follow_tokenizer`` and
     its files agree; their disagreement is a one-line error naming both), resolved to ids by text."""

@@ -27,15 +27,16 @@ import contextlib
 import inspect
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, TypeGuard
 
 import numpy as np
 from huggingface_hub import try_to_load_from_cache
 
 from ...errors import MissingExtraError, R2MedError
 from ...infra.home import read_json
+from ...infra.json_types import JsonObject
 from ...infra.optional import required_module
 from ...infra.weights import load_pretrained, recording_loads
 from ...typed.model_source import missing_model_path
@@ -54,6 +55,8 @@ from .framing import (
 
 if TYPE_CHECKING:
     import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def resolve_dtype(dtype: str, device: str | None = None) -> torch.dtype | Litera
 WEIGHT_DTYPES = {"fp32": "float32", "fp16-autocast": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
-def dtype_kwargs(dtype: str, device: str | None = None) -> dict[str, Any]:
+def dtype_kwargs(dtype: str, device: str | None = None) -> dict[str, torch.dtype | Literal["auto"]]:
     """The ``from_pretrained`` keyword for precision ``dtype``: ``dtype=`` (transformers >= 4.56), else
     ``torch_dtype=`` -- passed for every precision, fp32 included (transformers 5 otherwise loads the
     checkpoint's own precision: an fp16 checkpoint comes up fp16)."""
@@ -97,7 +100,15 @@ def dtype_kwargs(dtype: str, device: str | None = None) -> dict[str, Any]:
     return {key: resolve_dtype(dtype, device)}
 
 
-def weights_dtype(model: Any) -> str:
+class WeightedModel(Protocol):
+    """What r2med reads of a loaded model's weights (a ``torch.nn.Module`` has it): their tensors, its submodules."""
+
+    def parameters(self) -> Iterable[torch.nn.Parameter]: ...
+
+    def modules(self) -> Iterable[object]: ...
+
+
+def weights_dtype(model: WeightedModel) -> str:
     """The dtype a loaded model's weights are in (``float32``): its ``dtype``, else its first floating tensor's."""
     import torch
 
@@ -121,12 +132,11 @@ def declared_dtype(name: str, revision: str | None = None) -> str | None:
     return value.replace("torch.", "") if isinstance(value, str) else None
 
 
-def checkpoint_commit(model: Any, name: str, revision: str | None = None) -> str | None:
+def checkpoint_commit(model: WeightedModel, name: str, revision: str | None = None) -> str | None:
     """The hub commit a loaded model's files came from: transformers' ``config._commit_hash`` where it kept one,
     else the snapshot a Hugging Face cache resolves for the hub id ``name`` (or holds the folder ``name``); None for
     a folder outside any cache."""
-    modules = model.modules() if callable(getattr(model, "modules", None)) else [model]
-    for module in modules:
+    for module in model.modules():
         commit = getattr(getattr(module, "config", None), "_commit_hash", None)
         if isinstance(commit, str) and commit:
             return commit
@@ -155,7 +165,7 @@ def check_weights_dtype(model_name: str, dtype: str, loaded: str) -> None:
         )
 
 
-def autocast_context(dtype: str, device: str) -> contextlib.AbstractContextManager[Any]:
+def autocast_context(dtype: str, device: str) -> contextlib.AbstractContextManager[object]:
     """CUDA fp16 autocast for ``fp16-autocast`` on a GPU (as ``torch.cuda.amp.autocast()``), else nothing."""
     if canonical_dtype(dtype) == "fp16-autocast" and str(device).startswith("cuda"):
         import torch
@@ -164,13 +174,14 @@ def autocast_context(dtype: str, device: str) -> contextlib.AbstractContextManag
     return contextlib.nullcontext()
 
 
-def model_max_length(model: Any, tokenizer: Any) -> int | None:
+def model_max_length(model: object, tokenizer: object) -> int | None:
     """The most tokens the model can read: its tokenizer's limit and its position embeddings
     (RoBERTa-style models lose 2 positions to the padding offset); None when neither says."""
     limits: list[int] = []
-    positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    config = getattr(model, "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
     if isinstance(positions, int) and positions > 0:
-        offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") else 0
+        offset = 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") else 0
         limits.append(positions - offset)
     tok_limit = getattr(tokenizer, "model_max_length", None)
     if isinstance(tok_limit, int) and 0 < tok_limit < 1_000_000:
@@ -195,7 +206,7 @@ def _load_error(model: str, exc: Exception) -> R2MedError:
     return R2MedError(f"cannot load model {model!r} ({type(exc).__name__}): {hint}")
 
 
-def _torch_stack(outs: list[Any]) -> np.ndarray:
+def _torch_stack(outs: list[torch.Tensor]) -> np.ndarray:
     """Batch outputs (device tensors) as one float32 host array: one device-to-host copy per call."""
     import torch
 
@@ -214,10 +225,22 @@ class TorchEncoder(BaseEncoder):
     ):
         super().__init__(settings, batch_size, token_budget)
         self.device = resolve_device(device)
-        self._model: Any = None  # loaded on first use; what it is depends on the loader
+
+    def _loaded(self, name: str, model: WeightedModel, dtype: str) -> str:
+        """Record what a model loaded in (``used``: its weights' precision, the one its checkpoint declares, the
+        commit) and check the precision against the one asked for; the weights' precision."""
+        s = self.settings
+        weights = weights_dtype(model)
+        self.used["weights"] = weights
+        self.used["declared_dtype"] = declared_dtype(name, s.model_revision)
+        check_weights_dtype(name, dtype, weights)
+        return weights
 
 
 # -- plain transformers --------------------------------------------------------------------------
+
+#: a model's framing, resolved once: its template, the ids before and after the text, what its tokenizer's files say
+_Frame = tuple[str, list[int], list[int], JsonObject]
 
 
 class TransformersEncoder(TorchEncoder):
@@ -231,13 +254,13 @@ class TransformersEncoder(TorchEncoder):
         token_budget: int | None = None,
     ):
         super().__init__(settings, device, batch_size, token_budget)
-        self._models: dict[str, tuple[Any, Any]] = {}
+        self._models: dict[str, tuple[PreTrainedTokenizerBase, torch.nn.Module]] = {}
         self._limits: dict[str, int] = {}
         #: per model: whether its forward takes ``position_ids`` (given for left-padded batches, see _embed)
         self._positions: dict[str, bool] = {}
-        self._frames: dict[str, tuple[str, list[int], list[int], dict[str, Any]]] = {}
+        self._frames: dict[str, _Frame] = {}
 
-    def _load(self, name: str) -> tuple[Any, Any]:
+    def _load(self, name: str) -> tuple[PreTrainedTokenizerBase, torch.nn.Module]:
         if name in self._models:
             return self._models[name]
         try:
@@ -249,7 +272,7 @@ class TransformersEncoder(TorchEncoder):
         s = self.settings
         kwargs = {"revision": s.model_revision, "trust_remote_code": s.trust_remote_code}
         try:
-            tok = AutoTokenizer.from_pretrained(name, **kwargs)
+            tok: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(name, **kwargs)
             model: torch.nn.Module = load_pretrained(
                 AutoModel.from_pretrained, name, "embedding model", **dtype_kwargs(s.dtype, self.device), **kwargs
             )
@@ -270,11 +293,11 @@ class TransformersEncoder(TorchEncoder):
         self._positions[name] = "position_ids" in inspect.signature(model.forward).parameters
         model.eval().to(self.device)
         autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
-        self.used["weights"] = weights_dtype(model)
-        self.used["declared_dtype"] = declared_dtype(name, s.model_revision)
-        check_weights_dtype(name, s.dtype, self.used["weights"])
-        self.used.setdefault("model_commit", {})[name] = checkpoint_commit(model, name, s.model_revision)
-        self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
+        weights = self._loaded(name, model, s.dtype)
+        commits = self.used.setdefault("model_commit", {})
+        if isinstance(commits, dict):  # this encoder's own: name -> commit
+            commits[name] = checkpoint_commit(model, name, s.model_revision)
+        self.used["compute"] = "fp16 (autocast)" if autocast else weights
         self.used["device"] = self.device
         self.used["pooling"] = str(s.pooling)
         if self.device == "cuda" and torch.cuda.device_count() > 1:
@@ -283,8 +306,8 @@ class TransformersEncoder(TorchEncoder):
         return tok, model
 
     def _tokenize(
-        self, tok: Any, texts: list[str], role: str, max_length: int, name: str | None = None
-    ) -> dict[str, list[Any]]:
+        self, tok: PreTrainedTokenizerBase, texts: list[str], role: str, max_length: int, name: str | None = None
+    ) -> dict[str, list[list[int]]]:
         s = self.settings
         name = name or s.model
         if role == "doc" and s.doc_as_pair:
@@ -323,7 +346,7 @@ class TransformersEncoder(TorchEncoder):
             self._record_framing(name, tok, texts[0], frame)
         return {"input_ids": ids}
 
-    def _frame(self, name: str, tok: Any) -> tuple[str, list[int], list[int], dict[str, Any]] | None:
+    def _frame(self, name: str, tok: PreTrainedTokenizerBase) -> _Frame | None:
         """The framing ``name``'s texts get (its template, the ids before / after the text, what the tokenizer's
         files say), resolved once per model: the settings' tokens by text, or the tokenizer's own where its
         files agree (``framing="tokenizer"``); None: no framing of r2med's (the tokenizer's, unchecked)."""
@@ -335,9 +358,7 @@ class TransformersEncoder(TorchEncoder):
             self._frames[name] = (template, before, after, files)
         return self._frames[name]
 
-    def _record_framing(
-        self, name: str, tok: Any, text: str, frame: tuple[str, list[int], list[int], dict[str, Any]] | None
-    ) -> None:
+    def _record_framing(self, name: str, tok: PreTrainedTokenizerBase, text: str, frame: _Frame | None) -> None:
         """What the texts were framed with, and what the tokenizer alone would have added (``used['framing']``,
         for ``metrics.json``): both by token text and id."""
         s = self.settings
@@ -345,34 +366,35 @@ class TransformersEncoder(TorchEncoder):
         if frame is None:
             if s.append_eos:
                 eos = resolve(name, tok, f"{{text}} {tok.eos_token}", [tok.eos_token])
-                built = described(tok, [t["id"] for t in own["before"]], [t["id"] for t in own["after"]] + eos)
+                own_before, own_after = own.ids
+                built = described(tok, own_before, own_after + eos)
                 self.used["framing"] = {
                     "framing": "tokenizer's own + its EOS (append_eos)",
-                    "tokens": built,
-                    "tokenizer_alone": own,
+                    "tokens": built.describe(),
+                    "tokenizer_alone": own.describe(),
                     "built_by": "tokenizer, then r2med",
                 }
             else:
                 self.used["framing"] = {
                     "framing": "tokenizer's own",
-                    "tokenizer_alone": own,
+                    "tokenizer_alone": own.describe(),
                     "tokenizer_files": note_files(name, tok, s.model_revision).describe(),
                     "built_by": "tokenizer",
                 }
             return
         template, before, after, files = frame
-        if own["framing"] != template:
+        if own.framing != template:
             log.info(
                 "%s: its tokenizer alone frames texts as %r; r2med builds %r (%s)",
                 name,
-                own["framing"],
+                own.framing,
                 template,
                 "the tokenizer's files" if s.framing == TOKENIZER_FRAMING else "the preset's framing",
             )
         self.used["framing"] = {
             "framing": s.framing,
-            "tokens": described(tok, before, after),
-            "tokenizer_alone": own,
+            "tokens": described(tok, before, after).describe(),
+            "tokenizer_alone": own.describe(),
             "tokenizer_files": files,
             "built_by": "r2med",
         }
@@ -395,10 +417,10 @@ class TransformersEncoder(TorchEncoder):
             feats = tok.pad({k: [v[i] for i in idx] for k, v in enc.items()}, padding=True, return_tensors="pt")
             if left:  # each text's own positions 0..n-1, as unpadded (the default counts the pads before it)
                 feats["position_ids"] = (feats["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-            feats = {k: v.to(self.device) for k, v in feats.items()}
+            on_device = {k: v.to(self.device) for k, v in feats.items()}
             with autocast_context(s.dtype, self.device):
-                hidden = model(**feats).last_hidden_state
-            emb = pool(hidden, feats["attention_mask"], s.pooling)
+                hidden = model(**on_device).last_hidden_state
+            emb = pool(hidden, on_device["attention_mask"], s.pooling)
             return torch.nn.functional.normalize(emb, dim=-1) if s.normalize else emb
 
         with torch.inference_mode():
@@ -439,8 +461,18 @@ class SentenceTransformerEncoder(TorchEncoder):
     ``max_length`` replaces ``max_seq_length`` and ``normalize`` adds a normalisation.
     """
 
+    def __init__(
+        self,
+        settings: EncoderSettings,
+        device: str | None = None,
+        batch_size: int = 32,
+        token_budget: int | None = None,
+    ):
+        super().__init__(settings, device, batch_size, token_budget)
+        self._model: SentenceTransformer | None = None  # loaded on first use
+
     @property
-    def model(self) -> Any:
+    def model(self) -> SentenceTransformer:
         if self._model is None:
             try:
                 from sentence_transformers import SentenceTransformer
@@ -449,7 +481,6 @@ class SentenceTransformerEncoder(TorchEncoder):
             s = self.settings
             check_model_source(s.model)
             # the precision is passed whatever it is: with none, transformers 5 loads the checkpoint's own
-            kwargs: dict[str, Any] = {"model_kwargs": dtype_kwargs(s.dtype, self.device)}
             try:
                 with recording_loads(s.model, "embedding model"):
                     model = SentenceTransformer(
@@ -457,16 +488,14 @@ class SentenceTransformerEncoder(TorchEncoder):
                         device=self.device,
                         revision=s.model_revision,
                         trust_remote_code=s.trust_remote_code,
-                        **kwargs,
+                        model_kwargs=dtype_kwargs(s.dtype, self.device),
                     )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
-            self.used["weights"] = weights_dtype(model)
-            self.used["declared_dtype"] = declared_dtype(s.model, s.model_revision)
-            check_weights_dtype(s.model, s.dtype, self.used["weights"])
+            weights = self._loaded(s.model, model, s.dtype)
             self.used["model_commit"] = {s.model: checkpoint_commit(model, s.model, s.model_revision)}
             autocast = canonical_dtype(s.dtype) == "fp16-autocast" and str(self.device).startswith("cuda")
-            self.used["compute"] = "fp16 (autocast)" if autocast else self.used["weights"]
+            self.used["compute"] = "fp16 (autocast)" if autocast else weights
             self.used["device"] = self.device
             if s.max_length:
                 model.max_seq_length = s.max_length
@@ -476,7 +505,7 @@ class SentenceTransformerEncoder(TorchEncoder):
             self._model = model
         return self._model
 
-    def _check_framing(self, tok: Any, text: str, ids: list[int]) -> None:
+    def _check_framing(self, tok: PreTrainedTokenizerBase, text: str, ids: list[int]) -> None:
         """sentence-transformers tokenizes: r2med cannot build the ids, only check the first text's against the
         framing (its tokens by text, or the tokenizer's own once its files agree) and record them."""
         s = self.settings
@@ -484,18 +513,18 @@ class SentenceTransformerEncoder(TorchEncoder):
         if s.framing is None:
             self.used["framing"] = {
                 "framing": "tokenizer's own",
-                "tokenizer_alone": own,
+                "tokenizer_alone": own.describe(),
                 "tokenizer_files": note_files(s.model, tok, s.model_revision).describe(),
                 "built_by": "tokenizer",
             }
             return
         template, files = settled(s.model, tok, s.framing, s.model_revision)
         before, after = resolve_framing(s.model, tok, template)
-        check_ids(s.model, ids, before, after, template, [t["id"] for t in (*own["before"], *own["after"])])
+        check_ids(s.model, ids, before, after, template, [i for side in own.ids for i in side])
         self.used["framing"] = {
             "framing": s.framing,
-            "tokens": described(tok, before, after),
-            "tokenizer_alone": own,
+            "tokens": described(tok, before, after).describe(),
+            "tokenizer_alone": own.describe(),
             "tokenizer_files": files,
             "built_by": "tokenizer (checked)",
         }
@@ -523,6 +552,8 @@ class SentenceTransformerEncoder(TorchEncoder):
         return prompts.get(default, "") if default else ""
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
+        import torch
+
         model = self.model
         prompt = self.prompt(role)
         planned = self._effective_prompt(role)
@@ -534,10 +565,13 @@ class SentenceTransformerEncoder(TorchEncoder):
         lengths = [len(one) for one in ids]
         if "framing" not in self.used:
             self._check_framing(model.tokenizer, full[0], list(ids[0]))
-        encode = getattr(model, "encode_document" if role == "doc" else "encode_query", model.encode)  # ST < 5: encode
+        # ST < 5: encode
+        encode: Callable[..., object] = getattr(
+            model, "encode_document" if role == "doc" else "encode_query", model.encode
+        )
 
         def encode_batch(idx: np.ndarray) -> torch.Tensor:
-            embeddings: torch.Tensor = encode(
+            embeddings = encode(
                 [texts[i] for i in idx],
                 batch_size=len(idx),
                 prompt=prompt,
@@ -545,6 +579,8 @@ class SentenceTransformerEncoder(TorchEncoder):
                 convert_to_tensor=True,
                 show_progress_bar=False,
             )
+            if not isinstance(embeddings, torch.Tensor):  # convert_to_tensor: one tensor for the batch
+                raise R2MedError(f"{self.settings.model}: sentence-transformers gave no tensor for a batch")
             return embeddings
 
         with autocast_context(self.settings.dtype, self.device):
@@ -552,6 +588,25 @@ class SentenceTransformerEncoder(TorchEncoder):
 
 
 # -- trust_remote_code models with their own encode() ----------------------------------------------
+
+
+class _OwnEncode(WeightedModel, Protocol):
+    """What r2med calls of a ``trust_remote_code`` model with its own ``encode`` (NV-Embed-v2's code)."""
+
+    def eval(self) -> torch.nn.Module: ...
+
+    def encode(self, texts: list[str], instruction: str, max_length: int) -> object: ...
+
+
+def _has_own_encode(model: object) -> TypeGuard[_OwnEncode]:
+    """Whether a loaded ``trust_remote_code`` model ships its own ``encode`` (NV-Embed-v2's code does)."""
+    return hasattr(model, "encode")
+
+
+class _GritLM(Protocol):
+    """What r2med calls of the ``gritlm`` package's model (``GritLM(..., mode="embedding")``)."""
+
+    def encode(self, texts: list[str], instruction: str, batch_size: int, max_length: int | None) -> object: ...
 
 
 class RemoteCodeEncoder(TorchEncoder):
@@ -567,17 +622,20 @@ class RemoteCodeEncoder(TorchEncoder):
                 "--trust-remote-code (trust_remote_code=True)"
             )
         super().__init__(settings, device, batch_size, token_budget)
-        self._tok: Any = None
+        self._tok: PreTrainedTokenizerBase | None = None
+        self._model: _OwnEncode | None = None  # loaded on first use, with its tokenizer
 
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
+    def _load(self) -> tuple[PreTrainedTokenizerBase, _OwnEncode]:
+        if self._tok is None or self._model is None:
             from transformers import AutoModel, AutoTokenizer
 
             s = self.settings
             check_model_source(s.model)
             try:
-                self._tok = AutoTokenizer.from_pretrained(s.model, revision=s.model_revision, trust_remote_code=True)
-                self._model = load_pretrained(
+                tok: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(
+                    s.model, revision=s.model_revision, trust_remote_code=True
+                )
+                loaded = load_pretrained(
                     AutoModel.from_pretrained,
                     s.model,
                     "embedding model",
@@ -587,14 +645,14 @@ class RemoteCodeEncoder(TorchEncoder):
                 )
             except (OSError, ValueError) as exc:
                 raise _load_error(s.model, exc) from exc
-            self._model.eval().to(self.device)
-            self.used["weights"] = self.used["compute"] = weights_dtype(self._model)
-            self.used["declared_dtype"] = declared_dtype(s.model, s.model_revision)
-            check_weights_dtype(s.model, s.dtype, self.used["weights"])
-            self.used["model_commit"] = {s.model: checkpoint_commit(self._model, s.model, s.model_revision)}
-            self.used["device"] = self.device
-            if not hasattr(self._model, "encode"):
+            if not _has_own_encode(loaded):
                 raise R2MedError(f"{s.model} has no encode() method; use --retriever dense with a pooling instead")
+            model = loaded
+            model.eval().to(self.device)
+            self.used["compute"] = self._loaded(s.model, model, s.dtype)
+            self.used["model_commit"] = {s.model: checkpoint_commit(model, s.model, s.model_revision)}
+            self.used["device"] = self.device
+            self._tok, self._model = tok, model
         return self._tok, self._model
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
@@ -632,6 +690,7 @@ class GritLMEncoder(TorchEncoder):
         self, settings: EncoderSettings, device: str | None = None, batch_size: int = 8, token_budget: int | None = None
     ):
         super().__init__(settings, device, batch_size, token_budget)
+        self._model: _GritLM | None = None  # loaded on first use
 
     def _embed(self, texts: Sequence[str], role: str, batch_size: int) -> np.ndarray:
         if self._model is None:
@@ -645,9 +704,7 @@ class GritLMEncoder(TorchEncoder):
             )
             inner = getattr(self._model, "model", None)
             if inner is not None and hasattr(inner, "parameters"):
-                self.used["weights"] = self.used["compute"] = weights_dtype(inner)
-                self.used["declared_dtype"] = declared_dtype(s.model, s.model_revision)
-                check_weights_dtype(s.model, s.dtype, self.used["weights"])
+                self.used["compute"] = self._loaded(s.model, inner, s.dtype)
                 self.used["model_commit"] = {s.model: checkpoint_commit(inner, s.model, s.model_revision)}
             self.used["framing"] = {"framing": "the gritlm package's encode()", "built_by": "model"}
         max_length = self.max_tokens(role, 512)
@@ -662,7 +719,7 @@ class GritLMEncoder(TorchEncoder):
         return emb
 
 
-def sentence_transformers_pooling(model: Any) -> str:
+def sentence_transformers_pooling(model: Iterable[object]) -> str:
     """The pooling a loaded sentence-transformers model runs: its ``Pooling`` module's mode (``cls``, ``mean``,
     ``lasttoken``...), or ``"the model's own"`` when it has no such module (its own ``encode``)."""
     modes = []
@@ -670,8 +727,9 @@ def sentence_transformers_pooling(model: Any) -> str:
         if type(module).__name__ != "Pooling":
             continue
         mode = getattr(module, "pooling_mode", None)  # sentence-transformers 6; 5 and earlier: a method
-        if mode is None and callable(getattr(module, "get_pooling_mode_str", None)):
-            mode = module.get_pooling_mode_str()
+        mode_str = getattr(module, "get_pooling_mode_str", None)
+        if mode is None and callable(mode_str):
+            mode = mode_str()
         modes.append(str(mode))
     return "+".join(modes) if modes else "the model's own"
 
