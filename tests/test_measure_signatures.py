@@ -7,7 +7,9 @@ class-body field annotation (dataclasses, pydantic specs, protocols) of ``src/r2
 public Python API takes ``Measure | str`` and parses at once: :data:`PUBLIC_EDGES` lists exactly those.
 
 (``by`` in :mod:`r2med.evaluation.facets` and :mod:`r2med.jobs.report` names a query metadata key, not a measure;
-the score maps keep pytrec_eval names as their keys: data, not signatures.)
+the score maps keep pytrec_eval names as their keys: data, not signatures; so does a ``TypedDict``, which is the
+shape of a JSON file's or page's data -- ``mteb_results.json``'s rows, the HTML page's script data -- read or written
+as text.)
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def annotations(tree: ast.Module) -> list[tuple[str, str, int, ast.expr]]:
                 visit(child, name + ".")
             elif isinstance(child, ast.ClassDef):
                 name = prefix + child.name
+                if any(isinstance(b, ast.Name) and b.id == "TypedDict" for b in child.bases):
+                    continue  # the shape of JSON data: files and JSON keep the measures' text
                 for item in child.body:
                     named = isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
                     if named and item.target.id in NAMES:
