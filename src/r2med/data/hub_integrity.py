@@ -41,6 +41,7 @@ from typing import TypedDict, cast
 from ..errors import R2MedError
 from ..infra.file_hash import HashAlgorithm, file_fingerprint, file_hash
 from ..infra.home import home, home_path, parse_json, write_json_atomic
+from ..infra.json_types import text_object
 
 log = logging.getLogger(__name__)
 
@@ -312,10 +313,11 @@ def _read_fingerprints() -> dict[str, dict[str, str]]:
     if not isinstance(files, dict):
         log.warning("%s is not the layout r2med writes; the hub files it listed are not vouched for", path)
         return {}
+    entries = {str(name): text_object(entry) for name, entry in files.items()}
     return {
-        str(name): entry
-        for name, entry in files.items()
-        if isinstance(entry, dict) and isinstance(entry.get("fingerprint"), str) and _is_seal(entry.get("mac"))
+        name: entry
+        for name, entry in entries.items()
+        if entry is not None and isinstance(entry.get("fingerprint"), str) and _is_seal(entry.get("mac"))
     }
 
 

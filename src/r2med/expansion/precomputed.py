@@ -27,6 +27,7 @@ from ..errors import DataError, OptionError, R2MedError
 from ..expansion_name import ExpansionName
 from ..infra.containment import task_folder_name
 from ..infra.home import fingerprint, read_json
+from ..infra.json_types import as_object
 from ..retrieval.base import QueryText
 from ..runs.record import ExpansionRecord
 from .combine import check_method, combine
@@ -215,7 +216,7 @@ class ExpansionQueries:
             prompt = Path(self.loaded[collection.name].path).parent / "prompt.json"  # made with --prompt-file
             if prompt.is_file():
                 try:
-                    described["prompt_sha256"] = str(read_json(prompt)["sha256"])
+                    described["prompt_sha256"] = str(as_object(read_json(prompt))["sha256"])
                 except (ValueError, KeyError, TypeError, OSError):
                     described["prompt_sha256"] = "unreadable prompt.json"
         return described

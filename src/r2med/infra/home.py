@@ -28,11 +28,11 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from ..errors import R2MedError
 from .containment import check_output_dir, refuse_links
 from .input_files import is_stream, kind_of, read_regular
+from .json_types import JsonValue, text_object
 
 ENV_HOME = "R2MED_HOME"
 
@@ -277,8 +277,7 @@ def nested_deeper_than(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
-# parsed JSON of any shape, narrowed by each caller (15 readers in other packages: typing it JsonValue is their change)
-def parse_json(data: str | bytes) -> Any:
+def parse_json(data: str | bytes) -> JsonValue:
     """JSON parsed: a file r2med wrote to its home or a cache, or anything from outside (an endpoint's answer, a
     shard store's file, an option's value); a fault is a ``ValueError`` saying what it is, which every caller
     turns into its own one line (or treats as damage): bad UTF-8, malformed JSON, or values nested more than
@@ -290,11 +289,11 @@ def parse_json(data: str | bytes) -> Any:
         raise ValueError("nested too deeply") from None
     if nested_deeper_than(value):
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
-    return value
+    parsed: JsonValue = value  # json.loads gives JSON values only (its return is untyped)
+    return parsed
 
 
-# parsed JSON of any shape, narrowed by each caller (as parse_json)
-def read_json(path: str | os.PathLike[str]) -> Any:
+def read_json(path: str | os.PathLike[str]) -> JsonValue:
     """:func:`parse_json` of a file r2med wrote (a cache entry, a record): a regular file only, never waited on
     (:func:`r2med.infra.input_files.read_regular`: a FIFO or a device there is an ``OSError``, read as damage)."""
     return parse_json(read_regular(path))
@@ -397,9 +396,8 @@ def _recorded_collections(corpus_fingerprint: str) -> list[dict[str, str]]:
     except (OSError, ValueError):
         return []
     found = record.get("collections") if isinstance(record, dict) else None
-    return (
-        [c for c in found if isinstance(c, dict) and isinstance(c.get("name"), str)] if isinstance(found, list) else []
-    )
+    texts = [text_object(c) for c in found] if isinstance(found, list) else []
+    return [c for c in texts if c is not None and isinstance(c.get("name"), str)]
 
 
 def remember_collection(corpus_fingerprint: str, name: str, source: str = "") -> None:

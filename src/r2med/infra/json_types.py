@@ -26,4 +26,20 @@ def json_object(values: Mapping[str, object]) -> JsonObject:
     return stored
 
 
-__all__ = ["JsonObject", "JsonValue", "json_object"]
+def as_object(value: JsonValue, what: str = "the value") -> JsonObject:
+    """``value`` where it is a JSON object; else a ``ValueError`` saying so (what every reader of a damaged file
+    already handles: the JSON reader's faults are ``ValueError`` too)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return value
+
+
+def text_object(value: JsonValue) -> dict[str, str] | None:
+    """``value`` where it is a JSON object of text values only (a memo's entry); else None."""
+    if not isinstance(value, dict):
+        return None
+    texts = {key: item for key, item in value.items() if isinstance(item, str)}
+    return texts if len(texts) == len(value) else None
+
+
+__all__ = ["JsonObject", "JsonValue", "as_object", "json_object", "text_object"]

@@ -34,7 +34,7 @@ from ..expansion.traces import normalize_llm
 from ..infra import progress
 from ..infra.containment import check_output_dir, ensure_within, plain_name, task_folder
 from ..infra.home import check_home, read_json, write_text_atomic
-from ..infra.json_types import JsonObject, JsonValue
+from ..infra.json_types import JsonObject, JsonValue, as_object
 from ..infra.llm import LLMClient, Result
 from ..retrieval.base import Retriever, index_collection
 from ..retrieval.registry import make_retriever
@@ -116,7 +116,8 @@ def check_llm_folder(folder: Path, model: str) -> None:
         try:
             if record.is_symlink() or not record.is_file():
                 raise ValueError("not a file")
-            recorded = read_json(record)["model"]  # the one JSON reader: malformed or nested too deeply: ValueError
+            # the one JSON reader: malformed, nested too deeply or not an object: ValueError
+            recorded = as_object(read_json(record))["model"]
         except (OSError, ValueError, KeyError, TypeError):
             raise R2MedError(
                 f"{record}: unreadable, so whose expansions {folder} holds is unknown; remove the folder or "

@@ -52,7 +52,7 @@ from ..errors import R2MedError
 from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
 from ..infra.input_files import NotRegularFile, exists_as_regular, open_regular, read_regular
-from ..infra.json_types import JsonObject, JsonValue
+from ..infra.json_types import JsonObject, JsonValue, as_object
 from ..infra.optional import optional_module, required_module
 
 log = logging.getLogger(__name__)
@@ -228,10 +228,11 @@ class EmbeddingCache:
             )
             return None, []
         try:
-            sums = read_json(self.checksums_path)
-            digests = list(sums["digests"])
-            ok = int(sums["chunk_size"]) == self.chunk_size and len(digests) == self.n_chunks
-        except (OSError, ValueError, KeyError, TypeError):
+            sums = as_object(read_json(self.checksums_path), CHECKSUMS)
+            listed, size = sums.get("digests"), sums.get("chunk_size")
+            digests = [d for d in listed if isinstance(d, str)] if isinstance(listed, list) else []
+            ok = isinstance(listed, list) and len(digests) == len(listed) == self.n_chunks and size == self.chunk_size
+        except (OSError, ValueError):
             ok = False
         if not ok:
             log.warning(
@@ -522,8 +523,8 @@ class EmbeddingCache:
 def describe_entry(folder: Path) -> tuple[str, bool]:
     """(what one cache entry holds, whether it is complete) for ``r2med cache ls``:
     ``<model> [pooling=.. max_length=..] · <n> docs|queries``; raises OSError/ValueError/KeyError when unreadable."""
-    meta = read_json(folder / "meta.json")
-    enc = meta["encoder"]
+    meta = as_object(read_json(folder / "meta.json"), "meta.json")
+    enc = as_object(meta["encoder"], "meta.json's encoder")
     extras = " ".join(f"{k}={enc[k]}" for k in ("pooling", "max_length") if enc.get(k) is not None)
     unit = "docs" if meta.get("role", "documents") == "documents" else "queries"
     return f"{enc.get('model')} {extras} · {meta['n_docs']} {unit}", (folder / "embeddings.npy").exists()

@@ -293,7 +293,8 @@ def load_shards(location: str) -> tuple[list[str], list[np.ndarray]]:
         doc_ids = parse_json(store.read_bytes("doc_ids.json"))
     except ValueError as exc:
         raise R2MedError(f"{location}: doc_ids.json is not what r2med writes ({shown(str(exc))})") from None
-    if not isinstance(doc_ids, list) or not all(isinstance(d, str) for d in doc_ids):
+    ids = [d for d in doc_ids if isinstance(d, str)] if isinstance(doc_ids, list) else []
+    if not isinstance(doc_ids, list) or len(ids) != len(doc_ids):
         raise R2MedError(f"{location}: doc_ids.json is not what r2med writes (a list of document ids)")
     n_docs, shard_size = manifest.get("n_docs"), manifest.get("shard_size")
     if not isinstance(n_docs, int) or not isinstance(shard_size, int):
@@ -302,4 +303,4 @@ def load_shards(location: str) -> tuple[list[str], list[np.ndarray]]:
     missing = [s.index for s in plan if not store.has_shard(s.index)]
     if missing:
         raise R2MedError(f"{location} misses shards {missing[:10]}; re-run the encoding to finish them")
-    return doc_ids, [store.read_shard(s.index, mmap=True) for s in plan]
+    return ids, [store.read_shard(s.index, mmap=True) for s in plan]

@@ -36,7 +36,7 @@ from huggingface_hub import try_to_load_from_cache
 
 from ...errors import MissingExtraError, R2MedError
 from ...infra.home import read_json
-from ...infra.json_types import JsonObject
+from ...infra.json_types import JsonObject, as_object
 from ...infra.optional import required_module
 from ...infra.weights import load_pretrained, recording_loads
 from ...typed.model_source import missing_model_path
@@ -746,7 +746,7 @@ def sentence_transformers_similarity(model: str, revision: str | None = None) ->
         return None
     path = model_file(model, "config_sentence_transformers.json", revision)
     try:
-        config = read_json(path) if path else {}
+        config = as_object(read_json(path)) if path else {}
     except (OSError, ValueError):
         config = {}
     return str(config.get("similarity_fn_name") or "cosine")
