@@ -25,7 +25,7 @@ def _defining_bright_model() -> bright.BrightModel:
 
 def test_the_three_sources_load_through_the_one_schema():
     assert field_names(PresetSettings) == PRESET_FIELD_NAMES
-    assert later_presets.ENCODER_KEYS[: len(PRESET_FIELD_NAMES)] == PRESET_FIELD_NAMES
+    assert presets.ENCODER_BLOCK_KEYS[: len(PRESET_FIELD_NAMES)] == PRESET_FIELD_NAMES
     loaded = [presets.get_preset(n) for n in presets.DENSE_PRESETS]
     loaded.append(bright_presets.bright_preset(_defining_bright_model()))
     loaded += [later_presets.later_preset(n) for n in later_models()["retrievers"]]
@@ -79,3 +79,14 @@ def test_a_bad_row_of_the_later_models_names_it_and_the_field(monkeypatch):
 def test_a_preset_built_in_python_is_checked_by_the_same_schema():
     with pytest.raises(R2MedError, match=r"^preset 'mine': unknown option 'pooler' \(did you mean 'pooling'\?\)"):
         presets.Preset("mine", "org/model", {"pooler": "cls"}, None, None)
+
+
+def test_an_r2med_encoder_block_of_either_file_takes_only_the_one_list_of_keys():
+    """BRIGHT's and the later models' ``r2med_encoder`` blocks are checked against one list (the preset fields and
+    the keys read on their own): an unknown key in BRIGHT's block is refused naming the model and the key."""
+    model = _defining_bright_model()
+    bright_presets.check_encoder_block(model)  # the packaged block passes
+    bad = dataclasses.replace(model, r2med_encoder={**model.r2med_encoder, "pooling_mode": "mean"})
+    with pytest.raises(R2MedError, match=f"model {model.name!r} r2med_encoder: unknown field 'pooling_mode'"):
+        bright_presets.check_encoder_block(bad)
+    assert set(presets.ENCODER_BLOCK_KEYS) >= {"similarity", "framing", "sources", *PRESET_FIELD_NAMES}

@@ -434,11 +434,6 @@ class BrightModel:
 #: every field but its ``name`` (the entry's key) and ``extra`` (:data:`_MODEL_EXTRA`), and the source of its
 #: instructions (``instructions_source``: kept in :attr:`BrightModel.sources`)
 _MODEL_FIELDS = (*(f for f in field_names(BrightModel) if f not in ("name", "extra")), "instructions_source")
-#: the keys of an ``r2med_encoder`` block: encoder settings, the similarity, a defined preset's registry facts, sources
-ENCODER_KEYS = (
-    "loader", "pooling", "normalize", "max_length", "query_max_length", "dtype", "framing", "trust_remote_code",
-    "append_eos", "extra", "similarity", "batch_size", "needs_gpu", "api_key_env", "sources",
-)  # fmt: skip
 #: keys an entry may hold beyond the fields: they go to :attr:`BrightModel.extra`
 _MODEL_EXTRA = ("k1", "b", "analyzer", "query_weighting", "batch_size_note")
 
@@ -484,7 +479,6 @@ def _model_from(name: str, entry: Mapping[str, JsonValue]) -> BrightModel:
     tables = read.optional("instructions", dict) or {}
     refuse_unknown_keys(tables, INSTRUCTION_TABLES, f"bright_models.json: model {name!r} instructions")
     encoder = read.optional("r2med_encoder", dict) if "r2med_encoder" in entry else None
-    refuse_unknown_keys(encoder or {}, ENCODER_KEYS, f"bright_models.json: model {name!r} r2med_encoder")
     return BrightModel(
         name=name,
         kind=read.value("kind", str),

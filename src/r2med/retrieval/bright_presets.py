@@ -17,9 +17,10 @@ published).
 
 from __future__ import annotations
 
+from ..infra.records import refuse_unknown_keys
 from ..protocol import bright
 from .dense import register_preset
-from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
+from .presets import ENCODER_BLOCK_KEYS, PRESET_FIELD_NAMES, Preset, preset_fields
 
 
 def bright_preset(model: bright.BrightModel) -> Preset:
@@ -55,6 +56,16 @@ def bright_preset(model: bright.BrightModel) -> Preset:
     )
 
 
+def check_encoder_block(model: bright.BrightModel) -> None:
+    """A record's ``r2med_encoder`` block holds only the keys such a block may hold (the one list,
+    :data:`~.presets.ENCODER_BLOCK_KEYS`, the later models' blocks share); else a packaging error naming the model
+    and the key."""
+    refuse_unknown_keys(
+        model.r2med_encoder, ENCODER_BLOCK_KEYS, f"bright_models.json: model {model.name!r} r2med_encoder"
+    )
+
+
 for _model in bright.models().values():
+    check_encoder_block(_model)
     if _model.defines_preset:
         register_preset(bright_preset(_model))

@@ -31,11 +31,7 @@ from ..protocol.later_models import (
 )
 from .dense import register_preset
 from .encoders import FramingRecord
-from .presets import PRESET_FIELD_NAMES, Preset, preset_fields
-
-#: Every key an ``r2med_encoder`` block may hold: the preset fields (:class:`~.presets.PresetSettings`), and those
-#: read on their own (similarity, the instruction template and document prefix, the framing).
-ENCODER_KEYS = (*PRESET_FIELD_NAMES, "similarity", "query_instruction_template", "doc_instruction", "framing")
+from .presets import ENCODER_BLOCK_KEYS, PRESET_FIELD_NAMES, Preset, preset_fields
 
 
 def tolerance_class(entry: LaterRetriever) -> str:
@@ -50,7 +46,7 @@ def later_preset(name: str) -> Preset:
     """The preset record of the ``retrievers`` entry ``name`` of ``later_models.json``."""
     entry = later_retriever(name)
     encoder = entry["r2med_encoder"]
-    refuse_unknown_keys(encoder, ENCODER_KEYS, f"later_models.json: retriever {name!r} r2med_encoder")
+    refuse_unknown_keys(encoder, ENCODER_BLOCK_KEYS, f"later_models.json: retriever {name!r} r2med_encoder")
     if encoder.get("similarity", "cosine") != "cosine":  # every later figure is cosine (Preset.similarity)
         raise ValueError(f"{name}: later_models.json names similarity {encoder['similarity']!r}")  # pragma: no cover
     fields = preset_fields(

@@ -103,6 +103,17 @@ def _one_of(value: str, choices: tuple[str, ...]) -> str:
 
 #: The keys a preset's ``fields`` may hold: :class:`PresetSettings`' fields.
 PRESET_FIELD_NAMES: tuple[str, ...] = spec_fields(PresetSettings)
+#: Every key an ``r2med_encoder`` block of the package data may hold (BRIGHT's ``bright_models.json``, the later
+#: models' ``later_models.json``): the preset fields, and those read on their own (the similarity, the instruction
+#: template and document prefix, the framing, the settings' sources).
+ENCODER_BLOCK_KEYS: tuple[str, ...] = (
+    *PRESET_FIELD_NAMES,
+    "similarity",
+    "query_instruction_template",
+    "doc_instruction",
+    "framing",
+    "sources",
+)
 
 
 #: what one of a preset's fields holds (:class:`PresetSettings`' field types)
