@@ -41,7 +41,7 @@ from typing import TypedDict, cast
 from ..errors import R2MedError
 from ..infra.file_hash import HashAlgorithm, file_fingerprint, file_hash
 from ..infra.home import home, home_path, parse_json, write_json_atomic
-from ..infra.json_types import text_object
+from ..infra.json_shapes import text_object
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from ..errors import DataError, OptionError, R2MedError
 from ..expansion_name import ExpansionName
 from ..infra.containment import task_folder_name
 from ..infra.home import fingerprint, read_json
-from ..infra.json_types import as_object
+from ..infra.json_shapes import as_object
 from ..retrieval.base import QueryText
 from ..runs.record import ExpansionRecord
 from .combine import check_method, combine

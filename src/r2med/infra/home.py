@@ -28,11 +28,15 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import R2MedError
 from .containment import check_output_dir, refuse_links
 from .input_files import is_stream, kind_of, read_regular
-from .json_types import JsonValue, text_object
+from .json_shapes import text_object
+
+if TYPE_CHECKING:  # pydantic's JsonValue: the type checker's only (r2med --help reads JSON, loads no pydantic)
+    from .json_types import JsonValue
 
 ENV_HOME = "R2MED_HOME"
 

@@ -34,7 +34,8 @@ from ..expansion.traces import normalize_llm
 from ..infra import progress
 from ..infra.containment import check_output_dir, ensure_within, plain_name, task_folder
 from ..infra.home import check_home, read_json, write_text_atomic
-from ..infra.json_types import JsonObject, JsonValue, as_object
+from ..infra.json_shapes import as_object
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.llm import LLMClient, Result
 from ..retrieval.base import Retriever, index_collection
 from ..retrieval.registry import make_retriever

@@ -28,7 +28,8 @@ from ..data import TaskRef
 from ..data.benchmarks import protocol_of
 from ..errors import R2MedError
 from ..infra.home import remember_collection
-from ..infra.json_types import JsonObject, json_object
+from ..infra.json_shapes import json_object
+from ..infra.json_types import JsonObject
 from ..reranking.base import make_reranker, reranker_meta
 from ..retrieval.base import index_collection
 from ..retrieval.registry import make_retriever

@@ -41,7 +41,7 @@ from ..evaluation.tie_data import CutTies
 from ..evaluation.ties import TieRule, evaluate_with_ties, listed_order
 from ..infra.containment import SystemFolder, as_system_folder, task_folder_name
 from ..infra.home import fingerprint
-from ..infra.json_types import json_object
+from ..infra.json_shapes import json_object
 from ..measures import DEFAULT_MEASURES, HEADLINE, Family, Measure
 from ..retrieval.registry import RETRIEVERS
 from ..runs.record import METRICS_FILE, JsonObject, RecordedConfig, RunData, RunRecord, read_record, same_config

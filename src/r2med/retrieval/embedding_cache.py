@@ -52,7 +52,8 @@ from ..errors import R2MedError
 from ..infra.containment import refuse_links
 from ..infra.home import atomic_path, cache_dir, fingerprint, read_json, write_json_atomic, write_text_atomic
 from ..infra.input_files import NotRegularFile, exists_as_regular, open_regular, read_regular
-from ..infra.json_types import JsonObject, JsonValue, as_object
+from ..infra.json_shapes import as_object
+from ..infra.json_types import JsonObject, JsonValue
 from ..infra.optional import optional_module, required_module
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ import scipy.sparse as sp
 from ..data.exclusions import Exclusions
 from ..errors import R2MedError
 from ..evaluation.tie_data import CutTie
-from ..infra.json_types import JsonObject, json_object
+from ..infra.json_shapes import json_object
+from ..infra.json_types import JsonObject
 from ..retrieval.analyzer import encode_corpus, get_analyzer
 from ..retrieval.base import BaseRetriever, QueryText, as_text
 from ..retrieval.bm25 import (

@@ -36,7 +36,8 @@ from huggingface_hub import try_to_load_from_cache
 
 from ...errors import MissingExtraError, R2MedError
 from ...infra.home import read_json
-from ...infra.json_types import JsonObject, as_object
+from ...infra.json_shapes import as_object
+from ...infra.json_types import JsonObject
 from ...infra.optional import required_module
 from ...infra.weights import load_pretrained, recording_loads
 from ...typed.model_source import missing_model_path
