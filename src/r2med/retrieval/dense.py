@@ -53,6 +53,7 @@ from .base import BaseRetriever, QueryText
 from .embedding_cache import DEFAULT_CHUNK_SIZE, SLOW_CHUNK_SIZE, EmbeddingCache
 from .encoders import (
     API_LOADERS,
+    BaseEncoder,
     Encoder,
     EncoderSettings,
     is_sentence_transformers_model,
@@ -172,12 +173,16 @@ class DenseRetriever(BaseRetriever):
             "dtype": s.dtype,
             "framing": {"framing": s.framing or "tokenizer's own"},
         }
-        used = getattr(self._encoder, "used", None) if self._encoder is not None else None
-        if used:
-            facts["max_length"] = dict(used.get("max_length") or {})
+        # what the encoder reports it used: r2med's encoders (BaseEncoder) keep it; a plain Encoder given in Python
+        # reports nothing (the settings above stand)
+        encoder = self._encoder if isinstance(self._encoder, BaseEncoder) else None
+        if encoder is not None and encoder.used:
+            used = encoder.used
+            facts["max_length"] = dict(encoder.max_lengths)  # used["max_length"]: the same dict
             facts["dtype"] = used.get("dtype", s.dtype)
-            if used.get("framing"):
-                facts["framing"] = dict(used["framing"])
+            framing = used.get("framing")
+            if isinstance(framing, dict) and framing:
+                facts["framing"] = dict(framing)
             keep = ("weights", "declared_dtype", "compute", "device", "pooling", "model_commit")
             facts.update({k: used[k] for k in keep if k in used})
         facts["made_by"] = "this run" if (self.docs_encoded or self.queries_encoded) else "the embedding cache"
@@ -233,15 +238,15 @@ class DenseRetriever(BaseRetriever):
                 p.set_total(to_encode if texts == items else round(to_encode * texts / max(items, 1)))
                 p.count(cached=cached)
 
-            encoder = self.encoder
-            listens = hasattr(encoder, "on_batch")
-            if listens:
-                encoder.on_batch = p.advance  # type: ignore[attr-defined]
+            encoder = self.encoder  # r2med's encoders (BaseEncoder) report each batch; a plain Encoder each call
+            listener = encoder if isinstance(encoder, BaseEncoder) else None
+            if listener is not None:
+                listener.on_batch = p.advance
             try:
                 yield on_start, p
             finally:
-                if listens:
-                    encoder.on_batch = None  # type: ignore[attr-defined]
+                if listener is not None:
+                    listener.on_batch = None
 
     def _cache_config(self) -> JsonObject:
         return self.encoder.config()  # building an encoder is cheap: models load on first use
