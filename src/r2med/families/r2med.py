@@ -124,10 +124,11 @@ class R2medTable:
         for name, meta in registered.items():
             if not meta.later or meta.published_as or not meta.provenance:
                 continue
-            elsewhere = (meta.provenance.get("published") or {}).get("elsewhere")
+            published = meta.provenance.get("published")
+            elsewhere = published.get("elsewhere") if isinstance(published, dict) else None
             why = "no published R2MED figure in the package"
-            if elsewhere:
-                why += f" (elsewhere: {elsewhere['average']} average, {elsewhere['source']})"
+            if isinstance(elsewhere, dict) and elsewhere:
+                why += f" (elsewhere: {elsewhere.get('average')} average, {elsewhere.get('source')})"
             out.append((name, why))
         return out
 

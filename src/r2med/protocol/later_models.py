@@ -16,6 +16,7 @@ from importlib import resources
 from typing import TypedDict
 
 from ..errors import R2MedError
+from ..infra.json_shapes import json_object
 from ..infra.json_types import JsonObject
 from ..infra.records import refuse_unknown_keys
 
@@ -245,10 +246,11 @@ def needs_gpu(entry: LaterEntry) -> str | None:
     return size if float(size[:-1]) >= GPU_FROM_BILLIONS else None
 
 
-def provenance(entry: LaterEntry) -> dict[str, object]:
-    """What ``r2med models`` shows of an entry: its name, size, published row, setting sources and gaps."""
+def provenance(entry: LaterEntry) -> JsonObject:
+    """What ``r2med models`` shows of an entry: its name, size, published row, setting sources and gaps (JSON, as
+    the file holds them: the display shows them as they are; grading reads the published row's first-stage run)."""
     keys = ("display_name", "parameters", "published", "sources", "gaps", "assumed", "notes", "default_choice")
     held: Mapping[str, object] = entry
-    out = {k: held[k] for k in keys if k in held}
+    out = json_object({k: held[k] for k in keys if k in held})
     out["assumed"] = bool(held.get("assumed"))
     return out

@@ -21,7 +21,7 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from ..errors import OptionError, R2MedError, did_you_mean, shown
 from ..evaluation.run_scores import check_run_scores
@@ -122,9 +122,8 @@ class RerankerMeta:
     #: published on R2MED after the paper (``r2med models``: "later work"), and where its settings come
     #: from (published row, sources, gaps; ``protocol/later_models.json``)
     later: bool = False
-    #: (later_models.json's entry as the file holds it -- published row, sources, gaps -- read by grading and the
-    #: family: open JSON)
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: (:func:`~r2med.protocol.later_models.provenance`: the entry's published row, sources, gaps, as JSON)
+    provenance: JsonObject = field(default_factory=dict)
     #: whether the first stage's tail may follow its reranked head (``keep_tail``); False: its run is what it
     #: ranks and nothing else, as BRIGHT's rerank.py writes it (a ``keep_tail = true`` is refused, not ignored)
     tail: bool = True

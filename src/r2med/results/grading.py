@@ -54,6 +54,7 @@ from ..evaluation.ties import PUBLISHED_TIE_RULE
 from ..expansion.precomputed import COMBINATION_RULE, read_from_hub
 from ..expansion.traces import normalize_llm
 from ..expansion_name import ExpansionName
+from ..infra.json_shapes import text_object
 from ..measures import HEADLINE, Measure
 from ..protocol import bright, data_states
 from ..reranking.base import RERANKERS, published_depth
@@ -474,11 +475,15 @@ def rerank_spec(key: PublishedKey) -> RerankSpec | None:
         for field_name in score_fields(meta.options)
     }
     depth = published_depth(name)
-    run = (meta.provenance.get("published") or {}).get("first_stage_run")
+    published = meta.provenance.get("published")
+    run = published.get("first_stage_run") if isinstance(published, dict) else None
     first: RetrieverSpec | ImportedRun | None
     if isinstance(run, Mapping):
         where = f"{run['repository']} {run['file']}@{run['commit']}"
-        first = ImportedRun(str(run["name"]), dict(run["sha256"]), where)
+        sha256 = text_object(run["sha256"])  # task -> the run file's SHA-256 (later_models.json: text only)
+        if sha256 is None:  # pragma: no cover - package data, checked by its tests
+            raise ValueError(f"later_models.json: {name}'s first_stage_run sha256 is not task -> text")
+        first = ImportedRun(str(run["name"]), sha256, where)
     else:
         first = retriever_spec(PublishedKey(key.retriever), Published(at_least=depth))
     return None if first is None else RerankSpec(name, options, depth, first)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from ..errors import OptionError, did_you_mean, shown
 from ..infra.json_types import JsonObject, JsonValue
@@ -81,8 +81,7 @@ class RetrieverMeta:
     later: bool = False
     #: where its settings come from, for display: its published row and average, the source of each
     #: setting, what could not be found (gaps), whether r2med assumed them (``protocol/later_models.json``)
-    #: (Any: protocol/later_models.json's own nested records, read by each family's display as that file shapes them)
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    provenance: JsonObject = field(default_factory=dict)
     #: the family whose settings its own are (``r2med``; ``bright`` for the presets defined from BRIGHT's records)
     home: str = "r2med"
     #: options its runs also recorded beside ``config.options`` before each fact was recorded once (BM25's k1 and b
