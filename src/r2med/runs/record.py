@@ -292,7 +292,11 @@ class RecordedConfig(_Recorded):
         type than the schema's is a one-line :class:`DataError` naming ``where`` and the key.  A config with no
         ``step`` (a hand-made one) is read as :func:`step_kind` tells; a model's commit recorded as ``revision``
         as ``model_revision`` (:func:`upgrade_model_revision`)."""
-        config = upgrade_model_revision(config)
+        return cls.read_upgraded(upgrade_model_revision(config), where)
+
+    @classmethod
+    def read_upgraded(cls, config: Mapping[str, JsonValue], where: str | os.PathLike[str]) -> RecordedConfig:
+        """:meth:`read` of a ``config`` its caller has already upgraded (or writes as given: the record's reader)."""
         try:
             value = cls.model_validate(config)
         except ValidationError as exc:
@@ -561,7 +565,7 @@ def parse_record(data: object, path: str | os.PathLike[str], upgrade: bool = Tru
         empty_queries = tuple(empty_queries)
 
     keys = tuple(k for k in data if k != "schema_version")
-    config = RecordedConfig.read(objects["config"], where) if objects["config"] is not None else None
+    config = RecordedConfig.read_upgraded(objects["config"], where) if objects["config"] is not None else None
     raw: JsonObject = {k: data[k] for k in keys}
     if objects["config"] is not None:
         raw["config"] = objects["config"]  # as upgraded
